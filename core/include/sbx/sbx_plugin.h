@@ -1,0 +1,90 @@
+/* sbx_plugin.h - the versioned plugin descriptor (SDK, plugin ABI v1).
+ *
+ * A plugin is a shared object exporting exactly one function,
+ *     const struct sbx_plugin_desc *sbx_plugin_entry(void);
+ * Define it with SBX_PLUGIN_DEFINE(). The core checks, in order: absolute path
+ * inside the plugin dir, regular file (no symlink), dlopen(RTLD_NOW|RTLD_LOCAL),
+ * entry symbol, abi_major equal and abi_minor not newer, desc_size and
+ * ops_size not larger than the core's, required callbacks present, kind and
+ * name matching the configuration. See docs/plugins.md.
+ */
+#ifndef SBX_SDK_PLUGIN_H
+#define SBX_SDK_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef SBX_PLUGIN_ABI_MAJOR
+#define SBX_PLUGIN_ABI_MAJOR 1u /* bump: removal or incompatible change */
+#endif
+#ifndef SBX_PLUGIN_ABI_MINOR
+#define SBX_PLUGIN_ABI_MINOR 0u /* bump: appended field or callback */
+#endif
+
+#define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry"
+
+enum sbx_plugin_kind {
+    SBX_PLUGIN_PROVIDER = 1,
+    SBX_PLUGIN_CREDENTIAL = 2,
+};
+
+/* What a plugin can do today. A stub or deferred plugin loads, says why, and
+ * every call fails with that reason. */
+enum sbx_plugin_state {
+    SBX_PLUGIN_READY = 1,    /* works end to end */
+    SBX_PLUGIN_STUB = 2,     /* not built yet, or a placeholder for a later driver */
+    SBX_PLUGIN_DEFERRED = 3, /* deliberately deferred by an ADR */
+};
+
+/* Declarative option table: the core validates an instance's config group
+ * against it (types, required keys, unknown keys) before init(). */
+enum sbx_option_type {
+    SBX_OPT_STRING = 1,
+    SBX_OPT_INT,
+    SBX_OPT_BOOL,
+    SBX_OPT_FLOAT,
+    SBX_OPT_SIZE,     /* bytes; config takes "8G" (binary suffixes) or an integer */
+    SBX_OPT_DURATION, /* seconds; config takes "60m", "8h", "30s" or an integer */
+    SBX_OPT_STRINGS,  /* an array of strings */
+};
+
+struct sbx_option {
+    const char *key;
+    enum sbx_option_type type;
+    const char *def; /* default in config syntax ("8G", "true", "30s"), or NULL */
+    int required;    /* non-zero: the key must be present */
+    const char *help;
+};
+
+#define SBX_OPTIONS_END {NULL, 0, NULL, 0, NULL}
+
+struct sbx_plugin_desc {
+    uint32_t abi_major; /* MUST stay first: they protect the rest */
+    uint32_t abi_minor;
+    uint32_t desc_size; /* sizeof(struct sbx_plugin_desc) at plugin build */
+    uint32_t kind;      /* enum sbx_plugin_kind */
+    const char *name;   /* file name without ".so", e.g. "provider_docker" */
+    const char *version;
+    uint32_t state;     /* enum sbx_plugin_state */
+    const char *reason; /* why it is a stub or deferred; NULL when ready */
+    const struct sbx_option *options; /* terminated by SBX_OPTIONS_END; may be NULL */
+    const void *ops;    /* struct sbx_provider_ops or struct sbx_credential_ops */
+    uint32_t ops_size;  /* sizeof(*ops) at plugin build */
+};
+
+#define SBX_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* Defines the descriptor and the exported entry function. OPS is an object
+ * (not a pointer) of the kind's ops struct type. */
+#define SBX_PLUGIN_DEFINE(KIND, NAME, VERSION, STATE, REASON, OPTIONS, OPS)                  \
+    static const struct sbx_plugin_desc sbx_plugin_desc_ = {                                 \
+        SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin_desc), \
+        (KIND), (NAME), (VERSION), (STATE), (REASON), (OPTIONS), &(OPS),                      \
+        (uint32_t)sizeof(OPS)};                                                               \
+    SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void);                   \
+    SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void)                    \
+    {                                                                                         \
+        return &sbx_plugin_desc_;                                                             \
+    }
+
+#endif

@@ -1,0 +1,131 @@
+/* sbx_provider.h - sandbox provider ops (SDK, plugin ABI v1).
+ *
+ * A provider creates one sandbox per task, runs commands (execs) in it, and
+ * destroys it. Sandboxes are named by the provider's own id string, so a
+ * later process (`sbx exec TASK`) can reach a sandbox created by another.
+ *
+ * Threads: every op may be called from several worker threads at once for
+ * different sandboxes, and for the same sandbox (concurrent execs).
+ * cancel() may be called from any thread while exec() runs.
+ *
+ * Required: init, destroy_ctx, create, exec, destroy, list.
+ * Optional (may be NULL): cancel, info.
+ */
+#ifndef SBX_SDK_PROVIDER_H
+#define SBX_SDK_PROVIDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx_error.h"
+#include "sbx_host.h"
+
+/* What a provider enforces itself; the core does the rest. */
+enum sbx_provider_flags {
+    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0, /* cpu, memory, pids (and disk, see below) */
+    SBX_PROVIDER_ENFORCES_DISK = 1u << 1,   /* the disk cap, by any real mechanism */
+    SBX_PROVIDER_ENFORCES_EGRESS = 1u << 2, /* maps the allow-list to its own controls */
+    SBX_PROVIDER_ENFORCES_IDLE = 1u << 3,   /* stops idle sandboxes itself */
+    SBX_PROVIDER_ENFORCES_MAX = 1u << 4,    /* stops sandboxes at the maximum lifetime */
+    SBX_PROVIDER_DOCKER_SIDECAR = 1u << 5,  /* can run a per-sandbox Docker daemon */
+    SBX_PROVIDER_PAUSE = 1u << 6,           /* supports pause/resume */
+    SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,   /* wires the core's egress proxy socket in */
+};
+
+/* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
+struct sbx_limits {
+    double cpus;
+    int64_t memory;
+    int64_t disk;
+    int64_t pids;
+    int64_t idle;
+    int64_t max;
+};
+
+struct sbx_mount {
+    const char *host; /* absolute host path */
+    const char *path; /* absolute path inside the sandbox */
+    int read_only;
+};
+
+struct sbx_sandbox_spec {
+    const char *task_id;
+    const char *job_id;
+    const char *image;          /* image reference */
+    const char *worktree;       /* host directory mounted at /workspace, or NULL */
+    const struct sbx_mount *mounts; /* read-only caches (decision 7) */
+    size_t n_mounts;
+    struct sbx_limits limits;
+    const struct sbx_kv *labels; /* sbx.task, sbx.job, sbx.created, sbx.owner, ... */
+    size_t n_labels;
+    const struct sbx_kv *env;   /* non-secret environment (proxy variables) */
+    size_t n_env;
+    /* Host directory holding the egress proxy's unix socket for this sandbox,
+     * mounted at /run/sbx-egress; NULL: the sandbox gets no way out at all. */
+    const char *egress_dir;
+    /* Egress allow-list host rules, for providers that enforce egress. */
+    const char *const *egress_allow;
+    size_t n_egress_allow;
+};
+
+/* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
+typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);
+
+struct sbx_exec_spec {
+    const char *const *argv; /* NULL-terminated, argv[0] non-NULL */
+    const struct sbx_kv *env; /* may hold secret values: never log, never persist */
+    size_t n_env;
+    const char *workdir;     /* NULL: the provider's default (/workspace) */
+    sbx_output_fn on_output;
+    void *output_userdata;
+};
+
+/* Per-exec control block owned by the core. `cancelled` is set by the core
+ * before it calls ops->cancel; the provider may keep its own state in
+ * `provider_data` (e.g. the engine's exec id). */
+struct sbx_exec_ctl {
+    volatile int cancelled;
+    void *provider_data;
+};
+
+/* Called by list() once per sandbox carrying the requested label. labels may
+ * be read during the call only. */
+typedef void (*sbx_sandbox_fn)(void *userdata, const char *sandbox_id,
+                               const struct sbx_kv *labels, size_t n_labels);
+
+/* Facts a provider reports about itself at run time (optional op). */
+struct sbx_provider_info {
+    char engine[128];    /* e.g. "docker 20.10.24 (API 1.41)" */
+    int userns;          /* 1 on, 0 off, -1 unknown */
+    char disk_limit[128]; /* which disk cap mechanism runs, or "" */
+};
+
+struct sbx_provider_ops {
+    uint32_t flags; /* enum sbx_provider_flags */
+
+    int (*init)(const struct sbx_host_api *host, const struct sbx_options *opts, void **ctx,
+                sbx_error_t **err);
+    void (*destroy_ctx)(void *ctx);
+
+    /* Creates and starts the sandbox; writes its id into id_out. */
+    int (*create)(void *ctx, const struct sbx_sandbox_spec *spec, char *id_out, size_t id_size,
+                  sbx_error_t **err);
+    /* Runs one command; streams output; sets *exit_status (128+n on signal,
+     * 126 not executable, 127 not found). Returns -1 only when the provider
+     * itself failed (the sandbox is lost, the engine failed, cancelled). */
+    int (*exec)(void *ctx, const char *sandbox_id, const struct sbx_exec_spec *spec,
+                struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err);
+    /* Stops and removes the sandbox and everything created with it.
+     * Destroying a sandbox that is already gone succeeds. */
+    int (*destroy)(void *ctx, const char *sandbox_id, sbx_error_t **err);
+    /* Lists the sandboxes carrying label key (any value if value is NULL). */
+    int (*list)(void *ctx, const char *label_key, const char *label_value, sbx_sandbox_fn fn,
+                void *userdata, sbx_error_t **err);
+
+    /* Optional. Asks a running exec to stop; exec() then returns. */
+    void (*cancel)(void *ctx, struct sbx_exec_ctl *ctl);
+    /* Optional. Fills what the provider knows about its engine. */
+    int (*info)(void *ctx, struct sbx_provider_info *info, sbx_error_t **err);
+};
+
+#endif

@@ -1,0 +1,225 @@
+/* cli.c - global options and dispatch of sbx subcommands. */
+#include "cli/cli.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http.h"
+#include "plugin/loader.h"
+#include "sbx_build.h"
+#include "util/log.h"
+
+static void help_help(FILE *out);
+
+static const struct sbx_cmd commands[] = {
+    {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
+    {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
+    {"help", "show help for sbx or a command", NULL, help_help},
+    {NULL, NULL, NULL, NULL},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx [GLOBAL OPTIONS] COMMAND [ARGS]\n"
+            "\n"
+            "Runs each task in its own fresh, limited, egress-filtered sandbox.\n"
+            "\n"
+            "Commands:\n");
+    for (const struct sbx_cmd *c = commands; c->name != NULL; c++) {
+        fprintf(out, "  %-10s %s\n", c->name, c->summary);
+    }
+    fprintf(out,
+            "\n"
+            "Global options:\n"
+            "  --config FILE        configuration file (else $SBX_CONFIG, ./sbx.conf,\n"
+            "                       " SBX_SYSTEM_CONFIG ", else built-in defaults)\n"
+            "  --log-level LEVEL    error, warn (default), info or debug\n"
+            "  --log-format FORMAT  text (default) or json; logs go to stderr\n"
+            "  -v, --verbose        same as --log-level info\n"
+            "  --version            print the version\n"
+            "  -h, --help           this help; 'sbx COMMAND --help' for a command\n"
+            "\n"
+            "Exit status: 0 ok, 1 failed, 2 usage or configuration error. 'sbx run' and\n"
+            "'sbx exec' exit with the command's own status (128+n for a signal), 125 when\n"
+            "sbx itself fails, 126 when the command cannot be executed, 127 when it is not\n"
+            "found.\n"
+            "\n"
+            "Docs: docs/ in the source tree (architecture, plugins, configuration).\n");
+}
+
+static void help_help(FILE *out)
+{
+    fprintf(out, "usage: sbx help [COMMAND]\n\nShows help for sbx or for one command.\n");
+}
+
+static const struct sbx_cmd *find_command(const char *name)
+{
+    for (const struct sbx_cmd *c = commands; c->name != NULL; c++) {
+        if (strcmp(c->name, name) == 0) {
+            return c;
+        }
+    }
+    return NULL;
+}
+
+void sbx_cli_print_error(const sbx_error_t *err)
+{
+    sbx_log(SBX_LOG_ERROR, "%s", sbx_error_msg(err));
+}
+
+int sbx_cli_exit_for(const sbx_error_t *err)
+{
+    if (err != NULL && (err->code == SBX_E_CONFIG || err->code == SBX_E_USAGE)) {
+        return SBX_EXIT_USAGE;
+    }
+    return SBX_EXIT_FAIL;
+}
+
+int sbx_cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            return 0;
+        }
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct sbx_config *sbx_cli_config(struct sbx_cli *cli)
+{
+    sbx_error_t *err = NULL;
+
+    if (cli->config != NULL) {
+        return cli->config;
+    }
+    cli->config = sbx_config_load(cli->config_path, &err);
+    if (cli->config == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+    }
+    return cli->config;
+}
+
+const char *sbx_cli_plugin_dir(struct sbx_cli *cli)
+{
+    sbx_error_t *err = NULL;
+    struct sbx_config *c;
+
+    if (cli->plugin_dir != NULL) {
+        return cli->plugin_dir;
+    }
+    c = sbx_cli_config(cli);
+    if (c == NULL) {
+        return NULL;
+    }
+    cli->plugin_dir = sbx_plugin_dir_resolve(c->plugin_dir, &err);
+    if (cli->plugin_dir == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+    }
+    return cli->plugin_dir;
+}
+
+int sbx_cli_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"log-level", required_argument, NULL, 'l'},
+        {"log-format", required_argument, NULL, 'f'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sbx_cli cli = {0};
+    enum sbx_log_level level = SBX_LOG_WARN;
+    enum sbx_log_format format = SBX_LOG_TEXT;
+    const struct sbx_cmd *cmd;
+    const char *env_level = getenv("SBX_LOG_LEVEL");
+    int c;
+    int rc;
+
+    if (env_level != NULL && sbx_log_level_parse(env_level, &level) < 0) {
+        level = SBX_LOG_WARN;
+    }
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            cli.config_path = optarg;
+            break;
+        case 'l':
+            if (sbx_log_level_parse(optarg, &level) < 0) {
+                fprintf(stderr, "sbx: error: --log-level '%s': use error, warn, info or debug\n",
+                        optarg);
+                return SBX_EXIT_USAGE;
+            }
+            break;
+        case 'f':
+            if (strcmp(optarg, "json") == 0) {
+                format = SBX_LOG_JSON;
+            }
+            else if (strcmp(optarg, "text") == 0) {
+                format = SBX_LOG_TEXT;
+            }
+            else {
+                fprintf(stderr, "sbx: error: --log-format '%s': use text or json\n", optarg);
+                return SBX_EXIT_USAGE;
+            }
+            break;
+        case 'v':
+            level = SBX_LOG_INFO;
+            break;
+        case 'V':
+            printf("sbx %s (plugin ABI %u.%u)\n", SBX_VERSION, SBX_PLUGIN_ABI_MAJOR,
+                   SBX_PLUGIN_ABI_MINOR);
+            return SBX_EXIT_OK;
+        case 'h':
+            usage(stdout);
+            return SBX_EXIT_OK;
+        default:
+            fprintf(stderr, "sbx: error: unknown global option '%s' (see 'sbx --help')\n",
+                    argv[optind - 1]);
+            return SBX_EXIT_USAGE;
+        }
+    }
+    sbx_log_setup(level, format);
+    if (optind >= argc) {
+        usage(stderr);
+        return SBX_EXIT_USAGE;
+    }
+    cmd = find_command(argv[optind]);
+    if (cmd == NULL) {
+        fprintf(stderr, "sbx: error: unknown command '%s' (see 'sbx --help')\n", argv[optind]);
+        return SBX_EXIT_USAGE;
+    }
+    if (cmd->run == NULL) { /* help */
+        const struct sbx_cmd *topic = optind + 1 < argc ? find_command(argv[optind + 1]) : NULL;
+
+        if (optind + 1 < argc && topic == NULL) {
+            fprintf(stderr, "sbx: error: no command '%s' (see 'sbx --help')\n", argv[optind + 1]);
+            return SBX_EXIT_USAGE;
+        }
+        if (topic != NULL) {
+            topic->help(stdout);
+        }
+        else {
+            usage(stdout);
+        }
+        return SBX_EXIT_OK;
+    }
+    if (sbx_cli_wants_help(argc - optind, argv + optind)) {
+        cmd->help(stdout);
+        return SBX_EXIT_OK;
+    }
+    sbx_http_global_init();
+    rc = cmd->run(&cli, argc - optind, argv + optind);
+    sbx_config_destroy(cli.config);
+    free(cli.plugin_dir);
+    return rc;
+}

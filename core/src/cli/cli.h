@@ -1,0 +1,53 @@
+/* cli.h - the sbx command line: global options, dispatch, exit codes. */
+#ifndef SBX_CLI_CLI_H
+#define SBX_CLI_CLI_H
+
+#include <stdio.h>
+
+#include "config/config.h"
+#include "util/error.h"
+
+/* Exit status (DESIGN.md, Interfaces). */
+enum sbx_exit {
+    SBX_EXIT_OK = 0,
+    SBX_EXIT_FAIL = 1,
+    SBX_EXIT_USAGE = 2,    /* usage or configuration error */
+    SBX_EXIT_SBX = 125,    /* run/exec: sbx itself failed */
+    SBX_EXIT_NOEXEC = 126, /* run/exec: the command cannot be executed */
+    SBX_EXIT_NOTFOUND = 127, /* run/exec: the command was not found */
+};
+
+struct sbx_cli {
+    const char *config_path; /* --config, or NULL */
+    struct sbx_config *config; /* loaded on demand by sbx_cli_config() */
+    char *plugin_dir;          /* resolved on demand */
+};
+
+struct sbx_cmd {
+    const char *name;
+    const char *summary;
+    int (*run)(struct sbx_cli *cli, int argc, char **argv);
+    void (*help)(FILE *out);
+};
+
+int sbx_cli_main(int argc, char **argv);
+
+/* Loads the configuration once; on failure prints the error and returns NULL
+ * (the caller exits with SBX_EXIT_USAGE, or 125 for run/exec). */
+struct sbx_config *sbx_cli_config(struct sbx_cli *cli);
+const char *sbx_cli_plugin_dir(struct sbx_cli *cli);
+/* Prints "sbx: error: MSG" to stderr. */
+void sbx_cli_print_error(const sbx_error_t *err);
+/* True when argv holds -h or --help before any "--". */
+int sbx_cli_wants_help(int argc, char **argv);
+
+/* Maps an error code to the exit status of a non-run command. */
+int sbx_cli_exit_for(const sbx_error_t *err);
+
+/* Commands (one file each). */
+int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_plugins_help(FILE *out);
+int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_config_help(FILE *out);
+
+#endif

@@ -1,0 +1,103 @@
+/* config.h - the sbx configuration (libconfig), validated against a schema.
+ *
+ * Search order: --config FILE, $SBX_CONFIG, ./sbx.conf, /etc/sbx/sbx.conf.
+ * With no file at all, sbx runs on defaults. Every error names FILE:LINE.
+ */
+#ifndef SBX_CONFIG_CONFIG_H
+#define SBX_CONFIG_CONFIG_H
+
+#include <libconfig.h>
+#include <stdint.h>
+
+#include "sbx/sbx_plugin.h"
+#include "sbx/sbx_provider.h"
+#include "util/error.h"
+
+#define SBX_SYSTEM_CONFIG "/etc/sbx/sbx.conf"
+
+/* Defaults of DESIGN.md (Config keys). */
+#define SBX_DEFAULT_CPUS 2.0
+#define SBX_DEFAULT_MEMORY (8LL << 30)
+#define SBX_DEFAULT_DISK (40LL << 30)
+#define SBX_DEFAULT_PIDS 4096
+#define SBX_DEFAULT_IDLE (60 * 60)
+#define SBX_DEFAULT_MAX (8 * 60 * 60)
+#define SBX_DEFAULT_IMAGE "sbx-sandbox:current"
+
+struct sbx_instance {
+    char *name;                /* "docker", "ci-docker", ... */
+    char *plugin;              /* "provider_docker" */
+    enum sbx_plugin_kind kind;
+    config_setting_t *group;   /* NULL for the built-in default instances */
+    char *where;               /* "FILE:LINE" or "built-in" */
+};
+
+struct sbx_pool_cfg {
+    char *name;    /* "ci" or "agent" */
+    double cpus;   /* 0 = share of the box decided by the runner */
+    int64_t memory;
+    int max_sandboxes;
+};
+
+struct sbx_config {
+    config_t cfg;
+    int loaded;          /* a file was read */
+    char *path;          /* the file read, or NULL */
+
+    char *plugin_dir;    /* NULL: the default (next to the binary) */
+    char *policy_dir;
+    char *provider;      /* default provider instance */
+    char *image;
+    char *state_dir;     /* where task records and locks live */
+
+    struct sbx_limits limits;
+    struct sbx_mount *caches;
+    size_t n_caches;
+
+    struct sbx_instance *instances;
+    size_t n_instances;
+
+    struct sbx_pool_cfg *pools;
+    size_t n_pools;
+
+    struct {
+        char **pools;
+        int max_sandboxes;
+        int64_t heavy_min_memory;
+    } box;
+
+    struct {
+        char *listen;
+        char *state;
+        char *token_env;
+        int64_t alert_after;
+        char *alert_webhook;
+        char *alert_command;
+        char *scale_up_command;
+        int max_boxes;
+        int64_t cooldown;
+        double box_hour_price;
+        double spend_day_cap;
+        double spend_month_cap;
+    } runner;
+
+    struct {
+        char *log;
+        char **registries;
+    } egress;
+};
+
+/* Finds and loads the configuration. explicit_path may be NULL. */
+struct sbx_config *sbx_config_load(const char *explicit_path, sbx_error_t **err);
+/* Loads one file (which must exist). */
+struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t **err);
+/* The configuration with no file: all defaults. */
+struct sbx_config *sbx_config_defaults(void);
+void sbx_config_destroy(struct sbx_config *c);
+
+const struct sbx_instance *sbx_config_instance(const struct sbx_config *c, const char *name,
+                                               enum sbx_plugin_kind kind);
+/* "FILE:LINE" of a setting, or "FILE" when unknown. Owned by the caller. */
+char *sbx_config_where(const struct sbx_config *c, const config_setting_t *s);
+
+#endif

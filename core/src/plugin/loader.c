@@ -1,0 +1,313 @@
+/* loader.c - dlopen a plugin and refuse it, with one clear line, unless it
+ * passes every ABI v1 check (DESIGN.md, Plugin ABI). */
+#include "plugin/loader.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx_build.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+typedef const struct sbx_plugin_desc *(*entry_fn)(void);
+
+const char *sbx_plugin_kind_name(enum sbx_plugin_kind kind)
+{
+    switch (kind) {
+    case SBX_PLUGIN_PROVIDER:
+        return "provider";
+    case SBX_PLUGIN_CREDENTIAL:
+        return "credential";
+    }
+    return "unknown";
+}
+
+const char *sbx_plugin_state_name(enum sbx_plugin_state state)
+{
+    switch (state) {
+    case SBX_PLUGIN_READY:
+        return "ready";
+    case SBX_PLUGIN_STUB:
+        return "stub";
+    case SBX_PLUGIN_DEFERRED:
+        return "deferred";
+    }
+    return "unknown";
+}
+
+char *sbx_plugin_dir_resolve(const char *configured, sbx_error_t **err)
+{
+    const char *env = getenv("SBX_PLUGIN_DIR");
+    char exe[PATH_MAX];
+    char buf[PATH_MAX];
+    const char *dir = configured;
+    ssize_t n;
+    char *real;
+
+    if (dir == NULL && env != NULL && env[0] != '\0') {
+        dir = env;
+    }
+    if (dir == NULL) {
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n > 0) {
+            char *slash;
+
+            exe[n] = '\0';
+            slash = strrchr(exe, '/');
+            if (slash != NULL) {
+                *slash = '\0';
+                if (snprintf(buf, sizeof(buf), "%.*s/plugins", (int)(sizeof(exe) - 16), exe) <
+                        (int)sizeof(buf) &&
+                    access(buf, F_OK) == 0) {
+                    dir = buf;
+                }
+            }
+        }
+    }
+    if (dir == NULL) {
+        dir = SBX_INSTALL_PLUGIN_DIR;
+    }
+    real = realpath(dir, NULL);
+    if (real == NULL) {
+        sbx_error_set(err, SBX_E_PLUGIN, "plugin dir '%s': %s", dir, strerror(errno));
+        return NULL;
+    }
+    return real;
+}
+
+static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, const char *fmt,
+                  ...) __attribute__((format(printf, 4, 5)));
+
+static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (p != NULL) {
+        if (p->handle != NULL) {
+            dlclose(p->handle);
+        }
+        free(p->path);
+        free(p);
+    }
+    return sbx_error_set(err, SBX_E_PLUGIN, "plugin %s: refused: %s", path, msg);
+}
+
+/* Required callbacks lie inside ops_size and are non-NULL. */
+static const char *missing_callback(const struct sbx_plugin *p)
+{
+#define REQUIRE(type, field)                                                                 \
+    do {                                                                                     \
+        if (offsetof(type, field) + sizeof(((type *)0)->field) > p->desc.ops_size ||         \
+            ops->field == NULL) {                                                            \
+            return #field;                                                                   \
+        }                                                                                    \
+    } while (0)
+    if (p->desc.kind == SBX_PLUGIN_PROVIDER) {
+        const struct sbx_provider_ops *ops = &p->ops.provider;
+
+        REQUIRE(struct sbx_provider_ops, init);
+        REQUIRE(struct sbx_provider_ops, destroy_ctx);
+        REQUIRE(struct sbx_provider_ops, create);
+        REQUIRE(struct sbx_provider_ops, exec);
+        REQUIRE(struct sbx_provider_ops, destroy);
+        REQUIRE(struct sbx_provider_ops, list);
+    }
+    else {
+        const struct sbx_credential_ops *ops = &p->ops.credential;
+
+        REQUIRE(struct sbx_credential_ops, init);
+        REQUIRE(struct sbx_credential_ops, destroy_ctx);
+        REQUIRE(struct sbx_credential_ops, acquire);
+        REQUIRE(struct sbx_credential_ops, revoke);
+    }
+#undef REQUIRE
+    return NULL;
+}
+
+static int path_inside(const char *dir, const char *path)
+{
+    size_t n = strlen(dir);
+
+    return strncmp(dir, path, n) == 0 && path[n] == '/' && strchr(path + n + 1, '/') == NULL;
+}
+
+struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
+                                   enum sbx_plugin_kind expect_kind, const char *expect_name,
+                                   sbx_error_t **err)
+{
+    struct sbx_plugin *p;
+    cleanup_free char *dir = NULL;
+    cleanup_free char *file_name = NULL;
+    const struct sbx_plugin_desc *d;
+    struct stat st;
+    entry_fn entry;
+    const char *base;
+    const char *missing;
+    size_t ops_max;
+
+    /* 1. an absolute path inside the plugin dir */
+    if (path == NULL || path[0] != '/') {
+        refuse(NULL, err, path ? path : "(null)", "path is not absolute");
+        return NULL;
+    }
+    dir = realpath(plugin_dir, NULL);
+    if (dir == NULL) {
+        refuse(NULL, err, path, "plugin dir '%s': %s", plugin_dir, strerror(errno));
+        return NULL;
+    }
+    if (!path_inside(dir, path)) {
+        refuse(NULL, err, path, "not inside the plugin dir %s", dir);
+        return NULL;
+    }
+    /* 2. a regular file, not a symlink */
+    if (lstat(path, &st) < 0) {
+        refuse(NULL, err, path, "%s", strerror(errno));
+        return NULL;
+    }
+    if (S_ISLNK(st.st_mode)) {
+        refuse(NULL, err, path, "is a symbolic link");
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        refuse(NULL, err, path, "not a regular file");
+        return NULL;
+    }
+    base = strrchr(path, '/') + 1;
+    if (strlen(base) < 4 || strcmp(base + strlen(base) - 3, ".so") != 0) {
+        refuse(NULL, err, path, "file name does not end in .so");
+        return NULL;
+    }
+    file_name = xstrndup(base, strlen(base) - 3);
+
+    p = xcalloc(1, sizeof(*p));
+    p->path = xstrdup(path);
+    /* 3. dlopen with every symbol resolved now */
+    p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (p->handle == NULL) {
+        const char *e = dlerror();
+
+        refuse(p, err, path, "dlopen: %s (try: ldd %s)", e ? e : "unknown error", path);
+        return NULL;
+    }
+    /* 4. the entry symbol */
+    *(void **)&entry = dlsym(p->handle, SBX_PLUGIN_ENTRY_SYMBOL);
+    if (entry == NULL) {
+        refuse(p, err, path, "no entry symbol '%s'", SBX_PLUGIN_ENTRY_SYMBOL);
+        return NULL;
+    }
+    d = entry();
+    if (d == NULL) {
+        refuse(p, err, path, "%s() returned NULL", SBX_PLUGIN_ENTRY_SYMBOL);
+        return NULL;
+    }
+    /* 5. the ABI version: same major, minor not newer */
+    if (d->abi_major != SBX_PLUGIN_ABI_MAJOR) {
+        refuse(p, err, path, "ABI major %u, this sbx speaks %u", d->abi_major,
+               SBX_PLUGIN_ABI_MAJOR);
+        return NULL;
+    }
+    if (d->abi_minor > SBX_PLUGIN_ABI_MINOR) {
+        refuse(p, err, path, "ABI minor %u is newer than this sbx's %u.%u", d->abi_minor,
+               SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
+        return NULL;
+    }
+    /* 6. sizes not larger than the core's; copy into zeroed storage */
+    if (d->desc_size > sizeof(struct sbx_plugin_desc) ||
+        d->desc_size < offsetof(struct sbx_plugin_desc, ops_size) + sizeof(uint32_t)) {
+        refuse(p, err, path, "descriptor size %u does not match this sbx (%zu)", d->desc_size,
+               sizeof(struct sbx_plugin_desc));
+        return NULL;
+    }
+    memcpy(&p->desc, d, d->desc_size);
+    if (p->desc.kind != SBX_PLUGIN_PROVIDER && p->desc.kind != SBX_PLUGIN_CREDENTIAL) {
+        refuse(p, err, path, "unknown plugin kind %u", p->desc.kind);
+        return NULL;
+    }
+    ops_max = p->desc.kind == SBX_PLUGIN_PROVIDER ? sizeof(struct sbx_provider_ops)
+                                                  : sizeof(struct sbx_credential_ops);
+    if (p->desc.ops == NULL) {
+        refuse(p, err, path, "no ops table");
+        return NULL;
+    }
+    if (p->desc.ops_size > ops_max) {
+        refuse(p, err, path, "%s ops struct of %u bytes is larger than this sbx's %zu",
+               sbx_plugin_kind_name(p->desc.kind), p->desc.ops_size, ops_max);
+        return NULL;
+    }
+    memcpy(&p->ops, p->desc.ops, p->desc.ops_size);
+    if (p->desc.name == NULL || p->desc.version == NULL) {
+        refuse(p, err, path, "descriptor has no name or version");
+        return NULL;
+    }
+    if (p->desc.state < SBX_PLUGIN_READY || p->desc.state > SBX_PLUGIN_DEFERRED) {
+        refuse(p, err, path, "unknown plugin state %u", p->desc.state);
+        return NULL;
+    }
+    /* 7. required callbacks present */
+    missing = missing_callback(p);
+    if (missing != NULL) {
+        refuse(p, err, path, "required callback '%s' is missing", missing);
+        return NULL;
+    }
+    /* 8. kind and name match */
+    if (expect_kind != 0 && p->desc.kind != (uint32_t)expect_kind) {
+        refuse(p, err, path, "is a %s plugin, a %s plugin was expected",
+               sbx_plugin_kind_name(p->desc.kind), sbx_plugin_kind_name(expect_kind));
+        return NULL;
+    }
+    if (strcmp(p->desc.name, file_name) != 0) {
+        refuse(p, err, path, "descriptor name '%s' does not match the file name '%s'",
+               p->desc.name, file_name);
+        return NULL;
+    }
+    if (expect_name != NULL && strcmp(p->desc.name, expect_name) != 0) {
+        refuse(p, err, path, "plugin name '%s' does not match the configured '%s'", p->desc.name,
+               expect_name);
+        return NULL;
+    }
+    sbx_debug("plugin loader: loaded %s %s (%s, ABI %u.%u, %s) from %s", p->desc.name,
+              p->desc.version, sbx_plugin_kind_name(p->desc.kind), p->desc.abi_major,
+              p->desc.abi_minor, sbx_plugin_state_name(p->desc.state), path);
+    return p;
+}
+
+struct sbx_plugin *sbx_plugin_load_name(const char *plugin_dir, const char *name,
+                                        enum sbx_plugin_kind expect_kind, sbx_error_t **err)
+{
+    cleanup_free char *path = NULL;
+
+    if (strchr(name, '/') != NULL || name[0] == '.' || name[0] == '\0') {
+        sbx_error_set(err, SBX_E_PLUGIN, "plugin name '%s' is not a plain name", name);
+        return NULL;
+    }
+    path = xasprintf("%s/%s.so", plugin_dir, name);
+    return sbx_plugin_load(plugin_dir, path, expect_kind, name, err);
+}
+
+void sbx_plugin_unload(struct sbx_plugin *p)
+{
+    const char *keep;
+
+    if (p == NULL) {
+        return;
+    }
+    keep = getenv("SBX_NO_DLCLOSE");
+    if (p->handle != NULL && !(keep != NULL && keep[0] == '1')) {
+        dlclose(p->handle);
+    }
+    free(p->path);
+    free(p);
+}

@@ -1,0 +1,4 @@
+/* docker.c - provider_docker: not built yet; its own issue completes it. */
+#include "sbx/sbx_stub.h"
+
+SBX_STUB_PROVIDER("provider_docker", "0.1.0", SBX_PLUGIN_STUB, "not built yet")

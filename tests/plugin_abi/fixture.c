@@ -1,0 +1,123 @@
+/* fixture.c - ABI fixture plugins, one source built many ways (see CMakeLists.txt).
+ * FIX_NAME is the descriptor name; other FIX_* macros break one rule each. The
+ * good provider also works as a fake in-memory provider for core tests. */
+#include <stdio.h>
+#include <string.h>
+
+#include "sbx/sbx_credential.h"
+#include "sbx/sbx_plugin.h"
+#include "sbx/sbx_provider.h"
+
+static const struct sbx_host_api *host;
+
+static int p_init(const struct sbx_host_api *h, const struct sbx_options *o, void **ctx,
+                  sbx_error_t **err)
+{
+    (void)o;
+    (void)err;
+    host = h;
+    *ctx = (void *)&host;
+    return 0;
+}
+
+static void p_destroy_ctx(void *ctx)
+{
+    (void)ctx;
+}
+
+static int p_create(void *ctx, const struct sbx_sandbox_spec *spec, char *id, size_t n,
+                    sbx_error_t **err)
+{
+    (void)ctx;
+    (void)err;
+    snprintf(id, n, "fake-%s", spec->task_id ? spec->task_id : "x");
+    return 0;
+}
+
+static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
+                  struct sbx_exec_ctl *ctl, int *status, sbx_error_t **err)
+{
+    (void)ctx;
+    (void)id;
+    (void)ctl;
+    (void)err;
+    if (spec->on_output != NULL) {
+        spec->on_output(spec->output_userdata, 1, spec->argv[0], strlen(spec->argv[0]));
+    }
+    *status = 0;
+    return 0;
+}
+
+static int p_destroy(void *ctx, const char *id, sbx_error_t **err)
+{
+    (void)ctx;
+    (void)id;
+    (void)err;
+    return 0;
+}
+
+static int p_list(void *ctx, const char *k, const char *v, sbx_sandbox_fn fn, void *ud,
+                  sbx_error_t **err)
+{
+    (void)ctx;
+    (void)k;
+    (void)v;
+    (void)fn;
+    (void)ud;
+    (void)err;
+    return 0;
+}
+
+#ifdef FIX_UNDEFINED
+/* Deliberately undefined: dlopen(RTLD_NOW) must fail naming it. */
+extern void sbx_fixture_undefined_symbol(void);
+#endif
+
+static const struct sbx_provider_ops ops = {
+    .init = p_init,
+    .destroy_ctx = p_destroy_ctx,
+    .create = p_create,
+#ifndef FIX_NO_EXEC
+    .exec = p_exec,
+#endif
+    .destroy = p_destroy,
+    .list = p_list,
+};
+
+static const struct sbx_option options[] = {
+    {"socket", SBX_OPT_STRING, "/run/fake.sock", 0, "a path"},
+    {"retries", SBX_OPT_INT, "3", 0, "how many"},
+    {"timeout", SBX_OPT_DURATION, "30s", 0, "how long"},
+    {"quota", SBX_OPT_SIZE, NULL, 0, "how much"},
+    {"token", SBX_OPT_STRING, NULL, FIX_TOKEN_REQUIRED, "required in one fixture"},
+    SBX_OPTIONS_END,
+};
+
+#ifndef FIX_KIND
+#define FIX_KIND SBX_PLUGIN_PROVIDER
+#endif
+#ifndef FIX_OPS_SIZE
+#define FIX_OPS_SIZE sizeof(ops)
+#endif
+
+#ifndef FIX_NO_ENTRY
+static const struct sbx_plugin_desc desc = {
+    SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin_desc),
+    FIX_KIND, FIX_NAME, "9.9.9", SBX_PLUGIN_READY, NULL, options, &ops,
+    (uint32_t)(FIX_OPS_SIZE)};
+
+SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void);
+SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void)
+{
+#ifdef FIX_UNDEFINED
+    sbx_fixture_undefined_symbol();
+#endif
+    return &desc;
+}
+#else
+SBX_PLUGIN_EXPORT int sbx_not_the_entry(void);
+SBX_PLUGIN_EXPORT int sbx_not_the_entry(void)
+{
+    return 0;
+}
+#endif

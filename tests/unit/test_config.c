@@ -1,0 +1,273 @@
+/* test_config.c - configuration files, good and bad; every error names FILE:LINE. */
+#include "test_common.h"
+
+#include "config/config.h"
+#include "plugin/instance.h"
+
+static char *dir;
+
+static int setup(void **state)
+{
+    (void)state;
+    dir = test_mkdtemp();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_rm_rf(dir);
+    free(dir);
+    return 0;
+}
+
+/* Loads TEXT; expects failure with "FILE:LINE: " + a fragment. */
+static void expect_error(const char *text, int line, const char *fragment)
+{
+    char *path = test_write_file(dir, "bad.conf", text);
+    char *prefix = NULL;
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+
+    assert_null(c);
+    assert_non_null(err);
+    assert_int_equal(err->code, SBX_E_CONFIG);
+    assert_true(asprintf(&prefix, "%s:%d: ", path, line) > 0);
+    if (strncmp(err->msg, prefix, strlen(prefix)) != 0 || strstr(err->msg, fragment) == NULL) {
+        fail_msg("got '%s', wanted prefix '%s' and '%s'", err->msg, prefix, fragment);
+    }
+    free(prefix);
+    free(path);
+    sbx_error_free(&err);
+}
+
+static void test_config_defaults(void **state)
+{
+    struct sbx_config *c = sbx_config_defaults();
+
+    (void)state;
+    assert_true(c->limits.cpus == 2.0);
+    assert_int_equal(c->limits.memory, 8589934592LL);
+    assert_int_equal(c->limits.disk, 40LL << 30);
+    assert_int_equal(c->limits.pids, 4096);
+    assert_int_equal(c->limits.idle, 3600);
+    assert_int_equal(c->limits.max, 8 * 3600);
+    assert_string_equal(c->provider, "docker");
+    assert_string_equal(c->image, "sbx-sandbox:current");
+    assert_int_equal(c->box.max_sandboxes, 6);
+    assert_int_equal(c->n_instances, 6);
+    assert_non_null(sbx_config_instance(c, "docker", SBX_PLUGIN_PROVIDER));
+    assert_non_null(sbx_config_instance(c, "agentvault", SBX_PLUGIN_CREDENTIAL));
+    assert_null(sbx_config_instance(c, "docker", SBX_PLUGIN_CREDENTIAL));
+    assert_true(c->runner.spend_day_cap == 150.0);
+    assert_int_equal(c->runner.alert_after, 600);
+    sbx_config_destroy(c);
+}
+
+static void test_config_good_file(void **state)
+{
+    static const char text[] =
+        "provider = \"ci-docker\";\n"
+        "limits = { cpus = 1.5; memory = \"4G\"; disk = \"20G\"; pids = 512;\n"
+        "           idle = \"30m\"; max = \"2h\"; };\n"
+        "caches = ( { host = \"/var/cache/pnpm\"; path = \"/pnpm-store\"; } );\n"
+        "providers = {\n"
+        "  ci-docker = { plugin = \"provider_docker\"; };\n"
+        "  agent-docker = { plugin = \"provider_docker\"; };\n"
+        "};\n"
+        "box = { pools = [\"ci\"]; max_sandboxes = 4; heavy_min_memory = \"16G\"; };\n"
+        "runner = { listen = \"unix:/run/sbx.sock\"; alert_after = \"5m\"; box_hour_price = 0.8;"
+        " };\n"
+        "egress = { log = \"/var/log/sbx/egress.jsonl\"; registries = [\"registry.test\"]; };\n";
+    char *path = test_write_file(dir, "good.conf", text);
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+
+    (void)state;
+    if (c == NULL) {
+        fail_msg("%s", err->msg);
+    }
+    assert_true(c->limits.cpus == 1.5);
+    assert_int_equal(c->limits.memory, 4LL << 30);
+    assert_int_equal(c->limits.pids, 512);
+    assert_int_equal(c->limits.idle, 1800);
+    assert_int_equal(c->limits.max, 7200);
+    assert_int_equal(c->n_caches, 1);
+    assert_string_equal(c->caches[0].path, "/pnpm-store");
+    assert_true(c->caches[0].read_only);
+    assert_int_equal(c->n_instances, 8);
+    assert_string_equal(sbx_config_instance(c, "agent-docker", SBX_PLUGIN_PROVIDER)->plugin,
+                        "provider_docker");
+    assert_string_equal(c->box.pools[0], "ci");
+    assert_null(c->box.pools[1]);
+    assert_int_equal(c->box.heavy_min_memory, 16LL << 30);
+    assert_int_equal(c->runner.alert_after, 300);
+    assert_true(c->runner.box_hour_price == 0.8);
+    assert_string_equal(c->egress.registries[0], "registry.test");
+    sbx_config_destroy(c);
+    free(path);
+}
+
+static void test_config_unknown_key(void **state)
+{
+    (void)state;
+    expect_error("image = \"x\";\n\nfrobnicate = 1;\n", 3, "unknown key 'frobnicate'");
+    expect_error("limits = {\n  cpus = 2.0;\n  memroy = \"8G\";\n};\n", 3,
+                 "unknown key 'memroy' in 'limits'");
+}
+
+static void test_config_wrong_type(void **state)
+{
+    (void)state;
+    expect_error("plugin_dir = 5;\n", 1, "'plugin_dir' must be a string");
+    expect_error("\nlimits = { pids = \"many\"; };\n", 2, "'pids' must be an integer");
+    expect_error("box = { pools = [1, 2]; };\n", 1, "element 0 must be a string");
+    expect_error("limits = 3;\n", 1, "must be a group");
+}
+
+static void test_config_bad_units(void **state)
+{
+    (void)state;
+    expect_error("limits = {\n memory = \"8X\";\n};\n", 2, "bad size '8X'");
+    expect_error("limits = {\n idle = \"soon\";\n};\n", 2, "bad duration");
+    expect_error("limits = { cpus = \"lots\"; };\n", 1, "bad CPU count");
+    expect_error("limits = { cpus = 0; };\n", 1, "CPU count above 0");
+    expect_error("limits = { pids = 0; };\n", 1, "greater than 0");
+}
+
+static void test_config_syntax_error(void **state)
+{
+    (void)state;
+    expect_error("a = 1;\nb = ;\n", 2, "syntax error");
+}
+
+static void test_config_instances(void **state)
+{
+    (void)state;
+    expect_error("providers = {\n  x = { image = \"y\"; };\n};\n", 2, "has no 'plugin' key");
+    expect_error("providers = {\n  x = { plugin = \"cred_infisical\"; };\n};\n", 2,
+                 "is not a provider plugin");
+    expect_error("providers = {\n  x = 5;\n};\n", 2, "must be a group");
+    expect_error("provider = \"nope\";\n", 1, "not a configured provider instance");
+}
+
+static void test_config_pools(void **state)
+{
+    (void)state;
+    expect_error("box = { pools = [\"ci\", \"gpu\"]; };\n", 1, "may hold only");
+    expect_error("pools = {\n  gpu = { cpus = 2.0; };\n};\n", 2, "unknown pool 'gpu'");
+}
+
+static void test_config_missing_file(void **state)
+{
+    cleanup_error sbx_error_t *err = NULL;
+
+    (void)state;
+    assert_null(sbx_config_load_file("/nonexistent/sbx.conf", &err));
+    assert_non_null(strstr(err->msg, "/nonexistent/sbx.conf: cannot read"));
+}
+
+static void test_config_search_env(void **state)
+{
+    char *path = test_write_file(dir, "env.conf", "image = \"from-env:1\";\n");
+    sbx_error_t *err = NULL;
+    struct sbx_config *c;
+
+    (void)state;
+    setenv("SBX_CONFIG", path, 1);
+    c = sbx_config_load(NULL, &err);
+    unsetenv("SBX_CONFIG");
+    assert_non_null(c);
+    assert_string_equal(c->image, "from-env:1");
+    sbx_config_destroy(c);
+    free(path);
+}
+
+/* Plugin options: unknown keys and wrong types are FILE:LINE errors. */
+static void plugin_option_error(const char *text, int line, const char *fragment)
+{
+    const char *plugins = getenv("SBX_TEST_PLUGINS");
+    char *path = test_write_file(dir, "opts.conf", text);
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+    struct sbx_open_instance *oi;
+    char *prefix = NULL;
+
+    if (c == NULL) {
+        fail_msg("%s", err->msg);
+    }
+    oi = sbx_instance_load(c, plugins, "f", SBX_PLUGIN_PROVIDER, &err);
+    assert_null(oi);
+    assert_non_null(err);
+    assert_true(asprintf(&prefix, "%s:%d: ", path, line) > 0);
+    if (strstr(err->msg, prefix) == NULL || strstr(err->msg, fragment) == NULL) {
+        fail_msg("got '%s', wanted '%s' and '%s'", err->msg, prefix, fragment);
+    }
+    free(prefix);
+    sbx_error_free(&err);
+    sbx_config_destroy(c);
+    free(path);
+}
+
+static void test_config_plugin_options(void **state)
+{
+    const char *plugins = getenv("SBX_TEST_PLUGINS");
+    char *path;
+    sbx_error_t *err = NULL;
+    struct sbx_config *c;
+    struct sbx_open_instance *oi;
+    const struct sbx_opt_value *v;
+
+    (void)state;
+    assert_non_null(plugins);
+    plugin_option_error("providers = {\n f = { plugin = \"provider_good\";\n  colour = 1; };\n};\n",
+                        3, "unknown option 'colour'");
+    plugin_option_error("providers = {\n f = { plugin = \"provider_good\";\n  retries = \"x\"; };\n"
+                        "};\n", 3, "must be an integer");
+    plugin_option_error("providers = {\n f = { plugin = \"provider_good\"; timeout = \"1y\"; };\n"
+                        "};\n", 2, "bad duration");
+    path = test_write_file(dir, "opts.conf",
+                           "providers = {\n f = { plugin = \"provider_needtoken\"; };\n};\n");
+    c = sbx_config_load_file(path, &err);
+    assert_non_null(c);
+    oi = sbx_instance_load(c, plugins, "f", SBX_PLUGIN_PROVIDER, &err);
+    assert_null(oi);
+    assert_non_null(strstr(err->msg, "needs option 'token'"));
+    assert_non_null(strstr(err->msg, ":2"));
+    sbx_error_free(&err);
+    sbx_config_destroy(c);
+    free(path);
+
+    path = test_write_file(dir, "opts.conf",
+                           "providers = {\n f = { plugin = \"provider_good\"; retries = 7;\n"
+                           " quota = \"2G\"; };\n};\n");
+    c = sbx_config_load_file(path, &err);
+    assert_non_null(c);
+    oi = sbx_instance_load(c, plugins, "f", SBX_PLUGIN_PROVIDER, &err);
+    assert_non_null(oi);
+    v = sbx_options_get(oi->opts, "retries");
+    assert_int_equal(v->i, 7);
+    v = sbx_options_get(oi->opts, "timeout");
+    assert_int_equal(v->i, 30);
+    v = sbx_options_get(oi->opts, "quota");
+    assert_int_equal(v->i, 2LL << 30);
+    v = sbx_options_get(oi->opts, "socket");
+    assert_string_equal(v->str, "/run/fake.sock");
+    sbx_instance_close(oi);
+    sbx_config_destroy(c);
+    free(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_defaults),      cmocka_unit_test(test_config_good_file),
+        cmocka_unit_test(test_config_unknown_key),   cmocka_unit_test(test_config_wrong_type),
+        cmocka_unit_test(test_config_bad_units),     cmocka_unit_test(test_config_syntax_error),
+        cmocka_unit_test(test_config_instances),     cmocka_unit_test(test_config_pools),
+        cmocka_unit_test(test_config_missing_file),  cmocka_unit_test(test_config_search_env),
+        cmocka_unit_test(test_config_plugin_options),
+    };
+
+    return cmocka_run_group_tests_name("config", tests, setup, teardown);
+}
