@@ -1,4 +1,474 @@
-/* docker.c - provider_docker: not built yet; its own issue completes it. */
-#include "sbx/sbx_stub.h"
+/* docker.c - provider_docker: one fresh, limited sandbox per task on the
+ * local Docker engine (ADR 0287 decisions 4, 5, 7). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
-SBX_STUB_PROVIDER("provider_docker", "0.1.0", SBX_PLUGIN_STUB, "not built yet")
+#include "docker.h"
+#include "sbx/sbx_plugin.h"
+
+/* Capabilities kept by default: enough for root in the image to install
+ * packages and own its files; everything else is dropped. */
+static const char *const default_caps[] = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID",
+                                           "KILL", "SETGID", "SETUID", NULL};
+
+static const struct sbx_option options[] = {
+    {"socket", SBX_OPT_STRING, NULL, 0,
+     "engine unix socket (default: $DOCKER_HOST if unix://, else /var/run/docker.sock)"},
+    {"cap_add", SBX_OPT_STRINGS, NULL, 0,
+     "capabilities kept after dropping all (default CHOWN DAC_OVERRIDE FOWNER FSETID KILL "
+     "SETGID SETUID)"},
+    {"disk_enforcement", SBX_OPT_STRING, "auto", 0,
+     "auto, storage-opt (overlay2 on xfs with pquota) or watchdog"},
+    {"disk_check_interval", SBX_OPT_DURATION, "5s", 0,
+     "how often the disk watchdog measures the sandbox's writable layer"},
+    SBX_OPTIONS_END,
+};
+
+static char **dup_strv(const char *const *v)
+{
+    size_t n = 0;
+    char **out;
+
+    while (v[n] != NULL) {
+        n++;
+    }
+    out = calloc(n + 1, sizeof(char *));
+    if (out == NULL) {
+        abort();
+    }
+    for (size_t i = 0; i < n; i++) {
+        out[i] = strdup(v[i]);
+        if (out[i] == NULL) {
+            abort();
+        }
+    }
+    return out;
+}
+
+static void free_ctx(struct dk_ctx *c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (c->cap_add != NULL) {
+        for (size_t i = 0; c->cap_add[i] != NULL; i++) {
+            free(c->cap_add[i]);
+        }
+        free(c->cap_add);
+    }
+    free(c->socket);
+    free(c);
+}
+
+static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_options *opts,
+                          void **out, sbx_error_t **err)
+{
+    struct dk_ctx *c = calloc(1, sizeof(*c));
+    const char *sock = host->opt_string(opts, "socket");
+    const char *env = getenv("DOCKER_HOST");
+    const char *const *caps = host->opt_strings(opts, "cap_add");
+    const char *disk = host->opt_string(opts, "disk_enforcement");
+
+    if (c == NULL) {
+        abort();
+    }
+    c->host = host;
+    c->opts = opts;
+    if (sock == NULL && env != NULL && strncmp(env, "unix://", 7) == 0) {
+        sock = env + 7;
+    }
+    else if (sock == NULL && env != NULL && env[0] != '\0') {
+        host->error_set(err, SBX_E_CONFIG, "DOCKER_HOST=%s: only unix:// sockets are supported",
+                        env);
+        free_ctx(c);
+        return -1;
+    }
+    c->socket = strdup(sock ? sock : "/var/run/docker.sock");
+    c->cap_add = dup_strv(caps ? caps : default_caps);
+    c->disk_interval = host->opt_int(opts, "disk_check_interval");
+    if (c->disk_interval <= 0) {
+        c->disk_interval = 5;
+    }
+    if (strlen(c->socket) > 107) {
+        host->error_set(err, SBX_E_CONFIG, "%s: socket path longer than 107 bytes",
+                        host->opt_where(opts, "socket"));
+        free_ctx(c);
+        return -1;
+    }
+    if (dk_negotiate(c, err) < 0) {
+        free_ctx(c);
+        return -1;
+    }
+    if (strcmp(disk, "storage-opt") == 0) {
+        c->disk_mode = DK_DISK_STORAGE_OPT;
+    }
+    else if (strcmp(disk, "watchdog") == 0) {
+        c->disk_mode = DK_DISK_WATCHDOG;
+    }
+    else if (strcmp(disk, "auto") == 0) {
+        c->disk_mode = strcmp(c->storage_driver, "overlay2") == 0 &&
+                               strcmp(c->backing_fs, "xfs") == 0
+                           ? DK_DISK_STORAGE_OPT
+                           : DK_DISK_WATCHDOG;
+    }
+    else {
+        host->error_set(err, SBX_E_CONFIG, "%s: disk_enforcement '%s': use auto, storage-opt "
+                        "or watchdog", host->opt_where(opts, "disk_enforcement"), disk);
+        free_ctx(c);
+        return -1;
+    }
+    host->log(host->instance_name(opts), SBX_LOG_INFO, "%s on %s, user namespaces %s, disk cap "
+              "by %s", c->engine, c->socket, c->userns ? "on" : "OFF",
+              c->disk_mode == DK_DISK_STORAGE_OPT ? "storage-opt" : "watchdog");
+    *out = c;
+    return 0;
+}
+
+static void cb_docker_destroy_ctx(void *ctx)
+{
+    free_ctx(ctx);
+}
+
+static json_t *strv_json(const char *const *v)
+{
+    json_t *a = json_array();
+
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+        json_array_append_new(a, json_string(v[i]));
+    }
+    return a;
+}
+
+static json_t *bind_mount(const char *src, const char *dst, int ro)
+{
+    return json_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", src, "Target", dst,
+                     "ReadOnly", ro);
+}
+
+static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
+{
+    json_t *labels = json_object();
+    json_t *env = json_array();
+    json_t *mounts = json_array();
+    json_t *hc;
+
+    for (size_t i = 0; i < s->n_labels; i++) {
+        json_object_set_new(labels, s->labels[i].name, json_string(s->labels[i].value));
+    }
+    if (s->limits.disk > 0) {
+        char disk[32];
+
+        /* read back by the disk watchdog during execs */
+        snprintf(disk, sizeof(disk), "%" PRId64, s->limits.disk);
+        json_object_set_new(labels, "sbx.disk", json_string(disk));
+    }
+    for (size_t i = 0; i < s->n_env; i++) {
+        char *kv = NULL;
+
+        if (asprintf(&kv, "%s=%s", s->env[i].name, s->env[i].value) < 0) {
+            abort();
+        }
+        json_array_append_new(env, json_string(kv));
+        free(kv);
+    }
+    if (s->worktree != NULL) {
+        json_array_append_new(mounts, bind_mount(s->worktree, "/workspace", 0));
+    }
+    for (size_t i = 0; i < s->n_mounts; i++) {
+        json_array_append_new(mounts, bind_mount(s->mounts[i].host, s->mounts[i].path, 1));
+    }
+    if (s->egress_dir != NULL) {
+        json_array_append_new(mounts, bind_mount(s->egress_dir, SBX_EGRESS_DIR, 1));
+        if (s->egress_relay != NULL) {
+            json_array_append_new(mounts, bind_mount(s->egress_relay, SBX_RELAY_PATH, 1));
+        }
+    }
+    hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:[s], s:s, s:b, s:o, s:b}",
+                   "NanoCpus", (json_int_t)(s->limits.cpus * 1e9 + 0.5),
+                   "Memory", (json_int_t)s->limits.memory,
+                   "MemorySwap", (json_int_t)s->limits.memory, /* no swap */
+                   "PidsLimit", (json_int_t)s->limits.pids,
+                   "CapDrop", json_pack("[s]", "ALL"),
+                   "CapAdd", strv_json((const char *const *)c->cap_add),
+                   "SecurityOpt", "no-new-privileges",
+                   "NetworkMode", "none",
+                   "Init", 1,
+                   "Mounts", mounts,
+                   "Privileged", 0);
+    if (c->disk_mode == DK_DISK_STORAGE_OPT && s->limits.disk > 0) {
+        char size[32];
+
+        snprintf(size, sizeof(size), "%" PRId64, s->limits.disk);
+        json_object_set_new(hc, "StorageOpt", json_pack("{s:s}", "size", size));
+    }
+    return json_pack("{s:s, s:[], s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}",
+                     "Image", s->image, "Entrypoint", "Cmd", "sleep", "infinity",
+                     "Env", env, "Labels", labels, "WorkingDir", "/workspace",
+                     "AttachStdout", 0, "AttachStderr", 0, "NetworkDisabled", 1,
+                     "HostConfig", hc);
+}
+
+static int valid_name(const char *s)
+{
+    if (s == NULL || *s == '\0' || strlen(s) > 64) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+              *s == '-' || *s == '_' || *s == '.')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int start_relay(struct dk_ctx *c, const char *id, const struct sbx_sandbox_spec *s,
+                       sbx_error_t **err)
+{
+    json_t *reply = NULL;
+    json_t *body;
+    long status = 0;
+    char path[256];
+    const char *eid;
+    int r;
+
+    body = json_pack("{s:b, s:b, s:b, s:o}", "AttachStdout", 0, "AttachStderr", 0, "Tty", 0,
+                     "Cmd", strv_json(s->egress_relay_argv));
+    snprintf(path, sizeof(path), "/containers/%s/exec", id);
+    r = dk_request(c, "POST", path, body, &status, &reply, err);
+    json_decref(body);
+    if (r < 0) {
+        return -1;
+    }
+    eid = json_string_value(json_object_get(reply, "Id"));
+    if (status != 201 || eid == NULL) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: starting the egress relay: HTTP %ld: %s",
+                           status, dk_reply_message(reply));
+        json_decref(reply);
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/exec/%s/start", eid);
+    json_decref(reply);
+    reply = NULL;
+    body = json_pack("{s:b, s:b}", "Detach", 1, "Tty", 0);
+    r = dk_request(c, "POST", path, body, &status, &reply, err);
+    json_decref(body);
+    if (r == 0 && status != 200) {
+        r = c->host->error_set(err, SBX_E_ENGINE, "docker: starting the egress relay: HTTP %ld: "
+                               "%s", status, dk_reply_message(reply));
+    }
+    json_decref(reply);
+    return r;
+}
+
+static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err);
+
+static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *id_out,
+                            size_t id_size, sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+    json_t *body;
+    json_t *reply = NULL;
+    json_t *warnings;
+    long status = 0;
+    char path[256];
+    const char *id;
+    char *image = NULL;
+
+    if (!valid_name(s->task_id)) {
+        return c->host->error_set(err, SBX_E_USAGE, "docker: task id '%s' is not a valid name",
+                                  s->task_id ? s->task_id : "");
+    }
+    body = create_body(c, s);
+    snprintf(path, sizeof(path), "/containers/create?name=sbx-%s", s->task_id);
+    if (dk_request(c, "POST", path, body, &status, &reply, err) < 0) {
+        json_decref(body);
+        return -1;
+    }
+    json_decref(body);
+    if (status == 404) {
+        image = dk_urlencode(s->image);
+        c->host->error_set(err, SBX_E_NOTFOUND, "docker: image '%s' not found in the engine "
+                           "(build it with 'sbx image build')", s->image);
+        free(image);
+        json_decref(reply);
+        return -1;
+    }
+    if (status == 409) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: a sandbox for task '%s' already exists",
+                           s->task_id);
+        json_decref(reply);
+        return -1;
+    }
+    id = json_string_value(json_object_get(reply, "Id"));
+    if (status != 201 || id == NULL) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: create: HTTP %ld: %s", status,
+                           dk_reply_message(reply));
+        json_decref(reply);
+        return -1;
+    }
+    snprintf(id_out, id_size, "%s", id);
+    warnings = json_object_get(reply, "Warnings");
+    if (json_array_size(warnings) > 0) {
+        /* the engine dropped a limit: never run without it */
+        c->host->error_set(err, SBX_E_ENGINE, "docker: the engine dropped a limit: %s",
+                           json_string_value(json_array_get(warnings, 0)) ?: "?");
+        json_decref(reply);
+        cb_docker_destroy(ctx, id_out, NULL);
+        return -1;
+    }
+    json_decref(reply);
+    reply = NULL;
+    snprintf(path, sizeof(path), "/containers/%s/start", id_out);
+    if (dk_request(c, "POST", path, NULL, &status, &reply, err) < 0 ||
+        (status != 204 && status != 304)) {
+        if (status != 0) {
+            c->host->error_set(err, SBX_E_ENGINE, "docker: start: HTTP %ld: %s", status,
+                               dk_reply_message(reply));
+        }
+        json_decref(reply);
+        cb_docker_destroy(ctx, id_out, NULL);
+        return -1;
+    }
+    json_decref(reply);
+    if (s->egress_dir != NULL && s->egress_relay_argv != NULL &&
+        start_relay(c, id_out, s, err) < 0) {
+        cb_docker_destroy(ctx, id_out, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+    json_t *reply = NULL;
+    long status = 0;
+    char path[256];
+
+    snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", id);
+    for (int attempt = 0; attempt < 20; attempt++) {
+        if (dk_request(c, "DELETE", path, NULL, &status, &reply, err) < 0) {
+            return -1;
+        }
+        /* 409: removal already in progress */
+        if (status != 409) {
+            break;
+        }
+        json_decref(reply);
+        reply = NULL;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+    }
+    if (status != 204 && status != 404 && status != 409) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: remove %.12s: HTTP %ld: %s", id, status,
+                           dk_reply_message(reply));
+        json_decref(reply);
+        return -1;
+    }
+    json_decref(reply);
+    return 0;
+}
+
+static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_sandbox_fn fn,
+                          void *ud, sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+    json_t *reply = NULL;
+    json_t *filter;
+    json_t *item;
+    long status = 0;
+    char *ftext;
+    char *enc;
+    char *path = NULL;
+    char *label = NULL;
+    size_t i;
+
+    if (value != NULL) {
+        if (asprintf(&label, "%s=%s", key, value) < 0) {
+            abort();
+        }
+    }
+    filter = json_pack("{s:[s]}", "label", label ? label : key);
+    free(label);
+    ftext = json_dumps(filter, JSON_COMPACT);
+    json_decref(filter);
+    enc = dk_urlencode(ftext);
+    free(ftext);
+    if (asprintf(&path, "/containers/json?all=1&filters=%s", enc) < 0) {
+        abort();
+    }
+    free(enc);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {
+        free(path);
+        return -1;
+    }
+    free(path);
+    if (status != 200 || !json_is_array(reply)) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: list: HTTP %ld: %s", status,
+                           dk_reply_message(reply));
+        json_decref(reply);
+        return -1;
+    }
+    json_array_foreach(reply, i, item) {
+        json_t *labels = json_object_get(item, "Labels");
+        size_t n = json_object_size(labels);
+        struct sbx_kv *kv = calloc(n ? n : 1, sizeof(*kv));
+        const char *k;
+        json_t *v;
+        size_t j = 0;
+
+        if (kv == NULL) {
+            abort();
+        }
+        json_object_foreach(labels, k, v) {
+            kv[j].name = k;
+            kv[j].value = json_string_value(v) ?: "";
+            j++;
+        }
+        fn(ud, json_string_value(json_object_get(item, "Id")) ?: "", kv, j);
+        free(kv);
+    }
+    json_decref(reply);
+    return 0;
+}
+
+static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+
+    (void)err;
+    snprintf(info->engine, sizeof(info->engine), "%s", c->engine);
+    info->userns = c->userns;
+    if (c->disk_mode == DK_DISK_STORAGE_OPT) {
+        snprintf(info->disk_limit, sizeof(info->disk_limit), "storage-opt size (%.32s on %.32s)",
+                 c->storage_driver, c->backing_fs);
+    }
+    else {
+        snprintf(info->disk_limit, sizeof(info->disk_limit),
+                 "watchdog: writable layer measured every %" PRId64 "s during execs",
+                 c->disk_interval);
+    }
+    return 0;
+}
+
+static const struct sbx_provider_ops provider_docker_ops = {
+    .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
+             SBX_PROVIDER_EGRESS_SOCKET,
+    .init = cb_docker_init,
+    .destroy_ctx = cb_docker_destroy_ctx,
+    .create = cb_docker_create,
+    .exec = dk_exec,
+    .destroy = cb_docker_destroy,
+    .list = cb_docker_list,
+    .cancel = dk_cancel,
+    .info = cb_docker_info,
+};
+
+SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,
+                  provider_docker_ops)

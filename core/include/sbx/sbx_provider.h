@@ -66,7 +66,15 @@ struct sbx_sandbox_spec {
     /* Egress allow-list host rules, for providers that enforce egress. */
     const char *const *egress_allow;
     size_t n_egress_allow;
+    /* Host path of the core's static egress relay, mounted read-only at
+     * SBX_RELAY_PATH, and the argv the provider starts (detached) inside the
+     * sandbox once it runs; both NULL when egress_dir is NULL. */
+    const char *egress_relay;
+    const char *const *egress_relay_argv;
 };
+
+#define SBX_EGRESS_DIR "/run/sbx-egress"
+#define SBX_RELAY_PATH "/run/sbx-relay"
 
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);

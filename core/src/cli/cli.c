@@ -13,6 +13,12 @@
 static void help_help(FILE *out);
 
 static const struct sbx_cmd commands[] = {
+    {"run", "run a command in a fresh sandbox (start + exec + end)", sbx_cmd_run,
+     sbx_cmd_run_help},
+    {"task", "start, end or list tasks (one sandbox, many commands)", sbx_cmd_task,
+     sbx_cmd_task_help},
+    {"exec", "run a command in a running task's sandbox", sbx_cmd_exec, sbx_cmd_exec_help},
+    {"image", "build the warm sandbox image", sbx_cmd_image, sbx_cmd_image_help},
     {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
     {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
     {"help", "show help for sbx or a command", NULL, help_help},

@@ -49,5 +49,13 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_plugins_help(FILE *out);
 int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_config_help(FILE *out);
+int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_run_help(FILE *out);
+int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_exec_help(FILE *out);
+int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_task_help(FILE *out);
+int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_image_help(FILE *out);
 
 #endif

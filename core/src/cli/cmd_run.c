@@ -1,0 +1,268 @@
+/* cmd_run.c - `sbx run` (start + exec + end, in this process) and `sbx exec`
+ * (one command in a running task, through its keeper). */
+#include <getopt.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/task_opts.h"
+#include "sandbox/keeper.h"
+#include "sandbox/statedir.h"
+#include "sandbox/task.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#define CAPTURE_MAX (1u << 20)
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+}
+
+static void install_signals(void)
+{
+    struct sigaction sa = {0};
+
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+void sbx_cmd_run_help(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx run [OPTIONS] -- CMD [ARGS...]\n"
+            "\n"
+            "Runs CMD in a fresh sandbox that is destroyed when CMD ends: start + exec +\n"
+            "end in one. Output is streamed live, stdout and stderr kept apart. The\n"
+            "sandbox is removed on every path: success, failure, Ctrl-C, SIGTERM,\n"
+            "engine errors; a later run removes what a killed run left behind.\n"
+            "\n"
+            "%s"
+            "  --env K=V            set a variable for CMD (repeatable)\n"
+            "  --json               print the task record as JSON on stdout instead of\n"
+            "                       streaming; it holds CMD's output (1 MiB each, capped)\n"
+            "\n"
+            "Exit status: CMD's own (128+n when a signal ended it); 125 when sbx itself\n"
+            "failed (configuration, engine, policy, lost sandbox, limit reached); 126 when\n"
+            "CMD cannot be executed; 127 when it is not found; 130/143 when sbx was\n"
+            "interrupted by SIGINT/SIGTERM (after cleaning up).\n",
+            SBX_TASK_OPTS_HELP);
+}
+
+void sbx_cmd_exec_help(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx exec TASK [--env K=V]... -- CMD [ARGS...]\n"
+            "\n"
+            "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
+            "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
+            "cancels CMD; the task goes on.\n"
+            "\n"
+            "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
+}
+
+struct capture {
+    int json;
+    char *buf[2];
+    size_t len[2];
+    int truncated[2];
+};
+
+static int on_output(void *ud, int stream, const char *data, size_t len)
+{
+    struct capture *c = ud;
+    int i = stream == 2 ? 1 : 0;
+
+    if (!c->json) {
+        size_t off = 0;
+
+        while (off < len) {
+            ssize_t w = write(stream == 2 ? 2 : 1, data + off, len - off);
+
+            if (w <= 0) {
+                return 0; /* a closed stdout must not kill the sandbox's command */
+            }
+            off += (size_t)w;
+        }
+        return 0;
+    }
+    if (c->len[i] + len > CAPTURE_MAX) {
+        len = CAPTURE_MAX - c->len[i];
+        c->truncated[i] = 1;
+    }
+    c->buf[i] = xrealloc(c->buf[i], c->len[i] + len + 1);
+    memcpy(c->buf[i] + c->len[i], data, len);
+    c->len[i] += len;
+    c->buf[i][c->len[i]] = '\0';
+    return 0;
+}
+
+struct watch {
+    struct sbx_task *t;
+    volatile int done;
+};
+
+static void *watch_main(void *arg)
+{
+    struct watch *w = arg;
+
+    while (!w->done) {
+        if (interrupted) {
+            sbx_task_stop(w->t, interrupted == SIGINT ? "interrupted (SIGINT)"
+                                : interrupted == SIGTERM ? "terminated (SIGTERM)"
+                                                         : "hung up (SIGHUP)");
+            break;
+        }
+        usleep(50 * 1000);
+    }
+    return NULL;
+}
+
+static int interrupted_exit(void)
+{
+    return interrupted == SIGINT ? 130 : interrupted == SIGTERM ? 143 : 129;
+}
+
+int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_task_cli o;
+    struct sbx_config *cfg;
+    const char *dir;
+    struct sbx_task *t = NULL;
+    struct capture cap = {0};
+    struct watch w = {0};
+    pthread_t wt;
+    sbx_error_t *err = NULL;
+    int status = 0;
+    int rc;
+    int r;
+
+    if (sbx_task_cli_parse(&o, argc, argv, 1) < 0) {
+        return SBX_EXIT_SBX;
+    }
+    if (o.cmd == NULL) {
+        fprintf(stderr, "sbx: error: run: no command (usage: sbx run [OPTIONS] -- CMD ...)\n");
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    cfg = sbx_cli_config(cli);
+    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
+    if (dir == NULL) {
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    install_signals();
+    o.task.argv = (const char *const *)o.cmd;
+    o.task.cancel = (const volatile int *)&interrupted;
+    o.task.ephemeral = 1;
+    if (sbx_task_start(cfg, dir, &o.task, &t, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        sbx_task_cli_fini(&o);
+        return interrupted ? interrupted_exit() : SBX_EXIT_SBX;
+    }
+    cap.json = o.json;
+    w.t = t;
+    pthread_create(&wt, NULL, watch_main, &w);
+    r = sbx_task_exec(t, (const char *const *)o.cmd, o.env, o.n_env, on_output, &cap, NULL,
+                      &status, &err);
+    w.done = 1;
+    pthread_join(wt, NULL);
+    if (r < 0) {
+        rc = err && err->code == SBX_E_NOEXEC ? 126 : err && err->code == SBX_E_NOCMD ? 127
+                                                                                       : 125;
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+    }
+    else {
+        rc = status;
+    }
+    if (interrupted) {
+        rc = interrupted_exit();
+    }
+    if (o.json) {
+        json_t *rec = NULL;
+
+        if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", &rec, &err) < 0) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            rc = SBX_EXIT_SBX;
+        }
+        json_object_set_new(rec, "stdout", json_stringn(cap.buf[0] ?: "", cap.len[0]));
+        json_object_set_new(rec, "stderr", json_stringn(cap.buf[1] ?: "", cap.len[1]));
+        if (cap.truncated[0] || cap.truncated[1]) {
+            json_object_set_new(rec, "output_truncated", json_true());
+        }
+        {
+            char *s = json_dumps(rec, JSON_INDENT(2));
+
+            printf("%s\n", s);
+            free(s);
+        }
+        json_decref(rec);
+    }
+    else if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", NULL, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        rc = SBX_EXIT_SBX;
+    }
+    free(cap.buf[0]);
+    free(cap.buf[1]);
+    sbx_task_cli_fini(&o);
+    return rc;
+}
+
+int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_task_cli o;
+    struct sbx_config *cfg;
+    sbx_error_t *err = NULL;
+    char *state;
+    int status = 0;
+    int code = 125;
+    int r;
+
+    if (argc < 2 || argv[1][0] == '-') {
+        fprintf(stderr, "sbx: error: exec: usage: sbx exec TASK [--env K=V]... -- CMD ...\n");
+        return SBX_EXIT_SBX;
+    }
+    if (sbx_task_cli_parse(&o, argc - 1, argv + 1, 2) < 0) {
+        return SBX_EXIT_SBX;
+    }
+    if (o.cmd == NULL) {
+        fprintf(stderr, "sbx: error: exec: no command (usage: sbx exec TASK -- CMD ...)\n");
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    cfg = sbx_cli_config(cli);
+    if (cfg == NULL) {
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    state = sbx_state_dir(cfg->state_dir, &err);
+    if (state == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    install_signals();
+    r = sbx_keeper_exec(state, argv[1], (const char *const *)o.cmd, o.env, o.n_env,
+                        (const volatile int *)&interrupted, &status, &code, &err);
+    free(state);
+    sbx_task_cli_fini(&o);
+    if (r < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return interrupted ? interrupted_exit() : code;
+    }
+    return status;
+}

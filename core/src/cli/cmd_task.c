@@ -1,0 +1,228 @@
+/* cmd_task.c - `sbx task start|end|list`: tasks that hold one sandbox across
+ * many commands (DESIGN.md, Tasks). */
+#include <dirent.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/task_opts.h"
+#include "sandbox/keeper.h"
+#include "sandbox/statedir.h"
+#include "util/cleanup.h"
+#include "util/xalloc.h"
+
+void sbx_cmd_task_help(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx task start [OPTIONS] [--json]\n"
+            "       sbx task end TASK\n"
+            "       sbx task list [--all] [--json]\n"
+            "\n"
+            "A task is one sandbox for its whole life; its commands run with 'sbx exec'.\n"
+            "'task start' starts a small keeper process that owns the sandbox, holds its\n"
+            "slot and credential lease, ends it after the idle time (limits.idle, 60m)\n"
+            "or the maximum lifetime (limits.max, 8h), and prints the task id.\n"
+            "'task end' destroys the sandbox and revokes the lease. 'task list' shows\n"
+            "running tasks (--all: ended ones too, whose records are kept).\n"
+            "\n"
+            "%s"
+            "  --json               print the task record as JSON\n"
+            "\n"
+            "Exit status: 0 ok, 1 failed, 2 usage or configuration error.\n",
+            SBX_TASK_OPTS_HELP);
+}
+
+static char *state_or_print(struct sbx_cli *cli)
+{
+    struct sbx_config *cfg = sbx_cli_config(cli);
+    sbx_error_t *err = NULL;
+    char *s;
+
+    if (cfg == NULL) {
+        return NULL;
+    }
+    s = sbx_state_dir(cfg->state_dir, &err);
+    if (s == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+    }
+    return s;
+}
+
+static json_t *read_record(const char *state, const char *task)
+{
+    cleanup_free char *path = xasprintf("%s/tasks/%s/task.json", state, task);
+
+    return json_load_file(path, 0, NULL);
+}
+
+static int task_start(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_task_cli o;
+    struct sbx_config *cfg;
+    const char *dir;
+    char id[80];
+    sbx_error_t *err = NULL;
+    int rc = SBX_EXIT_OK;
+
+    if (sbx_task_cli_parse(&o, argc, argv, 0) < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    cfg = sbx_cli_config(cli);
+    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
+    if (dir == NULL) {
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_USAGE;
+    }
+    if (o.task.task_id == NULL) {
+        sbx_task_id_new(id, sizeof(id));
+        o.task.task_id = id;
+    }
+    if (sbx_keeper_spawn(cfg, dir, &o.task, &err) < 0) {
+        sbx_cli_print_error(err);
+        rc = sbx_cli_exit_for(err);
+        sbx_error_free(&err);
+    }
+    else if (o.json) {
+        char *state = state_or_print(cli);
+        json_t *rec = state ? read_record(state, o.task.task_id) : NULL;
+        char *s = rec ? json_dumps(rec, JSON_INDENT(2)) : NULL;
+
+        printf("%s\n", s ? s : "{}");
+        free(s);
+        json_decref(rec);
+        free(state);
+    }
+    else {
+        printf("%s\n", o.task.task_id);
+    }
+    sbx_task_cli_fini(&o);
+    return rc;
+}
+
+static int task_end(struct sbx_cli *cli, int argc, char **argv)
+{
+    sbx_error_t *err = NULL;
+    char *state;
+    int rc = SBX_EXIT_OK;
+
+    if (argc != 2) {
+        fprintf(stderr, "sbx: error: usage: sbx task end TASK\n");
+        return SBX_EXIT_USAGE;
+    }
+    state = state_or_print(cli);
+    if (state == NULL) {
+        return SBX_EXIT_USAGE;
+    }
+    if (sbx_keeper_end(state, argv[1], &err) < 0) {
+        sbx_cli_print_error(err);
+        rc = err->code == SBX_E_USAGE ? SBX_EXIT_USAGE : SBX_EXIT_FAIL;
+        sbx_error_free(&err);
+    }
+    free(state);
+    return rc;
+}
+
+static int task_list(struct sbx_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"all", no_argument, NULL, 'a'},
+                                         {NULL, 0, NULL, 0}};
+    cleanup_free char *tasks = NULL;
+    json_t *arr = json_array();
+    char *state;
+    struct dirent *de;
+    DIR *d;
+    int json = 0;
+    int all = 0;
+    int c;
+
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'j') {
+            json = 1;
+        }
+        else if (c == 'a') {
+            all = 1;
+        }
+        else {
+            fprintf(stderr, "sbx: error: task list: unknown option '%s'\n", argv[optind - 1]);
+            json_decref(arr);
+            return SBX_EXIT_USAGE;
+        }
+    }
+    state = state_or_print(cli);
+    if (state == NULL) {
+        json_decref(arr);
+        return SBX_EXIT_USAGE;
+    }
+    tasks = xasprintf("%s/tasks", state);
+    d = opendir(tasks);
+    while (d != NULL && (de = readdir(d)) != NULL) {
+        json_t *rec;
+        cleanup_free char *sock = NULL;
+        int live;
+
+        if (!sbx_task_id_valid(de->d_name)) {
+            continue;
+        }
+        rec = read_record(state, de->d_name);
+        if (rec == NULL) {
+            continue;
+        }
+        sock = sbx_keeper_socket(state, de->d_name);
+        live = access(sock, F_OK) == 0;
+        if (!live && !all) {
+            json_decref(rec);
+            continue;
+        }
+        json_array_append_new(arr, rec);
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    if (json) {
+        char *s = json_dumps(arr, JSON_INDENT(2));
+
+        printf("%s\n", s);
+        free(s);
+    }
+    else {
+        size_t i;
+        json_t *r;
+
+        printf("%-24s %-8s %-6s %-12s %-20s %s\n", "TASK", "STATE", "POOL", "PROVIDER", "CREATED",
+               "REASON");
+        json_array_foreach(arr, i, r) {
+            printf("%-24s %-8s %-6s %-12s %-20s %s\n",
+                   json_string_value(json_object_get(r, "task")) ?: "?",
+                   json_string_value(json_object_get(r, "state")) ?: "?",
+                   json_string_value(json_object_get(r, "pool")) ?: "?",
+                   json_string_value(json_object_get(r, "provider")) ?: "?",
+                   json_string_value(json_object_get(r, "created_at")) ?: "?",
+                   json_string_value(json_object_get(r, "reason")) ?: "");
+        }
+    }
+    json_decref(arr);
+    free(state);
+    return SBX_EXIT_OK;
+}
+
+int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
+{
+    if (argc >= 2 && strcmp(argv[1], "start") == 0) {
+        return task_start(cli, argc - 1, argv + 1);
+    }
+    if (argc >= 2 && strcmp(argv[1], "end") == 0) {
+        return task_end(cli, argc - 1, argv + 1);
+    }
+    if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+        return task_list(cli, argc - 1, argv + 1);
+    }
+    fprintf(stderr, "sbx: error: usage: sbx task start|end|list (see 'sbx task --help')\n");
+    return SBX_EXIT_USAGE;
+}

@@ -1,0 +1,33 @@
+/* task_opts.h - the options shared by `sbx run`, `sbx task start` and
+ * `sbx exec` (DESIGN.md, Tasks). */
+#ifndef SBX_CLI_TASK_OPTS_H
+#define SBX_CLI_TASK_OPTS_H
+
+#include "sandbox/task.h"
+
+#define SBX_TASK_OPTS_HELP                                                                   \
+    "Options:\n"                                                                             \
+    "  --task ID            task id (default: generated, t-<12 hex>)\n"                     \
+    "  --provider NAME      provider instance (default: config 'provider', docker)\n"       \
+    "  --credentials NAME   credential instance whose lease goes into every command's\n"    \
+    "                       environment (values are redacted from output)\n"                \
+    "  --worktree DIR       host directory mounted at /workspace (the only host mount\n"    \
+    "                       besides the read-only caches)\n"                                 \
+    "  --pool ci|agent      slot pool (default agent)\n"
+
+struct sbx_task_cli {
+    struct sbx_task_opts task;
+    struct sbx_kv *env;
+    size_t n_env;
+    char **cmd; /* after "--", NULL-terminated, or NULL */
+    int json;
+};
+
+/* mode 0: task start (no command), 1: run, 2: exec (only --env). Prints the
+ * error itself; returns -1 on bad usage. */
+int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode);
+void sbx_task_cli_fini(struct sbx_task_cli *o);
+/* Checks K=V; fills kv (pointing into s, which it modifies). */
+int sbx_env_arg_parse(char *s, struct sbx_kv *kv, sbx_error_t **err);
+
+#endif

@@ -1,0 +1,231 @@
+/* image.c - reading .devcontainer/devcontainer.json for the warm image. */
+#include "image/image.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx_build.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+/* Packages every sandbox image has (issue: bash, ca-certificates, curl, git). */
+static const char *const required_packages[] = {"bash", "ca-certificates", "curl", "git", NULL};
+
+/* Fields that change the environment but that sbx image build does not apply. */
+static const char *const unsupported_fields[] = {"image", "build", "dockerFile", "features",
+                                                 "postCreateCommand", "onCreateCommand", NULL};
+
+char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err)
+{
+    char *p;
+
+    if (explicit_path != NULL) {
+        if (access(explicit_path, R_OK) < 0) {
+            sbx_error_set(err, SBX_E_USAGE, "%s: cannot read the image definition", explicit_path);
+            return NULL;
+        }
+        return xstrdup(explicit_path);
+    }
+    if (access(".devcontainer/devcontainer.json", R_OK) == 0) {
+        return realpath(".devcontainer/devcontainer.json", NULL);
+    }
+    p = xasprintf("%s/.devcontainer/devcontainer.json", SBX_SOURCE_DIR);
+    if (access(p, R_OK) == 0) {
+        return p;
+    }
+    free(p);
+    sbx_error_set(err, SBX_E_USAGE, "no .devcontainer/devcontainer.json here; pass --definition");
+    return NULL;
+}
+
+static int valid_package(const char *s)
+{
+    if (s == NULL || *s == '\0' || strlen(s) > 100) {
+        return 0;
+    }
+    for (; *s; s++) {
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '+' || *s == '-' ||
+              *s == '.')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int add_unique(char ***v, size_t *n, const char *s)
+{
+    for (size_t i = 0; i < *n; i++) {
+        if (strcmp((*v)[i], s) == 0) {
+            return 0;
+        }
+    }
+    *v = xrealloc(*v, (*n + 2) * sizeof(char *));
+    (*v)[(*n)++] = xstrdup(s);
+    (*v)[*n] = NULL;
+    return 1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *read_mise(const char *def_path)
+{
+    char *dir = xstrdup(def_path);
+    char *slash = strrchr(dir, '/');
+    char *path;
+    char *text = NULL;
+    FILE *f;
+
+    if (slash != NULL) {
+        *slash = '\0'; /* .devcontainer */
+        slash = strrchr(dir, '/');
+        if (slash != NULL) {
+            *slash = '\0'; /* the repository */
+        }
+    }
+    path = xasprintf("%s/mise.toml", slash ? dir : ".");
+    f = fopen(path, "r");
+    if (f != NULL) {
+        size_t cap = 65536;
+        size_t n;
+
+        text = xmalloc(cap + 1);
+        n = fread(text, 1, cap, f);
+        text[n] = '\0';
+        fclose(f);
+    }
+    free(path);
+    free(dir);
+    return text;
+}
+
+struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
+{
+    struct sbx_image_def *d = xcalloc(1, sizeof(*d));
+    json_error_t jerr;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *sbx;
+    json_t *pkgs;
+    json_t *env;
+    json_t *canon;
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+    size_t i;
+
+    d->path = xstrdup(path);
+    if (root == NULL) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s:%d: %s", path, jerr.line, jerr.text);
+        goto fail;
+    }
+    if (!json_is_object(root)) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: the top level must be an object", path);
+        goto fail;
+    }
+    for (i = 0; unsupported_fields[i] != NULL; i++) {
+        if (json_object_get(root, unsupported_fields[i]) != NULL) {
+            sbx_warn("%s: '%s' is not applied by sbx image build (see docs/image.md)", path,
+                     unsupported_fields[i]);
+        }
+    }
+    sbx = json_object_get(json_object_get(root, "customizations"), "sbx");
+    if (sbx != NULL && !json_is_object(sbx)) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx must be an object", path);
+        goto fail;
+    }
+    v = json_object_get(sbx, "suite");
+    if (v != NULL && (!json_is_string(v) || !valid_package(json_string_value(v)))) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.suite must be a Debian suite "
+                      "name such as \"bookworm\"", path);
+        goto fail;
+    }
+    d->suite = xstrdup(v ? json_string_value(v) : "bookworm");
+    for (i = 0; required_packages[i] != NULL; i++) {
+        add_unique(&d->packages, &n, required_packages[i]);
+    }
+    pkgs = json_object_get(sbx, "packages");
+    if (pkgs != NULL && !json_is_array(pkgs)) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.packages must be an array of "
+                      "Debian package names", path);
+        goto fail;
+    }
+    json_array_foreach(pkgs, i, v) {
+        if (!json_is_string(v) || !valid_package(json_string_value(v))) {
+            sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.packages[%zu] is not a "
+                          "Debian package name", path, i);
+            goto fail;
+        }
+        add_unique(&d->packages, &n, json_string_value(v));
+    }
+    qsort(d->packages, n, sizeof(char *), cmp_str);
+    env = json_object_get(root, "containerEnv");
+    if (env != NULL && !json_is_object(env)) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv must be an object of strings", path);
+        goto fail;
+    }
+    n = 0;
+    json_object_foreach(env, k, v) {
+        char *kv;
+
+        if (!json_is_string(v) || strchr(k, '=') != NULL || *k == '\0') {
+            sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv.%s must be a string", path, k);
+            goto fail;
+        }
+        kv = xasprintf("%s=%s", k, json_string_value(v));
+        add_unique(&d->env, &n, kv);
+        free(kv);
+    }
+    v = json_object_get(root, "workspaceFolder");
+    if (v != NULL && (!json_is_string(v) || json_string_value(v)[0] != '/')) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: workspaceFolder must be an absolute path", path);
+        goto fail;
+    }
+    d->workdir = xstrdup(v ? json_string_value(v) : "/workspace");
+    d->mise = read_mise(path);
+    /* the content hash covers exactly what shapes the image */
+    canon = json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite,
+                      "packages", json_array(), "env", json_array(), "workdir", d->workdir,
+                      "mise", d->mise);
+    for (i = 0; d->packages[i] != NULL; i++) {
+        json_array_append_new(json_object_get(canon, "packages"), json_string(d->packages[i]));
+    }
+    for (i = 0; d->env != NULL && d->env[i] != NULL; i++) {
+        json_array_append_new(json_object_get(canon, "env"), json_string(d->env[i]));
+    }
+    d->canonical = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(canon);
+    json_decref(root);
+    return d;
+fail:
+    json_decref(root);
+    sbx_image_def_free(d);
+    return NULL;
+}
+
+static void free_strv(char **v)
+{
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+void sbx_image_def_free(struct sbx_image_def *d)
+{
+    if (d == NULL) {
+        return;
+    }
+    free(d->path);
+    free(d->suite);
+    free_strv(d->packages);
+    free_strv(d->env);
+    free(d->workdir);
+    free(d->mise);
+    free(d->canonical);
+    free(d);
+}

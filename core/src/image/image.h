@@ -1,0 +1,25 @@
+/* image.h - the warm sandbox image defined by .devcontainer/devcontainer.json
+ * (ADR 0287 decision 10). See docs/image.md for the fields read. */
+#ifndef SBX_IMAGE_IMAGE_H
+#define SBX_IMAGE_IMAGE_H
+
+#include "util/error.h"
+
+struct sbx_image_def {
+    char *path;        /* the devcontainer.json read */
+    char *suite;       /* Debian suite, default bookworm */
+    char **packages;   /* NULL-terminated: required ones + customizations.sbx.packages */
+    char **env;        /* "K=V" from containerEnv */
+    char *workdir;     /* workspaceFolder, default /workspace */
+    char *mise;        /* mise.toml content beside .devcontainer, or NULL */
+    char *canonical;   /* the canonical spec the content hash is taken of */
+};
+
+/* Finds the definition: explicit path, else ./.devcontainer/devcontainer.json,
+ * else the source tree's. */
+char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err);
+/* Parses and validates; errors name the file and the field. */
+struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err);
+void sbx_image_def_free(struct sbx_image_def *d);
+
+#endif

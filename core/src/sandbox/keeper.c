@@ -1,0 +1,380 @@
+/* keeper.c - the per-task keeper process and its server side. */
+#include "sandbox/keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/proto.h"
+#include "sandbox/statedir.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+static volatile sig_atomic_t keeper_signal;
+
+struct conn {
+    struct sbx_task *t;
+    int fd;
+    struct conn_set *set;
+};
+
+struct conn_set {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int active;
+    int end_fd; /* a client waiting for the end reply, or -1 */
+};
+
+char *sbx_keeper_socket(const char *state, const char *task)
+{
+    return xasprintf("%s/tasks/%s/keeper.sock", state, task);
+}
+
+static void on_signal(int sig)
+{
+    keeper_signal = sig;
+}
+
+static int send_result(int fd, int status, const char *error, int code)
+{
+    json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", code)
+                      : json_pack("{s:i}", "status", status);
+    char *s = json_dumps(j, JSON_COMPACT);
+    int r = sbx_frame_write(fd, 'X', s, strlen(s));
+
+    free(s);
+    json_decref(j);
+    return r;
+}
+
+static int out_frame(void *ud, int stream, const char *data, size_t len)
+{
+    struct conn *c = ud;
+
+    return sbx_frame_write(c->fd, stream == 2 ? 'E' : 'O', data, len) < 0 ? 1 : 0;
+}
+
+struct hangup_watch {
+    struct conn *c;
+    struct sbx_exec_slot *slot;
+    volatile int done;
+};
+
+/* Cancels the exec when the client goes away (Ctrl-C of `sbx exec`). */
+static void *hangup_main(void *arg)
+{
+    struct hangup_watch *h = arg;
+
+    while (!h->done) {
+        struct pollfd p = {.fd = h->c->fd, .events = POLLRDHUP};
+
+        if (poll(&p, 1, 200) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            sbx_task_exec_cancel(h->c->t, h->slot);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int exit_code_for(const sbx_error_t *e)
+{
+    if (e != NULL && e->code == SBX_E_NOEXEC) {
+        return 126;
+    }
+    if (e != NULL && e->code == SBX_E_NOCMD) {
+        return 127;
+    }
+    return 125;
+}
+
+static void handle_exec(struct conn *c, json_t *req)
+{
+    json_t *jargv = json_object_get(req, "argv");
+    json_t *jenv = json_object_get(req, "env");
+    size_t n = json_array_size(jargv);
+    size_t ne = json_array_size(jenv);
+    const char **argv = xcalloc(n + 1, sizeof(char *));
+    struct sbx_kv *env = xcalloc(ne + 1, sizeof(*env));
+    struct sbx_exec_slot slot = {0};
+    struct hangup_watch hw = {.c = c, .slot = &slot};
+    sbx_error_t *err = NULL;
+    pthread_t th;
+    int watching;
+    int status = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        argv[i] = json_string_value(json_array_get(jargv, i));
+    }
+    for (size_t i = 0; i < ne; i++) {
+        env[i].name = json_string_value(json_array_get(json_array_get(jenv, i), 0));
+        env[i].value = json_string_value(json_array_get(json_array_get(jenv, i), 1));
+    }
+    watching = pthread_create(&th, NULL, hangup_main, &hw) == 0;
+    if (n == 0 || argv[0] == NULL) {
+        sbx_error_set(&err, SBX_E_USAGE, "empty command");
+    }
+    else if (sbx_task_exec(c->t, argv, env, ne, out_frame, c, &slot, &status, &err) == 0) {
+        err = NULL;
+    }
+    hw.done = 1;
+    if (watching) {
+        pthread_join(th, NULL);
+    }
+    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err));
+    sbx_error_free(&err);
+    free(argv);
+    free(env);
+}
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    char type = 0;
+    char *data = NULL;
+    size_t len = 0;
+    sbx_error_t *err = NULL;
+    json_t *req = NULL;
+    const char *op;
+    int keep_fd = 0;
+
+    if (sbx_frame_read(c->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
+        (req = json_loads(data, 0, NULL)) == NULL) {
+        send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125);
+        goto out;
+    }
+    op = json_string_value(json_object_get(req, "op"));
+    if (op != NULL && strcmp(op, "exec") == 0) {
+        handle_exec(c, req);
+    }
+    else if (op != NULL && strcmp(op, "ping") == 0) {
+        send_result(c->fd, 0, NULL, 0);
+    }
+    else if (op != NULL && strcmp(op, "end") == 0) {
+        pthread_mutex_lock(&c->set->mu);
+        if (c->set->end_fd < 0) {
+            c->set->end_fd = c->fd;
+            keep_fd = 1;
+        }
+        pthread_mutex_unlock(&c->set->mu);
+        sbx_task_stop(c->t, "ended by sbx task end");
+        if (!keep_fd) {
+            send_result(c->fd, 0, NULL, 0);
+        }
+    }
+    else {
+        send_result(c->fd, 0, "unknown request", 125);
+    }
+out:
+    json_decref(req);
+    free(data);
+    sbx_error_free(&err);
+    if (!keep_fd) {
+        close(c->fd);
+    }
+    pthread_mutex_lock(&c->set->mu);
+    c->set->active--;
+    pthread_cond_broadcast(&c->set->cv);
+    pthread_mutex_unlock(&c->set->mu);
+    free(c);
+    return NULL;
+}
+
+static void serve(struct sbx_task *t, int lfd)
+{
+    struct conn_set set = {.active = 0, .end_fd = -1};
+    char reason[300];
+    sbx_error_t *err = NULL;
+    int end_fd;
+
+    pthread_mutex_init(&set.mu, NULL);
+    pthread_cond_init(&set.cv, NULL);
+    while (!t->stop && !keeper_signal) {
+        struct pollfd p = {.fd = lfd, .events = POLLIN};
+
+        if (poll(&p, 1, 250) > 0 && (p.revents & POLLIN)) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+            struct conn *c;
+            pthread_t th;
+
+            if (fd < 0) {
+                continue;
+            }
+            c = xcalloc(1, sizeof(*c));
+            c->t = t;
+            c->fd = fd;
+            c->set = &set;
+            pthread_mutex_lock(&set.mu);
+            set.active++;
+            pthread_mutex_unlock(&set.mu);
+            if (pthread_create(&th, NULL, conn_main, c) != 0) {
+                close(fd);
+                free(c);
+                pthread_mutex_lock(&set.mu);
+                set.active--;
+                pthread_mutex_unlock(&set.mu);
+                continue;
+            }
+            pthread_detach(th);
+        }
+    }
+    close(lfd);
+    if (keeper_signal) {
+        snprintf(reason, sizeof(reason), "keeper received signal %d", (int)keeper_signal);
+        sbx_task_stop(t, reason);
+    }
+    snprintf(reason, sizeof(reason), "%s", t->stop_reason);
+    /* wait for running execs to return (they were cancelled) */
+    pthread_mutex_lock(&set.mu);
+    while (set.active > (set.end_fd >= 0 ? 1 : 0)) {
+        pthread_cond_wait(&set.cv, &set.mu);
+    }
+    end_fd = set.end_fd;
+    pthread_mutex_unlock(&set.mu);
+    sbx_info("task %s: ending: %s", t->id, reason);
+    if (sbx_task_end(t, reason, NULL, &err) < 0) {
+        if (end_fd >= 0) {
+            send_result(end_fd, 0, sbx_error_msg(err), 125);
+        }
+    }
+    else if (end_fd >= 0) {
+        send_result(end_fd, 0, NULL, 0);
+    }
+    sbx_error_free(&err);
+    if (end_fd >= 0) {
+        close(end_fd);
+    }
+}
+
+static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
+                        const struct sbx_task_opts *o, int ready_fd)
+{
+    struct sigaction sa = {0};
+    struct sbx_task *t = NULL;
+    sbx_error_t *err = NULL;
+    char *sock;
+    char msg[1024];
+    int lfd;
+    int devnull = open("/dev/null", O_RDWR);
+
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        close(devnull);
+    }
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (sbx_task_start(cfg, plugin_dir, o, &t, &err) < 0) {
+        snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
+                 sbx_error_msg(err));
+        if (write(ready_fd, msg, strlen(msg)) < 0) {
+            _exit(1);
+        }
+        _exit(1);
+    }
+    sock = sbx_keeper_socket(t->state, t->id);
+    lfd = sbx_unix_listen(sock, 0600, &err);
+    free(sock);
+    if (lfd < 0) {
+        snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
+                 sbx_error_msg(err));
+        sbx_task_end(t, "keeper socket failed", NULL, NULL);
+        if (write(ready_fd, msg, strlen(msg)) < 0) {
+            _exit(1);
+        }
+        _exit(1);
+    }
+    snprintf(msg, sizeof(msg), "OK %s\n", t->id);
+    if (write(ready_fd, msg, strlen(msg)) < 0) {
+        sbx_task_end(t, "starter went away", NULL, NULL);
+        _exit(1);
+    }
+    close(ready_fd);
+    /* stderr stays the keeper log (set up by the spawner) */
+    serve(t, lfd);
+    _exit(0);
+}
+
+int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
+                     const struct sbx_task_opts *o, sbx_error_t **err)
+{
+    int pfd[2];
+    pid_t pid;
+    char buf[1200];
+    size_t got = 0;
+    int status;
+
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        return sbx_error_set(err, errno, "pipe: %s", strerror(errno));
+    }
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        return sbx_error_set(err, errno, "fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        /* double fork: the keeper is re-parented and in its own session */
+        close(pfd[0]);
+        setsid();
+        if (fork() != 0) {
+            _exit(0);
+        }
+        {
+            cleanup_free char *state = sbx_state_dir(cfg->state_dir, NULL);
+            cleanup_free char *logdir = state ? xasprintf("%s/logs", state) : NULL;
+            cleanup_free char *log = state ? xasprintf("%s/%s.log", logdir, o->task_id) : NULL;
+
+            if (logdir != NULL && sbx_mkdirs(logdir, 0700, NULL) == 0) {
+                int lf = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+                if (lf >= 0) {
+                    dup2(lf, 2);
+                    close(lf);
+                }
+            }
+        }
+        keeper_main(cfg, plugin_dir, o, pfd[1]);
+        _exit(1);
+    }
+    close(pfd[1]);
+    waitpid(pid, &status, 0);
+    while (got < sizeof(buf) - 1) {
+        ssize_t n = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        got += (size_t)n;
+        if (memchr(buf, '\n', got) != NULL) {
+            break;
+        }
+    }
+    close(pfd[0]);
+    buf[got] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (strncmp(buf, "OK ", 3) == 0) {
+        return 0;
+    }
+    if (strncmp(buf, "ERR ", 4) == 0) {
+        char *end = NULL;
+        long code = strtol(buf + 4, &end, 10);
+
+        return sbx_error_set(err, (int)code, "%s", end && *end == ' ' ? end + 1 : buf + 4);
+    }
+    return sbx_error_set(err, SBX_E_ENGINE, "task %s: the keeper died while starting (see its "
+                         "log in the state directory's logs/)", o->task_id);
+}

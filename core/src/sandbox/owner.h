@@ -1,0 +1,18 @@
+/* owner.h - who owns a sandbox (DESIGN.md, Labels): the owning process as
+ * boot id, pid and start time. A sandbox is an orphan only when its owner is
+ * provably gone: another boot, or no live process with that pid and start
+ * time. */
+#ifndef SBX_SANDBOX_OWNER_H
+#define SBX_SANDBOX_OWNER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* "boot=<id>;pid=<n>;start=<ticks>" for the calling process. */
+int sbx_owner_self(char *buf, size_t len);
+/* 1 alive (or unknown format: never touch), 0 provably gone. */
+int sbx_owner_alive(const char *label);
+/* Start time of a process in clock ticks since boot, or 0. */
+unsigned long long sbx_proc_start_time(pid_t pid);
+
+#endif

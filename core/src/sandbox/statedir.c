@@ -1,0 +1,151 @@
+/* statedir.c - state directory, task directories and slot locks. */
+#include "sandbox/statedir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+char *sbx_state_dir(const char *configured, sbx_error_t **err)
+{
+    const char *env = getenv("SBX_STATE_DIR");
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char *dir;
+
+    if (configured != NULL) {
+        dir = xstrdup(configured);
+    }
+    else if (env != NULL && env[0] != '\0') {
+        dir = xstrdup(env);
+    }
+    else if (geteuid() == 0) {
+        dir = xstrdup("/var/lib/sbx");
+    }
+    else if (xdg != NULL && xdg[0] == '/') {
+        dir = xasprintf("%s/sbx", xdg);
+    }
+    else if (home != NULL && home[0] == '/') {
+        dir = xasprintf("%s/.local/state/sbx", home);
+    }
+    else {
+        sbx_error_set(err, SBX_E_CONFIG, "no state directory: set state_dir or $SBX_STATE_DIR");
+        return NULL;
+    }
+    if (sbx_mkdirs(dir, 0700, err) < 0) {
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+int sbx_mkdirs(const char *path, unsigned mode, sbx_error_t **err)
+{
+    cleanup_free char *p = xstrdup(path);
+
+    for (char *s = p + 1; *s; s++) {
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+                return sbx_error_set(err, errno, "mkdir %s: %s", p, strerror(errno));
+            }
+            *s = '/';
+        }
+    }
+    if (mkdir(p, mode) < 0 && errno != EEXIST) {
+        return sbx_error_set(err, errno, "mkdir %s: %s", p, strerror(errno));
+    }
+    return 0;
+}
+
+char *sbx_task_dir(const char *state, const char *task)
+{
+    return xasprintf("%s/tasks/%s", state, task);
+}
+
+int sbx_task_id_valid(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+
+    if (n == 0 || n > 64) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = id[i];
+        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+
+        if (!alnum && (i == 0 || (ch != '-' && ch != '_' && ch != '.'))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void sbx_task_id_new(char *buf, unsigned long len)
+{
+    unsigned char r[6];
+
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+        unsigned long long t = (unsigned long long)time(NULL) ^ (unsigned long long)getpid();
+
+        memcpy(r, &t, sizeof(r));
+    }
+    snprintf(buf, len, "t-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
+int sbx_slot_acquire(const char *state, int max, const volatile int *cancel, sbx_error_t **err)
+{
+    cleanup_free char *dir = xasprintf("%s/slots", state);
+    time_t started = time(NULL);
+    time_t told = 0;
+
+    if (sbx_mkdirs(dir, 0700, err) < 0) {
+        return -1;
+    }
+    for (;;) {
+        for (int i = 0; i < max; i++) {
+            cleanup_free char *path = xasprintf("%s/%d.lock", dir, i);
+            int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+            if (fd < 0) {
+                return sbx_error_set(err, errno, "open %s: %s", path, strerror(errno));
+            }
+            if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+                return fd;
+            }
+            close(fd);
+        }
+        if (cancel != NULL && *cancel) {
+            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled while waiting for a slot");
+        }
+        if (time(NULL) - told >= 30) {
+            fprintf(stderr, "sbx: all %d sandbox slots on this box are taken (box.max_sandboxes); "
+                    "waiting (%lds so far)\n", max, (long)(time(NULL) - started));
+            told = time(NULL);
+        }
+        usleep(200 * 1000);
+    }
+}
+
+void sbx_task_dir_remove(const char *state, const char *task)
+{
+    cleanup_free char *dir = sbx_task_dir(state, task);
+    cleanup_free char *rec = xasprintf("%s/task.json", dir);
+    cleanup_free char *sock = xasprintf("%s/keeper.sock", dir);
+
+    unlink(rec);
+    unlink(sock);
+    if (rmdir(dir) < 0 && errno != ENOENT) {
+        sbx_debug("task dir %s not removed: %s", dir, strerror(errno));
+    }
+}

@@ -1,0 +1,28 @@
+/* statedir.h - where embedded tasks keep their records, sockets and locks.
+ *
+ *   <state>/tasks/<task>/task.json   the task record (no secret, ever)
+ *   <state>/tasks/<task>/keeper.sock the task keeper's socket (mode 0600)
+ *   <state>/slots/<n>.lock           box.max_sandboxes across processes
+ *
+ * <state> is config `state_dir`, else $SBX_STATE_DIR, else /var/lib/sbx for
+ * root, else $XDG_STATE_HOME/sbx or ~/.local/state/sbx. */
+#ifndef SBX_SANDBOX_STATEDIR_H
+#define SBX_SANDBOX_STATEDIR_H
+
+#include "util/error.h"
+
+char *sbx_state_dir(const char *configured, sbx_error_t **err);
+/* mkdir -p with mode (0700 for private directories). */
+int sbx_mkdirs(const char *path, unsigned mode, sbx_error_t **err);
+char *sbx_task_dir(const char *state, const char *task);
+/* Takes one of max slot locks (flock); waits while all are taken, printing
+ * progress to stderr every 30 s; returns the held fd, or -1. cancel may be
+ * NULL. */
+int sbx_slot_acquire(const char *state, int max, const volatile int *cancel, sbx_error_t **err);
+/* A valid task id: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
+int sbx_task_id_valid(const char *id);
+void sbx_task_id_new(char *buf, unsigned long len);
+/* Removes a task directory (record, socket). */
+void sbx_task_dir_remove(const char *state, const char *task);
+
+#endif

@@ -1,0 +1,224 @@
+/* task.c - a task's life: slot, orphan reaping, sandbox, execs, the idle and
+ * maximum lifetime timer, teardown on every path. */
+#include "sandbox/task.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/host.h"
+#include "sandbox/owner.h"
+#include "sandbox/statedir.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+static int64_t now_s(void)
+{
+    return (int64_t)time(NULL);
+}
+
+static void iso_time(int64_t t, char *buf, size_t len)
+{
+    struct tm tm;
+    time_t tt = (time_t)t;
+
+    gmtime_r(&tt, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static const struct sbx_provider_ops *pops(const struct sbx_task *t)
+{
+    return sbx_instance_provider(t->prov);
+}
+
+/* ---- orphans ---------------------------------------------------------- */
+
+struct reap_ctx {
+    char **ids;
+    char **tasks;
+    size_t n;
+};
+
+static void reap_collect(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
+{
+    struct reap_ctx *r = ud;
+    const char *owner = NULL;
+    const char *task = "?";
+
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(labels[i].name, "sbx.owner") == 0) {
+            owner = labels[i].value;
+        }
+        else if (strcmp(labels[i].name, "sbx.task") == 0) {
+            task = labels[i].value;
+        }
+    }
+    if (owner == NULL || sbx_owner_alive(owner)) {
+        return; /* never touch a sandbox whose owner lives */
+    }
+    r->ids = xrealloc(r->ids, (r->n + 1) * sizeof(char *));
+    r->tasks = xrealloc(r->tasks, (r->n + 1) * sizeof(char *));
+    r->ids[r->n] = xstrdup(id);
+    r->tasks[r->n] = xstrdup(task);
+    r->n++;
+}
+
+int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state)
+{
+    const struct sbx_provider_ops *ops = sbx_instance_provider(prov);
+    struct reap_ctx r = {0};
+    sbx_error_t *err = NULL;
+    int removed = 0;
+
+    if (ops->list(prov->ctx, "sbx.owner", NULL, reap_collect, &r, &err) < 0) {
+        sbx_warn("orphan check failed: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        return 0;
+    }
+    for (size_t i = 0; i < r.n; i++) {
+        if (ops->destroy(prov->ctx, r.ids[i], &err) < 0) {
+            sbx_warn("removing orphaned sandbox of task %s: %s", r.tasks[i], sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+        else {
+            sbx_info("removed the orphaned sandbox of task %s (its owner is gone)", r.tasks[i]);
+            removed++;
+            if (state != NULL && sbx_task_id_valid(r.tasks[i])) {
+                sbx_task_dir_remove(state, r.tasks[i]);
+            }
+        }
+        free(r.ids[i]);
+        free(r.tasks[i]);
+    }
+    free(r.ids);
+    free(r.tasks);
+    return removed;
+}
+
+/* ---- the timer: maximum lifetime, idle, lease renewal ------------------ */
+
+void *sbx_task_timer_main(void *arg)
+{
+    struct sbx_task *t = arg;
+
+    while (!t->timer_quit) {
+        int64_t now = now_s();
+        char reason[256] = "";
+
+        pthread_mutex_lock(&t->mu);
+        if (t->limits.max > 0 && now - t->started_at >= t->limits.max) {
+            char d[32];
+
+            sbx_duration_format(t->limits.max, d, sizeof(d));
+            snprintf(reason, sizeof(reason), "maximum lifetime of %s reached", d);
+        }
+        else if (t->limits.idle > 0 && t->running == 0 &&
+                 now - t->last_activity >= t->limits.idle) {
+            char d[32];
+
+            sbx_duration_format(t->limits.idle, d, sizeof(d));
+            snprintf(reason, sizeof(reason), "idle for %s", d);
+        }
+        pthread_mutex_unlock(&t->mu);
+        if (reason[0] != '\0' && !t->stop) {
+            sbx_info("task %s: %s: stopping it", t->id, reason);
+            sbx_task_stop(t, reason);
+        }
+        if (t->have_lease && t->lease.renew_at > 0 && now >= t->lease.renew_at &&
+            sbx_instance_credential(t->cred)->renew != NULL) {
+            sbx_error_t *err = NULL;
+
+            if (sbx_instance_credential(t->cred)->renew(t->cred->ctx, &t->lease, &err) < 0) {
+                sbx_warn("task %s: renewing credential lease %s: %s", t->id, t->lease.id,
+                         sbx_error_msg(err));
+                sbx_error_free(&err);
+                t->lease.renew_at = now + 30; /* retry, not a storm */
+            }
+        }
+        usleep(250 * 1000);
+    }
+    return NULL;
+}
+
+void sbx_task_stop(struct sbx_task *t, const char *reason)
+{
+    pthread_mutex_lock(&t->mu);
+    if (!t->stop) {
+        snprintf(t->stop_reason, sizeof(t->stop_reason), "%s", reason);
+        t->stop = 1;
+    }
+    for (struct sbx_exec_slot *s = t->execs; s != NULL; s = s->next) {
+        s->ctl.cancelled = 1;
+        if (pops(t)->cancel != NULL) {
+            pops(t)->cancel(t->prov->ctx, &s->ctl);
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+json_t *sbx_task_record(struct sbx_task *t, const char *state)
+{
+    char created[32] = "";
+    char started[32] = "";
+    char ended[32] = "";
+    json_t *leases = json_array();
+    json_t *rec;
+
+    iso_time(t->created_at, created, sizeof(created));
+    if (t->started_at > 0) {
+        iso_time(t->started_at, started, sizeof(started));
+    }
+    if (t->ended_at > 0) {
+        iso_time(t->ended_at, ended, sizeof(ended));
+    }
+    if (t->have_lease) {
+        json_array_append_new(leases, json_string(t->lease.id));
+    }
+    rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, "
+                    "s:s, s:s?, s:s?, s:o, s:s?, s:{s:I, s:I}, s:o, s:s, s:s?}",
+                    "id", t->job, "task", t->id, "pool", t->pool, "class", t->slot_class,
+                    "provider", t->prov ? t->prov->cfg->name : "?", "image", t->image,
+                    "state", state, "limits", "cpus", t->limits.cpus, "memory",
+                    (json_int_t)t->limits.memory, "disk", (json_int_t)t->limits.disk, "pids",
+                    (json_int_t)t->limits.pids, "idle", (json_int_t)t->limits.idle, "max",
+                    (json_int_t)t->limits.max, "created_at", created, "started_at",
+                    t->started_at ? started : NULL, "ended_at", t->ended_at ? ended : NULL,
+                    "exit_status", t->last_exit >= 0 ? json_integer(t->last_exit) : json_null(),
+                    "reason", t->stop_reason[0] ? t->stop_reason : NULL, "egress", "allowed",
+                    (json_int_t)t->egress_allowed, "denied", (json_int_t)t->egress_denied,
+                    "credential_leases", leases, "sandbox", t->sandbox, "worktree",
+                    t->worktree);
+    return rec;
+}
+
+int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err)
+{
+    json_t *rec = sbx_task_record(t, state);
+    cleanup_free char *path = xasprintf("%s/task.json", t->dir);
+    cleanup_free char *tmp = xasprintf("%s/task.json.tmp", t->dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int r = 0;
+
+    if (fd < 0) {
+        json_decref(rec);
+        return sbx_error_set(err, errno, "writing %s: %s", tmp, strerror(errno));
+    }
+    if (json_dumpfd(rec, fd, JSON_INDENT(2)) < 0 || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
+        r = sbx_error_set(err, EIO, "writing %s: %s", tmp, strerror(errno));
+    }
+    close(fd);
+    json_decref(rec);
+    if (r == 0 && rename(tmp, path) < 0) {
+        r = sbx_error_set(err, errno, "rename %s: %s", tmp, strerror(errno));
+    }
+    return r;
+}

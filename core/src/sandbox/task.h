@@ -1,0 +1,94 @@
+/* task.h - one task: one fresh sandbox for its whole life, its commands are
+ * execs inside it (DESIGN.md, Tasks). Used in-process by `sbx run` and by the
+ * per-task keeper behind `sbx task start` / `sbx exec`. */
+#ifndef SBX_SANDBOX_TASK_H
+#define SBX_SANDBOX_TASK_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "plugin/instance.h"
+#include "sbx/sbx_credential.h"
+#include "sbx/sbx_provider.h"
+
+struct sbx_task_opts {
+    const char *task_id;     /* NULL: generated */
+    const char *job_id;      /* NULL: same as the task id */
+    const char *provider;    /* instance name; NULL: config `provider` */
+    const char *credentials; /* credential instance name, or NULL */
+    const char *worktree;    /* host directory mounted at /workspace, or NULL */
+    const char *pool;        /* "ci" or "agent"; NULL: "agent" */
+    const char *const *argv; /* the first command, for policy; may be NULL */
+    const volatile int *cancel; /* set by a signal handler while starting, or NULL */
+    int ephemeral;           /* `sbx run`: no record is kept after the end */
+};
+
+/* A running exec, for cancellation. */
+struct sbx_exec_slot {
+    struct sbx_exec_ctl ctl;
+    struct sbx_exec_slot *next;
+};
+
+struct sbx_task {
+    const struct sbx_config *cfg;
+    char *state;      /* state directory */
+    char *dir;        /* task directory */
+    char id[80];
+    char job[80];
+    char sandbox[256];
+    char pool[16];
+    char slot_class[16];
+    char *image;
+    char *worktree;
+    int ephemeral;
+    struct sbx_open_instance *prov;
+    struct sbx_open_instance *cred;
+    struct sbx_lease lease;
+    int have_lease;
+    struct sbx_limits limits;
+    int slot_fd;
+    int64_t created_at;
+    int64_t started_at;
+    int64_t ended_at;
+
+    pthread_mutex_t mu;
+    int running;             /* execs in flight */
+    int64_t last_activity;   /* last exec start or end */
+    struct sbx_exec_slot *execs;
+    int last_exit;           /* -1 none */
+    volatile int stop;       /* the core decided to end the task */
+    char stop_reason[256];
+    int64_t egress_allowed;
+    int64_t egress_denied;
+
+    pthread_t timer;
+    int timer_on;
+    volatile int timer_quit;
+};
+
+int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
+                   const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err);
+/* Runs one command; *status is its exit status. -1 when sbx failed (the
+ * command may have been cut off: cancelled, sandbox lost, limit reached). */
+int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
+                  size_t n_env, sbx_output_fn out, void *ud, struct sbx_exec_slot *slot,
+                  int *status, sbx_error_t **err);
+/* Cancels one exec started with that slot (from any thread). */
+void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot);
+/* Cancels every running exec and marks the task to end with `reason`. */
+void sbx_task_stop(struct sbx_task *t, const char *reason);
+/* Destroys the sandbox, revokes the lease, writes the final record and
+ * frees the task. Always frees; returns -1 when cleanup failed. When
+ * record is not NULL it receives the final record. */
+int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_error_t **err);
+/* The record of DESIGN.md (Records). */
+json_t *sbx_task_record(struct sbx_task *t, const char *state);
+int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err);
+/* The timer thread (task.c): maximum lifetime, idle, lease renewal. */
+void *sbx_task_timer_main(void *arg);
+/* Removes sandboxes whose owner is provably gone; returns how many. */
+int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state);
+
+#endif

@@ -1,0 +1,65 @@
+/* docker.h - provider_docker internals: the Docker Engine API over a unix
+ * socket through the host's libcurl wrapper. */
+#ifndef SBX_PROVIDER_DOCKER_H
+#define SBX_PROVIDER_DOCKER_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "sbx/sbx_host.h"
+#include "sbx/sbx_provider.h"
+
+#define DK_NAME "provider_docker"
+#define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
+#define DK_MIN_API_MINOR 41 /* Debian 12's engine */
+
+struct dk_ctx {
+    const struct sbx_host_api *host;
+    const struct sbx_options *opts;
+    char *socket;      /* unix socket path */
+    char api[16];      /* negotiated, e.g. "v1.41" */
+    char engine[128];  /* "docker 20.10.24 (API 1.41)" */
+    int userns;        /* 1 when the engine remaps users */
+    char storage_driver[64];
+    char backing_fs[64];
+    int disk_mode;     /* DK_DISK_* */
+    int64_t disk_interval; /* seconds between watchdog checks */
+    char **cap_add;    /* capabilities kept */
+    char *relay;       /* host path of the egress relay binary, or NULL */
+};
+
+enum {
+    DK_DISK_WATCHDOG = 1,
+    DK_DISK_STORAGE_OPT = 2,
+};
+
+/* docker_api.c */
+int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body,
+               long *status, json_t **reply, sbx_error_t **err);
+/* The engine's error message from a reply body, or the status text. */
+const char *dk_reply_message(json_t *reply);
+int dk_negotiate(struct dk_ctx *c, sbx_error_t **err);
+/* Percent-encodes s for a query string (caller frees). */
+char *dk_urlencode(const char *s);
+
+/* docker_stream.c: demultiplexes exec output (8-byte frame headers). */
+struct dk_demux {
+    unsigned char hdr[8];
+    size_t hlen;
+    uint32_t left;
+    int type;
+    sbx_output_fn out;
+    void *out_ud;
+    char syserr[512]; /* text of stream-3 (system error) frames */
+    size_t syserr_len;
+    int bad;          /* protocol error seen */
+    int seen_payload; /* the first payload byte was handled */
+};
+int dk_demux_feed(void *ud, const char *data, size_t len);
+
+/* docker_exec.c */
+int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
+            struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err);
+void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl);
+
+#endif

@@ -1,0 +1,178 @@
+/* docker_api.c - requests to the Docker Engine API and version negotiation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "docker.h"
+
+char *dk_urlencode(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *out = malloc(n * 3 + 1);
+    char *p = out;
+
+    if (out == NULL) {
+        abort();
+    }
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+            *p++ = (char)ch;
+        }
+        else {
+            *p++ = '%';
+            *p++ = hex[ch >> 4];
+            *p++ = hex[ch & 15];
+        }
+    }
+    *p = '\0';
+    return out;
+}
+
+const char *dk_reply_message(json_t *reply)
+{
+    const char *m = json_string_value(json_object_get(reply, "message"));
+
+    return m ? m : "no message";
+}
+
+/* path is relative to the version prefix ("/containers/json"), or absolute
+ * when it starts with "//" (unversioned, for /version). */
+int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body,
+               long *status, json_t **reply, sbx_error_t **err)
+{
+    static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
+    struct sbx_http_request req = {0};
+    struct sbx_http_response resp = {0};
+    char url[2048];
+    char *text = NULL;
+    int r;
+
+    if (path[0] == '/' && path[1] == '/') {
+        snprintf(url, sizeof(url), "http://localhost%s", path + 1);
+    }
+    else {
+        snprintf(url, sizeof(url), "http://localhost/%s%s", c->api, path);
+    }
+    if (body != NULL) {
+        text = json_dumps(body, JSON_COMPACT);
+        req.body = text;
+        req.body_len = strlen(text);
+        req.headers = json_hdr;
+    }
+    req.method = method;
+    req.url = url;
+    req.unix_socket = c->socket;
+    req.timeout_ms = 120000;
+    r = c->host->http(&req, &resp, err);
+    if (text != NULL) {
+        free(text);
+    }
+    if (r < 0) {
+        return c->host->error_wrap(err, "docker engine at %s", c->socket);
+    }
+    *status = resp.status;
+    if (reply != NULL) {
+        json_error_t jerr;
+
+        *reply = NULL;
+        if (resp.body_len > 0) {
+            *reply = json_loadb(resp.body, resp.body_len, 0, &jerr);
+            if (*reply == NULL && resp.status < 300) {
+                r = c->host->error_set(err, SBX_E_PROTOCOL, "docker %s %s: malformed JSON reply "
+                                       "(%s)", method, path, jerr.text);
+            }
+        }
+        if (*reply == NULL && r == 0) {
+            /* error bodies may be plain text */
+            *reply = json_pack("{s:s%}", "message", resp.body ? resp.body : "",
+                               resp.body ? strcspn(resp.body, "\n") : 0);
+        }
+    }
+    c->host->http_response_free(&resp);
+    return r;
+}
+
+static int parse_minor(const char *v)
+{
+    int major = 0;
+    int minor = 0;
+
+    if (v == NULL || sscanf(v, "%d.%d", &major, &minor) != 2 || major != 1) {
+        return -1;
+    }
+    return minor;
+}
+
+int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
+{
+    json_t *reply = NULL;
+    json_t *info = NULL;
+    long status = 0;
+    int max;
+    int min;
+    int use;
+
+    if (dk_request(c, "GET", "//version", NULL, &status, &reply, err) < 0) {
+        return c->host->error_wrap(err, "is the engine running? (scripts/dockerd.sh start)");
+    }
+    if (status != 200) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker GET /version: HTTP %ld: %s", status,
+                           dk_reply_message(reply));
+        json_decref(reply);
+        return -1;
+    }
+    max = parse_minor(json_string_value(json_object_get(reply, "ApiVersion")));
+    min = parse_minor(json_string_value(json_object_get(reply, "MinAPIVersion")));
+    if (max < 0) {
+        c->host->error_set(err, SBX_E_PROTOCOL, "docker GET /version: no usable ApiVersion");
+        json_decref(reply);
+        return -1;
+    }
+    use = max > DK_MAX_API_MINOR ? DK_MAX_API_MINOR : max;
+    if (use < DK_MIN_API_MINOR || (min > 0 && use < min)) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker engine speaks API 1.%d..1.%d; sbx needs "
+                           "1.%d..1.%d", min, max, DK_MIN_API_MINOR, DK_MAX_API_MINOR);
+        json_decref(reply);
+        return -1;
+    }
+    snprintf(c->api, sizeof(c->api), "v1.%d", use);
+    snprintf(c->engine, sizeof(c->engine), "docker %s (API 1.%d)",
+             json_string_value(json_object_get(reply, "Version")) ?: "?", use);
+    json_decref(reply);
+
+    /* user namespaces and the storage driver */
+    if (dk_request(c, "GET", "/info", NULL, &status, &info, err) < 0) {
+        return -1;
+    }
+    if (status == 200) {
+        json_t *sec = json_object_get(info, "SecurityOptions");
+        json_t *ds = json_object_get(info, "DriverStatus");
+        size_t i;
+        json_t *v;
+
+        c->userns = 0;
+        json_array_foreach(sec, i, v) {
+            const char *s = json_string_value(v);
+
+            if (s != NULL && strstr(s, "name=userns") != NULL) {
+                c->userns = 1;
+            }
+        }
+        snprintf(c->storage_driver, sizeof(c->storage_driver), "%s",
+                 json_string_value(json_object_get(info, "Driver")) ?: "");
+        json_array_foreach(ds, i, v) {
+            const char *k = json_string_value(json_array_get(v, 0));
+
+            if (k != NULL && strcmp(k, "Backing Filesystem") == 0) {
+                snprintf(c->backing_fs, sizeof(c->backing_fs), "%s",
+                         json_string_value(json_array_get(v, 1)) ?: "");
+            }
+        }
+    }
+    json_decref(info);
+    return 0;
+}

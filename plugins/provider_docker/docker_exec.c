@@ -1,0 +1,309 @@
+/* docker_exec.c - one command in a sandbox: exec create, the streamed
+ * output, the exit code, cancellation and the disk watchdog. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "docker.h"
+
+struct watchdog {
+    struct dk_ctx *c;
+    const char *id;
+    int64_t limit;
+    struct sbx_exec_ctl *ctl;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    int64_t seen; /* bytes when the cap was crossed, else 0 */
+};
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+    nanosleep(&ts, NULL);
+}
+
+/* The writable layer's size, or -1; *limit from the sbx.disk label. */
+static int64_t size_rw(struct dk_ctx *c, const char *id, int64_t *limit)
+{
+    json_t *reply = NULL;
+    long status = 0;
+    char path[256];
+    sbx_error_t *err = NULL;
+    int64_t v = -1;
+
+    snprintf(path, sizeof(path), "/containers/%s/json?size=1", id);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
+        free(err ? err->msg : NULL);
+        free(err);
+        return -1;
+    }
+    if (status == 200 && json_is_integer(json_object_get(reply, "SizeRw"))) {
+        const char *l = json_string_value(
+            json_object_get(json_object_get(json_object_get(reply, "Config"), "Labels"),
+                            "sbx.disk"));
+
+        v = json_integer_value(json_object_get(reply, "SizeRw"));
+        *limit = l ? strtoll(l, NULL, 10) : 0;
+    }
+    json_decref(reply);
+    return v;
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct watchdog *w = arg;
+
+    pthread_mutex_lock(&w->mu);
+    while (!w->done) {
+        struct timespec until;
+        int64_t used;
+
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += w->c->disk_interval;
+        pthread_cond_timedwait(&w->cv, &w->mu, &until);
+        if (w->done) {
+            break;
+        }
+        pthread_mutex_unlock(&w->mu);
+        used = size_rw(w->c, w->id, &w->limit);
+        pthread_mutex_lock(&w->mu);
+        if (w->limit > 0 && used > w->limit) {
+            w->seen = used;
+            w->ctl->cancelled = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+static int inspect_exec(struct dk_ctx *c, const char *eid, int *running, int *code, int64_t *pid,
+                        sbx_error_t **err)
+{
+    json_t *reply = NULL;
+    long status = 0;
+    char path[256];
+
+    snprintf(path, sizeof(path), "/exec/%s/json", eid);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {
+        return -1;
+    }
+    if (status != 200) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: exec inspect: HTTP %ld: %s", status,
+                           dk_reply_message(reply));
+        json_decref(reply);
+        return -1;
+    }
+    *running = json_is_true(json_object_get(reply, "Running"));
+    *code = (int)json_integer_value(json_object_get(reply, "ExitCode"));
+    *pid = json_integer_value(json_object_get(reply, "Pid"));
+    json_decref(reply);
+    return 0;
+}
+
+static int create_exec(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
+                       char *eid, size_t eid_size, sbx_error_t **err)
+{
+    json_t *env = json_array();
+    json_t *cmd = json_array();
+    json_t *body;
+    json_t *reply = NULL;
+    long status = 0;
+    char path[256];
+    const char *v;
+    int r;
+
+    for (size_t i = 0; spec->argv[i] != NULL; i++) {
+        json_array_append_new(cmd, json_string(spec->argv[i]));
+    }
+    for (size_t i = 0; i < spec->n_env; i++) {
+        char *kv = NULL;
+
+        if (asprintf(&kv, "%s=%s", spec->env[i].name, spec->env[i].value) < 0) {
+            abort();
+        }
+        json_array_append_new(env, json_string(kv));
+        c->host->secret_zero(kv, strlen(kv));
+        free(kv);
+    }
+    body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s}", "AttachStdin", 0, "AttachStdout", 1,
+                     "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env, "WorkingDir",
+                     spec->workdir ? spec->workdir : "/workspace");
+    snprintf(path, sizeof(path), "/containers/%s/exec", id);
+    r = dk_request(c, "POST", path, body, &status, &reply, err);
+    json_decref(body); /* env values are in jansson's memory until here */
+    if (r < 0) {
+        return -1;
+    }
+    v = json_string_value(json_object_get(reply, "Id"));
+    if (status == 404) {
+        c->host->error_set(err, SBX_E_NOTFOUND, "docker: sandbox %.12s is gone", id);
+    }
+    else if (status == 409) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: sandbox %.12s is not running: %s", id,
+                           dk_reply_message(reply));
+    }
+    else if (status != 201 || v == NULL) {
+        c->host->error_set(err, SBX_E_ENGINE, "docker: exec create: HTTP %ld: %s", status,
+                           dk_reply_message(reply));
+    }
+    else {
+        snprintf(eid, eid_size, "%s", v);
+        json_decref(reply);
+        return 0;
+    }
+    json_decref(reply);
+    return -1;
+}
+
+/* runc reports a command it could not start as a system error; map it to
+ * the shell's conventions: 127 not found, 126 cannot execute. */
+static int start_failure(struct dk_ctx *c, const struct dk_demux *d, const char *cmd,
+                         sbx_error_t **err)
+{
+    const char *t = d->syserr;
+
+    if (strstr(t, "not found") != NULL || strstr(t, "no such file") != NULL) {
+        return c->host->error_set(err, SBX_E_NOCMD, "%s: command not found in the sandbox", cmd);
+    }
+    if (strstr(t, "permission denied") != NULL) {
+        return c->host->error_set(err, SBX_E_NOEXEC, "%s: permission denied (not executable)",
+                                  cmd);
+    }
+    return c->host->error_set(err, SBX_E_NOEXEC, "%s: cannot be executed: %.200s", cmd, t);
+}
+
+int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
+            struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+    static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
+    static const char start_body[] = "{\"Detach\":false,\"Tty\":false}";
+    struct dk_demux demux = {.out = spec->on_output, .out_ud = spec->output_userdata};
+    struct sbx_http_request req = {0};
+    struct sbx_http_response resp = {0};
+    struct watchdog w = {0};
+    pthread_t wd;
+    int have_wd = 0;
+    char eid[128];
+    char url[512];
+    int running = 1;
+    int code = 0;
+    int64_t pid = 0;
+    int r;
+
+    if (spec->argv == NULL || spec->argv[0] == NULL || spec->argv[0][0] == '\0') {
+        return c->host->error_set(err, SBX_E_USAGE, "docker: empty command");
+    }
+    if (create_exec(c, id, spec, eid, sizeof(eid), err) < 0) {
+        return -1;
+    }
+    if (c->disk_mode == DK_DISK_WATCHDOG && ctl != NULL) {
+        w.c = c;
+        w.id = id;
+        w.ctl = ctl;
+        pthread_mutex_init(&w.mu, NULL);
+        pthread_cond_init(&w.cv, NULL);
+        if (pthread_create(&wd, NULL, watchdog_main, &w) == 0) {
+            have_wd = 1;
+        }
+    }
+    snprintf(url, sizeof(url), "http://localhost/%s/exec/%s/start", c->api, eid);
+    req.method = "POST";
+    req.url = url;
+    req.unix_socket = c->socket;
+    req.headers = json_hdr;
+    req.body = start_body;
+    req.body_len = sizeof(start_body) - 1;
+    req.on_data = dk_demux_feed;
+    req.userdata = &demux;
+    req.cancel = ctl != NULL ? &ctl->cancelled : NULL;
+    r = c->host->http(&req, &resp, err);
+    if (have_wd) {
+        pthread_mutex_lock(&w.mu);
+        w.done = 1;
+        pthread_cond_signal(&w.cv);
+        pthread_mutex_unlock(&w.mu);
+        pthread_join(wd, NULL);
+    }
+    if (c->disk_mode == DK_DISK_WATCHDOG && ctl != NULL) {
+        pthread_mutex_destroy(&w.mu);
+        pthread_cond_destroy(&w.cv);
+    }
+    if (r == 0 && resp.status != 200) {
+        long st = resp.status;
+
+        c->host->http_response_free(&resp);
+        if (st == 404 || st == 409) {
+            return c->host->error_set(err, SBX_E_NOTFOUND, "docker: sandbox %.12s is gone or "
+                                      "stopped (exec start: HTTP %ld)", id, st);
+        }
+        return c->host->error_set(err, SBX_E_ENGINE, "docker: exec start: HTTP %ld", st);
+    }
+    c->host->http_response_free(&resp);
+    /* the stream ended; the exit code may take a moment to be recorded */
+    for (int i = 0; i < 250; i++) {
+        sbx_error_t *ierr = NULL;
+
+        if (inspect_exec(c, eid, &running, &code, &pid, &ierr) < 0) {
+            if (r < 0) {
+                free(ierr->msg);
+                free(ierr);
+                break;
+            }
+            *err = ierr;
+            return -1;
+        }
+        if (!running || (ctl != NULL && ctl->cancelled)) {
+            break;
+        }
+        sleep_ms(i < 50 ? 4 : 20);
+    }
+    if (ctl != NULL && ctl->cancelled) {
+        if (running && pid > 0) {
+            kill((pid_t)pid, SIGKILL); /* the engine is local: its pids are ours */
+        }
+        if (w.seen > 0) {
+            if (err != NULL && *err != NULL) {
+                free((*err)->msg);
+                free(*err);
+                *err = NULL;
+            }
+            return c->host->error_set(err, SBX_E_ENGINE, "disk cap exceeded: the sandbox wrote "
+                                      "%" PRId64 " bytes, its limit is %" PRId64 " bytes",
+                                      w.seen, w.limit);
+        }
+        if (err != NULL && *err != NULL) {
+            return -1;
+        }
+        return c->host->error_set(err, SBX_E_CANCELLED, "docker: exec cancelled");
+    }
+    if (r < 0) {
+        return -1;
+    }
+    if (demux.bad) {
+        return c->host->error_set(err, SBX_E_PROTOCOL, "docker: exec stream is not multiplexed");
+    }
+    if (running) {
+        return c->host->error_set(err, SBX_E_ENGINE, "docker: exec stream ended but the command "
+                                  "still runs");
+    }
+    if (demux.syserr_len > 0) {
+        return start_failure(c, &demux, spec->argv[0], err);
+    }
+    *exit_status = code;
+    return 0;
+}
+
+void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl)
+{
+    (void)ctx;
+    ctl->cancelled = 1;
+}
