@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "docker.h"
 #include "sbx/sbx_plugin.h"
@@ -96,6 +97,18 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
     if (strlen(c->socket) > 107) {
         host->error_set(err, SBX_E_CONFIG, "%s: socket path longer than 107 bytes",
                         host->opt_where(opts, "socket"));
+        free_ctx(c);
+        return -1;
+    }
+    if (access(c->socket, F_OK) < 0) {
+        host->error_set(err, SBX_E_ENGINE, "docker engine socket %s: %s: is the engine running? "
+                        "(scripts/dockerd.sh start)", c->socket, strerror(errno));
+        free_ctx(c);
+        return -1;
+    }
+    if (access(c->socket, R_OK | W_OK) < 0) {
+        host->error_set(err, SBX_E_ENGINE, "docker engine socket %s: %s (run as root or as a "
+                        "member of the socket's group)", c->socket, strerror(errno));
         free_ctx(c);
         return -1;
     }

@@ -257,8 +257,10 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (r == 0) {
         t->last_exit = *status;
     }
-    if (r < 0 && t->stop) {
-        sbx_error_wrap(err, "task %s stopped (%s)", t->id, t->stop_reason);
+    if (r < 0 && t->stop && err != NULL) {
+        /* the core stopped the task: say why, not how the stream broke */
+        sbx_error_free(err);
+        sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
     }
     pthread_mutex_unlock(&t->mu);
     free(all);

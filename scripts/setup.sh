@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# setup.sh - sets up sbx on a fresh Debian 12 machine: the Debian packages it
+# needs, the build (build/sbx and build/plugins), a Docker engine when none
+# answers on /var/run/docker.sock (started with scripts/dockerd.sh: user
+# namespaces on, no forwarding or NAT), and the warm sandbox image.
+# Safe to run twice. Run as root (sudo scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "setup: $*" >&2; }
+
+if [ "$(id -u)" != 0 ]; then
+    say "run as root (sudo scripts/setup.sh): it installs packages and starts dockerd"
+    exit 1
+fi
+
+packages=(
+    build-essential cmake pkg-config git
+    liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
+    libevent-dev libsqlite3-dev
+    docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps
+)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    say "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+    say "Debian packages already installed"
+fi
+
+say "building (build/)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j2 >/dev/null
+
+if ! scripts/dockerd.sh status >/dev/null 2>&1; then
+    say "no Docker engine answers on /var/run/docker.sock: starting one (scripts/dockerd.sh)"
+    scripts/dockerd.sh start
+else
+    say "Docker engine answering on /var/run/docker.sock"
+fi
+
+say "building the warm image (sbx image build; the first time takes about a minute)"
+DOCKER_HOST=unix:///var/run/docker.sock build/sbx image build --cache /var/cache/sbx/image
+say "done: try  build/sbx run -- echo hello"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# test.sh - the whole test suite, twice: a plain build (build/) and an
+# ASan+UBSan build with leak checking (build-asan/). Runtime tests use a
+# private Docker engine started here (scripts/dockerd.sh, its own socket and
+# data root, user namespaces on, no forwarding or NAT) and stopped at the end.
+# Run scripts/setup.sh once first. Needs root (dockerd).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+engine=/tmp/sbx-test-docker
+sock=$engine/docker.sock
+stop_engine() { "$root/scripts/dockerd.sh" stop --socket "$sock" --root "$engine" || true; }
+trap stop_engine EXIT
+scripts/dockerd.sh start --socket "$sock" --root "$engine"
+export SBX_TEST_DOCKER_HOST=unix://$sock
+
+suite() {
+    local dir=$1; shift
+    echo "== $dir: configure and build ($*)" >&2
+    cmake -S . -B "$dir" -DSBX_WERROR=ON "$@" >/dev/null
+    cmake --build "$dir" -j2 >/dev/null
+    # the warm image in the test engine (from the cached root filesystem)
+    DOCKER_HOST=$SBX_TEST_DOCKER_HOST SBX_STATE_DIR=$engine/state \
+        "$dir/sbx" image build --cache /var/cache/sbx/image >/dev/null
+    echo "== $dir: ctest" >&2
+    (cd "$dir" && ctest --output-on-failure --timeout 600)
+}
+
+suite build
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    suite build-asan -DSBX_SANITIZE=address,undefined -DCMAKE_BUILD_TYPE=Debug
+echo "test.sh: plain and sanitizer suites passed" >&2

@@ -1,0 +1,129 @@
+/* rt_common.h - helpers for runtime tests against the test Docker engine. */
+#ifndef SBX_RT_COMMON_H
+#define SBX_RT_COMMON_H
+
+#include "spawn.h"
+#include "test_common.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+
+#include "http/http.h"
+
+static char *rt_state;   /* a fresh state dir per test file */
+static char *rt_sbx;     /* the sbx binary */
+static char *rt_host;    /* DOCKER_HOST=... */
+static char *rt_statev;  /* SBX_STATE_DIR=... */
+static char *rt_config;  /* SBX_CONFIG=... or NULL */
+static const char *rt_sock;
+
+static int rt_setup(void **state)
+{
+    const char *host = getenv("SBX_TEST_DOCKER_HOST");
+    const char *build = getenv("SBX_BUILD_DIR");
+
+    (void)state;
+    if (host == NULL || strncmp(host, "unix://", 7) != 0 || build == NULL) {
+        fprintf(stderr, "runtime tests need SBX_TEST_DOCKER_HOST=unix://... (run scripts/test.sh, "
+                "which starts the test engine)\n");
+        return -1;
+    }
+    rt_sock = host + 7;
+    rt_state = test_mkdtemp();
+    assert_true(asprintf(&rt_sbx, "%s/sbx", build) > 0);
+    assert_true(asprintf(&rt_host, "DOCKER_HOST=%s", host) > 0);
+    assert_true(asprintf(&rt_statev, "SBX_STATE_DIR=%s", rt_state) > 0);
+    return 0;
+}
+
+static int rt_teardown(void **state)
+{
+    (void)state;
+    test_rm_rf(rt_state);
+    free(rt_state);
+    free(rt_sbx);
+    free(rt_host);
+    free(rt_statev);
+    free(rt_config);
+    return 0;
+}
+
+/* Uses a config file with TEXT for the following sbx calls (NULL: none). */
+static void rt_use_config(const char *text)
+{
+    char *path;
+
+    free(rt_config);
+    rt_config = NULL;
+    if (text == NULL) {
+        return;
+    }
+    path = test_write_file(rt_state, "sbx.conf", text);
+    assert_true(asprintf(&rt_config, "SBX_CONFIG=%s", path) > 0);
+    free(path);
+}
+
+/* sbx ARGS... with the test engine and state dir. */
+static struct spawn_result rt_sbx_argv(const char *const *args, int uid)
+{
+    char *argv[64];
+    char *env[8];
+    size_t n = 0;
+    size_t e = 0;
+
+    argv[n++] = rt_sbx;
+    for (size_t i = 0; args[i] != NULL && n < 63; i++) {
+        argv[n++] = (char *)args[i];
+    }
+    argv[n] = NULL;
+    env[e++] = rt_host;
+    env[e++] = rt_statev;
+    if (rt_config != NULL) {
+        env[e++] = rt_config;
+    }
+    env[e] = NULL;
+    return spawn_run_as(argv, env, uid);
+}
+
+#define RT_SBX(...) rt_sbx_argv((const char *const[]){__VA_ARGS__, NULL}, 0)
+
+/* GET on the test engine; returns parsed JSON. */
+static json_t *rt_engine_get(const char *path)
+{
+    struct sbx_http_request req = {0};
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    char url[1024];
+    json_t *j;
+
+    snprintf(url, sizeof(url), "http://localhost%s", path);
+    req.method = "GET";
+    req.url = url;
+    req.unix_socket = rt_sock;
+    req.timeout_ms = 30000;
+    if (sbx_http_request(&req, &resp, &err) < 0) {
+        fail_msg("engine GET %s: %s", path, err->msg);
+    }
+    j = json_loadb(resp.body, resp.body_len, 0, NULL);
+    sbx_http_response_free(&resp);
+    return j;
+}
+
+/* How many containers carry an sbx.task label. */
+static size_t rt_sandboxes(void)
+{
+    json_t *j = rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    size_t n = json_array_size(j);
+
+    json_decref(j);
+    return n;
+}
+
+#define assert_contains(hay, needle)                                                         \
+    do {                                                                                     \
+        if (strstr((hay), (needle)) == NULL) {                                               \
+            fail_msg("'%s' not found in: %s", (needle), (hay));                              \
+        }                                                                                    \
+    } while (0)
+
+#endif

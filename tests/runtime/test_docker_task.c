@@ -1,0 +1,239 @@
+/* test_docker_task.c - tasks (one sandbox, many execs), the idle and maximum
+ * lifetime, cleanup after signals and kill -9, concurrent runs, the disk cap. */
+#include "rt_common.h"
+
+static void chomp(char *s)
+{
+    s[strcspn(s, "\n")] = '\0';
+}
+
+static void test_task_three_execs(void **state)
+{
+    struct spawn_result r = RT_SBX("task", "start");
+    char *task;
+
+    (void)state;
+    if (r.rc != 0) {
+        fail_msg("task start rc %d: %s", r.rc, r.err);
+    }
+    task = strdup(r.out);
+    chomp(task);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 1);
+    r = RT_SBX("exec", task, "--", "sh", "-c", "echo first > /tmp/state");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    r = RT_SBX("exec", task, "--env", "WHO=second", "--", "sh", "-c", "echo $WHO; exit 4");
+    assert_int_equal(r.rc, 4);
+    assert_string_equal(r.out, "second\n");
+    spawn_result_free(&r);
+    r = RT_SBX("exec", task, "--", "cat", "/tmp/state");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "first\n");
+    spawn_result_free(&r);
+    r = RT_SBX("task", "list", "--json");
+    assert_contains(r.out, task);
+    assert_contains(r.out, "\"running\"");
+    spawn_result_free(&r);
+    r = RT_SBX("task", "end", task);
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+    r = RT_SBX("exec", task, "--", "true");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "no running task");
+    spawn_result_free(&r);
+    r = RT_SBX("task", "end", task);
+    assert_int_equal(r.rc, 1);
+    spawn_result_free(&r);
+    free(task);
+}
+
+static void test_task_concurrent_execs(void **state)
+{
+    struct spawn_result r = RT_SBX("task", "start", "--task", "conc-1");
+    pid_t a;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    a = fork();
+    if (a == 0) {
+        struct spawn_result c = RT_SBX("exec", "conc-1", "--", "sh", "-c", "sleep 2; exit 5");
+
+        _exit(c.rc);
+    }
+    r = RT_SBX("exec", "conc-1", "--", "echo", "meanwhile");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "meanwhile\n");
+    assert_true(r.secs < 2.0);
+    spawn_result_free(&r);
+    {
+        int st = 0;
+
+        waitpid(a, &st, 0);
+        assert_int_equal(WEXITSTATUS(st), 5);
+    }
+    r = RT_SBX("task", "end", "conc-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+static void test_task_idle_timeout(void **state)
+{
+    struct spawn_result r;
+    json_t *rec;
+    char *path = NULL;
+
+    (void)state;
+    rt_use_config("limits = { idle = \"3s\"; };\n");
+    r = RT_SBX("task", "start", "--task", "idle-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    /* a silent command longer than the idle time is activity */
+    r = RT_SBX("exec", "idle-1", "--", "sleep", "5");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    for (int i = 0; i < 100 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0); /* then 3 s without an exec ends it */
+    rt_use_config(NULL);
+    assert_true(asprintf(&path, "%s/tasks/idle-1/task.json", rt_state) > 0);
+    rec = json_load_file(path, 0, NULL);
+    assert_non_null(rec);
+    assert_string_equal(json_string_value(json_object_get(rec, "state")), "ended");
+    assert_string_equal(json_string_value(json_object_get(rec, "reason")), "idle for 3s");
+    json_decref(rec);
+    free(path);
+}
+
+static void test_run_max_lifetime(void **state)
+{
+    struct spawn_result r;
+
+    (void)state;
+    rt_use_config("limits = { max = \"3s\"; };\n");
+    r = RT_SBX("run", "--", "sleep", "30");
+    rt_use_config(NULL);
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "maximum lifetime of 3s reached");
+    assert_true(r.secs < 15.0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+/* Starts `sbx run -- sleep 30` in the background; returns its pid once its
+ * sandbox exists. */
+static pid_t background_run(void)
+{
+    pid_t pid = fork();
+
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        putenv(rt_host);
+        putenv(rt_statev);
+        execl(rt_sbx, rt_sbx, "run", "--", "sleep", "30", (char *)NULL);
+        _exit(98);
+    }
+    for (int i = 0; i < 200 && rt_sandboxes() == 0; i++) {
+        usleep(50 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 1);
+    usleep(300 * 1000); /* the exec has started */
+    return pid;
+}
+
+static void test_run_cleanup_on_signals(void **state)
+{
+    int sigs[] = {SIGINT, SIGTERM};
+    int want[] = {130, 143};
+
+    (void)state;
+    for (int i = 0; i < 2; i++) {
+        pid_t pid = background_run();
+        int st = 0;
+
+        kill(pid, sigs[i]);
+        waitpid(pid, &st, 0);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), want[i]);
+        assert_int_equal(rt_sandboxes(), 0);
+    }
+}
+
+static void test_run_kill9_then_next_run_cleans(void **state)
+{
+    pid_t pid = background_run();
+    struct spawn_result r;
+    int st = 0;
+
+    (void)state;
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    assert_int_equal(rt_sandboxes(), 1); /* left behind */
+    r = RT_SBX("run", "--", "true");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0); /* its owner is gone: removed */
+}
+
+static void test_two_runs_never_touch_each_other(void **state)
+{
+    pid_t pid = fork();
+    struct spawn_result r;
+    int st = 0;
+
+    (void)state;
+    if (pid == 0) {
+        struct spawn_result c = RT_SBX("run", "--", "sh", "-c", "sleep 3; echo done");
+
+        _exit(c.rc == 0 && strcmp(c.out, "done\n") == 0 ? 0 : 1);
+    }
+    for (int i = 0; i < 200 && rt_sandboxes() == 0; i++) {
+        usleep(50 * 1000);
+    }
+    r = RT_SBX("run", "--", "true"); /* reaps orphans: must leave the live one */
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    waitpid(pid, &st, 0);
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+static void test_run_disk_cap(void **state)
+{
+    struct spawn_result r;
+
+    (void)state;
+    rt_use_config("limits = { disk = \"20M\"; };\n"
+                  "providers = { docker = { plugin = \"provider_docker\"; "
+                  "disk_check_interval = \"1s\"; }; };\n");
+    r = RT_SBX("run", "--", "sh", "-c", "head -c 60000000 /dev/zero > /tmp/big; sleep 20");
+    rt_use_config(NULL);
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "disk cap exceeded");
+    assert_true(r.secs < 15.0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_task_three_execs),
+        cmocka_unit_test(test_task_concurrent_execs),
+        cmocka_unit_test(test_task_idle_timeout),
+        cmocka_unit_test(test_run_max_lifetime),
+        cmocka_unit_test(test_run_cleanup_on_signals),
+        cmocka_unit_test(test_run_kill9_then_next_run_cleans),
+        cmocka_unit_test(test_two_runs_never_touch_each_other),
+        cmocka_unit_test(test_run_disk_cap),
+    };
+
+    return cmocka_run_group_tests_name("docker_task", tests, rt_setup, rt_teardown);
+}
