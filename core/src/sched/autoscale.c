@@ -118,6 +118,7 @@ void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_sca
     size_t queued, heavy;
     int64_t oldest = 0, extra, room, by_day, by_month, by_max;
     int paid;
+    const char *why = NULL;
 
     memset(out, 0, sizeof(*out));
     out->action = SBX_SCALE_NONE;
@@ -173,29 +174,21 @@ void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_sca
     room = extra;
     if (by_max < room) {
         room = by_max;
+        why = "runner.max_boxes";
     }
     if (by_day < room) {
         room = by_day;
+        why = "the day spend cap";
     }
     if (by_month < room) {
         room = by_month;
+        why = "the month spend cap";
     }
     if (room < 0) {
         room = 0;
     }
-    if (room < extra) {
-        const char *why;
-
+    if (why != NULL) {
         out->capped = 1;
-        if (room == by_max) {
-            why = "runner.max_boxes";
-        }
-        else if (room == by_day) {
-            why = "the day spend cap";
-        }
-        else {
-            why = "the month spend cap";
-        }
         snprintf(out->reason, sizeof(out->reason), "%s %lld box(es) wanted, %lld allowed by %s "
                  "(paid boxes %d of max %d; spent $%.2f of $%.2f today, $%.2f of $%.2f this "
                  "month)", room > 0 ? "capped:" : "no scale-up:", (long long)extra,
