@@ -653,6 +653,49 @@ static void test_sched_adopt(void **state)
     sbx_sched_destroy(s);
 }
 
+/* 10,000 queued jobs drain in submit order within each pool; ids are found
+ * again after the table grows; cancel from the middle keeps the order. */
+static void test_sched_large_queue(void **state)
+{
+    struct sbx_sched *s = make(BOTH, 16, 64 * G);
+    struct sbx_sched_grant g;
+    sbx_error_t *err = NULL;
+    char id[32];
+    int last[SBX_POOL_COUNT] = {-1, -1}, granted = 0;
+
+    (void)state;
+    for (int i = 0; i < 10000; i++) {
+        snprintf(id, sizeof(id), "j%05d", i);
+        submit_ok(s, id, i % 3 ? SBX_POOL_CI : SBX_POOL_AGENT,
+                  i % 7 ? SBX_CLASS_LIGHT : SBX_CLASS_HEAVY, 1, 1 * G);
+    }
+    for (int i = 1; i < 10000; i += 100) {
+        snprintf(id, sizeof(id), "j%05d", i);
+        assert_int_equal(sbx_sched_cancel(s, id, &err), 0);
+    }
+    for (;;) {
+        int n = 0, k;
+
+        while (sbx_sched_next_grant(s, &g)) {
+            k = atoi(g.id + 1);
+            assert_true(k % 100 != 1);
+            /* FIFO per pool among light jobs, heavy jobs never overlap */
+            if (g.cls == SBX_CLASS_LIGHT) {
+                assert_true(k > last[g.pool]);
+                last[g.pool] = k;
+            }
+            n++;
+            granted++;
+            release(s, g.id);
+        }
+        if (n == 0) {
+            break;
+        }
+    }
+    assert_int_equal(granted, 10000 - 100);
+    sbx_sched_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +713,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sched_alert_threshold, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_drain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_adopt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_large_queue, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
