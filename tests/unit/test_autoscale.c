@@ -190,6 +190,10 @@ static void test_autoscale_spend_caps(void **state)
     assert_int_equal(d.wanted, 6);
     assert_true(d.capped);
     assert_non_null(strstr(d.reason, "capped: 20 box(es) wanted, 5 allowed by the day spend cap"));
+    snap = sbx_sched_snapshot(s); /* the queue view says so */
+    assert_true(snap->pools[SBX_POOL_CI].scale_capped);
+    assert_string_equal(snap->pools[SBX_POOL_CI].scale_reason, d.reason);
+    sbx_sched_snapshot_free(snap);
     boxes(s, 6);
     /* 12 hours later: $72 spent today; 78 left over 12 h -> still 6 boxes */
     fake_now = T0 + 12 * HOUR;

@@ -600,6 +600,13 @@ static void test_sched_alert_threshold(void **state)
     assert_string_equal(a[0].id, "x2");
     assert_int_equal(sbx_sched_due_alerts(s, a, 4), 1);
     assert_string_equal(a[0].id, "x3");
+    /* cancelling the job at the alert cursor keeps the cursor on the next one */
+    submit_ok(s, "y1", SBX_POOL_AGENT, SBX_CLASS_LIGHT, 1, 1 * G);
+    submit_ok(s, "y2", SBX_POOL_AGENT, SBX_CLASS_LIGHT, 1, 1 * G);
+    assert_int_equal(sbx_sched_cancel(s, "y1", NULL), 0);
+    fake_now += 600000;
+    assert_int_equal(sbx_sched_due_alerts(s, a, 4), 1);
+    assert_string_equal(a[0].id, "y2");
     sbx_sched_destroy(s);
 }
 

@@ -111,7 +111,7 @@ static int64_t cap_boxes(double cap, double spent, double price, int64_t ms_left
     return n > INT_MAX ? INT_MAX : (int64_t)n;
 }
 
-void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out)
+static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out)
 {
     int64_t now = s->clock(s->clock_ctx);
     struct sched_pool *p;
@@ -207,4 +207,12 @@ void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_sca
     out->wanted = p->boxes + (int)room;
     p->last_scale_up = now;
     p->scaled = 1;
+}
+
+void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out)
+{
+    decide(s, pool, out);
+    if ((unsigned)pool < SBX_POOL_COUNT) {
+        s->pools[pool].last = *out;
+    }
 }

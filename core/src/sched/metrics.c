@@ -173,7 +173,7 @@ static json_t *pool_json(const struct sbx_sched_snapshot *snap,
                                                (double)(snap->now - sl->since) / 1000.0));
     }
     return json_pack("{s:s, s:f, s:f, s:I, s:I, s:i, s:i, s:s, s:i, s:I, s:I, s:o, s:f, s:o, "
-                     "s:o}",
+                     "s:o, s:{s:b, s:o}}",
                      "pool", sbx_pool_name(p->pool), "cpus", p->cpus, "cpus_used", p->cpus_used,
                      "memory", (json_int_t)p->memory, "memory_used", (json_int_t)p->memory_used,
                      "max_sandboxes", p->max_sandboxes, "running", p->running, "heavy_slot",
@@ -181,7 +181,9 @@ static json_t *pool_json(const struct sbx_sched_snapshot *snap,
                      "boxes", p->boxes, "queue_length", (json_int_t)p->n_queued,
                      "queue_heavy", (json_int_t)p->n_queued_heavy, "oldest_enqueued_at",
                      secs_or_null(p->oldest_enqueued_at), "oldest_wait",
-                     (double)p->oldest_wait_ms / 1000.0, "queued", queued, "slots", slots);
+                     (double)p->oldest_wait_ms / 1000.0, "queued", queued, "slots", slots,
+                     "autoscale", "capped", p->scale_capped, "reason",
+                     p->scale_reason[0] ? json_string(p->scale_reason) : json_null());
 }
 
 char *sbx_sched_snapshot_json(const struct sbx_sched_snapshot *snap)

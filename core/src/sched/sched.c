@@ -830,6 +830,8 @@ static void snap_pool(const struct sbx_sched *s, const struct sched_pool *p, int
     o->wait_count = p->wait_count;
     o->wait_sum = p->wait_sum;
     o->boxes = p->boxes;
+    o->scale_capped = p->last.capped;
+    memcpy(o->scale_reason, p->last.reason, sizeof(o->scale_reason));
 }
 
 struct sbx_sched_snapshot *sbx_sched_snapshot(struct sbx_sched *s)

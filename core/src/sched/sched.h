@@ -240,6 +240,9 @@ struct sbx_sched_pool_snap {
     uint64_t wait_count;
     double wait_sum; /* seconds */
     int boxes;
+    /* the last autoscaler decision for the pool (reason "" if none yet) */
+    int scale_capped;
+    char scale_reason[200];
 };
 
 struct sbx_sched_snapshot {

@@ -49,6 +49,7 @@ struct sched_pool {
     int boxes;
     int scaled;            /* a scale-up was decided */
     int64_t last_scale_up; /* ms, when scaled */
+    struct sbx_scale_decision last; /* the last decision, for the queue view */
 };
 
 struct sbx_sched {
