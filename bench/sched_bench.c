@@ -58,8 +58,13 @@ static double percentile(double *v, size_t n, double p)
 static void submit(struct sbx_sched *s, int i)
 {
     char id[32];
-    struct sbx_sched_job j = {id, NULL, i % 2 ? SBX_POOL_CI : SBX_POOL_AGENT,
-                              i % 10 == 0 ? SBX_CLASS_HEAVY : SBX_CLASS_LIGHT, 1.0, 2 * G, 0};
+    struct sbx_sched_job j = {id,
+                              NULL,
+                              i % 2 ? SBX_POOL_CI : SBX_POOL_AGENT,
+                              i % 10 == 0 ? SBX_CLASS_HEAVY : SBX_CLASS_LIGHT,
+                              1.0,
+                              2 * G,
+                              0};
     sbx_error_t *err = NULL;
 
     snprintf(id, sizeof(id), "job-%d", i);
@@ -115,7 +120,7 @@ static void bench_sched(int queued, int samples)
     double *t = xcalloc((size_t)samples, sizeof(double));
     double *tb = xcalloc((size_t)samples, sizeof(double));
     double *tp = xcalloc((size_t)samples, sizeof(double));
-    char (*running)[SBX_SCHED_ID_MAX] = xcalloc(6, SBX_SCHED_ID_MAX);
+    char(*running)[SBX_SCHED_ID_MAX] = xcalloc(6, SBX_SCHED_ID_MAX);
     int next = 0, n_running = 0, peer_samples = samples < 2000 ? samples : 2000;
     struct naive nv;
     double med, medb, medp, t0;

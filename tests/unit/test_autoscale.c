@@ -88,8 +88,8 @@ static void expect(struct sbx_sched *s, enum sbx_scale_action action, int wanted
 
     sbx_sched_autoscale(s, SBX_POOL_CI, &d);
     if (d.action != action || d.wanted != wanted || strstr(d.reason, fragment) == NULL) {
-        fail_msg("got action %d wanted %d '%s'; expected action %d wanted %d '%s'",
-                 (int)d.action, d.wanted, d.reason, (int)action, wanted, fragment);
+        fail_msg("got action %d wanted %d '%s'; expected action %d wanted %d '%s'", (int)d.action,
+                 d.wanted, d.reason, (int)action, wanted, fragment);
     }
 }
 
@@ -102,9 +102,9 @@ static void boxes(struct sbx_sched *s, int n)
     }
 }
 
-#define SCALING                                                                                \
-    "box = { pools = [\"ci\"]; };\n"                                                           \
-    "runner = { max_boxes = 5; box_hour_price = 1.0; cooldown = \"10m\"; "                     \
+#define SCALING                                                                                    \
+    "box = { pools = [\"ci\"]; };\n"                                                               \
+    "runner = { max_boxes = 5; box_hour_price = 1.0; cooldown = \"10m\"; "                         \
     "alert_after = \"10m\"; };\n"
 
 static void test_autoscale_trigger_and_cooldown(void **state)

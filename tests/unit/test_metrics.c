@@ -68,10 +68,10 @@ struct checker {
     char err[512];
 };
 
-#define BAD(...)                                                                               \
-    do {                                                                                       \
-        snprintf(c->err, sizeof(c->err), __VA_ARGS__);                                         \
-        return -1;                                                                             \
+#define BAD(...)                                                                                   \
+    do {                                                                                           \
+        snprintf(c->err, sizeof(c->err), __VA_ARGS__);                                             \
+        return -1;                                                                                 \
     } while (0)
 
 static int valid_name(const char *s, size_t n)
@@ -177,8 +177,7 @@ static int check_line(struct checker *c, const char *line, int lineno)
         if (!(strlen(f->name) + 7 == n && ends_with(line, n, "_bucket")) &&
             !(strlen(f->name) + 4 == n && ends_with(line, n, "_sum")) &&
             !(strlen(f->name) + 6 == n && ends_with(line, n, "_count"))) {
-            BAD("line %d: '%.*s' is not a series of histogram %s", lineno, (int)n, line,
-                     f->name);
+            BAD("line %d: '%.*s' is not a series of histogram %s", lineno, (int)n, line, f->name);
         }
         if (strncmp(line, f->name, strlen(f->name)) != 0) {
             BAD("line %d: '%.*s' outside its family %s", lineno, (int)n, line, f->name);
@@ -471,16 +470,16 @@ static void test_metrics_checker_rejects(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "x 1\n",                                                 /* no TYPE */
-        "# HELP x h\n# TYPE x gauge\nx{a=\"1\"} one\n",           /* bad value */
-        "# HELP x h\n# TYPE x gauge\nx 1\nx 2\n",                /* duplicate */
-        "# HELP x h\n# TYPE x counter\nx 1\n",                   /* counter name */
+        "x 1\n",                                        /* no TYPE */
+        "# HELP x h\n# TYPE x gauge\nx{a=\"1\"} one\n", /* bad value */
+        "# HELP x h\n# TYPE x gauge\nx 1\nx 2\n",       /* duplicate */
+        "# HELP x h\n# TYPE x counter\nx 1\n",          /* counter name */
         "# HELP x h\n# TYPE x histogram\nx_bucket{le=\"5\"} 2\nx_bucket{le=\"1\"} 3\n",
         "# HELP x h\n# TYPE x histogram\nx_bucket{le=\"1\"} 2\nx_bucket{le=\"+Inf\"} 1\n",
         "# HELP x h\n# TYPE x histogram\nx_bucket{le=\"+Inf\"} 2\nx_count 3\n",
         "# HELP x h\n# TYPE x gauge\nx 1\n# HELP y h\n# TYPE y gauge\ny 1\n# TYPE x gauge\n",
         "# HELP x h\n# TYPE x gauge\nx{a=1} 1\n",
-        "# HELP x h\n# TYPE x gauge\nx 1",                       /* no final newline */
+        "# HELP x h\n# TYPE x gauge\nx 1", /* no final newline */
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -517,8 +516,8 @@ static void test_metrics_json(void **state)
     assert_int_equal(json_integer_value(json_object_get(pool, "queue_length")), 1);
     assert_true(json_real_value(json_object_get(pool, "oldest_wait")) == 42.0);
     assert_string_equal(json_string_value(json_object_get(pool, "heavy_slot")), "busy");
-    assert_true(json_real_value(json_object_get(
-                    json_array_get(json_object_get(pool, "queued"), 0), "wait")) == 42.0);
+    assert_true(json_real_value(json_object_get(json_array_get(json_object_get(pool, "queued"), 0),
+                                                "wait")) == 42.0);
     slot = json_array_get(json_object_get(pool, "slots"), 0);
     assert_string_equal(json_string_value(json_object_get(slot, "job")), "run");
     assert_string_equal(json_string_value(json_object_get(slot, "class")), "heavy");

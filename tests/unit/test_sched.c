@@ -129,8 +129,8 @@ static void test_sched_split(void **state)
     sbx_sched_destroy(s);
 
     /* configured shares; the rest goes to the unconfigured pool */
-    s = make(BOTH "pools = { ci = { cpus = 10.0; memory = \"40G\"; max_sandboxes = 4; }; };\n",
-             16, 64 * G);
+    s = make(BOTH "pools = { ci = { cpus = 10.0; memory = \"40G\"; max_sandboxes = 4; }; };\n", 16,
+             64 * G);
     snap = sbx_sched_snapshot(s);
     assert_true(snap->pools[SBX_POOL_CI].cpus == 10.0);
     assert_true(snap->pools[SBX_POOL_AGENT].cpus == 6.0);
@@ -342,7 +342,8 @@ static void test_sched_fit_and_refusal(void **state)
     s = make("box = { pools = [\"ci\"]; };\n", 4, 16 * G);
     snap = sbx_sched_snapshot(s);
     assert_false(snap->heavy_allowed);
-    assert_string_equal(snap->heavy_refusal, "this box has 16.0G of memory, less than "
+    assert_string_equal(snap->heavy_refusal,
+                        "this box has 16.0G of memory, less than "
                         "box.heavy_min_memory (60.0G): it takes no heavy jobs");
     sbx_sched_snapshot_free(snap);
     j.pool = SBX_POOL_CI;
@@ -545,10 +546,10 @@ static void test_sched_wait_accounting(void **state)
     p = &snap->pools[SBX_POOL_CI];
     assert_int_equal(p->wait_count, 3);
     assert_true(p->wait_sum == 1010.0);
-    assert_int_equal(p->wait_buckets[0], 1);  /* le 1: a */
-    assert_int_equal(p->wait_buckets[6], 1);  /* le 300 */
-    assert_int_equal(p->wait_buckets[7], 2);  /* le 600: a, b */
-    assert_int_equal(p->wait_buckets[8], 3);  /* le 900 */
+    assert_int_equal(p->wait_buckets[0], 1); /* le 1: a */
+    assert_int_equal(p->wait_buckets[6], 1); /* le 300 */
+    assert_int_equal(p->wait_buckets[7], 2); /* le 600: a, b */
+    assert_int_equal(p->wait_buckets[8], 3); /* le 900 */
     assert_int_equal(p->started, 3);
     assert_int_equal(p->finished[SBX_RESULT_OK], 2);
     assert_int_equal(p->n_queued, 0);
@@ -634,10 +635,9 @@ static void test_sched_drain(void **state)
 /* Recovery: a re-adopted running job takes its slot back directly. */
 static void test_sched_adopt(void **state)
 {
-    struct sbx_sched *s = make("box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n", 4,
-                               64 * G);
-    struct sbx_sched_job j = {"old", "task-1", SBX_POOL_CI, SBX_CLASS_HEAVY, 2, 1 * G,
-                              T0 - 50000};
+    struct sbx_sched *s =
+        make("box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n", 4, 64 * G);
+    struct sbx_sched_job j = {"old", "task-1", SBX_POOL_CI, SBX_CLASS_HEAVY, 2, 1 * G, T0 - 50000};
     struct sbx_sched_snapshot *snap;
     sbx_error_t *err = NULL;
 

@@ -101,8 +101,7 @@ static void test_store_record(void **state)
     ok(sbx_store_job_ready(st, "job-1", "task-9", "docker", "sbx-sandbox:abc", 1007000, &err),
        &err);
     ok(sbx_store_job_set_leases(st, "job-1", leases, 2, &err), &err);
-    ok(sbx_store_job_end(st, "job-1", SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000,
-                         &err),
+    ok(sbx_store_job_end(st, "job-1", SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000, &err),
        &err);
     ok(sbx_store_job_get(st, "job-1", &j, &err), &err);
     o = sbx_job_rec_to_json(&j);
@@ -151,16 +150,15 @@ static void test_store_transitions(void **state)
                "job a is running, not queued");
     expect_err(sbx_store_job_granted(st, "zz", 0, &err), &err, SBX_E_NOTFOUND,
                "store: no job 'zz'");
-    ok(sbx_store_job_end(st, "b", SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0, &err),
-       &err);
-    expect_err(sbx_store_job_end(st, "b", SBX_JOB_FINISHED, 0, NULL, 0, 0, 0, &err), &err,
-               EINVAL, "job b is cancelled, not queued or running");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_RUNNING, 0, NULL, 0, 0, 0, &err), &err,
-               EINVAL, "not running");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 300, NULL, 0, 0, 0, &err), &err,
-               EINVAL, "bad reason, egress count or exit status");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0, &err),
-               &err, EINVAL, "bad reason");
+    ok(sbx_store_job_end(st, "b", SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0, &err), &err);
+    expect_err(sbx_store_job_end(st, "b", SBX_JOB_FINISHED, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
+               "job b is cancelled, not queued or running");
+    expect_err(sbx_store_job_end(st, "a", SBX_JOB_RUNNING, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
+               "not running");
+    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 300, NULL, 0, 0, 0, &err), &err, EINVAL,
+               "bad reason, egress count or exit status");
+    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0, &err), &err,
+               EINVAL, "bad reason");
     ok(sbx_store_job_list(st, SBX_JOB_QUEUED, &list, &n, &err), &err);
     assert_int_equal(n, 1);
     assert_string_equal(list[0].id, "c");
@@ -186,12 +184,12 @@ static void test_store_bad_input(void **state)
 
     (void)state;
     expect_err(sbx_store_job_insert(st, NULL, &err), &err, EINVAL, "no job given");
-#define SPOIL(stmt, fragment)                                                                  \
-    do {                                                                                       \
-        job_init(&j, "j1", "ci", "light");                                                     \
-        stmt;                                                                                  \
-        expect_err(sbx_store_job_insert(st, &j, &err), &err, EINVAL, fragment);                \
-        sbx_job_rec_clear(&j);                                                                 \
+#define SPOIL(stmt, fragment)                                                                      \
+    do {                                                                                           \
+        job_init(&j, "j1", "ci", "light");                                                         \
+        stmt;                                                                                      \
+        expect_err(sbx_store_job_insert(st, &j, &err), &err, EINVAL, fragment);                    \
+        sbx_job_rec_clear(&j);                                                                     \
     } while (0)
     SPOIL((free(j.id), j.id = xstrdup("x y")), "job id must be 1-63 characters");
     SPOIL((free(j.id), j.id = NULL), "job id must be");
@@ -302,20 +300,20 @@ static void child_work(int fd)
         snprintf(id, sizeof(id), "q%03d", i);
         insert_ok(st, id, i % 2 ? "ci" : "agent", "light", 1000 + i);
     }
-    task_put(st, "A", "sbx-A", SBX_TASK_READY, 1);      /* exec in flight */
+    task_put(st, "A", "sbx-A", SBX_TASK_READY, 1); /* exec in flight */
     running_in(st, "ja", "A");
-    task_put(st, "B", "sbx-B", SBX_TASK_READY, 0);      /* idle, sandbox present */
+    task_put(st, "B", "sbx-B", SBX_TASK_READY, 0); /* idle, sandbox present */
     running_in(st, "jb", "B");
-    task_put(st, "C", "sbx-C", SBX_TASK_READY, 0);      /* idle, sandbox gone */
+    task_put(st, "C", "sbx-C", SBX_TASK_READY, 0); /* idle, sandbox gone */
     running_in(st, "jc", "C");
-    task_put(st, "D", NULL, SBX_TASK_STARTING, 0);      /* sandbox being created */
+    task_put(st, "D", NULL, SBX_TASK_STARTING, 0); /* sandbox being created */
     running_in(st, "jd", "D");
-    task_put(st, "E", "sbx-E", SBX_TASK_READY, 0);      /* provider cannot tell */
+    task_put(st, "E", "sbx-E", SBX_TASK_READY, 0); /* provider cannot tell */
     running_in(st, "je", "E");
-    running_in(st, "jx", "no-task-row");                /* granted, no task yet */
+    running_in(st, "jx", "no-task-row"); /* granted, no task yet */
     insert_ok(st, "done", "ci", "light", 0);
     sbx_store_exec(st, "BEGIN", NULL);
-    insert_ok(st, "ghost", "ci", "light", 0);           /* never committed */
+    insert_ok(st, "ghost", "ci", "light", 0); /* never committed */
     if (write(fd, "k", 1) != 1) {
         _exit(3);
     }
@@ -426,8 +424,8 @@ static void test_store_sigkill_recover(void **state)
     ok(sbx_store_job_list(st, -1, &all, &n_all, &err), &err);
     assert_int_equal(n_all, N_QUEUED + 7);
     sbx_job_rec_free_array(all, n_all);
-    expect_err(sbx_store_job_get(st, "ghost", &(struct sbx_job_rec){0}, &err), &err,
-               SBX_E_NOTFOUND, "no job 'ghost'");
+    expect_err(sbx_store_job_get(st, "ghost", &(struct sbx_job_rec){0}, &err), &err, SBX_E_NOTFOUND,
+               "no job 'ghost'");
     /* recovery is idempotent: a second restart changes nothing */
     ok(sbx_store_recover(st, present_cb, NULL, &r, &err), &err);
     assert_int_equal(r.n_queued, N_QUEUED + 1);

@@ -87,8 +87,10 @@ int sbx_sched_boxes_set(struct sbx_sched *s, enum sbx_pool pool, int boxes, sbx_
                              (int)pool);
     }
     if (boxes < 1) {
-        return sbx_error_set(err, EINVAL, "autoscaler: pool '%s' needs at least this box (got "
-                             "%d boxes)", sbx_pool_name(pool), boxes);
+        return sbx_error_set(err, EINVAL,
+                             "autoscaler: pool '%s' needs at least this box (got "
+                             "%d boxes)",
+                             sbx_pool_name(pool), boxes);
     }
     sbx_sched_spend_accrue(s, s->clock(s->clock_ctx));
     s->pools[pool].boxes = boxes;
@@ -143,14 +145,17 @@ static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_dec
         }
     }
     if (now - oldest < s->alert_after_ms) {
-        snprintf(out->reason, sizeof(out->reason), "oldest wait %llds is under "
-                 "runner.alert_after (%llds)", (long long)((now - oldest) / 1000),
-                 (long long)(s->alert_after_ms / 1000));
+        snprintf(out->reason, sizeof(out->reason),
+                 "oldest wait %llds is under "
+                 "runner.alert_after (%llds)",
+                 (long long)((now - oldest) / 1000), (long long)(s->alert_after_ms / 1000));
         return;
     }
     if (p->scaled && now - p->last_scale_up < s->cooldown_ms) {
-        snprintf(out->reason, sizeof(out->reason), "cooldown: %llds left of runner.cooldown "
-                 "(%llds)", (long long)((s->cooldown_ms - (now - p->last_scale_up) + 999) / 1000),
+        snprintf(out->reason, sizeof(out->reason),
+                 "cooldown: %llds left of runner.cooldown "
+                 "(%llds)",
+                 (long long)((s->cooldown_ms - (now - p->last_scale_up) + 999) / 1000),
                  (long long)(s->cooldown_ms / 1000));
         return;
     }
@@ -160,7 +165,8 @@ static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_dec
     }
     if (!(s->box_hour_price > 0)) {
         out->capped = 1;
-        snprintf(out->reason, sizeof(out->reason), "runner.box_hour_price is not set: the "
+        snprintf(out->reason, sizeof(out->reason),
+                 "runner.box_hour_price is not set: the "
                  "spend caps cannot be checked, so no box is added");
         return;
     }
@@ -168,9 +174,11 @@ static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_dec
     paid = sbx_sched_paid_boxes(s);
     by_max = (int64_t)s->max_boxes - paid;
     by_day = cap_boxes(s->spend_day_cap, s->spend_day, s->box_hour_price,
-                       (floor_div(now, DAY_MS) + 1) * DAY_MS - now) - paid;
+                       (floor_div(now, DAY_MS) + 1) * DAY_MS - now) -
+             paid;
     by_month = cap_boxes(s->spend_month_cap, s->spend_month, s->box_hour_price,
-                         next_month_start(now) - now) - paid;
+                         next_month_start(now) - now) -
+               paid;
     room = extra;
     if (by_max < room) {
         room = by_max;
@@ -189,16 +197,19 @@ static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_dec
     }
     if (why != NULL) {
         out->capped = 1;
-        snprintf(out->reason, sizeof(out->reason), "%s %lld box(es) wanted, %lld allowed by %s "
+        snprintf(out->reason, sizeof(out->reason),
+                 "%s %lld box(es) wanted, %lld allowed by %s "
                  "(paid boxes %d of max %d; spent $%.2f of $%.2f today, $%.2f of $%.2f this "
-                 "month)", room > 0 ? "capped:" : "no scale-up:", (long long)extra,
-                 (long long)room, why, paid, s->max_boxes, s->spend_day, s->spend_day_cap,
-                 s->spend_month, s->spend_month_cap);
+                 "month)",
+                 room > 0 ? "capped:" : "no scale-up:", (long long)extra, (long long)room, why,
+                 paid, s->max_boxes, s->spend_day, s->spend_day_cap, s->spend_month,
+                 s->spend_month_cap);
     }
     else {
-        snprintf(out->reason, sizeof(out->reason), "%zu queued (%zu heavy), oldest waited %llds: "
-                 "add %lld box(es)", queued, heavy, (long long)((now - oldest) / 1000),
-                 (long long)extra);
+        snprintf(out->reason, sizeof(out->reason),
+                 "%zu queued (%zu heavy), oldest waited %llds: "
+                 "add %lld box(es)",
+                 queued, heavy, (long long)((now - oldest) / 1000), (long long)extra);
     }
     if (room == 0) {
         return;

@@ -1,6 +1,7 @@
 /* sched.c - pools, slots, the FIFO queue rule, wait accounting and alerts.
  * The autoscaler and spend accounting are in autoscale.c, the exports in
- * metrics.c. See sched.h for the model and docs/runner.md for the rules. */
+ * metrics.c, the snapshot in snapshot.c, names and box measuring in box.c.
+ * See sched.h for the model and docs/runner.md for the rules. */
 #include "sched/sched_internal.h"
 
 #include <errno.h>
@@ -13,93 +14,6 @@
 
 #include "util/cleanup.h"
 #include "util/xalloc.h"
-
-const double sbx_sched_wait_bounds[SBX_SCHED_WAIT_BUCKETS] = {1,   5,   10,  30,   60,  120,
-                                                              300, 600, 900, 1800, 3600};
-
-const char *sbx_pool_name(enum sbx_pool pool)
-{
-    return pool == SBX_POOL_CI ? "ci" : pool == SBX_POOL_AGENT ? "agent" : "unknown";
-}
-
-int sbx_pool_parse(const char *name)
-{
-    if (name == NULL) {
-        return -1;
-    }
-    if (strcmp(name, "ci") == 0) {
-        return SBX_POOL_CI;
-    }
-    if (strcmp(name, "agent") == 0) {
-        return SBX_POOL_AGENT;
-    }
-    return -1;
-}
-
-const char *sbx_job_class_name(enum sbx_job_class cls)
-{
-    return cls == SBX_CLASS_HEAVY ? "heavy" : cls == SBX_CLASS_LIGHT ? "light" : "unknown";
-}
-
-int sbx_job_class_parse(const char *name)
-{
-    if (name == NULL) {
-        return -1;
-    }
-    if (strcmp(name, "light") == 0) {
-        return SBX_CLASS_LIGHT;
-    }
-    if (strcmp(name, "heavy") == 0) {
-        return SBX_CLASS_HEAVY;
-    }
-    return -1;
-}
-
-const char *sbx_job_result_name(enum sbx_job_result result)
-{
-    static const char *const names[SBX_RESULT_COUNT] = {"ok", "failed", "cancelled",
-                                                        "interrupted"};
-
-    return (unsigned)result < SBX_RESULT_COUNT ? names[result] : "unknown";
-}
-
-int64_t sbx_clock_real(void *ctx)
-{
-    struct timespec ts;
-
-    (void)ctx;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int sbx_box_measure(const char *meminfo_path, struct sbx_box_capacity *out, sbx_error_t **err)
-{
-    const char *path = meminfo_path ? meminfo_path : "/proc/meminfo";
-    cleanup_fclose FILE *f = fopen(path, "re");
-    char line[256];
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    long long kb = -1;
-
-    if (f == NULL) {
-        return sbx_error_set(err, errno, "box capacity: cannot open %s: %s", path,
-                             strerror(errno));
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        if (sscanf(line, "MemTotal: %lld kB", &kb) == 1) {
-            break;
-        }
-    }
-    if (kb <= 0) {
-        return sbx_error_set(err, SBX_E_GENERIC, "box capacity: %s has no MemTotal line", path);
-    }
-    if (ncpu < 1) {
-        return sbx_error_set(err, errno ? errno : SBX_E_GENERIC,
-                             "box capacity: sysconf(_SC_NPROCESSORS_ONLN) failed");
-    }
-    out->cpus = (double)ncpu;
-    out->memory = (int64_t)kb * 1024;
-    return 0;
-}
 
 int sbx_sched_id_valid(const char *id)
 {
@@ -268,8 +182,10 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
         int id = sbx_pool_parse(*pp);
 
         if (id < 0) {
-            return sbx_error_set(err, SBX_E_CONFIG, "scheduler: box.pools names unknown pool "
-                                 "'%s' (pools are 'ci' and 'agent')", *pp);
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "scheduler: box.pools names unknown pool "
+                                 "'%s' (pools are 'ci' and 'agent')",
+                                 *pp);
         }
         s->pools[id].served = 1;
     }
@@ -304,21 +220,27 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
         }
     }
     if (n_served == 0) {
-        return sbx_error_set(err, SBX_E_CONFIG, "scheduler: box.pools is empty: the box "
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "scheduler: box.pools is empty: the box "
                              "serves no pool");
     }
     if (set_mcpu > box_mcpu) {
-        return sbx_error_set(err, SBX_E_CONFIG, "scheduler: pools ask for %.3g CPUs but the "
-                             "box has %.3g", (double)set_mcpu / 1000.0, s->box.cpus);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "scheduler: pools ask for %.3g CPUs but the "
+                             "box has %.3g",
+                             (double)set_mcpu / 1000.0, s->box.cpus);
     }
     if (set_mem > s->box.memory) {
-        return sbx_error_set(err, SBX_E_CONFIG, "scheduler: pools ask for %.1fG of memory but "
-                             "the box has %.1fG", (double)set_mem / (1 << 30),
-                             (double)s->box.memory / (1 << 30));
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "scheduler: pools ask for %.1fG of memory but "
+                             "the box has %.1fG",
+                             (double)set_mem / (1 << 30), (double)s->box.memory / (1 << 30));
     }
     if (set_sbx > s->box_max_sandboxes) {
-        return sbx_error_set(err, SBX_E_CONFIG, "scheduler: pools ask for %d sandboxes but "
-                             "box.max_sandboxes is %d", set_sbx, s->box_max_sandboxes);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "scheduler: pools ask for %d sandboxes but "
+                             "box.max_sandboxes is %d",
+                             set_sbx, s->box_max_sandboxes);
     }
     rest_mcpu = n_free_cpu ? (box_mcpu - set_mcpu) / n_free_cpu : 0;
     rest_mem = n_free_mem ? (s->box.memory - set_mem) / n_free_mem : 0;
@@ -342,10 +264,13 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
             extra_sbx--;
         }
         if (p->mcpu <= 0 || p->memory <= 0 || p->max_sandboxes <= 0) {
-            return sbx_error_set(err, SBX_E_CONFIG, "scheduler: pool '%s' gets no %s on this "
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "scheduler: pool '%s' gets no %s on this "
                                  "box (%.3g CPUs, %.1fG, %d sandboxes)",
                                  sbx_pool_name((enum sbx_pool)i),
-                                 p->mcpu <= 0 ? "CPU" : p->memory <= 0 ? "memory" : "sandbox",
+                                 p->mcpu <= 0     ? "CPU"
+                                 : p->memory <= 0 ? "memory"
+                                                  : "sandbox",
                                  (double)p->mcpu / 1000.0, (double)p->memory / (1 << 30),
                                  p->max_sandboxes);
         }
@@ -381,8 +306,10 @@ struct sbx_sched *sbx_sched_create(const struct sbx_sched_opts *opts, sbx_error_
         return NULL;
     }
     if (s->box.cpus <= 0 || s->box.memory <= 0) {
-        sbx_error_set(err, EINVAL, "scheduler: box capacity must be positive (%.3g CPUs, %lld "
-                      "bytes)", s->box.cpus, (long long)s->box.memory);
+        sbx_error_set(err, EINVAL,
+                      "scheduler: box capacity must be positive (%.3g CPUs, %lld "
+                      "bytes)",
+                      s->box.cpus, (long long)s->box.memory);
         free(s);
         return NULL;
     }
@@ -401,8 +328,8 @@ struct sbx_sched *sbx_sched_create(const struct sbx_sched_opts *opts, sbx_error_
     if (s->box.memory < s->heavy_min_memory) {
         snprintf(s->heavy_refusal, sizeof(s->heavy_refusal),
                  "this box has %.1fG of memory, less than box.heavy_min_memory (%.1fG): it "
-                 "takes no heavy jobs", (double)s->box.memory / (1 << 30),
-                 (double)s->heavy_min_memory / (1 << 30));
+                 "takes no heavy jobs",
+                 (double)s->box.memory / (1 << 30), (double)s->heavy_min_memory / (1 << 30));
     }
     sbx_sched_spend_init(s, s->clock(s->clock_ctx));
     return s;
@@ -441,12 +368,16 @@ static int check_job(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
         return sbx_error_set(err, EINVAL, "scheduler: no job given");
     }
     if (!sbx_sched_id_valid(job->id)) {
-        return sbx_error_set(err, EINVAL, "scheduler: job id must be 1-%d characters of "
-                             "[A-Za-z0-9._:-]", SBX_SCHED_ID_MAX - 1);
+        return sbx_error_set(err, EINVAL,
+                             "scheduler: job id must be 1-%d characters of "
+                             "[A-Za-z0-9._:-]",
+                             SBX_SCHED_ID_MAX - 1);
     }
     if (job->task != NULL && !sbx_sched_id_valid(job->task)) {
-        return sbx_error_set(err, EINVAL, "scheduler: job %s: task id must be 1-%d characters "
-                             "of [A-Za-z0-9._:-]", job->id, SBX_SCHED_ID_MAX - 1);
+        return sbx_error_set(err, EINVAL,
+                             "scheduler: job %s: task id must be 1-%d characters "
+                             "of [A-Za-z0-9._:-]",
+                             job->id, SBX_SCHED_ID_MAX - 1);
     }
     if ((unsigned)job->pool >= SBX_POOL_COUNT) {
         return sbx_error_set(err, EINVAL, "scheduler: job %s: unknown pool %d", job->id,
@@ -457,17 +388,20 @@ static int check_job(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
                              (int)job->cls);
     }
     if (!(job->cpus > 0) || !isfinite(job->cpus) || job->memory <= 0) {
-        return sbx_error_set(err, EINVAL, "scheduler: job %s: cpus and memory must be "
-                             "positive (got %g CPUs, %lld bytes)", job->id, job->cpus,
-                             (long long)job->memory);
+        return sbx_error_set(err, EINVAL,
+                             "scheduler: job %s: cpus and memory must be "
+                             "positive (got %g CPUs, %lld bytes)",
+                             job->id, job->cpus, (long long)job->memory);
     }
     if (sbx_sched_find(s, job->id) != NULL) {
         return sbx_error_set(err, EEXIST, "scheduler: job %s already exists", job->id);
     }
     p = &s->pools[job->pool];
     if (!p->served) {
-        return sbx_error_set(err, SBX_E_POLICY, "refused: job %s: this box does not serve "
-                             "pool '%s' (box.pools)", job->id, sbx_pool_name(job->pool));
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "refused: job %s: this box does not serve "
+                             "pool '%s' (box.pools)",
+                             job->id, sbx_pool_name(job->pool));
     }
     if (job->cls == SBX_CLASS_HEAVY && s->heavy_refusal[0] != '\0') {
         return sbx_error_set(err, SBX_E_POLICY, "refused: job %s is heavy but %s", job->id,
@@ -475,14 +409,17 @@ static int check_job(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
     }
     mcpu = (int64_t)llround(job->cpus * 1000.0);
     if (mcpu > p->mcpu) {
-        return sbx_error_set(err, SBX_E_POLICY, "refused: job %s asks for %.3g CPUs but pool "
-                             "'%s' has %.3g on this box", job->id, job->cpus,
-                             sbx_pool_name(job->pool), (double)p->mcpu / 1000.0);
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "refused: job %s asks for %.3g CPUs but pool "
+                             "'%s' has %.3g on this box",
+                             job->id, job->cpus, sbx_pool_name(job->pool),
+                             (double)p->mcpu / 1000.0);
     }
     if (job->memory > p->memory) {
-        return sbx_error_set(err, SBX_E_POLICY, "refused: job %s asks for %.1fG of memory but "
-                             "pool '%s' has %.1fG on this box", job->id,
-                             (double)job->memory / (1 << 30), sbx_pool_name(job->pool),
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "refused: job %s asks for %.1fG of memory but "
+                             "pool '%s' has %.1fG on this box",
+                             job->id, (double)job->memory / (1 << 30), sbx_pool_name(job->pool),
                              (double)p->memory / (1 << 30));
     }
     return 0;
@@ -652,12 +589,13 @@ int sbx_sched_release(struct sbx_sched *s, const char *id, enum sbx_job_result r
         return sbx_error_set(err, SBX_E_NOTFOUND, "scheduler: no job '%s'", id ? id : "(null)");
     }
     if (j->state != SCHED_RUNNING) {
-        return sbx_error_set(err, EINVAL, "scheduler: job %s is queued, not running (cancel "
-                             "it instead)", id);
+        return sbx_error_set(err, EINVAL,
+                             "scheduler: job %s is queued, not running (cancel "
+                             "it instead)",
+                             id);
     }
     if ((unsigned)result >= SBX_RESULT_COUNT) {
-        return sbx_error_set(err, EINVAL, "scheduler: job %s: unknown result %d", id,
-                             (int)result);
+        return sbx_error_set(err, EINVAL, "scheduler: job %s: unknown result %d", id, (int)result);
     }
     p = &s->pools[j->pool];
     if (j->slot >= 0) {
@@ -682,8 +620,10 @@ int sbx_sched_cancel(struct sbx_sched *s, const char *id, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_NOTFOUND, "scheduler: no job '%s'", id ? id : "(null)");
     }
     if (j->state == SCHED_RUNNING) {
-        return sbx_error_set(err, EBUSY, "scheduler: job %s is running: stop its sandbox, "
-                             "then release it as cancelled", id);
+        return sbx_error_set(err, EBUSY,
+                             "scheduler: job %s is running: stop its sandbox, "
+                             "then release it as cancelled",
+                             id);
     }
     list_remove(&s->pools[j->pool], j);
     drop_job(s, j);
@@ -701,13 +641,16 @@ int sbx_sched_adopt(struct sbx_sched *s, const struct sbx_sched_job *job, int64_
     }
     p = &s->pools[job->pool];
     if (p->running >= p->max_sandboxes) {
-        return sbx_error_set(err, EBUSY, "scheduler: cannot re-adopt job %s: pool '%s' has no "
-                             "free slot", job->id, sbx_pool_name(job->pool));
+        return sbx_error_set(err, EBUSY,
+                             "scheduler: cannot re-adopt job %s: pool '%s' has no "
+                             "free slot",
+                             job->id, sbx_pool_name(job->pool));
     }
     if (job->cls == SBX_CLASS_HEAVY && p->heavy != NULL) {
-        return sbx_error_set(err, EBUSY, "scheduler: cannot re-adopt job %s: the heavy slot of "
-                             "pool '%s' is held by %s", job->id, sbx_pool_name(job->pool),
-                             p->heavy->id);
+        return sbx_error_set(err, EBUSY,
+                             "scheduler: cannot re-adopt job %s: the heavy slot of "
+                             "pool '%s' is held by %s",
+                             job->id, sbx_pool_name(job->pool), p->heavy->id);
     }
     j = job_new(s, job);
     take_slot(s, j, granted_at ? granted_at : s->clock(s->clock_ctx));
@@ -761,114 +704,4 @@ int sbx_sched_can_stop(const struct sbx_sched *s)
         }
     }
     return 1;
-}
-
-/* ---- snapshot ---- */
-
-static void snap_pool(const struct sbx_sched *s, const struct sched_pool *p, int64_t now,
-                      struct sbx_sched_pool_snap *o)
-{
-    size_t k = 0;
-    const struct sched_job *h = p->queue[SBX_CLASS_HEAVY].head;
-    const struct sched_job *l = p->queue[SBX_CLASS_LIGHT].head;
-
-    (void)s;
-    o->served = p->served;
-    o->cpus = (double)p->mcpu / 1000.0;
-    o->cpus_used = (double)p->mcpu_used / 1000.0;
-    o->memory = p->memory;
-    o->memory_used = p->memory_used;
-    o->max_sandboxes = p->max_sandboxes;
-    o->running = p->running;
-    o->heavy_busy = p->heavy != NULL;
-    o->n_queued = p->queue[0].n + p->queue[1].n;
-    o->n_queued_heavy = p->queue[SBX_CLASS_HEAVY].n;
-    o->queued = xcalloc(o->n_queued ? o->n_queued : 1, sizeof(*o->queued));
-    /* merge the two FIFO lists by sequence: oldest first */
-    while (h != NULL || l != NULL) {
-        const struct sched_job *j;
-        struct sbx_sched_queued *q = &o->queued[k++];
-
-        if (l == NULL || (h != NULL && h->seq < l->seq)) {
-            j = h;
-            h = h->next;
-        }
-        else {
-            j = l;
-            l = l->next;
-        }
-        memcpy(q->id, j->id, sizeof(q->id));
-        memcpy(q->task, j->task, sizeof(q->task));
-        q->cls = j->cls;
-        q->enqueued_at = j->enqueued_at;
-        q->wait_ms = now - j->enqueued_at;
-        q->alerted = j->alerted;
-        if (o->oldest_enqueued_at == 0 || j->enqueued_at < o->oldest_enqueued_at) {
-            o->oldest_enqueued_at = j->enqueued_at;
-        }
-    }
-    o->oldest_wait_ms = o->oldest_enqueued_at ? now - o->oldest_enqueued_at : 0;
-    o->slots = xcalloc(p->max_sandboxes > 0 ? (size_t)p->max_sandboxes : 1, sizeof(*o->slots));
-    for (int i = 0; i < p->max_sandboxes; i++) {
-        const struct sched_job *j = p->slots[i];
-
-        o->slots[i].index = i;
-        if (j != NULL) {
-            o->slots[i].busy = 1;
-            memcpy(o->slots[i].id, j->id, sizeof(o->slots[i].id));
-            memcpy(o->slots[i].task, j->task, sizeof(o->slots[i].task));
-            o->slots[i].cls = j->cls;
-            o->slots[i].cpus = (double)j->mcpu / 1000.0;
-            o->slots[i].memory = j->memory;
-            o->slots[i].since = j->granted_at;
-        }
-    }
-    o->started = p->started;
-    memcpy(o->finished, p->finished, sizeof(o->finished));
-    o->alerts = p->alerts;
-    memcpy(o->wait_buckets, p->wait_buckets, sizeof(o->wait_buckets));
-    o->wait_count = p->wait_count;
-    o->wait_sum = p->wait_sum;
-    o->boxes = p->boxes;
-    o->scale_capped = p->last.capped;
-    memcpy(o->scale_reason, p->last.reason, sizeof(o->scale_reason));
-}
-
-struct sbx_sched_snapshot *sbx_sched_snapshot(struct sbx_sched *s)
-{
-    struct sbx_sched_snapshot *snap = xcalloc(1, sizeof(*snap));
-    int64_t now = s->clock(s->clock_ctx);
-
-    sbx_sched_spend_accrue(s, now);
-    snap->now = now;
-    snap->box = s->box;
-    snap->box_max_sandboxes = s->box_max_sandboxes;
-    snap->heavy_allowed = s->heavy_refusal[0] == '\0';
-    snprintf(snap->heavy_refusal, sizeof(snap->heavy_refusal), "%s", s->heavy_refusal);
-    snap->draining = s->draining;
-    snap->alert_after = s->alert_after_ms / 1000;
-    snap->paid_boxes = sbx_sched_paid_boxes(s);
-    snap->max_boxes = s->max_boxes;
-    snap->box_hour_price = s->box_hour_price;
-    snap->spend_day = s->spend_day;
-    snap->spend_month = s->spend_month;
-    snap->spend_day_cap = s->spend_day_cap;
-    snap->spend_month_cap = s->spend_month_cap;
-    for (int i = 0; i < SBX_POOL_COUNT; i++) {
-        snap->pools[i].pool = (enum sbx_pool)i;
-        snap_pool(s, &s->pools[i], now, &snap->pools[i]);
-    }
-    return snap;
-}
-
-void sbx_sched_snapshot_free(struct sbx_sched_snapshot *snap)
-{
-    if (snap == NULL) {
-        return;
-    }
-    for (int i = 0; i < SBX_POOL_COUNT; i++) {
-        free(snap->pools[i].queued);
-        free(snap->pools[i].slots);
-    }
-    free(snap);
 }

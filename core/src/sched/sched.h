@@ -106,8 +106,8 @@ struct sbx_sched_job {
     const char *task; /* NULL: same as id (a CI job is a one-command task) */
     enum sbx_pool pool;
     enum sbx_job_class cls;
-    double cpus;        /* > 0: the job's policy limits */
-    int64_t memory;     /* > 0, bytes */
+    double cpus;         /* > 0: the job's policy limits */
+    int64_t memory;      /* > 0, bytes */
     int64_t enqueued_at; /* ms; 0 = now (recovery passes the stored time) */
 };
 
@@ -225,7 +225,7 @@ struct sbx_sched_pool_snap {
     double cpus, cpus_used;
     int64_t memory, memory_used;
     int max_sandboxes, running;
-    int heavy_busy;               /* the heavy slot is held */
+    int heavy_busy; /* the heavy slot is held */
     /* queue, oldest first (queued[0] is the oldest) */
     size_t n_queued, n_queued_heavy;
     struct sbx_sched_queued *queued;
@@ -252,7 +252,7 @@ struct sbx_sched_snapshot {
     int heavy_allowed;
     char heavy_refusal[160]; /* why the box takes no heavy jobs, or "" */
     int draining;
-    int64_t alert_after;     /* seconds */
+    int64_t alert_after; /* seconds */
     int paid_boxes, max_boxes;
     double box_hour_price, spend_day, spend_month, spend_day_cap, spend_month_cap;
     struct sbx_sched_pool_snap pools[SBX_POOL_COUNT];

@@ -16,9 +16,9 @@ struct sched_job {
     enum sbx_pool pool;
     enum sbx_job_class cls;
     enum sched_state state;
-    int64_t mcpu;   /* milli-CPUs: integer accounting, no drift */
+    int64_t mcpu; /* milli-CPUs: integer accounting, no drift */
     int64_t memory;
-    uint64_t seq;   /* submit order, global */
+    uint64_t seq; /* submit order, global */
     int64_t enqueued_at, granted_at;
     int alerted;
     int slot;
@@ -39,16 +39,16 @@ struct sched_pool {
     int max_sandboxes;
     int64_t mcpu_used, memory_used;
     int running;
-    struct sched_job *heavy;       /* holder of the heavy slot */
-    struct sched_list queue[2];    /* by class: light, heavy */
-    struct sched_job **slots;      /* max_sandboxes entries */
+    struct sched_job *heavy;    /* holder of the heavy slot */
+    struct sched_list queue[2]; /* by class: light, heavy */
+    struct sched_job **slots;   /* max_sandboxes entries */
     uint64_t started, finished[SBX_RESULT_COUNT], alerts;
     uint64_t wait_buckets[SBX_SCHED_WAIT_BUCKETS], wait_count;
     double wait_sum;
     /* autoscaler */
     int boxes;
-    int scaled;            /* a scale-up was decided */
-    int64_t last_scale_up; /* ms, when scaled */
+    int scaled;                     /* a scale-up was decided */
+    int64_t last_scale_up;          /* ms, when scaled */
     struct sbx_scale_decision last; /* the last decision, for the queue view */
 };
 

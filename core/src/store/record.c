@@ -12,8 +12,7 @@ static const char *const task_states[] = {"starting", "ready", "ended", "interru
 
 const char *sbx_job_state_name(enum sbx_job_state st)
 {
-    return (unsigned)st < sizeof(job_states) / sizeof(job_states[0]) ? job_states[st]
-                                                                      : "unknown";
+    return (unsigned)st < sizeof(job_states) / sizeof(job_states[0]) ? job_states[st] : "unknown";
 }
 
 int sbx_job_state_parse(const char *name)
@@ -29,7 +28,7 @@ int sbx_job_state_parse(const char *name)
 const char *sbx_task_state_name(enum sbx_task_state st)
 {
     return (unsigned)st < sizeof(task_states) / sizeof(task_states[0]) ? task_states[st]
-                                                                        : "unknown";
+                                                                       : "unknown";
 }
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec)
@@ -168,15 +167,13 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
                   "started_at", secs_or_null(rec->granted_at), "ended_at",
                   secs_or_null(rec->finished_at), "exit_status",
                   rec->has_exit_status ? json_integer(rec->exit_status) : json_null(), "reason",
-                  str_or_null(rec->reason), "egress", "allowed",
-                  (json_int_t)rec->egress_allowed, "denied", (json_int_t)rec->egress_denied,
-                  "credential_leases", leases, "argv",
+                  str_or_null(rec->reason), "egress", "allowed", (json_int_t)rec->egress_allowed,
+                  "denied", (json_int_t)rec->egress_denied, "credential_leases", leases, "argv",
                   rec->argv ? json_incref(rec->argv) : json_array(), "labels",
                   rec->labels ? json_incref(rec->labels) : json_object(), "worktree",
-                  str_or_null(rec->worktree), "timings", "queued_at",
-                  secs_or_null(rec->queued_at), "granted_at", secs_or_null(rec->granted_at),
-                  "ready_at", secs_or_null(rec->ready_at), "finished_at",
-                  secs_or_null(rec->finished_at));
+                  str_or_null(rec->worktree), "timings", "queued_at", secs_or_null(rec->queued_at),
+                  "granted_at", secs_or_null(rec->granted_at), "ready_at",
+                  secs_or_null(rec->ready_at), "finished_at", secs_or_null(rec->finished_at));
     if (o == NULL) {
         abort();
     }

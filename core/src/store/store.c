@@ -176,12 +176,15 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
     }
     id = j->id ? j->id : "(null)";
     if (!sbx_store_id_ok(j->id)) {
-        return sbx_error_set(err, EINVAL, "store: job id must be 1-63 characters of "
+        return sbx_error_set(err, EINVAL,
+                             "store: job id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]");
     }
     if (j->task != NULL && !sbx_store_id_ok(j->task)) {
-        return sbx_error_set(err, EINVAL, "store: job %s: task id must be 1-63 characters of "
-                             "[A-Za-z0-9._:-]", id);
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: task id must be 1-63 characters of "
+                             "[A-Za-z0-9._:-]",
+                             id);
     }
     if (j->pool == NULL || (strcmp(j->pool, "ci") != 0 && strcmp(j->pool, "agent") != 0)) {
         return sbx_error_set(err, EINVAL, "store: job %s: pool must be 'ci' or 'agent'", id);
@@ -191,10 +194,13 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
     }
     if (!json_is_array(j->argv) || json_array_size(j->argv) == 0 ||
         json_array_size(j->argv) > MAX_ARGV) {
-        return sbx_error_set(err, EINVAL, "store: job %s: argv must be an array of 1-%d "
-                             "strings", id, MAX_ARGV);
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: argv must be an array of 1-%d "
+                             "strings",
+                             id, MAX_ARGV);
     }
-    json_array_foreach(j->argv, i, v) {
+    json_array_foreach(j->argv, i, v)
+    {
         if (!json_is_string(v)) {
             return sbx_error_set(err, EINVAL, "store: job %s: argv[%zu] is not a string", id, i);
         }
@@ -203,10 +209,11 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         if (!json_is_object(j->labels)) {
             return sbx_error_set(err, EINVAL, "store: job %s: labels must be an object", id);
         }
-        json_object_foreach(j->labels, k, v) {
+        json_object_foreach(j->labels, k, v)
+        {
             if (!json_is_string(v)) {
-                return sbx_error_set(err, EINVAL, "store: job %s: label '%s' is not a string",
-                                     id, k);
+                return sbx_error_set(err, EINVAL, "store: job %s: label '%s' is not a string", id,
+                                     k);
             }
         }
     }
@@ -219,13 +226,17 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
     }
     if ((j->worktree && !text_ok(j->worktree)) || (j->provider && !text_ok(j->provider)) ||
         (j->image && !text_ok(j->image)) || (j->reason && !text_ok(j->reason))) {
-        return sbx_error_set(err, EINVAL, "store: job %s: worktree, provider, image and reason "
-                             "must be 1-%d printable characters", id, MAX_TEXT);
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: worktree, provider, image and reason "
+                             "must be 1-%d printable characters",
+                             id, MAX_TEXT);
     }
     if (!(j->limits.cpus > 0) || !isfinite(j->limits.cpus) || j->limits.memory <= 0 ||
         j->limits.disk < 0 || j->limits.pids < 0 || j->limits.idle < 0 || j->limits.max < 0) {
-        return sbx_error_set(err, EINVAL, "store: job %s: limits need cpus > 0, memory > 0 and "
-                             "no negative value", id);
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: limits need cpus > 0, memory > 0 and "
+                             "no negative value",
+                             id);
     }
     if (j->n_leases > MAX_LEASES) {
         return sbx_error_set(err, EINVAL, "store: job %s: more than %d credential leases", id,
@@ -234,8 +245,10 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
     for (i = 0; i < j->n_leases; i++) {
         if (j->leases == NULL || j->leases[i] == NULL || !text_ok(j->leases[i]) ||
             strlen(j->leases[i]) > 200) {
-            return sbx_error_set(err, EINVAL, "store: job %s: credential lease id %zu must be "
-                                 "1-200 printable characters", id, i);
+            return sbx_error_set(err, EINVAL,
+                                 "store: job %s: credential lease id %zu must be "
+                                 "1-200 printable characters",
+                                 id, i);
         }
     }
     return 0;
@@ -268,7 +281,8 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     if (check_job(job, err) < 0) {
         return -1;
     }
-    s = sbx_store_prepare(st, "INSERT INTO jobs (id, task, pool, class, argv, labels, "
+    s = sbx_store_prepare(st,
+                          "INSERT INTO jobs (id, task, pool, class, argv, labels, "
                           "worktree, provider, image, cpus, memory, disk, pids, idle, "
                           "max_life, state, queued_at, leases) VALUES (?1, ?2, ?3, ?4, ?5, "
                           "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, ?17)",
@@ -342,9 +356,10 @@ int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out
     if (state >= 0 && sbx_job_state_name((enum sbx_job_state)state)[0] == 'u') {
         return sbx_error_set(err, EINVAL, "store: unknown job state %d", state);
     }
-    s = sbx_store_prepare(st, state < 0 ? "SELECT " SBX_JOB_COLUMNS " FROM jobs ORDER BY seq"
-                                        : "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = "
-                                          "?1 ORDER BY seq",
+    s = sbx_store_prepare(st,
+                          state < 0 ? "SELECT " SBX_JOB_COLUMNS " FROM jobs ORDER BY seq"
+                                    : "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = "
+                                      "?1 ORDER BY seq",
                           err);
     if (s == NULL) {
         return -1;
@@ -390,8 +405,7 @@ static int no_row(struct sbx_store *st, const char *id, const char *want, sbx_er
 }
 
 static int update_job(struct sbx_store *st, const char *id, const char *sql, const char *want,
-                      const char *t1, const char *t2, const char *t3, int64_t at,
-                      sbx_error_t **err)
+                      const char *t1, const char *t2, const char *t3, int64_t at, sbx_error_t **err)
 {
     cleanup_stmt sqlite3_stmt *s = NULL;
     int n;
@@ -426,7 +440,8 @@ static int update_job(struct sbx_store *st, const char *id, const char *sql, con
 
 int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err)
 {
-    return update_job(st, id, "UPDATE jobs SET state = 'running', granted_at = ?2 "
+    return update_job(st, id,
+                      "UPDATE jobs SET state = 'running', granted_at = ?2 "
                       "WHERE id = ?1 AND state = 'queued'",
                       "queued", NULL, NULL, NULL, at, err);
 }
@@ -439,7 +454,8 @@ int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
         return sbx_error_set(err, EINVAL, "store: job %s: bad task, provider or image",
                              id ? id : "(null)");
     }
-    return update_job(st, id, "UPDATE jobs SET ready_at = ?2, task = COALESCE(?3, task), "
+    return update_job(st, id,
+                      "UPDATE jobs SET ready_at = ?2, task = COALESCE(?3, task), "
                       "provider = COALESCE(?4, provider), image = COALESCE(?5, image) "
                       "WHERE id = ?1 AND state = 'running'",
                       "running", task, provider, image, at, err);
@@ -455,14 +471,16 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
                              id ? id : "(null)", MAX_LEASES);
     }
     for (size_t i = 0; i < n; i++) {
-        if (leases == NULL || leases[i] == NULL || !text_ok(leases[i]) ||
-            strlen(leases[i]) > 200) {
-            return sbx_error_set(err, EINVAL, "store: job %s: credential lease id %zu must be "
-                                 "1-200 printable characters", id ? id : "(null)", i);
+        if (leases == NULL || leases[i] == NULL || !text_ok(leases[i]) || strlen(leases[i]) > 200) {
+            return sbx_error_set(err, EINVAL,
+                                 "store: job %s: credential lease id %zu must be "
+                                 "1-200 printable characters",
+                                 id ? id : "(null)", i);
         }
     }
     text = leases_json(leases, n);
-    return update_job(st, id, "UPDATE jobs SET leases = ?3 WHERE id = ?1 AND ?2 > 0 "
+    return update_job(st, id,
+                      "UPDATE jobs SET leases = ?3 WHERE id = ?1 AND ?2 > 0 "
                       "AND state IN ('queued', 'running')",
                       "queued or running", text, NULL, NULL, 1, err);
 }
@@ -476,17 +494,21 @@ int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state s
     if (id == NULL) {
         return sbx_error_set(err, EINVAL, "store: no job id given");
     }
-    if (state != SBX_JOB_FINISHED && state != SBX_JOB_CANCELLED &&
-        state != SBX_JOB_INTERRUPTED) {
-        return sbx_error_set(err, EINVAL, "store: job %s: a job ends finished, cancelled or "
-                             "interrupted, not %s", id, sbx_job_state_name(state));
+    if (state != SBX_JOB_FINISHED && state != SBX_JOB_CANCELLED && state != SBX_JOB_INTERRUPTED) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: a job ends finished, cancelled or "
+                             "interrupted, not %s",
+                             id, sbx_job_state_name(state));
     }
     if ((reason && !text_ok(reason)) || egress_allowed < 0 || egress_denied < 0 ||
         exit_status > 255) {
-        return sbx_error_set(err, EINVAL, "store: job %s: bad reason, egress count or exit "
-                             "status", id);
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: bad reason, egress count or exit "
+                             "status",
+                             id);
     }
-    s = sbx_store_prepare(st, "UPDATE jobs SET state = ?2, exit_status = ?3, reason = ?4, "
+    s = sbx_store_prepare(st,
+                          "UPDATE jobs SET state = ?2, exit_status = ?3, reason = ?4, "
                           "egress_allowed = ?5, egress_denied = ?6, finished_at = ?7 "
                           "WHERE id = ?1 AND state IN ('queued', 'running')",
                           err);

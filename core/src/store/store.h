@@ -56,7 +56,7 @@ struct sbx_job_rec {
     int64_t egress_allowed, egress_denied;
     char **leases; /* credential lease ids, never values */
     size_t n_leases;
-    int64_t seq;   /* submit order, set by the store */
+    int64_t seq; /* submit order, set by the store */
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
@@ -82,7 +82,7 @@ struct sbx_task_rec {
     char *provider;
     char *pool;
     enum sbx_task_state state;
-    int in_flight;    /* an exec is running */
+    int in_flight;                               /* an exec is running */
     int64_t created_at, last_activity, ended_at; /* ms */
     char *reason;
 };
@@ -139,15 +139,15 @@ struct sbx_recovered_task {
 };
 
 struct sbx_recovery {
-    struct sbx_job_rec *queued;         /* stay queued: re-submit, in this order */
+    struct sbx_job_rec *queued; /* stay queued: re-submit, in this order */
     size_t n_queued;
-    struct sbx_job_rec *adopt_jobs;     /* running jobs whose task is re-adopted */
+    struct sbx_job_rec *adopt_jobs; /* running jobs whose task is re-adopted */
     size_t n_adopt_jobs;
-    struct sbx_recovered_task *adopt;   /* tasks to re-adopt (sandbox present, no exec) */
+    struct sbx_recovered_task *adopt; /* tasks to re-adopt (sandbox present, no exec) */
     size_t n_adopt;
     struct sbx_recovered_task *cleanup; /* sandboxes the caller must destroy */
     size_t n_cleanup;
-    size_t n_interrupted;               /* jobs marked interrupted */
+    size_t n_interrupted; /* jobs marked interrupted */
 };
 
 /* Asks whether the sandbox of a task still exists (provider list). Returns

@@ -8,8 +8,8 @@
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 
-#define TASK_COLUMNS                                                                           \
-    "id, sandbox_id, provider, pool, state, in_flight, created_at, last_activity, ended_at, "  \
+#define TASK_COLUMNS                                                                               \
+    "id, sandbox_id, provider, pool, state, in_flight, created_at, last_activity, ended_at, "      \
     "reason"
 
 static int task_state_parse(const char *name)
@@ -58,17 +58,21 @@ int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_e
     int64_t now = sbx_store_now();
 
     if (t == NULL || !sbx_store_id_ok(t->id)) {
-        return sbx_error_set(err, EINVAL, "store: task id must be 1-63 characters of "
+        return sbx_error_set(err, EINVAL,
+                             "store: task id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]");
     }
     if ((t->sandbox_id && !short_text_ok(t->sandbox_id)) ||
         (t->provider && !short_text_ok(t->provider)) || (t->reason && !short_text_ok(t->reason)) ||
         (t->pool && strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) ||
         (unsigned)t->state > SBX_TASK_INTERRUPTED) {
-        return sbx_error_set(err, EINVAL, "store: task %s: bad sandbox id, provider, pool, "
-                             "state or reason", t->id);
+        return sbx_error_set(err, EINVAL,
+                             "store: task %s: bad sandbox id, provider, pool, "
+                             "state or reason",
+                             t->id);
     }
-    s = sbx_store_prepare(st, "INSERT OR REPLACE INTO tasks (" TASK_COLUMNS ") VALUES (?1, ?2, "
+    s = sbx_store_prepare(st,
+                          "INSERT OR REPLACE INTO tasks (" TASK_COLUMNS ") VALUES (?1, ?2, "
                           "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                           err);
     if (s == NULL) {
@@ -151,7 +155,8 @@ static int task_update(struct sbx_store *st, const char *id, const char *sql, in
 int sbx_store_task_exec(struct sbx_store *st, const char *id, int in_flight, int64_t at,
                         sbx_error_t **err)
 {
-    return task_update(st, id, "UPDATE tasks SET in_flight = ?2, last_activity = ?4, "
+    return task_update(st, id,
+                       "UPDATE tasks SET in_flight = ?2, last_activity = ?4, "
                        "reason = COALESCE(?3, reason) WHERE id = ?1 AND state IN ('starting', "
                        "'ready')",
                        in_flight ? 1 : 0, NULL, at, err);
@@ -161,19 +166,22 @@ int sbx_store_task_end(struct sbx_store *st, const char *id, enum sbx_task_state
                        const char *reason, int64_t at, sbx_error_t **err)
 {
     if (state != SBX_TASK_ENDED && state != SBX_TASK_INTERRUPTED) {
-        return sbx_error_set(err, EINVAL, "store: task %s: a task ends ended or interrupted, "
-                             "not %s", id ? id : "(null)", sbx_task_state_name(state));
+        return sbx_error_set(err, EINVAL,
+                             "store: task %s: a task ends ended or interrupted, "
+                             "not %s",
+                             id ? id : "(null)", sbx_task_state_name(state));
     }
     if (reason != NULL && !short_text_ok(reason)) {
         return sbx_error_set(err, EINVAL, "store: task %s: bad reason", id ? id : "(null)");
     }
-    return task_update(st, id, state == SBX_TASK_ENDED
-                                   ? "UPDATE tasks SET state = 'ended', in_flight = 0, "
-                                     "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
-                                     "state IN ('starting', 'ready')"
-                                   : "UPDATE tasks SET state = 'interrupted', in_flight = 0, "
-                                     "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
-                                     "state IN ('starting', 'ready')",
+    return task_update(st, id,
+                       state == SBX_TASK_ENDED
+                           ? "UPDATE tasks SET state = 'ended', in_flight = 0, "
+                             "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
+                             "state IN ('starting', 'ready')"
+                           : "UPDATE tasks SET state = 'interrupted', in_flight = 0, "
+                             "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
+                             "state IN ('starting', 'ready')",
                        0, reason, at, err);
 }
 
@@ -193,13 +201,14 @@ static void add_task(struct sbx_recovered_task **arr, size_t *n, const char *tas
 }
 
 /* Running jobs of a task end interrupted with reason. */
-static int interrupt_jobs(struct sbx_store *st, const char *task, const char *reason,
-                          int64_t now, size_t *count, sbx_error_t **err)
+static int interrupt_jobs(struct sbx_store *st, const char *task, const char *reason, int64_t now,
+                          size_t *count, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(
-        st, "UPDATE jobs SET state = 'interrupted', reason = ?2, finished_at = ?3 "
-            "WHERE task = ?1 AND state = 'running'",
-        err);
+    cleanup_stmt sqlite3_stmt *s =
+        sbx_store_prepare(st,
+                          "UPDATE jobs SET state = 'interrupted', reason = ?2, finished_at = ?3 "
+                          "WHERE task = ?1 AND state = 'running'",
+                          err);
 
     if (s == NULL) {
         return -1;
@@ -218,8 +227,9 @@ static int end_task(struct sbx_store *st, const char *id, const char *reason, in
                     sbx_error_t **err)
 {
     cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(
-        st, "UPDATE tasks SET state = 'interrupted', in_flight = 0, reason = ?2, ended_at = ?3 "
-            "WHERE id = ?1",
+        st,
+        "UPDATE tasks SET state = 'interrupted', in_flight = 0, reason = ?2, ended_at = ?3 "
+        "WHERE id = ?1",
         err);
 
     if (s == NULL) {
@@ -237,10 +247,11 @@ static int end_task(struct sbx_store *st, const char *id, const char *reason, in
 static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, void *ctx,
                          int64_t now, struct sbx_recovery *out, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(
-        st, "SELECT " TASK_COLUMNS " FROM tasks WHERE state IN ('starting', 'ready') "
-            "ORDER BY created_at, id",
-        err);
+    cleanup_stmt sqlite3_stmt *s =
+        sbx_store_prepare(st,
+                          "SELECT " TASK_COLUMNS " FROM tasks WHERE state IN ('starting', 'ready') "
+                          "ORDER BY created_at, id",
+                          err);
     struct sbx_task_rec *tasks = NULL;
     size_t n = 0;
     int rc, r = 0;
@@ -271,10 +282,11 @@ static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, v
             /* the sandbox may still be there: the caller destroys it */
             add_task(&out->cleanup, &out->n_cleanup, t->id, t->sandbox_id, t->provider, NULL);
         }
-        r = end_task(st, t->id, t->in_flight ? "runner restarted during an exec"
-                                : t->state == SBX_TASK_STARTING
-                                    ? "runner restarted while the sandbox was created"
-                                    : "runner restarted; sandbox gone",
+        r = end_task(st, t->id,
+                     t->in_flight ? "runner restarted during an exec"
+                     : t->state == SBX_TASK_STARTING
+                         ? "runner restarted while the sandbox was created"
+                         : "runner restarted; sandbox gone",
                      now, err);
         if (r == 0) {
             r = interrupt_jobs(st, t->id,
@@ -315,8 +327,8 @@ static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *
             }
         }
         if (adopted) {
-            out->adopt_jobs = xrealloc(out->adopt_jobs,
-                                       (out->n_adopt_jobs + 1) * sizeof(*out->adopt_jobs));
+            out->adopt_jobs =
+                xrealloc(out->adopt_jobs, (out->n_adopt_jobs + 1) * sizeof(*out->adopt_jobs));
             out->adopt_jobs[out->n_adopt_jobs++] = *j;
             memset(j, 0, sizeof(*j));
             continue;
@@ -341,8 +353,7 @@ int sbx_store_recover(struct sbx_store *st, sbx_sandbox_present_fn present, void
     if (sbx_store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
         return -1;
     }
-    if (recover_tasks(st, present, ctx, now, out, err) < 0 ||
-        recover_jobs(st, now, out, err) < 0 ||
+    if (recover_tasks(st, present, ctx, now, out, err) < 0 || recover_jobs(st, now, out, err) < 0 ||
         sbx_store_job_list(st, SBX_JOB_QUEUED, &out->queued, &out->n_queued, err) < 0 ||
         sbx_store_exec(st, "COMMIT", err) < 0) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
