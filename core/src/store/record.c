@@ -1,0 +1,181 @@
+/* record.c - job and task records: names, freeing, rows, JSON. */
+#include "store/store_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/xalloc.h"
+
+static const char *const job_states[] = {"queued", "running", "finished", "cancelled",
+                                         "interrupted"};
+static const char *const task_states[] = {"starting", "ready", "ended", "interrupted"};
+
+const char *sbx_job_state_name(enum sbx_job_state st)
+{
+    return (unsigned)st < sizeof(job_states) / sizeof(job_states[0]) ? job_states[st] : "unknown";
+}
+
+int sbx_job_state_parse(const char *name)
+{
+    for (size_t i = 0; name != NULL && i < sizeof(job_states) / sizeof(job_states[0]); i++) {
+        if (strcmp(name, job_states[i]) == 0) {
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+const char *sbx_task_state_name(enum sbx_task_state st)
+{
+    return (unsigned)st < sizeof(task_states) / sizeof(task_states[0]) ? task_states[st]
+                                                                       : "unknown";
+}
+
+void sbx_job_rec_clear(struct sbx_job_rec *rec)
+{
+    if (rec == NULL) {
+        return;
+    }
+    free(rec->id);
+    free(rec->task);
+    free(rec->pool);
+    free(rec->cls);
+    json_decref(rec->argv);
+    json_decref(rec->labels);
+    free(rec->worktree);
+    free(rec->provider);
+    free(rec->image);
+    free(rec->reason);
+    for (size_t i = 0; i < rec->n_leases; i++) {
+        free(rec->leases[i]);
+    }
+    free(rec->leases);
+    memset(rec, 0, sizeof(*rec));
+}
+
+void sbx_job_rec_free_array(struct sbx_job_rec *recs, size_t n)
+{
+    for (size_t i = 0; recs != NULL && i < n; i++) {
+        sbx_job_rec_clear(&recs[i]);
+    }
+    free(recs);
+}
+
+void sbx_task_rec_clear(struct sbx_task_rec *rec)
+{
+    if (rec == NULL) {
+        return;
+    }
+    free(rec->id);
+    free(rec->sandbox_id);
+    free(rec->provider);
+    free(rec->pool);
+    free(rec->reason);
+    memset(rec, 0, sizeof(*rec));
+}
+
+char *sbx_store_col_text(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+
+    return t ? xstrdup((const char *)t) : NULL;
+}
+
+static json_t *col_json(sqlite3_stmt *s, int i)
+{
+    const unsigned char *t = sqlite3_column_text(s, i);
+
+    return t ? json_loads((const char *)t, 0, NULL) : NULL;
+}
+
+int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
+{
+    json_t *leases;
+    int st;
+
+    memset(out, 0, sizeof(*out));
+    out->seq = sqlite3_column_int64(s, 0);
+    out->id = sbx_store_col_text(s, 1);
+    out->task = sbx_store_col_text(s, 2);
+    out->pool = sbx_store_col_text(s, 3);
+    out->cls = sbx_store_col_text(s, 4);
+    out->argv = col_json(s, 5);
+    out->labels = col_json(s, 6);
+    out->worktree = sbx_store_col_text(s, 7);
+    out->provider = sbx_store_col_text(s, 8);
+    out->image = sbx_store_col_text(s, 9);
+    out->limits.cpus = sqlite3_column_double(s, 10);
+    out->limits.memory = sqlite3_column_int64(s, 11);
+    out->limits.disk = sqlite3_column_int64(s, 12);
+    out->limits.pids = sqlite3_column_int64(s, 13);
+    out->limits.idle = sqlite3_column_int64(s, 14);
+    out->limits.max = sqlite3_column_int64(s, 15);
+    st = sbx_job_state_parse((const char *)sqlite3_column_text(s, 16));
+    out->state = st < 0 ? SBX_JOB_INTERRUPTED : (enum sbx_job_state)st;
+    out->queued_at = sqlite3_column_int64(s, 17);
+    out->granted_at = sqlite3_column_int64(s, 18);
+    out->ready_at = sqlite3_column_int64(s, 19);
+    out->finished_at = sqlite3_column_int64(s, 20);
+    out->has_exit_status = sqlite3_column_type(s, 21) != SQLITE_NULL;
+    out->exit_status = sqlite3_column_int(s, 21);
+    out->reason = sbx_store_col_text(s, 22);
+    out->egress_allowed = sqlite3_column_int64(s, 23);
+    out->egress_denied = sqlite3_column_int64(s, 24);
+    leases = col_json(s, 25);
+    if (json_is_array(leases) && json_array_size(leases) > 0) {
+        out->n_leases = json_array_size(leases);
+        out->leases = xcalloc(out->n_leases, sizeof(*out->leases));
+        for (size_t i = 0; i < out->n_leases; i++) {
+            const char *v = json_string_value(json_array_get(leases, i));
+
+            out->leases[i] = xstrdup(v ? v : "");
+        }
+    }
+    json_decref(leases);
+    return 0;
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+static json_t *secs_or_null(int64_t ms)
+{
+    return ms ? json_real((double)ms / 1000.0) : json_null();
+}
+
+json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
+{
+    json_t *leases = json_array();
+    json_t *o;
+
+    for (size_t i = 0; i < rec->n_leases; i++) {
+        json_array_append_new(leases, json_string(rec->leases[i]));
+    }
+    o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:s, "
+                  "s:{s:f, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o, s:o, "
+                  "s:{s:I, s:I}, s:o, s:o, s:o, s:o, "
+                  "s:{s:o, s:o, s:o, s:o}}",
+                  "id", str_or_null(rec->id), "task", str_or_null(rec->task), "pool",
+                  str_or_null(rec->pool), "class", str_or_null(rec->cls), "provider",
+                  str_or_null(rec->provider), "image", str_or_null(rec->image), "state",
+                  sbx_job_state_name(rec->state), "limits", "cpus", rec->limits.cpus, "memory",
+                  (json_int_t)rec->limits.memory, "disk", (json_int_t)rec->limits.disk, "pids",
+                  (json_int_t)rec->limits.pids, "idle", (json_int_t)rec->limits.idle, "max",
+                  (json_int_t)rec->limits.max, "created_at", secs_or_null(rec->queued_at),
+                  "started_at", secs_or_null(rec->granted_at), "ended_at",
+                  secs_or_null(rec->finished_at), "exit_status",
+                  rec->has_exit_status ? json_integer(rec->exit_status) : json_null(), "reason",
+                  str_or_null(rec->reason), "egress", "allowed", (json_int_t)rec->egress_allowed,
+                  "denied", (json_int_t)rec->egress_denied, "credential_leases", leases, "argv",
+                  rec->argv ? json_incref(rec->argv) : json_array(), "labels",
+                  rec->labels ? json_incref(rec->labels) : json_object(), "worktree",
+                  str_or_null(rec->worktree), "timings", "queued_at", secs_or_null(rec->queued_at),
+                  "granted_at", secs_or_null(rec->granted_at), "ready_at",
+                  secs_or_null(rec->ready_at), "finished_at", secs_or_null(rec->finished_at));
+    if (o == NULL) {
+        abort();
+    }
+    return o;
+}

@@ -1,0 +1,537 @@
+/* store.c - open the SQLite store, the schema, and the job calls. */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/cleanup.h"
+#include "util/xalloc.h"
+
+#define BUSY_TIMEOUT_MS 5000
+#define MAX_ARGV 4096
+#define MAX_JSON_BYTES (1 << 20)
+#define MAX_LEASES 64
+#define MAX_TEXT 4096
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " id TEXT NOT NULL UNIQUE,"
+    " task TEXT NOT NULL,"
+    " pool TEXT NOT NULL CHECK (pool IN ('ci', 'agent')),"
+    " class TEXT NOT NULL CHECK (class IN ('light', 'heavy')),"
+    " argv TEXT NOT NULL,"
+    " labels TEXT,"
+    " worktree TEXT, provider TEXT, image TEXT,"
+    " cpus REAL NOT NULL, memory INTEGER NOT NULL, disk INTEGER NOT NULL,"
+    " pids INTEGER NOT NULL, idle INTEGER NOT NULL, max_life INTEGER NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'finished', 'cancelled',"
+    "  'interrupted')),"
+    " queued_at INTEGER NOT NULL, granted_at INTEGER NOT NULL DEFAULT 0,"
+    " ready_at INTEGER NOT NULL DEFAULT 0, finished_at INTEGER NOT NULL DEFAULT 0,"
+    " exit_status INTEGER, reason TEXT,"
+    " egress_allowed INTEGER NOT NULL DEFAULT 0, egress_denied INTEGER NOT NULL DEFAULT 0,"
+    " leases TEXT NOT NULL DEFAULT '[]');"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq);"
+    "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);"
+    "CREATE TABLE IF NOT EXISTS tasks ("
+    " id TEXT PRIMARY KEY,"
+    " sandbox_id TEXT, provider TEXT, pool TEXT,"
+    " state TEXT NOT NULL CHECK (state IN ('starting', 'ready', 'ended', 'interrupted')),"
+    " in_flight INTEGER NOT NULL DEFAULT 0,"
+    " created_at INTEGER NOT NULL, last_activity INTEGER NOT NULL,"
+    " ended_at INTEGER NOT NULL DEFAULT 0, reason TEXT);"
+    "PRAGMA user_version = 1;";
+
+int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
+{
+    return sbx_error_set(err, SBX_E_GENERIC, "store: %s: %s: %s", st->path, what,
+                         sqlite3_errmsg(st->db));
+}
+
+sqlite3_stmt *sbx_store_prepare(struct sbx_store *st, const char *sql, sbx_error_t **err)
+{
+    sqlite3_stmt *s = NULL;
+
+    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+        sbx_store_fail(st, err, "prepare");
+        return NULL;
+    }
+    return s;
+}
+
+int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err)
+{
+    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
+        return sbx_store_fail(st, err, sql);
+    }
+    return 0;
+}
+
+int64_t sbx_store_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sbx_store_id_ok(const char *id)
+{
+    size_t n = id ? strlen(id) : 0;
+
+    if (n == 0 || n > 63) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void sbx_store_bind_text(sqlite3_stmt *s, int i, const char *v)
+{
+    if (v == NULL) {
+        sqlite3_bind_null(s, i);
+    }
+    else {
+        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    }
+}
+
+struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err)
+{
+    struct sbx_store *st;
+    int rc;
+
+    if (path == NULL || path[0] == '\0') {
+        sbx_error_set(err, EINVAL, "store: no path given (runner.state)");
+        return NULL;
+    }
+    st = xcalloc(1, sizeof(*st));
+    st->path = xstrdup(path);
+    rc = sqlite3_open_v2(path, &st->db,
+                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        sbx_error_set(err, SBX_E_GENERIC, "store: %s: cannot open: %s", path,
+                      st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+        sbx_store_close(st);
+        return NULL;
+    }
+    sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+    /* WAL: readers do not block the writer; FULL: a commit survives power loss */
+    if (sbx_store_exec(st, "PRAGMA journal_mode = WAL", err) < 0 ||
+        sbx_store_exec(st, "PRAGMA synchronous = FULL", err) < 0 ||
+        sbx_store_exec(st, schema, err) < 0) {
+        sbx_store_close(st);
+        return NULL;
+    }
+    return st;
+}
+
+void sbx_store_close(struct sbx_store *st)
+{
+    if (st == NULL) {
+        return;
+    }
+    sqlite3_close(st->db);
+    free(st->path);
+    free(st);
+}
+
+/* ---- validation ---- */
+
+static int text_ok(const char *s)
+{
+    size_t n = 0;
+
+    for (; s[n] != '\0'; n++) {
+        if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) {
+            return 0;
+        }
+    }
+    return n > 0 && n <= MAX_TEXT;
+}
+
+static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
+{
+    const char *id;
+    size_t i;
+    json_t *v;
+    const char *k;
+    char *dump;
+    size_t dump_len;
+
+    if (j == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no job given");
+    }
+    id = j->id ? j->id : "(null)";
+    if (!sbx_store_id_ok(j->id)) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job id must be 1-63 characters of "
+                             "[A-Za-z0-9._:-]");
+    }
+    if (j->task != NULL && !sbx_store_id_ok(j->task)) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: task id must be 1-63 characters of "
+                             "[A-Za-z0-9._:-]",
+                             id);
+    }
+    if (j->pool == NULL || (strcmp(j->pool, "ci") != 0 && strcmp(j->pool, "agent") != 0)) {
+        return sbx_error_set(err, EINVAL, "store: job %s: pool must be 'ci' or 'agent'", id);
+    }
+    if (j->cls == NULL || (strcmp(j->cls, "light") != 0 && strcmp(j->cls, "heavy") != 0)) {
+        return sbx_error_set(err, EINVAL, "store: job %s: class must be 'light' or 'heavy'", id);
+    }
+    if (!json_is_array(j->argv) || json_array_size(j->argv) == 0 ||
+        json_array_size(j->argv) > MAX_ARGV) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: argv must be an array of 1-%d "
+                             "strings",
+                             id, MAX_ARGV);
+    }
+    json_array_foreach(j->argv, i, v)
+    {
+        if (!json_is_string(v)) {
+            return sbx_error_set(err, EINVAL, "store: job %s: argv[%zu] is not a string", id, i);
+        }
+    }
+    if (j->labels != NULL) {
+        if (!json_is_object(j->labels)) {
+            return sbx_error_set(err, EINVAL, "store: job %s: labels must be an object", id);
+        }
+        json_object_foreach(j->labels, k, v)
+        {
+            if (!json_is_string(v)) {
+                return sbx_error_set(err, EINVAL, "store: job %s: label '%s' is not a string", id,
+                                     k);
+            }
+        }
+    }
+    dump = json_dumps(j->argv, JSON_COMPACT);
+    dump_len = dump ? strlen(dump) : 0;
+    free(dump);
+    if (dump_len > MAX_JSON_BYTES) {
+        return sbx_error_set(err, EINVAL, "store: job %s: argv is over %d bytes", id,
+                             MAX_JSON_BYTES);
+    }
+    if ((j->worktree && !text_ok(j->worktree)) || (j->provider && !text_ok(j->provider)) ||
+        (j->image && !text_ok(j->image)) || (j->reason && !text_ok(j->reason))) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: worktree, provider, image and reason "
+                             "must be 1-%d printable characters",
+                             id, MAX_TEXT);
+    }
+    if (!(j->limits.cpus > 0) || !isfinite(j->limits.cpus) || j->limits.memory <= 0 ||
+        j->limits.disk < 0 || j->limits.pids < 0 || j->limits.idle < 0 || j->limits.max < 0) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: limits need cpus > 0, memory > 0 and "
+                             "no negative value",
+                             id);
+    }
+    if (j->n_leases > MAX_LEASES) {
+        return sbx_error_set(err, EINVAL, "store: job %s: more than %d credential leases", id,
+                             MAX_LEASES);
+    }
+    for (i = 0; i < j->n_leases; i++) {
+        if (j->leases == NULL || j->leases[i] == NULL || !text_ok(j->leases[i]) ||
+            strlen(j->leases[i]) > 200) {
+            return sbx_error_set(err, EINVAL,
+                                 "store: job %s: credential lease id %zu must be "
+                                 "1-200 printable characters",
+                                 id, i);
+        }
+    }
+    return 0;
+}
+
+static char *leases_json(const char *const *leases, size_t n)
+{
+    json_t *a = json_array();
+    char *s;
+
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(a, json_string(leases[i]));
+    }
+    s = json_dumps(a, JSON_COMPACT);
+    json_decref(a);
+    if (s == NULL) {
+        abort();
+    }
+    return s;
+}
+
+int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_free char *argv = NULL;
+    cleanup_free char *labels = NULL;
+    cleanup_free char *leases = NULL;
+    int rc;
+
+    if (check_job(job, err) < 0) {
+        return -1;
+    }
+    s = sbx_store_prepare(st,
+                          "INSERT INTO jobs (id, task, pool, class, argv, labels, "
+                          "worktree, provider, image, cpus, memory, disk, pids, idle, "
+                          "max_life, state, queued_at, leases) VALUES (?1, ?2, ?3, ?4, ?5, "
+                          "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, ?17)",
+                          err);
+    if (s == NULL) {
+        return -1;
+    }
+    argv = json_dumps(job->argv, JSON_COMPACT);
+    labels = job->labels ? json_dumps(job->labels, JSON_COMPACT) : NULL;
+    leases = leases_json((const char *const *)job->leases, job->n_leases);
+    sbx_store_bind_text(s, 1, job->id);
+    sbx_store_bind_text(s, 2, job->task ? job->task : job->id);
+    sbx_store_bind_text(s, 3, job->pool);
+    sbx_store_bind_text(s, 4, job->cls);
+    sbx_store_bind_text(s, 5, argv);
+    sbx_store_bind_text(s, 6, labels);
+    sbx_store_bind_text(s, 7, job->worktree);
+    sbx_store_bind_text(s, 8, job->provider);
+    sbx_store_bind_text(s, 9, job->image);
+    sqlite3_bind_double(s, 10, job->limits.cpus);
+    sqlite3_bind_int64(s, 11, job->limits.memory);
+    sqlite3_bind_int64(s, 12, job->limits.disk);
+    sqlite3_bind_int64(s, 13, job->limits.pids);
+    sqlite3_bind_int64(s, 14, job->limits.idle);
+    sqlite3_bind_int64(s, 15, job->limits.max);
+    sqlite3_bind_int64(s, 16, job->queued_at ? job->queued_at : sbx_store_now());
+    sbx_store_bind_text(s, 17, leases);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_CONSTRAINT) {
+        return sbx_error_set(err, EEXIST, "store: job %s already exists", job->id);
+    }
+    if (rc != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "insert job");
+    }
+    return 0;
+}
+
+int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *out,
+                      sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+    int rc;
+
+    if (id == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no job id given");
+    }
+    s = sbx_store_prepare(st, "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE id = ?1", err);
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        return sbx_error_set(err, SBX_E_NOTFOUND, "store: no job '%s'", id);
+    }
+    if (rc != SQLITE_ROW) {
+        return sbx_store_fail(st, err, "get job");
+    }
+    sbx_job_rec_clear(out);
+    return sbx_store_row_to_job(s, out);
+}
+
+int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out, size_t *n,
+                       sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+    struct sbx_job_rec *recs = NULL;
+    size_t count = 0, cap = 0;
+    int rc;
+
+    if (state >= 0 && sbx_job_state_name((enum sbx_job_state)state)[0] == 'u') {
+        return sbx_error_set(err, EINVAL, "store: unknown job state %d", state);
+    }
+    s = sbx_store_prepare(st,
+                          state < 0 ? "SELECT " SBX_JOB_COLUMNS " FROM jobs ORDER BY seq"
+                                    : "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = "
+                                      "?1 ORDER BY seq",
+                          err);
+    if (s == NULL) {
+        return -1;
+    }
+    if (state >= 0) {
+        sbx_store_bind_text(s, 1, sbx_job_state_name((enum sbx_job_state)state));
+    }
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (count == cap) {
+            cap = cap ? cap * 2 : 16;
+            recs = xrealloc(recs, cap * sizeof(*recs));
+        }
+        sbx_store_row_to_job(s, &recs[count++]);
+    }
+    if (rc != SQLITE_DONE) {
+        sbx_job_rec_free_array(recs, count);
+        return sbx_store_fail(st, err, "list jobs");
+    }
+    *out = recs;
+    *n = count;
+    return 0;
+}
+
+/* The clear error after an UPDATE that matched no row. */
+static int no_row(struct sbx_store *st, const char *id, const char *want, sbx_error_t **err)
+{
+    struct sbx_job_rec rec = {0};
+    sbx_error_t *e = NULL;
+
+    if (sbx_store_job_get(st, id, &rec, &e) < 0) {
+        int code = e->code;
+
+        sbx_error_free(&e);
+        if (code == SBX_E_NOTFOUND) {
+            return sbx_error_set(err, SBX_E_NOTFOUND, "store: no job '%s'", id);
+        }
+        return sbx_store_fail(st, err, "read job");
+    }
+    sbx_error_set(err, EINVAL, "store: job %s is %s, not %s", id, sbx_job_state_name(rec.state),
+                  want);
+    sbx_job_rec_clear(&rec);
+    return -1;
+}
+
+static int update_job(struct sbx_store *st, const char *id, const char *sql, const char *want,
+                      const char *t1, const char *t2, const char *t3, int64_t at, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+    int n;
+
+    if (id == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no job id given");
+    }
+    s = sbx_store_prepare(st, sql, err);
+    if (s == NULL) {
+        return -1;
+    }
+    n = sqlite3_bind_parameter_count(s);
+    sbx_store_bind_text(s, 1, id);
+    sqlite3_bind_int64(s, 2, at ? at : sbx_store_now());
+    if (n >= 3) {
+        sbx_store_bind_text(s, 3, t1);
+    }
+    if (n >= 4) {
+        sbx_store_bind_text(s, 4, t2);
+    }
+    if (n >= 5) {
+        sbx_store_bind_text(s, 5, t3);
+    }
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "update job");
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        return no_row(st, id, want, err);
+    }
+    return 0;
+}
+
+int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err)
+{
+    return update_job(st, id,
+                      "UPDATE jobs SET state = 'running', granted_at = ?2 "
+                      "WHERE id = ?1 AND state = 'queued'",
+                      "queued", NULL, NULL, NULL, at, err);
+}
+
+int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
+                        const char *provider, const char *image, int64_t at, sbx_error_t **err)
+{
+    if ((task && !sbx_store_id_ok(task)) || (provider && !text_ok(provider)) ||
+        (image && !text_ok(image))) {
+        return sbx_error_set(err, EINVAL, "store: job %s: bad task, provider or image",
+                             id ? id : "(null)");
+    }
+    return update_job(st, id,
+                      "UPDATE jobs SET ready_at = ?2, task = COALESCE(?3, task), "
+                      "provider = COALESCE(?4, provider), image = COALESCE(?5, image) "
+                      "WHERE id = ?1 AND state = 'running'",
+                      "running", task, provider, image, at, err);
+}
+
+int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
+                             size_t n, sbx_error_t **err)
+{
+    cleanup_free char *text = NULL;
+
+    if (n > MAX_LEASES) {
+        return sbx_error_set(err, EINVAL, "store: job %s: more than %d credential leases",
+                             id ? id : "(null)", MAX_LEASES);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (leases == NULL || leases[i] == NULL || !text_ok(leases[i]) || strlen(leases[i]) > 200) {
+            return sbx_error_set(err, EINVAL,
+                                 "store: job %s: credential lease id %zu must be "
+                                 "1-200 printable characters",
+                                 id ? id : "(null)", i);
+        }
+    }
+    text = leases_json(leases, n);
+    return update_job(st, id,
+                      "UPDATE jobs SET leases = ?3 WHERE id = ?1 AND ?2 > 0 "
+                      "AND state IN ('queued', 'running')",
+                      "queued or running", text, NULL, NULL, 1, err);
+}
+
+int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,
+                      int exit_status, const char *reason, int64_t egress_allowed,
+                      int64_t egress_denied, int64_t at, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+
+    if (id == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no job id given");
+    }
+    if (state != SBX_JOB_FINISHED && state != SBX_JOB_CANCELLED && state != SBX_JOB_INTERRUPTED) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: a job ends finished, cancelled or "
+                             "interrupted, not %s",
+                             id, sbx_job_state_name(state));
+    }
+    if ((reason && !text_ok(reason)) || egress_allowed < 0 || egress_denied < 0 ||
+        exit_status > 255) {
+        return sbx_error_set(err, EINVAL,
+                             "store: job %s: bad reason, egress count or exit "
+                             "status",
+                             id);
+    }
+    s = sbx_store_prepare(st,
+                          "UPDATE jobs SET state = ?2, exit_status = ?3, reason = ?4, "
+                          "egress_allowed = ?5, egress_denied = ?6, finished_at = ?7 "
+                          "WHERE id = ?1 AND state IN ('queued', 'running')",
+                          err);
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, id);
+    sbx_store_bind_text(s, 2, sbx_job_state_name(state));
+    if (exit_status < 0) {
+        sqlite3_bind_null(s, 3);
+    }
+    else {
+        sqlite3_bind_int(s, 3, exit_status);
+    }
+    sbx_store_bind_text(s, 4, reason);
+    sqlite3_bind_int64(s, 5, egress_allowed);
+    sqlite3_bind_int64(s, 6, egress_denied);
+    sqlite3_bind_int64(s, 7, at ? at : sbx_store_now());
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "end job");
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        return no_row(st, id, "queued or running", err);
+    }
+    return 0;
+}

@@ -1,0 +1,169 @@
+/* store.h - the runner's durable state in SQLite (WAL, synchronous=FULL).
+ *
+ * Jobs (the queue and the evidence records) and tasks (one sandbox each).
+ * Every call is one transaction: when it returns 0 the change survives a
+ * `kill -9` of the daemon and a power cut. Secrets never come here: a job
+ * keeps its credential lease ids only.
+ *
+ * One struct sbx_store is one connection: use it from one thread at a time
+ * (the daemon's loop thread). Several processes may open the same file; the
+ * busy timeout (5 s) serialises them.
+ *
+ * Times are milliseconds since the Unix epoch (0 = not yet); JSON records
+ * carry seconds as numbers (DESIGN.md, Units).
+ */
+#ifndef SBX_STORE_STORE_H
+#define SBX_STORE_STORE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sbx/sbx_provider.h"
+#include "util/error.h"
+
+enum sbx_job_state {
+    SBX_JOB_QUEUED = 0,
+    SBX_JOB_RUNNING,
+    SBX_JOB_FINISHED,
+    SBX_JOB_CANCELLED,
+    SBX_JOB_INTERRUPTED,
+};
+
+const char *sbx_job_state_name(enum sbx_job_state st);
+/* name -> state; -1 when unknown */
+int sbx_job_state_parse(const char *name);
+
+/* A job record. Every string may be NULL unless said otherwise. In records
+ * returned by the store, everything is owned by the record: free it with
+ * sbx_job_rec_clear(). */
+struct sbx_job_rec {
+    char *id;       /* required: 1-63 of [A-Za-z0-9._:-] */
+    char *task;     /* the task (sandbox) the job runs in; NULL: id */
+    char *pool;     /* required: "ci" | "agent" */
+    char *cls;      /* required: "light" | "heavy" */
+    json_t *argv;   /* required: non-empty array of strings */
+    json_t *labels; /* object of string values, or NULL */
+    char *worktree;
+    char *provider;
+    char *image;
+    struct sbx_limits limits;
+    enum sbx_job_state state;
+    int64_t queued_at, granted_at, ready_at, finished_at; /* ms */
+    int has_exit_status;
+    int exit_status;
+    char *reason;
+    int64_t egress_allowed, egress_denied;
+    char **leases; /* credential lease ids, never values */
+    size_t n_leases;
+    int64_t seq; /* submit order, set by the store */
+};
+
+void sbx_job_rec_clear(struct sbx_job_rec *rec);
+/* The record as DESIGN.md "Records": id, task, pool, class, provider, image,
+ * state, limits, created_at, started_at (slot granted), ended_at,
+ * exit_status, reason, egress {allowed, denied}, credential_leases; plus
+ * argv, labels, worktree and timings {queued_at, granted_at, ready_at,
+ * finished_at}. A new reference. */
+json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec);
+
+enum sbx_task_state {
+    SBX_TASK_STARTING = 0, /* sandbox being created */
+    SBX_TASK_READY,        /* sandbox up; execs may run */
+    SBX_TASK_ENDED,
+    SBX_TASK_INTERRUPTED,
+};
+
+const char *sbx_task_state_name(enum sbx_task_state st);
+
+struct sbx_task_rec {
+    char *id;         /* required */
+    char *sandbox_id; /* the provider's id, once created */
+    char *provider;
+    char *pool;
+    enum sbx_task_state state;
+    int in_flight;                               /* an exec is running */
+    int64_t created_at, last_activity, ended_at; /* ms */
+    char *reason;
+};
+
+void sbx_task_rec_clear(struct sbx_task_rec *rec);
+
+struct sbx_store;
+
+/* Opens (creating if needed) the database at path, in WAL mode with a busy
+ * timeout and the schema in place. */
+struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err);
+void sbx_store_close(struct sbx_store *st);
+
+/* Jobs. */
+/* Accepts a new job: state queued; queued_at 0 means now. Validates every
+ * field (one clear line on bad input); a duplicate id is EEXIST. */
+int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err);
+/* Loads a job into *out (cleared first). Unknown id: SBX_E_NOTFOUND. */
+int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *out,
+                      sbx_error_t **err);
+/* Jobs in a state (or all when state < 0), in submit order; *out is an array
+ * of *n records, freed with sbx_job_rec_free_array(). */
+int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out, size_t *n,
+                       sbx_error_t **err);
+void sbx_job_rec_free_array(struct sbx_job_rec *recs, size_t n);
+/* queued -> running, slot granted at `at` (ms, 0 = now). */
+int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err);
+/* running: the sandbox is ready (task id, provider, image may be NULL to keep). */
+int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
+                        const char *provider, const char *image, int64_t at, sbx_error_t **err);
+/* The job's credential lease ids (replaces the list). */
+int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
+                             size_t n, sbx_error_t **err);
+/* queued|running -> finished|cancelled|interrupted. exit_status < 0: none.
+ * reason may be NULL. A job already ended is EINVAL (its record is kept). */
+int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,
+                      int exit_status, const char *reason, int64_t egress_allowed,
+                      int64_t egress_denied, int64_t at, sbx_error_t **err);
+
+/* Tasks. */
+/* Creates or replaces a task row. */
+int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *task, sbx_error_t **err);
+int sbx_store_task_get(struct sbx_store *st, const char *id, struct sbx_task_rec *out,
+                       sbx_error_t **err);
+/* An exec starts (in_flight = 1) or ends (0) in the task; both are activity. */
+int sbx_store_task_exec(struct sbx_store *st, const char *id, int in_flight, int64_t at,
+                        sbx_error_t **err);
+int sbx_store_task_end(struct sbx_store *st, const char *id, enum sbx_task_state state,
+                       const char *reason, int64_t at, sbx_error_t **err);
+
+/* Recovery at daemon start. */
+struct sbx_recovered_task {
+    char *task_id, *sandbox_id, *provider, *job_id; /* job_id may be NULL */
+};
+
+struct sbx_recovery {
+    struct sbx_job_rec *queued; /* stay queued: re-submit, in this order */
+    size_t n_queued;
+    struct sbx_job_rec *adopt_jobs; /* running jobs whose task is re-adopted */
+    size_t n_adopt_jobs;
+    struct sbx_recovered_task *adopt; /* tasks to re-adopt (sandbox present, no exec) */
+    size_t n_adopt;
+    struct sbx_recovered_task *cleanup; /* sandboxes the caller must destroy */
+    size_t n_cleanup;
+    size_t n_interrupted; /* jobs marked interrupted */
+};
+
+/* Asks whether the sandbox of a task still exists (provider list). Returns
+ * 1 present, 0 gone, -1 unknown (treated as gone; its sandbox is cleaned). */
+typedef int (*sbx_sandbox_present_fn)(void *ctx, const char *provider, const char *sandbox_id);
+
+/* In one transaction: queued jobs stay queued; a task with an exec in flight
+ * is interrupted and its running jobs end `interrupted: runner restarted`
+ * (its sandbox goes to cleanup); a task with no exec in flight whose sandbox
+ * is present is re-adopted (its running jobs stay running); a task whose
+ * sandbox is gone ends interrupted and so do its jobs; a running job with no
+ * ready task (the sandbox was being created) is interrupted and its task, if
+ * any, goes to cleanup. present may be NULL (every sandbox counts as gone).
+ * Free *out with sbx_recovery_clear(). */
+int sbx_store_recover(struct sbx_store *st, sbx_sandbox_present_fn present, void *ctx,
+                      struct sbx_recovery *out, sbx_error_t **err);
+void sbx_recovery_clear(struct sbx_recovery *r);
+
+#endif

@@ -1,0 +1,387 @@
+/* task.c - task rows and the recovery at daemon start. */
+#include "store/store_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/cleanup.h"
+#include "util/xalloc.h"
+
+#define TASK_COLUMNS                                                                               \
+    "id, sandbox_id, provider, pool, state, in_flight, created_at, last_activity, ended_at, "      \
+    "reason"
+
+static int task_state_parse(const char *name)
+{
+    for (int i = SBX_TASK_STARTING; i <= SBX_TASK_INTERRUPTED; i++) {
+        if (name != NULL && strcmp(name, sbx_task_state_name((enum sbx_task_state)i)) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void row_to_task(sqlite3_stmt *s, struct sbx_task_rec *out)
+{
+    int st;
+
+    memset(out, 0, sizeof(*out));
+    out->id = sbx_store_col_text(s, 0);
+    out->sandbox_id = sbx_store_col_text(s, 1);
+    out->provider = sbx_store_col_text(s, 2);
+    out->pool = sbx_store_col_text(s, 3);
+    st = task_state_parse((const char *)sqlite3_column_text(s, 4));
+    out->state = st < 0 ? SBX_TASK_INTERRUPTED : (enum sbx_task_state)st;
+    out->in_flight = sqlite3_column_int(s, 5);
+    out->created_at = sqlite3_column_int64(s, 6);
+    out->last_activity = sqlite3_column_int64(s, 7);
+    out->ended_at = sqlite3_column_int64(s, 8);
+    out->reason = sbx_store_col_text(s, 9);
+}
+
+static int short_text_ok(const char *s)
+{
+    size_t n = 0;
+
+    for (; s[n] != '\0'; n++) {
+        if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) {
+            return 0;
+        }
+    }
+    return n > 0 && n <= 4096;
+}
+
+int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+    int64_t now = sbx_store_now();
+
+    if (t == NULL || !sbx_store_id_ok(t->id)) {
+        return sbx_error_set(err, EINVAL,
+                             "store: task id must be 1-63 characters of "
+                             "[A-Za-z0-9._:-]");
+    }
+    if ((t->sandbox_id && !short_text_ok(t->sandbox_id)) ||
+        (t->provider && !short_text_ok(t->provider)) || (t->reason && !short_text_ok(t->reason)) ||
+        (t->pool && strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) ||
+        (unsigned)t->state > SBX_TASK_INTERRUPTED) {
+        return sbx_error_set(err, EINVAL,
+                             "store: task %s: bad sandbox id, provider, pool, "
+                             "state or reason",
+                             t->id);
+    }
+    s = sbx_store_prepare(st,
+                          "INSERT OR REPLACE INTO tasks (" TASK_COLUMNS ") VALUES (?1, ?2, "
+                          "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                          err);
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, t->id);
+    sbx_store_bind_text(s, 2, t->sandbox_id);
+    sbx_store_bind_text(s, 3, t->provider);
+    sbx_store_bind_text(s, 4, t->pool);
+    sbx_store_bind_text(s, 5, sbx_task_state_name(t->state));
+    sqlite3_bind_int(s, 6, t->in_flight ? 1 : 0);
+    sqlite3_bind_int64(s, 7, t->created_at ? t->created_at : now);
+    sqlite3_bind_int64(s, 8, t->last_activity ? t->last_activity : now);
+    sqlite3_bind_int64(s, 9, t->ended_at);
+    sbx_store_bind_text(s, 10, t->reason);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "put task");
+    }
+    return 0;
+}
+
+int sbx_store_task_get(struct sbx_store *st, const char *id, struct sbx_task_rec *out,
+                       sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+    int rc;
+
+    if (id == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no task id given");
+    }
+    s = sbx_store_prepare(st, "SELECT " TASK_COLUMNS " FROM tasks WHERE id = ?1", err);
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, id);
+    rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        return sbx_error_set(err, SBX_E_NOTFOUND, "store: no task '%s'", id);
+    }
+    if (rc != SQLITE_ROW) {
+        return sbx_store_fail(st, err, "get task");
+    }
+    sbx_task_rec_clear(out);
+    row_to_task(s, out);
+    return 0;
+}
+
+static int task_update(struct sbx_store *st, const char *id, const char *sql, int64_t a,
+                       const char *text, int64_t at, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = NULL;
+
+    if (id == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no task id given");
+    }
+    s = sbx_store_prepare(st, sql, err);
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, id);
+    sqlite3_bind_int64(s, 2, a);
+    sbx_store_bind_text(s, 3, text);
+    sqlite3_bind_int64(s, 4, at ? at : sbx_store_now());
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "update task");
+    }
+    if (sqlite3_changes(st->db) == 0) {
+        struct sbx_task_rec t = {0};
+
+        if (sbx_store_task_get(st, id, &t, err) < 0) {
+            return -1;
+        }
+        sbx_error_set(err, EINVAL, "store: task %s is %s", id, sbx_task_state_name(t.state));
+        sbx_task_rec_clear(&t);
+        return -1;
+    }
+    return 0;
+}
+
+int sbx_store_task_exec(struct sbx_store *st, const char *id, int in_flight, int64_t at,
+                        sbx_error_t **err)
+{
+    return task_update(st, id,
+                       "UPDATE tasks SET in_flight = ?2, last_activity = ?4, "
+                       "reason = COALESCE(?3, reason) WHERE id = ?1 AND state IN ('starting', "
+                       "'ready')",
+                       in_flight ? 1 : 0, NULL, at, err);
+}
+
+int sbx_store_task_end(struct sbx_store *st, const char *id, enum sbx_task_state state,
+                       const char *reason, int64_t at, sbx_error_t **err)
+{
+    if (state != SBX_TASK_ENDED && state != SBX_TASK_INTERRUPTED) {
+        return sbx_error_set(err, EINVAL,
+                             "store: task %s: a task ends ended or interrupted, "
+                             "not %s",
+                             id ? id : "(null)", sbx_task_state_name(state));
+    }
+    if (reason != NULL && !short_text_ok(reason)) {
+        return sbx_error_set(err, EINVAL, "store: task %s: bad reason", id ? id : "(null)");
+    }
+    return task_update(st, id,
+                       state == SBX_TASK_ENDED
+                           ? "UPDATE tasks SET state = 'ended', in_flight = 0, "
+                             "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
+                             "state IN ('starting', 'ready')"
+                           : "UPDATE tasks SET state = 'interrupted', in_flight = 0, "
+                             "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
+                             "state IN ('starting', 'ready')",
+                       0, reason, at, err);
+}
+
+/* ---- recovery ---- */
+
+static void add_task(struct sbx_recovered_task **arr, size_t *n, const char *task,
+                     const char *sandbox, const char *provider, const char *job)
+{
+    struct sbx_recovered_task *t;
+
+    *arr = xrealloc(*arr, (*n + 1) * sizeof(**arr));
+    t = &(*arr)[(*n)++];
+    t->task_id = task ? xstrdup(task) : NULL;
+    t->sandbox_id = sandbox ? xstrdup(sandbox) : NULL;
+    t->provider = provider ? xstrdup(provider) : NULL;
+    t->job_id = job ? xstrdup(job) : NULL;
+}
+
+/* Running jobs of a task end interrupted with reason. */
+static int interrupt_jobs(struct sbx_store *st, const char *task, const char *reason, int64_t now,
+                          size_t *count, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s =
+        sbx_store_prepare(st,
+                          "UPDATE jobs SET state = 'interrupted', reason = ?2, finished_at = ?3 "
+                          "WHERE task = ?1 AND state = 'running'",
+                          err);
+
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, task);
+    sbx_store_bind_text(s, 2, reason);
+    sqlite3_bind_int64(s, 3, now);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "interrupt jobs");
+    }
+    *count += (size_t)sqlite3_changes(st->db);
+    return 0;
+}
+
+static int end_task(struct sbx_store *st, const char *id, const char *reason, int64_t now,
+                    sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(
+        st,
+        "UPDATE tasks SET state = 'interrupted', in_flight = 0, reason = ?2, ended_at = ?3 "
+        "WHERE id = ?1",
+        err);
+
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_store_bind_text(s, 1, id);
+    sbx_store_bind_text(s, 2, reason);
+    sqlite3_bind_int64(s, 3, now);
+    if (sqlite3_step(s) != SQLITE_DONE) {
+        return sbx_store_fail(st, err, "interrupt task");
+    }
+    return 0;
+}
+
+static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, void *ctx,
+                         int64_t now, struct sbx_recovery *out, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s =
+        sbx_store_prepare(st,
+                          "SELECT " TASK_COLUMNS " FROM tasks WHERE state IN ('starting', 'ready') "
+                          "ORDER BY created_at, id",
+                          err);
+    struct sbx_task_rec *tasks = NULL;
+    size_t n = 0;
+    int rc, r = 0;
+
+    if (s == NULL) {
+        return -1;
+    }
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        tasks = xrealloc(tasks, (n + 1) * sizeof(*tasks));
+        row_to_task(s, &tasks[n++]);
+    }
+    if (rc != SQLITE_DONE) {
+        r = sbx_store_fail(st, err, "list tasks");
+    }
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        struct sbx_task_rec *t = &tasks[i];
+        int here = 0;
+
+        if (t->state == SBX_TASK_READY && !t->in_flight && t->sandbox_id != NULL &&
+            present != NULL) {
+            here = present(ctx, t->provider, t->sandbox_id);
+        }
+        if (here == 1) {
+            add_task(&out->adopt, &out->n_adopt, t->id, t->sandbox_id, t->provider, NULL);
+            continue;
+        }
+        if (t->in_flight || t->state == SBX_TASK_STARTING || here < 0) {
+            /* the sandbox may still be there: the caller destroys it */
+            add_task(&out->cleanup, &out->n_cleanup, t->id, t->sandbox_id, t->provider, NULL);
+        }
+        r = end_task(st, t->id,
+                     t->in_flight ? "runner restarted during an exec"
+                     : t->state == SBX_TASK_STARTING
+                         ? "runner restarted while the sandbox was created"
+                         : "runner restarted; sandbox gone",
+                     now, err);
+        if (r == 0) {
+            r = interrupt_jobs(st, t->id,
+                               t->in_flight || t->state == SBX_TASK_STARTING
+                                   ? "runner restarted"
+                                   : "runner restarted; sandbox gone",
+                               now, &out->n_interrupted, err);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        sbx_task_rec_clear(&tasks[i]);
+    }
+    free(tasks);
+    return r;
+}
+
+/* Running jobs left after the tasks: adopted ones are collected, the rest
+ * (no task row, or one that had already ended) are interrupted. */
+static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *out,
+                        sbx_error_t **err)
+{
+    struct sbx_job_rec *running = NULL;
+    size_t n = 0;
+    int r;
+
+    r = sbx_store_job_list(st, SBX_JOB_RUNNING, &running, &n, err);
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        struct sbx_job_rec *j = &running[i];
+        int adopted = 0;
+
+        for (size_t k = 0; k < out->n_adopt; k++) {
+            if (strcmp(out->adopt[k].task_id, j->task) == 0) {
+                adopted = 1;
+                if (out->adopt[k].job_id == NULL) {
+                    out->adopt[k].job_id = xstrdup(j->id);
+                }
+                break;
+            }
+        }
+        if (adopted) {
+            out->adopt_jobs =
+                xrealloc(out->adopt_jobs, (out->n_adopt_jobs + 1) * sizeof(*out->adopt_jobs));
+            out->adopt_jobs[out->n_adopt_jobs++] = *j;
+            memset(j, 0, sizeof(*j));
+            continue;
+        }
+        add_task(&out->cleanup, &out->n_cleanup, j->task, NULL, j->provider, j->id);
+        r = sbx_store_job_end(st, j->id, SBX_JOB_INTERRUPTED, -1, "runner restarted",
+                              j->egress_allowed, j->egress_denied, now, err);
+        if (r == 0) {
+            out->n_interrupted++;
+        }
+    }
+    sbx_job_rec_free_array(running, n);
+    return r;
+}
+
+int sbx_store_recover(struct sbx_store *st, sbx_sandbox_present_fn present, void *ctx,
+                      struct sbx_recovery *out, sbx_error_t **err)
+{
+    int64_t now = sbx_store_now();
+
+    memset(out, 0, sizeof(*out));
+    if (sbx_store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
+        return -1;
+    }
+    if (recover_tasks(st, present, ctx, now, out, err) < 0 || recover_jobs(st, now, out, err) < 0 ||
+        sbx_store_job_list(st, SBX_JOB_QUEUED, &out->queued, &out->n_queued, err) < 0 ||
+        sbx_store_exec(st, "COMMIT", err) < 0) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        sbx_recovery_clear(out);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_tasks(struct sbx_recovered_task *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(t[i].task_id);
+        free(t[i].sandbox_id);
+        free(t[i].provider);
+        free(t[i].job_id);
+    }
+    free(t);
+}
+
+void sbx_recovery_clear(struct sbx_recovery *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    sbx_job_rec_free_array(r->queued, r->n_queued);
+    sbx_job_rec_free_array(r->adopt_jobs, r->n_adopt_jobs);
+    free_tasks(r->adopt, r->n_adopt);
+    free_tasks(r->cleanup, r->n_cleanup);
+    memset(r, 0, sizeof(*r));
+}

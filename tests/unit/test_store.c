@@ -1,0 +1,484 @@
+/* test_store.c - the SQLite store: records, transitions, bad input, and
+ * durability across a SIGKILL of the writing process, then recovery. */
+#include "test_common.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "store/store_internal.h"
+#include "util/xalloc.h"
+
+#define G (1LL << 30)
+
+static char *dir;
+static char *db;
+
+static int setup(void **state)
+{
+    (void)state;
+    dir = test_mkdtemp();
+    assert_true(asprintf(&db, "%s/state.db", dir) > 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_rm_rf(dir);
+    free(dir);
+    free(db);
+    return 0;
+}
+
+static struct sbx_store *open_ok(void)
+{
+    sbx_error_t *err = NULL;
+    struct sbx_store *st = sbx_store_open(db, &err);
+
+    if (st == NULL) {
+        fail_msg("open: %s", err->msg);
+    }
+    return st;
+}
+
+/* A valid job; the caller may spoil a field. Free with sbx_job_rec_clear(). */
+static void job_init(struct sbx_job_rec *j, const char *id, const char *pool, const char *cls)
+{
+    memset(j, 0, sizeof(*j));
+    j->id = xstrdup(id);
+    j->pool = xstrdup(pool);
+    j->cls = xstrdup(cls);
+    j->argv = json_pack("[s, s]", "make", "test");
+    j->labels = json_pack("{s:s}", "repo", "stackra");
+    j->worktree = xstrdup("/srv/wt/1");
+    j->limits.cpus = 2.0;
+    j->limits.memory = 8 * G;
+    j->limits.disk = 40 * G;
+    j->limits.pids = 4096;
+    j->limits.idle = 3600;
+    j->limits.max = 8 * 3600;
+}
+
+static void insert_ok(struct sbx_store *st, const char *id, const char *pool, const char *cls,
+                      int64_t at)
+{
+    struct sbx_job_rec j;
+    sbx_error_t *err = NULL;
+
+    job_init(&j, id, pool, cls);
+    j.queued_at = at;
+    if (sbx_store_job_insert(st, &j, &err) < 0) {
+        fail_msg("insert %s: %s", id, err->msg);
+    }
+    sbx_job_rec_clear(&j);
+}
+
+static void ok(int r, sbx_error_t **err)
+{
+    if (r < 0) {
+        fail_msg("%s", (*err)->msg);
+    }
+}
+
+static void test_store_record(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_job_rec j = {0};
+    sbx_error_t *err = NULL;
+    const char *leases[] = {"lease-1", "lease-2"};
+    json_t *o;
+    char *text;
+
+    (void)state;
+    insert_ok(st, "job-1", "ci", "heavy", 1000000);
+    ok(sbx_store_job_get(st, "job-1", &j, &err), &err);
+    assert_int_equal(j.state, SBX_JOB_QUEUED);
+    assert_string_equal(j.task, "job-1"); /* a CI job is a one-command task */
+    assert_int_equal(j.queued_at, 1000000);
+    assert_int_equal(j.limits.memory, 8 * G);
+    ok(sbx_store_job_granted(st, "job-1", 1005000, &err), &err);
+    ok(sbx_store_job_ready(st, "job-1", "task-9", "docker", "sbx-sandbox:abc", 1007000, &err),
+       &err);
+    ok(sbx_store_job_set_leases(st, "job-1", leases, 2, &err), &err);
+    ok(sbx_store_job_end(st, "job-1", SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000, &err),
+       &err);
+    ok(sbx_store_job_get(st, "job-1", &j, &err), &err);
+    o = sbx_job_rec_to_json(&j);
+    text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(
+        text, "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"created_at\":1000.0,"
+              "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
+              "\"denied\":2},\"ended_at\":1090.0,\"exit_status\":3,\"id\":\"job-1\","
+              "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
+              "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
+              "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
+              "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
+              "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
+              "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
+    free(text);
+    json_decref(o);
+    sbx_job_rec_clear(&j);
+    sbx_store_close(st);
+}
+
+static void expect_err(int r, sbx_error_t **err, int code, const char *fragment)
+{
+    assert_int_equal(r, -1);
+    assert_non_null(*err);
+    if ((code != 0 && (*err)->code != code) || strstr((*err)->msg, fragment) == NULL) {
+        fail_msg("got %d '%s', wanted %d '%s'", (*err)->code, (*err)->msg, code, fragment);
+    }
+    sbx_error_free(err);
+}
+
+static void test_store_transitions(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_job_rec *list = NULL;
+    size_t n = 0;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    insert_ok(st, "a", "ci", "light", 0);
+    insert_ok(st, "b", "agent", "light", 0);
+    insert_ok(st, "c", "ci", "light", 0);
+    expect_err(sbx_store_job_ready(st, "a", NULL, NULL, NULL, 0, &err), &err, EINVAL,
+               "store: job a is queued, not running");
+    ok(sbx_store_job_granted(st, "a", 0, &err), &err);
+    expect_err(sbx_store_job_granted(st, "a", 0, &err), &err, EINVAL,
+               "job a is running, not queued");
+    expect_err(sbx_store_job_granted(st, "zz", 0, &err), &err, SBX_E_NOTFOUND,
+               "store: no job 'zz'");
+    ok(sbx_store_job_end(st, "b", SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0, &err), &err);
+    expect_err(sbx_store_job_end(st, "b", SBX_JOB_FINISHED, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
+               "job b is cancelled, not queued or running");
+    expect_err(sbx_store_job_end(st, "a", SBX_JOB_RUNNING, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
+               "not running");
+    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 300, NULL, 0, 0, 0, &err), &err, EINVAL,
+               "bad reason, egress count or exit status");
+    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0, &err), &err,
+               EINVAL, "bad reason");
+    ok(sbx_store_job_list(st, SBX_JOB_QUEUED, &list, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(list[0].id, "c");
+    sbx_job_rec_free_array(list, n);
+    ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
+    assert_int_equal(n, 3);
+    assert_string_equal(list[0].id, "a");
+    assert_string_equal(list[1].id, "b");
+    assert_true(list[0].seq < list[1].seq && list[1].seq < list[2].seq);
+    sbx_job_rec_free_array(list, n);
+    expect_err(sbx_store_job_list(st, 17, &list, &n, &err), &err, EINVAL, "unknown job state");
+    sbx_store_close(st);
+}
+
+static void test_store_bad_input(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_job_rec j;
+    struct sbx_task_rec t = {0};
+    sbx_error_t *err = NULL;
+    const char *bad_leases[] = {"ok", "has\ttab"};
+    char *notdb;
+
+    (void)state;
+    expect_err(sbx_store_job_insert(st, NULL, &err), &err, EINVAL, "no job given");
+#define SPOIL(stmt, fragment)                                                                      \
+    do {                                                                                           \
+        job_init(&j, "j1", "ci", "light");                                                         \
+        stmt;                                                                                      \
+        expect_err(sbx_store_job_insert(st, &j, &err), &err, EINVAL, fragment);                    \
+        sbx_job_rec_clear(&j);                                                                     \
+    } while (0)
+    SPOIL((free(j.id), j.id = xstrdup("x y")), "job id must be 1-63 characters");
+    SPOIL((free(j.id), j.id = NULL), "job id must be");
+    SPOIL(j.task = xstrdup("../etc"), "task id must be");
+    SPOIL((free(j.pool), j.pool = xstrdup("gpu")), "job j1: pool must be 'ci' or 'agent'");
+    SPOIL((free(j.cls), j.cls = xstrdup("medium")), "class must be 'light' or 'heavy'");
+    SPOIL((json_decref(j.argv), j.argv = json_array()), "argv must be an array of 1-4096");
+    SPOIL((json_decref(j.argv), j.argv = json_string("make")), "argv must be an array");
+    SPOIL((json_decref(j.argv), j.argv = json_pack("[s, i]", "make", 3)),
+          "argv[1] is not a string");
+    SPOIL((json_decref(j.labels), j.labels = json_array()), "labels must be an object");
+    SPOIL((json_decref(j.labels), j.labels = json_pack("{s:i}", "n", 1)),
+          "label 'n' is not a string");
+    SPOIL(j.limits.cpus = 0, "limits need cpus > 0");
+    SPOIL(j.limits.pids = -1, "no negative value");
+    SPOIL((free(j.worktree), j.worktree = xstrdup("")), "worktree, provider, image and reason");
+    SPOIL((j.leases = xcalloc(2, sizeof(char *)), j.leases[0] = xstrdup("l1"),
+           j.leases[1] = xstrdup("bad\nlease"), j.n_leases = 2),
+          "credential lease id 1 must be");
+#undef SPOIL
+    insert_ok(st, "dup", "ci", "light", 0);
+    job_init(&j, "dup", "ci", "light");
+    expect_err(sbx_store_job_insert(st, &j, &err), &err, EEXIST, "store: job dup already exists");
+    sbx_job_rec_clear(&j);
+    expect_err(sbx_store_job_set_leases(st, "dup", bad_leases, 2, &err), &err, EINVAL,
+               "credential lease id 1");
+    expect_err(sbx_store_job_get(st, NULL, &j, &err), &err, EINVAL, "no job id given");
+    expect_err(sbx_store_job_get(st, "nope", &j, &err), &err, SBX_E_NOTFOUND, "no job 'nope'");
+    /* tasks */
+    t.id = "t/1";
+    expect_err(sbx_store_task_put(st, &t, &err), &err, EINVAL, "task id must be");
+    t.id = "t1";
+    t.pool = "gpu";
+    expect_err(sbx_store_task_put(st, &t, &err), &err, EINVAL, "bad sandbox id, provider, pool");
+    t.pool = "ci";
+    ok(sbx_store_task_put(st, &t, &err), &err);
+    expect_err(sbx_store_task_end(st, "t1", SBX_TASK_READY, NULL, 0, &err), &err, EINVAL,
+               "a task ends ended or interrupted");
+    ok(sbx_store_task_end(st, "t1", SBX_TASK_ENDED, "done", 0, &err), &err);
+    expect_err(sbx_store_task_exec(st, "t1", 1, 0, &err), &err, EINVAL, "task t1 is ended");
+    expect_err(sbx_store_task_exec(st, "t2", 1, 0, &err), &err, SBX_E_NOTFOUND, "no task 't2'");
+    sbx_store_close(st);
+    /* opening */
+    assert_null(sbx_store_open(NULL, &err));
+    expect_err(-1, &err, EINVAL, "store: no path given (runner.state)");
+    assert_null(sbx_store_open("/nonexistent/dir/state.db", &err));
+    expect_err(-1, &err, SBX_E_GENERIC, "store: /nonexistent/dir/state.db: cannot open");
+    notdb = test_write_file(dir, "notdb", "this is not an SQLite database, not at all......\n");
+    assert_null(sbx_store_open(notdb, &err));
+    expect_err(-1, &err, SBX_E_GENERIC, "file is not a database");
+    free(notdb);
+}
+
+/* ---- durability ---- */
+
+#define N_QUEUED 200
+
+static int present_cb(void *ctx, const char *provider, const char *sandbox)
+{
+    (void)ctx;
+    assert_string_equal(provider, "docker");
+    if (strcmp(sandbox, "sbx-B") == 0) {
+        return 1;
+    }
+    if (strcmp(sandbox, "sbx-E") == 0) {
+        return -1; /* the provider cannot tell */
+    }
+    return 0;
+}
+
+static void task_put(struct sbx_store *st, const char *id, const char *sandbox,
+                     enum sbx_task_state state, int in_flight)
+{
+    struct sbx_task_rec t = {0};
+    sbx_error_t *err = NULL;
+
+    t.id = (char *)id;
+    t.sandbox_id = (char *)sandbox;
+    t.provider = "docker";
+    t.pool = "agent";
+    t.state = state;
+    ok(sbx_store_task_put(st, &t, &err), &err);
+    if (in_flight) {
+        ok(sbx_store_task_exec(st, id, 1, 0, &err), &err);
+    }
+}
+
+static void running_in(struct sbx_store *st, const char *job, const char *task)
+{
+    struct sbx_job_rec j;
+    sbx_error_t *err = NULL;
+
+    job_init(&j, job, "agent", "light");
+    j.task = xstrdup(task);
+    ok(sbx_store_job_insert(st, &j, &err), &err);
+    ok(sbx_store_job_granted(st, job, 0, &err), &err);
+    sbx_job_rec_clear(&j);
+}
+
+/* The child: accepts jobs, starts tasks, leaves a transaction open, and is
+ * killed with SIGKILL; it never closes the store. */
+static void child_work(int fd)
+{
+    struct sbx_store *st = open_ok();
+    char id[32];
+
+    for (int i = 0; i < N_QUEUED; i++) {
+        snprintf(id, sizeof(id), "q%03d", i);
+        insert_ok(st, id, i % 2 ? "ci" : "agent", "light", 1000 + i);
+    }
+    task_put(st, "A", "sbx-A", SBX_TASK_READY, 1); /* exec in flight */
+    running_in(st, "ja", "A");
+    task_put(st, "B", "sbx-B", SBX_TASK_READY, 0); /* idle, sandbox present */
+    running_in(st, "jb", "B");
+    task_put(st, "C", "sbx-C", SBX_TASK_READY, 0); /* idle, sandbox gone */
+    running_in(st, "jc", "C");
+    task_put(st, "D", NULL, SBX_TASK_STARTING, 0); /* sandbox being created */
+    running_in(st, "jd", "D");
+    task_put(st, "E", "sbx-E", SBX_TASK_READY, 0); /* provider cannot tell */
+    running_in(st, "je", "E");
+    running_in(st, "jx", "no-task-row"); /* granted, no task yet */
+    insert_ok(st, "done", "ci", "light", 0);
+    sbx_store_exec(st, "BEGIN", NULL);
+    insert_ok(st, "ghost", "ci", "light", 0); /* never committed */
+    if (write(fd, "k", 1) != 1) {
+        _exit(3);
+    }
+    pause();
+    _exit(4);
+}
+
+static const struct sbx_recovered_task *find_rt(const struct sbx_recovered_task *a, size_t n,
+                                                const char *task)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(a[i].task_id, task) == 0) {
+            return &a[i];
+        }
+    }
+    return NULL;
+}
+
+static void expect_job(struct sbx_store *st, const char *id, enum sbx_job_state state,
+                       const char *reason)
+{
+    struct sbx_job_rec j = {0};
+    sbx_error_t *err = NULL;
+
+    ok(sbx_store_job_get(st, id, &j, &err), &err);
+    if (j.state != state || (reason && (j.reason == NULL || strcmp(j.reason, reason) != 0))) {
+        fail_msg("job %s: %s '%s', wanted %s '%s'", id, sbx_job_state_name(j.state),
+                 j.reason ? j.reason : "", sbx_job_state_name(state), reason ? reason : "");
+    }
+    if (state == SBX_JOB_INTERRUPTED) {
+        assert_true(j.finished_at > 0);
+    }
+    sbx_job_rec_clear(&j);
+}
+
+static void test_store_sigkill_recover(void **state)
+{
+    int fds[2];
+    pid_t pid;
+    char c;
+    int st_;
+    struct sbx_store *st;
+    struct sbx_recovery r;
+    struct sbx_task_rec t = {0};
+    struct sbx_job_rec *all = NULL;
+    size_t n_all = 0;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    assert_int_equal(pipe(fds), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        child_work(fds[1]);
+    }
+    close(fds[1]);
+    assert_int_equal(read(fds[0], &c, 1), 1);
+    close(fds[0]);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, &st_, 0), pid);
+    assert_true(WIFSIGNALED(st_) && WTERMSIG(st_) == SIGKILL);
+
+    st = open_ok();
+    ok(sbx_store_recover(st, present_cb, NULL, &r, &err), &err);
+    /* every accepted queued job is still queued, in order, with its time */
+    assert_int_equal(r.n_queued, N_QUEUED + 1);
+    for (int i = 0; i < N_QUEUED; i++) {
+        char id[32];
+
+        snprintf(id, sizeof(id), "q%03d", i);
+        assert_string_equal(r.queued[i].id, id);
+        assert_int_equal(r.queued[i].queued_at, 1000 + i);
+        assert_int_equal(r.queued[i].state, SBX_JOB_QUEUED);
+    }
+    assert_string_equal(r.queued[N_QUEUED].id, "done");
+    /* B is re-adopted with its job */
+    assert_int_equal(r.n_adopt, 1);
+    assert_string_equal(r.adopt[0].task_id, "B");
+    assert_string_equal(r.adopt[0].sandbox_id, "sbx-B");
+    assert_string_equal(r.adopt[0].job_id, "jb");
+    assert_int_equal(r.n_adopt_jobs, 1);
+    assert_string_equal(r.adopt_jobs[0].id, "jb");
+    /* A (exec in flight), D (creating), E (unknown) and jx's task are cleaned up */
+    assert_int_equal(r.n_cleanup, 4);
+    assert_non_null(find_rt(r.cleanup, r.n_cleanup, "A"));
+    assert_string_equal(find_rt(r.cleanup, r.n_cleanup, "A")->sandbox_id, "sbx-A");
+    assert_non_null(find_rt(r.cleanup, r.n_cleanup, "D"));
+    assert_non_null(find_rt(r.cleanup, r.n_cleanup, "E"));
+    assert_string_equal(find_rt(r.cleanup, r.n_cleanup, "no-task-row")->job_id, "jx");
+    assert_null(find_rt(r.cleanup, r.n_cleanup, "C")); /* gone: nothing to clean */
+    assert_int_equal(r.n_interrupted, 5);
+    sbx_recovery_clear(&r);
+
+    expect_job(st, "ja", SBX_JOB_INTERRUPTED, "runner restarted");
+    expect_job(st, "jb", SBX_JOB_RUNNING, NULL);
+    expect_job(st, "jc", SBX_JOB_INTERRUPTED, "runner restarted; sandbox gone");
+    expect_job(st, "jd", SBX_JOB_INTERRUPTED, "runner restarted");
+    expect_job(st, "je", SBX_JOB_INTERRUPTED, "runner restarted; sandbox gone");
+    expect_job(st, "jx", SBX_JOB_INTERRUPTED, "runner restarted");
+    ok(sbx_store_task_get(st, "A", &t, &err), &err);
+    assert_int_equal(t.state, SBX_TASK_INTERRUPTED);
+    assert_string_equal(t.reason, "runner restarted during an exec");
+    ok(sbx_store_task_get(st, "B", &t, &err), &err);
+    assert_int_equal(t.state, SBX_TASK_READY);
+    sbx_task_rec_clear(&t);
+    /* nothing lost, nothing half-written */
+    ok(sbx_store_job_list(st, -1, &all, &n_all, &err), &err);
+    assert_int_equal(n_all, N_QUEUED + 7);
+    sbx_job_rec_free_array(all, n_all);
+    expect_err(sbx_store_job_get(st, "ghost", &(struct sbx_job_rec){0}, &err), &err, SBX_E_NOTFOUND,
+               "no job 'ghost'");
+    /* recovery is idempotent: a second restart changes nothing */
+    ok(sbx_store_recover(st, present_cb, NULL, &r, &err), &err);
+    assert_int_equal(r.n_queued, N_QUEUED + 1);
+    assert_int_equal(r.n_adopt, 1);
+    assert_int_equal(r.n_cleanup, 0);
+    assert_int_equal(r.n_interrupted, 0);
+    sbx_recovery_clear(&r);
+    sbx_store_close(st);
+}
+
+/* A writer that exits without closing (no cleanup at all) loses nothing. */
+static void test_store_exit_without_close(void **state)
+{
+    pid_t pid;
+    int st_;
+    struct sbx_store *st;
+    struct sbx_job_rec *q = NULL;
+    size_t n = 0;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sbx_store *cs = open_ok();
+
+        for (int i = 0; i < 50; i++) {
+            char id[16];
+
+            snprintf(id, sizeof(id), "x%d", i);
+            insert_ok(cs, id, "ci", "heavy", 0);
+        }
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &st_, 0), pid);
+    assert_true(WIFEXITED(st_) && WEXITSTATUS(st_) == 0);
+    st = open_ok();
+    ok(sbx_store_job_list(st, SBX_JOB_QUEUED, &q, &n, &err), &err);
+    assert_int_equal(n, 50);
+    assert_string_equal(q[49].id, "x49");
+    sbx_job_rec_free_array(q, n);
+    sbx_store_close(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_store_record, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_transitions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_sigkill_recover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_exit_without_close, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
