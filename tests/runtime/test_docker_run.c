@@ -204,6 +204,21 @@ static void test_run_socket_not_permitted(void **state)
     free(statev);
 }
 
+static void test_info_reports_userns(void **state)
+{
+    struct spawn_result r = RT_SBX("info", "--json");
+    json_t *j;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_true(json_is_true(json_object_get(j, "userns")));
+    assert_non_null(strstr(json_string_value(json_object_get(j, "disk_limit")), "watchdog"));
+    json_decref(j);
+    spawn_result_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +231,7 @@ int main(void)
         cmocka_unit_test(test_run_bad_input),
         cmocka_unit_test(test_run_engine_down),
         cmocka_unit_test(test_run_socket_not_permitted),
+        cmocka_unit_test(test_info_reports_userns),
     };
 
     return cmocka_run_group_tests_name("docker_run", tests, rt_setup, rt_teardown);

@@ -19,6 +19,8 @@ static const struct sbx_cmd commands[] = {
      sbx_cmd_task_help},
     {"exec", "run a command in a running task's sandbox", sbx_cmd_exec, sbx_cmd_exec_help},
     {"image", "build the warm sandbox image", sbx_cmd_image, sbx_cmd_image_help},
+    {"info", "show the configuration in force and the provider's engine", sbx_cmd_info,
+     sbx_cmd_info_help},
     {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
     {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
     {"help", "show help for sbx or a command", NULL, help_help},

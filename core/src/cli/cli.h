@@ -57,5 +57,7 @@ int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_task_help(FILE *out);
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_image_help(FILE *out);
+int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_info_help(FILE *out);
 
 #endif

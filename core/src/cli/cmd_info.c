@@ -1,0 +1,117 @@
+/* cmd_info.c - `sbx info [--provider NAME] [--json]`: what this box runs:
+ * the configuration in force and what the provider reports of its engine
+ * (user namespaces on or off, how the disk cap is enforced). */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "plugin/instance.h"
+#include "sandbox/statedir.h"
+#include "sbx_build.h"
+#include "util/units.h"
+
+void sbx_cmd_info_help(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx info [--provider NAME] [--json]\n"
+            "\n"
+            "Shows the configuration in force (file, plugin and state directories, image,\n"
+            "limits) and what the provider reports about its engine: its version, whether\n"
+            "user namespaces are on, and which mechanism enforces the disk cap.\n"
+            "\n"
+            "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
+}
+
+int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {{"provider", required_argument, NULL, 'p'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {NULL, 0, NULL, 0}};
+    struct sbx_provider_info info = {.userns = -1};
+    struct sbx_open_instance *oi;
+    struct sbx_config *cfg;
+    const char *provider = NULL;
+    const char *dir;
+    sbx_error_t *err = NULL;
+    char *state;
+    char mem[32];
+    char disk[32];
+    json_t *j;
+    int json = 0;
+    int rc = SBX_EXIT_OK;
+    int c;
+
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        if (c == 'p') {
+            provider = optarg;
+        }
+        else if (c == 'j') {
+            json = 1;
+        }
+        else {
+            fprintf(stderr, "sbx: error: info: unknown option '%s'\n", argv[optind - 1]);
+            return SBX_EXIT_USAGE;
+        }
+    }
+    cfg = sbx_cli_config(cli);
+    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
+    if (dir == NULL) {
+        return SBX_EXIT_USAGE;
+    }
+    provider = provider ? provider : cfg->provider;
+    state = sbx_state_dir(cfg->state_dir, NULL);
+    oi = sbx_instance_open(cfg, dir, provider, SBX_PLUGIN_PROVIDER, &err);
+    if (oi != NULL && sbx_instance_provider(oi)->info != NULL) {
+        sbx_instance_provider(oi)->info(oi->ctx, &info, NULL);
+    }
+    sbx_size_format(cfg->limits.memory, mem, sizeof(mem));
+    sbx_size_format(cfg->limits.disk, disk, sizeof(disk));
+    j = json_pack("{s:s, s:s?, s:s, s:s?, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, s:i}",
+                  "version", SBX_VERSION, "config", cfg->path, "plugin_dir", dir, "state_dir",
+                  state, "image", cfg->image, "provider", provider, "limits", "cpus",
+                  cfg->limits.cpus, "memory", (json_int_t)cfg->limits.memory, "disk",
+                  (json_int_t)cfg->limits.disk, "pids", (json_int_t)cfg->limits.pids, "idle",
+                  (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max,
+                  "max_sandboxes", cfg->box.max_sandboxes);
+    if (oi != NULL) {
+        json_object_set_new(j, "engine", json_string(info.engine));
+        json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
+        json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
+    }
+    else {
+        json_object_set_new(j, "provider_error", json_string(sbx_error_msg(err)));
+        rc = SBX_EXIT_FAIL;
+    }
+    if (json) {
+        char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+        printf("%s\n", s);
+        free(s);
+    }
+    else {
+        printf("sbx %s\nconfig:      %s\nplugin dir:  %s\nstate dir:   %s\nimage:       %s\n"
+               "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds\n"
+               "box:         at most %d sandboxes\nprovider:    %s\n",
+               SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir,
+               state ? state : "?", cfg->image, cfg->limits.cpus, mem, disk,
+               (long long)cfg->limits.pids, (long long)cfg->limits.idle,
+               (long long)cfg->limits.max, cfg->box.max_sandboxes, provider);
+        if (oi != NULL) {
+            printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", info.engine,
+                   info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",
+                   info.disk_limit[0] ? info.disk_limit : "not reported");
+        }
+        else {
+            printf("engine:      unreachable: %s\n", sbx_error_msg(err));
+        }
+    }
+    json_decref(j);
+    sbx_error_free(&err);
+    sbx_instance_close(oi);
+    free(state);
+    return rc;
+}
