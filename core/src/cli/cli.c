@@ -21,6 +21,8 @@ static const struct sbx_cmd commands[] = {
     {"image", "build the warm sandbox image", sbx_cmd_image, sbx_cmd_image_help},
     {"info", "show the configuration in force and the provider's engine", sbx_cmd_info,
      sbx_cmd_info_help},
+    {"spike", "measure the spike bar (ADR decision 13) per provider", sbx_cmd_spike,
+     sbx_cmd_spike_help},
     {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
     {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
     {"help", "show help for sbx or a command", NULL, help_help},

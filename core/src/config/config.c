@@ -240,6 +240,11 @@ static void apply_defaults(struct sbx_config *c)
     c->runner.cooldown = 600;
     c->runner.spend_day_cap = 150.0;
     c->runner.spend_month_cap = 4500.0;
+    c->spike.warm_start = 10.0;
+    c->spike.concurrent = 6;
+    c->spike.concurrent_cpus = 0.25;
+    c->spike.concurrent_memory = 256LL << 20;
+    c->spike.agent_hour_cost = 0.10;
 }
 
 struct sbx_config *sbx_config_defaults(void)
@@ -277,7 +282,7 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     const config_setting_t *caches = config_lookup(&c->cfg, "caches");
     const config_setting_t *pools = config_lookup(&c->cfg, "pools");
     static const char *const positive[] = {"limits.pids", "box.max_sandboxes",
-                                           "runner.max_boxes", NULL};
+                                           "runner.max_boxes", "spike.concurrent", NULL};
 
     for (size_t i = 0; positive[i] != NULL; i++) {
         if (check_positive(c, positive[i], err) < 0) {
@@ -394,6 +399,17 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     c->runner.spend_day_cap = get_float(runner, "spend_day_cap", c->runner.spend_day_cap);
     c->runner.spend_month_cap = get_float(runner, "spend_month_cap", c->runner.spend_month_cap);
 
+    {
+        const config_setting_t *spike = config_lookup(&c->cfg, "spike");
+
+        c->spike.warm_start = (double)get_duration(spike, "warm_start",
+                                                   (int64_t)c->spike.warm_start);
+        c->spike.concurrent = (int)get_int(spike, "concurrent", c->spike.concurrent);
+        c->spike.concurrent_cpus = get_cpus(spike, "concurrent_cpus", c->spike.concurrent_cpus);
+        c->spike.concurrent_memory = get_size(spike, "concurrent_memory",
+                                              c->spike.concurrent_memory);
+        c->spike.agent_hour_cost = get_float(spike, "agent_hour_cost", c->spike.agent_hour_cost);
+    }
     c->egress.log = dup_string(egress, "log", NULL);
     c->egress.registries = get_strings(egress, "registries", NULL);
 

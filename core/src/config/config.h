@@ -85,6 +85,14 @@ struct sbx_config {
         char *log;
         char **registries;
     } egress;
+
+    struct {
+        double warm_start;      /* seconds (bar: 10 s) */
+        int concurrent;         /* sandboxes at once (bar: 6) */
+        double concurrent_cpus; /* limits of each concurrent sandbox */
+        int64_t concurrent_memory;
+        double agent_hour_cost; /* dollars above the bare box (bar: 0.10) */
+    } spike;
 };
 
 /* Finds and loads the configuration. explicit_path may be NULL. */

@@ -57,6 +57,15 @@ static const struct sbx_key egress_keys[] = {
     {NULL, 0, NULL},
 };
 
+static const struct sbx_key spike_keys[] = {
+    {"warm_start", SBX_KEY_DURATION, NULL},
+    {"concurrent", SBX_KEY_INT, NULL},
+    {"concurrent_cpus", SBX_KEY_CPUS, NULL},
+    {"concurrent_memory", SBX_KEY_SIZE, NULL},
+    {"agent_hour_cost", SBX_KEY_FLOAT, NULL},
+    {NULL, 0, NULL},
+};
+
 const struct sbx_key sbx_config_schema[] = {
     {"plugin_dir", SBX_KEY_STRING, NULL},
     {"policy_dir", SBX_KEY_STRING, NULL},
@@ -72,6 +81,7 @@ const struct sbx_key sbx_config_schema[] = {
     {"box", SBX_KEY_GROUP, box_keys},
     {"runner", SBX_KEY_GROUP, runner_keys},
     {"egress", SBX_KEY_GROUP, egress_keys},
+    {"spike", SBX_KEY_GROUP, spike_keys},
     {NULL, 0, NULL},
 };
 

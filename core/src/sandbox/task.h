@@ -23,6 +23,9 @@ struct sbx_task_opts {
     const char *const *argv; /* the first command, for policy; may be NULL */
     const volatile int *cancel; /* set by a signal handler while starting, or NULL */
     int ephemeral;           /* `sbx run`: no record is kept after the end */
+    /* Narrower limits for this task (each field 0 = the configured one);
+     * never above the configured caps. */
+    const struct sbx_limits *limits;
 };
 
 /* A running exec, for cancellation. */

@@ -37,6 +37,29 @@ static void free_task(struct sbx_task *t)
     free(t);
 }
 
+/* Takes each requested limit that is set and not above the cap. */
+static void narrow_limits(struct sbx_limits *cap, const struct sbx_limits *want)
+{
+    if (want->cpus > 0 && want->cpus < cap->cpus) {
+        cap->cpus = want->cpus;
+    }
+    if (want->memory > 0 && want->memory < cap->memory) {
+        cap->memory = want->memory;
+    }
+    if (want->disk > 0 && want->disk < cap->disk) {
+        cap->disk = want->disk;
+    }
+    if (want->pids > 0 && want->pids < cap->pids) {
+        cap->pids = want->pids;
+    }
+    if (want->idle > 0 && want->idle < cap->idle) {
+        cap->idle = want->idle;
+    }
+    if (want->max > 0 && want->max < cap->max) {
+        cap->max = want->max;
+    }
+}
+
 static int check_worktree(const char *w, char **out, sbx_error_t **err)
 {
     char *real = realpath(w, NULL);
@@ -86,6 +109,9 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     t->last_exit = -1;
     t->ephemeral = o->ephemeral;
     t->limits = cfg->limits;
+    if (o->limits != NULL) {
+        narrow_limits(&t->limits, o->limits);
+    }
     t->image = xstrdup(cfg->image);
     snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
     snprintf(t->slot_class, sizeof(t->slot_class), "light");

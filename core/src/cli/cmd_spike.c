@@ -1,0 +1,170 @@
+/* cmd_spike.c - `sbx spike`: the spike bar of ADR 0287 decision 13 for one or
+ * more providers, side by side. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "spike/spike.h"
+#include "util/xalloc.h"
+
+#define MAX_PROVIDERS 8
+
+void sbx_cmd_spike_help(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx spike [--provider NAME]... [--runs N] [--credentials NAME] [--json]\n"
+            "                 [--out FILE]\n"
+            "\n"
+            "Measures ADR 0287 decision 13 for each provider and prints, per criterion,\n"
+            "the bar, the measured value and pass, fail or cannot-measure (with why):\n"
+            "warm start (request to the end of `true`: p50, p95, max over N runs),\n"
+            "concurrent sandboxes (spike.concurrent at once with a CPU and memory load,\n"
+            "with the box's headroom), Testcontainers, the egress allow-list,\n"
+            "short-lived credentials only, cost per agent-hour (formula and inputs\n"
+            "printed), and Agent Vault (deferred: its plugin's reason).\n"
+            "Bars come from config `spike { warm_start; concurrent; concurrent_cpus;\n"
+            "concurrent_memory; agent_hour_cost; }` and runner.box_hour_price.\n"
+            "\n"
+            "  --provider NAME    a provider instance (repeatable; default: config provider)\n"
+            "  --runs N           warm-start samples (default 5)\n"
+            "  --credentials NAME credential instance for the credentials criterion\n"
+            "  --json             the report as JSON on stdout (every raw measurement)\n"
+            "  --out FILE         also write FILE.json and FILE.md\n"
+            "\n"
+            "Exit status: 0 when nothing failed (cannot-measure is not a failure), 1 when a\n"
+            "criterion failed, 2 usage or configuration error.\n");
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    if (f == NULL) {
+        fprintf(stderr, "sbx: error: spike: cannot write %s\n", path);
+        return -1;
+    }
+    fputs(text, f);
+    fclose(f);
+    return 0;
+}
+
+int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"provider", required_argument, NULL, 'p'}, {"runs", required_argument, NULL, 'r'},
+        {"credentials", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"out", required_argument, NULL, 'o'},       {NULL, 0, NULL, 0},
+    };
+    const char *providers[MAX_PROVIDERS];
+    struct sbx_spike_column cols[MAX_PROVIDERS];
+    struct sbx_spike_opts so = {.runs = 5};
+    struct sbx_spike_bar bar;
+    struct sbx_config *cfg;
+    const char *out = NULL;
+    const char *dir;
+    size_t n = 0;
+    int json = 0;
+    int failed = 0;
+    json_t *report;
+    char *md;
+    int c;
+
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (n == MAX_PROVIDERS) {
+                fprintf(stderr, "sbx: error: spike: at most %d providers\n", MAX_PROVIDERS);
+                return SBX_EXIT_USAGE;
+            }
+            providers[n++] = optarg;
+            break;
+        case 'r': {
+            char *end = NULL;
+            long v = strtol(optarg, &end, 10);
+
+            if (*optarg == '\0' || *end != '\0' || v < 1 || v > 1000) {
+                fprintf(stderr, "sbx: error: spike: --runs '%s': use 1 to 1000\n", optarg);
+                return SBX_EXIT_USAGE;
+            }
+            so.runs = (int)v;
+            break;
+        }
+        case 'c':
+            so.credentials = optarg;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        case 'o':
+            out = optarg;
+            break;
+        default:
+            fprintf(stderr, "sbx: error: spike: unknown option or missing value '%s'\n",
+                    argv[optind - 1]);
+            return SBX_EXIT_USAGE;
+        }
+    }
+    cfg = sbx_cli_config(cli);
+    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
+    if (dir == NULL) {
+        return SBX_EXIT_USAGE;
+    }
+    if (n == 0) {
+        providers[n++] = cfg->provider;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (sbx_config_instance(cfg, providers[i], SBX_PLUGIN_PROVIDER) == NULL) {
+            fprintf(stderr, "sbx: error: spike: no provider instance '%s'\n", providers[i]);
+            return SBX_EXIT_USAGE;
+        }
+    }
+    sbx_spike_bar_from_config(cfg, &bar);
+    for (size_t i = 0; i < n; i++) {
+        sbx_error_t *err = NULL;
+
+        if (sbx_spike_measure(cfg, dir, providers[i], &so, &cols[i], &err) < 0) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            for (size_t k = 0; k < i; k++) {
+                sbx_spike_column_fini(&cols[k]);
+            }
+            return SBX_EXIT_FAIL;
+        }
+        for (int k = 0; k < SBX_SPIKE_NCRITERIA; k++) {
+            failed |= cols[i].rows[k].status == SBX_SPIKE_FAIL;
+        }
+    }
+    report = sbx_spike_report_json(cols, n, &bar);
+    md = sbx_spike_report_markdown(cols, n, &bar);
+    if (json) {
+        char *s = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+        printf("%s\n", s);
+        free(s);
+    }
+    else {
+        sbx_spike_print_table(stdout, cols, n, &bar);
+    }
+    if (out != NULL) {
+        char *jp = xasprintf("%s.json", out);
+        char *mp = xasprintf("%s.md", out);
+        char *s = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+        if (write_text(jp, s) < 0 || write_text(mp, md) < 0) {
+            failed = 1;
+        }
+        free(s);
+        free(jp);
+        free(mp);
+    }
+    json_decref(report);
+    free(md);
+    for (size_t i = 0; i < n; i++) {
+        sbx_spike_column_fini(&cols[i]);
+    }
+    return failed ? SBX_EXIT_FAIL : SBX_EXIT_OK;
+}
