@@ -327,5 +327,5 @@ static const struct sbx_credential_ops credential_infisical_ops = {
     .renew = cb_infisical_renew,
 };
 
-SBX_PLUGIN_DEFINE(SBX_PLUGIN_CREDENTIAL, "cred_infisical", "1.0.0", SBX_PLUGIN_READY, NULL,
+SBX_PLUGIN_DEFINE(SBX_PLUGIN_CREDENTIAL, "cred_infisical", "0.2.0", SBX_PLUGIN_READY, NULL,
                   inf_options, credential_infisical_ops)
