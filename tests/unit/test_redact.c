@@ -3,6 +3,7 @@
 #include "test_common.h"
 
 #include "cred/redact.h"
+#include "plugin/host.h"
 
 struct capture {
     char *p;
@@ -246,6 +247,27 @@ static void test_redact_random(void **state)
     sbx_redactor_destroy(r);
 }
 
+static void test_redact_from_lease(void **state)
+{
+    const struct sbx_host_api *host = sbx_host_api_get();
+    struct sbx_lease lease = {0};
+    struct sbx_redactor *r;
+    sbx_error_t *err = NULL;
+    char *out;
+
+    (void)state;
+    snprintf(lease.id, sizeof(lease.id), "lease-1");
+    assert_int_equal(host->lease_add_secret(&lease, "API_KEY", "sk-live-123456", &err), 0);
+    assert_int_equal(host->lease_add_secret(&lease, "PIN", "42", &err), 0);
+    r = sbx_redactor_from_lease(&lease);
+    assert_int_equal(sbx_redactor_count(r), 1);
+    sbx_lease_clear(&lease); /* the redactor keeps its own copies */
+    out = sbx_redact_buffer(r, "key sk-live-123456 pin 42", 25, NULL);
+    assert_string_equal(out, "key [redacted:API_KEY] pin 42");
+    free(out);
+    sbx_redactor_destroy(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +278,7 @@ int main(void)
         cmocka_unit_test(test_redact_hold_back_bound),
         cmocka_unit_test(test_redact_sink_refuses),
         cmocka_unit_test(test_redact_random),
+        cmocka_unit_test(test_redact_from_lease),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

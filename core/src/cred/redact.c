@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/log.h"
 #include "util/xalloc.h"
 
 struct redact_secret {
@@ -19,6 +20,8 @@ struct sbx_redactor {
     size_t n;
     size_t max_len;
     unsigned char first[256]; /* non-zero: some value starts with this byte */
+    size_t *bucket[256];      /* the secrets starting with each byte */
+    size_t bucket_n[256];
 };
 
 struct sbx_redact_stream {
@@ -43,6 +46,7 @@ int sbx_redactor_add(struct sbx_redactor *r, const char *name, const char *value
 {
     struct redact_secret *s;
     size_t len = strlen(value);
+    unsigned char c;
 
     if (len < SBX_REDACT_MIN_LEN) {
         return 1;
@@ -57,13 +61,30 @@ int sbx_redactor_add(struct sbx_redactor *r, const char *name, const char *value
     if (len > r->max_len) {
         r->max_len = len;
     }
-    r->first[(unsigned char)value[0]] = 1;
+    c = (unsigned char)value[0];
+    r->first[c] = 1;
+    r->bucket[c] = xrealloc(r->bucket[c], (r->bucket_n[c] + 1) * sizeof(size_t));
+    r->bucket[c][r->bucket_n[c]++] = r->n - 1;
     return 0;
 }
 
 size_t sbx_redactor_count(const struct sbx_redactor *r)
 {
     return r ? r->n : 0;
+}
+
+struct sbx_redactor *sbx_redactor_from_lease(const struct sbx_lease *lease)
+{
+    struct sbx_redactor *r = sbx_redactor_create();
+
+    for (size_t i = 0; lease != NULL && i < lease->n_secrets; i++) {
+        if (sbx_redactor_add(r, lease->secrets[i].name, lease->secrets[i].value) != 0) {
+            sbx_log(SBX_LOG_WARN, "credentials: lease %s: the value of %s is shorter than %d "
+                    "bytes and will not be redacted from output", lease->id,
+                    lease->secrets[i].name, SBX_REDACT_MIN_LEN);
+        }
+    }
+    return r;
 }
 
 void sbx_redactor_destroy(struct sbx_redactor *r)
@@ -78,6 +99,9 @@ void sbx_redactor_destroy(struct sbx_redactor *r)
         free(r->v[i].marker);
     }
     free(r->v);
+    for (size_t c = 0; c < 256; c++) {
+        free(r->bucket[c]);
+    }
     explicit_bzero(r, sizeof(*r));
     free(r);
 }
@@ -118,12 +142,25 @@ static size_t process(struct sbx_redact_stream *s, const char *buf, size_t len, 
         size_t best_len = 0;
         int partial = 0;
 
+        if (s->suppress == 0) { /* fast path: bytes that start no value */
+            while (i < len && !r->first[(unsigned char)buf[i]]) {
+                i++;
+            }
+            if (i == len) {
+                break;
+            }
+        }
         if (r->first[(unsigned char)buf[i]]) {
+            unsigned char c = (unsigned char)buf[i];
             size_t avail = len - i;
 
-            for (size_t k = 0; k < r->n; k++) {
+            for (size_t b = 0; b < r->bucket_n[c]; b++) {
+                size_t k = r->bucket[c][b];
                 const struct redact_secret *v = &r->v[k];
 
+                if (avail >= 2 && v->value[1] != buf[i + 1]) {
+                    continue; /* every value has at least SBX_REDACT_MIN_LEN bytes */
+                }
                 if (avail >= v->len) {
                     if (v->len > best_len && memcmp(buf + i, v->value, v->len) == 0) {
                         best = (long)k;

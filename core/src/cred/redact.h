@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 
+#include "sbx/sbx_credential.h"
 #include "util/error.h"
 
 #define SBX_REDACT_MIN_LEN 4
@@ -45,6 +46,9 @@ struct sbx_redactor *sbx_redactor_create(void);
  * value is shorter than SBX_REDACT_MIN_LEN and will not be redacted. */
 int sbx_redactor_add(struct sbx_redactor *r, const char *name, const char *value);
 size_t sbx_redactor_count(const struct sbx_redactor *r);
+/* A redactor holding every value of a lease; each value too short to be
+ * redacted is logged as a warning by name (never by value). */
+struct sbx_redactor *sbx_redactor_from_lease(const struct sbx_lease *lease);
 void sbx_redactor_destroy(struct sbx_redactor *r);
 
 /* The redactor must outlive its streams. */
