@@ -197,6 +197,12 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
     while (strlen(cfg->url) > 8 && cfg->url[strlen(cfg->url) - 1] == '/') {
         cfg->url[strlen(cfg->url) - 1] = '\0';
     }
+    if (strncmp(cfg->url, "http://", 7) == 0 && strncmp(cfg->url + 7, "127.0.0.1", 9) != 0 &&
+        strncmp(cfg->url + 7, "localhost", 9) != 0 && strncmp(cfg->url + 7, "[::1]", 5) != 0) {
+        host->log(host->instance_name(opts), SBX_LOG_WARN, "%s: url '%s' is plain http: the "
+                  "client secret and the tokens would cross the network unencrypted",
+                  host->opt_where(opts, "url"), cfg->url);
+    }
     if (!valid_env_name(cfg->client_id_env)) {
         host->error_set(err, SBX_E_CONFIG, "%s: client_id_env '%s' is not an environment "
                         "variable name", host->opt_where(opts, "client_id_env"),

@@ -91,15 +91,17 @@ class Handler(BaseHTTPRequestHandler):
     # -- helpers -------------------------------------------------------
     def reply(self, status, obj=None, raw=None):
         body = raw if raw is not None else json.dumps(obj if obj is not None else {}).encode()
+        path = urllib.parse.urlsplit(self.path).path
+        # recorded before the reply is sent: the client's next call cannot
+        # overtake this one in the log
+        if not path.startswith("/_test/"):
+            with STATE.lock:
+                STATE.calls.append({"method": self.command, "path": path, "status": status})
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
-        path = urllib.parse.urlsplit(self.path).path
-        if not path.startswith("/_test/"):
-            with STATE.lock:
-                STATE.calls.append({"method": self.command, "path": path, "status": status})
 
     def error(self, status, message, name="Error"):
         self.reply(status, {"statusCode": status, "message": message, "error": name})

@@ -619,6 +619,41 @@ static void test_secrets_errors(void **state)
     close_inst(in);
 }
 
+static void test_path_template(void **state)
+{
+    struct inst *in = open_ok(WITH_ENV " path = \"/ci/{task}/{job}\";");
+    struct sbx_cred_scope scope = {.task_id = "T1", .job_id = "J9", .path = NULL};
+    struct sbx_lease lease = {0};
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    ctl_config("{\"secrets\": {\"dev\": {\"/ci/T1/J9\": {\"JOB_KEY\": \"job-value-1\"}, "
+               "\"/tasks/T1\": {\"TASK_KEY\": \"task-value-1\"}}}}");
+    if (in->ops->acquire(in->oi->ctx, &scope, &lease, &err) != 0) {
+        fail_msg("acquire: %s", err->msg);
+    }
+    assert_string_equal(lease_value(&lease, "JOB_KEY"), "job-value-1");
+    revoke_ok(in, &lease);
+    /* an explicit path from the core replaces the template */
+    scope.path = "/tasks/T1";
+    memset(&lease, 0, sizeof(lease));
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), 0);
+    assert_string_equal(lease_value(&lease, "TASK_KEY"), "task-value-1");
+    revoke_ok(in, &lease);
+    scope.path = "/tasks/../admin";
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
+    assert_non_null(strstr(err->msg, "without '..'"));
+    sbx_error_free(&err);
+    /* a task with no job cannot fill {job} */
+    scope.path = NULL;
+    scope.job_id = NULL;
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
+    assert_non_null(strstr(err->msg, "path uses {job} but the task has no job"));
+    sbx_error_free(&err);
+    sbx_lease_clear(&lease);
+    close_inst(in);
+}
+
 static void test_crashed_lease(void **state)
 {
     struct inst *in = open_ok(WITH_ENV);
@@ -714,6 +749,7 @@ int main(void)
         cmocka_unit_test_setup(test_server_down, reset),
         cmocka_unit_test_setup(test_malformed_replies, reset),
         cmocka_unit_test_setup(test_secrets_errors, reset),
+        cmocka_unit_test_setup(test_path_template, reset),
         cmocka_unit_test_setup(test_crashed_lease, reset),
         cmocka_unit_test_setup(test_config_errors, reset),
         cmocka_unit_test(test_logs_hold_no_secret),

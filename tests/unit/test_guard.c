@@ -100,6 +100,8 @@ static void test_guard_wrappers(void **state)
     expect_refused(ARGV("nohup", "env"), NULL);
     expect_refused(ARGV("exec", "env"), NULL);
     expect_refused(ARGV("xargs", "-0", "printenv"), NULL);
+    expect_refused(ARGV("sudo", "-i", "env"), NULL);
+    expect_refused(ARGV("sudo", "-E", "-u", "agent", "--", "printenv", "-0"), NULL);
     expect_allowed(ARGV("infisical", "run", "--", "make"));
     expect_allowed(ARGV("timeout", "10", "make"));
     expect_allowed(ARGV("command", "-v", "env"));

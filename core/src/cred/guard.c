@@ -191,12 +191,31 @@ static int check_infisical(char *const *w, size_t n, int depth, sbx_error_t **er
     return 0;
 }
 
-/* command, exec, sudo, timeout, ... CMD: checks CMD. */
-static int check_wrapper(const char *cmd, char *const *w, size_t n, int depth, sbx_error_t **err)
+/* Wrappers that run their operand as a command, with the short options of
+ * each that take a separate value (sudo -u root, nice -n 5). */
+static const struct {
+    const char *name;
+    const char *value_opts;
+} wrappers[] = {
+    {"command", ""}, {"builtin", ""}, {"exec", "a"}, {"nohup", ""}, {"setsid", ""},
+    {"sudo", "ugpChrtUDR"}, {"doas", "uC"}, {"stdbuf", "ioe"}, {"nice", "n"},
+    {"ionice", "cnp"}, {"timeout", "sk"}, {"xargs", "adEILnPs"},
+};
+
+static const char *wrapper_opts(const char *cmd)
 {
-    static const char *const with_value[] = {"-n", "-u", "-g", "-s", "-k", "-I", "-d", "-a",
-                                             "-E", "-L", "-P", "-i", "-o", "-e", "-c", "-p",
-                                             "-C", "-h", "-r", "-t", NULL};
+    for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++) {
+        if (strcmp(cmd, wrappers[i].name) == 0) {
+            return wrappers[i].value_opts;
+        }
+    }
+    return NULL;
+}
+
+/* command, exec, sudo, timeout, ... CMD: checks CMD. */
+static int check_wrapper(const char *cmd, const char *value_opts, char *const *w, size_t n,
+                         int depth, sbx_error_t **err)
+{
     size_t j = 1;
 
     if (strcmp(cmd, "command") == 0 && n > 1 &&
@@ -204,12 +223,15 @@ static int check_wrapper(const char *cmd, char *const *w, size_t n, int depth, s
         return 0; /* prints where a command is */
     }
     while (j < n && w[j][0] == '-') {
-        if (strcmp(w[j], "--") == 0) {
+        const char *a = w[j];
+
+        if (strcmp(a, "--") == 0) {
             j++;
             break;
         }
-        j += (strcmp(cmd, "command") != 0 && strcmp(cmd, "exec") != 0 &&
-              is_one_of(w[j], with_value)) ? 2 : 1;
+        /* "-u root" takes the next word; "-uroot" and "--user=root" do not */
+        j += (a[1] != '-' && a[1] != '\0' && a[2] == '\0' && strchr(value_opts, a[1]) != NULL)
+                 ? 2 : 1;
     }
     if (strcmp(cmd, "timeout") == 0 && j < n) {
         j++; /* the duration */
@@ -224,11 +246,9 @@ static int check_argv(char *const *w, size_t n, int depth, sbx_error_t **err)
 {
     static const char *const keywords[] = {"if", "then", "else", "elif", "do", "while",
                                            "until", "!", "{", "}", "time", NULL};
-    static const char *const wrappers[] = {"command", "builtin", "exec", "nohup", "setsid",
-                                           "sudo", "doas", "stdbuf", "nice", "ionice",
-                                           "timeout", "xargs", NULL};
     static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
                                          "rbash", "yash", "fish", NULL};
+    const char *value_opts;
     const char *cmd;
     size_t i = 0;
 
@@ -293,8 +313,9 @@ static int check_argv(char *const *w, size_t n, int depth, sbx_error_t **err)
     if (strcmp(cmd, "infisical") == 0) {
         return check_infisical(w, n, depth, err);
     }
-    if (is_one_of(cmd, wrappers)) {
-        return check_wrapper(cmd, w, n, depth, err);
+    value_opts = wrapper_opts(cmd);
+    if (value_opts != NULL) {
+        return check_wrapper(cmd, value_opts, w, n, depth, err);
     }
     if (is_one_of(cmd, shells)) {
         return check_shell(w, n, depth, err);
