@@ -72,8 +72,7 @@ static double run_redact(const struct sbx_redactor *r, const char *in, struct si
     return t;
 }
 
-static void measure(const char *label, const struct sbx_redactor *r, const char *in,
-                    struct sink *s)
+static void measure(const char *label, const struct sbx_redactor *r, const char *in, struct sink *s)
 {
     double peer[RUNS];
     double red[RUNS];

@@ -61,7 +61,8 @@ static int login_allowed(struct inf_ctx *c, sbx_error_t **err)
 
     pthread_mutex_lock(&c->lock);
     if (now < c->blocked_until) {
-        r = c->host->error_set(err, SBX_E_ENGINE, "cred_infisical: login not attempted: %s; the "
+        r = c->host->error_set(err, SBX_E_ENGINE,
+                               "cred_infisical: login not attempted: %s; the "
                                "next attempt is allowed in %" PRId64 " s",
                                c->blocked_reason ? c->blocked_reason : "logins are paused",
                                c->blocked_until - now);
@@ -80,8 +81,7 @@ static void block_logins(struct inf_ctx *c, int64_t seconds, const char *reason)
     free(c->blocked_reason);
     c->blocked_reason = strdup(reason);
     pthread_mutex_unlock(&c->lock);
-    c->host->log(c->instance, SBX_LOG_WARN, "logins paused for %" PRId64 " s: %s", seconds,
-                 reason);
+    c->host->log(c->instance, SBX_LOG_WARN, "logins paused for %" PRId64 " s: %s", seconds, reason);
 }
 
 /* A fresh Universal Auth login; *out is a new token. */
@@ -108,11 +108,13 @@ static int login(struct inf_ctx *c, struct inf_token **out, sbx_error_t **err)
     inf_secret_free(c->host, client_secret);
     if (r < 0) {
         if (fail == INF_FAIL_LOCKOUT) {
-            block_logins(c, c->cfg.lockout_wait, "Infisical locked the identity out after "
+            block_logins(c, c->cfg.lockout_wait,
+                         "Infisical locked the identity out after "
                          "failed logins");
         }
         else if (fail == INF_FAIL_REJECTED) {
-            block_logins(c, c->cfg.login_cooldown, "the last login was rejected (wrong client "
+            block_logins(c, c->cfg.login_cooldown,
+                         "the last login was rejected (wrong client "
                          "id or secret?), and repeated failures lock the identity out");
         }
         token_free(c->host, t);
@@ -120,9 +122,11 @@ static int login(struct inf_ctx *c, struct inf_token **out, sbx_error_t **err)
     }
     t->created_at = now_s();
     if (t->ttl > INF_LONG_TTL) {
-        c->host->log(c->instance, SBX_LOG_WARN, "the access token lives %" PRId64 " s: set the "
+        c->host->log(c->instance, SBX_LOG_WARN,
+                     "the access token lives %" PRId64 " s: set the "
                      "identity's Access Token TTL to minutes, so that a lease left by a crash "
-                     "lapses soon (see docs/credentials.md)", t->ttl);
+                     "lapses soon (see docs/credentials.md)",
+                     t->ttl);
     }
     *out = t;
     return 0;
@@ -153,7 +157,8 @@ static int cb_infisical_init(const struct sbx_host_api *host, const struct sbx_o
     const char *name;
 
     if (host->size < offsetof(struct sbx_host_api, lease_add_secret) + sizeof(void *)) {
-        return host->error_set(err, SBX_E_PLUGIN, "cred_infisical: the core's host API is too "
+        return host->error_set(err, SBX_E_PLUGIN,
+                               "cred_infisical: the core's host API is too "
                                "old (no lease_add_secret)");
     }
     c = calloc(1, sizeof(*c));
@@ -169,10 +174,9 @@ static int cb_infisical_init(const struct sbx_host_api *host, const struct sbx_o
     if (name == NULL || name[0] == '\0' ||
         (c->cfg.client_secret_env != NULL && (getenv(c->cfg.client_secret_env) == NULL ||
                                               getenv(c->cfg.client_secret_env)[0] == '\0'))) {
-        host->error_set(err, SBX_E_CONFIG, "%s: environment variable %s is not set",
-                        host->instance_name(opts),
-                        name == NULL || name[0] == '\0' ? c->cfg.client_id_env
-                                                        : c->cfg.client_secret_env);
+        host->error_set(
+            err, SBX_E_CONFIG, "%s: environment variable %s is not set", host->instance_name(opts),
+            name == NULL || name[0] == '\0' ? c->cfg.client_id_env : c->cfg.client_secret_env);
         inf_config_fini(&c->cfg);
         free(c);
         return -1;
@@ -226,8 +230,10 @@ static int cb_infisical_acquire(void *ctx, const struct sbx_cred_scope *scope,
     make_lease_id(lease);
     set_times(c, lease, t);
     lease->provider_data = t;
-    c->host->log(c->instance, SBX_LOG_INFO, "lease %s: %zu secret(s) from %s, token valid "
-                 "%" PRId64 " s", lease->id, lease->n_secrets, path, t->ttl);
+    c->host->log(c->instance, SBX_LOG_INFO,
+                 "lease %s: %zu secret(s) from %s, token valid "
+                 "%" PRId64 " s",
+                 lease->id, lease->n_secrets, path, t->ttl);
     free(path);
     return 0;
 }
@@ -259,22 +265,27 @@ static int cb_infisical_renew(void *ctx, struct sbx_lease *lease, sbx_error_t **
     struct inf_token nt = {0};
 
     if (t == NULL) {
-        return c->host->error_set(err, SBX_E_NOTFOUND, "cred_infisical: lease %s: this process "
+        return c->host->error_set(err, SBX_E_NOTFOUND,
+                                  "cred_infisical: lease %s: this process "
                                   "holds no token for it (left by a crashed sbx?); take a new "
-                                  "lease", lease->id);
+                                  "lease",
+                                  lease->id);
     }
     /* Infisical refuses a renew past the Max TTL (and deletes the token) */
     if (t->max_ttl > 0 && now_s() + t->ttl > t->created_at + t->max_ttl) {
-        c->host->log(c->instance, SBX_LOG_INFO, "lease %s: the token's Max TTL is near, "
-                     "logging in again", lease->id);
+        c->host->log(c->instance, SBX_LOG_INFO,
+                     "lease %s: the token's Max TTL is near, "
+                     "logging in again",
+                     lease->id);
         return relogin(c, lease, err);
     }
     if (inf_api_renew(c, t->value, &nt, &fail, NULL) < 0) {
         c->host->log(c->instance, SBX_LOG_INFO, "lease %s: renew failed (%s), logging in again",
-                     lease->id, fail == INF_FAIL_REJECTED    ? "refused: expired or past Max TTL"
-                                : fail == INF_FAIL_TRANSPORT ? "Infisical unreachable"
-                                : fail == INF_FAIL_PROTOCOL  ? "unreadable reply"
-                                                             : "server error");
+                     lease->id,
+                     fail == INF_FAIL_REJECTED    ? "refused: expired or past Max TTL"
+                     : fail == INF_FAIL_TRANSPORT ? "Infisical unreachable"
+                     : fail == INF_FAIL_PROTOCOL  ? "unreadable reply"
+                                                  : "server error");
         return relogin(c, lease, err);
     }
     /* the reply carries a newly signed token: always keep the new one */
@@ -296,18 +307,22 @@ static int cb_infisical_revoke(void *ctx, struct sbx_lease *lease, sbx_error_t *
     int64_t left;
 
     if (t == NULL) {
-        c->host->log(c->instance, SBX_LOG_WARN, "lease %s: no token in this process (left by a "
+        c->host->log(c->instance, SBX_LOG_WARN,
+                     "lease %s: no token in this process (left by a "
                      "crashed sbx); Infisical revokes a token only with the token itself, which "
-                     "sbx never stores, so it lapses at its TTL", lease->id);
+                     "sbx never stores, so it lapses at its TTL",
+                     lease->id);
         return 0;
     }
     lease->provider_data = NULL;
     left = t->expires_at - now_s();
     if (inf_api_revoke(c, t->value, &fail, NULL) < 0 && fail != INF_FAIL_REJECTED) {
         token_free(c->host, t);
-        return c->host->error_set(err, SBX_E_ENGINE, "cred_infisical: lease %s: revoke failed "
-                                  "(%s); the token lapses at its TTL in %" PRId64 " s", lease->id,
-                                  fail == INF_FAIL_TRANSPORT ? "Infisical unreachable"
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "cred_infisical: lease %s: revoke failed "
+                                  "(%s); the token lapses at its TTL in %" PRId64 " s",
+                                  lease->id,
+                                  fail == INF_FAIL_TRANSPORT  ? "Infisical unreachable"
                                   : fail == INF_FAIL_PROTOCOL ? "unreadable reply"
                                   : fail == INF_FAIL_LOCKOUT  ? "rate-limited"
                                                               : "server error",

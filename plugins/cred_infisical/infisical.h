@@ -11,17 +11,17 @@
 #include "sbx/sbx_plugin.h"
 
 struct inf_config {
-    char *url;               /* base URL, no trailing '/' */
+    char *url; /* base URL, no trailing '/' */
     char *client_id_env;
     char *client_secret_env; /* exactly one of these two */
     char *client_secret_file;
     char *project;
     char *environment;
-    char *path;              /* template: {task}, {job} */
+    char *path; /* template: {task}, {job} */
     long timeout_ms;
-    int64_t renew_before;    /* seconds */
-    int64_t login_cooldown;  /* seconds without logins after a rejected login */
-    int64_t lockout_wait;    /* seconds without logins after a lockout reply */
+    int64_t renew_before;   /* seconds */
+    int64_t login_cooldown; /* seconds without logins after a rejected login */
+    int64_t lockout_wait;   /* seconds without logins after a lockout reply */
     int include_imports;
 };
 
@@ -29,9 +29,9 @@ struct inf_ctx {
     const struct sbx_host_api *host;
     char *instance;
     struct inf_config cfg;
-    pthread_mutex_t lock;      /* guards what follows */
-    int64_t blocked_until;     /* no login before this time (unix seconds) */
-    char *blocked_reason;      /* why, for the error */
+    pthread_mutex_t lock;  /* guards what follows */
+    int64_t blocked_until; /* no login before this time (unix seconds) */
+    char *blocked_reason;  /* why, for the error */
 };
 
 /* An access token (the lease's provider_data). Never logged, never written. */
@@ -73,13 +73,12 @@ int inf_config_check_secret_file(const char *path, const char *where,
 /* infisical_api.c: each call sets *fail when it fails. */
 int inf_api_login(struct inf_ctx *c, const char *client_id, const char *client_secret,
                   struct inf_token *out, enum inf_fail *fail, sbx_error_t **err);
-int inf_api_renew(struct inf_ctx *c, const char *token, struct inf_token *out,
-                  enum inf_fail *fail, sbx_error_t **err);
-int inf_api_revoke(struct inf_ctx *c, const char *token, enum inf_fail *fail,
-                   sbx_error_t **err);
+int inf_api_renew(struct inf_ctx *c, const char *token, struct inf_token *out, enum inf_fail *fail,
+                  sbx_error_t **err);
+int inf_api_revoke(struct inf_ctx *c, const char *token, enum inf_fail *fail, sbx_error_t **err);
 /* Fetches the path's secrets (v4, then v3 raw on 404) into the lease. */
-int inf_api_fetch(struct inf_ctx *c, const char *token, const char *path,
-                  struct sbx_lease *lease, enum inf_fail *fail, sbx_error_t **err);
+int inf_api_fetch(struct inf_ctx *c, const char *token, const char *path, struct sbx_lease *lease,
+                  enum inf_fail *fail, sbx_error_t **err);
 
 /* Zeroes and frees a string holding a secret. */
 void inf_secret_free(const struct sbx_host_api *host, char *s);

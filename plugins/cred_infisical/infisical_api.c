@@ -15,9 +15,10 @@
  * route its traffic around the egress proxy (Infisical's CLI drops the same
  * shell names). */
 static const char *const reserved_names[] = {
-    "HOME", "PATH", "PS1", "PS2", "PWD", "EDITOR", "XAUTHORITY", "USER", "TERM", "TERMINFO",
-    "SHELL", "MAIL", "IFS", "ENV", "BASH_ENV", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-    "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy", NULL,
+    "HOME",       "PATH",       "PS1",         "PS2",        "PWD",         "EDITOR",
+    "XAUTHORITY", "USER",       "TERM",        "TERMINFO",   "SHELL",       "MAIL",
+    "IFS",        "ENV",        "BASH_ENV",    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+    "ALL_PROXY",  "http_proxy", "https_proxy", "no_proxy",   "all_proxy",   NULL,
 };
 static const char *const reserved_prefixes[] = {"XDG_", "LC_", "LD_", "SBX_", NULL};
 
@@ -72,12 +73,14 @@ static void json_wipe(const struct sbx_host_api *host, json_t *j)
         host->secret_zero((char *)json_string_value(j), json_string_length(j));
     }
     else if (json_is_object(j)) {
-        json_object_foreach(j, key, v) {
+        json_object_foreach(j, key, v)
+        {
             json_wipe(host, v);
         }
     }
     else if (json_is_array(j)) {
-        json_array_foreach(j, i, v) {
+        json_array_foreach(j, i, v)
+        {
             json_wipe(host, v);
         }
     }
@@ -179,19 +182,24 @@ static int fail_status(struct inf_ctx *c, const char *what, const struct sbx_htt
     if (resp->status == 429 ||
         (resp->status >= 400 && resp->status < 500 && strcasestr(msg, "lock") != NULL)) {
         *fail = INF_FAIL_LOCKOUT;
-        return c->host->error_set(err, SBX_E_ENGINE, "cred_infisical: %s: Infisical refused with "
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "cred_infisical: %s: Infisical refused with "
                                   "HTTP %ld (%s): the identity is locked out after failed "
                                   "logins or rate-limited; sbx will not retry until it ends",
                                   what, resp->status, msg);
     }
     if (resp->status >= 400 && resp->status < 500) {
         *fail = INF_FAIL_REJECTED;
-        return c->host->error_set(err, SBX_E_ENGINE, "cred_infisical: %s: Infisical refused with "
-                                  "HTTP %ld (%s)", what, resp->status, msg);
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "cred_infisical: %s: Infisical refused with "
+                                  "HTTP %ld (%s)",
+                                  what, resp->status, msg);
     }
     *fail = INF_FAIL_SERVER;
-    return c->host->error_set(err, SBX_E_ENGINE, "cred_infisical: %s: Infisical failed with "
-                              "HTTP %ld (%s)", what, resp->status, msg);
+    return c->host->error_set(err, SBX_E_ENGINE,
+                              "cred_infisical: %s: Infisical failed with "
+                              "HTTP %ld (%s)",
+                              what, resp->status, msg);
 }
 
 static json_t *parse(struct inf_ctx *c, const char *what, const struct sbx_http_response *resp,
@@ -203,9 +211,10 @@ static json_t *parse(struct inf_ctx *c, const char *what, const struct sbx_http_
     if (root == NULL || !json_is_object(root)) {
         /* never jerr.text: it quotes the reply, which may hold a secret */
         *fail = INF_FAIL_PROTOCOL;
-        c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: the reply is not a JSON "
-                           "object (HTTP %ld, %zu bytes, error at line %d column %d)", what,
-                           resp->status, resp->body_len, root ? 1 : jerr.line,
+        c->host->error_set(err, SBX_E_PROTOCOL,
+                           "cred_infisical: %s: the reply is not a JSON "
+                           "object (HTTP %ld, %zu bytes, error at line %d column %d)",
+                           what, resp->status, resp->body_len, root ? 1 : jerr.line,
                            root ? 1 : jerr.column);
         json_free(c->host, root);
         return NULL;
@@ -243,17 +252,21 @@ static int parse_token(struct inf_ctx *c, const char *what, const struct sbx_htt
         !token_chars_ok(json_string_value(tok))) {
         *fail = INF_FAIL_PROTOCOL;
         json_free(c->host, root);
-        return c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: the reply has no "
-                                  "usable accessToken", what);
+        return c->host->error_set(err, SBX_E_PROTOCOL,
+                                  "cred_infisical: %s: the reply has no "
+                                  "usable accessToken",
+                                  what);
     }
     if (!json_is_integer(ttl) || json_integer_value(ttl) <= 0 ||
         (max != NULL && !json_is_null(max) &&
          (!json_is_integer(max) || json_integer_value(max) < 0))) {
         *fail = INF_FAIL_PROTOCOL;
         json_free(c->host, root);
-        return c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: the reply's "
+        return c->host->error_set(err, SBX_E_PROTOCOL,
+                                  "cred_infisical: %s: the reply's "
                                   "expiresIn must be a positive integer and accessTokenMaxTTL a "
-                                  "non-negative one", what);
+                                  "non-negative one",
+                                  what);
     }
     out->value = xstrdup_(json_string_value(tok));
     out->ttl = json_integer_value(ttl);
@@ -298,15 +311,15 @@ static char *token_body(const char *token)
     return body;
 }
 
-int inf_api_renew(struct inf_ctx *c, const char *token, struct inf_token *out,
-                  enum inf_fail *fail, sbx_error_t **err)
+int inf_api_renew(struct inf_ctx *c, const char *token, struct inf_token *out, enum inf_fail *fail,
+                  sbx_error_t **err)
 {
     struct sbx_http_response resp;
     char *body = token_body(token);
     int r;
 
-    r = call(c, "POST", "renew", "/api/v1/auth/token/renew", "application/json", body, NULL,
-             &resp, fail, err);
+    r = call(c, "POST", "renew", "/api/v1/auth/token/renew", "application/json", body, NULL, &resp,
+             fail, err);
     inf_secret_free(c->host, body);
     if (r < 0) {
         return -1;
@@ -384,10 +397,13 @@ static int collect(struct inf_ctx *c, const char *what, json_t *arr, struct kv_l
 
     if (!json_is_array(arr)) {
         *fail = INF_FAIL_PROTOCOL;
-        return c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: the reply has no "
-                                  "'secrets' array", what);
+        return c->host->error_set(err, SBX_E_PROTOCOL,
+                                  "cred_infisical: %s: the reply has no "
+                                  "'secrets' array",
+                                  what);
     }
-    json_array_foreach(arr, i, s) {
+    json_array_foreach(arr, i, s)
+    {
         json_t *k = json_object_get(s, "secretKey");
         json_t *v = json_object_get(s, "secretValue");
         const char *name;
@@ -395,30 +411,38 @@ static int collect(struct inf_ctx *c, const char *what, json_t *arr, struct kv_l
 
         if (!json_is_string(k) || !json_is_string(v)) {
             *fail = INF_FAIL_PROTOCOL;
-            return c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: secret %zu has "
-                                      "no string secretKey and secretValue", what, i);
+            return c->host->error_set(err, SBX_E_PROTOCOL,
+                                      "cred_infisical: %s: secret %zu has "
+                                      "no string secretKey and secretValue",
+                                      what, i);
         }
         name = json_string_value(k);
         if (json_is_true(json_object_get(s, "secretValueHidden"))) {
             *fail = INF_FAIL_REJECTED;
-            return c->host->error_set(err, SBX_E_ENGINE, "cred_infisical: %s: the value of %.64s "
+            return c->host->error_set(err, SBX_E_ENGINE,
+                                      "cred_infisical: %s: the value of %.64s "
                                       "is hidden: the identity lacks the readValue permission",
                                       what, name);
         }
         if (!env_name_ok(name) || strlen(name) != json_string_length(k)) {
             *fail = INF_FAIL_PROTOCOL;
-            return c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: secret name "
-                                      "'%.64s' is not an environment variable name", what, name);
+            return c->host->error_set(err, SBX_E_PROTOCOL,
+                                      "cred_infisical: %s: secret name "
+                                      "'%.64s' is not an environment variable name",
+                                      what, name);
         }
         if (json_string_length(v) != strlen(json_string_value(v))) {
             *fail = INF_FAIL_PROTOCOL;
-            return c->host->error_set(err, SBX_E_PROTOCOL, "cred_infisical: %s: the value of "
+            return c->host->error_set(err, SBX_E_PROTOCOL,
+                                      "cred_infisical: %s: the value of "
                                       "%.64s holds a NUL byte and cannot go in an environment",
                                       what, name);
         }
         if (reserved(name)) {
-            c->host->log(c->instance, SBX_LOG_WARN, "%s: secret %s skipped: the name is reserved "
-                         "(it would change the sandbox's own environment)", what, name);
+            c->host->log(c->instance, SBX_LOG_WARN,
+                         "%s: secret %s skipped: the name is reserved "
+                         "(it would change the sandbox's own environment)",
+                         what, name);
             continue;
         }
         for (size_t j = 0; j < l->n && !dup; j++) {
@@ -453,7 +477,8 @@ static int add_secrets(struct inf_ctx *c, const char *what, json_t *root, struct
 
     r = collect(c, what, json_object_get(root, "secrets"), &l, fail, err);
     if (r == 0 && c->cfg.include_imports && json_is_array(imports)) {
-        json_array_foreach(imports, i, imp) {
+        json_array_foreach(imports, i, imp)
+        {
             r = collect(c, what, json_object_get(imp, "secrets"), &l, fail, err);
             if (r < 0) {
                 break;
@@ -469,8 +494,8 @@ static int add_secrets(struct inf_ctx *c, const char *what, json_t *root, struct
     return r;
 }
 
-int inf_api_fetch(struct inf_ctx *c, const char *token, const char *path,
-                  struct sbx_lease *lease, enum inf_fail *fail, sbx_error_t **err)
+int inf_api_fetch(struct inf_ctx *c, const char *token, const char *path, struct sbx_lease *lease,
+                  enum inf_fail *fail, sbx_error_t **err)
 {
     static const char *const fmt[] = {
         "/api/v4/secrets?projectId=%s&environment=%s&secretPath=%s&viewSecretValue=true"

@@ -102,9 +102,10 @@ static char *expand(const struct sbx_host_api *host, const char *tpl, const char
 
         if (strncmp(p, "{task}", 6) == 0) {
             if (!valid_id(task)) {
-                host->error_set(err, SBX_E_USAGE, "%s: task id '%s' cannot be used in a "
-                                "secrets path (letters, digits, '.', '_', '-')", where,
-                                task ? task : "");
+                host->error_set(err, SBX_E_USAGE,
+                                "%s: task id '%s' cannot be used in a "
+                                "secrets path (letters, digits, '.', '_', '-')",
+                                where, task ? task : "");
                 free(out);
                 return NULL;
             }
@@ -113,8 +114,8 @@ static char *expand(const struct sbx_host_api *host, const char *tpl, const char
         }
         else if (strncmp(p, "{job}", 5) == 0) {
             if (!valid_id(job)) {
-                host->error_set(err, SBX_E_USAGE, "%s: path uses {job} but the task has %s",
-                                where, job ? "an unusable job id" : "no job");
+                host->error_set(err, SBX_E_USAGE, "%s: path uses {job} but the task has %s", where,
+                                job ? "an unusable job id" : "no job");
                 free(out);
                 return NULL;
             }
@@ -122,8 +123,10 @@ static char *expand(const struct sbx_host_api *host, const char *tpl, const char
             p += 5;
         }
         else if (*p == '{' || *p == '}') {
-            host->error_set(err, SBX_E_CONFIG, "%s: path template '%s': only {task} and {job} "
-                            "may be replaced", where, tpl);
+            host->error_set(err, SBX_E_CONFIG,
+                            "%s: path template '%s': only {task} and {job} "
+                            "may be replaced",
+                            where, tpl);
             free(out);
             return NULL;
         }
@@ -151,19 +154,23 @@ int inf_config_check_secret_file(const char *path, const char *where,
                                strerror(errno));
     }
     if (!S_ISREG(st.st_mode)) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: client_secret_file '%s' is not a regular "
-                               "file", where, path);
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: client_secret_file '%s' is not a regular "
+                               "file",
+                               where, path);
     }
     if (st.st_uid != geteuid()) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: client_secret_file '%s' is owned by uid %u, "
-                               "not by sbx's user (uid %u)", where, path, (unsigned)st.st_uid,
-                               (unsigned)geteuid());
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: client_secret_file '%s' is owned by uid %u, "
+                               "not by sbx's user (uid %u)",
+                               where, path, (unsigned)st.st_uid, (unsigned)geteuid());
     }
     if ((st.st_mode & 077) != 0) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: client_secret_file '%s' is readable or "
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: client_secret_file '%s' is readable or "
                                "writable by others (mode %04o); it must be readable by its owner "
-                               "only: chmod 600 '%s'", where, path,
-                               (unsigned)(st.st_mode & 07777), path);
+                               "only: chmod 600 '%s'",
+                               where, path, (unsigned)(st.st_mode & 07777), path);
     }
     return 0;
 }
@@ -187,8 +194,8 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
     cfg->lockout_wait = host->opt_int(opts, "lockout_wait");
     cfg->include_imports = host->opt_bool(opts, "include_imports");
 
-    if (cfg->url == NULL || (strncmp(cfg->url, "http://", 7) != 0 &&
-                             strncmp(cfg->url, "https://", 8) != 0) ||
+    if (cfg->url == NULL ||
+        (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0) ||
         strpbrk(cfg->url, " ?#\"\\") != NULL) {
         host->error_set(err, SBX_E_CONFIG, "%s: url '%s' must be an http:// or https:// base URL",
                         host->opt_where(opts, "url"), cfg->url ? cfg->url : "");
@@ -199,25 +206,31 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
     }
     if (strncmp(cfg->url, "http://", 7) == 0 && strncmp(cfg->url + 7, "127.0.0.1", 9) != 0 &&
         strncmp(cfg->url + 7, "localhost", 9) != 0 && strncmp(cfg->url + 7, "[::1]", 5) != 0) {
-        host->log(host->instance_name(opts), SBX_LOG_WARN, "%s: url '%s' is plain http: the "
+        host->log(host->instance_name(opts), SBX_LOG_WARN,
+                  "%s: url '%s' is plain http: the "
                   "client secret and the tokens would cross the network unencrypted",
                   host->opt_where(opts, "url"), cfg->url);
     }
     if (!valid_env_name(cfg->client_id_env)) {
-        host->error_set(err, SBX_E_CONFIG, "%s: client_id_env '%s' is not an environment "
-                        "variable name", host->opt_where(opts, "client_id_env"),
+        host->error_set(err, SBX_E_CONFIG,
+                        "%s: client_id_env '%s' is not an environment "
+                        "variable name",
+                        host->opt_where(opts, "client_id_env"),
                         cfg->client_id_env ? cfg->client_id_env : "");
         goto fail;
     }
     if ((cfg->client_secret_env == NULL) == (cfg->client_secret_file == NULL)) {
-        host->error_set(err, SBX_E_CONFIG, "%s: set exactly one of client_secret_env and "
-                        "client_secret_file", host->instance_name(opts));
+        host->error_set(err, SBX_E_CONFIG,
+                        "%s: set exactly one of client_secret_env and "
+                        "client_secret_file",
+                        host->instance_name(opts));
         goto fail;
     }
     if (cfg->client_secret_env != NULL && !valid_env_name(cfg->client_secret_env)) {
-        host->error_set(err, SBX_E_CONFIG, "%s: client_secret_env '%s' is not an environment "
-                        "variable name", host->opt_where(opts, "client_secret_env"),
-                        cfg->client_secret_env);
+        host->error_set(err, SBX_E_CONFIG,
+                        "%s: client_secret_env '%s' is not an environment "
+                        "variable name",
+                        host->opt_where(opts, "client_secret_env"), cfg->client_secret_env);
         goto fail;
     }
     if (cfg->client_secret_file != NULL &&
@@ -235,9 +248,10 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
         goto fail;
     }
     if (!valid_path(probe)) {
-        host->error_set(err, SBX_E_CONFIG, "%s: path '%s' must be an absolute secrets path "
-                        "without '..', '//', '?' or '#'", host->opt_where(opts, "path"),
-                        cfg->path);
+        host->error_set(err, SBX_E_CONFIG,
+                        "%s: path '%s' must be an absolute secrets path "
+                        "without '..', '//', '?' or '#'",
+                        host->opt_where(opts, "path"), cfg->path);
         free(probe);
         goto fail;
     }
@@ -333,14 +347,18 @@ int inf_config_read_identity(const struct inf_config *cfg, const struct sbx_host
     *client_id = NULL;
     *client_secret = NULL;
     if (id == NULL || id[0] == '\0') {
-        return host->error_set(err, SBX_E_CONFIG, "client_id_env: environment variable %s is not "
-                               "set", cfg->client_id_env);
+        return host->error_set(err, SBX_E_CONFIG,
+                               "client_id_env: environment variable %s is not "
+                               "set",
+                               cfg->client_id_env);
     }
     if (cfg->client_secret_env != NULL) {
         secret = getenv(cfg->client_secret_env);
         if (secret == NULL || secret[0] == '\0') {
-            return host->error_set(err, SBX_E_CONFIG, "client_secret_env: environment variable "
-                                   "%s is not set", cfg->client_secret_env);
+            return host->error_set(err, SBX_E_CONFIG,
+                                   "client_secret_env: environment variable "
+                                   "%s is not set",
+                                   cfg->client_secret_env);
         }
         *client_secret = strdup(secret);
     }
@@ -375,8 +393,10 @@ char *inf_config_path(const struct inf_config *cfg, const struct sbx_host_api *h
         }
     }
     if (!valid_path(p)) {
-        host->error_set(err, SBX_E_USAGE, "cred_infisical: secrets path '%s' must be absolute, "
-                        "without '..', '//', '?' or '#'", p);
+        host->error_set(err, SBX_E_USAGE,
+                        "cred_infisical: secrets path '%s' must be absolute, "
+                        "without '..', '//', '?' or '#'",
+                        p);
         free(p);
         return NULL;
     }

@@ -124,7 +124,8 @@ static char *calls(void)
     size_t i;
     json_t *c;
 
-    json_array_foreach(arr, i, c) {
+    json_array_foreach(arr, i, c)
+    {
         char item[160];
 
         snprintf(item, sizeof(item), "%s%s %s %lld", i ? "|" : "",
@@ -191,8 +192,7 @@ static struct inst *open_inst(const char *extra, sbx_error_t **err)
                          "    %surl = \"http://127.0.0.1:%d\";\n"
                          "  };\n"
                          "};\n",
-                         extra, strstr(extra, "url =") ? "# default: " : "",
-                         server_port) > 0);
+                         extra, strstr(extra, "url =") ? "# default: " : "", server_port) > 0);
     path = test_write_file(tmpdir, "sbx.conf", text);
     free(text);
     in->cfg = sbx_config_load_file(path, err);
@@ -489,7 +489,7 @@ static void test_expired_token_renews_by_login(void **state)
     revoke_ok(in, &lease);
     expect_tokens(0, 1);
     expect_calls(LOGIN_OK "|" V4_OK "|POST /api/v1/auth/token/renew 401|" LOGIN_OK
-                 "|POST /api/v1/auth/token/revoke 401|" REVOKE_OK);
+                          "|POST /api/v1/auth/token/revoke 401|" REVOKE_OK);
     close_inst(in);
 }
 
@@ -529,7 +529,7 @@ static void test_renew_refused_past_max_ttl_by_server(void **state)
     revoke_ok(in, &lease);
     expect_tokens(0, 1);
     expect_calls(LOGIN_OK "|" V4_OK "|POST /api/v1/auth/token/renew 401|" LOGIN_OK
-                 "|POST /api/v1/auth/token/revoke 401|" REVOKE_OK);
+                          "|POST /api/v1/auth/token/revoke 401|" REVOKE_OK);
     close_inst(in);
 }
 
@@ -556,8 +556,8 @@ static void test_server_down(void **state)
     char extra[256];
 
     (void)state;
-    snprintf(extra, sizeof(extra), "%s url = \"http://127.0.0.1:%d\"; timeout = \"5s\";",
-             WITH_ENV, closed_port());
+    snprintf(extra, sizeof(extra), "%s url = \"http://127.0.0.1:%d\"; timeout = \"5s\";", WITH_ENV,
+             closed_port());
     down = open_ok(extra);
     expect_acquire_error(down, "T1", "login: cannot reach Infisical");
     /* a lease taken while the server was up, renewed and revoked while down */

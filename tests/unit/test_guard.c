@@ -199,12 +199,9 @@ static void test_guard_nesting_and_empty(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_guard_env_printenv),
-        cmocka_unit_test(test_guard_builtins),
-        cmocka_unit_test(test_guard_wrappers),
-        cmocka_unit_test(test_guard_shell_strings),
-        cmocka_unit_test(test_guard_proc_environ),
-        cmocka_unit_test(test_guard_nesting_and_empty),
+        cmocka_unit_test(test_guard_env_printenv), cmocka_unit_test(test_guard_builtins),
+        cmocka_unit_test(test_guard_wrappers),     cmocka_unit_test(test_guard_shell_strings),
+        cmocka_unit_test(test_guard_proc_environ), cmocka_unit_test(test_guard_nesting_and_empty),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -27,8 +27,8 @@ static int capture_sink(void *ud, const char *data, size_t len)
 }
 
 /* Feeds `in` cut at the given offsets (ascending, `n` of them). */
-static char *run_cuts(const struct sbx_redactor *r, const char *in, size_t len,
-                      const size_t *cuts, size_t n, size_t *out_len)
+static char *run_cuts(const struct sbx_redactor *r, const char *in, size_t len, const size_t *cuts,
+                      size_t n, size_t *out_len)
 {
     struct capture c = {0};
     struct sbx_redact_stream *s = sbx_redact_stream_new(r, capture_sink, &c);
@@ -271,14 +271,10 @@ static void test_redact_from_lease(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_redact_basic),
-        cmocka_unit_test(test_redact_short_values),
-        cmocka_unit_test(test_redact_overlaps),
-        cmocka_unit_test(test_redact_binary),
-        cmocka_unit_test(test_redact_hold_back_bound),
-        cmocka_unit_test(test_redact_sink_refuses),
-        cmocka_unit_test(test_redact_random),
-        cmocka_unit_test(test_redact_from_lease),
+        cmocka_unit_test(test_redact_basic),           cmocka_unit_test(test_redact_short_values),
+        cmocka_unit_test(test_redact_overlaps),        cmocka_unit_test(test_redact_binary),
+        cmocka_unit_test(test_redact_hold_back_bound), cmocka_unit_test(test_redact_sink_refuses),
+        cmocka_unit_test(test_redact_random),          cmocka_unit_test(test_redact_from_lease),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -132,8 +132,10 @@ static int check_env(char *const *w, size_t n, int depth, sbx_error_t **err)
         break;
     }
     if (j >= n) {
-        return has_split ? 0 : refuse(err, w[0], "env without a command prints the whole "
-                                                 "environment");
+        if (has_split) {
+            return 0;
+        }
+        return refuse(err, w[0], "env without a command prints the whole environment");
     }
     return check_argv(w + j, n - j, depth + 1, err);
 }
@@ -197,9 +199,9 @@ static const struct {
     const char *name;
     const char *value_opts;
 } wrappers[] = {
-    {"command", ""}, {"builtin", ""}, {"exec", "a"}, {"nohup", ""}, {"setsid", ""},
-    {"sudo", "ugpChrtUDR"}, {"doas", "uC"}, {"stdbuf", "ioe"}, {"nice", "n"},
-    {"ionice", "cnp"}, {"timeout", "sk"}, {"xargs", "adEILnPs"},
+    {"command", ""}, {"builtin", ""},        {"exec", "a"},     {"nohup", ""},
+    {"setsid", ""},  {"sudo", "ugpChrtUDR"}, {"doas", "uC"},    {"stdbuf", "ioe"},
+    {"nice", "n"},   {"ionice", "cnp"},      {"timeout", "sk"}, {"xargs", "adEILnPs"},
 };
 
 static const char *wrapper_opts(const char *cmd)
@@ -230,8 +232,10 @@ static int check_wrapper(const char *cmd, const char *value_opts, char *const *w
             break;
         }
         /* "-u root" takes the next word; "-uroot" and "--user=root" do not */
-        j += (a[1] != '-' && a[1] != '\0' && a[2] == '\0' && strchr(value_opts, a[1]) != NULL)
-                 ? 2 : 1;
+        if (a[1] != '-' && a[1] != '\0' && a[2] == '\0' && strchr(value_opts, a[1]) != NULL) {
+            j++;
+        }
+        j++;
     }
     if (strcmp(cmd, "timeout") == 0 && j < n) {
         j++; /* the duration */
@@ -244,10 +248,10 @@ static int check_wrapper(const char *cmd, const char *value_opts, char *const *w
 
 static int check_argv(char *const *w, size_t n, int depth, sbx_error_t **err)
 {
-    static const char *const keywords[] = {"if", "then", "else", "elif", "do", "while",
-                                           "until", "!", "{", "}", "time", NULL};
-    static const char *const shells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash",
-                                         "rbash", "yash", "fish", NULL};
+    static const char *const keywords[] = {"if",    "then", "else", "elif", "do",   "while",
+                                           "until", "!",    "{",    "}",    "time", NULL};
+    static const char *const shells[] = {"sh",  "bash",  "dash", "zsh",  "ksh", "mksh",
+                                         "ash", "rbash", "yash", "fish", NULL};
     const char *value_opts;
     const char *cmd;
     size_t i = 0;
@@ -421,12 +425,12 @@ static int check_substitutions(const char *s, int depth, sbx_error_t **err)
 }
 
 struct lexer {
-    struct words cmd;   /* words of the current simple command */
+    struct words cmd; /* words of the current simple command */
     char *word;
     size_t len;
     size_t cap;
     int have_word;
-    int redirect;       /* the next word is a redirection target */
+    int redirect; /* the next word is a redirection target */
 };
 
 static void lex_putc(struct lexer *lx, char c)

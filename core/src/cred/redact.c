@@ -28,11 +28,11 @@ struct sbx_redact_stream {
     const struct sbx_redactor *r;
     sbx_redact_sink_fn sink;
     void *userdata;
-    char *held;        /* undecided tail of the previous chunk, < max_len bytes */
+    char *held; /* undecided tail of the previous chunk, < max_len bytes */
     size_t held_len;
-    size_t suppress;   /* bytes from the current position inside a redacted run */
-    long run;          /* secret named by the run's last marker, -1 outside a run */
-    char *out;         /* filtered output of one call */
+    size_t suppress; /* bytes from the current position inside a redacted run */
+    long run;        /* secret named by the run's last marker, -1 outside a run */
+    char *out;       /* filtered output of one call */
     size_t out_len;
     size_t out_cap;
 };
@@ -79,9 +79,10 @@ struct sbx_redactor *sbx_redactor_from_lease(const struct sbx_lease *lease)
 
     for (size_t i = 0; lease != NULL && i < lease->n_secrets; i++) {
         if (sbx_redactor_add(r, lease->secrets[i].name, lease->secrets[i].value) != 0) {
-            sbx_log(SBX_LOG_WARN, "credentials: lease %s: the value of %s is shorter than %d "
-                    "bytes and will not be redacted from output", lease->id,
-                    lease->secrets[i].name, SBX_REDACT_MIN_LEN);
+            sbx_log(SBX_LOG_WARN,
+                    "credentials: lease %s: the value of %s is shorter than %d "
+                    "bytes and will not be redacted from output",
+                    lease->id, lease->secrets[i].name, SBX_REDACT_MIN_LEN);
         }
     }
     return r;
@@ -287,8 +288,7 @@ static int grow_sink(void *ud, const char *data, size_t len)
     return 0;
 }
 
-char *sbx_redact_buffer(const struct sbx_redactor *r, const void *data, size_t len,
-                        size_t *out_len)
+char *sbx_redact_buffer(const struct sbx_redactor *r, const void *data, size_t len, size_t *out_len)
 {
     struct grow g = {.p = xstrdup(""), .len = 0, .cap = 1};
     struct sbx_redact_stream *s = sbx_redact_stream_new(r, grow_sink, &g);
