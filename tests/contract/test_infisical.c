@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "cred/session.h"
 #include "http/http.h"
 #include "plugin/host.h"
 #include "plugin/instance.h"
@@ -175,9 +176,9 @@ struct inst {
 
 /* Opens instance "infisical" from a config whose group holds `extra`
  * (url defaults to the test server). NULL with *err on failure. */
-static struct inst *open_inst(const char *extra, sbx_error_t **err)
+static struct sbx_config *load_config(const char *extra, sbx_error_t **err)
 {
-    struct inst *in = calloc(1, sizeof(*in));
+    struct sbx_config *c;
     char *text = NULL;
     char *path;
 
@@ -195,8 +196,16 @@ static struct inst *open_inst(const char *extra, sbx_error_t **err)
                          extra, strstr(extra, "url =") ? "# default: " : "", server_port) > 0);
     path = test_write_file(tmpdir, "sbx.conf", text);
     free(text);
-    in->cfg = sbx_config_load_file(path, err);
+    c = sbx_config_load_file(path, err);
     free(path);
+    return c;
+}
+
+static struct inst *open_inst(const char *extra, sbx_error_t **err)
+{
+    struct inst *in = calloc(1, sizeof(*in));
+
+    in->cfg = load_config(extra, err);
     if (in->cfg == NULL) {
         free(in);
         return NULL;
@@ -654,6 +663,50 @@ static void test_path_template(void **state)
     close_inst(in);
 }
 
+/* The core's side: sbx_cred_session_* over the plugin, as a task uses it. */
+static void test_session(void **state)
+{
+    struct sbx_config *c = load_config(WITH_ENV, NULL);
+    struct sbx_cred_scope scope = {.task_id = "T1"};
+    struct sbx_cred_session *s;
+    const struct sbx_kv *env;
+    sbx_error_t *err = NULL;
+    char *lease_id;
+    char *out;
+    size_t n;
+
+    (void)state;
+    assert_non_null(c);
+    s = sbx_cred_session_open(c, getenv("SBX_PLUGIN_DIR"), "infisical", &scope, &err);
+    if (s == NULL) {
+        fail_msg("open: %s", err->msg);
+    }
+    env = sbx_cred_session_env(s, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(env[0].name, "API_KEY");
+    out = sbx_redact_buffer(sbx_cred_session_redactor(s), "key=" SECRET_API "\n", 22, NULL);
+    assert_string_equal(out, "key=[redacted:API_KEY]\n");
+    free(out);
+    lease_id = strdup(sbx_cred_session_lease_id(s));
+    assert_int_equal(sbx_cred_session_renew_due(s, (int64_t)time(NULL), &err), 0);
+    expect_calls(LOGIN_OK "|" V4_OK); /* nothing was due */
+    assert_int_equal(sbx_cred_session_renew_due(s, sbx_cred_session_renew_at(s), &err), 0);
+    assert_int_equal(sbx_cred_session_close(s, &err), 0);
+    expect_calls(LOGIN_OK "|" V4_OK "|" RENEW_OK "|" REVOKE_OK);
+    /* a crashed sbx's record: the id alone; the plugin says it cannot revoke */
+    assert_int_equal(
+        sbx_cred_revoke_orphan(c, getenv("SBX_PLUGIN_DIR"), "infisical", lease_id, &err), 0);
+    expect_calls(LOGIN_OK "|" V4_OK "|" RENEW_OK "|" REVOKE_OK);
+    /* a session that cannot be opened leaves nothing behind */
+    scope.task_id = "T2";
+    assert_null(sbx_cred_session_open(c, getenv("SBX_PLUGIN_DIR"), "infisical", &scope, &err));
+    assert_non_null(strstr(err->msg, "credentials 'infisical' for task T2"));
+    sbx_error_free(&err);
+    expect_tokens(0, 2);
+    free(lease_id);
+    sbx_config_destroy(c);
+}
+
 static void test_crashed_lease(void **state)
 {
     struct inst *in = open_ok(WITH_ENV);
@@ -750,6 +803,7 @@ int main(void)
         cmocka_unit_test_setup(test_malformed_replies, reset),
         cmocka_unit_test_setup(test_secrets_errors, reset),
         cmocka_unit_test_setup(test_path_template, reset),
+        cmocka_unit_test_setup(test_session, reset),
         cmocka_unit_test_setup(test_crashed_lease, reset),
         cmocka_unit_test_setup(test_config_errors, reset),
         cmocka_unit_test(test_logs_hold_no_secret),
