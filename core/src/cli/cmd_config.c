@@ -47,6 +47,20 @@ int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv)
         sbx_error_t *err = NULL;
         struct sbx_open_instance *oi;
 
+        if (c->instances[i].group == NULL) {
+            /* a built-in instance: its plugin must load; its required options
+             * are only needed once it is configured and used */
+            struct sbx_plugin *p = sbx_plugin_load_name(dir, c->instances[i].plugin,
+                                                        c->instances[i].kind, &err);
+
+            if (p == NULL) {
+                sbx_cli_print_error(err);
+                sbx_error_free(&err);
+                return SBX_EXIT_USAGE;
+            }
+            sbx_plugin_unload(p);
+            continue;
+        }
         oi = sbx_instance_load(c, dir, c->instances[i].name, c->instances[i].kind, &err);
         if (oi == NULL) {
             sbx_cli_print_error(err);

@@ -50,6 +50,7 @@ struct sbx_task {
     struct sbx_open_instance *cred;
     struct sbx_lease lease;
     int have_lease;
+    struct sbx_redactor *redactor; /* the lease's values, for output */
     struct sbx_limits limits;
     int slot_fd;
     int64_t created_at;

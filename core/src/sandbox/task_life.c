@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cred/guard.h"
+#include "cred/redact.h"
 #include "plugin/host.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
@@ -21,6 +23,7 @@ static void free_task(struct sbx_task *t)
         t->timer_quit = 1;
         pthread_join(t->timer, NULL);
     }
+    sbx_redactor_destroy(t->redactor);
     if (t->have_lease) {
         sbx_lease_clear(&t->lease);
     }
@@ -89,7 +92,35 @@ static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char 
         return sbx_error_wrap(err, "credentials '%s' for task %s", name, t->id);
     }
     t->have_lease = 1;
+    t->redactor = sbx_redactor_from_lease(&t->lease);
     return 0;
+}
+
+/* Output of a task with a lease passes through one redacting stream per
+ * stream kind, so a value split across reads is still caught. */
+struct redact_out {
+    sbx_output_fn out;
+    void *ud;
+    struct sbx_redact_stream *s[2];
+};
+
+struct redact_sink_ud {
+    struct redact_out *r;
+    int stream;
+};
+
+static int redact_sink_stream(void *userdata, const char *data, size_t len)
+{
+    struct redact_sink_ud *u = userdata;
+
+    return u->r->out(u->r->ud, u->stream, data, len);
+}
+
+static int redact_on_output(void *userdata, int stream, const char *data, size_t len)
+{
+    struct redact_out *r = userdata;
+
+    return sbx_redact_stream_write(r->s[stream == 2 ? 1 : 0], data, len, NULL) < 0 ? 1 : 0;
 }
 
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
@@ -237,6 +268,8 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     struct sbx_kv *all = NULL;
     size_t n_all = 0;
     struct sbx_exec_spec spec = {0};
+    struct redact_out ro = {0};
+    struct redact_sink_ud su[2];
     int r;
 
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
@@ -254,6 +287,10 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     spec.n_env = n_all;
     spec.on_output = out;
     spec.output_userdata = ud;
+    if (t->have_lease && sbx_cred_guard_check(argv, err) < 0) {
+        free(all);
+        return sbx_error_wrap(err, "task %s holds credentials", t->id);
+    }
 
     pthread_mutex_lock(&t->mu);
     if (t->stop) {
@@ -264,6 +301,18 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     }
     t->running++;
     t->last_activity = time(NULL);
+    if (t->redactor != NULL) {
+        ro.out = out;
+        ro.ud = ud;
+        su[0].r = &ro;
+        su[0].stream = 1;
+        su[1].r = &ro;
+        su[1].stream = 2;
+        ro.s[0] = sbx_redact_stream_new(t->redactor, redact_sink_stream, &su[0]);
+        ro.s[1] = sbx_redact_stream_new(t->redactor, redact_sink_stream, &su[1]);
+        spec.on_output = redact_on_output;
+        spec.output_userdata = &ro;
+    }
     slotp->next = t->execs;
     t->execs = slotp;
     pthread_mutex_unlock(&t->mu);
@@ -289,6 +338,12 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
     }
     pthread_mutex_unlock(&t->mu);
+    if (ro.s[0] != NULL) {
+        sbx_redact_stream_finish(ro.s[0], NULL);
+        sbx_redact_stream_finish(ro.s[1], NULL);
+        sbx_redact_stream_free(ro.s[0]);
+        sbx_redact_stream_free(ro.s[1]);
+    }
     free(all);
     return r;
 }
