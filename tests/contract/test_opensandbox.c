@@ -362,7 +362,9 @@ static void test_osb_run_out_err_exit3(void **state)
     meta = json_object_get(body, "metadata");
     assert_string_equal(json_string_value(json_object_get(meta, "sbx.task")), "task-1");
     /* mapped to the label rules (the server refuses invalid ones with 400) */
-    assert_non_null(strstr(json_string_value(json_object_get(meta, "sbx.job")), "my_job__1-"));
+    assert_string_equal(json_string_value(json_object_get(meta, "sbx.job")), "my_job__1-1ab25ab8");
+    assert_string_equal(json_string_value(json_object_get(meta, "sbx.owner")),
+                        "boot_1234_5678-cfd57a4d");
     assert_non_null(json_object_get(meta, "sbx.deadline"));
     rules = json_object_get(json_object_get(body, "networkPolicy"), "egress");
     assert_string_equal(json_string_value(json_object_get(json_object_get(body, "networkPolicy"),
