@@ -427,8 +427,12 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
     struct sbx_http_request req;
     struct sbx_http_response resp;
     sbx_error_t *e = NULL;
+    struct sbx_exec_ctl local_ctl = {0};
     int r, ret = -1;
 
+    if (ctl == NULL) {
+        ctl = &local_ctl;
+    }
     if (spec->argv == NULL || spec->argv[0] == NULL) {
         return c->host->error_set(err, SBX_E_USAGE, "opensandbox '%s': exec without a command",
                                   c->instance);
@@ -482,16 +486,16 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
                            sandbox_id);
         goto out;
     }
+    if (r == 0 && resp.status != 200) {
+        osb_reply_error(c, "POST", "/command (execd)", resp.status, s.head, s.head_len, err);
+        goto out;
+    }
     if (s.protocol_error != NULL) {
         if (s.cmd_id != NULL) {
             interrupt_command(c, execd, headers, s.cmd_id);
         }
         c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': POST /command: %s",
                            c->instance, s.protocol_error);
-        goto out;
-    }
-    if (r == 0 && resp.status != 200) {
-        osb_reply_error(c, "POST", "/command (execd)", resp.status, s.head, s.head_len, err);
         goto out;
     }
     if (s.cmd_id == NULL) {

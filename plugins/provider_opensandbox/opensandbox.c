@@ -133,8 +133,14 @@ static int api_call(struct osb_ctx *c, const char *method, const char *path, jso
             continue;
         }
         if (r < 0) {
-            *err = e;
-            c->host->error_wrap(err, "opensandbox '%s'", c->instance);
+            if (err != NULL && *err == NULL) {
+                *err = e;
+                c->host->error_wrap(err, "opensandbox '%s'", c->instance);
+            }
+            else if (e != NULL) {
+                free(e->msg);
+                free(e);
+            }
             break;
         }
         break;
@@ -739,10 +745,16 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
                                sbx_sandbox_fn fn, void *userdata, sbx_error_t **err)
 {
     struct osb_ctx *c = ctx;
-    osb_autofree char *key = osb_label_map(label_key);
+    osb_autofree char *key = NULL;
     osb_autofree char *value = label_value ? osb_label_map(label_value) : NULL;
     osb_autofree char *filter = NULL;
     osb_autofree char *query = NULL;
+
+    if (label_key == NULL || *label_key == '\0') {
+        return c->host->error_set(err, SBX_E_USAGE, "opensandbox '%s': list needs a label key",
+                                  c->instance);
+    }
+    key = osb_label_map(label_key);
 
     if (value != NULL) {
         osb_autofree char *kv = osb_xasprintf("%s=%s", key, value);

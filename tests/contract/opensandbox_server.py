@@ -30,6 +30,8 @@ Quirks are switched on with POST /_test/quirks {...} (replaces the set):
   drop_midstream: true       close the stream after the first output event,
                              without a terminal event or final chunk
   tail_seconds: s            sleep after the terminal event (default 1.0)
+  command_error: true        answer POST /command with 400 {code, message}
+  command_garbage: true      stream a block that is not JSON
   ping_interval: s           seconds between ping events (default 0.5)
 GET /_test/calls lists the calls seen ({method, path, api_key, body});
 POST /_test/reset forgets them.
@@ -332,6 +334,11 @@ class Handler(BaseHTTPRequestHandler):
         if route == ["ping"]:
             return self.send_json(200, None)
         if route == ["command"] and self.command == "POST":
+            if quirk("command_error"):
+                return self.error(400, "INVALID_REQUEST_BODY", "error parsing request: "
+                                  "json: cannot unmarshal number into Go struct field")
+            if quirk("command_garbage"):
+                return self.stream_raw(b"this is not json\n\n")
             return self.run_command(sb, body)
         if route == ["command"] and self.command == "DELETE":
             q = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
@@ -353,6 +360,16 @@ class Handler(BaseHTTPRequestHandler):
                 out["finished_at"] = now_iso()
             return self.send_json(200, out)
         return self.error(404, "UNKNOWN", "no execd route %s" % "/".join(route))
+
+    def stream_raw(self, data):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+        self.chunk(data)
+        self.chunk(b"")
+        return None
 
     def chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

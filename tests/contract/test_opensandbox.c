@@ -382,6 +382,7 @@ static void test_osb_run_out_err_exit3(void **state)
                             json_object_get(json_object_get(c, "body"), "envs"), "SECRET_TOKEN")),
                         "s3cr3t-value");
     assert_int_equal(count_calls(all, "DELETE", id), 1);
+    assert_int_equal(count_calls(all, "GET", "/command/status/"), 0);
     json_decref(all);
 }
 
@@ -416,6 +417,7 @@ static void test_osb_stream_without_final_chunk(void **state)
     struct out o;
     int status = -1;
     sbx_error_t *err = NULL;
+    json_t *all;
 
     (void)state;
     quirks("{\"tail_seconds\": 1.0}");
@@ -425,6 +427,10 @@ static void test_osb_stream_without_final_chunk(void **state)
     }
     assert_int_equal(status, 7);
     assert_string_equal(o.text[0], "x\n");
+    /* the terminal event decided, not the status fallback */
+    all = calls();
+    assert_int_equal(count_calls(all, "GET", "/command/status/"), 0);
+    json_decref(all);
     destroy_ok(id);
 }
 
@@ -645,6 +651,12 @@ static void on_sandbox(void *ud, const char *id, const struct sbx_kv *labels, si
     }
 }
 
+static const struct sbx_kv list_labels[] = {
+    {"sbx.owner", "boot:1234:5678"},
+    {"sbx.listtest", "a"},
+    {"sbx.listtest", "b"},
+};
+
 static void test_osb_list_by_label(void **state)
 {
     struct sbx_sandbox_spec spec = make_spec("task-14", "list job");
@@ -655,8 +667,10 @@ static void test_osb_list_by_label(void **state)
 
     (void)state;
     quirks("{\"page_size_cap\": 1}");
-    spec.labels = test_labels + 2; /* sbx.owner only */
-    spec.n_labels = 1;
+    spec.labels = list_labels;
+    spec.n_labels = 2;
+    other.labels = list_labels + 2;
+    other.n_labels = 1;
     create_ok(ops, osb->ctx, &spec, id[0], sizeof(id[0]));
     create_ok(ops, osb->ctx, &spec, id[1], sizeof(id[1]));
     create_ok(ops, osb->ctx, &other, id[2], sizeof(id[2]));
@@ -671,13 +685,13 @@ static void test_osb_list_by_label(void **state)
     assert_true((strcmp(s.ids[0], id[0]) == 0 && strcmp(s.ids[1], id[1]) == 0) ||
                 (strcmp(s.ids[0], id[1]) == 0 && strcmp(s.ids[1], id[0]) == 0));
     memset(&s, 0, sizeof(s));
-    assert_int_equal(ops->list(osb->ctx, "sbx.job", NULL, on_sandbox, &s, &err), 0);
+    assert_int_equal(ops->list(osb->ctx, "sbx.listtest", NULL, on_sandbox, &s, &err), 0);
     assert_int_equal(s.n, 3);
     for (int i = 0; i < 3; i++) {
         destroy_ok(id[i]);
     }
     memset(&s, 0, sizeof(s));
-    assert_int_equal(ops->list(osb->ctx, "sbx.job", NULL, on_sandbox, &s, &err), 0);
+    assert_int_equal(ops->list(osb->ctx, "sbx.listtest", NULL, on_sandbox, &s, &err), 0);
     assert_int_equal(s.n, 0);
 }
 
@@ -791,6 +805,32 @@ static void test_osb_start_failure(void **state)
     destroy_ok(id);
 }
 
+/* execd's own error body, and a stream that is not JSON */
+static void test_osb_execd_errors(void **state)
+{
+    const char *argv[] = {"true", NULL};
+    struct sbx_sandbox_spec spec = make_spec("task-19", "job-19");
+    char id[128];
+    struct out o;
+    int status = -1;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    quirks("{}");
+    create_ok(ops, osb->ctx, &spec, id, sizeof(id));
+    quirks("{\"command_error\": true}");
+    assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), -1);
+    expect_msg(err, "opensandbox 'osb': POST /command (execd): HTTP 400: INVALID_REQUEST_BODY: "
+               "error parsing request", NULL);
+    sbx_error_free(&err);
+    quirks("{\"command_garbage\": true}");
+    assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), -1);
+    assert_int_equal(err->code, SBX_E_PROTOCOL);
+    expect_msg(err, "execd sent an event that is not JSON", "this is not json");
+    sbx_error_free(&err);
+    destroy_ok(id);
+}
+
 static void test_osb_config_errors(void **state)
 {
     sbx_error_t *err = NULL;
@@ -843,6 +883,7 @@ int main(void)
         cmocka_unit_test(test_osb_cancel),
         cmocka_unit_test(test_osb_renew),
         cmocka_unit_test(test_osb_start_failure),
+        cmocka_unit_test(test_osb_execd_errors),
         cmocka_unit_test(test_osb_config_errors),
         cmocka_unit_test(test_osb_info),
     };
