@@ -40,13 +40,6 @@ struct stream {
     char *protocol_error;
 };
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-    nanosleep(&ts, NULL);
-}
-
 /* Header list: the endpoint's headers, then extra (NULL-terminated). */
 static const char **header_list(char *const *endpoint, const char *extra1, const char *extra2)
 {
@@ -105,7 +98,7 @@ int osb_execd_wait_ready(struct osb_ctx *c, const char *execd, char *const *head
                          "(%lld s): %s", execd, (long long)(now - start), last);
             last_log = now;
         }
-        sleep_ms(c->poll_ms < 200 ? c->poll_ms : 200);
+        osb_sleep_ms(c->poll_ms < 200 ? c->poll_ms : 200);
     }
 }
 
@@ -386,7 +379,7 @@ static int status_fallback(struct osb_ctx *c, const char *execd, char *const *he
             return c->host->error_set(err, SBX_E_CANCELLED, "opensandbox '%s': cancelled",
                                       c->instance);
         }
-        sleep_ms(c->poll_ms);
+        osb_sleep_ms(c->poll_ms);
     }
 }
 

@@ -1,6 +1,7 @@
-/* opensandbox.h - provider_opensandbox internals shared by its three files:
- * opensandbox_config.c (options, labels, helpers), opensandbox.c (lifecycle
- * API) and execd.c (the in-sandbox execd client). See docs/providers.md. */
+/* opensandbox.h - provider_opensandbox internals shared by its files:
+ * opensandbox_config.c (options, labels, helpers), opensandbox.c (the ops),
+ * opensandbox_api.c (lifecycle calls and the box cache) and execd.c (the
+ * in-sandbox execd client). See docs/providers.md. */
 #ifndef SBX_PLUGIN_OPENSANDBOX_H
 #define SBX_PLUGIN_OPENSANDBOX_H
 
@@ -89,16 +90,32 @@ char *osb_shell_join(const char *const *argv);
 int osb_reply_error(struct osb_ctx *c, const char *method, const char *path, long status,
                     const char *body, size_t len, sbx_error_t **err);
 
-/* --- opensandbox.c (lifecycle) ------------------------------------------- */
+/* --- opensandbox_api.c (lifecycle calls, the box cache) ----------------- */
 
 /* One JSON call to the lifecycle API: path below /v1, body may be NULL.
- * Retries GET and DELETE on 429/502/503/504. On success *out holds the
- * parsed reply (NULL for an empty body) and *status the HTTP status; a
- * status not in ok_statuses (zero-terminated) is an error unless
- * tolerate_404 and it is 404. */
+ * Retries GET and DELETE on 429/502/503/504 and dropped connections. On
+ * success *out holds the parsed reply (NULL for an empty body) and *status
+ * the HTTP status; a status not in ok_statuses (zero-terminated) is an error
+ * unless tolerate_404 and it is 404. osb_api uses request_timeout. */
+int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t *body,
+                 long timeout_s, const long *ok_statuses, int tolerate_404, long *status,
+                 json_t **out, sbx_error_t **err);
 int osb_api(struct osb_ctx *c, const char *method, const char *path, json_t *body,
             const long *ok_statuses, int tolerate_404, long *status, json_t **out,
             sbx_error_t **err);
+
+void osb_sleep_ms(long ms);
+/* Sandbox ids go into URL paths: [A-Za-z0-9._-], at most 128 bytes. */
+int osb_id_check(struct osb_ctx *c, const char *id, sbx_error_t **err);
+
+void osb_box_free(struct osb_box *b);
+/* Takes ownership of b; replaces a box of the same id. */
+void osb_box_put(struct osb_ctx *c, struct osb_box *b);
+void osb_box_drop(struct osb_ctx *c, const char *id);
+/* Fills b->execd and b->headers from GET /sandboxes/{id}/endpoints/44772. */
+int osb_box_endpoint(struct osb_ctx *c, struct osb_box *b, sbx_error_t **err);
+/* expiresAt and the sbx.deadline label of a Sandbox object. */
+void osb_box_times_from(struct osb_box *b, json_t *sandbox);
 
 /* The known sandbox `id` (looked up and cached if this process has not seen
  * it); returns copies of its execd base and headers. */

@@ -2,142 +2,21 @@
  * the OpenSandbox server (tests/contract/opensandbox_server.py, started here
  * on 127.0.0.1 with an ephemeral port): create, exec, destroy, list, cancel,
  * renew, and every quirk and error shape of the wire format. */
-#include "test_common.h"
+#include "contract_server.h"
 
 #include <jansson.h>
 #include <pthread.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "config/config.h"
-#include "http/http.h"
 #include "plugin/instance.h"
 
 #define TEST_KEY "osb-test-key-6b1f"
 
-static pid_t server_pid = -1;
-static int server_port;
 static char *dir;
 static struct sbx_config *cfg;
 static struct sbx_open_instance *osb;
 static const struct sbx_provider_ops *ops;
-
-/* --- the test server ------------------------------------------------------ */
-
-static int start_server(void)
-{
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char *script = NULL;
-    char line[64];
-    int fds[2];
-    FILE *f;
-
-    if (src == NULL || pipe(fds) < 0 ||
-        asprintf(&script, "%s/tests/contract/opensandbox_server.py", src) < 0) {
-        return -1;
-    }
-    server_pid = fork();
-    if (server_pid < 0) {
-        return -1;
-    }
-    if (server_pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        execlp("python3", "python3", script, "--port", "0", "--api-key", TEST_KEY, (char *)NULL);
-        _exit(127);
-    }
-    free(script);
-    close(fds[1]);
-    f = fdopen(fds[0], "r");
-    if (f == NULL || fgets(line, sizeof(line), f) == NULL) {
-        return -1;
-    }
-    fclose(f);
-    server_port = atoi(line);
-    return server_port > 0 ? 0 : -1;
-}
-
-static void stop_server(void)
-{
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        waitpid(server_pid, NULL, 0);
-        server_pid = -1;
-    }
-}
-
-/* One call to the server's test-control or API routes; returns the status
- * and (optionally) the parsed body. */
-static long server_call(const char *method, const char *path, const char *body, json_t **out)
-{
-    char url[512];
-    const char *hdrs[] = {"Content-Type: application/json", NULL};
-    struct sbx_http_request req = {.method = method, .url = url, .headers = hdrs,
-                                   .body = body, .body_len = body ? strlen(body) : 0,
-                                   .timeout_ms = 10000};
-    struct sbx_http_response resp;
-    sbx_error_t *err = NULL;
-    long status;
-
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", server_port, path);
-    if (sbx_http_request(&req, &resp, &err) < 0) {
-        fail_msg("test server: %s", err->msg);
-    }
-    status = resp.status;
-    if (out != NULL) {
-        *out = json_loadb(resp.body, resp.body_len, 0, NULL);
-    }
-    sbx_http_response_free(&resp);
-    return status;
-}
-
-static void quirks(const char *json)
-{
-    assert_int_equal(server_call("POST", "/_test/quirks", json, NULL), 200);
-    assert_int_equal(server_call("POST", "/_test/reset", "{}", NULL), 200);
-}
-
-static json_t *calls(void)
-{
-    json_t *j = NULL;
-
-    assert_int_equal(server_call("GET", "/_test/calls", NULL, &j), 200);
-    assert_true(json_is_array(j));
-    return j;
-}
-
-/* The first call whose method matches and whose path contains `frag`;
- * borrowed from `all`. */
-static json_t *find_call(json_t *all, const char *method, const char *frag)
-{
-    size_t i;
-    json_t *c;
-
-    json_array_foreach(all, i, c) {
-        if (strcmp(json_string_value(json_object_get(c, "method")), method) == 0 &&
-            strstr(json_string_value(json_object_get(c, "path")), frag) != NULL) {
-            return c;
-        }
-    }
-    return NULL;
-}
-
-static int count_calls(json_t *all, const char *method, const char *frag)
-{
-    size_t i;
-    json_t *c;
-    int n = 0;
-
-    json_array_foreach(all, i, c) {
-        if (strcmp(json_string_value(json_object_get(c, "method")), method) == 0 &&
-            strstr(json_string_value(json_object_get(c, "path")), frag) != NULL) {
-            n++;
-        }
-    }
-    return n;
-}
 
 /* --- fixtures ------------------------------------------------------------- */
 
@@ -149,7 +28,7 @@ static int group_setup(void **state)
     const char *plugins = getenv("SBX_PLUGIN_DIR");
 
     (void)state;
-    if (plugins == NULL || start_server() < 0) {
+    if (plugins == NULL || contract_start_server("opensandbox_server.py", TEST_KEY) < 0) {
         fprintf(stderr, "cannot start tests/contract/opensandbox_server.py\n");
         return -1;
     }
@@ -168,7 +47,7 @@ static int group_setup(void **state)
                  "  osb_nourl = { plugin = \"provider_opensandbox\"; };\n"
                  "  osb_ftp = { plugin = \"provider_opensandbox\"; url = \"ftp://127.0.0.1\"; };\n"
                  "};\n",
-                 server_port, server_port, server_port, server_port) < 0) {
+                 contract_port, contract_port, contract_port, contract_port) < 0) {
         return -1;
     }
 #undef COMMON
@@ -195,7 +74,7 @@ static int group_teardown(void **state)
     (void)state;
     sbx_instance_close(osb);
     sbx_config_destroy(cfg);
-    stop_server();
+    contract_stop_server();
     if (dir != NULL) {
         test_rm_rf(dir);
         free(dir);
@@ -328,7 +207,7 @@ static void test_osb_run_out_err_exit3(void **state)
     json_t *all, *c, *body, *meta, *rules;
 
     (void)state;
-    quirks("{\"tail_seconds\": 0}");
+    contract_quirks("{\"tail_seconds\": 0}");
     spec.labels = test_labels;
     spec.n_labels = 3;
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
@@ -340,8 +219,8 @@ static void test_osb_run_out_err_exit3(void **state)
     assert_int_equal(status, 3);
     destroy_ok(id);
 
-    all = calls();
-    c = find_call(all, "POST", "/v1/sandboxes");
+    all = contract_calls();
+    c = contract_find_call(all, "POST", "/v1/sandboxes");
     assert_non_null(c);
     assert_true(json_is_true(json_object_get(c, "api_key")));
     body = json_object_get(c, "body");
@@ -375,14 +254,14 @@ static void test_osb_run_out_err_exit3(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 1), "target")),
                         "*.example.com");
     /* the exec: secrets per exec, never the API key to execd */
-    c = find_call(all, "POST", "/proxy/44772/command");
+    c = contract_find_call(all, "POST", "/proxy/44772/command");
     assert_non_null(c);
     assert_false(json_is_true(json_object_get(c, "api_key")));
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_object_get(c, "body"), "envs"), "SECRET_TOKEN")),
                         "s3cr3t-value");
-    assert_int_equal(count_calls(all, "DELETE", id), 1);
-    assert_int_equal(count_calls(all, "GET", "/command/status/"), 0);
+    assert_int_equal(contract_count_calls(all, "DELETE", id), 1);
+    assert_int_equal(contract_count_calls(all, "GET", "/command/status/"), 0);
     json_decref(all);
 }
 
@@ -396,7 +275,7 @@ static void test_osb_exit0_data_prefix_split_events(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{\"data_prefix\": true, \"split_events\": true}");
+    contract_quirks("{\"data_prefix\": true, \"split_events\": true}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     if (run(ops, osb->ctx, id, argv, NULL, 0, "/workspace", &o, &status, &err) < 0) {
         fail_msg("exec: %s", err->msg);
@@ -420,7 +299,7 @@ static void test_osb_stream_without_final_chunk(void **state)
     json_t *all;
 
     (void)state;
-    quirks("{\"tail_seconds\": 1.0}");
+    contract_quirks("{\"tail_seconds\": 1.0}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     if (run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
         fail_msg("exec: %s", err->msg);
@@ -428,8 +307,8 @@ static void test_osb_stream_without_final_chunk(void **state)
     assert_int_equal(status, 7);
     assert_string_equal(o.text[0], "x\n");
     /* the terminal event decided, not the status fallback */
-    all = calls();
-    assert_int_equal(count_calls(all, "GET", "/command/status/"), 0);
+    all = contract_calls();
+    assert_int_equal(contract_count_calls(all, "GET", "/command/status/"), 0);
     json_decref(all);
     destroy_ok(id);
 }
@@ -446,14 +325,14 @@ static void test_osb_slow_create(void **state)
     char *path = NULL;
 
     (void)state;
-    quirks("{\"create_delay\": 1, \"pending_polls\": 3}");
+    contract_quirks("{\"create_delay\": 1, \"pending_polls\": 3}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     assert_true(asprintf(&path, "/v1/sandboxes/%s", id) > 0);
-    all = calls();
+    all = contract_calls();
     /* 3 Pending answers, then Running */
-    assert_true(count_calls(all, "GET", path) >= 4);
-    assert_int_equal(count_calls(all, "GET", "/endpoints/44772"), 1);
-    assert_true(count_calls(all, "GET", "/proxy/44772/ping") >= 1);
+    assert_true(contract_count_calls(all, "GET", path) >= 4);
+    assert_int_equal(contract_count_calls(all, "GET", "/endpoints/44772"), 1);
+    assert_true(contract_count_calls(all, "GET", "/proxy/44772/ping") >= 1);
     json_decref(all);
     assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), 0);
     assert_int_equal(status, 0);
@@ -471,13 +350,13 @@ static void test_osb_create_never_running(void **state)
     json_t *all;
 
     (void)state;
-    quirks("{\"pending_polls\": 100000}");
+    contract_quirks("{\"pending_polls\": 100000}");
     assert_int_equal(p->create(fast->ctx, &spec, id, sizeof(id), &err), -1);
     assert_int_equal(err->code, SBX_E_TIMEOUT);
     expect_msg(err, "did not reach Running within 1 s", "Pending");
     sbx_error_free(&err);
-    all = calls();
-    assert_int_equal(count_calls(all, "DELETE", "/v1/sandboxes/"), 1); /* cleaned up */
+    all = contract_calls();
+    assert_int_equal(contract_count_calls(all, "DELETE", "/v1/sandboxes/"), 1); /* cleaned up */
     json_decref(all);
     sbx_instance_close(fast);
 }
@@ -490,12 +369,12 @@ static void test_osb_create_failed_state(void **state)
     json_t *all;
 
     (void)state;
-    quirks("{\"pending_polls\": 1, \"create_state\": \"Failed\"}");
+    contract_quirks("{\"pending_polls\": 1, \"create_state\": \"Failed\"}");
     assert_int_equal(ops->create(osb->ctx, &spec, id, sizeof(id), &err), -1);
     expect_msg(err, "is Failed (CONTAINER_EXITED_ERROR)", "instead of Running");
     sbx_error_free(&err);
-    all = calls();
-    assert_int_equal(count_calls(all, "DELETE", "/v1/sandboxes/"), 1);
+    all = contract_calls();
+    assert_int_equal(contract_count_calls(all, "DELETE", "/v1/sandboxes/"), 1);
     json_decref(all);
 }
 
@@ -506,7 +385,7 @@ static void test_osb_error_422_detail(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{\"create_status\": 422}");
+    contract_quirks("{\"create_status\": 422}");
     assert_int_equal(ops->create(osb->ctx, &spec, id, sizeof(id), &err), -1);
     assert_int_equal(err->code, SBX_E_ENGINE);
     expect_msg(err, "opensandbox 'osb': POST /sandboxes: HTTP 422: request rejected: "
@@ -522,7 +401,7 @@ static void test_osb_error_code_message(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{\"create_status\": 400}");
+    contract_quirks("{\"create_status\": 400}");
     assert_int_equal(ops->create(osb->ctx, &spec, id, sizeof(id), &err), -1);
     expect_msg(err, "opensandbox 'osb': POST /sandboxes: HTTP 400: SANDBOX::INVALID_PARAMETER: "
                "timeout exceeds max_sandbox_timeout_seconds (86400)", NULL);
@@ -538,7 +417,7 @@ static void test_osb_error_bad_key(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{}");
+    contract_quirks("{}");
     assert_int_equal(p->create(bad->ctx, &spec, id, sizeof(id), &err), -1);
     assert_int_equal(err->code, SBX_E_CONFIG);
     expect_msg(err, "HTTP 401: INVALID_API_KEY", NULL);
@@ -554,7 +433,7 @@ static void test_osb_dropped_create(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{\"drop_create\": true}");
+    contract_quirks("{\"drop_create\": true}");
     assert_int_equal(ops->create(osb->ctx, &spec, id, sizeof(id), &err), -1);
     expect_msg(err, "opensandbox 'osb'", "/v1/sandboxes");
     sbx_error_free(&err);
@@ -573,15 +452,15 @@ static void test_osb_dropped_stream(void **state)
     json_t *all;
 
     (void)state;
-    quirks("{\"drop_midstream\": true}");
+    contract_quirks("{\"drop_midstream\": true}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     if (run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
         fail_msg("exec: %s", err->msg);
     }
     assert_int_equal(status, 5);
     assert_string_equal(o.text[0], "before\n");
-    all = calls();
-    assert_true(count_calls(all, "GET", "/command/status/") >= 1);
+    all = contract_calls();
+    assert_true(contract_count_calls(all, "GET", "/command/status/") >= 1);
     json_decref(all);
     destroy_ok(id);
 }
@@ -596,7 +475,7 @@ static void test_osb_404_after_delete(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{}");
+    contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     destroy_ok(id);
     destroy_ok(id); /* 404: already gone, which is success */
@@ -621,7 +500,7 @@ static void test_osb_exec_from_other_instance(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{}");
+    contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     if (run(sbx_instance_provider(other), other->ctx, id, argv, NULL, 0, NULL, &o, &status,
             &err) < 0) {
@@ -666,7 +545,7 @@ static void test_osb_list_by_label(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{\"page_size_cap\": 1}");
+    contract_quirks("{\"page_size_cap\": 1}");
     spec.labels = list_labels;
     spec.n_labels = 2;
     other.labels = list_labels + 2;
@@ -676,7 +555,7 @@ static void test_osb_list_by_label(void **state)
     create_ok(ops, osb->ctx, &other, id[2], sizeof(id[2]));
     memset(&s, 0, sizeof(s));
     /* the value is mapped the same way create mapped it; and two 503s first */
-    quirks("{\"page_size_cap\": 1, \"fail_gets\": 2}");
+    contract_quirks("{\"page_size_cap\": 1, \"fail_gets\": 2}");
     if (ops->list(osb->ctx, "sbx.job", "list job", on_sandbox, &s, &err) < 0) {
         fail_msg("list: %s", err->msg);
     }
@@ -724,15 +603,15 @@ static void test_osb_cancel(void **state)
     struct timespec ts = {0, 50 * 1000000L};
 
     (void)state;
-    quirks("{}");
+    contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     memset(&cr, 0, sizeof(cr));
     cr.id = id;
     assert_int_equal(pthread_create(&t, NULL, cancel_thread, &cr), 0);
     for (int i = 0; i < 200; i++) { /* until the command runs (10 s at most) */
         json_decref(all);
-        all = calls();
-        if (find_call(all, "POST", "/proxy/44772/command") != NULL) {
+        all = contract_calls();
+        if (contract_find_call(all, "POST", "/proxy/44772/command") != NULL) {
             break;
         }
         nanosleep(&ts, NULL);
@@ -746,8 +625,8 @@ static void test_osb_cancel(void **state)
     assert_non_null(cr.err);
     assert_int_equal(cr.err->code, SBX_E_CANCELLED);
     sbx_error_free(&cr.err);
-    all = calls();
-    assert_int_equal(count_calls(all, "DELETE", "/proxy/44772/command?id="), 1);
+    all = contract_calls();
+    assert_int_equal(contract_count_calls(all, "DELETE", "/proxy/44772/command?id="), 1);
     json_decref(all);
     destroy_ok(id);
 }
@@ -766,18 +645,18 @@ static void test_osb_renew(void **state)
     json_t *all, *c;
 
     (void)state;
-    quirks("{\"ping_interval\": 0.2}");
+    contract_quirks("{\"ping_interval\": 0.2}");
     spec.limits.max = 3600;
     create_ok(p, ri->ctx, &spec, id, sizeof(id));
     if (run(p, ri->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
         fail_msg("exec: %s", err->msg);
     }
     assert_int_equal(status, 0);
-    all = calls();
-    c = find_call(all, "POST", "/v1/sandboxes");
+    all = contract_calls();
+    c = contract_find_call(all, "POST", "/v1/sandboxes");
     assert_int_equal(json_integer_value(json_object_get(json_object_get(c, "body"), "timeout")),
                      60);
-    c = find_call(all, "POST", "/renew-expiration");
+    c = contract_find_call(all, "POST", "/renew-expiration");
     assert_non_null(c);
     assert_non_null(json_object_get(json_object_get(c, "body"), "expiresAt"));
     json_decref(all);
@@ -795,7 +674,7 @@ static void test_osb_start_failure(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{}");
+    contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, "/no/such/dir", &o, &status, &err),
                      -1);
@@ -816,14 +695,14 @@ static void test_osb_execd_errors(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    quirks("{}");
+    contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
-    quirks("{\"command_error\": true}");
+    contract_quirks("{\"command_error\": true}");
     assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), -1);
     expect_msg(err, "opensandbox 'osb': POST /command (execd): HTTP 400: INVALID_REQUEST_BODY: "
                "error parsing request", NULL);
     sbx_error_free(&err);
-    quirks("{\"command_garbage\": true}");
+    contract_quirks("{\"command_garbage\": true}");
     assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), -1);
     assert_int_equal(err->code, SBX_E_PROTOCOL);
     expect_msg(err, "execd sent an event that is not JSON", "this is not json");
