@@ -32,8 +32,13 @@ int contract_start_server(const char *name, const char *api_key)
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execlp("python3", "python3", script, "--port", "0", "--api-key", api_key,
-               (char *)NULL);
+        if (api_key != NULL) {
+            execlp("python3", "python3", script, "--port", "0", "--api-key", api_key,
+                   (char *)NULL);
+        }
+        else {
+            execlp("python3", "python3", script, "--port", "0", (char *)NULL);
+        }
         _exit(127);
     }
     free(script);

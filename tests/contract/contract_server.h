@@ -8,7 +8,8 @@
 
 extern int contract_port;
 
-/* Starts tests/contract/NAME (python3) with --port 0 and --api-key KEY;
+/* Starts tests/contract/NAME (python3) with --port 0 and, unless NULL,
+ * --api-key KEY;
  * reads its port into contract_port. Returns -1 on failure. */
 int contract_start_server(const char *name, const char *api_key);
 /* SIGTERM and wait. */
