@@ -36,8 +36,10 @@ Quirks are switched on with POST /_test/quirks {...} (replaces the set):
 GET /_test/calls lists the calls seen ({method, path, api_key, body});
 POST /_test/reset forgets them.
 
-Usage: opensandbox_server.py [--port 0] [--api-key KEY]
+Usage: opensandbox_server.py [--port 0] [--api-key KEY] [--keep-running]
 Prints the port on its first stdout line, then serves on 127.0.0.1 only.
+It exits on SIGTERM, and when its parent process exits (unless
+--keep-running), removing the sandboxes' temporary directories.
 """
 import argparse
 import datetime
@@ -470,15 +472,27 @@ class Handler(BaseHTTPRequestHandler):
 
 def main():
     global API_KEY
+    parent = os.getppid()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--api-key", default=None)
+    ap.add_argument("--keep-running", action="store_true",
+                    help="keep serving after the parent process exits")
     args = ap.parse_args()
     API_KEY = args.api_key
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     srv.daemon_threads = True
     print(srv.server_address[1], flush=True)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+    if not args.keep_running:
+        # never outlive the test that started us (a killed test leaves no server)
+
+        def watch():
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        threading.Thread(target=watch, daemon=True).start()
     try:
         srv.serve_forever()
     finally:
