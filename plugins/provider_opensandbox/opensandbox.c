@@ -263,7 +263,7 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
     c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: creating a sandbox for task %s on %s",
                  spec->task_id ? spec->task_id : "?", c->url);
     if (osb_api_call(c, "POST", "/sandboxes", body, (long)c->create_timeout, ok_create, 0, NULL,
-                 &reply, err) < 0) {
+                     &reply, err) < 0) {
         json_decref(body);
         return -1;
     }

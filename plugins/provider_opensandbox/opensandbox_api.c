@@ -65,8 +65,8 @@ static int retryable(long status)
 }
 
 int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t *body,
-                    long timeout_s, const long *ok, int tolerate_404, long *status_out,
-                    json_t **out, sbx_error_t **err)
+                 long timeout_s, const long *ok, int tolerate_404, long *status_out, json_t **out,
+                 sbx_error_t **err)
 {
     const char *headers[4];
     osb_autofree char *keyhdr = NULL;
@@ -183,7 +183,7 @@ int osb_api(struct osb_ctx *c, const char *method, const char *path, json_t *bod
             sbx_error_t **err)
 {
     return osb_api_call(c, method, path, body, (long)c->request_timeout, ok_statuses, tolerate_404,
-                    status, out, err);
+                        status, out, err);
 }
 
 /* --- the box cache -------------------------------------------------------- */

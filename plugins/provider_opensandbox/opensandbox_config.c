@@ -370,7 +370,8 @@ int osb_reply_error(struct osb_ctx *c, const char *method, const char *path, lon
         j = json_loadb(body, len, 0, NULL);
     }
     detail = json_object_get(j, "detail");
-    if (json_is_string(json_object_get(j, "code")) || json_is_string(json_object_get(j, "message"))) {
+    if (json_is_string(json_object_get(j, "code")) ||
+        json_is_string(json_object_get(j, "message"))) {
         oneline_append(text, sizeof(text), json_string_value(json_object_get(j, "code")));
         if (json_is_string(json_object_get(j, "message"))) {
             oneline_append(text, sizeof(text), text[0] ? ": " : "");
