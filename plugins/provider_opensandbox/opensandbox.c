@@ -157,7 +157,7 @@ static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spe
         json_t *vols = json_array();
 
         if (spec->worktree != NULL) {
-            json_array_append_new(vols, json_pack("{sss{ss}sb}", "name", "workspace",
+            json_array_append_new(vols, json_pack("{s:s, s:s, s:{s:s}, s:b}", "name", "workspace",
                                                   "mountPath", "/workspace", "host", "path",
                                                   spec->worktree, "readOnly", 0));
         }
@@ -165,14 +165,15 @@ static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spe
             char name[32];
 
             snprintf(name, sizeof(name), "cache-%zu", i);
-            json_array_append_new(vols, json_pack("{sss{ss}sb}", "name", name, "mountPath",
-                                                  spec->mounts[i].path, "host", "path",
+            json_array_append_new(vols, json_pack("{s:s, s:s, s:{s:s}, s:b}", "name", name,
+                                                  "mountPath", spec->mounts[i].path, "host", "path",
                                                   spec->mounts[i].host, "readOnly", 1));
         }
         json_object_set_new(b, "volumes", vols);
     }
     else if (spec->worktree != NULL || spec->n_mounts > 0) {
-        c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: the worktree and caches are not "
+        c->host->log(c->instance, SBX_LOG_WARN,
+                     "opensandbox: the worktree and caches are not "
                      "mounted (option host_mounts is off; the server may be on another host)");
     }
     return b;

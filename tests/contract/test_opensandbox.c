@@ -44,10 +44,12 @@ static int group_setup(void **state)
                  "  osb_fast = { " COMMON KEY " create_timeout = \"1s\"; };\n"
                  "  osb_renew = { " COMMON KEY " timeout_cap = \"60s\"; };\n"
                  "  osb_badkey = { " COMMON " api_key_env = \"SBX_TEST_OSB_BADKEY\"; };\n"
+                 "  osb_opts = { " COMMON KEY " snapshot = \"snap-1\"; host_mounts = true;\n"
+                 "    workdir = \"/workspace\"; entrypoint = [\"sleep\", \"infinity\"]; };\n"
                  "  osb_nourl = { plugin = \"provider_opensandbox\"; };\n"
                  "  osb_ftp = { plugin = \"provider_opensandbox\"; url = \"ftp://127.0.0.1\"; };\n"
                  "};\n",
-                 contract_port, contract_port, contract_port, contract_port) < 0) {
+                 contract_port, contract_port, contract_port, contract_port, contract_port) < 0) {
         return -1;
     }
 #undef COMMON
@@ -684,6 +686,69 @@ static void test_osb_start_failure(void **state)
     destroy_ok(id);
 }
 
+/* snapshot, entrypoint, host mounts, workdir, "*" egress, rounding */
+static void test_osb_option_mapping(void **state)
+{
+    struct sbx_open_instance *oi = open_other("osb_opts");
+    const struct sbx_provider_ops *p = sbx_instance_provider(oi);
+    const char *argv[] = {"pwd", NULL};
+    const char *const star[] = {"*"};
+    const struct sbx_mount cache = {.host = "/var/cache/sbx", .path = "/cache", .read_only = 1};
+    struct sbx_sandbox_spec spec = make_spec("task-20", "job-20");
+    char id[128];
+    struct out o;
+    int status = -1;
+    sbx_error_t *err = NULL;
+    json_t *all, *body, *vols, *np;
+
+    (void)state;
+    contract_quirks("{}");
+    spec.worktree = "/srv/work/task-20";
+    spec.mounts = &cache;
+    spec.n_mounts = 1;
+    spec.egress_allow = star;
+    spec.n_egress_allow = 1;
+    spec.limits.cpus = 2.0;
+    spec.limits.memory = (1LL << 30) + 1;
+    spec.limits.max = 30; /* raised to OpenSandbox's minimum */
+    create_ok(p, oi->ctx, &spec, id, sizeof(id));
+    if (run(p, oi->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
+        fail_msg("exec: %s", err->msg);
+    }
+    assert_int_equal(status, 0);
+    assert_non_null(strstr(o.text[0], "/workspace\n"));
+    all = contract_calls();
+    body = json_object_get(contract_find_call(all, "POST", "/v1/sandboxes"), "body");
+    assert_string_equal(json_string_value(json_object_get(body, "snapshotId")), "snap-1");
+    assert_null(json_object_get(body, "image"));
+    assert_string_equal(json_string_value(json_array_get(json_object_get(body, "entrypoint"), 1)),
+                        "infinity");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(body, "resourceLimits"), "cpu")), "2");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(body, "resourceLimits"), "memory")),
+        "1025Mi");
+    assert_int_equal(json_integer_value(json_object_get(body, "timeout")), 60);
+    np = json_object_get(body, "networkPolicy");
+    assert_string_equal(json_string_value(json_object_get(np, "defaultAction")), "allow");
+    assert_int_equal(json_array_size(json_object_get(np, "egress")), 0);
+    vols = json_object_get(body, "volumes");
+    assert_int_equal(json_array_size(vols), 2);
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_array_get(vols, 0), "host"), "path")),
+                        "/srv/work/task-20");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(vols, 0), "mountPath")),
+                        "/workspace");
+    assert_true(json_is_true(json_object_get(json_array_get(vols, 1), "readOnly")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(contract_find_call(all, "POST", "/command"), "body"),
+                            "cwd")),
+                        "/workspace");
+    json_decref(all);
+    assert_int_equal(p->destroy(oi->ctx, id, &err), 0);
+    sbx_instance_close(oi);
+}
+
 /* execd's own error body, and a stream that is not JSON */
 static void test_osb_execd_errors(void **state)
 {
@@ -762,6 +827,7 @@ int main(void)
         cmocka_unit_test(test_osb_cancel),
         cmocka_unit_test(test_osb_renew),
         cmocka_unit_test(test_osb_start_failure),
+        cmocka_unit_test(test_osb_option_mapping),
         cmocka_unit_test(test_osb_execd_errors),
         cmocka_unit_test(test_osb_config_errors),
         cmocka_unit_test(test_osb_info),
