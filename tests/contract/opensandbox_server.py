@@ -33,6 +33,8 @@ Quirks are switched on with POST /_test/quirks {...} (replaces the set):
   command_error: true        answer POST /command with 400 {code, message}
   command_garbage: true      stream a block that is not JSON
   ping_interval: s           seconds between ping events (default 0.5)
+  zulu_times: true           timestamps as 2026-06-15T10:30:00Z (default:
+                             fractional seconds and +00:00)
 GET /_test/calls lists the calls seen ({method, path, api_key, body});
 POST /_test/reset forgets them.
 
@@ -72,8 +74,8 @@ API_KEY = None
 
 def now_iso(t=None):
     t = time.time() if t is None else t
-    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(
-        "%Y-%m-%dT%H:%M:%S.%f+00:00")
+    fmt = "%Y-%m-%dT%H:%M:%SZ" if quirk("zulu_times") else "%Y-%m-%dT%H:%M:%S.%f+00:00"
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime(fmt)
 
 
 def parse_iso(s):

@@ -245,7 +245,7 @@ static void test_osb_renew(void **state)
     json_t *all, *c;
 
     (void)state;
-    contract_quirks("{\"ping_interval\": 0.2}");
+    contract_quirks("{\"ping_interval\": 0.2, \"zulu_times\": true}");
     spec.limits.max = 3600;
     create_ok(p, ri->ctx, &spec, id, sizeof(id));
     if (run(p, ri->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
