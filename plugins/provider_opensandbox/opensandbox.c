@@ -472,6 +472,7 @@ static int cb_opensandbox_info(void *ctx, struct sbx_provider_info *info, sbx_er
              resp.status == 200 && st ? st : "unreachable");
     info->userns = -1;
     info->disk_limit[0] = '\0';
+    info->simulated = json_is_true(json_object_get(j, "test_double"));
     json_decref(j);
     if (resp.status != 200) {
         osb_reply_error(c, "GET", "/health", resp.status, resp.body, resp.body_len, err);

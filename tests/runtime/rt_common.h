@@ -17,7 +17,7 @@ static char *rt_statev;  /* SBX_STATE_DIR=... */
 static char *rt_config;  /* SBX_CONFIG=... or NULL */
 static const char *rt_sock;
 
-static int rt_setup(void **state)
+static inline int rt_setup(void **state)
 {
     const char *host = getenv("SBX_TEST_DOCKER_HOST");
     const char *build = getenv("SBX_BUILD_DIR");
@@ -36,7 +36,7 @@ static int rt_setup(void **state)
     return 0;
 }
 
-static int rt_teardown(void **state)
+static inline int rt_teardown(void **state)
 {
     (void)state;
     test_rm_rf(rt_state);
@@ -49,7 +49,7 @@ static int rt_teardown(void **state)
 }
 
 /* Uses a config file with TEXT for the following sbx calls (NULL: none). */
-static void rt_use_config(const char *text)
+static inline void rt_use_config(const char *text)
 {
     char *path;
 
@@ -64,7 +64,7 @@ static void rt_use_config(const char *text)
 }
 
 /* sbx ARGS... with the test engine and state dir. */
-static struct spawn_result rt_sbx_argv(const char *const *args, int uid)
+static inline struct spawn_result rt_sbx_argv(const char *const *args, int uid)
 {
     char *argv[64];
     char *env[8];
@@ -88,7 +88,7 @@ static struct spawn_result rt_sbx_argv(const char *const *args, int uid)
 #define RT_SBX(...) rt_sbx_argv((const char *const[]){__VA_ARGS__, NULL}, 0)
 
 /* GET on the test engine; returns parsed JSON. */
-static json_t *rt_engine_get(const char *path)
+static inline json_t *rt_engine_get(const char *path)
 {
     struct sbx_http_request req = {0};
     struct sbx_http_response resp = {0};
@@ -110,7 +110,7 @@ static json_t *rt_engine_get(const char *path)
 }
 
 /* How many containers carry an sbx.task label. */
-static size_t rt_sandboxes(void)
+static inline size_t rt_sandboxes(void)
 {
     json_t *j = rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
     size_t n = json_array_size(j);

@@ -106,6 +106,8 @@ struct sbx_provider_info {
     char engine[128];    /* e.g. "docker 20.10.24 (API 1.41)" */
     int userns;          /* 1 on, 0 off, -1 unknown */
     char disk_limit[128]; /* which disk cap mechanism runs, or "" */
+    int simulated;       /* 1: the engine is a local test double (its timings and
+                            isolation say nothing about the real service) */
 };
 
 struct sbx_provider_ops {

@@ -331,6 +331,19 @@ int sbx_spike_measure(const struct sbx_config *cfg, const char *plugin_dir, cons
         sbx_instance_provider(oi)->info(oi->ctx, &s.info, NULL);
     }
     sbx_instance_close(oi);
+    if (s.info.simulated) {
+        /* a local test double: nothing measured against it is the service's */
+        for (int i = 0; i < SBX_SPIKE_AGENT_VAULT; i++) {
+            char bar[128];
+
+            sbx_spike_bar_text((enum sbx_spike_criterion)i, &s.bar, bar, sizeof(bar));
+            sbx_spike_row_set(&out->rows[i], SBX_SPIKE_CANNOT, bar,
+                              "the provider's engine is a local test double: its timings and "
+                              "isolation are not the service's", "%s", s.info.engine);
+        }
+        agent_vault(&s, &out->rows[SBX_SPIKE_AGENT_VAULT]);
+        return 0;
+    }
     warm_start(&s, &out->rows[SBX_SPIKE_WARM_START]);
     concurrency(&s, &out->rows[SBX_SPIKE_CONCURRENT]);
     sbx_spike_testcontainers(&s, &out->rows[SBX_SPIKE_TESTCONTAINERS]);
