@@ -49,5 +49,7 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_plugins_help(FILE *out);
 int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_config_help(FILE *out);
+int sbx_cmd_policy(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_policy_help(FILE *out);
 
 #endif
