@@ -61,5 +61,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_info_help(FILE *out);
 int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_spike_help(FILE *out);
+int sbx_cmd_policy(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_policy_help(FILE *out);
 
 #endif

@@ -1,0 +1,739 @@
+/* convert.c - jobs into Lua, policy results out of Lua, host rules. */
+#include "policy/convert.h"
+
+#include <ctype.h>
+#include <lauxlib.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/sandbox.h"
+#include "util/cleanup.h"
+#include "util/units.h"
+#include "util/xalloc.h"
+
+#define MAX_ARGV 4096
+
+/* --- jobs in ----------------------------------------------------------- */
+
+static void set_string(lua_State *L, int t, const char *name, const char *value)
+{
+    if (value != NULL) {
+        lua_pushstring(L, value);
+        lua_setfield(L, t, name);
+    }
+}
+
+static void push_limits(lua_State *L, const struct sbx_limits *l, int skip_zero)
+{
+    lua_createtable(L, 0, 6);
+    if (!skip_zero || l->cpus > 0) {
+        lua_pushnumber(L, l->cpus);
+        lua_setfield(L, -2, "cpus");
+    }
+#define FIELD(f)                                                                             \
+    if (!skip_zero || l->f > 0) {                                                            \
+        lua_pushinteger(L, l->f);                                                            \
+        lua_setfield(L, -2, #f);                                                             \
+    }
+    FIELD(memory)
+    FIELD(disk)
+    FIELD(pids)
+    FIELD(idle)
+    FIELD(max)
+#undef FIELD
+}
+
+int sbx_policy_push_job(lua_State *L)
+{
+    const struct sbx_job_desc *job = lua_touserdata(L, 1);
+    int t;
+    int n = 0;
+
+    lua_createtable(L, 0, 10);
+    t = lua_gettop(L);
+    set_string(L, t, "id", job->id);
+    set_string(L, t, "task", job->task);
+    set_string(L, t, "pool", job->pool);
+    set_string(L, t, "workdir", job->workdir);
+    set_string(L, t, "repository", job->repository);
+    set_string(L, t, "provider", job->provider);
+
+    lua_createtable(L, 8, 0);
+    for (; job->argv != NULL && job->argv[n] != NULL; n++) {
+        if (n >= MAX_ARGV) {
+            return luaL_error(L, "job: argv has more than %d elements", MAX_ARGV);
+        }
+        lua_pushstring(L, job->argv[n]);
+        lua_rawseti(L, -2, n + 1);
+    }
+    sbx_lua_push_readonly(L, -1);
+    lua_setfield(L, t, "argv");
+    lua_pop(L, 1);
+
+    lua_createtable(L, 0, (int)job->n_labels);
+    for (size_t i = 0; i < job->n_labels; i++) {
+        if (job->labels[i].name == NULL || job->labels[i].value == NULL) {
+            return luaL_error(L, "job: label %d has no name or value", (int)i + 1);
+        }
+        lua_pushstring(L, job->labels[i].value);
+        lua_setfield(L, -2, job->labels[i].name);
+    }
+    sbx_lua_push_readonly(L, -1);
+    lua_setfield(L, t, "labels");
+    lua_pop(L, 1);
+
+    push_limits(L, &job->requested, 1);
+    sbx_lua_push_readonly(L, -1);
+    lua_setfield(L, t, "requested");
+    lua_pop(L, 1);
+
+    sbx_lua_push_readonly(L, t);
+    return 1;
+}
+
+void sbx_policy_push_decision(lua_State *L, const struct sbx_policy_decision *d)
+{
+    static const char *const parts[] = {"limits", "egress", "slot"};
+    static const char *const clamp_names[] = {"cpus", "memory", "disk", "pids", "idle", "max"};
+    int n = 0;
+
+    lua_createtable(L, 0, 6);
+    push_limits(L, &d->limits, 0);
+    lua_setfield(L, -2, "limits");
+    lua_createtable(L, (int)d->n_egress_allow, 0);
+    for (size_t i = 0; i < d->n_egress_allow; i++) {
+        lua_pushstring(L, d->egress_allow[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "egress");
+    lua_pushstring(L, d->slot_class);
+    lua_setfield(L, -2, "slot");
+    lua_createtable(L, 6, 0);
+    for (int i = 0; i < 6; i++) {
+        if (d->clamped & (1u << i)) {
+            lua_pushstring(L, clamp_names[i]);
+            lua_rawseti(L, -2, ++n);
+        }
+    }
+    lua_setfield(L, -2, "clamped");
+    lua_createtable(L, 0, 3);
+    for (int i = 0; i < SBX_POLICY_NPARTS; i++) {
+        lua_pushstring(L, d->decided_by[i]);
+        lua_setfield(L, -2, parts[i]);
+    }
+    lua_setfield(L, -2, "decided_by");
+    lua_createtable(L, 0, 3);
+    for (int i = 0; i < SBX_POLICY_NPARTS; i++) {
+        if (d->reason[i] != NULL) {
+            lua_pushstring(L, d->reason[i]);
+            lua_setfield(L, -2, parts[i]);
+        }
+    }
+    lua_setfield(L, -2, "reason");
+}
+
+/* --- host rules -------------------------------------------------------- */
+
+static int valid_name(const char *h, size_t len, char *why, size_t why_len)
+{
+    size_t start = 0;
+    int labels = 0;
+    int digits = 1;
+
+    if (len == 0 || len > 253) {
+        snprintf(why, why_len, "host name must have 1 to 253 characters");
+        return 0;
+    }
+    for (size_t i = 0; i <= len; i++) {
+        if (i == len || h[i] == '.') {
+            size_t l = i - start;
+
+            if (l == 0 || l > 63) {
+                snprintf(why, why_len, "empty or over-long label");
+                return 0;
+            }
+            if (h[start] == '-' || h[i - 1] == '-') {
+                snprintf(why, why_len, "a label may not start or end with '-'");
+                return 0;
+            }
+            labels++;
+            if (i < len) {
+                digits = 1;
+            }
+            start = i + 1;
+            continue;
+        }
+        if (h[i] == '*') {
+            snprintf(why, why_len, "'*' is allowed only as a leading '*.' label");
+            return 0;
+        }
+        if (!(islower((unsigned char)h[i]) || isdigit((unsigned char)h[i]) || h[i] == '-')) {
+            snprintf(why, why_len, "invalid character '%c' (host names are letters, digits, "
+                     "'-' and '.')", isprint((unsigned char)h[i]) ? h[i] : '?');
+            return 0;
+        }
+        if (!isdigit((unsigned char)h[i])) {
+            digits = 0;
+        }
+    }
+    if (digits) {
+        snprintf(why, why_len, "IP literals are not host rules");
+        return 0;
+    }
+    if (labels < 2) {
+        snprintf(why, why_len, "a host rule needs at least two labels (example.com, "
+                 "*.example.com)");
+        return 0;
+    }
+    return 1;
+}
+
+char *sbx_policy_rule_canon(const char *spec, size_t len, const int *ports, size_t n_ports,
+                            char *why, size_t why_len)
+{
+    char host[256];
+    int parsed[SBX_POLICY_MAX_PORTS];
+    size_t n_parsed = 0;
+    const char *colon = memchr(spec, ':', len);
+    size_t hlen = colon != NULL ? (size_t)(colon - spec) : len;
+    int wildcard = 0;
+    char *out;
+    size_t pos;
+
+    if (colon != NULL && ports != NULL) {
+        snprintf(why, why_len, "give ports either in the string or in 'ports', not both");
+        return NULL;
+    }
+    if (hlen >= sizeof(host) || hlen == 0) {
+        snprintf(why, why_len, "host name must have 1 to 253 characters");
+        return NULL;
+    }
+    for (size_t i = 0; i < hlen; i++) {
+        host[i] = (char)tolower((unsigned char)spec[i]);
+    }
+    host[hlen] = '\0';
+    if (hlen > 1 && host[hlen - 1] == '.') {
+        host[--hlen] = '\0';
+    }
+    if (hlen >= 2 && host[0] == '*' && host[1] == '.') {
+        wildcard = 1;
+    }
+    if (!valid_name(host + (wildcard ? 2 : 0), hlen - (wildcard ? 2 : 0), why, why_len)) {
+        return NULL;
+    }
+    if (colon != NULL) {
+        const char *p = colon + 1;
+        const char *end = spec + len;
+
+        while (p <= end) {
+            long v = 0;
+            const char *q = p;
+
+            while (q < end && isdigit((unsigned char)*q) && v <= 65535) {
+                v = v * 10 + (*q++ - '0');
+            }
+            if (q == p || v < 1 || v > 65535 || (q < end && *q != ',')) {
+                snprintf(why, why_len, "ports must be numbers from 1 to 65535, comma-separated");
+                return NULL;
+            }
+            if (n_parsed == SBX_POLICY_MAX_PORTS) {
+                snprintf(why, why_len, "more than %d ports", SBX_POLICY_MAX_PORTS);
+                return NULL;
+            }
+            parsed[n_parsed++] = (int)v;
+            p = q + 1;
+        }
+        ports = parsed;
+        n_ports = n_parsed;
+    }
+    else if (ports == NULL) {
+        static const int defaults[] = {80, 443};
+
+        ports = defaults;
+        n_ports = 2;
+    }
+    if (n_ports == 0 || n_ports > SBX_POLICY_MAX_PORTS) {
+        snprintf(why, why_len, "a rule needs 1 to %d ports", SBX_POLICY_MAX_PORTS);
+        return NULL;
+    }
+    out = xmalloc(hlen + 1 + n_ports * 6 + 1);
+    memcpy(out, host, hlen);
+    pos = hlen;
+    for (size_t i = 0; i < n_ports; i++) {
+        if (ports[i] < 1 || ports[i] > 65535) {
+            free(out);
+            snprintf(why, why_len, "port %d is not in 1..65535", ports[i]);
+            return NULL;
+        }
+        pos += (size_t)sprintf(out + pos, "%c%d", i == 0 ? ':' : ',', ports[i]);
+    }
+    return out;
+}
+
+char *sbx_policy_registry_rule(const char *setting, char *why, size_t why_len)
+{
+    const char *p = setting;
+    const char *end;
+
+    if (strncmp(p, "https://", 8) == 0) {
+        p += 8;
+    }
+    else if (strncmp(p, "http://", 7) == 0) {
+        p += 7;
+    }
+    end = p + strcspn(p, "/");
+    return sbx_policy_rule_canon(p, (size_t)(end - p), NULL, 0, why, why_len);
+}
+
+static int host_eq(const char *a, size_t alen, const char *b, size_t blen)
+{
+    return alen == blen && strncasecmp(a, b, alen) == 0;
+}
+
+int sbx_policy_host_rule_matches(const char *rule, const char *host, int port)
+{
+    const char *colon = strrchr(rule, ':');
+    size_t rlen;
+    size_t hlen;
+    int port_ok = 0;
+
+    if (colon == NULL || host == NULL) {
+        return 0;
+    }
+    for (const char *p = colon + 1; *p != '\0';) {
+        char *end;
+        long v = strtol(p, &end, 10);
+
+        if (v == port) {
+            port_ok = 1;
+            break;
+        }
+        p = *end == ',' ? end + 1 : end;
+        if (end == p && *end != '\0') {
+            break;
+        }
+    }
+    if (!port_ok) {
+        return 0;
+    }
+    rlen = (size_t)(colon - rule);
+    hlen = strlen(host);
+    if (hlen > 1 && host[hlen - 1] == '.') {
+        hlen--;
+    }
+    if (rlen > 2 && rule[0] == '*' && rule[1] == '.') {
+        size_t slen = rlen - 1; /* ".example.com" */
+
+        return hlen > slen && strncasecmp(host + hlen - slen, rule + 1, slen) == 0;
+    }
+    return host_eq(rule, rlen, host, hlen);
+}
+
+int sbx_policy_egress_allows(char *const *rules, const char *host, int port)
+{
+    for (size_t i = 0; rules != NULL && rules[i] != NULL; i++) {
+        if (sbx_policy_host_rule_matches(rules[i], host, port)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* --- results out ------------------------------------------------------- */
+
+static int bad(sbx_error_t **err, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int bad(sbx_error_t **err, const char *where, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return sbx_error_set(err, SBX_E_POLICY, "%s: result: %s", where, msg);
+}
+
+/* The value at idx as a string (strings only: no number conversion). */
+static const char *raw_string(lua_State *L, int idx, size_t *len)
+{
+    return lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, len) : NULL;
+}
+
+static int read_reason(lua_State *L, int idx, const char *where, char **reason, sbx_error_t **err)
+{
+    size_t len;
+    const char *s = raw_string(L, idx, &len);
+
+    if (s == NULL) {
+        return bad(err, where, "'reason' must be a string, got %s", luaL_typename(L, idx));
+    }
+    if (len > SBX_POLICY_MAX_REASON || strlen(s) != len) {
+        return bad(err, where, "'reason' is longer than %d bytes", SBX_POLICY_MAX_REASON);
+    }
+    free(*reason);
+    *reason = xstrdup(s);
+    for (char *p = *reason; *p != '\0'; p++) {
+        if ((unsigned char)*p < 0x20) {
+            *p = ' ';
+        }
+    }
+    return 0;
+}
+
+/* Integral number or unit string -> int64 within [lo, hi]. */
+static int read_int(lua_State *L, int idx, const char *where, const char *key, int kind,
+                    int64_t lo, int64_t hi, int64_t *out, sbx_error_t **err)
+{
+    int t = lua_type(L, idx);
+    int64_t v;
+
+    if (t == LUA_TNUMBER) {
+        if (lua_isinteger(L, idx)) {
+            v = (int64_t)lua_tointeger(L, idx);
+        }
+        else {
+            double d = lua_tonumber(L, idx);
+
+            if (isnan(d)) {
+                return bad(err, where, "'%s' is NaN", key);
+            }
+            if (d != floor(d) || d < -9.2e18 || d > 9.2e18) {
+                return bad(err, where, "'%s' must be a whole number, got %g", key, d);
+            }
+            v = (int64_t)d;
+        }
+    }
+    else if (t == LUA_TSTRING && kind != 0) {
+        cleanup_error sbx_error_t *e = NULL;
+        const char *s = lua_tostring(L, idx);
+
+        if ((kind == 1 ? sbx_size_parse(s, &v, &e) : sbx_duration_parse(s, &v, &e)) < 0) {
+            return bad(err, where, "'%s': %s", key, sbx_error_msg(e));
+        }
+    }
+    else {
+        return bad(err, where, "'%s' must be %s, got %s", key,
+                   kind == 1   ? "a number of bytes or a size such as \"8G\""
+                   : kind == 2 ? "a number of seconds or a duration such as \"60m\""
+                               : "a whole number",
+                   luaL_typename(L, idx));
+    }
+    if (v < lo || v > hi) {
+        return bad(err, where, "'%s' = %lld is out of range [%lld, %lld]", key, (long long)v,
+                   (long long)lo, (long long)hi);
+    }
+    *out = v;
+    return 0;
+}
+
+int sbx_policy_read_limits(lua_State *L, int idx, const char *where, struct sbx_limits *out,
+                           char **reason, sbx_error_t **err)
+{
+    const int64_t day = 24 * 3600;
+
+    idx = lua_absindex(L, idx);
+    memset(out, 0, sizeof(*out));
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        return bad(err, where, "limits.lua must return a table, got %s", luaL_typename(L, idx));
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *key = raw_string(L, -2, NULL);
+        int rc = 0;
+
+        if (key == NULL) {
+            bad(err, where, "keys must be strings, got a %s key", luaL_typename(L, -2));
+            lua_pop(L, 2);
+            return -1;
+        }
+        if (strcmp(key, "cpus") == 0) {
+            double d;
+
+            if (lua_type(L, -1) == LUA_TNUMBER) {
+                d = lua_tonumber(L, -1);
+            }
+            else if (lua_type(L, -1) == LUA_TSTRING) {
+                cleanup_error sbx_error_t *e = NULL;
+
+                if (sbx_cpus_parse(lua_tostring(L, -1), &d, &e) < 0) {
+                    rc = bad(err, where, "'cpus': %s", sbx_error_msg(e));
+                }
+            }
+            else {
+                rc = bad(err, where, "'cpus' must be a number, got %s", luaL_typename(L, -1));
+            }
+            if (rc == 0 && isnan(d)) {
+                rc = bad(err, where, "'cpus' is NaN");
+            }
+            else if (rc == 0 && !(d >= 0.01 && d <= 1024)) {
+                rc = bad(err, where, "'cpus' = %g is out of range [0.01, 1024]", d);
+            }
+            out->cpus = d;
+        }
+        else if (strcmp(key, "memory") == 0) {
+            rc = read_int(L, -1, where, key, 1, 4LL << 20, 1LL << 50, &out->memory, err);
+        }
+        else if (strcmp(key, "disk") == 0) {
+            rc = read_int(L, -1, where, key, 1, 16LL << 20, 1LL << 50, &out->disk, err);
+        }
+        else if (strcmp(key, "pids") == 0) {
+            rc = read_int(L, -1, where, key, 0, 16, 4194304, &out->pids, err);
+        }
+        else if (strcmp(key, "idle") == 0) {
+            rc = read_int(L, -1, where, key, 2, 1, 30 * day, &out->idle, err);
+        }
+        else if (strcmp(key, "max") == 0) {
+            rc = read_int(L, -1, where, key, 2, 1, 30 * day, &out->max, err);
+        }
+        else if (strcmp(key, "reason") == 0) {
+            rc = read_reason(L, -1, where, reason, err);
+        }
+        else {
+            rc = bad(err, where, "unknown key '%.64s' (allowed: cpus, memory, disk, pids, idle, "
+                     "max, reason)", key);
+        }
+        lua_pop(L, 1);
+        if (rc < 0) {
+            lua_pop(L, 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Checks that the table at idx is a sequence 1..n of at most max items. */
+static int sequence_len(lua_State *L, int idx, size_t max, const char *where, const char *what,
+                        size_t *n, sbx_error_t **err)
+{
+    size_t count = 0;
+    lua_Integer top = 0;
+
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 1) {
+            lua_pop(L, 2);
+            return bad(err, where, "'%s' must be a list (keys 1..n)", what);
+        }
+        if (lua_tointeger(L, -2) > top) {
+            top = lua_tointeger(L, -2);
+        }
+        count++;
+        lua_pop(L, 1);
+        if (count > max) {
+            lua_pop(L, 1);
+            return bad(err, where, "'%s' has more than %zu entries", what, max);
+        }
+    }
+    if ((size_t)top != count) {
+        return bad(err, where, "'%s' must be a list without holes", what);
+    }
+    *n = count;
+    return 0;
+}
+
+static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_error_t **err)
+{
+    char why[160] = "";
+    char *rule = NULL;
+    size_t len;
+    const char *spec;
+
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TSTRING) {
+        spec = lua_tolstring(L, idx, &len);
+        rule = sbx_policy_rule_canon(spec, len, NULL, 0, why, sizeof(why));
+    }
+    else if (lua_type(L, idx) == LUA_TTABLE) {
+        int ports[SBX_POLICY_MAX_PORTS];
+        size_t n_ports = 0;
+        int have_ports = 0;
+
+        spec = NULL;
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            const char *key = raw_string(L, -2, NULL);
+
+            if (key != NULL && strcmp(key, "host") == 0 && lua_type(L, -1) == LUA_TSTRING) {
+                spec = lua_tolstring(L, -1, &len);
+            }
+            else if (key != NULL && strcmp(key, "ports") == 0 && lua_type(L, -1) == LUA_TTABLE) {
+                int t = lua_gettop(L);
+
+                have_ports = 1;
+                if (sequence_len(L, t, SBX_POLICY_MAX_PORTS, where, "ports", &n_ports, err) < 0) {
+                    lua_pop(L, 2);
+                    return NULL;
+                }
+                for (size_t k = 0; k < n_ports; k++) {
+                    lua_rawgeti(L, t, (lua_Integer)k + 1);
+                    ports[k] = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+                    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 ||
+                        lua_tointeger(L, -1) > 65535) {
+                        lua_pop(L, 3);
+                        bad(err, where, "egress rule %zu: ports must be integers 1..65535", i);
+                        return NULL;
+                    }
+                    lua_pop(L, 1);
+                }
+            }
+            else {
+                lua_pop(L, 2);
+                bad(err, where, "egress rule %zu: allowed keys are host (string) and ports (list)",
+                    i);
+                return NULL;
+            }
+            lua_pop(L, 1);
+        }
+        if (spec == NULL) {
+            bad(err, where, "egress rule %zu: 'host' is missing", i);
+            return NULL;
+        }
+        /* spec stays valid: the string is still referenced by the table. */
+        rule = sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why,
+                                     sizeof(why));
+    }
+    else {
+        bad(err, where, "egress rule %zu must be a string or {host=..., ports={...}}, got %s", i,
+            luaL_typename(L, idx));
+        return NULL;
+    }
+    if (rule == NULL) {
+        bad(err, where, "egress rule %zu '%.80s': %s", i,
+            lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : spec, why);
+    }
+    return rule;
+}
+
+static void free_rules(char **rules, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(rules[i]);
+    }
+    free(rules);
+}
+
+int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***allow, size_t *n,
+                           char **reason, sbx_error_t **err)
+{
+    int have_allow = 0;
+
+    idx = lua_absindex(L, idx);
+    *allow = NULL;
+    *n = 0;
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        return bad(err, where, "egress.lua must return a table, got %s", luaL_typename(L, idx));
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *key = raw_string(L, -2, NULL);
+        int rc = 0;
+
+        if (key != NULL && strcmp(key, "allow") == 0) {
+            int t = lua_gettop(L);
+            size_t count = 0;
+
+            have_allow = 1;
+            if (lua_type(L, t) != LUA_TTABLE) {
+                rc = bad(err, where, "'allow' must be a list of host rules, got %s",
+                         luaL_typename(L, t));
+            }
+            else if (sequence_len(L, t, SBX_POLICY_MAX_RULES, where, "allow", &count, err) < 0) {
+                rc = -1;
+            }
+            else {
+                char **rules = xcalloc(count + 1, sizeof(*rules));
+
+                for (size_t i = 0; i < count && rc == 0; i++) {
+                    lua_rawgeti(L, t, (lua_Integer)i + 1);
+                    rules[i] = read_rule(L, -1, where, i + 1, err);
+                    lua_pop(L, 1);
+                    if (rules[i] == NULL) {
+                        free_rules(rules, i);
+                        rc = -1;
+                    }
+                }
+                if (rc == 0) {
+                    free_rules(*allow, *n);
+                    *allow = rules;
+                    *n = count;
+                }
+            }
+        }
+        else if (key != NULL && strcmp(key, "reason") == 0) {
+            rc = read_reason(L, -1, where, reason, err);
+        }
+        else if (key != NULL) {
+            rc = bad(err, where, "unknown key '%.64s' (allowed: allow, reason)", key);
+        }
+        else {
+            rc = bad(err, where, "keys must be strings, got a %s key", luaL_typename(L, -2));
+        }
+        lua_pop(L, 1);
+        if (rc < 0) {
+            lua_pop(L, 1);
+            free_rules(*allow, *n);
+            *allow = NULL;
+            *n = 0;
+            return -1;
+        }
+    }
+    if (!have_allow) {
+        return bad(err, where, "'allow' is missing (use allow = {} to deny all egress)");
+    }
+    if (*allow == NULL) {
+        *allow = xcalloc(1, sizeof(**allow));
+    }
+    return 0;
+}
+
+int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class,
+                         char **reason, sbx_error_t **err)
+{
+    idx = lua_absindex(L, idx);
+    *slot_class = NULL;
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        return bad(err, where, "slots.lua must return a table, got %s", luaL_typename(L, idx));
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *key = raw_string(L, -2, NULL);
+        const char *v = raw_string(L, -1, NULL);
+        int rc = 0;
+
+        if (key != NULL && strcmp(key, "class") == 0) {
+            if (v == NULL || (strcmp(v, "heavy") != 0 && strcmp(v, "light") != 0)) {
+                rc = bad(err, where, "'class' must be \"heavy\" or \"light\", got %s%.32s%s",
+                         v ? "\"" : "", v ? v : luaL_typename(L, -1), v ? "\"" : "");
+            }
+            else {
+                free(*slot_class);
+                *slot_class = xstrdup(v);
+            }
+        }
+        else if (key != NULL && strcmp(key, "reason") == 0) {
+            rc = read_reason(L, -1, where, reason, err);
+        }
+        else if (key != NULL) {
+            rc = bad(err, where, "unknown key '%.64s' (allowed: class, reason)", key);
+        }
+        else {
+            rc = bad(err, where, "keys must be strings, got a %s key", luaL_typename(L, -2));
+        }
+        lua_pop(L, 1);
+        if (rc < 0) {
+            lua_pop(L, 1);
+            free(*slot_class);
+            *slot_class = NULL;
+            return -1;
+        }
+    }
+    if (*slot_class == NULL) {
+        return bad(err, where, "'class' is missing");
+    }
+    return 0;
+}

@@ -1,0 +1,47 @@
+-- egress.lua: the egress allow-list of one job (ADR 0287, decision 8).
+--
+-- In:  job, config (read-only; see limits.lua). config.registries holds the
+--      registry hosts from config `egress.registries` (the npm registry and
+--      the container registries: ECR, GHCR, Docker Hub). Registry hosts are
+--      never written here.
+-- Out: { allow = { RULE, ... }, reason = "..." }
+--
+-- A RULE is "HOST", "HOST:PORT[,PORT...]" or { host = "HOST", ports = {...} }.
+--   "example.com"    exactly that name
+--   "*.example.com"  any subdomain of it (a.example.com, a.b.example.com),
+--                    not example.com itself: list both when both are needed
+-- Names compare case-insensitively and a trailing dot is ignored. Ports
+-- default to 80 and 443. IP literals and one-label names are refused.
+-- Everything not allowed is denied.
+
+local allow = {
+  -- GitHub (git over HTTPS, the API, raw content and release downloads)
+  "github.com",
+  "*.github.com",
+  "*.githubusercontent.com",
+  -- Anthropic
+  "api.anthropic.com",
+  -- Amazon Bedrock, in the sandboxes' region (ADR 0287, decision 14)
+  "bedrock.eu-central-1.amazonaws.com",
+  "bedrock-runtime.eu-central-1.amazonaws.com",
+  -- Infisical, EU instance
+  "eu.infisical.com",
+  -- Encore
+  "encore.dev",
+  "*.encore.dev",
+  "encore.cloud",
+  "*.encore.cloud",
+  -- Linear
+  "linear.app",
+  "*.linear.app",
+}
+
+-- The registries come from configuration, never from this script.
+for _, host in ipairs(config.registries) do
+  allow[#allow + 1] = host
+end
+
+return {
+  allow = allow,
+  reason = "ADR 0287 decision 8 allow-list",
+}
