@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static pid_t osb_pid;
@@ -30,7 +31,17 @@ static inline int osb_start(void)
         _exit(127);
     }
     close(p[1]);
-    n = read(p[0], buf, sizeof(buf) - 1);
+    /* read the whole first line: closing the pipe early would kill the
+     * server with EPIPE on its newline */
+    n = 0;
+    while ((size_t)n < sizeof(buf) - 1 && memchr(buf, '\n', (size_t)n) == NULL) {
+        ssize_t k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n);
+
+        if (k <= 0) {
+            break;
+        }
+        n += k;
+    }
     close(p[0]);
     free(script);
     osb_port = n > 0 ? atoi(buf) : 0;

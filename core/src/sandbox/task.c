@@ -197,6 +197,9 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
                     (json_int_t)t->egress_allowed, "denied", (json_int_t)t->egress_denied,
                     "credential_leases", leases, "sandbox", t->sandbox, "worktree",
                     t->worktree);
+    if (t->decided_by != NULL) {
+        json_object_set_new(rec, "policy", json_string(t->decided_by));
+    }
     return rec;
 }
 

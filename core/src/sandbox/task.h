@@ -52,6 +52,8 @@ struct sbx_task {
     int have_lease;
     struct sbx_redactor *redactor; /* the lease's values, for output */
     struct sbx_limits limits;
+    char **egress_allow;     /* the policy's host rules, NULL-terminated */
+    char *decided_by;        /* "policies/limits.lua, ..." for the record */
     int slot_fd;
     int64_t created_at;
     int64_t started_at;

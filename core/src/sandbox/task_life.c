@@ -10,6 +10,7 @@
 #include "cred/guard.h"
 #include "cred/redact.h"
 #include "plugin/host.h"
+#include "policy/policy.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
@@ -33,6 +34,11 @@ static void free_task(struct sbx_task *t)
         close(t->slot_fd); /* releases the slot lock */
     }
     pthread_mutex_destroy(&t->mu);
+    for (size_t i = 0; t->egress_allow != NULL && t->egress_allow[i] != NULL; i++) {
+        free(t->egress_allow[i]);
+    }
+    free(t->egress_allow);
+    free(t->decided_by);
     free(t->image);
     free(t->worktree);
     free(t->state);
@@ -75,6 +81,53 @@ static int check_worktree(const char *w, char **out, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_USAGE, "--worktree /: refusing to mount the host root");
     }
     *out = real;
+    return 0;
+}
+
+/* Policy decides the limits, the egress allow-list and the slot class; any
+ * failure denies the task (fail closed). */
+static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
+                  sbx_error_t **err)
+{
+    struct sbx_policy_decision d = {0};
+    struct sbx_job_desc job = {0};
+    struct sbx_policy *pol;
+    char *dir = sbx_policy_dir_resolve(t->cfg->policy_dir, err);
+
+    if (dir == NULL) {
+        return -1;
+    }
+    pol = sbx_policy_load(dir, t->cfg, err);
+    free(dir);
+    if (pol == NULL) {
+        return sbx_error_wrap(err, "policy");
+    }
+    job.id = t->job;
+    job.task = t->id;
+    job.pool = t->pool;
+    job.workdir = t->worktree;
+    job.provider = provider;
+    job.argv = o->argv;
+    if (o->limits != NULL) {
+        job.requested = *o->limits;
+    }
+    if (sbx_policy_decide(pol, &job, &d, err) < 0) {
+        sbx_policy_destroy(pol);
+        return sbx_error_wrap(err, "policy denied task %s", t->id);
+    }
+    sbx_policy_destroy(pol);
+    t->limits = d.limits;
+    if (o->limits != NULL) {
+        narrow_limits(&t->limits, o->limits);
+    }
+    snprintf(t->slot_class, sizeof(t->slot_class), "%s", d.slot_class);
+    t->egress_allow = xcalloc(d.n_egress_allow + 1, sizeof(char *));
+    for (size_t i = 0; i < d.n_egress_allow; i++) {
+        t->egress_allow[i] = xstrdup(d.egress_allow[i]);
+    }
+    t->decided_by = xasprintf("%s, %s, %s", d.decided_by[SBX_POLICY_LIMITS],
+                              d.decided_by[SBX_POLICY_EGRESS], d.decided_by[SBX_POLICY_SLOTS]);
+    sbx_policy_decision_fini(&d);
     return 0;
 }
 
@@ -140,9 +193,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     t->last_exit = -1;
     t->ephemeral = o->ephemeral;
     t->limits = cfg->limits;
-    if (o->limits != NULL) {
-        narrow_limits(&t->limits, o->limits);
-    }
     t->image = xstrdup(cfg->image);
     snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
     snprintf(t->slot_class, sizeof(t->slot_class), "light");
@@ -186,6 +236,9 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
     }
+    if (decide(t, o, provider, err) < 0) {
+        goto fail;
+    }
     t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
     if (t->prov == NULL) {
         goto fail;
@@ -223,7 +276,12 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .limits = t->limits,
             .labels = labels,
             .n_labels = sizeof(labels) / sizeof(labels[0]),
+            .egress_allow = (const char *const *)t->egress_allow,
         };
+
+        while (t->egress_allow[spec.n_egress_allow] != NULL) {
+            spec.n_egress_allow++;
+        }
 
         if (sbx_task_record_write(t, "starting", err) < 0) {
             goto fail;
