@@ -23,6 +23,7 @@ struct sbx_task_opts {
     const char *const *argv; /* the first command, for policy; may be NULL */
     const volatile int *cancel; /* set by a signal handler while starting, or NULL */
     int ephemeral;           /* `sbx run`: no record is kept after the end */
+    int docker_sidecar;      /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
 };
 
 /* A running exec, for cancellation. */
