@@ -153,6 +153,10 @@ void dk_sidecar_sandbox_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     json_array_append_new(env, json_string("DOCKER_HOST=unix://" SBX_DOCKER_SOCKET));
     /* the daemon and all it holds die with the sandbox: no reaper needed */
     json_array_append_new(env, json_string("TESTCONTAINERS_RYUK_DISABLED=true"));
+    /* inner containers on the host network share the sandbox's loopback;
+     * without this Testcontainers looks for a "bridge" gateway, which the
+     * inner daemon (--bridge=none) has not */
+    json_array_append_new(env, json_string("TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1"));
     json_object_set_new(labels, "sbx.docker_sidecar", json_string("1"));
 }
 

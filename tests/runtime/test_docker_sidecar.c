@@ -204,10 +204,11 @@ static void test_sidecar_testcontainers(void **state)
 
     r = RT_SBX("exec", "tc-1", "--", "sh", "-c",
                "echo $DOCKER_HOST; echo $TESTCONTAINERS_RYUK_DISABLED; "
+               "echo $TESTCONTAINERS_HOST_OVERRIDE; "
                "test -e /var/run/docker.sock && echo HOST-SOCKET-VISIBLE; "
                "curl -s --unix-socket /run/sbx-docker/docker.sock http://localhost/_ping");
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "unix:///run/sbx-docker/docker.sock\ntrue\nOK");
+    assert_string_equal(r.out, "unix:///run/sbx-docker/docker.sock\ntrue\n127.0.0.1\nOK");
     spawn_result_free(&r);
 
     /* Testcontainers starts and stops a container from the seeded image;
@@ -293,10 +294,20 @@ static void test_sidecar_bad_mode(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+/* After a failed assertion: end the task so the next test starts clean. */
+static int end_task(void **state)
+{
+    struct spawn_result r = RT_SBX("task", "end", "tc-1");
+
+    (void)state;
+    spawn_result_free(&r);
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sidecar_testcontainers),
+        cmocka_unit_test_teardown(test_sidecar_testcontainers, end_task),
         cmocka_unit_test(test_sidecar_run_inner_container),
         cmocka_unit_test(test_sidecar_missing_image),
         cmocka_unit_test(test_sidecar_bad_mode),
