@@ -281,6 +281,21 @@ static void test_sidecar_missing_image(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+static void test_sidecar_daemon_fails(void **state)
+{
+    struct spawn_result r;
+
+    (void)state;
+    /* an image without dockerd: create fails with the sidecar's last log lines */
+    use_sidecar_config("sidecar_image = \"sbx-sandbox:current\"; sidecar_timeout = \"20s\";");
+    r = RT_SBX("run", "--", "true");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "docker sidecar exited before its daemon answered; last log lines:");
+    assert_contains(r.err, "dockerd: not found");
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
 static void test_sidecar_bad_mode(void **state)
 {
     struct spawn_result r;
@@ -310,6 +325,7 @@ int main(void)
         cmocka_unit_test_teardown(test_sidecar_testcontainers, end_task),
         cmocka_unit_test(test_sidecar_run_inner_container),
         cmocka_unit_test(test_sidecar_missing_image),
+        cmocka_unit_test(test_sidecar_daemon_fails),
         cmocka_unit_test(test_sidecar_bad_mode),
     };
 
