@@ -337,7 +337,8 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
                      "Image", c->sidecar_image,
                      "Cmd", "sh", "-c", c->sidecar_rootless ? rootless_script : rootful_script,
                      "Env", "ROOTLESSKIT_STATE_DIR=/run/rk", "XDG_RUNTIME_DIR=/run/user/0",
-                     "HOME=/root", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                     "HOME=/root",
+                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                      "Labels", labels, "Tty", 1, "HostConfig", hc);
 }
 

@@ -32,7 +32,8 @@ static void test_npm_in_hash(void **state)
     assert_string_equal(d->npm[0], "@scope/x@1.2.3");
     assert_string_equal(d->npm[1], "testcontainers@10.28.0");
     assert_null(d->npm[2]);
-    assert_non_null(strstr(d->canonical, "\"npm\":[\"@scope/x@1.2.3\",\"testcontainers@10.28.0\"]"));
+    assert_non_null(
+        strstr(d->canonical, "\"npm\":[\"@scope/x@1.2.3\",\"testcontainers@10.28.0\"]"));
     assert_string_not_equal(d->canonical, plain->canonical);
     sbx_image_def_free(d);
     sbx_image_def_free(plain);
