@@ -26,6 +26,18 @@ static const struct sbx_option options[] = {
      "auto, storage-opt (overlay2 on xfs with pquota) or watchdog"},
     {"disk_check_interval", SBX_OPT_DURATION, "5s", 0,
      "how often the disk watchdog measures the sandbox's writable layer"},
+    {"docker_sidecar", SBX_OPT_BOOL, "false", 0,
+     "give every sandbox its own Docker daemon in a sidecar (docs/testcontainers.md)"},
+    {"sidecar_image", SBX_OPT_STRING, "sbx-dind:current", 0,
+     "image of the Docker sidecar (sbx image build --sidecar)"},
+    {"sidecar_mode", SBX_OPT_STRING, "auto", 0,
+     "auto (rootless when the engine remaps users, else rootful), rootless or rootful"},
+    {"sidecar_data_size", SBX_OPT_SIZE, "4G", 0,
+     "tmpfs size of the inner daemon's data root (counts against the sidecar's memory)"},
+    {"sidecar_timeout", SBX_OPT_DURATION, "60s", 0,
+     "how long create waits for the inner daemon to answer"},
+    {"sidecar_images", SBX_OPT_STRINGS, NULL, 0,
+     "images of the host's engine loaded into every sidecar at create (docker save/load)"},
     SBX_OPTIONS_END,
 };
 
@@ -61,6 +73,7 @@ static void free_ctx(struct dk_ctx *c)
         }
         free(c->cap_add);
     }
+    dk_sidecar_free(c);
     free(c->socket);
     free(c);
 }
@@ -116,6 +129,10 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
+    if (dk_sidecar_init(c, err) < 0) {
+        free_ctx(c);
+        return -1;
+    }
     if (strcmp(disk, "storage-opt") == 0) {
         c->disk_mode = DK_DISK_STORAGE_OPT;
     }
@@ -146,7 +163,7 @@ static void cb_docker_destroy_ctx(void *ctx)
     free_ctx(ctx);
 }
 
-static json_t *strv_json(const char *const *v)
+json_t *dk_strv_json(const char *const *v)
 {
     json_t *a = json_array();
 
@@ -156,7 +173,7 @@ static json_t *strv_json(const char *const *v)
     return a;
 }
 
-static json_t *bind_mount(const char *src, const char *dst, int ro)
+json_t *dk_bind_mount(const char *src, const char *dst, int ro)
 {
     return json_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", src, "Target", dst,
                      "ReadOnly", ro);
@@ -189,16 +206,19 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
         free(kv);
     }
     if (s->worktree != NULL) {
-        json_array_append_new(mounts, bind_mount(s->worktree, "/workspace", 0));
+        json_array_append_new(mounts, dk_bind_mount(s->worktree, "/workspace", 0));
     }
     for (size_t i = 0; i < s->n_mounts; i++) {
-        json_array_append_new(mounts, bind_mount(s->mounts[i].host, s->mounts[i].path, 1));
+        json_array_append_new(mounts, dk_bind_mount(s->mounts[i].host, s->mounts[i].path, 1));
     }
     if (s->egress_dir != NULL) {
-        json_array_append_new(mounts, bind_mount(s->egress_dir, SBX_EGRESS_DIR, 1));
+        json_array_append_new(mounts, dk_bind_mount(s->egress_dir, SBX_EGRESS_DIR, 1));
         if (s->egress_relay != NULL) {
-            json_array_append_new(mounts, bind_mount(s->egress_relay, SBX_RELAY_PATH, 1));
+            json_array_append_new(mounts, dk_bind_mount(s->egress_relay, SBX_RELAY_PATH, 1));
         }
+    }
+    if (s->docker_sidecar || c->sidecar) {
+        dk_sidecar_sandbox_body(c, s, env, mounts, labels);
     }
     hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:[s], s:s, s:b, s:o, s:b}",
                    "NanoCpus", (json_int_t)(s->limits.cpus * 1e9 + 0.5),
@@ -206,7 +226,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
                    "MemorySwap", (json_int_t)s->limits.memory, /* no swap */
                    "PidsLimit", (json_int_t)s->limits.pids,
                    "CapDrop", json_pack("[s]", "ALL"),
-                   "CapAdd", strv_json((const char *const *)c->cap_add),
+                   "CapAdd", dk_strv_json((const char *const *)c->cap_add),
                    "SecurityOpt", "no-new-privileges",
                    "NetworkMode", "none",
                    "Init", 1,
@@ -250,7 +270,7 @@ static int start_relay(struct dk_ctx *c, const char *id, const struct sbx_sandbo
     int r;
 
     body = json_pack("{s:b, s:b, s:b, s:o}", "AttachStdout", 0, "AttachStderr", 0, "Tty", 0,
-                     "Cmd", strv_json(s->egress_relay_argv));
+                     "Cmd", dk_strv_json(s->egress_relay_argv));
     snprintf(path, sizeof(path), "/containers/%s/exec", id);
     r = dk_request(c, "POST", path, body, &status, &reply, err);
     json_decref(body);
@@ -353,6 +373,10 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         cb_docker_destroy(ctx, id_out, NULL);
         return -1;
     }
+    if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
+        cb_docker_destroy(ctx, id_out, NULL);
+        return -1;
+    }
     return 0;
 }
 
@@ -363,6 +387,10 @@ static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err)
     long status = 0;
     char path[256];
 
+    /* the sidecar first: it lives in the sandbox's network namespace */
+    if (dk_sidecar_remove(c, id, err) < 0) {
+        return -1;
+    }
     snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", id);
     for (int attempt = 0; attempt < 20; attempt++) {
         if (dk_request(c, "DELETE", path, NULL, &status, &reply, err) < 0) {
@@ -467,12 +495,13 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
                  "watchdog: writable layer measured every %" PRId64 "s during execs",
                  c->disk_interval);
     }
+    dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
     return 0;
 }
 
 static const struct sbx_provider_ops provider_docker_ops = {
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
-             SBX_PROVIDER_EGRESS_SOCKET,
+             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,

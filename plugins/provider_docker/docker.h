@@ -26,6 +26,15 @@ struct dk_ctx {
     int64_t disk_interval; /* seconds between watchdog checks */
     char **cap_add;    /* capabilities kept */
     char *relay;       /* host path of the egress relay binary, or NULL */
+    unsigned remap_uid; /* host uid of container root under userns-remap, else 0 */
+    unsigned remap_gid;
+    /* the Docker sidecar (docker_sidecar.c, docs/testcontainers.md) */
+    int sidecar;          /* option docker_sidecar: every sandbox gets one */
+    char *sidecar_image;
+    int sidecar_rootless; /* 1 rootless inner daemon, 0 rootful (cgroup remount) */
+    int64_t sidecar_data; /* tmpfs bytes for the inner data root */
+    int64_t sidecar_timeout; /* seconds to wait for the inner daemon */
+    char **sidecar_images; /* host engine images loaded into each sidecar, or NULL */
 };
 
 enum {
@@ -56,6 +65,30 @@ struct dk_demux {
     int seen_payload; /* the first payload byte was handled */
 };
 int dk_demux_feed(void *ud, const char *data, size_t len);
+
+/* docker_api.c: a request whose body is not JSON (socket: NULL for the
+ * engine; path is used as given, unversioned). Free resp with
+ * c->host->http_response_free. */
+int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char *path,
+           const char *body, size_t len, const char *ctype, long timeout_ms,
+           struct sbx_http_response *resp, sbx_error_t **err);
+
+/* docker_sidecar.c */
+int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err);
+void dk_sidecar_free(struct dk_ctx *c);
+/* What the sandbox needs when it gets a sidecar: env, mount and label. */
+void dk_sidecar_sandbox_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, json_t *env,
+                             json_t *mounts, json_t *labels);
+/* Starts the sidecar in the netns of sandbox id; waits for the daemon. */
+int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_spec *s,
+                     sbx_error_t **err);
+/* Removes the sidecars of sandbox id (none is fine). */
+int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err);
+/* The isolation a sidecar runs with (struct sbx_provider_info.sidecar). */
+void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size);
+/* docker.c */
+json_t *dk_strv_json(const char *const *v);
+json_t *dk_bind_mount(const char *src, const char *dst, int ro);
 
 /* docker_exec.c */
 int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,

@@ -96,6 +96,31 @@ int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *b
     return r;
 }
 
+int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char *path,
+           const char *body, size_t len, const char *ctype, long timeout_ms,
+           struct sbx_http_response *resp, sbx_error_t **err)
+{
+    const char *hdr[] = {NULL, NULL};
+    struct sbx_http_request req = {0};
+    char url[1024];
+    char ct[128];
+
+    snprintf(url, sizeof(url), "http://localhost%s", path);
+    if (ctype != NULL) {
+        snprintf(ct, sizeof(ct), "Content-Type: %s", ctype);
+        hdr[0] = ct;
+        req.headers = hdr;
+    }
+    req.method = method;
+    req.url = url;
+    req.unix_socket = socket ? socket : c->socket;
+    req.body = body;
+    req.body_len = len;
+    req.timeout_ms = timeout_ms;
+    req.connect_timeout_ms = 2000;
+    return c->host->http(&req, resp, err);
+}
+
 static int parse_minor(const char *v)
 {
     int major = 0;
@@ -160,6 +185,17 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
 
             if (s != NULL && strstr(s, "name=userns") != NULL) {
                 c->userns = 1;
+            }
+        }
+        {
+            /* under userns-remap the data root ends in "<uid>.<gid>" */
+            const char *root = json_string_value(json_object_get(info, "DockerRootDir"));
+            const char *base = root ? strrchr(root, '/') : NULL;
+
+            if (c->userns && base != NULL &&
+                sscanf(base + 1, "%u.%u", &c->remap_uid, &c->remap_gid) != 2) {
+                c->remap_uid = 0;
+                c->remap_gid = 0;
             }
         }
         snprintf(c->storage_driver, sizeof(c->storage_driver), "%s",

@@ -71,10 +71,23 @@ struct sbx_sandbox_spec {
      * sandbox once it runs; both NULL when egress_dir is NULL. */
     const char *egress_relay;
     const char *const *egress_relay_argv;
+    /* Added for the per-sandbox Docker daemon (docs/testcontainers.md); new
+     * fields go last so plugins built against the older header still work.
+     * docker_sidecar: non-zero asks the provider for a per-sandbox Docker
+     * daemon (providers with SBX_PROVIDER_DOCKER_SIDECAR; provider_docker
+     * also starts one when its instance sets docker_sidecar = true).
+     * docker_dir: a host directory (mode 0755, created by the core under the
+     * task directory) that will hold that daemon's unix socket; it is mounted
+     * at SBX_DOCKER_DIR in the sandbox, and DOCKER_HOST points at the socket.
+     * NULL when the provider lacks SBX_PROVIDER_DOCKER_SIDECAR. */
+    int docker_sidecar;
+    const char *docker_dir;
 };
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
 #define SBX_RELAY_PATH "/run/sbx-relay"
+#define SBX_DOCKER_DIR "/run/sbx-docker"
+#define SBX_DOCKER_SOCKET SBX_DOCKER_DIR "/docker.sock"
 
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);
@@ -108,6 +121,11 @@ struct sbx_provider_info {
     char disk_limit[128]; /* which disk cap mechanism runs, or "" */
     int simulated;       /* 1: the engine is a local test double (its timings and
                             isolation say nothing about the real service) */
+    /* Added last: the isolation a Docker sidecar runs with, e.g. "userns-remap
+     * on, rootless inner daemon, caps +SYS_ADMIN,...", prefixed with
+     * "ISOLATION FAILURE: " for a rootful sidecar without user remapping;
+     * "" when the provider has no sidecar. */
+    char sidecar[256];
 };
 
 struct sbx_provider_ops {

@@ -19,7 +19,7 @@ void sbx_cmd_image_help(FILE *out)
 {
     fprintf(out,
             "usage: sbx image build [--definition FILE] [--provider NAME] [--cache DIR] "
-            "[--json]\n"
+            "[--sidecar] [--json]\n"
             "\n"
             "Builds the warm sandbox image with no registry: a debootstrap minbase root\n"
             "filesystem with the packages from .devcontainer/devcontainer.json\n"
@@ -28,12 +28,17 @@ void sbx_cmd_image_help(FILE *out)
             "sbx-sandbox:<content hash> and sbx-sandbox:current. When the image for the\n"
             "current definition exists, it only re-tags it. The root filesystem is cached\n"
             "(--cache, default <state dir>/image-cache). Needs root for debootstrap.\n"
+            "customizations.sbx.npm ([\"name@version\"]) is installed with the host's npm\n"
+            "(its configured registry) into /opt/sbx-node, NODE_PATH pointing there.\n"
             "The Debian mirror is read from this machine's apt sources\n"
             "($SBX_DEBIAN_MIRROR overrides). Fields read: docs/image.md.\n"
             "\n"
             "  --definition FILE  devcontainer.json (default ./.devcontainer/, then the\n"
             "                     source tree's)\n"
             "  --provider NAME    a provider_docker instance (default: config 'provider')\n"
+            "  --sidecar          build the Docker sidecar's image instead: sbx-dind:<hash>\n"
+            "                     and sbx-dind:current (docker.io, rootlesskit, uidmap,\n"
+            "                     iptables; docs/testcontainers.md)\n"
             "  --json             print {\"image\", \"current\", \"definition\", ...}\n"
             "\n"
             "Exit status: 0 built or up to date, 1 failed, 2 usage or definition error.\n");
@@ -124,11 +129,30 @@ static int run_script(char *const *argv, char *tag, size_t tag_size)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+static char *join_strv(const char *const *v, const char *sep)
+{
+    size_t len = 1;
+    char *out;
+
+    for (size_t i = 0; v[i] != NULL; i++) {
+        len += strlen(v[i]) + strlen(sep);
+    }
+    out = xcalloc(1, len);
+    for (size_t i = 0; v[i] != NULL; i++) {
+        if (i > 0) {
+            strcat(out, sep);
+        }
+        strcat(out, v[i]);
+    }
+    return out;
+}
+
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"definition", required_argument, NULL, 'd'}, {"provider", required_argument, NULL, 'p'},
         {"cache", required_argument, NULL, 'c'},      {"json", no_argument, NULL, 'j'},
+        {"sidecar", no_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
     const char *definition = NULL;
@@ -139,12 +163,18 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     cleanup_free char *docker_host = NULL;
     cleanup_free char *cache = NULL;
     cleanup_free char *packages = NULL;
+    cleanup_free char *npm = NULL;
+    cleanup_free char *canonical = NULL;
+    const char *const *pkgv;
+    const char *repo = "sbx-sandbox";
+    int sidecar = 0;
     struct sbx_image_def *d = NULL;
     struct sbx_config *cfg;
     sbx_error_t *err = NULL;
     char **args = NULL;
     size_t na = 0;
     char tag[256];
+    size_t first_change;
     int json = 0;
     int c;
     int rc;
@@ -168,6 +198,9 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
             break;
         case 'j':
             json = 1;
+            break;
+        case 's':
+            sidecar = 1;
             break;
         default:
             fprintf(stderr, "sbx: error: image build: unknown option '%s'\n", argv[optind]);
@@ -208,24 +241,29 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         }
         cache = xasprintf("%s/image-cache", state);
     }
-    {
-        size_t len = 1;
-
-        for (size_t i = 0; d->packages[i] != NULL; i++) {
-            len += strlen(d->packages[i]) + 1;
-        }
-        packages = xcalloc(1, len);
-        for (size_t i = 0; d->packages[i] != NULL; i++) {
-            if (i > 0) {
-                strcat(packages, ",");
-            }
-            strcat(packages, d->packages[i]);
-        }
+    if (sidecar) {
+        pkgv = sbx_image_sidecar_packages;
+        canonical = sbx_image_sidecar_canonical(d);
+        repo = "sbx-dind";
+    }
+    else {
+        pkgv = (const char *const *)d->packages;
+        canonical = xstrdup(d->canonical);
+    }
+    packages = join_strv(pkgv, ",");
+    if (!sidecar && d->npm != NULL) {
+        npm = join_strv((const char *const *)d->npm, " ");
     }
     args = xcalloc(32 + 2 * 64, sizeof(char *));
     args[na++] = script;
+    args[na++] = "--repo";
+    args[na++] = (char *)repo;
+    if (npm != NULL) {
+        args[na++] = "--npm";
+        args[na++] = npm;
+    }
     args[na++] = "--spec";
-    args[na++] = d->canonical;
+    args[na++] = canonical;
     args[na++] = "--suite";
     args[na++] = d->suite;
     args[na++] = "--packages";
@@ -234,14 +272,21 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     args[na++] = docker_host;
     args[na++] = "--cache";
     args[na++] = cache;
-    args[na++] = "--change";
-    args[na++] = xasprintf("WORKDIR %s", d->workdir);
-    for (size_t i = 0; d->env != NULL && d->env[i] != NULL && na < 32 + 2 * 63; i++) {
+    first_change = na;
+    if (!sidecar) {
         args[na++] = "--change";
-        args[na++] = xasprintf("ENV %s", d->env[i]);
+        args[na++] = xasprintf("WORKDIR %s", d->workdir);
+        for (size_t i = 0; d->env != NULL && d->env[i] != NULL && na < 32 + 2 * 62; i++) {
+            args[na++] = "--change";
+            args[na++] = xasprintf("ENV %s", d->env[i]);
+        }
+        if (npm != NULL) {
+            args[na++] = "--change";
+            args[na++] = xstrdup("ENV NODE_PATH=/opt/sbx-node/node_modules");
+        }
     }
     rc = run_script(args, tag, sizeof(tag));
-    for (size_t i = 12; i < na; i += 2) {
+    for (size_t i = first_change + 1; i < na; i += 2) {
         free(args[i]);
     }
     free(args);
@@ -251,12 +296,16 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_FAIL;
     }
     if (json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:[]}", "image", tag, "current",
-                              "sbx-sandbox:current", "definition", d->path, "suite", d->suite,
-                              "packages");
+        cleanup_free char *current = xasprintf("%s:current", repo);
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:[], s:[]}", "image", tag, "current",
+                              current, "definition", d->path, "suite", d->suite, "packages",
+                              "npm");
 
-        for (size_t i = 0; d->packages[i] != NULL; i++) {
-            json_array_append_new(json_object_get(o, "packages"), json_string(d->packages[i]));
+        for (size_t i = 0; pkgv[i] != NULL; i++) {
+            json_array_append_new(json_object_get(o, "packages"), json_string(pkgv[i]));
+        }
+        for (size_t i = 0; !sidecar && d->npm != NULL && d->npm[i] != NULL; i++) {
+            json_array_append_new(json_object_get(o, "npm"), json_string(d->npm[i]));
         }
         char *s = json_dumps(o, JSON_INDENT(2));
 

@@ -14,6 +14,10 @@
 /* Packages every sandbox image has (issue: bash, ca-certificates, curl, git). */
 static const char *const required_packages[] = {"bash", "ca-certificates", "curl", "git", NULL};
 
+/* The Docker sidecar (docs/testcontainers.md): sorted. */
+const char *const sbx_image_sidecar_packages[] = {"ca-certificates", "docker.io", "iptables",
+                                                  "procps", "rootlesskit", "uidmap", NULL};
+
 /* Fields that change the environment but that sbx image build does not apply. */
 static const char *const unsupported_fields[] = {"image", "build", "dockerFile", "features",
                                                  "postCreateCommand", "onCreateCommand", NULL};
@@ -49,6 +53,27 @@ static int valid_package(const char *s)
     for (; *s; s++) {
         if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '+' || *s == '-' ||
               *s == '.')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int sbx_image_npm_spec_valid(const char *s)
+{
+    const char *at;
+
+    if (s == NULL || strlen(s) > 214 || s[0] == '\0' || s[0] == '-' || s[0] == '.') {
+        return 0;
+    }
+    at = strchr(s + 1, '@'); /* a scope's own '@' comes first */
+    if (at == NULL || at[1] == '\0') {
+        return 0;
+    }
+    for (const char *p = s; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||
+              *p == '.' || *p == '@' || *p == '/' || *p == '~' || *p == '^' ||
+              (p > at && *p >= 'A' && *p <= 'Z'))) {
             return 0;
         }
     }
@@ -163,6 +188,24 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         add_unique(&d->packages, &n, json_string_value(v));
     }
     qsort(d->packages, n, sizeof(char *), cmp_str);
+    pkgs = json_object_get(sbx, "npm");
+    if (pkgs != NULL && !json_is_array(pkgs)) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.npm must be an array of "
+                      "\"name@version\" strings", path);
+        goto fail;
+    }
+    n = 0;
+    json_array_foreach(pkgs, i, v) {
+        if (!json_is_string(v) || !sbx_image_npm_spec_valid(json_string_value(v))) {
+            sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.npm[%zu] is not an npm "
+                          "\"name@version\"", path, i);
+            goto fail;
+        }
+        add_unique(&d->npm, &n, json_string_value(v));
+    }
+    if (n > 0) {
+        qsort(d->npm, n, sizeof(char *), cmp_str);
+    }
     env = json_object_get(root, "containerEnv");
     if (env != NULL && !json_is_object(env)) {
         sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv must be an object of strings", path);
@@ -197,6 +240,15 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     for (i = 0; d->env != NULL && d->env[i] != NULL; i++) {
         json_array_append_new(json_object_get(canon, "env"), json_string(d->env[i]));
     }
+    if (d->npm != NULL) {
+        /* only when present: definitions without npm keep their hash */
+        json_t *a = json_array();
+
+        for (i = 0; d->npm[i] != NULL; i++) {
+            json_array_append_new(a, json_string(d->npm[i]));
+        }
+        json_object_set_new(canon, "npm", a);
+    }
     d->canonical = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(canon);
     json_decref(root);
@@ -226,6 +278,22 @@ void sbx_image_def_free(struct sbx_image_def *d)
     free_strv(d->env);
     free(d->workdir);
     free(d->mise);
+    free_strv(d->npm);
     free(d->canonical);
     free(d);
+}
+
+char *sbx_image_sidecar_canonical(const struct sbx_image_def *d)
+{
+    json_t *canon = json_pack("{s:i, s:s, s:[], s:s}", "format", 1, "kind", "sidecar",
+                              "packages", "suite", d->suite);
+    char *out;
+
+    for (size_t i = 0; sbx_image_sidecar_packages[i] != NULL; i++) {
+        json_array_append_new(json_object_get(canon, "packages"),
+                              json_string(sbx_image_sidecar_packages[i]));
+    }
+    out = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(canon);
+    return out;
 }

@@ -12,6 +12,7 @@ struct sbx_image_def {
     char **env;        /* "K=V" from containerEnv */
     char *workdir;     /* workspaceFolder, default /workspace */
     char *mise;        /* mise.toml content beside .devcontainer, or NULL */
+    char **npm;        /* NULL-terminated "name@version" from customizations.sbx.npm */
     char *canonical;   /* the canonical spec the content hash is taken of */
 };
 
@@ -21,5 +22,12 @@ char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err);
 /* Parses and validates; errors name the file and the field. */
 struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err);
 void sbx_image_def_free(struct sbx_image_def *d);
+/* The Docker sidecar's image (sbx-dind): its fixed package list and the
+ * canonical spec its content hash is taken of, for the definition's suite.
+ * NULL-terminated; the canonical string is the caller's to free. */
+extern const char *const sbx_image_sidecar_packages[];
+char *sbx_image_sidecar_canonical(const struct sbx_image_def *d);
+/* 1 when s is "name@version" as npm takes it (scoped names allowed). */
+int sbx_image_npm_spec_valid(const char *s);
 
 #endif

@@ -26,6 +26,7 @@ struct sbx_task_opts {
     /* Narrower limits for this task (each field 0 = the configured one);
      * never above the configured caps. */
     const struct sbx_limits *limits;
+    int docker_sidecar;      /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
 };
 
 /* A running exec, for cancellation. */

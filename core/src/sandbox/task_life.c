@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,6 +187,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     time_t now = time(NULL);
     const char *provider = o->provider ? o->provider : cfg->provider;
     struct sbx_provider_info info = {0};
+    cleanup_free char *docker_dir = NULL;
 
     pthread_mutex_init(&t->mu, NULL);
     t->cfg = cfg;
@@ -248,6 +250,16 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_warn("provider '%s': user namespaces are OFF (%s): container root is host root; "
                  "turn on userns-remap (docs/operations.md)", provider, info.engine);
     }
+    if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
+        /* where a per-sandbox Docker daemon puts its socket, if one runs */
+        docker_dir = xasprintf("%s/docker", t->dir);
+        if (sbx_mkdirs(docker_dir, 0755, err) < 0 || chmod(docker_dir, 0755) < 0) {
+            if (err != NULL && *err == NULL) {
+                sbx_error_set(err, SBX_E_GENERIC, "%s: %s", docker_dir, strerror(errno));
+            }
+            goto fail;
+        }
+    }
     sbx_task_reap_orphans(t->prov, t->state);
     t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
     if (t->slot_fd < 0) {
@@ -277,6 +289,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .labels = labels,
             .n_labels = sizeof(labels) / sizeof(labels[0]),
             .egress_allow = (const char *const *)t->egress_allow,
+            .docker_sidecar = o->docker_sidecar,
+            .docker_dir = docker_dir,
         };
 
         while (t->egress_allow[spec.n_egress_allow] != NULL) {
