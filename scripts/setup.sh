@@ -18,7 +18,7 @@ packages=(
     build-essential cmake pkg-config git
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus
-    docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps
+    docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps busybox-static
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -30,6 +30,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
     say "Debian packages already installed"
+fi
+
+# npm installs the sandbox image's Node packages (customizations.sbx.npm); a
+# machine with a Node.js that ships npm already has it
+if ! command -v npm >/dev/null; then
+    say "installing npm"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends npm >/dev/null
 fi
 
 say "building (build/)"
@@ -45,4 +52,6 @@ fi
 
 say "building the warm image (sbx image build; the first time takes about a minute)"
 DOCKER_HOST=unix:///var/run/docker.sock build/sbx image build --cache /var/cache/sbx/image
+say "building the per-sandbox Docker daemon image (sbx image build --sidecar)"
+DOCKER_HOST=unix:///var/run/docker.sock build/sbx image build --sidecar --cache /var/cache/sbx/image
 say "done: try  build/sbx run -- echo hello"

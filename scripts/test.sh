@@ -23,6 +23,8 @@ suite() {
     # the warm image in the test engine (from the cached root filesystem)
     DOCKER_HOST=$SBX_TEST_DOCKER_HOST SBX_STATE_DIR=$engine/state \
         "$dir/sbx" image build --cache /var/cache/sbx/image >/dev/null
+    DOCKER_HOST=$SBX_TEST_DOCKER_HOST SBX_STATE_DIR=$engine/state \
+        "$dir/sbx" image build --sidecar --cache /var/cache/sbx/image >/dev/null
     echo "== $dir: ctest" >&2
     (cd "$dir" && ctest --output-on-failure --timeout 600)
 }
