@@ -119,6 +119,34 @@ static inline size_t rt_sandboxes(void)
     return n;
 }
 
+/* A busybox image FROM scratch (the host's busybox-static) in the test engine. */
+static inline void rt_busybox_image(const char *name)
+{
+    char *dir = test_mkdtemp();
+    char *script = NULL;
+    char *argv[] = {"/bin/sh", "-c", NULL, NULL};
+    char *env[] = {rt_host, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+    struct spawn_result r;
+
+    assert_true(asprintf(&script,
+                         "set -e; test -x /bin/busybox || { echo 'no /bin/busybox: apt-get "
+                         "install busybox-static' >&2; exit 1; }; "
+                         "mkdir -p '%s/img/bin'; cp /bin/busybox '%s/img/bin/busybox'; "
+                         "for a in sh sleep echo cat true tr cut id; do "
+                         "ln -s busybox '%s/img/bin/'$a; done; "
+                         "tar -C '%s/img' -c . | docker import - %s >/dev/null",
+                         dir, dir, dir, dir, name) > 0);
+    argv[2] = script;
+    r = spawn_run_as(argv, env, 0);
+    if (r.rc != 0) {
+        fail_msg("building %s: rc %d: %s", name, r.rc, r.err);
+    }
+    spawn_result_free(&r);
+    free(script);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 #define assert_contains(hay, needle)                                                         \
     do {                                                                                     \
         if (strstr((hay), (needle)) == NULL) {                                               \

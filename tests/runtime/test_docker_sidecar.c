@@ -9,34 +9,6 @@
 
 static char *tc_dir; /* tests/runtime/tc, mounted as the worktree */
 
-/* A busybox image FROM scratch (the host's busybox-static) in the test engine. */
-static void make_busybox_image(void)
-{
-    char *dir = test_mkdtemp();
-    char *script = NULL;
-    char *argv[] = {"/bin/sh", "-c", NULL, NULL};
-    char *env[] = {rt_host, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-    struct spawn_result r;
-
-    assert_true(asprintf(&script,
-                         "set -e; test -x /bin/busybox || { echo 'no /bin/busybox: apt-get "
-                         "install busybox-static' >&2; exit 1; }; "
-                         "mkdir -p '%s/img/bin'; cp /bin/busybox '%s/img/bin/busybox'; "
-                         "for a in sh sleep echo cat true tr cut id; do "
-                         "ln -s busybox '%s/img/bin/'$a; done; "
-                         "tar -C '%s/img' -c . | docker import - " SEED_IMAGE " >/dev/null",
-                         dir, dir, dir, dir) > 0);
-    argv[2] = script;
-    r = spawn_run_as(argv, env, 0);
-    if (r.rc != 0) {
-        fail_msg("building " SEED_IMAGE ": rc %d: %s", r.rc, r.err);
-    }
-    spawn_result_free(&r);
-    free(script);
-    test_rm_rf(dir);
-    free(dir);
-}
-
 static int setup(void **state)
 {
     const char *src = getenv("SBX_SOURCE_DIR");
@@ -45,7 +17,7 @@ static int setup(void **state)
         return -1;
     }
     assert_true(asprintf(&tc_dir, "%s/tests/runtime/tc", src) > 0);
-    make_busybox_image();
+    rt_busybox_image(SEED_IMAGE);
     return 0;
 }
 

@@ -188,7 +188,7 @@ static void test_guard_nesting_and_empty(void **state)
     for (int i = 0; i < 20; i++) {
         char tmp[4096];
 
-        snprintf(tmp, sizeof(tmp), "sh -c $(%s)", script);
+        snprintf(tmp, sizeof(tmp), "sh -c $(%.4000s)", script);
         strcpy(script, tmp);
     }
     assert_int_equal(sbx_cred_guard_check_shell(script, &err), -1);

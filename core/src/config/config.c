@@ -245,6 +245,7 @@ static void apply_defaults(struct sbx_config *c)
     c->spike.concurrent_cpus = 0.25;
     c->spike.concurrent_memory = 256LL << 20;
     c->spike.agent_hour_cost = 0.10;
+    c->spike.testcontainers_image = xstrdup("sbx-busybox:test");
 }
 
 struct sbx_config *sbx_config_defaults(void)
@@ -409,6 +410,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
         c->spike.concurrent_memory = get_size(spike, "concurrent_memory",
                                               c->spike.concurrent_memory);
         c->spike.agent_hour_cost = get_float(spike, "agent_hour_cost", c->spike.agent_hour_cost);
+        if (spike != NULL && config_setting_get_member(spike, "testcontainers_image") != NULL) {
+            free(c->spike.testcontainers_image);
+            c->spike.testcontainers_image = dup_string(spike, "testcontainers_image", NULL);
+        }
     }
     c->egress.log = dup_string(egress, "log", NULL);
     c->egress.registries = get_strings(egress, "registries", NULL);
@@ -512,6 +517,7 @@ void sbx_config_destroy(struct sbx_config *c)
     free(c->runner.alert_webhook);
     free(c->runner.alert_command);
     free(c->runner.scale_up_command);
+    free(c->spike.testcontainers_image);
     free(c->egress.log);
     free_strv(c->egress.registries);
     free(c->plugin_dir);

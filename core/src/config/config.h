@@ -92,6 +92,7 @@ struct sbx_config {
         double concurrent_cpus; /* limits of each concurrent sandbox */
         int64_t concurrent_memory;
         double agent_hour_cost; /* dollars above the bare box (bar: 0.10) */
+        char *testcontainers_image; /* seeded into the sidecar (sidecar_images) */
     } spike;
 };
 

@@ -63,6 +63,7 @@ static const struct sbx_key spike_keys[] = {
     {"concurrent_cpus", SBX_KEY_CPUS, NULL},
     {"concurrent_memory", SBX_KEY_SIZE, NULL},
     {"agent_hour_cost", SBX_KEY_FLOAT, NULL},
+    {"testcontainers_image", SBX_KEY_STRING, NULL},
     {NULL, 0, NULL},
 };
 

@@ -1,9 +1,11 @@
 /* spike_checks.c - the spike's Testcontainers, egress, credentials and cost
  * criteria. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "sandbox/task.h"
 #include "spike/spike_int.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -27,15 +29,69 @@ static int capture_out(void *ud, int stream, const char *data, size_t len)
     return 0;
 }
 
+/* Inside the sandbox: Testcontainers (Ryuk off: the daemon dies with the
+ * sandbox) starts a container from the seeded image, runs a command in it,
+ * stops it. */
+static const char tc_script[] =
+    "process.env.TESTCONTAINERS_RYUK_DISABLED='true';"
+    "(async()=>{const {GenericContainer}=require('testcontainers');"
+    "const c=await new GenericContainer(process.env.TC_IMAGE).withCommand(['sleep','300'])"
+    ".withNetworkMode('none').start();"
+    "const r=await c.exec(['sh','-c','cat /proc/self/uid_map']);"
+    "await c.stop();"
+    "console.log('TESTCONTAINERS OK '+c.getId().slice(0,12)+' uid_map:'+"
+    "r.output.trim().replace(/\\s+/g,' '));})()"
+    ".catch(e=>{console.log('TESTCONTAINERS FAILED '+e);process.exit(1);});";
+
 void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 {
+    const char *bar = "works with a per-sandbox daemon";
+    const char *image = s->cfg->spike.testcontainers_image;
+    struct sbx_task_opts o = {.provider = s->provider, .pool = "agent", .ephemeral = 1,
+                              .docker_sidecar = 1};
+    const char *const argv[] = {"node", "-e", tc_script, NULL};
+    struct sbx_kv env[] = {{"TC_IMAGE", image}};
+    struct capture cap = {0};
+    struct sbx_task *t = NULL;
+    sbx_error_t *err = NULL;
+    const char *iso = s->info.sidecar;
+    int failure = strncmp(iso, "ISOLATION FAILURE", 17) == 0;
+    int st = 0;
+
     if (!(s->flags & SBX_PROVIDER_DOCKER_SIDECAR)) {
-        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "works with a per-sandbox daemon",
+        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar,
                           "this provider declares no per-sandbox Docker daemon", "-");
         return;
     }
-    sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "works with a per-sandbox daemon",
-                      "the Testcontainers check is not wired to this provider", "-");
+    fprintf(stderr, "spike: %s: Testcontainers in a sandbox with its own daemon\n", s->provider);
+    o.argv = argv;
+    if (sbx_task_start(s->cfg, s->plugin_dir, &o, &t, &err) < 0) {
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err), "sandbox with a sidecar "
+                          "did not start");
+        sbx_error_free(&err);
+        return;
+    }
+    if (sbx_task_exec(t, argv, env, 1, capture_out, &cap, NULL, &st, &err) < 0) {
+        st = -1;
+    }
+    sbx_task_end(t, "spike", NULL, NULL);
+    cap.buf[strcspn(cap.buf, "\n")] = '\0';
+    if (st != 0) {
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, err ? sbx_error_msg(err) : cap.buf,
+                          "Testcontainers failed (image %s)", image);
+    }
+    else if (failure) {
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, "a rootful sidecar without user remapping "
+                          "is host-root-equivalent", "%s; isolation: %s", cap.buf, iso);
+    }
+    else {
+        sbx_spike_row_set(row, SBX_SPIKE_PASS, bar, NULL, "%s; isolation: %s", cap.buf,
+                          iso[0] ? iso : "not reported");
+    }
+    json_object_set_new(row->raw, "output", json_string(cap.buf));
+    json_object_set_new(row->raw, "isolation", json_string(iso));
+    json_object_set_new(row->raw, "image", json_string(image));
+    sbx_error_free(&err);
 }
 
 void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
