@@ -23,7 +23,7 @@ static const struct sbx_option options[] = {
      "capabilities kept after dropping all (default CHOWN DAC_OVERRIDE FOWNER FSETID KILL "
      "SETGID SETUID)"},
     {"disk_enforcement", SBX_OPT_STRING, "auto", 0,
-     "auto, storage-opt (overlay2 on xfs with pquota) or watchdog"},
+     "auto (= watchdog), storage-opt (only overlay2 on xfs mounted with pquota) or watchdog"},
     {"disk_check_interval", SBX_OPT_DURATION, "5s", 0,
      "how often the disk watchdog measures the sandbox's writable layer"},
     {"docker_sidecar", SBX_OPT_BOOL, "false", 0,
@@ -140,10 +140,10 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         c->disk_mode = DK_DISK_WATCHDOG;
     }
     else if (strcmp(disk, "auto") == 0) {
-        c->disk_mode = strcmp(c->storage_driver, "overlay2") == 0 &&
-                               strcmp(c->backing_fs, "xfs") == 0
-                           ? DK_DISK_STORAGE_OPT
-                           : DK_DISK_WATCHDOG;
+        /* the engine does not say whether xfs is mounted with pquota, and
+         * without it every create with StorageOpt fails: auto is the
+         * watchdog; choose storage-opt explicitly where it works */
+        c->disk_mode = DK_DISK_WATCHDOG;
     }
     else {
         host->error_set(err, SBX_E_CONFIG, "%s: disk_enforcement '%s': use auto, storage-opt "
@@ -310,7 +310,6 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
     long status = 0;
     char path[256];
     const char *id;
-    char *image = NULL;
 
     if (!valid_name(s->task_id)) {
         return c->host->error_set(err, SBX_E_USAGE, "docker: task id '%s' is not a valid name",
@@ -324,10 +323,8 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
     }
     json_decref(body);
     if (status == 404) {
-        image = dk_urlencode(s->image);
         c->host->error_set(err, SBX_E_NOTFOUND, "docker: image '%s' not found in the engine "
                            "(build it with 'sbx image build')", s->image);
-        free(image);
         json_decref(reply);
         return -1;
     }

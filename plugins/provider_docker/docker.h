@@ -25,7 +25,6 @@ struct dk_ctx {
     int disk_mode;     /* DK_DISK_* */
     int64_t disk_interval; /* seconds between watchdog checks */
     char **cap_add;    /* capabilities kept */
-    char *relay;       /* host path of the egress relay binary, or NULL */
     unsigned remap_uid; /* host uid of container root under userns-remap, else 0 */
     unsigned remap_gid;
     /* the Docker sidecar (docker_sidecar.c, docs/testcontainers.md) */

@@ -159,8 +159,9 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
     }
     use = max > DK_MAX_API_MINOR ? DK_MAX_API_MINOR : max;
     if (use < DK_MIN_API_MINOR || (min > 0 && use < min)) {
-        c->host->error_set(err, SBX_E_ENGINE, "docker engine speaks API 1.%d..1.%d; sbx needs "
-                           "1.%d..1.%d", min, max, DK_MIN_API_MINOR, DK_MAX_API_MINOR);
+        c->host->error_set(err, SBX_E_ENGINE, "docker engine speaks API %s1.%d; sbx needs "
+                           "1.%d..1.%d", min > 0 ? "from a minimum above it up to " : "up to ",
+                           max, DK_MIN_API_MINOR, DK_MAX_API_MINOR);
         json_decref(reply);
         return -1;
     }

@@ -40,8 +40,7 @@ static int64_t size_rw(struct dk_ctx *c, const char *id, int64_t *limit)
 
     snprintf(path, sizeof(path), "/containers/%s/json?size=1", id);
     if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
-        free(err ? err->msg : NULL);
-        free(err);
+        c->host->error_free(&err);
         return -1;
     }
     if (status == 200 && json_is_integer(json_object_get(reply, "SizeRw"))) {
@@ -254,8 +253,7 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
 
         if (inspect_exec(c, eid, &running, &code, &pid, &ierr) < 0) {
             if (r < 0) {
-                free(ierr->msg);
-                free(ierr);
+                c->host->error_free(&ierr);
                 break;
             }
             *err = ierr;
@@ -271,10 +269,8 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
             kill((pid_t)pid, SIGKILL); /* the engine is local: its pids are ours */
         }
         if (w.seen > 0) {
-            if (err != NULL && *err != NULL) {
-                free((*err)->msg);
-                free(*err);
-                *err = NULL;
+            if (err != NULL) {
+                c->host->error_free(err);
             }
             return c->host->error_set(err, SBX_E_ENGINE, "disk cap exceeded: the sandbox wrote "
                                       "%" PRId64 " bytes, its limit is %" PRId64 " bytes",

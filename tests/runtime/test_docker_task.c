@@ -222,6 +222,79 @@ static void test_run_disk_cap(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+static void test_exec_interrupt_while_silent(void **state)
+{
+    struct spawn_result r = RT_SBX("task", "start", "--task", "intr-1");
+    pid_t child;
+    int st = 0;
+    double a;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    child = fork();
+    if (child == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        putenv(rt_host);
+        putenv(rt_statev);
+        execl(rt_sbx, rt_sbx, "exec", "intr-1", "--", "sleep", "30", (char *)NULL);
+        _exit(98);
+    }
+    usleep(1500 * 1000);
+    a = (double)time(NULL);
+    kill(child, SIGINT);
+    waitpid(child, &st, 0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 130);
+    assert_true((double)time(NULL) - a < 10.0);
+    /* the task goes on */
+    r = RT_SBX("exec", "intr-1", "--", "echo", "still here");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "still here\n");
+    spawn_result_free(&r);
+    r = RT_SBX("task", "end", "intr-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+static void test_task_id_reused_after_keeper_killed(void **state)
+{
+    struct spawn_result r = RT_SBX("task", "start", "--task", "reuse-1");
+    json_t *c;
+    const char *owner;
+    int pid = 0;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    c = rt_engine_get("/containers/sbx-reuse-1/json");
+    owner = json_string_value(json_object_get(json_object_get(json_object_get(c, "Config"),
+                                                              "Labels"), "sbx.owner"));
+    assert_non_null(owner);
+    assert_non_null(strstr(owner, ";pid="));
+    pid = atoi(strstr(owner, ";pid=") + 5);
+    json_decref(c);
+    assert_true(pid > 1);
+    kill(pid, SIGKILL);
+    for (int i = 0; i < 50 && kill(pid, 0) == 0; i++) {
+        usleep(100 * 1000);
+    }
+    r = RT_SBX("task", "start", "--task", "reuse-1");
+    if (r.rc != 0) {
+        fail_msg("restart after kill -9 of the keeper: %s", r.err);
+    }
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 1);
+    r = RT_SBX("task", "end", "reuse-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +306,8 @@ int main(void)
         cmocka_unit_test(test_run_kill9_then_next_run_cleans),
         cmocka_unit_test(test_two_runs_never_touch_each_other),
         cmocka_unit_test(test_run_disk_cap),
+        cmocka_unit_test(test_exec_interrupt_while_silent),
+        cmocka_unit_test(test_task_id_reused_after_keeper_killed),
     };
 
     return cmocka_run_group_tests_name("docker_task", tests, rt_setup, rt_teardown);

@@ -133,6 +133,9 @@ static void test_config_bad_units(void **state)
     expect_error("limits = { cpus = \"lots\"; };\n", 1, "bad CPU count");
     expect_error("limits = { cpus = 0; };\n", 1, "CPU count above 0");
     expect_error("limits = { pids = 0; };\n", 1, "greater than 0");
+    expect_error("limits = {\n idle = \"0s\";\n};\n", 2, "'limits.idle' must be greater than 0");
+    expect_error("limits = {\n disk = \"0G\";\n};\n", 2, "'limits.disk' must be greater than 0");
+    expect_error("limits = {\n cpus = 1.0;\n memory = \"1M\";\n};\n", 3, "at least 6M");
 }
 
 static void test_config_syntax_error(void **state)

@@ -101,6 +101,9 @@ struct sbx_host_api {
     /* Credential leases (core-owned memory; values are zeroed on free). */
     int (*lease_add_secret)(struct sbx_lease *lease, const char *name, const char *value,
                             sbx_error_t **err);
+
+    /* Frees an error made by error_set and sets *err to NULL (NULL-safe). */
+    void (*error_free)(sbx_error_t **err);
 };
 
 #endif

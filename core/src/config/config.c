@@ -311,12 +311,14 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     c->limits.max = get_duration(limits, "max", c->limits.max);
     if (limits != NULL) {
         static const char *const nonzero[] = {"memory", "disk", "idle", "max", NULL};
+        const int64_t values[] = {c->limits.memory, c->limits.disk, c->limits.idle,
+                                  c->limits.max};
 
+        /* a zero cap would read as "no cap" further down: refuse it */
         for (size_t i = 0; nonzero[i] != NULL; i++) {
             const config_setting_t *s = config_setting_get_member(limits, nonzero[i]);
 
-            if (s != NULL && get_size(limits, nonzero[i], 1) == 0 &&
-                get_duration(limits, nonzero[i], 1) == 0) {
+            if (s != NULL && values[i] <= 0) {
                 return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'limits.%s' must be greater "
                                      "than 0", c->path, config_setting_source_line(s),
                                      nonzero[i]);
@@ -325,7 +327,8 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
         if (c->limits.memory < (6LL << 20)) {
             return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'limits.memory' must be at least "
                                  "6M (the engine's minimum)", c->path,
-                                 config_setting_source_line(limits));
+                                 config_setting_source_line(
+                                     config_setting_get_member(limits, "memory")));
         }
     }
 

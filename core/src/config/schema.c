@@ -73,7 +73,6 @@ const struct sbx_key sbx_config_schema[] = {
     {"state_dir", SBX_KEY_STRING, NULL},
     {"provider", SBX_KEY_STRING, NULL},
     {"image", SBX_KEY_STRING, NULL},
-    {"log_level", SBX_KEY_STRING, NULL},
     {"providers", SBX_KEY_INSTANCES, NULL},
     {"credentials", SBX_KEY_INSTANCES, NULL},
     {"limits", SBX_KEY_GROUP, limits_keys},

@@ -162,6 +162,7 @@ static const struct sbx_host_api host_api = {
     .http_response_free = sbx_http_response_free,
     .secret_zero = host_secret_zero,
     .lease_add_secret = host_lease_add_secret,
+    .error_free = sbx_error_free,
 };
 
 const struct sbx_host_api *sbx_host_api_get(void)

@@ -234,7 +234,9 @@ static void serve(struct sbx_task *t, int lfd)
     snprintf(reason, sizeof(reason), "%s", t->stop_reason);
     /* wait for running execs to return (they were cancelled) */
     pthread_mutex_lock(&set.mu);
-    while (set.active > (set.end_fd >= 0 ? 1 : 0)) {
+    /* every connection thread has returned: the `end` one does not block,
+     * and cancelled execs return promptly */
+    while (set.active > 0) {
         pthread_cond_wait(&set.cv, &set.mu);
     }
     end_fd = set.end_fd;

@@ -76,7 +76,8 @@ static int read_result(int fd, const volatile int *interrupted, int *status, int
         if (interrupted != NULL) {
             struct pollfd p = {.fd = fd, .events = POLLIN};
 
-            while (poll(&p, 1, 100) == 0) {
+            /* a signal interrupts poll (-1, EINTR): check the flag each time */
+            while (poll(&p, 1, 100) <= 0) {
                 if (*interrupted) {
                     *code = 125;
                     return sbx_error_set(err, SBX_E_CANCELLED, "interrupted");

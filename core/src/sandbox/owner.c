@@ -80,8 +80,8 @@ int sbx_owner_alive(const char *label)
 
     if (label == NULL ||
         sscanf(label, "boot=%63[^;];pid=%d;start=%llu", their_boot, &pid, &start) != 3 ||
-        pid <= 0) {
-        return 1; /* not ours to judge */
+        pid <= 0 || start == 0 || strcmp(their_boot, "unknown") == 0) {
+        return 1; /* not ours to judge: never touch what may live */
     }
     if (boot_id(boot, sizeof(boot)) < 0) {
         return 1;

@@ -143,8 +143,15 @@ void sbx_task_dir_remove(const char *state, const char *task)
     cleanup_free char *rec = xasprintf("%s/task.json", dir);
     cleanup_free char *sock = xasprintf("%s/keeper.sock", dir);
 
+    cleanup_free char *docker = xasprintf("%s/docker", dir);
+    cleanup_free char *egress = xasprintf("%s/egress", dir);
+    cleanup_free char *egress_sock = xasprintf("%s/egress/proxy.sock", dir);
+
     unlink(rec);
     unlink(sock);
+    unlink(egress_sock);
+    rmdir(docker);
+    rmdir(egress);
     if (rmdir(dir) < 0 && errno != ENOENT) {
         sbx_debug("task dir %s not removed: %s", dir, strerror(errno));
     }

@@ -13,6 +13,7 @@
 #include "plugin/host.h"
 #include "policy/policy.h"
 #include "sandbox/owner.h"
+#include "sandbox/proto.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
 #include "util/cleanup.h"
@@ -226,7 +227,20 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         cleanup_free char *rec = xasprintf("%s/task.json", t->dir);
         cleanup_free char *sock = xasprintf("%s/keeper.sock", t->dir);
 
+        int live = -1;
+
         if (access(sock, F_OK) == 0) {
+            sbx_error_t *cerr = NULL;
+
+            /* a socket nobody answers is a killed keeper's: its sandbox is an
+             * orphan that the reaping below removes */
+            live = sbx_unix_connect(sock, &cerr);
+            sbx_error_free(&cerr);
+            if (live >= 0) {
+                close(live);
+            }
+        }
+        if (live >= 0) {
             sbx_error_set(err, SBX_E_USAGE, "task '%s' already exists (sbx task end %s)", t->id,
                           t->id);
             free(t->dir);
@@ -235,14 +249,16 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         }
         sbx_task_dir_remove(t->state, t->id); /* an ended task's leftovers */
     }
-    if (sbx_mkdirs(t->dir, 0700, err) < 0) {
-        goto fail;
-    }
     if (decide(t, o, provider, err) < 0) {
         goto fail;
     }
     t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
     if (t->prov == NULL) {
+        goto fail;
+    }
+    sbx_task_reap_orphans(t->prov, t->state);
+    /* after the reaping, which removes an orphan's leftovers of this id */
+    if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
     }
     if (sbx_instance_provider(t->prov)->info != NULL &&
@@ -260,7 +276,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
-    sbx_task_reap_orphans(t->prov, t->state);
     t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
     if (t->slot_fd < 0) {
         goto fail;
