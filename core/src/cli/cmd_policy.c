@@ -49,9 +49,9 @@ static int parse(int argc, char **argv, struct opts *o)
     };
     int c;
 
-    optind = 1;
+    optind = 0; /* full reset: options may follow DIR */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
             o->dir = optarg;

@@ -18,6 +18,11 @@
 #define HOOK_EVERY 1000          /* instructions between two hook calls */
 #define MAX_FILE (256 * 1024)    /* bytes of one script */
 #define MAX_MESSAGE 400          /* bytes of one error message */
+#define MAX_BLOCK (1u << 20)     /* bytes of one allocation: bounds the work of one
+                                  * instruction (concatenation, comparison) */
+#define CHECK_BLOCK (64u << 10)  /* allocations from this size check the deadline */
+#define MAX_ELEMENTS 1000000     /* elements table.insert/remove/move may shift */
+#define MAX_SORT 100000          /* elements table.sort may sort */
 
 enum kill_reason {
     KILL_NONE = 0,
@@ -86,6 +91,8 @@ static int current_line(lua_State *L, int level)
     return 0;
 }
 
+static void sandbox_hook(lua_State *L, lua_Debug *ar);
+
 /* The allocator enforces the memory cap: past it, it returns NULL and Lua
  * raises LUA_ERRMEM (after one emergency collection). */
 static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -99,10 +106,18 @@ static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         s->mem_used -= old;
         return NULL;
     }
-    if (nsize > old && s->mem_used - old + nsize > s->caps.memory) {
+    if (nsize > old && (nsize > MAX_BLOCK || s->mem_used - old + nsize > s->caps.memory)) {
         if (s->running && s->L != NULL && s->mem_line == 0) {
             s->mem_line = current_line(s->L, 0);
         }
+        return NULL;
+    }
+    /* A large block means as much copying work: check the deadline here
+     * too, since one instruction can do that much between two hooks. */
+    if (s->running && nsize >= CHECK_BLOCK && s->killed == KILL_NONE && now_ms() > s->deadline_ms) {
+        s->killed = KILL_TIME;
+        s->kill_line = current_line(s->L, 0);
+        lua_sethook(s->L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, 1); /* signal-safe */
         return NULL;
     }
     n = realloc(ptr, nsize);
@@ -251,6 +266,39 @@ static int safe_setmetatable(lua_State *L)
     return 1;
 }
 
+/* The message handler of xpcall. An error raised by the kill hook is raised
+ * with hooks off (Lua does not re-enable them until the next protected call
+ * returns), so a script's handler must not run then: it could loop forever. */
+static int xpcall_handler(lua_State *L)
+{
+    if (sbx_lua_from_state(L)->killed != KILL_NONE) {
+        return 1;
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int safe_xpcall(lua_State *L)
+{
+    int n = lua_gettop(L);
+
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, xpcall_handler, 1);
+    lua_replace(L, 2);
+    lua_pushboolean(L, 1);
+    lua_pushvalue(L, 1);
+    lua_rotate(L, 3, 2); /* handler, true, f, args... */
+    if (lua_pcall(L, n - 2, LUA_MULTRET, 2) != LUA_OK) {
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
+        return 2;
+    }
+    return lua_gettop(L) - 2;
+}
+
 static size_t skip_set(const char *p, size_t len, size_t i)
 {
     size_t j = i + 1;
@@ -351,8 +399,7 @@ static int guarded_pattern(lua_State *L)
     int t1 = lua_type(L, 1);
     int t2 = lua_type(L, 2);
 
-    if ((t1 == LUA_TSTRING || t1 == LUA_TNUMBER) && (t2 == LUA_TSTRING || t2 == LUA_TNUMBER) &&
-        !(kind == PAT_FIND && lua_toboolean(L, 4))) {
+    if ((t1 == LUA_TSTRING || t1 == LUA_TNUMBER) && (t2 == LUA_TSTRING || t2 == LUA_TNUMBER)) {
         size_t ls;
         size_t lp;
         const char *pat;
@@ -360,19 +407,91 @@ static int guarded_pattern(lua_State *L)
 
         (void)lua_tolstring(L, 1, &ls);
         pat = lua_tolstring(L, 2, &lp);
-        cost = sbx_lua_pattern_cost(pat, lp, ls);
+        if (kind == PAT_FIND && lua_toboolean(L, 4)) {
+            cost = ((double)ls + 1.0) * ((double)lp + 1.0); /* plain search */
+        }
+        else {
+            cost = sbx_lua_pattern_cost(pat, lp, ls);
+        }
         if (kind == PAT_GMATCH && lp > 0 && pat[0] == '^') {
             cost *= (double)ls + 1.0;
         }
         if (cost > SBX_LUA_PATTERN_MAX_COST) {
-            return luaL_error(L, "pattern too complex for a subject of %d bytes (worst case %.3g "
-                              "steps, limit %.3g)", (int)ls, cost, SBX_LUA_PATTERN_MAX_COST);
+            char msg[200];
+
+            snprintf(msg, sizeof(msg), "pattern too complex for a subject of %zu bytes (worst "
+                     "case %.3g steps, limit %.3g)", ls, cost, SBX_LUA_PATTERN_MAX_COST);
+            return luaL_error(L, "%s", msg);
         }
     }
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
     return lua_gettop(L);
+}
+
+/* string.rep of an empty string loops n times in C: return early; a result
+ * past the memory cap fails before any work. */
+static int guarded_rep(lua_State *L)
+{
+    size_t l;
+    size_t lsep;
+    lua_Integer n;
+
+    (void)luaL_checklstring(L, 1, &l);
+    n = luaL_checkinteger(L, 2);
+    (void)luaL_optlstring(L, 3, "", &lsep);
+    if (n <= 0 || l + lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    if ((double)(l + lsep) * (double)n > (double)sbx_lua_from_state(L)->caps.memory) {
+        return luaL_error(L, "resulting string too large");
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+enum table_fn { TAB_INSERT, TAB_REMOVE, TAB_MOVE, TAB_SORT };
+
+/* table.insert/remove/move/sort loop in C over lengths a __len metamethod or
+ * arguments can make huge: bound them. */
+static int guarded_table(lua_State *L)
+{
+    enum table_fn kind = (enum table_fn)lua_tointeger(L, lua_upvalueindex(2));
+
+    if (kind == TAB_MOVE) {
+        lua_Integer f = luaL_checkinteger(L, 2);
+        lua_Integer e = luaL_checkinteger(L, 3);
+
+        if (e >= f && (lua_Unsigned)e - (lua_Unsigned)f >= MAX_ELEMENTS) {
+            return luaL_error(L, "table.move: more than %d elements", MAX_ELEMENTS);
+        }
+    }
+    else {
+        lua_Integer n = luaL_len(L, 1);
+        lua_Integer max = kind == TAB_SORT ? MAX_SORT : MAX_ELEMENTS;
+
+        if (n > max) {
+            return luaL_error(L, "table.%s: more than %d elements",
+                              kind == TAB_SORT ? "sort" : kind == TAB_INSERT ? "insert" : "remove",
+                              (int)max);
+        }
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+static void wrap_table(lua_State *L, int tab, const char *name, enum table_fn kind)
+{
+    lua_getfield(L, tab, name);
+    lua_pushinteger(L, kind);
+    lua_pushcclosure(L, guarded_table, 2);
+    lua_setfield(L, tab, name);
 }
 
 static void wrap_pattern(lua_State *L, int strtab, const char *name, enum pattern_fn kind)
@@ -399,12 +518,12 @@ static int sandbox_setup(lua_State *L)
 {
     static const char *const base_allowed[] = {
         "assert", "error",    "ipairs",   "next",         "pairs",        "pcall",
-        "select", "tonumber", "tostring", "type",         "xpcall",       "rawequal",
-        "rawlen", "getmetatable", "_VERSION", NULL,
+        "select", "tonumber", "tostring", "type",         "rawequal",     "rawlen",
+        "getmetatable", "_VERSION", NULL,
     };
     static const char *const base_removed[] = {
         "dofile", "loadfile", "load", "require", "print", "collectgarbage", "rawset", "rawget",
-        "setmetatable", NULL,
+        "setmetatable", "xpcall", NULL,
     };
     static const struct {
         const char *name;
@@ -427,6 +546,8 @@ static int sandbox_setup(lua_State *L)
     }
     lua_pushcfunction(L, safe_setmetatable);
     lua_setfield(L, allow, "setmetatable");
+    lua_pushcfunction(L, safe_xpcall);
+    lua_setfield(L, allow, "xpcall");
     for (size_t i = 0; base_removed[i] != NULL; i++) {
         lua_pushnil(L);
         lua_setfield(L, allow - 1, base_removed[i]);
@@ -443,6 +564,15 @@ static int sandbox_setup(lua_State *L)
             wrap_pattern(L, lib, "match", PAT_MATCH);
             wrap_pattern(L, lib, "gmatch", PAT_GMATCH);
             wrap_pattern(L, lib, "gsub", PAT_GSUB);
+            lua_getfield(L, lib, "rep");
+            lua_pushcclosure(L, guarded_rep, 1);
+            lua_setfield(L, lib, "rep");
+        }
+        else if (strcmp(libs[i].name, LUA_TABLIBNAME) == 0) {
+            wrap_table(L, lib, "insert", TAB_INSERT);
+            wrap_table(L, lib, "remove", TAB_REMOVE);
+            wrap_table(L, lib, "move", TAB_MOVE);
+            wrap_table(L, lib, "sort", TAB_SORT);
         }
         else if (strcmp(libs[i].name, LUA_MATHLIBNAME) == 0) {
             /* Shared generator state would persist between jobs. */
@@ -504,7 +634,7 @@ struct sbx_lua *sbx_lua_new(const struct sbx_lua_caps *caps, sbx_error_t **err)
     }
     *(struct sbx_lua **)lua_getextraspace(s->L) = s;
     lua_atpanic(s->L, sandbox_panic);
-    lua_gc(s->L, LUA_GCGEN, 0, 0);
+    lua_gc(s->L, LUA_GCINC, 0, 0, 0);
     if (sbx_lua_pcall_c(s, sandbox_setup, s, 0, err) < 0) {
         sbx_lua_free(s);
         return NULL;
@@ -715,8 +845,8 @@ static int run_error(struct sbx_lua *s, const char *name, int st, sbx_error_t **
                              (long long)s->caps.timeout_ms);
     }
     if (st == LUA_ERRMEM) {
-        return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached (%zu bytes)", where,
-                             s->caps.memory);
+        return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached (%zu bytes, %u per "
+                             "object)", where, s->caps.memory, MAX_BLOCK);
     }
     if (lua_type(L, -1) == LUA_TSTRING) {
         cleanup_free char *msg = xstrdup(lua_tostring(L, -1));
