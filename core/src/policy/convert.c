@@ -268,8 +268,18 @@ char *sbx_policy_rule_canon(const char *spec, size_t len, const int *ports, size
             snprintf(why, why_len, "port %d is not in 1..65535", ports[i]);
             return NULL;
         }
-        pos += (size_t)sprintf(out + pos, "%c%d", i == 0 ? ':' : ',', ports[i]);
+        char digits[8];
+        int nd = 0;
+
+        for (int v = ports[i]; v > 0; v /= 10) {
+            digits[nd++] = (char)('0' + v % 10);
+        }
+        out[pos++] = i == 0 ? ':' : ',';
+        while (nd > 0) {
+            out[pos++] = digits[--nd];
+        }
     }
+    out[pos] = '\0';
     return out;
 }
 

@@ -34,6 +34,7 @@ struct sbx_policy {
     struct sbx_lua *lua;
     int ref[SBX_POLICY_NPARTS];
     int config_ref; /* registry: the read-only `config` table */
+    char *where[SBX_POLICY_NPARTS]; /* "policies/NAME.lua:LINE" of each result */
     struct sbx_limits caps;
     struct pool_cap *pools;
     size_t n_pools;
@@ -60,6 +61,9 @@ void sbx_policy_destroy(struct sbx_policy *p)
         return;
     }
     sbx_lua_free(p->lua);
+    for (int i = 0; i < SBX_POLICY_NPARTS; i++) {
+        free(p->where[i]);
+    }
     for (size_t i = 0; i < p->n_pools; i++) {
         free(p->pools[i].name);
     }
@@ -152,6 +156,12 @@ struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config
             sbx_policy_destroy(p);
             return NULL;
         }
+        if (sbx_lua_return_line(p->lua, p->ref[i]) > 0) {
+            p->where[i] = xasprintf("%s:%d", part_names[i], sbx_lua_return_line(p->lua, p->ref[i]));
+        }
+        else {
+            p->where[i] = xstrdup(part_names[i]);
+        }
     }
     if (sbx_lua_pcall_c(p->lua, push_config, p, 1, err) < 0) {
         sbx_policy_destroy(p);
@@ -231,15 +241,8 @@ static int read_part(struct sbx_policy *p, int part, int idx, struct sbx_policy_
                      sbx_error_t **err)
 {
     lua_State *L = sbx_lua_state(p->lua);
-    char where[128];
-    int line = sbx_lua_return_line(p->lua, p->ref[part]);
+    const char *where = p->where[part];
 
-    if (line > 0) {
-        snprintf(where, sizeof(where), "%s:%d", part_names[part], line);
-    }
-    else {
-        snprintf(where, sizeof(where), "%s", part_names[part]);
-    }
     switch (part) {
     case SBX_POLICY_LIMITS:
         return sbx_policy_read_limits(L, idx, where, &out->limits, &out->reason[part], err);
