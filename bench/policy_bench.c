@@ -28,14 +28,23 @@ static double run(const char *dir, const struct sbx_config *cfg, double seconds)
     static const char *const encore[] = {"encore", "test", NULL};
     static const char *const npm[] = {"npm", "ci", NULL};
     static const char *const shell[] = {"bash", NULL};
-    static const char *const e2e[] = {"infisical", "run", "--env", "ci", "--", "pnpm", "test:e2e",
-                                      NULL};
+    static const char *const e2e[] = {"infisical", "run",  "--env",    "ci",
+                                      "--",        "pnpm", "test:e2e", NULL};
     static const struct sbx_kv labels[] = {{"team", "core"}, {"repo", "stackra"}};
     struct sbx_job_desc jobs[] = {
-        {.id = "j1", .task = "t1", .pool = "ci", .argv = encore, .workdir = "/workspace",
-         .repository = "stackra/app", .labels = labels, .n_labels = 2},
+        {.id = "j1",
+         .task = "t1",
+         .pool = "ci",
+         .argv = encore,
+         .workdir = "/workspace",
+         .repository = "stackra/app",
+         .labels = labels,
+         .n_labels = 2},
         {.id = "j2", .task = "t2", .pool = "ci", .argv = npm, .workdir = "/workspace"},
-        {.id = "j3", .task = "t3", .pool = "agent", .argv = shell,
+        {.id = "j3",
+         .task = "t3",
+         .pool = "agent",
+         .argv = shell,
          .requested = {.cpus = 1, .memory = 4LL << 30}},
         {.id = "j4", .task = "t4", .pool = "ci", .argv = e2e, .labels = labels, .n_labels = 2},
     };
@@ -104,8 +113,7 @@ int main(int argc, char **argv)
     printf("policy decisions (limits + egress + slots), %.1f s each:\n", seconds);
     printf("  shipped policies (%s): %.0f decisions/s (%.1f us each)\n", dir, shipped,
            1e6 / shipped);
-    printf("  peer, trivial scripts:  %.0f decisions/s (%.1f us each)\n", trivial,
-           1e6 / trivial);
+    printf("  peer, trivial scripts:  %.0f decisions/s (%.1f us each)\n", trivial, 1e6 / trivial);
     printf("  ratio shipped/peer: %.2f; target 50000/s: %s\n", shipped / trivial,
            shipped >= 50000 ? "met" : "NOT met");
     for (const char *f = "limits.lua\0egress.lua\0slots.lua\0"; *f; f += strlen(f) + 1) {

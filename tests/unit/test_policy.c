@@ -95,9 +95,9 @@ static void test_encore_heavy_npm_light(void **state)
 static void test_clamped_by_config(void **state)
 {
     static const char *const argv[] = {"encore", "test", NULL};
-    struct sbx_config *c = config_from(
-        "limits = { cpus = 1.5; memory = \"4G\"; disk = \"10G\"; idle = \"30m\"; };\n"
-        "pools = { agent = { memory = \"2G\"; }; };\n");
+    struct sbx_config *c =
+        config_from("limits = { cpus = 1.5; memory = \"4G\"; disk = \"10G\"; idle = \"30m\"; };\n"
+                    "pools = { agent = { memory = \"2G\"; }; };\n");
     sbx_error_t *err = NULL;
     struct sbx_policy *p = sbx_policy_load(policies, c, &err);
     struct sbx_policy_decision d;
@@ -110,8 +110,8 @@ static void test_clamped_by_config(void **state)
     assert_int_equal(d.limits.disk, 10LL << 30);
     assert_int_equal(d.limits.idle, 1800);
     assert_int_equal(d.limits.max, 8 * 3600);
-    assert_int_equal(d.clamped, SBX_CLAMP_CPUS | SBX_CLAMP_MEMORY | SBX_CLAMP_DISK |
-                                    SBX_CLAMP_IDLE);
+    assert_int_equal(d.clamped,
+                     SBX_CLAMP_CPUS | SBX_CLAMP_MEMORY | SBX_CLAMP_DISK | SBX_CLAMP_IDLE);
     sbx_policy_decision_fini(&d);
     decide_argv(p, "agent", argv, &d);
     assert_int_equal(d.limits.memory, 2LL << 30);

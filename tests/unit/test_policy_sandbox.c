@@ -87,8 +87,8 @@ static char *deny_message(void)
 {
     static const char *const argv[] = {"encore", "test", NULL};
     static const struct sbx_kv labels[] = {{"team", "core"}};
-    struct sbx_job_desc job = {.id = "j1", .task = "t1", .pool = "ci", .argv = argv,
-                               .labels = labels, .n_labels = 1};
+    struct sbx_job_desc job = {
+        .id = "j1", .task = "t1", .pool = "ci", .argv = argv, .labels = labels, .n_labels = 1};
     struct sbx_policy_decision d;
     sbx_error_t *err = NULL;
     struct sbx_policy *p = sbx_policy_load(dir, cfg, &err);
@@ -188,8 +188,7 @@ static void test_fixtures(void **state)
         snprintf(prefix, sizeof(prefix), "policies/%s.lua", part);
         if (strncmp(msg, prefix, strlen(prefix)) != 0 || msg[strlen(prefix)] != ':' ||
             strchr(msg, '\n') != NULL || !matches_one(msg, expect)) {
-            fail_msg("%s: got '%s', wanted '%s' and '%s'", list[i]->d_name, msg, prefix,
-                     expect);
+            fail_msg("%s: got '%s', wanted '%s' and '%s'", list[i]->d_name, msg, prefix, expect);
         }
         free(msg);
         free(text);
@@ -218,11 +217,10 @@ static void test_binary_chunk(void **state)
 /* Nothing written in one evaluation is seen by the next. */
 static void test_fresh_environment(void **state)
 {
-    static const char text[] =
-        "local ok = pcall(function() return seen_before end)\n"
-        "if ok then error(\"state persisted between evaluations\") end\n"
-        "seen_before = true\n"
-        "return {}\n";
+    static const char text[] = "local ok = pcall(function() return seen_before end)\n"
+                               "if ok then error(\"state persisted between evaluations\") end\n"
+                               "seen_before = true\n"
+                               "return {}\n";
     static const char *const argv[] = {"npm", "ci", NULL};
     struct sbx_job_desc job = {.pool = "ci", .argv = argv};
     struct sbx_policy_decision d;
@@ -246,9 +244,8 @@ static void test_fresh_environment(void **state)
  * partial decision. */
 static void test_recovers_after_kill(void **state)
 {
-    static const char text[] =
-        "if job.labels.loop == \"yes\" then while true do end end\n"
-        "return {}\n";
+    static const char text[] = "if job.labels.loop == \"yes\" then while true do end end\n"
+                               "return {}\n";
     static const struct sbx_kv loop[] = {{"loop", "yes"}};
     struct sbx_job_desc bad = {.pool = "ci", .labels = loop, .n_labels = 1};
     static const char *const argv[] = {"encore", "test", NULL};

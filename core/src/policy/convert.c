@@ -33,10 +33,10 @@ static void push_limits(lua_State *L, const struct sbx_limits *l, int skip_zero)
         lua_pushnumber(L, l->cpus);
         lua_setfield(L, -2, "cpus");
     }
-#define FIELD(f)                                                                             \
-    if (!skip_zero || l->f > 0) {                                                            \
-        lua_pushinteger(L, l->f);                                                            \
-        lua_setfield(L, -2, #f);                                                             \
+#define FIELD(f)                                                                                   \
+    if (!skip_zero || l->f > 0) {                                                                  \
+        lua_pushinteger(L, l->f);                                                                  \
+        lua_setfield(L, -2, #f);                                                                   \
     }
     FIELD(memory)
     FIELD(disk)
@@ -171,8 +171,10 @@ static int valid_name(const char *h, size_t len, char *why, size_t why_len)
             return 0;
         }
         if (!(islower((unsigned char)h[i]) || isdigit((unsigned char)h[i]) || h[i] == '-')) {
-            snprintf(why, why_len, "invalid character '%c' (host names are letters, digits, "
-                     "'-' and '.')", isprint((unsigned char)h[i]) ? h[i] : '?');
+            snprintf(why, why_len,
+                     "invalid character '%c' (host names are letters, digits, "
+                     "'-' and '.')",
+                     isprint((unsigned char)h[i]) ? h[i] : '?');
             return 0;
         }
         if (!isdigit((unsigned char)h[i])) {
@@ -184,7 +186,8 @@ static int valid_name(const char *h, size_t len, char *why, size_t why_len)
         return 0;
     }
     if (labels < 2) {
-        snprintf(why, why_len, "a host rule needs at least two labels (example.com, "
+        snprintf(why, why_len,
+                 "a host rule needs at least two labels (example.com, "
                  "*.example.com)");
         return 0;
     }
@@ -396,8 +399,8 @@ static int read_reason(lua_State *L, int idx, const char *where, char **reason, 
 }
 
 /* Integral number or unit string -> int64 within [lo, hi]. */
-static int read_int(lua_State *L, int idx, const char *where, const char *key, int kind,
-                    int64_t lo, int64_t hi, int64_t *out, sbx_error_t **err)
+static int read_int(lua_State *L, int idx, const char *where, const char *key, int kind, int64_t lo,
+                    int64_t hi, int64_t *out, sbx_error_t **err)
 {
     int t = lua_type(L, idx);
     int64_t v;
@@ -504,8 +507,10 @@ int sbx_policy_read_limits(lua_State *L, int idx, const char *where, struct sbx_
             rc = read_reason(L, -1, where, reason, err);
         }
         else {
-            rc = bad(err, where, "unknown key '%.64s' (allowed: cpus, memory, disk, pids, idle, "
-                     "max, reason)", key);
+            rc = bad(err, where,
+                     "unknown key '%.64s' (allowed: cpus, memory, disk, pids, idle, "
+                     "max, reason)",
+                     key);
         }
         lua_pop(L, 1);
         if (rc < 0) {
@@ -604,8 +609,8 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_e
             return NULL;
         }
         /* spec stays valid: the string is still referenced by the table. */
-        rule = sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why,
-                                     sizeof(why));
+        rule =
+            sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why, sizeof(why));
     }
     else {
         bad(err, where, "egress rule %zu must be a string or {host=..., ports={...}}, got %s", i,
@@ -701,8 +706,8 @@ int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***all
     return 0;
 }
 
-int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class,
-                         char **reason, sbx_error_t **err)
+int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class, char **reason,
+                         sbx_error_t **err)
 {
     idx = lua_absindex(L, idx);
     *slot_class = NULL;

@@ -27,8 +27,8 @@ int sbx_policy_read_limits(lua_State *L, int idx, const char *where, struct sbx_
                            char **reason, sbx_error_t **err);
 int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***allow, size_t *n,
                            char **reason, sbx_error_t **err);
-int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class,
-                         char **reason, sbx_error_t **err);
+int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class, char **reason,
+                         sbx_error_t **err);
 
 /* Canonical rule "host:p1,p2" from "HOST[:PORT[,PORT...]]" (ports default to
  * 80 and 443), or NULL with a reason in why. */

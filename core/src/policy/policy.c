@@ -33,7 +33,7 @@ struct pool_cap {
 struct sbx_policy {
     struct sbx_lua *lua;
     int ref[SBX_POLICY_NPARTS];
-    int config_ref; /* registry: the read-only `config` table */
+    int config_ref;                 /* registry: the read-only `config` table */
     char *where[SBX_POLICY_NPARTS]; /* "policies/NAME.lua:LINE" of each result */
     struct sbx_limits caps;
     struct pool_cap *pools;
@@ -171,8 +171,7 @@ struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config
     return p;
 }
 
-struct sbx_policy *sbx_policy_load(const char *dir, const struct sbx_config *cfg,
-                                   sbx_error_t **err)
+struct sbx_policy *sbx_policy_load(const char *dir, const struct sbx_config *cfg, sbx_error_t **err)
 {
     return sbx_policy_load_with(dir, cfg, NULL, err);
 }
@@ -202,15 +201,15 @@ static void set_env(lua_State *L, int env, int first, int nargs, void *userdata)
     lua_setfield(L, env, "config");
 }
 
-#define CLAMP(field, bit)                                                                    \
-    do {                                                                                     \
-        if (l->field == 0) {                                                                 \
-            l->field = caps.field;                                                           \
-        }                                                                                    \
-        else if (caps.field > 0 && l->field > caps.field) {                                 \
-            l->field = caps.field;                                                           \
-            *clamped |= (bit);                                                               \
-        }                                                                                    \
+#define CLAMP(field, bit)                                                                          \
+    do {                                                                                           \
+        if (l->field == 0) {                                                                       \
+            l->field = caps.field;                                                                 \
+        }                                                                                          \
+        else if (caps.field > 0 && l->field > caps.field) {                                        \
+            l->field = caps.field;                                                                 \
+            *clamped |= (bit);                                                                     \
+        }                                                                                          \
     } while (0)
 
 static void clamp(const struct sbx_policy *p, const char *pool, struct sbx_limits *l,
@@ -223,8 +222,7 @@ static void clamp(const struct sbx_policy *p, const char *pool, struct sbx_limit
             if (p->pools[i].cpus > 0 && (caps.cpus <= 0 || p->pools[i].cpus < caps.cpus)) {
                 caps.cpus = p->pools[i].cpus;
             }
-            if (p->pools[i].memory > 0 &&
-                (caps.memory <= 0 || p->pools[i].memory < caps.memory)) {
+            if (p->pools[i].memory > 0 && (caps.memory <= 0 || p->pools[i].memory < caps.memory)) {
                 caps.memory = p->pools[i].memory;
             }
         }
@@ -262,8 +260,10 @@ int sbx_policy_decide(struct sbx_policy *p, const struct sbx_job_desc *job,
 
     memset(out, 0, sizeof(*out));
     if (job->pool == NULL || (strcmp(job->pool, "ci") != 0 && strcmp(job->pool, "agent") != 0)) {
-        return sbx_error_set(err, SBX_E_POLICY, "job: pool must be \"ci\" or \"agent\", got "
-                             "'%s'", job->pool ? job->pool : "(none)");
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "job: pool must be \"ci\" or \"agent\", got "
+                             "'%s'",
+                             job->pool ? job->pool : "(none)");
     }
     if (sbx_lua_pcall_c(p->lua, sbx_policy_push_job, (void *)job, 1, err) < 0) {
         return sbx_error_wrap(err, "job %s", job->id ? job->id : "(no id)");
@@ -312,8 +312,7 @@ char *sbx_policy_dir_resolve(const char *configured, sbx_error_t **err)
                 else {
                     /* A build tree outside the source tree. */
                     snprintf(buf, sizeof(buf), "%s/CMakeCache.txt", exe);
-                    if (access(buf, F_OK) == 0 &&
-                        access(SBX_SOURCE_DIR "/policies", F_OK) == 0) {
+                    if (access(buf, F_OK) == 0 && access(SBX_SOURCE_DIR "/policies", F_OK) == 0) {
                         dir = SBX_SOURCE_DIR "/policies";
                     }
                 }
@@ -336,9 +335,16 @@ int sbx_policy_check(const char *dir, const struct sbx_config *cfg, sbx_error_t 
     static const char *const ci_argv[] = {"encore", "test", NULL};
     static const char *const agent_argv[] = {"bash", NULL};
     struct sbx_job_desc jobs[] = {
-        {.id = "check-ci", .task = "check-ci", .pool = "ci", .argv = ci_argv,
-         .workdir = "/workspace", .repository = "example/repo"},
-        {.id = "check-agent", .task = "check-agent", .pool = "agent", .argv = agent_argv,
+        {.id = "check-ci",
+         .task = "check-ci",
+         .pool = "ci",
+         .argv = ci_argv,
+         .workdir = "/workspace",
+         .repository = "example/repo"},
+        {.id = "check-agent",
+         .task = "check-agent",
+         .pool = "agent",
+         .argv = agent_argv,
          .workdir = "/workspace"},
     };
     struct sbx_policy *p = sbx_policy_load(dir, cfg, err);

@@ -15,14 +15,13 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-#define HOOK_EVERY 1000          /* instructions between two hook calls */
-#define MAX_FILE (256 * 1024)    /* bytes of one script */
-#define MAX_MESSAGE 400          /* bytes of one error message */
-#define MAX_BLOCK (1u << 20)     /* bytes of one allocation: bounds the work of one
-                                  * instruction (concatenation, comparison) */
-#define CHECK_BLOCK (64u << 10)  /* allocations from this size check the deadline */
-#define MAX_ELEMENTS 1000000     /* elements table.insert/remove/move may shift */
-#define MAX_SORT 100000          /* elements table.sort may sort */
+#define HOOK_EVERY 1000       /* instructions between two hook calls */
+#define MAX_FILE (256 * 1024) /* bytes of one script */
+#define MAX_MESSAGE 400       /* bytes of one error message */
+#define MAX_BLOCK                                                                                  \
+    (1u << 20)                  /* bytes of one allocation: bounds the work of one                 \
+                                 * instruction (concatenation, comparison) */
+#define CHECK_BLOCK (64u << 10) /* allocations from this size check the deadline */
 
 enum kill_reason {
     KILL_NONE = 0,
@@ -66,6 +65,16 @@ static int64_t now_ms(void)
 size_t sbx_lua_memory(const struct sbx_lua *s)
 {
     return s->mem_used;
+}
+
+size_t sbx_lua_memory_cap(lua_State *L)
+{
+    return sbx_lua_from_state(L)->caps.memory;
+}
+
+int sbx_lua_killed(lua_State *L)
+{
+    return sbx_lua_from_state(L)->killed != KILL_NONE;
 }
 
 lua_State *sbx_lua_state(struct sbx_lua *s)
@@ -243,265 +252,6 @@ void sbx_lua_push_readonly(lua_State *L, int idx)
 
 /* --- the allow-listed globals ----------------------------------------- */
 
-/* setmetatable without finalizers: a __gc could run later, in another job's
- * evaluation or at lua_close, outside any cap. */
-static int safe_setmetatable(lua_State *L)
-{
-    int t = lua_type(L, 2);
-
-    luaL_checktype(L, 1, LUA_TTABLE);
-    luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
-    if (t == LUA_TTABLE) {
-        lua_pushstring(L, "__gc");
-        if (lua_rawget(L, 2) != LUA_TNIL) {
-            return luaL_error(L, "__gc metamethods are not allowed in policies");
-        }
-        lua_pop(L, 1);
-    }
-    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) {
-        return luaL_error(L, "cannot change a protected metatable");
-    }
-    lua_settop(L, 2);
-    lua_setmetatable(L, 1);
-    return 1;
-}
-
-/* The message handler of xpcall. An error raised by the kill hook is raised
- * with hooks off (Lua does not re-enable them until the next protected call
- * returns), so a script's handler must not run then: it could loop forever. */
-static int xpcall_handler(lua_State *L)
-{
-    if (sbx_lua_from_state(L)->killed != KILL_NONE) {
-        return 1;
-    }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, 1);
-    return 1;
-}
-
-static int safe_xpcall(lua_State *L)
-{
-    int n = lua_gettop(L);
-
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    lua_pushvalue(L, 2);
-    lua_pushcclosure(L, xpcall_handler, 1);
-    lua_replace(L, 2);
-    lua_pushboolean(L, 1);
-    lua_pushvalue(L, 1);
-    lua_rotate(L, 3, 2); /* handler, true, f, args... */
-    if (lua_pcall(L, n - 2, LUA_MULTRET, 2) != LUA_OK) {
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
-        return 2;
-    }
-    return lua_gettop(L) - 2;
-}
-
-static size_t skip_set(const char *p, size_t len, size_t i)
-{
-    size_t j = i + 1;
-
-    if (j < len && p[j] == '^') {
-        j++;
-    }
-    do {
-        if (j >= len) {
-            return len;
-        }
-        if (p[j++] == '%' && j < len) {
-            j++;
-        }
-    } while (j < len && p[j] != ']');
-    return j + 1;
-}
-
-double sbx_lua_pattern_cost(const char *p, size_t len, size_t n)
-{
-    size_t i = 0;
-    int q = 0;
-    int o = 0;
-    int anchored = 0;
-
-    if (len > 0 && p[0] == '^') {
-        anchored = 1;
-        i = 1;
-    }
-    while (i < len) {
-        size_t end;
-
-        if (p[i] == '(' || p[i] == ')' || (p[i] == '$' && i + 1 == len)) {
-            i++;
-            continue;
-        }
-        if (p[i] == '%') {
-            char d = i + 1 < len ? p[i + 1] : '\0';
-
-            if (d == 'b') {
-                q++;
-                i += 4;
-                continue;
-            }
-            if (d == 'f') {
-                i += 2;
-                if (i < len && p[i] == '[') {
-                    i = skip_set(p, len, i);
-                }
-                continue;
-            }
-            if (d >= '0' && d <= '9') {
-                q++;
-                i += 2;
-                continue;
-            }
-            end = i + 2;
-        }
-        else if (p[i] == '[') {
-            end = skip_set(p, len, i);
-        }
-        else {
-            end = i + 1;
-        }
-        if (end < len) {
-            if (p[end] == '*' || p[end] == '+' || p[end] == '-') {
-                size_t rest = end + 1;
-
-                /* A last quantifier (only ')' after it) never backtracks
-                 * into anything: linear, not a factor. */
-                while (rest < len && p[rest] == ')') {
-                    rest++;
-                }
-                if (rest < len) {
-                    q++;
-                }
-                end++;
-            }
-            else if (p[end] == '?') {
-                o++;
-                end++;
-            }
-        }
-        i = end;
-    }
-    return (anchored ? 1.0 : (double)n + 1.0) * ((double)len + 1.0) * pow(2.0, o) *
-           pow((double)n + 1.0, q);
-}
-
-enum pattern_fn { PAT_FIND, PAT_MATCH, PAT_GMATCH, PAT_GSUB };
-
-/* string.find/match/gmatch/gsub run in C, where no hook can stop them, and
- * backtracking is exponential in the number of quantifiers: refuse patterns
- * whose worst case exceeds SBX_LUA_PATTERN_MAX_COST steps. */
-static int guarded_pattern(lua_State *L)
-{
-    enum pattern_fn kind = (enum pattern_fn)lua_tointeger(L, lua_upvalueindex(2));
-    int t1 = lua_type(L, 1);
-    int t2 = lua_type(L, 2);
-
-    if ((t1 == LUA_TSTRING || t1 == LUA_TNUMBER) && (t2 == LUA_TSTRING || t2 == LUA_TNUMBER)) {
-        size_t ls;
-        size_t lp;
-        const char *pat;
-        double cost;
-
-        (void)lua_tolstring(L, 1, &ls);
-        pat = lua_tolstring(L, 2, &lp);
-        if (kind == PAT_FIND && lua_toboolean(L, 4)) {
-            cost = ((double)ls + 1.0) * ((double)lp + 1.0); /* plain search */
-        }
-        else {
-            cost = sbx_lua_pattern_cost(pat, lp, ls);
-        }
-        if (kind == PAT_GMATCH && lp > 0 && pat[0] == '^') {
-            cost *= (double)ls + 1.0;
-        }
-        if (cost > SBX_LUA_PATTERN_MAX_COST) {
-            char msg[200];
-
-            snprintf(msg, sizeof(msg), "pattern too complex for a subject of %zu bytes (worst "
-                     "case %.3g steps, limit %.3g)", ls, cost, SBX_LUA_PATTERN_MAX_COST);
-            return luaL_error(L, "%s", msg);
-        }
-    }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-/* string.rep of an empty string loops n times in C: return early; a result
- * past the memory cap fails before any work. */
-static int guarded_rep(lua_State *L)
-{
-    size_t l;
-    size_t lsep;
-    lua_Integer n;
-
-    (void)luaL_checklstring(L, 1, &l);
-    n = luaL_checkinteger(L, 2);
-    (void)luaL_optlstring(L, 3, "", &lsep);
-    if (n <= 0 || l + lsep == 0) {
-        lua_pushliteral(L, "");
-        return 1;
-    }
-    if ((double)(l + lsep) * (double)n > (double)sbx_lua_from_state(L)->caps.memory) {
-        return luaL_error(L, "resulting string too large");
-    }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, 1);
-    return 1;
-}
-
-enum table_fn { TAB_INSERT, TAB_REMOVE, TAB_MOVE, TAB_SORT };
-
-/* table.insert/remove/move/sort loop in C over lengths a __len metamethod or
- * arguments can make huge: bound them. */
-static int guarded_table(lua_State *L)
-{
-    enum table_fn kind = (enum table_fn)lua_tointeger(L, lua_upvalueindex(2));
-
-    if (kind == TAB_MOVE) {
-        lua_Integer f = luaL_checkinteger(L, 2);
-        lua_Integer e = luaL_checkinteger(L, 3);
-
-        if (e >= f && (lua_Unsigned)e - (lua_Unsigned)f >= MAX_ELEMENTS) {
-            return luaL_error(L, "table.move: more than %d elements", MAX_ELEMENTS);
-        }
-    }
-    else {
-        lua_Integer n = luaL_len(L, 1);
-        lua_Integer max = kind == TAB_SORT ? MAX_SORT : MAX_ELEMENTS;
-
-        if (n > max) {
-            return luaL_error(L, "table.%s: more than %d elements",
-                              kind == TAB_SORT ? "sort" : kind == TAB_INSERT ? "insert" : "remove",
-                              (int)max);
-        }
-    }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-static void wrap_table(lua_State *L, int tab, const char *name, enum table_fn kind)
-{
-    lua_getfield(L, tab, name);
-    lua_pushinteger(L, kind);
-    lua_pushcclosure(L, guarded_table, 2);
-    lua_setfield(L, tab, name);
-}
-
-static void wrap_pattern(lua_State *L, int strtab, const char *name, enum pattern_fn kind)
-{
-    lua_getfield(L, strtab, name);
-    lua_pushinteger(L, kind);
-    lua_pushcclosure(L, guarded_pattern, 2);
-    lua_setfield(L, strtab, name);
-}
-
 static int env_index(lua_State *L)
 {
     lua_pushvalue(L, 2);
@@ -517,13 +267,12 @@ static int env_index(lua_State *L)
 static int sandbox_setup(lua_State *L)
 {
     static const char *const base_allowed[] = {
-        "assert", "error",    "ipairs",   "next",         "pairs",        "pcall",
-        "select", "tonumber", "tostring", "type",         "rawequal",     "rawlen",
-        "getmetatable", "_VERSION", NULL,
+        "assert",   "error", "ipairs",   "next",   "pairs",        "pcall",    "select", "tonumber",
+        "tostring", "type",  "rawequal", "rawlen", "getmetatable", "_VERSION", NULL,
     };
     static const char *const base_removed[] = {
-        "dofile", "loadfile", "load", "require", "print", "collectgarbage", "rawset", "rawget",
-        "setmetatable", "xpcall", NULL,
+        "dofile", "loadfile", "load",         "require", "print", "collectgarbage",
+        "rawset", "rawget",   "setmetatable", "xpcall",  NULL,
     };
     static const struct {
         const char *name;
@@ -544,10 +293,7 @@ static int sandbox_setup(lua_State *L)
         lua_getfield(L, -2, base_allowed[i]);
         lua_setfield(L, allow, base_allowed[i]);
     }
-    lua_pushcfunction(L, safe_setmetatable);
-    lua_setfield(L, allow, "setmetatable");
-    lua_pushcfunction(L, safe_xpcall);
-    lua_setfield(L, allow, "xpcall");
+    sbx_lua_install_guards(L, allow, 0, 0);
     for (size_t i = 0; base_removed[i] != NULL; i++) {
         lua_pushnil(L);
         lua_setfield(L, allow - 1, base_removed[i]);
@@ -560,19 +306,10 @@ static int sandbox_setup(lua_State *L)
         if (strcmp(libs[i].name, LUA_STRLIBNAME) == 0) {
             lua_pushnil(L);
             lua_setfield(L, lib, "dump");
-            wrap_pattern(L, lib, "find", PAT_FIND);
-            wrap_pattern(L, lib, "match", PAT_MATCH);
-            wrap_pattern(L, lib, "gmatch", PAT_GMATCH);
-            wrap_pattern(L, lib, "gsub", PAT_GSUB);
-            lua_getfield(L, lib, "rep");
-            lua_pushcclosure(L, guarded_rep, 1);
-            lua_setfield(L, lib, "rep");
+            sbx_lua_install_guards(L, allow, lib, 0);
         }
         else if (strcmp(libs[i].name, LUA_TABLIBNAME) == 0) {
-            wrap_table(L, lib, "insert", TAB_INSERT);
-            wrap_table(L, lib, "remove", TAB_REMOVE);
-            wrap_table(L, lib, "move", TAB_MOVE);
-            wrap_table(L, lib, "sort", TAB_SORT);
+            sbx_lua_install_guards(L, allow, 0, lib);
         }
         else if (strcmp(libs[i].name, LUA_MATHLIBNAME) == 0) {
             /* Shared generator state would persist between jobs. */
@@ -714,14 +451,13 @@ int sbx_lua_load(struct sbx_lua *s, const char *name, const char *text, size_t l
 
     st = luaL_loadbufferx(L, text, len, chunkname, "t");
     if (st != LUA_OK) {
-        cleanup_free char *msg = xstrdup(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1)
-                                                                         : "cannot load");
+        cleanup_free char *msg =
+            xstrdup(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load");
 
         lua_pop(L, 1);
         sanitize(msg);
         if (st == LUA_ERRMEM) {
-            return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached while loading",
-                                 name);
+            return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached while loading", name);
         }
         if (strncmp(msg, name, strlen(name)) == 0) {
             return sbx_error_set(err, SBX_E_POLICY, "%s", msg);
@@ -750,8 +486,7 @@ int sbx_lua_load_file(struct sbx_lua *s, const char *name, const char *path, sbx
         return sbx_error_set(err, SBX_E_POLICY, "%s: %s is not a regular file", name, path);
     }
     if (st.st_size > MAX_FILE) {
-        return sbx_error_set(err, SBX_E_POLICY, "%s: file is larger than %d bytes", name,
-                             MAX_FILE);
+        return sbx_error_set(err, SBX_E_POLICY, "%s: file is larger than %d bytes", name, MAX_FILE);
     }
     buf = xmalloc((size_t)st.st_size + 1);
     n = fread(buf, 1, (size_t)st.st_size + 1, f);
@@ -837,16 +572,20 @@ static int run_error(struct sbx_lua *s, const char *name, int st, sbx_error_t **
         snprintf(where, sizeof(where), "%s", name);
     }
     if (s->killed == KILL_INSTRUCTIONS) {
-        return sbx_error_set(err, SBX_E_TIMEOUT, "%s: instruction limit reached (%llu "
-                             "instructions)", where, (unsigned long long)s->caps.instructions);
+        return sbx_error_set(err, SBX_E_TIMEOUT,
+                             "%s: instruction limit reached (%llu "
+                             "instructions)",
+                             where, (unsigned long long)s->caps.instructions);
     }
     if (s->killed == KILL_TIME) {
         return sbx_error_set(err, SBX_E_TIMEOUT, "%s: time limit reached (%lld ms)", where,
                              (long long)s->caps.timeout_ms);
     }
     if (st == LUA_ERRMEM) {
-        return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached (%zu bytes, %u per "
-                             "object)", where, s->caps.memory, MAX_BLOCK);
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "%s: memory limit reached (%zu bytes, %u per "
+                             "object)",
+                             where, s->caps.memory, MAX_BLOCK);
     }
     if (lua_type(L, -1) == LUA_TSTRING) {
         cleanup_free char *msg = xstrdup(lua_tostring(L, -1));
@@ -864,8 +603,7 @@ static int run_error(struct sbx_lua *s, const char *name, int st, sbx_error_t **
 
 /* Calls the function below nargs arguments under the caps, with the
  * message handler; errors are named after NAME. */
-static int capped_call(struct sbx_lua *s, const char *name, int nargs, int nres,
-                       sbx_error_t **err)
+static int capped_call(struct sbx_lua *s, const char *name, int nargs, int nres, sbx_error_t **err)
 {
     lua_State *L = s->L;
     int base = lua_gettop(L) - nargs; /* the function */
