@@ -617,6 +617,8 @@ static int capped_call(struct sbx_lua *s, const char *name, int nargs, int nres,
     if (st != LUA_OK) {
         run_error(s, name, st, err);
         lua_settop(L, base - 1);
+        /* Start the next run clean after a bomb (no finalizers can run). */
+        lua_gc(L, LUA_GCCOLLECT, 0);
         return -1;
     }
     lua_remove(L, base);
