@@ -46,6 +46,28 @@ static void push_limits(lua_State *L, const struct sbx_limits *l, int skip_zero)
 #undef FIELD
 }
 
+/* One shared empty read-only table for absent labels and requests: it is
+ * immutable, so sharing it between jobs keeps nothing. */
+static void push_empty_readonly(lua_State *L)
+{
+    static const char key = 0;
+
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 0);
+        sbx_lua_push_readonly(L, -1);
+        lua_remove(L, -2);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &key);
+    }
+}
+
+static int limits_empty(const struct sbx_limits *l)
+{
+    return l->cpus <= 0 && l->memory <= 0 && l->disk <= 0 && l->pids <= 0 && l->idle <= 0 &&
+           l->max <= 0;
+}
+
 int sbx_policy_push_job(lua_State *L)
 {
     const struct sbx_job_desc *job = lua_touserdata(L, 1);
@@ -73,22 +95,34 @@ int sbx_policy_push_job(lua_State *L)
     lua_setfield(L, t, "argv");
     lua_pop(L, 1);
 
-    lua_createtable(L, 0, (int)job->n_labels);
-    for (size_t i = 0; i < job->n_labels; i++) {
-        if (job->labels[i].name == NULL || job->labels[i].value == NULL) {
-            return luaL_error(L, "job: label %d has no name or value", (int)i + 1);
-        }
-        lua_pushstring(L, job->labels[i].value);
-        lua_setfield(L, -2, job->labels[i].name);
+    if (job->n_labels == 0) {
+        push_empty_readonly(L);
+        lua_setfield(L, t, "labels");
     }
-    sbx_lua_push_readonly(L, -1);
-    lua_setfield(L, t, "labels");
-    lua_pop(L, 1);
+    else {
+        lua_createtable(L, 0, (int)job->n_labels);
+        for (size_t i = 0; i < job->n_labels; i++) {
+            if (job->labels[i].name == NULL || job->labels[i].value == NULL) {
+                return luaL_error(L, "job: label %d has no name or value", (int)i + 1);
+            }
+            lua_pushstring(L, job->labels[i].value);
+            lua_setfield(L, -2, job->labels[i].name);
+        }
+        sbx_lua_push_readonly(L, -1);
+        lua_setfield(L, t, "labels");
+        lua_pop(L, 1);
+    }
 
-    push_limits(L, &job->requested, 1);
-    sbx_lua_push_readonly(L, -1);
-    lua_setfield(L, t, "requested");
-    lua_pop(L, 1);
+    if (limits_empty(&job->requested)) {
+        push_empty_readonly(L);
+        lua_setfield(L, t, "requested");
+    }
+    else {
+        push_limits(L, &job->requested, 1);
+        sbx_lua_push_readonly(L, -1);
+        lua_setfield(L, t, "requested");
+        lua_pop(L, 1);
+    }
 
     sbx_lua_push_readonly(L, t);
     return 1;
@@ -170,14 +204,14 @@ static int valid_name(const char *h, size_t len, char *why, size_t why_len)
             snprintf(why, why_len, "'*' is allowed only as a leading '*.' label");
             return 0;
         }
-        if (!(islower((unsigned char)h[i]) || isdigit((unsigned char)h[i]) || h[i] == '-')) {
+        if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9') || h[i] == '-')) {
             snprintf(why, why_len,
                      "invalid character '%c' (host names are letters, digits, "
                      "'-' and '.')",
                      isprint((unsigned char)h[i]) ? h[i] : '?');
             return 0;
         }
-        if (!isdigit((unsigned char)h[i])) {
+        if (h[i] < '0' || h[i] > '9') {
             digits = 0;
         }
     }
@@ -215,7 +249,9 @@ char *sbx_policy_rule_canon(const char *spec, size_t len, const int *ports, size
         return NULL;
     }
     for (size_t i = 0; i < hlen; i++) {
-        host[i] = (char)tolower((unsigned char)spec[i]);
+        char c = spec[i];
+
+        host[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
     }
     host[hlen] = '\0';
     if (hlen > 1 && host[hlen - 1] == '.') {
@@ -551,7 +587,18 @@ static int sequence_len(lua_State *L, int idx, size_t max, const char *where, co
     return 0;
 }
 
-static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_error_t **err)
+void sbx_rule_cache_fini(struct sbx_rule_cache *c)
+{
+    for (size_t i = 0; i < SBX_POLICY_MAX_RULES; i++) {
+        free(c->spec[i]);
+        free(c->canon[i]);
+        c->spec[i] = NULL;
+        c->canon[i] = NULL;
+    }
+}
+
+static char *read_rule(lua_State *L, int idx, const char *where, size_t i,
+                       struct sbx_rule_cache *cache, sbx_error_t **err)
 {
     char why[160] = "";
     char *rule = NULL;
@@ -560,8 +607,21 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_e
 
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
+        size_t k = i - 1;
+
         spec = lua_tolstring(L, idx, &len);
+        if (cache != NULL && cache->spec[k] != NULL && cache->len[k] == len &&
+            memcmp(cache->spec[k], spec, len) == 0) {
+            return xstrdup(cache->canon[k]);
+        }
         rule = sbx_policy_rule_canon(spec, len, NULL, 0, why, sizeof(why));
+        if (cache != NULL && rule != NULL && strlen(spec) == len) {
+            free(cache->spec[k]);
+            free(cache->canon[k]);
+            cache->spec[k] = xstrndup(spec, len);
+            cache->len[k] = len;
+            cache->canon[k] = xstrdup(rule);
+        }
     }
     else if (lua_type(L, idx) == LUA_TTABLE) {
         int ports[SBX_POLICY_MAX_PORTS];
@@ -632,8 +692,8 @@ static void free_rules(char **rules, size_t n)
     free(rules);
 }
 
-int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***allow, size_t *n,
-                           char **reason, sbx_error_t **err)
+int sbx_policy_read_egress(lua_State *L, int idx, const char *where, struct sbx_rule_cache *cache,
+                           char ***allow, size_t *n, char **reason, sbx_error_t **err)
 {
     int have_allow = 0;
 
@@ -665,7 +725,7 @@ int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***all
 
                 for (size_t i = 0; i < count && rc == 0; i++) {
                     lua_rawgeti(L, t, (lua_Integer)i + 1);
-                    rules[i] = read_rule(L, -1, where, i + 1, err);
+                    rules[i] = read_rule(L, -1, where, i + 1, cache, err);
                     lua_pop(L, 1);
                     if (rules[i] == NULL) {
                         free_rules(rules, i);

@@ -39,6 +39,7 @@ struct sbx_policy {
     struct pool_cap *pools;
     size_t n_pools;
     char **registries; /* canonical rules, NULL-terminated */
+    struct sbx_rule_cache rules;
 };
 
 const struct sbx_lua_caps sbx_policy_caps = {
@@ -61,6 +62,7 @@ void sbx_policy_destroy(struct sbx_policy *p)
         return;
     }
     sbx_lua_free(p->lua);
+    sbx_rule_cache_fini(&p->rules);
     for (int i = 0; i < SBX_POLICY_NPARTS; i++) {
         free(p->where[i]);
     }
@@ -245,7 +247,8 @@ static int read_part(struct sbx_policy *p, int part, int idx, struct sbx_policy_
     case SBX_POLICY_LIMITS:
         return sbx_policy_read_limits(L, idx, where, &out->limits, &out->reason[part], err);
     case SBX_POLICY_EGRESS:
-        return sbx_policy_read_egress(L, idx, where, &out->egress_allow, &out->n_egress_allow,
+        return sbx_policy_read_egress(L, idx, where, &p->rules, &out->egress_allow,
+                                      &out->n_egress_allow,
                                       &out->reason[part], err);
     default:
         return sbx_policy_read_slot(L, idx, where, &out->slot_class, &out->reason[part], err);
