@@ -3,6 +3,7 @@
 #include "test_common.h"
 
 #include <jansson.h>
+#include <sys/wait.h>
 
 #include "config/config.h"
 #include "policy/convert.h"
@@ -393,6 +394,69 @@ static void test_harness(void **state)
     sbx_config_destroy(c);
 }
 
+/* Runs `sbx ARGS` from the build tree; returns its exit status and stdout. */
+static int run_sbx(const char *args, char *out, size_t len)
+{
+    const char *build = getenv("SBX_BUILD_DIR");
+    char *cmd = NULL;
+    FILE *p;
+    size_t n;
+    int st;
+
+    assert_non_null(build);
+    assert_true(asprintf(&cmd, "SBX_CONFIG=/dev/null '%s/sbx' %s", build, args) > 0);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    st = pclose(p);
+    free(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The CLI: eval prints heavy for `encore test` in CI and light for `npm ci`;
+ * test passes on the shipped policies; a denial exits 1. */
+static void test_cli(void **state)
+{
+    char *dir = test_mkdtemp();
+    char *encore = test_write_file(dir, "encore.json",
+                                   "{\"id\": \"j1\", \"pool\": \"ci\", \"argv\": [\"encore\", "
+                                   "\"test\"]}");
+    char *npm = test_write_file(dir, "npm.json", "{\"pool\": \"ci\", \"argv\": [\"npm\", \"ci\"]}");
+    char *bad =
+        test_write_file(dir, "bad.json", "{\"pool\": \"ci\", \"labels\": {\"sbx.class\": \"x\"}}");
+    char out[16384];
+    char *args = NULL;
+
+    (void)state;
+    assert_true(asprintf(&args, "policy eval --dir '%s' --job '%s'", policies, encore) > 0);
+    assert_int_equal(run_sbx(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "\"class\": \"heavy\""));
+    assert_non_null(strstr(out, "\"memory\": 8589934592"));
+    assert_non_null(strstr(out, "\"decided_by\": \"policies/slots.lua\""));
+    free(args);
+    assert_true(asprintf(&args, "policy eval --dir '%s' --job '%s'", policies, npm) > 0);
+    assert_int_equal(run_sbx(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "\"class\": \"light\""));
+    free(args);
+    assert_true(
+        asprintf(&args, "policy eval --dir '%s' --job '%s' --json 2>/dev/null", policies, bad) > 0);
+    assert_int_equal(run_sbx(args, out, sizeof(out)), 1);
+    assert_non_null(strstr(out, "policies/slots.lua:"));
+    free(args);
+    assert_true(asprintf(&args, "policy test '%s'", policies) > 0);
+    assert_int_equal(run_sbx(args, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, " passed, 0 failed"));
+    free(args);
+    assert_int_equal(run_sbx("policy eval --job /nonexistent.json 2>/dev/null", out, sizeof(out)),
+                     2);
+    free(encore);
+    free(npm);
+    free(bad);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_job_json),
         cmocka_unit_test(test_dir_resolve),
         cmocka_unit_test(test_harness),
+        cmocka_unit_test(test_cli),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -248,8 +248,7 @@ static int read_part(struct sbx_policy *p, int part, int idx, struct sbx_policy_
         return sbx_policy_read_limits(L, idx, where, &out->limits, &out->reason[part], err);
     case SBX_POLICY_EGRESS:
         return sbx_policy_read_egress(L, idx, where, &p->rules, &out->egress_allow,
-                                      &out->n_egress_allow,
-                                      &out->reason[part], err);
+                                      &out->n_egress_allow, &out->reason[part], err);
     default:
         return sbx_policy_read_slot(L, idx, where, &out->slot_class, &out->reason[part], err);
     }
