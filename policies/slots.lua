@@ -53,13 +53,14 @@ local function after_dashdash(list)
 end
 
 local function basename(w)
-  return w:match("([^/]*)$")
+  if w:find("/", 1, true) then
+    return w:match("([^/]*)$")
+  end
+  return w
 end
 
-local args = {}
-for i, w in ipairs(job.argv) do
-  args[i] = w
-end
+-- job.argv is read as it is; a copy is made only to strip a wrapper.
+local args = job.argv
 
 for _ = 1, 8 do
   local cmd = args[1] and basename(args[1])
@@ -118,13 +119,19 @@ elseif cmd == "make" or cmd == "just" then
   script = args[2]
 end
 
-local installs = {
-  npm = { ci = true, install = true, i = true, add = true },
-  pnpm = { install = true, i = true, add = true, fetch = true },
-  yarn = { install = true, add = true },
-  bun = { install = true, i = true, add = true },
-}
-if installs[cmd] and (installs[cmd][args[2] or ""] or (cmd == "yarn" and args[2] == nil)) then
+local function is_install(sub)
+  if cmd == "npm" then
+    return sub == "ci" or sub == "install" or sub == "i" or sub == "add"
+  elseif cmd == "pnpm" then
+    return sub == "install" or sub == "i" or sub == "add" or sub == "fetch"
+  elseif cmd == "yarn" then
+    return sub == nil or sub == "install" or sub == "add"
+  elseif cmd == "bun" then
+    return sub == "install" or sub == "i" or sub == "add"
+  end
+  return false
+end
+if is_install(args[2]) then
   return light("install")
 end
 
@@ -161,8 +168,7 @@ if script == "typecheck" or script == "type-check" or script == "check-types"
   return light("typecheck")
 end
 
-local runners = { vitest = true, jest = true, mocha = true }
-if runners[cmd] or script == "test" or (script and script:sub(1, 5) == "test:")
+if cmd == "vitest" or cmd == "jest" or cmd == "mocha" or script == "test" or (script and script:sub(1, 5) == "test:")
     or (cmd == "node" and args[2] == "--test") then
   if has_test_file(2) then
     return light("single test files")

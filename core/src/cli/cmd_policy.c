@@ -10,27 +10,28 @@
 
 void sbx_cmd_policy_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx policy check [DIR] [--json]\n"
-            "       sbx policy eval --job FILE|- [--dir DIR] [--json]\n"
-            "       sbx policy test [DIR] [--json]\n"
-            "\n"
-            "Policy scripts decide each job's limits (limits.lua), egress allow-list\n"
-            "(egress.lua) and slot class (slots.lua); see docs/policy.md.\n"
-            "\n"
-            "  check  loads the three scripts of DIR and decides sample jobs with them.\n"
-            "  eval   decides the job read from FILE (or stdin with -) and prints the\n"
-            "         decision as JSON, with the script that decided each part.\n"
-            "  test   runs DIR/*_test.lua and prints 'N passed, N failed'.\n"
-            "\n"
-            "DIR defaults to the configured policy_dir, else $SBX_POLICY_DIR, else the\n"
-            "policies next to the sbx binary, else the installed ones.\n"
-            "Job JSON: {\"id\", \"task\", \"pool\": \"ci\"|\"agent\", \"argv\": [...], \"workdir\",\n"
-            "\"repository\", \"provider\", \"labels\": {...}, \"requested\": {\"cpus\", \"memory\",\n"
-            "\"disk\", \"pids\", \"idle\", \"max\"}}.\n"
-            "\n"
-            "Exit status: 0 ok, 1 a policy failed or denied the job, 2 usage or\n"
-            "configuration error.\n");
+    fprintf(
+        out,
+        "usage: sbx policy check [DIR] [--json]\n"
+        "       sbx policy eval --job FILE|- [--dir DIR] [--json]\n"
+        "       sbx policy test [DIR] [--json]\n"
+        "\n"
+        "Policy scripts decide each job's limits (limits.lua), egress allow-list\n"
+        "(egress.lua) and slot class (slots.lua); see docs/policy.md.\n"
+        "\n"
+        "  check  loads the three scripts of DIR and decides sample jobs with them.\n"
+        "  eval   decides the job read from FILE (or stdin with -) and prints the\n"
+        "         decision as JSON, with the script that decided each part.\n"
+        "  test   runs DIR/*_test.lua and prints 'N passed, N failed'.\n"
+        "\n"
+        "DIR defaults to the configured policy_dir, else $SBX_POLICY_DIR, else the\n"
+        "policies next to the sbx binary, else the installed ones.\n"
+        "Job JSON: {\"id\", \"task\", \"pool\": \"ci\"|\"agent\", \"argv\": [...], \"workdir\",\n"
+        "\"repository\", \"provider\", \"labels\": {...}, \"requested\": {\"cpus\", \"memory\",\n"
+        "\"disk\", \"pids\", \"idle\", \"max\"}}.\n"
+        "\n"
+        "Exit status: 0 ok, 1 a policy failed or denied the job, 2 usage or\n"
+        "configuration error.\n");
 }
 
 struct opts {
@@ -49,9 +50,9 @@ static int parse(int argc, char **argv, struct opts *o)
     };
     int c;
 
-    optind = 1;
+    optind = 0; /* full reset: options may follow DIR */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
             o->dir = optarg;
@@ -188,8 +189,8 @@ static void on_failure(void *userdata, const char *file, const char *test, const
     struct test_report *r = userdata;
 
     if (r->json) {
-        json_array_append_new(r->failures, json_pack("{s:s, s:s, s:s}", "file", file, "test",
-                                                     test, "message", message));
+        json_array_append_new(r->failures, json_pack("{s:s, s:s, s:s}", "file", file, "test", test,
+                                                     "message", message));
     }
     else {
         printf("FAIL %s: %s: %s\n", file, test, message);
@@ -235,7 +236,7 @@ int sbx_cmd_policy(struct sbx_cli *cli, int argc, char **argv)
 
     if (argc < 2) {
         fprintf(stderr, "sbx: error: usage: sbx policy check|eval|test (see 'sbx policy "
-                "--help')\n");
+                        "--help')\n");
         return SBX_EXIT_USAGE;
     }
     if (strcmp(argv[1], "check") != 0 && strcmp(argv[1], "eval") != 0 &&

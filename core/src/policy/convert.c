@@ -33,10 +33,10 @@ static void push_limits(lua_State *L, const struct sbx_limits *l, int skip_zero)
         lua_pushnumber(L, l->cpus);
         lua_setfield(L, -2, "cpus");
     }
-#define FIELD(f)                                                                             \
-    if (!skip_zero || l->f > 0) {                                                            \
-        lua_pushinteger(L, l->f);                                                            \
-        lua_setfield(L, -2, #f);                                                             \
+#define FIELD(f)                                                                                   \
+    if (!skip_zero || l->f > 0) {                                                                  \
+        lua_pushinteger(L, l->f);                                                                  \
+        lua_setfield(L, -2, #f);                                                                   \
     }
     FIELD(memory)
     FIELD(disk)
@@ -44,6 +44,28 @@ static void push_limits(lua_State *L, const struct sbx_limits *l, int skip_zero)
     FIELD(idle)
     FIELD(max)
 #undef FIELD
+}
+
+/* One shared empty read-only table for absent labels and requests: it is
+ * immutable, so sharing it between jobs keeps nothing. */
+static void push_empty_readonly(lua_State *L)
+{
+    static const char key = 0;
+
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &key) == LUA_TNIL) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 0);
+        sbx_lua_push_readonly(L, -1);
+        lua_remove(L, -2);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &key);
+    }
+}
+
+static int limits_empty(const struct sbx_limits *l)
+{
+    return l->cpus <= 0 && l->memory <= 0 && l->disk <= 0 && l->pids <= 0 && l->idle <= 0 &&
+           l->max <= 0;
 }
 
 int sbx_policy_push_job(lua_State *L)
@@ -73,22 +95,34 @@ int sbx_policy_push_job(lua_State *L)
     lua_setfield(L, t, "argv");
     lua_pop(L, 1);
 
-    lua_createtable(L, 0, (int)job->n_labels);
-    for (size_t i = 0; i < job->n_labels; i++) {
-        if (job->labels[i].name == NULL || job->labels[i].value == NULL) {
-            return luaL_error(L, "job: label %d has no name or value", (int)i + 1);
-        }
-        lua_pushstring(L, job->labels[i].value);
-        lua_setfield(L, -2, job->labels[i].name);
+    if (job->n_labels == 0) {
+        push_empty_readonly(L);
+        lua_setfield(L, t, "labels");
     }
-    sbx_lua_push_readonly(L, -1);
-    lua_setfield(L, t, "labels");
-    lua_pop(L, 1);
+    else {
+        lua_createtable(L, 0, (int)job->n_labels);
+        for (size_t i = 0; i < job->n_labels; i++) {
+            if (job->labels[i].name == NULL || job->labels[i].value == NULL) {
+                return luaL_error(L, "job: label %d has no name or value", (int)i + 1);
+            }
+            lua_pushstring(L, job->labels[i].value);
+            lua_setfield(L, -2, job->labels[i].name);
+        }
+        sbx_lua_push_readonly(L, -1);
+        lua_setfield(L, t, "labels");
+        lua_pop(L, 1);
+    }
 
-    push_limits(L, &job->requested, 1);
-    sbx_lua_push_readonly(L, -1);
-    lua_setfield(L, t, "requested");
-    lua_pop(L, 1);
+    if (limits_empty(&job->requested)) {
+        push_empty_readonly(L);
+        lua_setfield(L, t, "requested");
+    }
+    else {
+        push_limits(L, &job->requested, 1);
+        sbx_lua_push_readonly(L, -1);
+        lua_setfield(L, t, "requested");
+        lua_pop(L, 1);
+    }
 
     sbx_lua_push_readonly(L, t);
     return 1;
@@ -170,12 +204,14 @@ static int valid_name(const char *h, size_t len, char *why, size_t why_len)
             snprintf(why, why_len, "'*' is allowed only as a leading '*.' label");
             return 0;
         }
-        if (!(islower((unsigned char)h[i]) || isdigit((unsigned char)h[i]) || h[i] == '-')) {
-            snprintf(why, why_len, "invalid character '%c' (host names are letters, digits, "
-                     "'-' and '.')", isprint((unsigned char)h[i]) ? h[i] : '?');
+        if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9') || h[i] == '-')) {
+            snprintf(why, why_len,
+                     "invalid character '%c' (host names are letters, digits, "
+                     "'-' and '.')",
+                     isprint((unsigned char)h[i]) ? h[i] : '?');
             return 0;
         }
-        if (!isdigit((unsigned char)h[i])) {
+        if (h[i] < '0' || h[i] > '9') {
             digits = 0;
         }
     }
@@ -184,7 +220,8 @@ static int valid_name(const char *h, size_t len, char *why, size_t why_len)
         return 0;
     }
     if (labels < 2) {
-        snprintf(why, why_len, "a host rule needs at least two labels (example.com, "
+        snprintf(why, why_len,
+                 "a host rule needs at least two labels (example.com, "
                  "*.example.com)");
         return 0;
     }
@@ -212,7 +249,9 @@ char *sbx_policy_rule_canon(const char *spec, size_t len, const int *ports, size
         return NULL;
     }
     for (size_t i = 0; i < hlen; i++) {
-        host[i] = (char)tolower((unsigned char)spec[i]);
+        char c = spec[i];
+
+        host[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
     }
     host[hlen] = '\0';
     if (hlen > 1 && host[hlen - 1] == '.') {
@@ -268,8 +307,18 @@ char *sbx_policy_rule_canon(const char *spec, size_t len, const int *ports, size
             snprintf(why, why_len, "port %d is not in 1..65535", ports[i]);
             return NULL;
         }
-        pos += (size_t)sprintf(out + pos, "%c%d", i == 0 ? ':' : ',', ports[i]);
+        char digits[8];
+        int nd = 0;
+
+        for (int v = ports[i]; v > 0; v /= 10) {
+            digits[nd++] = (char)('0' + v % 10);
+        }
+        out[pos++] = i == 0 ? ':' : ',';
+        while (nd > 0) {
+            out[pos++] = digits[--nd];
+        }
     }
+    out[pos] = '\0';
     return out;
 }
 
@@ -386,8 +435,8 @@ static int read_reason(lua_State *L, int idx, const char *where, char **reason, 
 }
 
 /* Integral number or unit string -> int64 within [lo, hi]. */
-static int read_int(lua_State *L, int idx, const char *where, const char *key, int kind,
-                    int64_t lo, int64_t hi, int64_t *out, sbx_error_t **err)
+static int read_int(lua_State *L, int idx, const char *where, const char *key, int kind, int64_t lo,
+                    int64_t hi, int64_t *out, sbx_error_t **err)
 {
     int t = lua_type(L, idx);
     int64_t v;
@@ -494,8 +543,10 @@ int sbx_policy_read_limits(lua_State *L, int idx, const char *where, struct sbx_
             rc = read_reason(L, -1, where, reason, err);
         }
         else {
-            rc = bad(err, where, "unknown key '%.64s' (allowed: cpus, memory, disk, pids, idle, "
-                     "max, reason)", key);
+            rc = bad(err, where,
+                     "unknown key '%.64s' (allowed: cpus, memory, disk, pids, idle, "
+                     "max, reason)",
+                     key);
         }
         lua_pop(L, 1);
         if (rc < 0) {
@@ -536,7 +587,18 @@ static int sequence_len(lua_State *L, int idx, size_t max, const char *where, co
     return 0;
 }
 
-static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_error_t **err)
+void sbx_rule_cache_fini(struct sbx_rule_cache *c)
+{
+    for (size_t i = 0; i < SBX_POLICY_MAX_RULES; i++) {
+        free(c->spec[i]);
+        free(c->canon[i]);
+        c->spec[i] = NULL;
+        c->canon[i] = NULL;
+    }
+}
+
+static char *read_rule(lua_State *L, int idx, const char *where, size_t i,
+                       struct sbx_rule_cache *cache, sbx_error_t **err)
 {
     char why[160] = "";
     char *rule = NULL;
@@ -545,8 +607,21 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_e
 
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
+        size_t k = i - 1;
+
         spec = lua_tolstring(L, idx, &len);
+        if (cache != NULL && cache->spec[k] != NULL && cache->len[k] == len &&
+            memcmp(cache->spec[k], spec, len) == 0) {
+            return xstrdup(cache->canon[k]);
+        }
         rule = sbx_policy_rule_canon(spec, len, NULL, 0, why, sizeof(why));
+        if (cache != NULL && rule != NULL && strlen(spec) == len) {
+            free(cache->spec[k]);
+            free(cache->canon[k]);
+            cache->spec[k] = xstrndup(spec, len);
+            cache->len[k] = len;
+            cache->canon[k] = xstrdup(rule);
+        }
     }
     else if (lua_type(L, idx) == LUA_TTABLE) {
         int ports[SBX_POLICY_MAX_PORTS];
@@ -594,8 +669,8 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i, sbx_e
             return NULL;
         }
         /* spec stays valid: the string is still referenced by the table. */
-        rule = sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why,
-                                     sizeof(why));
+        rule =
+            sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why, sizeof(why));
     }
     else {
         bad(err, where, "egress rule %zu must be a string or {host=..., ports={...}}, got %s", i,
@@ -617,8 +692,8 @@ static void free_rules(char **rules, size_t n)
     free(rules);
 }
 
-int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***allow, size_t *n,
-                           char **reason, sbx_error_t **err)
+int sbx_policy_read_egress(lua_State *L, int idx, const char *where, struct sbx_rule_cache *cache,
+                           char ***allow, size_t *n, char **reason, sbx_error_t **err)
 {
     int have_allow = 0;
 
@@ -650,7 +725,7 @@ int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***all
 
                 for (size_t i = 0; i < count && rc == 0; i++) {
                     lua_rawgeti(L, t, (lua_Integer)i + 1);
-                    rules[i] = read_rule(L, -1, where, i + 1, err);
+                    rules[i] = read_rule(L, -1, where, i + 1, cache, err);
                     lua_pop(L, 1);
                     if (rules[i] == NULL) {
                         free_rules(rules, i);
@@ -691,8 +766,8 @@ int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***all
     return 0;
 }
 
-int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class,
-                         char **reason, sbx_error_t **err)
+int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class, char **reason,
+                         sbx_error_t **err)
 {
     idx = lua_absindex(L, idx);
     *slot_class = NULL;

@@ -25,10 +25,20 @@ void sbx_policy_push_decision(lua_State *L, const struct sbx_policy_decision *d)
  * not given by the script are left 0 (the caller fills in the caps). */
 int sbx_policy_read_limits(lua_State *L, int idx, const char *where, struct sbx_limits *out,
                            char **reason, sbx_error_t **err);
-int sbx_policy_read_egress(lua_State *L, int idx, const char *where, char ***allow, size_t *n,
-                           char **reason, sbx_error_t **err);
-int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class,
-                         char **reason, sbx_error_t **err);
+/* Canonical forms of the string rules of the last result, by position: the
+ * shipped egress.lua returns the same list every time. */
+struct sbx_rule_cache {
+    char *spec[SBX_POLICY_MAX_RULES];
+    size_t len[SBX_POLICY_MAX_RULES];
+    char *canon[SBX_POLICY_MAX_RULES];
+};
+void sbx_rule_cache_fini(struct sbx_rule_cache *c);
+
+/* cache may be NULL. */
+int sbx_policy_read_egress(lua_State *L, int idx, const char *where, struct sbx_rule_cache *cache,
+                           char ***allow, size_t *n, char **reason, sbx_error_t **err);
+int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class, char **reason,
+                         sbx_error_t **err);
 
 /* Canonical rule "host:p1,p2" from "HOST[:PORT[,PORT...]]" (ports default to
  * 80 and 443), or NULL with a reason in why. */

@@ -64,7 +64,7 @@ static const char *raw_string_field(lua_State *L, int t, const char *key)
  * until the calling C function returns. Raises on bad input. */
 static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
 {
-    static const char *const keys[] = {"id", "task", "pool", "workdir", "repository",
+    static const char *const keys[] = {"id",       "task", "pool",   "workdir",   "repository",
                                        "provider", "argv", "labels", "requested", NULL};
     size_t n;
 
@@ -80,8 +80,8 @@ static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
             }
         }
         if (lua_type(L, -2) != LUA_TSTRING || keys[k] == NULL) {
-            luaL_error(L, "job: unknown key '%s'", lua_type(L, -2) == LUA_TSTRING
-                       ? lua_tostring(L, -2) : luaL_typename(L, -2));
+            luaL_error(L, "job: unknown key '%s'",
+                       lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : luaL_typename(L, -2));
         }
         lua_pop(L, 1);
     }
@@ -402,8 +402,8 @@ static int register_api(lua_State *L)
         const char *name;
         lua_CFunction fn;
     } fns[] = {
-        {"decide", h_decide}, {"denied", h_denied}, {"allows", h_allows}, {"eq", h_eq},
-        {"ok", h_ok},         {"contains", h_contains},
+        {"decide", h_decide}, {"denied", h_denied}, {"allows", h_allows},
+        {"eq", h_eq},         {"ok", h_ok},         {"contains", h_contains},
     };
 
     for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {

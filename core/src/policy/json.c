@@ -55,8 +55,8 @@ static int fail(struct owned_job *o, sbx_error_t **err, const char *fmt, ...)
 }
 
 /* A requested limit: a number, or a size/duration/CPU string. */
-static int requested_value(const char *key, const json_t *v, struct sbx_limits *r,
-                           char *why, size_t why_len)
+static int requested_value(const char *key, const json_t *v, struct sbx_limits *r, char *why,
+                           size_t why_len)
 {
     sbx_error_t *e = NULL;
     int64_t i = 0;
@@ -91,8 +91,10 @@ static int requested_value(const char *key, const json_t *v, struct sbx_limits *
         int duration = strcmp(key, "idle") == 0 || strcmp(key, "max") == 0;
 
         if (slot == NULL) {
-            snprintf(why, why_len, "unknown key 'requested.%s' (allowed: cpus, memory, disk, "
-                     "pids, idle, max)", key);
+            snprintf(why, why_len,
+                     "unknown key 'requested.%s' (allowed: cpus, memory, disk, "
+                     "pids, idle, max)",
+                     key);
             return -1;
         }
         if (json_is_integer(v)) {
@@ -123,8 +125,8 @@ static int requested_value(const char *key, const json_t *v, struct sbx_limits *
 
 struct sbx_job_desc *sbx_policy_job_from_json(const json_t *j, sbx_error_t **err)
 {
-    static const char *const string_keys[6] = {"id", "task", "pool", "workdir", "repository",
-                                               "provider"};
+    static const char *const string_keys[6] = {"id",      "task",       "pool",
+                                               "workdir", "repository", "provider"};
     struct owned_job *o = xcalloc(1, sizeof(*o));
     const char *key;
     json_t *v;
@@ -133,7 +135,8 @@ struct sbx_job_desc *sbx_policy_job_from_json(const json_t *j, sbx_error_t **err
         fail(o, err, "must be a JSON object");
         return NULL;
     }
-    json_object_foreach((json_t *)j, key, v) {
+    json_object_foreach((json_t *)j, key, v)
+    {
         size_t k;
 
         for (k = 0; k < 6 && strcmp(key, string_keys[k]) != 0; k++) {
@@ -170,7 +173,8 @@ struct sbx_job_desc *sbx_policy_job_from_json(const json_t *j, sbx_error_t **err
                 return NULL;
             }
             o->labels = xcalloc(json_object_size(v) + 1, sizeof(*o->labels));
-            json_object_foreach(v, lk, lv) {
+            json_object_foreach(v, lk, lv)
+            {
                 if (!json_is_string(lv)) {
                     fail(o, err, "'labels.%s' must be a string", lk);
                     return NULL;
@@ -189,7 +193,8 @@ struct sbx_job_desc *sbx_policy_job_from_json(const json_t *j, sbx_error_t **err
                 fail(o, err, "'requested' must be an object");
                 return NULL;
             }
-            json_object_foreach(v, rk, rv) {
+            json_object_foreach(v, rk, rv)
+            {
                 if (requested_value(rk, rv, &o->job.requested, why, sizeof(why)) < 0) {
                     fail(o, err, "%s", why);
                     return NULL;
@@ -197,8 +202,10 @@ struct sbx_job_desc *sbx_policy_job_from_json(const json_t *j, sbx_error_t **err
             }
         }
         else {
-            fail(o, err, "unknown key '%s' (allowed: id, task, pool, argv, workdir, repository, "
-                 "provider, labels, requested)", key);
+            fail(o, err,
+                 "unknown key '%s' (allowed: id, task, pool, argv, workdir, repository, "
+                 "provider, labels, requested)",
+                 key);
             return NULL;
         }
     }
@@ -221,7 +228,8 @@ static json_t *part_json(const struct sbx_policy_decision *d, int part, json_t *
 {
     json_object_set_new(obj, "decided_by",
                         d->decided_by[part] ? json_string(d->decided_by[part]) : json_null());
-    json_object_set_new(obj, "reason", d->reason[part] ? json_string(d->reason[part]) : json_null());
+    json_object_set_new(obj, "reason",
+                        d->reason[part] ? json_string(d->reason[part]) : json_null());
     return obj;
 }
 

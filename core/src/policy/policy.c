@@ -33,11 +33,13 @@ struct pool_cap {
 struct sbx_policy {
     struct sbx_lua *lua;
     int ref[SBX_POLICY_NPARTS];
-    int config_ref; /* registry: the read-only `config` table */
+    int config_ref;                 /* registry: the read-only `config` table */
+    char *where[SBX_POLICY_NPARTS]; /* "policies/NAME.lua:LINE" of each result */
     struct sbx_limits caps;
     struct pool_cap *pools;
     size_t n_pools;
     char **registries; /* canonical rules, NULL-terminated */
+    struct sbx_rule_cache rules;
 };
 
 const struct sbx_lua_caps sbx_policy_caps = {
@@ -60,6 +62,10 @@ void sbx_policy_destroy(struct sbx_policy *p)
         return;
     }
     sbx_lua_free(p->lua);
+    sbx_rule_cache_fini(&p->rules);
+    for (int i = 0; i < SBX_POLICY_NPARTS; i++) {
+        free(p->where[i]);
+    }
     for (size_t i = 0; i < p->n_pools; i++) {
         free(p->pools[i].name);
     }
@@ -152,6 +158,12 @@ struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config
             sbx_policy_destroy(p);
             return NULL;
         }
+        if (sbx_lua_return_line(p->lua, p->ref[i]) > 0) {
+            p->where[i] = xasprintf("%s:%d", part_names[i], sbx_lua_return_line(p->lua, p->ref[i]));
+        }
+        else {
+            p->where[i] = xstrdup(part_names[i]);
+        }
     }
     if (sbx_lua_pcall_c(p->lua, push_config, p, 1, err) < 0) {
         sbx_policy_destroy(p);
@@ -161,8 +173,7 @@ struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config
     return p;
 }
 
-struct sbx_policy *sbx_policy_load(const char *dir, const struct sbx_config *cfg,
-                                   sbx_error_t **err)
+struct sbx_policy *sbx_policy_load(const char *dir, const struct sbx_config *cfg, sbx_error_t **err)
 {
     return sbx_policy_load_with(dir, cfg, NULL, err);
 }
@@ -192,15 +203,15 @@ static void set_env(lua_State *L, int env, int first, int nargs, void *userdata)
     lua_setfield(L, env, "config");
 }
 
-#define CLAMP(field, bit)                                                                    \
-    do {                                                                                     \
-        if (l->field == 0) {                                                                 \
-            l->field = caps.field;                                                           \
-        }                                                                                    \
-        else if (caps.field > 0 && l->field > caps.field) {                                 \
-            l->field = caps.field;                                                           \
-            *clamped |= (bit);                                                               \
-        }                                                                                    \
+#define CLAMP(field, bit)                                                                          \
+    do {                                                                                           \
+        if (l->field == 0) {                                                                       \
+            l->field = caps.field;                                                                 \
+        }                                                                                          \
+        else if (caps.field > 0 && l->field > caps.field) {                                        \
+            l->field = caps.field;                                                                 \
+            *clamped |= (bit);                                                                     \
+        }                                                                                          \
     } while (0)
 
 static void clamp(const struct sbx_policy *p, const char *pool, struct sbx_limits *l,
@@ -213,8 +224,7 @@ static void clamp(const struct sbx_policy *p, const char *pool, struct sbx_limit
             if (p->pools[i].cpus > 0 && (caps.cpus <= 0 || p->pools[i].cpus < caps.cpus)) {
                 caps.cpus = p->pools[i].cpus;
             }
-            if (p->pools[i].memory > 0 &&
-                (caps.memory <= 0 || p->pools[i].memory < caps.memory)) {
+            if (p->pools[i].memory > 0 && (caps.memory <= 0 || p->pools[i].memory < caps.memory)) {
                 caps.memory = p->pools[i].memory;
             }
         }
@@ -231,21 +241,14 @@ static int read_part(struct sbx_policy *p, int part, int idx, struct sbx_policy_
                      sbx_error_t **err)
 {
     lua_State *L = sbx_lua_state(p->lua);
-    char where[128];
-    int line = sbx_lua_return_line(p->lua, p->ref[part]);
+    const char *where = p->where[part];
 
-    if (line > 0) {
-        snprintf(where, sizeof(where), "%s:%d", part_names[part], line);
-    }
-    else {
-        snprintf(where, sizeof(where), "%s", part_names[part]);
-    }
     switch (part) {
     case SBX_POLICY_LIMITS:
         return sbx_policy_read_limits(L, idx, where, &out->limits, &out->reason[part], err);
     case SBX_POLICY_EGRESS:
-        return sbx_policy_read_egress(L, idx, where, &out->egress_allow, &out->n_egress_allow,
-                                      &out->reason[part], err);
+        return sbx_policy_read_egress(L, idx, where, &p->rules, &out->egress_allow,
+                                      &out->n_egress_allow, &out->reason[part], err);
     default:
         return sbx_policy_read_slot(L, idx, where, &out->slot_class, &out->reason[part], err);
     }
@@ -259,8 +262,10 @@ int sbx_policy_decide(struct sbx_policy *p, const struct sbx_job_desc *job,
 
     memset(out, 0, sizeof(*out));
     if (job->pool == NULL || (strcmp(job->pool, "ci") != 0 && strcmp(job->pool, "agent") != 0)) {
-        return sbx_error_set(err, SBX_E_POLICY, "job: pool must be \"ci\" or \"agent\", got "
-                             "'%s'", job->pool ? job->pool : "(none)");
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "job: pool must be \"ci\" or \"agent\", got "
+                             "'%s'",
+                             job->pool ? job->pool : "(none)");
     }
     if (sbx_lua_pcall_c(p->lua, sbx_policy_push_job, (void *)job, 1, err) < 0) {
         return sbx_error_wrap(err, "job %s", job->id ? job->id : "(no id)");
@@ -309,8 +314,7 @@ char *sbx_policy_dir_resolve(const char *configured, sbx_error_t **err)
                 else {
                     /* A build tree outside the source tree. */
                     snprintf(buf, sizeof(buf), "%s/CMakeCache.txt", exe);
-                    if (access(buf, F_OK) == 0 &&
-                        access(SBX_SOURCE_DIR "/policies", F_OK) == 0) {
+                    if (access(buf, F_OK) == 0 && access(SBX_SOURCE_DIR "/policies", F_OK) == 0) {
                         dir = SBX_SOURCE_DIR "/policies";
                     }
                 }
@@ -333,9 +337,16 @@ int sbx_policy_check(const char *dir, const struct sbx_config *cfg, sbx_error_t 
     static const char *const ci_argv[] = {"encore", "test", NULL};
     static const char *const agent_argv[] = {"bash", NULL};
     struct sbx_job_desc jobs[] = {
-        {.id = "check-ci", .task = "check-ci", .pool = "ci", .argv = ci_argv,
-         .workdir = "/workspace", .repository = "example/repo"},
-        {.id = "check-agent", .task = "check-agent", .pool = "agent", .argv = agent_argv,
+        {.id = "check-ci",
+         .task = "check-ci",
+         .pool = "ci",
+         .argv = ci_argv,
+         .workdir = "/workspace",
+         .repository = "example/repo"},
+        {.id = "check-agent",
+         .task = "check-agent",
+         .pool = "agent",
+         .argv = agent_argv,
          .workdir = "/workspace"},
     };
     struct sbx_policy *p = sbx_policy_load(dir, cfg, err);

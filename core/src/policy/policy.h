@@ -57,13 +57,13 @@ enum sbx_policy_clamp {
 };
 
 struct sbx_policy_decision {
-    struct sbx_limits limits;   /* validated, clamped to the caps */
-    unsigned clamped;           /* enum sbx_policy_clamp */
+    struct sbx_limits limits; /* validated, clamped to the caps */
+    unsigned clamped;         /* enum sbx_policy_clamp */
     /* Canonical host rules "HOST:PORT[,PORT...]", HOST an exact name or
      * "*.name" (subdomains only), lower case; NULL-terminated. */
     char **egress_allow;
     size_t n_egress_allow;
-    char *slot_class;           /* "heavy" or "light" */
+    char *slot_class;                    /* "heavy" or "light" */
     char *decided_by[SBX_POLICY_NPARTS]; /* "policies/limits.lua", ... */
     char *reason[SBX_POLICY_NPARTS];     /* the script's `reason`, or NULL */
 };

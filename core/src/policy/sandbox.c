@@ -15,9 +15,13 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-#define HOOK_EVERY 1000          /* instructions between two hook calls */
-#define MAX_FILE (256 * 1024)    /* bytes of one script */
-#define MAX_MESSAGE 400          /* bytes of one error message */
+#define HOOK_EVERY 1000       /* instructions between two hook calls */
+#define MAX_FILE (256 * 1024) /* bytes of one script */
+#define MAX_MESSAGE 400       /* bytes of one error message */
+#define MAX_BLOCK                                                                                  \
+    (1u << 20)                  /* bytes of one allocation: bounds the work of one                 \
+                                 * instruction (concatenation, comparison) */
+#define CHECK_BLOCK (64u << 10) /* allocations from this size check the deadline */
 
 enum kill_reason {
     KILL_NONE = 0,
@@ -63,6 +67,16 @@ size_t sbx_lua_memory(const struct sbx_lua *s)
     return s->mem_used;
 }
 
+size_t sbx_lua_memory_cap(lua_State *L)
+{
+    return sbx_lua_from_state(L)->caps.memory;
+}
+
+int sbx_lua_killed(lua_State *L)
+{
+    return sbx_lua_from_state(L)->killed != KILL_NONE;
+}
+
 lua_State *sbx_lua_state(struct sbx_lua *s)
 {
     return s->L;
@@ -86,6 +100,8 @@ static int current_line(lua_State *L, int level)
     return 0;
 }
 
+static void sandbox_hook(lua_State *L, lua_Debug *ar);
+
 /* The allocator enforces the memory cap: past it, it returns NULL and Lua
  * raises LUA_ERRMEM (after one emergency collection). */
 static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
@@ -99,10 +115,18 @@ static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         s->mem_used -= old;
         return NULL;
     }
-    if (nsize > old && s->mem_used - old + nsize > s->caps.memory) {
+    if (nsize > old && (nsize > MAX_BLOCK || s->mem_used - old + nsize > s->caps.memory)) {
         if (s->running && s->L != NULL && s->mem_line == 0) {
             s->mem_line = current_line(s->L, 0);
         }
+        return NULL;
+    }
+    /* A large block means as much copying work: check the deadline here
+     * too, since one instruction can do that much between two hooks. */
+    if (s->running && nsize >= CHECK_BLOCK && s->killed == KILL_NONE && now_ms() > s->deadline_ms) {
+        s->killed = KILL_TIME;
+        s->kill_line = current_line(s->L, 0);
+        lua_sethook(s->L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, 1); /* signal-safe */
         return NULL;
     }
     n = realloc(ptr, nsize);
@@ -228,161 +252,6 @@ void sbx_lua_push_readonly(lua_State *L, int idx)
 
 /* --- the allow-listed globals ----------------------------------------- */
 
-/* setmetatable without finalizers: a __gc could run later, in another job's
- * evaluation or at lua_close, outside any cap. */
-static int safe_setmetatable(lua_State *L)
-{
-    int t = lua_type(L, 2);
-
-    luaL_checktype(L, 1, LUA_TTABLE);
-    luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
-    if (t == LUA_TTABLE) {
-        lua_pushstring(L, "__gc");
-        if (lua_rawget(L, 2) != LUA_TNIL) {
-            return luaL_error(L, "__gc metamethods are not allowed in policies");
-        }
-        lua_pop(L, 1);
-    }
-    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) {
-        return luaL_error(L, "cannot change a protected metatable");
-    }
-    lua_settop(L, 2);
-    lua_setmetatable(L, 1);
-    return 1;
-}
-
-static size_t skip_set(const char *p, size_t len, size_t i)
-{
-    size_t j = i + 1;
-
-    if (j < len && p[j] == '^') {
-        j++;
-    }
-    do {
-        if (j >= len) {
-            return len;
-        }
-        if (p[j++] == '%' && j < len) {
-            j++;
-        }
-    } while (j < len && p[j] != ']');
-    return j + 1;
-}
-
-double sbx_lua_pattern_cost(const char *p, size_t len, size_t n)
-{
-    size_t i = 0;
-    int q = 0;
-    int o = 0;
-    int anchored = 0;
-
-    if (len > 0 && p[0] == '^') {
-        anchored = 1;
-        i = 1;
-    }
-    while (i < len) {
-        size_t end;
-
-        if (p[i] == '(' || p[i] == ')' || (p[i] == '$' && i + 1 == len)) {
-            i++;
-            continue;
-        }
-        if (p[i] == '%') {
-            char d = i + 1 < len ? p[i + 1] : '\0';
-
-            if (d == 'b') {
-                q++;
-                i += 4;
-                continue;
-            }
-            if (d == 'f') {
-                i += 2;
-                if (i < len && p[i] == '[') {
-                    i = skip_set(p, len, i);
-                }
-                continue;
-            }
-            if (d >= '0' && d <= '9') {
-                q++;
-                i += 2;
-                continue;
-            }
-            end = i + 2;
-        }
-        else if (p[i] == '[') {
-            end = skip_set(p, len, i);
-        }
-        else {
-            end = i + 1;
-        }
-        if (end < len) {
-            if (p[end] == '*' || p[end] == '+' || p[end] == '-') {
-                size_t rest = end + 1;
-
-                /* A last quantifier (only ')' after it) never backtracks
-                 * into anything: linear, not a factor. */
-                while (rest < len && p[rest] == ')') {
-                    rest++;
-                }
-                if (rest < len) {
-                    q++;
-                }
-                end++;
-            }
-            else if (p[end] == '?') {
-                o++;
-                end++;
-            }
-        }
-        i = end;
-    }
-    return (anchored ? 1.0 : (double)n + 1.0) * ((double)len + 1.0) * pow(2.0, o) *
-           pow((double)n + 1.0, q);
-}
-
-enum pattern_fn { PAT_FIND, PAT_MATCH, PAT_GMATCH, PAT_GSUB };
-
-/* string.find/match/gmatch/gsub run in C, where no hook can stop them, and
- * backtracking is exponential in the number of quantifiers: refuse patterns
- * whose worst case exceeds SBX_LUA_PATTERN_MAX_COST steps. */
-static int guarded_pattern(lua_State *L)
-{
-    enum pattern_fn kind = (enum pattern_fn)lua_tointeger(L, lua_upvalueindex(2));
-    int t1 = lua_type(L, 1);
-    int t2 = lua_type(L, 2);
-
-    if ((t1 == LUA_TSTRING || t1 == LUA_TNUMBER) && (t2 == LUA_TSTRING || t2 == LUA_TNUMBER) &&
-        !(kind == PAT_FIND && lua_toboolean(L, 4))) {
-        size_t ls;
-        size_t lp;
-        const char *pat;
-        double cost;
-
-        (void)lua_tolstring(L, 1, &ls);
-        pat = lua_tolstring(L, 2, &lp);
-        cost = sbx_lua_pattern_cost(pat, lp, ls);
-        if (kind == PAT_GMATCH && lp > 0 && pat[0] == '^') {
-            cost *= (double)ls + 1.0;
-        }
-        if (cost > SBX_LUA_PATTERN_MAX_COST) {
-            return luaL_error(L, "pattern too complex for a subject of %d bytes (worst case %.3g "
-                              "steps, limit %.3g)", (int)ls, cost, SBX_LUA_PATTERN_MAX_COST);
-        }
-    }
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-static void wrap_pattern(lua_State *L, int strtab, const char *name, enum pattern_fn kind)
-{
-    lua_getfield(L, strtab, name);
-    lua_pushinteger(L, kind);
-    lua_pushcclosure(L, guarded_pattern, 2);
-    lua_setfield(L, strtab, name);
-}
-
 static int env_index(lua_State *L)
 {
     lua_pushvalue(L, 2);
@@ -398,13 +267,12 @@ static int env_index(lua_State *L)
 static int sandbox_setup(lua_State *L)
 {
     static const char *const base_allowed[] = {
-        "assert", "error",    "ipairs",   "next",         "pairs",        "pcall",
-        "select", "tonumber", "tostring", "type",         "xpcall",       "rawequal",
-        "rawlen", "getmetatable", "_VERSION", NULL,
+        "assert",   "error", "ipairs",   "next",   "pairs",        "pcall",    "select", "tonumber",
+        "tostring", "type",  "rawequal", "rawlen", "getmetatable", "_VERSION", NULL,
     };
     static const char *const base_removed[] = {
-        "dofile", "loadfile", "load", "require", "print", "collectgarbage", "rawset", "rawget",
-        "setmetatable", NULL,
+        "dofile", "loadfile", "load",         "require", "print", "collectgarbage",
+        "rawset", "rawget",   "setmetatable", "xpcall",  NULL,
     };
     static const struct {
         const char *name;
@@ -425,8 +293,7 @@ static int sandbox_setup(lua_State *L)
         lua_getfield(L, -2, base_allowed[i]);
         lua_setfield(L, allow, base_allowed[i]);
     }
-    lua_pushcfunction(L, safe_setmetatable);
-    lua_setfield(L, allow, "setmetatable");
+    sbx_lua_install_guards(L, allow, 0, 0);
     for (size_t i = 0; base_removed[i] != NULL; i++) {
         lua_pushnil(L);
         lua_setfield(L, allow - 1, base_removed[i]);
@@ -439,10 +306,10 @@ static int sandbox_setup(lua_State *L)
         if (strcmp(libs[i].name, LUA_STRLIBNAME) == 0) {
             lua_pushnil(L);
             lua_setfield(L, lib, "dump");
-            wrap_pattern(L, lib, "find", PAT_FIND);
-            wrap_pattern(L, lib, "match", PAT_MATCH);
-            wrap_pattern(L, lib, "gmatch", PAT_GMATCH);
-            wrap_pattern(L, lib, "gsub", PAT_GSUB);
+            sbx_lua_install_guards(L, allow, lib, 0);
+        }
+        else if (strcmp(libs[i].name, LUA_TABLIBNAME) == 0) {
+            sbx_lua_install_guards(L, allow, 0, lib);
         }
         else if (strcmp(libs[i].name, LUA_MATHLIBNAME) == 0) {
             /* Shared generator state would persist between jobs. */
@@ -504,7 +371,7 @@ struct sbx_lua *sbx_lua_new(const struct sbx_lua_caps *caps, sbx_error_t **err)
     }
     *(struct sbx_lua **)lua_getextraspace(s->L) = s;
     lua_atpanic(s->L, sandbox_panic);
-    lua_gc(s->L, LUA_GCGEN, 0, 0);
+    lua_gc(s->L, LUA_GCINC, 0, 0, 0);
     if (sbx_lua_pcall_c(s, sandbox_setup, s, 0, err) < 0) {
         sbx_lua_free(s);
         return NULL;
@@ -584,14 +451,13 @@ int sbx_lua_load(struct sbx_lua *s, const char *name, const char *text, size_t l
 
     st = luaL_loadbufferx(L, text, len, chunkname, "t");
     if (st != LUA_OK) {
-        cleanup_free char *msg = xstrdup(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1)
-                                                                         : "cannot load");
+        cleanup_free char *msg =
+            xstrdup(lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "cannot load");
 
         lua_pop(L, 1);
         sanitize(msg);
         if (st == LUA_ERRMEM) {
-            return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached while loading",
-                                 name);
+            return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached while loading", name);
         }
         if (strncmp(msg, name, strlen(name)) == 0) {
             return sbx_error_set(err, SBX_E_POLICY, "%s", msg);
@@ -620,8 +486,7 @@ int sbx_lua_load_file(struct sbx_lua *s, const char *name, const char *path, sbx
         return sbx_error_set(err, SBX_E_POLICY, "%s: %s is not a regular file", name, path);
     }
     if (st.st_size > MAX_FILE) {
-        return sbx_error_set(err, SBX_E_POLICY, "%s: file is larger than %d bytes", name,
-                             MAX_FILE);
+        return sbx_error_set(err, SBX_E_POLICY, "%s: file is larger than %d bytes", name, MAX_FILE);
     }
     buf = xmalloc((size_t)st.st_size + 1);
     n = fread(buf, 1, (size_t)st.st_size + 1, f);
@@ -707,16 +572,20 @@ static int run_error(struct sbx_lua *s, const char *name, int st, sbx_error_t **
         snprintf(where, sizeof(where), "%s", name);
     }
     if (s->killed == KILL_INSTRUCTIONS) {
-        return sbx_error_set(err, SBX_E_TIMEOUT, "%s: instruction limit reached (%llu "
-                             "instructions)", where, (unsigned long long)s->caps.instructions);
+        return sbx_error_set(err, SBX_E_TIMEOUT,
+                             "%s: instruction limit reached (%llu "
+                             "instructions)",
+                             where, (unsigned long long)s->caps.instructions);
     }
     if (s->killed == KILL_TIME) {
         return sbx_error_set(err, SBX_E_TIMEOUT, "%s: time limit reached (%lld ms)", where,
                              (long long)s->caps.timeout_ms);
     }
     if (st == LUA_ERRMEM) {
-        return sbx_error_set(err, SBX_E_POLICY, "%s: memory limit reached (%zu bytes)", where,
-                             s->caps.memory);
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "%s: memory limit reached (%zu bytes, %u per "
+                             "object)",
+                             where, s->caps.memory, MAX_BLOCK);
     }
     if (lua_type(L, -1) == LUA_TSTRING) {
         cleanup_free char *msg = xstrdup(lua_tostring(L, -1));
@@ -734,8 +603,7 @@ static int run_error(struct sbx_lua *s, const char *name, int st, sbx_error_t **
 
 /* Calls the function below nargs arguments under the caps, with the
  * message handler; errors are named after NAME. */
-static int capped_call(struct sbx_lua *s, const char *name, int nargs, int nres,
-                       sbx_error_t **err)
+static int capped_call(struct sbx_lua *s, const char *name, int nargs, int nres, sbx_error_t **err)
 {
     lua_State *L = s->L;
     int base = lua_gettop(L) - nargs; /* the function */
@@ -749,6 +617,8 @@ static int capped_call(struct sbx_lua *s, const char *name, int nargs, int nres,
     if (st != LUA_OK) {
         run_error(s, name, st, err);
         lua_settop(L, base - 1);
+        /* Start the next run clean after a bomb (no finalizers can run). */
+        lua_gc(L, LUA_GCCOLLECT, 0);
         return -1;
     }
     lua_remove(L, base);

@@ -76,6 +76,16 @@ const char *sbx_lua_chunk_name(struct sbx_lua *s, int ref);
 /* Memory in use by the state, in bytes. */
 size_t sbx_lua_memory(const struct sbx_lua *s);
 
+/* For guards.c: the state's memory cap; whether the current run was stopped
+ * by a cap (the kill hook is raising). */
+size_t sbx_lua_memory_cap(lua_State *L);
+int sbx_lua_killed(lua_State *L);
+
+/* Installs the guarded setmetatable and xpcall into the allow-list table at
+ * allow, and wraps the real string (strlib) or table (tablib) library
+ * functions in place; 0 skips a library. */
+void sbx_lua_install_guards(lua_State *L, int allow, int strlib, int tablib);
+
 /* Pattern guard used by the wrapped string.find/match/gmatch/gsub: returns
  * the estimated worst-case cost of matching PATTERN against a subject of
  * SUBJECT_LEN bytes (exported for tests). */

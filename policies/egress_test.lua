@@ -1,0 +1,78 @@
+-- egress_test.lua: ADR 0287 decision 8 allow-list (run with `sbx policy test`).
+
+local registry = { registries = { "registry.example.test" } }
+local job = { id = "t", pool = "agent", argv = { "bash" } }
+
+test("GitHub: the site, its API and raw content", function()
+  local d = decide(job)
+  ok(allows(d, "github.com"), "github.com")
+  ok(allows(d, "api.github.com"), "api.github.com")
+  ok(allows(d, "codeload.github.com"), "codeload.github.com")
+  ok(allows(d, "raw.githubusercontent.com"), "raw.githubusercontent.com")
+end)
+
+test("Anthropic and Bedrock (eu-central-1)", function()
+  local d = decide(job)
+  ok(allows(d, "api.anthropic.com"))
+  ok(allows(d, "bedrock-runtime.eu-central-1.amazonaws.com"))
+  ok(allows(d, "bedrock.eu-central-1.amazonaws.com"))
+  ok(not allows(d, "bedrock-runtime.us-east-1.amazonaws.com"), "other regions are denied")
+end)
+
+test("Infisical EU, Encore and Linear", function()
+  local d = decide(job)
+  ok(allows(d, "eu.infisical.com"))
+  ok(not allows(d, "app.infisical.com"), "the US instance is denied")
+  ok(allows(d, "encore.dev"))
+  ok(allows(d, "api.encore.cloud"))
+  ok(allows(d, "api.linear.app"))
+end)
+
+test("registries come from configuration, not from the script", function()
+  local d = decide(job, registry)
+  ok(allows(d, "registry.example.test"), "the configured registry")
+  contains(d.egress, "registry.example.test:80,443")
+  local none = decide(job, { registries = {} })
+  ok(not allows(none, "registry.example.test"), "no registry unless configured")
+end)
+
+test("a registry URL in the configuration becomes its host", function()
+  local d = decide(job, { registries = { "https://Registry.Example.Test/npm/" } })
+  ok(allows(d, "registry.example.test"))
+end)
+
+test("wildcards match subdomains only", function()
+  local d = decide(job)
+  ok(allows(d, "a.b.github.com"), "any depth")
+  ok(not allows(d, "githubusercontent.com"), "*.x does not match x")
+  ok(not allows(d, "evilgithub.com"), "suffix without a dot")
+  ok(not allows(d, "github.com.evil.test"), "prefix")
+end)
+
+test("case-insensitive, trailing dot ignored", function()
+  local d = decide(job)
+  ok(allows(d, "GitHub.COM"))
+  ok(allows(d, "github.com."))
+end)
+
+test("ports default to 80 and 443", function()
+  local d = decide(job)
+  ok(allows(d, "github.com", 80))
+  ok(allows(d, "github.com", 443))
+  ok(not allows(d, "github.com", 22), "ssh is denied")
+  ok(not allows(d, "github.com", 8443))
+end)
+
+test("everything else is denied", function()
+  local d = decide(job)
+  ok(not allows(d, "example.com"))
+  ok(not allows(d, "169.254.169.254", 80), "no metadata service")
+  ok(not allows(d, "localhost", 80))
+  eq(d.decided_by.egress, "policies/egress.lua")
+end)
+
+test("the same list for both pools", function()
+  local a = decide(job)
+  local c = decide({ pool = "ci", argv = { "npm", "ci" } })
+  eq(a.egress, c.egress)
+end)

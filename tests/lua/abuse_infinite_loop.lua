@@ -1,0 +1,4 @@
+-- part: limits
+-- expect: :3: instruction limit reached
+while true do end
+return {}

@@ -1,0 +1,3 @@
+-- part: egress
+-- expect: invalid character '_'
+return { allow = { "ex_ample.com" } }

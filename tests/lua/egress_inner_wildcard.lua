@@ -1,0 +1,3 @@
+-- part: egress
+-- expect: only as a leading
+return { allow = { "a*.example.com" } }

@@ -1,0 +1,3 @@
+-- part: egress
+-- expect: 'allow' is missing
+return {}

@@ -1,0 +1,3 @@
+-- part: egress
+-- expect: at least two labels
+return { allow = { "*.com" } }

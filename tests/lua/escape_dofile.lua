@@ -1,0 +1,4 @@
+-- part: limits
+-- expect: :3: undefined global 'dofile'
+dofile("/etc/passwd")
+return {}

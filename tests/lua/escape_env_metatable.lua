@@ -1,0 +1,4 @@
+-- part: limits
+-- expect: :3: cannot change a protected metatable
+setmetatable(_ENV, nil)
+return {}

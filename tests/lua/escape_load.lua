@@ -1,0 +1,4 @@
+-- part: limits
+-- expect: :3: undefined global 'load'
+local f = load("\27Lua")
+return {}

@@ -1,0 +1,4 @@
+-- part: limits
+-- expect: :3: undefined global 'os'
+os.execute("touch /tmp/sbx-policy-pwned")
+return {}

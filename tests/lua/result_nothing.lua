@@ -1,0 +1,3 @@
+-- part: slots
+-- expect: result: slots.lua must return a table, got nil
+local x = 1

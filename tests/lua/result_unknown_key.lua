@@ -1,0 +1,3 @@
+-- part: limits
+-- expect: :3: result: unknown key 'cpu'
+return { cpu = 2 }

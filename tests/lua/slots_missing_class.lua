@@ -1,0 +1,3 @@
+-- part: slots
+-- expect: 'class' is missing
+return { reason = "forgot" }

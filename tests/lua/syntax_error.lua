@@ -1,0 +1,3 @@
+-- part: limits
+-- expect: :4: unexpected symbol near <eof>
+return {
