@@ -105,17 +105,6 @@ void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
                       "the egress proxy is not wired into tasks yet", "-");
 }
 
-void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
-{
-    if (s->credentials == NULL) {
-        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "only short-lived task secrets inside",
-                          "no credential instance given (--credentials NAME)", "-");
-        return;
-    }
-    sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "only short-lived task secrets inside",
-                      "credential leases are not wired into tasks yet", "-");
-}
-
 void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 {
     static const char *const argv[] = {"cat", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
