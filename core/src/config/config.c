@@ -241,6 +241,8 @@ static void apply_defaults(struct sbx_config *c)
     c->runner.cooldown = 600;
     c->runner.spend_day_cap = 150.0;
     c->runner.spend_month_cap = 4500.0;
+    c->egress.header_timeout = SBX_DEFAULT_EGRESS_HEADER_TIMEOUT;
+    c->egress.connect_timeout = SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT;
 }
 
 struct sbx_config *sbx_config_defaults(void)

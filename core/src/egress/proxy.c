@@ -38,7 +38,6 @@ struct sbx_egress_conn {
     struct event *timer;
     enum conn_state state;
     struct sbx_egress_request req;
-    int have_req;
     struct timespec start;
     struct timespec t0;
     struct evdns_getaddrinfo_request *dns;
@@ -82,9 +81,9 @@ static void finish(struct sbx_egress_conn *c)
     rec.job = sb->job;
     rec.task = sb->task;
     rec.sandbox = sb->name;
-    rec.method = c->have_req ? c->req.method : NULL;
-    rec.host = c->have_req ? c->req.host : NULL;
-    rec.port = c->have_req ? c->req.port : 0;
+    rec.method = c->req.method[0] ? c->req.method : NULL;
+    rec.host = c->req.host[0] ? c->req.host : NULL;
+    rec.port = c->req.port;
     rec.address = c->address[0] ? c->address : NULL;
     rec.decision = c->decision;
     rec.rule = c->rule;
@@ -477,7 +476,6 @@ static void head_read(struct bufferevent *bev, void *arg)
         refuse(c, status, reason);
         return;
     }
-    c->have_req = 1;
     evbuffer_drain(in, (size_t)end);
     event_del(c->timer);
     bufferevent_disable(bev, EV_READ);

@@ -161,6 +161,14 @@ static int hop_by_hop(const char *name, size_t n)
     return 0;
 }
 
+/* On failure the parsed method, host and port stay for the log. */
+static void drop_forward(struct sbx_egress_request *r)
+{
+    free(r->forward);
+    r->forward = NULL;
+    r->forward_len = 0;
+}
+
 void sbx_egress_request_clear(struct sbx_egress_request *r)
 {
     free(r->forward);
@@ -282,17 +290,17 @@ int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_requ
             break; /* the blank line */
         }
         if (++n_headers > SBX_EGRESS_HEADERS_MAX) {
-            sbx_egress_request_clear(r);
+            drop_forward(r);
             FAIL(431, "too-many-headers");
         }
         colon = memchr(line, ':', (size_t)(eol - line));
         if (colon == NULL || colon == line) {
-            sbx_egress_request_clear(r);
+            drop_forward(r);
             FAIL(400, "bad-header");
         }
         for (const char *c = line; c < colon; c++) {
             if (!is_tchar((unsigned char)*c)) {
-                sbx_egress_request_clear(r);
+                drop_forward(r);
                 FAIL(400, "bad-header");
             }
         }
@@ -311,16 +319,16 @@ int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_requ
             unsigned hp = 0;
 
             if (seen_host++) {
-                sbx_egress_request_clear(r);
+                drop_forward(r);
                 FAIL(400, "duplicate-host");
             }
             if (parse_authority(v, (size_t)(ve - v), r->port, h, &h_ip, &a, &hp, status,
                                 reason) < 0) {
-                sbx_egress_request_clear(r);
+                drop_forward(r);
                 return -1;
             }
             if (h_ip != r->host_is_ip || strcmp(h, r->host) != 0 || hp != r->port) {
-                sbx_egress_request_clear(r);
+                drop_forward(r);
                 FAIL(403, "host-mismatch");
             }
         }

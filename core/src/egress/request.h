@@ -25,7 +25,8 @@ struct sbx_egress_request {
 long sbx_egress_head_end(const char *buf, size_t len);
 
 /* Parses a complete head (len from sbx_egress_head_end). Returns 0, or -1 with
- * *status (400, 403, 431) and *reason (the X-Sbx-Deny value) set. */
+ * *status (400, 403, 431) and *reason (the X-Sbx-Deny value) set; then method, host
+ * and port hold what could be read ("" / 0 otherwise), for the log. */
 int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
                              int *status, const char **reason);
 void sbx_egress_request_clear(struct sbx_egress_request *r);

@@ -148,7 +148,7 @@ const char *sbx_egress_host_normalize(const char *host, size_t len, char *out)
         }
         out[i] = (char)tolower(ch);
     }
-    if (out[len - 1] == '-') {
+    if (label == 0 || out[len - 1] == '-') {
         return "host-malformed";
     }
     out[len] = '\0';
@@ -272,7 +272,7 @@ static int parse_rule(const char *text, struct sbx_egress_rule *r)
             goto out;
         }
         rc = parse_cidr(host, r);
-        if (rc == 0 && r->net.family != AF_INET6) {
+        if (rc == 0 && strchr(host, ':') == NULL) {
             rc = -1;
         }
     }
