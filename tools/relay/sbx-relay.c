@@ -1,11 +1,15 @@
 /* sbx-relay - the in-sandbox end of the egress path (docs/egress.md).
  *
- * Listens on a loopback TCP port (127.0.0.1:3128 by default) and forwards every
- * connection, both ways and with half-close, to the host egress proxy's unix socket
- * (/run/sbx-egress/proxy.sock by default). Built static with no dependency beyond libc,
- * so it runs in any image. One process, one poll() loop.
+ * Listens on a loopback TCP port (127.0.0.1:3128 by default) and hands every accepted
+ * connection to the host egress proxy through its unix socket
+ * (/run/sbx-egress/proxy.sock by default): one NUL byte carrying the TCP socket as
+ * SCM_RIGHTS, after which the proxy talks to the client directly and the relay is out
+ * of the path. With --copy it instead copies bytes both ways (with half-close) in one
+ * poll() loop, for a proxy that cannot take descriptors. Built static with no
+ * dependency beyond libc, so it runs in any image.
  *
- *   sbx-relay [--listen ADDR:PORT] [--socket PATH] [--print-port] [-- CMD [ARG]...]
+ *   sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port]
+ *             [-- CMD [ARG]...]
  *
  * --print-port writes the bound port on stdout (for --listen 127.0.0.1:0). With a
  * command, the relay forks into the background (dying with its parent) and the
@@ -45,12 +49,73 @@ struct pair {
 static struct pair *pairs[MAX_PAIRS];
 static size_t n_pairs;
 
+/* Hands the client socket c to the proxy; the relay keeps no copy. */
+static void hand_over(int c, const struct sockaddr_un *sun)
+{
+    int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char byte = '\0';
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr msg;
+    struct cmsghdr *cm;
+
+    if (u < 0 || connect(u, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
+        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path,
+                strerror(errno));
+        goto out;
+    }
+    memset(&msg, 0, sizeof(msg));
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &c, sizeof(int));
+    if (sendmsg(u, &msg, MSG_NOSIGNAL) != 1) {
+        fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path,
+                strerror(errno));
+    }
+out:
+    if (u >= 0) {
+        close(u);
+    }
+    close(c);
+}
+
+static int hand_over_loop(int lfd, const struct sockaddr_un *sun)
+{
+    struct pollfd p = {lfd, POLLIN, 0};
+    int one = 1;
+
+    for (;;) {
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+        if (c < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                poll(&p, 1, -1);
+            }
+            continue;
+        }
+        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        hand_over(c, sun);
+    }
+    return 1; /* not reached */
+}
+
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: sbx-relay [--listen ADDR:PORT] [--socket PATH] [--print-port] "
+    fprintf(f, "usage: sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port] "
                "[-- CMD [ARG]...]\n"
-               "Forwards each TCP connection on ADDR:PORT (default 127.0.0.1:3128) to the unix\n"
-               "socket PATH (default /run/sbx-egress/proxy.sock).\n");
+               "Hands each TCP connection on ADDR:PORT (default 127.0.0.1:3128) to the egress\n"
+               "proxy on the unix socket PATH (default /run/sbx-egress/proxy.sock); with\n"
+               "--copy, copies the bytes instead.\n");
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *sin)
@@ -226,12 +291,14 @@ int main(int argc, char **argv)
         {"listen", required_argument, NULL, 'l'},
         {"socket", required_argument, NULL, 's'},
         {"print-port", no_argument, NULL, 'p'},
+        {"copy", no_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *listen_at = "127.0.0.1:3128";
     const char *sock = "/run/sbx-egress/proxy.sock";
     int print_port = 0;
+    int copy = 0;
     struct sockaddr_in sin;
     socklen_t sl = sizeof(sin);
     struct sockaddr_un sun;
@@ -239,7 +306,7 @@ int main(int argc, char **argv)
     int one = 1;
     int ch;
 
-    while ((ch = getopt_long(argc, argv, "+l:s:ph", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+l:s:pch", opts, NULL)) != -1) {
         switch (ch) {
         case 'l':
             listen_at = optarg;
@@ -249,6 +316,9 @@ int main(int argc, char **argv)
             break;
         case 'p':
             print_port = 1;
+            break;
+        case 'c':
+            copy = 1;
             break;
         case 'h':
             usage(stdout);
@@ -301,5 +371,5 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    return relay_loop(lfd, &sun);
+    return copy ? relay_loop(lfd, &sun) : hand_over_loop(lfd, &sun);
 }

@@ -9,21 +9,26 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <netinet/in.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "egress/egress_int.h"
 #include "egress/request.h"
+#include "egress/tunnel.h"
 #include "util/xalloc.h"
 
-#define PIPE_MAX (1024 * 1024) /* bytes queued towards one side before reading pauses */
 #define FLUSH_TIMEOUT 5        /* seconds to deliver a refusal before closing */
 #define MAX_CANDIDATES 16
 
 enum conn_state {
+    ST_HELLO,
     ST_HEAD,
     ST_RESOLVING,
     ST_CONNECTING,
@@ -49,12 +54,11 @@ struct sbx_egress_conn {
     const char *rule;
     const char *reason;
     int status;
-    uint64_t bytes_up;
-    uint64_t bytes_down;
-    int client_shut;
-    int up_shut;
-    int client_eof;
-    int up_eof;
+    int client_fd;
+    int up_fd;
+    struct event *hello;
+    struct sbx_egress_tunnel *tunnel;
+    uint64_t prefix_up;
     struct sbx_egress_conn *prev;
     struct sbx_egress_conn *next;
 };
@@ -89,8 +93,10 @@ static void finish(struct sbx_egress_conn *c)
     rec.rule = c->rule;
     rec.reason = c->reason;
     rec.status = c->status;
-    rec.bytes_up = c->bytes_up;
-    rec.bytes_down = c->bytes_down;
+    if (c->tunnel != NULL) {
+        sbx_egress_tunnel_counts(c->tunnel, &rec.bytes_up, &rec.bytes_down);
+        rec.bytes_up += c->prefix_up;
+    }
     sbx_egress_log_write(&sb->e->log, &rec);
 
     if (c->prev != NULL) {
@@ -107,6 +113,16 @@ static void finish(struct sbx_egress_conn *c)
     }
     if (c->up != NULL) {
         bufferevent_free(c->up);
+    }
+    sbx_egress_tunnel_free(c->tunnel);
+    if (c->hello != NULL) {
+        event_free(c->hello);
+    }
+    if (c->client_fd >= 0) {
+        close(c->client_fd);
+    }
+    if (c->up_fd >= 0) {
+        close(c->up_fd);
     }
     event_free(c->timer);
     sbx_egress_request_clear(&c->req);
@@ -162,6 +178,10 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
         bufferevent_free(c->up);
         c->up = NULL;
     }
+    if (c->up_fd >= 0) {
+        close(c->up_fd);
+        c->up_fd = -1;
+    }
     bufferevent_disable(c->client, EV_READ);
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
@@ -174,115 +194,46 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
     evtimer_add(c->timer, &flush);
 }
 
-static struct bufferevent *partner(struct sbx_egress_conn *c, struct bufferevent *bev)
-{
-    return bev == c->client ? c->up : c->client;
-}
-
-static void pipe_read(struct bufferevent *bev, void *arg)
+static void tunnel_done(void *arg, const char *reason)
 {
     struct sbx_egress_conn *c = arg;
-    struct bufferevent *other = partner(c, bev);
-    struct evbuffer *src = bufferevent_get_input(bev);
-    struct evbuffer *dst = bufferevent_get_output(other);
-    size_t n = evbuffer_get_length(src);
 
-    if (bev == c->client) {
-        c->bytes_up += n;
+    if (c->reason == NULL) {
+        c->reason = reason;
     }
-    else {
-        c->bytes_down += n;
-    }
-    evbuffer_add_buffer(dst, src);
-    if (evbuffer_get_length(dst) >= PIPE_MAX) {
-        bufferevent_disable(bev, EV_READ);
-        bufferevent_setwatermark(other, EV_WRITE, PIPE_MAX / 2, 0);
-    }
+    finish(c);
 }
 
-static void shut(struct sbx_egress_conn *c, struct bufferevent *bev)
-{
-    int *done = bev == c->client ? &c->client_shut : &c->up_shut;
-
-    if (!*done) {
-        *done = 1;
-        shutdown(bufferevent_getfd(bev), SHUT_WR);
-    }
-}
-
-static void check_done(struct sbx_egress_conn *c)
-{
-    if (c->client_shut && c->up_shut) {
-        finish(c);
-    }
-}
-
-static void pipe_write(struct bufferevent *bev, void *arg)
-{
-    struct sbx_egress_conn *c = arg;
-    struct bufferevent *other = partner(c, bev);
-    int other_eof = other == c->client ? c->client_eof : c->up_eof;
-
-    bufferevent_setwatermark(bev, EV_WRITE, 0, 0);
-    if (!other_eof) {
-        bufferevent_enable(other, EV_READ);
-        return;
-    }
-    if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-        shut(c, bev);
-        check_done(c);
-    }
-}
-
-static void pipe_event(struct bufferevent *bev, short events, void *arg)
-{
-    struct sbx_egress_conn *c = arg;
-    struct bufferevent *other = partner(c, bev);
-
-    if (events & BEV_EVENT_EOF) {
-        pipe_read(bev, c);
-        bufferevent_disable(bev, EV_READ);
-        if (bev == c->client) {
-            c->client_eof = 1;
-        }
-        else {
-            c->up_eof = 1;
-        }
-        bufferevent_setwatermark(other, EV_WRITE, 0, 0);
-        if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
-            shut(c, other);
-            check_done(c);
-        }
-        return;
-    }
-    if (events & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) {
-        if (c->reason == NULL) {
-            c->reason = bev == c->client ? "client-error" : "destination-error";
-        }
-        finish(c);
-    }
-}
-
+/* The destination is connected: answer CONNECT (or send the rewritten head), then hand
+ * both sockets to a splice tunnel. Bytes already read from the client go first. */
 static void start_pipe(struct sbx_egress_conn *c)
 {
+    struct evbuffer *up_prefix = evbuffer_new();
+    struct evbuffer *client_prefix = evbuffer_new();
+
     c->state = ST_PIPE;
     event_del(c->timer);
     if (c->req.connect) {
         c->status = 200;
-        evbuffer_add_printf(bufferevent_get_output(c->client),
-                            "HTTP/1.1 200 Connection established\r\n\r\n");
+        evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
     }
     else {
-        bufferevent_write(c->up, c->req.forward, c->req.forward_len);
-        c->bytes_up += c->req.forward_len;
+        evbuffer_add(up_prefix, c->req.forward, c->req.forward_len);
+        c->prefix_up = c->req.forward_len;
     }
-    bufferevent_setwatermark(c->client, EV_READ, 0, 0);
-    bufferevent_setcb(c->client, pipe_read, pipe_write, pipe_event, c);
-    bufferevent_setcb(c->up, pipe_read, pipe_write, pipe_event, c);
-    bufferevent_enable(c->up, EV_READ | EV_WRITE);
-    bufferevent_enable(c->client, EV_READ | EV_WRITE);
-    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
-        pipe_read(c->client, c);
+    c->prefix_up += evbuffer_get_length(bufferevent_get_input(c->client));
+    evbuffer_add_buffer(up_prefix, bufferevent_get_input(c->client));
+    bufferevent_free(c->client);
+    c->client = NULL;
+    bufferevent_free(c->up);
+    c->up = NULL;
+    c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
+                                      client_prefix, tunnel_done, c);
+    evbuffer_free(up_prefix);
+    evbuffer_free(client_prefix);
+    if (c->tunnel == NULL) {
+        c->reason = "out-of-pipes";
+        finish(c);
     }
 }
 
@@ -300,6 +251,8 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
     }
     bufferevent_free(c->up);
     c->up = NULL;
+    close(c->up_fd);
+    c->up_fd = -1;
     connect_next(c);
 }
 
@@ -336,13 +289,19 @@ static void connect_next(struct sbx_egress_conn *c)
         snprintf(c->address, sizeof(c->address), "[%s]:%u", ip, c->req.port);
     }
     c->state = ST_CONNECTING;
-    c->up = bufferevent_socket_new(c->sb->e->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c->up_fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->up_fd < 0) {
+        refuse(c, 502, "connect-failed");
+        return;
+    }
+    c->up = bufferevent_socket_new(c->sb->e->base, c->up_fd, 0);
     bufferevent_setcb(c->up, NULL, NULL, connect_event, c);
     bufferevent_set_timeouts(c->up, NULL, &c->sb->e->connect_timeout);
     if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss, (int)len) < 0) {
-        /* bufferevent_socket_connect has freed nothing; an immediate failure. */
         bufferevent_free(c->up);
         c->up = NULL;
+        close(c->up_fd);
+        c->up_fd = -1;
         connect_next(c);
     }
 }
@@ -504,7 +463,116 @@ static void timer_fired(evutil_socket_t fd, short what, void *arg)
         refuse(c, 408, "header-timeout");
         return;
     }
+    if (c->state == ST_HELLO) {
+        c->reason = "header-timeout";
+        c->status = 408;
+    }
     finish(c);
+}
+
+static void start_head(struct sbx_egress_conn *c, const char *first, size_t n)
+{
+    c->state = ST_HEAD;
+    c->client = bufferevent_socket_new(c->sb->e->base, c->client_fd, 0);
+    if (n > 0) {
+        evbuffer_add(bufferevent_get_input(c->client), first, n);
+    }
+    bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_HEAD_MAX + 1);
+    bufferevent_setcb(c->client, head_read, NULL, head_event, c);
+    bufferevent_enable(c->client, EV_READ);
+    if (n > 0) {
+        head_read(c->client, c);
+    }
+}
+
+/* A TCP or TCPv6 stream socket: the only kind of descriptor a relay may pass (a file
+ * or pipe could block the loop). */
+static int is_inet_stream(int fd)
+{
+    struct stat st;
+    int v = 0;
+    socklen_t vl = sizeof(v);
+
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        return 0;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0 || v != SOCK_STREAM) {
+        return 0;
+    }
+    vl = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vl) < 0) {
+        return 0;
+    }
+    return v == AF_INET || v == AF_INET6;
+}
+
+/* The first byte on a sandbox socket: either a relay handing over its client's TCP
+ * socket (one NUL byte with SCM_RIGHTS), or the start of a plain request stream. */
+static void hello_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg;
+    int fds[4];
+    size_t n_fds = 0;
+    ssize_t n;
+
+    (void)what;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+    n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+    }
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+            for (size_t i = 0; i < k && n_fds < 4; i++) {
+                memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            }
+        }
+    }
+    event_free(c->hello);
+    c->hello = NULL;
+    if (n <= 0) {
+        for (size_t i = 0; i < n_fds; i++) {
+            close(fds[i]);
+        }
+        c->reason = "client-closed";
+        finish(c);
+        return;
+    }
+    if (n_fds == 0) {
+        start_head(c, &byte, 1);
+        return;
+    }
+    for (size_t i = 1; i < n_fds; i++) {
+        close(fds[i]);
+    }
+    if (byte != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || !is_inet_stream(fds[0])) {
+        close(fds[0]);
+        c->reason = "bad-handover";
+        finish(c);
+        return;
+    }
+    /* The relay's client socket replaces the unix connection. */
+    close(c->client_fd);
+    c->client_fd = fds[0];
+    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0) {
+        c->reason = "bad-handover";
+        finish(c);
+        return;
+    }
+    start_head(c, NULL, 0);
 }
 
 void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
@@ -516,19 +584,19 @@ void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, in
     (void)sa;
     (void)len;
     c->sb = sb;
+    c->client_fd = fd;
+    c->up_fd = -1;
     clock_gettime(CLOCK_REALTIME, &c->start);
     clock_gettime(CLOCK_MONOTONIC, &c->t0);
-    c->client = bufferevent_socket_new(sb->e->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->timer = evtimer_new(sb->e->base, timer_fired, c);
-    c->state = ST_HEAD;
+    c->state = ST_HELLO;
     c->next = sb->conns;
     if (sb->conns != NULL) {
         sb->conns->prev = c;
     }
     sb->conns = c;
-    bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_HEAD_MAX + 1);
-    bufferevent_setcb(c->client, head_read, NULL, head_event, c);
-    bufferevent_enable(c->client, EV_READ);
+    c->hello = event_new(sb->e->base, fd, EV_READ | EV_PERSIST, hello_read, c);
+    event_add(c->hello, NULL);
     evtimer_add(c->timer, &sb->e->header_timeout);
 }
 
