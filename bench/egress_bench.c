@@ -2,7 +2,8 @@
  * on a loopback port, then the proxy's unix socket, then the destination) against a
  * direct loopback connection, measured in the same run.
  *
- *   egress_bench [MIB] [CONNECTS] [ROUNDS]   (defaults: 1024 MiB, 200 connections, 3)
+ *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy]
+ *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy)
  *
  * The destination is a thread of this program on 127.0.0.1; the proxy runs in this
  * process through its API; the relay is ../libexec/sbx-relay next to this binary (or
@@ -29,6 +30,26 @@
 #define CHUNK (1024 * 1024)
 
 static int origin_fd;
+static pid_t relay_pid;
+static char bench_dir[] = "/tmp/sbx-egress-bench-XXXXXX";
+
+/* On any exit: stop the relay and remove the scratch directory. */
+static void cleanup(void)
+{
+    char cmd[64];
+
+    if (relay_pid > 0) {
+        kill(relay_pid, SIGTERM);
+        waitpid(relay_pid, NULL, 0);
+        relay_pid = 0;
+    }
+    if (strchr(bench_dir, 'X') == NULL) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", bench_dir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "egress_bench: could not remove %s\n", bench_dir);
+        }
+    }
+}
 static int origin_port;
 static int64_t bulk_bytes;
 
@@ -228,6 +249,8 @@ static char *relay_path(void)
     return xasprintf("%s/../libexec/sbx-relay", exe);
 }
 
+static int relay_copy; /* argv[4] == "copy": the relay copies bytes (--copy) */
+
 static pid_t start_relay(const char *sock, int *port)
 {
     int fds[2];
@@ -244,7 +267,7 @@ static pid_t start_relay(const char *sock, int *port)
         dup2(fds[1], 1);
         close(fds[0]);
         execl(relay, relay, "--listen", "127.0.0.1:0", "--socket", sock, "--print-port",
-              (char *)NULL);
+              relay_copy ? "--copy" : (char *)NULL, (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -264,7 +287,9 @@ int main(int argc, char **argv)
     long mib = argc > 1 ? atol(argv[1]) : 1024;
     int connects = argc > 2 ? atoi(argv[2]) : 200;
     int rounds = argc > 3 ? atoi(argv[3]) : 3;
-    char dir[] = "/tmp/sbx-egress-bench-XXXXXX";
+
+    relay_copy = argc > 4 && strcmp(argv[4], "copy") == 0;
+    char *dir = bench_dir;
     struct sbx_config *cfg = sbx_config_defaults();
     struct sbx_egress *e;
     struct sbx_egress_summary sum;
@@ -280,7 +305,6 @@ int main(int argc, char **argv)
     double p_tp;
     double d_lat;
     double p_lat;
-    char *cmd;
 
     if (mib <= 0 || connects <= 0 || rounds <= 0) {
         fprintf(stderr, "usage: egress_bench [MIB] [CONNECTS] [ROUNDS]\n");
@@ -291,6 +315,7 @@ int main(int argc, char **argv)
     if (mkdtemp(dir) == NULL) {
         die("mkdtemp");
     }
+    atexit(cleanup);
     origin_fd = tcp_listen(&origin_port);
     pthread_create(&th, NULL, origin_main, NULL);
 
@@ -314,6 +339,7 @@ int main(int argc, char **argv)
         return 1;
     }
     relay = start_relay(sock, &relay_port);
+    relay_pid = relay;
 
     /* Warm up both paths, then alternate so both see the same machine load. */
     latency(0, 10);
@@ -332,8 +358,8 @@ int main(int argc, char **argv)
         p_tp = p > p_tp ? p : p_tp;
     }
 
-    printf("egress bench: %ld MiB transfer, %d connects (sbx-relay -> unix socket -> proxy "
-           "-> 127.0.0.1)\n", mib, connects);
+    printf("egress bench: %ld MiB transfer, %d connects (sbx-relay%s -> unix socket -> proxy "
+           "-> 127.0.0.1)\n", mib, connects, relay_copy ? " --copy" : "");
     printf("  best of %d  ", rounds);
     printf("throughput  direct %9.1f MiB/s   proxied %9.1f MiB/s   ratio %.2f  (target "
            ">= 0.50: %s)\n", d_tp, p_tp, p_tp / d_tp, p_tp / d_tp >= 0.5 ? "met" : "MISSED");
@@ -343,17 +369,13 @@ int main(int argc, char **argv)
 
     kill(relay, SIGTERM);
     waitpid(relay, NULL, 0);
+    relay_pid = 0;
     sbx_egress_remove(e, sockdir, &sum);
     printf("  proxy log: %llu allowed, %llu denied, %llu log errors\n",
            (unsigned long long)sum.allowed, (unsigned long long)sum.denied,
            (unsigned long long)sum.log_errors);
     sbx_egress_stop(e);
     sbx_config_destroy(cfg);
-    cmd = xasprintf("rm -rf '%s'", dir);
-    if (system(cmd) != 0) {
-        fprintf(stderr, "egress_bench: could not remove %s\n", dir);
-    }
-    free(cmd);
     free(sockdir);
     free(sock);
     free(rule);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -46,6 +47,8 @@ static inline pid_t test_spawn_port(char *const argv[], int *port)
         abort();
     }
     if (pid == 0) {
+        /* Dies with the test, even when a failed assertion skips test_kill(). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "config/config.h"
 #include "egress/egress.h"
@@ -42,7 +43,7 @@ static const char *env(const char *name)
     return v;
 }
 
-static pid_t start_relay(const char *sock, int *port)
+static pid_t start_relay_mode(const char *sock, int *port, const char *mode)
 {
     char *relay = NULL;
     char *sockopt = NULL;
@@ -51,7 +52,8 @@ static pid_t start_relay(const char *sock, int *port)
     assert_true(asprintf(&relay, "%s/libexec/sbx-relay", env("SBX_BUILD_DIR")) > 0);
     assert_true(asprintf(&sockopt, "--socket=%s", sock) > 0);
     {
-        char *argv[] = {relay, "--listen", "127.0.0.1:0", sockopt, "--print-port", NULL};
+        char *argv[] = {relay, "--listen", "127.0.0.1:0", sockopt, "--print-port",
+                        (char *)mode, NULL};
 
         pid = test_spawn_port(argv, port);
     }
@@ -59,6 +61,11 @@ static pid_t start_relay(const char *sock, int *port)
     free(sockopt);
     assert_true(pid > 0);
     return pid;
+}
+
+static pid_t start_relay(const char *sock, int *port)
+{
+    return start_relay_mode(sock, port, NULL);
 }
 
 static int setup(void **state)
@@ -454,6 +461,7 @@ static void test_log_and_summary(void **state)
     find_line(arr, NULL, "deny", "header-timeout");
     find_line(arr, NULL, "deny", "header-too-large");
     find_line(arr, NULL, "deny", "malformed-head");
+    find_line(arr, NULL, "deny", "bad-handover");
     json_decref(arr);
     free(rule);
     free(addr);
@@ -473,7 +481,10 @@ static void test_netns_bypass(void **state)
     script = xasprintf_test(
         "set -u\n"
         "ip link set lo up || exit 3\n"
-        "'%s' --socket '%s/proxy.sock' & rp=$!\n"
+        "mkdir -p /run/sbx-egress && mount --bind '%s' /run/sbx-egress && "
+        "mount -o remount,bind,ro /run/sbx-egress || exit 4\n"
+        "touch /run/sbx-egress/x 2>/dev/null && exit 5\n"
+        "'%s' & rp=$!\n"
         "for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:3128/ && break; "
         "sleep 0.1; done\n"
         "echo proxy=$(curl -sS -m 10 -o /dev/null -w '%%{http_code}' -x http://127.0.0.1:3128 "
@@ -490,12 +501,12 @@ static void test_netns_bypass(void **state)
         "2>/dev/null; echo dns=$?\n"
         "bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null; echo rawtcp=$?\n"
         "kill $rp\n",
-        relay, t.sockdir, t.http_port, t.http_port, t.http_port, t.http_port, t.http_port,
+        t.sockdir, relay, t.http_port, t.http_port, t.http_port, t.http_port, t.http_port,
         t.http_port);
     free(test_write_file(t.dir, "netns.sh", script));
     free(script);
     cmd = xasprintf_test("HOST_IPS=\"$(hostname -I 2>/dev/null | sed 's/[^ ]*:[^ ]*/[&]/g')\" "
-                         "unshare --net sh %s/netns.sh 2>&1", t.dir);
+                         "unshare --net --mount sh %s/netns.sh 2>&1", t.dir);
     out = test_run(cmd, &st);
     free(cmd);
     free(relay);
@@ -600,13 +611,83 @@ static void test_add_errors(void **state)
     free(longdir);
 }
 
+/* The relay's --copy mode: bytes copied over a plain unix stream, no handover. */
+static void test_relay_copy_mode(void **state)
+{
+    char *sock = xasprintf_test("%s/proxy.sock", t.sockdir);
+    char *args = xasprintf_test("https://allowed.test:%d/", t.https_port);
+    int saved = t.relay_port;
+    pid_t relay = start_relay_mode(sock, &t.relay_port, "--copy");
+    int st;
+    char *out = curl(args, &st);
+
+    (void)state;
+    assert_int_equal(st, 0);
+    expect_in(out, "hello from https allowed.test");
+    free(out);
+    free(args);
+    args = xasprintf_test("-i http://denied.test:%d/", t.http_port);
+    out = curl(args, &st);
+    expect_in(out, "X-Sbx-Deny: not-allowed");
+    free(out);
+    free(args);
+    test_kill(relay);
+    t.relay_port = saved;
+    free(sock);
+}
+
+/* Only a TCP socket may be handed over: a pipe is refused and logged. */
+static void test_bad_handover(void **state)
+{
+    char *path = xasprintf_test("%s/proxy.sock", t.sockdir);
+    struct sockaddr_un sun;
+    int u = socket(AF_UNIX, SOCK_STREAM, 0);
+    int p[2];
+    char byte = '\0';
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr msg;
+    struct cmsghdr *cm;
+    char *reply;
+
+    (void)state;
+    assert_int_equal(pipe(p), 0);
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    assert_int_equal(connect(u, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    memset(&msg, 0, sizeof(msg));
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &p[0], sizeof(int));
+    assert_int_equal(sendmsg(u, &msg, 0), 1);
+    reply = test_read_all(u);
+    assert_string_equal(reply, ""); /* closed without a word */
+    free(reply);
+    close(u);
+    close(p[0]);
+    close(p[1]);
+    free(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allowed_http),     cmocka_unit_test(test_allowed_https),
         cmocka_unit_test(test_wildcard),         cmocka_unit_test(test_denied),
         cmocka_unit_test(test_bypass_requests),  cmocka_unit_test(test_slowloris),
-        cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_log_and_summary),
+        cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
+        cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
     };
 

@@ -475,7 +475,8 @@ static void start_head(struct sbx_egress_conn *c, const char *first, size_t n)
     c->state = ST_HEAD;
     c->client = bufferevent_socket_new(c->sb->e->base, c->client_fd, 0);
     if (n > 0) {
-        evbuffer_add(bufferevent_get_input(c->client), first, n);
+        /* The input's end is frozen (only the bufferevent appends); its front is not. */
+        evbuffer_prepend(bufferevent_get_input(c->client), first, n);
     }
     bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_HEAD_MAX + 1);
     bufferevent_setcb(c->client, head_read, NULL, head_event, c);
