@@ -375,6 +375,17 @@ int main(int argc, char **argv)
            (unsigned long long)sum.allowed, (unsigned long long)sum.denied,
            (unsigned long long)sum.log_errors);
     sbx_egress_stop(e);
+    {
+        FILE *f = fopen(cfg->egress.log, "r");
+        char line[1024];
+
+        if (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+            printf("  first log line: %s", line);
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
     sbx_config_destroy(cfg);
     free(sockdir);
     free(sock);

@@ -8,7 +8,9 @@
 #include "test_proc.h"
 
 #include <errno.h>
+#include <event2/event.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -680,6 +682,84 @@ static void test_bad_handover(void **state)
     free(path);
 }
 
+struct attach_client {
+    struct event *tick;
+    char *path;
+    char *request;
+    char *reply;
+    _Atomic int done;
+};
+
+static void *attach_client_main(void *arg)
+{
+    struct attach_client *ac = arg;
+    struct sockaddr_un sun;
+    int u = socket(AF_UNIX, SOCK_STREAM, 0);
+
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", ac->path);
+    if (connect(u, (struct sockaddr *)&sun, sizeof(sun)) == 0 &&
+        write(u, ac->request, strlen(ac->request)) == (ssize_t)strlen(ac->request)) {
+        ac->reply = test_read_all(u);
+    }
+    close(u);
+    ac->done = 1;
+    return NULL;
+}
+
+static void attach_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct attach_client *ac = arg;
+
+    (void)fd;
+    (void)what;
+    if (ac->done) {
+        event_base_loopbreak(event_get_base(ac->tick));
+    }
+}
+
+/* sbx serve's mode: the proxy on the caller's event_base; a client speaks HTTP over the
+ * unix socket directly (no relay). */
+static void test_attach(void **state)
+{
+    struct event_base *base = event_base_new();
+    char *dir4 = xasprintf_test("%s/sb4", t.dir);
+    char *rule = xasprintf_test("allowed.test:%d", t.http_port);
+    const char *rules[] = {rule, NULL};
+    struct attach_client ac = {0};
+    struct sbx_egress_summary sum;
+    struct timeval tv = {0, 20000};
+    sbx_error_t *err = NULL;
+    struct sbx_egress *e = sbx_egress_attach(base, t.cfg, &err);
+    pthread_t th;
+
+    (void)state;
+    assert_non_null(e);
+    assert_int_equal(sbx_egress_add(e, dir4, "job-attach", NULL, NULL, rules, &err), 0);
+    ac.path = xasprintf_test("%s/proxy.sock", dir4);
+    ac.request = xasprintf_test("GET http://allowed.test:%d/x HTTP/1.1\r\nHost: "
+                                "allowed.test:%d\r\n\r\n", t.http_port, t.http_port);
+    ac.tick = event_new(base, -1, EV_PERSIST, attach_tick, &ac);
+    event_add(ac.tick, &tv);
+    assert_int_equal(pthread_create(&th, NULL, attach_client_main, &ac), 0);
+    event_base_dispatch(base);
+    pthread_join(th, NULL);
+    assert_non_null(ac.reply);
+    expect_in(ac.reply, "hello from http allowed.test");
+    assert_int_equal(sbx_egress_remove(e, dir4, &sum), 0);
+    assert_int_equal(sum.allowed, 1);
+    assert_int_equal(sum.denied, 0);
+    sbx_egress_stop(e);
+    event_free(ac.tick);
+    event_base_free(base);
+    free(ac.path);
+    free(ac.request);
+    free(ac.reply);
+    free(rule);
+    free(dir4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -689,6 +769,7 @@ int main(void)
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
         cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
+        cmocka_unit_test(test_attach),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
