@@ -161,6 +161,48 @@ static void test_config_pools(void **state)
     expect_error("pools = {\n  gpu = { cpus = 2.0; };\n};\n", 2, "unknown pool 'gpu'");
 }
 
+static void test_config_egress(void **state)
+{
+    char *path = test_write_file(dir, "egress.conf",
+                                 "egress = {\n  log = \"/tmp/e.log\";\n"
+                                 "  header_timeout = \"2s\";\n  connect_timeout = 3;\n"
+                                 "  hosts = ( { name = \"API.Test.\"; address = \"127.0.0.1\"; },\n"
+                                 "            { name = \"v6.test\"; address = \"::1\"; } );\n};\n");
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+    struct sbx_config *d = sbx_config_defaults();
+
+    (void)state;
+    assert_non_null(c);
+    assert_int_equal(c->egress.header_timeout, 2);
+    assert_int_equal(c->egress.connect_timeout, 3);
+    assert_int_equal(c->egress.n_hosts, 2);
+    assert_string_equal(c->egress.hosts[0].name, "api.test");
+    assert_string_equal(c->egress.hosts[0].address, "127.0.0.1");
+    assert_string_equal(c->egress.hosts[1].address, "::1");
+    assert_int_equal(d->egress.header_timeout, SBX_DEFAULT_EGRESS_HEADER_TIMEOUT);
+    assert_int_equal(d->egress.connect_timeout, SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT);
+    assert_int_equal(d->egress.n_hosts, 0);
+    sbx_config_destroy(c);
+    sbx_config_destroy(d);
+    free(path);
+
+    expect_error("egress = {\n hosts = ( { name = \"a.test\"; } );\n};\n", 2,
+                 "needs 'name' and 'address'");
+    expect_error("egress = {\n hosts = ( { name = \"a..test\"; address = \"1.2.3.4\"; } );\n"
+                 "};\n", 2, "not a valid host name (host-malformed)");
+    expect_error("egress = {\n hosts = ( { name = \"10.0.0.1\"; address = \"1.2.3.4\"; } );\n"
+                 "};\n", 2, "not a valid host name (an IP literal)");
+    expect_error("egress = {\n hosts = ( { name = \"a.test\"; address = \"localhost\"; } );\n"
+                 "};\n", 2, "address 'localhost' is not an IP address");
+    expect_error("egress = {\n hosts = ( { name = \"a.test\"; address = \"1.2.3.4\"; port = 1; }"
+                 " );\n};\n", 2, "unknown key 'port'");
+    expect_error("egress = {\n hosts = [ \"a.test\" ];\n};\n", 2, "must be a list of groups");
+    expect_error("egress = {\n header_timeout = \"0s\";\n};\n", 2,
+                 "'egress.header_timeout' must be greater than 0");
+    expect_error("egress = {\n connect_timeout = \"soon\";\n};\n", 2, "bad duration");
+}
+
 static void test_config_missing_file(void **state)
 {
     cleanup_error sbx_error_t *err = NULL;
@@ -269,7 +311,7 @@ int main(void)
         cmocka_unit_test(test_config_bad_units),     cmocka_unit_test(test_config_syntax_error),
         cmocka_unit_test(test_config_instances),     cmocka_unit_test(test_config_pools),
         cmocka_unit_test(test_config_missing_file),  cmocka_unit_test(test_config_search_env),
-        cmocka_unit_test(test_config_plugin_options),
+        cmocka_unit_test(test_config_plugin_options), cmocka_unit_test(test_config_egress),
     };
 
     return cmocka_run_group_tests_name("config", tests, setup, teardown);

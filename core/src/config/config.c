@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "config/schema.h"
+#include "egress/rules.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -246,6 +247,8 @@ static void apply_defaults(struct sbx_config *c)
     c->spike.concurrent_memory = 256LL << 20;
     c->spike.agent_hour_cost = 0.10;
     c->spike.testcontainers_image = xstrdup("sbx-busybox:test");
+    c->egress.header_timeout = SBX_DEFAULT_EGRESS_HEADER_TIMEOUT;
+    c->egress.connect_timeout = SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT;
 }
 
 struct sbx_config *sbx_config_defaults(void)
@@ -268,6 +271,47 @@ static int check_positive(struct sbx_config *c, const char *path, sbx_error_t **
         if (config_setting_get_int64(s) <= 0) {
             return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: '%s' must be greater than 0",
                                  c->path, config_setting_source_line(s), path);
+        }
+    }
+    return 0;
+}
+
+/* egress.hosts: each entry a host name (not an IP literal) and an IP address. */
+static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts,
+                             sbx_error_t **err)
+{
+    if (hosts == NULL) {
+        return 0;
+    }
+    c->egress.n_hosts = (size_t)config_setting_length(hosts);
+    c->egress.hosts = xcalloc(c->egress.n_hosts ? c->egress.n_hosts : 1,
+                              sizeof(*c->egress.hosts));
+    for (size_t i = 0; i < c->egress.n_hosts; i++) {
+        const config_setting_t *e = config_setting_get_elem(hosts, (unsigned)i);
+        cleanup_free char *name = dup_string(e, "name", NULL);
+        char norm[SBX_EGRESS_HOST_MAX + 1];
+        struct sbx_egress_addr a;
+        const char *why;
+
+        c->egress.hosts[i].address = dup_string(e, "address", NULL);
+        if (name == NULL || c->egress.hosts[i].address == NULL) {
+            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: an 'egress.hosts' entry needs "
+                                 "'name' and 'address'", c->path,
+                                 config_setting_source_line(e));
+        }
+        why = sbx_egress_addr_parse(name, &a) ? "an IP literal"
+                                              : sbx_egress_host_normalize(name, strlen(name),
+                                                                          norm);
+        if (why != NULL) {
+            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.hosts' name '%s' is not "
+                                 "a valid host name (%s)", c->path,
+                                 config_setting_source_line(e), name, why);
+        }
+        c->egress.hosts[i].name = xstrdup(norm);
+        if (!sbx_egress_addr_parse(c->egress.hosts[i].address, &a)) {
+            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.hosts' address '%s' is "
+                                 "not an IP address", c->path, config_setting_source_line(e),
+                                 c->egress.hosts[i].address);
         }
     }
     return 0;
@@ -420,6 +464,20 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     }
     c->egress.log = dup_string(egress, "log", NULL);
     c->egress.registries = get_strings(egress, "registries", NULL);
+    c->egress.header_timeout = get_duration(egress, "header_timeout", c->egress.header_timeout);
+    c->egress.connect_timeout = get_duration(egress, "connect_timeout",
+                                             c->egress.connect_timeout);
+    if (c->egress.header_timeout <= 0 || c->egress.connect_timeout <= 0) {
+        const config_setting_t *s = config_setting_get_member(
+            egress, c->egress.header_timeout <= 0 ? "header_timeout" : "connect_timeout");
+
+        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.%s' must be greater than 0",
+                             c->path, config_setting_source_line(s), config_setting_name(s));
+    }
+    if (read_egress_hosts(c, egress ? config_setting_get_member(egress, "hosts") : NULL,
+                          err) < 0) {
+        return -1;
+    }
 
     if (read_instances(c, "providers", SBX_PLUGIN_PROVIDER, err) < 0 ||
         read_instances(c, "credentials", SBX_PLUGIN_CREDENTIAL, err) < 0) {
@@ -523,6 +581,11 @@ void sbx_config_destroy(struct sbx_config *c)
     free(c->spike.testcontainers_image);
     free(c->egress.log);
     free_strv(c->egress.registries);
+    for (size_t i = 0; i < c->egress.n_hosts; i++) {
+        free(c->egress.hosts[i].name);
+        free(c->egress.hosts[i].address);
+    }
+    free(c->egress.hosts);
     free(c->plugin_dir);
     free(c->policy_dir);
     free(c->state_dir);

@@ -32,6 +32,16 @@ struct sbx_instance {
     char *where;               /* "FILE:LINE" or "built-in" */
 };
 
+/* egress.hosts = ( { name = "api.test"; address = "127.0.0.1"; } ): names the egress
+ * proxy resolves itself, before DNS (tests, pinned internal hosts). */
+struct sbx_egress_host {
+    char *name;     /* normal form: lower case, no trailing dot */
+    char *address;  /* an IPv4 or IPv6 literal */
+};
+
+#define SBX_DEFAULT_EGRESS_HEADER_TIMEOUT 10
+#define SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT 10
+
 struct sbx_pool_cfg {
     char *name;    /* "ci" or "agent" */
     double cpus;   /* 0 = share of the box decided by the runner */
@@ -84,6 +94,10 @@ struct sbx_config {
     struct {
         char *log;
         char **registries;
+        struct sbx_egress_host *hosts;  /* egress.hosts: the proxy's static names */
+        size_t n_hosts;
+        int64_t header_timeout;         /* seconds for a client's request head */
+        int64_t connect_timeout;        /* seconds to connect to a destination */
     } egress;
 
     struct {

@@ -51,9 +51,18 @@ static const struct sbx_key runner_keys[] = {
     {NULL, 0, NULL},
 };
 
+static const struct sbx_key egress_host_keys[] = {
+    {"name", SBX_KEY_STRING, NULL},
+    {"address", SBX_KEY_STRING, NULL},
+    {NULL, 0, NULL},
+};
+
 static const struct sbx_key egress_keys[] = {
     {"log", SBX_KEY_STRING, NULL},
     {"registries", SBX_KEY_STRINGS, NULL},
+    {"hosts", SBX_KEY_GROUP_LIST, egress_host_keys},
+    {"header_timeout", SBX_KEY_DURATION, NULL},
+    {"connect_timeout", SBX_KEY_DURATION, NULL},
     {NULL, 0, NULL},
 };
 

@@ -1,0 +1,394 @@
+/* egress_bench.c - throughput and added connect latency of the egress path (sbx-relay
+ * on a loopback port, then the proxy's unix socket, then the destination) against a
+ * direct loopback connection, measured in the same run.
+ *
+ *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy]
+ *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy)
+ *
+ * The destination is a thread of this program on 127.0.0.1; the proxy runs in this
+ * process through its API; the relay is ../libexec/sbx-relay next to this binary (or
+ * $SBX_BUILD_DIR/libexec/sbx-relay). Prints numbers and both ratios. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "egress/egress.h"
+#include "util/xalloc.h"
+
+#define CHUNK (1024 * 1024)
+
+static int origin_fd;
+static pid_t relay_pid;
+static char bench_dir[] = "/tmp/sbx-egress-bench-XXXXXX";
+
+/* On any exit: stop the relay and remove the scratch directory. */
+static void cleanup(void)
+{
+    char cmd[64];
+
+    if (relay_pid > 0) {
+        kill(relay_pid, SIGTERM);
+        waitpid(relay_pid, NULL, 0);
+        relay_pid = 0;
+    }
+    if (strchr(bench_dir, 'X') == NULL) {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", bench_dir);
+        if (system(cmd) != 0) {
+            fprintf(stderr, "egress_bench: could not remove %s\n", bench_dir);
+        }
+    }
+}
+static int origin_port;
+static int64_t bulk_bytes;
+
+static double now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "egress_bench: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+/* The destination: per connection, one command byte: 'B' sends bulk_bytes, 'L' one. */
+static void *origin_main(void *arg)
+{
+    static char buf[CHUNK];
+
+    (void)arg;
+    memset(buf, 'b', sizeof(buf));
+    for (;;) {
+        int c = accept(origin_fd, NULL, NULL);
+        char cmd;
+
+        if (c < 0) {
+            continue;
+        }
+        if (read(c, &cmd, 1) == 1) {
+            if (cmd == 'B') {
+                int64_t left = bulk_bytes;
+
+                while (left > 0) {
+                    ssize_t n = write(c, buf, left < CHUNK ? (size_t)left : CHUNK);
+
+                    if (n <= 0) {
+                        break;
+                    }
+                    left -= n;
+                }
+            }
+            else if (write(c, "x", 1) != 1) {
+                /* the client went away */
+            }
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static int tcp_listen(int *port)
+{
+    struct sockaddr_in sin;
+    socklen_t sl = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 512) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sin, &sl) < 0) {
+        die("listen");
+    }
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+static int tcp_connect(int port)
+{
+    struct sockaddr_in sin;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((unsigned short)port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+        die("connect");
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+/* Opens a stream to the origin, directly (relay_port 0) or through the relay with
+ * CONNECT, and sends the command byte. */
+static int open_stream(int relay_port, char cmd)
+{
+    int fd;
+
+    if (relay_port == 0) {
+        fd = tcp_connect(origin_port);
+    }
+    else {
+        char req[128];
+        char resp[256];
+        size_t got = 0;
+        int n = snprintf(req, sizeof(req), "CONNECT bench.test:%d HTTP/1.1\r\n"
+                         "Host: bench.test:%d\r\n\r\n", origin_port, origin_port);
+
+        fd = tcp_connect(relay_port);
+        if (write(fd, req, (size_t)n) != n) {
+            die("write CONNECT");
+        }
+        /* Read the reply head byte by byte so no tunnel byte is eaten. */
+        while (got < sizeof(resp) - 1) {
+            if (read(fd, resp + got, 1) != 1) {
+                die("read CONNECT reply");
+            }
+            got++;
+            if (got >= 4 && memcmp(resp + got - 4, "\r\n\r\n", 4) == 0) {
+                break;
+            }
+        }
+        resp[got] = '\0';
+        if (strncmp(resp, "HTTP/1.1 200", 12) != 0) {
+            fprintf(stderr, "egress_bench: proxy said: %s\n", resp);
+            exit(1);
+        }
+    }
+    if (write(fd, &cmd, 1) != 1) {
+        die("write command");
+    }
+    return fd;
+}
+
+static double bulk(int relay_port)
+{
+    static char buf[CHUNK];
+    int fd = open_stream(relay_port, 'B');
+    int64_t total = 0;
+    double t0 = now();
+    ssize_t n;
+
+    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+        total += n;
+    }
+    close(fd);
+    if (total != bulk_bytes) {
+        fprintf(stderr, "egress_bench: got %lld of %lld bytes\n", (long long)total,
+                (long long)bulk_bytes);
+        exit(1);
+    }
+    return (double)total / (1024.0 * 1024.0) / (now() - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a;
+    double y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+/* Median microseconds from connect() to the origin's first byte. */
+static double latency(int relay_port, int count)
+{
+    double *v = xcalloc((size_t)count, sizeof(double));
+    double m;
+
+    for (int i = 0; i < count; i++) {
+        double t0 = now();
+        int fd = open_stream(relay_port, 'L');
+        char x;
+
+        if (read(fd, &x, 1) != 1) {
+            die("read first byte");
+        }
+        v[i] = (now() - t0) * 1e6;
+        close(fd);
+    }
+    qsort(v, (size_t)count, sizeof(double), cmp_double);
+    m = v[count / 2];
+    free(v);
+    return m;
+}
+
+static char *relay_path(void)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    const char *build = getenv("SBX_BUILD_DIR");
+    char *slash;
+
+    if (build != NULL) {
+        return xasprintf("%s/libexec/sbx-relay", build);
+    }
+    if (n <= 0) {
+        die("readlink /proc/self/exe");
+    }
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    *slash = '\0';
+    return xasprintf("%s/../libexec/sbx-relay", exe);
+}
+
+static int relay_copy; /* argv[4] == "copy": the relay copies bytes (--copy) */
+
+static pid_t start_relay(const char *sock, int *port)
+{
+    int fds[2];
+    char line[32];
+    pid_t pid;
+    FILE *f;
+    char *relay = relay_path();
+
+    if (pipe(fds) < 0) {
+        die("pipe");
+    }
+    pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(relay, relay, "--listen", "127.0.0.1:0", "--socket", sock, "--print-port",
+              relay_copy ? "--copy" : (char *)NULL, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    f = fdopen(fds[0], "r");
+    if (f == NULL || fgets(line, sizeof(line), f) == NULL) {
+        fprintf(stderr, "egress_bench: %s did not start\n", relay);
+        exit(1);
+    }
+    fclose(f);
+    free(relay);
+    *port = atoi(line);
+    return pid;
+}
+
+int main(int argc, char **argv)
+{
+    long mib = argc > 1 ? atol(argv[1]) : 1024;
+    int connects = argc > 2 ? atoi(argv[2]) : 200;
+    int rounds = argc > 3 ? atoi(argv[3]) : 3;
+
+    relay_copy = argc > 4 && strcmp(argv[4], "copy") == 0;
+    char *dir = bench_dir;
+    struct sbx_config *cfg = sbx_config_defaults();
+    struct sbx_egress *e;
+    struct sbx_egress_summary sum;
+    sbx_error_t *err = NULL;
+    pthread_t th;
+    char *sockdir;
+    char *sock;
+    char *rule;
+    const char *rules[2];
+    pid_t relay;
+    int relay_port;
+    double d_tp;
+    double p_tp;
+    double d_lat;
+    double p_lat;
+
+    if (mib <= 0 || connects <= 0 || rounds <= 0) {
+        fprintf(stderr, "usage: egress_bench [MIB] [CONNECTS] [ROUNDS]\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    bulk_bytes = (int64_t)mib << 20;
+    if (mkdtemp(dir) == NULL) {
+        die("mkdtemp");
+    }
+    atexit(cleanup);
+    origin_fd = tcp_listen(&origin_port);
+    pthread_create(&th, NULL, origin_main, NULL);
+
+    cfg->egress.log = xasprintf("%s/egress.log", dir);
+    cfg->egress.hosts = xcalloc(1, sizeof(*cfg->egress.hosts));
+    cfg->egress.hosts[0].name = xstrdup("bench.test");
+    cfg->egress.hosts[0].address = xstrdup("127.0.0.1");
+    cfg->egress.n_hosts = 1;
+    e = sbx_egress_start(cfg, &err);
+    if (e == NULL) {
+        fprintf(stderr, "egress_bench: %s\n", err->msg);
+        return 1;
+    }
+    sockdir = xasprintf("%s/sb", dir);
+    sock = xasprintf("%s/%s", sockdir, SBX_EGRESS_SOCKET);
+    rule = xasprintf("bench.test:%d", origin_port);
+    rules[0] = rule;
+    rules[1] = NULL;
+    if (sbx_egress_add(e, sockdir, "bench", "bench", "bench", rules, &err) < 0) {
+        fprintf(stderr, "egress_bench: %s\n", err->msg);
+        return 1;
+    }
+    relay = start_relay(sock, &relay_port);
+    relay_pid = relay;
+
+    /* Warm up both paths, then alternate so both see the same machine load. */
+    latency(0, 10);
+    latency(relay_port, 10);
+    d_lat = latency(0, connects);
+    p_lat = latency(relay_port, connects);
+    /* Rounds of one direct and one proxied transfer; the best of each (the machine is
+     * shared, the best is the least disturbed). */
+    d_tp = p_tp = 0.0;
+    for (int r = 0; r < rounds; r++) {
+        double d = bulk(0);
+        double p = bulk(relay_port);
+
+        printf("  round %d: direct %.1f MiB/s, proxied %.1f MiB/s\n", r + 1, d, p);
+        d_tp = d > d_tp ? d : d_tp;
+        p_tp = p > p_tp ? p : p_tp;
+    }
+
+    printf("egress bench: %ld MiB transfer, %d connects (sbx-relay%s -> unix socket -> proxy "
+           "-> 127.0.0.1)\n", mib, connects, relay_copy ? " --copy" : "");
+    printf("  best of %d  ", rounds);
+    printf("throughput  direct %9.1f MiB/s   proxied %9.1f MiB/s   ratio %.2f  (target "
+           ">= 0.50: %s)\n", d_tp, p_tp, p_tp / d_tp, p_tp / d_tp >= 0.5 ? "met" : "MISSED");
+    printf("  connect     direct %9.1f us      proxied %9.1f us      ratio %.2f  added %.1f "
+           "us (target < 1000 us: %s)\n", d_lat, p_lat, p_lat / d_lat, p_lat - d_lat,
+           p_lat - d_lat < 1000.0 ? "met" : "MISSED");
+
+    kill(relay, SIGTERM);
+    waitpid(relay, NULL, 0);
+    relay_pid = 0;
+    sbx_egress_remove(e, sockdir, &sum);
+    printf("  proxy log: %llu allowed, %llu denied, %llu log errors\n",
+           (unsigned long long)sum.allowed, (unsigned long long)sum.denied,
+           (unsigned long long)sum.log_errors);
+    sbx_egress_stop(e);
+    {
+        FILE *f = fopen(cfg->egress.log, "r");
+        char line[1024];
+
+        if (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+            printf("  first log line: %s", line);
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    sbx_config_destroy(cfg);
+    free(sockdir);
+    free(sock);
+    free(rule);
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* egress.h - the host's egress proxy: HTTP CONNECT and absolute-URI HTTP, one unix
+ * socket per sandbox, deny by default, one JSON log line per connection
+ * (docs/egress.md).
+ *
+ * Threads: an egress made by sbx_egress_start runs its own thread and event loop;
+ * sbx_egress_add, _remove, _summary and _stop may then be called from any thread
+ * (they run on the loop thread and wait for it). An egress made by
+ * sbx_egress_attach runs on the caller's event_base; call everything from the thread
+ * that runs that loop. */
+#ifndef SBX_EGRESS_EGRESS_H
+#define SBX_EGRESS_EGRESS_H
+
+#include <stdint.h>
+
+#include "config/config.h"
+#include "util/error.h"
+
+#define SBX_EGRESS_SOCKET "proxy.sock"
+
+struct event_base;
+struct sbx_egress;
+
+struct sbx_egress_summary {
+    uint64_t allowed;     /* connections the rules allowed */
+    uint64_t denied;      /* connections refused (rules, bad requests, timeouts) */
+    uint64_t log_errors;  /* log lines that could not be written (whole proxy) */
+};
+
+/* Starts the proxy on its own thread. Uses cfg->egress (log, hosts, timeouts); the
+ * log file is opened here, and failure to open it is an error. */
+struct sbx_egress *sbx_egress_start(const struct sbx_config *cfg, sbx_error_t **err);
+/* The same on an existing event_base (e.g. `sbx serve`'s loop). */
+struct sbx_egress *sbx_egress_attach(struct event_base *base, const struct sbx_config *cfg,
+                                     sbx_error_t **err);
+
+/* Creates DIR (mode 0755, if missing) and DIR/proxy.sock (mode 0666) for one sandbox;
+ * connections on that socket are checked against allow_rules (NULL-terminated, see
+ * docs/egress.md; NULL or empty denies everything) and logged with job, task and
+ * sandbox (any may be NULL). */
+int sbx_egress_add(struct sbx_egress *e, const char *dir, const char *job, const char *task,
+                   const char *sandbox, const char *const *allow_rules, sbx_error_t **err);
+/* Counters of the sandbox at DIR so far. -1 if DIR is unknown. */
+int sbx_egress_summary(struct sbx_egress *e, const char *dir, struct sbx_egress_summary *out);
+/* Closes the sandbox's socket (unlinks DIR/proxy.sock, leaves DIR) and its open
+ * connections (each logged); fills out (may be NULL). -1 if DIR is unknown. */
+int sbx_egress_remove(struct sbx_egress *e, const char *dir, struct sbx_egress_summary *out);
+/* Removes every sandbox, stops the thread (if any) and frees e. NULL is fine. */
+void sbx_egress_stop(struct sbx_egress *e);
+
+#endif

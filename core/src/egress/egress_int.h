@@ -1,0 +1,62 @@
+/* egress_int.h - internals shared by egress.c (lifecycle) and proxy.c (connections). */
+#ifndef SBX_EGRESS_INT_H
+#define SBX_EGRESS_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "egress/egress.h"
+#include "egress/egress_log.h"
+#include "egress/rules.h"
+
+struct event;
+struct evconnlistener;
+struct evdns_base;
+struct sbx_egress_conn;
+
+struct sbx_egress_static_host {
+    char *name;
+    struct sbx_egress_addr addr;
+};
+
+struct sbx_egress_sandbox {
+    struct sbx_egress *e;
+    char *dir;
+    char *sock;
+    char *job;
+    char *task;
+    char *name;
+    struct sbx_egress_rules rules;
+    struct evconnlistener *listener;
+    struct sbx_egress_conn *conns;
+    uint64_t allowed;
+    uint64_t denied;
+    struct sbx_egress_sandbox *next;
+};
+
+struct sbx_egress_cmd;
+
+struct sbx_egress {
+    struct event_base *base;
+    int own_base;
+    int threaded;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct sbx_egress_cmd *cmds;
+    struct event *wake;
+    struct evdns_base *dns;
+    struct sbx_egress_log log;
+    struct sbx_egress_static_host *hosts;
+    size_t n_hosts;
+    struct timeval header_timeout;
+    struct timeval connect_timeout;
+    struct sbx_egress_sandbox *sandboxes;
+};
+
+/* proxy.c: the listener callback (arg is the sandbox) and closing a connection. */
+void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg);
+void sbx_egress_conn_close(struct sbx_egress_conn *c, const char *reason);
+
+#endif

@@ -1,0 +1,618 @@
+/* proxy.c - one proxied connection: read and check the request head, decide, resolve,
+ * connect, then relay bytes both ways with back-pressure and half-close. Runs on the
+ * egress event loop only. */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+#include <netinet/in.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "egress/egress_int.h"
+#include "egress/request.h"
+#include "egress/tunnel.h"
+#include "util/xalloc.h"
+
+#define FLUSH_TIMEOUT 5        /* seconds to deliver a refusal before closing */
+#define MAX_CANDIDATES 16
+
+enum conn_state {
+    ST_HELLO,
+    ST_HEAD,
+    ST_RESOLVING,
+    ST_CONNECTING,
+    ST_PIPE,
+    ST_CLOSING,
+};
+
+struct sbx_egress_conn {
+    struct sbx_egress_sandbox *sb;
+    struct bufferevent *client;
+    struct bufferevent *up;
+    struct event *timer;
+    enum conn_state state;
+    struct sbx_egress_request req;
+    struct timespec start;
+    struct timespec t0;
+    struct evdns_getaddrinfo_request *dns;
+    struct sbx_egress_addr cand[MAX_CANDIDATES];
+    size_t n_cand;
+    size_t next_cand;
+    char address[INET6_ADDRSTRLEN + 8];
+    const char *decision;
+    const char *rule;
+    const char *reason;
+    int status;
+    int client_fd;
+    int up_fd;
+    struct event *hello;
+    struct sbx_egress_tunnel *tunnel;
+    uint64_t prefix_up;
+    struct sbx_egress_conn *prev;
+    struct sbx_egress_conn *next;
+};
+
+static void finish(struct sbx_egress_conn *c)
+{
+    struct sbx_egress_sandbox *sb = c->sb;
+    struct sbx_egress_record rec = {0};
+    struct timespec now;
+
+    if (c->dns != NULL) {
+        struct evdns_getaddrinfo_request *r = c->dns;
+
+        c->dns = NULL;
+        evdns_getaddrinfo_cancel(r);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (c->decision == NULL) {
+        c->decision = "deny";
+        sb->denied++;
+    }
+    rec.start = c->start;
+    rec.duration = (double)(now.tv_sec - c->t0.tv_sec) + (now.tv_nsec - c->t0.tv_nsec) / 1e9;
+    rec.job = sb->job;
+    rec.task = sb->task;
+    rec.sandbox = sb->name;
+    rec.method = c->req.method[0] ? c->req.method : NULL;
+    rec.host = c->req.host[0] ? c->req.host : NULL;
+    rec.port = c->req.port;
+    rec.address = c->address[0] ? c->address : NULL;
+    rec.decision = c->decision;
+    rec.rule = c->rule;
+    rec.reason = c->reason;
+    rec.status = c->status;
+    if (c->tunnel != NULL) {
+        sbx_egress_tunnel_counts(c->tunnel, &rec.bytes_up, &rec.bytes_down);
+        rec.bytes_up += c->prefix_up;
+    }
+    sbx_egress_log_write(&sb->e->log, &rec);
+
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    }
+    else {
+        sb->conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    if (c->client != NULL) {
+        bufferevent_free(c->client);
+    }
+    if (c->up != NULL) {
+        bufferevent_free(c->up);
+    }
+    sbx_egress_tunnel_free(c->tunnel);
+    if (c->hello != NULL) {
+        event_free(c->hello);
+    }
+    if (c->client_fd >= 0) {
+        close(c->client_fd);
+    }
+    if (c->up_fd >= 0) {
+        close(c->up_fd);
+    }
+    event_free(c->timer);
+    sbx_egress_request_clear(&c->req);
+    free(c);
+}
+
+static const char *status_text(int status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 408:
+        return "Request Timeout";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 502:
+        return "Bad Gateway";
+    default:
+        return "Error";
+    }
+}
+
+static void closing_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    finish(arg);
+}
+
+static void closing_event(struct bufferevent *bev, short events, void *arg)
+{
+    (void)bev;
+    (void)events;
+    finish(arg);
+}
+
+/* Answers STATUS with the reason header and closes once it is sent. A connection the
+ * rules allowed keeps decision "allow" (a 502 after an allow is not a denial). */
+static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
+{
+    struct evbuffer *out = bufferevent_get_output(c->client);
+    struct timeval flush = {FLUSH_TIMEOUT, 0};
+
+    if (c->decision == NULL) {
+        c->decision = "deny";
+        c->sb->denied++;
+    }
+    c->status = status;
+    c->reason = reason;
+    c->state = ST_CLOSING;
+    if (c->up != NULL) {
+        bufferevent_free(c->up);
+        c->up = NULL;
+    }
+    if (c->up_fd >= 0) {
+        close(c->up_fd);
+        c->up_fd = -1;
+    }
+    bufferevent_disable(c->client, EV_READ);
+    evbuffer_add_printf(out,
+                        "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
+                        "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
+                        status, status_text(status), reason, strlen("sbx egress: \n") +
+                        strlen(reason), reason);
+    bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
+    bufferevent_setcb(c->client, NULL, closing_write, closing_event, c);
+    bufferevent_enable(c->client, EV_WRITE);
+    evtimer_add(c->timer, &flush);
+}
+
+static void tunnel_done(void *arg, const char *reason)
+{
+    struct sbx_egress_conn *c = arg;
+
+    if (c->reason == NULL) {
+        c->reason = reason;
+    }
+    finish(c);
+}
+
+/* The destination is connected: answer CONNECT (or send the rewritten head), then hand
+ * both sockets to a splice tunnel. Bytes already read from the client go first. */
+static void start_pipe(struct sbx_egress_conn *c)
+{
+    struct evbuffer *up_prefix = evbuffer_new();
+    struct evbuffer *client_prefix = evbuffer_new();
+
+    c->state = ST_PIPE;
+    event_del(c->timer);
+    if (c->req.connect) {
+        c->status = 200;
+        evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
+    }
+    else {
+        evbuffer_add(up_prefix, c->req.forward, c->req.forward_len);
+        c->prefix_up = c->req.forward_len;
+    }
+    c->prefix_up += evbuffer_get_length(bufferevent_get_input(c->client));
+    evbuffer_add_buffer(up_prefix, bufferevent_get_input(c->client));
+    bufferevent_free(c->client);
+    c->client = NULL;
+    bufferevent_free(c->up);
+    c->up = NULL;
+    c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
+                                      client_prefix, tunnel_done, c);
+    evbuffer_free(up_prefix);
+    evbuffer_free(client_prefix);
+    if (c->tunnel == NULL) {
+        c->reason = "out-of-pipes";
+        finish(c);
+    }
+}
+
+static void connect_next(struct sbx_egress_conn *c);
+
+static void connect_event(struct bufferevent *bev, short events, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+
+    (void)bev;
+    if (events & BEV_EVENT_CONNECTED) {
+        bufferevent_set_timeouts(c->up, NULL, NULL);
+        start_pipe(c);
+        return;
+    }
+    bufferevent_free(c->up);
+    c->up = NULL;
+    close(c->up_fd);
+    c->up_fd = -1;
+    connect_next(c);
+}
+
+static void connect_next(struct sbx_egress_conn *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    const struct sbx_egress_addr *a;
+    char ip[INET6_ADDRSTRLEN];
+
+    if (c->next_cand >= c->n_cand) {
+        refuse(c, 502, "connect-failed");
+        return;
+    }
+    a = &c->cand[c->next_cand++];
+    memset(&ss, 0, sizeof(ss));
+    sbx_egress_addr_format(a, ip, sizeof(ip));
+    if (a->family == AF_INET) {
+        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+        sin->sin_family = AF_INET;
+        sin->sin_port = htons((uint16_t)c->req.port);
+        memcpy(&sin->sin_addr, a->b, 4);
+        len = sizeof(*sin);
+        snprintf(c->address, sizeof(c->address), "%s:%u", ip, c->req.port);
+    }
+    else {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons((uint16_t)c->req.port);
+        memcpy(&sin6->sin6_addr, a->b, 16);
+        len = sizeof(*sin6);
+        snprintf(c->address, sizeof(c->address), "[%s]:%u", ip, c->req.port);
+    }
+    c->state = ST_CONNECTING;
+    c->up_fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->up_fd < 0) {
+        refuse(c, 502, "connect-failed");
+        return;
+    }
+    c->up = bufferevent_socket_new(c->sb->e->base, c->up_fd, 0);
+    bufferevent_setcb(c->up, NULL, NULL, connect_event, c);
+    bufferevent_set_timeouts(c->up, NULL, &c->sb->e->connect_timeout);
+    if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss, (int)len) < 0) {
+        bufferevent_free(c->up);
+        c->up = NULL;
+        close(c->up_fd);
+        c->up_fd = -1;
+        connect_next(c);
+    }
+}
+
+/* Keeps an address if it is public, or a CIDR rule allows it (private ranges need
+ * one: DNS may answer with an internal address). */
+static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a,
+                          int trusted)
+{
+    if (c->n_cand == MAX_CANDIDATES) {
+        return;
+    }
+    if (trusted || sbx_egress_addr_is_public(a) ||
+        sbx_egress_rules_match_addr(&c->sb->rules, a, c->req.port) != NULL) {
+        c->cand[c->n_cand++] = *a;
+    }
+}
+
+static void resolved(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+
+    if (result == EVUTIL_EAI_CANCEL) {
+        return; /* c may be gone */
+    }
+    c->dns = NULL;
+    if (result != 0) {
+        refuse(c, 502, "resolve-failed");
+        return;
+    }
+    for (struct evutil_addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        struct sbx_egress_addr a;
+
+        if (sbx_egress_addr_from_sockaddr(ai->ai_addr, &a) == 0) {
+            add_candidate(c, &a, 0);
+        }
+    }
+    evutil_freeaddrinfo(res);
+    if (c->n_cand == 0) {
+        c->decision = NULL;
+        c->sb->allowed--;
+        c->rule = NULL;
+        refuse(c, 403, "private-address");
+        return;
+    }
+    connect_next(c);
+}
+
+static void decide(struct sbx_egress_conn *c)
+{
+    struct sbx_egress *e = c->sb->e;
+    const struct sbx_egress_rule *rule;
+
+    if (sbx_egress_log_ready(&e->log) < 0) {
+        refuse(c, 403, "log-unavailable");
+        return;
+    }
+    if (c->req.host_is_ip) {
+        rule = sbx_egress_rules_match_addr(&c->sb->rules, &c->req.ip, c->req.port);
+        if (rule == NULL) {
+            refuse(c, 403, "ip-literal");
+            return;
+        }
+    }
+    else {
+        rule = sbx_egress_rules_match_name(&c->sb->rules, c->req.host, c->req.port);
+        if (rule == NULL) {
+            refuse(c, 403, "not-allowed");
+            return;
+        }
+    }
+    c->decision = "allow";
+    c->rule = rule->text;
+    c->sb->allowed++;
+    if (c->req.host_is_ip) {
+        c->cand[c->n_cand++] = c->req.ip;
+        connect_next(c);
+        return;
+    }
+    for (size_t i = 0; i < e->n_hosts; i++) {
+        if (strcmp(e->hosts[i].name, c->req.host) == 0) {
+            add_candidate(c, &e->hosts[i].addr, 1);
+        }
+    }
+    if (c->n_cand > 0) {
+        connect_next(c);
+        return;
+    }
+    if (e->dns == NULL) {
+        refuse(c, 502, "resolve-failed");
+        return;
+    }
+    {
+        struct evutil_addrinfo hints;
+        struct evdns_getaddrinfo_request *r;
+
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_protocol = IPPROTO_TCP;
+        c->state = ST_RESOLVING;
+        r = evdns_getaddrinfo(e->dns, c->req.host, NULL, &hints, resolved, c);
+        if (r != NULL) {
+            c->dns = r;
+        }
+    }
+}
+
+static void head_read(struct bufferevent *bev, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len = evbuffer_get_length(in);
+    size_t want = len < SBX_EGRESS_HEAD_MAX + 1 ? len : SBX_EGRESS_HEAD_MAX + 1;
+    const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)want);
+    long end = sbx_egress_head_end(p, want);
+    int status = 0;
+    const char *reason = NULL;
+
+    if (end < 0) {
+        refuse(c, 400, "malformed-head");
+        return;
+    }
+    if (end == 0) {
+        if (want > SBX_EGRESS_HEAD_MAX) {
+            refuse(c, 431, "header-too-large");
+        }
+        return;
+    }
+    if (sbx_egress_request_parse(p, (size_t)end, &c->req, &status, &reason) < 0) {
+        refuse(c, status, reason);
+        return;
+    }
+    evbuffer_drain(in, (size_t)end);
+    event_del(c->timer);
+    bufferevent_disable(bev, EV_READ);
+    decide(c);
+}
+
+static void head_event(struct bufferevent *bev, short events, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+
+    (void)bev;
+    (void)events;
+    if (c->reason == NULL) {
+        c->reason = "client-closed";
+    }
+    finish(c);
+}
+
+static void timer_fired(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (c->state == ST_HEAD) {
+        refuse(c, 408, "header-timeout");
+        return;
+    }
+    if (c->state == ST_HELLO) {
+        c->reason = "header-timeout";
+        c->status = 408;
+    }
+    finish(c);
+}
+
+static void start_head(struct sbx_egress_conn *c, const char *first, size_t n)
+{
+    c->state = ST_HEAD;
+    c->client = bufferevent_socket_new(c->sb->e->base, c->client_fd, 0);
+    if (n > 0) {
+        /* The input's end is frozen (only the bufferevent appends); its front is not. */
+        evbuffer_prepend(bufferevent_get_input(c->client), first, n);
+    }
+    bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_HEAD_MAX + 1);
+    bufferevent_setcb(c->client, head_read, NULL, head_event, c);
+    bufferevent_enable(c->client, EV_READ);
+    if (n > 0) {
+        head_read(c->client, c);
+    }
+}
+
+/* A TCP or TCPv6 stream socket: the only kind of descriptor a relay may pass (a file
+ * or pipe could block the loop). */
+static int is_inet_stream(int fd)
+{
+    struct stat st;
+    int v = 0;
+    socklen_t vl = sizeof(v);
+
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        return 0;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0 || v != SOCK_STREAM) {
+        return 0;
+    }
+    vl = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vl) < 0) {
+        return 0;
+    }
+    return v == AF_INET || v == AF_INET6;
+}
+
+/* The first byte on a sandbox socket: either a relay handing over its client's TCP
+ * socket (one NUL byte with SCM_RIGHTS), or the start of a plain request stream. */
+static void hello_read(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+    char byte;
+    struct iovec iov = {&byte, 1};
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg;
+    int fds[4];
+    size_t n_fds = 0;
+    ssize_t n;
+
+    (void)what;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+    n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+    }
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+            for (size_t i = 0; i < k && n_fds < 4; i++) {
+                memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            }
+        }
+    }
+    event_free(c->hello);
+    c->hello = NULL;
+    if (n <= 0) {
+        for (size_t i = 0; i < n_fds; i++) {
+            close(fds[i]);
+        }
+        c->reason = "client-closed";
+        finish(c);
+        return;
+    }
+    if (n_fds == 0) {
+        start_head(c, &byte, 1);
+        return;
+    }
+    for (size_t i = 1; i < n_fds; i++) {
+        close(fds[i]);
+    }
+    if (byte != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || !is_inet_stream(fds[0])) {
+        close(fds[0]);
+        c->reason = "bad-handover";
+        finish(c);
+        return;
+    }
+    /* The relay's client socket replaces the unix connection. */
+    close(c->client_fd);
+    c->client_fd = fds[0];
+    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0) {
+        c->reason = "bad-handover";
+        finish(c);
+        return;
+    }
+    start_head(c, NULL, 0);
+}
+
+void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct sbx_egress_sandbox *sb = arg;
+    struct sbx_egress_conn *c = xcalloc(1, sizeof(*c));
+
+    (void)l;
+    (void)sa;
+    (void)len;
+    c->sb = sb;
+    c->client_fd = fd;
+    c->up_fd = -1;
+    clock_gettime(CLOCK_REALTIME, &c->start);
+    clock_gettime(CLOCK_MONOTONIC, &c->t0);
+    c->timer = evtimer_new(sb->e->base, timer_fired, c);
+    c->state = ST_HELLO;
+    c->next = sb->conns;
+    if (sb->conns != NULL) {
+        sb->conns->prev = c;
+    }
+    sb->conns = c;
+    c->hello = event_new(sb->e->base, fd, EV_READ | EV_PERSIST, hello_read, c);
+    event_add(c->hello, NULL);
+    evtimer_add(c->timer, &sb->e->header_timeout);
+}
+
+/* Closes a connection now (its sandbox is being removed). */
+void sbx_egress_conn_close(struct sbx_egress_conn *c, const char *reason)
+{
+    if (c->reason == NULL) {
+        c->reason = reason;
+    }
+    finish(c);
+}
+
+/* Used by egress.c to walk a sandbox's connections. */
+struct sbx_egress_conn *sbx_egress_conn_next(struct sbx_egress_conn *c);
+struct sbx_egress_conn *sbx_egress_conn_next(struct sbx_egress_conn *c)
+{
+    return c->next;
+}

@@ -1,0 +1,34 @@
+/* request.h - the proxy's HTTP/1 request head parser (CONNECT and absolute-URI). */
+#ifndef SBX_EGRESS_REQUEST_H
+#define SBX_EGRESS_REQUEST_H
+
+#include <stddef.h>
+
+#include "egress/rules.h"
+
+#define SBX_EGRESS_HEAD_MAX 16384   /* bytes of request line + headers */
+#define SBX_EGRESS_HEADERS_MAX 100  /* header lines */
+
+struct sbx_egress_request {
+    char method[24];
+    int connect;                           /* CONNECT host:port */
+    char host[SBX_EGRESS_HOST_MAX + 1];    /* normal form, or the IP literal as text */
+    int host_is_ip;
+    struct sbx_egress_addr ip;             /* when host_is_ip */
+    unsigned port;
+    char *forward;                         /* plain HTTP: the head to send upstream */
+    size_t forward_len;
+};
+
+/* Length of the head (through the blank line) in buf, 0 when more bytes are needed,
+ * or -1 when the head is malformed (a bare LF or a NUL). */
+long sbx_egress_head_end(const char *buf, size_t len);
+
+/* Parses a complete head (len from sbx_egress_head_end). Returns 0, or -1 with
+ * *status (400, 403, 431) and *reason (the X-Sbx-Deny value) set; then method, host
+ * and port hold what could be read ("" / 0 otherwise), for the log. */
+int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
+                             int *status, const char **reason);
+void sbx_egress_request_clear(struct sbx_egress_request *r);
+
+#endif

@@ -1,0 +1,219 @@
+/* tunnel.c - the bulk phase of a proxied connection: splice(2) from one socket into a
+ * pipe and from the pipe into the other socket, both ways. The kernel moves page
+ * references; the proxy never copies payload bytes. */
+#include "egress/tunnel.h"
+
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "util/xalloc.h"
+
+#define TUNNEL_PIPE_SIZE (1024 * 1024)
+
+struct dir {
+    struct sbx_egress_tunnel *t;
+    int src;
+    int dst;
+    int pipe[2];
+    size_t in_pipe;          /* bytes spliced in, not yet out */
+    struct evbuffer *prefix; /* sent to dst before anything else */
+    uint64_t bytes;
+    int eof;
+    int shut;
+    struct event *rd;        /* src readable */
+    struct event *wr;        /* dst writable */
+    int rd_on;               /* whether rd / wr are added: epoll_ctl only on change */
+    int wr_on;
+    const char *src_error;
+    const char *dst_error;
+};
+
+struct sbx_egress_tunnel {
+    struct dir d[2];         /* d[0]: a -> b, d[1]: b -> a */
+    size_t pipe_cap;
+    void (*done)(void *arg, const char *reason);
+    void *arg;
+};
+
+static void watch(struct event *ev, int *on, int want)
+{
+    if (want && !*on) {
+        event_add(ev, NULL);
+    }
+    else if (!want && *on) {
+        event_del(ev);
+    }
+    *on = want;
+}
+
+static void finish(struct sbx_egress_tunnel *t, const char *reason)
+{
+    for (int i = 0; i < 2; i++) {
+        watch(t->d[i].rd, &t->d[i].rd_on, 0);
+        watch(t->d[i].wr, &t->d[i].wr_on, 0);
+    }
+    t->done(t->arg, reason);
+}
+
+/* Moves what can be moved in direction d; returns -1 after finish(). */
+static int pump(struct dir *d)
+{
+    struct sbx_egress_tunnel *t = d->t;
+    size_t budget = 4 * TUNNEL_PIPE_SIZE; /* then let other connections run */
+    ssize_t n;
+
+    while (evbuffer_get_length(d->prefix) > 0) {
+        n = evbuffer_write(d->prefix, d->dst);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR) {
+                watch(d->wr, &d->wr_on, 1);
+                watch(d->rd, &d->rd_on, 0);
+                return 0;
+            }
+            finish(t, d->dst_error);
+            return -1;
+        }
+    }
+    while (budget > 0) {
+        if (d->in_pipe > 0) {
+            n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
+                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d->in_pipe -= (size_t)n;
+                continue;
+            }
+            if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                finish(t, d->dst_error);
+                return -1;
+            }
+            break; /* dst is full */
+        }
+        if (d->eof) {
+            break;
+        }
+        n = splice(d->src, NULL, d->pipe[1], NULL, t->pipe_cap,
+                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            d->in_pipe += (size_t)n;
+            d->bytes += (uint64_t)n;
+            budget = (size_t)n < budget ? budget - (size_t)n : 0;
+            continue;
+        }
+        if (n == 0) {
+            d->eof = 1;
+            break;
+        }
+        if (errno != EAGAIN && errno != EINTR) {
+            finish(t, d->src_error);
+            return -1;
+        }
+        break; /* src is empty */
+    }
+    if (d->in_pipe > 0) {
+        watch(d->wr, &d->wr_on, 1);
+        watch(d->rd, &d->rd_on, 0);
+    }
+    else {
+        watch(d->wr, &d->wr_on, 0);
+        watch(d->rd, &d->rd_on, !d->eof);
+        if (d->eof) {
+            if (!d->shut) {
+                d->shut = 1;
+                shutdown(d->dst, SHUT_WR);
+            }
+        }
+    }
+    if (t->d[0].shut && t->d[1].shut) {
+        finish(t, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    pump(arg);
+}
+
+struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
+                                                struct evbuffer *a_to_b,
+                                                struct evbuffer *b_to_a,
+                                                void (*done)(void *arg, const char *reason),
+                                                void *arg)
+{
+    struct sbx_egress_tunnel *t = xcalloc(1, sizeof(*t));
+
+    t->done = done;
+    t->arg = arg;
+    t->pipe_cap = TUNNEL_PIPE_SIZE;
+    for (int i = 0; i < 2; i++) {
+        struct dir *d = &t->d[i];
+        struct evbuffer *prefix = i == 0 ? a_to_b : b_to_a;
+
+        d->t = t;
+        d->src = i == 0 ? fd_a : fd_b;
+        d->dst = i == 0 ? fd_b : fd_a;
+        d->src_error = i == 0 ? "client-error" : "destination-error";
+        d->dst_error = i == 0 ? "destination-error" : "client-error";
+        d->pipe[0] = d->pipe[1] = -1;
+        d->prefix = evbuffer_new();
+        if (prefix != NULL) {
+            evbuffer_add_buffer(d->prefix, prefix);
+        }
+        d->rd = event_new(base, d->src, EV_READ | EV_PERSIST, on_event, d);
+        d->wr = event_new(base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
+        if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+            sbx_egress_tunnel_free(t);
+            return NULL;
+        }
+        /* A bigger pipe means fewer wake-ups; the default (64 KiB) still works. */
+        if (fcntl(d->pipe[1], F_SETPIPE_SZ, TUNNEL_PIPE_SIZE) < 0) {
+            t->pipe_cap = 65536;
+        }
+    }
+    /* Start both directions; a prefix goes out first. */
+    for (int i = 0; i < 2; i++) {
+        watch(t->d[i].rd, &t->d[i].rd_on, 1);
+        watch(t->d[i].wr, &t->d[i].wr_on, evbuffer_get_length(t->d[i].prefix) > 0);
+    }
+    return t;
+}
+
+void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
+                              uint64_t *b_to_a)
+{
+    *a_to_b = t->d[0].bytes;
+    *b_to_a = t->d[1].bytes;
+}
+
+void sbx_egress_tunnel_free(struct sbx_egress_tunnel *t)
+{
+    if (t == NULL) {
+        return;
+    }
+    for (int i = 0; i < 2; i++) {
+        struct dir *d = &t->d[i];
+
+        if (d->rd != NULL) {
+            event_free(d->rd);
+        }
+        if (d->wr != NULL) {
+            event_free(d->wr);
+        }
+        if (d->pipe[0] >= 0) {
+            close(d->pipe[0]);
+        }
+        if (d->pipe[1] >= 0) {
+            close(d->pipe[1]);
+        }
+        evbuffer_free(d->prefix);
+    }
+    free(t);
+}

@@ -1,0 +1,27 @@
+/* tunnel.h - relays bytes between two connected sockets with splice(2) through a pipe
+ * per direction (no copy through user space), with back-pressure and half-close. */
+#ifndef SBX_EGRESS_TUNNEL_H
+#define SBX_EGRESS_TUNNEL_H
+
+#include <stdint.h>
+
+struct event_base;
+struct evbuffer;
+struct sbx_egress_tunnel;
+
+/* done(arg, reason) is called once, as the last thing a tunnel callback does: reason
+ * NULL when both sides finished cleanly, else "client-error" / "destination-error".
+ * The tunnel never closes fd_a (the client) or fd_b (the destination). The prefixes
+ * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
+ * taken (the evbuffers are left empty). NULL if pipes cannot be made. */
+struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
+                                                struct evbuffer *a_to_b,
+                                                struct evbuffer *b_to_a,
+                                                void (*done)(void *arg, const char *reason),
+                                                void *arg);
+/* Bytes read from each side so far (prefixes not counted). */
+void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
+                              uint64_t *b_to_a);
+void sbx_egress_tunnel_free(struct sbx_egress_tunnel *t);
+
+#endif

@@ -1,0 +1,152 @@
+/* test_spike.c - `sbx spike` side by side: the Docker column passes what the
+ * CI machine can show; the OpenSandbox contract double never passes
+ * anything (cannot-measure); the report is written as JSON and Markdown. */
+#include "rt_common.h"
+
+#include "osb_server.h"
+
+static pid_t inf_pid;
+static int inf_port;
+
+static int start_infisical(void)
+{
+    const char *src = getenv("SBX_SOURCE_DIR");
+    char *script = NULL;
+    char buf[64] = {0};
+    ssize_t n = 0;
+    int p[2];
+
+    if (src == NULL || asprintf(&script, "%s/tests/contract/infisical_server.py", src) < 0 ||
+        pipe(p) < 0) {
+        return -1;
+    }
+    inf_pid = fork();
+    if (inf_pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        execlp("python3", "python3", script, "--port", "0", "--secret",
+               "dev:/tasks/spike:API_KEY=spike-secret-value-42", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    while ((size_t)n < sizeof(buf) - 1 && memchr(buf, '\n', (size_t)n) == NULL) {
+        ssize_t k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n);
+
+        if (k <= 0) {
+            break;
+        }
+        n += k;
+    }
+    close(p[0]);
+    free(script);
+    inf_port = atoi(buf);
+    setenv("INFISICAL_CLIENT_ID", "test-client-id", 1);
+    setenv("SPIKE_INF_SECRET", "test-client-secret", 1);
+    return inf_port > 0 ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+    char cfg[2048];
+
+    if (rt_setup(state) < 0 || osb_start() < 0 || start_infisical() < 0) {
+        return -1;
+    }
+    rt_busybox_image("sbx-busybox:test");
+    snprintf(cfg, sizeof(cfg),
+             "runner = { box_hour_price = 0.8064; };\n"
+             "spike = { concurrent = 6; concurrent_cpus = 0.25; concurrent_memory = \"256M\";\n"
+             "          testcontainers_image = \"sbx-busybox:test\"; };\n"
+             "providers = {\n"
+             "  docker = { plugin = \"provider_docker\"; sidecar_images = [\"sbx-busybox:test\"]; };\n"
+             "  opensandbox = { plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d\";\n"
+             "                  image = \"test\"; };\n"
+             "};\n"
+             "credentials = { infisical = { plugin = \"cred_infisical\";\n"
+             "  url = \"http://127.0.0.1:%d\"; project = \"proj-1\"; environment = \"dev\";\n"
+             "  path = \"/tasks/spike\"; client_secret_env = \"SPIKE_INF_SECRET\"; }; };\n",
+             osb_port, inf_port);
+    rt_use_config(cfg);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    osb_stop();
+    if (inf_pid > 0) {
+        kill(inf_pid, SIGTERM);
+        waitpid(inf_pid, NULL, 0);
+    }
+    return rt_teardown(state);
+}
+
+static const char *result_of(json_t *report, size_t provider, const char *criterion)
+{
+    json_t *crit = json_object_get(json_array_get(json_object_get(report, "providers"), provider),
+                                   "criteria");
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(crit, i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "criterion")), criterion) == 0) {
+            return json_string_value(json_object_get(c, "result"));
+        }
+    }
+    return "missing";
+}
+
+static void test_spike_side_by_side(void **state)
+{
+    char *out = NULL;
+    char *json_path = NULL;
+    char *md_path = NULL;
+    struct spawn_result r;
+    json_t *report;
+    json_t *osb;
+    size_t i;
+    json_t *c;
+
+    (void)state;
+    assert_true(asprintf(&out, "%s/report", rt_state) > 0);
+    r = RT_SBX("spike", "--provider", "docker", "--provider", "opensandbox", "--runs", "3",
+               "--credentials", "infisical", "--out", out);
+    assert_true(asprintf(&json_path, "%s.json", out) > 0);
+    assert_true(asprintf(&md_path, "%s.md", out) > 0);
+    report = json_load_file(json_path, 0, NULL);
+    if (report == NULL) {
+        fail_msg("no report (rc %d): %s", r.rc, r.err);
+    }
+    assert_contains(r.out, "docker");
+    assert_contains(r.out, "opensandbox");
+    assert_string_equal(result_of(report, 0, "warm start"), "pass");
+    assert_string_equal(result_of(report, 0, "concurrent sandboxes"), "pass");
+    if (strcmp(result_of(report, 0, "Testcontainers"), "pass") != 0 ||
+        strcmp(result_of(report, 0, "short-lived credentials only"), "pass") != 0 ||
+        strcmp(result_of(report, 0, "egress allow-list"), "pass") != 0) {
+        fail_msg("docker column: %s", r.out);
+    }
+    assert_string_equal(result_of(report, 0, "cost per agent-hour"), "pass");
+    assert_string_equal(result_of(report, 0, "Agent Vault"), "cannot-measure");
+    /* the contract double shows nothing real: never a pass */
+    osb = json_object_get(json_array_get(json_object_get(report, "providers"), 1), "criteria");
+    json_array_foreach(osb, i, c) {
+        assert_string_equal(json_string_value(json_object_get(c, "result")), "cannot-measure");
+    }
+    assert_int_equal(access(md_path, R_OK), 0);
+    assert_int_equal(r.rc, 0);
+    json_decref(report);
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+    free(out);
+    free(json_path);
+    free(md_path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_spike_side_by_side),
+    };
+
+    return cmocka_run_group_tests_name("spike", tests, setup, teardown);
+}
