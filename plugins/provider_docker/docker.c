@@ -238,8 +238,14 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
         snprintf(size, sizeof(size), "%" PRId64, s->limits.disk);
         json_object_set_new(hc, "StorageOpt", json_pack("{s:s}", "size", size));
     }
-    return json_pack("{s:s, s:[], s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}",
-                     "Image", s->image, "Entrypoint", "Cmd", "sleep", "infinity",
+    /* with egress, the relay starts first: it binds 127.0.0.1:3128, goes to
+     * the background and execs the keep-alive command (docs/egress.md) */
+    return json_pack("{s:s, s:o, s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}",
+                     "Image", s->image, "Entrypoint",
+                     s->egress_dir != NULL && s->egress_relay != NULL
+                         ? json_pack("[s,s]", SBX_RELAY_PATH, "--")
+                         : json_array(),
+                     "Cmd", "sleep", "infinity",
                      "Env", env, "Labels", labels, "WorkingDir", "/workspace",
                      "AttachStdout", 0, "AttachStderr", 0, "NetworkDisabled", 1,
                      "HostConfig", hc);
@@ -259,44 +265,6 @@ static int valid_name(const char *s)
     return 1;
 }
 
-static int start_relay(struct dk_ctx *c, const char *id, const struct sbx_sandbox_spec *s,
-                       sbx_error_t **err)
-{
-    json_t *reply = NULL;
-    json_t *body;
-    long status = 0;
-    char path[256];
-    const char *eid;
-    int r;
-
-    body = json_pack("{s:b, s:b, s:b, s:o}", "AttachStdout", 0, "AttachStderr", 0, "Tty", 0,
-                     "Cmd", dk_strv_json(s->egress_relay_argv));
-    snprintf(path, sizeof(path), "/containers/%s/exec", id);
-    r = dk_request(c, "POST", path, body, &status, &reply, err);
-    json_decref(body);
-    if (r < 0) {
-        return -1;
-    }
-    eid = json_string_value(json_object_get(reply, "Id"));
-    if (status != 201 || eid == NULL) {
-        c->host->error_set(err, SBX_E_ENGINE, "docker: starting the egress relay: HTTP %ld: %s",
-                           status, dk_reply_message(reply));
-        json_decref(reply);
-        return -1;
-    }
-    snprintf(path, sizeof(path), "/exec/%s/start", eid);
-    json_decref(reply);
-    reply = NULL;
-    body = json_pack("{s:b, s:b}", "Detach", 1, "Tty", 0);
-    r = dk_request(c, "POST", path, body, &status, &reply, err);
-    json_decref(body);
-    if (r == 0 && status != 200) {
-        r = c->host->error_set(err, SBX_E_ENGINE, "docker: starting the egress relay: HTTP %ld: "
-                               "%s", status, dk_reply_message(reply));
-    }
-    json_decref(reply);
-    return r;
-}
 
 static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err);
 
@@ -365,11 +333,6 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         return -1;
     }
     json_decref(reply);
-    if (s->egress_dir != NULL && s->egress_relay_argv != NULL &&
-        start_relay(c, id_out, s, err) < 0) {
-        cb_docker_destroy(ctx, id_out, NULL);
-        return -1;
-    }
     if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
         cb_docker_destroy(ctx, id_out, NULL);
         return -1;

@@ -6,6 +6,7 @@
 #include "test_common.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <jansson.h>
 
 #include "http/http.h"
@@ -145,6 +146,60 @@ static inline void rt_busybox_image(const char *name)
     free(script);
     test_rm_rf(dir);
     free(dir);
+}
+
+/* Starts a local test server (argv[0] is run with execvp) that prints its
+ * port on its first stdout line; returns its pid and sets *port, or -1. The
+ * whole line is read: closing the pipe early kills the server with EPIPE. */
+static inline pid_t rt_spawn_server(char *const argv[], int *port)
+{
+    char buf[64] = {0};
+    ssize_t n = 0;
+    pid_t pid;
+    int p[2];
+
+    if (pipe(p) < 0) {
+        return -1;
+    }
+    pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        close(p[0]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    while ((size_t)n < sizeof(buf) - 1 && memchr(buf, '\n', (size_t)n) == NULL) {
+        ssize_t k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n);
+
+        if (k <= 0) {
+            break;
+        }
+        n += k;
+    }
+    close(p[0]);
+    *port = atoi(buf);
+    return *port > 0 ? pid : -1;
+}
+
+/* A script of the source tree (caller frees). */
+static inline char *rt_source_path(const char *rel)
+{
+    char *p = NULL;
+
+    if (asprintf(&p, "%s/%s", getenv("SBX_SOURCE_DIR") ? getenv("SBX_SOURCE_DIR") : ".", rel) < 0) {
+        abort();
+    }
+    return p;
+}
+
+static inline void rt_stop_server(pid_t *pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGTERM);
+        waitpid(*pid, NULL, 0);
+        *pid = 0;
+    }
 }
 
 #define assert_contains(hay, needle)                                                         \

@@ -12,40 +12,13 @@ static int server_port;
 
 static int start_server(void)
 {
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char *script = NULL;
-    int p[2];
-    char buf[64] = {0};
-    ssize_t n;
+    char *script = rt_source_path("tests/contract/infisical_server.py");
+    char *argv[] = {"python3", script, "--port", "0", "--secret",
+                    "dev:/tasks/cred-t:API_KEY=" SECRET, NULL};
 
-    if (src == NULL || asprintf(&script, "%s/tests/contract/infisical_server.py", src) < 0 ||
-        pipe(p) < 0) {
-        return -1;
-    }
-    server_pid = fork();
-    if (server_pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        execlp("python3", "python3", script, "--port", "0", "--secret",
-               "dev:/tasks/cred-t:API_KEY=" SECRET, (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    /* read the whole first line: closing the pipe early would kill the
-     * server with EPIPE on its newline */
-    n = 0;
-    while ((size_t)n < sizeof(buf) - 1 && memchr(buf, '\n', (size_t)n) == NULL) {
-        ssize_t k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n);
-
-        if (k <= 0) {
-            break;
-        }
-        n += k;
-    }
-    close(p[0]);
+    server_pid = rt_spawn_server(argv, &server_port);
     free(script);
-    server_port = n > 0 ? atoi(buf) : 0;
-    return server_port > 0 ? 0 : -1;
+    return server_pid > 0 ? 0 : -1;
 }
 
 static int setup(void **state)
@@ -68,10 +41,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        waitpid(server_pid, NULL, 0);
-    }
+    rt_stop_server(&server_pid);
     return rt_teardown(state);
 }
 

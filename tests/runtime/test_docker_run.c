@@ -96,9 +96,9 @@ static void test_run_isolation(void **state)
     assert_true(asprintf(&cfg, "caches = ( { host = \"%s\"; path = \"/cache\"; } );\n", cache) >
                 0);
     rt_use_config(cfg);
-    /* only /workspace and the read-only cache are mounts from the host's
-     * disk (beside the engine's own /etc/hosts, /etc/hostname,
-     * /etc/resolv.conf and its init, /usr/sbin/docker-init) */
+    /* only /workspace, the read-only cache and the core's egress socket and
+     * relay are mounts from the host's disk (beside the engine's own
+     * /etc/hosts, /etc/hostname, /etc/resolv.conf and its init) */
     r = RT_SBX("run", "--worktree", wt, "--", "sh", "-c",
                "cat /workspace/marker.txt; "
                "awk '{for (i = 7; i <= NF; i++) if ($i == \"-\") print $(i + 1), $5}' "
@@ -114,7 +114,8 @@ static void test_run_isolation(void **state)
         fail_msg("rc %d: %s", r.rc, r.err);
     }
     assert_contains(r.out, "from the host\n");
-    assert_contains(r.out, "/cache\n/workspace\n");
+    /* the egress socket directory and the relay are the core's own */
+    assert_contains(r.out, "/cache\n/run/sbx-egress\n/run/sbx-relay\n/workspace\n");
     assert_contains(r.out, "cache-ro\n");
     assert_contains(r.out, " 0 100000 65536\n"); /* user namespace: root is host uid 100000 */
     assert_contains(r.out, "NoNewPrivs:1\n");

@@ -7,56 +7,43 @@
 
 static pid_t inf_pid;
 static int inf_port;
+static pid_t origin_pid;
+static int origin_port;
 
-static int start_infisical(void)
+static int start_servers(void)
 {
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char *script = NULL;
-    char buf[64] = {0};
-    ssize_t n = 0;
-    int p[2];
+    char *inf = rt_source_path("tests/contract/infisical_server.py");
+    char *origin = rt_source_path("tests/support/egress_origin.py");
+    char *a1[] = {"python3", inf, "--port", "0", "--secret",
+                  "dev:/tasks/spike:API_KEY=spike-secret-value-42", NULL};
+    char *a2[] = {"python3", origin, "http", NULL};
 
-    if (src == NULL || asprintf(&script, "%s/tests/contract/infisical_server.py", src) < 0 ||
-        pipe(p) < 0) {
-        return -1;
-    }
-    inf_pid = fork();
-    if (inf_pid == 0) {
-        dup2(p[1], 1);
-        close(p[0]);
-        execlp("python3", "python3", script, "--port", "0", "--secret",
-               "dev:/tasks/spike:API_KEY=spike-secret-value-42", (char *)NULL);
-        _exit(127);
-    }
-    close(p[1]);
-    while ((size_t)n < sizeof(buf) - 1 && memchr(buf, '\n', (size_t)n) == NULL) {
-        ssize_t k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n);
-
-        if (k <= 0) {
-            break;
-        }
-        n += k;
-    }
-    close(p[0]);
-    free(script);
-    inf_port = atoi(buf);
+    inf_pid = rt_spawn_server(a1, &inf_port);
+    origin_pid = rt_spawn_server(a2, &origin_port);
+    free(inf);
+    free(origin);
     setenv("INFISICAL_CLIENT_ID", "test-client-id", 1);
     setenv("SPIKE_INF_SECRET", "test-client-secret", 1);
-    return inf_port > 0 ? 0 : -1;
+    return inf_pid > 0 && origin_pid > 0 ? 0 : -1;
 }
 
 static int setup(void **state)
 {
-    char cfg[2048];
+    char cfg[4096];
 
-    if (rt_setup(state) < 0 || osb_start() < 0 || start_infisical() < 0) {
+    if (rt_setup(state) < 0 || osb_start() < 0 || start_servers() < 0) {
         return -1;
     }
     rt_busybox_image("sbx-busybox:test");
     snprintf(cfg, sizeof(cfg),
              "runner = { box_hour_price = 0.8064; };\n"
              "spike = { concurrent = 6; concurrent_cpus = 0.25; concurrent_memory = \"256M\";\n"
-             "          testcontainers_image = \"sbx-busybox:test\"; };\n"
+             "          testcontainers_image = \"sbx-busybox:test\";\n"
+             "          egress_allowed_url = \"http://allowed.test:%d/\";\n"
+             "          egress_denied_url = \"http://denied.test:%d/\"; };\n"
+             "egress = { system_dns = false; registries = [\"allowed.test:%d\"];\n"
+             "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
+             "            { name = \"denied.test\"; address = \"127.0.0.1\"; } ); };\n"
              "providers = {\n"
              "  docker = { plugin = \"provider_docker\"; sidecar_images = [\"sbx-busybox:test\"]; };\n"
              "  opensandbox = { plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d\";\n"
@@ -65,7 +52,7 @@ static int setup(void **state)
              "credentials = { infisical = { plugin = \"cred_infisical\";\n"
              "  url = \"http://127.0.0.1:%d\"; project = \"proj-1\"; environment = \"dev\";\n"
              "  path = \"/tasks/spike\"; client_secret_env = \"SPIKE_INF_SECRET\"; }; };\n",
-             osb_port, inf_port);
+             origin_port, origin_port, origin_port, osb_port, inf_port);
     rt_use_config(cfg);
     return 0;
 }
@@ -73,10 +60,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     osb_stop();
-    if (inf_pid > 0) {
-        kill(inf_pid, SIGTERM);
-        waitpid(inf_pid, NULL, 0);
-    }
+    rt_stop_server(&inf_pid);
+    rt_stop_server(&origin_pid);
     return rt_teardown(state);
 }
 
@@ -90,6 +75,24 @@ static const char *result_of(json_t *report, size_t provider, const char *criter
     json_array_foreach(crit, i, c) {
         if (strcmp(json_string_value(json_object_get(c, "criterion")), criterion) == 0) {
             return json_string_value(json_object_get(c, "result"));
+        }
+    }
+    return "missing";
+}
+
+static const char *measured_of(json_t *report, size_t provider, const char *criterion)
+{
+    json_t *crit = json_object_get(json_array_get(json_object_get(report, "providers"), provider),
+                                   "criteria");
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(crit, i, c) {
+        if (strcmp(json_string_value(json_object_get(c, "criterion")), criterion) == 0) {
+            const char *why = json_string_value(json_object_get(c, "why"));
+
+            (void)why;
+            return json_string_value(json_object_get(c, "measured"));
         }
     }
     return "missing";
@@ -123,7 +126,10 @@ static void test_spike_side_by_side(void **state)
     if (strcmp(result_of(report, 0, "Testcontainers"), "pass") != 0 ||
         strcmp(result_of(report, 0, "short-lived credentials only"), "pass") != 0 ||
         strcmp(result_of(report, 0, "egress allow-list"), "pass") != 0) {
-        fail_msg("docker column: %s", r.out);
+        fail_msg("docker column: Testcontainers: %s; credentials: %s; egress: %s",
+                 measured_of(report, 0, "Testcontainers"),
+                 measured_of(report, 0, "short-lived credentials only"),
+                 measured_of(report, 0, "egress allow-list"));
     }
     assert_string_equal(result_of(report, 0, "cost per agent-hour"), "pass");
     assert_string_equal(result_of(report, 0, "Agent Vault"), "cannot-measure");

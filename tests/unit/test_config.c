@@ -78,7 +78,9 @@ static void test_config_good_file(void **state)
         "box = { pools = [\"ci\"]; max_sandboxes = 4; heavy_min_memory = \"16G\"; };\n"
         "runner = { listen = \"unix:/run/sbx.sock\"; alert_after = \"5m\"; box_hour_price = 0.8;"
         " };\n"
-        "egress = { log = \"/var/log/sbx/egress.jsonl\"; registries = [\"registry.test\"]; };\n";
+        "egress = { log = \"/var/log/sbx/egress.jsonl\"; registries = [\"registry.test\"]; };\n"
+        "spike = { warm_start = \"5s\"; concurrent = 3; testcontainers_image = \"tc:1\";\n"
+        "          egress_allowed_url = \"http://a.test:1/\"; egress_denied_url = \"http://d.test/\"; };\n";
     char *path = test_write_file(dir, "good.conf", text);
     sbx_error_t *err = NULL;
     struct sbx_config *c = sbx_config_load_file(path, &err);
@@ -104,6 +106,11 @@ static void test_config_good_file(void **state)
     assert_int_equal(c->runner.alert_after, 300);
     assert_true(c->runner.box_hour_price == 0.8);
     assert_string_equal(c->egress.registries[0], "registry.test");
+    assert_true(c->spike.warm_start == 5.0);
+    assert_int_equal(c->spike.concurrent, 3);
+    assert_string_equal(c->spike.testcontainers_image, "tc:1");
+    assert_string_equal(c->spike.egress_allowed_url, "http://a.test:1/");
+    assert_string_equal(c->spike.egress_denied_url, "http://d.test/");
     sbx_config_destroy(c);
     free(path);
 }

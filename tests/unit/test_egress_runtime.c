@@ -120,7 +120,9 @@ static int setup(void **state)
     free(origin);
     free(key);
 
+    /* system_dns = false: only the names below resolve; no query leaves */
     conf = xasprintf_test("egress = {\n  log = \"%s\";\n  header_timeout = \"1s\";\n"
+                          "  system_dns = false;\n"
                           "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
                           "            { name = \"denied.test\"; address = \"127.0.0.1\"; },\n"
                           "            { name = \"a.wild.test\"; address = \"127.0.0.1\"; },\n"
@@ -535,6 +537,8 @@ static void test_log_fail_closed(void **state)
     char *args = xasprintf_test("-i http://allowed.test:%d/", t.http_port);
     struct sbx_config *cfg = sbx_config_defaults();
     const char *rules[] = {"allowed.test:*", NULL};
+
+    cfg->egress.system_dns = 0;
     struct sbx_egress *e;
     struct sbx_egress_summary sum;
     sbx_error_t *err = NULL;

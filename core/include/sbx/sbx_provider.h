@@ -67,10 +67,11 @@ struct sbx_sandbox_spec {
     const char *const *egress_allow;
     size_t n_egress_allow;
     /* Host path of the core's static egress relay, mounted read-only at
-     * SBX_RELAY_PATH, and the argv the provider starts (detached) inside the
-     * sandbox once it runs; both NULL when egress_dir is NULL. */
+     * SBX_RELAY_PATH and started as the sandbox's entrypoint
+     * (`SBX_RELAY_PATH -- <keep-alive command>`): it listens on
+     * 127.0.0.1:3128 and hands each connection to the proxy socket in
+     * SBX_EGRESS_DIR. NULL when egress_dir is NULL. */
     const char *egress_relay;
-    const char *const *egress_relay_argv;
     /* Added for the per-sandbox Docker daemon (docs/testcontainers.md); new
      * fields go last so plugins built against the older header still work.
      * docker_sidecar: non-zero asks the provider for a per-sandbox Docker

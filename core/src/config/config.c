@@ -249,6 +249,7 @@ static void apply_defaults(struct sbx_config *c)
     c->spike.testcontainers_image = xstrdup("sbx-busybox:test");
     c->egress.header_timeout = SBX_DEFAULT_EGRESS_HEADER_TIMEOUT;
     c->egress.connect_timeout = SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT;
+    c->egress.system_dns = 1;
 }
 
 struct sbx_config *sbx_config_defaults(void)
@@ -457,6 +458,8 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
         c->spike.concurrent_memory = get_size(spike, "concurrent_memory",
                                               c->spike.concurrent_memory);
         c->spike.agent_hour_cost = get_float(spike, "agent_hour_cost", c->spike.agent_hour_cost);
+        c->spike.egress_allowed_url = dup_string(spike, "egress_allowed_url", NULL);
+        c->spike.egress_denied_url = dup_string(spike, "egress_denied_url", NULL);
         if (spike != NULL && config_setting_get_member(spike, "testcontainers_image") != NULL) {
             free(c->spike.testcontainers_image);
             c->spike.testcontainers_image = dup_string(spike, "testcontainers_image", NULL);
@@ -467,6 +470,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     c->egress.header_timeout = get_duration(egress, "header_timeout", c->egress.header_timeout);
     c->egress.connect_timeout = get_duration(egress, "connect_timeout",
                                              c->egress.connect_timeout);
+    if (egress != NULL && config_setting_get_member(egress, "system_dns") != NULL) {
+        c->egress.system_dns = config_setting_get_bool(config_setting_get_member(egress,
+                                                                                 "system_dns"));
+    }
     if (c->egress.header_timeout <= 0 || c->egress.connect_timeout <= 0) {
         const config_setting_t *s = config_setting_get_member(
             egress, c->egress.header_timeout <= 0 ? "header_timeout" : "connect_timeout");
@@ -579,6 +586,8 @@ void sbx_config_destroy(struct sbx_config *c)
     free(c->runner.alert_command);
     free(c->runner.scale_up_command);
     free(c->spike.testcontainers_image);
+    free(c->spike.egress_allowed_url);
+    free(c->spike.egress_denied_url);
     free(c->egress.log);
     free_strv(c->egress.registries);
     for (size_t i = 0; i < c->egress.n_hosts; i++) {

@@ -98,6 +98,7 @@ struct sbx_config {
         size_t n_hosts;
         int64_t header_timeout;         /* seconds for a client's request head */
         int64_t connect_timeout;        /* seconds to connect to a destination */
+        int system_dns;                 /* names outside `hosts` use the system's resolvers */
     } egress;
 
     struct {
@@ -107,6 +108,8 @@ struct sbx_config {
         int64_t concurrent_memory;
         double agent_hour_cost; /* dollars above the bare box (bar: 0.10) */
         char *testcontainers_image; /* seeded into the sidecar (sidecar_images) */
+        char *egress_allowed_url;   /* a local test server the allow-list admits */
+        char *egress_denied_url;    /* a local test server it refuses */
     } spike;
 };
 

@@ -63,6 +63,7 @@ static const struct sbx_key egress_keys[] = {
     {"hosts", SBX_KEY_GROUP_LIST, egress_host_keys},
     {"header_timeout", SBX_KEY_DURATION, NULL},
     {"connect_timeout", SBX_KEY_DURATION, NULL},
+    {"system_dns", SBX_KEY_BOOL, NULL},
     {NULL, 0, NULL},
 };
 
@@ -73,6 +74,8 @@ static const struct sbx_key spike_keys[] = {
     {"concurrent_memory", SBX_KEY_SIZE, NULL},
     {"agent_hour_cost", SBX_KEY_FLOAT, NULL},
     {"testcontainers_image", SBX_KEY_STRING, NULL},
+    {"egress_allowed_url", SBX_KEY_STRING, NULL},
+    {"egress_denied_url", SBX_KEY_STRING, NULL},
     {NULL, 0, NULL},
 };
 

@@ -113,7 +113,7 @@ static void egress_free(struct sbx_egress *e)
 }
 
 static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_config *cfg,
-                                     sbx_error_t **err)
+                                     const char *log, sbx_error_t **err)
 {
     struct sbx_egress *e = xcalloc(1, sizeof(*e));
 
@@ -128,7 +128,7 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
         sbx_egress_addr_parse(cfg->egress.hosts[i].address, &e->hosts[i].addr);
         e->n_hosts++;
     }
-    if (sbx_egress_log_open(&e->log, cfg->egress.log, err) < 0) {
+    if (sbx_egress_log_open(&e->log, log, err) < 0) {
         egress_free(e);
         return NULL;
     }
@@ -145,9 +145,12 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     e->wake = event_new(e->base, -1, 0, wake_cb, e);
     /* Names not in egress.hosts go to the system's resolvers (/etc/resolv.conf and
      * /etc/hosts). Without them every such name fails closed. */
-    e->dns = evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-                                         EVDNS_BASE_DISABLE_WHEN_INACTIVE);
-    if (e->dns == NULL) {
+    /* egress.system_dns = false: only egress.hosts names resolve (tests use
+     * this so that no query ever leaves the machine) */
+    e->dns = cfg->egress.system_dns ? evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                                                  EVDNS_BASE_DISABLE_WHEN_INACTIVE)
+                                    : NULL;
+    if (e->dns == NULL && cfg->egress.system_dns) {
         sbx_log(SBX_LOG_WARN, "egress: no DNS resolver configured; only egress.hosts names "
                 "resolve");
     }
@@ -157,16 +160,22 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
 struct sbx_egress *sbx_egress_attach(struct event_base *base, const struct sbx_config *cfg,
                                      sbx_error_t **err)
 {
-    return egress_new(base, cfg, err);
+    return egress_new(base, cfg, cfg->egress.log, err);
 }
 
 struct sbx_egress *sbx_egress_start(const struct sbx_config *cfg, sbx_error_t **err)
+{
+    return sbx_egress_start_log(cfg, cfg->egress.log, err);
+}
+
+struct sbx_egress *sbx_egress_start_log(const struct sbx_config *cfg, const char *log,
+                                        sbx_error_t **err)
 {
     struct sbx_egress *e;
     int rc;
 
     pthread_once(&threads_once, threads_init);
-    e = egress_new(NULL, cfg, err);
+    e = egress_new(NULL, cfg, log, err);
     if (e == NULL) {
         return NULL;
     }

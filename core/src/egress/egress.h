@@ -29,6 +29,10 @@ struct sbx_egress_summary {
 /* Starts the proxy on its own thread. Uses cfg->egress (log, hosts, timeouts); the
  * log file is opened here, and failure to open it is an error. */
 struct sbx_egress *sbx_egress_start(const struct sbx_config *cfg, sbx_error_t **err);
+/* The same with the log file given (embedded tasks default it to
+ * <state>/egress.log when egress.log is not set). */
+struct sbx_egress *sbx_egress_start_log(const struct sbx_config *cfg, const char *log,
+                                        sbx_error_t **err);
 /* The same on an existing event_base (e.g. `sbx serve`'s loop). */
 struct sbx_egress *sbx_egress_attach(struct event_base *base, const struct sbx_config *cfg,
                                      sbx_error_t **err);

@@ -13,6 +13,8 @@
 #include "sbx/sbx_credential.h"
 #include "sbx/sbx_provider.h"
 
+struct sbx_egress;
+
 struct sbx_task_opts {
     const char *task_id;     /* NULL: generated */
     const char *job_id;      /* NULL: same as the task id */
@@ -23,6 +25,9 @@ struct sbx_task_opts {
     const char *const *argv; /* the first command, for policy; may be NULL */
     const volatile int *cancel; /* set by a signal handler while starting, or NULL */
     int ephemeral;           /* `sbx run`: no record is kept after the end */
+    /* The box's egress proxy (`sbx serve`); NULL: the task runs its own for
+     * its lifetime when the provider wires the proxy socket in. */
+    struct sbx_egress *egress;
     /* Narrower limits for this task (each field 0 = the configured one);
      * never above the configured caps. */
     const struct sbx_limits *limits;
@@ -54,6 +59,9 @@ struct sbx_task {
     struct sbx_redactor *redactor; /* the lease's values, for output */
     struct sbx_limits limits;
     char **egress_allow;     /* the policy's host rules, NULL-terminated */
+    struct sbx_egress *egress; /* the proxy this task's socket is on, or NULL */
+    int own_egress;          /* started (and stopped) by this task */
+    char *egress_dir;        /* host dir with this sandbox's proxy socket */
     char *decided_by;        /* "policies/limits.lua, ..." for the record */
     int slot_fd;
     int64_t created_at;

@@ -11,6 +11,7 @@
 #include "cred/guard.h"
 #include "cred/redact.h"
 #include "plugin/host.h"
+#include "egress/egress.h"
 #include "policy/policy.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
@@ -18,6 +19,7 @@
 #include "sandbox/task.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/paths.h"
 #include "util/xalloc.h"
 
 static void free_task(struct sbx_task *t)
@@ -26,6 +28,14 @@ static void free_task(struct sbx_task *t)
         t->timer_quit = 1;
         pthread_join(t->timer, NULL);
     }
+    if (t->egress != NULL && t->egress_dir != NULL) {
+        sbx_egress_remove(t->egress, t->egress_dir, NULL);
+        rmdir(t->egress_dir);
+    }
+    if (t->own_egress) {
+        sbx_egress_stop(t->egress);
+    }
+    free(t->egress_dir);
     sbx_redactor_destroy(t->redactor);
     if (t->have_lease) {
         sbx_lease_clear(&t->lease);
@@ -133,6 +143,40 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
     return 0;
 }
 
+/* The sandbox's only way out: a socket of the egress proxy in its own
+ * directory, checked against the policy's allow-list (DESIGN.md, Egress
+ * topology). */
+static int wire_egress(struct sbx_task *t, const struct sbx_task_opts *o, char **relay,
+                       sbx_error_t **err)
+{
+    *relay = sbx_libexec_path("sbx-relay");
+    if (*relay == NULL) {
+        return sbx_error_set(err, SBX_E_GENERIC, "egress: helper sbx-relay not found (set "
+                             "SBX_LIBEXEC_DIR)");
+    }
+    if (o->egress != NULL) {
+        t->egress = o->egress;
+    }
+    else {
+        cleanup_free char *log = t->cfg->egress.log ? xstrdup(t->cfg->egress.log)
+                                                   : xasprintf("%s/egress.log", t->state);
+
+        t->egress = sbx_egress_start_log(t->cfg, log, err);
+        if (t->egress == NULL) {
+            return -1;
+        }
+        t->own_egress = 1;
+    }
+    t->egress_dir = xasprintf("%s/egress", t->dir);
+    if (sbx_egress_add(t->egress, t->egress_dir, t->job, t->id, t->id,
+                       (const char *const *)t->egress_allow, err) < 0) {
+        free(t->egress_dir);
+        t->egress_dir = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
                          sbx_error_t **err)
 {
@@ -189,6 +233,13 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     const char *provider = o->provider ? o->provider : cfg->provider;
     struct sbx_provider_info info = {0};
     cleanup_free char *docker_dir = NULL;
+    cleanup_free char *relay = NULL;
+    static const struct sbx_kv proxy_env[] = {
+        {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
+        {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
+        {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+        {"NODE_USE_ENV_PROXY", "1"},
+    };
 
     pthread_mutex_init(&t->mu, NULL);
     t->cfg = cfg;
@@ -283,6 +334,10 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
     }
+    if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
+        wire_egress(t, o, &relay, err) < 0) {
+        goto fail;
+    }
 
     t->created_at = (int64_t)now;
     sbx_owner_self(owner, sizeof(owner));
@@ -304,6 +359,10 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .labels = labels,
             .n_labels = sizeof(labels) / sizeof(labels[0]),
             .egress_allow = (const char *const *)t->egress_allow,
+            .egress_dir = t->egress_dir,
+            .egress_relay = t->egress_dir ? relay : NULL,
+            .env = t->egress_dir ? proxy_env : NULL,
+            .n_env = t->egress_dir ? sizeof(proxy_env) / sizeof(proxy_env[0]) : 0,
             .docker_sidecar = o->docker_sidecar,
             .docker_dir = docker_dir,
         };
@@ -467,6 +526,17 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
             sbx_error_free(&e);
             r = -1;
         }
+    }
+    if (t->egress != NULL && t->egress_dir != NULL) {
+        struct sbx_egress_summary sum = {0};
+
+        if (sbx_egress_remove(t->egress, t->egress_dir, &sum) == 0) {
+            t->egress_allowed = (int64_t)sum.allowed;
+            t->egress_denied = (int64_t)sum.denied;
+        }
+        rmdir(t->egress_dir);
+        free(t->egress_dir);
+        t->egress_dir = NULL;
     }
     t->ended_at = time(NULL);
     if (sbx_task_record_write(t, "ended", &e) < 0) {

@@ -94,15 +94,105 @@ void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_ro
     sbx_error_free(&err);
 }
 
+/* Port of an http URL ("http://host:port/..."), or 80. */
+static int url_port(const char *url)
+{
+    const char *h = strstr(url, "://");
+    const char *colon;
+
+    h = h ? h + 3 : url;
+    colon = strchr(h, ':');
+    return colon != NULL && colon < strchr(h, '/') ? atoi(colon + 1) : 80;
+}
+
+static long count_log(const char *path, const char *job, const char *decision)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    long n = 0;
+    char want_job[200];
+    char want_dec[64];
+    FILE *f = fopen(path, "r");
+
+    if (f == NULL) {
+        return -1;
+    }
+    snprintf(want_job, sizeof(want_job), "\"job\":\"%s\"", job);
+    snprintf(want_dec, sizeof(want_dec), "\"decision\":\"%s\"", decision);
+    while (getline(&line, &cap, f) > 0) {
+        if (strstr(line, want_job) != NULL && strstr(line, want_dec) != NULL) {
+            n++;
+        }
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
 void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 {
+    const char *bar = "allowed host reachable, others refused, logged";
+    const char *allowed = s->cfg->spike.egress_allowed_url;
+    const char *denied = s->cfg->spike.egress_denied_url;
+    char script[2048];
+    char job[80];
+    char *log;
+    struct capture cap = {0};
+    struct sbx_task_opts o = {.provider = s->provider, .pool = "agent", .ephemeral = 1};
+    const char *argv[] = {"sh", "-c", script, NULL};
+    struct sbx_task *t = NULL;
+    sbx_error_t *err = NULL;
+    long allow_lines;
+    long deny_lines;
+    int st = 0;
+    int ok;
+
     if (!(s->flags & (SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_ENFORCES_EGRESS))) {
-        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "allowed host reachable, others refused, logged",
-                          "this provider declares no egress control", "-");
+        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar, "this provider declares no egress control",
+                          "-");
         return;
     }
-    sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "allowed host reachable, others refused, logged",
-                      "the egress proxy is not wired into tasks yet", "-");
+    if (allowed == NULL || denied == NULL) {
+        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar, "set spike.egress_allowed_url and "
+                          "spike.egress_denied_url (local test servers; the allowed one in "
+                          "the policy's allow-list)", "-");
+        return;
+    }
+    snprintf(script, sizeof(script),
+             "curl -sS -m 10 -o /dev/null -w '%%{http_code} ' '%s'; "
+             "curl -sS -m 10 -o /dev/null -w '%%{http_code} ' '%s'; "
+             "curl -sS -m 3 --noproxy '*' -o /dev/null 'http://127.0.0.1:%d/' 2>/dev/null "
+             "&& echo direct-reached || echo direct-refused",
+             allowed, denied, url_port(allowed));
+    o.argv = argv;
+    fprintf(stderr, "spike: %s: egress allow-list\n", s->provider);
+    if (sbx_task_start(s->cfg, s->plugin_dir, &o, &t, &err) < 0) {
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err), "task did not start");
+        sbx_error_free(&err);
+        return;
+    }
+    snprintf(job, sizeof(job), "%s", t->job);
+    log = s->cfg->egress.log ? xstrdup(s->cfg->egress.log) : xasprintf("%s/egress.log", t->state);
+    if (sbx_task_exec(t, argv, NULL, 0, capture_out, &cap, NULL, &st, &err) < 0) {
+        st = -1;
+    }
+    sbx_task_end(t, "spike", NULL, NULL);
+    cap.buf[strcspn(cap.buf, "\n")] = '\0';
+    allow_lines = count_log(log, job, "allow");
+    deny_lines = count_log(log, job, "deny");
+    ok = st == 0 && (strncmp(cap.buf, "2", 1) == 0 || strncmp(cap.buf, "3", 1) == 0) &&
+         strstr(cap.buf, " 403 ") != NULL && strstr(cap.buf, "direct-refused") != NULL &&
+         allow_lines > 0 && deny_lines > 0;
+    sbx_spike_row_set(row, ok ? SBX_SPIKE_PASS : SBX_SPIKE_FAIL, bar,
+                      ok ? NULL : err ? sbx_error_msg(err) : "see measured",
+                      "allowed, denied, direct: %s; log lines for job %s: %ld allow, %ld deny "
+                      "(%s)", cap.buf, job, allow_lines, deny_lines, log);
+    json_object_set_new(row->raw, "results", json_string(cap.buf));
+    json_object_set_new(row->raw, "log", json_string(log));
+    json_object_set_new(row->raw, "allow_lines", json_integer(allow_lines));
+    json_object_set_new(row->raw, "deny_lines", json_integer(deny_lines));
+    free(log);
+    sbx_error_free(&err);
 }
 
 void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
