@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "egress/egress.h"
+#include "egress/egress_int.h"
 #include "util/xalloc.h"
 
 #define JOB "job-42"
@@ -587,6 +588,26 @@ static void test_log_fail_closed(void **state)
     free(args);
 }
 
+static void test_relay_usage(void **state)
+{
+    static const char *const bad[] = {"--listen 127.0.0.1", "--listen localhost:3128",
+                                      "--listen 127.0.0.1:99999", "--frobnicate", NULL};
+    int st;
+
+    (void)state;
+    for (size_t i = 0; bad[i] != NULL; i++) {
+        char *cmd = xasprintf_test("%s/libexec/sbx-relay %s 2>&1", env("SBX_BUILD_DIR"),
+                                   bad[i]);
+        char *out = test_run(cmd, &st);
+
+        if (st != 2 || strstr(out, "sbx-relay") == NULL) {
+            fail_msg("'%s': exit %d, '%s'", bad[i], st, out);
+        }
+        free(out);
+        free(cmd);
+    }
+}
+
 static void test_add_errors(void **state)
 {
     const char *bad[] = {"allowed.test", "*", NULL};
@@ -682,6 +703,43 @@ static void test_bad_handover(void **state)
     free(path);
 }
 
+/* A sandbox may hold SBX_EGRESS_MAX_CONNS connections; the next is closed at once. */
+static void test_connection_cap(void **state)
+{
+    char *path = xasprintf_test("%s/proxy.sock", t.sockdir);
+    struct sockaddr_un sun;
+    int fds[SBX_EGRESS_MAX_CONNS + 1];
+    char *reply;
+    struct timeval tv = {15, 0};
+
+    (void)state;
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    for (size_t i = 0; i <= SBX_EGRESS_MAX_CONNS; i++) {
+        fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        assert_true(fds[i] >= 0);
+        assert_int_equal(connect(fds[i], (struct sockaddr *)&sun, sizeof(sun)), 0);
+    }
+    setsockopt(fds[SBX_EGRESS_MAX_CONNS], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* A complete request would get a 403 if the connection were served. */
+    send(fds[SBX_EGRESS_MAX_CONNS], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37,
+         MSG_NOSIGNAL);
+    reply = test_read_all(fds[SBX_EGRESS_MAX_CONNS]);
+    assert_string_equal(reply, "");
+    /* One under the cap is served. */
+    send(fds[0], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37, MSG_NOSIGNAL);
+    setsockopt(fds[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    free(reply);
+    reply = test_read_all(fds[0]);
+    expect_in(reply, "X-Sbx-Deny: not-allowed");
+    free(reply);
+    for (size_t i = 0; i <= SBX_EGRESS_MAX_CONNS; i++) {
+        close(fds[i]);
+    }
+    free(path);
+}
+
 struct attach_client {
     struct event *tick;
     char *path;
@@ -769,7 +827,7 @@ int main(void)
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
         cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
-        cmocka_unit_test(test_attach),
+        cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),           cmocka_unit_test(test_connection_cap),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
