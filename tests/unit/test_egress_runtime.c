@@ -577,6 +577,36 @@ static void test_log_fail_closed(void **state)
     assert_int_equal(sbx_egress_remove(e, dir2, &sum), -1);
 
     test_kill(relay);
+    sbx_egress_stop(e);
+
+    /* Writes fail (ENOSPC): the connection whose line was lost is the last one let
+     * through; the next is refused and its line is lost too. */
+    free(cfg->egress.log);
+    cfg->egress.log = xstrdup("/dev/full");
+    e = sbx_egress_start(cfg, &err);
+    assert_non_null(e);
+    assert_int_equal(sbx_egress_add(e, dir2, "job-full", NULL, NULL, rules, &err), 0);
+    relay = start_relay(sock, &t.relay_port);
+    out = curl(args, &st);
+    expect_in(out, "code=200");
+    free(out);
+    /* Wait (up to 10 s) for the proxy to finish that connection and fail its line. */
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(sbx_egress_summary(e, dir2, &sum), 0);
+        if (sum.log_errors > 0) {
+            break;
+        }
+        usleep(10000);
+    }
+    assert_int_equal(sum.log_errors, 1);
+    out = curl(args, &st);
+    expect_in(out, "X-Sbx-Deny: log-unavailable");
+    free(out);
+    assert_int_equal(sbx_egress_remove(e, dir2, &sum), 0);
+    assert_int_equal(sum.allowed, 1);
+    assert_int_equal(sum.denied, 1);
+    assert_int_equal(sum.log_errors, 2);
+    test_kill(relay);
     t.relay_port = saved;
     sbx_egress_stop(e);
     cfg->egress.hosts = NULL;
