@@ -415,7 +415,15 @@ static void test_log_and_summary(void **state)
     char *addr = xasprintf_test("127.0.0.1:%d", t.https_port);
 
     (void)state;
-    assert_int_equal(sbx_egress_summary(t.egress, t.sockdir, &sum), 0);
+    /* Wait (up to 10 s) until the proxy has seen every connection above close. */
+    for (int k = 0; k < 1000; k++) {
+        assert_int_equal(sbx_egress_summary(t.egress, t.sockdir, &sum), 0);
+        if (sum.open == 0) {
+            break;
+        }
+        usleep(10000);
+    }
+    assert_int_equal(sum.open, 0);
     arr = log_lines(&n);
     json_array_foreach(arr, i, o) {
         const char *d = json_string_value(json_object_get(o, "decision"));

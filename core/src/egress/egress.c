@@ -334,6 +334,7 @@ static void do_query(struct sbx_egress *e, void *arg)
         q->out->allowed = sb->allowed;
         q->out->denied = sb->denied;
         q->out->log_errors = e->log.errors;
+        q->out->open = sb->n_conns;
     }
     if (q->remove) {
         sandbox_free(sb);

@@ -24,6 +24,7 @@ struct sbx_egress_summary {
     uint64_t allowed;     /* connections the rules allowed */
     uint64_t denied;      /* connections refused (rules, bad requests, timeouts) */
     uint64_t log_errors;  /* log lines that could not be written (whole proxy) */
+    uint64_t open;        /* connections open now (not yet logged) */
 };
 
 /* Starts the proxy on its own thread. Uses cfg->egress (log, hosts, timeouts); the
