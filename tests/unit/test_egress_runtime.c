@@ -646,6 +646,27 @@ static void test_relay_usage(void **state)
     }
 }
 
+static void test_relay_path(void **state)
+{
+    char *want = xasprintf_test("%s/libexec/sbx-relay", env("SBX_BUILD_DIR"));
+    sbx_error_t *err = NULL;
+    char *p;
+
+    (void)state;
+    setenv("SBX_RELAY", want, 1);
+    p = sbx_egress_relay_path(&err);
+    assert_non_null(p);
+    assert_string_equal(p, want);
+    free(p);
+    setenv("SBX_RELAY", "/nonexistent/sbx-relay", 1);
+    assert_null(sbx_egress_relay_path(&err));
+    expect_in(err->msg, "SBX_RELAY '/nonexistent/sbx-relay' is not executable");
+    sbx_error_free(&err);
+    unsetenv("SBX_RELAY");
+    assert_string_equal(sbx_egress_sandbox_env[0], "HTTP_PROXY=http://127.0.0.1:3128");
+    free(want);
+}
+
 static void test_add_errors(void **state)
 {
     const char *bad[] = {"allowed.test", "*", NULL};
@@ -865,7 +886,8 @@ int main(void)
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
         cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
-        cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),           cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),
+        cmocka_unit_test(test_relay_path),           cmocka_unit_test(test_connection_cap),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
