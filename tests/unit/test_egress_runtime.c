@@ -492,10 +492,12 @@ static void test_netns_bypass(void **state)
     script = xasprintf_test(
         "set -u\n"
         "ip link set lo up || exit 3\n"
+        "mount -t tmpfs sbx-test /run || exit 7\n" /* private: nothing lands on the host */
         "mkdir -p /run/sbx-egress && mount --bind '%s' /run/sbx-egress && "
         "mount -o remount,bind,ro /run/sbx-egress || exit 4\n"
         "touch /run/sbx-egress/x 2>/dev/null && exit 5\n"
-        "'%s' & rp=$!\n"
+        "touch /run/sbx-relay && mount --bind -o ro '%s' /run/sbx-relay || exit 6\n"
+        "/run/sbx-relay -- sleep 60 & rp=$!\n"
         "for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:3128/ && break; "
         "sleep 0.1; done\n"
         "echo proxy=$(curl -sS -m 10 -o /dev/null -w '%%{http_code}' -x http://127.0.0.1:3128 "
@@ -511,7 +513,10 @@ static void test_netns_bypass(void **state)
         "/usr/bin/python3 -c \"import socket; socket.getaddrinfo('allowed.test', 80)\" "
         "2>/dev/null; echo dns=$?\n"
         "bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null; echo rawtcp=$?\n"
-        "kill $rp\n",
+        "kill $rp; wait $rp 2>/dev/null\n"
+        "for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:3128/ || break; "
+        "sleep 0.1; done\n"
+        "curl -s -o /dev/null http://127.0.0.1:3128/; echo relay_after_kill=$?\n",
         t.sockdir, relay, t.http_port, t.http_port, t.http_port, t.http_port, t.http_port,
         t.http_port);
     free(test_write_file(t.dir, "netns.sh", script));
@@ -529,6 +534,7 @@ static void test_netns_bypass(void **state)
     expect_in(out, "direct=7");
     expect_in(out, "ipv6=7");
     expect_in(out, "rawtcp=1");
+    expect_in(out, "relay_after_kill=7"); /* the relay died with its command */
     if (strstr(out, "dns=0") != NULL || strstr(out, "host_ip=0") != NULL) {
         fail_msg("a direct path worked: %s", out);
     }
@@ -644,6 +650,26 @@ static void test_relay_usage(void **state)
         free(out);
         free(cmd);
     }
+}
+
+/* No proxy behind the relay: the client's connection just closes (fail closed). */
+static void test_relay_no_proxy(void **state)
+{
+    char *sock = xasprintf_test("%s/nothing-here.sock", t.dir);
+    char *args = xasprintf_test("http://allowed.test:%d/", t.http_port);
+    int saved = t.relay_port;
+    pid_t relay = start_relay(sock, &t.relay_port);
+    int st;
+    char *out = curl(args, &st);
+
+    (void)state;
+    assert_int_not_equal(st, 0);
+    expect_in(out, "code=000");
+    free(out);
+    free(args);
+    test_kill(relay);
+    t.relay_port = saved;
+    free(sock);
 }
 
 static void test_relay_path(void **state)
@@ -887,7 +913,7 @@ int main(void)
         cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
         cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),
-        cmocka_unit_test(test_relay_path),           cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test(test_relay_path),       cmocka_unit_test(test_relay_no_proxy),           cmocka_unit_test(test_connection_cap),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
