@@ -16,6 +16,7 @@
 
 #include "config/config.h"
 #include "egress/egress.h"
+#include "egress/egress_int.h"
 #include "util/xalloc.h"
 
 #define JOB "job-42"
@@ -416,7 +417,15 @@ static void test_log_and_summary(void **state)
     char *addr = xasprintf_test("127.0.0.1:%d", t.https_port);
 
     (void)state;
-    assert_int_equal(sbx_egress_summary(t.egress, t.sockdir, &sum), 0);
+    /* Wait (up to 10 s) until the proxy has seen every connection above close. */
+    for (int k = 0; k < 1000; k++) {
+        assert_int_equal(sbx_egress_summary(t.egress, t.sockdir, &sum), 0);
+        if (sum.open == 0) {
+            break;
+        }
+        usleep(10000);
+    }
+    assert_int_equal(sum.open, 0);
     arr = log_lines(&n);
     json_array_foreach(arr, i, o) {
         const char *d = json_string_value(json_object_get(o, "decision"));
@@ -485,10 +494,12 @@ static void test_netns_bypass(void **state)
     script = xasprintf_test(
         "set -u\n"
         "ip link set lo up || exit 3\n"
+        "mount -t tmpfs sbx-test /run || exit 7\n" /* private: nothing lands on the host */
         "mkdir -p /run/sbx-egress && mount --bind '%s' /run/sbx-egress && "
         "mount -o remount,bind,ro /run/sbx-egress || exit 4\n"
         "touch /run/sbx-egress/x 2>/dev/null && exit 5\n"
-        "'%s' & rp=$!\n"
+        "touch /run/sbx-relay && mount --bind -o ro '%s' /run/sbx-relay || exit 6\n"
+        "/run/sbx-relay -- sleep 60 & rp=$!\n"
         "for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:3128/ && break; "
         "sleep 0.1; done\n"
         "echo proxy=$(curl -sS -m 10 -o /dev/null -w '%%{http_code}' -x http://127.0.0.1:3128 "
@@ -504,7 +515,10 @@ static void test_netns_bypass(void **state)
         "/usr/bin/python3 -c \"import socket; socket.getaddrinfo('allowed.test', 80)\" "
         "2>/dev/null; echo dns=$?\n"
         "bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null; echo rawtcp=$?\n"
-        "kill $rp\n",
+        "kill $rp; wait $rp 2>/dev/null\n"
+        "for i in $(seq 50); do curl -s -o /dev/null http://127.0.0.1:3128/ || break; "
+        "sleep 0.1; done\n"
+        "curl -s -o /dev/null http://127.0.0.1:3128/; echo relay_after_kill=$?\n",
         t.sockdir, relay, t.http_port, t.http_port, t.http_port, t.http_port, t.http_port,
         t.http_port);
     free(test_write_file(t.dir, "netns.sh", script));
@@ -522,6 +536,7 @@ static void test_netns_bypass(void **state)
     expect_in(out, "direct=7");
     expect_in(out, "ipv6=7");
     expect_in(out, "rawtcp=1");
+    expect_in(out, "relay_after_kill=7"); /* the relay died with its command */
     if (strstr(out, "dns=0") != NULL || strstr(out, "host_ip=0") != NULL) {
         fail_msg("a direct path worked: %s", out);
     }
@@ -580,6 +595,36 @@ static void test_log_fail_closed(void **state)
     assert_int_equal(sbx_egress_remove(e, dir2, &sum), -1);
 
     test_kill(relay);
+    sbx_egress_stop(e);
+
+    /* Writes fail (ENOSPC): the connection whose line was lost is the last one let
+     * through; the next is refused and its line is lost too. */
+    free(cfg->egress.log);
+    cfg->egress.log = xstrdup("/dev/full");
+    e = sbx_egress_start(cfg, &err);
+    assert_non_null(e);
+    assert_int_equal(sbx_egress_add(e, dir2, "job-full", NULL, NULL, rules, &err), 0);
+    relay = start_relay(sock, &t.relay_port);
+    out = curl(args, &st);
+    expect_in(out, "code=200");
+    free(out);
+    /* Wait (up to 10 s) for the proxy to finish that connection and fail its line. */
+    for (int i = 0; i < 1000; i++) {
+        assert_int_equal(sbx_egress_summary(e, dir2, &sum), 0);
+        if (sum.log_errors > 0) {
+            break;
+        }
+        usleep(10000);
+    }
+    assert_int_equal(sum.log_errors, 1);
+    out = curl(args, &st);
+    expect_in(out, "X-Sbx-Deny: log-unavailable");
+    free(out);
+    assert_int_equal(sbx_egress_remove(e, dir2, &sum), 0);
+    assert_int_equal(sum.allowed, 1);
+    assert_int_equal(sum.denied, 1);
+    assert_int_equal(sum.log_errors, 2);
+    test_kill(relay);
     t.relay_port = saved;
     sbx_egress_stop(e);
     cfg->egress.hosts = NULL;
@@ -589,6 +634,67 @@ static void test_log_fail_closed(void **state)
     free(sock);
     free(logpath);
     free(args);
+}
+
+static void test_relay_usage(void **state)
+{
+    static const char *const bad[] = {"--listen 127.0.0.1", "--listen localhost:3128",
+                                      "--listen 127.0.0.1:99999", "--frobnicate", NULL};
+    int st;
+
+    (void)state;
+    for (size_t i = 0; bad[i] != NULL; i++) {
+        char *cmd = xasprintf_test("%s/libexec/sbx-relay %s 2>&1", env("SBX_BUILD_DIR"),
+                                   bad[i]);
+        char *out = test_run(cmd, &st);
+
+        if (st != 2 || strstr(out, "sbx-relay") == NULL) {
+            fail_msg("'%s': exit %d, '%s'", bad[i], st, out);
+        }
+        free(out);
+        free(cmd);
+    }
+}
+
+/* No proxy behind the relay: the client's connection just closes (fail closed). */
+static void test_relay_no_proxy(void **state)
+{
+    char *sock = xasprintf_test("%s/nothing-here.sock", t.dir);
+    char *args = xasprintf_test("http://allowed.test:%d/", t.http_port);
+    int saved = t.relay_port;
+    pid_t relay = start_relay(sock, &t.relay_port);
+    int st;
+    char *out = curl(args, &st);
+
+    (void)state;
+    assert_int_not_equal(st, 0);
+    expect_in(out, "code=000");
+    free(out);
+    free(args);
+    test_kill(relay);
+    t.relay_port = saved;
+    free(sock);
+}
+
+static void test_relay_path(void **state)
+{
+    char *want = xasprintf_test("%s/libexec/sbx-relay", env("SBX_BUILD_DIR"));
+    sbx_error_t *err = NULL;
+    char *p;
+
+    (void)state;
+    setenv("SBX_RELAY", want, 1);
+    p = sbx_egress_relay_path(&err);
+    assert_non_null(p);
+    assert_string_equal(p, want);
+    free(p);
+    setenv("SBX_RELAY", "/nonexistent/sbx-relay", 1);
+    assert_null(sbx_egress_relay_path(&err));
+    expect_in(err->msg, "SBX_RELAY '/nonexistent/sbx-relay' is not executable");
+    sbx_error_free(&err);
+    unsetenv("SBX_RELAY");
+    assert_string_equal(sbx_egress_sandbox_env[0], "HTTP_PROXY=http://127.0.0.1:3128");
+    free(want);
 }
 
 static void test_add_errors(void **state)
@@ -686,6 +792,43 @@ static void test_bad_handover(void **state)
     free(path);
 }
 
+/* A sandbox may hold SBX_EGRESS_MAX_CONNS connections; the next is closed at once. */
+static void test_connection_cap(void **state)
+{
+    char *path = xasprintf_test("%s/proxy.sock", t.sockdir);
+    struct sockaddr_un sun;
+    int fds[SBX_EGRESS_MAX_CONNS + 1];
+    char *reply;
+    struct timeval tv = {15, 0};
+
+    (void)state;
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    for (size_t i = 0; i <= SBX_EGRESS_MAX_CONNS; i++) {
+        fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
+        assert_true(fds[i] >= 0);
+        assert_int_equal(connect(fds[i], (struct sockaddr *)&sun, sizeof(sun)), 0);
+    }
+    setsockopt(fds[SBX_EGRESS_MAX_CONNS], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* A complete request would get a 403 if the connection were served. */
+    send(fds[SBX_EGRESS_MAX_CONNS], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37,
+         MSG_NOSIGNAL);
+    reply = test_read_all(fds[SBX_EGRESS_MAX_CONNS]);
+    assert_string_equal(reply, "");
+    /* One under the cap is served. */
+    send(fds[0], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37, MSG_NOSIGNAL);
+    setsockopt(fds[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    free(reply);
+    reply = test_read_all(fds[0]);
+    expect_in(reply, "X-Sbx-Deny: not-allowed");
+    free(reply);
+    for (size_t i = 0; i <= SBX_EGRESS_MAX_CONNS; i++) {
+        close(fds[i]);
+    }
+    free(path);
+}
+
 struct attach_client {
     struct event *tick;
     char *path;
@@ -773,7 +916,8 @@ int main(void)
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
         cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
-        cmocka_unit_test(test_attach),
+        cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),
+        cmocka_unit_test(test_relay_path),       cmocka_unit_test(test_relay_no_proxy),           cmocka_unit_test(test_connection_cap),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

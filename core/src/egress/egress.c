@@ -8,6 +8,7 @@
 #include <event2/listener.h>
 #include <event2/thread.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "egress/egress_int.h"
+#include "sbx_build.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -153,6 +155,10 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     if (e->dns == NULL && cfg->egress.system_dns) {
         sbx_log(SBX_LOG_WARN, "egress: no DNS resolver configured; only egress.hosts names "
                 "resolve");
+    }
+    else {
+        /* Names are resolved exactly as the rule matched them: no search domains. */
+        evdns_base_search_clear(e->dns);
     }
     return e;
 }
@@ -343,6 +349,7 @@ static void do_query(struct sbx_egress *e, void *arg)
         q->out->allowed = sb->allowed;
         q->out->denied = sb->denied;
         q->out->log_errors = e->log.errors;
+        q->out->open = sb->n_conns;
     }
     if (q->remove) {
         sandbox_free(sb);
@@ -390,4 +397,57 @@ void sbx_egress_stop(struct sbx_egress *e)
         pthread_join(e->thread, NULL);
     }
     egress_free(e);
+}
+
+const char *const sbx_egress_sandbox_env[] = {
+    "HTTP_PROXY=" SBX_EGRESS_PROXY_URL,
+    "HTTPS_PROXY=" SBX_EGRESS_PROXY_URL,
+    "http_proxy=" SBX_EGRESS_PROXY_URL,
+    "https_proxy=" SBX_EGRESS_PROXY_URL,
+    "NO_PROXY=localhost,127.0.0.1,::1",
+    "no_proxy=localhost,127.0.0.1,::1",
+    "NODE_USE_ENV_PROXY=1",
+    NULL,
+};
+
+char *sbx_egress_relay_path(sbx_error_t **err)
+{
+    const char *env = getenv("SBX_RELAY");
+    char exe[PATH_MAX];
+    ssize_t n;
+
+    if (env != NULL && env[0] != '\0') {
+        if (access(env, X_OK) < 0) {
+            sbx_error_set(err, SBX_E_CONFIG, "egress: SBX_RELAY '%s' is not executable: %s",
+                          env, strerror(errno));
+            return NULL;
+        }
+        return xstrdup(env);
+    }
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        char *slash;
+
+        exe[n] = '\0';
+        slash = strrchr(exe, '/');
+        if (slash != NULL) {
+            static const char *const rel[] = {"libexec/sbx-relay", "../libexec/sbx/sbx-relay"};
+
+            *slash = '\0';
+            for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+                char *p = xasprintf("%s/%s", exe, rel[i]);
+
+                if (access(p, X_OK) == 0) {
+                    return p;
+                }
+                free(p);
+            }
+        }
+    }
+    if (access(SBX_INSTALL_RELAY, X_OK) == 0) {
+        return xstrdup(SBX_INSTALL_RELAY);
+    }
+    sbx_error_set(err, SBX_E_CONFIG, "egress: sbx-relay not found (set SBX_RELAY, or install "
+                  "it as %s)", SBX_INSTALL_RELAY);
+    return NULL;
 }

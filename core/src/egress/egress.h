@@ -17,6 +17,19 @@
 
 #define SBX_EGRESS_SOCKET "proxy.sock"
 
+/* Inside a sandbox (docs/egress.md, "What the Docker driver does"). */
+#define SBX_EGRESS_MOUNT "/run/sbx-egress"        /* the per-sandbox dir, read-only */
+#define SBX_EGRESS_RELAY_MOUNT "/run/sbx-relay"   /* the relay binary, read-only */
+#define SBX_EGRESS_PROXY_URL "http://127.0.0.1:3128"
+
+/* The proxy variables a sandbox gets, NULL-terminated ("HTTP_PROXY=...", ...). */
+extern const char *const sbx_egress_sandbox_env[];
+
+/* Path of the sbx-relay binary on the host: $SBX_RELAY, else next to the running
+ * binary (build tree: <dir>/libexec/sbx-relay; installed: <dir>/../libexec/sbx/
+ * sbx-relay), else the install path. Caller frees. */
+char *sbx_egress_relay_path(sbx_error_t **err);
+
 struct event_base;
 struct sbx_egress;
 
@@ -24,6 +37,7 @@ struct sbx_egress_summary {
     uint64_t allowed;     /* connections the rules allowed */
     uint64_t denied;      /* connections refused (rules, bad requests, timeouts) */
     uint64_t log_errors;  /* log lines that could not be written (whole proxy) */
+    uint64_t open;        /* connections open now (not yet logged) */
 };
 
 /* Starts the proxy on its own thread. Uses cfg->egress (log, hosts, timeouts); the

@@ -10,6 +10,9 @@
 #include "egress/egress_log.h"
 #include "egress/rules.h"
 
+/* Open connections one sandbox may hold; more are refused (fd exhaustion). */
+#define SBX_EGRESS_MAX_CONNS 512
+
 struct event;
 struct evconnlistener;
 struct evdns_base;
@@ -30,6 +33,7 @@ struct sbx_egress_sandbox {
     struct sbx_egress_rules rules;
     struct evconnlistener *listener;
     struct sbx_egress_conn *conns;
+    size_t n_conns;
     uint64_t allowed;
     uint64_t denied;
     struct sbx_egress_sandbox *next;

@@ -101,7 +101,7 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "bytes_down", json_integer((json_int_t)r->bytes_down));
     json_object_set_new(o, "duration", json_real(r->duration));
     free(time);
-    line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
     json_decref(o);
     if (line == NULL) {
         abort();

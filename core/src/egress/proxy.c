@@ -99,6 +99,7 @@ static void finish(struct sbx_egress_conn *c)
     }
     sbx_egress_log_write(&sb->e->log, &rec);
 
+    sb->n_conns--;
     if (c->prev != NULL) {
         c->prev->next = c->next;
     }
@@ -596,6 +597,11 @@ void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, in
         sb->conns->prev = c;
     }
     sb->conns = c;
+    if (++sb->n_conns > SBX_EGRESS_MAX_CONNS) {
+        c->reason = "too-many-connections";
+        finish(c);
+        return;
+    }
     c->hello = event_new(sb->e->base, fd, EV_READ | EV_PERSIST, hello_read, c);
     event_add(c->hello, NULL);
     evtimer_add(c->timer, &sb->e->header_timeout);
