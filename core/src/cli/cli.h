@@ -57,5 +57,9 @@ int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_task_help(FILE *out);
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_image_help(FILE *out);
+int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_mcp_help(FILE *out);
+int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_agents_help(FILE *out);
 
 #endif
