@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agents/jsonedit.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
@@ -131,6 +132,26 @@ static char *dump(json_t *root)
     return r;
 }
 
+/* The new text: the old one with only the sbx entry changed when that can
+ * be done in place (checked by parsing it back), else root rewritten. */
+static char *edit(const char *old, const char *group, json_t *entry, json_t *root)
+{
+    char *t;
+    json_t *back;
+
+    if (old == NULL) {
+        return dump(root);
+    }
+    t = sbx_jsonedit_set(old, group, SERVER_NAME, entry);
+    back = t ? json_loads(t, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    if (back == NULL || !json_equal(back, root)) {
+        free(t);
+        t = dump(root);
+    }
+    json_decref(back);
+    return t;
+}
+
 static void add_change(struct sbx_agents_plan *plan, const char *path, const char *client,
                        char *old_text, char *new_text)
 {
@@ -206,7 +227,7 @@ static int plan_json(const char *project, const char *rel, const char *client,
         return 0;
     }
     json_object_set_new(servers, SERVER_NAME, merged);
-    add_change(plan, rel, client, text, dump(root));
+    add_change(plan, rel, client, text, edit(text, group, merged, root));
     json_decref(root);
     return 0;
 fail:

@@ -75,7 +75,7 @@ int sbx_jsonrpc_parse(const char *line, size_t len, struct sbx_jsonrpc_msg *msg,
 
     memset(msg, 0, sizeof(*msg));
     *reply = NULL;
-    msg->root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    msg->root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
     if (msg->root == NULL) {
         *reply = sbx_jsonrpc_error(NULL, SBX_JSONRPC_PARSE_ERROR, "Parse error: %s (at byte %d)",
                                    je.text, je.position);
