@@ -30,6 +30,7 @@ if (!host.startsWith('unix://') || !sbx) {
 }
 const socketPath = host.slice('unix://'.length);
 const state = mkdtempSync(join(tmpdir(), 'sbx-mcp-test-'));
+let serverStderr = '';
 
 /* Containers carrying an sbx.task label on the test engine. */
 function sandboxes() {
@@ -53,7 +54,11 @@ function connect() {
     if (process.env.SBX_PLUGIN_DIR) {
         env.SBX_PLUGIN_DIR = process.env.SBX_PLUGIN_DIR;
     }
-    const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env, stderr: 'inherit' });
+    const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env, stderr: 'pipe' });
+    transport.stderr.on('data', chunk => {
+        serverStderr += chunk;
+        process.stderr.write(chunk);
+    });
     const client = new Client({ name: 'sbx-ctest', version: '0.0.0' });
     return { client, transport };
 }
@@ -114,6 +119,47 @@ async function main() {
     assert.equal(r.isError, true);
     assert.equal(r.structuredContent.state, 'timed_out');
 
+    // sandbox_cancel kills a running command; its call returns "cancelled"
+    const running = async () => {
+        for (let i = 0; i < 200; i++) {
+            const q = await client.callTool({ name: 'sandbox_queue', arguments: {} });
+            const jobs = q.structuredContent.running_jobs.filter(j => j.state === 'running');
+            if (jobs.length > 0) {
+                return jobs[0].job;
+            }
+            await new Promise(res => setTimeout(res, 50));
+        }
+        throw new Error('no running job appeared');
+    };
+    let call = client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-t1', argv: ['sleep', '60'] } });
+    let id = await running();
+    r = await client.callTool({ name: 'sandbox_cancel', arguments: { job: id } });
+    assert.notEqual(r.isError, true, text(r));
+    r = await call;
+    assert.equal(r.isError, true);
+    assert.equal(r.structuredContent.state, 'cancelled');
+    assert.equal(r.structuredContent.job, id);
+
+    // a request the client cancels (notifications/cancelled) kills its command
+    const abort = new AbortController();
+    call = client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-t1', argv: ['sleep', '60'] } },
+        undefined, { signal: abort.signal });
+    id = await running();
+    abort.abort('test');
+    await assert.rejects(call);
+    for (let i = 0; i < 100; i++) {
+        r = await client.callTool({ name: 'sandbox_job', arguments: { job: id } });
+        if (r.structuredContent.state !== 'running') {
+            break;
+        }
+        await new Promise(res => setTimeout(res, 50));
+    }
+    assert.equal(r.structuredContent.state, 'cancelled');
+
+    // the task survived both cancellations
+    r = await client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-t1', argv: ['cat', '/tmp/mcp-file'] } });
+    assert.equal(r.structuredContent.stdout, 'kept-across-calls\n');
+
     r = await client.callTool({ name: 'sandbox_queue', arguments: {} });
     assert.notEqual(r.isError, true);
     assert.equal(r.structuredContent.mode, 'embedded');
@@ -173,6 +219,7 @@ async function main() {
     await pending;
     assert.equal(await sandboxes(), before, 'no sandbox left after close mid-command');
     console.error(`mcp_sdk_client: close mid-command took ${Date.now() - t0} ms`);
+    assert.doesNotMatch(serverStderr, /Sanitizer|runtime error:/, 'sbx mcp ran clean');
 }
 
 try {

@@ -149,6 +149,7 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     }
     if (json) {
         json_t *files = json_array();
+        json_t *summary;
         char *s;
 
         for (size_t i = 0; i < plan.n; i++) {
@@ -159,11 +160,12 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
                                                    !ch->changed ? "unchanged"
                                                    : ch->old_text ? "update" : "create"));
         }
-        s = json_dumps(json_pack("{s:s, s:s, s:b, s:o}", "project", project, "command", program,
-                                 "dry_run", dry, "files", files),
-                       JSON_INDENT(2));
+        summary = json_pack("{s:s, s:s, s:b, s:o}", "project", project, "command", program,
+                            "dry_run", dry, "files", files);
+        s = json_dumps(summary, JSON_INDENT(2));
         printf("%s\n", s);
         free(s);
+        json_decref(summary);
     }
     for (size_t i = 0; i < plan.n; i++) {
         const struct sbx_agents_change *ch = &plan.changes[i];
