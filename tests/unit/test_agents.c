@@ -186,8 +186,9 @@ static void test_existing_sbx_entry_updated_not_replaced(void **state)
     e = json_object_get(json_object_get(j, "mcp"), "sbx");
     assert_string_equal(json_string_value(json_array_get(json_object_get(e, "command"), 0)), PROG);
     assert_true(json_is_true(json_object_get(e, "enabled")));
-    assert_string_equal(json_string_value(json_object_get(json_object_get(e, "environment"),
-                                                          "SBX_CONFIG")), "/etc/x.conf");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(e, "environment"), "SBX_CONFIG")),
+        "/etc/x.conf");
     assert_string_equal(json_string_value(json_object_get(j, "theme")), "dark");
     json_decref(j);
     free(p);
@@ -299,9 +300,11 @@ static void test_jsonedit_keeps_layout(void **state)
     (void)state;
     expect_edit("{}", "{\n  \"g\": {\n    \"sbx\": {\n      \"a\": 1\n    }\n  }\n}");
     expect_edit("{\"x\": 1}", "{\"x\": 1, \"g\": {\"sbx\": {\"a\": 1}}}");
-    expect_edit("{\"g\": {\"y\": \"}{\\\"\"}}", "{\"g\": {\"y\": \"}{\\\"\", \"sbx\": {\"a\": 1}}}");
+    expect_edit("{\"g\": {\"y\": \"}{\\\"\"}}",
+                "{\"g\": {\"y\": \"}{\\\"\", \"sbx\": {\"a\": 1}}}");
     expect_edit("{\n  \"g\": {\n    \"y\": [1, {\"z\": 2}]\n  }\n}\n",
-                "{\n  \"g\": {\n    \"y\": [1, {\"z\": 2}],\n    \"sbx\": {\n      \"a\": 1\n    }\n  }\n}\n");
+                "{\n  \"g\": {\n    \"y\": [1, {\"z\": 2}],\n    \"sbx\": {\n      \"a\": 1\n    "
+                "}\n  }\n}\n");
     expect_edit("{\"g\": {\"sbx\": {\"a\": 0, \"b\": 2}, \"y\": 3}}",
                 "{\"g\": {\"sbx\": {\"a\": 1}, \"y\": 3}}");
     expect_edit("{\n  \"g\": {\n    \"sbx\": \"old\"\n  }\n}",

@@ -193,8 +193,8 @@ static void test_missing_and_wrong_fields(void **state)
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":[1],\"method\":\"ping\"}", -32600, "null", "id");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":[]}", -32600,
                  "2", "params");
-    expect_error("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":\"x\"}", -32600,
-                 "2", "params");
+    expect_error("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\",\"params\":\"x\"}", -32600, "2",
+                 "params");
 }
 
 static void test_notification_with_id(void **state)
@@ -203,7 +203,8 @@ static void test_notification_with_id(void **state)
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"notifications/initialized\"}", -32600,
                  "9", "notification");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":\"notifications/cancelled\","
-                 "\"params\":{\"requestId\":1}}", -32600, "\"c\"", "notification");
+                 "\"params\":{\"requestId\":1}}",
+                 -32600, "\"c\"", "notification");
 }
 
 static void test_notifications_get_no_reply(void **state)
@@ -223,8 +224,14 @@ static void test_notifications_get_no_reply(void **state)
 
 static void test_ids_echoed_unchanged(void **state)
 {
-    const char *ids[] = {"0", "1", "-4", "9007199254740993", "\"server-discover-probe-1\"", "\"\"",
-                         "\"7\"", "\"\\u00e9t\\u00e9\""};
+    const char *ids[] = {"0",
+                         "1",
+                         "-4",
+                         "9007199254740993",
+                         "\"server-discover-probe-1\"",
+                         "\"\"",
+                         "\"7\"",
+                         "\"\\u00e9t\\u00e9\""};
 
     (void)state;
     for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
@@ -246,7 +253,8 @@ static void test_unknown_methods(void **state)
 {
     (void)state;
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":\"server-discover-probe-1\",\"method\":"
-                 "\"server/discover\"}", -32601, "\"server-discover-probe-1\"", "server/discover");
+                 "\"server/discover\"}",
+                 -32601, "\"server-discover-probe-1\"", "server/discover");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"resources/list\"}", -32601, "3", NULL);
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"logging/setLevel\",\"params\":{}}",
                  -32601, "4", NULL);
@@ -264,24 +272,27 @@ static void test_initialize(void **state)
     r = json_object_get(j, "result");
     assert_string_equal(json_string_value(json_object_get(r, "protocolVersion")), "2025-11-25");
     assert_non_null(json_object_get(json_object_get(r, "capabilities"), "tools"));
-    assert_string_equal(json_string_value(json_object_get(json_object_get(r, "serverInfo"),
-                                                           "name")), "sbx");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(r, "serverInfo"), "name")), "sbx");
     assert_non_null(strstr(json_string_value(json_object_get(r, "instructions")), "embedded"));
     json_decref(j);
     j = send1("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
               "\"protocolVersion\":\"2025-06-18\"}}");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "result"),
-                                                          "protocolVersion")), "2025-06-18");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+        "2025-06-18");
     json_decref(j);
     j = send1("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":{"
               "\"protocolVersion\":\"1999-01-01\"}}");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "result"),
-                                                          "protocolVersion")), "2025-11-25");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(j, "result"), "protocolVersion")),
+        "2025-11-25");
     json_decref(j);
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\"}", -32602, "3",
                  "protocolVersion");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{"
-                 "\"protocolVersion\":20251125}}", -32602, "4", "protocolVersion");
+                 "\"protocolVersion\":20251125}}",
+                 -32602, "4", "protocolVersion");
 }
 
 static void test_tools_list(void **state)
@@ -302,8 +313,11 @@ static void test_tools_list(void **state)
         assert_true(json_is_false(json_object_get(s, "additionalProperties")));
         assert_non_null(json_object_get(t, "description"));
     }
-    assert_string_equal(json_string_value(json_array_get(json_object_get(json_object_get(
-        json_array_get(tools, 0), "inputSchema"), "required"), 0)), "argv");
+    assert_string_equal(
+        json_string_value(json_array_get(
+            json_object_get(json_object_get(json_array_get(tools, 0), "inputSchema"), "required"),
+            0)),
+        "argv");
     json_decref(j);
 }
 
@@ -312,8 +326,8 @@ static void test_tools_list(void **state)
 static json_t *call_tool(const char *name, const char *args_json)
 {
     char *line = xasprintf("{\"jsonrpc\":\"2.0\",\"id\":\"c\",\"method\":\"tools/call\","
-                           "\"params\":{\"name\":\"%s\"%s%s}}", name,
-                           args_json ? ",\"arguments\":" : "", args_json ? args_json : "");
+                           "\"params\":{\"name\":\"%s\"%s%s}}",
+                           name, args_json ? ",\"arguments\":" : "", args_json ? args_json : "");
     json_t *j = send1(line);
 
     free(line);
@@ -350,14 +364,17 @@ static void test_call_protocol_errors(void **state)
 {
     (void)state;
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
-                 "\"name\":\"no_such_tool\",\"arguments\":{}}}", -32602, "1", "Unknown tool");
+                 "\"name\":\"no_such_tool\",\"arguments\":{}}}",
+                 -32602, "1", "Unknown tool");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{}}", -32602,
                  "2", "name");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\"}", -32602, "3", "name");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{"
-                 "\"name\":5}}", -32602, "4", "name");
+                 "\"name\":5}}",
+                 -32602, "4", "name");
     expect_error("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
-                 "\"name\":\"sandbox_run\",\"arguments\":[\"ls\"]}}", -32602, "5", "arguments");
+                 "\"name\":\"sandbox_run\",\"arguments\":[\"ls\"]}}",
+                 -32602, "5", "arguments");
 }
 
 static void test_call_bad_arguments(void **state)
@@ -410,8 +427,10 @@ static void test_call_results(void **state)
     json_decref(j);
     j = call_tool("sandbox_queue", NULL);
     assert_false(is_error(j));
-    assert_string_equal(json_string_value(json_object_get(json_object_get(
-        json_object_get(j, "result"), "structuredContent"), "mode")), "fake");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(j, "result"), "structuredContent"), "mode")),
+        "fake");
     json_decref(j);
 }
 
@@ -463,7 +482,8 @@ static void test_serve_long_line(void **state)
 static void test_runner_mode_fails_clearly(void **state)
 {
     char *dir = test_mkdtemp();
-    char *conf = test_write_file(dir, "sbx.conf", "runner = { listen = \"unix:/tmp/none.sock\"; };\n");
+    char *conf =
+        test_write_file(dir, "sbx.conf", "runner = { listen = \"unix:/tmp/none.sock\"; };\n");
     sbx_error_t *err = NULL;
     struct sbx_config *cfg = sbx_config_load_file(conf, &err);
     struct sbx_mcp_backend b;

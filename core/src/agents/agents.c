@@ -42,8 +42,7 @@ char *sbx_agents_skill_text(void)
         "sandbox_cancel, sandbox_queue) instead of on this machine. Use it whenever a command "
         "installs packages, runs code from the repository or the internet, needs a clean "
         "environment, or could damage the host.\n"
-        "---\n"
-        SBX_AGENTS_SKILL_MARK "\n"
+        "---\n" SBX_AGENTS_SKILL_MARK "\n"
         "\n"
         "# Running commands in sbx sandboxes\n"
         "\n"
@@ -168,9 +167,8 @@ static void add_change(struct sbx_agents_plan *plan, const char *path, const cha
 
 /* Merges entry under root[group][SERVER_NAME] of the JSON file rel. Keys
  * of an existing sbx entry that we do not set (env, ...) are kept. */
-static int plan_json(const char *project, const char *rel, const char *client,
-                     const char *group, json_t *entry, struct sbx_agents_plan *plan,
-                     sbx_error_t **err)
+static int plan_json(const char *project, const char *rel, const char *client, const char *group,
+                     json_t *entry, struct sbx_agents_plan *plan, sbx_error_t **err)
 {
     cleanup_free char *path = xasprintf("%s/%s", project, rel);
     json_error_t je;
@@ -191,14 +189,18 @@ static int plan_json(const char *project, const char *rel, const char *client,
     else {
         root = json_loads(text, JSON_REJECT_DUPLICATES, &je);
         if (root == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s:%d:%d: not valid JSON (%s): fix or move it; "
-                          "nothing was changed", path, je.line, je.column, je.text);
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s:%d:%d: not valid JSON (%s): fix or move it; "
+                          "nothing was changed",
+                          path, je.line, je.column, je.text);
             free(text);
             return -1;
         }
         if (!json_is_object(root)) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: the top level is not a JSON object; nothing "
-                          "was changed", path);
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: the top level is not a JSON object; nothing "
+                          "was changed",
+                          path);
             goto fail;
         }
     }
@@ -214,8 +216,10 @@ static int plan_json(const char *project, const char *rel, const char *client,
     }
     old = json_object_get(servers, SERVER_NAME);
     if (old != NULL && !json_is_object(old)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: \"%s\".\"%s\" is not a JSON object; nothing was "
-                      "changed", path, group, SERVER_NAME);
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "%s: \"%s\".\"%s\" is not a JSON object; nothing was "
+                      "changed",
+                      path, group, SERVER_NAME);
         goto fail;
     }
     merged = old ? json_deep_copy(old) : json_object();
@@ -249,8 +253,10 @@ static int plan_skill(const char *project, const char *rel, const char *client,
         return -1;
     }
     if (text != NULL && strcmp(text, skill) != 0 && strstr(text, SBX_AGENTS_SKILL_MARK) == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s exists and was not written by 'sbx agents setup': "
-                      "move it away to install the sbx skill; nothing was changed", path);
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "%s exists and was not written by 'sbx agents setup': "
+                      "move it away to install the sbx skill; nothing was changed",
+                      path);
         free(text);
         free(skill);
         return -1;
@@ -270,8 +276,8 @@ int sbx_agents_plan(const char *project, unsigned clients, const char *program,
         return sbx_error_set(err, SBX_E_USAGE, "--project %s: not a directory", project);
     }
     if (clients & SBX_AGENTS_CLAUDE) {
-        json_t *e = json_pack("{s:s, s:s, s:[s]}", "type", "stdio", "command", program, "args",
-                              "mcp");
+        json_t *e =
+            json_pack("{s:s, s:s, s:[s]}", "type", "stdio", "command", program, "args", "mcp");
 
         r = plan_json(project, ".mcp.json", "claude-code", "mcpServers", e, plan, err);
         json_decref(e);
@@ -285,10 +291,12 @@ int sbx_agents_plan(const char *project, unsigned clients, const char *program,
         json_t *e;
 
         if (access(jsonc, F_OK) == 0 && access(json, F_OK) != 0) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: sbx cannot edit JSONC; add under \"mcp\": "
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: sbx cannot edit JSONC; add under \"mcp\": "
                           "\"sbx\": {\"type\": \"local\", \"command\": [\"%s\", \"mcp\"], "
                           "\"enabled\": true} by hand, or use opencode.json; nothing was "
-                          "changed", jsonc, program);
+                          "changed",
+                          jsonc, program);
             r = -1;
         }
         else {
@@ -429,12 +437,10 @@ char *sbx_agents_diff(const struct sbx_agents_change *c)
     from = pre > 3 ? pre - 3 : 0;
     a_end = na - suf + (suf > 3 ? 3 : suf);
     b_end = nb - suf + (suf > 3 ? 3 : suf);
-    append(&out, &len, "--- %s%s\n", c->old_text ? "a/" : "/dev/null",
-           c->old_text ? c->path : "");
+    append(&out, &len, "--- %s%s\n", c->old_text ? "a/" : "/dev/null", c->old_text ? c->path : "");
     append(&out, &len, "+++ b/%s%s\n", c->path, "");
-    snprintf(hunk, sizeof(hunk), "@@ -%zu,%zu +%zu,%zu @@\n",
-             a_end > from ? from + 1 : from, a_end - from, b_end > from ? from + 1 : from,
-             b_end - from);
+    snprintf(hunk, sizeof(hunk), "@@ -%zu,%zu +%zu,%zu @@\n", a_end > from ? from + 1 : from,
+             a_end - from, b_end > from ? from + 1 : from, b_end - from);
     append(&out, &len, "%s%s", hunk, "");
     for (size_t i = from; i < pre; i++) {
         append(&out, &len, " %s%s\n", a[i], "");

@@ -19,9 +19,9 @@ enum sbx_agents_client {
 #define SBX_AGENTS_SKILL_MARK "<!-- written by 'sbx agents setup'; rerun it to update -->"
 
 struct sbx_agents_change {
-    char *path;     /* relative to the project: ".mcp.json", ".claude/skills/..." */
+    char *path;         /* relative to the project: ".mcp.json", ".claude/skills/..." */
     const char *client; /* "claude-code" or "opencode" */
-    char *old_text; /* NULL: the file does not exist */
+    char *old_text;     /* NULL: the file does not exist */
     char *new_text;
     int changed;
 };

@@ -60,13 +60,13 @@ static size_t skip_value(const char *s, size_t i)
 
 struct member {
     int found;
-    size_t key;       /* the key's opening quote */
-    size_t val;       /* the value's first byte */
-    size_t val_end;   /* after the value */
-    size_t last_key;  /* the last member's key (when any) */
-    size_t last_end;  /* after the last member's value */
+    size_t key;      /* the key's opening quote */
+    size_t val;      /* the value's first byte */
+    size_t val_end;  /* after the value */
+    size_t last_key; /* the last member's key (when any) */
+    size_t last_end; /* after the last member's value */
     int empty;
-    size_t close;     /* the object's closing brace */
+    size_t close; /* the object's closing brace */
 };
 
 /* Scans the object whose '{' is at s[i] for key. 0, or -1 when the text is
@@ -199,8 +199,7 @@ static char *insert_member(const char *s, const struct member *m, const char *ke
     else {
         ind = line_indent(s, m->last_key);
         v = dump_at(value, ind);
-        ins = ind ? xasprintf(",\n%s\"%s\": %s", ind, key, v)
-                  : xasprintf(", \"%s\": %s", key, v);
+        ins = ind ? xasprintf(",\n%s\"%s\": %s", ind, key, v) : xasprintf(", \"%s\": %s", key, v);
         r = splice(s, m->last_end, m->last_end, ins);
     }
     free(ind);

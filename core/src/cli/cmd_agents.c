@@ -13,27 +13,26 @@
 
 void sbx_cmd_agents_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx agents setup [--project DIR] [--client claude-code|opencode|all]\n"
-            "                        [--command PATH] [--dry-run] [--json]\n"
-            "\n"
-            "Registers the sbx MCP server ('sbx mcp') with coding agents in a project and\n"
-            "installs a skill that tells them when and how to use its tools:\n"
-            "  claude-code  .mcp.json (mcpServers.sbx), .claude/skills/sbx-sandbox/SKILL.md\n"
-            "  opencode     opencode.json (mcp.sbx), .opencode/skills/sbx-sandbox/SKILL.md\n"
-            "Existing entries are kept; only the \"sbx\" entry is added or updated. A\n"
-            "malformed file is refused (nothing is written). Running it twice changes\n"
-            "nothing.\n"
-            "\n"
-            "Options:\n"
-            "  --project DIR        the project (default: the current directory)\n"
-            "  --client NAME        claude-code, opencode or all (default all)\n"
-            "  --command PATH       the sbx the agents start (default: 'sbx' when that is\n"
-            "                       this binary on PATH, else this binary's absolute path)\n"
-            "  --dry-run            print the changes as a unified diff; write nothing\n"
-            "  --json               print a JSON summary of the changes\n"
-            "\n"
-            "Exit status: 0 ok, 1 failed (e.g. a malformed file), 2 usage error.\n");
+    fprintf(out, "usage: sbx agents setup [--project DIR] [--client claude-code|opencode|all]\n"
+                 "                        [--command PATH] [--dry-run] [--json]\n"
+                 "\n"
+                 "Registers the sbx MCP server ('sbx mcp') with coding agents in a project and\n"
+                 "installs a skill that tells them when and how to use its tools:\n"
+                 "  claude-code  .mcp.json (mcpServers.sbx), .claude/skills/sbx-sandbox/SKILL.md\n"
+                 "  opencode     opencode.json (mcp.sbx), .opencode/skills/sbx-sandbox/SKILL.md\n"
+                 "Existing entries are kept; only the \"sbx\" entry is added or updated. A\n"
+                 "malformed file is refused (nothing is written). Running it twice changes\n"
+                 "nothing.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --project DIR        the project (default: the current directory)\n"
+                 "  --client NAME        claude-code, opencode or all (default all)\n"
+                 "  --command PATH       the sbx the agents start (default: 'sbx' when that is\n"
+                 "                       this binary on PATH, else this binary's absolute path)\n"
+                 "  --dry-run            print the changes as a unified diff; write nothing\n"
+                 "  --json               print a JSON summary of the changes\n"
+                 "\n"
+                 "Exit status: 0 ok, 1 failed (e.g. a malformed file), 2 usage error.\n");
 }
 
 /* "sbx" when the sbx on PATH is this binary, else this binary's path. */
@@ -71,12 +70,9 @@ static char *default_program(void)
 int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"project", required_argument, NULL, 'p'},
-        {"client", required_argument, NULL, 'c'},
-        {"command", required_argument, NULL, 'C'},
-        {"dry-run", no_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},
-        {NULL, 0, NULL, 0},
+        {"project", required_argument, NULL, 'p'}, {"client", required_argument, NULL, 'c'},
+        {"command", required_argument, NULL, 'C'}, {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0},
     };
     const char *project = ".";
     const char *command = NULL;
@@ -92,7 +88,7 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     (void)cli;
     if (argc < 2 || strcmp(argv[1], "setup") != 0) {
         fprintf(stderr, "sbx: error: agents: usage: sbx agents setup [--project DIR] "
-                "[--client claude-code|opencode|all] [--dry-run]\n");
+                        "[--client claude-code|opencode|all] [--dry-run]\n");
         return SBX_EXIT_USAGE;
     }
     argc--;
@@ -107,8 +103,10 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
         case 'c':
             clients = sbx_agents_client_parse(optarg);
             if (clients < 0) {
-                fprintf(stderr, "sbx: error: agents setup: --client '%s': use claude-code, "
-                        "opencode or all\n", optarg);
+                fprintf(stderr,
+                        "sbx: error: agents setup: --client '%s': use claude-code, "
+                        "opencode or all\n",
+                        optarg);
                 return SBX_EXIT_USAGE;
             }
             break;
@@ -122,8 +120,10 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
             json = 1;
             break;
         default:
-            fprintf(stderr, "sbx: error: agents setup: unknown option or missing value '%s' "
-                    "(see 'sbx agents --help')\n", argv[optind - 1]);
+            fprintf(stderr,
+                    "sbx: error: agents setup: unknown option or missing value '%s' "
+                    "(see 'sbx agents --help')\n",
+                    argv[optind - 1]);
             return SBX_EXIT_USAGE;
         }
     }
@@ -157,8 +157,9 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
 
             json_array_append_new(files, json_pack("{s:s, s:s, s:s}", "path", ch->path, "client",
                                                    ch->client, "action",
-                                                   !ch->changed ? "unchanged"
-                                                   : ch->old_text ? "update" : "create"));
+                                                   !ch->changed   ? "unchanged"
+                                                   : ch->old_text ? "update"
+                                                                  : "create"));
         }
         summary = json_pack("{s:s, s:s, s:b, s:o}", "project", project, "command", program,
                             "dry_run", dry, "files", files);
@@ -181,8 +182,10 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
             free(d);
         }
         else {
-            printf("%-10s %s (%s)\n", !ch->changed ? "unchanged" : ch->old_text ? "updated"
-                                                                                : "created",
+            printf("%-10s %s (%s)\n",
+                   !ch->changed   ? "unchanged"
+                   : ch->old_text ? "updated"
+                                  : "created",
                    ch->path, ch->client);
         }
     }

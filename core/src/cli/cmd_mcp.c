@@ -18,22 +18,21 @@ static void on_signal(int sig)
 
 void sbx_cmd_mcp_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx mcp\n"
-            "\n"
-            "Serves the sbx tools to an AI agent over the Model Context Protocol: JSON-RPC\n"
-            "on stdin and stdout, one message per line (protocol 2025-11-25). Agents start\n"
-            "it themselves; 'sbx agents setup' registers it for Claude Code and OpenCode.\n"
-            "\n"
-            "Tools: sandbox_run, sandbox_end, sandbox_job, sandbox_cancel, sandbox_queue.\n"
-            "\n"
-            "With no runner configured (runner.listen unset) tasks run embedded in this\n"
-            "process, like 'sbx run'; the tasks it holds end when stdin closes or on\n"
-            "SIGINT/SIGTERM. With runner.listen set the tools go through the runner and\n"
-            "fail (isError) when it cannot be reached; they never fall back.\n"
-            "\n"
-            "stdout carries only protocol messages; logs go to stderr.\n"
-            "Exit status: 0 when stdin closed, 2 on a configuration error.\n");
+    fprintf(out, "usage: sbx mcp\n"
+                 "\n"
+                 "Serves the sbx tools to an AI agent over the Model Context Protocol: JSON-RPC\n"
+                 "on stdin and stdout, one message per line (protocol 2025-11-25). Agents start\n"
+                 "it themselves; 'sbx agents setup' registers it for Claude Code and OpenCode.\n"
+                 "\n"
+                 "Tools: sandbox_run, sandbox_end, sandbox_job, sandbox_cancel, sandbox_queue.\n"
+                 "\n"
+                 "With no runner configured (runner.listen unset) tasks run embedded in this\n"
+                 "process, like 'sbx run'; the tasks it holds end when stdin closes or on\n"
+                 "SIGINT/SIGTERM. With runner.listen set the tools go through the runner and\n"
+                 "fail (isError) when it cannot be reached; they never fall back.\n"
+                 "\n"
+                 "stdout carries only protocol messages; logs go to stderr.\n"
+                 "Exit status: 0 when stdin closed, 2 on a configuration error.\n");
 }
 
 int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv)

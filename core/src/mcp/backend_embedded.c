@@ -25,8 +25,8 @@ struct etask {
     char id[80];
     struct sbx_task *t; /* NULL while starting */
     int starting;
-    int users;  /* sandbox_run calls using it */
-    int ending; /* whoever sets this ends it */
+    int users;   /* sandbox_run calls using it */
+    int ending;  /* whoever sets this ends it */
     int oneshot; /* no task id was given: ends with its command */
     int64_t since;
     unsigned n_jobs;
@@ -46,9 +46,9 @@ struct ejob {
     int64_t deadline_ms; /* monotonic; 0: none yet */
     int64_t timeout;
     struct sbx_exec_slot slot;
-    struct sbx_task *t;         /* while its command runs */
-    struct sbx_mcp_call *call;  /* while its sandbox_run call runs */
-    const char *cancel_state;   /* "cancelled" or "timed_out" once asked */
+    struct sbx_task *t;        /* while its command runs */
+    struct sbx_mcp_call *call; /* while its sandbox_run call runs */
+    const char *cancel_state;  /* "cancelled" or "timed_out" once asked */
     int task_ended;
     int64_t egress_allowed;
     int64_t egress_denied;
@@ -215,9 +215,9 @@ static json_t *job_json(const struct ejob *j)
     json_object_set_new(o, "duration_seconds",
                         json_integer(j->started_at > 0 ? end - j->started_at : 0));
     json_object_set_new(o, "timeout_seconds", json_integer(j->timeout));
-    json_object_set_new(o, "egress", json_pack("{s:I, s:I, s:s}", "allowed",
-                                               (json_int_t)j->egress_allowed, "denied",
-                                               (json_int_t)j->egress_denied, "scope", "task"));
+    json_object_set_new(o, "egress",
+                        json_pack("{s:I, s:I, s:s}", "allowed", (json_int_t)j->egress_allowed,
+                                  "denied", (json_int_t)j->egress_denied, "scope", "task"));
     json_object_set_new(o, "task_ended", json_boolean(j->task_ended));
     if (j->error != NULL) {
         json_object_set_new(o, "error", json_string(j->error));
@@ -244,8 +244,7 @@ static int on_output_locked(void *ud, int stream, const char *data, size_t len)
     return 0;
 }
 
-static struct ejob *new_job(struct emb *e, const struct sbx_mcp_run *r,
-                            struct sbx_mcp_call *call)
+static struct ejob *new_job(struct emb *e, const struct sbx_mcp_run *r, struct sbx_mcp_call *call)
 {
     struct ejob *j = xcalloc(1, sizeof(*j));
     char id[32];
@@ -341,17 +340,19 @@ static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, st
     return et;
 }
 
-static const char *validate_run(const struct emb *e, const struct sbx_mcp_run *r,
-                                sbx_error_t **err)
+static const char *validate_run(const struct emb *e, const struct sbx_mcp_run *r, sbx_error_t **err)
 {
     if (r->argv == NULL || r->argv[0] == NULL || r->argv[0][0] == '\0') {
-        sbx_error_set(err, SBX_E_USAGE, "argv: give the command as a non-empty array of "
+        sbx_error_set(err, SBX_E_USAGE,
+                      "argv: give the command as a non-empty array of "
                       "strings, e.g. [\"make\", \"test\"]");
         return NULL;
     }
     if (r->task != NULL && !sbx_task_id_valid(r->task)) {
-        sbx_error_set(err, SBX_E_USAGE, "task '%.80s': use 1-64 letters, digits, '-', '_' or "
-                      "'.', starting with a letter or digit", r->task);
+        sbx_error_set(err, SBX_E_USAGE,
+                      "task '%.80s': use 1-64 letters, digits, '-', '_' or "
+                      "'.', starting with a letter or digit",
+                      r->task);
         return NULL;
     }
     if (r->pool != NULL && strcmp(r->pool, "ci") != 0 && strcmp(r->pool, "agent") != 0) {
@@ -359,8 +360,10 @@ static const char *validate_run(const struct emb *e, const struct sbx_mcp_run *r
         return NULL;
     }
     if (r->timeout < 0 || (e->cfg->limits.max > 0 && r->timeout > e->cfg->limits.max)) {
-        sbx_error_set(err, SBX_E_USAGE, "timeout %" PRId64 ": use 1 to %" PRId64 " seconds "
-                      "(limits.max)", r->timeout, e->cfg->limits.max);
+        sbx_error_set(err, SBX_E_USAGE,
+                      "timeout %" PRId64 ": use 1 to %" PRId64 " seconds "
+                      "(limits.max)",
+                      r->timeout, e->cfg->limits.max);
         return NULL;
     }
     return "ok";
@@ -391,9 +394,11 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
     if (r->task != NULL && find_task(e, r->task) == NULL &&
         tomb_take(e, r->task, reason, sizeof(reason)) != NULL) {
         pthread_mutex_unlock(&e->mu);
-        sbx_error_set(err, SBX_E_CANCELLED, "task %s had ended (%s): its sandbox and files are "
+        sbx_error_set(err, SBX_E_CANCELLED,
+                      "task %s had ended (%s): its sandbox and files are "
                       "gone. Nothing was run; call sandbox_run again to start a fresh sandbox "
-                      "under this task id", r->task, reason);
+                      "under this task id",
+                      r->task, reason);
         return NULL;
     }
     j = new_job(e, r, call);
@@ -418,8 +423,7 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
         oc.e = e;
         oc.j = j;
         pthread_mutex_unlock(&e->mu);
-        rc = sbx_task_exec(et->t, r->argv, NULL, 0, on_output_locked, &oc, &j->slot, &status,
-                           &xe);
+        rc = sbx_task_exec(et->t, r->argv, NULL, 0, on_output_locked, &oc, &j->slot, &status, &xe);
         pthread_mutex_lock(&e->mu);
         j->t = NULL;
         if (rc == 0) {
@@ -427,16 +431,17 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
             j->state = j->cancel_state ? j->cancel_state : "finished";
         }
         else {
-            j->exit_status = xe && xe->code == SBX_E_NOEXEC ? 126
-                             : xe && xe->code == SBX_E_NOCMD ? 127 : -1;
+            j->exit_status = xe && xe->code == SBX_E_NOEXEC  ? 126
+                             : xe && xe->code == SBX_E_NOCMD ? 127
+                                                             : -1;
             j->state = j->cancel_state ? j->cancel_state : "failed";
             j->error = xstrdup(sbx_error_msg(xe));
             sbx_error_free(&xe);
         }
         if (strcmp(j->state, "timed_out") == 0) {
             free(j->error);
-            j->error = xasprintf("timed out after %" PRId64 "s: the command was killed",
-                                 j->timeout);
+            j->error =
+                xasprintf("timed out after %" PRId64 "s: the command was killed", j->timeout);
         }
         else if (strcmp(j->state, "cancelled") == 0 && j->error == NULL) {
             j->error = xstrdup("cancelled: the command was killed");
@@ -481,8 +486,10 @@ static json_t *emb_end(void *ctx, const char *task, sbx_error_t **err)
                              reason, "mode", "embedded");
         }
         pthread_mutex_unlock(&e->mu);
-        sbx_error_set(err, SBX_E_NOTFOUND, "no task '%.80s' is held by this sbx mcp process "
-                      "(tasks started with 'sbx task start' end with 'sbx task end')", task);
+        sbx_error_set(err, SBX_E_NOTFOUND,
+                      "no task '%.80s' is held by this sbx mcp process "
+                      "(tasks started with 'sbx task start' end with 'sbx task end')",
+                      task);
         return NULL;
     }
     if (et->ending) {
@@ -516,8 +523,10 @@ static json_t *emb_job(void *ctx, const char *id, sbx_error_t **err)
     j = find_job(e, id);
     if (j == NULL) {
         pthread_mutex_unlock(&e->mu);
-        sbx_error_set(err, SBX_E_NOTFOUND, "no job '%.80s' (this sbx mcp process remembers "
-                      "its last %d jobs)", id, SBX_MCP_JOB_HISTORY);
+        sbx_error_set(err, SBX_E_NOTFOUND,
+                      "no job '%.80s' (this sbx mcp process remembers "
+                      "its last %d jobs)",
+                      id, SBX_MCP_JOB_HISTORY);
         return NULL;
     }
     res = job_json(j);
@@ -585,17 +594,19 @@ static json_t *emb_queue(void *ctx, sbx_error_t **err)
     pthread_mutex_lock(&e->mu);
     for (struct etask *t = e->tasks; t != NULL; t = t->next) {
         json_array_append_new(
-            tasks, json_pack("{s:s, s:s, s:s, s:o, s:i, s:I, s:b}", "task", t->id, "state",
-                             t->starting ? "starting" : t->ending ? "ending" : "running", "pool",
-                             t->t ? t->t->pool : "?", "since", iso(t->since), "running_jobs",
-                             t->users, "jobs", (json_int_t)t->n_jobs, "ends_with_command",
-                             t->oneshot));
+            tasks,
+            json_pack("{s:s, s:s, s:s, s:o, s:i, s:I, s:b}", "task", t->id, "state",
+                      t->starting ? "starting"
+                      : t->ending ? "ending"
+                                  : "running",
+                      "pool", t->t ? t->t->pool : "?", "since", iso(t->since), "running_jobs",
+                      t->users, "jobs", (json_int_t)t->n_jobs, "ends_with_command", t->oneshot));
     }
     for (struct ejob *j = e->jobs; j != NULL; j = j->next) {
         if (job_active(j)) {
-            json_array_append_new(running, json_pack("{s:s, s:s, s:s, s:O}", "job", j->id,
-                                                     "task", j->task, "state", j->state,
-                                                     "command", j->argv));
+            json_array_append_new(running,
+                                  json_pack("{s:s, s:s, s:s, s:O}", "job", j->id, "task", j->task,
+                                            "state", j->state, "command", j->argv));
         }
     }
     pthread_mutex_unlock(&e->mu);
@@ -633,8 +644,7 @@ static void *house_main(void *arg)
         }
         do {
             for (et = e->tasks; et != NULL; et = et->next) {
-                if (et->t != NULL && et->t->stop && et->users == 0 && !et->ending &&
-                    !et->oneshot) {
+                if (et->t != NULL && et->t->stop && et->users == 0 && !et->ending && !et->oneshot) {
                     break;
                 }
             }

@@ -18,7 +18,8 @@ static int no_client(struct runner *r, sbx_error_t **err)
     return sbx_error_set(err, SBX_E_ENGINE,
                          "runner.listen is set to '%s', but this sbx has no runner client yet "
                          "(the runner API is not built): nothing was run. Unset runner.listen "
-                         "to run tasks embedded in this process", r->listen);
+                         "to run tasks embedded in this process",
+                         r->listen);
 }
 
 static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_mcp_call *call,

@@ -82,7 +82,8 @@ int sbx_jsonrpc_parse(const char *line, size_t len, struct sbx_jsonrpc_msg *msg,
         return -1;
     }
     if (json_is_array(msg->root)) {
-        return invalid(msg, reply, NULL, "batch arrays are not supported (MCP 2025-11-25 "
+        return invalid(msg, reply, NULL,
+                       "batch arrays are not supported (MCP 2025-11-25 "
                        "sends one message per line)");
     }
     if (!json_is_object(msg->root)) {
@@ -94,7 +95,8 @@ int sbx_jsonrpc_parse(const char *line, size_t len, struct sbx_jsonrpc_msg *msg,
         return invalid(msg, reply, id, "\"jsonrpc\" must be the string \"2.0\"");
     }
     if (id != NULL && !valid_id(id)) {
-        return invalid(msg, reply, NULL, "\"id\" must be a string or an integer (not null, "
+        return invalid(msg, reply, NULL,
+                       "\"id\" must be a string or an integer (not null, "
                        "a fraction, a boolean, an array or an object)");
     }
     method = json_object_get(msg->root, "method");

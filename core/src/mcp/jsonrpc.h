@@ -25,11 +25,11 @@ enum sbx_jsonrpc_kind {
 };
 
 struct sbx_jsonrpc_msg {
-    json_t *root;        /* owned */
+    json_t *root; /* owned */
     enum sbx_jsonrpc_kind kind;
-    json_t *id;          /* borrowed from root; NULL for a notification */
-    const char *method;  /* borrowed; NULL for a response */
-    json_t *params;      /* borrowed; an object, or NULL when absent */
+    json_t *id;         /* borrowed from root; NULL for a notification */
+    const char *method; /* borrowed; NULL for a response */
+    json_t *params;     /* borrowed; an object, or NULL when absent */
 };
 
 /* Parses and validates one line (without its newline). On success returns 0

@@ -112,9 +112,8 @@ static json_t *initialize(struct sbx_mcp_server *s, json_t *params, int *code, c
             ? " (no runner configured: tasks live in this server process and end with it)"
             : "");
     r = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", use,
-                  "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "sbx",
-                  "title", "stackra sandbox", "version", SBX_VERSION, "instructions",
-                  instructions);
+                  "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "sbx", "title",
+                  "stackra sandbox", "version", SBX_VERSION, "instructions", instructions);
     free(instructions);
     s->initialized = 1;
     return r;
@@ -195,9 +194,10 @@ static void tools_call(struct sbx_mcp_server *s, struct sbx_jsonrpc_msg *m, int 
     if (s->n_inflight >= SBX_MCP_MAX_INFLIGHT) {
         pthread_mutex_unlock(&s->mu);
         send_msg(s, sbx_jsonrpc_result(
-                        m->id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text",
-                                         "text", "error: too many tool calls in flight; wait "
-                                         "for one to finish", "isError", 1)));
+                        m->id, json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text",
+                                         "error: too many tool calls in flight; wait "
+                                         "for one to finish",
+                                         "isError", 1)));
         if (m->params == NULL) {
             json_decref(params);
         }
@@ -339,7 +339,8 @@ int sbx_mcp_server_serve(struct sbx_mcp_server *s, int in_fd, const volatile int
             if (discarding) {
                 send_msg(s, sbx_jsonrpc_error(NULL, SBX_JSONRPC_INVALID_REQUEST,
                                               "Invalid Request: message longer than %u bytes "
-                                              "(skipped)", SBX_JSONRPC_MAX_LINE));
+                                              "(skipped)",
+                                              SBX_JSONRPC_MAX_LINE));
             }
             else if (len > 0) {
                 sbx_mcp_server_line(s, buf, len, 1); /* a last line without newline */
@@ -352,7 +353,8 @@ int sbx_mcp_server_serve(struct sbx_mcp_server *s, int in_fd, const volatile int
                 discarding = 0;
                 send_msg(s, sbx_jsonrpc_error(NULL, SBX_JSONRPC_INVALID_REQUEST,
                                               "Invalid Request: message longer than %u bytes "
-                                              "(skipped)", SBX_JSONRPC_MAX_LINE));
+                                              "(skipped)",
+                                              SBX_JSONRPC_MAX_LINE));
             }
             else {
                 sbx_mcp_server_line(s, buf + start, (size_t)(nl - (buf + start)), 1);

@@ -52,28 +52,29 @@ json_t *sbx_mcp_tools_list(void)
     json_t *tools = json_array();
     json_t *run = json_object();
 
-    json_object_set_new(run, "argv", json_pack("{s:s, s:{s:s}, s:i, s:i, s:s}", "type", "array",
-                                               "items", "type", "string", "minItems", 1,
-                                               "maxItems", MAX_ARGV, "description",
-                                               "The command and its arguments, run directly "
-                                               "(no shell): [\"make\", \"test\"]. For pipes or "
-                                               "redirections use [\"sh\", \"-c\", \"...\"]."));
+    json_object_set_new(run, "argv",
+                        json_pack("{s:s, s:{s:s}, s:i, s:i, s:s}", "type", "array", "items", "type",
+                                  "string", "minItems", 1, "maxItems", MAX_ARGV, "description",
+                                  "The command and its arguments, run directly "
+                                  "(no shell): [\"make\", \"test\"]. For pipes or "
+                                  "redirections use [\"sh\", \"-c\", \"...\"]."));
     json_object_set_new(run, "task",
                         id_prop("Keep one sandbox across calls: the first call with a new task "
                                 "id starts its sandbox, later calls run in it and see its "
                                 "files, sandbox_end removes it. Without a task id the command "
                                 "runs in a fresh sandbox that is removed when it ends."));
-    json_object_set_new(run, "pool", json_pack("{s:s, s:[s, s], s:s}", "type", "string", "enum",
-                                               "agent", "ci", "description",
-                                               "Slot pool (default agent). Applies when the "
-                                               "call starts the task."));
+    json_object_set_new(run, "pool",
+                        json_pack("{s:s, s:[s, s], s:s}", "type", "string", "enum", "agent", "ci",
+                                  "description",
+                                  "Slot pool (default agent). Applies when the "
+                                  "call starts the task."));
     json_object_set_new(run, "worktree",
                         str_prop("Host directory mounted read-write at /workspace (the only "
                                  "host directory the sandbox sees). Applies when the call "
                                  "starts the task."));
     json_object_set_new(run, "timeout",
-                        json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 1,
-                                  "description", "Seconds before the command is killed "
+                        json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 1, "description",
+                                  "Seconds before the command is killed "
                                   "(default 600; at most the configured limits.max)."));
     json_object_set_new(run, "provider",
                         str_prop("Sandbox provider instance (default: the configured provider, "
@@ -87,24 +88,24 @@ json_t *sbx_mcp_tools_list(void)
                     "sandbox_end. Secret values are redacted from the output.",
                     schema(run, "argv"), 0, 1, 0));
     json_array_append_new(
-        tools, tool("sandbox_end", "End a task",
-                    "Ends a task started by sandbox_run: cancels its running commands and "
-                    "removes its sandbox and files. Returns the task record.",
-                    schema(json_pack("{s:o}", "task", id_prop("The task id to end.")), "task"), 0,
-                    1, 1));
+        tools,
+        tool("sandbox_end", "End a task",
+             "Ends a task started by sandbox_run: cancels its running commands and "
+             "removes its sandbox and files. Returns the task record.",
+             schema(json_pack("{s:o}", "task", id_prop("The task id to end.")), "task"), 0, 1, 1));
     json_array_append_new(
-        tools, tool("sandbox_job", "Show a job",
-                    "Shows one job (one sandbox_run command): its state (running, finished, "
-                    "failed, cancelled, timed_out), exit status, output so far and egress "
-                    "summary.",
-                    schema(json_pack("{s:o}", "job", str_prop("The job id sandbox_run returned.")),
-                           "job"),
-                    1, 0, 1));
+        tools,
+        tool("sandbox_job", "Show a job",
+             "Shows one job (one sandbox_run command): its state (running, finished, "
+             "failed, cancelled, timed_out), exit status, output so far and egress "
+             "summary.",
+             schema(json_pack("{s:o}", "job", str_prop("The job id sandbox_run returned.")), "job"),
+             1, 0, 1));
     json_array_append_new(
-        tools, tool("sandbox_cancel", "Cancel a job",
-                    "Cancels a running job: its command is killed; its task and sandbox stay.",
-                    schema(json_pack("{s:o}", "job", str_prop("The job id to cancel.")), "job"),
-                    0, 1, 1));
+        tools,
+        tool("sandbox_cancel", "Cancel a job",
+             "Cancels a running job: its command is killed; its task and sandbox stay.",
+             schema(json_pack("{s:o}", "job", str_prop("The job id to cancel.")), "job"), 0, 1, 1));
     json_array_append_new(
         tools, tool("sandbox_queue", "Show tasks, jobs and slots",
                     "Shows the tasks this server holds, the running jobs, the queue and the "
@@ -181,24 +182,29 @@ static json_t *run_result(json_t *job)
             snprintf(key, sizeof(key), "%s_bytes", name);
             snprintf(notes + strlen(notes), sizeof(notes) - strlen(notes),
                      "[%s truncated: %" JSON_INTEGER_FORMAT " bytes in all; shown: the first "
-                     "and the last %u KiB]\n", name,
-                     json_integer_value(json_object_get(job, key)), SBX_MCP_OUTPUT_CAP / 2048);
+                     "and the last %u KiB]\n",
+                     name, json_integer_value(json_object_get(job, key)),
+                     SBX_MCP_OUTPUT_CAP / 2048);
         }
     }
-    if (asprintf(&text, "%s\njob %s, task %s%s, mode %s%s\n"
-                 "--- stdout ---\n%s%s--- stderr ---\n%s%s%s",
-                 head, jstr(job, "job"), jstr(job, "task"),
-                 json_is_true(json_object_get(job, "task_ended")) ? " (ended with the command)"
-                                                                  : " (still running)",
-                 jstr(job, "mode"),
-                 strcmp(jstr(job, "mode"), "embedded") == 0 ? " (no runner configured)" : "",
-                 jstr(job, "stdout"),
-                 jstr(job, "stdout")[0] && jstr(job, "stdout")[strlen(jstr(job, "stdout")) - 1]
-                         != '\n' ? "\n" : "",
-                 jstr(job, "stderr"),
-                 jstr(job, "stderr")[0] && jstr(job, "stderr")[strlen(jstr(job, "stderr")) - 1]
-                         != '\n' ? "\n" : "",
-                 notes) < 0) {
+    if (asprintf(
+            &text,
+            "%s\njob %s, task %s%s, mode %s%s\n"
+            "--- stdout ---\n%s%s--- stderr ---\n%s%s%s",
+            head, jstr(job, "job"), jstr(job, "task"),
+            json_is_true(json_object_get(job, "task_ended")) ? " (ended with the command)"
+                                                             : " (still running)",
+            jstr(job, "mode"),
+            strcmp(jstr(job, "mode"), "embedded") == 0 ? " (no runner configured)" : "",
+            jstr(job, "stdout"),
+            jstr(job, "stdout")[0] && jstr(job, "stdout")[strlen(jstr(job, "stdout")) - 1] != '\n'
+                ? "\n"
+                : "",
+            jstr(job, "stderr"),
+            jstr(job, "stderr")[0] && jstr(job, "stderr")[strlen(jstr(job, "stderr")) - 1] != '\n'
+                ? "\n"
+                : "",
+            notes) < 0) {
         abort();
     }
     r = result(job, !finished && strcmp(state, "running") != 0, "%s", text);
@@ -223,7 +229,8 @@ static char *check_keys(json_t *args, const char *const *allowed)
     const char *key;
     json_t *v;
 
-    json_object_foreach(args, key, v) {
+    json_object_foreach(args, key, v)
+    {
         int ok = 0;
 
         for (size_t i = 0; allowed[i] != NULL; i++) {
@@ -256,8 +263,8 @@ static int opt_str(json_t *args, const char *key, const char **out, char **bad)
 
 static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sbx_mcp_call *call)
 {
-    static const char *const keys[] = {"argv", "task", "pool", "worktree", "timeout",
-                                       "provider", NULL};
+    static const char *const keys[] = {"argv",    "task",     "pool", "worktree",
+                                       "timeout", "provider", NULL};
     struct sbx_mcp_run r = {0};
     json_t *jargv = json_object_get(args, "argv");
     json_t *jt = json_object_get(args, "timeout");
@@ -270,7 +277,8 @@ static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sb
     if (bad == NULL && (!json_is_array(jargv) || json_array_size(jargv) == 0 ||
                         json_array_size(jargv) > MAX_ARGV)) {
         bad = xasprintf("'argv' must be a non-empty array of strings (at most %d), e.g. "
-                        "[\"make\", \"test\"]", MAX_ARGV);
+                        "[\"make\", \"test\"]",
+                        MAX_ARGV);
     }
     if (bad == NULL) {
         argv = xcalloc(json_array_size(jargv) + 1, sizeof(char *));
