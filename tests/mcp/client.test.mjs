@@ -5,7 +5,7 @@
 // starts the engine), and tests/mcp/node_modules (npm ci --prefix tests/mcp).
 // Talks only to the child it starts and to the engine's unix socket.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +31,13 @@ if (!host.startsWith('unix://') || !sbx) {
 const socketPath = host.slice('unix://'.length);
 const state = mkdtempSync(join(tmpdir(), 'sbx-mcp-test-'));
 let serverStderr = '';
+// the project sbx mcp runs in (its cwd): worktrees must be inside it; readable
+// by the sandbox's remapped root
+const project = mkdtempSync(join(tmpdir(), 'sbx-mcp-project-'));
+mkdirSync(join(project, 'wt'));
+writeFileSync(join(project, 'wt', 'hello.txt'), 'from the worktree\n');
+chmodSync(project, 0o755);
+chmodSync(join(project, 'wt'), 0o777);
 
 /* Containers carrying an sbx.task label on the test engine. */
 function sandboxes() {
@@ -50,11 +57,13 @@ function connect() {
         HOME: process.env.HOME ?? '/root',
         DOCKER_HOST: host,
         SBX_STATE_DIR: state,
+        SBX_MCP_PROGRESS_MS: '300',
     };
     if (process.env.SBX_PLUGIN_DIR) {
         env.SBX_PLUGIN_DIR = process.env.SBX_PLUGIN_DIR;
     }
-    const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env, stderr: 'pipe' });
+    const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env, cwd: project,
+        stderr: 'pipe' });
     transport.stderr.on('data', chunk => {
         serverStderr += chunk;
         process.stderr.write(chunk);
@@ -160,6 +169,22 @@ async function main() {
     r = await client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-t1', argv: ['cat', '/tmp/mcp-file'] } });
     assert.equal(r.structuredContent.stdout, 'kept-across-calls\n');
 
+    // progress notifications while a command runs (asked for with a progressToken)
+    let progressed = 0;
+    r = await client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-t1', argv: ['sleep', '2'] } },
+        undefined, { onprogress: () => { progressed++; } });
+    assert.equal(r.structuredContent.exit_status, 0);
+    assert.ok(progressed >= 1, `progress notifications seen: ${progressed}`);
+
+    // a worktree inside the project is mounted; anything else of the host is refused
+    r = await client.callTool({ name: 'sandbox_run', arguments: {
+        worktree: 'wt', argv: ['cat', '/workspace/hello.txt'] } });
+    assert.notEqual(r.isError, true, text(r));
+    assert.equal(r.structuredContent.stdout, 'from the worktree\n');
+    r = await client.callTool({ name: 'sandbox_run', arguments: { worktree: '/etc', argv: ['true'] } });
+    assert.equal(r.isError, true);
+    assert.match(text(r), /outside the project/);
+
     r = await client.callTool({ name: 'sandbox_queue', arguments: {} });
     assert.notEqual(r.isError, true);
     assert.equal(r.structuredContent.mode, 'embedded');
@@ -230,4 +255,5 @@ try {
     process.exitCode = 1;
 } finally {
     rmSync(state, { recursive: true, force: true });
+    rmSync(project, { recursive: true, force: true });
 }

@@ -46,6 +46,12 @@ static json_t *fake_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_c
     (void)ctx;
     (void)call;
     runs++;
+    if (r->worktree != NULL) {
+        char *cwd = getcwd(NULL, 0);
+
+        assert_string_equal(r->worktree, cwd); /* resolved before the backend sees it */
+        free(cwd);
+    }
     if (strcmp(r->argv[0], "refuse") == 0) {
         sbx_error_set(err, SBX_E_USAGE, "refused by the fake");
         return NULL;
@@ -394,6 +400,12 @@ static void test_call_bad_arguments(void **state)
     expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"task\":\"\"}", "task");
     expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"pool\":[]}", "pool");
     expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"shell\":true}", "unknown argument");
+    expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"worktree\":\"/etc\"}",
+                      "outside the project");
+    expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"worktree\":\"..\"}",
+                      "outside the project");
+    expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"worktree\":\"/no/such/dir\"}",
+                      "No such file");
     expect_tool_error("sandbox_end", "{}", "'task' is required");
     expect_tool_error("sandbox_end", "{\"task\":1}", "task");
     expect_tool_error("sandbox_job", "{\"id\":\"j-1\"}", "unknown argument");
@@ -416,6 +428,9 @@ static void test_call_results(void **state)
     assert_non_null(strstr(text_of(j), "exit status 7"));
     assert_non_null(strstr(text_of(j), "out\n"));
     assert_non_null(strstr(text_of(j), "no runner configured"));
+    json_decref(j);
+    j = call_tool("sandbox_run", "{\"argv\":[\"ok\"],\"worktree\":\".\"}");
+    assert_false(is_error(j));
     json_decref(j);
     j = call_tool("sandbox_run", "{\"argv\":[\"fail\"]}");
     assert_true(is_error(j)); /* a task failure: a result with isError */

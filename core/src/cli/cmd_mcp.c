@@ -66,6 +66,9 @@ int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     sbx_info("mcp: serving on stdio (mode %s)", backend.ops->mode);
     s = sbx_mcp_server_new(&backend, NULL, NULL);
+    if (getenv("SBX_MCP_PROGRESS_MS") != NULL) { /* tests */
+        sbx_mcp_server_set_progress_interval(s, strtoll(getenv("SBX_MCP_PROGRESS_MS"), NULL, 10));
+    }
     sbx_mcp_server_serve(s, 0, &mcp_stop);
     sbx_info("mcp: %s: ending", mcp_stop ? "signal" : "stdin closed");
     sbx_mcp_server_free(s);

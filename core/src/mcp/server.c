@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mcp/jsonrpc.h"
@@ -20,8 +21,12 @@ struct inflight {
     json_t *id;
     json_t *params;
     struct sbx_mcp_call call;
-    int silenced; /* notifications/cancelled: send no response */
+    int silenced;   /* notifications/cancelled: send no response */
+    int responding; /* the response is being sent: no more progress */
     int done;
+    json_t *progress_token; /* params._meta.progressToken, or NULL */
+    int64_t started_ms;
+    int64_t progress_ms; /* last progress notification */
     pthread_t th;
     struct inflight *next;
 };
@@ -35,7 +40,16 @@ struct sbx_mcp_server {
     struct inflight *inflight;
     int n_inflight;
     int initialized;
+    int64_t progress_interval_ms;
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
                                        NULL};
@@ -83,7 +97,38 @@ struct sbx_mcp_server *sbx_mcp_server_new(const struct sbx_mcp_backend *backend,
     s->ud = ud;
     pthread_mutex_init(&s->out_mu, NULL);
     pthread_mutex_init(&s->mu, NULL);
+    s->progress_interval_ms = SBX_MCP_PROGRESS_MS;
     return s;
+}
+
+void sbx_mcp_server_set_progress_interval(struct sbx_mcp_server *s, int64_t ms)
+{
+    s->progress_interval_ms = ms > 0 ? ms : SBX_MCP_PROGRESS_MS;
+}
+
+/* notifications/progress for long calls that asked for it (a progressToken):
+ * the seconds elapsed, so the client may reset its request timeout. */
+static void progress(struct sbx_mcp_server *s)
+{
+    int64_t now = mono_ms();
+
+    pthread_mutex_lock(&s->mu);
+    for (struct inflight *f = s->inflight; f != NULL; f = f->next) {
+        int64_t secs = (now - f->started_ms) / 1000;
+        char msg[64];
+
+        if (f->progress_token == NULL || f->responding || f->silenced ||
+            now - f->progress_ms < s->progress_interval_ms) {
+            continue;
+        }
+        f->progress_ms = now;
+        snprintf(msg, sizeof(msg), "running for %llds", (long long)secs);
+        send_msg(s,
+                 json_pack("{s:s, s:s, s:{s:O, s:f, s:s}}", "jsonrpc", "2.0", "method",
+                           "notifications/progress", "params", "progressToken", f->progress_token,
+                           "progress", (double)(now - f->started_ms) / 1000.0, "message", msg));
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 static json_t *initialize(struct sbx_mcp_server *s, json_t *params, int *code, char **msg)
@@ -132,6 +177,7 @@ static void *call_main(void *arg)
     free(msg);
     pthread_mutex_lock(&s->mu);
     silenced = f->silenced;
+    f->responding = 1;
     pthread_mutex_unlock(&s->mu);
     if (silenced) {
         json_decref(reply);
@@ -207,6 +253,12 @@ static void tools_call(struct sbx_mcp_server *s, struct sbx_jsonrpc_msg *m, int 
     f->s = s;
     f->id = json_incref(m->id);
     f->params = m->params ? json_incref(params) : params;
+    f->progress_token = json_object_get(json_object_get(params, "_meta"), "progressToken");
+    if (!json_is_string(f->progress_token) && !json_is_integer(f->progress_token)) {
+        f->progress_token = NULL; /* borrowed from params, which f holds */
+    }
+    f->started_ms = mono_ms();
+    f->progress_ms = f->started_ms;
     f->next = s->inflight;
     s->inflight = f;
     s->n_inflight++;
@@ -323,6 +375,7 @@ int sbx_mcp_server_serve(struct sbx_mcp_server *s, int in_fd, const volatile int
         ssize_t n;
         char *nl;
 
+        progress(s);
         if (poll(&p, 1, 200) <= 0) {
             reap(s, 0);
             continue;

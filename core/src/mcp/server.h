@@ -11,6 +11,8 @@
 #define SBX_MCP_PROTOCOL_VERSION "2025-11-25"
 /* tools/call requests running at once; more get a tool error. */
 #define SBX_MCP_MAX_INFLIGHT 64
+/* notifications/progress interval for a call that sent a progressToken. */
+#define SBX_MCP_PROGRESS_MS 10000
 
 struct sbx_mcp_server;
 
@@ -26,6 +28,8 @@ void sbx_mcp_server_line(struct sbx_mcp_server *s, const char *line, size_t len,
 /* Reads in_fd until end of file or *stop; lines longer than
  * SBX_JSONRPC_MAX_LINE get -32600 and are skipped. */
 int sbx_mcp_server_serve(struct sbx_mcp_server *s, int in_fd, const volatile int *stop);
+/* Sets the progress interval (tests; <= 0: the default). */
+void sbx_mcp_server_set_progress_interval(struct sbx_mcp_server *s, int64_t ms);
 /* Cancels running calls, waits for them, ends every task, frees. */
 void sbx_mcp_server_free(struct sbx_mcp_server *s);
 

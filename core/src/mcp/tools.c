@@ -3,11 +3,13 @@
  * wrapper over one backend call (backend.h). Bad argument values and task
  * failures are results with isError (MCP 2025-11-25); only an unknown tool
  * is a protocol error (-32602). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
@@ -70,8 +72,9 @@ json_t *sbx_mcp_tools_list(void)
                                   "call starts the task."));
     json_object_set_new(run, "worktree",
                         str_prop("Host directory mounted read-write at /workspace (the only "
-                                 "host directory the sandbox sees). Applies when the call "
-                                 "starts the task."));
+                                 "host directory the sandbox sees): the project sbx mcp runs in, "
+                                 "or a directory below it. Applies when the call starts the "
+                                 "task."));
     json_object_set_new(run, "timeout",
                         json_pack("{s:s, s:i, s:s}", "type", "integer", "minimum", 1, "description",
                                   "Seconds before the command is killed "
@@ -261,6 +264,37 @@ static int opt_str(json_t *args, const char *key, const char **out, char **bad)
     return 0;
 }
 
+/* The worktree a model may mount: the directory `sbx mcp` runs in (the
+ * project the agent works on) or one below it, never anything else of the
+ * host. An error text, or NULL and *out (absolute, resolved). */
+static char *project_path(const char *w, char **out)
+{
+    char *root = realpath(".", NULL);
+    char *real = realpath(w, NULL);
+    size_t n = root ? strlen(root) : 0;
+    char *bad = NULL;
+
+    if (root == NULL || real == NULL) {
+        bad = xasprintf("'worktree' %.200s: %s", w, strerror(errno));
+    }
+    else if (strcmp(real, root) != 0 &&
+             (strncmp(real, root, n) != 0 || (real[n] != '/' && strcmp(root, "/") != 0))) {
+        bad = xasprintf("'worktree' %.200s is outside the project %s (the directory sbx mcp "
+                        "was started in): only it or a directory below it can be mounted",
+                        w, root);
+    }
+    else if (strcmp(real, "/") == 0) {
+        bad = xstrdup("'worktree' /: refusing to mount the host root");
+    }
+    free(root);
+    if (bad != NULL) {
+        free(real);
+        return bad;
+    }
+    *out = real;
+    return NULL;
+}
+
 static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sbx_mcp_call *call)
 {
     static const char *const keys[] = {"argv",    "task",     "pool", "worktree",
@@ -269,6 +303,7 @@ static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sb
     json_t *jargv = json_object_get(args, "argv");
     json_t *jt = json_object_get(args, "timeout");
     const char **argv = NULL;
+    char *worktree = NULL;
     char *bad = check_keys(args, keys);
     sbx_error_t *err = NULL;
     json_t *job;
@@ -308,15 +343,21 @@ static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sb
         opt_str(args, "worktree", &r.worktree, &bad) == 0) {
         opt_str(args, "provider", &r.provider, &bad);
     }
+    if (bad == NULL && r.worktree != NULL) {
+        bad = project_path(r.worktree, &worktree);
+        r.worktree = worktree;
+    }
     if (bad != NULL) {
         res = result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
         free(bad);
         free(argv);
+        free(worktree);
         return res;
     }
     r.argv = argv;
     job = b->ops->run(b->ctx, &r, call, &err);
     free(argv);
+    free(worktree);
     if (job == NULL) {
         res = tool_error(b, err);
         sbx_error_free(&err);
