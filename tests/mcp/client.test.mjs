@@ -209,6 +209,8 @@ async function main() {
         ['sandbox_run', {}],
         ['sandbox_run', { argv: ['ls'], task: 'bad id!' }],
         ['sandbox_run', { argv: ['ls'], timeout: -5 }],
+        ['sandbox_run', { argv: ['ls'], provider: 'no-such-provider' }],
+        ['sandbox_run', { argv: ['no-such-command-xyz'] }],
         ['sandbox_end', { task: 'mcp-t1' }],
         ['sandbox_job', { job: 'j-000000000000' }],
         ['sandbox_cancel', { job }],

@@ -49,6 +49,7 @@ struct ejob {
     struct sbx_task *t;        /* while its command runs */
     struct sbx_mcp_call *call; /* while its sandbox_run call runs */
     const char *cancel_state;  /* "cancelled" or "timed_out" once asked */
+    const char *cancel_why;    /* who cancelled it */
     int task_ended;
     int64_t egress_allowed;
     int64_t egress_denied;
@@ -409,12 +410,14 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
     if (et == NULL) {
         j->state = call != NULL && call->cancelled ? "cancelled" : "failed";
         j->error = xstrdup(sbx_error_msg(xe));
+        j->task_ended = 1; /* no sandbox was made for it */
         sbx_error_free(&xe);
         goto done;
     }
     if (j->cancel_state != NULL || (call != NULL && call->cancelled)) {
         j->state = j->cancel_state ? j->cancel_state : "cancelled";
-        j->error = xstrdup("cancelled before the command started");
+        j->error =
+            xasprintf("%s before the command started", j->cancel_why ? j->cancel_why : "cancelled");
     }
     else {
         j->t = et->t;
@@ -443,8 +446,10 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
             j->error =
                 xasprintf("timed out after %" PRId64 "s: the command was killed", j->timeout);
         }
-        else if (strcmp(j->state, "cancelled") == 0 && j->error == NULL) {
-            j->error = xstrdup("cancelled: the command was killed");
+        else if (strcmp(j->state, "cancelled") == 0) {
+            free(j->error);
+            j->error = xasprintf("%s; the command was killed",
+                                 j->cancel_why ? j->cancel_why : "cancelled");
         }
     }
     j->egress_allowed = et->t->egress_allowed;
@@ -502,6 +507,7 @@ static json_t *emb_end(void *ctx, const char *task, sbx_error_t **err)
     for (struct ejob *j = e->jobs; j != NULL; j = j->next) {
         if (strcmp(j->task, task) == 0 && job_active(j) && j->cancel_state == NULL) {
             j->cancel_state = "cancelled";
+            j->cancel_why = "its task was ended by sandbox_end";
         }
     }
     while (et->users > 0) {
@@ -553,6 +559,7 @@ static json_t *emb_cancel(void *ctx, const char *id, sbx_error_t **err)
     }
     if (j->cancel_state == NULL) {
         j->cancel_state = "cancelled";
+        j->cancel_why = "sandbox_cancel asked for it";
     }
     if (j->t != NULL) {
         sbx_task_exec_cancel(j->t, &j->slot);
@@ -634,6 +641,7 @@ static void *house_main(void *arg)
             }
             if (j->cancel_state == NULL && j->call != NULL && j->call->cancelled) {
                 j->cancel_state = "cancelled";
+                j->cancel_why = "the client cancelled the request";
             }
             if (j->cancel_state == NULL && j->deadline_ms > 0 && now >= j->deadline_ms) {
                 j->cancel_state = "timed_out";
@@ -673,6 +681,7 @@ static void emb_shutdown(void *ctx)
     for (struct ejob *j = e->jobs; j != NULL; j = j->next) {
         if (job_active(j) && j->cancel_state == NULL) {
             j->cancel_state = "cancelled";
+            j->cancel_why = "sbx mcp is exiting";
             if (j->t != NULL) {
                 sbx_task_exec_cancel(j->t, &j->slot);
             }

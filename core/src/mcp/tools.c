@@ -195,8 +195,7 @@ static json_t *run_result(json_t *job)
             "%s\njob %s, task %s%s, mode %s%s\n"
             "--- stdout ---\n%s%s--- stderr ---\n%s%s%s",
             head, jstr(job, "job"), jstr(job, "task"),
-            json_is_true(json_object_get(job, "task_ended")) ? " (ended with the command)"
-                                                             : " (still running)",
+            json_is_true(json_object_get(job, "task_ended")) ? " (sandbox removed)" : "",
             jstr(job, "mode"),
             strcmp(jstr(job, "mode"), "embedded") == 0 ? " (no runner configured)" : "",
             jstr(job, "stdout"),
