@@ -269,7 +269,7 @@ static void test_cancel_paths(void **state)
     g.task = "c1";
     pthread_create(&g.th, NULL, bg_main, &g);
     free(running_job());
-    g.call.cancelled = 1;
+    sbx_mcp_call_cancel(&g.call);
     pthread_join(g.th, NULL);
     assert_string_equal(str(g.res, "state"), "cancelled");
     assert_non_null(strstr(str(g.res, "error"), "client"));

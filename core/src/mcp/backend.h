@@ -21,10 +21,21 @@
 #define SBX_MCP_JOB_HISTORY 256
 
 /* One tools/call in flight. The server sets cancelled (notifications/cancelled,
- * shutdown); the backend polls it and cancels the job. */
+ * shutdown); the backend polls it and cancels the job. Read and write it
+ * with sbx_mcp_call_cancel / sbx_mcp_call_cancelled (atomic). */
 struct sbx_mcp_call {
     volatile int cancelled;
 };
+
+static inline void sbx_mcp_call_cancel(struct sbx_mcp_call *c)
+{
+    __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELEASE);
+}
+
+static inline int sbx_mcp_call_cancelled(const struct sbx_mcp_call *c)
+{
+    return c != NULL && __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE);
+}
 
 struct sbx_mcp_run {
     const char *const *argv; /* NULL-terminated, non-empty */

@@ -28,6 +28,7 @@ struct etask {
     int users;   /* sandbox_run calls using it */
     int ending;  /* whoever sets this ends it */
     int oneshot; /* no task id was given: ends with its command */
+    char pool[16];
     int64_t since;
     unsigned n_jobs;
     struct etask *next;
@@ -273,6 +274,7 @@ static void end_task(struct emb *e, struct etask *et, const char *reason, json_t
     sbx_error_t *err = NULL;
     struct sbx_task *t = et->t;
 
+    et->t = NULL; /* freed below, outside the lock: nobody may look at it */
     pthread_mutex_unlock(&e->mu);
     if (t != NULL && sbx_task_end(t, reason, rec, &err) < 0) {
         sbx_warn("mcp: ending task %s: %s", et->id, sbx_error_msg(err));
@@ -336,6 +338,7 @@ static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, st
         return NULL;
     }
     et->t = t;
+    snprintf(et->pool, sizeof(et->pool), "%s", t->pool);
     et->starting = 0;
     pthread_cond_broadcast(&e->cv);
     return et;
@@ -408,13 +411,13 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
     }
     et = task_for_run(e, r, j, call, &xe);
     if (et == NULL) {
-        j->state = call != NULL && call->cancelled ? "cancelled" : "failed";
+        j->state = sbx_mcp_call_cancelled(call) ? "cancelled" : "failed";
         j->error = xstrdup(sbx_error_msg(xe));
         j->task_ended = 1; /* no sandbox was made for it */
         sbx_error_free(&xe);
         goto done;
     }
-    if (j->cancel_state != NULL || (call != NULL && call->cancelled)) {
+    if (j->cancel_state != NULL || sbx_mcp_call_cancelled(call)) {
         j->state = j->cancel_state ? j->cancel_state : "cancelled";
         j->error =
             xasprintf("%s before the command started", j->cancel_why ? j->cancel_why : "cancelled");
@@ -606,7 +609,7 @@ static json_t *emb_queue(void *ctx, sbx_error_t **err)
                       t->starting ? "starting"
                       : t->ending ? "ending"
                                   : "running",
-                      "pool", t->t ? t->t->pool : "?", "since", iso(t->since), "running_jobs",
+                      "pool", t->pool[0] ? t->pool : "?", "since", iso(t->since), "running_jobs",
                       t->users, "jobs", (json_int_t)t->n_jobs, "ends_with_command", t->oneshot));
     }
     for (struct ejob *j = e->jobs; j != NULL; j = j->next) {
@@ -630,7 +633,7 @@ static void *house_main(void *arg)
 {
     struct emb *e = arg;
 
-    while (!e->house_quit) {
+    while (!__atomic_load_n(&e->house_quit, __ATOMIC_ACQUIRE)) {
         int64_t now = mono_ms();
         struct etask *et;
 
@@ -639,7 +642,7 @@ static void *house_main(void *arg)
             if (!job_active(j)) {
                 continue;
             }
-            if (j->cancel_state == NULL && j->call != NULL && j->call->cancelled) {
+            if (j->cancel_state == NULL && sbx_mcp_call_cancelled(j->call)) {
                 j->cancel_state = "cancelled";
                 j->cancel_why = "the client cancelled the request";
             }
@@ -651,15 +654,25 @@ static void *house_main(void *arg)
             }
         }
         do {
+            char reason[256] = "";
+
             for (et = e->tasks; et != NULL; et = et->next) {
-                if (et->t != NULL && et->t->stop && et->users == 0 && !et->ending && !et->oneshot) {
+                int stopped = 0;
+
+                if (et->t == NULL || et->users > 0 || et->ending || et->oneshot) {
+                    continue;
+                }
+                pthread_mutex_lock(&et->t->mu); /* the task's timer sets stop */
+                if (et->t->stop) {
+                    stopped = 1;
+                    snprintf(reason, sizeof(reason), "%s", et->t->stop_reason);
+                }
+                pthread_mutex_unlock(&et->t->mu);
+                if (stopped) {
                     break;
                 }
             }
             if (et != NULL) {
-                char reason[256];
-
-                snprintf(reason, sizeof(reason), "%s", et->t->stop_reason);
                 sbx_info("mcp: task %s: %s: ending it", et->id, reason);
                 et->ending = 1;
                 tomb_add(e, et->id, reason);
@@ -694,7 +707,7 @@ static void emb_destroy(void *ctx)
 {
     struct emb *e = ctx;
 
-    e->house_quit = 1;
+    __atomic_store_n(&e->house_quit, 1, __ATOMIC_RELEASE);
     pthread_join(e->house, NULL);
     pthread_mutex_lock(&e->mu);
     while (e->tasks != NULL) {

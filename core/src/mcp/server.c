@@ -282,7 +282,7 @@ static void cancelled(struct sbx_mcp_server *s, json_t *params)
     pthread_mutex_lock(&s->mu);
     for (struct inflight *f = s->inflight; f != NULL; f = f->next) {
         if (rid != NULL && json_equal(f->id, rid) && !f->done) {
-            f->call.cancelled = 1;
+            sbx_mcp_call_cancel(&f->call);
             f->silenced = 1;
             sbx_info("mcp: the client cancelled request %s",
                      json_is_string(rid) ? json_string_value(rid) : "(number)");
@@ -436,7 +436,7 @@ void sbx_mcp_server_free(struct sbx_mcp_server *s)
     }
     pthread_mutex_lock(&s->mu);
     for (struct inflight *f = s->inflight; f != NULL; f = f->next) {
-        f->call.cancelled = 1;
+        sbx_mcp_call_cancel(&f->call);
     }
     pthread_mutex_unlock(&s->mu);
     s->backend.ops->shutdown(s->backend.ctx);
