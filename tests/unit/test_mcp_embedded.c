@@ -150,6 +150,13 @@ static void test_fresh_and_kept_tasks(void **state)
 
         assert_string_equal(str(t, "task"), "keep-1");
         assert_int_equal(json_integer_value(json_object_get(t, "jobs")), 2);
+        /* the box's slots: one held, by this task */
+        t = json_object_get(q, "slots");
+        assert_int_equal(json_integer_value(json_object_get(t, "max")), 6);
+        assert_int_equal(json_integer_value(json_object_get(t, "used")), 1);
+        assert_int_equal(json_array_size(json_object_get(t, "holders")), 1);
+        assert_string_equal(str(json_array_get(json_object_get(t, "holders"), 0), "task"),
+                            "keep-1");
         json_decref(q);
     }
     /* the jobs are remembered */
@@ -163,6 +170,13 @@ static void test_fresh_and_kept_tasks(void **state)
     assert_string_equal(str(json_object_get(e, "record"), "task"), "keep-1");
     json_decref(e);
     assert_int_equal(n_tasks(), 0);
+    {
+        json_t *q = queue();
+
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(q, "slots"), "used")),
+                         0);
+        json_decref(q);
+    }
     assert_null(b.ops->end(b.ctx, "keep-1", &err));
     assert_non_null(strstr(err->msg, "no task 'keep-1'"));
     sbx_error_free(&err);

@@ -79,6 +79,10 @@ int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_di
 /* The runner client's place: fails every call with a clear reason for now. */
 void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out);
 
+/* The box's slots (box.max_sandboxes, flock files under state/slots):
+ * {max, used, holders: [task records of running tasks on this box]}. */
+json_t *sbx_mcp_box_slots(const char *state, int max);
+
 /* Output capture shared by backends: the first and last SBX_MCP_OUTPUT_CAP/2
  * bytes of a stream, and how much there was. */
 struct sbx_mcp_outbuf {

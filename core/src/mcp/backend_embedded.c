@@ -4,14 +4,11 @@
  * sandbox across sandbox_run calls until sandbox_end, its idle time or its
  * maximum lifetime; every task still held is ended when the process ends.
  * Finished jobs stay in memory for sandbox_job (SBX_MCP_JOB_HISTORY). */
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -571,28 +568,6 @@ static json_t *emb_cancel(void *ctx, const char *id, sbx_error_t **err)
     return json_pack("{s:s, s:s, s:s}", "job", id, "state", "cancelling", "mode", "embedded");
 }
 
-/* Slots of box.max_sandboxes in use on this box (all processes): a slot is
- * taken while someone holds its flock. */
-static int slots_used(const struct emb *e, int max)
-{
-    int used = 0;
-
-    for (int i = 0; i < max; i++) {
-        char *path = xasprintf("%s/slots/%d.lock", e->state, i);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-        free(path);
-        if (fd < 0) {
-            continue;
-        }
-        if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
-            used++;
-        }
-        close(fd); /* drops the probe's lock */
-    }
-    return used;
-}
-
 static json_t *emb_queue(void *ctx, sbx_error_t **err)
 {
     struct emb *e = ctx;
@@ -620,11 +595,11 @@ static json_t *emb_queue(void *ctx, sbx_error_t **err)
         }
     }
     pthread_mutex_unlock(&e->mu);
-    return json_pack("{s:s, s:s, s:o, s:o, s:{s:i, s:i}, s:o}", "mode", "embedded", "runner",
+    return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "mode", "embedded", "runner",
                      "none configured (runner.listen is not set): tasks run in this sbx mcp "
                      "process; there is no queue, a call waits for a free slot",
-                     "tasks", tasks, "running_jobs", running, "slots", "max", max, "used",
-                     slots_used(e, max), "queued", json_array());
+                     "tasks", tasks, "running_jobs", running, "slots",
+                     sbx_mcp_box_slots(e->state, max), "queued", json_array());
 }
 
 /* Timeouts, cancellation by the client, and tasks the core stopped (idle,
