@@ -15,6 +15,12 @@ trap stop_engine EXIT
 scripts/dockerd.sh start --socket "$sock" --root "$engine"
 export SBX_TEST_DOCKER_HOST=unix://$sock
 
+# the MCP SDK for tests/mcp (pinned by its package-lock.json; npm's configured registry)
+if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ]; then
+    echo "== npm ci --prefix tests/mcp" >&2
+    npm ci --prefix tests/mcp --no-audit --no-fund >/dev/null
+fi
+
 suite() {
     local dir=$1; shift
     echo "== $dir: configure and build ($*)" >&2

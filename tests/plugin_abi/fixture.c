@@ -2,7 +2,9 @@
  * FIX_NAME is the descriptor name; other FIX_* macros break one rule each. The
  * good provider also works as a fake in-memory provider for core tests. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sbx/sbx_credential.h"
 #include "sbx/sbx_plugin.h"
@@ -39,8 +41,21 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
 {
     (void)ctx;
     (void)id;
-    (void)ctl;
-    (void)err;
+    /* "fake-wait": runs until cancelled (at most 60 s); "fake-exit N": status N */
+    if (strcmp(spec->argv[0], "fake-wait") == 0) {
+        for (int i = 0; i < 6000 && !ctl->cancelled; i++) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+
+            nanosleep(&ts, NULL);
+        }
+        if (ctl->cancelled) {
+            return host->error_set(err, SBX_E_CANCELLED, "fake: exec cancelled");
+        }
+    }
+    if (strcmp(spec->argv[0], "fake-exit") == 0 && spec->argv[1] != NULL) {
+        *status = atoi(spec->argv[1]);
+        return 0;
+    }
     if (spec->on_output != NULL) {
         spec->on_output(spec->output_userdata, 1, spec->argv[0], strlen(spec->argv[0]));
     }

@@ -63,5 +63,9 @@ int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_spike_help(FILE *out);
 int sbx_cmd_policy(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_policy_help(FILE *out);
+int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_mcp_help(FILE *out);
+int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_agents_help(FILE *out);
 
 #endif

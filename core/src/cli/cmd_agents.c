@@ -1,0 +1,198 @@
+/* cmd_agents.c - `sbx agents setup`: registers `sbx mcp` with Claude Code and
+ * OpenCode in a project and installs the usage skill (docs/mcp.md). */
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agents/agents.h"
+#include "cli/cli.h"
+#include "util/xalloc.h"
+
+void sbx_cmd_agents_help(FILE *out)
+{
+    fprintf(out, "usage: sbx agents setup [--project DIR] [--client claude-code|opencode|all]\n"
+                 "                        [--command PATH] [--dry-run] [--json]\n"
+                 "\n"
+                 "Registers the sbx MCP server ('sbx mcp') with coding agents in a project and\n"
+                 "installs a skill that tells them when and how to use its tools:\n"
+                 "  claude-code  .mcp.json (mcpServers.sbx), .claude/skills/sbx-sandbox/SKILL.md\n"
+                 "  opencode     opencode.json (mcp.sbx), .opencode/skills/sbx-sandbox/SKILL.md\n"
+                 "Existing entries are kept; only the \"sbx\" entry is added or updated. A\n"
+                 "malformed file is refused (nothing is written). Running it twice changes\n"
+                 "nothing.\n"
+                 "\n"
+                 "Options:\n"
+                 "  --project DIR        the project (default: the current directory)\n"
+                 "  --client NAME        claude-code, opencode or all (default all)\n"
+                 "  --command PATH       the sbx the agents start (default: 'sbx' when that is\n"
+                 "                       this binary on PATH, else this binary's absolute path)\n"
+                 "  --dry-run            print the changes as a unified diff; write nothing\n"
+                 "  --json               print a JSON summary of the changes\n"
+                 "\n"
+                 "Exit status: 0 ok, 1 failed (e.g. a malformed file), 2 usage error.\n");
+}
+
+/* "sbx" when the sbx on PATH is this binary, else this binary's path. */
+static char *default_program(void)
+{
+    char *self = realpath("/proc/self/exe", NULL);
+    const char *path = getenv("PATH");
+    char *copy;
+    char *save = NULL;
+
+    if (self == NULL) {
+        return xstrdup("sbx");
+    }
+    copy = xstrdup(path ? path : "");
+    for (char *d = strtok_r(copy, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+        char *cand = xasprintf("%s/sbx", d);
+        char *real = access(cand, X_OK) == 0 ? realpath(cand, NULL) : NULL;
+        int same = real != NULL && strcmp(real, self) == 0;
+
+        free(cand);
+        free(real);
+        if (same) {
+            free(copy);
+            free(self);
+            return xstrdup("sbx");
+        }
+        if (real != NULL) {
+            break; /* the first sbx on PATH is another one */
+        }
+    }
+    free(copy);
+    return self;
+}
+
+int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"project", required_argument, NULL, 'p'}, {"client", required_argument, NULL, 'c'},
+        {"command", required_argument, NULL, 'C'}, {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0},
+    };
+    const char *project = ".";
+    const char *command = NULL;
+    char *program;
+    int clients = SBX_AGENTS_ALL;
+    int dry = 0;
+    int json = 0;
+    struct sbx_agents_plan plan;
+    sbx_error_t *err = NULL;
+    int changed = 0;
+    int c;
+
+    (void)cli;
+    if (argc < 2 || strcmp(argv[1], "setup") != 0) {
+        fprintf(stderr, "sbx: error: agents: usage: sbx agents setup [--project DIR] "
+                        "[--client claude-code|opencode|all] [--dry-run]\n");
+        return SBX_EXIT_USAGE;
+    }
+    argc--;
+    argv++;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            project = optarg;
+            break;
+        case 'c':
+            clients = sbx_agents_client_parse(optarg);
+            if (clients < 0) {
+                fprintf(stderr,
+                        "sbx: error: agents setup: --client '%s': use claude-code, "
+                        "opencode or all\n",
+                        optarg);
+                return SBX_EXIT_USAGE;
+            }
+            break;
+        case 'C':
+            command = optarg;
+            break;
+        case 'n':
+            dry = 1;
+            break;
+        case 'j':
+            json = 1;
+            break;
+        default:
+            fprintf(stderr,
+                    "sbx: error: agents setup: unknown option or missing value '%s' "
+                    "(see 'sbx agents --help')\n",
+                    argv[optind - 1]);
+            return SBX_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "sbx: error: agents setup: unexpected argument '%s'\n", argv[optind]);
+        return SBX_EXIT_USAGE;
+    }
+    program = command ? xstrdup(command) : default_program();
+    if (sbx_agents_plan(project, (unsigned)clients, program, &plan, &err) < 0) {
+        sbx_cli_print_error(err);
+        c = sbx_cli_exit_for(err) == SBX_EXIT_USAGE && err->code == SBX_E_USAGE ? SBX_EXIT_USAGE
+                                                                                : SBX_EXIT_FAIL;
+        sbx_error_free(&err);
+        free(program);
+        return c;
+    }
+    if (!dry && sbx_agents_apply(project, &plan, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        sbx_agents_plan_free(&plan);
+        free(program);
+        return SBX_EXIT_FAIL;
+    }
+    if (json) {
+        json_t *files = json_array();
+        json_t *summary;
+        char *s;
+
+        for (size_t i = 0; i < plan.n; i++) {
+            const struct sbx_agents_change *ch = &plan.changes[i];
+
+            json_array_append_new(files, json_pack("{s:s, s:s, s:s}", "path", ch->path, "client",
+                                                   ch->client, "action",
+                                                   !ch->changed   ? "unchanged"
+                                                   : ch->old_text ? "update"
+                                                                  : "create"));
+        }
+        summary = json_pack("{s:s, s:s, s:b, s:o}", "project", project, "command", program,
+                            "dry_run", dry, "files", files);
+        s = json_dumps(summary, JSON_INDENT(2));
+        printf("%s\n", s);
+        free(s);
+        json_decref(summary);
+    }
+    for (size_t i = 0; i < plan.n; i++) {
+        const struct sbx_agents_change *ch = &plan.changes[i];
+
+        changed += ch->changed;
+        if (json) {
+            continue;
+        }
+        if (dry) {
+            char *d = sbx_agents_diff(ch);
+
+            fputs(d, stdout);
+            free(d);
+        }
+        else {
+            printf("%-10s %s (%s)\n",
+                   !ch->changed   ? "unchanged"
+                   : ch->old_text ? "updated"
+                                  : "created",
+                   ch->path, ch->client);
+        }
+    }
+    if (!json && dry && changed == 0) {
+        printf("nothing to change in %s\n", project);
+    }
+    sbx_agents_plan_free(&plan);
+    free(program);
+    return SBX_EXIT_OK;
+}

@@ -1,0 +1,105 @@
+/* backend.h - what the MCP tools call: a small interface with two
+ * implementations. "embedded" runs tasks in this process through
+ * sbx_task_start/exec/end (sandbox/task.h), like `sbx run`; a runner client
+ * (when `runner.listen` is set) will send the same calls to `sbx serve`.
+ * Until that client exists, "runner" fails every call with the reason: it
+ * never falls back to embedded (DESIGN.md, One implementation). */
+#ifndef SBX_MCP_BACKEND_H
+#define SBX_MCP_BACKEND_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "util/error.h"
+
+/* Output kept per stream and job (the first and the last half). */
+#define SBX_MCP_OUTPUT_CAP (64u << 10)
+/* Default and largest per-command timeout of sandbox_run, in seconds. */
+#define SBX_MCP_DEFAULT_TIMEOUT (10 * 60)
+/* Finished jobs remembered for sandbox_job (oldest dropped first). */
+#define SBX_MCP_JOB_HISTORY 256
+
+/* One tools/call in flight. The server sets cancelled (notifications/cancelled,
+ * shutdown); the backend polls it and cancels the job. Read and write it
+ * with sbx_mcp_call_cancel / sbx_mcp_call_cancelled (atomic). */
+struct sbx_mcp_call {
+    volatile int cancelled;
+};
+
+static inline void sbx_mcp_call_cancel(struct sbx_mcp_call *c)
+{
+    __atomic_store_n(&c->cancelled, 1, __ATOMIC_RELEASE);
+}
+
+static inline int sbx_mcp_call_cancelled(const struct sbx_mcp_call *c)
+{
+    return c != NULL && __atomic_load_n(&c->cancelled, __ATOMIC_ACQUIRE);
+}
+
+struct sbx_mcp_run {
+    const char *const *argv; /* NULL-terminated, non-empty */
+    const char *task;        /* NULL: a fresh task that ends with the command */
+    const char *pool;        /* "ci" or "agent"; NULL: agent */
+    const char *worktree;    /* host directory mounted at /workspace, or NULL */
+    const char *provider;    /* instance name, or NULL: config `provider` */
+    int64_t timeout;         /* seconds; 0: SBX_MCP_DEFAULT_TIMEOUT */
+};
+
+/* Each call returns a JSON object (the tool's structuredContent) or NULL and
+ * *err (a failure before any job existed: bad argument, unknown task...).
+ * run and job return the job object even when the command failed; its
+ * "state" is running, finished (the command ran to its end, any exit
+ * status), failed (sbx failed), cancelled or timed_out. */
+struct sbx_mcp_backend_ops {
+    const char *mode; /* "embedded" or "runner" */
+    json_t *(*run)(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_call *call,
+                   sbx_error_t **err);
+    json_t *(*end)(void *ctx, const char *task, sbx_error_t **err);
+    json_t *(*job)(void *ctx, const char *job, sbx_error_t **err);
+    json_t *(*cancel)(void *ctx, const char *job, sbx_error_t **err);
+    json_t *(*queue)(void *ctx, sbx_error_t **err);
+    /* Cancels every running job and refuses new ones (stdin closed, signal). */
+    void (*shutdown)(void *ctx);
+    /* Ends every task still held and frees ctx (after all calls returned). */
+    void (*destroy)(void *ctx);
+};
+
+struct sbx_mcp_backend {
+    const struct sbx_mcp_backend_ops *ops;
+    void *ctx;
+};
+
+/* Picks the backend for cfg: "runner" when runner.listen is set, else
+ * "embedded". plugin_dir is kept (not copied) for the process's life. */
+int sbx_mcp_backend_open(const struct sbx_config *cfg, const char *plugin_dir,
+                         struct sbx_mcp_backend *out, sbx_error_t **err);
+int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_dir,
+                             struct sbx_mcp_backend *out, sbx_error_t **err);
+/* The runner client's place: fails every call with a clear reason for now. */
+void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out);
+
+/* The box's slots (box.max_sandboxes, flock files under state/slots):
+ * {max, used, holders: [task records of running tasks on this box]}. */
+json_t *sbx_mcp_box_slots(const char *state, int max);
+
+/* Output capture shared by backends: the first and last SBX_MCP_OUTPUT_CAP/2
+ * bytes of a stream, and how much there was. */
+struct sbx_mcp_outbuf {
+    char *head;
+    size_t head_len;
+    char *tail; /* a ring */
+    size_t tail_len;
+    size_t tail_pos;
+    uint64_t total;
+};
+
+void sbx_mcp_outbuf_add(struct sbx_mcp_outbuf *b, const char *data, size_t len);
+/* The kept text as valid UTF-8 (invalid bytes become U+FFFD), with a
+ * "[... N bytes omitted ...]" line between head and tail when cut. */
+char *sbx_mcp_outbuf_text(const struct sbx_mcp_outbuf *b, int *truncated);
+void sbx_mcp_outbuf_free(struct sbx_mcp_outbuf *b);
+/* Copies s (len bytes) replacing invalid UTF-8 and NUL with U+FFFD. */
+char *sbx_mcp_utf8_clean(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,362 @@
+/* test_mcp_embedded.c - the embedded MCP backend over the real task path
+ * (sbx_task_start/exec/end) with the fake in-memory provider of the ABI
+ * fixtures: fresh and kept tasks, job history, timeouts, sandbox_cancel, a
+ * client's cancel, sandbox_end during a run, and a task the core ended. */
+#include "test_common.h"
+
+#include <jansson.h>
+#include <pthread.h>
+
+#include "config/config.h"
+#include "mcp/backend.h"
+#include "util/xalloc.h"
+
+static char *dir;
+static struct sbx_config *cfg;
+static struct sbx_mcp_backend b;
+
+static void open_backend(const char *extra)
+{
+    char *text = xasprintf("state_dir = \"%s/state\";\nprovider = \"fake\";\n"
+                           "providers = { fake = { plugin = \"provider_good\"; }; };\n%s",
+                           dir, extra ? extra : "");
+    char *path = test_write_file(dir, "sbx.conf", text);
+    sbx_error_t *err = NULL;
+
+    cfg = sbx_config_load_file(path, &err);
+    if (cfg == NULL) {
+        fail_msg("config: %s", err->msg);
+    }
+    assert_int_equal(sbx_mcp_backend_embedded(cfg, getenv("SBX_TEST_PLUGINS"), &b, &err), 0);
+    assert_string_equal(b.ops->mode, "embedded");
+    free(text);
+    free(path);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    if (getenv("SBX_TEST_PLUGINS") == NULL) {
+        fprintf(stderr, "needs SBX_TEST_PLUGINS (run under ctest)\n");
+        return -1;
+    }
+    dir = test_mkdtemp();
+    open_backend(NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    b.ops->shutdown(b.ctx);
+    b.ops->destroy(b.ctx);
+    sbx_config_destroy(cfg);
+    test_rm_rf(dir);
+    free(dir);
+    return 0;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+
+    return s ? s : "";
+}
+
+static json_t *run(const char *task, const char *const *argv, int64_t timeout)
+{
+    struct sbx_mcp_run r = {.argv = argv, .task = task, .timeout = timeout};
+    sbx_error_t *err = NULL;
+    json_t *j = b.ops->run(b.ctx, &r, NULL, &err);
+
+    if (j == NULL) {
+        fail_msg("run: %s", err->msg);
+    }
+    return j;
+}
+
+static json_t *queue(void)
+{
+    sbx_error_t *err = NULL;
+    json_t *q = b.ops->queue(b.ctx, &err);
+
+    assert_non_null(q);
+    return q;
+}
+
+static size_t n_tasks(void)
+{
+    json_t *q = queue();
+    size_t n = json_array_size(json_object_get(q, "tasks"));
+
+    json_decref(q);
+    return n;
+}
+
+/* The id of the one running job, waiting for it to appear. */
+static char *running_job(void)
+{
+    for (int i = 0; i < 2000; i++) {
+        json_t *q = queue();
+        json_t *jobs = json_object_get(q, "running_jobs");
+
+        for (size_t k = 0; k < json_array_size(jobs); k++) {
+            json_t *j = json_array_get(jobs, k);
+
+            if (strcmp(str(j, "state"), "running") == 0) {
+                char *id = xstrdup(str(j, "job"));
+
+                json_decref(q);
+                return id;
+            }
+        }
+        json_decref(q);
+        usleep(5 * 1000);
+    }
+    fail_msg("no running job appeared");
+    return NULL;
+}
+
+static void test_fresh_and_kept_tasks(void **state)
+{
+    const char *echo[] = {"hello", NULL};
+    const char *exit3[] = {"fake-exit", "3", NULL};
+    sbx_error_t *err = NULL;
+    json_t *j;
+    json_t *k;
+    json_t *e;
+
+    (void)state;
+    j = run(NULL, echo, 0);
+    assert_string_equal(str(j, "state"), "finished");
+    assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 0);
+    assert_string_equal(str(j, "stdout"), "hello");
+    assert_true(json_is_true(json_object_get(j, "task_ended")));
+    assert_true(strncmp(str(j, "task"), "t-", 2) == 0);
+    assert_true(strncmp(str(j, "job"), "j-", 2) == 0);
+    assert_int_equal(json_integer_value(json_object_get(j, "timeout_seconds")),
+                     SBX_MCP_DEFAULT_TIMEOUT);
+    assert_int_equal(n_tasks(), 0); /* the fresh task ended with its command */
+
+    k = run("keep-1", exit3, 0);
+    assert_string_equal(str(k, "state"), "finished"); /* a non-zero exit is not a failure */
+    assert_int_equal(json_integer_value(json_object_get(k, "exit_status")), 3);
+    assert_false(json_is_true(json_object_get(k, "task_ended")));
+    json_decref(run("keep-1", echo, 0));
+    assert_int_equal(n_tasks(), 1);
+    {
+        json_t *q = queue();
+        json_t *t = json_array_get(json_object_get(q, "tasks"), 0);
+
+        assert_string_equal(str(t, "task"), "keep-1");
+        assert_int_equal(json_integer_value(json_object_get(t, "jobs")), 2);
+        /* the box's slots: one held, by this task */
+        t = json_object_get(q, "slots");
+        assert_int_equal(json_integer_value(json_object_get(t, "max")), 6);
+        assert_int_equal(json_integer_value(json_object_get(t, "used")), 1);
+        assert_int_equal(json_array_size(json_object_get(t, "holders")), 1);
+        assert_string_equal(str(json_array_get(json_object_get(t, "holders"), 0), "task"),
+                            "keep-1");
+        json_decref(q);
+    }
+    /* the jobs are remembered */
+    e = b.ops->job(b.ctx, str(j, "job"), &err);
+    assert_non_null(e);
+    assert_string_equal(str(e, "stdout"), "hello");
+    json_decref(e);
+    e = b.ops->end(b.ctx, "keep-1", &err);
+    assert_non_null(e);
+    assert_string_equal(str(e, "state"), "ended");
+    assert_string_equal(str(json_object_get(e, "record"), "task"), "keep-1");
+    json_decref(e);
+    assert_int_equal(n_tasks(), 0);
+    {
+        json_t *q = queue();
+
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(q, "slots"), "used")),
+                         0);
+        json_decref(q);
+    }
+    assert_null(b.ops->end(b.ctx, "keep-1", &err));
+    assert_non_null(strstr(err->msg, "no task 'keep-1'"));
+    sbx_error_free(&err);
+    assert_null(b.ops->job(b.ctx, "j-000000000000", &err));
+    sbx_error_free(&err);
+    assert_null(b.ops->cancel(b.ctx, str(j, "job"), &err));
+    assert_non_null(strstr(err->msg, "not running"));
+    sbx_error_free(&err);
+    json_decref(j);
+    json_decref(k);
+}
+
+static void test_bad_values(void **state)
+{
+    const char *echo[] = {"hello", NULL};
+    const char *empty[] = {NULL};
+    struct sbx_mcp_run r = {.argv = echo, .task = "bad id"};
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "task 'bad id'"));
+    sbx_error_free(&err);
+    r.task = NULL;
+    r.pool = "gpu";
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "pool"));
+    sbx_error_free(&err);
+    r.pool = NULL;
+    r.timeout = 9 * 3600; /* beyond limits.max (8h) */
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "timeout"));
+    sbx_error_free(&err);
+    r.timeout = 0;
+    r.argv = empty;
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    sbx_error_free(&err);
+    /* a task that cannot start is a failed job, not a missing one */
+    r.argv = echo;
+    r.provider = "nope";
+    {
+        json_t *j = b.ops->run(b.ctx, &r, NULL, &err);
+
+        assert_non_null(j);
+        assert_string_equal(str(j, "state"), "failed");
+        assert_non_null(strstr(str(j, "error"), "nope"));
+        json_decref(j);
+    }
+}
+
+static void test_timeout(void **state)
+{
+    const char *wait[] = {"fake-wait", NULL};
+    json_t *j;
+
+    (void)state;
+    j = run("slow", wait, 1);
+    assert_string_equal(str(j, "state"), "timed_out");
+    assert_non_null(strstr(str(j, "error"), "timed out after 1s"));
+    json_decref(j);
+    assert_int_equal(n_tasks(), 1); /* the task stays */
+}
+
+struct bg {
+    const char *task;
+    struct sbx_mcp_call call;
+    json_t *res;
+    pthread_t th;
+};
+
+static void *bg_main(void *arg)
+{
+    struct bg *g = arg;
+    const char *wait[] = {"fake-wait", NULL};
+    struct sbx_mcp_run r = {.argv = wait, .task = g->task};
+    sbx_error_t *err = NULL;
+
+    g->res = b.ops->run(b.ctx, &r, &g->call, &err);
+    sbx_error_free(&err);
+    return NULL;
+}
+
+static void test_cancel_paths(void **state)
+{
+    struct bg g = {.task = "c1"};
+    sbx_error_t *err = NULL;
+    json_t *j;
+    char *id;
+
+    (void)state;
+    /* sandbox_cancel */
+    pthread_create(&g.th, NULL, bg_main, &g);
+    id = running_job();
+    j = b.ops->cancel(b.ctx, id, &err);
+    assert_non_null(j);
+    json_decref(j);
+    pthread_join(g.th, NULL);
+    assert_string_equal(str(g.res, "state"), "cancelled");
+    assert_non_null(strstr(str(g.res, "error"), "sandbox_cancel"));
+    json_decref(g.res);
+    free(id);
+    /* the client cancels its request */
+    memset(&g, 0, sizeof(g));
+    g.task = "c1";
+    pthread_create(&g.th, NULL, bg_main, &g);
+    free(running_job());
+    sbx_mcp_call_cancel(&g.call);
+    pthread_join(g.th, NULL);
+    assert_string_equal(str(g.res, "state"), "cancelled");
+    assert_non_null(strstr(str(g.res, "error"), "client"));
+    json_decref(g.res);
+    /* sandbox_end while a command runs */
+    memset(&g, 0, sizeof(g));
+    g.task = "c1";
+    pthread_create(&g.th, NULL, bg_main, &g);
+    free(running_job());
+    j = b.ops->end(b.ctx, "c1", &err);
+    assert_non_null(j);
+    json_decref(j);
+    pthread_join(g.th, NULL);
+    assert_string_equal(str(g.res, "state"), "cancelled");
+    assert_non_null(strstr(str(g.res, "error"), "sandbox_end"));
+    json_decref(g.res);
+    assert_int_equal(n_tasks(), 0);
+    /* shutdown cancels what runs; destroy (teardown) ends the held task */
+    memset(&g, 0, sizeof(g));
+    g.task = "c2";
+    pthread_create(&g.th, NULL, bg_main, &g);
+    free(running_job());
+    b.ops->shutdown(b.ctx);
+    pthread_join(g.th, NULL);
+    assert_string_equal(str(g.res, "state"), "cancelled");
+    assert_non_null(strstr(str(g.res, "error"), "exiting"));
+    json_decref(g.res);
+    {
+        const char *echo[] = {"x", NULL};
+        struct sbx_mcp_run r = {.argv = echo};
+
+        assert_null(b.ops->run(b.ctx, &r, NULL, &err)); /* refused once shutting down */
+        assert_non_null(strstr(err->msg, "shutting down"));
+        sbx_error_free(&err);
+    }
+    assert_int_equal(n_tasks(), 1);
+}
+
+static void test_task_ended_by_the_core(void **state)
+{
+    const char *echo[] = {"x", NULL};
+    struct sbx_mcp_run r = {.argv = echo, .task = "idle-1"};
+    sbx_error_t *err = NULL;
+    json_t *j;
+
+    (void)state;
+    b.ops->shutdown(b.ctx);
+    b.ops->destroy(b.ctx);
+    sbx_config_destroy(cfg);
+    open_backend("limits = { idle = \"1s\"; };\n");
+    json_decref(run("idle-1", echo, 0));
+    for (int i = 0; i < 1000 && n_tasks() > 0; i++) {
+        usleep(10 * 1000);
+    }
+    assert_int_equal(n_tasks(), 0); /* idle: the core stopped it, the backend ended it */
+    j = b.ops->run(b.ctx, &r, NULL, &err);
+    assert_null(j);
+    assert_non_null(strstr(err->msg, "had ended (idle for 1s)"));
+    sbx_error_free(&err);
+    j = run("idle-1", echo, 0); /* then a fresh sandbox under the same id */
+    assert_string_equal(str(j, "state"), "finished");
+    json_decref(j);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_fresh_and_kept_tasks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_paths, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_ended_by_the_core, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
