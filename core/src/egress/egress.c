@@ -156,7 +156,7 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
         sbx_log(SBX_LOG_WARN, "egress: no DNS resolver configured; only egress.hosts names "
                 "resolve");
     }
-    else {
+    else if (e->dns != NULL) {
         /* Names are resolved exactly as the rule matched them: no search domains. */
         evdns_base_search_clear(e->dns);
     }
