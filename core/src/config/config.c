@@ -67,8 +67,10 @@ static double get_float(const config_setting_t *parent, const char *key, double 
     return (double)config_setting_get_int64(s);
 }
 
-/* The schema check has already validated these, so parsing cannot fail. */
-static int64_t get_size(const config_setting_t *parent, const char *key, int64_t def)
+/* A size or a duration: a string with a unit, or a bare integer. The schema
+ * check has already validated these, so parsing cannot fail. */
+static int64_t get_unit(const config_setting_t *parent, const char *key, int64_t def,
+                        int (*parse)(const char *, int64_t *, sbx_error_t **))
 {
     const config_setting_t *s = parent ? config_setting_get_member(parent, key) : NULL;
     int64_t v = def;
@@ -79,7 +81,7 @@ static int64_t get_size(const config_setting_t *parent, const char *key, int64_t
     if (config_setting_type(s) == CONFIG_TYPE_STRING) {
         sbx_error_t *e = NULL;
 
-        if (sbx_size_parse(config_setting_get_string(s), &v, &e) < 0) {
+        if (parse(config_setting_get_string(s), &v, &e) < 0) {
             sbx_error_free(&e);
             return def;
         }
@@ -88,24 +90,14 @@ static int64_t get_size(const config_setting_t *parent, const char *key, int64_t
     return config_setting_get_int64(s);
 }
 
+static int64_t get_size(const config_setting_t *parent, const char *key, int64_t def)
+{
+    return get_unit(parent, key, def, sbx_size_parse);
+}
+
 static int64_t get_duration(const config_setting_t *parent, const char *key, int64_t def)
 {
-    const config_setting_t *s = parent ? config_setting_get_member(parent, key) : NULL;
-    int64_t v = def;
-
-    if (s == NULL) {
-        return def;
-    }
-    if (config_setting_type(s) == CONFIG_TYPE_STRING) {
-        sbx_error_t *e = NULL;
-
-        if (sbx_duration_parse(config_setting_get_string(s), &v, &e) < 0) {
-            sbx_error_free(&e);
-            return def;
-        }
-        return v;
-    }
-    return config_setting_get_int64(s);
+    return get_unit(parent, key, def, sbx_duration_parse);
 }
 
 static double get_cpus(const config_setting_t *parent, const char *key, double def)
