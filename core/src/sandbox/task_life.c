@@ -88,7 +88,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     t->limits = cfg->limits;
     t->image = xstrdup(cfg->image);
     snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
-    snprintf(t->slot_class, sizeof(t->slot_class), "light");
+    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
     if (strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) {
         sbx_error_set(err, SBX_E_USAGE, "--pool %s: use ci or agent", t->pool);
         goto fail;
@@ -138,10 +138,12 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_warn("provider '%s': user namespaces are OFF (%s): container root is host root; "
                  "turn on userns-remap (docs/operations.md)", provider, info.engine);
     }
-    sbx_task_reap_orphans(t->prov, t->state);
-    t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
-    if (t->slot_fd < 0) {
-        goto fail;
+    if (!o->no_reap) {
+        sbx_task_reap_orphans(t->prov, t->state);
+        t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
+        if (t->slot_fd < 0) {
+            goto fail;
+        }
     }
     if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
@@ -331,4 +333,60 @@ void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot)
         }
     }
     pthread_mutex_unlock(&t->mu);
+}
+
+int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
+                   const struct sbx_task_opts *o, const char *sandbox, struct sbx_task **out,
+                   sbx_error_t **err)
+{
+    struct sbx_task *t = xcalloc(1, sizeof(*t));
+    const char *provider = o->provider ? o->provider : cfg->provider;
+
+    pthread_mutex_init(&t->mu, NULL);
+    t->cfg = cfg;
+    t->slot_fd = -1;
+    t->last_exit = -1;
+    t->ephemeral = o->ephemeral;
+    t->limits = cfg->limits;
+    t->image = xstrdup(cfg->image);
+    snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
+    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
+    if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
+        sandbox[0] == '\0') {
+        sbx_error_set(err, SBX_E_USAGE, "adopting a task: a valid task id and sandbox id are "
+                      "required");
+        goto fail;
+    }
+    snprintf(t->id, sizeof(t->id), "%s", o->task_id);
+    snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
+    snprintf(t->sandbox, sizeof(t->sandbox), "%s", sandbox);
+    if (o->worktree != NULL) {
+        t->worktree = xstrdup(o->worktree);
+    }
+    t->state = sbx_state_dir(cfg->state_dir, err);
+    if (t->state == NULL) {
+        goto fail;
+    }
+    t->dir = sbx_task_dir(t->state, t->id);
+    if (sbx_mkdirs(t->dir, 0700, err) < 0) {
+        goto fail;
+    }
+    t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
+    if (t->prov == NULL) {
+        goto fail;
+    }
+    t->created_at = time(NULL);
+    t->started_at = t->created_at;
+    t->last_activity = t->started_at;
+    if (pthread_create(&t->timer, NULL, sbx_task_timer_main, t) == 0) {
+        t->timer_on = 1;
+    }
+    sbx_info("task %s: re-adopted sandbox %.12s", t->id, t->sandbox);
+    *out = t;
+    return 0;
+
+fail:
+    t->sandbox[0] = '\0';
+    free_task(t);
+    return -1;
 }
