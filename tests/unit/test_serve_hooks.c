@@ -27,6 +27,8 @@ static const char webhook_py[] =
     "print(s.server_address[1], flush=True)\n"
     "s.serve_forever()\n";
 
+static int webhook_fd = -1; /* its stdout, kept open while it runs */
+
 static pid_t start_webhook(const char *dir, const char *out, int *port)
 {
     char *script = test_write_file(dir, "webhook.py", webhook_py);
@@ -44,8 +46,16 @@ static pid_t start_webhook(const char *dir, const char *out, int *port)
         _exit(127);
     }
     close(p[1]);
-    n = read(p[0], buf, sizeof(buf) - 1);
-    close(p[0]);
+    /* the whole line: the port and its newline */
+    for (n = 0; n < (ssize_t)sizeof(buf) - 1 && strchr(buf, '\n') == NULL;) {
+        ssize_t k = read(p[0], buf + n, sizeof(buf) - 1 - (size_t)n);
+
+        if (k <= 0) {
+            break;
+        }
+        n += k;
+    }
+    webhook_fd = p[0];
     assert_true(n > 0);
     *port = atoi(buf);
     assert_true(*port > 0);
@@ -173,6 +183,7 @@ static void test_alert_at_600s(void **state)
     rh_stop();
     kill(web, SIGTERM);
     waitpid(web, NULL, 0);
+    close(webhook_fd);
     test_rm_rf(hookdir);
     free(hookdir);
     free(alert_out);
