@@ -3,6 +3,10 @@
  * cancel, agent tasks, queue, slots and /metrics. */
 #include "test_common.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "prom_check.h"
 #include "runner_harness.h"
 
@@ -193,12 +197,113 @@ static void test_api_conflicts(void **state)
     rh_stop();
 }
 
+static void test_api_listen_config(void **state)
+{
+    static const struct {
+        const char *listen, *msg;
+    } bad[] = {
+        {"foo", "use unix:/PATH or tcp:HOST:PORT"},
+        {"unix:relative.sock", "needs an absolute path"},
+        {"tcp:127.0.0.1", "use tcp:HOST:PORT"},
+        {"tcp:127.0.0.1:0", "port 1-65535"},
+        {"tcp:127.0.0.1:99999", "port 1-65535"},
+        {"tcp::80", "use tcp:HOST:PORT"},
+    };
+    struct sbx_config *c = sbx_config_defaults();
+    struct sbx_runner_endpoint ep;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        sbx_error_t *err = NULL;
+
+        free(c->runner.listen);
+        c->runner.listen = strdup(bad[i].listen);
+        assert_int_equal(sbx_runner_endpoint(c, &ep, &err), -1);
+        assert_int_equal(err->code, SBX_E_CONFIG);
+        if (strstr(sbx_error_msg(err), bad[i].msg) == NULL) {
+            fail_msg("%s: %s", bad[i].listen, sbx_error_msg(err));
+        }
+        sbx_error_free(&err);
+    }
+    free(c->runner.listen);
+    c->runner.listen = strdup("tcp:127.0.0.1:8787");
+    assert_int_equal(sbx_runner_endpoint(c, &ep, NULL), 0);
+    assert_string_equal(ep.tcp_host, "127.0.0.1");
+    assert_int_equal(ep.tcp_port, 8787);
+    assert_non_null(strstr(ep.unix_path, "/runner.sock"));
+    sbx_runner_endpoint_clear(&ep);
+    sbx_config_destroy(c);
+}
+
+/* TCP needs the bearer token: 401 without it, the token is never echoed. */
+static void test_api_tcp_token(void **state)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t len = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    char *conf = NULL;
+    char url[128];
+    int port;
+
+    (void)state;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    port = ntohs(sa.sin_port);
+    close(fd);
+    setenv("SBX_TEST_RUNNER_TOKEN", "s3cret-token-value", 1);
+    assert_true(asprintf(&conf, "runner = { listen = \"tcp:127.0.0.1:%d\"; "
+                                "token_env = \"SBX_TEST_RUNNER_TOKEN\"; };\n", port) > 0);
+    rh_start(conf);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/queue", port);
+    {
+        const char *good[] = {"Authorization: Bearer s3cret-token-value", NULL};
+        const char *wrong[] = {"Authorization: Bearer s3cret-token-valuX", NULL};
+        const char *const *hdrs[] = {NULL, wrong, good};
+        long want[] = {401, 401, 200};
+
+        for (int i = 0; i < 3; i++) {
+            struct sbx_http_request req = {.method = "GET", .url = url, .headers = hdrs[i],
+                                           .timeout_ms = 10000};
+            struct sbx_http_response resp = {0};
+
+            assert_int_equal(sbx_http_request(&req, &resp, NULL), 0);
+            assert_int_equal(resp.status, want[i]);
+            assert_null(strstr(resp.body, "s3cret"));
+            if (want[i] == 401) {
+                assert_non_null(strstr(resp.body, "bearer token"));
+            }
+            sbx_http_response_free(&resp);
+        }
+    }
+    rh_stop();
+    free(conf);
+    /* no token in the environment: the runner refuses to start */
+    unsetenv("SBX_TEST_RUNNER_TOKEN");
+    {
+        struct sbx_config *c = sbx_config_defaults();
+        sbx_error_t *err = NULL;
+        struct sbx_runner *r;
+
+        c->runner.listen = strdup("tcp:127.0.0.1:1");
+        c->runner.token_env = strdup("SBX_TEST_RUNNER_TOKEN");
+        r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = c, .plugin_dir = "/nonexistent"},
+                              &err);
+        assert_null(r);
+        assert_non_null(strstr(sbx_error_msg(err), "needs a bearer token"));
+        sbx_error_free(&err);
+        sbx_config_destroy(c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_bad_input),
         cmocka_unit_test(test_api_jobs),
         cmocka_unit_test(test_api_conflicts),
+        cmocka_unit_test(test_api_listen_config),
+        cmocka_unit_test(test_api_tcp_token),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

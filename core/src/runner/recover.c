@@ -214,6 +214,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         if (runner_worker_start(r, j) < 0) {
             t->running--;
             j->state = SBX_JOB_INTERRUPTED;
+            j->released = 1;
         }
     }
 }

@@ -148,7 +148,7 @@ static void trim_finished(struct sbx_runner *r)
     for (struct rjob **pp = &r->jobs; *pp != NULL && ended > KEEP_FINISHED;) {
         struct rjob *j = *pp;
 
-        if (j->state >= SBX_JOB_FINISHED && j->streams == NULL) {
+        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL) {
             *pp = j->next;
             runner_job_free(j);
             r->n_jobs--;
@@ -196,6 +196,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         struct rtask *t = m->kind == RMSG_TASK_ENDED ? runner_task_find(r, m->id) : NULL;
 
         if (j != NULL) {
+            j->released |= m->kind == RMSG_JOB_DONE;
             runner_streams_flush(r, j, m->kind == RMSG_JOB_DONE);
         }
         if (t != NULL) {
@@ -250,6 +251,7 @@ void runner_schedule(struct sbx_runner *r)
             sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1, "runner: cannot start a "
                               "worker thread", 0, 0, 0, NULL);
             j->state = SBX_JOB_FINISHED;
+            j->released = 1;
             task_remove(r, t);
         }
     }
@@ -330,6 +332,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
             pthread_mutex_lock(&r->mu);
             t->running--;
             j->state = SBX_JOB_FINISHED;
+            j->released = 1;
             pthread_mutex_unlock(&r->mu);
             sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
                               "runner: cannot start a worker thread", 0, 0, 0, NULL);
@@ -363,6 +366,7 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         }
         pthread_mutex_lock(&r->mu);
         j->state = SBX_JOB_CANCELLED;
+        j->released = 1;
         pthread_mutex_unlock(&r->mu);
         runner_streams_flush(r, j, 1);
         runner_schedule(r);
@@ -556,6 +560,12 @@ void sbx_runner_destroy(struct sbx_runner *r)
         struct rjob *j = r->jobs;
 
         r->jobs = j->next;
+        while (j->streams != NULL) { /* their requests went with evhttp_free */
+            struct runner_stream *s = j->streams;
+
+            j->streams = s->next;
+            free(s);
+        }
         runner_job_free(j);
     }
     while (r->tasks != NULL) {

@@ -39,6 +39,7 @@ struct rjob {
     int state; /* enum sbx_job_state, under r->mu */
     volatile int cancel;
     int executing; /* exec in flight: slot is valid */
+    int released;  /* loop only: no worker refers to it any more */
     struct sbx_exec_slot slot;
     struct rtask *rt;
     /* output: the last SBX_RUNNER_MAX_OUTPUT bytes; total counts all */
