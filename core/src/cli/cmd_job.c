@@ -14,28 +14,26 @@
 
 void sbx_cmd_job_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx job ID [--json] [--follow]\n"
-            "\n"
-            "Shows a job's record (id, task, pool, class, provider, image, state, timings,\n"
-            "exit status, reason, egress summary, credential lease ids). --follow streams\n"
-            "the job's output until it ends and exits with the job's exit status.\n"
-            "\n"
-            "Exit status: 0 shown; 1 unknown job or runner down; 2 usage. With --follow:\n"
-            "the job's own status, 125 when it ended without one (cancelled, interrupted,\n"
-            "sbx failure) or the runner is not reachable.\n");
+    fprintf(out, "usage: sbx job ID [--json] [--follow]\n"
+                 "\n"
+                 "Shows a job's record (id, task, pool, class, provider, image, state, timings,\n"
+                 "exit status, reason, egress summary, credential lease ids). --follow streams\n"
+                 "the job's output until it ends and exits with the job's exit status.\n"
+                 "\n"
+                 "Exit status: 0 shown; 1 unknown job or runner down; 2 usage. With --follow:\n"
+                 "the job's own status, 125 when it ended without one (cancelled, interrupted,\n"
+                 "sbx failure) or the runner is not reachable.\n");
 }
 
 void sbx_cmd_queue_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx queue [--json]\n"
-            "\n"
-            "Shows the runner's queue per pool: its length, each waiting job's wait so\n"
-            "far, the holder of each slot (job, task, since when), the heavy slot (and why\n"
-            "this box takes no heavy jobs), the autoscaler and the spend caps.\n"
-            "\n"
-            "Exit status: 0 shown; 1 the runner is not reachable; 2 usage.\n");
+    fprintf(out, "usage: sbx queue [--json]\n"
+                 "\n"
+                 "Shows the runner's queue per pool: its length, each waiting job's wait so\n"
+                 "far, the holder of each slot (job, task, since when), the heavy slot (and why\n"
+                 "this box takes no heavy jobs), the autoscaler and the spend caps.\n"
+                 "\n"
+                 "Exit status: 0 shown; 1 the runner is not reachable; 2 usage.\n");
 }
 
 static int to_stdout(void *ud, const char *data, size_t len)
@@ -156,7 +154,7 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
         json_t *es = json_object_get(o, "exit_status");
 
         rc = json_is_integer(es) && json_integer_value(es) >= 0 ? (int)json_integer_value(es)
-                                                                 : SBX_EXIT_SBX;
+                                                                : SBX_EXIT_SBX;
         if (!json_is_integer(es)) {
             fprintf(stderr, "sbx: job %s %s%s%s\n", id, str(o, "state"),
                     json_is_string(json_object_get(o, "reason")) ? ": " : "",
@@ -191,7 +189,8 @@ static void print_queue(json_t *q)
            json_number_value(json_object_get(as, "spend_day_cap")),
            json_number_value(json_object_get(as, "spend_month")),
            json_number_value(json_object_get(as, "spend_month_cap")));
-    json_array_foreach(json_object_get(q, "pools"), i, p) {
+    json_array_foreach(json_object_get(q, "pools"), i, p)
+    {
         json_t *e;
         size_t k;
         json_t *scale = json_object_get(p, "autoscale");
@@ -206,11 +205,13 @@ static void print_queue(json_t *q)
         if (json_is_string(json_object_get(scale, "reason"))) {
             printf("  autoscaler: %s\n", str(scale, "reason"));
         }
-        json_array_foreach(json_object_get(p, "slots"), k, e) {
+        json_array_foreach(json_object_get(p, "slots"), k, e)
+        {
             char since[32];
 
             if (strcmp(str(e, "state"), "busy") != 0) {
-                printf("  slot %lld: idle\n", (long long)json_integer_value(json_object_get(e, "index")));
+                printf("  slot %lld: idle\n",
+                       (long long)json_integer_value(json_object_get(e, "index")));
                 continue;
             }
             when(json_object_get(e, "since"), since, sizeof(since));
@@ -219,9 +220,10 @@ static void print_queue(json_t *q)
                    str(e, "job"), str(e, "task"), since,
                    json_number_value(json_object_get(e, "held_for")));
         }
-        json_array_foreach(json_object_get(p, "queued"), k, e) {
-            printf("  waiting: %s job %s task %s, %.0fs so far%s\n", str(e, "class"),
-                   str(e, "id"), str(e, "task"), json_number_value(json_object_get(e, "wait")),
+        json_array_foreach(json_object_get(p, "queued"), k, e)
+        {
+            printf("  waiting: %s job %s task %s, %.0fs so far%s\n", str(e, "class"), str(e, "id"),
+                   str(e, "task"), json_number_value(json_object_get(e, "wait")),
                    json_is_true(json_object_get(e, "alerted")) ? " (alerted)" : "");
         }
     }

@@ -13,21 +13,20 @@
 
 void sbx_cmd_submit_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx submit [--task ID] [--pool ci|agent] [--class light|heavy]\n"
-            "                  [--label K=V]... [--worktree DIR] [--provider NAME]\n"
-            "                  [--credentials NAME] [--json] -- CMD [ARGS...]\n"
-            "\n"
-            "Submits a job to the runner ('sbx serve') and prints its id. A job naming a\n"
-            "task that runs in the runner executes in that task's sandbox; an agent job\n"
-            "with a new --task starts the task and keeps it (its slot too) until\n"
-            "'sbx cancel --task ID' or its idle time; every other job is a one-command task.\n"
-            "\n"
-            "  --pool ci|agent   slot pool (default ci)\n"
-            "  --class CLASS     light (default) or heavy (the pool's exclusive heavy slot)\n"
-            "  --json            print the runner's reply as JSON\n"
-            "\n"
-            "Exit status: 0 accepted; 2 usage; 125 refused or the runner is not reachable.\n");
+    fprintf(out, "usage: sbx submit [--task ID] [--pool ci|agent] [--class light|heavy]\n"
+                 "                  [--label K=V]... [--worktree DIR] [--provider NAME]\n"
+                 "                  [--credentials NAME] [--json] -- CMD [ARGS...]\n"
+                 "\n"
+                 "Submits a job to the runner ('sbx serve') and prints its id. A job naming a\n"
+                 "task that runs in the runner executes in that task's sandbox; an agent job\n"
+                 "with a new --task starts the task and keeps it (its slot too) until\n"
+                 "'sbx cancel --task ID' or its idle time; every other job is a one-command task.\n"
+                 "\n"
+                 "  --pool ci|agent   slot pool (default ci)\n"
+                 "  --class CLASS     light (default) or heavy (the pool's exclusive heavy slot)\n"
+                 "  --json            print the runner's reply as JSON\n"
+                 "\n"
+                 "Exit status: 0 accepted; 2 usage; 125 refused or the runner is not reachable.\n");
 }
 
 void sbx_cmd_cancel_help(FILE *out)
@@ -45,10 +44,14 @@ void sbx_cmd_cancel_help(FILE *out)
 int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"task", required_argument, NULL, 't'},     {"pool", required_argument, NULL, 'p'},
-        {"class", required_argument, NULL, 'C'},    {"label", required_argument, NULL, 'l'},
-        {"worktree", required_argument, NULL, 'w'}, {"provider", required_argument, NULL, 'P'},
-        {"credentials", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"task", required_argument, NULL, 't'},
+        {"pool", required_argument, NULL, 'p'},
+        {"class", required_argument, NULL, 'C'},
+        {"label", required_argument, NULL, 'l'},
+        {"worktree", required_argument, NULL, 'w'},
+        {"provider", required_argument, NULL, 'P'},
+        {"credentials", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
     struct sbx_config *cfg;

@@ -16,15 +16,13 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-
 static void reply_json(struct evhttp_request *req, int code, json_t *body)
 {
     struct evbuffer *b = evbuffer_new();
     char *text = json_dumps(body, JSON_COMPACT);
 
     evbuffer_add_printf(b, "%s\n", text);
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "application/json");
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
     evhttp_send_reply(req, code, code < 300 ? "OK" : "Error", b);
     evbuffer_free(b);
     free(text);
@@ -76,8 +74,8 @@ static int id_ok(const char *s)
 
 /* ---- submit ------------------------------------------------------------ */
 
-static const char *const submit_fields[] = {"argv", "task", "pool", "class", "labels",
-                                            "worktree", "provider", "credentials", NULL};
+static const char *const submit_fields[] = {
+    "argv", "task", "pool", "class", "labels", "worktree", "provider", "credentials", NULL};
 
 static int opt_string(json_t *o, const char *key, const char **out, char *msg, size_t len)
 {
@@ -108,7 +106,8 @@ static int labels_ok(json_t *labels, char *msg, size_t len)
         snprintf(msg, len, "field 'labels': at most 64 labels");
         return -1;
     }
-    json_object_foreach(labels, k, v) {
+    json_object_foreach(labels, k, v)
+    {
         size_t n = strlen(k);
 
         if (n == 0 || n > 63 ||
@@ -145,15 +144,18 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         snprintf(msg, mlen, "the body must be a JSON object");
         goto out;
     }
-    json_object_foreach(o, k, v) {
+    json_object_foreach(o, k, v)
+    {
         size_t i = 0;
 
         while (submit_fields[i] != NULL && strcmp(submit_fields[i], k) != 0) {
             i++;
         }
         if (submit_fields[i] == NULL) {
-            snprintf(msg, mlen, "unknown field '%.80s' (allowed: argv, task, pool, class, "
-                     "labels, worktree, provider, credentials)", k);
+            snprintf(msg, mlen,
+                     "unknown field '%.80s' (allowed: argv, task, pool, class, "
+                     "labels, worktree, provider, credentials)",
+                     k);
             goto out;
         }
     }
@@ -176,7 +178,8 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         snprintf(msg, mlen, "field 'argv': the command name is empty");
         goto out;
     }
-    if (opt_string(o, "task", &task, msg, mlen) < 0 || opt_string(o, "pool", &pool, msg, mlen) < 0 ||
+    if (opt_string(o, "task", &task, msg, mlen) < 0 ||
+        opt_string(o, "pool", &pool, msg, mlen) < 0 ||
         opt_string(o, "class", &cls, msg, mlen) < 0 ||
         opt_string(o, "worktree", &wt, msg, mlen) < 0 ||
         opt_string(o, "provider", &prov, msg, mlen) < 0 ||
@@ -184,8 +187,10 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         goto out;
     }
     if (task != NULL && (!sbx_task_id_valid(task) || strlen(task) >= SBX_SCHED_ID_MAX)) {
-        snprintf(msg, mlen, "field 'task' '%.80s': use 1-63 letters, digits, '-', '_' or '.', "
-                 "starting with a letter or digit", task);
+        snprintf(msg, mlen,
+                 "field 'task' '%.80s': use 1-63 letters, digits, '-', '_' or '.', "
+                 "starting with a letter or digit",
+                 task);
         goto out;
     }
     if (pool != NULL && sbx_pool_parse(pool) < 0) {
@@ -201,13 +206,17 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         goto out;
     }
     if (prov != NULL && sbx_config_instance(r->cfg, prov, SBX_PLUGIN_PROVIDER) == NULL) {
-        snprintf(msg, mlen, "field 'provider': no provider instance '%.80s' in the "
-                 "configuration", prov);
+        snprintf(msg, mlen,
+                 "field 'provider': no provider instance '%.80s' in the "
+                 "configuration",
+                 prov);
         goto out;
     }
     if (cred != NULL && sbx_config_instance(r->cfg, cred, SBX_PLUGIN_CREDENTIAL) == NULL) {
-        snprintf(msg, mlen, "field 'credentials': no credential instance '%.80s' in the "
-                 "configuration", cred);
+        snprintf(msg, mlen,
+                 "field 'credentials': no credential instance '%.80s' in the "
+                 "configuration",
+                 cred);
         goto out;
     }
     *labels = json_object_get(o, "labels");
@@ -244,8 +253,8 @@ static void handle_submit(struct sbx_runner *r, struct evhttp_request *req)
     char *body;
 
     if (len > SBX_RUNNER_MAX_BODY) {
-        reply_error(req, 413, "request body of %zu bytes is larger than the limit of %u bytes",
-                    len, SBX_RUNNER_MAX_BODY);
+        reply_error(req, 413, "request body of %zu bytes is larger than the limit of %u bytes", len,
+                    SBX_RUNNER_MAX_BODY);
         return;
     }
     body = xmalloc(len + 1);
@@ -269,10 +278,10 @@ static void handle_submit(struct sbx_runner *r, struct evhttp_request *req)
         return;
     }
     json_decref(labels);
-    reply_json(req, 201, json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task,
-                                   "pool", sbx_pool_name(j->pool), "class",
-                                   sbx_job_class_name(j->cls), "state",
-                                   sbx_job_state_name((enum sbx_job_state)j->state)));
+    reply_json(req, 201,
+               json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
+                         sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls), "state",
+                         sbx_job_state_name((enum sbx_job_state)j->state)));
 }
 
 /* ---- jobs ---------------------------------------------------------------- */
@@ -417,10 +426,10 @@ static json_t *queue_json(struct sbx_runner *r)
     for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
         static const char *const names[] = {"starting", "ready", "failed", "ending"};
 
-        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:b, s:i}", "id", t->id,
-                                               "holder", t->holder, "pool",
-                                               sbx_pool_name(t->pool), "state", names[t->state],
-                                               "kept", t->keep, "running", t->running));
+        json_array_append_new(tasks,
+                              json_pack("{s:s, s:s, s:s, s:s, s:b, s:i}", "id", t->id, "holder",
+                                        t->holder, "pool", sbx_pool_name(t->pool), "state",
+                                        names[t->state], "kept", t->keep, "running", t->running));
     }
     pthread_mutex_unlock(&r->mu);
     json_object_set_new(o, "tasks", tasks);
@@ -434,7 +443,8 @@ static void handle_slots(struct sbx_runner *r, struct evhttp_request *req)
     json_t *p;
     size_t i;
 
-    json_array_foreach(json_object_get(q, "pools"), i, p) {
+    json_array_foreach(json_object_get(q, "pools"), i, p)
+    {
         json_array_append_new(out, json_pack("{s:O, s:O, s:O}", "pool", json_object_get(p, "pool"),
                                              "heavy_slot", json_object_get(p, "heavy_slot"),
                                              "slots", json_object_get(p, "slots")));
@@ -529,8 +539,8 @@ static void route(struct evhttp_request *req, void *arg)
         handle_submit(r, req);
         return;
     }
-    if (strncmp(path, "/v1/tasks/", 10) == 0 &&
-        sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 && strcmp(rest, "end") == 0) {
+    if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
+        strcmp(rest, "end") == 0) {
         if (!post) {
             reply_error(req, 405, "%s: use POST", path);
         }
@@ -613,8 +623,7 @@ static int bind_unix(struct sbx_runner *r, sbx_error_t **err)
         int e = errno;
 
         close(fd);
-        return sbx_error_set(err, e, "runner: listening on %s: %s", r->ep.unix_path,
-                             strerror(e));
+        return sbx_error_set(err, e, "runner: listening on %s: %s", r->ep.unix_path, strerror(e));
     }
     r->lis[0].r = r;
     r->http_unix = evhttp_new(r->base);

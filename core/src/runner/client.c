@@ -56,15 +56,19 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
     rc = sbx_http_request(&req, resp, err);
     if (rc < 0 && (*err)->code == SBX_E_ENGINE) {
         sbx_error_free(err);
-        rc = sbx_error_set(err, SBX_E_ENGINE, "runner not reachable at %s (is 'sbx serve' "
-                           "running?)", where);
+        rc = sbx_error_set(err, SBX_E_ENGINE,
+                           "runner not reachable at %s (is 'sbx serve' "
+                           "running?)",
+                           where);
     }
     else if (rc == 0 && (resp->status < 200 || resp->status >= 300)) {
         json_t *o = json_loadb(resp->body ? resp->body : "", resp->body_len, 0, NULL);
         const char *msg = json_string_value(json_object_get(o, "error"));
 
-        rc = sbx_error_set(err, resp->status == 404 ? SBX_E_NOTFOUND
-                                : resp->status == 422 ? SBX_E_POLICY : SBX_E_GENERIC,
+        rc = sbx_error_set(err,
+                           resp->status == 404   ? SBX_E_NOTFOUND
+                           : resp->status == 422 ? SBX_E_POLICY
+                                                 : SBX_E_GENERIC,
                            "runner: %s (HTTP %ld)", msg ? msg : "error", resp->status);
         json_decref(o);
         sbx_http_response_free(resp);

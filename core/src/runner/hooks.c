@@ -110,10 +110,10 @@ int runner_run_hook(const char *what, char *const argv[], char *const env[])
 }
 
 struct alert_job {
-    char *webhook;     /* URL or NULL */
-    char **command;    /* alert_command argv or NULL */
-    char **scale;      /* scale_up_command argv + pool + wanted, or NULL */
-    char *body;        /* the alert JSON */
+    char *webhook;  /* URL or NULL */
+    char **command; /* alert_command argv or NULL */
+    char **scale;   /* scale_up_command argv + pool + wanted, or NULL */
+    char *body;     /* the alert JSON */
     char *env[10];
 };
 
@@ -136,8 +136,12 @@ static void *alert_main(void *arg)
     if (a->webhook != NULL) {
         static const char *const hdrs[] = {"Content-Type: application/json", NULL};
         struct sbx_http_request req = {
-            .method = "POST", .url = a->webhook, .headers = hdrs, .body = a->body,
-            .body_len = strlen(a->body), .timeout_ms = 10000,
+            .method = "POST",
+            .url = a->webhook,
+            .headers = hdrs,
+            .body = a->body,
+            .body_len = strlen(a->body),
+            .timeout_ms = 10000,
         };
         struct sbx_http_response resp = {0};
         sbx_error_t *err = NULL;
@@ -171,14 +175,13 @@ static void fire(struct sbx_runner *r, const struct sbx_sched_alert *al,
     pthread_t th;
     size_t e = 0;
 
-    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:I, s:{s:s, s:i, s:i, s:b, s:s}}",
-                  "event", "job_wait_alert", "job", al->id, "task", j ? j->task : al->id,
-                  "pool", sbx_pool_name(al->pool), "class", sbx_job_class_name(al->cls),
-                  "enqueued_at", (double)al->enqueued_at / 1000.0, "wait_seconds",
-                  (double)al->wait_ms / 1000.0, "alert_after", (json_int_t)c->runner.alert_after,
-                  "autoscaler", "action", d->action == SBX_SCALE_UP ? "scale_up" : "none",
-                  "current", d->current, "wanted", d->wanted, "capped", d->capped, "reason",
-                  d->reason);
+    o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:I, s:{s:s, s:i, s:i, s:b, s:s}}", "event",
+                  "job_wait_alert", "job", al->id, "task", j ? j->task : al->id, "pool",
+                  sbx_pool_name(al->pool), "class", sbx_job_class_name(al->cls), "enqueued_at",
+                  (double)al->enqueued_at / 1000.0, "wait_seconds", (double)al->wait_ms / 1000.0,
+                  "alert_after", (json_int_t)c->runner.alert_after, "autoscaler", "action",
+                  d->action == SBX_SCALE_UP ? "scale_up" : "none", "current", d->current, "wanted",
+                  d->wanted, "capped", d->capped, "reason", d->reason);
     a->body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     a->env[e++] = xasprintf("SBX_ALERT_JOB=%s", al->id);
@@ -239,8 +242,8 @@ void runner_alerts_tick(struct sbx_runner *r)
 
                 if (r->cfg->runner.scale_up_command == NULL) {
                     sbx_warn("runner: autoscaler wants %d box(es) for pool %s but "
-                             "runner.scale_up_command is not set", d.wanted,
-                             sbx_pool_name(d.pool));
+                             "runner.scale_up_command is not set",
+                             d.wanted, sbx_pool_name(d.pool));
                 }
                 else if (sbx_sched_boxes_set(r->sched, d.pool, d.wanted, &err) < 0) {
                     sbx_warn("runner: %s", sbx_error_msg(err));

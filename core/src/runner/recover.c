@@ -34,8 +34,7 @@ static struct sbx_open_instance *prov_get(struct provs *p, const char *name)
     if (p->n == 8) {
         return NULL;
     }
-    p->inst[p->n] = sbx_instance_open(p->r->cfg, p->r->plugin_dir, name, SBX_PLUGIN_PROVIDER,
-                                      &err);
+    p->inst[p->n] = sbx_instance_open(p->r->cfg, p->r->plugin_dir, name, SBX_PLUGIN_PROVIDER, &err);
     if (p->inst[p->n] == NULL) {
         sbx_warn("runner: recovery: provider '%s': %s", name, sbx_error_msg(err));
         sbx_error_free(&err);
@@ -155,10 +154,12 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
     for (size_t i = 0; i < rec->n_adopt; i++) {
         struct sbx_recovered_task *a = &rec->adopt[i];
         struct sbx_task_rec tr = {0};
-        struct sbx_task_opts o = {.task_id = a->task_id, .provider = a->provider,
-                                  .ephemeral = 1, .no_reap = 1};
-        struct sbx_sched_job sj = {.id = a->task_id, .task = a->task_id,
-                                   .cls = SBX_CLASS_LIGHT, .cpus = r->cfg->limits.cpus,
+        struct sbx_task_opts o = {
+            .task_id = a->task_id, .provider = a->provider, .ephemeral = 1, .no_reap = 1};
+        struct sbx_sched_job sj = {.id = a->task_id,
+                                   .task = a->task_id,
+                                   .cls = SBX_CLASS_LIGHT,
+                                   .cpus = r->cfg->limits.cpus,
                                    .memory = r->cfg->limits.memory};
         struct sbx_task *task = NULL;
         struct rtask *t;
@@ -201,8 +202,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
 
         if (t == NULL) {
             sbx_store_job_end(r->store, j->id, SBX_JOB_INTERRUPTED, -1,
-                              "runner restarted; its task could not be re-adopted", 0, 0, 0,
-                              NULL);
+                              "runner restarted; its task could not be re-adopted", 0, 0, 0, NULL);
             runner_job_free(j);
             continue;
         }
@@ -257,8 +257,12 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
         struct sbx_job_rec *q = &rec.queued[i];
         struct rjob *j = job_from_rec(q);
         struct sbx_sched_job sj = {
-            .id = j->id, .task = j->task, .pool = j->pool, .cls = j->cls,
-            .cpus = r->cfg->limits.cpus, .memory = r->cfg->limits.memory,
+            .id = j->id,
+            .task = j->task,
+            .pool = j->pool,
+            .cls = j->cls,
+            .cpus = r->cfg->limits.cpus,
+            .memory = r->cfg->limits.memory,
             .enqueued_at = q->queued_at,
         };
         sbx_error_t *e = NULL;
@@ -278,8 +282,8 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
     }
     if (rec.n_queued + rec.n_adopt + rec.n_interrupted + rec.n_cleanup > 0) {
         sbx_info("runner: recovery: %zu queued, %zu task(s) re-adopted, %zu job(s) interrupted, "
-                 "%zu sandbox(es) to clean", rec.n_queued, rec.n_adopt, rec.n_interrupted,
-                 rec.n_cleanup);
+                 "%zu sandbox(es) to clean",
+                 rec.n_queued, rec.n_adopt, rec.n_interrupted, rec.n_cleanup);
     }
     sbx_recovery_clear(&rec);
     for (size_t i = 0; i < p.n; i++) {

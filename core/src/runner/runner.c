@@ -163,7 +163,8 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
 {
     sbx_error_t *err = NULL;
 
-    if (t->holder[0] != '\0' && sbx_sched_release(r->sched, t->holder, t->holder_result, &err) < 0) {
+    if (t->holder[0] != '\0' &&
+        sbx_sched_release(r->sched, t->holder, t->holder_result, &err) < 0) {
         sbx_warn("runner: releasing the slot of task %s: %s", t->id, sbx_error_msg(err));
         sbx_error_free(&err);
     }
@@ -248,8 +249,10 @@ void runner_schedule(struct sbx_runner *r)
         sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
                  sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
         if (runner_worker_start(r, j) < 0) {
-            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1, "runner: cannot start a "
-                              "worker thread", 0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
+                              "runner: cannot start a "
+                              "worker thread",
+                              0, 0, 0, NULL);
             j->state = SBX_JOB_FINISHED;
             j->released = 1;
             task_remove(r, t);
@@ -275,7 +278,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
                 json_decref(argv);
                 return sbx_error_set(err, EBUSY,
                                      "task %s is still queued (job %s); submit its next "
-                                     "command once it runs", j->task, o->id);
+                                     "command once it runs",
+                                     j->task, o->id);
             }
         }
     }
@@ -294,8 +298,12 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     rec.limits = r->cfg->limits;
     if (!direct) {
         struct sbx_sched_job sj = {
-            .id = j->id, .task = j->task, .pool = j->pool, .cls = j->cls,
-            .cpus = r->cfg->limits.cpus, .memory = r->cfg->limits.memory,
+            .id = j->id,
+            .task = j->task,
+            .pool = j->pool,
+            .cls = j->cls,
+            .cpus = r->cfg->limits.cpus,
+            .memory = r->cfg->limits.memory,
         };
 
         /* docs/runner.md: sched first (a refusal stores nothing), then the store */
@@ -353,15 +361,14 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         if (sbx_store_job_get(r->store, id, &rec, err) < 0) {
             return -1;
         }
-        sbx_error_set(err, EINVAL, "job %s already ended (%s)", id,
-                      sbx_job_state_name(rec.state));
+        sbx_error_set(err, EINVAL, "job %s already ended (%s)", id, sbx_job_state_name(rec.state));
         sbx_job_rec_clear(&rec);
         return -1;
     }
     if (j->state == SBX_JOB_QUEUED) {
         if (sbx_sched_cancel(r->sched, id, err) < 0 ||
-            sbx_store_job_end(r->store, id, SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0,
-                              0, err) < 0) {
+            sbx_store_job_end(r->store, id, SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0,
+                              err) < 0) {
             return -1;
         }
         pthread_mutex_lock(&r->mu);
@@ -430,7 +437,9 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
 {
     struct sbx_runner *r = xcalloc(1, sizeof(*r));
     struct sbx_sched_opts so = {
-        .cfg = opts->cfg, .capacity = opts->capacity, .clock = opts->clock,
+        .cfg = opts->cfg,
+        .capacity = opts->capacity,
+        .clock = opts->clock,
         .clock_ctx = opts->clock_ctx,
     };
     struct timeval tick = {0, 200 * 1000};
@@ -458,7 +467,8 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         goto fail;
     }
     if (r->ep.tcp_host != NULL && r->token == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG, "runner.listen is TCP but runner.token_env %s%s%s: "
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "runner.listen is TCP but runner.token_env %s%s%s: "
                       "a TCP listener needs a bearer token",
                       r->cfg->runner.token_env ? "names an unset variable (" : "is not set",
                       r->cfg->runner.token_env ? r->cfg->runner.token_env : "",

@@ -18,11 +18,11 @@ struct rtask {
     char id[SBX_SCHED_ID_MAX];
     char holder[SBX_SCHED_ID_MAX]; /* the job whose sched slot the task holds */
     enum sbx_pool pool;
-    int keep;                      /* agent task: kept after its command */
-    enum rtask_state state;        /* under r->mu */
+    int keep;               /* agent task: kept after its command */
+    enum rtask_state state; /* under r->mu */
     char fail_reason[256];
-    struct sbx_task *t;            /* set once ready */
-    int running;                   /* jobs executing or waiting in it */
+    struct sbx_task *t; /* set once ready */
+    int running;        /* jobs executing or waiting in it */
     int end_requested;
     enum sbx_job_result holder_result;
     struct rtask *next;

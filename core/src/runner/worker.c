@@ -69,14 +69,22 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
     pthread_mutex_unlock(&r->mu);
     if (creator) {
         struct sbx_task_rec tr = {
-            .id = t->id, .provider = j->provider ? j->provider : r->cfg->provider,
-            .pool = (char *)sbx_pool_name(t->pool), .state = SBX_TASK_STARTING,
+            .id = t->id,
+            .provider = j->provider ? j->provider : r->cfg->provider,
+            .pool = (char *)sbx_pool_name(t->pool),
+            .state = SBX_TASK_STARTING,
         };
         struct sbx_task_opts o = {
-            .task_id = t->id, .job_id = j->id, .provider = j->provider,
-            .credentials = j->credentials, .worktree = j->worktree,
-            .pool = sbx_pool_name(j->pool), .argv = (const char *const *)j->argv,
-            .cancel = &j->cancel, .ephemeral = 1, .slot_class = sbx_job_class_name(j->cls),
+            .task_id = t->id,
+            .job_id = j->id,
+            .provider = j->provider,
+            .credentials = j->credentials,
+            .worktree = j->worktree,
+            .pool = sbx_pool_name(j->pool),
+            .argv = (const char *const *)j->argv,
+            .cancel = &j->cancel,
+            .ephemeral = 1,
+            .slot_class = sbx_job_class_name(j->cls),
             .no_reap = 1,
         };
         struct sbx_task *task = NULL;
@@ -146,14 +154,20 @@ static void *worker_main(void *arg)
 
         sbx_store_job_ready(st, j->id, t->id, task->prov->cfg->name, task->image, 0, &err);
         store_warn(&err);
+        if (task->have_lease) { /* the lease id only, never a value */
+            const char *ids[1] = {task->lease.id};
+
+            sbx_store_job_set_leases(st, j->id, ids, 1, &err);
+            store_warn(&err);
+        }
         sbx_store_task_exec(st, t->id, 1, 0, &err);
         store_warn(&err);
         pthread_mutex_lock(&r->mu);
         j->executing = !j->cancel;
         pthread_mutex_unlock(&r->mu);
         if (j->executing) {
-            rc = sbx_task_exec(task, (const char *const *)j->argv, NULL, 0, on_output, w,
-                               &j->slot, &status, &err);
+            rc = sbx_task_exec(task, (const char *const *)j->argv, NULL, 0, on_output, w, &j->slot,
+                               &status, &err);
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
             pthread_mutex_unlock(&r->mu);
@@ -176,12 +190,13 @@ static void *worker_main(void *arg)
     if (j->cancel) {
         end_state = SBX_JOB_CANCELLED;
         result = SBX_RESULT_CANCELLED;
-        snprintf(reason, sizeof(reason), "%s", r->stopping ? "runner stopped" : "cancelled by request");
+        snprintf(reason, sizeof(reason), "%s",
+                 r->stopping ? "runner stopped" : "cancelled by request");
         status = -1;
     }
     if (st != NULL) {
-        sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed,
-                          denied, 0, &err);
+        sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed, denied,
+                          0, &err);
         store_warn(&err);
     }
     pthread_mutex_lock(&r->mu);
@@ -228,8 +243,10 @@ static void *ender_main(void *arg)
     char reason[256];
 
     pthread_mutex_lock(&t->t->mu);
-    snprintf(reason, sizeof(reason), "%s", t->t->stop ? t->t->stop_reason
-                                   : r->stopping ? "runner stopped" : "ended by request");
+    snprintf(reason, sizeof(reason), "%s",
+             t->t->stop    ? t->t->stop_reason
+             : r->stopping ? "runner stopped"
+                           : "ended by request");
     pthread_mutex_unlock(&t->t->mu);
     sbx_task_end(t->t, reason, NULL, NULL);
     t->t = NULL;
