@@ -116,7 +116,8 @@ static void test_alert_at_600s(void **state)
     {
         char *text = NULL;
 
-        assert_true(asprintf(&text, "#!/bin/sh\nenv | grep '^SBX_' | sort > '%s'\n", alert_out) > 0);
+        assert_true(asprintf(&text, "#!/bin/sh\nenv | grep -e '^SBX_' -e 's3cret' | sort > '%s'\n",
+                             alert_out) > 0);
         hook = test_write_file(hookdir, "alert.sh", text);
         free(text);
         assert_true(asprintf(&text, "#!/bin/sh\necho \"$@\" >> '%s'\n", scale_out) > 0);
@@ -130,8 +131,10 @@ static void test_alert_at_600s(void **state)
                          "box = { max_sandboxes = 2; heavy_min_memory = \"1G\"; };\n"
                          "runner = { alert_webhook = \"http://127.0.0.1:%d/alert\";\n"
                          "  alert_command = \"%s\"; scale_up_command = \"%s --from-sbx\";\n"
-                         "  max_boxes = 3; box_hour_price = 1.0; };\n",
+                         "  max_boxes = 3; box_hour_price = 1.0;\n"
+                         "  token_env = \"SBX_TEST_HOOK_TOKEN\"; };\n",
                          port, hook, scale) > 0);
+    setenv("SBX_TEST_HOOK_TOKEN", "s3cret-hook-token", 1);
     rh_start(conf);
     blocker = rh_submit("{\"argv\":[\"sleep\",\"600000\"]}");
     json_decref(rh_wait_state(blocker, "running"));
@@ -153,6 +156,8 @@ static void test_alert_at_600s(void **state)
     }
     assert_non_null(strstr(s, "SBX_ALERT_POOL=ci\n"));
     assert_non_null(strstr(s, "SBX_ALERT_CLASS=light\n"));
+    assert_null(strstr(s, "s3cret")); /* the token never reaches a hook */
+    assert_non_null(strstr(s, "SBX_AUTOSCALE=")); 
     free(s);
     s = wait_file(hook_out, "\"event\":\"job_wait_alert\"");
     assert_non_null(strstr(s, waiter));

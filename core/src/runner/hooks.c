@@ -49,8 +49,9 @@ char **runner_split_command(const char *cmd)
     return v;
 }
 
-int runner_run_hook(const char *what, char *const argv[], char *const env[])
+int runner_run_hook(const char *what, char *const argv[], char *const env[], const char *hide)
 {
+    size_t hide_len = hide ? strlen(hide) : 0;
     size_t n_env = 0;
     size_t n_add = 0;
     char **envp;
@@ -65,7 +66,15 @@ int runner_run_hook(const char *what, char *const argv[], char *const env[])
         n_add++;
     }
     envp = xcalloc(n_env + n_add + 1, sizeof(char *));
-    memcpy(envp, environ, n_env * sizeof(char *));
+    n_env = 0;
+    for (size_t i = 0; environ[i] != NULL; i++) {
+        /* the runner's bearer token never reaches a hook */
+        if (hide_len > 0 && strncmp(environ[i], hide, hide_len) == 0 &&
+            environ[i][hide_len] == '=') {
+            continue;
+        }
+        envp[n_env++] = environ[i];
+    }
     if (n_add > 0) {
         memcpy(envp + n_env, env, n_add * sizeof(char *));
     }
@@ -114,6 +123,7 @@ struct alert_job {
     char **command; /* alert_command argv or NULL */
     char **scale;   /* scale_up_command argv + pool + wanted, or NULL */
     char *body;     /* the alert JSON */
+    char *hide; /* runner.token_env: kept out of the hooks' environment */
     char *env[10];
 };
 
@@ -123,6 +133,7 @@ static void alert_job_free(struct alert_job *a)
     runner_strv_free(a->command);
     runner_strv_free(a->scale);
     free(a->body);
+    free(a->hide);
     for (size_t i = 0; a->env[i] != NULL; i++) {
         free(a->env[i]);
     }
@@ -156,10 +167,10 @@ static void *alert_main(void *arg)
         sbx_http_response_free(&resp);
     }
     if (a->command != NULL) {
-        runner_run_hook("runner.alert_command", a->command, a->env);
+        runner_run_hook("runner.alert_command", a->command, a->env, a->hide);
     }
     if (a->scale != NULL) {
-        runner_run_hook("runner.scale_up_command", a->scale, a->env);
+        runner_run_hook("runner.scale_up_command", a->scale, a->env, a->hide);
     }
     alert_job_free(a);
     return NULL;
@@ -191,6 +202,9 @@ static void fire(struct sbx_runner *r, const struct sbx_sched_alert *al,
     a->env[e++] = xasprintf("SBX_ALERT_WAIT_SECONDS=%.0f", (double)al->wait_ms / 1000.0);
     a->env[e++] = xasprintf("SBX_ALERT_ENQUEUED_AT=%.0f", (double)al->enqueued_at / 1000.0);
     a->env[e++] = xasprintf("SBX_AUTOSCALE=%s", d->reason);
+    if (c->runner.token_env != NULL) {
+        a->hide = xstrdup(c->runner.token_env);
+    }
     if (c->runner.alert_webhook != NULL) {
         a->webhook = xstrdup(c->runner.alert_webhook);
     }

@@ -121,8 +121,9 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
 
 /* hooks.c */
 void runner_alerts_tick(struct sbx_runner *r);
-/* Runs argv (no shell) with extra env "K=V" strings; waits up to 60 s. */
-int runner_run_hook(const char *what, char *const argv[], char *const env[]);
+/* Runs argv (no shell) with extra env "K=V" strings and without the variable
+ * named hide (the token); waits up to 60 s. */
+int runner_run_hook(const char *what, char *const argv[], char *const env[], const char *hide);
 /* Splits a config command line on whitespace (no shell, no quoting). */
 char **runner_split_command(const char *cmd);
 void runner_strv_free(char **v);
