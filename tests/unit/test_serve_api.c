@@ -85,6 +85,20 @@ static void test_api_bad_input(void **state)
         free(body);
         free(big);
     }
+    {
+        /* the queue view says why this box takes no heavy jobs */
+        json_t *q = rh_json("GET", "/v1/queue", NULL, 200);
+        json_t *box = json_object_get(q, "box");
+        struct stat sb;
+
+        assert_true(json_is_false(json_object_get(box, "heavy_allowed")));
+        assert_non_null(strstr(json_string_value(json_object_get(box, "heavy_refusal")),
+                               "box.heavy_min_memory"));
+        json_decref(q);
+        assert_int_equal(stat(rh_sock, &sb), 0);
+        assert_int_equal(sb.st_mode & 0777, 0660);
+        assert_true(S_ISSOCK(sb.st_mode));
+    }
     rh_stop();
 }
 
