@@ -211,6 +211,50 @@ static void test_api_conflicts(void **state)
     rh_stop();
 }
 
+/* The output of ended jobs is kept for the newest 1000 only; records stay. */
+static void test_api_output_bounded(void **state)
+{
+    char *first = NULL;
+    char *last = NULL;
+    char path[128];
+    long st = 0;
+    char *text;
+
+    (void)state;
+    rh_start("box = { max_sandboxes = 4; heavy_min_memory = \"1G\"; };\n");
+    for (int i = 0; i < 1003; i++) {
+        char *id = rh_submit("{\"argv\":[\"exit\",\"0\"]}");
+
+        if (i == 0) {
+            first = id;
+        }
+        else {
+            free(last);
+            last = id;
+        }
+    }
+    json_decref(rh_wait_state(last, "finished"));
+    snprintf(path, sizeof(path), "/v1/jobs/%s/output", first);
+    for (int i = 0; i < 2000; i++) {
+        text = rh_call("GET", path, NULL, &st);
+        free(text);
+        if (st == 410) {
+            break;
+        }
+        usleep(10 * 1000);
+    }
+    assert_int_equal(st, 410);
+    json_decref(rh_wait_state(first, "finished")); /* the record stays */
+    snprintf(path, sizeof(path), "/v1/jobs/%s/output", last);
+    text = rh_call("GET", path, NULL, &st);
+    assert_int_equal(st, 200);
+    assert_string_equal(text, "exit");
+    free(text);
+    free(first);
+    free(last);
+    rh_stop();
+}
+
 static void test_api_listen_config(void **state)
 {
     static const struct {
@@ -316,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_api_bad_input),
         cmocka_unit_test(test_api_jobs),
         cmocka_unit_test(test_api_conflicts),
+        cmocka_unit_test(test_api_output_bounded),
         cmocka_unit_test(test_api_listen_config),
         cmocka_unit_test(test_api_tcp_token),
     };

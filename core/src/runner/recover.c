@@ -209,8 +209,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         j->rt = t;
         j->state = SBX_JOB_RUNNING;
         t->running++;
-        j->next = r->jobs;
-        r->jobs = j;
+        runner_job_link(r, j);
         if (runner_worker_start(r, j) < 0) {
             t->running--;
             j->state = SBX_JOB_INTERRUPTED;
@@ -276,9 +275,7 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             runner_job_free(j);
             continue;
         }
-        j->next = r->jobs;
-        r->jobs = j;
-        r->n_jobs++;
+        runner_job_link(r, j);
     }
     if (rec.n_queued + rec.n_adopt + rec.n_interrupted + rec.n_cleanup > 0) {
         sbx_info("runner: recovery: %zu queued, %zu task(s) re-adopted, %zu job(s) interrupted, "

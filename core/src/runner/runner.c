@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <event2/thread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -92,14 +93,45 @@ int sbx_runner_endpoint(const struct sbx_config *cfg, struct sbx_runner_endpoint
     return 0;
 }
 
+static size_t bucket_of(const char *id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++) {
+        h = (h ^ *p) * 16777619u;
+    }
+    return h % RUNNER_BUCKETS;
+}
+
 struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
 {
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+    for (struct rjob *j = r->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
         if (strcmp(j->id, id) == 0) {
             return j;
         }
     }
     return NULL;
+}
+
+void runner_job_link(struct sbx_runner *r, struct rjob *j)
+{
+    size_t b = bucket_of(j->id);
+
+    j->next = r->jobs;
+    r->jobs = j;
+    j->hnext = r->buckets[b];
+    r->buckets[b] = j;
+    r->n_jobs++;
+}
+
+static void job_unhash(struct sbx_runner *r, struct rjob *j)
+{
+    for (struct rjob **pp = &r->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
+        if (*pp == j) {
+            *pp = j->hnext;
+            return;
+        }
+    }
 }
 
 struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
@@ -137,26 +169,27 @@ void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
     event_active(r->wake, EV_READ, 0);
 }
 
-/* Drops the oldest finished jobs' output past KEEP_FINISHED. Loop thread. */
+/* Drops the output of ended jobs past the newest KEEP_FINISHED (their records
+ * stay in the store). Loop thread, from the tick: O(jobs in memory). */
 static void trim_finished(struct sbx_runner *r)
 {
     size_t ended = 0;
 
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
-        ended += j->state >= SBX_JOB_FINISHED;
-    }
-    for (struct rjob **pp = &r->jobs; *pp != NULL && ended > KEEP_FINISHED;) {
+    pthread_mutex_lock(&r->mu);
+    for (struct rjob **pp = &r->jobs; *pp != NULL;) {
         struct rjob *j = *pp;
 
-        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL) {
+        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL &&
+            ++ended > KEEP_FINISHED) {
             *pp = j->next;
+            job_unhash(r, j);
             runner_job_free(j);
             r->n_jobs--;
-            ended--;
             continue;
         }
         pp = &j->next;
     }
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void task_remove(struct sbx_runner *r, struct rtask *t)
@@ -206,7 +239,6 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         free(m);
         m = next;
     }
-    trim_finished(r);
     runner_schedule(r);
 }
 
@@ -272,7 +304,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         return sbx_error_set(err, EBUSY, "task %s is ending; start a new task", j->task);
     }
     direct = t != NULL;
-    if (!direct) {
+    if (!direct && strcmp(j->task, j->id) != 0) { /* an explicit task id */
         for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
             if (o->state == SBX_JOB_QUEUED && strcmp(o->task, j->task) == 0) {
                 json_decref(argv);
@@ -322,9 +354,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     json_decref(argv);
     pthread_mutex_lock(&r->mu);
     j->state = SBX_JOB_QUEUED;
-    j->next = r->jobs;
-    r->jobs = j;
-    r->n_jobs++;
+    runner_job_link(r, j);
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: job %s accepted (task %s, pool %s, %s)", j->id, j->task,
              sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
@@ -424,6 +454,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(r->base);
     }
     pthread_mutex_unlock(&r->mu);
+    trim_finished(r);
 }
 
 static void on_alert_timer(evutil_socket_t fd, short what, void *arg)

@@ -47,7 +47,8 @@ struct rjob {
     size_t out_len;
     size_t out_total;
     int exit_status;
-    struct rjob *next;
+    struct rjob *next;  /* r->jobs, newest first */
+    struct rjob *hnext; /* r->buckets */
     struct runner_stream *streams; /* loop only */
 };
 
@@ -91,6 +92,8 @@ struct sbx_runner {
     pthread_cond_t cond;
     struct rjob *jobs;
     size_t n_jobs;
+#define RUNNER_BUCKETS 4096
+    struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
     struct rtask *tasks;
     struct rmsg *msgs, **msgs_tail;
     int workers; /* threads alive */
@@ -99,6 +102,9 @@ struct sbx_runner {
 
 /* runner.c */
 struct rjob *runner_job_find(struct sbx_runner *r, const char *id);
+/* Adds a job to the list and the table (caller holds r->mu or is the loop
+ * before workers exist). */
+void runner_job_link(struct sbx_runner *r, struct rjob *j);
 struct rtask *runner_task_find(struct sbx_runner *r, const char *id);
 void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
                  enum sbx_job_result result);

@@ -70,6 +70,7 @@ struct sbx_task {
     pthread_t timer;
     int timer_on;
     volatile int timer_quit;
+    pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
 };
 
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,

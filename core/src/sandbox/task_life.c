@@ -15,12 +15,22 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-static void free_task(struct sbx_task *t)
+/* Stops the timer thread without waiting out its sleep. */
+static void timer_quit(struct sbx_task *t)
 {
     if (t->timer_on) {
+        pthread_mutex_lock(&t->mu);
         t->timer_quit = 1;
+        pthread_cond_broadcast(&t->timer_cv);
+        pthread_mutex_unlock(&t->mu);
         pthread_join(t->timer, NULL);
+        t->timer_on = 0;
     }
+}
+
+static void free_task(struct sbx_task *t)
+{
+    timer_quit(t);
     if (t->have_lease) {
         sbx_lease_clear(&t->lease);
     }
@@ -30,6 +40,7 @@ static void free_task(struct sbx_task *t)
         close(t->slot_fd); /* releases the slot lock */
     }
     pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->timer_cv);
     free(t->image);
     free(t->worktree);
     free(t->state);
@@ -81,6 +92,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct sbx_provider_info info = {0};
 
     pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->timer_cv, NULL);
     t->cfg = cfg;
     t->slot_fd = -1;
     t->last_exit = -1;
@@ -278,11 +290,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         return 0;
     }
     sbx_task_stop(t, reason ? reason : "ended");
-    if (t->timer_on) {
-        t->timer_quit = 1;
-        pthread_join(t->timer, NULL);
-        t->timer_on = 0;
-    }
+    timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
         sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox,
@@ -343,6 +351,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     const char *provider = o->provider ? o->provider : cfg->provider;
 
     pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->timer_cv, NULL);
     t->cfg = cfg;
     t->slot_fd = -1;
     t->last_exit = -1;
