@@ -151,13 +151,13 @@ __attribute__((unused)) static char *rh_submit(const char *body)
     return id;
 }
 
-/* Waits (up to 20 s, polling) until the job's state is `state`; returns its record. */
+/* Waits (up to 60 s, polling) until the job's state is `state`; returns its record. */
 __attribute__((unused)) static json_t *rh_wait_state(const char *id, const char *state)
 {
     char path[128];
 
     snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-    for (int i = 0; i < 2000; i++) {
+    for (int i = 0; i < 6000; i++) {
         json_t *j = rh_json("GET", path, NULL, 200);
 
         if (strcmp(json_string_value(json_object_get(j, "state")), state) == 0) {
