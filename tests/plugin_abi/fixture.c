@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sbx/sbx_credential.h"
 #include "sbx/sbx_plugin.h"
@@ -56,10 +57,24 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
         *status = atoi(spec->argv[1]);
         return 0;
     }
+    (void)err;
+    /* "sleep MS": runs until cancelled or MS elapsed; "exit N": status N;
+     * anything else prints argv[0] and succeeds (the runner's tests) */
+    if (strcmp(spec->argv[0], "sleep") == 0 && spec->argv[1] != NULL) {
+        long ms = atol(spec->argv[1]);
+
+        for (long t = 0; t < ms && !ctl->cancelled; t += 10) {
+            usleep(10 * 1000);
+        }
+        if (ctl->cancelled) {
+            return host->error_set(err, 4, "cancelled");
+        }
+    }
     if (spec->on_output != NULL) {
         spec->on_output(spec->output_userdata, 1, spec->argv[0], strlen(spec->argv[0]));
     }
-    *status = 0;
+    *status = strcmp(spec->argv[0], "exit") == 0 && spec->argv[1] != NULL ? atoi(spec->argv[1])
+                                                                          : 0;
     return 0;
 }
 

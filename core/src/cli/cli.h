@@ -68,4 +68,15 @@ void sbx_cmd_mcp_help(FILE *out);
 int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_agents_help(FILE *out);
 
+int sbx_cmd_serve(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_serve_help(FILE *out);
+int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_submit_help(FILE *out);
+int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_cancel_help(FILE *out);
+int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_job_help(FILE *out);
+int sbx_cmd_queue(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_queue_help(FILE *out);
+
 #endif

@@ -142,7 +142,20 @@ void *sbx_task_timer_main(void *arg)
                 t->lease.renew_at = now + 30; /* retry, not a storm */
             }
         }
-        usleep(250 * 1000);
+        /* 250 ms, or at once when the task ends (timer_cv) */
+        pthread_mutex_lock(&t->mu);
+        if (!t->timer_quit) {
+            struct timespec ts;
+
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 250 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&t->timer_cv, &t->mu, &ts);
+        }
+        pthread_mutex_unlock(&t->mu);
     }
     return NULL;
 }

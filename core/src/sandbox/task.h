@@ -32,6 +32,10 @@ struct sbx_task_opts {
      * never above the configured caps. */
     const struct sbx_limits *limits;
     int docker_sidecar;      /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
+    /* (added for the runner) */
+    const char *slot_class;  /* "light" or "heavy" for the sbx.class label; NULL: light */
+    int no_reap;             /* skip orphan reaping and the slot lock: the caller (the
+                              * runner) owns the box's slots and reaps itself */
 };
 
 /* A running exec, for cancellation. */
@@ -81,6 +85,7 @@ struct sbx_task {
     pthread_t timer;
     int timer_on;
     volatile int timer_quit;
+    pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
 };
 
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
@@ -90,6 +95,12 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
                   size_t n_env, sbx_output_fn out, void *ud, struct sbx_exec_slot *slot,
                   int *status, sbx_error_t **err);
+/* Re-adopts a task whose sandbox (the provider's id) survived a restart of
+ * its owner (the runner's recovery): no new sandbox, no credential lease (a
+ * lease does not survive its holder), the timer restarts. */
+int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
+                   const struct sbx_task_opts *o, const char *sandbox, struct sbx_task **out,
+                   sbx_error_t **err);
 /* Cancels one exec started with that slot (from any thread). */
 void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot);
 /* Cancels every running exec and marks the task to end with `reason`. */

@@ -22,12 +22,22 @@
 #include "util/paths.h"
 #include "util/xalloc.h"
 
-static void free_task(struct sbx_task *t)
+/* Stops the timer thread without waiting out its sleep. */
+static void timer_quit(struct sbx_task *t)
 {
     if (t->timer_on) {
+        pthread_mutex_lock(&t->mu);
         t->timer_quit = 1;
+        pthread_cond_broadcast(&t->timer_cv);
+        pthread_mutex_unlock(&t->mu);
         pthread_join(t->timer, NULL);
+        t->timer_on = 0;
     }
+}
+
+static void free_task(struct sbx_task *t)
+{
+    timer_quit(t);
     if (t->egress != NULL && t->egress_dir != NULL) {
         sbx_egress_remove(t->egress, t->egress_dir, NULL);
         rmdir(t->egress_dir);
@@ -46,6 +56,7 @@ static void free_task(struct sbx_task *t)
         close(t->slot_fd); /* releases the slot lock */
     }
     pthread_mutex_destroy(&t->mu);
+    pthread_cond_destroy(&t->timer_cv);
     for (size_t i = 0; t->egress_allow != NULL && t->egress_allow[i] != NULL; i++) {
         free(t->egress_allow[i]);
     }
@@ -242,6 +253,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     };
 
     pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->timer_cv, NULL);
     t->cfg = cfg;
     t->slot_fd = -1;
     t->last_exit = -1;
@@ -249,7 +261,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     t->limits = cfg->limits;
     t->image = xstrdup(cfg->image);
     snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
-    snprintf(t->slot_class, sizeof(t->slot_class), "light");
+    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
     if (strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) {
         sbx_error_set(err, SBX_E_USAGE, "--pool %s: use ci or agent", t->pool);
         goto fail;
@@ -307,7 +319,9 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (t->prov == NULL) {
         goto fail;
     }
-    sbx_task_reap_orphans(t->prov, t->state);
+    if (!o->no_reap) {
+        sbx_task_reap_orphans(t->prov, t->state);
+    }
     /* after the reaping, which removes an orphan's leftovers of this id */
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
@@ -327,9 +341,11 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
-    t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
-    if (t->slot_fd < 0) {
-        goto fail;
+    if (!o->no_reap) {
+        t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
+        if (t->slot_fd < 0) {
+            goto fail;
+        }
     }
     if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
@@ -503,11 +519,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         return 0;
     }
     sbx_task_stop(t, reason ? reason : "ended");
-    if (t->timer_on) {
-        t->timer_quit = 1;
-        pthread_join(t->timer, NULL);
-        t->timer_on = 0;
-    }
+    timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
         sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox,
@@ -569,4 +581,61 @@ void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot)
         }
     }
     pthread_mutex_unlock(&t->mu);
+}
+
+int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
+                   const struct sbx_task_opts *o, const char *sandbox, struct sbx_task **out,
+                   sbx_error_t **err)
+{
+    struct sbx_task *t = xcalloc(1, sizeof(*t));
+    const char *provider = o->provider ? o->provider : cfg->provider;
+
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->timer_cv, NULL);
+    t->cfg = cfg;
+    t->slot_fd = -1;
+    t->last_exit = -1;
+    t->ephemeral = o->ephemeral;
+    t->limits = cfg->limits;
+    t->image = xstrdup(cfg->image);
+    snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
+    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
+    if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
+        sandbox[0] == '\0') {
+        sbx_error_set(err, SBX_E_USAGE, "adopting a task: a valid task id and sandbox id are "
+                      "required");
+        goto fail;
+    }
+    snprintf(t->id, sizeof(t->id), "%s", o->task_id);
+    snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
+    snprintf(t->sandbox, sizeof(t->sandbox), "%s", sandbox);
+    if (o->worktree != NULL) {
+        t->worktree = xstrdup(o->worktree);
+    }
+    t->state = sbx_state_dir(cfg->state_dir, err);
+    if (t->state == NULL) {
+        goto fail;
+    }
+    t->dir = sbx_task_dir(t->state, t->id);
+    if (sbx_mkdirs(t->dir, 0700, err) < 0) {
+        goto fail;
+    }
+    t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
+    if (t->prov == NULL) {
+        goto fail;
+    }
+    t->created_at = time(NULL);
+    t->started_at = t->created_at;
+    t->last_activity = t->started_at;
+    if (pthread_create(&t->timer, NULL, sbx_task_timer_main, t) == 0) {
+        t->timer_on = 1;
+    }
+    sbx_info("task %s: re-adopted sandbox %.12s", t->id, t->sandbox);
+    *out = t;
+    return 0;
+
+fail:
+    t->sandbox[0] = '\0';
+    free_task(t);
+    return -1;
 }

@@ -1,0 +1,202 @@
+/* cmd_submit.c - `sbx submit` and `sbx cancel`: clients of the runner. */
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "http/http.h"
+#include "runner/runner.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+void sbx_cmd_submit_help(FILE *out)
+{
+    fprintf(out, "usage: sbx submit [--task ID] [--pool ci|agent] [--class light|heavy]\n"
+                 "                  [--label K=V]... [--worktree DIR] [--provider NAME]\n"
+                 "                  [--credentials NAME] [--json] -- CMD [ARGS...]\n"
+                 "\n"
+                 "Submits a job to the runner ('sbx serve') and prints its id. A job naming a\n"
+                 "task that runs in the runner executes in that task's sandbox; an agent job\n"
+                 "with a new --task starts the task and keeps it (its slot too) until\n"
+                 "'sbx cancel --task ID' or its idle time; every other job is a one-command task.\n"
+                 "\n"
+                 "  --pool ci|agent   slot pool (default ci)\n"
+                 "  --class CLASS     light (default) or heavy (the pool's exclusive heavy slot)\n"
+                 "  --json            print the runner's reply as JSON\n"
+                 "\n"
+                 "Exit status: 0 accepted; 2 usage; 125 refused or the runner is not reachable.\n");
+}
+
+void sbx_cmd_cancel_help(FILE *out)
+{
+    fprintf(out,
+            "usage: sbx cancel JOB\n"
+            "       sbx cancel --task TASK\n"
+            "\n"
+            "Cancels a queued or running job (its record stays, state cancelled), or ends\n"
+            "a task kept by the runner (its sandbox is removed, its slot freed).\n"
+            "\n"
+            "Exit status: 0 done; 1 failed (unknown job, already ended, runner down); 2 usage.\n");
+}
+
+int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"task", required_argument, NULL, 't'},
+        {"pool", required_argument, NULL, 'p'},
+        {"class", required_argument, NULL, 'C'},
+        {"label", required_argument, NULL, 'l'},
+        {"worktree", required_argument, NULL, 'w'},
+        {"provider", required_argument, NULL, 'P'},
+        {"credentials", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {NULL, 0, NULL, 0},
+    };
+    struct sbx_config *cfg;
+    json_t *o = json_object();
+    json_t *labels = json_object();
+    json_t *cmd = json_array();
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    int json = 0;
+    int c;
+    int rc = SBX_EXIT_USAGE;
+    char *body = NULL;
+
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+            json_object_set_new(o, "task", json_string(optarg));
+            break;
+        case 'p':
+            json_object_set_new(o, "pool", json_string(optarg));
+            break;
+        case 'C':
+            json_object_set_new(o, "class", json_string(optarg));
+            break;
+        case 'l': {
+            char *eq = strchr(optarg, '=');
+
+            if (eq == NULL || eq == optarg) {
+                fprintf(stderr, "sbx: error: --label '%s': use K=V\n", optarg);
+                goto out;
+            }
+            *eq = '\0';
+            json_object_set_new(labels, optarg, json_string(eq + 1));
+            break;
+        }
+        case 'w': {
+            char *real = realpath(optarg, NULL);
+
+            if (real == NULL) {
+                fprintf(stderr, "sbx: error: --worktree %s: no such directory\n", optarg);
+                goto out;
+            }
+            json_object_set_new(o, "worktree", json_string(real));
+            free(real);
+            break;
+        }
+        case 'P':
+            json_object_set_new(o, "provider", json_string(optarg));
+            break;
+        case 'c':
+            json_object_set_new(o, "credentials", json_string(optarg));
+            break;
+        case 'j':
+            json = 1;
+            break;
+        default:
+            fprintf(stderr, "sbx: error: submit: unknown option '%s' (see 'sbx submit --help')\n",
+                    argv[optind - 1]);
+            goto out;
+        }
+    }
+    if (optind < argc && strcmp(argv[optind], "--") == 0) {
+        optind++;
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "sbx: error: submit: no command (sbx submit [OPTIONS] -- CMD...)\n");
+        goto out;
+    }
+    for (int i = optind; i < argc; i++) {
+        json_array_append_new(cmd, json_string(argv[i]));
+    }
+    json_object_set(o, "argv", cmd);
+    if (json_object_size(labels) > 0) {
+        json_object_set(o, "labels", labels);
+    }
+    cfg = sbx_cli_config(cli);
+    if (cfg == NULL) {
+        goto out;
+    }
+    body = json_dumps(o, JSON_COMPACT);
+    if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        rc = SBX_EXIT_SBX;
+        goto out;
+    }
+    if (json) {
+        printf("%s", resp.body);
+    }
+    else {
+        json_t *r = json_loadb(resp.body, resp.body_len, 0, NULL);
+
+        printf("%s\n", json_string_value(json_object_get(r, "id")));
+        json_decref(r);
+    }
+    sbx_http_response_free(&resp);
+    rc = SBX_EXIT_OK;
+out:
+    free(body);
+    json_decref(o);
+    json_decref(labels);
+    json_decref(cmd);
+    return rc;
+}
+
+int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_config *cfg;
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    const char *id;
+    char *path;
+    int task = 0;
+
+    if (argc == 3 && strcmp(argv[1], "--task") == 0) {
+        task = 1;
+        id = argv[2];
+    }
+    else if (argc == 2 && argv[1][0] != '-') {
+        id = argv[1];
+    }
+    else {
+        fprintf(stderr, "sbx: error: usage: sbx cancel JOB | sbx cancel --task TASK\n");
+        return SBX_EXIT_USAGE;
+    }
+    if (strlen(id) == 0 || strlen(id) > 63 ||
+        strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") !=
+            strlen(id)) {
+        fprintf(stderr, "sbx: error: '%s' is not a job or task id\n", id);
+        return SBX_EXIT_USAGE;
+    }
+    cfg = sbx_cli_config(cli);
+    if (cfg == NULL) {
+        return SBX_EXIT_USAGE;
+    }
+    path = task ? xasprintf("/v1/tasks/%s/end", id) : xasprintf("/v1/jobs/%s/cancel", id);
+    if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) < 0) {
+        free(path);
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return SBX_EXIT_FAIL;
+    }
+    free(path);
+    sbx_http_response_free(&resp);
+    return SBX_EXIT_OK;
+}

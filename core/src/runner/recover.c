@@ -1,0 +1,291 @@
+/* recover.c - the runner's start after a crash or a restart (docs/runner.md,
+ * "Store and recovery"): queued jobs are re-submitted in submit order, tasks
+ * whose sandbox survived with no command in flight are re-adopted, the rest
+ * are cleaned up. The runner process owns its sandboxes (sbx.owner), so a
+ * previous runner's sandboxes are orphans once it is gone. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/instance.h"
+#include "runner/runner_int.h"
+#include "sandbox/owner.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+struct provs {
+    struct sbx_runner *r;
+    char *names[8];
+    struct sbx_open_instance *inst[8];
+    size_t n;
+};
+
+static struct sbx_open_instance *prov_get(struct provs *p, const char *name)
+{
+    sbx_error_t *err = NULL;
+
+    if (name == NULL) {
+        name = p->r->cfg->provider;
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        if (strcmp(p->names[i], name) == 0) {
+            return p->inst[i];
+        }
+    }
+    if (p->n == 8) {
+        return NULL;
+    }
+    p->inst[p->n] = sbx_instance_open(p->r->cfg, p->r->plugin_dir, name, SBX_PLUGIN_PROVIDER, &err);
+    if (p->inst[p->n] == NULL) {
+        sbx_warn("runner: recovery: provider '%s': %s", name, sbx_error_msg(err));
+        sbx_error_free(&err);
+        return NULL;
+    }
+    p->names[p->n] = xstrdup(name);
+    return p->inst[p->n++];
+}
+
+struct found {
+    const char *want; /* sandbox id to find */
+    int present;
+    char **ids; /* orphans collected (owner gone) */
+    size_t n;
+};
+
+static void on_sandbox(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
+{
+    struct found *f = ud;
+    const char *owner = NULL;
+
+    if (f->want != NULL && (strcmp(id, f->want) == 0 || strncmp(id, f->want, strlen(id)) == 0 ||
+                            strncmp(f->want, id, strlen(f->want)) == 0)) {
+        f->present = 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(labels[i].name, "sbx.owner") == 0) {
+            owner = labels[i].value;
+        }
+    }
+    if (owner != NULL && !sbx_owner_alive(owner)) {
+        f->ids = xrealloc(f->ids, (f->n + 1) * sizeof(char *));
+        f->ids[f->n++] = xstrdup(id);
+    }
+}
+
+static void found_clear(struct found *f)
+{
+    for (size_t i = 0; i < f->n; i++) {
+        free(f->ids[i]);
+    }
+    free(f->ids);
+}
+
+static int present(void *ctx, const char *provider, const char *sandbox_id)
+{
+    struct sbx_open_instance *pi = prov_get(ctx, provider);
+    struct found f = {.want = sandbox_id};
+    sbx_error_t *err = NULL;
+
+    if (pi == NULL || sandbox_id == NULL) {
+        return -1;
+    }
+    if (sbx_instance_provider(pi)->list(pi->ctx, "sbx.owner", NULL, on_sandbox, &f, &err) < 0) {
+        sbx_warn("runner: recovery: listing sandboxes: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        found_clear(&f);
+        return -1;
+    }
+    found_clear(&f);
+    return f.present;
+}
+
+/* Destroys the sandboxes with label key=value whose owner is gone. */
+static void destroy_orphans(struct sbx_open_instance *pi, const char *key, const char *value,
+                            const char *const *keep, size_t n_keep)
+{
+    struct found f = {0};
+    sbx_error_t *err = NULL;
+
+    if (sbx_instance_provider(pi)->list(pi->ctx, key, value, on_sandbox, &f, &err) < 0) {
+        sbx_warn("runner: recovery: listing sandboxes: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        return;
+    }
+    for (size_t i = 0; i < f.n; i++) {
+        int kept = 0;
+
+        for (size_t k = 0; k < n_keep; k++) {
+            kept |= keep[k] != NULL && strncmp(keep[k], f.ids[i], strlen(f.ids[i])) == 0;
+        }
+        if (kept) {
+            continue;
+        }
+        if (sbx_instance_provider(pi)->destroy(pi->ctx, f.ids[i], &err) < 0) {
+            sbx_warn("runner: recovery: removing sandbox %.12s: %s", f.ids[i], sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+        else {
+            sbx_info("runner: recovery: removed sandbox %.12s (its runner is gone)", f.ids[i]);
+        }
+    }
+    found_clear(&f);
+}
+
+static struct rjob *job_from_rec(const struct sbx_job_rec *rec)
+{
+    struct rjob *j = xcalloc(1, sizeof(*j));
+    size_t n = json_array_size(rec->argv);
+
+    snprintf(j->id, sizeof(j->id), "%s", rec->id);
+    snprintf(j->task, sizeof(j->task), "%s", rec->task ? rec->task : rec->id);
+    j->pool = (enum sbx_pool)sbx_pool_parse(rec->pool);
+    j->cls = (enum sbx_job_class)sbx_job_class_parse(rec->cls);
+    j->argv = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        j->argv[i] = xstrdup(json_string_value(json_array_get(rec->argv, i)));
+    }
+    j->worktree = rec->worktree ? xstrdup(rec->worktree) : NULL;
+    j->provider = rec->provider ? xstrdup(rec->provider) : NULL;
+    j->state = (int)rec->state;
+    return j;
+}
+
+static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
+{
+    for (size_t i = 0; i < rec->n_adopt; i++) {
+        struct sbx_recovered_task *a = &rec->adopt[i];
+        struct sbx_task_rec tr = {0};
+        struct sbx_task_opts o = {
+            .task_id = a->task_id, .provider = a->provider, .ephemeral = 1, .no_reap = 1};
+        struct sbx_sched_job sj = {.id = a->task_id,
+                                   .task = a->task_id,
+                                   .cls = SBX_CLASS_LIGHT,
+                                   .cpus = r->cfg->limits.cpus,
+                                   .memory = r->cfg->limits.memory};
+        struct sbx_task *task = NULL;
+        struct rtask *t;
+        sbx_error_t *err = NULL;
+
+        if (sbx_store_task_get(r->store, a->task_id, &tr, &err) == 0 && tr.pool != NULL) {
+            sj.pool = (enum sbx_pool)sbx_pool_parse(tr.pool);
+            o.pool = sbx_pool_name(sj.pool);
+        }
+        sbx_task_rec_clear(&tr);
+        sbx_error_free(&err);
+        if (sbx_task_adopt(r->cfg, r->plugin_dir, &o, a->sandbox_id, &task, &err) < 0 ||
+            sbx_sched_adopt(r->sched, &sj, runner_now(r), &err) < 0) {
+            sbx_warn("runner: recovery: task %s cannot be re-adopted: %s", a->task_id,
+                     sbx_error_msg(err));
+            sbx_store_task_end(r->store, a->task_id, SBX_TASK_INTERRUPTED,
+                               "runner restarted; could not re-adopt", 0, NULL);
+            sbx_error_free(&err);
+            if (task != NULL) {
+                sbx_task_end(task, "runner restarted; could not re-adopt", NULL, NULL);
+            }
+            continue;
+        }
+        t = xcalloc(1, sizeof(*t));
+        snprintf(t->id, sizeof(t->id), "%s", a->task_id);
+        snprintf(t->holder, sizeof(t->holder), "%s", a->task_id);
+        t->pool = sj.pool;
+        t->keep = 1;
+        t->state = RT_READY;
+        t->t = task;
+        t->holder_result = SBX_RESULT_OK;
+        t->next = r->tasks;
+        r->tasks = t;
+        sbx_info("runner: recovery: task %s re-adopted", t->id);
+    }
+    /* running jobs whose command had not started: run it in the re-adopted task */
+    for (size_t i = 0; i < rec->n_adopt_jobs; i++) {
+        struct rjob *j = job_from_rec(&rec->adopt_jobs[i]);
+        struct rtask *t = runner_task_find(r, j->task);
+
+        if (t == NULL) {
+            sbx_store_job_end(r->store, j->id, SBX_JOB_INTERRUPTED, -1,
+                              "runner restarted; its task could not be re-adopted", 0, 0, 0, NULL);
+            runner_job_free(j);
+            continue;
+        }
+        j->rt = t;
+        j->state = SBX_JOB_RUNNING;
+        t->running++;
+        runner_job_link(r, j);
+        if (runner_worker_start(r, j) < 0) {
+            t->running--;
+            j->state = SBX_JOB_INTERRUPTED;
+            j->released = 1;
+        }
+    }
+}
+
+int runner_recover(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct sbx_recovery rec = {0};
+    struct provs p = {.r = r};
+    const char **keep;
+
+    if (sbx_store_recover(r->store, present, &p, &rec, err) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < rec.n_cleanup; i++) {
+        struct sbx_recovered_task *c = &rec.cleanup[i];
+        struct sbx_open_instance *pi = prov_get(&p, c->provider);
+
+        if (pi == NULL) {
+            continue;
+        }
+        if (c->task_id != NULL) {
+            destroy_orphans(pi, "sbx.task", c->task_id, NULL, 0);
+        }
+        if (c->job_id != NULL) {
+            destroy_orphans(pi, "sbx.job", c->job_id, NULL, 0);
+        }
+    }
+    adopt(r, &rec);
+    prov_get(&p, NULL);
+    /* every other sandbox of a gone owner (a previous runner's) goes too */
+    keep = xcalloc(rec.n_adopt + 1, sizeof(char *));
+    for (size_t i = 0; i < rec.n_adopt; i++) {
+        keep[i] = rec.adopt[i].sandbox_id;
+    }
+    for (size_t i = 0; i < p.n; i++) {
+        destroy_orphans(p.inst[i], "sbx.owner", NULL, keep, rec.n_adopt);
+    }
+    free(keep);
+    for (size_t i = 0; i < rec.n_queued; i++) {
+        struct sbx_job_rec *q = &rec.queued[i];
+        struct rjob *j = job_from_rec(q);
+        struct sbx_sched_job sj = {
+            .id = j->id,
+            .task = j->task,
+            .pool = j->pool,
+            .cls = j->cls,
+            .cpus = r->cfg->limits.cpus,
+            .memory = r->cfg->limits.memory,
+            .enqueued_at = q->queued_at,
+        };
+        sbx_error_t *e = NULL;
+
+        if (sbx_sched_submit(r->sched, &sj, &e) < 0) {
+            /* the configuration changed under it: end it with the reason */
+            sbx_store_job_end(r->store, j->id, SBX_JOB_CANCELLED, -1, sbx_error_msg(e), 0, 0, 0,
+                              NULL);
+            sbx_warn("runner: recovery: job %s: %s", j->id, sbx_error_msg(e));
+            sbx_error_free(&e);
+            runner_job_free(j);
+            continue;
+        }
+        runner_job_link(r, j);
+    }
+    if (rec.n_queued + rec.n_adopt + rec.n_interrupted + rec.n_cleanup > 0) {
+        sbx_info("runner: recovery: %zu queued, %zu task(s) re-adopted, %zu job(s) interrupted, "
+                 "%zu sandbox(es) to clean",
+                 rec.n_queued, rec.n_adopt, rec.n_interrupted, rec.n_cleanup);
+    }
+    sbx_recovery_clear(&rec);
+    for (size_t i = 0; i < p.n; i++) {
+        sbx_instance_close(p.inst[i]);
+        free(p.names[i]);
+    }
+    return 0;
+}

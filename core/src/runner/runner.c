@@ -1,0 +1,639 @@
+/* runner.c - the runner's loop: create, messages from workers, grants,
+ * submit, cancel, task ends, stop. */
+#include <errno.h>
+#include <event2/thread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runner/runner_int.h"
+#include "sandbox/statedir.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+/* Finished jobs whose output stays in memory (their records stay in the store). */
+#define KEEP_FINISHED 1000
+
+int64_t runner_now(struct sbx_runner *r)
+{
+    (void)r;
+    return sbx_clock_real(NULL);
+}
+
+char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err)
+{
+    char *state;
+    char *path;
+
+    if (cfg->runner.state != NULL) {
+        return xstrdup(cfg->runner.state);
+    }
+    state = sbx_state_dir(cfg->state_dir, err);
+    if (state == NULL) {
+        return NULL;
+    }
+    if (sbx_mkdirs(state, 0700, err) < 0) {
+        free(state);
+        return NULL;
+    }
+    path = xasprintf("%s/runner.db", state);
+    free(state);
+    return path;
+}
+
+void sbx_runner_endpoint_clear(struct sbx_runner_endpoint *ep)
+{
+    free(ep->unix_path);
+    free(ep->tcp_host);
+    memset(ep, 0, sizeof(*ep));
+}
+
+int sbx_runner_endpoint(const struct sbx_config *cfg, struct sbx_runner_endpoint *out,
+                        sbx_error_t **err)
+{
+    const char *l = cfg->runner.listen;
+    char *state;
+
+    memset(out, 0, sizeof(*out));
+    if (l != NULL && strncmp(l, "unix:", 5) == 0) {
+        if (l[5] != '/') {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "runner.listen '%s': a unix socket needs an absolute path", l);
+        }
+        out->unix_path = xstrdup(l + 5);
+        return 0;
+    }
+    if (l != NULL && strncmp(l, "tcp:", 4) == 0) {
+        const char *colon = strrchr(l + 4, ':');
+        char *end = NULL;
+        long port = colon ? strtol(colon + 1, &end, 10) : 0;
+
+        if (colon == NULL || colon == l + 4 || end == NULL || *end != '\0' || port < 1 ||
+            port > 65535) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "runner.listen '%s': use tcp:HOST:PORT (port 1-65535)", l);
+        }
+        out->tcp_host = xstrndup(l + 4, (size_t)(colon - (l + 4)));
+        out->tcp_port = (int)port;
+    }
+    else if (l != NULL) {
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "runner.listen '%s': use unix:/PATH or tcp:HOST:PORT", l);
+    }
+    state = sbx_state_dir(cfg->state_dir, err);
+    if (state == NULL) {
+        sbx_runner_endpoint_clear(out);
+        return -1;
+    }
+    out->unix_path = xasprintf("%s/runner.sock", state);
+    free(state);
+    return 0;
+}
+
+static size_t bucket_of(const char *id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++) {
+        h = (h ^ *p) * 16777619u;
+    }
+    return h % RUNNER_BUCKETS;
+}
+
+struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
+{
+    for (struct rjob *j = r->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
+        if (strcmp(j->id, id) == 0) {
+            return j;
+        }
+    }
+    return NULL;
+}
+
+void runner_job_link(struct sbx_runner *r, struct rjob *j)
+{
+    size_t b = bucket_of(j->id);
+
+    j->next = r->jobs;
+    r->jobs = j;
+    j->hnext = r->buckets[b];
+    r->buckets[b] = j;
+    r->n_jobs++;
+}
+
+static void job_unhash(struct sbx_runner *r, struct rjob *j)
+{
+    for (struct rjob **pp = &r->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
+        if (*pp == j) {
+            *pp = j->hnext;
+            return;
+        }
+    }
+}
+
+struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
+{
+    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+        if (strcmp(t->id, id) == 0) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+void runner_job_free(struct rjob *j)
+{
+    runner_strv_free(j->argv);
+    free(j->worktree);
+    free(j->provider);
+    free(j->credentials);
+    free(j->out);
+    free(j);
+}
+
+void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
+                 enum sbx_job_result result)
+{
+    struct rmsg *m = xcalloc(1, sizeof(*m));
+
+    m->kind = kind;
+    m->result = result;
+    snprintf(m->id, sizeof(m->id), "%s", id);
+    pthread_mutex_lock(&r->mu);
+    *r->msgs_tail = m;
+    r->msgs_tail = &m->next;
+    pthread_mutex_unlock(&r->mu);
+    event_active(r->wake, EV_READ, 0);
+}
+
+/* Drops the output of ended jobs past the newest KEEP_FINISHED (their records
+ * stay in the store). Loop thread, from the tick: O(jobs in memory). */
+static void trim_finished(struct sbx_runner *r)
+{
+    size_t ended = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (struct rjob **pp = &r->jobs; *pp != NULL;) {
+        struct rjob *j = *pp;
+
+        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL &&
+            ++ended > KEEP_FINISHED) {
+            *pp = j->next;
+            job_unhash(r, j);
+            runner_job_free(j);
+            r->n_jobs--;
+            continue;
+        }
+        pp = &j->next;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void task_remove(struct sbx_runner *r, struct rtask *t)
+{
+    sbx_error_t *err = NULL;
+
+    if (t->holder[0] != '\0' &&
+        sbx_sched_release(r->sched, t->holder, t->holder_result, &err) < 0) {
+        sbx_warn("runner: releasing the slot of task %s: %s", t->id, sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    pthread_mutex_lock(&r->mu);
+    for (struct rtask **pp = &r->tasks; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    free(t);
+}
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_runner *r = arg;
+    struct rmsg *m;
+
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&r->mu);
+    m = r->msgs;
+    r->msgs = NULL;
+    r->msgs_tail = &r->msgs;
+    pthread_mutex_unlock(&r->mu);
+    while (m != NULL) {
+        struct rmsg *next = m->next;
+        struct rjob *j = m->kind == RMSG_TASK_ENDED ? NULL : runner_job_find(r, m->id);
+        struct rtask *t = m->kind == RMSG_TASK_ENDED ? runner_task_find(r, m->id) : NULL;
+
+        if (j != NULL) {
+            j->released |= m->kind == RMSG_JOB_DONE;
+            runner_streams_flush(r, j, m->kind == RMSG_JOB_DONE);
+        }
+        if (t != NULL) {
+            task_remove(r, t);
+        }
+        free(m);
+        m = next;
+    }
+    runner_schedule(r);
+}
+
+/* Starts every job the scheduler grants now. Loop thread. */
+void runner_schedule(struct sbx_runner *r)
+{
+    struct sbx_sched_grant g;
+
+    if (r->stopping) {
+        return;
+    }
+    while (sbx_sched_next_grant(r->sched, &g)) {
+        struct rjob *j = runner_job_find(r, g.id);
+        sbx_error_t *err = NULL;
+        struct rtask *t;
+
+        if (j == NULL) { /* cannot happen: every sched job has an rjob */
+            sbx_error_log("runner: granted job %s is unknown", g.id);
+            sbx_sched_release(r->sched, g.id, SBX_RESULT_FAILED, NULL);
+            continue;
+        }
+        if (sbx_store_job_granted(r->store, j->id, g.granted_at, &err) < 0) {
+            sbx_error_log("runner: %s", sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+        t = xcalloc(1, sizeof(*t));
+        snprintf(t->id, sizeof(t->id), "%s", j->task);
+        snprintf(t->holder, sizeof(t->holder), "%s", j->id);
+        t->pool = j->pool;
+        t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
+        t->state = RT_STARTING;
+        t->running = 1;
+        t->holder_result = SBX_RESULT_FAILED;
+        pthread_mutex_lock(&r->mu);
+        t->next = r->tasks;
+        r->tasks = t;
+        j->rt = t;
+        j->state = SBX_JOB_RUNNING;
+        pthread_mutex_unlock(&r->mu);
+        sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
+                 sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
+        if (runner_worker_start(r, j) < 0) {
+            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
+                              "runner: cannot start a "
+                              "worker thread",
+                              0, 0, 0, NULL);
+            j->state = SBX_JOB_FINISHED;
+            j->released = 1;
+            task_remove(r, t);
+        }
+    }
+}
+
+int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err)
+{
+    struct sbx_job_rec rec = {0};
+    struct rtask *t = runner_task_find(r, j->task);
+    json_t *argv = json_array();
+    int direct = 0;
+
+    if (t != NULL && t->state != RT_STARTING && t->state != RT_READY) {
+        json_decref(argv);
+        return sbx_error_set(err, EBUSY, "task %s is ending; start a new task", j->task);
+    }
+    direct = t != NULL;
+    if (!direct && strcmp(j->task, j->id) != 0) { /* an explicit task id */
+        for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
+            if (o->state == SBX_JOB_QUEUED && strcmp(o->task, j->task) == 0) {
+                json_decref(argv);
+                return sbx_error_set(err, EBUSY,
+                                     "task %s is still queued (job %s); submit its next "
+                                     "command once it runs",
+                                     j->task, o->id);
+            }
+        }
+    }
+    for (size_t i = 0; j->argv[i] != NULL; i++) {
+        json_array_append_new(argv, json_string(j->argv[i]));
+    }
+    rec.id = j->id;
+    rec.task = j->task;
+    rec.pool = (char *)sbx_pool_name(j->pool);
+    rec.cls = (char *)sbx_job_class_name(j->cls);
+    rec.argv = argv;
+    rec.labels = labels;
+    rec.worktree = j->worktree;
+    rec.provider = j->provider ? j->provider : r->cfg->provider;
+    rec.image = r->cfg->image;
+    rec.limits = r->cfg->limits;
+    if (!direct) {
+        struct sbx_sched_job sj = {
+            .id = j->id,
+            .task = j->task,
+            .pool = j->pool,
+            .cls = j->cls,
+            .cpus = r->cfg->limits.cpus,
+            .memory = r->cfg->limits.memory,
+        };
+
+        /* docs/runner.md: sched first (a refusal stores nothing), then the store */
+        if (sbx_sched_submit(r->sched, &sj, err) < 0) {
+            json_decref(argv);
+            return -1;
+        }
+    }
+    if (sbx_store_job_insert(r->store, &rec, err) < 0) {
+        if (!direct) {
+            sbx_sched_cancel(r->sched, j->id, NULL);
+        }
+        json_decref(argv);
+        return sbx_error_wrap(err, "storing job %s", j->id);
+    }
+    json_decref(argv);
+    pthread_mutex_lock(&r->mu);
+    j->state = SBX_JOB_QUEUED;
+    runner_job_link(r, j);
+    pthread_mutex_unlock(&r->mu);
+    sbx_info("runner: job %s accepted (task %s, pool %s, %s)", j->id, j->task,
+             sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+    if (direct) {
+        /* a command for a running task: its sandbox and slot are already held */
+        sbx_store_job_granted(r->store, j->id, 0, NULL);
+        pthread_mutex_lock(&r->mu);
+        j->rt = t;
+        t->running++;
+        j->state = SBX_JOB_RUNNING;
+        pthread_mutex_unlock(&r->mu);
+        if (runner_worker_start(r, j) < 0) {
+            pthread_mutex_lock(&r->mu);
+            t->running--;
+            j->state = SBX_JOB_FINISHED;
+            j->released = 1;
+            pthread_mutex_unlock(&r->mu);
+            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
+                              "runner: cannot start a worker thread", 0, 0, 0, NULL);
+        }
+        return 0;
+    }
+    runner_schedule(r);
+    return 0;
+}
+
+int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
+{
+    struct rjob *j = runner_job_find(r, id);
+
+    if (j == NULL || j->state >= SBX_JOB_FINISHED) {
+        struct sbx_job_rec rec = {0};
+
+        if (sbx_store_job_get(r->store, id, &rec, err) < 0) {
+            return -1;
+        }
+        sbx_error_set(err, EINVAL, "job %s already ended (%s)", id, sbx_job_state_name(rec.state));
+        sbx_job_rec_clear(&rec);
+        return -1;
+    }
+    if (j->state == SBX_JOB_QUEUED) {
+        if (sbx_sched_cancel(r->sched, id, err) < 0 ||
+            sbx_store_job_end(r->store, id, SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0,
+                              err) < 0) {
+            return -1;
+        }
+        pthread_mutex_lock(&r->mu);
+        j->state = SBX_JOB_CANCELLED;
+        j->released = 1;
+        pthread_mutex_unlock(&r->mu);
+        runner_streams_flush(r, j, 1);
+        runner_schedule(r);
+        return 0;
+    }
+    /* running: the worker ends it as cancelled */
+    pthread_mutex_lock(&r->mu);
+    j->cancel = 1;
+    if (j->executing && j->rt != NULL && j->rt->t != NULL) {
+        sbx_task_exec_cancel(j->rt->t, &j->slot);
+    }
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err)
+{
+    struct rtask *t = runner_task_find(r, id);
+
+    if (t == NULL) {
+        return sbx_error_set(err, SBX_E_NOTFOUND, "no task '%s' is running in the runner", id);
+    }
+    pthread_mutex_lock(&r->mu);
+    t->end_requested = 1;
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+/* Every 200 ms: ends kept tasks that were asked to end or went idle. */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_runner *r = arg;
+
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&r->mu);
+    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+        if (t->keep && t->state == RT_READY && t->running == 0 &&
+            (t->end_requested || r->stopping || (t->t != NULL && t->t->stop))) {
+            t->state = RT_ENDING;
+            if (runner_task_ender_start(r, t) < 0) {
+                t->state = RT_READY; /* retried at the next tick */
+            }
+        }
+    }
+    if (r->stopping && r->workers == 0 && r->tasks == NULL) {
+        event_base_loopbreak(r->base);
+    }
+    pthread_mutex_unlock(&r->mu);
+    trim_finished(r);
+}
+
+static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    runner_alerts_tick(arg);
+}
+
+struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
+{
+    struct sbx_runner *r = xcalloc(1, sizeof(*r));
+    struct sbx_sched_opts so = {
+        .cfg = opts->cfg,
+        .capacity = opts->capacity,
+        .clock = opts->clock,
+        .clock_ctx = opts->clock_ctx,
+    };
+    struct timeval tick = {0, 200 * 1000};
+    struct timeval alert;
+    static int threads_on;
+
+    if (!threads_on) {
+        evthread_use_pthreads();
+        threads_on = 1;
+    }
+    r->cfg = opts->cfg;
+    r->plugin_dir = xstrdup(opts->plugin_dir);
+    r->alert_interval_ms = opts->alert_interval_ms > 0 ? opts->alert_interval_ms : 1000;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cond, NULL);
+    r->msgs_tail = &r->msgs;
+    if (r->cfg->runner.token_env != NULL) {
+        const char *tok = getenv(r->cfg->runner.token_env);
+
+        if (tok != NULL && tok[0] != '\0') {
+            r->token = xstrdup(tok);
+        }
+    }
+    if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
+        goto fail;
+    }
+    if (r->ep.tcp_host != NULL && r->token == NULL) {
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "runner.listen is TCP but runner.token_env %s%s%s: "
+                      "a TCP listener needs a bearer token",
+                      r->cfg->runner.token_env ? "names an unset variable (" : "is not set",
+                      r->cfg->runner.token_env ? r->cfg->runner.token_env : "",
+                      r->cfg->runner.token_env ? ")" : "");
+        goto fail;
+    }
+    r->store_path = sbx_runner_state_path(r->cfg, err);
+    if (r->store_path == NULL) {
+        goto fail;
+    }
+    r->store = sbx_store_open(r->store_path, err);
+    if (r->store == NULL) {
+        goto fail;
+    }
+    r->sched = sbx_sched_create(&so, err);
+    if (r->sched == NULL) {
+        goto fail;
+    }
+    r->base = event_base_new();
+    if (r->base == NULL) {
+        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot create the event loop");
+        goto fail;
+    }
+    r->wake = event_new(r->base, -1, EV_PERSIST | EV_READ, on_wake, r);
+    r->tick = event_new(r->base, -1, EV_PERSIST, on_tick, r);
+    r->alert_ev = event_new(r->base, -1, EV_PERSIST, on_alert_timer, r);
+    alert.tv_sec = r->alert_interval_ms / 1000;
+    alert.tv_usec = (r->alert_interval_ms % 1000) * 1000;
+    event_add(r->tick, &tick);
+    event_add(r->alert_ev, &alert);
+    if (runner_recover(r, err) < 0) {
+        goto fail;
+    }
+    if (runner_api_bind(r, err) < 0) {
+        goto fail;
+    }
+    return r;
+
+fail:
+    sbx_runner_destroy(r);
+    return NULL;
+}
+
+int sbx_runner_run(struct sbx_runner *r, sbx_error_t **err)
+{
+    runner_schedule(r);
+    if (event_base_dispatch(r->base) < 0) {
+        return sbx_error_set(err, SBX_E_GENERIC, "runner: the event loop failed");
+    }
+    return 0;
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_runner *r = arg;
+
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&r->mu);
+    r->stopping = 1;
+    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+        if (j->state == SBX_JOB_RUNNING) {
+            j->cancel = 1;
+            if (j->executing && j->rt != NULL && j->rt->t != NULL) {
+                sbx_task_exec_cancel(j->rt->t, &j->slot);
+            }
+        }
+    }
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void sbx_runner_stop(struct sbx_runner *r)
+{
+    /* event_base_once is thread-safe with evthread_use_pthreads() */
+    event_base_once(r->base, -1, EV_TIMEOUT, on_stop, r, NULL);
+}
+
+void sbx_runner_destroy(struct sbx_runner *r)
+{
+    if (r == NULL) {
+        return;
+    }
+    if (r->http_unix != NULL) {
+        evhttp_free(r->http_unix);
+    }
+    if (r->http_tcp != NULL) {
+        evhttp_free(r->http_tcp);
+    }
+    if (r->ep.unix_path != NULL && r->base != NULL) {
+        unlink(r->ep.unix_path);
+    }
+    if (r->wake != NULL) {
+        event_free(r->wake);
+        event_free(r->tick);
+        event_free(r->alert_ev);
+    }
+    while (r->jobs != NULL) {
+        struct rjob *j = r->jobs;
+
+        r->jobs = j->next;
+        while (j->streams != NULL) { /* their requests went with evhttp_free */
+            struct runner_stream *s = j->streams;
+
+            j->streams = s->next;
+            free(s);
+        }
+        runner_job_free(j);
+    }
+    while (r->tasks != NULL) {
+        struct rtask *t = r->tasks;
+
+        r->tasks = t->next;
+        free(t);
+    }
+    while (r->msgs != NULL) {
+        struct rmsg *m = r->msgs;
+
+        r->msgs = m->next;
+        free(m);
+    }
+    if (r->base != NULL) {
+        event_base_free(r->base);
+    }
+    sbx_sched_destroy(r->sched);
+    sbx_store_close(r->store);
+    sbx_runner_endpoint_clear(&r->ep);
+    if (r->token != NULL) {
+        explicit_bzero(r->token, strlen(r->token));
+        free(r->token);
+    }
+    free(r->store_path);
+    free(r->plugin_dir);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cond);
+    free(r);
+}

@@ -1,0 +1,69 @@
+/* runner.h - `sbx serve`: the runner daemon (issue 7, docs/runner.md).
+ *
+ * One libevent loop owns the HTTP API (unix socket, optionally TCP with a
+ * bearer token), the scheduler (sched/) and the store (store/), and the
+ * timers (alerts, autoscaler, task ends). Each running job has a worker
+ * thread that calls sbx_task_start/exec/end; workers reach the loop's data
+ * only under the runner's lock or through a queued message. */
+#ifndef SBX_RUNNER_RUNNER_H
+#define SBX_RUNNER_RUNNER_H
+
+#include "config/config.h"
+#include "sched/sched.h"
+#include "sbx/sbx_host.h"
+#include "util/error.h"
+
+/* Request bodies larger than this are refused with 413. */
+#define SBX_RUNNER_MAX_BODY (1u << 20)
+/* Output kept per job (the last bytes). */
+#define SBX_RUNNER_MAX_OUTPUT (1u << 20)
+
+struct sbx_runner_opts {
+    const struct sbx_config *cfg; /* required; must outlive the runner */
+    const char *plugin_dir;       /* required */
+    /* Box capacity; NULL: measured. */
+    const struct sbx_box_capacity *capacity;
+    sbx_clock_fn clock; /* NULL: real time (the scheduler's clock) */
+    void *clock_ctx;
+    int alert_interval_ms; /* how often due alerts are asked; 0: 1000 */
+};
+
+struct sbx_runner;
+
+/* Opens the store, recovers (docs/runner.md "Store and recovery"), creates
+ * the scheduler and binds the listeners. Nothing runs until sbx_runner_run. */
+struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err);
+/* Runs the loop until sbx_runner_stop (SIGINT/SIGTERM are the caller's). */
+int sbx_runner_run(struct sbx_runner *r, sbx_error_t **err);
+/* From any thread or a signal-safe context through a flag: asks the loop to
+ * stop. Running jobs are left running in their sandboxes only if the process
+ * dies; a clean stop cancels them with reason "runner stopped". */
+void sbx_runner_stop(struct sbx_runner *r);
+void sbx_runner_destroy(struct sbx_runner *r);
+
+/* Where the runner listens. */
+struct sbx_runner_endpoint {
+    char *unix_path; /* always set: the local unix socket */
+    char *tcp_host;  /* NULL unless runner.listen is tcp:HOST:PORT */
+    int tcp_port;
+};
+
+/* From runner.listen ("unix:PATH" or "tcp:HOST:PORT"; default
+ * unix:<state_dir>/runner.sock). A tcp listener also keeps the unix socket
+ * at the default path. */
+int sbx_runner_endpoint(const struct sbx_config *cfg, struct sbx_runner_endpoint *out,
+                        sbx_error_t **err);
+void sbx_runner_endpoint_clear(struct sbx_runner_endpoint *ep);
+/* The store path: runner.state, default <state_dir>/runner.db. */
+char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err);
+
+/* Client side: one request to the runner over its unix socket (or TCP with
+ * the bearer token from runner.token_env). body may be NULL. A runner that
+ * does not answer is SBX_E_ENGINE with "runner not reachable at ...". A 4xx
+ * or 5xx reply is an error carrying the runner's message; *resp is filled
+ * only on 2xx. on_data streams the body (resp->body stays empty). */
+int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char *path,
+                    const char *body, int (*on_data)(void *ud, const char *data, size_t len),
+                    void *ud, struct sbx_http_response *resp, sbx_error_t **err);
+
+#endif

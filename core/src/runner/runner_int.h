@@ -1,0 +1,140 @@
+/* runner_int.h - the runner's internals, shared by its files. */
+#ifndef SBX_RUNNER_RUNNER_INT_H
+#define SBX_RUNNER_RUNNER_INT_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <pthread.h>
+
+#include "runner/runner.h"
+#include "sandbox/task.h"
+#include "store/store.h"
+
+/* A task in the runner: one sandbox, shared by the jobs that name it. */
+enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
+
+struct rtask {
+    char id[SBX_SCHED_ID_MAX];
+    char holder[SBX_SCHED_ID_MAX]; /* the job whose sched slot the task holds */
+    enum sbx_pool pool;
+    int keep;               /* agent task: kept after its command */
+    enum rtask_state state; /* under r->mu */
+    char fail_reason[256];
+    struct sbx_task *t; /* set once ready */
+    int running;        /* jobs executing or waiting in it */
+    int end_requested;
+    enum sbx_job_result holder_result;
+    struct rtask *next;
+};
+
+/* A job the runner knows in memory (queued, running, or recently ended). */
+struct rjob {
+    char id[SBX_SCHED_ID_MAX];
+    char task[SBX_SCHED_ID_MAX];
+    enum sbx_pool pool;
+    enum sbx_job_class cls;
+    char **argv;
+    char *worktree, *provider, *credentials;
+    int state; /* enum sbx_job_state, under r->mu */
+    volatile int cancel;
+    int executing; /* exec in flight: slot is valid */
+    int released;  /* loop only: no worker refers to it any more */
+    struct sbx_exec_slot slot;
+    struct rtask *rt;
+    /* output: the last SBX_RUNNER_MAX_OUTPUT bytes; total counts all */
+    char *out;
+    size_t out_len;
+    size_t out_total;
+    int exit_status;
+    struct rjob *next;  /* r->jobs, newest first */
+    struct rjob *hnext; /* r->buckets */
+    struct runner_stream *streams; /* loop only */
+};
+
+struct runner_stream {
+    struct evhttp_request *req;
+    struct rjob *job;
+    size_t sent; /* in out_total terms */
+    struct runner_stream *next;
+};
+
+/* A worker's message to the loop. */
+enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
+
+struct rmsg {
+    enum rmsg_kind kind;
+    char id[SBX_SCHED_ID_MAX]; /* job or task */
+    enum sbx_job_result result;
+    struct rmsg *next;
+};
+
+struct runner_listener {
+    struct sbx_runner *r;
+    int tcp;
+};
+
+struct sbx_runner {
+    struct runner_listener lis[2]; /* unix, tcp */
+    const struct sbx_config *cfg;
+    char *plugin_dir;
+    char *store_path;
+    struct sbx_runner_endpoint ep;
+    char *token; /* the bearer token for TCP (never logged) */
+    struct event_base *base;
+    struct evhttp *http_unix, *http_tcp;
+    struct event *wake, *tick, *alert_ev;
+    int alert_interval_ms;
+    struct sbx_sched *sched;
+    struct sbx_store *store;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct rjob *jobs;
+    size_t n_jobs;
+#define RUNNER_BUCKETS 4096
+    struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
+    struct rtask *tasks;
+    struct rmsg *msgs, **msgs_tail;
+    int workers; /* threads alive */
+    int stopping;
+};
+
+/* runner.c */
+struct rjob *runner_job_find(struct sbx_runner *r, const char *id);
+/* Adds a job to the list and the table (caller holds r->mu or is the loop
+ * before workers exist). */
+void runner_job_link(struct sbx_runner *r, struct rjob *j);
+struct rtask *runner_task_find(struct sbx_runner *r, const char *id);
+void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
+                 enum sbx_job_result result);
+void runner_schedule(struct sbx_runner *r);
+int64_t runner_now(struct sbx_runner *r);
+/* Accepts a job (policy/sched, then store); fills its id. */
+int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err);
+int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
+int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
+void runner_job_free(struct rjob *j);
+
+/* worker.c */
+int runner_worker_start(struct sbx_runner *r, struct rjob *j);
+int runner_task_ender_start(struct sbx_runner *r, struct rtask *t);
+void runner_output_append(struct sbx_runner *r, struct rjob *j, const char *data, size_t len);
+
+/* api.c */
+int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
+void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
+
+/* hooks.c */
+void runner_alerts_tick(struct sbx_runner *r);
+/* Runs argv (no shell) with extra env "K=V" strings and without the variable
+ * named hide (the token); waits up to 60 s. */
+int runner_run_hook(const char *what, char *const argv[], char *const env[], const char *hide);
+/* Splits a config command line on whitespace (no shell, no quoting). */
+char **runner_split_command(const char *cmd);
+void runner_strv_free(char **v);
+
+/* recover.c */
+int runner_recover(struct sbx_runner *r, sbx_error_t **err);
+
+#endif

@@ -1,0 +1,317 @@
+/* worker.c - one thread per running job: start (or wait for) its task's
+ * sandbox, run the command, record the end, end a one-command task. Workers
+ * write the store through their own connection and reach the loop's data
+ * only under r->mu or with runner_post(). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/runner_int.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+struct worker {
+    struct sbx_runner *r;
+    struct rjob *j;
+    struct rtask *t;
+};
+
+void runner_output_append(struct sbx_runner *r, struct rjob *j, const char *data, size_t len)
+{
+    pthread_mutex_lock(&r->mu);
+    if (len >= SBX_RUNNER_MAX_OUTPUT) {
+        data += len - SBX_RUNNER_MAX_OUTPUT;
+        j->out_total += len - SBX_RUNNER_MAX_OUTPUT;
+        len = SBX_RUNNER_MAX_OUTPUT;
+    }
+    if (j->out_len + len > SBX_RUNNER_MAX_OUTPUT) {
+        size_t drop = j->out_len + len - SBX_RUNNER_MAX_OUTPUT;
+
+        memmove(j->out, j->out + drop, j->out_len - drop);
+        j->out_len -= drop;
+    }
+    j->out = xrealloc(j->out, j->out_len + len + 1);
+    memcpy(j->out + j->out_len, data, len);
+    j->out_len += len;
+    j->out_total += len;
+    pthread_mutex_unlock(&r->mu);
+}
+
+static int on_output(void *ud, int stream, const char *data, size_t len)
+{
+    struct worker *w = ud;
+
+    (void)stream;
+    runner_output_append(w->r, w->j, data, len);
+    runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
+    return 0;
+}
+
+static void store_warn(sbx_error_t **err)
+{
+    if (*err != NULL) {
+        sbx_warn("runner: store: %s", sbx_error_msg(*err));
+        sbx_error_free(err);
+    }
+}
+
+/* The holder job creates the sandbox; the others wait for it. */
+static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t whylen)
+{
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    struct rtask *t = w->t;
+    sbx_error_t *err = NULL;
+    int creator;
+
+    pthread_mutex_lock(&r->mu);
+    creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (creator) {
+        struct sbx_task_rec tr = {
+            .id = t->id,
+            .provider = j->provider ? j->provider : r->cfg->provider,
+            .pool = (char *)sbx_pool_name(t->pool),
+            .state = SBX_TASK_STARTING,
+        };
+        struct sbx_task_opts o = {
+            .task_id = t->id,
+            .job_id = j->id,
+            .provider = j->provider,
+            .credentials = j->credentials,
+            .worktree = j->worktree,
+            .pool = sbx_pool_name(j->pool),
+            .argv = (const char *const *)j->argv,
+            .cancel = &j->cancel,
+            .ephemeral = 1,
+            .slot_class = sbx_job_class_name(j->cls),
+            .no_reap = 1,
+        };
+        struct sbx_task *task = NULL;
+        int rc;
+
+        sbx_store_task_put(st, &tr, &err);
+        store_warn(&err);
+        rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
+        pthread_mutex_lock(&r->mu);
+        if (rc == 0) {
+            t->t = task;
+            t->state = RT_READY;
+        }
+        else {
+            t->state = RT_FAILED;
+            snprintf(t->fail_reason, sizeof(t->fail_reason), "%s", sbx_error_msg(err));
+        }
+        pthread_cond_broadcast(&r->cond);
+        pthread_mutex_unlock(&r->mu);
+        if (rc == 0) {
+            tr.sandbox_id = task->sandbox;
+            tr.state = SBX_TASK_READY;
+            sbx_store_task_put(st, &tr, &err);
+            store_warn(&err);
+        }
+        else {
+            sbx_store_task_end(st, t->id, SBX_TASK_ENDED, sbx_error_msg(err), 0, NULL);
+            sbx_error_free(&err);
+        }
+    }
+    pthread_mutex_lock(&r->mu);
+    while (t->state == RT_STARTING && !j->cancel) {
+        pthread_cond_wait(&r->cond, &r->mu);
+    }
+    if (t->state != RT_READY) {
+        snprintf(why, whylen, "sandbox: %s", t->state == RT_FAILED ? t->fail_reason : "task ended");
+        pthread_mutex_unlock(&r->mu);
+        return -1;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    struct rtask *t = w->t;
+    sbx_error_t *err = NULL;
+    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    enum sbx_job_state end_state = SBX_JOB_FINISHED;
+    enum sbx_job_result result = SBX_RESULT_FAILED;
+    char reason[512] = "";
+    int status = -1;
+    int64_t allowed = 0;
+    int64_t denied = 0;
+    int last;
+
+    if (st == NULL) {
+        snprintf(reason, sizeof(reason), "runner: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    else if (task_ready(w, st, reason, sizeof(reason)) == 0 && !j->cancel) {
+        struct sbx_task *task = t->t;
+        int rc;
+
+        sbx_store_job_ready(st, j->id, t->id, task->prov->cfg->name, task->image, 0, &err);
+        store_warn(&err);
+        if (task->have_lease) { /* the lease id only, never a value */
+            const char *ids[1] = {task->lease.id};
+
+            sbx_store_job_set_leases(st, j->id, ids, 1, &err);
+            store_warn(&err);
+        }
+        sbx_store_task_exec(st, t->id, 1, 0, &err);
+        store_warn(&err);
+        pthread_mutex_lock(&r->mu);
+        j->executing = !j->cancel;
+        pthread_mutex_unlock(&r->mu);
+        if (j->executing) {
+            rc = sbx_task_exec(task, (const char *const *)j->argv, NULL, 0, on_output, w, &j->slot,
+                               &status, &err);
+            pthread_mutex_lock(&r->mu);
+            j->executing = 0;
+            pthread_mutex_unlock(&r->mu);
+            if (rc < 0) {
+                snprintf(reason, sizeof(reason), "%s", sbx_error_msg(err));
+                sbx_error_free(&err);
+                status = -1;
+            }
+            else {
+                result = status == 0 ? SBX_RESULT_OK : SBX_RESULT_FAILED;
+            }
+        }
+        sbx_store_task_exec(st, t->id, 0, 0, &err);
+        store_warn(&err);
+        pthread_mutex_lock(&task->mu);
+        allowed = task->egress_allowed;
+        denied = task->egress_denied;
+        pthread_mutex_unlock(&task->mu);
+    }
+    if (j->cancel) {
+        end_state = SBX_JOB_CANCELLED;
+        result = SBX_RESULT_CANCELLED;
+        snprintf(reason, sizeof(reason), "%s",
+                 r->stopping ? "runner stopped" : "cancelled by request");
+        status = -1;
+    }
+    if (st != NULL) {
+        sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed, denied,
+                          0, &err);
+        store_warn(&err);
+    }
+    pthread_mutex_lock(&r->mu);
+    j->exit_status = status;
+    j->state = (int)end_state;
+    if (strcmp(t->holder, j->id) == 0) {
+        t->holder_result = result;
+    }
+    t->running--;
+    last = t->running == 0 && (!t->keep || t->state != RT_READY);
+    if (last) {
+        t->state = RT_ENDING;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (last && t->t != NULL) {
+        sbx_task_end(t->t, reason[0] ? reason : "ended", NULL, NULL);
+        t->t = NULL;
+        if (st != NULL) {
+            sbx_store_task_end(st, t->id, SBX_TASK_ENDED, NULL, 0, &err);
+            store_warn(&err);
+        }
+    }
+    sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(end_state), status,
+             reason[0] ? ": " : "", reason);
+    sbx_store_close(st);
+    runner_post(r, RMSG_JOB_DONE, j->id, result);
+    if (last) {
+        runner_post(r, RMSG_TASK_ENDED, t->id, result);
+    }
+    pthread_mutex_lock(&r->mu);
+    r->workers--;
+    pthread_mutex_unlock(&r->mu);
+    free(w);
+    return NULL;
+}
+
+static void *ender_main(void *arg)
+{
+    struct worker *w = arg;
+    struct sbx_runner *r = w->r;
+    struct rtask *t = w->t;
+    sbx_error_t *err = NULL;
+    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    char reason[256];
+
+    pthread_mutex_lock(&t->t->mu);
+    snprintf(reason, sizeof(reason), "%s",
+             t->t->stop    ? t->t->stop_reason
+             : r->stopping ? "runner stopped"
+                           : "ended by request");
+    pthread_mutex_unlock(&t->t->mu);
+    sbx_task_end(t->t, reason, NULL, NULL);
+    t->t = NULL;
+    if (st != NULL) {
+        sbx_store_task_end(st, t->id, SBX_TASK_ENDED, reason, 0, &err);
+    }
+    store_warn(&err);
+    sbx_store_close(st);
+    sbx_info("runner: task %s ended: %s", t->id, reason);
+    runner_post(r, RMSG_TASK_ENDED, t->id, SBX_RESULT_OK);
+    pthread_mutex_lock(&r->mu);
+    r->workers--;
+    pthread_mutex_unlock(&r->mu);
+    free(w);
+    return NULL;
+}
+
+static int spawn(struct sbx_runner *r, void *(*fn)(void *), struct worker *w, int locked)
+{
+    pthread_t th;
+    pthread_attr_t a;
+    int rc;
+
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (!locked) {
+        pthread_mutex_lock(&r->mu);
+    }
+    r->workers++;
+    if (!locked) {
+        pthread_mutex_unlock(&r->mu);
+    }
+    rc = pthread_create(&th, &a, fn, w);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        if (!locked) {
+            pthread_mutex_lock(&r->mu);
+        }
+        r->workers--;
+        if (!locked) {
+            pthread_mutex_unlock(&r->mu);
+        }
+        sbx_error_log("runner: pthread_create: %s", strerror(rc));
+        free(w);
+        return -1;
+    }
+    return 0;
+}
+
+int runner_worker_start(struct sbx_runner *r, struct rjob *j)
+{
+    struct worker *w = xcalloc(1, sizeof(*w));
+
+    w->r = r;
+    w->j = j;
+    w->t = j->rt;
+    return spawn(r, worker_main, w, 0);
+}
+
+/* Called with r->mu held (the tick). */
+int runner_task_ender_start(struct sbx_runner *r, struct rtask *t)
+{
+    struct worker *w = xcalloc(1, sizeof(*w));
+
+    w->r = r;
+    w->t = t;
+    return spawn(r, ender_main, w, 1);
+}

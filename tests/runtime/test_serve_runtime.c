@@ -1,0 +1,377 @@
+/* test_serve_runtime.c - `sbx serve` as a subprocess against the test engine:
+ * kill -9 with jobs queued and running, restart, nothing lost; 10 light and
+ * 2 heavy jobs across both pools (heavy exclusivity, pool isolation, the
+ * queue view); /metrics through curl --unix-socket checked by the format
+ * checker and promtool. */
+#include "rt_common.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "prom_check.h"
+
+static pid_t serve_pid;
+static char *serve_sock;
+
+static void serve_start(void)
+{
+    char *log = NULL;
+
+    assert_true(asprintf(&log, "%s/serve.log", rt_state) > 0);
+    free(serve_sock);
+    assert_true(asprintf(&serve_sock, "%s/runner.sock", rt_state) > 0);
+    serve_pid = fork();
+    if (serve_pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+        dup2(fd, 2);
+        dup2(fd, 1);
+        putenv(rt_host);
+        putenv(rt_statev);
+        putenv(rt_config);
+        execl(rt_sbx, rt_sbx, "--log-level", "info", "serve", (char *)NULL);
+        _exit(127);
+    }
+    free(log);
+    for (int i = 0; i < 600; i++) {
+        struct spawn_result r = RT_SBX("queue", "--json");
+        int ok = r.rc == 0;
+
+        spawn_result_free(&r);
+        if (ok) {
+            return;
+        }
+        usleep(50 * 1000);
+    }
+    fail_msg("sbx serve did not come up (see %s/serve.log)", rt_state);
+}
+
+static void serve_kill(int sig)
+{
+    int st = 0;
+
+    kill(serve_pid, sig);
+    waitpid(serve_pid, &st, 0);
+    serve_pid = 0;
+}
+
+static char *submit(const char *const *args)
+{
+    const char *argv[32] = {"submit"};
+    size_t n = 1;
+    struct spawn_result r;
+    char *id;
+
+    for (size_t i = 0; args[i] != NULL; i++) {
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    r = rt_sbx_argv(argv, 0);
+    if (r.rc != 0) {
+        fail_msg("submit rc %d: %s", r.rc, r.err);
+    }
+    id = strdup(r.out);
+    id[strcspn(id, "\n")] = '\0';
+    spawn_result_free(&r);
+    return id;
+}
+
+#define SUBMIT(...) submit((const char *const[]){__VA_ARGS__, NULL})
+
+static json_t *job(const char *id)
+{
+    struct spawn_result r = RT_SBX("job", id, "--json");
+    json_t *j;
+
+    if (r.rc != 0) {
+        fail_msg("job %s rc %d: %s", id, r.rc, r.err);
+    }
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    spawn_result_free(&r);
+    return j;
+}
+
+static const char *jstr(json_t *j, const char *k)
+{
+    const char *s = json_string_value(json_object_get(j, k));
+
+    return s ? s : "";
+}
+
+/* Waits (up to 120 s) for a job's state; when ready is set, also for its sandbox. */
+static json_t *wait_job(const char *id, const char *state, int ready)
+{
+    for (int i = 0; i < 1200; i++) {
+        json_t *j = job(id);
+
+        if (strcmp(jstr(j, "state"), state) == 0 &&
+            (!ready || json_is_number(json_object_get(json_object_get(j, "timings"), "ready_at")))) {
+            return j;
+        }
+        json_decref(j);
+        usleep(100 * 1000);
+    }
+    fail_msg("job %s never reached %s", id, state);
+    return NULL;
+}
+
+static size_t sandboxes_with(const char *label)
+{
+    char path[512];
+    json_t *j;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/containers/json?all=1&filters=%%7B%%22label%%22%%3A%%5B%%22%s%%22%%5D%%7D",
+             label);
+    j = rt_engine_get(path);
+    n = json_array_size(j);
+    json_decref(j);
+    return n;
+}
+
+static void test_serve_kill9_restart(void **state)
+{
+    char *a, *b, *c, *k1, *k2;
+    char label[128];
+    json_t *j;
+    struct spawn_result r;
+
+    (void)state;
+    rt_use_config("limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n"
+                  "box = { max_sandboxes = 4; heavy_min_memory = \"64M\"; };\n"
+                  "pools = { ci = { max_sandboxes = 1; }; };\n");
+    serve_start();
+    /* an agent task whose command ended: kept, no exec in flight */
+    k1 = SUBMIT("--pool", "agent", "--task", "keep-1", "--", "sh", "-c", "echo kept > /tmp/mark");
+    j = wait_job(k1, "finished", 1);
+    json_decref(j);
+    /* a running CI command and two queued behind it (ci has one slot) */
+    a = SUBMIT("--label", "what=long", "--", "sleep", "300");
+    j = wait_job(a, "running", 1);
+    json_decref(j);
+    b = SUBMIT("--", "sh", "-c", "echo b");
+    c = SUBMIT("--", "sh", "-c", "echo c");
+    usleep(500 * 1000);
+    j = job(b);
+    assert_string_equal(jstr(j, "state"), "queued");
+    json_decref(j);
+    snprintf(label, sizeof(label), "sbx.job=%s", a);
+    assert_int_equal(sandboxes_with(label), 1);
+
+    serve_kill(SIGKILL);
+    assert_int_equal(sandboxes_with(label), 1); /* the runner's sandbox outlived it */
+    r = RT_SBX("queue");
+    assert_int_equal(r.rc, 1);
+    assert_contains(r.err, "runner not reachable");
+    spawn_result_free(&r);
+    r = RT_SBX("submit", "--", "true");
+    assert_int_equal(r.rc, 125);
+    spawn_result_free(&r);
+
+    serve_start();
+    j = job(a);
+    assert_string_equal(jstr(j, "state"), "interrupted");
+    assert_contains(jstr(j, "reason"), "runner restarted");
+    json_decref(j);
+    assert_int_equal(sandboxes_with(label), 0); /* cleaned up */
+    /* the queued ones were kept, in order, and now run */
+    j = wait_job(b, "finished", 0);
+    assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 0);
+    json_decref(j);
+    j = wait_job(c, "finished", 0);
+    json_decref(j);
+    /* the kept task was re-adopted: its sandbox and files are still there */
+    k2 = SUBMIT("--pool", "agent", "--task", "keep-1", "--", "cat", "/tmp/mark");
+    r = RT_SBX("job", k2, "--follow");
+    if (r.rc != 0) {
+        struct spawn_result q = RT_SBX("job", k2, "--json");
+
+        fail_msg("job %s --follow rc %d: %s %s; record %s", k2, r.rc, r.out, r.err, q.out);
+    }
+    assert_string_equal(r.out, "kept\n");
+    spawn_result_free(&r);
+    r = RT_SBX("cancel", "--task", "keep-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+    serve_kill(SIGTERM);
+    free(a);
+    free(b);
+    free(c);
+    free(k1);
+    free(k2);
+}
+
+/* Checks the queue view; counts heavy CI holders and whether CI runs while agent waits. */
+static void check_queue(int *ci_running_agent_waiting)
+{
+    struct spawn_result r = RT_SBX("queue", "--json");
+    json_t *q = json_loads(r.out, 0, NULL);
+    json_t *p;
+    size_t i;
+    int ci_busy = 0;
+    int agent_waiting = 0;
+
+    if (q == NULL) {
+        fail_msg("sbx queue --json rc %d: %s %s", r.rc, r.out, r.err);
+    }
+    json_array_foreach(json_object_get(q, "pools"), i, p) {
+        json_t *s;
+        size_t k;
+        int heavy = 0;
+
+        json_array_foreach(json_object_get(p, "slots"), k, s) {
+            if (strcmp(jstr(s, "state"), "busy") == 0) {
+                heavy += strcmp(jstr(s, "class"), "heavy") == 0;
+                ci_busy += strcmp(jstr(p, "pool"), "ci") == 0;
+                assert_true(json_is_number(json_object_get(s, "since")));
+                assert_true(strlen(jstr(s, "job")) > 0);
+            }
+        }
+        if (heavy > 1) {
+            fail_msg("two heavy jobs at once in pool %s: %s", jstr(p, "pool"), r.out);
+        }
+        if (strcmp(jstr(p, "pool"), "agent") == 0) {
+            agent_waiting = json_integer_value(json_object_get(p, "queue_length")) > 0;
+        }
+    }
+    if (ci_busy > 0 && agent_waiting) {
+        *ci_running_agent_waiting = 1;
+    }
+    json_decref(q);
+    spawn_result_free(&r);
+}
+
+static void test_serve_ten_light_two_heavy(void **state)
+{
+    char *ids[12];
+    size_t n = 0;
+    int seen = 0;
+    int done = 0;
+    struct spawn_result r;
+    json_t *h1, *h2;
+    double s1, e1, s2, e2;
+
+    (void)state;
+    rt_use_config("limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n"
+                  "box = { max_sandboxes = 6; heavy_min_memory = \"64M\"; };\n");
+    serve_start();
+    /* the agent pool: three kept tasks fill its 3 slots, two more jobs wait */
+    for (int i = 0; i < 5; i++) {
+        char task[16];
+
+        snprintf(task, sizeof(task), "agent-%d", i);
+        ids[n++] = SUBMIT("--pool", "agent", "--task", task, "--", "sleep", "6");
+    }
+    /* CI: two heavy and five light */
+    ids[n++] = SUBMIT("--class", "heavy", "--", "sleep", "3");
+    ids[n++] = SUBMIT("--class", "heavy", "--", "sleep", "3");
+    for (int i = 0; i < 5; i++) {
+        ids[n++] = SUBMIT("--", "sh", "-c", "sleep 1; echo light");
+    }
+    r = RT_SBX("queue");
+    assert_int_equal(r.rc, 0);
+    assert_contains(r.out, "pool ci:");
+    assert_contains(r.out, "pool agent:");
+    assert_contains(r.out, "waiting: light job");
+    assert_contains(r.out, "so far");
+    assert_contains(r.out, "since 20");
+    spawn_result_free(&r);
+    while (!done) {
+        check_queue(&seen);
+        done = 1;
+        for (size_t i = 5; i < n; i++) {
+            json_t *j = job(ids[i]);
+
+            done &= strcmp(jstr(j, "state"), "finished") == 0;
+            json_decref(j);
+        }
+        usleep(100 * 1000);
+    }
+    assert_true(seen); /* CI jobs ran while agent jobs waited */
+    /* the heavy jobs never overlapped */
+    h1 = job(ids[5]);
+    h2 = job(ids[6]);
+    s1 = json_number_value(json_object_get(json_object_get(h1, "timings"), "granted_at"));
+    e1 = json_number_value(json_object_get(json_object_get(h1, "timings"), "finished_at"));
+    s2 = json_number_value(json_object_get(json_object_get(h2, "timings"), "granted_at"));
+    e2 = json_number_value(json_object_get(json_object_get(h2, "timings"), "finished_at"));
+    assert_true(e1 <= s2 || e2 <= s1);
+    assert_string_equal(jstr(h1, "class"), "heavy");
+    json_decref(h1);
+    json_decref(h2);
+    /* metrics over the unix socket, as an operator would fetch them; a slot is
+     * released once the job's sandbox is gone, a moment after its record ends */
+    for (int i = 0;; i++) {
+        char url[] = "http://localhost/metrics";
+        char *argv[] = {"/usr/bin/curl", "-sf", "--unix-socket", serve_sock, url, NULL};
+        struct spawn_result m = spawn_run(argv, NULL);
+
+        assert_int_equal(m.rc, 0);
+        assert_exposition(m.out);
+        if (strstr(m.out, "sbx_jobs_finished_total{pool=\"ci\",result=\"ok\"} 7") == NULL &&
+            i < 300) {
+            spawn_result_free(&m);
+            usleep(100 * 1000);
+            continue;
+        }
+        if (access("/usr/bin/promtool", X_OK) == 0 && getenv("SBX_PROMTOOL") == NULL) {
+            setenv("SBX_PROMTOOL", "/usr/bin/promtool", 1);
+        }
+        promtool_check_in(rt_state, m.out);
+        assert_contains(m.out, "sbx_jobs_finished_total{pool=\"ci\",result=\"ok\"} 7");
+        assert_contains(m.out, "sbx_job_wait_seconds_bucket{pool=\"ci\",le=\"600\"} 7");
+        spawn_result_free(&m);
+        break;
+    }
+    for (size_t i = 0; i < 5; i++) {
+        json_t *j = wait_job(ids[i], "finished", 0);
+        char task[16];
+
+        json_decref(j);
+        snprintf(task, sizeof(task), "agent-%zu", i);
+        r = RT_SBX("cancel", "--task", task);
+        assert_int_equal(r.rc, 0);
+        spawn_result_free(&r);
+    }
+    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+    serve_kill(SIGTERM);
+    for (size_t i = 0; i < n; i++) {
+        free(ids[i]);
+    }
+}
+
+/* After a failed test: no runner left behind for the next one. */
+static int serve_cleanup(void **state)
+{
+    char *cmd = NULL;
+
+    (void)state;
+    if (serve_pid > 0) {
+        serve_kill(SIGTERM);
+    }
+    /* shown by ctest --output-on-failure only */
+    if (asprintf(&cmd, "tail -n 40 '%s/serve.log' >&2; rm -f '%s/serve.log'", rt_state,
+                 rt_state) > 0 && system(cmd) != 0) {
+        fprintf(stderr, "(no serve.log)\n");
+    }
+    free(cmd);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_serve_kill9_restart, serve_cleanup),
+        cmocka_unit_test_teardown(test_serve_ten_light_two_heavy, serve_cleanup),
+    };
+
+    return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
+}
