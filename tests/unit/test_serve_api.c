@@ -354,6 +354,51 @@ static void test_api_tcp_token(void **state)
     }
 }
 
+/* Policy decides each job at submit: encore test in the ci pool is heavy
+ * and npm ci is light; a policy error refuses the job (fail closed); a
+ * reload with a broken policy is refused and the old policy stays. */
+static void test_api_policy_and_reload(void **state)
+{
+    char *pol = test_mkdtemp();
+    char *extra = NULL;
+    char *cmd = NULL;
+    const char *src = getenv("SBX_SOURCE_DIR");
+    sbx_error_t *err = NULL;
+    json_t *j;
+
+    (void)state;
+    assert_true(asprintf(&cmd, "cp %s/policies/*.lua %s/", src, pol) > 0);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    assert_true(asprintf(&extra, "policy_dir = \"%s\";\nbox = { heavy_min_memory = \"1G\"; };\n", pol) > 0);
+    rh_start(extra);
+    j = rh_json("POST", "/v1/jobs", "{\"argv\": [\"encore\", \"test\"], \"pool\": \"ci\"}", 201);
+    assert_string_equal(json_string_value(json_object_get(j, "class")), "heavy");
+    json_decref(j);
+    j = rh_json("POST", "/v1/jobs", "{\"argv\": [\"npm\", \"ci\"], \"pool\": \"ci\"}", 201);
+    assert_string_equal(json_string_value(json_object_get(j, "class")), "light");
+    json_decref(j);
+    /* a broken policy on disk: the reload is refused, the old one decides */
+    free(test_write_file(pol, "slots.lua", "return {\n"));
+    assert_int_equal(sbx_runner_reload_policy(rh_runner, &err), -1);
+    assert_non_null(strstr(err->msg, "slots.lua"));
+    assert_non_null(strstr(err->msg, "previous policy stays"));
+    sbx_error_free(&err);
+    j = rh_json("POST", "/v1/jobs", "{\"argv\": [\"encore\", \"test\"], \"pool\": \"ci\"}", 201);
+    assert_string_equal(json_string_value(json_object_get(j, "class")), "heavy");
+    json_decref(j);
+    /* a policy that denies: the submit is refused with the script's message */
+    free(test_write_file(pol, "slots.lua", "error('no jobs today')\n"));
+    assert_int_equal(sbx_runner_reload_policy(rh_runner, &err), 0);
+    j = rh_json("POST", "/v1/jobs", "{\"argv\": [\"true\"], \"pool\": \"ci\"}", 422);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "error")), "no jobs today"));
+    json_decref(j);
+    rh_stop();
+    test_rm_rf(pol);
+    free(pol);
+    free(extra);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_api_output_bounded),
         cmocka_unit_test(test_api_listen_config),
         cmocka_unit_test(test_api_tcp_token),
+        cmocka_unit_test(test_api_policy_and_reload),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,9 +33,23 @@ static void *sig_main(void *arg)
     struct sigwaiter *w = arg;
     int sig = 0;
 
-    if (sigwait(&w->set, &sig) == 0) {
+    while (sigwait(&w->set, &sig) == 0) {
+        if (sig == SIGHUP) {
+            sbx_error_t *err = NULL;
+
+            /* reload policy atomically: a bad new policy is refused, the old stays */
+            if (sbx_runner_reload_policy(w->r, &err) < 0) {
+                sbx_error_log("runner: SIGHUP: %s", sbx_error_msg(err));
+                sbx_error_free(&err);
+            }
+            else {
+                sbx_warn("runner: SIGHUP: policy reloaded");
+            }
+            continue;
+        }
         sbx_warn("runner: %s: stopping", strsignal(sig));
         sbx_runner_stop(w->r);
+        break;
     }
     return NULL;
 }
@@ -67,6 +81,7 @@ int sbx_cmd_serve(struct sbx_cli *cli, int argc, char **argv)
     sigemptyset(&w.set);
     sigaddset(&w.set, SIGINT);
     sigaddset(&w.set, SIGTERM);
+    sigaddset(&w.set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &w.set, NULL);
     signal(SIGPIPE, SIG_IGN);
     r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugin_dir}, &err);

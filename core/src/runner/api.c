@@ -229,6 +229,7 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     snprintf(j->task, sizeof(j->task), "%s", task ? task : j->id);
     j->pool = pool ? (enum sbx_pool)sbx_pool_parse(pool) : SBX_POOL_CI;
     j->cls = cls ? (enum sbx_job_class)sbx_job_class_parse(cls) : SBX_CLASS_LIGHT;
+    j->cls_given = cls != NULL;
     j->argv = xcalloc(json_array_size(argv) + 1, sizeof(char *));
     for (size_t i = 0; i < json_array_size(argv); i++) {
         j->argv[i] = xstrdup(json_string_value(json_array_get(argv, i)));

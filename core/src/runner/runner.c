@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "policy/policy.h"
 #include "runner/runner_int.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
@@ -292,6 +293,63 @@ void runner_schedule(struct sbx_runner *r)
     }
 }
 
+/* Policy decides a job when it is submitted (DESIGN.md): its slot class
+ * (unless the request names one) and its limits, which size its slot. A
+ * policy error refuses the job (fail closed). */
+static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
+                      struct sbx_limits *limits, sbx_error_t **err)
+{
+    struct sbx_policy_decision d = {0};
+    struct sbx_job_desc job = {0};
+    struct sbx_kv *kv = xcalloc(json_object_size(labels) + 1, sizeof(*kv));
+    const char *k;
+    json_t *v;
+    int rc;
+
+    json_object_foreach(labels, k, v) {
+        kv[job.n_labels].name = k;
+        kv[job.n_labels].value = json_string_value(v) ? json_string_value(v) : "";
+        job.n_labels++;
+    }
+    job.labels = kv;
+    job.id = j->id;
+    job.task = j->task;
+    job.pool = sbx_pool_name(j->pool);
+    job.workdir = j->worktree;
+    job.provider = j->provider ? j->provider : r->cfg->provider;
+    job.argv = (const char *const *)j->argv;
+    pthread_mutex_lock(&r->mu);
+    rc = sbx_policy_decide(r->policy, &job, &d, err);
+    pthread_mutex_unlock(&r->mu);
+    free(kv);
+    if (rc < 0) {
+        return sbx_error_wrap(err, "policy denied the job");
+    }
+    *limits = d.limits;
+    if (!j->cls_given) {
+        j->cls = (enum sbx_job_class)sbx_job_class_parse(d.slot_class);
+    }
+    sbx_policy_decision_fini(&d);
+    return 0;
+}
+
+int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct sbx_policy *p = sbx_policy_load(r->policy_dir, r->cfg, err);
+    struct sbx_policy *old;
+
+    if (p == NULL) {
+        /* a bad new policy is refused; the old one stays */
+        return sbx_error_wrap(err, "policy reload refused, the previous policy stays");
+    }
+    pthread_mutex_lock(&r->mu);
+    old = r->policy;
+    r->policy = p;
+    pthread_mutex_unlock(&r->mu);
+    sbx_policy_destroy(old);
+    return 0;
+}
+
 int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err)
 {
     struct sbx_job_rec rec = {0};
@@ -328,14 +386,19 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     rec.provider = j->provider ? j->provider : r->cfg->provider;
     rec.image = r->cfg->image;
     rec.limits = r->cfg->limits;
+    if (!direct && decide_job(r, j, labels, &rec.limits, err) < 0) {
+        json_decref(argv);
+        return -1;
+    }
+    rec.cls = (char *)sbx_job_class_name(j->cls);
     if (!direct) {
         struct sbx_sched_job sj = {
             .id = j->id,
             .task = j->task,
             .pool = j->pool,
             .cls = j->cls,
-            .cpus = r->cfg->limits.cpus,
-            .memory = r->cfg->limits.memory,
+            .cpus = rec.limits.cpus,
+            .memory = rec.limits.memory,
         };
 
         /* docs/runner.md: sched first (a refusal stores nothing), then the store */
@@ -483,6 +546,15 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     }
     r->cfg = opts->cfg;
     r->plugin_dir = xstrdup(opts->plugin_dir);
+    r->policy_dir = sbx_policy_dir_resolve(opts->cfg->policy_dir, err);
+    r->policy = r->policy_dir ? sbx_policy_load(r->policy_dir, opts->cfg, err) : NULL;
+    if (r->policy == NULL) {
+        sbx_error_wrap(err, "runner: policy");
+        free(r->policy_dir);
+        free(r->plugin_dir);
+        free(r);
+        return NULL;
+    }
     r->alert_interval_ms = opts->alert_interval_ms > 0 ? opts->alert_interval_ms : 1000;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
@@ -583,6 +655,8 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r == NULL) {
         return;
     }
+    sbx_policy_destroy(r->policy);
+    free(r->policy_dir);
     if (r->http_unix != NULL) {
         evhttp_free(r->http_unix);
     }

@@ -39,6 +39,9 @@ int sbx_runner_run(struct sbx_runner *r, sbx_error_t **err);
  * stop. Running jobs are left running in their sandboxes only if the process
  * dies; a clean stop cancels them with reason "runner stopped". */
 void sbx_runner_stop(struct sbx_runner *r);
+/* Loads the policy dir again (SIGHUP): an invalid new policy is refused with
+ * the error, and the old one stays in force. Any thread. */
+int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err);
 void sbx_runner_destroy(struct sbx_runner *r);
 
 /* Where the runner listens. */

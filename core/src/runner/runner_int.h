@@ -34,6 +34,7 @@ struct rjob {
     char task[SBX_SCHED_ID_MAX];
     enum sbx_pool pool;
     enum sbx_job_class cls;
+    int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
     int state; /* enum sbx_job_state, under r->mu */
@@ -87,6 +88,8 @@ struct sbx_runner {
     int alert_interval_ms;
     struct sbx_sched *sched;
     struct sbx_store *store;
+    struct sbx_policy *policy; /* under mu; swapped by sbx_runner_reload_policy */
+    char *policy_dir;
 
     pthread_mutex_t mu;
     pthread_cond_t cond;
