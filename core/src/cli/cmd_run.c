@@ -9,6 +9,8 @@
 
 #include "cli/cli.h"
 #include "cli/task_opts.h"
+#include "http/http.h"
+#include "runner/runner.h"
 #include "sandbox/keeper.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
@@ -131,6 +133,101 @@ static int interrupted_exit(void)
     return interrupted == SIGINT ? 130 : interrupted == SIGTERM ? 143 : 129;
 }
 
+static int to_fd1(void *ud, const char *data, size_t len)
+{
+    (void)ud;
+    return fwrite(data, 1, len, stdout) == len ? 0 : 1;
+}
+
+/* With runner.listen set, `sbx run` is a job of the runner (DESIGN.md, One
+ * implementation): pools and caps always apply, and a runner that is down
+ * fails the run with 125; it never falls back to running here. */
+static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
+{
+    json_t *req = json_object();
+    json_t *cmd = json_array();
+    json_t *rep;
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    char *body;
+    char *path;
+    char id[96];
+    int rc = SBX_EXIT_SBX;
+
+    if (o->n_env > 0 || o->json) {
+        fprintf(stderr, "sbx: error: run: --env and --json are not carried by the runner's API "
+                "yet (runner.listen is set: the job would run without them)\n");
+        json_decref(req);
+        json_decref(cmd);
+        return SBX_EXIT_SBX;
+    }
+    for (size_t i = 0; o->cmd[i] != NULL; i++) {
+        json_array_append_new(cmd, json_string(o->cmd[i]));
+    }
+    json_object_set_new(req, "argv", cmd);
+    json_object_set_new(req, "pool", json_string(o->task.pool ? o->task.pool : "ci"));
+    if (o->task.task_id != NULL) {
+        json_object_set_new(req, "task", json_string(o->task.task_id));
+    }
+    if (o->task.worktree != NULL) {
+        char *real = realpath(o->task.worktree, NULL);
+
+        json_object_set_new(req, "worktree", json_string(real ? real : o->task.worktree));
+        free(real);
+    }
+    if (o->task.provider != NULL) {
+        json_object_set_new(req, "provider", json_string(o->task.provider));
+    }
+    if (o->task.credentials != NULL) {
+        json_object_set_new(req, "credentials", json_string(o->task.credentials));
+    }
+    body = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
+        free(body);
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return SBX_EXIT_SBX;
+    }
+    free(body);
+    rep = json_loadb(resp.body, resp.body_len, 0, NULL);
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(rep, "id")) ?: "");
+    json_decref(rep);
+    sbx_http_response_free(&resp);
+    path = xasprintf("/v1/jobs/%s/output?follow=1", id);
+    if (sbx_runner_call(cfg, "GET", path, NULL, to_fd1, NULL, &resp, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        free(path);
+        return SBX_EXIT_SBX;
+    }
+    fflush(stdout);
+    sbx_http_response_free(&resp);
+    free(path);
+    path = xasprintf("/v1/jobs/%s", id);
+    if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, &err) == 0) {
+        json_t *j = json_loadb(resp.body, resp.body_len, 0, NULL);
+        json_t *es = json_object_get(j, "exit_status");
+
+        if (json_is_integer(es) && json_integer_value(es) >= 0) {
+            rc = (int)json_integer_value(es);
+        }
+        else {
+            fprintf(stderr, "sbx: error: job %s %s: %s\n", id,
+                    json_string_value(json_object_get(j, "state")) ?: "?",
+                    json_string_value(json_object_get(j, "reason")) ?: "no exit status");
+        }
+        json_decref(j);
+        sbx_http_response_free(&resp);
+    }
+    else {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+    }
+    free(path);
+    return rc;
+}
+
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_task_cli o;
@@ -154,6 +251,11 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_SBX;
     }
     cfg = sbx_cli_config(cli);
+    if (cfg != NULL && cfg->runner.listen != NULL) {
+        rc = run_via_runner(cfg, &o);
+        sbx_task_cli_fini(&o);
+        return rc;
+    }
     dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
     if (dir == NULL) {
         sbx_task_cli_fini(&o);
@@ -244,6 +346,13 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
     }
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    if (cfg->runner.listen != NULL) {
+        fprintf(stderr, "sbx: error: exec: runner.listen is set: run commands in a runner task "
+                "with 'sbx submit --task %s -- CMD' (sbx exec talks to embedded tasks only; it "
+                "does not fall back)\n", argv[1]);
         sbx_task_cli_fini(&o);
         return SBX_EXIT_SBX;
     }

@@ -214,6 +214,15 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
 
 int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
 {
+    struct sbx_config *cfg = argc >= 2 && strcmp(argv[1], "list") != 0 ? sbx_cli_config(cli)
+                                                                        : NULL;
+
+    if (cfg != NULL && cfg->runner.listen != NULL) {
+        fprintf(stderr, "sbx: error: task: runner.listen is set: the runner keeps agent tasks "
+                "('sbx submit --pool agent --task ID -- CMD', 'sbx cancel --task ID'); "
+                "'sbx task' manages embedded tasks only and does not fall back\n");
+        return SBX_EXIT_USAGE;
+    }
     if (argc >= 2 && strcmp(argv[1], "start") == 0) {
         return task_start(cli, argc - 1, argv + 1);
     }

@@ -1,0 +1,80 @@
+/* test_run_via_runner.c - DESIGN.md "One implementation": with runner.listen
+ * set, `sbx run` is a runner job (output streamed, the command's exit
+ * status), a runner that is down fails with 125 and nothing runs here, and
+ * `sbx exec` / `sbx task` refuse instead of falling back. */
+#include "rt_common.h"
+
+static pid_t serve_pid;
+
+static void start_serve(void)
+{
+    char *sock = NULL;
+
+    serve_pid = fork();
+    if (serve_pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        putenv(rt_host);
+        putenv(rt_statev);
+        putenv(rt_config);
+        execl(rt_sbx, rt_sbx, "serve", (char *)NULL);
+        _exit(98);
+    }
+    assert_true(asprintf(&sock, "%s/runner.sock", rt_state) > 0);
+    for (int i = 0; i < 100 && access(sock, F_OK) != 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(access(sock, F_OK), 0);
+    free(sock);
+}
+
+static void test_run_goes_through_the_runner(void **state)
+{
+    char cfg[512];
+    struct spawn_result r;
+
+    (void)state;
+    snprintf(cfg, sizeof(cfg),
+             "runner = { listen = \"unix:%s/runner.sock\"; };\n"
+             "box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n", rt_state);
+    rt_use_config(cfg);
+    /* the runner is down: 125, and no sandbox was made here */
+    r = RT_SBX("run", "--", "true");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "runner not reachable");
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
+    start_serve();
+    r = RT_SBX("run", "--", "sh", "-c", "echo through the runner; exit 3");
+    assert_int_equal(r.rc, 3);
+    assert_string_equal(r.out, "through the runner\n");
+    spawn_result_free(&r);
+    r = RT_SBX("queue", "--json");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    r = RT_SBX("exec", "some-task", "--", "true");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "does not fall back");
+    spawn_result_free(&r);
+    r = RT_SBX("task", "start");
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "does not fall back");
+    spawn_result_free(&r);
+    kill(serve_pid, SIGTERM);
+    waitpid(serve_pid, NULL, 0);
+    for (int i = 0; i < 50 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_goes_through_the_runner),
+    };
+
+    return cmocka_run_group_tests_name("run_via_runner", tests, rt_setup, rt_teardown);
+}
