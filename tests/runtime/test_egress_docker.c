@@ -105,6 +105,15 @@ static void test_egress_allow_deny_and_no_route(void **state)
         assert_true(atoi(g.out) >= 2);
         spawn_result_free(&g);
     }
+    /* readable per job */
+    {
+        struct spawn_result e = RT_SBX("job", "eg-1", "--egress");
+
+        assert_int_equal(e.rc, 0);
+        assert_contains(e.out, "\"host\":\"allowed.test\"");
+        assert_contains(e.out, "\"host\":\"denied.test\"");
+        spawn_result_free(&e);
+    }
     assert_int_equal(rt_sandboxes(), 0);
 }
 

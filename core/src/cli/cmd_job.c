@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sandbox/statedir.h"
 #include "http/http.h"
 #include "runner/runner.h"
 #include "util/units.h"
@@ -14,11 +15,13 @@
 
 void sbx_cmd_job_help(FILE *out)
 {
-    fprintf(out, "usage: sbx job ID [--json] [--follow]\n"
+    fprintf(out, "usage: sbx job ID [--json] [--follow] [--egress]\n"
                  "\n"
                  "Shows a job's record (id, task, pool, class, provider, image, state, timings,\n"
                  "exit status, reason, egress summary, credential lease ids). --follow streams\n"
                  "the job's output until it ends and exits with the job's exit status.\n"
+                 "--egress prints the job's egress log lines (one JSON line per connection,\n"
+                 "from egress.log, else <state dir>/egress.log); it needs no runner.\n"
                  "\n"
                  "Exit status: 0 shown; 1 unknown job or runner down; 2 usage. With --follow:\n"
                  "the job's own status, 125 when it ended without one (cancelled, interrupted,\n"
@@ -87,6 +90,56 @@ static void print_job(json_t *o)
     }
 }
 
+/* The egress log lines of one job (docs/egress.md): read straight from the
+ * log file, so they are there for embedded tasks and runner jobs alike. */
+static int print_egress(struct sbx_config *cfg, const char *id)
+{
+    sbx_error_t *err = NULL;
+    char *state = NULL;
+    char *path;
+    char *want;
+    char *line = NULL;
+    size_t cap = 0;
+    FILE *f;
+    int n = 0;
+
+    if (cfg->egress.log != NULL) {
+        path = xstrdup(cfg->egress.log);
+    }
+    else {
+        state = sbx_state_dir(cfg->state_dir, &err);
+        if (state == NULL) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            return SBX_EXIT_FAIL;
+        }
+        path = xasprintf("%s/egress.log", state);
+    }
+    f = fopen(path, "r");
+    if (f == NULL) {
+        fprintf(stderr, "sbx: error: job: cannot read the egress log %s\n", path);
+        free(path);
+        free(state);
+        return SBX_EXIT_FAIL;
+    }
+    want = xasprintf("\"job\":\"%s\"", id);
+    while (getline(&line, &cap, f) > 0) {
+        if (strstr(line, want) != NULL) {
+            fputs(line, stdout);
+            n++;
+        }
+    }
+    fclose(f);
+    free(line);
+    free(want);
+    free(path);
+    free(state);
+    if (n == 0) {
+        fprintf(stderr, "sbx: job %s: no egress log lines\n", id);
+    }
+    return SBX_EXIT_OK;
+}
+
 int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_config *cfg;
@@ -95,6 +148,7 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
     const char *id = NULL;
     int json = 0;
     int follow = 0;
+    int egress = 0;
     char *path;
     json_t *o;
     int rc = SBX_EXIT_OK;
@@ -105,6 +159,9 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
         }
         else if (strcmp(argv[i], "--follow") == 0 || strcmp(argv[i], "-f") == 0) {
             follow = 1;
+        }
+        else if (strcmp(argv[i], "--egress") == 0) {
+            egress = 1;
         }
         else if (argv[i][0] != '-' && id == NULL) {
             id = argv[i];
@@ -123,6 +180,9 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {
         return SBX_EXIT_USAGE;
+    }
+    if (egress) {
+        return print_egress(cfg, id);
     }
     if (follow) {
         path = xasprintf("/v1/jobs/%s/output?follow=1", id);
