@@ -54,6 +54,33 @@ static void test_run_goes_through_the_runner(void **state)
     r = RT_SBX("queue", "--json");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
+    /* the MCP tools go through the runner too (stdin stays open while the
+     * call runs: closing it cancels the call, as a client that leaves would) */
+    {
+        char *script = NULL;
+        char *argv[] = {"/bin/sh", "-c", NULL, NULL};
+        char *env[] = {rt_host, rt_statev, rt_config, NULL};
+        struct spawn_result m;
+
+        assert_true(asprintf(&script,
+                             "{ printf '%%s\\n' "
+                             "'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                             "\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                             "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' "
+                             "'{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' "
+                             "'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                             "\"params\":{\"name\":\"sandbox_run\",\"arguments\":{\"argv\":"
+                             "[\"sh\",\"-c\",\"echo via mcp; exit 4\"],\"pool\":\"ci\"}}}' "
+                             "; sleep 4; } | %s mcp", rt_sbx) > 0);
+        argv[2] = script;
+        m = spawn_run(argv, env);
+        assert_int_equal(m.rc, 0);
+        assert_contains(m.out, "via mcp");
+        assert_contains(m.out, "\"exit_status\":4");
+        assert_contains(m.out, "\"mode\":\"runner\"");
+        spawn_result_free(&m);
+        free(script);
+    }
     r = RT_SBX("exec", "some-task", "--", "true");
     assert_int_equal(r.rc, 125);
     assert_contains(r.err, "does not fall back");

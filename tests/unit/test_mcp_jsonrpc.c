@@ -517,8 +517,8 @@ static void test_runner_mode_fails_clearly(void **state)
     assert_int_equal(c.n, 1);
     j = json_loads(c.lines[0], 0, NULL);
     assert_true(json_is_true(json_object_get(json_object_get(j, "result"), "isError")));
-    assert_non_null(strstr(c.lines[0], "runner.listen is set to 'unix:/tmp/none.sock'"));
-    assert_non_null(strstr(c.lines[0], "nothing was run"));
+    /* the runner is down: the call fails with the reason, nothing runs here */
+    assert_non_null(strstr(c.lines[0], "runner not reachable at /tmp/none.sock"));
     json_decref(j);
     sbx_mcp_server_free(s);
     cap_reset(&c);

@@ -71,12 +71,14 @@ struct sbx_mcp_backend {
 };
 
 /* Picks the backend for cfg: "runner" when runner.listen is set, else
- * "embedded". plugin_dir is kept (not copied) for the process's life. */
+ * "embedded". plugin_dir is kept (not copied) for the process's life. The
+ * runner backend sends every call to `sbx serve` (backend_runner.c). */
 int sbx_mcp_backend_open(const struct sbx_config *cfg, const char *plugin_dir,
                          struct sbx_mcp_backend *out, sbx_error_t **err);
 int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_dir,
                              struct sbx_mcp_backend *out, sbx_error_t **err);
-/* The runner client's place: fails every call with a clear reason for now. */
+/* The runner client: every call goes to the runner's API; a runner that does
+ * not answer fails the call with the reason (no fallback). */
 void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out);
 
 /* The box's slots (box.max_sandboxes, flock files under state/slots):

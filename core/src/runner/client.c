@@ -54,7 +54,7 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
     req.on_data = on_data;
     req.userdata = ud;
     rc = sbx_http_request(&req, resp, err);
-    if (rc < 0 && (*err)->code == SBX_E_ENGINE) {
+    if (rc < 0 && err != NULL && *err != NULL && (*err)->code == SBX_E_ENGINE) {
         sbx_error_free(err);
         rc = sbx_error_set(err, SBX_E_ENGINE,
                            "runner not reachable at %s (is 'sbx serve' "
