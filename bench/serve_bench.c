@@ -120,6 +120,8 @@ int main(int argc, char **argv)
     double t_submit, t_peer;
     FILE *f;
 
+    /* the shipped policies decide the submitted jobs */
+    setenv("SBX_POLICY_DIR", SBX_BENCH_POLICY_DIR, 0);
     if (mkdtemp(dir) == NULL || n < 1 || plugins == NULL) {
         fprintf(stderr, "usage: serve_bench PLUGIN_DIR [jobs]\n");
         return 2;
