@@ -190,7 +190,8 @@ static void test_two_runs_never_touch_each_other(void **state)
 
     (void)state;
     if (pid == 0) {
-        struct spawn_result c = RT_SBX("run", "--", "sh", "-c", "sleep 3; echo done");
+        struct spawn_result c = RT_SBX("run", "--task", "twin-a", "--", "sh", "-c",
+                                       "sleep 3; echo done");
 
         _exit(c.rc == 0 && strcmp(c.out, "done\n") == 0 ? 0 : 1);
     }
@@ -199,6 +200,10 @@ static void test_two_runs_never_touch_each_other(void **state)
     }
     r = RT_SBX("run", "--", "true"); /* reaps orphans: must leave the live one */
     assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    r = RT_SBX("run", "--task", "twin-a", "--", "true"); /* the same live task id: refused */
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "already exists");
     spawn_result_free(&r);
     waitpid(pid, &st, 0);
     assert_int_equal(WEXITSTATUS(st), 0);

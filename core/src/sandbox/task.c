@@ -213,6 +213,13 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     if (t->decided_by != NULL) {
         json_object_set_new(rec, "policy", json_string(t->decided_by));
     }
+    {
+        char owner[160];
+
+        /* the process that owns the task (sbx run, or the keeper) */
+        sbx_owner_self(owner, sizeof(owner));
+        json_object_set_new(rec, "owner", json_string(owner));
+    }
     return rec;
 }
 

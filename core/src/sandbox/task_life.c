@@ -303,6 +303,18 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
                 close(live);
             }
         }
+        if (live < 0) {
+            /* an `sbx run --task` has no keeper: its record names its owner */
+            json_t *r = json_load_file(rec, 0, NULL);
+            const char *st = json_string_value(json_object_get(r, "state"));
+            const char *holder = json_string_value(json_object_get(r, "owner"));
+
+            if (st != NULL && strcmp(st, "ended") != 0 && holder != NULL &&
+                sbx_owner_alive(holder)) {
+                live = 1;
+            }
+            json_decref(r);
+        }
         if (live >= 0) {
             sbx_error_set(err, SBX_E_USAGE, "task '%s' already exists (sbx task end %s)", t->id,
                           t->id);
