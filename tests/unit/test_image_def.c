@@ -2,6 +2,8 @@
  * packages (customizations.sbx.npm) and the Docker sidecar's definition. */
 #include "test_common.h"
 
+#include <sys/stat.h>
+
 #include "image/image.h"
 
 static char *dir;
@@ -101,12 +103,45 @@ static int teardown(void **state)
     return 0;
 }
 
+/* mise.toml of the definition's repository is part of the content hash,
+ * for a definition in .devcontainer/ and for one outside it. */
+static void test_mise_found(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *sub = NULL;
+    char *def;
+    char *mise;
+    struct sbx_image_def *d;
+
+    (void)state;
+    mise = test_write_file(dir, "mise.toml", "[tools]\nnode = \"20\"\n");
+    d = load("{}", &err);
+    assert_non_null(d);
+    assert_non_null(d->mise);
+    assert_non_null(strstr(d->canonical, "node"));
+    sbx_image_def_free(d);
+    assert_true(asprintf(&sub, "%s/.devcontainer", dir) > 0);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    def = test_write_file(sub, "devcontainer.json", "{}");
+    d = sbx_image_def_load(def, &err);
+    assert_non_null(d);
+    assert_non_null(d->mise);
+    sbx_image_def_free(d);
+    unlink(def);
+    rmdir(sub);
+    unlink(mise);
+    free(def);
+    free(sub);
+    free(mise);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_npm_in_hash),
         cmocka_unit_test(test_npm_bad),
         cmocka_unit_test(test_sidecar_canonical),
+        cmocka_unit_test(test_mise_found),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

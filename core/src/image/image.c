@@ -98,22 +98,40 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* mise.toml of the repository the definition belongs to: the parent of a
+ * ".devcontainer" folder, else the definition's own folder. */
 static char *read_mise(const char *def_path)
 {
     char *dir = xstrdup(def_path);
     char *slash = strrchr(dir, '/');
+    const char *base;
     char *path;
     char *text = NULL;
     FILE *f;
 
-    if (slash != NULL) {
-        *slash = '\0'; /* .devcontainer */
-        slash = strrchr(dir, '/');
-        if (slash != NULL) {
-            *slash = '\0'; /* the repository */
+    if (slash == NULL) {
+        free(dir);
+        dir = xstrdup(".");
+    }
+    else {
+        *slash = '\0'; /* the definition's folder */
+        base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+        if (strcmp(base, ".devcontainer") == 0) {
+            slash = strrchr(dir, '/');
+            if (slash != NULL) {
+                *slash = '\0';
+            }
+            else {
+                free(dir);
+                dir = xstrdup(".");
+            }
+        }
+        if (dir[0] == '\0') {
+            free(dir);
+            dir = xstrdup("/");
         }
     }
-    path = xasprintf("%s/mise.toml", slash ? dir : ".");
+    path = xasprintf("%s/mise.toml", dir);
     f = fopen(path, "r");
     if (f != NULL) {
         size_t cap = 65536;
