@@ -1,65 +1,17 @@
 /* test_autoscale.c - the scale-up decision with a fake clock: trigger,
  * cooldown, max boxes, spend caps (day and month, UTC), scale-in safety. */
-#include "test_common.h"
+#include "sched_fixture.h"
 
 #include <errno.h>
 
 #include "config/config.h"
 #include "sched/sched.h"
 
-#define G (1LL << 30)
-#define T0 1793491200000LL /* 2026-11-01T00:00:00Z (a 30-day month) */
 #define HOUR 3600000LL
-
-static char *dir;
-static int64_t fake_now;
-static struct sbx_config *cfg;
-
-static int64_t fake_clock(void *ctx)
-{
-    (void)ctx;
-    return fake_now;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    fake_now = T0;
-    cfg = NULL;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sbx_config_destroy(cfg);
-    cfg = NULL;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
 
 static struct sbx_sched *make(const char *text)
 {
-    char *path = test_write_file(dir, "sbx.conf", text);
-    struct sbx_box_capacity cap = {16, 64 * G};
-    struct sbx_sched_opts o = {NULL, &cap, fake_clock, NULL};
-    sbx_error_t *err = NULL;
-    struct sbx_sched *s;
-
-    sbx_config_destroy(cfg);
-    cfg = sbx_config_load_file(path, &err);
-    free(path);
-    if (cfg == NULL) {
-        fail_msg("config: %s", err->msg);
-    }
-    o.cfg = cfg;
-    s = sbx_sched_create(&o, &err);
-    if (s == NULL) {
-        fail_msg("create: %s", err->msg);
-    }
-    return s;
+    return sched_make(text, 16, 64 * G);
 }
 
 /* N jobs of 1 CPU in pool ci; the first 6 get slots. */

@@ -3,7 +3,7 @@
  * Every exposition is checked by a strict parser of text format 0.0.4 written
  * here, and also by `promtool check metrics` when CMake found promtool (Debian
  * package `prometheus`; the path comes in $SBX_PROMTOOL). */
-#include "test_common.h"
+#include "sched_fixture.h"
 
 #include <ctype.h>
 #include <jansson.h>
@@ -13,56 +13,13 @@
 #include "config/config.h"
 #include "sched/sched.h"
 
-#define G (1LL << 30)
-#define T0 1793491200000LL
-
-static char *dir;
-static int64_t fake_now;
-static struct sbx_config *cfg;
-
-static int64_t fake_clock(void *ctx)
-{
-    (void)ctx;
-    return fake_now;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    fake_now = T0;
-    cfg = NULL;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sbx_config_destroy(cfg);
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
-
 #include "prom_check.h"
 
 #define promtool_check(text) promtool_check_in(dir, (text))
 
 static struct sbx_sched *make(const char *text)
 {
-    char *path = test_write_file(dir, "sbx.conf", text);
-    struct sbx_box_capacity cap = {16, 64 * G};
-    struct sbx_sched_opts o = {NULL, &cap, fake_clock, NULL};
-    sbx_error_t *err = NULL;
-    struct sbx_sched *s;
-
-    cfg = sbx_config_load_file(path, &err);
-    free(path);
-    assert_non_null(cfg);
-    o.cfg = cfg;
-    s = sbx_sched_create(&o, &err);
-    assert_non_null(s);
-    return s;
+    return sched_make(text, 16, 64 * G);
 }
 
 static void submit_ok(struct sbx_sched *s, const char *id, enum sbx_pool pool,

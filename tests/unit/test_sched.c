@@ -1,68 +1,15 @@
 /* test_sched.c - the scheduler with a fake clock: pools, slots, FIFO, waits,
  * alerts, refusal. The autoscaler is in test_autoscale.c. */
-#include "test_common.h"
+#include "sched_fixture.h"
 
 #include <errno.h>
 
 #include "config/config.h"
 #include "sched/sched.h"
 
-#define G (1LL << 30)
-#define T0 1793491200000LL /* 2026-11-01T00:00:00Z */
-
-static char *dir;
-static int64_t fake_now;
-static struct sbx_config *cfg;
-
-static int64_t fake_clock(void *ctx)
-{
-    (void)ctx;
-    return fake_now;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    fake_now = T0;
-    cfg = NULL;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sbx_config_destroy(cfg);
-    cfg = NULL;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
-
-/* A scheduler for config TEXT on a box of CPUS and MEM. */
 static struct sbx_sched *make(const char *text, double cpus, int64_t mem)
 {
-    char *path = test_write_file(dir, "sbx.conf", text);
-    struct sbx_box_capacity cap = {cpus, mem};
-    struct sbx_sched_opts o;
-    sbx_error_t *err = NULL;
-    struct sbx_sched *s;
-
-    sbx_config_destroy(cfg);
-    cfg = sbx_config_load_file(path, &err);
-    free(path);
-    if (cfg == NULL) {
-        fail_msg("config: %s", err->msg);
-    }
-    memset(&o, 0, sizeof(o));
-    o.cfg = cfg;
-    o.capacity = &cap;
-    o.clock = fake_clock;
-    s = sbx_sched_create(&o, &err);
-    if (s == NULL) {
-        fail_msg("create: %s", err->msg);
-    }
-    return s;
+    return sched_make(text, cpus, mem);
 }
 
 static void submit_ok(struct sbx_sched *s, const char *id, enum sbx_pool pool,
