@@ -233,6 +233,22 @@ static int redact_on_output(void *userdata, int stream, const char *data, size_t
     return sbx_redact_stream_write(r->s[stream == 2 ? 1 : 0], data, len, NULL) < 0 ? 1 : 0;
 }
 
+/* What a started and an adopted task share before anything can fail. */
+static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
+                      const struct sbx_task_opts *o)
+{
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->timer_cv, NULL);
+    t->cfg = cfg;
+    t->slot_fd = -1;
+    t->last_exit = -1;
+    t->ephemeral = o->ephemeral;
+    t->limits = cfg->limits;
+    t->image = xstrdup(cfg->image);
+    snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
+    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
+}
+
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
                    const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err)
 {
@@ -252,16 +268,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         {"NODE_USE_ENV_PROXY", "1"},
     };
 
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->timer_cv, NULL);
-    t->cfg = cfg;
-    t->slot_fd = -1;
-    t->last_exit = -1;
-    t->ephemeral = o->ephemeral;
-    t->limits = cfg->limits;
-    t->image = xstrdup(cfg->image);
-    snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
-    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
+    task_init(t, cfg, o);
     if (strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) {
         sbx_error_set(err, SBX_E_USAGE, "--pool %s: use ci or agent", t->pool);
         goto fail;
@@ -602,16 +609,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     struct sbx_task *t = xcalloc(1, sizeof(*t));
     const char *provider = o->provider ? o->provider : cfg->provider;
 
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->timer_cv, NULL);
-    t->cfg = cfg;
-    t->slot_fd = -1;
-    t->last_exit = -1;
-    t->ephemeral = o->ephemeral;
-    t->limits = cfg->limits;
-    t->image = xstrdup(cfg->image);
-    snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
-    snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
+    task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
         sandbox[0] == '\0') {
         sbx_error_set(err, SBX_E_USAGE, "adopting a task: a valid task id and sandbox id are "
