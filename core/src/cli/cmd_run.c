@@ -139,6 +139,17 @@ static int to_fd1(void *ud, const char *data, size_t len)
     return fwrite(data, 1, len, stdout) == len ? 0 : 1;
 }
 
+/* The agent pool, unless this box serves only others (box.pools). */
+static const char *default_pool(const struct sbx_config *cfg)
+{
+    for (size_t i = 0; cfg->box.pools != NULL && cfg->box.pools[i] != NULL; i++) {
+        if (strcmp(cfg->box.pools[i], "agent") == 0) {
+            return "agent";
+        }
+    }
+    return cfg->box.pools != NULL && cfg->box.pools[0] != NULL ? cfg->box.pools[0] : "agent";
+}
+
 /* With runner.listen set, `sbx run` is a job of the runner (DESIGN.md, One
  * implementation): pools and caps always apply, and a runner that is down
  * fails the run with 125; it never falls back to running here. */
@@ -165,7 +176,7 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         json_array_append_new(cmd, json_string(o->cmd[i]));
     }
     json_object_set_new(req, "argv", cmd);
-    json_object_set_new(req, "pool", json_string(o->task.pool ? o->task.pool : "ci"));
+    json_object_set_new(req, "pool", json_string(o->task.pool ? o->task.pool : default_pool(cfg)));
     if (o->task.task_id != NULL) {
         json_object_set_new(req, "task", json_string(o->task.task_id));
     }
@@ -225,6 +236,15 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         sbx_error_free(&err);
     }
     free(path);
+    if (o->task.task_id != NULL) {
+        /* `sbx run` is start + exec + end: the runner keeps an agent task
+         * after its command, so end it (a task already gone is fine) */
+        path = xasprintf("/v1/tasks/%s/end", o->task.task_id);
+        if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, NULL) == 0) {
+            sbx_http_response_free(&resp);
+        }
+        free(path);
+    }
     return rc;
 }
 
