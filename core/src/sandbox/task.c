@@ -168,7 +168,7 @@ void sbx_task_stop(struct sbx_task *t, const char *reason)
         t->stop = 1;
     }
     for (struct sbx_exec_slot *s = t->execs; s != NULL; s = s->next) {
-        s->ctl.cancelled = 1;
+        __atomic_store_n(&s->ctl.cancelled, 1, __ATOMIC_RELEASE);
         if (pops(t)->cancel != NULL) {
             pops(t)->cancel(t->prov->ctx, &s->ctl);
         }

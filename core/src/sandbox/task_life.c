@@ -593,7 +593,7 @@ void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot)
     pthread_mutex_lock(&t->mu);
     for (struct sbx_exec_slot *s = t->execs; s != NULL; s = s->next) {
         if (s == slot) {
-            s->ctl.cancelled = 1;
+            __atomic_store_n(&s->ctl.cancelled, 1, __ATOMIC_RELEASE);
             if (sbx_instance_provider(t->prov)->cancel != NULL) {
                 sbx_instance_provider(t->prov)->cancel(t->prov->ctx, &s->ctl);
             }
