@@ -89,12 +89,18 @@ static void test_run_goes_through_the_runner(void **state)
     assert_int_equal(r.rc, 2);
     assert_contains(r.err, "does not fall back");
     spawn_result_free(&r);
-    kill(serve_pid, SIGTERM);
-    waitpid(serve_pid, NULL, 0);
+    rt_stop_server(&serve_pid);
     for (int i = 0; i < 50 && rt_sandboxes() > 0; i++) {
         usleep(100 * 1000);
     }
     assert_int_equal(rt_sandboxes(), 0);
+}
+
+/* The runner never outlives the test, also when an assertion failed. */
+static int teardown(void **state)
+{
+    rt_stop_server(&serve_pid);
+    return rt_teardown(state);
 }
 
 int main(void)
@@ -103,5 +109,5 @@ int main(void)
         cmocka_unit_test(test_run_goes_through_the_runner),
     };
 
-    return cmocka_run_group_tests_name("run_via_runner", tests, rt_setup, rt_teardown);
+    return cmocka_run_group_tests_name("run_via_runner", tests, rt_setup, teardown);
 }
