@@ -9,6 +9,23 @@
 #include <pthread.h>
 #include <time.h>
 
+/* With QUIRKS set on the double, creates a sandbox for TASK and runs argv in
+ * it (failing the test if the exec itself fails); returns the exit status. */
+static int quirk_run(const char *quirks, const char *task, const char *const *argv,
+                     const char *workdir, char *id, size_t id_size, struct out *o)
+{
+    struct sbx_sandbox_spec spec = make_spec(task, task);
+    sbx_error_t *err = NULL;
+    int status = -1;
+
+    contract_quirks(quirks);
+    create_ok(ops, osb->ctx, &spec, id, id_size);
+    if (run(ops, osb->ctx, id, argv, NULL, 0, workdir, o, &status, &err) < 0) {
+        fail_msg("exec: %s", err->msg);
+    }
+    return status;
+}
+
 /* The acceptance case, plus what create sent. */
 static void test_osb_run_out_err_exit3(void **state)
 {
@@ -83,19 +100,13 @@ static void test_osb_run_out_err_exit3(void **state)
 static void test_osb_exit0_data_prefix_split_events(void **state)
 {
     const char *argv[] = {"printf", "a\\nb it's", NULL};
-    struct sbx_sandbox_spec spec = make_spec("task-2", "job-2");
     char id[128];
     struct out o;
-    int status = -1;
-    sbx_error_t *err = NULL;
 
     (void)state;
-    contract_quirks("{\"data_prefix\": true, \"split_events\": true}");
-    create_ok(ops, osb->ctx, &spec, id, sizeof(id));
-    if (run(ops, osb->ctx, id, argv, NULL, 0, "/workspace", &o, &status, &err) < 0) {
-        fail_msg("exec: %s", err->msg);
-    }
-    assert_int_equal(status, 0);
+    assert_int_equal(quirk_run("{\"data_prefix\": true, \"split_events\": true}", "task-2", argv,
+                               "/workspace", id, sizeof(id), &o),
+                     0);
     assert_string_equal(o.text[0], "a\nb it's");
     assert_string_equal(o.text[1], "");
     destroy_ok(id);
@@ -106,20 +117,13 @@ static void test_osb_exit0_data_prefix_split_events(void **state)
 static void test_osb_stream_without_final_chunk(void **state)
 {
     const char *argv[] = {"sh", "-c", "echo x; exit 7", NULL};
-    struct sbx_sandbox_spec spec = make_spec("task-3", "job-3");
     char id[128];
     struct out o;
-    int status = -1;
-    sbx_error_t *err = NULL;
     json_t *all;
 
     (void)state;
-    contract_quirks("{\"tail_seconds\": 1.0}");
-    create_ok(ops, osb->ctx, &spec, id, sizeof(id));
-    if (run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
-        fail_msg("exec: %s", err->msg);
-    }
-    assert_int_equal(status, 7);
+    assert_int_equal(quirk_run("{\"tail_seconds\": 1.0}", "task-3", argv, NULL, id, sizeof(id), &o),
+                     7);
     assert_string_equal(o.text[0], "x\n");
     /* the terminal event decided, not the status fallback */
     all = contract_calls();
@@ -133,20 +137,14 @@ static void test_osb_stream_without_final_chunk(void **state)
 static void test_osb_dropped_stream(void **state)
 {
     const char *argv[] = {"sh", "-c", "echo before; sleep 0.5; exit 5", NULL};
-    struct sbx_sandbox_spec spec = make_spec("task-11", "job-11");
     char id[128];
     struct out o;
-    int status = -1;
-    sbx_error_t *err = NULL;
     json_t *all;
 
     (void)state;
-    contract_quirks("{\"drop_midstream\": true}");
-    create_ok(ops, osb->ctx, &spec, id, sizeof(id));
-    if (run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) < 0) {
-        fail_msg("exec: %s", err->msg);
-    }
-    assert_int_equal(status, 5);
+    assert_int_equal(quirk_run("{\"drop_midstream\": true}", "task-11", argv, NULL, id, sizeof(id),
+                               &o),
+                     5);
     assert_string_equal(o.text[0], "before\n");
     all = contract_calls();
     assert_true(contract_count_calls(all, "GET", "/command/status/") >= 1);
