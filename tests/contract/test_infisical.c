@@ -3,6 +3,8 @@
  * and every error case, through sbx_instance_open() like the core does. */
 #include "test_common.h"
 
+#include "contract_server.h"
+
 #include <fcntl.h>
 #include <jansson.h>
 #include <netinet/in.h>
@@ -24,8 +26,7 @@
 #define SECRET_DB "hunter2-long"
 #define CLIENT_SECRET "test-client-secret"
 
-static pid_t server_pid = -1;
-static int server_port;
+#define server_port contract_port
 static char *tmpdir;
 static char *log_path;
 static int saved_stderr = -1;
@@ -53,37 +54,6 @@ static void *tee_main(void *arg)
 }
 
 /* ---- the server ---- */
-
-static int start_server(void)
-{
-    const char *src = getenv("SBX_SOURCE_DIR");
-    char *script = NULL;
-    char line[32];
-    int fds[2];
-    FILE *f;
-
-    if (src == NULL || pipe(fds) < 0 ||
-        asprintf(&script, "%s/tests/contract/infisical_server.py", src) < 0) {
-        return -1;
-    }
-    server_pid = fork();
-    if (server_pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        close(fds[0]);
-        close(fds[1]);
-        execlp("python3", "python3", script, "--port", "0", (char *)NULL);
-        _exit(127);
-    }
-    free(script);
-    close(fds[1]);
-    f = fdopen(fds[0], "r");
-    if (f == NULL || fgets(line, sizeof(line), f) == NULL) {
-        return -1;
-    }
-    fclose(f);
-    server_port = atoi(line);
-    return server_port > 0 ? 0 : -1;
-}
 
 static char *ctl(const char *method, const char *path, const char *body)
 {
@@ -325,16 +295,13 @@ static int setup(void **state)
     dup2(fds[1], STDERR_FILENO);
     close(fds[1]);
     pthread_create(&tee_thread, NULL, tee_main, NULL);
-    return start_server();
+    return contract_start_server("infisical_server.py", NULL);
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    if (server_pid > 0) {
-        kill(server_pid, SIGTERM);
-        waitpid(server_pid, NULL, 0);
-    }
+    contract_stop_server();
     if (saved_stderr >= 0) {
         dup2(saved_stderr, STDERR_FILENO); /* closes the pipe: the tee ends */
         pthread_join(tee_thread, NULL);
