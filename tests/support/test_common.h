@@ -57,4 +57,24 @@ static inline void test_rm_rf(const char *dir)
     free(cmd);
 }
 
+/* A temp directory for a test group: pass test_dir_setup and
+ * test_dir_teardown as the group's setup and teardown. */
+__attribute__((unused)) static char *test_dir;
+
+static inline int test_dir_setup(void **state)
+{
+    (void)state;
+    test_dir = test_mkdtemp();
+    return 0;
+}
+
+static inline int test_dir_teardown(void **state)
+{
+    (void)state;
+    test_rm_rf(test_dir);
+    free(test_dir);
+    test_dir = NULL;
+    return 0;
+}
+
 #endif

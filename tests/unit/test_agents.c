@@ -13,22 +13,8 @@
 
 #define PROG "/opt/sbx/bin/sbx"
 
-static char *dir;
+#define dir test_dir
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
 
 static char *slurp(const char *rel)
 {
@@ -387,17 +373,17 @@ static void test_cli_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_fresh_project, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_idempotent, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_merge_keeps_other_servers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_existing_sbx_entry_updated_not_replaced, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_malformed_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_skill_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_diff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fresh_project, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_idempotent, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_merge_keeps_other_servers, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_existing_sbx_entry_updated_not_replaced, test_dir_setup,
+                                        test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_refused, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_skill_refused, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_diff, test_dir_setup, test_dir_teardown),
         cmocka_unit_test(test_jsonedit_keeps_layout),
-        cmocka_unit_test_setup_teardown(test_cli_dry_run, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cli_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cli_dry_run, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_cli_errors, test_dir_setup, test_dir_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

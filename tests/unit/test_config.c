@@ -4,22 +4,8 @@
 #include "config/config.h"
 #include "plugin/instance.h"
 
-static char *dir;
+#define dir test_dir
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
 
 /* Loads TEXT; expects failure with "FILE:LINE: " + a fragment. */
 static void expect_error(const char *text, int line, const char *fragment)
@@ -321,5 +307,5 @@ int main(void)
         cmocka_unit_test(test_config_plugin_options), cmocka_unit_test(test_config_egress),
     };
 
-    return cmocka_run_group_tests_name("config", tests, setup, teardown);
+    return cmocka_run_group_tests_name("config", tests, test_dir_setup, test_dir_teardown);
 }

@@ -6,7 +6,7 @@
 
 #include "image/image.h"
 
-static char *dir;
+#define dir test_dir
 
 static struct sbx_image_def *load(const char *text, sbx_error_t **err)
 {
@@ -88,20 +88,6 @@ static void test_sidecar_canonical(void **state)
     sbx_image_def_free(d);
 }
 
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
 
 /* mise.toml of the definition's repository is part of the content hash,
  * for a definition in .devcontainer/ and for one outside it. */
@@ -144,5 +130,5 @@ int main(void)
         cmocka_unit_test(test_mise_found),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_dir_setup, test_dir_teardown);
 }
