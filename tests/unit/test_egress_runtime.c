@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -748,13 +749,13 @@ static void test_relay_copy_mode(void **state)
     free(sock);
 }
 
-/* Only a TCP socket may be handed over: a pipe is refused and logged. */
-static void test_bad_handover(void **state)
+/* Connects to the sandbox's proxy socket and hands it fd the way sbx-relay does (one
+ * NUL byte with SCM_RIGHTS); returns the unix socket. The caller keeps its own fd. */
+static int hand_over(int fd)
 {
     char *path = xasprintf_test("%s/proxy.sock", t.sockdir);
     struct sockaddr_un sun;
     int u = socket(AF_UNIX, SOCK_STREAM, 0);
-    int p[2];
     char byte = '\0';
     struct iovec iov = {&byte, 1};
     union {
@@ -763,10 +764,7 @@ static void test_bad_handover(void **state)
     } ctl;
     struct msghdr msg;
     struct cmsghdr *cm;
-    char *reply;
 
-    (void)state;
-    assert_int_equal(pipe(p), 0);
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
     snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
@@ -781,15 +779,76 @@ static void test_bad_handover(void **state)
     cm->cmsg_level = SOL_SOCKET;
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &p[0], sizeof(int));
+    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
     assert_int_equal(sendmsg(u, &msg, 0), 1);
+    free(path);
+    return u;
+}
+
+/* Only a TCP socket may be handed over: a pipe is refused and logged. */
+static void test_bad_handover(void **state)
+{
+    int p[2];
+    int u;
+    char *reply;
+
+    (void)state;
+    assert_int_equal(pipe(p), 0);
+    u = hand_over(p[0]);
     reply = test_read_all(u);
     assert_string_equal(reply, ""); /* closed without a word */
     free(reply);
     close(u);
     close(p[0]);
     close(p[1]);
-    free(path);
+}
+
+/* A handed-over client socket gets the proxy's small fixed buffers (the sandbox's
+ * loopback hop; see SBX_EGRESS_CLIENT_BUF), checked through this test's copy of it. */
+static void test_handover_buffers(void **state)
+{
+    struct sockaddr_in sin;
+    socklen_t sl = sizeof(sin);
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    int client = socket(AF_INET, SOCK_STREAM, 0);
+    struct timeval tv = {15, 0};
+    int served;
+    int u;
+    int v = 0;
+    char *reply;
+
+    (void)state;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(listen(l, 1), 0);
+    assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &sl), 0);
+    assert_int_equal(connect(client, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    served = accept(l, NULL, NULL);
+    assert_true(served >= 0);
+    sl = sizeof(v);
+    assert_int_equal(getsockopt(served, SOL_SOCKET, SO_SNDBUF, &v, &sl), 0);
+    assert_int_not_equal(v, 2 * SBX_EGRESS_CLIENT_BUF); /* the default differs */
+    u = hand_over(served);
+    /* The 403 shows the proxy has taken the socket over. */
+    setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    assert_int_equal(send(client, "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37,
+                          MSG_NOSIGNAL), 37);
+    shutdown(client, SHUT_WR);
+    reply = test_read_all(client);
+    expect_in(reply, "X-Sbx-Deny: not-allowed");
+    for (int opt = 0; opt < 2; opt++) {
+        sl = sizeof(v);
+        assert_int_equal(getsockopt(served, SOL_SOCKET, opt == 0 ? SO_SNDBUF : SO_RCVBUF,
+                                    &v, &sl), 0);
+        assert_int_equal(v, 2 * SBX_EGRESS_CLIENT_BUF); /* Linux doubles what is set */
+    }
+    free(reply);
+    close(u);
+    close(served);
+    close(client);
+    close(l);
 }
 
 /* A sandbox may hold SBX_EGRESS_MAX_CONNS connections; the next is closed at once. */
@@ -914,7 +973,8 @@ int main(void)
         cmocka_unit_test(test_wildcard),         cmocka_unit_test(test_denied),
         cmocka_unit_test(test_bypass_requests),  cmocka_unit_test(test_slowloris),
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
-        cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_log_and_summary),
+        cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_handover_buffers),
+        cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
         cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),
         cmocka_unit_test(test_relay_path),       cmocka_unit_test(test_relay_no_proxy),           cmocka_unit_test(test_connection_cap),

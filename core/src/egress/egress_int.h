@@ -12,6 +12,12 @@
 
 /* Open connections one sandbox may hold; more are refused (fd exhaustion). */
 #define SBX_EGRESS_MAX_CONNS 512
+/* Send and receive buffer of a handed-over client socket. That hop is the sandbox's own
+ * loopback, so a small fixed buffer costs no throughput, and it keeps the bytes the
+ * proxy forwards in the CPU cache until the client reads them; autotuned buffers grow
+ * to megabytes and cost more than half the throughput (docs/egress.md, bench/). The
+ * upstream socket stays autotuned: it may cross a long path. */
+#define SBX_EGRESS_CLIENT_BUF (256 * 1024)
 
 struct event;
 struct evconnlistener;

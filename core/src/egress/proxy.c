@@ -522,6 +522,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     struct msghdr msg;
     int fds[4];
     size_t n_fds = 0;
+    int buf = SBX_EGRESS_CLIENT_BUF;
     ssize_t n;
 
     (void)what;
@@ -569,7 +570,9 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     /* The relay's client socket replaces the unix connection. */
     close(c->client_fd);
     c->client_fd = fds[0];
-    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0) {
+    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0 ||
+        setsockopt(c->client_fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
+        setsockopt(c->client_fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0) {
         c->reason = "bad-handover";
         finish(c);
         return;
