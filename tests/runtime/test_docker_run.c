@@ -50,14 +50,22 @@ static void test_run_streams_apart(void **state)
     spawn_result_free(&r);
 }
 
+/* Prints, one per line, the sandbox's memory limit, memory+swap limit, CPU quota, CPU
+ * period and pids limit as cgroup v1 names them, from cgroup v1 or v2 (Debian 12's
+ * default: memory.max, memory.swap.max, "QUOTA PERIOD" in cpu.max). */
+#define LIMITS_INSIDE                                                                      \
+    "if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cd /sys/fs/cgroup; "               \
+    "m=$(cat memory.max); s=$(cat memory.swap.max); "                                      \
+    "echo $m; if [ \"$s\" = 0 ]; then echo $m; else echo swap=$s; fi; "                     \
+    "tr ' ' '\\n' < cpu.max; cat pids.max; "                                                 \
+    "else cat /sys/fs/cgroup/memory/memory.limit_in_bytes "                               \
+    "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes "                                  \
+    "/sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us "            \
+    "/sys/fs/cgroup/pids/pids.max; fi"
+
 static void test_run_default_limits_inside(void **state)
 {
-    struct spawn_result r = RT_SBX("run", "--", "sh", "-c",
-                                   "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
-                                   "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes "
-                                   "/sys/fs/cgroup/cpu/cpu.cfs_quota_us "
-                                   "/sys/fs/cgroup/cpu/cpu.cfs_period_us "
-                                   "/sys/fs/cgroup/pids/pids.max");
+    struct spawn_result r = RT_SBX("run", "--", "sh", "-c", LIMITS_INSIDE);
 
     (void)state;
     if (r.rc != 0) {
@@ -74,12 +82,10 @@ static void test_run_configured_limits_inside(void **state)
 
     (void)state;
     rt_use_config("limits = { cpus = 0.5; memory = \"256M\"; pids = 100; };\n");
-    r = RT_SBX("run", "--", "sh", "-c",
-               "cat /sys/fs/cgroup/memory/memory.limit_in_bytes "
-               "/sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/pids/pids.max");
+    r = RT_SBX("run", "--", "sh", "-c", LIMITS_INSIDE);
     rt_use_config(NULL);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.out, "268435456\n50000\n100\n");
+    assert_string_equal(r.out, "268435456\n268435456\n50000\n100000\n100\n");
     spawn_result_free(&r);
 }
 

@@ -197,7 +197,10 @@ void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 
 void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 {
-    static const char *const argv[] = {"cat", "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+    /* cgroup v2 (memory.current), else v1 */
+    static const char *const argv[] = {"sh", "-c",
+                                       "cat /sys/fs/cgroup/memory.current 2>/dev/null || "
+                                       "cat /sys/fs/cgroup/memory/memory.usage_in_bytes",
                                        NULL};
     double price = s->cfg->runner.box_hour_price;
     long pages = sysconf(_SC_PHYS_PAGES);
