@@ -159,6 +159,7 @@ static void test_config_egress(void **state)
     char *path = test_write_file(dir, "egress.conf",
                                  "egress = {\n  log = \"/tmp/e.log\";\n"
                                  "  header_timeout = \"2s\";\n  connect_timeout = 3;\n"
+                                 "  check_sni = false;\n"
                                  "  hosts = ( { name = \"API.Test.\"; address = \"127.0.0.1\"; },\n"
                                  "            { name = \"v6.test\"; address = \"::1\"; } );\n};\n");
     sbx_error_t *err = NULL;
@@ -169,6 +170,8 @@ static void test_config_egress(void **state)
     assert_non_null(c);
     assert_int_equal(c->egress.header_timeout, 2);
     assert_int_equal(c->egress.connect_timeout, 3);
+    assert_int_equal(c->egress.check_sni, 0);
+    assert_int_equal(d->egress.check_sni, 1);
     assert_int_equal(c->egress.n_hosts, 2);
     assert_string_equal(c->egress.hosts[0].name, "api.test");
     assert_string_equal(c->egress.hosts[0].address, "127.0.0.1");
@@ -194,6 +197,7 @@ static void test_config_egress(void **state)
     expect_error("egress = {\n header_timeout = \"0s\";\n};\n", 2,
                  "'egress.header_timeout' must be greater than 0");
     expect_error("egress = {\n connect_timeout = \"soon\";\n};\n", 2, "bad duration");
+    expect_error("egress = {\n check_sni = \"yes\";\n};\n", 2, "check_sni");
 }
 
 static void test_config_missing_file(void **state)

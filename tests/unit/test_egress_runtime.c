@@ -461,6 +461,7 @@ static void test_log_and_summary(void **state)
             assert_true(json_integer_value(json_object_get(x, "bytes_up")) > 100);
             assert_true(json_integer_value(json_object_get(x, "bytes_down")) > 100);
             assert_int_equal(json_integer_value(json_object_get(x, "status")), 200);
+            assert_string_equal(json_string_value(json_object_get(x, "sni")), "allowed.test");
             break;
         }
     }
@@ -476,6 +477,8 @@ static void test_log_and_summary(void **state)
     find_line(arr, NULL, "deny", "header-too-large");
     find_line(arr, NULL, "deny", "malformed-head");
     find_line(arr, NULL, "deny", "bad-handover");
+    o = find_line(arr, "allowed.test", "deny", "sni-mismatch");
+    assert_string_equal(json_string_value(json_object_get(o, "sni")), "a.wild.test");
     json_decref(arr);
     free(rule);
     free(addr);
@@ -722,6 +725,36 @@ static void test_add_errors(void **state)
     sbx_error_free(&err);
     free(dir2);
     free(longdir);
+}
+
+/* A real TLS client (openssl s_client) through the relay: the name in its ClientHello
+ * must be the CONNECT host. a.wild.test is allowed too, but not on this tunnel. */
+static void test_sni_real_client(void **state)
+{
+    char *cmd;
+    char *out;
+    int st;
+
+    (void)state;
+    cmd = xasprintf_test("echo | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
+                         "allowed.test:%d -servername allowed.test -CAfile %s 2>&1",
+                         t.relay_port, t.https_port, t.cert);
+    out = test_run(cmd, &st);
+    assert_int_equal(st, 0);
+    expect_in(out, "CN = allowed.test"); /* the server's certificate arrived */
+    free(out);
+    free(cmd);
+    cmd = xasprintf_test("echo | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
+                         "allowed.test:%d -servername a.wild.test -CAfile %s 2>&1",
+                         t.relay_port, t.https_port, t.cert);
+    out = test_run(cmd, &st);
+    assert_int_not_equal(st, 0); /* cut during the handshake */
+    expect_in(out, "no peer certificate available");
+    if (strstr(out, "CN = allowed.test") != NULL) {
+        fail_msg("a fronted handshake reached the server: %s", out);
+    }
+    free(out);
+    free(cmd);
 }
 
 /* The relay's --copy mode: bytes copied over a plain unix stream, no handover. */
@@ -973,6 +1006,7 @@ int main(void)
         cmocka_unit_test(test_wildcard),         cmocka_unit_test(test_denied),
         cmocka_unit_test(test_bypass_requests),  cmocka_unit_test(test_slowloris),
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
+        cmocka_unit_test(test_sni_real_client),
         cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_handover_buffers),
         cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),

@@ -242,6 +242,7 @@ static void apply_defaults(struct sbx_config *c)
     c->egress.header_timeout = SBX_DEFAULT_EGRESS_HEADER_TIMEOUT;
     c->egress.connect_timeout = SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT;
     c->egress.system_dns = 1;
+    c->egress.check_sni = 1;
 }
 
 struct sbx_config *sbx_config_defaults(void)
@@ -465,6 +466,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     if (egress != NULL && config_setting_get_member(egress, "system_dns") != NULL) {
         c->egress.system_dns = config_setting_get_bool(config_setting_get_member(egress,
                                                                                  "system_dns"));
+    }
+    if (egress != NULL && config_setting_get_member(egress, "check_sni") != NULL) {
+        c->egress.check_sni = config_setting_get_bool(config_setting_get_member(egress,
+                                                                               "check_sni"));
     }
     if (c->egress.header_timeout <= 0 || c->egress.connect_timeout <= 0) {
         const config_setting_t *s = config_setting_get_member(

@@ -99,6 +99,7 @@ struct sbx_config {
         int64_t header_timeout;         /* seconds for a client's request head */
         int64_t connect_timeout;        /* seconds to connect to a destination */
         int system_dns;                 /* names outside `hosts` use the system's resolvers */
+        int check_sni;                  /* a tunnel's TLS server name must be its host */
     } egress;
 
     struct {

@@ -64,6 +64,7 @@ static const struct sbx_key egress_keys[] = {
     {"header_timeout", SBX_KEY_DURATION, NULL},
     {"connect_timeout", SBX_KEY_DURATION, NULL},
     {"system_dns", SBX_KEY_BOOL, NULL},
+    {"check_sni", SBX_KEY_BOOL, NULL},
     {NULL, 0, NULL},
 };
 

@@ -124,6 +124,7 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     e->log.fd = -1;
     e->header_timeout.tv_sec = cfg->egress.header_timeout;
     e->connect_timeout.tv_sec = cfg->egress.connect_timeout;
+    e->check_sni = cfg->egress.check_sni;
     e->hosts = xcalloc(cfg->egress.n_hosts + 1, sizeof(*e->hosts));
     for (size_t i = 0; i < cfg->egress.n_hosts; i++) {
         e->hosts[i].name = xstrdup(cfg->egress.hosts[i].name);

@@ -62,6 +62,7 @@ struct sbx_egress {
     size_t n_hosts;
     struct timeval header_timeout;
     struct timeval connect_timeout;
+    int check_sni;
     struct sbx_egress_sandbox *sandboxes;
 };
 

@@ -21,6 +21,7 @@
 
 #include "egress/egress_int.h"
 #include "egress/request.h"
+#include "egress/sni.h"
 #include "egress/tunnel.h"
 #include "util/xalloc.h"
 
@@ -32,6 +33,7 @@ enum conn_state {
     ST_HEAD,
     ST_RESOLVING,
     ST_CONNECTING,
+    ST_SNI,
     ST_PIPE,
     ST_CLOSING,
 };
@@ -57,6 +59,9 @@ struct sbx_egress_conn {
     int client_fd;
     int up_fd;
     struct event *hello;
+    struct event *up_spoke;  /* ST_SNI: the destination sent first */
+    int replied;             /* the 200 is in the client's output already */
+    char sni[256];
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;
     struct sbx_egress_conn *prev;
@@ -89,6 +94,7 @@ static void finish(struct sbx_egress_conn *c)
     rec.host = c->req.host[0] ? c->req.host : NULL;
     rec.port = c->req.port;
     rec.address = c->address[0] ? c->address : NULL;
+    rec.sni = c->sni[0] ? c->sni : NULL;
     rec.decision = c->decision;
     rec.rule = c->rule;
     rec.reason = c->reason;
@@ -118,6 +124,9 @@ static void finish(struct sbx_egress_conn *c)
     sbx_egress_tunnel_free(c->tunnel);
     if (c->hello != NULL) {
         event_free(c->hello);
+    }
+    if (c->up_spoke != NULL) {
+        event_free(c->up_spoke);
     }
     if (c->client_fd >= 0) {
         close(c->client_fd);
@@ -214,7 +223,15 @@ static void start_pipe(struct sbx_egress_conn *c)
 
     c->state = ST_PIPE;
     event_del(c->timer);
-    if (c->req.connect) {
+    if (c->up_spoke != NULL) {
+        event_free(c->up_spoke);
+        c->up_spoke = NULL;
+    }
+    if (c->replied) {
+        /* what is left of the 200 goes first */
+        evbuffer_add_buffer(client_prefix, bufferevent_get_output(c->client));
+    }
+    else if (c->req.connect) {
         c->status = 200;
         evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
     }
@@ -238,6 +255,102 @@ static void start_pipe(struct sbx_egress_conn *c)
     }
 }
 
+/* The tunnel was allowed by its CONNECT host but its first bytes say otherwise: close
+ * both ends (the client has its 200 already; it sees the connection end). */
+static void deny_tunnel(struct sbx_egress_conn *c, const char *reason)
+{
+    if (c->decision != NULL && strcmp(c->decision, "allow") == 0) {
+        c->sb->allowed--;
+    }
+    c->decision = "deny";
+    c->sb->denied++;
+    c->rule = NULL;
+    c->reason = reason;
+    finish(c);
+}
+
+/* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
+ * different name on an allowed address is domain fronting); anything else that is not
+ * TLS, or TLS without a name, goes through. */
+static void sni_read(struct bufferevent *bev, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    size_t len = evbuffer_get_length(in);
+    size_t want = len < SBX_EGRESS_SNI_MAX + 1 ? len : SBX_EGRESS_SNI_MAX + 1;
+    const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)want);
+    char host[256];
+
+    switch (sbx_egress_sni_parse(p, want, host, sizeof(host))) {
+    case SBX_SNI_MORE:
+        if (want > SBX_EGRESS_SNI_MAX) {
+            deny_tunnel(c, "sni-unreadable");
+        }
+        return;
+    case SBX_SNI_NOT_TLS:
+    case SBX_SNI_ABSENT:
+        start_pipe(c);
+        return;
+    case SBX_SNI_FOUND:
+        snprintf(c->sni, sizeof(c->sni), "%s", host);
+        if (c->req.host_is_ip || !sbx_egress_sni_matches(host, c->req.host)) {
+            deny_tunnel(c, "sni-mismatch");
+            return;
+        }
+        start_pipe(c);
+        return;
+    case SBX_SNI_MALFORMED:
+    default:
+        deny_tunnel(c, "sni-unreadable");
+        return;
+    }
+}
+
+static void sni_event(struct bufferevent *bev, short events, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+
+    (void)bev;
+    (void)events;
+    c->reason = "client-closed";
+    finish(c);
+}
+
+/* ST_SNI: the destination spoke first, so it is no TLS server (SSH, SMTP): relay. A
+ * client halfway through a ClientHello meanwhile is refused. */
+static void up_spoke(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_conn *c = arg;
+
+    (void)fd;
+    (void)what;
+    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
+        deny_tunnel(c, "sni-unreadable");
+        return;
+    }
+    start_pipe(c);
+}
+
+/* The destination of a CONNECT is connected: answer 200, then wait for the client's
+ * first bytes (or the destination's) before the tunnel starts. */
+static void start_sni(struct sbx_egress_conn *c)
+{
+    c->state = ST_SNI;
+    c->status = 200;
+    c->replied = 1;
+    evbuffer_add_printf(bufferevent_get_output(c->client),
+                        "HTTP/1.1 200 Connection established\r\n\r\n");
+    bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_SNI_MAX + 1);
+    bufferevent_setcb(c->client, sni_read, NULL, sni_event, c);
+    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+    c->up_spoke = event_new(c->sb->e->base, c->up_fd, EV_READ, up_spoke, c);
+    event_add(c->up_spoke, NULL);
+    evtimer_add(c->timer, &c->sb->e->header_timeout);
+    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
+        sni_read(c->client, c); /* sent right behind the CONNECT head */
+    }
+}
+
 static void connect_next(struct sbx_egress_conn *c);
 
 static void connect_event(struct bufferevent *bev, short events, void *arg)
@@ -247,7 +360,13 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
     (void)bev;
     if (events & BEV_EVENT_CONNECTED) {
         bufferevent_set_timeouts(c->up, NULL, NULL);
-        start_pipe(c);
+        if (c->req.connect && c->sb->e->check_sni) {
+            bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
+            start_sni(c);
+        }
+        else {
+            start_pipe(c);
+        }
         return;
     }
     bufferevent_free(c->up);
@@ -467,6 +586,10 @@ static void timer_fired(evutil_socket_t fd, short what, void *arg)
     if (c->state == ST_HELLO) {
         c->reason = "header-timeout";
         c->status = 408;
+    }
+    if (c->state == ST_SNI) {
+        deny_tunnel(c, "sni-timeout");
+        return;
     }
     finish(c);
 }

@@ -1,0 +1,652 @@
+/* test_egress_sni.c - the TLS server-name check on CONNECT tunnels: the ClientHello
+ * parser on built and broken hellos, then the proxy (started through its API, spoken to
+ * on its unix socket) against destinations that are threads of this test on 127.0.0.1:
+ * a matching name goes through, a different one (domain fronting) is cut and logged,
+ * non-TLS and server-first protocols pass, a stalled hello times out, and
+ * egress.check_sni = false turns the check off. Nothing leaves loopback. */
+#include "test_common.h"
+#include "test_proc.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "config/config.h"
+#include "egress/egress.h"
+#include "egress/sni.h"
+#include "util/xalloc.h"
+
+/* ---- building ClientHellos ---- */
+
+struct buf {
+    unsigned char b[8192];
+    size_t n;
+};
+
+static void put(struct buf *o, const void *p, size_t n)
+{
+    assert_true(o->n + n <= sizeof(o->b));
+    memcpy(o->b + o->n, p, n);
+    o->n += n;
+}
+
+static void put8(struct buf *o, unsigned v)
+{
+    unsigned char c = (unsigned char)v;
+
+    put(o, &c, 1);
+}
+
+static void put16(struct buf *o, unsigned v)
+{
+    put8(o, v >> 8);
+    put8(o, v & 0xff);
+}
+
+/* A ClientHello handshake message (header included) naming names[] (NULL: no
+ * server_name extension; with_ext 0: no extensions at all). */
+static void hello_msg(struct buf *o, const char *const *names, int with_ext)
+{
+    struct buf body = {{0}, 0};
+    struct buf ext = {{0}, 0};
+    unsigned char random[32] = {0};
+
+    put16(&body, 0x0303);
+    put(&body, random, sizeof(random));
+    put8(&body, 0);         /* session id */
+    put16(&body, 2);
+    put16(&body, 0x1301);   /* TLS_AES_128_GCM_SHA256 */
+    put8(&body, 1);
+    put8(&body, 0);         /* null compression */
+    if (with_ext) {
+        put16(&ext, 43);    /* supported_versions: TLS 1.3 */
+        put16(&ext, 3);
+        put8(&ext, 2);
+        put16(&ext, 0x0304);
+        if (names != NULL) {
+            struct buf list = {{0}, 0};
+
+            for (size_t i = 0; names[i] != NULL; i++) {
+                put8(&list, 0);
+                put16(&list, (unsigned)strlen(names[i]));
+                put(&list, names[i], strlen(names[i]));
+            }
+            put16(&ext, 0);
+            put16(&ext, (unsigned)list.n + 2);
+            put16(&ext, (unsigned)list.n);
+            put(&ext, list.b, list.n);
+        }
+        put16(&body, (unsigned)ext.n);
+        put(&body, ext.b, ext.n);
+    }
+    put8(o, 1);
+    put8(o, (unsigned)(body.n >> 16));
+    put16(o, (unsigned)(body.n & 0xffff));
+    put(o, body.b, body.n);
+}
+
+/* The message in records of at most `frag` bytes each. */
+static void records(struct buf *o, const struct buf *msg, size_t frag)
+{
+    for (size_t off = 0; off < msg->n; off += frag) {
+        size_t len = msg->n - off < frag ? msg->n - off : frag;
+
+        put8(o, 0x16);
+        put16(o, 0x0301);
+        put16(o, (unsigned)len);
+        put(o, msg->b + off, len);
+    }
+}
+
+static void client_hello(struct buf *o, const char *name)
+{
+    const char *names[] = {name, NULL};
+    struct buf msg = {{0}, 0};
+
+    hello_msg(&msg, name != NULL ? names : NULL, 1);
+    records(o, &msg, 16384);
+}
+
+static enum sbx_egress_sni parse(const struct buf *o, char *host)
+{
+    return sbx_egress_sni_parse(o->b, o->n, host, 256);
+}
+
+/* ---- the parser ---- */
+
+static void test_parse_found(void **state)
+{
+    struct buf o = {{0}, 0};
+    char host[256];
+
+    (void)state;
+    client_hello(&o, "front.test");
+    assert_int_equal(parse(&o, host), SBX_SNI_FOUND);
+    assert_string_equal(host, "front.test");
+    /* Every shorter prefix asks for more. */
+    for (size_t n = 1; n < o.n; n++) {
+        assert_int_equal(sbx_egress_sni_parse(o.b, n, host, sizeof(host)), SBX_SNI_MORE);
+    }
+    assert_int_equal(sbx_egress_sni_parse(o.b, 0, host, sizeof(host)), SBX_SNI_MORE);
+    /* Bytes after the hello (early data, a change_cipher_spec) do not matter. */
+    put(&o, "\x14\x03\x03\x00\x01\x01", 6);
+    assert_int_equal(parse(&o, host), SBX_SNI_FOUND);
+}
+
+static void test_parse_fragmented(void **state)
+{
+    const char *names[] = {"split.example.test", NULL};
+    struct buf msg = {{0}, 0};
+    struct buf o = {{0}, 0};
+    char host[256];
+
+    (void)state;
+    hello_msg(&msg, names, 1);
+    records(&o, &msg, 7); /* the hello in many 7-byte records */
+    assert_int_equal(parse(&o, host), SBX_SNI_FOUND);
+    assert_string_equal(host, "split.example.test");
+    assert_int_equal(sbx_egress_sni_parse(o.b, o.n - 1, host, sizeof(host)), SBX_SNI_MORE);
+}
+
+static void test_parse_not_tls_or_absent(void **state)
+{
+    struct buf o = {{0}, 0};
+    struct buf msg = {{0}, 0};
+    char host[256];
+
+    (void)state;
+    assert_int_equal(sbx_egress_sni_parse((const unsigned char *)"GET / HTTP/1.1\r\n", 16,
+                                          host, sizeof(host)), SBX_SNI_NOT_TLS);
+    assert_int_equal(sbx_egress_sni_parse((const unsigned char *)"SSH-2.0-x\r\n", 11, host,
+                                          sizeof(host)), SBX_SNI_NOT_TLS);
+    assert_int_equal(sbx_egress_sni_parse((const unsigned char *)"\x80\x2e\x01", 3, host,
+                                          sizeof(host)), SBX_SNI_NOT_TLS); /* SSLv2 */
+    client_hello(&o, NULL); /* extensions, none of them server_name */
+    assert_int_equal(parse(&o, host), SBX_SNI_ABSENT);
+    o.n = 0;
+    hello_msg(&msg, NULL, 0); /* no extensions at all */
+    records(&o, &msg, 16384);
+    assert_int_equal(parse(&o, host), SBX_SNI_ABSENT);
+}
+
+static void expect_malformed(struct buf *o)
+{
+    char host[256];
+
+    assert_int_equal(parse(o, host), SBX_SNI_MALFORMED);
+}
+
+static void test_parse_malformed(void **state)
+{
+    const char *two[] = {"a.test", "b.test", NULL};
+    char long_name[300];
+    struct buf msg;
+    struct buf o;
+
+    (void)state;
+    /* a handshake that is not a ClientHello (ServerHello = 2) */
+    memset(&o, 0, sizeof(o));
+    client_hello(&o, "front.test");
+    o.b[5] = 2;
+    expect_malformed(&o);
+    /* two host names */
+    memset(&msg, 0, sizeof(msg));
+    memset(&o, 0, sizeof(o));
+    hello_msg(&msg, two, 1);
+    records(&o, &msg, 16384);
+    expect_malformed(&o);
+    /* a name of 254 bytes */
+    memset(long_name, 'a', 254);
+    long_name[254] = '\0';
+    memset(&o, 0, sizeof(o));
+    client_hello(&o, long_name);
+    expect_malformed(&o);
+    /* a NUL inside the name: "evil.test\0front.test" */
+    memset(&o, 0, sizeof(o));
+    client_hello(&o, "evil.testXfront.test");
+    *(unsigned char *)memchr(o.b, 'X', o.n) = '\0';
+    expect_malformed(&o);
+    /* an empty record, an oversized record, a record of another type mid-hello */
+    memset(&o, 0, sizeof(o));
+    put(&o, "\x16\x03\x01\x00\x00", 5);
+    expect_malformed(&o);
+    memset(&o, 0, sizeof(o));
+    put(&o, "\x16\x03\x01\x40\x01", 5);
+    expect_malformed(&o);
+    memset(&msg, 0, sizeof(msg));
+    memset(&o, 0, sizeof(o));
+    hello_msg(&msg, two, 1);
+    put8(&o, 0x16);
+    put16(&o, 0x0301);
+    put16(&o, 10);
+    put(&o, msg.b, 10);
+    put(&o, "\x17\x03\x03\x00\x01\x00", 6);
+    expect_malformed(&o);
+    /* the extensions' total length disagrees with the message */
+    memset(&o, 0, sizeof(o));
+    client_hello(&o, "front.test");
+    o.b[5 + 4 + 2 + 32 + 1 + 2 + 2 + 1 + 1 + 1]++; /* low byte of the extensions length */
+    expect_malformed(&o);
+    /* a session id longer than 32 */
+    memset(&o, 0, sizeof(o));
+    client_hello(&o, "front.test");
+    o.b[5 + 4 + 2 + 32] = 33;
+    expect_malformed(&o);
+    /* a handshake message longer than the proxy holds */
+    memset(&o, 0, sizeof(o));
+    put(&o, "\x16\x03\x01\x00\x04\x01\x01\x00\x00", 9);
+    expect_malformed(&o);
+}
+
+static void test_matches(void **state)
+{
+    (void)state;
+    assert_true(sbx_egress_sni_matches("front.test", "front.test"));
+    assert_true(sbx_egress_sni_matches("FRONT.Test.", "front.test"));
+    assert_true(sbx_egress_sni_matches("front.test", "Front.TEST."));
+    assert_false(sbx_egress_sni_matches("front.test", "front.test.evil"));
+    assert_false(sbx_egress_sni_matches("a.front.test", "front.test"));
+    assert_false(sbx_egress_sni_matches("", ""));
+    assert_false(sbx_egress_sni_matches(".", "."));
+}
+
+/* ---- the proxy ---- */
+
+static struct {
+    char *dir;
+    char *log;
+    struct sbx_config *cfg;
+    struct sbx_egress *egress;
+    char *sock;
+    int sink_port;   /* reads what comes, answers "got N" at its first pause */
+    int banner_port; /* speaks first */
+} t;
+
+static int tcp_listen(int *port)
+{
+    struct sockaddr_in sin;
+    socklen_t sl = sizeof(sin);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+    assert_int_equal(listen(fd, 16), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+    *port = ntohs(sin.sin_port);
+    return fd;
+}
+
+static void *sink_main(void *arg)
+{
+    int l = (int)(intptr_t)arg;
+
+    for (;;) {
+        int c = accept(l, NULL, NULL);
+        char buf[16384];
+        char reply[32];
+        ssize_t n;
+
+        if (c < 0) {
+            continue;
+        }
+        n = read(c, buf, sizeof(buf));
+        if (n > 0) {
+            int m = snprintf(reply, sizeof(reply), "got %zd\n", n);
+
+            if (write(c, reply, (size_t)m) != m) {
+                /* the client went away */
+            }
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static void *banner_main(void *arg)
+{
+    int l = (int)(intptr_t)arg;
+
+    for (;;) {
+        int c = accept(l, NULL, NULL);
+        char buf[256];
+
+        if (c < 0) {
+            continue;
+        }
+        if (write(c, "SSH-2.0-test\r\n", 14) == 14 && read(c, buf, sizeof(buf)) > 0 &&
+            write(c, "ok\n", 3) != 3) {
+            /* the client went away */
+        }
+        close(c);
+    }
+    return NULL;
+}
+
+static struct sbx_egress *start_egress(int check_sni, const char *sockdir)
+{
+    static const char *rules[] = {"front.test:*", "127.0.0.1/32:*", NULL};
+    sbx_error_t *err = NULL;
+    struct sbx_egress *e;
+
+    t.cfg->egress.check_sni = check_sni;
+    e = sbx_egress_start(t.cfg, &err);
+    if (e == NULL) {
+        fail_msg("egress: %s", err->msg);
+    }
+    if (sbx_egress_add(e, sockdir, "job-sni", "task-sni", "sandbox-sni", rules, &err) < 0) {
+        fail_msg("add: %s", err->msg);
+    }
+    return e;
+}
+
+static int setup(void **state)
+{
+    pthread_t th;
+    int l;
+    char *sockdir;
+
+    (void)state;
+    signal(SIGPIPE, SIG_IGN);
+    t.dir = test_mkdtemp();
+    t.log = xasprintf_test("%s/egress.log", t.dir);
+    t.cfg = sbx_config_defaults();
+    t.cfg->egress.log = xstrdup(t.log);
+    t.cfg->egress.system_dns = 0;
+    t.cfg->egress.header_timeout = 1;
+    t.cfg->egress.hosts = xcalloc(2, sizeof(*t.cfg->egress.hosts));
+    t.cfg->egress.hosts[0].name = xstrdup("front.test");
+    t.cfg->egress.hosts[0].address = xstrdup("127.0.0.1");
+    t.cfg->egress.hosts[1].name = xstrdup("other.test");
+    t.cfg->egress.hosts[1].address = xstrdup("127.0.0.1");
+    t.cfg->egress.n_hosts = 2;
+    l = tcp_listen(&t.sink_port);
+    pthread_create(&th, NULL, sink_main, (void *)(intptr_t)l);
+    pthread_detach(th);
+    l = tcp_listen(&t.banner_port);
+    pthread_create(&th, NULL, banner_main, (void *)(intptr_t)l);
+    pthread_detach(th);
+    sockdir = xasprintf_test("%s/sb", t.dir);
+    t.egress = start_egress(1, sockdir);
+    t.sock = xasprintf_test("%s/%s", sockdir, SBX_EGRESS_SOCKET);
+    free(sockdir);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sbx_egress_stop(t.egress);
+    sbx_config_destroy(t.cfg);
+    test_rm_rf(t.dir);
+    free(t.dir);
+    free(t.log);
+    free(t.sock);
+    return 0;
+}
+
+/* CONNECT HOST:PORT on the sandbox socket `sock`; returns the socket after the 200. */
+static int tunnel_to(const char *sock, const char *host, int port)
+{
+    struct sockaddr_un sun;
+    int u = socket(AF_UNIX, SOCK_STREAM, 0);
+    char req[256];
+    char head[256];
+    size_t got = 0;
+    struct timeval tv = {15, 0};
+    int n = snprintf(req, sizeof(req), "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n", host,
+                     port, host, port);
+
+    memset(&sun, 0, sizeof(sun));
+    sun.sun_family = AF_UNIX;
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+    assert_int_equal(connect(u, (struct sockaddr *)&sun, sizeof(sun)), 0);
+    setsockopt(u, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    assert_int_equal(write(u, req, (size_t)n), n);
+    while (got < sizeof(head) - 1) {
+        assert_int_equal(read(u, head + got, 1), 1);
+        got++;
+        if (got >= 4 && memcmp(head + got - 4, "\r\n\r\n", 4) == 0) {
+            break;
+        }
+    }
+    head[got] = '\0';
+    if (strncmp(head, "HTTP/1.1 200 ", 13) != 0) {
+        fail_msg("CONNECT %s:%d answered: %s", host, port, head);
+    }
+    return u;
+}
+
+/* Sends n bytes and returns what comes back until the proxy or destination closes. */
+static char *exchange(int u, const void *p, size_t n)
+{
+    char *reply;
+
+    assert_int_equal(write(u, p, n), (ssize_t)n);
+    reply = test_read_all(u);
+    close(u);
+    return reply;
+}
+
+/* The log's lines so far. */
+static json_t *log_lines(void)
+{
+    FILE *f = fopen(t.log, "r");
+    char line[2048];
+    json_t *arr = json_array();
+
+    assert_non_null(f);
+    while (fgets(line, sizeof(line), f) != NULL) {
+        json_t *o = json_loads(line, 0, NULL);
+
+        assert_non_null(o);
+        json_array_append_new(arr, o);
+    }
+    fclose(f);
+    return arr;
+}
+
+static size_t mark(void)
+{
+    json_t *arr = log_lines();
+    size_t n = json_array_size(arr);
+
+    json_decref(arr);
+    return n;
+}
+
+/* Line number `at` (the connection after mark() == at): the proxy writes it when the
+ * connection ends, which may be just after the client saw its end. */
+static void expect_line(size_t at, int port, const char *decision, const char *reason,
+                        const char *sni)
+{
+    json_t *arr = NULL;
+    json_t *o;
+    const char *r;
+    const char *s;
+
+    for (int i = 0; i < 500; i++) {
+        arr = log_lines();
+        if (json_array_size(arr) > at) {
+            break;
+        }
+        json_decref(arr);
+        arr = NULL;
+        usleep(10000);
+    }
+    assert_non_null(arr);
+    assert_int_equal(json_array_size(arr), at + 1); /* one line per connection */
+    o = json_array_get(arr, at);
+    assert_string_equal(json_string_value(json_object_get(o, "job")), "job-sni");
+    assert_int_equal(json_integer_value(json_object_get(o, "port")), port);
+    assert_string_equal(json_string_value(json_object_get(o, "decision")), decision);
+    r = json_string_value(json_object_get(o, "reason"));
+    s = json_string_value(json_object_get(o, "sni"));
+    if (reason != NULL) {
+        assert_non_null(r);
+        assert_string_equal(r, reason);
+    }
+    else {
+        assert_null(r);
+    }
+    if (sni != NULL) {
+        assert_non_null(s);
+        assert_string_equal(s, sni);
+    }
+    else {
+        assert_null(s);
+    }
+    json_decref(arr);
+}
+
+static void test_proxy_sni_matches(void **state)
+{
+    size_t m;
+    struct buf o = {{0}, 0};
+    char want[32];
+    char *reply;
+
+    (void)state;
+    client_hello(&o, "FRONT.test.");
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, want); /* the whole hello reached the destination */
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, "FRONT.test.");
+}
+
+static void test_proxy_sni_mismatch(void **state)
+{
+    size_t m;
+    struct buf o = {{0}, 0};
+    char *reply;
+
+    (void)state;
+    client_hello(&o, "other.test"); /* mapped to the same address: domain fronting */
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, ""); /* cut: nothing reached the destination */
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "sni-mismatch", "other.test");
+    /* An IP-literal tunnel (allowed by a CIDR rule) may carry no name at all. */
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "127.0.0.1", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "sni-mismatch", "other.test");
+}
+
+static void test_proxy_not_tls(void **state)
+{
+    size_t m;
+    struct buf o = {{0}, 0};
+    char want[32];
+    char *reply;
+    int u;
+
+    (void)state;
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), "plain\n", 6);
+    assert_string_equal(reply, "got 6\n");
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    /* TLS without a name passes (and logs no name). */
+    client_hello(&o, NULL);
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, want);
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    /* The destination speaks first (SSH): the client waits for it, and gets it. */
+    m = mark();
+    u = tunnel_to(t.sock, "front.test", t.banner_port);
+    {
+        char banner[15] = {0};
+        size_t got = 0;
+
+        while (got < 14) {
+            ssize_t n = read(u, banner + got, 14 - got);
+
+            assert_true(n > 0);
+            got += (size_t)n;
+        }
+        assert_string_equal(banner, "SSH-2.0-test\r\n");
+    }
+    reply = exchange(u, "hi\n", 3);
+    assert_string_equal(reply, "ok\n");
+    free(reply);
+    expect_line(m, t.banner_port, "allow", NULL, NULL);
+}
+
+static void test_proxy_sni_unreadable_and_timeout(void **state)
+{
+    size_t m;
+    struct buf o = {{0}, 0};
+    char *reply;
+    int u;
+
+    (void)state;
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
+                     "\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10);
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "sni-unreadable", NULL);
+    /* Half a hello, then nothing: cut after egress.header_timeout (1 s here). */
+    client_hello(&o, "front.test");
+    m = mark();
+    u = tunnel_to(t.sock, "front.test", t.sink_port);
+    reply = exchange(u, o.b, o.n / 2);
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "sni-timeout", NULL);
+}
+
+static void test_proxy_check_off(void **state)
+{
+    size_t m;
+    char *sockdir = xasprintf_test("%s/sb-off", t.dir);
+    char *sock = xasprintf_test("%s/%s", sockdir, SBX_EGRESS_SOCKET);
+    struct sbx_egress *e = start_egress(0, sockdir);
+    struct buf o = {{0}, 0};
+    char want[32];
+    char *reply;
+
+    (void)state;
+    client_hello(&o, "other.test");
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
+    m = mark();
+    reply = exchange(tunnel_to(sock, "front.test", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, want); /* egress.check_sni = false: not looked at */
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    sbx_egress_stop(e);
+    t.cfg->egress.check_sni = 1;
+    free(sock);
+    free(sockdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_found),
+        cmocka_unit_test(test_parse_fragmented),
+        cmocka_unit_test(test_parse_not_tls_or_absent),
+        cmocka_unit_test(test_parse_malformed),
+        cmocka_unit_test(test_matches),
+        cmocka_unit_test(test_proxy_sni_matches),
+        cmocka_unit_test(test_proxy_sni_mismatch),
+        cmocka_unit_test(test_proxy_not_tls),
+        cmocka_unit_test(test_proxy_sni_unreadable_and_timeout),
+        cmocka_unit_test(test_proxy_check_off),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
