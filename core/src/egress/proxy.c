@@ -228,8 +228,12 @@ static void start_pipe(struct sbx_egress_conn *c)
         c->up_spoke = NULL;
     }
     if (c->replied) {
-        /* what is left of the 200 goes first */
-        evbuffer_add_buffer(client_prefix, bufferevent_get_output(c->client));
+        /* What is left of the 200 goes first. A bufferevent freezes its output's front
+         * (only it drains it); it is about to go, so thaw it and move the rest. */
+        struct evbuffer *out = bufferevent_get_output(c->client);
+
+        evbuffer_unfreeze(out, 1);
+        evbuffer_add_buffer(client_prefix, out);
     }
     else if (c->req.connect) {
         c->status = 200;
