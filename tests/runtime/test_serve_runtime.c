@@ -2,7 +2,7 @@
  * kill -9 with jobs queued and running, restart, nothing lost; 10 light and
  * 2 heavy jobs across both pools (heavy exclusivity, pool isolation, the
  * queue view); /metrics through curl --unix-socket checked by the format
- * checker and promtool. */
+ * checker and promtool; the box's egress proxy across a restart. */
 #include "rt_common.h"
 
 #include <signal.h>
@@ -349,6 +349,106 @@ static void test_serve_ten_light_two_heavy(void **state)
 }
 
 /* After a failed test: no runner left behind for the next one. */
+/* Egress lines of the log for one job. */
+static int egress_lines(const char *log, const char *job_id, const char *decision)
+{
+    FILE *f = fopen(log, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (getline(&line, &cap, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+
+        assert_non_null(o);
+        n += strcmp(jstr(o, "job"), job_id) == 0 && strcmp(jstr(o, "decision"), decision) == 0;
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+static void follow_expect(const char *id, const char *out)
+{
+    struct spawn_result r = RT_SBX("job", id, "--follow");
+
+    if (r.rc != 0 || strcmp(r.out, out) != 0) {
+        struct spawn_result q = RT_SBX("job", id, "--json");
+
+        fail_msg("job %s --follow rc %d: '%s' %s; record %s", id, r.rc, r.out, r.err, q.out);
+    }
+    spawn_result_free(&r);
+}
+
+/* The runner's one egress proxy: a kept task's curl through it is logged with each
+ * job's id and counted per job; after kill -9 and a restart the re-adopted task's
+ * socket is back on the new runner's proxy (same directory, new socket). */
+static void test_serve_egress_and_readopt(void **state)
+{
+    char *script = rt_source_path("tests/support/egress_origin.py");
+    char *argv[] = {"python3", script, "http", NULL};
+    char cfg[1024];
+    char curl[256];
+    char *log = NULL;
+    char *k1;
+    char *k2;
+    int port = 0;
+    pid_t origin = rt_spawn_server(argv, &port);
+    json_t *j;
+    struct spawn_result r;
+
+    (void)state;
+    assert_true(origin > 0);
+    assert_true(asprintf(&log, "%s/egress-serve.jsonl", rt_state) > 0);
+    snprintf(cfg, sizeof(cfg),
+             "limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n"
+             "egress = {\n  log = \"%s\";\n  system_dns = false;\n"
+             "  registries = [\"allowed.test:%d\"];\n"
+             "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; } );\n};\n",
+             log, port);
+    rt_use_config(cfg);
+    snprintf(curl, sizeof(curl), "curl -sS -m 10 -o /dev/null -w '%%{http_code}\\n' "
+             "http://allowed.test:%d/", port);
+    serve_start();
+    k1 = SUBMIT("--pool", "agent", "--task", "eg-keep", "--", "sh", "-c", curl);
+    follow_expect(k1, "200\n");
+    j = wait_job(k1, "finished", 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"),
+                                                        "allowed")), 1);
+    json_decref(j);
+    assert_int_equal(egress_lines(log, k1, "allow"), 1);
+
+    serve_kill(SIGKILL);
+    serve_start();
+    k2 = SUBMIT("--pool", "agent", "--task", "eg-keep", "--", "sh", "-c", curl);
+    follow_expect(k2, "200\n"); /* "000" and curl's error if the socket was not back */
+    j = wait_job(k2, "finished", 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"),
+                                                        "allowed")), 1); /* this job's */
+    json_decref(j);
+    assert_int_equal(egress_lines(log, k2, "allow"), 1);
+    assert_int_equal(egress_lines(log, k1, "allow"), 1);
+
+    r = RT_SBX("cancel", "--task", "eg-keep");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+    serve_kill(SIGTERM);
+    rt_stop_server(&origin);
+    rt_use_config(NULL);
+    free(script);
+    free(log);
+    free(k1);
+    free(k2);
+}
+
 static int serve_cleanup(void **state)
 {
     char *cmd = NULL;
@@ -371,6 +471,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_serve_kill9_restart, serve_cleanup),
         cmocka_unit_test_teardown(test_serve_ten_light_two_heavy, serve_cleanup),
+        cmocka_unit_test_teardown(test_serve_egress_and_readopt, serve_cleanup),
     };
 
     return cmocka_run_group_tests(tests, rt_setup, rt_teardown);

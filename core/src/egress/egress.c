@@ -374,6 +374,34 @@ int sbx_egress_remove(struct sbx_egress *e, const char *dir, struct sbx_egress_s
     return q.rc;
 }
 
+struct job_args {
+    const char *dir;
+    const char *job;
+    int rc;
+};
+
+static void do_set_job(struct sbx_egress *e, void *arg)
+{
+    struct job_args *a = arg;
+    struct sbx_egress_sandbox *sb = find(e, a->dir, NULL);
+
+    a->rc = -1;
+    if (sb == NULL) {
+        return;
+    }
+    free(sb->job);
+    sb->job = a->job ? xstrdup(a->job) : NULL;
+    a->rc = 0;
+}
+
+int sbx_egress_set_job(struct sbx_egress *e, const char *dir, const char *job)
+{
+    struct job_args a = {dir, job, -1};
+
+    run_on_loop(e, do_set_job, &a);
+    return a.rc;
+}
+
 static void do_stop(struct sbx_egress *e, void *arg)
 {
     (void)arg;

@@ -57,6 +57,9 @@ struct sbx_egress *sbx_egress_attach(struct event_base *base, const struct sbx_c
  * sandbox (any may be NULL). */
 int sbx_egress_add(struct sbx_egress *e, const char *dir, const char *job, const char *task,
                    const char *sandbox, const char *const *allow_rules, sbx_error_t **err);
+/* The job the sandbox at DIR now runs (a kept task runs one job after another):
+ * connections logged from now on carry it. -1 if DIR is unknown. */
+int sbx_egress_set_job(struct sbx_egress *e, const char *dir, const char *job);
 /* Counters of the sandbox at DIR so far. -1 if DIR is unknown. */
 int sbx_egress_summary(struct sbx_egress *e, const char *dir, struct sbx_egress_summary *out);
 /* Closes the sandbox's socket (unlinks DIR/proxy.sock, leaves DIR) and its open

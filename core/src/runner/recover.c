@@ -155,7 +155,8 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         struct sbx_recovered_task *a = &rec->adopt[i];
         struct sbx_task_rec tr = {0};
         struct sbx_task_opts o = {
-            .task_id = a->task_id, .provider = a->provider, .ephemeral = 1, .no_reap = 1};
+            .task_id = a->task_id, .provider = a->provider, .ephemeral = 1, .no_reap = 1,
+            .egress = r->egress};
         struct sbx_sched_job sj = {.id = a->task_id,
                                    .task = a->task_id,
                                    .cls = SBX_CLASS_LIGHT,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "egress/egress.h"
 #include "policy/policy.h"
 #include "runner/runner_int.h"
 #include "sandbox/statedir.h"
@@ -527,6 +528,30 @@ static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
     runner_alerts_tick(arg);
 }
 
+/* One egress proxy for the whole box, on its own thread: every task's socket is on it
+ * (docs/egress.md). Its log is egress.log, else <state dir>/egress.log, as for
+ * embedded tasks. */
+static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
+{
+    char *state;
+    char *log;
+
+    if (r->cfg->egress.log != NULL) {
+        log = xstrdup(r->cfg->egress.log);
+    }
+    else {
+        state = sbx_state_dir(r->cfg->state_dir, err);
+        if (state == NULL) {
+            return -1;
+        }
+        log = xasprintf("%s/egress.log", state);
+        free(state);
+    }
+    r->egress = sbx_egress_start_log(r->cfg, log, err);
+    free(log);
+    return r->egress != NULL ? 0 : sbx_error_wrap(err, "runner");
+}
+
 struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
 {
     struct sbx_runner *r = xcalloc(1, sizeof(*r));
@@ -588,6 +613,9 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     }
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
+        goto fail;
+    }
+    if (runner_egress_start(r, err) < 0) {
         goto fail;
     }
     r->base = event_base_new();
@@ -698,6 +726,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->base != NULL) {
         event_base_free(r->base);
     }
+    sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);
     sbx_runner_endpoint_clear(&r->ep);

@@ -88,6 +88,7 @@ struct sbx_runner {
     int alert_interval_ms;
     struct sbx_sched *sched;
     struct sbx_store *store;
+    struct sbx_egress *egress; /* the box's egress proxy: every task's socket is on it */
     struct sbx_policy *policy; /* under mu; swapped by sbx_runner_reload_policy */
     char *policy_dir;
 

@@ -86,6 +86,7 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
             .ephemeral = 1,
             .slot_class = sbx_job_class_name(j->cls),
             .no_reap = 1,
+            .egress = r->egress,
         };
         struct sbx_task *task = NULL;
         int rc;
@@ -142,6 +143,8 @@ static void *worker_main(void *arg)
     int status = -1;
     int64_t allowed = 0;
     int64_t denied = 0;
+    int64_t allowed0 = 0;
+    int64_t denied0 = 0;
     int last;
 
     if (st == NULL) {
@@ -162,6 +165,9 @@ static void *worker_main(void *arg)
         }
         sbx_store_task_exec(st, t->id, 1, 0, &err);
         store_warn(&err);
+        /* this job's egress: its log lines carry its id, its record its own counts */
+        sbx_task_set_job(task, j->id);
+        sbx_task_egress_counts(task, &allowed0, &denied0);
         pthread_mutex_lock(&r->mu);
         j->executing = !j->cancel;
         pthread_mutex_unlock(&r->mu);
@@ -182,10 +188,9 @@ static void *worker_main(void *arg)
         }
         sbx_store_task_exec(st, t->id, 0, 0, &err);
         store_warn(&err);
-        pthread_mutex_lock(&task->mu);
-        allowed = task->egress_allowed;
-        denied = task->egress_denied;
-        pthread_mutex_unlock(&task->mu);
+        sbx_task_egress_counts(task, &allowed, &denied);
+        allowed -= allowed0;
+        denied -= denied0;
     }
     if (j->cancel) {
         end_state = SBX_JOB_CANCELLED;

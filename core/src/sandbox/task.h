@@ -97,10 +97,17 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
                   int *status, sbx_error_t **err);
 /* Re-adopts a task whose sandbox (the provider's id) survived a restart of
  * its owner (the runner's recovery): no new sandbox, no credential lease (a
- * lease does not survive its holder), the timer restarts. */
+ * lease does not survive its holder), the timer restarts; with o->egress, its
+ * egress socket comes back on that proxy with the rules saved at its start. */
 int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
                    const struct sbx_task_opts *o, const char *sandbox, struct sbx_task **out,
                    sbx_error_t **err);
+/* The job the task now runs (a kept task runs one job after another): its egress log
+ * lines carry it from now on. */
+void sbx_task_set_job(struct sbx_task *t, const char *job);
+/* The task's egress decisions so far (the final ones once it ended; 0 without an
+ * egress socket). */
+void sbx_task_egress_counts(struct sbx_task *t, int64_t *allowed, int64_t *denied);
 /* Cancels one exec started with that slot (from any thread). */
 void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot);
 /* Cancels every running exec and marks the task to end with `reason`. */

@@ -17,6 +17,7 @@
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
+#include "sandbox/task_egress.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -151,40 +152,6 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
     t->decided_by = xasprintf("%s, %s, %s", d.decided_by[SBX_POLICY_LIMITS],
                               d.decided_by[SBX_POLICY_EGRESS], d.decided_by[SBX_POLICY_SLOTS]);
     sbx_policy_decision_fini(&d);
-    return 0;
-}
-
-/* The sandbox's only way out: a socket of the egress proxy in its own
- * directory, checked against the policy's allow-list (DESIGN.md, Egress
- * topology). */
-static int wire_egress(struct sbx_task *t, const struct sbx_task_opts *o, char **relay,
-                       sbx_error_t **err)
-{
-    *relay = sbx_libexec_path("sbx-relay");
-    if (*relay == NULL) {
-        return sbx_error_set(err, SBX_E_GENERIC, "egress: helper sbx-relay not found (set "
-                             "SBX_LIBEXEC_DIR)");
-    }
-    if (o->egress != NULL) {
-        t->egress = o->egress;
-    }
-    else {
-        cleanup_free char *log = t->cfg->egress.log ? xstrdup(t->cfg->egress.log)
-                                                   : xasprintf("%s/egress.log", t->state);
-
-        t->egress = sbx_egress_start_log(t->cfg, log, err);
-        if (t->egress == NULL) {
-            return -1;
-        }
-        t->own_egress = 1;
-    }
-    t->egress_dir = xasprintf("%s/egress", t->dir);
-    if (sbx_egress_add(t->egress, t->egress_dir, t->job, t->id, t->id,
-                       (const char *const *)t->egress_allow, err) < 0) {
-        free(t->egress_dir);
-        t->egress_dir = NULL;
-        return -1;
-    }
     return 0;
 }
 
@@ -370,7 +337,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         goto fail;
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
-        wire_egress(t, o, &relay, err) < 0) {
+        sbx_task_egress_wire(t, o, &relay, err) < 0) {
         goto fail;
     }
 
@@ -633,6 +600,16 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
     if (t->prov == NULL) {
         goto fail;
+    }
+    if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
+        o->egress != NULL) {
+        sbx_error_t *e = NULL;
+
+        if (sbx_task_egress_rewire(t, o, &e) < 0) {
+            sbx_warn("task %s: egress not restored (%s): the sandbox has no way out",
+                     o->task_id, sbx_error_msg(e));
+            sbx_error_free(&e);
+        }
     }
     t->created_at = time(NULL);
     t->started_at = t->created_at;

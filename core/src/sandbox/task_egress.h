@@ -1,0 +1,19 @@
+/* task_egress.h - a task's egress socket: wiring it at start, wiring it again when a
+ * runner re-adopts the task, the job its log lines carry, its counters. */
+#ifndef SBX_SANDBOX_TASK_EGRESS_H
+#define SBX_SANDBOX_TASK_EGRESS_H
+
+#include "sandbox/task.h"
+
+/* The sandbox's only way out: a socket of the egress proxy (o->egress, or one this task
+ * starts) in <task dir>/egress, checked against t->egress_allow, which is also saved
+ * to <task dir>/egress.rules for a re-adoption. *relay gets the host path of sbx-relay
+ * (the caller frees it). */
+int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char **relay,
+                         sbx_error_t **err);
+/* A re-adopted task: the socket again on the runner's proxy (o->egress), with the rules
+ * saved at start. The sandbox mounts the directory, so it sees the new socket. */
+int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o,
+                           sbx_error_t **err);
+
+#endif
