@@ -249,6 +249,54 @@ static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
     snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
 }
 
+/* The egress wiring's variables, set on the sandbox when the provider wires
+ * the proxy socket in (docs/egress.md). */
+static const struct sbx_kv proxy_env[] = {
+    {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
+    {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
+    {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+    {"NODE_USE_ENV_PROXY", "1"},
+};
+
+static int kv_has(const struct sbx_kv *kv, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(kv[i].name, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct sbx_kv *sbx_task_exec_env(const struct sbx_task *t, const struct sbx_kv *env,
+                                 size_t n_env, size_t *n)
+{
+    size_t n_lease = t->have_lease ? t->lease.n_secrets : 0;
+    int wired = t->prov != NULL &&
+                (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0;
+    struct sbx_kv *all = xcalloc(n_env + n_lease + 1, sizeof(*all));
+    size_t k = 0;
+
+    for (size_t i = 0; i < n_env; i++) {
+        if (n_lease > 0 && kv_has(t->lease.secrets, n_lease, env[i].name)) {
+            sbx_warn("task %s: variable %s is set by the credential lease; its value stays",
+                     t->id, env[i].name);
+            continue;
+        }
+        if (wired && kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
+            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays", t->id,
+                     env[i].name);
+            continue;
+        }
+        all[k++] = env[i];
+    }
+    for (size_t i = 0; i < n_lease; i++) {
+        all[k++] = t->lease.secrets[i];
+    }
+    *n = k;
+    return all;
+}
+
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
                    const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err)
 {
@@ -261,12 +309,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct sbx_provider_info info = {0};
     cleanup_free char *docker_dir = NULL;
     cleanup_free char *relay = NULL;
-    static const struct sbx_kv proxy_env[] = {
-        {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
-        {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
-        {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
-        {"NODE_USE_ENV_PROXY", "1"},
-    };
 
     task_init(t, cfg, o);
     if (strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) {
@@ -456,13 +498,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
         return sbx_error_set(err, SBX_E_USAGE, "empty command");
     }
-    all = xcalloc(n_env + t->lease.n_secrets + 1, sizeof(*all));
-    for (size_t i = 0; i < n_env; i++) {
-        all[n_all++] = env[i];
-    }
-    for (size_t i = 0; t->have_lease && i < t->lease.n_secrets; i++) {
-        all[n_all++] = t->lease.secrets[i];
-    }
+    all = sbx_task_exec_env(t, env, n_env, &n_all);
     spec.argv = argv;
     spec.env = all;
     spec.n_env = n_all;
