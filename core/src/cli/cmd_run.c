@@ -257,6 +257,11 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         es = json_object_get(rec, "exit_status");
         if (json_is_integer(es) && json_integer_value(es) >= 0) {
             rc = (int)json_integer_value(es);
+            if (json_is_string(json_object_get(rec, "reason"))) {
+                /* 126/127: why the command did not run, as embedded */
+                fprintf(stderr, "sbx: error: %s\n",
+                        json_string_value(json_object_get(rec, "reason")));
+            }
         }
         else {
             fprintf(stderr, "sbx: error: job %s %s: %s\n", id,

@@ -268,30 +268,29 @@ static int kv_has(const struct sbx_kv *kv, size_t n, const char *name)
     return 0;
 }
 
-struct sbx_kv *sbx_task_exec_env(const struct sbx_task *t, const struct sbx_kv *env,
-                                 size_t n_env, size_t *n)
+struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env, size_t n_env,
+                                  const struct sbx_kv *lease, size_t n_lease, int egress_wired,
+                                  size_t *n)
 {
-    size_t n_lease = t->have_lease ? t->lease.n_secrets : 0;
-    int wired = t->prov != NULL &&
-                (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0;
     struct sbx_kv *all = xcalloc(n_env + n_lease + 1, sizeof(*all));
     size_t k = 0;
 
     for (size_t i = 0; i < n_env; i++) {
-        if (n_lease > 0 && kv_has(t->lease.secrets, n_lease, env[i].name)) {
+        if (kv_has(lease, n_lease, env[i].name)) {
             sbx_warn("task %s: variable %s is set by the credential lease; its value stays",
-                     t->id, env[i].name);
+                     task_id, env[i].name);
             continue;
         }
-        if (wired && kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
-            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays", t->id,
-                     env[i].name);
+        if (egress_wired &&
+            kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
+            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays",
+                     task_id, env[i].name);
             continue;
         }
         all[k++] = env[i];
     }
     for (size_t i = 0; i < n_lease; i++) {
-        all[k++] = t->lease.secrets[i];
+        all[k++] = lease[i];
     }
     *n = k;
     return all;
@@ -498,7 +497,11 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
         return sbx_error_set(err, SBX_E_USAGE, "empty command");
     }
-    all = sbx_task_exec_env(t, env, n_env, &n_all);
+    all = sbx_exec_env_merge(t->id, env, n_env, t->have_lease ? t->lease.secrets : NULL,
+                             t->have_lease ? t->lease.n_secrets : 0,
+                             (sbx_instance_provider(t->prov)->flags &
+                              SBX_PROVIDER_EGRESS_SOCKET) != 0,
+                             &n_all);
     spec.argv = argv;
     spec.env = all;
     spec.n_env = n_all;
