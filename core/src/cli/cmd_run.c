@@ -228,6 +228,7 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     char id[96];
     int rc = SBX_EXIT_SBX;
 
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill sbx: the job is still awaited */
     if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
         free(body);
         sbx_cli_print_error(err);

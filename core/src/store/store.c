@@ -284,8 +284,8 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         {
             if (!sbx_env_name_valid(k, strlen(k))) {
                 return sbx_error_set(err, EINVAL,
-                                     "store: job %s: env.%.80s: invalid variable name (" SBX_ENV_NAME_RULE
-                                     ")",
+                                     "store: job %s: env.%.80s: invalid variable name "
+                                     "(" SBX_ENV_NAME_RULE ")",
                                      id, k);
             }
             if (!json_is_string(v)) {
