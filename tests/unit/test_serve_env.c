@@ -146,6 +146,53 @@ static void test_env_reaches_the_command(void **state)
     rh_stop();
 }
 
+/* A queued job keeps its env across a restart of the runner (the store has
+ * the values; recovery re-submits the job with them). */
+static void test_env_survives_restart(void **state)
+{
+    struct sbx_box_capacity cap = {.cpus = 2.0, .memory = 4LL << 30};
+    sbx_error_t *err = NULL;
+    char *busy, *queued;
+    char path[128];
+    json_t *j;
+    long st = 0;
+    char *text;
+
+    (void)state;
+    rh_start("box = { max_sandboxes = 2; heavy_min_memory = \"1G\"; };\n");
+    busy = rh_submit("{\"argv\":[\"sleep\",\"600000\"]}");
+    json_decref(rh_wait_state(busy, "running"));
+    queued = rh_submit("{\"argv\":[\"fake-env\",\"GREETING\"],\"env\":{\"GREETING\":\"kept\"}}");
+    j = rh_wait_state(queued, "queued");
+    json_decref(j);
+    /* a clean stop cancels the running job and leaves the queued one */
+    sbx_runner_stop(rh_runner);
+    pthread_join(rh_thread, NULL);
+    sbx_runner_destroy(rh_runner);
+    rh_runner = sbx_runner_create(&(struct sbx_runner_opts){.cfg = rh_cfg,
+                                                            .plugin_dir =
+                                                                getenv("SBX_TEST_PLUGINS"),
+                                                            .capacity = &cap,
+                                                            .clock = rh_clock,
+                                                            .alert_interval_ms = 50},
+                                  &err);
+    if (rh_runner == NULL) {
+        fail_msg("runner: %s", sbx_error_msg(err));
+    }
+    assert_int_equal(pthread_create(&rh_thread, NULL, rh_main, NULL), 0);
+    j = rh_wait_state(queued, "finished");
+    assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 0);
+    json_decref(j);
+    snprintf(path, sizeof(path), "/v1/jobs/%s/output", queued);
+    text = rh_call("GET", path, NULL, &st);
+    assert_int_equal(st, 200);
+    assert_string_equal(text, "GREETING=kept\n");
+    free(text);
+    free(busy);
+    free(queued);
+    rh_stop();
+}
+
 /* The runs of one stream stay right while the buffer drops its oldest bytes,
  * and their bookkeeping stays bounded by what is kept. */
 static void test_output_runs(void **state)
@@ -390,6 +437,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_reaches_the_command),
+        cmocka_unit_test(test_env_survives_restart),
         cmocka_unit_test(test_output_runs),
         cmocka_unit_test(test_env_conflicts),
         cmocka_unit_test(test_sbx_run_through_runner),
