@@ -406,6 +406,21 @@ static void test_sbx_run_through_runner(void **state)
     assert_null(strstr(r.out, "\"a\""));
     spawn_result_free(&r);
     free(id);
+    /* sbx submit --env, the same rule */
+    r = SBX_RUN("submit", "--env", "A=from submit", "--", "fake-env", "A");
+    assert_int_equal(r.rc, 0);
+    r.out[strcspn(r.out, "\n")] = '\0';
+    id = strdup(r.out);
+    spawn_result_free(&r);
+    r = SBX_RUN("job", id, "--follow");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "A=from submit\n");
+    spawn_result_free(&r);
+    free(id);
+    r = SBX_RUN("submit", "--env", "A.B=1", "--", "fake-env", "A");
+    assert_int_equal(r.rc, 2);
+    assert_non_null(strstr(r.err, "bad --env name 'A.B'"));
+    spawn_result_free(&r);
 
     /* the same run embedded (no runner.listen): every key it prints is in
      * the runner's result but the sandbox, policy and owner (docs/tasks.md) */
