@@ -53,6 +53,36 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
             return host->error_set(err, SBX_E_CANCELLED, "fake: exec cancelled");
         }
     }
+    /* "fake-env NAME...": NAME=VALUE on stdout per name in the exec's env
+     * (the last one given), "NAME unset" on stderr otherwise; the status is
+     * the number unset. "fake-nocmd": the command is not found. */
+    if (strcmp(spec->argv[0], "fake-env") == 0) {
+        int unset = 0;
+
+        for (int a = 1; spec->argv[a] != NULL; a++) {
+            const char *v = NULL;
+            char line[512];
+            int n;
+
+            for (size_t i = 0; i < spec->n_env; i++) {
+                if (strcmp(spec->env[i].name, spec->argv[a]) == 0) {
+                    v = spec->env[i].value;
+                }
+            }
+            n = v ? snprintf(line, sizeof(line), "%s=%s\n", spec->argv[a], v)
+                  : snprintf(line, sizeof(line), "%s unset\n", spec->argv[a]);
+            unset += v == NULL;
+            if (spec->on_output != NULL && n > 0) {
+                spec->on_output(spec->output_userdata, v ? 1 : 2, line,
+                                (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+            }
+        }
+        *status = unset;
+        return 0;
+    }
+    if (strcmp(spec->argv[0], "fake-nocmd") == 0) {
+        return host->error_set(err, SBX_E_NOCMD, "fake-nocmd: command not found in the sandbox");
+    }
     if (strcmp(spec->argv[0], "fake-exit") == 0 && spec->argv[1] != NULL) {
         *status = atoi(spec->argv[1]);
         return 0;

@@ -9,6 +9,7 @@
 
 #include "prom_check.h"
 #include "runner_harness.h"
+#include "store/store.h"
 
 struct bad {
     const char *method, *path, *body;
@@ -41,6 +42,16 @@ static void test_api_bad_input(void **state)
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"provider\":\"nope\"}", 400, "no provider instance 'nope'"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"credentials\":\"nope\"}", 400, "no credential instance"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"class\":\"heavy\"}", 422, "takes no heavy jobs"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":[\"A=1\"]}", 400, "field 'env' must be an object"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":\"A=1\"}", 400, "field 'env' must be an object"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"1FOO\":\"x\"}}", 400, "env.1FOO: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"OK\":\"1\",\"A-B\":\"x\"}}", 400, "env.A-B: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"A B\":\"x\"}}", 400, "env.A B: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"\":\"x\"}}", 400, "env.: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":1}}", 400, "env.N: the value must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":null}}", 400, "env.N: the value must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":[\"x\"]}}", 400, "env.N: the value must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"A\":\"1\",\"A\":\"2\"}}", 400, "duplicate"},
         {"GET", "/v1/jobs/j-000000000000", NULL, 404, "j-000000000000"},
         {"GET", "/v1/jobs/j-000000000000/output", NULL, 404, "j-000000000000"},
         {"POST", "/v1/jobs/j-000000000000/cancel", "{}", 404, "j-000000000000"},
@@ -84,6 +95,28 @@ static void test_api_bad_input(void **state)
         assert_non_null(strstr(body, "larger than the limit of 1048576 bytes"));
         free(body);
         free(big);
+    }
+    {
+        /* none of the refused requests queued or stored a job */
+        char *dbp = NULL;
+        struct sbx_store *stp;
+        struct sbx_job_rec *list = NULL;
+        size_t n = 99;
+        sbx_error_t *err = NULL;
+        json_t *q = rh_json("GET", "/v1/queue", NULL, 200);
+        char *text = json_dumps(q, JSON_COMPACT);
+
+        assert_true(asprintf(&dbp, "%s/runner.db", rh_dir) > 0);
+        stp = sbx_store_open(dbp, &err);
+        assert_non_null(stp);
+        assert_int_equal(sbx_store_job_list(stp, -1, &list, &n, &err), 0);
+        assert_int_equal(n, 0);
+        sbx_job_rec_free_array(list, n);
+        sbx_store_close(stp);
+        free(dbp);
+        assert_null(strstr(text, "\"j-"));
+        free(text);
+        json_decref(q);
     }
     {
         /* the queue view says why this box takes no heavy jobs */

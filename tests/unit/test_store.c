@@ -52,6 +52,7 @@ static void job_init(struct sbx_job_rec *j, const char *id, const char *pool, co
     j->argv = json_pack("[s, s]", "make", "test");
     j->labels = json_pack("{s:s}", "repo", "stackra");
     j->worktree = xstrdup("/srv/wt/1");
+    j->env = json_pack("{s:s, s:s}", "CI", "1", "LANG", "C.UTF-8");
     j->limits.cpus = 2.0;
     j->limits.memory = 8 * G;
     j->limits.disk = 40 * G;
@@ -97,6 +98,9 @@ static void test_store_record(void **state)
     assert_string_equal(j.task, "job-1"); /* a CI job is a one-command task */
     assert_int_equal(j.queued_at, 1000000);
     assert_int_equal(j.limits.memory, 8 * G);
+    /* the values are kept for the exec; the record shows the names only */
+    assert_string_equal(json_string_value(json_object_get(j.env, "LANG")), "C.UTF-8");
+    assert_int_equal(json_object_size(j.env), 2);
     ok(sbx_store_job_granted(st, "job-1", 1005000, &err), &err);
     ok(sbx_store_job_ready(st, "job-1", "task-9", "docker", "sbx-sandbox:abc", 1007000, &err),
        &err);
@@ -109,14 +113,26 @@ static void test_store_record(void **state)
     assert_string_equal(
         text, "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"created_at\":1000.0,"
               "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
-              "\"denied\":2},\"ended_at\":1090.0,\"exit_status\":3,\"id\":\"job-1\","
+              "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,\"id\":\"job-1\","
               "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
               "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
               "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
               "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
               "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
               "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
+    assert_null(strstr(text, "C.UTF-8"));
     free(text);
+    json_decref(o);
+    sbx_job_rec_clear(&j);
+    /* no env: NULL in the record, an empty list of names */
+    job_init(&j, "job-2", "ci", "light");
+    json_decref(j.env);
+    j.env = NULL;
+    ok(sbx_store_job_insert(st, &j, &err), &err);
+    ok(sbx_store_job_get(st, "job-2", &j, &err), &err);
+    assert_null(j.env);
+    o = sbx_job_rec_to_json(&j);
+    assert_int_equal(json_array_size(json_object_get(o, "env_names")), 0);
     json_decref(o);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
@@ -203,6 +219,11 @@ static void test_store_bad_input(void **state)
     SPOIL((json_decref(j.labels), j.labels = json_array()), "labels must be an object");
     SPOIL((json_decref(j.labels), j.labels = json_pack("{s:i}", "n", 1)),
           "label 'n' is not a string");
+    SPOIL((json_decref(j.env), j.env = json_array()), "job j1: env must be an object");
+    SPOIL(json_object_set_new(j.env, "1FOO", json_string("x")),
+          "env.1FOO: invalid variable name");
+    SPOIL(json_object_set_new(j.env, "A-B", json_string("x")), "env.A-B: invalid variable name");
+    SPOIL(json_object_set_new(j.env, "N", json_integer(1)), "env.N is not a string");
     SPOIL(j.limits.cpus = 0, "limits need cpus > 0");
     SPOIL(j.limits.pids = -1, "no negative value");
     SPOIL((free(j.worktree), j.worktree = xstrdup("")), "worktree, provider, image and reason");
@@ -241,6 +262,126 @@ static void test_store_bad_input(void **state)
     assert_null(sbx_store_open(notdb, &err));
     expect_err(-1, &err, SBX_E_GENERIC, "file is not a database");
     free(notdb);
+}
+
+/* ---- schema versions ---- */
+
+/* The schema as version 1 wrote it (before jobs.env), verbatim. */
+static const char schema_v1[] =
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " id TEXT NOT NULL UNIQUE,"
+    " task TEXT NOT NULL,"
+    " pool TEXT NOT NULL CHECK (pool IN ('ci', 'agent')),"
+    " class TEXT NOT NULL CHECK (class IN ('light', 'heavy')),"
+    " argv TEXT NOT NULL,"
+    " labels TEXT,"
+    " worktree TEXT, provider TEXT, image TEXT,"
+    " cpus REAL NOT NULL, memory INTEGER NOT NULL, disk INTEGER NOT NULL,"
+    " pids INTEGER NOT NULL, idle INTEGER NOT NULL, max_life INTEGER NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'finished', 'cancelled',"
+    "  'interrupted')),"
+    " queued_at INTEGER NOT NULL, granted_at INTEGER NOT NULL DEFAULT 0,"
+    " ready_at INTEGER NOT NULL DEFAULT 0, finished_at INTEGER NOT NULL DEFAULT 0,"
+    " exit_status INTEGER, reason TEXT,"
+    " egress_allowed INTEGER NOT NULL DEFAULT 0, egress_denied INTEGER NOT NULL DEFAULT 0,"
+    " leases TEXT NOT NULL DEFAULT '[]');"
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq);"
+    "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);"
+    "CREATE TABLE IF NOT EXISTS tasks ("
+    " id TEXT PRIMARY KEY,"
+    " sandbox_id TEXT, provider TEXT, pool TEXT,"
+    " state TEXT NOT NULL CHECK (state IN ('starting', 'ready', 'ended', 'interrupted')),"
+    " in_flight INTEGER NOT NULL DEFAULT 0,"
+    " created_at INTEGER NOT NULL, last_activity INTEGER NOT NULL,"
+    " ended_at INTEGER NOT NULL DEFAULT 0, reason TEXT);"
+    "PRAGMA user_version = 1;"
+    "INSERT INTO jobs (id, task, pool, class, argv, labels, cpus, memory, disk, pids, idle,"
+    " max_life, state, queued_at) VALUES ('old-q', 'old-q', 'ci', 'light', '[\"make\"]',"
+    " '{\"repo\":\"x\"}', 1.0, 1024, 0, 0, 0, 0, 'queued', 1000);"
+    "INSERT INTO jobs (id, task, pool, class, argv, cpus, memory, disk, pids, idle, max_life,"
+    " state, queued_at, finished_at, exit_status, reason) VALUES ('old-f', 'old-f', 'agent',"
+    " 'heavy', '[\"ls\"]', 2.0, 2048, 0, 0, 0, 0, 'finished', 2000, 3000, 4, 'exit 4');"
+    "INSERT INTO tasks (id, sandbox_id, provider, pool, state, created_at, last_activity)"
+    " VALUES ('old-t', 'sbx-old', 'docker', 'agent', 'ready', 1, 2);";
+
+static int db_version(const char *path)
+{
+    sqlite3 *h = NULL;
+    sqlite3_stmt *s = NULL;
+    int v = -1;
+
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &s, NULL), SQLITE_OK);
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        v = sqlite3_column_int(s, 0);
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    return v;
+}
+
+static void db_exec(const char *path, const char *sql)
+{
+    sqlite3 *h = NULL;
+    char *msg = NULL;
+
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        fail_msg("sqlite: %s", msg);
+    }
+    sqlite3_close(h);
+}
+
+/* A version-1 file (no jobs.env) opens as version 2 with every row kept;
+ * a file newer than this code is refused. */
+static void test_store_migration(void **state)
+{
+    struct sbx_store *st;
+    struct sbx_job_rec j = {0};
+    struct sbx_job_rec *list = NULL;
+    struct sbx_task_rec t = {0};
+    size_t n = 0;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    db_exec(db, schema_v1);
+    assert_int_equal(db_version(db), 1);
+    st = open_ok();
+    assert_int_equal(db_version(db), 2);
+    ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
+    assert_int_equal(n, 2);
+    assert_string_equal(list[0].id, "old-q");
+    assert_int_equal(list[0].state, SBX_JOB_QUEUED);
+    assert_string_equal(json_string_value(json_object_get(list[0].labels, "repo")), "x");
+    assert_null(list[0].env);
+    assert_string_equal(list[1].id, "old-f");
+    assert_int_equal(list[1].exit_status, 4);
+    assert_string_equal(list[1].reason, "exit 4");
+    assert_int_equal(list[1].finished_at, 3000);
+    sbx_job_rec_free_array(list, n);
+    ok(sbx_store_task_get(st, "old-t", &t, &err), &err);
+    assert_string_equal(t.sandbox_id, "sbx-old");
+    sbx_task_rec_clear(&t);
+    /* the old queued job still moves on; a new one carries env */
+    ok(sbx_store_job_granted(st, "old-q", 0, &err), &err);
+    insert_ok(st, "new-1", "ci", "light", 0);
+    ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
+    assert_string_equal(json_string_value(json_object_get(j.env, "CI")), "1");
+    sbx_job_rec_clear(&j);
+    sbx_store_close(st);
+    /* opening again changes nothing */
+    st = open_ok();
+    assert_int_equal(db_version(db), 2);
+    ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
+    assert_int_equal(json_object_size(j.env), 2);
+    sbx_job_rec_clear(&j);
+    sbx_store_close(st);
+    /* a newer file is refused, not downgraded */
+    db_exec(db, "PRAGMA user_version = 3;");
+    assert_null(sbx_store_open(db, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 3 is newer than this sbx knows (2)");
+    assert_int_equal(db_version(db), 3);
 }
 
 /* ---- durability ---- */
@@ -476,6 +617,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sigkill_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_exit_without_close, setup, teardown),
     };

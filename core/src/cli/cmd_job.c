@@ -18,8 +18,9 @@ void sbx_cmd_job_help(FILE *out)
     fprintf(out, "usage: sbx job ID [--json] [--follow] [--egress]\n"
                  "\n"
                  "Shows a job's record (id, task, pool, class, provider, image, state, timings,\n"
-                 "exit status, reason, egress summary, credential lease ids). --follow streams\n"
-                 "the job's output until it ends and exits with the job's exit status.\n"
+                 "exit status, reason, egress summary, credential lease ids, env names).\n"
+                 "--follow streams the job's output until it ends, its stdout to stdout and its\n"
+                 "stderr to stderr, and exits with the job's exit status.\n"
                  "--egress prints the job's egress log lines (one JSON line per connection,\n"
                  "from egress.log, else <state dir>/egress.log); it needs no runner.\n"
                  "\n"
@@ -39,11 +40,14 @@ void sbx_cmd_queue_help(FILE *out)
                  "Exit status: 0 shown; 1 the runner is not reachable; 2 usage.\n");
 }
 
-static int to_stdout(void *ud, const char *data, size_t len)
+/* The job's stdout to ours, its stderr to ours. */
+static int to_fd(void *ud, int stream, const char *data, size_t len)
 {
+    FILE *f = stream == 2 ? stderr : stdout;
+
     (void)ud;
-    fwrite(data, 1, len, stdout);
-    fflush(stdout);
+    fwrite(data, 1, len, f);
+    fflush(f);
     return 0;
 }
 
@@ -185,15 +189,12 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
         return print_egress(cfg, id);
     }
     if (follow) {
-        path = xasprintf("/v1/jobs/%s/output?follow=1", id);
-        if (sbx_runner_call(cfg, "GET", path, NULL, to_stdout, NULL, &resp, &err) < 0) {
-            free(path);
+        if (sbx_runner_follow(cfg, id, to_fd, NULL, NULL, &err) < 0) {
             sbx_cli_print_error(err);
             sbx_error_free(&err);
             return SBX_EXIT_SBX;
         }
-        sbx_http_response_free(&resp);
-        free(path);
+        fflush(stdout);
     }
     path = xasprintf("/v1/jobs/%s", id);
     if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, &err) < 0) {

@@ -48,15 +48,18 @@ void sbx_cmd_run_help(FILE *out)
             "engine errors; a later run removes what a killed run left behind.\n"
             "\n"
             "%s"
-            "  --env K=V            set a variable for CMD (repeatable)\n"
+            "  --env K=V            set a variable for CMD (repeatable; K: letters, digits,\n"
+            "                       '_', not starting with a digit). A name the credential\n"
+            "                       lease or the egress wiring sets keeps their value\n"
             "  --json               print the task record as JSON on stdout instead of\n"
             "                       streaming; it holds CMD's output (1 MiB each, capped)\n"
             "\n"
             "With runner.listen set in the configuration, the run is a job of the runner\n"
-            "('sbx serve'): its pools, queue, policy and caps apply, the output is streamed\n"
-            "back (stdout and stderr merged), and a runner that does not answer fails the\n"
-            "run with 125; nothing falls back to running here. --env and --json are not\n"
-            "carried by the runner's API yet and are refused in that mode.\n"
+            "('sbx serve'): its pools, queue, policy and caps apply, --env and --json work\n"
+            "as here (--json prints the runner's job record with stdout and stderr; see\n"
+            "docs/tasks.md for the keys that differ), the output is streamed back with\n"
+            "stdout and stderr apart, and a runner that does not answer fails the run\n"
+            "with 125; nothing falls back to running here.\n"
             "\n"
             "Exit status: CMD's own (128+n when a signal ended it); 125 when sbx itself\n"
             "failed (configuration, engine, policy, lost sandbox, limit reached); 126 when\n"
@@ -139,12 +142,6 @@ static int interrupted_exit(void)
     return interrupted == SIGINT ? 130 : interrupted == SIGTERM ? 143 : 129;
 }
 
-static int to_fd1(void *ud, const char *data, size_t len)
-{
-    (void)ud;
-    return fwrite(data, 1, len, stdout) == len ? 0 : 1;
-}
-
 /* The agent pool, unless this box serves only others (box.pools). */
 static const char *default_pool(const struct sbx_config *cfg)
 {
@@ -156,28 +153,31 @@ static const char *default_pool(const struct sbx_config *cfg)
     return cfg->box.pools != NULL && cfg->box.pools[0] != NULL ? cfg->box.pools[0] : "agent";
 }
 
-/* With runner.listen set, `sbx run` is a job of the runner (DESIGN.md, One
- * implementation): pools and caps always apply, and a runner that is down
- * fails the run with 125; it never falls back to running here. */
-static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
+/* The embedded --json result's output keys on a record: stdout, stderr
+ * (held up to CAPTURE_MAX each) and output_truncated when cut. */
+static void add_output(json_t *rec, const struct capture *cap, int truncated)
+{
+    json_object_set_new(rec, "stdout", json_stringn(cap->buf[0] ?: "", cap->len[0]));
+    json_object_set_new(rec, "stderr", json_stringn(cap->buf[1] ?: "", cap->len[1]));
+    if (truncated || cap->truncated[0] || cap->truncated[1]) {
+        json_object_set_new(rec, "output_truncated", json_true());
+    }
+}
+
+static void print_json(json_t *rec)
+{
+    char *s = json_dumps(rec, JSON_INDENT(2));
+
+    printf("%s\n", s ? s : "null");
+    free(s);
+}
+
+static char *submit_body(struct sbx_config *cfg, const struct sbx_task_cli *o)
 {
     json_t *req = json_object();
     json_t *cmd = json_array();
-    json_t *rep;
-    struct sbx_http_response resp = {0};
-    sbx_error_t *err = NULL;
     char *body;
-    char *path;
-    char id[96];
-    int rc = SBX_EXIT_SBX;
 
-    if (o->n_env > 0 || o->json) {
-        fprintf(stderr, "sbx: error: run: --env and --json are not carried by the runner's API "
-                "yet (runner.listen is set: the job would run without them)\n");
-        json_decref(req);
-        json_decref(cmd);
-        return SBX_EXIT_SBX;
-    }
     for (size_t i = 0; o->cmd[i] != NULL; i++) {
         json_array_append_new(cmd, json_string(o->cmd[i]));
     }
@@ -198,8 +198,37 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     if (o->task.credentials != NULL) {
         json_object_set_new(req, "credentials", json_string(o->task.credentials));
     }
+    if (o->n_env > 0) {
+        json_t *env = json_object();
+
+        /* a name given twice: the last value, as in embedded mode */
+        for (size_t i = 0; i < o->n_env; i++) {
+            json_object_set_new(env, o->env[i].name, json_string(o->env[i].value));
+        }
+        json_object_set_new(req, "env", env);
+    }
     body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
+    return body;
+}
+
+/* With runner.listen set, `sbx run` is a job of the runner (DESIGN.md, One
+ * implementation): pools and caps always apply, and a runner that is down
+ * fails the run with 125; it never falls back to running here. The output
+ * comes back in frames, stdout and stderr apart, as in embedded mode. */
+static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
+{
+    struct sbx_http_response resp = {0};
+    struct capture cap = {.json = o->json};
+    sbx_error_t *err = NULL;
+    json_t *rec = NULL;
+    size_t got = 0;
+    char *body = submit_body(cfg, o);
+    char *path;
+    char id[96];
+    int rc = SBX_EXIT_SBX;
+
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill sbx: the job is still awaited */
     if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
         free(body);
         sbx_cli_print_error(err);
@@ -207,34 +236,39 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         return SBX_EXIT_SBX;
     }
     free(body);
-    rep = json_loadb(resp.body, resp.body_len, 0, NULL);
-    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(rep, "id")) ?: "");
-    json_decref(rep);
-    sbx_http_response_free(&resp);
-    path = xasprintf("/v1/jobs/%s/output?follow=1", id);
-    if (sbx_runner_call(cfg, "GET", path, NULL, to_fd1, NULL, &resp, &err) < 0) {
+    {
+        json_t *rep = json_loadb(resp.body, resp.body_len, 0, NULL);
+
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(rep, "id")) ?: "");
+        json_decref(rep);
+        sbx_http_response_free(&resp);
+    }
+    if (sbx_runner_follow(cfg, id, on_output, &cap, &got, &err) < 0) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
-        free(path);
+        free(cap.buf[0]);
+        free(cap.buf[1]);
         return SBX_EXIT_SBX;
     }
-    fflush(stdout);
-    sbx_http_response_free(&resp);
-    free(path);
     path = xasprintf("/v1/jobs/%s", id);
     if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, &err) == 0) {
-        json_t *j = json_loadb(resp.body, resp.body_len, 0, NULL);
-        json_t *es = json_object_get(j, "exit_status");
+        json_t *es;
 
+        rec = json_loadb(resp.body, resp.body_len, 0, NULL);
+        es = json_object_get(rec, "exit_status");
         if (json_is_integer(es) && json_integer_value(es) >= 0) {
             rc = (int)json_integer_value(es);
+            if (json_is_string(json_object_get(rec, "reason"))) {
+                /* 126/127: why the command did not run, as embedded */
+                fprintf(stderr, "sbx: error: %s\n",
+                        json_string_value(json_object_get(rec, "reason")));
+            }
         }
         else {
             fprintf(stderr, "sbx: error: job %s %s: %s\n", id,
-                    json_string_value(json_object_get(j, "state")) ?: "?",
-                    json_string_value(json_object_get(j, "reason")) ?: "no exit status");
+                    json_string_value(json_object_get(rec, "state")) ?: "?",
+                    json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
         }
-        json_decref(j);
         sbx_http_response_free(&resp);
     }
     else {
@@ -242,6 +276,19 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         sbx_error_free(&err);
     }
     free(path);
+    if (o->json && rec != NULL) {
+        json_t *total = json_object_get(rec, "output_bytes");
+        /* the runner keeps the last 1 MiB: bytes it dropped before this
+         * client followed are missing here */
+        int dropped = json_is_integer(total) && (size_t)json_integer_value(total) > got;
+
+        json_object_del(rec, "output_truncated");
+        add_output(rec, &cap, dropped);
+        print_json(rec);
+    }
+    json_decref(rec);
+    free(cap.buf[0]);
+    free(cap.buf[1]);
     if (o->task.task_id != NULL) {
         /* `sbx run` is start + exec + end: the runner keeps an agent task
          * after its command, so end it (a task already gone is fine) */
@@ -324,17 +371,8 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
             sbx_error_free(&err);
             rc = SBX_EXIT_SBX;
         }
-        json_object_set_new(rec, "stdout", json_stringn(cap.buf[0] ?: "", cap.len[0]));
-        json_object_set_new(rec, "stderr", json_stringn(cap.buf[1] ?: "", cap.len[1]));
-        if (cap.truncated[0] || cap.truncated[1]) {
-            json_object_set_new(rec, "output_truncated", json_true());
-        }
-        {
-            char *s = json_dumps(rec, JSON_INDENT(2));
-
-            printf("%s\n", s);
-            free(s);
-        }
+        add_output(rec, &cap, 0);
+        print_json(rec);
         json_decref(rec);
     }
     else if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", NULL, &err) < 0) {

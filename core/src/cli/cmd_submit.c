@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/task_opts.h"
 #include "http/http.h"
 #include "runner/runner.h"
 #include "util/log.h"
@@ -15,7 +16,7 @@ void sbx_cmd_submit_help(FILE *out)
 {
     fprintf(out, "usage: sbx submit [--task ID] [--pool ci|agent] [--class light|heavy]\n"
                  "                  [--label K=V]... [--worktree DIR] [--provider NAME]\n"
-                 "                  [--credentials NAME] [--json] -- CMD [ARGS...]\n"
+                 "                  [--credentials NAME] [--env K=V]... [--json] -- CMD [ARGS...]\n"
                  "\n"
                  "Submits a job to the runner ('sbx serve') and prints its id. A job naming a\n"
                  "task that runs in the runner executes in that task's sandbox; an agent job\n"
@@ -24,6 +25,8 @@ void sbx_cmd_submit_help(FILE *out)
                  "\n"
                  "  --pool ci|agent   slot pool (default ci)\n"
                  "  --class CLASS     light (default) or heavy (the pool's exclusive heavy slot)\n"
+                 "  --env K=V         a variable for CMD (repeatable), as 'sbx run --env'; the\n"
+                 "                    job record shows the names only\n"
                  "  --json            print the runner's reply as JSON\n"
                  "\n"
                  "Exit status: 0 accepted; 2 usage; 125 refused or the runner is not reachable.\n");
@@ -51,12 +54,14 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
         {"worktree", required_argument, NULL, 'w'},
         {"provider", required_argument, NULL, 'P'},
         {"credentials", required_argument, NULL, 'c'},
+        {"env", required_argument, NULL, 'e'},
         {"json", no_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
     struct sbx_config *cfg;
     json_t *o = json_object();
     json_t *labels = json_object();
+    json_t *env = json_object();
     json_t *cmd = json_array();
     struct sbx_http_response resp = {0};
     sbx_error_t *err = NULL;
@@ -106,6 +111,17 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
         case 'c':
             json_object_set_new(o, "credentials", json_string(optarg));
             break;
+        case 'e': {
+            struct sbx_kv kv;
+
+            if (sbx_env_arg_parse(optarg, &kv, &err) < 0) {
+                fprintf(stderr, "sbx: error: submit: %s\n", sbx_error_msg(err));
+                sbx_error_free(&err);
+                goto out;
+            }
+            json_object_set_new(env, kv.name, json_string(kv.value));
+            break;
+        }
         case 'j':
             json = 1;
             break;
@@ -128,6 +144,9 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
     json_object_set(o, "argv", cmd);
     if (json_object_size(labels) > 0) {
         json_object_set(o, "labels", labels);
+    }
+    if (json_object_size(env) > 0) {
+        json_object_set(o, "env", env);
     }
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {
@@ -155,6 +174,7 @@ out:
     free(body);
     json_decref(o);
     json_decref(labels);
+    json_decref(env);
     json_decref(cmd);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/envname.h"
 #include "util/xalloc.h"
 
 int sbx_env_arg_parse(char *s, struct sbx_kv *kv, sbx_error_t **err)
@@ -16,12 +17,9 @@ int sbx_env_arg_parse(char *s, struct sbx_kv *kv, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_USAGE, "bad --env '%.*s': expected NAME=VALUE",
                              eq ? 0 : 64, s);
     }
-    for (char *p = s; p < eq; p++) {
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_' ||
-              (p > s && *p >= '0' && *p <= '9'))) {
-            return sbx_error_set(err, SBX_E_USAGE, "bad --env name '%.*s': use letters, digits "
-                                 "and '_', not starting with a digit", (int)(eq - s), s);
-        }
+    if (!sbx_env_name_valid(s, (size_t)(eq - s))) {
+        return sbx_error_set(err, SBX_E_USAGE, "bad --env name '%.*s': " SBX_ENV_NAME_RULE,
+                             (int)(eq - s), s);
     }
     *eq = '\0';
     kv->name = s;

@@ -13,6 +13,7 @@
 
 #include "runner/runner_int.h"
 #include "sandbox/statedir.h"
+#include "util/envname.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -75,7 +76,7 @@ static int id_ok(const char *s)
 /* ---- submit ------------------------------------------------------------ */
 
 static const char *const submit_fields[] = {
-    "argv", "task", "pool", "class", "labels", "worktree", "provider", "credentials", NULL};
+    "argv", "task", "pool", "class", "labels", "worktree", "provider", "credentials", "env", NULL};
 
 static int opt_string(json_t *o, const char *key, const char **out, char *msg, size_t len)
 {
@@ -123,6 +124,31 @@ static int labels_ok(json_t *labels, char *msg, size_t len)
     return 0;
 }
 
+/* The command's variables: names as `sbx run --env` takes them
+ * (util/envname.h), string values. */
+static int env_ok(json_t *env, char *msg, size_t len)
+{
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(env)) {
+        snprintf(msg, len, "field 'env' must be an object of NAME: \"value\" strings");
+        return -1;
+    }
+    json_object_foreach(env, k, v)
+    {
+        if (!sbx_env_name_valid(k, strlen(k))) {
+            snprintf(msg, len, "env.%.80s: invalid variable name (" SBX_ENV_NAME_RULE ")", k);
+            return -1;
+        }
+        if (!json_is_string(v)) {
+            snprintf(msg, len, "env.%.80s: the value must be a string", k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Parses and checks a submit body into *j; msg holds the reason on -1. */
 static int parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen)
@@ -133,6 +159,7 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     const char *k;
     json_t *v;
     const char *task, *pool, *cls, *wt, *prov, *cred;
+    json_t *env = NULL;
     int rc = -1;
 
     if (o == NULL) {
@@ -154,7 +181,7 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         if (submit_fields[i] == NULL) {
             snprintf(msg, mlen,
                      "unknown field '%.80s' (allowed: argv, task, pool, class, "
-                     "labels, worktree, provider, credentials)",
+                     "labels, worktree, provider, credentials, env)",
                      k);
             goto out;
         }
@@ -223,7 +250,15 @@ static int parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     if (*labels != NULL && labels_ok(*labels, msg, mlen) < 0) {
         goto out;
     }
+    env = json_object_get(o, "env");
+    if (json_is_null(env)) {
+        env = NULL;
+    }
+    if (env != NULL && env_ok(env, msg, mlen) < 0) {
+        goto out;
+    }
     json_incref(*labels);
+    j->env = env != NULL && json_object_size(env) > 0 ? json_incref(env) : NULL;
     sbx_task_id_new(j->id, sizeof(j->id));
     j->id[0] = 'j'; /* "j-" and 12 hex digits */
     snprintf(j->task, sizeof(j->task), "%s", task ? task : j->id);
@@ -324,6 +359,25 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     }
 }
 
+/* The output from absolute offset from on, as frames (docs/api.md): 8 bytes
+ * {stream (1 stdout, 2 stderr), 0, 0, 0, length as 32-bit big-endian} then
+ * the bytes. Under r->mu. */
+static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t start)
+{
+    while (from < j->out_total) {
+        size_t end;
+        int stream = runner_output_stream_at(j, from, &end);
+        size_t n = end - from;
+        unsigned char hdr[8] = {(unsigned char)stream, 0, 0, 0, (unsigned char)(n >> 24),
+                                (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+                                (unsigned char)n};
+
+        evbuffer_add(b, hdr, sizeof(hdr));
+        evbuffer_add(b, j->out + (from - start), n);
+        from = end;
+    }
+}
+
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
 {
     struct runner_stream *s = j->streams;
@@ -338,7 +392,12 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
         if (s->sent < start) {
             s->sent = start; /* older output was dropped (bounded buffer) */
         }
-        evbuffer_add(b, j->out + (s->sent - start), j->out_total - s->sent);
+        if (s->frames) {
+            add_frames(b, j, s->sent, start);
+        }
+        else {
+            evbuffer_add(b, j->out + (s->sent - start), j->out_total - s->sent);
+        }
         s->sent = j->out_total;
         final = final || j->state >= SBX_JOB_FINISHED;
         pthread_mutex_unlock(&r->mu);
@@ -358,7 +417,7 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
 }
 
 static void handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                          int follow)
+                          int follow, int frames)
 {
     struct rjob *j = runner_job_find(r, id);
     struct runner_stream *s;
@@ -377,9 +436,10 @@ static void handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
         return;
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      "text/plain; charset=utf-8");
+                      frames ? "application/vnd.sbx.output-frames" : "text/plain; charset=utf-8");
     evhttp_send_reply_start(req, 200, "OK");
     s = xcalloc(1, sizeof(*s));
+    s->frames = frames;
     s->req = req;
     s->job = j;
     s->next = j->streams;
@@ -562,6 +622,7 @@ static void route(struct evhttp_request *req, void *arg)
         }
         else if (strcmp(rest, "output") == 0 && get) {
             int follow = 0;
+            int frames = 0;
 
             if (query != NULL) {
                 struct evkeyvalq q;
@@ -570,9 +631,11 @@ static void route(struct evhttp_request *req, void *arg)
                 evhttp_parse_query_str(query, &q);
                 f = evhttp_find_header(&q, "follow");
                 follow = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
+                f = evhttp_find_header(&q, "frames");
+                frames = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
                 evhttp_clear_headers(&q);
             }
-            handle_output(r, req, id, follow);
+            handle_output(r, req, id, follow, frames);
         }
         else if (strcmp(rest, "cancel") == 0 && post) {
             handle_cancel(r, req, id);

@@ -81,3 +81,113 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
     sbx_runner_endpoint_clear(&ep);
     return rc;
 }
+
+/* The frames of ?frames=1 back into stdout and stderr. A body that is not
+ * framed (the runner's JSON error of a 4xx) is kept, for its message. */
+struct demux {
+    int (*on_output)(void *ud, int stream, const char *data, size_t len);
+    void *ud;
+    size_t total; /* payload bytes passed on */
+    unsigned char hdr[8];
+    size_t hlen;
+    size_t left; /* payload bytes left in the current frame */
+    int stream;
+    int bad;
+    char raw[512];
+    size_t raw_len;
+};
+
+static int demux_feed(void *ud, const char *data, size_t len)
+{
+    struct demux *d = ud;
+
+    while (len > 0 && !d->bad) {
+        if (d->left == 0) {
+            size_t n = sizeof(d->hdr) - d->hlen < len ? sizeof(d->hdr) - d->hlen : len;
+
+            memcpy(d->hdr + d->hlen, data, n);
+            d->hlen += n;
+            data += n;
+            len -= n;
+            if (d->hlen < sizeof(d->hdr)) {
+                break;
+            }
+            d->hlen = 0;
+            if ((d->hdr[0] != 1 && d->hdr[0] != 2) || d->hdr[1] || d->hdr[2] || d->hdr[3]) {
+                d->bad = 1;
+                memcpy(d->raw, d->hdr, sizeof(d->hdr));
+                d->raw_len = sizeof(d->hdr);
+                break;
+            }
+            d->stream = d->hdr[0];
+            d->left = (size_t)d->hdr[4] << 24 | (size_t)d->hdr[5] << 16 |
+                      (size_t)d->hdr[6] << 8 | (size_t)d->hdr[7];
+            continue;
+        }
+        {
+            size_t n = d->left < len ? d->left : len;
+
+            if (d->on_output(d->ud, d->stream, data, n) != 0) {
+                return 1;
+            }
+            d->total += n;
+            d->left -= n;
+            data += n;
+            len -= n;
+        }
+    }
+    if (d->bad && len > 0 && d->raw_len < sizeof(d->raw) - 1) {
+        size_t n = sizeof(d->raw) - 1 - d->raw_len < len ? sizeof(d->raw) - 1 - d->raw_len : len;
+
+        memcpy(d->raw + d->raw_len, data, n);
+        d->raw_len += n;
+    }
+    return 0;
+}
+
+int sbx_runner_follow(const struct sbx_config *cfg, const char *job_id,
+                      int (*on_output)(void *ud, int stream, const char *data, size_t len),
+                      void *ud, size_t *total, sbx_error_t **err)
+{
+    struct demux d = {.on_output = on_output, .ud = ud};
+    struct sbx_http_response resp = {0};
+    sbx_error_t *e = NULL;
+    char *path = xasprintf("/v1/jobs/%s/output?follow=1&frames=1", job_id);
+    int rc = sbx_runner_call(cfg, "GET", path, NULL, demux_feed, &d, &resp, &e);
+
+    free(path);
+    if (d.bad) {
+        json_t *o = json_loadb(d.raw, d.raw_len, 0, NULL);
+        const char *msg = json_string_value(json_object_get(o, "error"));
+
+        if (rc == 0) {
+            sbx_http_response_free(&resp);
+        }
+        sbx_error_free(&e);
+        rc = msg != NULL ? sbx_error_set(err, SBX_E_GENERIC, "runner: %s", msg)
+                         : sbx_error_set(err, SBX_E_PROTOCOL,
+                                         "runner: the output of job %s is not in frames "
+                                         "(docs/api.md)",
+                                         job_id);
+        json_decref(o);
+        return rc;
+    }
+    if (rc < 0) {
+        if (err != NULL) {
+            *err = e;
+        }
+        else {
+            sbx_error_free(&e);
+        }
+        return -1;
+    }
+    sbx_http_response_free(&resp);
+    if (d.hlen != 0 || d.left != 0) {
+        return sbx_error_set(err, SBX_E_PROTOCOL, "runner: the output of job %s ends inside a "
+                             "frame", job_id);
+    }
+    if (total != NULL) {
+        *total = d.total;
+    }
+    return 0;
+}

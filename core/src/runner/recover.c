@@ -145,6 +145,7 @@ static struct rjob *job_from_rec(const struct sbx_job_rec *rec)
     }
     j->worktree = rec->worktree ? xstrdup(rec->worktree) : NULL;
     j->provider = rec->provider ? xstrdup(rec->provider) : NULL;
+    j->env = rec->env ? json_deep_copy(rec->env) : NULL;
     j->state = (int)rec->state;
     return j;
 }

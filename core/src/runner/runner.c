@@ -152,7 +152,9 @@ void runner_job_free(struct rjob *j)
     free(j->worktree);
     free(j->provider);
     free(j->credentials);
+    json_decref(j->env);
     free(j->out);
+    free(j->seg);
     free(j);
 }
 
@@ -384,6 +386,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     rec.argv = argv;
     rec.labels = labels;
     rec.worktree = j->worktree;
+    rec.env = j->env;
     rec.provider = j->provider ? j->provider : r->cfg->provider;
     rec.image = r->cfg->image;
     rec.limits = r->cfg->limits;

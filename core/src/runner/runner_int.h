@@ -37,6 +37,7 @@ struct rjob {
     int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
+    json_t *env; /* the command's variables (object NAME -> value), or NULL */
     int state; /* enum sbx_job_state, under r->mu */
     volatile int cancel;
     int executing; /* exec in flight: slot is valid */
@@ -47,6 +48,12 @@ struct rjob {
     char *out;
     size_t out_len;
     size_t out_total;
+    /* which stream each byte came from: runs of one stream, alternating
+     * stdout/stderr; seg[i] is the absolute (out_total terms) start of run i,
+     * runs before seg_head are gone; run 0 is stream seg_first (1 or 2) */
+    size_t *seg;
+    size_t n_seg, seg_head, seg_cap;
+    int seg_first;
     int exit_status;
     struct rjob *next;  /* r->jobs, newest first */
     struct rjob *hnext; /* r->buckets */
@@ -57,6 +64,7 @@ struct runner_stream {
     struct evhttp_request *req;
     struct rjob *job;
     size_t sent; /* in out_total terms */
+    int frames;  /* ?frames=1: stdout and stderr kept apart in frames */
     struct runner_stream *next;
 };
 
@@ -123,7 +131,12 @@ void runner_job_free(struct rjob *j);
 /* worker.c */
 int runner_worker_start(struct sbx_runner *r, struct rjob *j);
 int runner_task_ender_start(struct sbx_runner *r, struct rtask *t);
-void runner_output_append(struct sbx_runner *r, struct rjob *j, const char *data, size_t len);
+/* stream: 1 stdout, 2 stderr */
+void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
+                          size_t len);
+/* The stream (1 or 2) of the byte at absolute offset off (>= the first kept
+ * byte, < out_total) and where its run ends (absolute). Under r->mu. */
+int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end);
 
 /* api.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);

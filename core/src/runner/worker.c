@@ -16,14 +16,75 @@ struct worker {
     struct rtask *t;
 };
 
-void runner_output_append(struct sbx_runner *r, struct rjob *j, const char *data, size_t len)
+static int seg_stream(const struct rjob *j, size_t i)
 {
+    return i % 2 == 0 ? j->seg_first : 3 - j->seg_first;
+}
+
+int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end)
+{
+    size_t lo = j->seg_head;
+    size_t hi = j->n_seg;
+
+    /* the last run starting at or before off */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (j->seg[mid] <= off) {
+            lo = mid;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    *run_end = lo + 1 < j->n_seg ? j->seg[lo + 1] : j->out_total;
+    return seg_stream(j, lo);
+}
+
+/* Notes a run of `stream` starting at out_total, and forgets the runs that
+ * ended before the first kept byte (amortised O(1)). Under r->mu. */
+static void seg_note(struct rjob *j, int stream, size_t keep_from)
+{
+    if (j->n_seg == j->seg_head || seg_stream(j, j->n_seg - 1) != stream) {
+        if (j->n_seg == j->seg_head) {
+            j->n_seg = j->seg_head = 0;
+            j->seg_first = stream;
+        }
+        if (j->n_seg == j->seg_cap) {
+            j->seg_cap = j->seg_cap ? j->seg_cap * 2 : 8;
+            j->seg = xrealloc(j->seg, j->seg_cap * sizeof(*j->seg));
+        }
+        j->seg[j->n_seg++] = j->out_total;
+    }
+    while (j->seg_head + 1 < j->n_seg && j->seg[j->seg_head + 1] <= keep_from) {
+        j->seg_head++;
+    }
+    if (j->seg_head > 0 && j->seg_head >= j->n_seg / 2) {
+        if (j->seg_head % 2 == 1) {
+            j->seg_first = 3 - j->seg_first;
+        }
+        memmove(j->seg, j->seg + j->seg_head, (j->n_seg - j->seg_head) * sizeof(*j->seg));
+        j->n_seg -= j->seg_head;
+        j->seg_head = 0;
+    }
+}
+
+void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
+                          size_t len)
+{
+    if (len == 0) {
+        return;
+    }
+    stream = stream == 2 ? 2 : 1;
     pthread_mutex_lock(&r->mu);
     if (len >= SBX_RUNNER_MAX_OUTPUT) {
         data += len - SBX_RUNNER_MAX_OUTPUT;
         j->out_total += len - SBX_RUNNER_MAX_OUTPUT;
         len = SBX_RUNNER_MAX_OUTPUT;
     }
+    seg_note(j, stream, j->out_total + len > SBX_RUNNER_MAX_OUTPUT
+                            ? j->out_total + len - SBX_RUNNER_MAX_OUTPUT
+                            : 0);
     if (j->out_len + len > SBX_RUNNER_MAX_OUTPUT) {
         size_t drop = j->out_len + len - SBX_RUNNER_MAX_OUTPUT;
 
@@ -41,10 +102,30 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
 {
     struct worker *w = ud;
 
-    (void)stream;
-    runner_output_append(w->r, w->j, data, len);
+    runner_output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
     return 0;
+}
+
+/* The job's variables for sbx_task_exec (pointing into env); NULL when none. */
+static struct sbx_kv *env_kv(json_t *env, size_t *n)
+{
+    struct sbx_kv *kv;
+    const char *k;
+    json_t *v;
+
+    *n = 0;
+    if (env == NULL || json_object_size(env) == 0) {
+        return NULL;
+    }
+    kv = xcalloc(json_object_size(env), sizeof(*kv));
+    json_object_foreach(env, k, v)
+    {
+        kv[*n].name = k;
+        kv[*n].value = json_string_value(v);
+        (*n)++;
+    }
+    return kv;
 }
 
 static void store_warn(sbx_error_t **err)
@@ -172,15 +253,24 @@ static void *worker_main(void *arg)
         j->executing = !j->cancel;
         pthread_mutex_unlock(&r->mu);
         if (j->executing) {
-            rc = sbx_task_exec(task, (const char *const *)j->argv, NULL, 0, on_output, w, &j->slot,
-                               &status, &err);
+            size_t n_env = 0;
+            struct sbx_kv *env = env_kv(j->env, &n_env);
+
+            rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
+                               &j->slot, &status, &err);
+            free(env);
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
             pthread_mutex_unlock(&r->mu);
             if (rc < 0) {
+                /* as `sbx run` (DESIGN.md, Exit status): a command that cannot
+                 * be executed is 126, one not found 127; other failures have
+                 * no exit status (125 for the client) */
+                status = err && err->code == SBX_E_NOEXEC ? 126
+                         : err && err->code == SBX_E_NOCMD ? 127
+                                                           : -1;
                 snprintf(reason, sizeof(reason), "%s", sbx_error_msg(err));
                 sbx_error_free(&err);
-                status = -1;
             }
             else {
                 result = status == 0 ? SBX_RESULT_OK : SBX_RESULT_FAILED;

@@ -95,6 +95,14 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
                   size_t n_env, sbx_output_fn out, void *ud, struct sbx_exec_slot *slot,
                   int *status, sbx_error_t **err);
+/* The environment one exec gets (sbx_task_exec, in every mode): env without
+ * the names the credential lease sets or, when the provider wires the egress
+ * proxy in (egress_wired), the proxy variables (theirs win; each dropped name
+ * is logged as a warning, never a value); then the lease's values. *n is its
+ * length; free() the array only (it points into env and lease). */
+struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env, size_t n_env,
+                                  const struct sbx_kv *lease, size_t n_lease, int egress_wired,
+                                  size_t *n);
 /* Re-adopts a task whose sandbox (the provider's id) survived a restart of
  * its owner (the runner's recovery): no new sandbox, no credential lease (a
  * lease does not survive its holder), the timer restarts; with o->egress, its

@@ -216,6 +216,53 @@ static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
     snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
 }
 
+/* The egress wiring's variables, set on the sandbox when the provider wires
+ * the proxy socket in (docs/egress.md). */
+static const struct sbx_kv proxy_env[] = {
+    {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
+    {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
+    {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+    {"NODE_USE_ENV_PROXY", "1"},
+};
+
+static int kv_has(const struct sbx_kv *kv, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(kv[i].name, name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env, size_t n_env,
+                                  const struct sbx_kv *lease, size_t n_lease, int egress_wired,
+                                  size_t *n)
+{
+    struct sbx_kv *all = xcalloc(n_env + n_lease + 1, sizeof(*all));
+    size_t k = 0;
+
+    for (size_t i = 0; i < n_env; i++) {
+        if (kv_has(lease, n_lease, env[i].name)) {
+            sbx_warn("task %s: variable %s is set by the credential lease; its value stays",
+                     task_id, env[i].name);
+            continue;
+        }
+        if (egress_wired &&
+            kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
+            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays",
+                     task_id, env[i].name);
+            continue;
+        }
+        all[k++] = env[i];
+    }
+    for (size_t i = 0; i < n_lease; i++) {
+        all[k++] = lease[i];
+    }
+    *n = k;
+    return all;
+}
+
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
                    const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err)
 {
@@ -228,12 +275,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct sbx_provider_info info = {0};
     cleanup_free char *docker_dir = NULL;
     cleanup_free char *relay = NULL;
-    static const struct sbx_kv proxy_env[] = {
-        {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
-        {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
-        {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
-        {"NODE_USE_ENV_PROXY", "1"},
-    };
 
     task_init(t, cfg, o);
     if (strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) {
@@ -423,13 +464,11 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
         return sbx_error_set(err, SBX_E_USAGE, "empty command");
     }
-    all = xcalloc(n_env + t->lease.n_secrets + 1, sizeof(*all));
-    for (size_t i = 0; i < n_env; i++) {
-        all[n_all++] = env[i];
-    }
-    for (size_t i = 0; t->have_lease && i < t->lease.n_secrets; i++) {
-        all[n_all++] = t->lease.secrets[i];
-    }
+    all = sbx_exec_env_merge(t->id, env, n_env, t->have_lease ? t->lease.secrets : NULL,
+                             t->have_lease ? t->lease.n_secrets : 0,
+                             (sbx_instance_provider(t->prov)->flags &
+                              SBX_PROVIDER_EGRESS_SOCKET) != 0,
+                             &n_all);
     spec.argv = argv;
     spec.env = all;
     spec.n_env = n_all;

@@ -42,6 +42,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     free(rec->cls);
     json_decref(rec->argv);
     json_decref(rec->labels);
+    json_decref(rec->env);
     free(rec->worktree);
     free(rec->provider);
     free(rec->image);
@@ -132,6 +133,11 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         }
     }
     json_decref(leases);
+    out->env = col_json(s, 26);
+    if (!json_is_object(out->env) || json_object_size(out->env) == 0) {
+        json_decref(out->env);
+        out->env = NULL;
+    }
     return 0;
 }
 
@@ -176,6 +182,17 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
                   secs_or_null(rec->ready_at), "finished_at", secs_or_null(rec->finished_at));
     if (o == NULL) {
         abort();
+    }
+    {
+        json_t *names = json_array();
+        const char *k;
+        json_t *v;
+
+        json_object_foreach(rec->env, k, v)
+        {
+            json_array_append_new(names, json_string(k));
+        }
+        json_object_set_new(o, "env_names", names);
     }
     return o;
 }

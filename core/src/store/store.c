@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "util/cleanup.h"
+#include "util/envname.h"
 #include "util/xalloc.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -45,7 +46,18 @@ static const char schema[] =
     " in_flight INTEGER NOT NULL DEFAULT 0,"
     " created_at INTEGER NOT NULL, last_activity INTEGER NOT NULL,"
     " ended_at INTEGER NOT NULL DEFAULT 0, reason TEXT);"
-    "PRAGMA user_version = 1;";
+    "";
+
+/* The schema's version (PRAGMA user_version). 1: the tables above. 2: jobs.env,
+ * the command's variables as a JSON object (docs/runner.md, Store). Each
+ * migration keeps every row; a newer file than this code is refused. */
+#define SCHEMA_VERSION 2
+
+static const char *const migrations[SCHEMA_VERSION + 1] = {
+    [1] = "PRAGMA user_version = 1;",
+    [2] = "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT '{}';"
+          "PRAGMA user_version = 2;",
+};
 
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
 {
@@ -108,6 +120,54 @@ void sbx_store_bind_text(sqlite3_stmt *s, int i, const char *v)
     }
 }
 
+static int user_version(struct sbx_store *st, int *out, sbx_error_t **err)
+{
+    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(st, "PRAGMA user_version", err);
+
+    if (s == NULL) {
+        return -1;
+    }
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        return sbx_store_fail(st, err, "read the schema version");
+    }
+    *out = sqlite3_column_int(s, 0);
+    return 0;
+}
+
+/* Creates the tables or brings an older file up to SCHEMA_VERSION, in one
+ * write transaction (two processes opening an old file migrate it once). */
+static int migrate(struct sbx_store *st, sbx_error_t **err)
+{
+    int v = 0;
+
+    if (sbx_store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
+        return -1;
+    }
+    if (user_version(st, &v, err) < 0) {
+        goto fail;
+    }
+    if (v > SCHEMA_VERSION) {
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "store: %s: schema version %d is newer than this sbx knows (%d); use "
+                      "the sbx that wrote it",
+                      st->path, v, SCHEMA_VERSION);
+        goto fail;
+    }
+    if (v == 0 && sbx_store_exec(st, schema, err) < 0) {
+        goto fail;
+    }
+    for (int i = v + 1; i <= SCHEMA_VERSION; i++) {
+        if (sbx_store_exec(st, migrations[i], err) < 0) {
+            sbx_error_wrap(err, "store: %s: migrating the schema to version %d", st->path, i);
+            goto fail;
+        }
+    }
+    return sbx_store_exec(st, "COMMIT", err);
+fail:
+    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
 struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err)
 {
     struct sbx_store *st;
@@ -130,8 +190,7 @@ struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err)
     sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
     /* WAL: readers do not block the writer; FULL: a commit survives power loss */
     if (sbx_store_exec(st, "PRAGMA journal_mode = WAL", err) < 0 ||
-        sbx_store_exec(st, "PRAGMA synchronous = FULL", err) < 0 ||
-        sbx_store_exec(st, schema, err) < 0) {
+        sbx_store_exec(st, "PRAGMA synchronous = FULL", err) < 0 || migrate(st, err) < 0) {
         sbx_store_close(st);
         return NULL;
     }
@@ -217,6 +276,30 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
             }
         }
     }
+    if (j->env != NULL) {
+        if (!json_is_object(j->env)) {
+            return sbx_error_set(err, EINVAL, "store: job %s: env must be an object", id);
+        }
+        json_object_foreach(j->env, k, v)
+        {
+            if (!sbx_env_name_valid(k, strlen(k))) {
+                return sbx_error_set(err, EINVAL,
+                                     "store: job %s: env.%.80s: invalid variable name "
+                                     "(" SBX_ENV_NAME_RULE ")",
+                                     id, k);
+            }
+            if (!json_is_string(v)) {
+                return sbx_error_set(err, EINVAL, "store: job %s: env.%s is not a string", id, k);
+            }
+        }
+        dump = json_dumps(j->env, JSON_COMPACT);
+        dump_len = dump ? strlen(dump) : 0;
+        free(dump);
+        if (dump_len > MAX_JSON_BYTES) {
+            return sbx_error_set(err, EINVAL, "store: job %s: env is over %d bytes", id,
+                                 MAX_JSON_BYTES);
+        }
+    }
     dump = json_dumps(j->argv, JSON_COMPACT);
     dump_len = dump ? strlen(dump) : 0;
     free(dump);
@@ -276,6 +359,7 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     cleanup_free char *argv = NULL;
     cleanup_free char *labels = NULL;
     cleanup_free char *leases = NULL;
+    cleanup_free char *env = NULL;
     int rc;
 
     if (check_job(job, err) < 0) {
@@ -284,8 +368,9 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     s = sbx_store_prepare(st,
                           "INSERT INTO jobs (id, task, pool, class, argv, labels, "
                           "worktree, provider, image, cpus, memory, disk, pids, idle, "
-                          "max_life, state, queued_at, leases) VALUES (?1, ?2, ?3, ?4, ?5, "
-                          "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, ?17)",
+                          "max_life, state, queued_at, leases, env) VALUES (?1, ?2, ?3, ?4, "
+                          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, "
+                          "?17, ?18)",
                           err);
     if (s == NULL) {
         return -1;
@@ -293,6 +378,7 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     argv = json_dumps(job->argv, JSON_COMPACT);
     labels = job->labels ? json_dumps(job->labels, JSON_COMPACT) : NULL;
     leases = leases_json((const char *const *)job->leases, job->n_leases);
+    env = job->env ? json_dumps(job->env, JSON_COMPACT) : xstrdup("{}");
     sbx_store_bind_text(s, 1, job->id);
     sbx_store_bind_text(s, 2, job->task ? job->task : job->id);
     sbx_store_bind_text(s, 3, job->pool);
@@ -310,6 +396,7 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     sqlite3_bind_int64(s, 15, job->limits.max);
     sqlite3_bind_int64(s, 16, job->queued_at ? job->queued_at : sbx_store_now());
     sbx_store_bind_text(s, 17, leases);
+    sbx_store_bind_text(s, 18, env);
     rc = sqlite3_step(s);
     if (rc == SQLITE_CONSTRAINT) {
         return sbx_error_set(err, EEXIST, "store: job %s already exists", job->id);

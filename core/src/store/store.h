@@ -44,6 +44,10 @@ struct sbx_job_rec {
     char *cls;      /* required: "light" | "heavy" */
     json_t *argv;   /* required: non-empty array of strings */
     json_t *labels; /* object of string values, or NULL */
+    /* The command's variables: object NAME -> string value, or NULL (none).
+     * Names follow util/envname.h. Stored with the job (they are not secrets:
+     * those come from credential leases); JSON records show the names only. */
+    json_t *env;
     char *worktree;
     char *provider;
     char *image;
@@ -63,8 +67,8 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec);
 /* The record as DESIGN.md "Records": id, task, pool, class, provider, image,
  * state, limits, created_at, started_at (slot granted), ended_at,
  * exit_status, reason, egress {allowed, denied}, credential_leases; plus
- * argv, labels, worktree and timings {queued_at, granted_at, ready_at,
- * finished_at}. A new reference. */
+ * argv, labels, worktree, env_names (the names of env, never the values) and
+ * timings {queued_at, granted_at, ready_at, finished_at}. A new reference. */
 json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec);
 
 enum sbx_task_state {
