@@ -224,7 +224,7 @@ static void test_output_runs(void **state)
     assert_int_equal(runner_output_stream_at(j, 1228801, &end), 2);
     assert_int_equal(runner_output_stream_at(j, 1228802, &end), 1);
     assert_int_equal(end, 1228812);
-    assert_memory_equal(j->out + (1228802 - start), "0123456789", 10);
+    assert_memory_equal(runner_output_bytes(j) + (1228802 - start), "0123456789", 10);
     /* a larger piece than the buffer keeps its last bytes only */
     memset(chunk, 'x', 600 * 1024);
     runner_output_append(r, j, 2, chunk, 600 * 1024);
@@ -250,6 +250,36 @@ static void test_output_runs(void **state)
     }
     assert_true(j->n_seg - j->seg_head <= SBX_RUNNER_MAX_OUTPUT / 4096 + 2);
     assert_true(j->seg_cap <= 4 * (SBX_RUNNER_MAX_OUTPUT / 4096 + 2));
+    /* 1 million pieces of 1 to 16 bytes, each a run of a counter: the kept bytes are
+     * the last ones of the sequence, and keeping them moved fewer bytes than were
+     * appended (it moved about a MiB per piece when the buffer slid by memmove) */
+    {
+        size_t moved0 = j->out_moved;
+        size_t total0 = j->out_total;
+        unsigned char k = 0;
+
+        for (int i = 0; i < 1000000; i++) {
+            char piece[16];
+            size_t n = (size_t)(i % 16) + 1;
+
+            for (size_t b = 0; b < n; b++) {
+                piece[b] = (char)k++;
+            }
+            runner_output_append(r, j, 1, piece, n);
+        }
+        assert_int_equal(j->out_len, SBX_RUNNER_MAX_OUTPUT);
+        k--; /* the last byte appended */
+        for (size_t b = 0; b < j->out_len; b++) {
+            unsigned char want = (unsigned char)(k - (j->out_len - 1 - b));
+
+            if ((unsigned char)runner_output_bytes(j)[b] != want) {
+                fail_msg("kept byte %zu is %u, not %u", b,
+                         (unsigned char)runner_output_bytes(j)[b], want);
+            }
+        }
+        assert_true(j->out_moved - moved0 <= j->out_total - total0);
+        assert_true(j->out_cap <= 2 * SBX_RUNNER_MAX_OUTPUT);
+    }
     free(chunk);
     free(j->out);
     free(j->seg);

@@ -373,7 +373,7 @@ static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t s
                                 (unsigned char)n};
 
         evbuffer_add(b, hdr, sizeof(hdr));
-        evbuffer_add(b, j->out + (from - start), n);
+        evbuffer_add(b, runner_output_bytes(j) + (from - start), n);
         from = end;
     }
 }
@@ -396,7 +396,7 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
             add_frames(b, j, s->sent, start);
         }
         else {
-            evbuffer_add(b, j->out + (s->sent - start), j->out_total - s->sent);
+            evbuffer_add(b, runner_output_bytes(j) + (s->sent - start), j->out_total - s->sent);
         }
         s->sent = j->out_total;
         final = final || j->state >= SBX_JOB_FINISHED;

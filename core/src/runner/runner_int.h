@@ -44,10 +44,17 @@ struct rjob {
     int released;  /* loop only: no worker refers to it any more */
     struct sbx_exec_slot slot;
     struct rtask *rt;
-    /* output: the last SBX_RUNNER_MAX_OUTPUT bytes; total counts all */
+    /* output: the last SBX_RUNNER_MAX_OUTPUT bytes, at out + out_off (read them
+     * with runner_output_bytes); total counts all. The allocation (out_cap)
+     * grows to twice the maximum, so dropping old bytes moves the kept ones only
+     * once per maximum appended: amortised O(1) per byte, however small the
+     * pieces (out_moved counts what compaction copied). */
     char *out;
+    size_t out_off;
+    size_t out_cap;
     size_t out_len;
     size_t out_total;
+    size_t out_moved;
     /* which stream each byte came from: runs of one stream, alternating
      * stdout/stderr; seg[i] is the absolute (out_total terms) start of run i,
      * runs before seg_head are gone; run 0 is stream seg_first (1 or 2) */
@@ -129,6 +136,10 @@ int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 void runner_job_free(struct rjob *j);
 
 /* worker.c */
+static inline const char *runner_output_bytes(const struct rjob *j)
+{
+    return j->out + j->out_off;
+}
 int runner_worker_start(struct sbx_runner *r, struct rjob *j);
 int runner_task_ender_start(struct sbx_runner *r, struct rtask *t);
 /* stream: 1 stdout, 2 stderr */

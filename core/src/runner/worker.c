@@ -88,11 +88,28 @@ void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, cons
     if (j->out_len + len > SBX_RUNNER_MAX_OUTPUT) {
         size_t drop = j->out_len + len - SBX_RUNNER_MAX_OUTPUT;
 
-        memmove(j->out, j->out + drop, j->out_len - drop);
+        j->out_off += drop;
         j->out_len -= drop;
     }
-    j->out = xrealloc(j->out, j->out_len + len + 1);
-    memcpy(j->out + j->out_len, data, len);
+    if (j->out_off + j->out_len + len > j->out_cap) {
+        /* Out of room at the end: move the kept bytes to the front, and keep the
+         * allocation at least twice what is needed (at most twice the maximum), so
+         * the next move comes only after as many bytes as it moves were appended. */
+        size_t need = j->out_len + len;
+
+        if (j->out_off > 0) {
+            memmove(j->out, j->out + j->out_off, j->out_len);
+            j->out_moved += j->out_len;
+            j->out_off = 0;
+        }
+        if (2 * need > j->out_cap) {
+            size_t cap = 2 * need < 4096 ? 4096 : 2 * need;
+
+            j->out = xrealloc(j->out, cap + 1);
+            j->out_cap = cap;
+        }
+    }
+    memcpy(j->out + j->out_off + j->out_len, data, len);
     j->out_len += len;
     j->out_total += len;
     pthread_mutex_unlock(&r->mu);
