@@ -6,6 +6,10 @@
  * runner, and the same `sbx run --json` embedded, for the keys. */
 #include "test_common.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "runner/runner_int.h"
 #include "sandbox/task.h"
 #include "runner_harness.h"
@@ -112,13 +116,13 @@ static void test_env_reaches_the_command(void **state)
     assert_memory_equal(text, frames, len);
     free(text);
     /* and the client splits them back */
-    assert_int_equal(sbx_runner_follow(rh_cfg, id, collect, &b, &total, &err), 0);
+    assert_int_equal(sbx_runner_follow(rh_cfg, id, collect, &b, NULL, &total, &err), 0);
     assert_string_equal(b.buf[0], "GREETING=v4lue-42 x\nEMPTY=\n");
     assert_string_equal(b.buf[1], "NOPE unset\n");
     assert_int_equal(total, 38);
     both_free(&b);
     /* an unknown job: the runner's message, not a framing error */
-    assert_int_equal(sbx_runner_follow(rh_cfg, "j-000000000000", collect, &b, NULL, &err), -1);
+    assert_int_equal(sbx_runner_follow(rh_cfg, "j-000000000000", collect, &b, NULL, NULL, &err), -1);
     assert_non_null(strstr(sbx_error_msg(err), "no job 'j-000000000000'"));
     sbx_error_free(&err);
     both_free(&b);
@@ -421,6 +425,53 @@ static void test_sbx_run_through_runner(void **state)
     assert_int_equal(r.rc, 125);
     assert_non_null(strstr(r.err, "bad --env name '1X'"));
     spawn_result_free(&r);
+
+    /* Ctrl-C cancels the job (as it cancels an embedded run) and exits 130 */
+    {
+        pid_t pid = fork();
+        char *running = NULL;
+        int st = 0;
+
+        if (pid == 0) {
+            int null = open("/dev/null", O_WRONLY);
+
+            dup2(null, 1);
+            dup2(null, 2);
+            execl(sbx_bin, sbx_bin, "--config", client_conf, "run", "--", "fake-wait",
+                  (char *)NULL);
+            _exit(127);
+        }
+        assert_true(pid > 0);
+        for (int i = 0; i < 1000 && running == NULL; i++) {
+            json_t *q = rh_json("GET", "/v1/queue", NULL, 200);
+            json_t *p;
+            json_t *slot;
+            size_t a;
+            size_t b;
+
+            json_array_foreach(json_object_get(q, "pools"), a, p) {
+                json_array_foreach(json_object_get(p, "slots"), b, slot) {
+                    const char *jid = json_string_value(json_object_get(slot, "job"));
+
+                    if (jid != NULL && running == NULL) {
+                        running = strdup(jid);
+                    }
+                }
+            }
+            json_decref(q);
+            if (running == NULL) {
+                usleep(10000);
+            }
+        }
+        assert_non_null(running);
+        usleep(200000); /* the client is following by now */
+        kill(pid, SIGINT);
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 130);
+        json_decref(rh_wait_state(running, "cancelled"));
+        free(running);
+    }
 
     /* sbx job --follow keeps the job's streams apart too */
     id = rh_submit("{\"argv\":[\"fake-env\",\"A\",\"B\"],\"env\":{\"A\":\"a\"}}");

@@ -189,7 +189,7 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
         return print_egress(cfg, id);
     }
     if (follow) {
-        if (sbx_runner_follow(cfg, id, to_fd, NULL, NULL, &err) < 0) {
+        if (sbx_runner_follow(cfg, id, to_fd, NULL, NULL, NULL, &err) < 0) {
             sbx_cli_print_error(err);
             sbx_error_free(&err);
             return SBX_EXIT_SBX;

@@ -58,8 +58,9 @@ void sbx_cmd_run_help(FILE *out)
             "('sbx serve'): its pools, queue, policy and caps apply, --env and --json work\n"
             "as here (--json prints the runner's job record with stdout and stderr; see\n"
             "docs/tasks.md for the keys that differ), the output is streamed back with\n"
-            "stdout and stderr apart, and a runner that does not answer fails the run\n"
-            "with 125; nothing falls back to running here.\n"
+            "stdout and stderr apart, Ctrl-C (SIGINT/SIGTERM) cancels the job and waits\n"
+            "for its end (a second one stops waiting), and a runner that does not answer\n"
+            "fails the run with 125; nothing falls back to running here.\n"
             "\n"
             "Exit status: CMD's own (128+n when a signal ended it); 125 when sbx itself\n"
             "failed (configuration, engine, policy, lost sandbox, limit reached); 126 when\n"
@@ -228,7 +229,7 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     char id[96];
     int rc = SBX_EXIT_SBX;
 
-    signal(SIGPIPE, SIG_IGN); /* a closed stdout must not kill sbx: the job is still awaited */
+    install_signals(); /* SIGPIPE too: a closed stdout must not kill sbx (the job is awaited) */
     if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
         free(body);
         sbx_cli_print_error(err);
@@ -243,12 +244,39 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         json_decref(rep);
         sbx_http_response_free(&resp);
     }
-    if (sbx_runner_follow(cfg, id, on_output, &cap, &got, &err) < 0) {
+    if (!interrupted &&
+        sbx_runner_follow(cfg, id, on_output, &cap, (const volatile int *)&interrupted, &got,
+                          &err) < 0 &&
+        !interrupted) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
         free(cap.buf[0]);
         free(cap.buf[1]);
         return SBX_EXIT_SBX;
+    }
+    sbx_error_free(&err);
+    if (interrupted) {
+        /* Ctrl-C cancels the job, as it cancels an embedded run; then wait for its end
+         * (the runner stops the command and cleans up) unless a second signal comes. */
+        int sig = interrupted;
+
+        path = xasprintf("/v1/jobs/%s/cancel", id);
+        if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) == 0) {
+            sbx_http_response_free(&resp);
+            fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
+                    sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+        }
+        else {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+        }
+        free(path);
+        interrupted = 0;
+        if (sbx_runner_follow(cfg, id, on_output, &cap, (const volatile int *)&interrupted,
+                              NULL, &err) < 0) {
+            sbx_error_free(&err);
+        }
+        interrupted = sig;
     }
     path = xasprintf("/v1/jobs/%s", id);
     if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, &err) == 0) {
@@ -289,6 +317,9 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     json_decref(rec);
     free(cap.buf[0]);
     free(cap.buf[1]);
+    if (interrupted) {
+        rc = interrupted == SIGINT ? 130 : interrupted == SIGTERM ? 143 : 129;
+    }
     if (o->task.task_id != NULL) {
         /* `sbx run` is start + exec + end: the runner keeps an agent task
          * after its command, so end it (a task already gone is fine) */

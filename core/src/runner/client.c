@@ -13,6 +13,15 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
                     const char *body, int (*on_data)(void *ud, const char *data, size_t len),
                     void *ud, struct sbx_http_response *resp, sbx_error_t **err)
 {
+    return sbx_runner_call_cancel(cfg, method, path, body, on_data, ud, NULL, resp, err);
+}
+
+int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, const char *path,
+                           const char *body,
+                           int (*on_data)(void *ud, const char *data, size_t len), void *ud,
+                           const volatile int *cancel, struct sbx_http_response *resp,
+                           sbx_error_t **err)
+{
     struct sbx_runner_endpoint ep;
     struct sbx_http_request req = {0};
     const char *hdrs[3] = {"Content-Type: application/json", NULL, NULL};
@@ -53,6 +62,7 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
     req.timeout_ms = on_data ? 0 : 60000;
     req.on_data = on_data;
     req.userdata = ud;
+    req.cancel = cancel;
     rc = sbx_http_request(&req, resp, err);
     if (rc < 0 && err != NULL && *err != NULL && (*err)->code == SBX_E_ENGINE) {
         sbx_error_free(err);
@@ -147,13 +157,13 @@ static int demux_feed(void *ud, const char *data, size_t len)
 
 int sbx_runner_follow(const struct sbx_config *cfg, const char *job_id,
                       int (*on_output)(void *ud, int stream, const char *data, size_t len),
-                      void *ud, size_t *total, sbx_error_t **err)
+                      void *ud, const volatile int *cancel, size_t *total, sbx_error_t **err)
 {
     struct demux d = {.on_output = on_output, .ud = ud};
     struct sbx_http_response resp = {0};
     sbx_error_t *e = NULL;
     char *path = xasprintf("/v1/jobs/%s/output?follow=1&frames=1", job_id);
-    int rc = sbx_runner_call(cfg, "GET", path, NULL, demux_feed, &d, &resp, &e);
+    int rc = sbx_runner_call_cancel(cfg, "GET", path, NULL, demux_feed, &d, cancel, &resp, &e);
 
     free(path);
     if (d.bad) {

@@ -68,13 +68,21 @@ char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err);
 int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char *path,
                     const char *body, int (*on_data)(void *ud, const char *data, size_t len),
                     void *ud, struct sbx_http_response *resp, sbx_error_t **err);
+/* The same; when *cancel becomes non-zero (a signal handler may set it) the call
+ * stops within about 100 ms with SBX_E_CANCELLED. */
+int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, const char *path,
+                           const char *body,
+                           int (*on_data)(void *ud, const char *data, size_t len), void *ud,
+                           const volatile int *cancel, struct sbx_http_response *resp,
+                           sbx_error_t **err);
 
 /* Follows a job's output until it ends (GET /v1/jobs/ID/output?follow=1&
  * frames=1, docs/api.md) with stdout (1) and stderr (2) kept apart: each piece
  * goes to on_output (return non-zero to stop). *total (may be NULL) gets the
- * number of output bytes received. Errors as sbx_runner_call. */
+ * number of output bytes received; cancel as sbx_runner_call_cancel (may be
+ * NULL). Errors as sbx_runner_call. */
 int sbx_runner_follow(const struct sbx_config *cfg, const char *job_id,
                       int (*on_output)(void *ud, int stream, const char *data, size_t len),
-                      void *ud, size_t *total, sbx_error_t **err);
+                      void *ud, const volatile int *cancel, size_t *total, sbx_error_t **err);
 
 #endif
