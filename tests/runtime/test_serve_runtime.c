@@ -130,6 +130,19 @@ static size_t sandboxes_with(const char *label)
     return n;
 }
 
+/* Ends a kept task through the runner and waits (up to 30 s) for its sandbox to go. */
+static void end_task(const char *task)
+{
+    struct spawn_result r = RT_SBX("cancel", "--task", task);
+
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
 static void test_serve_kill9_restart(void **state)
 {
     char *a, *b, *c, *k1, *k2;
@@ -191,13 +204,7 @@ static void test_serve_kill9_restart(void **state)
     }
     assert_string_equal(r.out, "kept\n");
     spawn_result_free(&r);
-    r = RT_SBX("cancel", "--task", "keep-1");
-    assert_int_equal(r.rc, 0);
-    spawn_result_free(&r);
-    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(rt_sandboxes(), 0);
+    end_task("keep-1");
     serve_kill(SIGTERM);
     free(a);
     free(b);
@@ -399,7 +406,6 @@ static void test_serve_egress_and_readopt(void **state)
     int port = 0;
     pid_t origin = rt_spawn_server(argv, &port);
     json_t *j;
-    struct spawn_result r;
 
     (void)state;
     assert_true(origin > 0);
@@ -433,13 +439,7 @@ static void test_serve_egress_and_readopt(void **state)
     assert_int_equal(egress_lines(log, k2, "allow"), 1);
     assert_int_equal(egress_lines(log, k1, "allow"), 1);
 
-    r = RT_SBX("cancel", "--task", "eg-keep");
-    assert_int_equal(r.rc, 0);
-    spawn_result_free(&r);
-    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(rt_sandboxes(), 0);
+    end_task("eg-keep");
     serve_kill(SIGTERM);
     rt_stop_server(&origin);
     rt_use_config(NULL);
