@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "egress/egress.h"
+#include "egress/egress_int.h"
 #include "egress/sni.h"
 #include "util/xalloc.h"
 
@@ -614,6 +615,40 @@ static void test_proxy_sni_unreadable_and_timeout(void **state)
     expect_line(m, t.sink_port, "deny", "sni-timeout", NULL);
 }
 
+/* A destination on this host is near: the proxy's socket to it gets the fixed send
+ * buffer (SBX_EGRESS_NEAR_RTT_US); the proxy runs in this process, so its socket is
+ * one of ours: the only TCP socket whose peer is the sink. */
+static void test_proxy_near_destination_buffer(void **state)
+{
+    size_t m;
+    int u;
+    int found = 0;
+    char *reply;
+
+    (void)state;
+    m = mark();
+    u = tunnel_to(t.sock, "front.test", t.sink_port);
+    for (int fd = 0; fd < 4096; fd++) {
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof(peer);
+        int v = 0;
+        socklen_t vl = sizeof(v);
+
+        if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0 || peer.sin_family != AF_INET ||
+            ntohs(peer.sin_port) != t.sink_port) {
+            continue;
+        }
+        assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &vl), 0);
+        assert_int_equal(v, 2 * SBX_EGRESS_CLIENT_BUF); /* Linux doubles what is set */
+        found++;
+    }
+    assert_int_equal(found, 1);
+    reply = exchange(u, "x", 1);
+    assert_string_equal(reply, "got 1\n");
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+}
+
 static void test_proxy_check_off(void **state)
 {
     size_t m;
@@ -650,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_proxy_sni_mismatch),
         cmocka_unit_test(test_proxy_not_tls),
         cmocka_unit_test(test_proxy_sni_unreadable_and_timeout),
+        cmocka_unit_test(test_proxy_near_destination_buffer),
         cmocka_unit_test(test_proxy_check_off),
     };
 

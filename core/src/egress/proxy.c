@@ -9,6 +9,7 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -355,6 +356,23 @@ static void start_sni(struct sbx_egress_conn *c)
     }
 }
 
+/* A destination a few hundred microseconds away (this host, the LAN: a package
+ * cache) gets the client socket's small fixed send buffer too: at that round trip it
+ * still carries tens of Gbit/s, and it keeps forwarded bytes in cache. A farther one
+ * keeps the kernel's autotuning, which a long path needs (SBX_EGRESS_NEAR_RTT_US). */
+static void size_near_destination(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int buf = SBX_EGRESS_CLIENT_BUF;
+
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_rtt > 0 &&
+        ti.tcpi_rtt < SBX_EGRESS_NEAR_RTT_US) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    }
+}
+
 static void connect_next(struct sbx_egress_conn *c);
 
 static void connect_event(struct bufferevent *bev, short events, void *arg)
@@ -364,6 +382,7 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
     (void)bev;
     if (events & BEV_EVENT_CONNECTED) {
         bufferevent_set_timeouts(c->up, NULL, NULL);
+        size_near_destination(c->up_fd);
         if (c->req.connect && c->sb->e->check_sni) {
             bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
             start_sni(c);
