@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "docker.h"
+#include "docker_pid.h"
 
 struct watchdog {
     struct dk_ctx *c;
@@ -105,6 +106,27 @@ static int inspect_exec(struct dk_ctx *c, const char *eid, int *running, int *co
     *pid = json_integer_value(json_object_get(reply, "Pid"));
     json_decref(reply);
     return 0;
+}
+
+/* The pid of the sandbox's init as the engine reports it, or 0. */
+static pid_t init_pid(struct dk_ctx *c, const char *id)
+{
+    json_t *reply = NULL;
+    long status = 0;
+    char path[256];
+    sbx_error_t *err = NULL;
+    pid_t pid = 0;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", id);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
+        c->host->error_free(&err);
+        return 0;
+    }
+    if (status == 200) {
+        pid = (pid_t)json_integer_value(json_object_get(json_object_get(reply, "State"), "Pid"));
+    }
+    json_decref(reply);
+    return pid;
 }
 
 static int create_exec(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
@@ -265,8 +287,13 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
         sleep_ms(i < 50 ? 4 : 20);
     }
     if (ctl != NULL && ctl->cancelled) {
-        if (running && pid > 0) {
-            kill((pid_t)pid, SIGKILL); /* the engine is local: its pids are ours */
+        if (running && pid > 0 &&
+            dk_signal_sandbox_pid((pid_t)pid, init_pid(c, id), SIGKILL) < 0) {
+            /* not provably the sandbox's (sbx outside the engine's pid namespace):
+             * the command runs on until the sandbox ends */
+            c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
+                         "exec %.12s cancelled but not killed: pid %" PRId64
+                         " is not provably the sandbox's", eid, pid);
         }
         if (w.seen > 0) {
             if (err != NULL) {

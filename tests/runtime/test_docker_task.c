@@ -255,10 +255,18 @@ static void test_exec_interrupt_while_silent(void **state)
     assert_true(WIFEXITED(st));
     assert_int_equal(WEXITSTATUS(st), 130);
     assert_true((double)time(NULL) - a < 10.0);
-    /* the task goes on */
+    /* the task goes on, and the cancelled command was killed, not left running */
     r = RT_SBX("exec", "intr-1", "--", "echo", "still here");
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "still here\n");
+    spawn_result_free(&r);
+    /* (the keeper kills it just after the client returned: allow it a few seconds) */
+    r = RT_SBX("exec", "intr-1", "--", "sh", "-c",
+               "for i in $(seq 50); do n=$(for p in /proc/[0-9]*; do tr '\\000' ' ' "
+               "< $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep 30'); "
+               "[ \"$n\" = 0 ] && break; sleep 0.1; done; echo $n");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "0\n");
     spawn_result_free(&r);
     r = RT_SBX("task", "end", "intr-1");
     assert_int_equal(r.rc, 0);
