@@ -78,11 +78,25 @@ static json_t *run(const char *const *argv, int64_t timeout, struct sbx_mcp_call
 /* Every key of the embedded backend's job object (backend_embedded.c). */
 static void check_keys(json_t *j)
 {
-    static const char *const keys[] = {
-        "job",          "task",         "state",          "exit_status",      "command",
-        "stdout",       "stderr",       "stdout_bytes",   "stderr_bytes",     "stdout_truncated",
-        "stderr_truncated", "started_at", "ended_at",     "duration_seconds", "timeout_seconds",
-        "egress",       "task_ended",   "mode",           NULL};
+    static const char *const keys[] = {"job",
+                                       "task",
+                                       "state",
+                                       "exit_status",
+                                       "command",
+                                       "stdout",
+                                       "stderr",
+                                       "stdout_bytes",
+                                       "stderr_bytes",
+                                       "stdout_truncated",
+                                       "stderr_truncated",
+                                       "started_at",
+                                       "ended_at",
+                                       "duration_seconds",
+                                       "timeout_seconds",
+                                       "egress",
+                                       "task_ended",
+                                       "mode",
+                                       NULL};
 
     for (size_t i = 0; keys[i] != NULL; i++) {
         if (json_object_get(j, keys[i]) == NULL) {
@@ -141,8 +155,8 @@ static void test_streams_apart(void **state)
 static void test_not_utf8(void **state)
 {
     const char *argv[] = {"fake-bin", NULL};
-    json_t *params = json_pack("{s:s, s:{s:[s]}}", "name", "sandbox_run", "arguments", "argv",
-                               "fake-bin");
+    json_t *params =
+        json_pack("{s:s, s:{s:[s]}}", "name", "sandbox_run", "arguments", "argv", "fake-bin");
     struct sbx_mcp_call call = {0};
     int code = 0;
     char *msg = NULL;
@@ -206,8 +220,7 @@ static void test_over_the_cap(void **state)
     assert_true(json_is_true(json_object_get(j, "stdout_truncated")));
     assert_false(json_is_true(json_object_get(j, "stderr_truncated")));
     out = str(j, "stdout");
-    snprintf(omitted, sizeof(omitted), "\n[... %zu bytes omitted ...]\n",
-             n - SBX_MCP_OUTPUT_CAP);
+    snprintf(omitted, sizeof(omitted), "\n[... %zu bytes omitted ...]\n", n - SBX_MCP_OUTPUT_CAP);
     assert_non_null(strstr(out, omitted));
     assert_int_equal(strncmp(out, "a\xc3\xa9\xc3\xa9", 5), 0);
     /* the head ends with the cut character, replaced */

@@ -28,8 +28,8 @@ struct runner {
 };
 
 /* A call whose reply is a JSON object. */
-static json_t *call_json(struct runner *r, const char *method, const char *path,
-                         const char *body, sbx_error_t **err)
+static json_t *call_json(struct runner *r, const char *method, const char *path, const char *body,
+                         sbx_error_t **err)
 {
     struct sbx_http_response resp = {0};
     json_t *j;
@@ -41,8 +41,8 @@ static json_t *call_json(struct runner *r, const char *method, const char *path,
     sbx_http_response_free(&resp);
     if (!json_is_object(j)) {
         json_decref(j);
-        sbx_error_set(err, SBX_E_PROTOCOL, "runner: %s %s: the reply is not a JSON object",
-                      method, path);
+        sbx_error_set(err, SBX_E_PROTOCOL, "runner: %s %s: the reply is not a JSON object", method,
+                      path);
         return NULL;
     }
     return j;
@@ -115,8 +115,8 @@ static json_t *iso(json_t *secs)
 
 /* What sandbox_run knows beyond the record. */
 struct run_info {
-    int64_t timeout;   /* seconds; 0: not known (sandbox_job) */
-    int timed_out;     /* this call's timeout cancelled the job */
+    int64_t timeout;    /* seconds; 0: not known (sandbox_job) */
+    int timed_out;      /* this call's timeout cancelled the job */
     int call_cancelled; /* the client cancelled this call */
 };
 
@@ -194,11 +194,10 @@ static json_t *job_object(json_t *rec, const struct capture *c, const struct run
     json_object_set_new(o, "started_at", iso(started));
     json_object_set_new(o, "ended_at", iso(ended));
     end_s = json_is_number(ended) ? json_number_value(ended) : (double)time(NULL);
-    json_object_set_new(
-        o, "duration_seconds",
-        json_integer(json_is_number(started) && end_s > json_number_value(started)
-                         ? (json_int_t)(end_s - json_number_value(started))
-                         : 0));
+    json_object_set_new(o, "duration_seconds",
+                        json_integer(json_is_number(started) && end_s > json_number_value(started)
+                                         ? (json_int_t)(end_s - json_number_value(started))
+                                         : 0));
     json_object_set_new(o, "timeout_seconds",
                         ri != NULL && ri->timeout > 0 ? json_integer(ri->timeout) : json_null());
     json_object_set_new(o, "egress",
@@ -208,10 +207,10 @@ static json_t *job_object(json_t *rec, const struct capture *c, const struct run
                                   "job"));
     /* the runner keeps an agent job's own task (docs/api.md, Tasks); every
      * other job is a one-command task that ends with it */
-    json_object_set_new(o, "task_ended",
-                        json_boolean(!job_active(st) &&
-                                     !(pool != NULL && strcmp(pool, "agent") == 0 &&
-                                       task != NULL && id != NULL && strcmp(task, id) != 0)));
+    json_object_set_new(
+        o, "task_ended",
+        json_boolean(!job_active(st) && !(pool != NULL && strcmp(pool, "agent") == 0 &&
+                                          task != NULL && id != NULL && strcmp(task, id) != 0)));
     if (error != NULL) {
         json_object_set_new(o, "error", json_string(error));
     }
