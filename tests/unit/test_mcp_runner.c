@@ -5,7 +5,8 @@
  * prints nothing and runs until cancelled, anything else prints argv[0]):
  * stdout and stderr apart with their counts and the embedded backend's keys,
  * output that is not UTF-8, output over the cap, sandbox_job on a running job,
- * a client's cancel of a silent command, and the call's timeout. */
+ * a client's cancel of a silent command, the call's timeout, and a job whose
+ * output the runner no longer keeps. */
 #include "test_common.h"
 
 #include <jansson.h>
@@ -355,6 +356,48 @@ static void test_timeout(void **state)
     sbx_error_free(&err);
 }
 
+/* A job whose output the runner no longer keeps (it restarted): sandbox_job
+ * still gives the job from its record, and says why the output is missing. */
+static void test_output_gone(void **state)
+{
+    struct sbx_box_capacity cap = {.cpus = 2.0, .memory = 4LL << 30};
+    const char *argv[] = {"fake-env", "NOPE", NULL};
+    sbx_error_t *err = NULL;
+    char *id;
+    json_t *j;
+
+    (void)state;
+    j = run(argv, 0, NULL);
+    id = strdup(str(j, "job"));
+    json_decref(j);
+    sbx_runner_stop(rh_runner);
+    pthread_join(rh_thread, NULL);
+    sbx_runner_destroy(rh_runner);
+    rh_runner =
+        sbx_runner_create(&(struct sbx_runner_opts){.cfg = rh_cfg,
+                                                    .plugin_dir = getenv("SBX_TEST_PLUGINS"),
+                                                    .capacity = &cap,
+                                                    .clock = rh_clock,
+                                                    .alert_interval_ms = 50},
+                          &err);
+    if (rh_runner == NULL) {
+        fail_msg("runner: %s", sbx_error_msg(err));
+    }
+    assert_int_equal(pthread_create(&rh_thread, NULL, rh_main, NULL), 0);
+    j = b.ops->job(b.ctx, id, &err);
+    if (j == NULL) {
+        fail_msg("job: %s", sbx_error_msg(err));
+    }
+    check_keys(j);
+    assert_string_equal(str(j, "state"), "finished");
+    assert_int_equal(num(j, "exit_status"), 1);
+    assert_string_equal(str(j, "stderr"), "");
+    assert_int_equal(num(j, "stderr_bytes"), 0);
+    assert_non_null(strstr(str(j, "output_error"), "no longer kept"));
+    json_decref(j);
+    free(id);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +407,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_job_while_running, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_silent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_output_gone, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
