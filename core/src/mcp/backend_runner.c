@@ -86,7 +86,7 @@ static void read_output(struct runner *r, const char *id, int follow, const vola
     sbx_error_t *e = NULL;
 
     if (sbx_runner_output(r->cfg, id, follow, on_output, c, cancel, NULL, &e) < 0 &&
-        !(e->code == SBX_E_CANCELLED && cancel != NULL && *cancel)) {
+        !(cancel != NULL && *cancel)) { /* a stop we asked for is no error */
         free(c->error);
         c->error = xstrdup(sbx_error_msg(e));
     }
