@@ -80,6 +80,16 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
         *status = unset;
         return 0;
     }
+    /* "fake-bin": bytes that are not UTF-8 (invalid, NUL, a cut character):
+     * "ok\xff\xfe\0\xc3" on stdout, "err\xe2\x82" on stderr; status 0 */
+    if (strcmp(spec->argv[0], "fake-bin") == 0) {
+        if (spec->on_output != NULL) {
+            spec->on_output(spec->output_userdata, 1, "ok\xff\xfe\0\xc3", 6);
+            spec->on_output(spec->output_userdata, 2, "err\xe2\x82", 5);
+        }
+        *status = 0;
+        return 0;
+    }
     if (strcmp(spec->argv[0], "fake-nocmd") == 0) {
         return host->error_set(err, SBX_E_NOCMD, "fake-nocmd: command not found in the sandbox");
     }

@@ -1,9 +1,10 @@
 /* backend.h - what the MCP tools call: a small interface with two
  * implementations. "embedded" runs tasks in this process through
- * sbx_task_start/exec/end (sandbox/task.h), like `sbx run`; a runner client
- * (when `runner.listen` is set) will send the same calls to `sbx serve`.
- * Until that client exists, "runner" fails every call with the reason: it
- * never falls back to embedded (DESIGN.md, One implementation). */
+ * sbx_task_start/exec/end (sandbox/task.h), like `sbx run`; "runner" (when
+ * `runner.listen` is set) sends the same calls to `sbx serve`'s API, and a
+ * runner that does not answer fails the call with the reason: it never falls
+ * back to embedded (DESIGN.md, One implementation). Both return the same job
+ * object (docs/mcp.md). */
 #ifndef SBX_MCP_BACKEND_H
 #define SBX_MCP_BACKEND_H
 
@@ -22,7 +23,10 @@
 
 /* One tools/call in flight. The server sets cancelled (notifications/cancelled,
  * shutdown); the backend polls it and cancels the job. Read and write it
- * with sbx_mcp_call_cancel / sbx_mcp_call_cancelled (atomic). */
+ * with sbx_mcp_call_cancel / sbx_mcp_call_cancelled (atomic). It is also a
+ * `const volatile int *` stop flag for a blocking call: the embedded backend
+ * gives it to sbx_task_start, the runner backend to sbx_runner_follow (and its
+ * timeout sets it, as a client's cancel would). */
 struct sbx_mcp_call {
     volatile int cancelled;
 };

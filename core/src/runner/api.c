@@ -349,7 +349,12 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
 {
     struct runner_stream *s = arg;
 
-    (void)c;
+    /* The client went away in the middle of the reply: libevent detached the
+     * request from its connection and left it to us (evhttp_send_reply_end
+     * frees a request that has no connection). */
+    if (c != NULL && evhttp_request_get_connection(s->req) == NULL) {
+        evhttp_send_reply_end(s->req);
+    }
     for (struct runner_stream **pp = &s->job->streams; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == s) {
             *pp = s->next;

@@ -159,10 +159,17 @@ int sbx_runner_follow(const struct sbx_config *cfg, const char *job_id,
                       int (*on_output)(void *ud, int stream, const char *data, size_t len),
                       void *ud, const volatile int *cancel, size_t *total, sbx_error_t **err)
 {
+    return sbx_runner_output(cfg, job_id, 1, on_output, ud, cancel, total, err);
+}
+
+int sbx_runner_output(const struct sbx_config *cfg, const char *job_id, int follow,
+                      int (*on_output)(void *ud, int stream, const char *data, size_t len),
+                      void *ud, const volatile int *cancel, size_t *total, sbx_error_t **err)
+{
     struct demux d = {.on_output = on_output, .ud = ud};
     struct sbx_http_response resp = {0};
     sbx_error_t *e = NULL;
-    char *path = xasprintf("/v1/jobs/%s/output?follow=1&frames=1", job_id);
+    char *path = xasprintf("/v1/jobs/%s/output?%sframes=1", job_id, follow ? "follow=1&" : "");
     int rc = sbx_runner_call_cancel(cfg, "GET", path, NULL, demux_feed, &d, cancel, &resp, &e);
 
     free(path);

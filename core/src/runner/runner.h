@@ -84,5 +84,10 @@ int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, con
 int sbx_runner_follow(const struct sbx_config *cfg, const char *job_id,
                       int (*on_output)(void *ud, int stream, const char *data, size_t len),
                       void *ud, const volatile int *cancel, size_t *total, sbx_error_t **err);
+/* The same with follow 0: the output kept so far, returning at once even while
+ * the job runs (sbx mcp's sandbox_job); follow 1 is sbx_runner_follow. */
+int sbx_runner_output(const struct sbx_config *cfg, const char *job_id, int follow,
+                      int (*on_output)(void *ud, int stream, const char *data, size_t len),
+                      void *ud, const volatile int *cancel, size_t *total, sbx_error_t **err);
 
 #endif
