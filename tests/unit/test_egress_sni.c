@@ -50,7 +50,8 @@ static void put16(struct buf *o, unsigned v)
 }
 
 /* A ClientHello handshake message (header included) naming names[] (NULL: no
- * server_name extension; with_ext 0: no extensions at all). */
+ * server_name extension; with_ext 0: no extensions at all, 1: the usual ones, any
+ * other value: also an extension of that type, after the name). */
 static void hello_msg(struct buf *o, const char *const *names, int with_ext)
 {
     struct buf body = {{0}, 0};
@@ -81,6 +82,11 @@ static void hello_msg(struct buf *o, const char *const *names, int with_ext)
             put16(&ext, (unsigned)list.n + 2);
             put16(&ext, (unsigned)list.n);
             put(&ext, list.b, list.n);
+        }
+        if (with_ext > 1) {
+            put16(&ext, (unsigned)with_ext);
+            put16(&ext, 1);
+            put8(&ext, 0);
         }
         put16(&body, (unsigned)ext.n);
         put(&body, ext.b, ext.n);
@@ -148,10 +154,59 @@ static void test_parse_fragmented(void **state)
 
     (void)state;
     hello_msg(&msg, names, 1);
-    records(&o, &msg, 7); /* the hello in many 7-byte records */
+    records(&o, &msg, msg.n / SBX_EGRESS_SNI_RECORDS + 1); /* as many records as allowed */
     assert_int_equal(parse(&o, host), SBX_SNI_FOUND);
     assert_string_equal(host, "split.example.test");
     assert_int_equal(sbx_egress_sni_parse(o.b, o.n - 1, host, sizeof(host)), SBX_SNI_MORE);
+    /* sbx_egress_sni_want: never less than one more byte, never past the record under
+     * way; at a record's end, the next record's header */
+    for (size_t n = 0; n < o.n; n++) {
+        size_t want = sbx_egress_sni_want(o.b, n);
+
+        assert_true(want > n);
+        assert_true(want <= o.n);
+        if (n < o.n - 1) {
+            assert_int_equal(sbx_egress_sni_parse(o.b, n, host, sizeof(host)), SBX_SNI_MORE);
+        }
+    }
+    assert_int_equal(sbx_egress_sni_want(o.b, 0), 5);
+    assert_int_equal(sbx_egress_sni_want(o.b, 5), 5 + msg.n / SBX_EGRESS_SNI_RECORDS + 1);
+    /* one record more than allowed: refused (a hello in tiny records costs the proxy) */
+    memset(&o, 0, sizeof(o));
+    records(&o, &msg, msg.n / (SBX_EGRESS_SNI_RECORDS + 1));
+    assert_int_equal(parse(&o, host), SBX_SNI_MALFORMED);
+}
+
+static void test_parse_ech_and_http(void **state)
+{
+    const char *names[] = {"front.test", NULL};
+    struct buf msg = {{0}, 0};
+    struct buf o = {{0}, 0};
+    char host[256];
+
+    (void)state;
+    hello_msg(&msg, names, 0xfe0d); /* encrypted_client_hello */
+    records(&o, &msg, 16384);
+    assert_int_equal(parse(&o, host), SBX_SNI_ECH);
+    memset(&msg, 0, sizeof(msg));
+    memset(&o, 0, sizeof(o));
+    hello_msg(&msg, names, 0xffce); /* the older encrypted_server_name */
+    records(&o, &msg, 16384);
+    assert_int_equal(parse(&o, host), SBX_SNI_ECH);
+    memset(&msg, 0, sizeof(msg));
+    memset(&o, 0, sizeof(o));
+    hello_msg(&msg, names, 0x0010); /* ALPN: harmless */
+    records(&o, &msg, 16384);
+    assert_int_equal(parse(&o, host), SBX_SNI_FOUND);
+
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"GET / HTTP/1.1\r\n", 16), 1);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"PRI * HTTP/2.0", 14), 1);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"OPTIONS *", 9), 1);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"GE", 2), -1);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"OPTION", 6), -1);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"SSH-2.0-x", 9), 0);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"get / ", 6), 0);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"GETX", 4), 0);
 }
 
 static void test_parse_not_tls_or_absent(void **state)
@@ -649,6 +704,78 @@ static void test_proxy_near_destination_buffer(void **state)
     expect_line(m, t.sink_port, "allow", NULL, NULL);
 }
 
+/* An HTTP request inside a tunnel would name its host where no check sees it (a CDN
+ * routes port 80 by Host): refused; plain HTTP goes as a proxy request. ECH hides the
+ * real name: refused. */
+static void test_proxy_http_and_ech_refused(void **state)
+{
+    const char *names[] = {"front.test", NULL};
+    struct buf msg = {{0}, 0};
+    struct buf o = {{0}, 0};
+    const char *get = "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n";
+    size_t m;
+    char *reply;
+    int u;
+
+    (void)state;
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), get, strlen(get));
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "http-in-tunnel", NULL);
+    /* the method arriving a byte at a time is recognised once it is whole */
+    m = mark();
+    u = tunnel_to(t.sock, "front.test", t.sink_port);
+    assert_int_equal(write(u, "P", 1), 1);
+    usleep(50000);
+    assert_int_equal(write(u, "OS", 2), 2);
+    usleep(50000);
+    reply = exchange(u, "T /x HTTP/1.1\r\n\r\n", 17);
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "http-in-tunnel", NULL);
+    hello_msg(&msg, names, 0xfe0d);
+    records(&o, &msg, 16384);
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "sni-ech", NULL);
+}
+
+/* A client that says nothing for longer than egress.header_timeout (1 s here) is not
+ * cut: it may speak later (pooled connections). A hello sent a byte at a time is
+ * still read whole and checked. */
+static void test_proxy_silent_then_dribble(void **state)
+{
+    struct buf o = {{0}, 0};
+    char want[32];
+    size_t m;
+    char *reply;
+    int u;
+
+    (void)state;
+    m = mark();
+    u = tunnel_to(t.sock, "front.test", t.sink_port);
+    usleep(1500 * 1000);
+    reply = exchange(u, "late\n", 5);
+    assert_string_equal(reply, "got 5\n");
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+
+    client_hello(&o, "front.test");
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
+    m = mark();
+    u = tunnel_to(t.sock, "front.test", t.sink_port);
+    for (size_t i = 0; i + 1 < o.n; i++) {
+        assert_int_equal(write(u, o.b + i, 1), 1);
+    }
+    reply = exchange(u, o.b + o.n - 1, 1);
+    assert_string_equal(reply, want);
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, "front.test");
+}
+
 static void test_proxy_check_off(void **state)
 {
     size_t m;
@@ -678,6 +805,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_found),
         cmocka_unit_test(test_parse_fragmented),
+        cmocka_unit_test(test_parse_ech_and_http),
         cmocka_unit_test(test_parse_not_tls_or_absent),
         cmocka_unit_test(test_parse_malformed),
         cmocka_unit_test(test_matches),
@@ -686,6 +814,8 @@ int main(void)
         cmocka_unit_test(test_proxy_not_tls),
         cmocka_unit_test(test_proxy_sni_unreadable_and_timeout),
         cmocka_unit_test(test_proxy_near_destination_buffer),
+        cmocka_unit_test(test_proxy_http_and_ech_refused),
+        cmocka_unit_test(test_proxy_silent_then_dribble),
         cmocka_unit_test(test_proxy_check_off),
     };
 

@@ -274,9 +274,25 @@ static void deny_tunnel(struct sbx_egress_conn *c, const char *reason)
     finish(c);
 }
 
+/* ST_SNI: more of the client's first bytes are needed: wait for `need` of them, and
+ * from now on for at most egress.header_timeout (a client that says nothing at all is
+ * not timed: it may speak later, and nothing flows meanwhile). */
+static void sni_wait(struct sbx_egress_conn *c, size_t need)
+{
+    if (need > SBX_EGRESS_SNI_MAX) {
+        deny_tunnel(c, "sni-unreadable");
+        return;
+    }
+    bufferevent_setwatermark(c->client, EV_READ, need, SBX_EGRESS_SNI_MAX + 1);
+    if (!evtimer_pending(c->timer, NULL)) {
+        evtimer_add(c->timer, &c->sb->e->header_timeout);
+    }
+}
+
 /* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
- * different name on an allowed address is domain fronting); anything else that is not
- * TLS, or TLS without a name, goes through. */
+ * different name on an allowed address is domain fronting) and must not hide its real
+ * name (ECH); an HTTP request must go as a proxy request, where its Host is checked;
+ * anything else that is not TLS, or TLS without a name, goes through. */
 static void sni_read(struct bufferevent *bev, void *arg)
 {
     struct sbx_egress_conn *c = arg;
@@ -285,14 +301,27 @@ static void sni_read(struct bufferevent *bev, void *arg)
     size_t want = len < SBX_EGRESS_SNI_MAX + 1 ? len : SBX_EGRESS_SNI_MAX + 1;
     const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)want);
     char host[256];
+    int http;
 
+    if (want == 0) {
+        return;
+    }
     switch (sbx_egress_sni_parse(p, want, host, sizeof(host))) {
     case SBX_SNI_MORE:
-        if (want > SBX_EGRESS_SNI_MAX) {
-            deny_tunnel(c, "sni-unreadable");
-        }
+        sni_wait(c, sbx_egress_sni_want(p, want));
         return;
     case SBX_SNI_NOT_TLS:
+        http = sbx_egress_http_start(p, want);
+        if (http == 1) {
+            deny_tunnel(c, "http-in-tunnel");
+        }
+        else if (http < 0) {
+            sni_wait(c, want + 1);
+        }
+        else {
+            start_pipe(c);
+        }
+        return;
     case SBX_SNI_ABSENT:
         start_pipe(c);
         return;
@@ -303,6 +332,9 @@ static void sni_read(struct bufferevent *bev, void *arg)
             return;
         }
         start_pipe(c);
+        return;
+    case SBX_SNI_ECH:
+        deny_tunnel(c, "sni-ech");
         return;
     case SBX_SNI_MALFORMED:
     default:
@@ -321,17 +353,23 @@ static void sni_event(struct bufferevent *bev, short events, void *arg)
     finish(c);
 }
 
-/* ST_SNI: the destination spoke first, so it is no TLS server (SSH, SMTP): relay. A
- * client halfway through a ClientHello meanwhile is refused. */
+/* ST_SNI: the destination spoke first, so it is no TLS server (SSH, SMTP): relay, unless
+ * the client has sent something too (read or still in the socket): then its bytes
+ * decide, as above. */
 static void up_spoke(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_egress_conn *c = arg;
+    char byte;
 
     (void)fd;
     (void)what;
     if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
-        deny_tunnel(c, "sni-unreadable");
+        sni_read(c->client, c);
         return;
+    }
+    if (recv(c->client_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != -1 ||
+        (errno != EAGAIN && errno != EWOULDBLOCK)) {
+        return; /* bytes or an end are waiting: the client's read event decides */
     }
     start_pipe(c);
 }
@@ -350,7 +388,6 @@ static void start_sni(struct sbx_egress_conn *c)
     bufferevent_enable(c->client, EV_READ | EV_WRITE);
     c->up_spoke = event_new(c->sb->e->base, c->up_fd, EV_READ, up_spoke, c);
     event_add(c->up_spoke, NULL);
-    evtimer_add(c->timer, &c->sb->e->header_timeout);
     if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
         sni_read(c->client, c); /* sent right behind the CONNECT head */
     }
@@ -680,6 +717,9 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         return;
+    }
+    if (n < 0) {
+        msg.msg_controllen = 0; /* the kernel left it as it was: no descriptors came */
     }
     for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {

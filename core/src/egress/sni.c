@@ -12,6 +12,8 @@
 #define RECORD_MAX 16384 /* a plaintext record's payload */
 #define HS_CLIENT_HELLO 1
 #define EXT_SERVER_NAME 0
+#define EXT_ECH 0xfe0d      /* encrypted_client_hello (RFC 9849 draft numbering) */
+#define EXT_ESNI 0xffce     /* the older encrypted_server_name draft */
 #define NAME_HOST 0
 
 struct reader {
@@ -113,6 +115,9 @@ static enum sbx_egress_sni client_hello(struct reader r, char *host, size_t host
             return SBX_SNI_MALFORMED;
         }
         ext.left = len;
+        if (type == EXT_ECH || type == EXT_ESNI) {
+            return SBX_SNI_ECH;
+        }
         if (type == EXT_SERVER_NAME) {
             if (seen++) {
                 return SBX_SNI_MALFORMED; /* one extension of a type */
@@ -132,6 +137,7 @@ enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char 
     unsigned char hs[SBX_EGRESS_SNI_MAX];
     size_t hs_len = 0;
     size_t off = 0;
+    int records = 0;
 
     if (n == 0) {
         return SBX_SNI_MORE;
@@ -165,7 +171,8 @@ enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char 
             return SBX_SNI_MORE;
         }
         rec_len = (size_t)p[off + 3] << 8 | p[off + 4];
-        if (p[off] != RECORD_HANDSHAKE || rec_len == 0 || rec_len > RECORD_MAX) {
+        if (p[off] != RECORD_HANDSHAKE || rec_len == 0 || rec_len > RECORD_MAX ||
+            ++records > SBX_EGRESS_SNI_RECORDS) {
             return SBX_SNI_MALFORMED;
         }
         if (n - off - 5 < rec_len) {
@@ -178,6 +185,44 @@ enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char 
         hs_len += rec_len;
         off += 5 + rec_len;
     }
+}
+
+size_t sbx_egress_sni_want(const unsigned char *p, size_t n)
+{
+    size_t off = 0;
+
+    for (;;) {
+        size_t rec_len;
+
+        if (n - off < 5) {
+            return off + 5;
+        }
+        rec_len = (size_t)p[off + 3] << 8 | p[off + 4];
+        if (n - off - 5 < rec_len) {
+            return off + 5 + rec_len;
+        }
+        off += 5 + rec_len;
+    }
+}
+
+int sbx_egress_http_start(const unsigned char *p, size_t n)
+{
+    static const char *const methods[] = {"GET ",     "POST ",    "PUT ",   "HEAD ",
+                                          "DELETE ",  "OPTIONS ", "PATCH ", "CONNECT ",
+                                          "TRACE ",   "PRI ",     NULL};
+    int maybe = 0;
+
+    for (size_t i = 0; methods[i] != NULL; i++) {
+        size_t len = strlen(methods[i]);
+
+        if (n >= len && memcmp(p, methods[i], len) == 0) {
+            return 1;
+        }
+        if (n < len && memcmp(p, methods[i], n) == 0) {
+            maybe = 1;
+        }
+    }
+    return maybe ? -1 : 0;
 }
 
 int sbx_egress_sni_matches(const char *sni, const char *host)

@@ -7,6 +7,9 @@
 /* The most bytes of a client's first flight the proxy holds to find the name: a
  * ClientHello with post-quantum key shares is about 2 KiB, a record at most 16 KiB. */
 #define SBX_EGRESS_SNI_MAX (20 * 1024)
+/* The most handshake records one ClientHello may span (real clients use one, or two
+ * past 16 KiB): bounds what a client sending it in tiny records costs the proxy. */
+#define SBX_EGRESS_SNI_RECORDS 8
 
 enum sbx_egress_sni {
     SBX_SNI_MORE,      /* a ClientHello so far: read more */
@@ -14,6 +17,8 @@ enum sbx_egress_sni {
     SBX_SNI_ABSENT,    /* a complete ClientHello without a server_name */
     SBX_SNI_FOUND,     /* the name is in host */
     SBX_SNI_MALFORMED, /* a handshake record, but not a ClientHello the proxy can read */
+    SBX_SNI_ECH,       /* a ClientHello with Encrypted Client Hello: the real name is
+                        * hidden, the outer one proves nothing */
 };
 
 /* Looks at the first n bytes a client sent in a tunnel. The ClientHello may span
@@ -23,6 +28,15 @@ enum sbx_egress_sni {
  * caller's to refuse. */
 enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char *host,
                                          size_t host_size);
+
+/* With SBX_SNI_MORE: how many bytes must be there before parsing again can get
+ * further (the end of the record under way), so a client dribbling a hello byte by
+ * byte is parsed once per record, not once per byte. */
+size_t sbx_egress_sni_want(const unsigned char *p, size_t n);
+
+/* Whether the first n bytes of a tunnel start an HTTP/1 request ("GET ", "POST ", ...,
+ * and HTTP/2's "PRI "): 1 yes, 0 no, -1 cannot tell yet (a method's prefix). */
+int sbx_egress_http_start(const unsigned char *p, size_t n);
 
 /* Whether the name the client sent is the CONNECT host: case-insensitive, a trailing
  * dot on either side ignored. */
