@@ -200,7 +200,7 @@ static void test_parse_ech_and_http(void **state)
     assert_int_equal(parse(&o, host), SBX_SNI_FOUND);
 
     assert_int_equal(sbx_egress_http_start((const unsigned char *)"GET / HTTP/1.1\r\n", 16), 1);
-    assert_int_equal(sbx_egress_http_start((const unsigned char *)"PRI * HTTP/2.0", 14), 1);
+    assert_int_equal(sbx_egress_http_start((const unsigned char *)"PRI * HTTP/2.0", 14), 2);
     assert_int_equal(sbx_egress_http_start((const unsigned char *)"OPTIONS *", 9), 1);
     assert_int_equal(sbx_egress_http_start((const unsigned char *)"GE", 2), -1);
     assert_int_equal(sbx_egress_http_start((const unsigned char *)"OPTION", 6), -1);
@@ -704,36 +704,71 @@ static void test_proxy_near_destination_buffer(void **state)
     expect_line(m, t.sink_port, "allow", NULL, NULL);
 }
 
-/* An HTTP request inside a tunnel would name its host where no check sees it (a CDN
- * routes port 80 by Host): refused; plain HTTP goes as a proxy request. ECH hides the
- * real name: refused. */
-static void test_proxy_http_and_ech_refused(void **state)
+/* An HTTP request inside a tunnel (Node's fetch tunnels http:// too) is checked like a
+ * proxy request: its host must be the tunnel's, and it goes on with "Connection:
+ * close" (hop-by-hop headers dropped), so the destination serves only it. HTTP/2 with
+ * prior knowledge and ECH hide the name: refused. */
+static void test_proxy_http_in_tunnel_and_ech(void **state)
 {
     const char *names[] = {"front.test", NULL};
     struct buf msg = {{0}, 0};
     struct buf o = {{0}, 0};
-    const char *get = "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n";
+    char req[256];
+    char want[64];
+    size_t fwd;
     size_t m;
     char *reply;
     int u;
 
     (void)state;
+    snprintf(req, sizeof(req), "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
+             "Connection: keep-alive\r\n\r\n", t.sink_port);
+    /* what goes on: the request line, Host, Connection: close */
+    fwd = (size_t)snprintf(NULL, 0, "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
+                           "Connection: close\r\n\r\n", t.sink_port);
+    snprintf(want, sizeof(want), "got %zu\n", fwd);
     m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), get, strlen(get));
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), req, strlen(req));
+    assert_string_equal(reply, want);
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+
+    /* another host, in the Host header or the target: cut */
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
+                     "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", 37);
     assert_string_equal(reply, "");
     free(reply);
-    expect_line(m, t.sink_port, "deny", "http-in-tunnel", NULL);
-    /* the method arriving a byte at a time is recognised once it is whole */
+    expect_line(m, t.sink_port, "deny", "host-mismatch", NULL);
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
+                     "GET http://other.test/ HTTP/1.1\r\n\r\n", 36);
+    assert_string_equal(reply, "");
+    free(reply);
+    expect_line(m, t.sink_port, "deny", "host-mismatch", NULL);
+
+    /* the method and head arriving in pieces; no Host: the tunnel's is added */
     m = mark();
     u = tunnel_to(t.sock, "front.test", t.sink_port);
     assert_int_equal(write(u, "P", 1), 1);
     usleep(50000);
     assert_int_equal(write(u, "OS", 2), 2);
     usleep(50000);
-    reply = exchange(u, "T /x HTTP/1.1\r\n\r\n", 17);
+    snprintf(want, sizeof(want), "got %d\n",
+             snprintf(NULL, 0, "POST /y HTTP/1.1\r\nHost: front.test:%d\r\n"
+                      "Connection: close\r\n\r\n", t.sink_port));
+    reply = exchange(u, "T /y HTTP/1.1\r\n\r\n", 17);
+    assert_string_equal(reply, want);
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
+
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
+                     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
     assert_string_equal(reply, "");
     free(reply);
     expect_line(m, t.sink_port, "deny", "http-in-tunnel", NULL);
+
     hello_msg(&msg, names, 0xfe0d);
     records(&o, &msg, 16384);
     m = mark();
@@ -814,7 +849,7 @@ int main(void)
         cmocka_unit_test(test_proxy_not_tls),
         cmocka_unit_test(test_proxy_sni_unreadable_and_timeout),
         cmocka_unit_test(test_proxy_near_destination_buffer),
-        cmocka_unit_test(test_proxy_http_and_ech_refused),
+        cmocka_unit_test(test_proxy_http_in_tunnel_and_ech),
         cmocka_unit_test(test_proxy_silent_then_dribble),
         cmocka_unit_test(test_proxy_check_off),
     };

@@ -62,6 +62,8 @@ struct sbx_egress_conn {
     struct event *hello;
     struct event *up_spoke;  /* ST_SNI: the destination sent first */
     int replied;             /* the 200 is in the client's output already */
+    char *tunnel_head;       /* an HTTP request head in the tunnel, rewritten */
+    size_t tunnel_head_len;
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;
@@ -137,6 +139,7 @@ static void finish(struct sbx_egress_conn *c)
     }
     event_free(c->timer);
     sbx_egress_request_clear(&c->req);
+    free(c->tunnel_head);
     free(c);
 }
 
@@ -244,6 +247,10 @@ static void start_pipe(struct sbx_egress_conn *c)
         evbuffer_add(up_prefix, c->req.forward, c->req.forward_len);
         c->prefix_up = c->req.forward_len;
     }
+    if (c->tunnel_head != NULL) {
+        evbuffer_add(up_prefix, c->tunnel_head, c->tunnel_head_len);
+        c->prefix_up += c->tunnel_head_len;
+    }
     c->prefix_up += evbuffer_get_length(bufferevent_get_input(c->client));
     evbuffer_add_buffer(up_prefix, bufferevent_get_input(c->client));
     bufferevent_free(c->client);
@@ -289,6 +296,43 @@ static void sni_wait(struct sbx_egress_conn *c, size_t need)
     }
 }
 
+/* ST_SNI: an HTTP/1 request inside the tunnel (Node's fetch tunnels http:// too): its
+ * head must be whole, its host must be the tunnel's (target and Host), and it goes on
+ * rewritten as the proxy's own plain HTTP requests do: hop-by-hop headers dropped,
+ * "Connection: close", so the destination serves only this request. */
+static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
+{
+    struct evbuffer *in = bufferevent_get_input(c->client);
+    struct sbx_egress_request r;
+    long end = sbx_egress_head_end(p, n);
+    int status = 0;
+    const char *reason = NULL;
+
+    if (end < 0) {
+        deny_tunnel(c, "malformed-head");
+        return;
+    }
+    if (end == 0) {
+        if (n > SBX_EGRESS_HEAD_MAX) {
+            deny_tunnel(c, "header-too-large");
+            return;
+        }
+        sni_wait(c, n + 1);
+        return;
+    }
+    if (sbx_egress_request_parse_tunnel(p, (size_t)end, &c->req, &r, &status, &reason) < 0) {
+        sbx_egress_request_clear(&r);
+        deny_tunnel(c, reason);
+        return;
+    }
+    evbuffer_drain(in, (size_t)end);
+    c->tunnel_head = r.forward;
+    c->tunnel_head_len = r.forward_len;
+    r.forward = NULL;
+    sbx_egress_request_clear(&r);
+    start_pipe(c);
+}
+
 /* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
  * different name on an allowed address is domain fronting) and must not hide its real
  * name (ECH); an HTTP request must go as a proxy request, where its Host is checked;
@@ -313,7 +357,10 @@ static void sni_read(struct bufferevent *bev, void *arg)
     case SBX_SNI_NOT_TLS:
         http = sbx_egress_http_start(p, want);
         if (http == 1) {
-            deny_tunnel(c, "http-in-tunnel");
+            tunnel_http(c, (const char *)p, want);
+        }
+        else if (http == 2) {
+            deny_tunnel(c, "http-in-tunnel"); /* HTTP/2: names inside HPACK */
         }
         else if (http < 0) {
             sni_wait(c, want + 1);

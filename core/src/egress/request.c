@@ -186,8 +186,25 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
     (*buf)[*len] = '\0';
 }
 
+static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
+                      struct sbx_egress_request *r, int *status, const char **reason);
+
 int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
                              int *status, const char **reason)
+{
+    return parse_head(buf, len, NULL, r, status, reason);
+}
+
+int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
+                                    const struct sbx_egress_request *tunnel,
+                                    struct sbx_egress_request *r, int *status,
+                                    const char **reason)
+{
+    return parse_head(buf, len, tunnel, r, status, reason);
+}
+
+static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
+                      struct sbx_egress_request *r, int *status, const char **reason)
 {
     const char *end = buf + len;
     const char *line_end = memchr(buf, '\r', len);
@@ -236,6 +253,9 @@ int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_requ
         }
     }
 
+    if (tunnel != NULL && strcmp(r->method, "CONNECT") == 0) {
+        FAIL(400, "connect-in-tunnel");
+    }
     if (strcmp(r->method, "CONNECT") == 0) {
         r->connect = 1;
         if (parse_authority(target, target_len, 0, r->host, &r->host_is_ip, &r->ip, &r->port,
@@ -250,25 +270,41 @@ int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_requ
         if (target_len >= 8 && strncasecmp(target, "https://", 8) == 0) {
             FAIL(400, "use-connect-for-https");
         }
-        if (target_len < 7 || strncasecmp(target, "http://", 7) != 0) {
-            FAIL(400, "not-a-proxy-request");
+        if (tunnel != NULL && (target[0] == '/' || (target_len == 1 && target[0] == '*'))) {
+            /* origin-form in a tunnel: the authority is the tunnel's */
+            memcpy(r->host, tunnel->host, sizeof(r->host));
+            r->host_is_ip = tunnel->host_is_ip;
+            r->ip = tunnel->ip;
+            r->port = tunnel->port;
+            path = target;
+            path_len = target_len;
         }
-        auth = target + 7;
-        while (auth + al < target + target_len && strchr("/?#", auth[al]) == NULL) {
-            al++;
+        else {
+            if (target_len < 7 || strncasecmp(target, "http://", 7) != 0) {
+                FAIL(400, "not-a-proxy-request");
+            }
+            auth = target + 7;
+            while (auth + al < target + target_len && strchr("/?#", auth[al]) == NULL) {
+                al++;
+            }
+            if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port,
+                                status, reason) < 0) {
+                return -1;
+            }
+            if (tunnel != NULL && (r->host_is_ip != tunnel->host_is_ip ||
+                                   strcmp(r->host, tunnel->host) != 0 ||
+                                   r->port != tunnel->port)) {
+                FAIL(403, "host-mismatch");
+            }
+            path = auth + al;
+            path_len = (size_t)(target + target_len - path);
         }
-        if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port, status,
-                            reason) < 0) {
-            return -1;
-        }
-        path = auth + al;
-        path_len = (size_t)(target + target_len - path);
         if (path_len > 0 && path[0] == '#') {
             path_len = 0;
         }
         append(&r->forward, &r->forward_len, &cap, r->method, strlen(r->method));
         append(&r->forward, &r->forward_len, &cap, " ", 1);
-        if (path_len == 0 || path[0] != '/') {
+        if (path_len == 0 || (path[0] != '/' && !(path_len == 1 && path[0] == '*'))) {
             append(&r->forward, &r->forward_len, &cap, "/", 1);
         }
         append(&r->forward, &r->forward_len, &cap, path, path_len);

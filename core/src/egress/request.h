@@ -29,6 +29,15 @@ long sbx_egress_head_end(const char *buf, size_t len);
  * and port hold what could be read ("" / 0 otherwise), for the log. */
 int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
                              int *status, const char **reason);
+/* The same for a request sent inside the CONNECT tunnel `tunnel` (plain HTTP clients
+ * such as Node's fetch tunnel http:// too): origin-form targets are allowed, and the
+ * host (target or Host header) must be the tunnel's; r->forward is the head to send,
+ * hop-by-hop headers dropped and "Connection: close" added, so the destination serves
+ * this one request on the connection (anything pipelined after it is ignored by it). */
+int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
+                                    const struct sbx_egress_request *tunnel,
+                                    struct sbx_egress_request *r, int *status,
+                                    const char **reason);
 void sbx_egress_request_clear(struct sbx_egress_request *r);
 
 #endif

@@ -216,7 +216,7 @@ int sbx_egress_http_start(const unsigned char *p, size_t n)
         size_t len = strlen(methods[i]);
 
         if (n >= len && memcmp(p, methods[i], len) == 0) {
-            return 1;
+            return strcmp(methods[i], "PRI ") == 0 ? 2 : 1;
         }
         if (n < len && memcmp(p, methods[i], n) == 0) {
             maybe = 1;

@@ -34,8 +34,9 @@ enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char 
  * byte is parsed once per record, not once per byte. */
 size_t sbx_egress_sni_want(const unsigned char *p, size_t n);
 
-/* Whether the first n bytes of a tunnel start an HTTP/1 request ("GET ", "POST ", ...,
- * and HTTP/2's "PRI "): 1 yes, 0 no, -1 cannot tell yet (a method's prefix). */
+/* Whether the first n bytes of a tunnel start an HTTP request: 1 an HTTP/1 method
+ * ("GET ", "POST ", ...), 2 HTTP/2 with prior knowledge ("PRI "), 0 no, -1 cannot
+ * tell yet (a method's prefix). */
 int sbx_egress_http_start(const unsigned char *p, size_t n);
 
 /* Whether the name the client sent is the CONNECT host: case-insensitive, a trailing
