@@ -42,8 +42,12 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
 {
     (void)ctx;
     (void)id;
-    /* "fake-wait": runs until cancelled (at most 60 s); "fake-exit N": status N */
-    if (strcmp(spec->argv[0], "fake-wait") == 0) {
+    /* "fake-wait": runs until cancelled (at most 60 s), silently; "fake-say-wait"
+     * prints "waiting" on stdout first; "fake-exit N": status N */
+    if (strcmp(spec->argv[0], "fake-say-wait") == 0 && spec->on_output != NULL) {
+        spec->on_output(spec->output_userdata, 1, "waiting\n", 8);
+    }
+    if (strcmp(spec->argv[0], "fake-wait") == 0 || strcmp(spec->argv[0], "fake-say-wait") == 0) {
         for (int i = 0; i < 6000 && !ctl->cancelled; i++) {
             struct timespec ts = {0, 10 * 1000 * 1000};
 

@@ -432,12 +432,16 @@ static void test_sbx_run_through_runner(void **state)
         char *running = NULL;
         int st = 0;
 
+        char *out_path = NULL;
+
+        assert_true(asprintf(&out_path, "%s/ctrl-c.out", rh_dir) > 0);
         if (pid == 0) {
             int null = open("/dev/null", O_WRONLY);
+            int out = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-            dup2(null, 1);
+            dup2(out, 1);
             dup2(null, 2);
-            execl(sbx_bin, sbx_bin, "--config", client_conf, "run", "--", "fake-wait",
+            execl(sbx_bin, sbx_bin, "--config", client_conf, "run", "--", "fake-say-wait",
                   (char *)NULL);
             _exit(127);
         }
@@ -471,6 +475,19 @@ static void test_sbx_run_through_runner(void **state)
         assert_int_equal(WEXITSTATUS(st), 130);
         json_decref(rh_wait_state(running, "cancelled"));
         free(running);
+        {
+            /* the output once: the wait after the cancel does not stream it again */
+            FILE *f = fopen(out_path, "r");
+            char got[64] = "";
+            size_t n;
+
+            assert_non_null(f);
+            n = fread(got, 1, sizeof(got) - 1, f);
+            got[n] = '\0';
+            fclose(f);
+            assert_string_equal(got, "waiting\n");
+        }
+        free(out_path);
     }
 
     /* sbx job --follow keeps the job's streams apart too */

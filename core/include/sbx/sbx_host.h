@@ -40,7 +40,8 @@ struct sbx_http_request {
     int (*on_data)(void *userdata, const char *data, size_t len);
     void *userdata;
     /* When non-NULL and it becomes non-zero (another thread may set it), the
-     * transfer is aborted within about 100 ms with SBX_E_CANCELLED. */
+     * transfer is aborted soon after (within about a second when nothing flows)
+     * with SBX_E_CANCELLED. */
     const volatile int *cancel;
 };
 

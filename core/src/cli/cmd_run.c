@@ -1,5 +1,6 @@
 /* cmd_run.c - `sbx run` (start + exec + end, in this process) and `sbx exec`
  * (one command in a running task, through its keeper). */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <signal.h>
@@ -99,6 +100,9 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
         while (off < len) {
             ssize_t w = write(stream == 2 ? 2 : 1, data + off, len - off);
 
+            if (w < 0 && errno == EINTR) {
+                continue; /* a signal (Ctrl-C) must not cut what is being written */
+            }
             if (w <= 0) {
                 return 0; /* a closed stdout must not kill the sandbox's command */
             }
@@ -213,6 +217,33 @@ static char *submit_body(struct sbx_config *cfg, const struct sbx_task_cli *o)
     return body;
 }
 
+/* Polls the job's record until it has ended (at most 60 s), or a signal comes. */
+static void wait_job_end(struct sbx_config *cfg, const char *id)
+{
+    char *path = xasprintf("/v1/jobs/%s", id);
+
+    for (int i = 0; i < 600 && !interrupted; i++) {
+        struct sbx_http_response resp = {0};
+        const char *state = NULL;
+        json_t *rec = NULL;
+        int ended;
+
+        if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, NULL) < 0) {
+            break;
+        }
+        rec = json_loadb(resp.body, resp.body_len, 0, NULL);
+        state = json_string_value(json_object_get(rec, "state"));
+        ended = state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0);
+        json_decref(rec);
+        sbx_http_response_free(&resp);
+        if (ended) {
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    free(path);
+}
+
 /* With runner.listen set, `sbx run` is a job of the runner (DESIGN.md, One
  * implementation): pools and caps always apply, and a runner that is down
  * fails the run with 125; it never falls back to running here. The output
@@ -228,6 +259,7 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     char *path;
     char id[96];
     int rc = SBX_EXIT_SBX;
+    int followed;
 
     install_signals(); /* SIGPIPE too: a closed stdout must not kill sbx (the job is awaited) */
     if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
@@ -244,10 +276,10 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         json_decref(rep);
         sbx_http_response_free(&resp);
     }
-    if (!interrupted &&
-        sbx_runner_follow(cfg, id, on_output, &cap, (const volatile int *)&interrupted, &got,
-                          &err) < 0 &&
-        !interrupted) {
+    followed = interrupted ? -1
+                           : sbx_runner_follow(cfg, id, on_output, &cap,
+                                               (const volatile int *)&interrupted, &got, &err);
+    if (followed < 0 && !interrupted) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
         free(cap.buf[0]);
@@ -255,9 +287,13 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         return SBX_EXIT_SBX;
     }
     sbx_error_free(&err);
+    if (followed == 0) {
+        interrupted = 0; /* a signal after the job's end changes nothing */
+    }
     if (interrupted) {
         /* Ctrl-C cancels the job, as it cancels an embedded run; then wait for its end
-         * (the runner stops the command and cleans up) unless a second signal comes. */
+         * (the runner stops the command and cleans up) unless a second signal comes.
+         * The wait reads the record, not the output again (that would repeat it). */
         int sig = interrupted;
 
         path = xasprintf("/v1/jobs/%s/cancel", id);
@@ -272,10 +308,7 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         }
         free(path);
         interrupted = 0;
-        if (sbx_runner_follow(cfg, id, on_output, &cap, (const volatile int *)&interrupted,
-                              NULL, &err) < 0) {
-            sbx_error_free(&err);
-        }
+        wait_job_end(cfg, id);
         interrupted = sig;
     }
     path = xasprintf("/v1/jobs/%s", id);

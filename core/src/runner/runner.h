@@ -69,7 +69,8 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
                     const char *body, int (*on_data)(void *ud, const char *data, size_t len),
                     void *ud, struct sbx_http_response *resp, sbx_error_t **err);
 /* The same; when *cancel becomes non-zero (a signal handler may set it) the call
- * stops within about 100 ms with SBX_E_CANCELLED. */
+ * stops soon after (libcurl looks at it about once a second when nothing flows)
+ * with SBX_E_CANCELLED. */
 int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, const char *path,
                            const char *body,
                            int (*on_data)(void *ud, const char *data, size_t len), void *ud,
