@@ -283,6 +283,12 @@ static void test_output_runs(void **state)
         }
         assert_true(j->out_moved - moved0 <= j->out_total - total0);
         assert_true(j->out_cap <= 2 * SBX_RUNNER_MAX_OUTPUT);
+        /* a job that ended gives the room back and keeps its bytes */
+        runner_output_settle(j);
+        assert_int_equal(j->out_cap, j->out_len);
+        assert_int_equal(j->out_off, 0);
+        assert_int_equal((unsigned char)runner_output_bytes(j)[j->out_len - 1],
+                         (unsigned char)k);
     }
     free(chunk);
     free(j->out);

@@ -143,6 +143,8 @@ static inline const char *runner_output_bytes(const struct rjob *j)
 int runner_worker_start(struct sbx_runner *r, struct rjob *j);
 int runner_task_ender_start(struct sbx_runner *r, struct rtask *t);
 /* stream: 1 stdout, 2 stderr */
+/* A job that ended keeps only its bytes: the room for appending goes (under r->mu). */
+void runner_output_settle(struct rjob *j);
 void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
                           size_t len);
 /* The stream (1 or 2) of the byte at absolute offset off (>= the first kept

@@ -115,6 +115,18 @@ void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, cons
     pthread_mutex_unlock(&r->mu);
 }
 
+void runner_output_settle(struct rjob *j)
+{
+    if (j->out_off > 0) {
+        memmove(j->out, j->out + j->out_off, j->out_len);
+        j->out_off = 0;
+    }
+    if (j->out != NULL && j->out_cap > j->out_len) {
+        j->out = xrealloc(j->out, j->out_len + 1);
+        j->out_cap = j->out_len;
+    }
+}
+
 static int on_output(void *ud, int stream, const char *data, size_t len)
 {
     struct worker *w = ud;
@@ -314,6 +326,7 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&r->mu);
     j->exit_status = status;
     j->state = (int)end_state;
+    runner_output_settle(j);
     if (strcmp(t->holder, j->id) == 0) {
         t->holder_result = result;
     }
