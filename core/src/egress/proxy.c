@@ -62,6 +62,7 @@ struct sbx_egress_conn {
     struct event *hello;
     struct event *up_spoke;  /* ST_SNI: the destination sent first */
     int replied;             /* the 200 is in the client's output already */
+    char *job;               /* the sandbox's job when the connection arrived */
     char *tunnel_head;       /* an HTTP request head in the tunnel, rewritten */
     size_t tunnel_head_len;
     char sni[256];
@@ -90,7 +91,7 @@ static void finish(struct sbx_egress_conn *c)
     }
     rec.start = c->start;
     rec.duration = (double)(now.tv_sec - c->t0.tv_sec) + (now.tv_nsec - c->t0.tv_nsec) / 1e9;
-    rec.job = sb->job;
+    rec.job = c->job;
     rec.task = sb->task;
     rec.sandbox = sb->name;
     rec.method = c->req.method[0] ? c->req.method : NULL;
@@ -140,6 +141,7 @@ static void finish(struct sbx_egress_conn *c)
     event_free(c->timer);
     sbx_egress_request_clear(&c->req);
     free(c->tunnel_head);
+    free(c->job);
     free(c);
 }
 
@@ -822,6 +824,7 @@ void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, in
     (void)sa;
     (void)len;
     c->sb = sb;
+    c->job = sb->job != NULL ? xstrdup(sb->job) : NULL;
     c->client_fd = fd;
     c->up_fd = -1;
     clock_gettime(CLOCK_REALTIME, &c->start);

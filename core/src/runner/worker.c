@@ -308,8 +308,10 @@ static void *worker_main(void *arg)
         sbx_store_task_exec(st, t->id, 0, 0, &err);
         store_warn(&err);
         sbx_task_egress_counts(task, &allowed, &denied);
-        allowed -= allowed0;
-        denied -= denied0;
+        /* a connection decided before this job and refused during it moves a count
+         * from allowed to denied: never below 0 */
+        allowed = allowed > allowed0 ? allowed - allowed0 : 0;
+        denied = denied > denied0 ? denied - denied0 : 0;
     }
     if (j->cancel) {
         end_state = SBX_JOB_CANCELLED;
