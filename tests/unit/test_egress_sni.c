@@ -565,21 +565,28 @@ static void expect_line(size_t at, int port, const char *decision, const char *r
     json_decref(arr);
 }
 
+/* CONNECT front.test to the sink, send n bytes, and expect `reply` back and one log
+ * line (decision, reason, sni). */
+static void through_front(const void *bytes, size_t n, const char *reply, const char *decision,
+                          const char *reason, const char *sni)
+{
+    size_t m = mark();
+    char *got = exchange(tunnel_to(t.sock, "front.test", t.sink_port), bytes, n);
+
+    assert_string_equal(got, reply);
+    free(got);
+    expect_line(m, t.sink_port, decision, reason, sni);
+}
+
 static void test_proxy_sni_matches(void **state)
 {
-    size_t m;
     struct buf o = {{0}, 0};
     char want[32];
-    char *reply;
 
     (void)state;
     client_hello(&o, "FRONT.test.");
     snprintf(want, sizeof(want), "got %zu\n", o.n);
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
-    assert_string_equal(reply, want); /* the whole hello reached the destination */
-    free(reply);
-    expect_line(m, t.sink_port, "allow", NULL, "FRONT.test.");
+    through_front(o.b, o.n, want, "allow", NULL, "FRONT.test.");
 }
 
 static void test_proxy_sni_mismatch(void **state)
@@ -590,11 +597,7 @@ static void test_proxy_sni_mismatch(void **state)
 
     (void)state;
     client_hello(&o, "other.test"); /* mapped to the same address: domain fronting */
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
-    assert_string_equal(reply, ""); /* cut: nothing reached the destination */
-    free(reply);
-    expect_line(m, t.sink_port, "deny", "sni-mismatch", "other.test");
+    through_front(o.b, o.n, "", "deny", "sni-mismatch", "other.test");
     /* An IP-literal tunnel (allowed by a CIDR rule) may carry no name at all. */
     m = mark();
     reply = exchange(tunnel_to(t.sock, "127.0.0.1", t.sink_port), o.b, o.n);
@@ -612,19 +615,11 @@ static void test_proxy_not_tls(void **state)
     int u;
 
     (void)state;
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), "plain\n", 6);
-    assert_string_equal(reply, "got 6\n");
-    free(reply);
-    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    through_front("plain\n", 6, "got 6\n", "allow", NULL, NULL);
     /* TLS without a name passes (and logs no name). */
     client_hello(&o, NULL);
     snprintf(want, sizeof(want), "got %zu\n", o.n);
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
-    assert_string_equal(reply, want);
-    free(reply);
-    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    through_front(o.b, o.n, want, "allow", NULL, NULL);
     /* The destination speaks first (SSH): the client waits for it, and gets it. */
     m = mark();
     u = tunnel_to(t.sock, "front.test", t.banner_port);
@@ -654,12 +649,8 @@ static void test_proxy_sni_unreadable_and_timeout(void **state)
     int u;
 
     (void)state;
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
-                     "\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10);
-    assert_string_equal(reply, "");
-    free(reply);
-    expect_line(m, t.sink_port, "deny", "sni-unreadable", NULL);
+    through_front("\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10, "", "deny",
+                  "sni-unreadable", NULL);
     /* Half a hello, then nothing: cut after egress.header_timeout (1 s here). */
     client_hello(&o, "front.test");
     m = mark();
@@ -727,25 +718,12 @@ static void test_proxy_http_in_tunnel_and_ech(void **state)
     fwd = (size_t)snprintf(NULL, 0, "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
                            "Connection: close\r\n\r\n", t.sink_port);
     snprintf(want, sizeof(want), "got %zu\n", fwd);
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), req, strlen(req));
-    assert_string_equal(reply, want);
-    free(reply);
-    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    through_front(req, strlen(req), want, "allow", NULL, NULL);
 
     /* another host, in the Host header or the target: cut */
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
-                     "GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", 37);
-    assert_string_equal(reply, "");
-    free(reply);
-    expect_line(m, t.sink_port, "deny", "host-mismatch", NULL);
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
-                     "GET http://other.test/ HTTP/1.1\r\n\r\n", 36);
-    assert_string_equal(reply, "");
-    free(reply);
-    expect_line(m, t.sink_port, "deny", "host-mismatch", NULL);
+    through_front("GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", 37, "", "deny",
+                  "host-mismatch", NULL);
+    through_front("GET http://other.test/ HTTP/1.1\r\n\r\n", 36, "", "deny", "host-mismatch", NULL);
 
     /* the method and head arriving in pieces; no Host: the tunnel's is added */
     m = mark();
@@ -762,20 +740,11 @@ static void test_proxy_http_in_tunnel_and_ech(void **state)
     free(reply);
     expect_line(m, t.sink_port, "allow", NULL, NULL);
 
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port),
-                     "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24);
-    assert_string_equal(reply, "");
-    free(reply);
-    expect_line(m, t.sink_port, "deny", "http-in-tunnel", NULL);
+    through_front("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24, "", "deny", "http-in-tunnel", NULL);
 
     hello_msg(&msg, names, 0xfe0d);
     records(&o, &msg, 16384);
-    m = mark();
-    reply = exchange(tunnel_to(t.sock, "front.test", t.sink_port), o.b, o.n);
-    assert_string_equal(reply, "");
-    free(reply);
-    expect_line(m, t.sink_port, "deny", "sni-ech", NULL);
+    through_front(o.b, o.n, "", "deny", "sni-ech", NULL);
 }
 
 /* A client that says nothing for longer than egress.header_timeout (1 s here) is not
