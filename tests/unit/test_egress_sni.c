@@ -593,17 +593,26 @@ static void test_proxy_sni_mismatch(void **state)
 {
     size_t m;
     struct buf o = {{0}, 0};
+    char want[32];
     char *reply;
 
     (void)state;
     client_hello(&o, "other.test"); /* mapped to the same address: domain fronting */
     through_front(o.b, o.n, "", "deny", "sni-mismatch", "other.test");
-    /* An IP-literal tunnel (allowed by a CIDR rule) may carry no name at all. */
+    /* An IP-literal tunnel (allowed by a CIDR rule) carries no name but the literal. */
     m = mark();
     reply = exchange(tunnel_to(t.sock, "127.0.0.1", t.sink_port), o.b, o.n);
     assert_string_equal(reply, "");
     free(reply);
     expect_line(m, t.sink_port, "deny", "sni-mismatch", "other.test");
+    memset(&o, 0, sizeof(o));
+    client_hello(&o, "127.0.0.1");
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "127.0.0.1", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, want);
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, "127.0.0.1");
 }
 
 static void test_proxy_not_tls(void **state)

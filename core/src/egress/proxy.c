@@ -376,7 +376,8 @@ static void sni_read(struct bufferevent *bev, void *arg)
         return;
     case SBX_SNI_FOUND:
         snprintf(c->sni, sizeof(c->sni), "%s", host);
-        if (c->req.host_is_ip || !sbx_egress_sni_matches(host, c->req.host)) {
+        /* an IP-literal tunnel: only that literal itself (names are not IPs) */
+        if (!sbx_egress_sni_matches(host, c->req.host)) {
             deny_tunnel(c, "sni-mismatch");
             return;
         }
