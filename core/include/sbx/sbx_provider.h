@@ -30,6 +30,7 @@ enum sbx_provider_flags {
     SBX_PROVIDER_DOCKER_SIDECAR = 1u << 5,  /* can run a per-sandbox Docker daemon */
     SBX_PROVIDER_PAUSE = 1u << 6,           /* supports pause/resume */
     SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,   /* wires the core's egress proxy socket in */
+    SBX_PROVIDER_WORKTREE_VIEW = 1u << 8,   /* may mount a view of the worktree on view_dir */
 };
 
 /* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
@@ -83,6 +84,13 @@ struct sbx_sandbox_spec {
      * NULL when the provider lacks SBX_PROVIDER_DOCKER_SIDECAR. */
     int docker_sidecar;
     const char *docker_dir;
+    /* Added for idmapped worktrees (docs/tasks.md): an empty host directory
+     * (mode 0700, <state>/tasks/<task>/workspace) on which a provider with
+     * SBX_PROVIDER_WORKTREE_VIEW may mount its own view of the worktree (an
+     * idmapped mount) and bind that view instead of the worktree. The core
+     * unmounts whatever is mounted there when the task ends, and sweeps it
+     * when the task's owner is gone. NULL without a worktree or the flag. */
+    const char *view_dir;
 };
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
@@ -127,6 +135,9 @@ struct sbx_provider_info {
      * "ISOLATION FAILURE: " for a rootful sidecar without user remapping;
      * "" when the provider has no sidecar. */
     char sidecar[256];
+    /* Added last: how a worktree reaches /workspace, e.g. "idmapped: its owner
+     * is root inside (host 100000:100000) (auto)"; "" when not reported. */
+    char worktree[256];
 };
 
 struct sbx_provider_ops {

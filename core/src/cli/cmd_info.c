@@ -83,6 +83,8 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
         json_object_set_new(j, "docker_sidecar", info.sidecar[0] ? json_string(info.sidecar)
                                                                  : json_null());
+        json_object_set_new(j, "worktree", info.worktree[0] ? json_string(info.worktree)
+                                                            : json_null());
     }
     else {
         json_object_set_new(j, "provider_error", json_string(sbx_error_msg(err)));
@@ -107,6 +109,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                    info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",
                    info.disk_limit[0] ? info.disk_limit : "not reported");
             printf("sidecar:     %s\n", info.sidecar[0] ? info.sidecar : "none");
+            printf("worktree:    %s\n", info.worktree[0] ? info.worktree : "plain bind mount");
         }
         else {
             printf("engine:      unreachable: %s\n", sbx_error_msg(err));

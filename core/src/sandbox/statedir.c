@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/view.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -147,6 +148,7 @@ void sbx_task_dir_remove(const char *state, const char *task)
     cleanup_free char *egress = xasprintf("%s/egress", dir);
     cleanup_free char *egress_sock = xasprintf("%s/egress/proxy.sock", dir);
 
+    sbx_view_release(dir); /* before anything else: never remove through a view */
     unlink(rec);
     unlink(sock);
     unlink(egress_sock);
