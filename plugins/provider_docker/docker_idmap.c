@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -350,4 +352,48 @@ void dk_idmap_release(const char *view)
             break;
         }
     }
+}
+
+int dk_same_mount_ns(const char *socket_path, char *why, size_t n)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct ucred cred = {0};
+    socklen_t len = sizeof(cred);
+    struct stat ours;
+    struct stat theirs;
+    char path[64];
+    int fd;
+
+    if (strlen(socket_path) >= sizeof(sa.sun_path)) {
+        snprintf(why, n, "%s: path too long", socket_path);
+        return -1;
+    }
+    memcpy(sa.sun_path, socket_path, strlen(socket_path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        snprintf(why, n, "engine socket %s: %s", socket_path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
+    if (cred.pid <= 0) {
+        snprintf(why, n, "the engine's process is not visible from here");
+        return -1;
+    }
+    snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)cred.pid);
+    if (stat("/proc/self/ns/mnt", &ours) < 0 || stat(path, &theirs) < 0) {
+        snprintf(why, n, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (ours.st_dev != theirs.st_dev || ours.st_ino != theirs.st_ino) {
+        snprintf(why, n,
+                 "sbx runs in another mount namespace than the engine (pid %d), which "
+                 "would not see the view",
+                 (int)cred.pid);
+        return 0;
+    }
+    return 1;
 }

@@ -23,6 +23,10 @@ int dk_idmap_kernel(char *why, size_t n);
  * the sandbox's root. 0 done, -1 nothing mounted (why). */
 int dk_idmap_mount(const char *src, const char *view, unsigned host_uid, unsigned host_gid,
                    char *why, size_t n);
+/* Whether the process serving the unix socket path (the engine) shares our
+ * mount namespace, so that it sees a view we mount: 1 yes, 0 no (why), -1
+ * cannot tell (why). */
+int dk_same_mount_ns(const char *socket, char *why, size_t n);
 /* Unmounts whatever is mounted on view (MNT_DETACH, never following a
  * symlink); a view that is not a mount point is fine. */
 void dk_idmap_release(const char *view);

@@ -80,6 +80,13 @@ int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
         set_why(c, "run sbx as root", "%s", why);
         return 0;
     }
+    if (dk_same_mount_ns(c->socket, why, sizeof(why)) == 0) {
+        set_why(c,
+                "run sbx in the engine's mount namespace (no PrivateMounts, PrivateTmp or "
+                "ProtectSystem in its unit)",
+                "%s", why);
+        return 0;
+    }
     return 0;
 }
 

@@ -40,6 +40,34 @@ static int teardown(void **state)
     return rt_teardown(state);
 }
 
+/* Sandboxes of this test (the engine is shared): those with a mount from
+ * its state directory (every sandbox's egress socket directory is there). */
+static size_t sandboxes(void)
+{
+    json_t *j =
+        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    size_t n = 0;
+    size_t i;
+    json_t *c;
+
+    json_array_foreach(j, i, c)
+    {
+        size_t k;
+        json_t *m;
+        int mine = 0;
+
+        json_array_foreach(json_object_get(c, "Mounts"), k, m)
+        {
+            const char *src = json_string_value(json_object_get(m, "Source"));
+
+            mine |= src != NULL && strncmp(src, rt_state, strlen(rt_state)) == 0;
+        }
+        n += (size_t)mine;
+    }
+    json_decref(j);
+    return n;
+}
+
 /* A fresh worktree owned by OWNER holding "theirs", a file of OTHER. */
 static void fresh_worktree(void)
 {
@@ -155,7 +183,7 @@ static void test_owner_is_root_inside(void **state)
     assert_string_equal(buf, "theirs\n");
     free(theirs);
     assert_int_equal(views(), 0);
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(sandboxes(), 0);
     drop_worktree();
 }
 
@@ -175,7 +203,7 @@ static pid_t background_run(void)
         execl(rt_sbx, rt_sbx, "run", "--worktree", wt, "--", "sleep", "30", (char *)NULL);
         _exit(98);
     }
-    for (int i = 0; i < 300 && (rt_sandboxes() == 0 || views() == 0); i++) {
+    for (int i = 0; i < 300 && (sandboxes() == 0 || views() == 0); i++) {
         usleep(50 * 1000);
     }
     assert_int_equal(views(), 1);
@@ -207,7 +235,7 @@ static void test_run_end_paths(void **state)
         assert_true(WIFEXITED(st));
         assert_int_equal(WEXITSTATUS(st), want[i]);
         assert_int_equal(views(), 0);
-        assert_int_equal(rt_sandboxes(), 0);
+        assert_int_equal(sandboxes(), 0);
     }
     /* the maximum lifetime */
     rt_use_config("limits = { max = \"3s\"; };\n");
@@ -226,7 +254,7 @@ static void test_run_end_paths(void **state)
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     assert_int_equal(views(), 0);
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(sandboxes(), 0);
     drop_worktree();
 }
 
@@ -256,26 +284,26 @@ static void test_task_end_paths(void **state)
     (void)state;
     fresh_worktree();
     /* two tasks on one worktree: a view each, one's file is the other's */
-    r = RT_SBX("task", "start", "--task", "wa", "--worktree", wt);
+    r = RT_SBX("task", "start", "--task", "idm-wa", "--worktree", wt);
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    r = RT_SBX("task", "start", "--task", "wb", "--worktree", wt);
+    r = RT_SBX("task", "start", "--task", "idm-wb", "--worktree", wt);
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     assert_int_equal(views(), 2);
-    r = RT_SBX("exec", "wa", "--", "sh", "-c", "echo from-a > /workspace/a");
+    r = RT_SBX("exec", "idm-wa", "--", "sh", "-c", "echo from-a > /workspace/a");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    r = RT_SBX("exec", "wb", "--", "cat", "/workspace/a");
+    r = RT_SBX("exec", "idm-wb", "--", "cat", "/workspace/a");
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "from-a\n");
     spawn_result_free(&r);
-    r = RT_SBX("task", "end", "wa");
+    r = RT_SBX("task", "end", "idm-wa");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     assert_int_equal(views(), 1);
     /* kill -9 of the keeper: the next task start sweeps its view */
-    pid = keeper_pid("wb");
+    pid = keeper_pid("idm-wb");
     assert_true(pid > 1);
     kill(pid, SIGKILL);
     for (int i = 0; i < 50 && kill(pid, 0) == 0; i++) {
@@ -283,16 +311,16 @@ static void test_task_end_paths(void **state)
     }
     assert_int_equal(views(), 1);
     rt_use_config("limits = { idle = \"3s\"; };\n");
-    r = RT_SBX("task", "start", "--task", "wc", "--worktree", wt);
+    r = RT_SBX("task", "start", "--task", "idm-wc", "--worktree", wt);
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     assert_int_equal(views(), 1); /* wb's went, wc's is there */
     /* ... and idle ends wc, view included */
-    for (int i = 0; i < 200 && rt_sandboxes() > 0; i++) {
+    for (int i = 0; i < 200 && sandboxes() > 0; i++) {
         usleep(100 * 1000);
     }
     rt_use_config(NULL);
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(sandboxes(), 0);
     wait_views(0);
     host_owner("a", OWNER, OWNER);
     drop_worktree();
@@ -313,7 +341,7 @@ static void test_modes(void **state)
                            "'sbx-no-such-user' in /etc/subuid");
     assert_int_equal(lines(r.err), 1);
     spawn_result_free(&r);
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(sandboxes(), 0);
     assert_int_equal(views(), 0);
     r = RT_SBX("info");
     assert_int_equal(r.rc, 0);
@@ -372,7 +400,7 @@ static void test_refused_worktrees(void **state)
         assert_contains(r.err, why[i]);
         spawn_result_free(&r);
     }
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(sandboxes(), 0);
     assert_int_equal(views(), 0);
 }
 
@@ -475,7 +503,7 @@ static void test_runner_restart(void **state)
     fresh_worktree();
     rt_use_config("limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n");
     serve_start();
-    k1 = SUBMIT("--pool", "agent", "--task", "wk-keep", "--worktree", wt, "--", "sh", "-c",
+    k1 = SUBMIT("--pool", "agent", "--task", "idm-keep", "--worktree", wt, "--", "sh", "-c",
                 "echo kept > /workspace/k");
     wait_state(k1, "finished");
     run = SUBMIT("--worktree", wt, "--", "sleep", "300");
@@ -488,20 +516,20 @@ static void test_runner_restart(void **state)
     serve_start();
     /* the running job's task was cleaned up, view included; the kept one adopted */
     wait_views(1);
-    k2 = SUBMIT("--pool", "agent", "--task", "wk-keep", "--", "sh", "-c",
+    k2 = SUBMIT("--pool", "agent", "--task", "idm-keep", "--", "sh", "-c",
                 "cat /workspace/k; touch /workspace/k2");
     r = RT_SBX("job", k2, "--follow");
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "kept\n");
     spawn_result_free(&r);
     host_owner("k2", OWNER, OWNER);
-    r = RT_SBX("cancel", "--task", "wk-keep");
+    r = RT_SBX("cancel", "--task", "idm-keep");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+    for (int i = 0; i < 300 && sandboxes() > 0; i++) {
         usleep(100 * 1000);
     }
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(sandboxes(), 0);
     wait_views(0);
     serve_kill(SIGTERM);
     assert_int_equal(views(), 0);

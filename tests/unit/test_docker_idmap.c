@@ -7,8 +7,13 @@
 #include "test_common.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
 #include "docker_idmap.h"
 
@@ -165,13 +170,75 @@ static void test_mount_refusals(void **state)
     free(dir);
 }
 
+/* A child listening on path, in a mount namespace of its own when newns. */
+static pid_t listener(const char *path, int newns)
+{
+    int ready[2];
+    char c = 0;
+    pid_t pid;
+
+    assert_int_equal(pipe(ready), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int fd;
+
+        if (newns && unshare(CLONE_NEWNS) < 0) {
+            _exit(2);
+        }
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+        fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+            _exit(3);
+        }
+        if (write(ready[1], &c, 1) != 1) {
+            _exit(4);
+        }
+        pause();
+        _exit(0);
+    }
+    close(ready[1]);
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    close(ready[0]);
+    return pid;
+}
+
+static void test_engine_mount_ns(void **state)
+{
+    char *dir = test_mkdtemp();
+    char *same = NULL;
+    char *other = NULL;
+    char why[512] = "";
+    pid_t a;
+    pid_t b;
+
+    (void)state;
+    assert_true(asprintf(&same, "%s/same.sock", dir) > 0);
+    assert_true(asprintf(&other, "%s/other.sock", dir) > 0);
+    a = listener(same, 0);
+    b = listener(other, 1);
+    assert_int_equal(dk_same_mount_ns(same, why, sizeof(why)), 1);
+    assert_int_equal(dk_same_mount_ns(other, why, sizeof(why)), 0);
+    assert_non_null(strstr(why, "another mount namespace than the engine"));
+    assert_int_equal(dk_same_mount_ns("/no/such.sock", why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "/no/such.sock: No such file"));
+    kill(a, SIGKILL);
+    kill(b, SIGKILL);
+    waitpid(a, NULL, 0);
+    waitpid(b, NULL, 0);
+    free(same);
+    free(other);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_subid_first),
-        cmocka_unit_test(test_probes),
-        cmocka_unit_test(test_mount_and_release),
-        cmocka_unit_test(test_mount_refusals),
+        cmocka_unit_test(test_subid_first),       cmocka_unit_test(test_probes),
+        cmocka_unit_test(test_mount_and_release), cmocka_unit_test(test_mount_refusals),
+        cmocka_unit_test(test_engine_mount_ns),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
