@@ -12,9 +12,10 @@
 /* CAP_SYS_ADMIN, for the probe of /proc/self/status */
 #define DK_CAP_SYS_ADMIN 21
 
-static void set_why(struct dk_ctx *c, const char *fix, const char *fmt, const char *a)
+/* Idmapped worktrees cannot work on this box: why, and what fixes it. */
+static void set_why(struct dk_ctx *c, const char *fix, const char *why)
 {
-    snprintf(c->wt_why, sizeof(c->wt_why), fmt, a);
+    snprintf(c->wt_why, sizeof(c->wt_why), "%s", why);
     snprintf(c->wt_fix, sizeof(c->wt_fix), "%s", fix);
 }
 
@@ -22,7 +23,9 @@ int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
 {
     const char *mode = c->host->opt_string(c->opts, "worktree_idmap");
     const char *user = c->host->opt_string(c->opts, "userns_remap_user");
-    const struct passwd *pw;
+    struct passwd pwbuf;
+    struct passwd *pw = NULL;
+    char pwtext[1024];
     char why[256] = "";
     long uid = -1;
 
@@ -49,17 +52,17 @@ int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
                                   user ? user : "");
     }
     if (!c->userns) {
-        set_why(c, "turn on the engine's userns-remap (docs/operations.md)", "%s",
+        set_why(c, "turn on the engine's userns-remap (docs/operations.md)",
                 "the engine does not remap users");
         return 0;
     }
-    pw = getpwnam(user);
-    if (pw != NULL) {
+    /* a line of /etc/subuid may name the user by its uid */
+    if (getpwnam_r(user, &pwbuf, pwtext, sizeof(pwtext), &pw) == 0 && pw != NULL) {
         uid = (long)pw->pw_uid;
     }
     if (dk_subid_first("/etc/subuid", user, uid, &c->wt_uid, why, sizeof(why)) < 0 ||
         dk_subid_first("/etc/subgid", user, uid, &c->wt_gid, why, sizeof(why)) < 0) {
-        set_why(c, "set userns_remap_user to the engine's userns-remap user", "%s", why);
+        set_why(c, "set userns_remap_user to the engine's userns-remap user", why);
         return 0;
     }
     /* the engine's data root ends in "<uid>.<gid>" of its root: they must agree */
@@ -69,22 +72,22 @@ int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
                  "'%.64s' starts at %u:%u in /etc/subuid and /etc/subgid, "
                  "but the engine's root is host %u:%u",
                  user, c->wt_uid, c->wt_gid, c->remap_uid, c->remap_gid);
-        set_why(c, "set userns_remap_user to the engine's userns-remap user", "%s", why);
+        set_why(c, "set userns_remap_user to the engine's userns-remap user", why);
         return 0;
     }
     if (dk_idmap_kernel(why, sizeof(why)) != 1) {
-        set_why(c, "run a Linux 5.12+ kernel", "%s", why);
+        set_why(c, "run a Linux 5.12+ kernel", why);
         return 0;
     }
     if (dk_cap_effective("/proc/self/status", DK_CAP_SYS_ADMIN, why, sizeof(why)) != 1) {
-        set_why(c, "run sbx as root", "%s", why);
+        set_why(c, "run sbx as root", why);
         return 0;
     }
     if (dk_same_mount_ns(c->socket, why, sizeof(why)) == 0) {
         set_why(c,
                 "run sbx in the engine's mount namespace (no PrivateMounts, PrivateTmp or "
                 "ProtectSystem in its unit)",
-                "%s", why);
+                why);
         return 0;
     }
     return 0;

@@ -10,6 +10,7 @@
  * falls back to a plain bind mount with one warning line. */
 #include "rt_common.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -127,6 +128,27 @@ static void wait_views(int want)
     assert_int_equal(views(), want);
 }
 
+/* Entries in <state>/tasks (an ended `sbx run` leaves none). */
+static int task_dirs(void)
+{
+    char *p = NULL;
+    DIR *d;
+    const struct dirent *e;
+    int n = 0;
+
+    assert_true(asprintf(&p, "%s/tasks", rt_state) > 0);
+    d = opendir(p);
+    free(p);
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        n += e->d_name[0] != '.';
+    }
+    closedir(d);
+    return n;
+}
+
 static void host_owner(const char *name, unsigned uid, unsigned gid)
 {
     char *p = NULL;
@@ -184,6 +206,7 @@ static void test_owner_is_root_inside(void **state)
     free(theirs);
     assert_int_equal(views(), 0);
     assert_int_equal(sandboxes(), 0);
+    assert_int_equal(task_dirs(), 0); /* view, egress rules and all */
     drop_worktree();
 }
 

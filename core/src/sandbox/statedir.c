@@ -147,11 +147,13 @@ void sbx_task_dir_remove(const char *state, const char *task)
     cleanup_free char *docker = xasprintf("%s/docker", dir);
     cleanup_free char *egress = xasprintf("%s/egress", dir);
     cleanup_free char *egress_sock = xasprintf("%s/egress/proxy.sock", dir);
+    cleanup_free char *rules = xasprintf("%s/egress.rules", dir);
 
     sbx_view_release(dir); /* before anything else: never remove through a view */
     unlink(rec);
     unlink(sock);
     unlink(egress_sock);
+    unlink(rules);
     rmdir(docker);
     rmdir(egress);
     if (rmdir(dir) < 0 && errno != ENOENT) {
