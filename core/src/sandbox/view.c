@@ -2,6 +2,7 @@
 #include "sandbox/view.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,7 @@ int sbx_task_record_reown(const char *dir)
     cleanup_free char *tmp = xasprintf("%s/task.json.tmp", dir);
     json_t *rec = json_load_file(path, 0, NULL);
     char owner[160];
+    int fd;
     int r = -1;
 
     if (rec == NULL) {
@@ -227,9 +229,15 @@ int sbx_task_record_reown(const char *dir)
     }
     sbx_owner_self(owner, sizeof(owner));
     json_object_set_new(rec, "owner", json_string(owner));
-    if (json_dump_file(rec, tmp, JSON_INDENT(2)) == 0 && rename(tmp, path) == 0) {
-        r = 0;
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        int ok =
+            json_dumpfd(rec, fd, JSON_INDENT(2)) == 0 && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
+
+        if (close(fd) == 0 && ok) {
+            r = rename(tmp, path);
+        }
     }
     json_decref(rec);
-    return r;
+    return r < 0 ? -1 : 0;
 }
