@@ -99,6 +99,16 @@ int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err);
 void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size);
 /* docker_worktree.c */
 int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err);
+/* Where the probe reads the remap range and sbx's capabilities. */
+struct dk_probe_files {
+    const char *subuid; /* /etc/subuid */
+    const char *subgid; /* /etc/subgid */
+    const char *status; /* /proc/self/status */
+};
+/* Sets c->wt_why and c->wt_fix when idmapped worktrees cannot work on this
+ * box (c->userns, c->remap_uid/gid and c->socket set), else the range in
+ * c->wt_uid/wt_gid. */
+int dk_worktree_probe(struct dk_ctx *c, const char *user, const struct dk_probe_files *f);
 /* The host path to bind at /workspace: the idmapped view (mounted now on
  * s->view_dir; *viewed = 1) or the worktree itself; -1 when worktree_idmap =
  * required and no view can be made. */

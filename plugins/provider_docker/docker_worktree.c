@@ -19,15 +19,62 @@ static void set_why(struct dk_ctx *c, const char *fix, const char *why)
     snprintf(c->wt_fix, sizeof(c->wt_fix), "%s", fix);
 }
 
-int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
+int dk_worktree_probe(struct dk_ctx *c, const char *user, const struct dk_probe_files *f)
 {
-    const char *mode = c->host->opt_string(c->opts, "worktree_idmap");
-    const char *user = c->host->opt_string(c->opts, "userns_remap_user");
     struct passwd pwbuf;
     struct passwd *pw = NULL;
     char pwtext[1024];
     char why[256] = "";
     long uid = -1;
+
+    c->wt_why[0] = '\0';
+    c->wt_fix[0] = '\0';
+    if (!c->userns) {
+        set_why(c, "turn on the engine's userns-remap (docs/operations.md)",
+                "the engine does not remap users");
+        return 0;
+    }
+    /* a line of /etc/subuid may name the user by its uid */
+    if (getpwnam_r(user, &pwbuf, pwtext, sizeof(pwtext), &pw) == 0 && pw != NULL) {
+        uid = (long)pw->pw_uid;
+    }
+    if (dk_subid_first(f->subuid, user, uid, &c->wt_uid, why, sizeof(why)) < 0 ||
+        dk_subid_first(f->subgid, user, uid, &c->wt_gid, why, sizeof(why)) < 0) {
+        set_why(c, "set userns_remap_user to the engine's userns-remap user", why);
+        return 0;
+    }
+    /* the engine's data root ends in "<uid>.<gid>" of its root: they must agree */
+    if ((c->remap_uid != 0 || c->remap_gid != 0) &&
+        (c->remap_uid != c->wt_uid || c->remap_gid != c->wt_gid)) {
+        snprintf(why, sizeof(why),
+                 "'%.64s' starts at %u:%u in %s and %s, but the engine's root is host %u:%u", user,
+                 c->wt_uid, c->wt_gid, f->subuid, f->subgid, c->remap_uid, c->remap_gid);
+        set_why(c, "set userns_remap_user to the engine's userns-remap user", why);
+        return 0;
+    }
+    if (dk_idmap_kernel(why, sizeof(why)) != 1) {
+        set_why(c, "run a Linux 5.12+ kernel", why);
+        return 0;
+    }
+    if (dk_cap_effective(f->status, DK_CAP_SYS_ADMIN, why, sizeof(why)) != 1) {
+        set_why(c, "run sbx as root", why);
+        return 0;
+    }
+    if (dk_same_mount_ns(c->socket, why, sizeof(why)) == 0) {
+        set_why(c,
+                "run sbx in the engine's mount namespace (no PrivateMounts, PrivateTmp or "
+                "ProtectSystem in its unit)",
+                why);
+        return 0;
+    }
+    return 0;
+}
+
+int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
+{
+    static const struct dk_probe_files files = {"/etc/subuid", "/etc/subgid", "/proc/self/status"};
+    const char *mode = c->host->opt_string(c->opts, "worktree_idmap");
+    const char *user = c->host->opt_string(c->opts, "userns_remap_user");
 
     if (mode == NULL || strcmp(mode, "auto") == 0) {
         c->wt_mode = DK_WT_AUTO;
@@ -51,46 +98,7 @@ int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
                                   c->host->opt_where(c->opts, "userns_remap_user"),
                                   user ? user : "");
     }
-    if (!c->userns) {
-        set_why(c, "turn on the engine's userns-remap (docs/operations.md)",
-                "the engine does not remap users");
-        return 0;
-    }
-    /* a line of /etc/subuid may name the user by its uid */
-    if (getpwnam_r(user, &pwbuf, pwtext, sizeof(pwtext), &pw) == 0 && pw != NULL) {
-        uid = (long)pw->pw_uid;
-    }
-    if (dk_subid_first("/etc/subuid", user, uid, &c->wt_uid, why, sizeof(why)) < 0 ||
-        dk_subid_first("/etc/subgid", user, uid, &c->wt_gid, why, sizeof(why)) < 0) {
-        set_why(c, "set userns_remap_user to the engine's userns-remap user", why);
-        return 0;
-    }
-    /* the engine's data root ends in "<uid>.<gid>" of its root: they must agree */
-    if ((c->remap_uid != 0 || c->remap_gid != 0) &&
-        (c->remap_uid != c->wt_uid || c->remap_gid != c->wt_gid)) {
-        snprintf(why, sizeof(why),
-                 "'%.64s' starts at %u:%u in /etc/subuid and /etc/subgid, "
-                 "but the engine's root is host %u:%u",
-                 user, c->wt_uid, c->wt_gid, c->remap_uid, c->remap_gid);
-        set_why(c, "set userns_remap_user to the engine's userns-remap user", why);
-        return 0;
-    }
-    if (dk_idmap_kernel(why, sizeof(why)) != 1) {
-        set_why(c, "run a Linux 5.12+ kernel", why);
-        return 0;
-    }
-    if (dk_cap_effective("/proc/self/status", DK_CAP_SYS_ADMIN, why, sizeof(why)) != 1) {
-        set_why(c, "run sbx as root", why);
-        return 0;
-    }
-    if (dk_same_mount_ns(c->socket, why, sizeof(why)) == 0) {
-        set_why(c,
-                "run sbx in the engine's mount namespace (no PrivateMounts, PrivateTmp or "
-                "ProtectSystem in its unit)",
-                why);
-        return 0;
-    }
-    return 0;
+    return dk_worktree_probe(c, user, &files);
 }
 
 int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const char **src,
