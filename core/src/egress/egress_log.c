@@ -25,7 +25,8 @@ int sbx_egress_log_open(struct sbx_egress_log *l, const char *path, sbx_error_t 
     memset(l, 0, sizeof(*l));
     l->fd = -1;
     if (path == NULL || path[0] == '\0') {
-        return sbx_error_set(err, SBX_E_CONFIG, "egress: 'egress.log' is not set; the proxy "
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "egress: 'egress.log' is not set; the proxy "
                              "needs a log file (it fails closed without one)");
     }
     l->fd = open_fd(path);
@@ -94,6 +95,7 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "port", r->port ? json_integer(r->port) : json_null());
     json_object_set_new(o, "address", str_or_null(r->address));
     json_object_set_new(o, "sni", str_or_null(r->sni));
+    json_object_set_new(o, "opaque", json_boolean(r->opaque));
     json_object_set_new(o, "decision", json_string(r->decision));
     json_object_set_new(o, "rule", str_or_null(r->rule));
     json_object_set_new(o, "reason", str_or_null(r->reason));
@@ -127,8 +129,10 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     }
     if (rc < 0) {
         if (l->ok) {
-            sbx_log(SBX_LOG_ERROR, "egress: cannot write log '%s': %s; refusing connections "
-                    "until it can be written", l->path, strerror(errno ? errno : EIO));
+            sbx_log(SBX_LOG_ERROR,
+                    "egress: cannot write log '%s': %s; refusing connections "
+                    "until it can be written",
+                    l->path, strerror(errno ? errno : EIO));
         }
         l->ok = 0;
         l->errors++;

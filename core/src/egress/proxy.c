@@ -65,6 +65,8 @@ struct sbx_egress_conn {
     char *job;               /* the sandbox's job when the connection arrived */
     char *tunnel_head;       /* an HTTP request head in the tunnel, rewritten */
     size_t tunnel_head_len;
+    uint64_t tunnel_body; /* its Content-Length */
+    int opaque;           /* an opaque rule let client-first bytes through unchecked */
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;
@@ -99,6 +101,7 @@ static void finish(struct sbx_egress_conn *c)
     rec.port = c->req.port;
     rec.address = c->address[0] ? c->address : NULL;
     rec.sni = c->sni[0] ? c->sni : NULL;
+    rec.opaque = c->opaque;
     rec.decision = c->decision;
     rec.rule = c->rule;
     rec.reason = c->reason;
@@ -154,6 +157,8 @@ static const char *status_text(int status)
         return "Forbidden";
     case 408:
         return "Request Timeout";
+    case 411:
+        return "Length Required";
     case 431:
         return "Request Header Fields Too Large";
     case 502:
@@ -202,8 +207,8 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
-                        status, status_text(status), reason, strlen("sbx egress: \n") +
-                        strlen(reason), reason);
+                        status, status_text(status), reason,
+                        strlen("sbx egress: \n") + strlen(reason), reason);
     bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
     bufferevent_setcb(c->client, NULL, closing_write, closing_event, c);
     bufferevent_enable(c->client, EV_WRITE);
@@ -226,6 +231,11 @@ static void start_pipe(struct sbx_egress_conn *c)
 {
     struct evbuffer *up_prefix = evbuffer_new();
     struct evbuffer *client_prefix = evbuffer_new();
+    struct evbuffer *in;
+    uint64_t body;
+    size_t keep;
+    size_t dropped;
+    int framed;
 
     c->state = ST_PIPE;
     event_del(c->timer);
@@ -253,8 +263,18 @@ static void start_pipe(struct sbx_egress_conn *c)
         evbuffer_add(up_prefix, c->tunnel_head, c->tunnel_head_len);
         c->prefix_up += c->tunnel_head_len;
     }
-    c->prefix_up += evbuffer_get_length(bufferevent_get_input(c->client));
-    evbuffer_add_buffer(up_prefix, bufferevent_get_input(c->client));
+    /* Plain HTTP, in a tunnel or not, is one request: its body goes on, and what the
+     * client pipelines behind it never does (a CDN routes each request by its Host). */
+    framed = !c->req.connect || c->tunnel_head != NULL;
+    body = c->req.connect ? c->tunnel_body : c->req.body;
+    in = bufferevent_get_input(c->client);
+    keep = evbuffer_get_length(in);
+    if (framed && keep > body) {
+        keep = (size_t)body;
+    }
+    c->prefix_up += keep;
+    evbuffer_remove_buffer(in, up_prefix, keep);
+    dropped = evbuffer_get_length(in);
     bufferevent_free(c->client);
     c->client = NULL;
     bufferevent_free(c->up);
@@ -266,6 +286,10 @@ static void start_pipe(struct sbx_egress_conn *c)
     if (c->tunnel == NULL) {
         c->reason = "out-of-pipes";
         finish(c);
+        return;
+    }
+    if (framed) {
+        sbx_egress_tunnel_limit(c->tunnel, body - keep, dropped);
     }
 }
 
@@ -330,15 +354,33 @@ static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
     evbuffer_drain(in, (size_t)end);
     c->tunnel_head = r.forward;
     c->tunnel_head_len = r.forward_len;
+    c->tunnel_body = r.body;
     r.forward = NULL;
     sbx_egress_request_clear(&r);
+    start_pipe(c);
+}
+
+/* ST_SNI: client-first bytes that are neither TLS nor an HTTP/1 request (a leading
+ * empty line, an unknown method, SSH's banner): the proxy cannot tell which host they
+ * reach, so they pass only when an opaque rule allows the destination. */
+static void opaque_or_deny(struct sbx_egress_conn *c)
+{
+    const struct sbx_egress_rule *rule = sbx_egress_rules_match_opaque(
+        &c->sb->rules, c->req.host_is_ip ? NULL : c->req.host, &c->req.ip, c->req.port);
+
+    if (rule == NULL) {
+        deny_tunnel(c, "tunnel-protocol");
+        return;
+    }
+    c->opaque = 1;
+    c->rule = rule->text;
     start_pipe(c);
 }
 
 /* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
  * different name on an allowed address is domain fronting) and must not hide its real
  * name (ECH); an HTTP request must go as a proxy request, where its Host is checked;
- * anything else that is not TLS, or TLS without a name, goes through. */
+ * TLS without a name goes through; anything else needs an opaque rule. */
 static void sni_read(struct bufferevent *bev, void *arg)
 {
     struct sbx_egress_conn *c = arg;
@@ -368,7 +410,7 @@ static void sni_read(struct bufferevent *bev, void *arg)
             sni_wait(c, want + 1);
         }
         else {
-            start_pipe(c);
+            opaque_or_deny(c);
         }
         return;
     case SBX_SNI_ABSENT:
@@ -538,8 +580,7 @@ static void connect_next(struct sbx_egress_conn *c)
 
 /* Keeps an address if it is public, or a CIDR rule allows it (private ranges need
  * one: DNS may answer with an internal address). */
-static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a,
-                          int trusted)
+static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a, int trusted)
 {
     if (c->n_cand == MAX_CANDIDATES) {
         return;

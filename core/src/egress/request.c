@@ -55,8 +55,8 @@ static int is_tchar(unsigned char ch)
 
 /* Parses "host[:port]" or "[v6][:port]" of n bytes. default_port 0 means the port is
  * required. */
-static int parse_authority(const char *s, size_t n, unsigned default_port, char *host,
-                           int *is_ip, struct sbx_egress_addr *ip, unsigned *port, int *status,
+static int parse_authority(const char *s, size_t n, unsigned default_port, char *host, int *is_ip,
+                           struct sbx_egress_addr *ip, unsigned *port, int *status,
                            const char **reason)
 {
     const char *h = s;
@@ -149,9 +149,9 @@ static int parse_authority(const char *s, size_t n, unsigned default_port, char 
 
 static int hop_by_hop(const char *name, size_t n)
 {
-    static const char *const names[] = {"connection", "proxy-connection", "keep-alive",
-                                        "proxy-authorization", "proxy-authenticate",
-                                        "upgrade", "te", NULL};
+    static const char *const names[] = {
+        "connection",         "proxy-connection", "keep-alive", "proxy-authorization",
+        "proxy-authenticate", "upgrade",          "te",         NULL};
 
     for (size_t i = 0; names[i] != NULL; i++) {
         if (strlen(names[i]) == n && strncasecmp(names[i], name, n) == 0) {
@@ -189,16 +189,40 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
                       struct sbx_egress_request *r, int *status, const char **reason);
 
-int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
-                             int *status, const char **reason)
+/* The headers that say where a request's body ends: one Content-Length of digits, and
+ * no Transfer-Encoding (the proxy forwards exactly one request and must know its end;
+ * a chunked body would need the proxy to parse every chunk). */
+static int body_header(const char *name, size_t n, const char *v, size_t vn, int *seen,
+                       uint64_t *body, int *status, const char **reason)
+{
+    if (n == 17 && strncasecmp(name, "transfer-encoding", n) == 0) {
+        FAIL(411, "chunked-body");
+    }
+    if (n != 14 || strncasecmp(name, "content-length", n) != 0) {
+        return 0;
+    }
+    if ((*seen)++ || vn == 0 || vn > 15) {
+        FAIL(400, "bad-content-length");
+    }
+    *body = 0;
+    for (size_t i = 0; i < vn; i++) {
+        if (!isdigit((unsigned char)v[i])) {
+            FAIL(400, "bad-content-length");
+        }
+        *body = *body * 10 + (uint64_t)(v[i] - '0');
+    }
+    return 0;
+}
+
+int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r, int *status,
+                             const char **reason)
 {
     return parse_head(buf, len, NULL, r, status, reason);
 }
 
 int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
                                     const struct sbx_egress_request *tunnel,
-                                    struct sbx_egress_request *r, int *status,
-                                    const char **reason)
+                                    struct sbx_egress_request *r, int *status, const char **reason)
 {
     return parse_head(buf, len, tunnel, r, status, reason);
 }
@@ -218,6 +242,7 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
     const char *line;
     int n_headers = 0;
     int seen_host = 0;
+    int seen_length = 0;
     size_t cap = 0;
 
     memset(r, 0, sizeof(*r));
@@ -287,13 +312,12 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
             while (auth + al < target + target_len && strchr("/?#", auth[al]) == NULL) {
                 al++;
             }
-            if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port,
-                                status, reason) < 0) {
+            if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port, status,
+                                reason) < 0) {
                 return -1;
             }
             if (tunnel != NULL && (r->host_is_ip != tunnel->host_is_ip ||
-                                   strcmp(r->host, tunnel->host) != 0 ||
-                                   r->port != tunnel->port)) {
+                                   strcmp(r->host, tunnel->host) != 0 || r->port != tunnel->port)) {
                 FAIL(403, "host-mismatch");
             }
             path = auth + al;
@@ -358,8 +382,8 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
                 drop_forward(r);
                 FAIL(400, "duplicate-host");
             }
-            if (parse_authority(v, (size_t)(ve - v), r->port, h, &h_ip, &a, &hp, status,
-                                reason) < 0) {
+            if (parse_authority(v, (size_t)(ve - v), r->port, h, &h_ip, &a, &hp, status, reason) <
+                0) {
                 drop_forward(r);
                 return -1;
             }
@@ -367,6 +391,11 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
                 drop_forward(r);
                 FAIL(403, "host-mismatch");
             }
+        }
+        if (!r->connect && body_header(line, (size_t)(colon - line), v, (size_t)(ve - v),
+                                       &seen_length, &r->body, status, reason) < 0) {
+            drop_forward(r);
+            return -1;
         }
         if (!r->connect && !hop_by_hop(line, (size_t)(colon - line))) {
             append(&r->forward, &r->forward_len, &cap, line, (size_t)(eol - line) + 2);

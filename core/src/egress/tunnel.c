@@ -23,6 +23,8 @@ struct dir {
     size_t in_pipe;          /* bytes spliced in, not yet out */
     struct evbuffer *prefix; /* sent to dst before anything else */
     uint64_t bytes;
+    uint64_t limit; /* bytes of src to forward; what follows is dropped */
+    uint64_t dropped;
     int eof;
     int shut;
     struct event *rd;        /* src readable */
@@ -56,6 +58,9 @@ static void finish(struct sbx_egress_tunnel *t, const char *reason)
     for (int i = 0; i < 2; i++) {
         watch(t->d[i].rd, &t->d[i].rd_on, 0);
         watch(t->d[i].wr, &t->d[i].wr_on, 0);
+    }
+    if (reason == NULL && (t->d[0].dropped > 0 || t->d[1].dropped > 0)) {
+        reason = "one-request";
     }
     t->done(t->arg, reason);
 }
@@ -96,8 +101,23 @@ static int pump(struct dir *d)
         if (d->eof) {
             break;
         }
-        n = splice(d->src, NULL, d->pipe[1], NULL, t->pipe_cap,
-                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (d->bytes >= d->limit) {
+            /* past the one request: read and drop, so it never reaches dst */
+            char scratch[16384];
+
+            n = recv(d->src, scratch, sizeof(scratch), MSG_DONTWAIT);
+            if (n > 0) {
+                d->dropped += (uint64_t)n;
+                budget = (size_t)n < budget ? budget - (size_t)n : 0;
+                continue;
+            }
+        }
+        else {
+            uint64_t left = d->limit - d->bytes;
+
+            n = splice(d->src, NULL, d->pipe[1], NULL, left < t->pipe_cap ? left : t->pipe_cap,
+                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        }
         if (n > 0) {
             d->in_pipe += (size_t)n;
             d->bytes += (uint64_t)n;
@@ -143,8 +163,7 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 }
 
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a,
+                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg)
 {
@@ -163,6 +182,7 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         d->src_error = i == 0 ? "client-error" : "destination-error";
         d->dst_error = i == 0 ? "destination-error" : "client-error";
         d->pipe[0] = d->pipe[1] = -1;
+        d->limit = UINT64_MAX;
         d->prefix = evbuffer_new();
         if (prefix != NULL) {
             evbuffer_add_buffer(d->prefix, prefix);
@@ -186,8 +206,13 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
     return t;
 }
 
-void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
-                              uint64_t *b_to_a)
+void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped)
+{
+    t->d[0].limit = a_to_b;
+    t->d[0].dropped = dropped;
+}
+
+void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b, uint64_t *b_to_a)
 {
     *a_to_b = t->d[0].bytes;
     *b_to_a = t->d[1].bytes;

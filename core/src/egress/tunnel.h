@@ -15,10 +15,14 @@ struct sbx_egress_tunnel;
  * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
  * taken (the evbuffers are left empty). NULL if pipes cannot be made. */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a,
+                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg);
+/* Forwards at most a_to_b more bytes from fd_a (after its prefix); what fd_a sends
+ * after them is read and dropped (one request per connection: docs/egress.md), and
+ * the tunnel ends with reason "one-request" if anything was (dropped counts bytes
+ * the caller dropped already). Call right after sbx_egress_tunnel_new. */
+void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped);
 /* Bytes read from each side so far (prefixes not counted). */
 void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
                               uint64_t *b_to_a);
