@@ -32,8 +32,8 @@ long sbx_egress_head_end(const char *buf, size_t len);
  * other than CONNECT carries at most a Content-Length body (r->body); a
  * Transfer-Encoding is refused (411 "chunked-body"): the proxy must know where the one
  * request it forwards ends, so that nothing after it reaches the destination. */
-int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r, int *status,
-                             const char **reason);
+int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
+                             int *status, const char **reason);
 /* The same for a request sent inside the CONNECT tunnel `tunnel` (plain HTTP clients
  * such as Node's fetch tunnel http:// too): origin-form targets are allowed, and the
  * host (target or Host header) must be the tunnel's; r->forward is the head to send,
@@ -41,7 +41,8 @@ int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_requ
  * this one request, and the proxy forwards nothing after its body. */
 int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
                                     const struct sbx_egress_request *tunnel,
-                                    struct sbx_egress_request *r, int *status, const char **reason);
+                                    struct sbx_egress_request *r, int *status,
+                                    const char **reason);
 void sbx_egress_request_clear(struct sbx_egress_request *r);
 
 #endif

@@ -103,8 +103,7 @@ int sbx_egress_addr_is_public(const struct sbx_egress_addr *a)
     for (size_t i = 0; i < sizeof(non_public) / sizeof(non_public[0]); i++) {
         struct sbx_egress_addr net;
 
-        if (sbx_egress_addr_parse(non_public[i].net, &net) &&
-            in_net(a, &net, non_public[i].prefix)) {
+        if (sbx_egress_addr_parse(non_public[i].net, &net) && in_net(a, &net, non_public[i].prefix)) {
             return 0;
         }
     }
@@ -181,8 +180,7 @@ static int parse_ports(const char *s, struct sbx_egress_rule *r)
         }
         errno = 0;
         p = strtol(s, &end, 10);
-        if (errno != 0 || p < 1 || p > 65535 ||
-            r->n_ports == sizeof(r->ports) / sizeof(r->ports[0])) {
+        if (errno != 0 || p < 1 || p > 65535 || r->n_ports == sizeof(r->ports) / sizeof(r->ports[0])) {
             return -1;
         }
         r->ports[r->n_ports++] = (uint16_t)p;

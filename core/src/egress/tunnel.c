@@ -163,7 +163,8 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
 }
 
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
+                                                struct evbuffer *a_to_b,
+                                                struct evbuffer *b_to_a,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg)
 {
@@ -212,7 +213,8 @@ void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint6
     t->d[0].dropped = dropped;
 }
 
-void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b, uint64_t *b_to_a)
+void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
+                              uint64_t *b_to_a)
 {
     *a_to_b = t->d[0].bytes;
     *b_to_a = t->d[1].bytes;

@@ -15,7 +15,8 @@ struct sbx_egress_tunnel;
  * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
  * taken (the evbuffers are left empty). NULL if pipes cannot be made. */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
+                                                struct evbuffer *a_to_b,
+                                                struct evbuffer *b_to_a,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg);
 /* Forwards at most a_to_b more bytes from fd_a (after its prefix); what fd_a sends
