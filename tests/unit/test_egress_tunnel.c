@@ -345,6 +345,29 @@ static void test_pipelined_request_never_arrives(void **state)
     free(got);
     free(reply);
 
+    /* the second request in a later write: dropped, and the connection ends */
+    snprintf(req, sizeof(req), "GET /one HTTP/1.1\r\nHost: front.test:%d\r\n\r\n", t.sink_port);
+    m = mark();
+    sink_reset();
+    {
+        int u = tunnel_to("front.test");
+
+        assert_int_equal(write(u, req, strlen(req)), (ssize_t)strlen(req));
+        usleep(100 * 1000);
+        reply = exchange(u, "GET /two HTTP/1.1\r\nHost: other.test\r\n\r\n", 39);
+    }
+    got = sink_got();
+    for (int i = 0; i < 300 && got[0] == '\0'; i++) { /* the sink records at its end */
+        free(got);
+        usleep(10000);
+        got = sink_got();
+    }
+    assert_non_null(strstr(got, "GET /one HTTP/1.1\r\n"));
+    assert_null(strstr(got, "/two"));
+    expect_line(m, "allow", "one-request", 0, 200);
+    free(got);
+    free(reply);
+
     /* a body goes on to its Content-Length, not a byte further */
     snprintf(req, sizeof(req),
              "POST /b HTTP/1.1\r\nHost: front.test:%d\r\nContent-Length: 5\r\n\r\n"

@@ -102,14 +102,16 @@ static int pump(struct dir *d)
             break;
         }
         if (d->bytes >= d->limit) {
-            /* past the one request: read and drop, so it never reaches dst */
-            char scratch[16384];
+            /* Past the one request: anything more (a second request) is dropped, never
+             * sent, and ends the connection (the client retries on a new one, as after
+             * any "Connection: close"). */
+            char scratch[512];
 
             n = recv(d->src, scratch, sizeof(scratch), MSG_DONTWAIT);
             if (n > 0) {
                 d->dropped += (uint64_t)n;
-                budget = (size_t)n < budget ? budget - (size_t)n : 0;
-                continue;
+                finish(t, "one-request");
+                return -1;
             }
         }
         else {
