@@ -94,6 +94,17 @@ static void test_vsock_refused_tcp_works(void **state)
         fail_msg("sbx info: %s", r.out);
     }
     spawn_result_free(&r);
+    r = RT_SBX("info", "--json");
+    assert_int_equal(r.rc, 0);
+    {
+        json_t *j = json_loads(r.out, 0, NULL);
+        const char *v = json_string_value(json_object_get(j, "seccomp"));
+
+        assert_non_null(v);
+        assert_true(strncmp(v, "sbx: ", 5) == 0);
+        json_decref(j);
+    }
+    spawn_result_free(&r);
 }
 
 /* seccomp = "default": the engine's own profile, which lets AF_VSOCK through (that is
