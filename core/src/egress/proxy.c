@@ -66,6 +66,7 @@ struct sbx_egress_conn {
     char *tunnel_head;       /* an HTTP request head in the tunnel, rewritten */
     size_t tunnel_head_len;
     uint64_t tunnel_body; /* its Content-Length */
+    size_t head_scanned;  /* how far the head being read was scanned for its end */
     int opaque;           /* an opaque rule let client-first bytes through unchecked */
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
@@ -330,7 +331,7 @@ static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
 {
     struct evbuffer *in = bufferevent_get_input(c->client);
     struct sbx_egress_request r;
-    long end = sbx_egress_head_end(p, n);
+    long end = sbx_egress_head_scan(p, n, &c->head_scanned);
     int status = 0;
     const char *reason = NULL;
 
@@ -472,6 +473,7 @@ static void start_sni(struct sbx_egress_conn *c)
 {
     c->state = ST_SNI;
     c->status = 200;
+    c->head_scanned = 0; /* a request in the tunnel is a head of its own */
     c->replied = 1;
     evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 200 Connection established\r\n\r\n");
@@ -689,7 +691,7 @@ static void head_read(struct bufferevent *bev, void *arg)
     size_t len = evbuffer_get_length(in);
     size_t want = len < SBX_EGRESS_HEAD_MAX + 1 ? len : SBX_EGRESS_HEAD_MAX + 1;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)want);
-    long end = sbx_egress_head_end(p, want);
+    long end = sbx_egress_head_scan(p, want, &c->head_scanned);
     int status = 0;
     const char *reason = NULL;
 

@@ -15,7 +15,15 @@
 
 long sbx_egress_head_end(const char *buf, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    size_t scanned = 0;
+
+    return sbx_egress_head_scan(buf, len, &scanned);
+}
+
+long sbx_egress_head_scan(const char *buf, size_t len, size_t *scanned)
+{
+    /* every check looks at most 3 bytes back or 1 ahead: resume 3 before the end */
+    for (size_t i = *scanned > 3 ? *scanned - 3 : 0; i < len; i++) {
         unsigned char ch = (unsigned char)buf[i];
 
         if (ch == '\n') {
@@ -38,6 +46,7 @@ long sbx_egress_head_end(const char *buf, size_t len)
             return -1;
         }
     }
+    *scanned = len;
     return 0;
 }
 

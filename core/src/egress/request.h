@@ -25,6 +25,10 @@ struct sbx_egress_request {
 /* Length of the head (through the blank line) in buf, 0 when more bytes are needed,
  * or -1 when the head is malformed (a bare LF or a NUL). */
 long sbx_egress_head_end(const char *buf, size_t len);
+/* The same for a head that arrives in pieces: *scanned (0 at first) is how far earlier
+ * calls looked; the scan resumes there and sets it when more bytes are needed, so a
+ * client dribbling its head byte by byte costs the proxy linear, not quadratic, work. */
+long sbx_egress_head_scan(const char *buf, size_t len, size_t *scanned);
 
 /* Parses a complete head (len from sbx_egress_head_end). Returns 0, or -1 with
  * *status (400, 403, 411, 431) and *reason (the X-Sbx-Deny value) set; then method,
