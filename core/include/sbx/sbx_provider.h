@@ -135,7 +135,10 @@ struct sbx_provider_info {
      * "ISOLATION FAILURE: " for a rootful sidecar without user remapping;
      * "" when the provider has no sidecar. */
     char sidecar[256];
-    /* Added last: how a worktree reaches /workspace, e.g. "idmapped: its owner
+    /* Added last: the seccomp profile the sandboxes run with, e.g. "sbx: sockets
+     * only UNIX, INET, ..."; "" when the provider does not say. */
+    char seccomp[160];
+    /* Added after seccomp: how a worktree reaches /workspace, e.g. "idmapped: its owner
      * is root inside (host 100000:100000) (auto)"; "" when not reported. */
     char worktree[256];
 };
