@@ -333,8 +333,8 @@ static void db_exec(const char *path, const char *sql)
     sqlite3_close(h);
 }
 
-/* A version-1 file (no jobs.env) opens as version 2 with every row kept;
- * a file newer than this code is refused. */
+/* A version-1 file (no jobs.env, no jobs.client) opens as version 3 with
+ * every row kept (their client ""); a file newer than this code is refused. */
 static void test_store_migration(void **state)
 {
     struct sbx_store *st;
@@ -348,13 +348,14 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 2);
+    assert_int_equal(db_version(db), 3);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
     assert_int_equal(list[0].state, SBX_JOB_QUEUED);
     assert_string_equal(json_string_value(json_object_get(list[0].labels, "repo")), "x");
     assert_null(list[0].env);
+    assert_string_equal(list[0].client, "");
     assert_string_equal(list[1].id, "old-f");
     assert_int_equal(list[1].exit_status, 4);
     assert_string_equal(list[1].reason, "exit 4");
@@ -372,16 +373,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 2);
+    assert_int_equal(db_version(db), 3);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 3;");
+    db_exec(db, "PRAGMA user_version = 4;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 3 is newer than this sbx knows (2)");
-    assert_int_equal(db_version(db), 3);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 4 is newer than this sbx knows (3)");
+    assert_int_equal(db_version(db), 4);
 }
 
 /* ---- durability ---- */
