@@ -111,15 +111,17 @@ static void test_store_record(void **state)
     o = sbx_job_rec_to_json(&j);
     text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal(
-        text, "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"created_at\":1000.0,"
-              "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
-              "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,\"id\":\"job-1\","
-              "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
-              "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
-              "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
-              "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
-              "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
-              "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
+        text,
+        "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"client\":\"\",\"created_at\":1000.0,"
+        "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
+        "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,"
+        "\"id\":\"job-1\","
+        "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
+        "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
+        "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
+        "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
+        "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
+        "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
     assert_null(strstr(text, "C.UTF-8"));
     free(text);
     json_decref(o);
@@ -220,8 +222,7 @@ static void test_store_bad_input(void **state)
     SPOIL((json_decref(j.labels), j.labels = json_pack("{s:i}", "n", 1)),
           "label 'n' is not a string");
     SPOIL((json_decref(j.env), j.env = json_array()), "job j1: env must be an object");
-    SPOIL(json_object_set_new(j.env, "1FOO", json_string("x")),
-          "env.1FOO: invalid variable name");
+    SPOIL(json_object_set_new(j.env, "1FOO", json_string("x")), "env.1FOO: invalid variable name");
     SPOIL(json_object_set_new(j.env, "A-B", json_string("x")), "env.A-B: invalid variable name");
     SPOIL(json_object_set_new(j.env, "N", json_integer(1)), "env.N is not a string");
     SPOIL(j.limits.cpus = 0, "limits need cpus > 0");

@@ -7,8 +7,8 @@
  * itself (evhttp_set_bevcb) and holds a reference on it until the connection
  * delivers a request, so the socket stays valid for the deadline's shutdown();
  * a sweep every 250 ms drops the reference of a connection evhttp has freed
- * (its callbacks cleared), which is when the socket closes; until then at most
- * 64 KiB more is read from it (a read high-water mark). evhttp frees everything
+ * (its callbacks cleared), which is when the socket closes; until then reading
+ * stops at a high-water mark of the largest request. evhttp frees everything
  * else the connection held. Loop thread only. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -22,7 +22,9 @@
 #include "util/xalloc.h"
 
 #define SWEEP_MS 250
-#define READ_HIGH_WATER (64u << 10)
+/* evhttp (2.1) keeps a body in the socket's buffer until all of it is there:
+ * the mark is the largest head and body it accepts */
+#define READ_HIGH_WATER (SBX_RUNNER_MAX_HEAD + 2 * SBX_RUNNER_MAX_BODY + 4096)
 
 struct runner_conn_guard {
     struct runner_listener *l;
