@@ -79,8 +79,10 @@ static void test_trust_worktree(void **state)
     assert_int_equal(symlink("ok", p), 0);
     free(p);
     /* the second root holds the state directory (the harness's temp dir) */
-    assert_true(asprintf(&extra, "runner = { worktree_roots = [\"%s\", \"%s\"]; };\n", root, tmp) >
-                0);
+    assert_true(asprintf(&extra,
+                         "runner = { worktree_roots = [\"%s\", \"%s\"]; };\n"
+                         "box = { pools = [\"ci\"]; max_sandboxes = 1; };\n",
+                         root, tmp) > 0);
     rh_start(extra);
 
     refused_wt("/proc", 403, "worktree \"/proc\": outside runner.worktree_roots");
@@ -123,6 +125,37 @@ static void test_trust_worktree(void **state)
     free(id);
     free(p);
     free(q);
+
+    /* a queued job's worktree swapped for a symlink out before it starts: the
+     * check again at start refuses it */
+    {
+        char *hold = rh_submit("{\"argv\":[\"sleep\",\"600000\"]}");
+        char *swap = NULL, *old = NULL, *cancel = NULL;
+        const char *reason;
+
+        json_decref(rh_wait_state(hold, "running"));
+        assert_true(asprintf(&swap, "%s/swap", root) > 0);
+        assert_true(asprintf(&old, "%s/swap.old", root) > 0);
+        assert_int_equal(mkdir(swap, 0755), 0);
+        body = wt_body(swap);
+        id = rh_submit(body);
+        free(body);
+        assert_int_equal(rename(swap, old), 0);
+        assert_int_equal(symlink(outside, swap), 0);
+        assert_true(asprintf(&cancel, "/v1/jobs/%s/cancel", hold) > 0);
+        json_decref(rh_json("POST", cancel, "{}", 202));
+        j = rh_wait_state(id, "finished");
+        reason = json_string_value(json_object_get(j, "reason"));
+        if (reason == NULL || strstr(reason, "leads outside runner.worktree_roots") == NULL) {
+            fail_msg("swapped worktree: reason %s", reason ? reason : "(none)");
+        }
+        json_decref(j);
+        free(hold);
+        free(id);
+        free(swap);
+        free(old);
+        free(cancel);
+    }
     rh_stop();
 
     /* no roots: every worktree is refused, and a job without one runs */
