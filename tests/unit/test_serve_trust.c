@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "runner_harness.h"
+#include "spawn.h"
 #include "util/confine.h"
 
 static const char *err_of(json_t *j)
@@ -522,6 +523,41 @@ static void test_trust_bad_config(void **state)
     unsetenv("SBX_TEST_SAME_TOKEN");
     config_refused("runner = { worktree_roots = [\n \"/nonexistent/sbx-root\"]; };\n", 1,
                    "runner.worktree_roots: root \"/nonexistent/sbx-root\": No such file");
+    /* `sbx serve` itself: exit 2 and the one line on stderr, for a load error
+     * and for a start error */
+    {
+        static const struct {
+            const char *conf, *want;
+        } bin[] = {
+            {"runner = { clients = ( { name = \"ci\"; token_env = \"X\"; scopes = "
+             "[\"admin\"]; } ); };\n",
+             "sbx.conf:2: runner.clients 'ci': unknown scope 'admin'"},
+            {"runner = { clients = ( { name = \"ci\"; token_env = "
+             "\"SBX_TEST_NO_SUCH_TOKEN\"; scopes = [\"submit\"]; } ); };\n",
+             "sbx.conf:2: runner.clients 'ci': token_env SBX_TEST_NO_SUCH_TOKEN is not set"},
+        };
+        char *sbx_bin = NULL;
+
+        assert_true(asprintf(&sbx_bin, "%s/sbx", getenv("SBX_BUILD_DIR")) > 0);
+        for (size_t i = 0; i < sizeof(bin) / sizeof(bin[0]); i++) {
+            char *full = NULL;
+            char *conf;
+            struct spawn_result res;
+
+            assert_true(asprintf(&full, "state_dir = \"%s\";\n%s", dir, bin[i].conf) > 0);
+            conf = test_write_file(dir, "sbx.conf", full);
+            res = spawn_run((char *const[]){sbx_bin, "--config", conf, "serve", NULL}, NULL);
+            if (res.rc != 2 || strstr(res.err, bin[i].want) == NULL ||
+                strchr(res.err, '\n') != res.err + strlen(res.err) - 1) {
+                fail_msg("sbx serve: exit %d, stderr '%s' (want 2, '%s')", res.rc, res.err,
+                         bin[i].want);
+            }
+            spawn_result_free(&res);
+            free(conf);
+            free(full);
+        }
+        free(sbx_bin);
+    }
     free(tokf);
     test_rm_rf(dir);
     free(dir);
