@@ -691,7 +691,16 @@ static void test_trust_header_caps(void **state)
                      SBX_RUNNER_HEADER_TIMEOUT_S);
         }
     }
-    /* a 401 closes its connection; the API still answers */
+    /* a 401 closes its connection (no second try on it); the API still answers */
+    {
+        static const char req[] = "GET /v1/queue HTTP/1.1\r\nHost: x\r\n\r\n";
+
+        fd = tcp_connect();
+        assert_true(write(fd, req, sizeof(req) - 1) == (ssize_t)(sizeof(req) - 1));
+        assert_true(read_until_closed(fd, buf, sizeof(buf), 10.0));
+        close(fd);
+        assert_non_null(strstr(buf, "HTTP/1.1 401"));
+    }
     tc_check(NULL, "GET", "/v1/queue", NULL, 401, "bearer token");
     tc_check(TOK_A, "GET", "/v1/queue", NULL, 200, NULL);
     rh_stop();

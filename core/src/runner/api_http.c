@@ -213,6 +213,8 @@ static void route(struct evhttp_request *req, void *arg)
 
     runner_conn_request_done(l, req);
     if (lines > SBX_RUNNER_MAX_HEADERS) {
+        sbx_warn("runner: a request with %d header lines refused (limit %d)", lines,
+                 SBX_RUNNER_MAX_HEADERS);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         runner_reply_error(req, 431, "%d header lines, more than the limit of %d", lines,
                            SBX_RUNNER_MAX_HEADERS);

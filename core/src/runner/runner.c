@@ -433,8 +433,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     j->state = SBX_JOB_QUEUED;
     runner_job_link(r, j);
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s accepted (task %s, pool %s, %s)", j->id, j->task,
-             sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
+             j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
     if (direct) {
         /* a command for a running task: its sandbox and slot are already held */
         sbx_store_job_granted(r->store, j->id, 0, NULL);
