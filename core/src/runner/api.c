@@ -419,13 +419,8 @@ static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t s
         size_t end;
         int stream = runner_output_stream_at(j, from, &end);
         size_t n = end - from;
-        unsigned char hdr[8] = {(unsigned char)stream,
-                                0,
-                                0,
-                                0,
-                                (unsigned char)(n >> 24),
-                                (unsigned char)(n >> 16),
-                                (unsigned char)(n >> 8),
+        unsigned char hdr[8] = {(unsigned char)stream, 0, 0, 0, (unsigned char)(n >> 24),
+                                (unsigned char)(n >> 16), (unsigned char)(n >> 8),
                                 (unsigned char)n};
 
         evbuffer_add(b, hdr, sizeof(hdr));
