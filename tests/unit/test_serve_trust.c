@@ -12,7 +12,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -221,6 +224,51 @@ static void test_trust_confine_rule(void **state)
     assert_string_equal(sbx_confine_root_problem("/var/lib/sbx/x", "/var/lib/sbx"),
                         "inside the state directory");
     assert_null(sbx_confine_root_problem("/srv/work", "/var/lib/sbx"));
+}
+
+/* A kernel filesystem mounted below a root (here proc, in a mount namespace of
+ * a child) is refused like /proc itself. */
+static void test_trust_confine_kernel_fs(void **state)
+{
+    char *root = test_mkdtemp();
+    char *kfs = NULL;
+    pid_t pid;
+    int st = 0;
+
+    (void)state;
+    assert_true(asprintf(&kfs, "%s/kfs", root) > 0);
+    assert_int_equal(mkdir(kfs, 0755), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct sbx_confine c;
+        char why[512];
+        char *out = NULL;
+        int rc;
+
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("proc", kfs, "proc", 0, NULL) < 0) {
+            fprintf(stderr, "kernel fs: cannot mount proc in a mount namespace: %s\n",
+                    strerror(errno));
+            _exit(2);
+        }
+        if (sbx_confine_init(&c, "runner.worktree_roots", (char *const[]){root, NULL}, 1, NULL, why,
+                             sizeof(why)) < 0) {
+            _exit(3);
+        }
+        rc = sbx_confine_dir(&c, kfs, &out, why, sizeof(why));
+        if (rc != 403 || strstr(why, "on a kernel filesystem (proc)") == NULL) {
+            fprintf(stderr, "kernel fs: %d %s\n", rc, why);
+            _exit(4);
+        }
+        _exit(0);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    test_rm_rf(root);
+    free(root);
+    free(kfs);
 }
 
 /* ---- clients and scopes --------------------------------------------------- */
@@ -718,9 +766,9 @@ static void test_trust_header_caps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trust_confine_rule), cmocka_unit_test(test_trust_worktree),
-        cmocka_unit_test(test_trust_clients),      cmocka_unit_test(test_trust_bad_config),
-        cmocka_unit_test(test_trust_header_caps),
+        cmocka_unit_test(test_trust_confine_rule), cmocka_unit_test(test_trust_confine_kernel_fs),
+        cmocka_unit_test(test_trust_worktree),     cmocka_unit_test(test_trust_clients),
+        cmocka_unit_test(test_trust_bad_config),   cmocka_unit_test(test_trust_header_caps),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -132,6 +134,33 @@ void sbx_confine_clear(struct sbx_confine *c)
     memset(c, 0, sizeof(*c));
 }
 
+/* A kernel filesystem mounted somewhere below a root (a bind of /proc, a
+ * cgroup tree...) is refused like /proc itself: NULL or its name. */
+static const char *kernel_fs(const struct statfs *st)
+{
+    static const struct {
+        long type;
+        const char *name;
+    } fs[] = {
+        {PROC_SUPER_MAGIC, "proc"},
+        {SYSFS_MAGIC, "sysfs"},
+        {CGROUP_SUPER_MAGIC, "cgroup"},
+        {CGROUP2_SUPER_MAGIC, "cgroup2"},
+        {DEVPTS_SUPER_MAGIC, "devpts"},
+        {DEBUGFS_MAGIC, "debugfs"},
+        {SECURITYFS_MAGIC, "securityfs"},
+        {TRACEFS_MAGIC, "tracefs"},
+        {BPF_FS_MAGIC, "bpf"},
+    };
+
+    for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++) {
+        if ((long)st->f_type == fs[i].type) {
+            return fs[i].name;
+        }
+    }
+    return NULL;
+}
+
 /* The path an fd refers to, as the kernel names it. */
 static char *fd_path(int fd)
 {
@@ -149,9 +178,11 @@ static char *fd_path(int fd)
 }
 
 /* Resolves rel beneath root (the configured or the resolved form of root i):
- * 0 and *out, or -1 with errno (EXDEV: it leads out; ENOSYS: no openat2). */
-static int resolve_beneath(const char *root, const char *rel, char **out)
+ * 0 and *out, or -1 with errno (EXDEV: it leads out; ENOSYS: no openat2).
+ * *fs: the name of a kernel filesystem it is on, or NULL. */
+static int resolve_beneath(const char *root, const char *rel, char **out, const char **fs)
 {
+    struct statfs sfs;
     struct open_how how = {
         .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
         .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
@@ -171,6 +202,7 @@ static int resolve_beneath(const char *root, const char *rel, char **out)
         return -1;
     }
     *out = fd_path(fd);
+    *fs = fstatfs(fd, &sfs) == 0 ? kernel_fs(&sfs) : NULL;
     close(fd);
     if (*out == NULL) {
         errno = ENOENT;
@@ -180,9 +212,10 @@ static int resolve_beneath(const char *root, const char *rel, char **out)
 }
 
 /* The fallback without openat2: realpath, then the prefix check. */
-static int resolve_realpath(const char *path, const char *real_root, char **out)
+static int resolve_realpath(const char *path, const char *real_root, char **out, const char **fs)
 {
     char *r = realpath(path, NULL);
+    struct statfs sfs;
 
     if (r == NULL) {
         return -1;
@@ -193,6 +226,7 @@ static int resolve_realpath(const char *path, const char *real_root, char **out)
         return -1;
     }
     *out = r;
+    *fs = statfs(r, &sfs) == 0 ? kernel_fs(&sfs) : NULL;
     return 0;
 }
 
@@ -200,6 +234,7 @@ int sbx_confine_dir(const struct sbx_confine *c, const char *path, char **out, c
                     size_t len)
 {
     const char *rule = c->what ? c->what : "worktree roots";
+    const char *fs = NULL;
     char buf[64];
     const char *p;
     size_t i;
@@ -221,9 +256,9 @@ int sbx_confine_dir(const struct sbx_confine *c, const char *path, char **out, c
         }
         rel = path + (strcmp(root, "/") == 0 ? 1 : strlen(root));
         rel += strspn(rel, "/");
-        rc = resolve_beneath(root, rel, out);
+        rc = resolve_beneath(root, rel, out, &fs);
         if (rc < 0 && errno == ENOSYS) {
-            rc = resolve_realpath(path, c->real[i], out);
+            rc = resolve_realpath(path, c->real[i], out, &fs);
         }
         break;
     }
@@ -251,6 +286,10 @@ int sbx_confine_dir(const struct sbx_confine *c, const char *path, char **out, c
         return 403;
     }
     p = forbidden_problem(*out, c->state_dir, buf, sizeof(buf));
+    if (p == NULL && fs != NULL) {
+        snprintf(buf, sizeof(buf), "on a kernel filesystem (%s)", fs);
+        p = buf;
+    }
     if (p != NULL) {
         snprintf(why, len, "worktree \"%.200s\": %s", path, p);
         free(*out);

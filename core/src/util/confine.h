@@ -6,7 +6,8 @@
  * refused, never followed. Where the kernel has no openat2 (ENOSYS) the
  * fallback is realpath() and a prefix check on the result. Whatever the roots,
  * a path is never in (or above) the state directory, /proc, /sys, /dev or
- * /run. The resolved path (read back from the fd) is what the caller keeps. */
+ * /run, nor on a kernel filesystem (proc, sysfs, cgroup...) mounted below a
+ * root. The resolved path (read back from the fd) is what the caller keeps. */
 #ifndef SBX_UTIL_CONFINE_H
 #define SBX_UTIL_CONFINE_H
 
