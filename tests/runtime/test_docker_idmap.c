@@ -531,7 +531,17 @@ static void test_runner_restart(void **state)
 
     (void)state;
     fresh_worktree();
-    rt_use_config("limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n");
+    {
+        char *cfg = NULL;
+
+        /* the runner takes worktrees below its roots only */
+        assert_true(asprintf(&cfg,
+                             "limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n"
+                             "runner = { worktree_roots = [\"%s\"]; };\n",
+                             wt_parent) > 0);
+        rt_use_config(cfg);
+        free(cfg);
+    }
     serve_start();
     k1 = SUBMIT("--pool", "agent", "--task", "idm-keep", "--worktree", wt, "--", "sh", "-c",
                 "echo kept > /workspace/k");
