@@ -14,7 +14,12 @@
 #define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
 #define DK_MIN_API_MINOR 41 /* Debian 12's engine */
 
-struct dk_watch;
+/* A sandbox the disk watchdog measures (docker_disk.c). */
+struct dk_watch {
+    struct dk_watch *next;
+    char id[72];
+    int64_t due; /* monotonic seconds of the next measurement */
+};
 
 struct dk_ctx {
     const struct sbx_host_api *host;

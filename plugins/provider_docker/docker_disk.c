@@ -20,12 +20,6 @@
 /* sandboxes the watchdog has seen in this process, at most this many */
 #define DK_WATCH_MAX 1024
 
-struct dk_watch {
-    struct dk_watch *next;
-    char id[72];
-    int64_t due; /* monotonic seconds of the next measurement */
-};
-
 static int64_t mono_s(void)
 {
     struct timespec ts;
