@@ -215,9 +215,10 @@ static void test_run_disk_cap(void **state)
     struct spawn_result r;
 
     (void)state;
+    /* the watchdog (the test engine has a quota: test_docker_quota.c) */
     rt_use_config("limits = { disk = \"20M\"; };\n"
                   "providers = { docker = { plugin = \"provider_docker\"; "
-                  "disk_check_interval = \"1s\"; }; };\n");
+                  "disk_enforcement = \"watchdog\"; disk_check_interval = \"1s\"; }; };\n");
     r = RT_SBX("run", "--", "sh", "-c", "head -c 60000000 /dev/zero > /tmp/big; sleep 20");
     rt_use_config(NULL);
     assert_int_equal(r.rc, 125);
