@@ -12,8 +12,8 @@
 #               ROOT/btrfs, and the engine runs --storage-driver=btrfs: each
 #               sandbox's disk cap is then a real quota (docs/operations.md,
 #               "The disk cap"). Made once; reused after a restart or a killed
-#               engine; a larger SIZE grows it. Once ROOT/btrfs.img exists,
-#               start uses it without --btrfs too.
+#               engine; a larger SIZE grows it (when start runs the engine).
+#               Once ROOT/btrfs.img exists, start uses it without --btrfs too.
 # --overlay2    overlay2 on ROOT/data even when ROOT/btrfs.img exists (no quota).
 # stop          stops the engine, then unmounts ROOT/btrfs and detaches its
 #               loop device when it is mounted.
