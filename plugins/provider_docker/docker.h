@@ -35,6 +35,7 @@ struct dk_ctx {
     int disk_mu_init;
     int disk_mode;            /* DK_DISK_* */
     int disk_fallback;        /* auto on overlay2/xfs: a refused quota turns to the watchdog */
+    int disk_forced;          /* disk_enforcement = "watchdog" */
     int disk_counts_image;    /* btrfs, zfs: the quota counts the image's bytes */
     int64_t disk_interval;    /* seconds between watchdog measurements */
     struct dk_watch *watches; /* sandboxes the watchdog measures, most recent first */

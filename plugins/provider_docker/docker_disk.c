@@ -44,6 +44,7 @@ int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err)
     }
     else if (strcmp(mode, "watchdog") == 0) {
         c->disk_mode = DK_DISK_WATCHDOG;
+        c->disk_forced = 1;
     }
     else if (strcmp(mode, "auto") == 0) {
         c->disk_mode = quota_driver || overlay_xfs ? DK_DISK_STORAGE_OPT : DK_DISK_WATCHDOG;
@@ -91,6 +92,8 @@ int dk_disk_quota(struct dk_ctx *c)
 
 void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
 {
+    char why[96];
+
     if (disk_mode(c) == DK_DISK_STORAGE_OPT) {
         if (strcmp(c->storage_driver, "btrfs") == 0) {
             snprintf(buf, size, "btrfs quota (storage-opt size)");
@@ -104,11 +107,18 @@ void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
         }
         return;
     }
+    if (c->disk_forced) {
+        snprintf(why, sizeof(why), "disk_enforcement = watchdog");
+    }
+    else {
+        snprintf(why, sizeof(why), "no quota in storage driver %.32s%s%.32s",
+                 c->storage_driver[0] ? c->storage_driver : "?", c->backing_fs[0] ? " on " : "",
+                 c->backing_fs);
+    }
     snprintf(buf, size,
-             "watchdog: writable layer measured every %" PRId64 "s and after each "
-             "command, fails closed (no quota in storage driver %.32s on %.32s)",
-             c->disk_interval, c->storage_driver[0] ? c->storage_driver : "?",
-             c->backing_fs[0] ? c->backing_fs : "?");
+             "watchdog: writable layer measured every %" PRId64 "s and after each command, "
+             "fails closed (%s)",
+             c->disk_interval, why);
 }
 
 /* The bytes of image `image` in the engine, or -1 (404: SBX_E_NOTFOUND). */

@@ -97,7 +97,7 @@ static void test_mechanism_per_driver(void **state)
     assert_false(dk_disk_quota(&c));
     assert_non_null(strstr(describe(&c), "watchdog: writable layer measured every 60s and after "
                                          "each command, fails closed"));
-    assert_non_null(strstr(describe(&c), "overlay2 on extfs"));
+    assert_non_null(strstr(describe(&c), "(no quota in storage driver overlay2 on extfs)"));
     dk_disk_free(&c);
 
     ctx_for(&c, "overlay2", "xfs", "auto");
@@ -105,8 +105,9 @@ static void test_mechanism_per_driver(void **state)
     assert_non_null(strstr(describe(&c), "xfs project quota"));
     dk_disk_free(&c);
 
-    ctx_for(&c, "btrfs", "btrfs", "watchdog");
+    ctx_for(&c, "btrfs", "", "watchdog");
     assert_false(dk_disk_quota(&c));
+    assert_non_null(strstr(describe(&c), "fails closed (disk_enforcement = watchdog)"));
     dk_disk_free(&c);
 
     memset(&c, 0, sizeof(c));

@@ -107,6 +107,7 @@ int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state)
 int sbx_task_check(struct sbx_task *t, int after_exec)
 {
     sbx_error_t *e = NULL;
+    int first;
 
     if (pops(t)->check == NULL || t->sandbox[0] == '\0' || t->stop) {
         return 0;
@@ -114,7 +115,12 @@ int sbx_task_check(struct sbx_task *t, int after_exec)
     if (pops(t)->check(t->prov->ctx, t->sandbox, after_exec, &e) == 0) {
         return 0;
     }
-    sbx_warn("task %s: %s: ending it", t->id, e ? e->msg : "the provider's check failed");
+    pthread_mutex_lock(&t->mu);
+    first = !t->stop; /* the timer and an ending command may both find it */
+    pthread_mutex_unlock(&t->mu);
+    if (first) {
+        sbx_warn("task %s: %s: ending it", t->id, e ? e->msg : "the provider's check failed");
+    }
     sbx_task_stop(t, e ? e->msg : "the provider's check failed");
     sbx_error_free(&e);
     return -1;
