@@ -140,6 +140,9 @@ btrfs_release() {
     mountpoint -q "$mnt" || return 0
     dev=$(findmnt -n -o SOURCE --target "$mnt")
     clear_stale
+    # blocks freed inside go back to the host's filesystem (discard=async does
+    # it too, gradually)
+    fstrim "$mnt" 2>/dev/null || true
     for _ in $(seq 1 20); do
         # -R: the engine's btrfs driver bind-mounts its own directories inside
         umount -R "$mnt" 2>/dev/null && break
