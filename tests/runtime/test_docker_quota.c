@@ -8,6 +8,7 @@
 #include "rt_common.h"
 
 #include <inttypes.h>
+#include <time.h>
 
 static char *data_root; /* the engine's DockerRootDir (on its btrfs) */
 
@@ -38,9 +39,10 @@ static void require_quota_engine(void)
     json_decref(info);
 }
 
-/* Waits until the btrfs has dropped every deleted subvolume (the kernel
- * deletes their qgroups then), and reads the qgroup count, the stale ones
- * (no subvolume) among them, and the data in use. */
+/* Waits until the btrfs has dropped every deleted subvolume and the kernel
+ * has deleted their qgroups (a commit or two later: up to 90 s, the
+ * filesystem synced each second), and reads the qgroup count, the stale ones
+ * (no subvolume) still there, and the data in use. */
 static void btrfs_usage(size_t *qgroups, size_t *stale, int64_t *used)
 {
     char *script = NULL;
@@ -51,9 +53,11 @@ static void btrfs_usage(size_t *qgroups, size_t *stale, int64_t *used)
 
     assert_true(
         asprintf(&script,
-                 "set -e; R='%s'; btrfs filesystem sync \"$R\" >/dev/null; "
+                 "set -e; R='%s'; for i in $(seq 90); do "
+                 "btrfs filesystem sync \"$R\" >/dev/null; "
                  "btrfs subvolume sync \"$R\" >/dev/null; "
                  "q=$(btrfs qgroup show --raw \"$R\"); "
+                 "echo \"$q\" | grep -q '<stale>' || break; sleep 1; done; "
                  "echo \"$q\" | grep -c '^0/' || true; "
                  "echo \"$q\" | grep -c '<stale>' || true; "
                  "btrfs filesystem df -b \"$R\" | sed -n 's/^Data.*used=\\([0-9]*\\).*/\\1/p'",
@@ -94,6 +98,7 @@ static void test_writes_past_cap_fail_at_once(void **state)
     size_t q0 = 0;
     size_t q1 = 0;
     size_t stale = 0;
+    time_t t0;
     int64_t used0 = 0;
     int64_t used1 = 0;
     long long ms = -1;
@@ -154,11 +159,12 @@ static void test_writes_past_cap_fail_at_once(void **state)
     /* nothing leaks: the engine cannot delete a qgroup while the kernel still
      * drops its subvolume ("Failed to delete btrfs qgroup ... busy" in its
      * log); the kernel deletes it when the subvolume is gone */
+    t0 = time(NULL);
     btrfs_usage(&q1, &stale, &used1);
     fprintf(stderr,
-            "btrfs before/after: %zu/%zu qgroups (%zu stale after), %" PRId64 "/%" PRId64
+            "btrfs before/after: %zu/%zu qgroups (%zu stale after %ld s), %" PRId64 "/%" PRId64
             " bytes used\n",
-            q0, q1, stale, used0, used1);
+            q0, q1, stale, (long)(time(NULL) - t0), used0, used1);
     assert_int_equal(stale, 0);
     assert_true(q1 <= q0); /* (fewer when another sandbox went meanwhile) */
     assert_true(used1 < used0 + (16LL << 20));
