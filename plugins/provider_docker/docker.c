@@ -232,6 +232,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
                    "Init", 1,
                    "Mounts", mounts,
                    "Privileged", 0);
+    json_object_set_new(hc, "CpuShares", json_integer(DK_CPU_SHARES));
     if (c->disk_mode == DK_DISK_STORAGE_OPT && s->limits.disk > 0) {
         char size[32];
 

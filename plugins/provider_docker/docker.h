@@ -12,6 +12,9 @@
 #define DK_NAME "provider_docker"
 #define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
 #define DK_MIN_API_MINOR 41 /* Debian 12's engine */
+/* CPU weight of sandboxes and sidecars: half the host's default (1024), so
+ * the host's own processes win under contention (docs/operations.md) */
+#define DK_CPU_SHARES 512
 
 struct dk_ctx {
     const struct sbx_host_api *host;
