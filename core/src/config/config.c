@@ -315,12 +315,12 @@ static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts
 }
 
 /* box.memory, box.host_reserve, box.cpu_reserve (docs/configuration.md): the
- * admission budget. The reserve must leave room for at least one sandbox. */
+ * admission budget. The reserve must leave room for a sandbox; the schema
+ * refuses negative sizes and CPU counts of 0 or less. */
 static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sbx_error_t **err)
 {
     const config_setting_t *mem = box ? config_setting_get_member(box, "memory") : NULL;
     const config_setting_t *res = box ? config_setting_get_member(box, "host_reserve") : NULL;
-    const config_setting_t *cpu = box ? config_setting_get_member(box, "cpu_reserve") : NULL;
 
     c->box.memory = get_size(box, "memory", c->box.memory);
     c->box.host_reserve = get_size(box, "host_reserve", c->box.host_reserve);
@@ -328,10 +328,6 @@ static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sb
     if (mem != NULL && c->box.memory < (64LL << 20)) {
         return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.memory' must be at least 64M",
                              c->path, config_setting_source_line(mem));
-    }
-    if (res != NULL && c->box.host_reserve < 0) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.host_reserve' must be 0 or more",
-                             c->path, config_setting_source_line(res));
     }
     if (mem != NULL && res != NULL && c->box.host_reserve >= c->box.memory) {
         char r[32], m[32];
@@ -341,10 +337,6 @@ static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sb
         return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.host_reserve' (%s) leaves nothing "
                              "of 'box.memory' (%s) for sandboxes", c->path,
                              config_setting_source_line(res), r, m);
-    }
-    if (cpu != NULL && !(c->box.cpu_reserve >= 0.0 && c->box.cpu_reserve <= 4096.0)) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.cpu_reserve' must be between 0 "
-                             "and 4096", c->path, config_setting_source_line(cpu));
     }
     return 0;
 }

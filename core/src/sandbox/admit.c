@@ -56,27 +56,30 @@ int sbx_box_budget(const struct sbx_config *cfg, const char *meminfo, double cpu
     }
     out->memory = cfg->box.memory > 0 ? cfg->box.memory : cap.memory;
     out->cpus = cpus > 0 ? cpus : cap.cpus;
-    out->reserve = cfg->box.host_reserve >= 0 ? cfg->box.host_reserve
-                                              : sbx_admit_default_reserve(out->memory);
+    out->reserve =
+        cfg->box.host_reserve >= 0 ? cfg->box.host_reserve : sbx_admit_default_reserve(out->memory);
     out->admit = out->memory - out->reserve;
-    out->cpu_reserve = cfg->box.cpu_reserve >= 0 ? cfg->box.cpu_reserve
-                                                 : sbx_admit_default_cpu_reserve(out->cpus);
+    out->cpu_reserve =
+        cfg->box.cpu_reserve >= 0 ? cfg->box.cpu_reserve : sbx_admit_default_cpu_reserve(out->cpus);
     out->cpu_max = out->cpus - out->cpu_reserve;
     if (out->admit <= 0) {
         sbx_admit_size(out->memory, m, sizeof(m));
         sbx_admit_size(out->reserve, r, sizeof(r));
-        return sbx_error_set(err, SBX_E_CONFIG, "box.host_reserve (%s) leaves nothing of the "
-                             "box's memory (%s) for sandboxes", r, m);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "box.host_reserve (%s) leaves nothing of the "
+                             "box's memory (%s) for sandboxes",
+                             r, m);
     }
     if (!(out->cpu_max > 0.0)) {
-        return sbx_error_set(err, SBX_E_CONFIG, "box.cpu_reserve (%.3g) leaves nothing of the "
-                             "box's %.3g CPUs for sandboxes", out->cpu_reserve, out->cpus);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "box.cpu_reserve (%.3g) leaves nothing of the "
+                             "box's %.3g CPUs for sandboxes",
+                             out->cpu_reserve, out->cpus);
     }
     return 0;
 }
 
-enum sbx_admit_verdict sbx_admit_check(const struct sbx_box_budget *b, int64_t used,
-                                       int64_t want)
+enum sbx_admit_verdict sbx_admit_check(const struct sbx_box_budget *b, int64_t used, int64_t want)
 {
     if (want > b->admit) {
         return SBX_ADMIT_NEVER;
@@ -102,8 +105,9 @@ int64_t sbx_admit_task_memory(int64_t limit, int docker_sidecar)
     return docker_sidecar ? limit * 2 : limit;
 }
 
-/* Parses "owner=...\nmemory=N\ntask=...\n"; returns the memory to count. */
-static int64_t slot_text_memory(const char *text)
+/* Parses "owner=...\nmemory=N\ntask=...\n": 0 when the owner is provably
+ * gone, else 1 and *memory (0 when the holder recorded none). */
+static int slot_text_parse(const char *text, int64_t *memory_out)
 {
     const char *p = text;
     int64_t memory = 0;
@@ -132,7 +136,8 @@ static int64_t slot_text_memory(const char *text)
             p++;
         }
     }
-    return alive ? memory : 0;
+    *memory_out = alive ? memory : 0;
+    return alive;
 }
 
 /* 1 when name is "<digits>.lock" */
@@ -159,6 +164,7 @@ int64_t sbx_ledger_used(const char *state, int *held)
     while ((de = readdir(d)) != NULL) {
         cleanup_free char *path = NULL;
         char text[SLOT_TEXT_MAX];
+        int64_t memory = 0;
         ssize_t n;
         int fd;
 
@@ -177,10 +183,12 @@ int64_t sbx_ledger_used(const char *state, int *held)
         n = pread(fd, text, sizeof(text) - 1, 0);
         close(fd);
         text[n > 0 ? n : 0] = '\0';
-        if (held != NULL) {
-            (*held)++;
+        if (slot_text_parse(text, &memory)) {
+            used += memory;
+            if (held != NULL) {
+                (*held)++;
+            }
         }
-        used += slot_text_memory(text);
     }
     closedir(d);
     return used;
@@ -246,9 +254,11 @@ int sbx_slot_acquire(const char *state, const struct sbx_admit_req *req, sbx_err
     sbx_admit_size(b->memory, mem, sizeof(mem));
     sbx_admit_size(b->reserve, res, sizeof(res));
     if (sbx_admit_check(b, 0, req->memory) == SBX_ADMIT_NEVER) {
-        return sbx_error_set(err, SBX_E_POLICY, "refused: task %s needs %s of memory but this "
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "refused: task %s needs %s of memory but this "
                              "box admits at most %s (box.memory %s - box.host_reserve %s); "
-                             "lower limits.memory", req->task, want, total, mem, res);
+                             "lower limits.memory",
+                             req->task, want, total, mem, res);
     }
     if (sbx_mkdirs(dir, 0700, err) < 0) {
         return -1;
@@ -294,15 +304,18 @@ int sbx_slot_acquire(const char *state, const struct sbx_admit_req *req, sbx_err
 
             sbx_admit_size(used, u, sizeof(u));
             if (kind == 0) {
-                snprintf(line, sizeof(line), "all %d sandbox slots on this box are taken "
-                         "(box.max_sandboxes); task %s waits (%lds so far)", req->max_slots,
-                         req->task, (long)(time(NULL) - started));
+                snprintf(line, sizeof(line),
+                         "all %d sandbox slots on this box are taken "
+                         "(box.max_sandboxes); task %s waits (%lds so far)",
+                         req->max_slots, req->task, (long)(time(NULL) - started));
             }
             else {
-                snprintf(line, sizeof(line), "task %s waits for memory: it needs %s; %s of %s "
+                snprintf(line, sizeof(line),
+                         "task %s waits for memory: it needs %s; %s of %s "
                          "are admitted to %d sandbox%s (box.memory %s - box.host_reserve %s) "
-                         "(%lds so far)", req->task, want, u, total, held,
-                         held == 1 ? "" : "es", mem, res, (long)(time(NULL) - started));
+                         "(%lds so far)",
+                         req->task, want, u, total, held, held == 1 ? "" : "es", mem, res,
+                         (long)(time(NULL) - started));
             }
             if (tell(req, line) < 0) {
                 return sbx_error_set(err, SBX_E_CANCELLED, "cancelled while waiting for %s",

@@ -48,8 +48,7 @@ enum sbx_admit_verdict {
 };
 
 /* want: the new sandbox's memory; used: the sum of the admitted ones. */
-enum sbx_admit_verdict sbx_admit_check(const struct sbx_box_budget *b, int64_t used,
-                                       int64_t want);
+enum sbx_admit_verdict sbx_admit_check(const struct sbx_box_budget *b, int64_t used, int64_t want);
 
 /* "3G", "1536M", or "2.4G" when not a whole number of M. */
 void sbx_admit_size(int64_t bytes, char *buf, size_t len);
@@ -68,14 +67,14 @@ int64_t sbx_ledger_used(const char *state, int *held);
 typedef int (*sbx_admit_wait_fn)(void *ud, const char *line);
 
 struct sbx_admit_req {
-    const char *task;   /* for messages and the slot file */
-    int max_slots;      /* box.max_sandboxes */
-    int64_t memory;     /* sbx_admit_task_memory() of the task */
+    const char *task; /* for messages and the slot file */
+    int max_slots;    /* box.max_sandboxes */
+    int64_t memory;   /* sbx_admit_task_memory() of the task */
     const struct sbx_box_budget *budget;
     const volatile int *cancel; /* may be NULL */
     sbx_admit_wait_fn on_wait;  /* NULL: the line goes to stderr */
     void *wait_ud;
-    unsigned poll_ms;   /* between attempts; 0: 200 */
+    unsigned poll_ms; /* between attempts; 0: 200 */
 };
 
 /* Takes a slot whose lock is free and whose memory fits the budget, records
