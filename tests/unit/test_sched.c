@@ -269,7 +269,8 @@ static void test_sched_fit_and_refusal(void **state)
     expect_refused(s, &j, SBX_E_POLICY, "refused: job big asks for 9 CPUs but pool 'ci' has 8");
     j.cpus = 2;
     j.memory = 65 * G;
-    expect_refused(s, &j, SBX_E_POLICY, "asks for 65.0G of memory but pool 'ci' has 57.6G on "
+    expect_refused(s, &j, SBX_E_POLICY,
+                   "asks for 65.0G of memory but pool 'ci' has 57.6G on "
                    "this box (box.memory 64.0G - box.host_reserve 6.4G");
     j.memory = 8 * G;
     j.pool = SBX_POOL_AGENT;
@@ -596,8 +597,7 @@ static void test_sched_host_reserve(void **state)
              "\"2G\"; };\npools = { ci = { memory = \"5G\"; }; };\n",
              16, 64 * G);
     snap = sbx_sched_snapshot(s);
-    assert_int_equal(snap->pools[SBX_POOL_CI].memory + snap->pools[SBX_POOL_AGENT].memory,
-                     8 * G);
+    assert_int_equal(snap->pools[SBX_POOL_CI].memory + snap->pools[SBX_POOL_AGENT].memory, 8 * G);
     sbx_sched_snapshot_free(snap);
     sbx_sched_destroy(s);
 

@@ -326,17 +326,18 @@ static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sb
     c->box.host_reserve = get_size(box, "host_reserve", c->box.host_reserve);
     c->box.cpu_reserve = get_cpus(box, "cpu_reserve", c->box.cpu_reserve);
     if (mem != NULL && c->box.memory < (64LL << 20)) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.memory' must be at least 64M",
-                             c->path, config_setting_source_line(mem));
+        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.memory' must be at least 64M", c->path,
+                             config_setting_source_line(mem));
     }
     if (mem != NULL && res != NULL && c->box.host_reserve >= c->box.memory) {
         char r[32], m[32];
 
         sbx_size_format(c->box.host_reserve, r, sizeof(r));
         sbx_size_format(c->box.memory, m, sizeof(m));
-        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.host_reserve' (%s) leaves nothing "
-                             "of 'box.memory' (%s) for sandboxes", c->path,
-                             config_setting_source_line(res), r, m);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s:%u: 'box.host_reserve' (%s) leaves nothing "
+                             "of 'box.memory' (%s) for sandboxes",
+                             c->path, config_setting_source_line(res), r, m);
     }
     return 0;
 }
