@@ -75,6 +75,10 @@ int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char 
            const char *body, size_t len, const char *ctype, long timeout_ms,
            struct sbx_http_response *resp, sbx_error_t **err);
 
+/* docker_userns.c: caps the sandbox's inotify counters in its own user
+ * namespace (SBX_SANDBOX_INOTIFY_*); call right after the start. */
+int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err);
+
 /* docker_sidecar.c */
 int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err);
 void dk_sidecar_free(struct dk_ctx *c);
