@@ -341,7 +341,8 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
             c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
                          "task %s: no per-sandbox inotify cap (%s): its inotify instances and "
                          "watches count only against the box's shared pool "
-                         "(docs/operations.md)", s->task_id, uerr ? uerr->msg : "?");
+                         "(docs/operations.md)",
+                         s->task_id, uerr ? uerr->msg : "?");
             c->host->error_free(&uerr);
         }
     }

@@ -105,8 +105,10 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
     }
     if (!pid_is_container(pid, id)) {
         close(pidfd);
-        return c->host->error_set(err, SBX_E_ENGINE, "pid %d is not the sandbox's in this pid "
-                                  "namespace", (int)pid);
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "pid %d is not the sandbox's in this pid "
+                                  "namespace",
+                                  (int)pid);
     }
     snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
     nsfd = open(path, O_RDONLY | O_CLOEXEC);
@@ -128,7 +130,8 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
     close(pidfd);
     if (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino) {
         close(nsfd);
-        return c->host->error_set(err, SBX_E_ENGINE, "the sandbox shares our user namespace "
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "the sandbox shares our user namespace "
                                   "(user namespaces are off)");
     }
     snprintf(inst, sizeof(inst), "%d", SBX_SANDBOX_INOTIFY_INSTANCES);
@@ -150,9 +153,10 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 
         return c->host->error_set(err, SBX_E_ENGINE, "%s failed in the sandbox's user namespace",
-                                  code == 10 ? "setns" : code == 20 ? paths[0]
-                                                     : code == 21 ? paths[1]
-                                                                  : "the child");
+                                  code == 10   ? "setns"
+                                  : code == 20 ? paths[0]
+                                  : code == 21 ? paths[1]
+                                               : "the child");
     }
     return 0;
 }

@@ -28,8 +28,8 @@ static void admission(const struct sbx_config *cfg, const char *state, json_t *j
                         json_pack("{s:I, s:I, s:I, s:I, s:i, s:f, s:f, s:f}", "memory",
                                   (json_int_t)b.memory, "host_reserve", (json_int_t)b.reserve,
                                   "admit", (json_int_t)b.admit, "admitted", (json_int_t)in_use,
-                                  "sandboxes", held, "cpus", b.cpus, "cpu_reserve",
-                                  b.cpu_reserve, "cpu_max", b.cpu_max));
+                                  "sandboxes", held, "cpus", b.cpus, "cpu_reserve", b.cpu_reserve,
+                                  "cpu_max", b.cpu_max));
     if (text) {
         sbx_admit_size(b.memory, mem, sizeof(mem));
         sbx_admit_size(b.reserve, res, sizeof(res));
@@ -38,8 +38,7 @@ static void admission(const struct sbx_config *cfg, const char *state, json_t *j
         printf("admission:   memory limits up to %s (box.memory %s - box.host_reserve %s), %s "
                "admitted now to %d embedded sandbox%s; CPU quota at most %.3g of %.3g CPUs "
                "(box.cpu_reserve %.3g)\n",
-               adm, mem, res, used, held, held == 1 ? "" : "es", b.cpu_max, b.cpus,
-               b.cpu_reserve);
+               adm, mem, res, used, held, held == 1 ? "" : "es", b.cpu_max, b.cpus, b.cpu_reserve);
     }
 }
 
@@ -69,9 +68,10 @@ static void kernel(const struct sbx_config *cfg, json_t *j, int text)
            low ? ": TOO LOW" : "");
     for (int i = 0; i < SBX_KERNEL_POOLS; i++) {
         if (p[i].have < p[i].need) {
-            fprintf(stderr, "sbx: warning: %s is %lld, below the %lld that box.max_sandboxes = %d "
-                    "needs: run scripts/kernel-limits.sh (docs/operations.md)\n", p[i].key,
-                    p[i].have, p[i].need, cfg->box.max_sandboxes);
+            fprintf(stderr,
+                    "sbx: warning: %s is %lld, below the %lld that box.max_sandboxes = %d "
+                    "needs: run scripts/kernel-limits.sh (docs/operations.md)\n",
+                    p[i].key, p[i].have, p[i].need, cfg->box.max_sandboxes);
         }
     }
 }

@@ -15,9 +15,9 @@
 #define SBX_HOST_INOTIFY_WATCHES 131072
 
 struct sbx_kernel_pool {
-    const char *key;  /* "fs.inotify.max_user_instances" */
-    long long have;   /* the current value; -1 when it cannot be read */
-    long long need;   /* for max_sandboxes sandboxes and the host */
+    const char *key; /* "fs.inotify.max_user_instances" */
+    long long have;  /* the current value; -1 when it cannot be read */
+    long long need;  /* for max_sandboxes sandboxes and the host */
 };
 
 #define SBX_KERNEL_POOLS 2
