@@ -129,8 +129,8 @@ static void test_sched_create_errors(void **state)
     expect_create_error(BOTH "pools = { ci = { cpus = 20.0; }; };\n", 16, 64 * G,
                         "pools ask for 20 CPUs but the box has 16");
     expect_create_error(BOTH "pools = { agent = { memory = \"100G\"; }; };\n", 16, 64 * G,
-                        "100.0G of memory but the box has 57.6G for sandboxes (box.memory "
-                        "64.0G - box.host_reserve 6.4G)");
+                        "100G of memory but the box has 57.6G for sandboxes (box.memory "
+                        "64G - box.host_reserve 6.4G)");
     expect_create_error(BOTH "pools = { ci = { max_sandboxes = 7; }; };\n", 16, 64 * G,
                         "7 sandboxes but box.max_sandboxes is 6");
     expect_create_error(BOTH "pools = { ci = { max_sandboxes = 6; }; };\n", 16, 64 * G,
@@ -270,8 +270,8 @@ static void test_sched_fit_and_refusal(void **state)
     j.cpus = 2;
     j.memory = 65 * G;
     expect_refused(s, &j, SBX_E_POLICY,
-                   "asks for 65.0G of memory but pool 'ci' has 57.6G on "
-                   "this box (box.memory 64.0G - box.host_reserve 6.4G");
+                   "asks for 65G of memory but pool 'ci' has 57.6G on "
+                   "this box (box.memory 64G - box.host_reserve 6.4G");
     j.memory = 8 * G;
     j.pool = SBX_POOL_AGENT;
     expect_refused(s, &j, SBX_E_POLICY, "this box does not serve pool 'agent'");
@@ -580,8 +580,8 @@ static void test_sched_host_reserve(void **state)
     assert_int_equal(snap->pools[SBX_POOL_CI].memory, 2 * G);
     sbx_sched_snapshot_free(snap);
     expect_refused(s, &j, SBX_E_POLICY,
-                   "refused: job huge asks for 3.0G of memory but pool 'ci' has 2.0G on this "
-                   "box (box.memory 3.0G - box.host_reserve 1.0G, split between the pools)");
+                   "refused: job huge asks for 3G of memory but pool 'ci' has 2G on this "
+                   "box (box.memory 3G - box.host_reserve 1G, split between the pools)");
     submit_ok(s, "a", SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 1 * G);
     submit_ok(s, "b", SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 1 * G);
     submit_ok(s, "c", SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 1 * G);
@@ -612,8 +612,8 @@ static void test_sched_host_reserve(void **state)
     expect_create_error("box = { pools = [\"ci\", \"agent\"]; memory = \"10G\"; "
                         "host_reserve = \"2G\"; };\npools = { ci = { memory = \"9G\"; }; };\n",
                         16, 64 * G,
-                        "pools ask for 9.0G of memory but the box has 8.0G for sandboxes "
-                        "(box.memory 10.0G - box.host_reserve 2.0G)");
+                        "pools ask for 9G of memory but the box has 8G for sandboxes "
+                        "(box.memory 10G - box.host_reserve 2G)");
     expect_create_error("box = { pools = [\"ci\"]; host_reserve = \"64G\"; };\n", 16, 64 * G,
                         "box.host_reserve (64.0G) leaves nothing of the box's 64.0G");
 }

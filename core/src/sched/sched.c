@@ -232,13 +232,16 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
                              (double)set_mcpu / 1000.0, s->box.cpus);
     }
     if (set_mem > s->admit_memory) {
+        char want[32], admit[32], mem[32], res[32];
+
+        sbx_admit_size(set_mem, want, sizeof(want));
+        sbx_admit_size(s->admit_memory, admit, sizeof(admit));
+        sbx_admit_size(s->box.memory, mem, sizeof(mem));
+        sbx_admit_size(s->host_reserve, res, sizeof(res));
         return sbx_error_set(err, SBX_E_CONFIG,
-                             "scheduler: pools ask for %.1fG of memory but "
-                             "the box has %.1fG for sandboxes (box.memory %.1fG - "
-                             "box.host_reserve %.1fG)",
-                             (double)set_mem / (1 << 30), (double)s->admit_memory / (1 << 30),
-                             (double)s->box.memory / (1 << 30),
-                             (double)s->host_reserve / (1 << 30));
+                             "scheduler: pools ask for %s of memory but the box has %s for "
+                             "sandboxes (box.memory %s - box.host_reserve %s)",
+                             want, admit, mem, res);
     }
     if (set_sbx > s->box_max_sandboxes) {
         return sbx_error_set(err, SBX_E_CONFIG,
@@ -434,13 +437,17 @@ static int check_job(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
                              (double)p->mcpu / 1000.0);
     }
     if (job->memory > p->memory) {
+        char want[32], has[32], mem[32], res[32];
+
+        sbx_admit_size(job->memory, want, sizeof(want));
+        sbx_admit_size(p->memory, has, sizeof(has));
+        sbx_admit_size(s->box.memory, mem, sizeof(mem));
+        sbx_admit_size(s->host_reserve, res, sizeof(res));
         return sbx_error_set(err, SBX_E_POLICY,
-                             "refused: job %s asks for %.1fG of memory but "
-                             "pool '%s' has %.1fG on this box (box.memory %.1fG - "
-                             "box.host_reserve %.1fG, split between the pools)",
-                             job->id, (double)job->memory / (1 << 30), sbx_pool_name(job->pool),
-                             (double)p->memory / (1 << 30), (double)s->box.memory / (1 << 30),
-                             (double)s->host_reserve / (1 << 30));
+                             "refused: job %s asks for %s of memory but pool '%s' has %s on "
+                             "this box (box.memory %s - box.host_reserve %s, split between the "
+                             "pools)",
+                             job->id, want, sbx_pool_name(job->pool), has, mem, res);
     }
     return 0;
 }
