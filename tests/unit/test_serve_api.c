@@ -155,8 +155,7 @@ static void test_api_memory_reserve(void **state)
     }
     free(body);
     q = rh_json("GET", "/v1/queue", NULL, 200);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(q, "box"),
-                                                        "host_reserve")),
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(q, "box"), "host_reserve")),
                      768LL << 20);
     json_decref(q);
     rh_stop();
@@ -462,14 +461,10 @@ static void test_api_policy_and_reload(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_api_bad_input),
-        cmocka_unit_test(test_api_memory_reserve),
-        cmocka_unit_test(test_api_jobs),
-        cmocka_unit_test(test_api_conflicts),
-        cmocka_unit_test(test_api_output_bounded),
-        cmocka_unit_test(test_api_listen_config),
-        cmocka_unit_test(test_api_tcp_token),
-        cmocka_unit_test(test_api_policy_and_reload),
+        cmocka_unit_test(test_api_bad_input),      cmocka_unit_test(test_api_memory_reserve),
+        cmocka_unit_test(test_api_jobs),           cmocka_unit_test(test_api_conflicts),
+        cmocka_unit_test(test_api_output_bounded), cmocka_unit_test(test_api_listen_config),
+        cmocka_unit_test(test_api_tcp_token),      cmocka_unit_test(test_api_policy_and_reload),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
