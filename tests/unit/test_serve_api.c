@@ -461,10 +461,14 @@ static void test_api_policy_and_reload(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_api_bad_input),      cmocka_unit_test(test_api_memory_reserve),
-        cmocka_unit_test(test_api_jobs),           cmocka_unit_test(test_api_conflicts),
-        cmocka_unit_test(test_api_output_bounded), cmocka_unit_test(test_api_listen_config),
-        cmocka_unit_test(test_api_tcp_token),      cmocka_unit_test(test_api_policy_and_reload),
+        cmocka_unit_test(test_api_bad_input),
+        cmocka_unit_test(test_api_memory_reserve),
+        cmocka_unit_test(test_api_jobs),
+        cmocka_unit_test(test_api_conflicts),
+        cmocka_unit_test(test_api_output_bounded),
+        cmocka_unit_test(test_api_listen_config),
+        cmocka_unit_test(test_api_tcp_token),
+        cmocka_unit_test(test_api_policy_and_reload),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
