@@ -22,6 +22,10 @@ void sbx_cmd_info_help(FILE *out)
             "Shows the configuration in force (file, plugin and state directories, image,\n"
             "limits) and what the provider reports about its engine: its version, whether\n"
             "user namespaces are on, and which mechanism enforces the disk cap.\n"
+            "Also the admission budget (box.memory - box.host_reserve, what embedded\n"
+            "sandboxes hold now, the CPU clamp) and the kernel's shared inotify pool\n"
+            "against box.max_sandboxes, with a warning on stderr when it is too low\n"
+            "(scripts/kernel-limits.sh raises it; docs/operations.md).\n"
             "\n"
             "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
