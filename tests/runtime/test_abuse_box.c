@@ -184,10 +184,39 @@ static void test_admission_memory(void **state)
     assert_int_equal(r.rc, 1); /* sbx task start: 1 when the task cannot start */
     assert_contains(r.err, "needs 3G of memory but this box admits at most 2G");
     spawn_result_free(&r);
+    /* a starter that goes away while its keeper waits (Ctrl-C, here timeout):
+     * the keeper stops waiting and never creates the sandbox */
+    rt_use_config("box = { memory = \"3G\"; host_reserve = \"1G\"; };\n"
+                  "limits = { memory = \"1G\"; };\n");
+    if (ours() == 1) { /* abx-b ended above: fill the budget again */
+        task_start("abx-b");
+    }
+    assert_int_equal(ours(), 2);
+    {
+        char *argv[] = {"/usr/bin/timeout", "2",        rt_sbx, "task", "start",
+                        "--task",           "abx-gone", NULL};
+        char *env[] = {rt_host, rt_statev, rt_config, "PATH=/usr/bin:/bin", NULL};
+
+        r = spawn_run_as(argv, env, 0);
+        assert_int_equal(r.rc, 124);
+        assert_contains(r.err, "task abx-gone waits for memory");
+        spawn_result_free(&r);
+        sleep(1);
+        r = RT_SBX("task", "end", "abx-d"); /* memory frees: nobody may take it now */
+        assert_int_equal(r.rc, 0);
+        spawn_result_free(&r);
+        sleep(3);
+        assert_int_equal(ours(), 1);
+        r = RT_SBX("task", "end", "abx-gone");
+        assert_int_equal(r.rc, 1);
+        assert_contains(r.err, "no running task 'abx-gone'");
+        spawn_result_free(&r);
+    }
     rt_use_config(NULL);
     r = RT_SBX("task", "end", "abx-b"); /* ended above when the run waited longest */
     spawn_result_free(&r);
-    task_end("abx-d");
+    r = RT_SBX("task", "end", "abx-d"); /* ended above when two held the budget */
+    spawn_result_free(&r);
     assert_int_equal(ours(), 0);
 }
 
@@ -362,8 +391,8 @@ static void test_inotify_flood(void **state)
 /* After each test, pass or fail: no task of this file is left running. */
 static int end_ours(void **state)
 {
-    static const char *const ids[] = {"abx-a",     "abx-b",     "abx-d", "abx-bomb",
-                                      "abx-ino-a", "abx-ino-b", NULL};
+    static const char *const ids[] = {"abx-a",    "abx-b",     "abx-d",     "abx-gone",
+                                      "abx-bomb", "abx-ino-a", "abx-ino-b", NULL};
 
     (void)state;
     rt_use_config(NULL);

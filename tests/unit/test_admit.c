@@ -184,6 +184,7 @@ static void dead_owner(char *buf, size_t len)
 
 struct waits {
     int n;
+    int nulls;
     char last[400];
 };
 
@@ -191,9 +192,22 @@ static int give_up(void *ud, const char *line)
 {
     struct waits *w = ud;
 
+    assert_non_null(line); /* the first call is always a line */
     w->n++;
     snprintf(w->last, sizeof(w->last), "%s", line);
     return -1;
+}
+
+/* Takes the line, then gives up at the third "go on?" between lines. */
+static int give_up_later(void *ud, const char *line)
+{
+    struct waits *w = ud;
+
+    if (line != NULL) {
+        w->n++;
+        return 0;
+    }
+    return ++w->nulls == 3 ? -1 : 0;
 }
 
 static void test_admit_ledger(void **state)
@@ -250,6 +264,17 @@ static void test_admit_ledger(void **state)
                        "sandboxes (box.memory 3G - box.host_reserve 1G)") == NULL) {
         fail_msg("wait line: %s", w.last);
     }
+
+    /* between lines the waiter is asked whether to go on (a keeper whose
+     * starter went away stops waiting) */
+    w.n = 0;
+    req.on_wait = give_up_later;
+    assert_int_equal(sbx_slot_acquire(st, &req, &err), -1);
+    assert_int_equal(err->code, SBX_E_CANCELLED);
+    sbx_error_free(&err);
+    assert_int_equal(w.n, 1);
+    assert_int_equal(w.nulls, 3);
+    req.on_wait = give_up;
 
     /* one ends: the waiter proceeds */
     close(got);

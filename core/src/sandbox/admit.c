@@ -235,7 +235,9 @@ static int tell(const struct sbx_admit_req *req, const char *line)
     if (req->on_wait != NULL) {
         return req->on_wait(req->wait_ud, line);
     }
-    fprintf(stderr, "sbx: %s\n", line);
+    if (line != NULL) {
+        fprintf(stderr, "sbx: %s\n", line);
+    }
     return 0;
 }
 
@@ -323,6 +325,10 @@ int sbx_slot_acquire(const char *state, const struct sbx_admit_req *req, sbx_err
             }
             told = time(NULL);
             last_kind = kind;
+        }
+        else if (tell(req, NULL) < 0) { /* between lines: may we go on waiting? */
+            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled while waiting for %s",
+                                 kind == 0 ? "a slot" : "memory");
         }
         usleep((req->poll_ms ? req->poll_ms : 200) * 1000);
     }

@@ -63,7 +63,8 @@ int64_t sbx_admit_task_memory(int64_t limit, int docker_sidecar);
 int64_t sbx_ledger_used(const char *state, int *held);
 
 /* Called with a line saying what the caller waits for (no "sbx: " prefix,
- * no newline). Returns 0, or -1 to give up waiting (cancelled). */
+ * no newline), and with NULL between lines (every poll) to ask whether to go
+ * on. Returns 0, or -1 to give up waiting (cancelled). */
 typedef int (*sbx_admit_wait_fn)(void *ud, const char *line);
 
 struct sbx_admit_req {

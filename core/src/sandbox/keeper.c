@@ -262,8 +262,14 @@ static int keeper_on_wait(void *ud, const char *line)
 {
     int fd = *(const int *)ud;
     char msg[600];
-    int n = snprintf(msg, sizeof(msg), "WAIT %s\n", line);
+    int n;
 
+    if (line == NULL) { /* the starter's end of the pipe closed: nobody waits for us */
+        struct pollfd p = {.fd = fd, .events = 0};
+
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP)) != 0 ? -1 : 0;
+    }
+    n = snprintf(msg, sizeof(msg), "WAIT %s\n", line);
     sbx_info("%s", line);
     if (n < 0 || (size_t)n >= sizeof(msg)) {
         return 0;

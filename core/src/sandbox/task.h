@@ -37,7 +37,8 @@ struct sbx_task_opts {
     int no_reap;             /* skip orphan reaping and the slot lock: the caller (the
                               * runner) owns the box's slots and reaps itself */
     /* (added) Told what the start waits for (memory or a slot, with the
-     * numbers); NULL: the line goes to stderr. Returning -1 gives up. */
+     * numbers), and asked with NULL between lines whether to go on;
+     * NULL: the lines go to stderr. Returning -1 gives up. */
     int (*on_wait)(void *ud, const char *line);
     void *wait_ud;
 };
