@@ -454,6 +454,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
     (void)err;
     snprintf(info->engine, sizeof(info->engine), "%s", c->engine);
     info->userns = c->userns;
+    info->flags_off = c->userns ? 0 : SBX_PROVIDER_ENFORCES_USERNS;
     if (c->disk_mode == DK_DISK_STORAGE_OPT) {
         snprintf(info->disk_limit, sizeof(info->disk_limit), "storage-opt size (%.32s on %.32s)",
                  c->storage_driver, c->backing_fs);
@@ -469,8 +470,10 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
 }
 
 static const struct sbx_provider_ops provider_docker_ops = {
+    /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
-             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR,
+             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR |
+             SBX_PROVIDER_ENFORCES_USERNS,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,
