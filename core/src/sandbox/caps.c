@@ -152,3 +152,29 @@ void sbx_caps_record(json_t *rec, const struct sbx_limits *limits, uint32_t unen
     }
     json_object_set_new(rec, "unenforced", list);
 }
+
+void sbx_caps_describe(const struct sbx_open_instance *oi, const struct sbx_provider_info *info,
+                       const struct sbx_limits *limits, json_t *j, char *buf, size_t len)
+{
+    uint32_t want = sbx_caps_wanted(limits);
+    uint32_t have = sbx_caps_enforced(sbx_instance_provider(oi)->flags, info);
+    uint32_t missing = want & ~have;
+    char names[128];
+
+    sbx_caps_record(j, limits, missing);
+    json_object_set_new(j, "unisolated", json_boolean(oi->cfg->unisolated));
+    if (missing == 0) {
+        sbx_caps_text(want, names, sizeof(names));
+        snprintf(buf, len, "sandbox: the provider enforces %s", names);
+        return;
+    }
+    sbx_caps_text(missing, names, sizeof(names));
+    if (!oi->cfg->unisolated) {
+        json_object_set_new(j, "isolation", json_string("refused"));
+        snprintf(buf, len, "REFUSED: the provider does not enforce %s; tasks are refused "
+                 "(set unisolated = true on instance '%s' to run anyway)", names, oi->cfg->name);
+        return;
+    }
+    snprintf(buf, len, "UNISOLATED (%s, unisolated = true): %s not enforced",
+             sbx_caps_isolation(want, have), names);
+}

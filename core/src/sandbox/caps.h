@@ -46,6 +46,12 @@ const char *sbx_caps_isolation(uint32_t wanted, uint32_t enforced);
 int sbx_caps_check(struct sbx_open_instance *prov, const char *task_id,
                    const struct sbx_limits *limits, uint32_t *missing, sbx_error_t **err);
 
+/* What `sbx info` says of an instance for tasks with these limits: sets
+ * "isolation" ("sandbox", "partial", "none", or "refused" when something is
+ * missing and the instance is not unisolated), "unenforced" and "unisolated"
+ * on j, and writes the text line into buf. */
+void sbx_caps_describe(const struct sbx_open_instance *oi, const struct sbx_provider_info *info,
+                       const struct sbx_limits *limits, json_t *j, char *buf, size_t len);
 /* Sets "isolation" ("sandbox", "partial" or "none") and, when something is
  * missing, "unenforced" (["memory", ...]) on a task record. */
 void sbx_caps_record(json_t *rec, const struct sbx_limits *limits, uint32_t unenforced);
