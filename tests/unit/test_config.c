@@ -41,7 +41,8 @@ static void test_config_defaults(void **state)
     assert_string_equal(c->provider, "docker");
     assert_string_equal(c->image, "sbx-sandbox:current");
     assert_int_equal(c->box.max_sandboxes, 6);
-    assert_int_equal(c->n_instances, 6);
+    assert_int_equal(c->n_instances, 7);
+    assert_false(sbx_config_instance(c, "host", SBX_PLUGIN_PROVIDER)->unisolated);
     assert_non_null(sbx_config_instance(c, "docker", SBX_PLUGIN_PROVIDER));
     assert_non_null(sbx_config_instance(c, "agentvault", SBX_PLUGIN_CREDENTIAL));
     assert_null(sbx_config_instance(c, "docker", SBX_PLUGIN_CREDENTIAL));
@@ -59,7 +60,7 @@ static void test_config_good_file(void **state)
         "caches = ( { host = \"/var/cache/pnpm\"; path = \"/pnpm-store\"; } );\n"
         "providers = {\n"
         "  ci-docker = { plugin = \"provider_docker\"; };\n"
-        "  agent-docker = { plugin = \"provider_docker\"; };\n"
+        "  agent-docker = { plugin = \"provider_docker\"; unisolated = true; };\n"
         "};\n"
         "box = { pools = [\"ci\"]; max_sandboxes = 4; heavy_min_memory = \"16G\"; };\n"
         "runner = { listen = \"unix:/run/sbx.sock\"; alert_after = \"5m\"; box_hour_price = 0.8;"
@@ -83,7 +84,9 @@ static void test_config_good_file(void **state)
     assert_int_equal(c->n_caches, 1);
     assert_string_equal(c->caches[0].path, "/pnpm-store");
     assert_true(c->caches[0].read_only);
-    assert_int_equal(c->n_instances, 8);
+    assert_int_equal(c->n_instances, 9);
+    assert_true(sbx_config_instance(c, "agent-docker", SBX_PLUGIN_PROVIDER)->unisolated);
+    assert_false(sbx_config_instance(c, "ci-docker", SBX_PLUGIN_PROVIDER)->unisolated);
     assert_string_equal(sbx_config_instance(c, "agent-docker", SBX_PLUGIN_PROVIDER)->plugin,
                         "provider_docker");
     assert_string_equal(c->box.pools[0], "ci");
@@ -141,6 +144,8 @@ static void test_config_instances(void **state)
 {
     (void)state;
     expect_error("providers = {\n  x = { image = \"y\"; };\n};\n", 2, "has no 'plugin' key");
+    expect_error("providers = {\n  x = { plugin = \"provider_host\";\n  unisolated = \"yes\"; };\n};\n",
+                 3, "providers instance 'x': 'unisolated' must be true or false");
     expect_error("providers = {\n  x = { plugin = \"cred_infisical\"; };\n};\n", 2,
                  "is not a provider plugin");
     expect_error("providers = {\n  x = 5;\n};\n", 2, "must be a group");
