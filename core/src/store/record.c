@@ -43,6 +43,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->argv);
     json_decref(rec->labels);
     json_decref(rec->env);
+    json_decref(rec->isolation);
     free(rec->worktree);
     free(rec->provider);
     free(rec->image);
@@ -138,6 +139,11 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         json_decref(out->env);
         out->env = NULL;
     }
+    out->isolation = col_json(s, 27);
+    if (!json_is_object(out->isolation)) {
+        json_decref(out->isolation);
+        out->isolation = NULL;
+    }
     return 0;
 }
 
@@ -193,6 +199,12 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
             json_array_append_new(names, json_string(k));
         }
         json_object_set_new(o, "env_names", names);
+    }
+    /* "isolation" (null until the task ran) and "unenforced", as task.json */
+    json_object_set(o, "isolation",
+                    rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());
+    if (rec->isolation != NULL && json_object_get(rec->isolation, "unenforced") != NULL) {
+        json_object_set(o, "unenforced", json_object_get(rec->isolation, "unenforced"));
     }
     return o;
 }

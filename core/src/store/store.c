@@ -49,14 +49,17 @@ static const char schema[] =
     "";
 
 /* The schema's version (PRAGMA user_version). 1: the tables above. 2: jobs.env,
- * the command's variables as a JSON object (docs/runner.md, Store). Each
+ * the command's variables as a JSON object (docs/runner.md, Store). 3:
+ * jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h). Each
  * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 static const char *const migrations[SCHEMA_VERSION + 1] = {
     [1] = "PRAGMA user_version = 1;",
     [2] = "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT '{}';"
           "PRAGMA user_version = 2;",
+    [3] = "ALTER TABLE jobs ADD COLUMN isolation TEXT;"
+          "PRAGMA user_version = 3;",
 };
 
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
@@ -568,6 +571,21 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
     text = leases_json(leases, n);
     return update_job(st, id,
                       "UPDATE jobs SET leases = ?3 WHERE id = ?1 AND ?2 > 0 "
+                      "AND state IN ('queued', 'running')",
+                      "queued or running", text, NULL, NULL, 1, err);
+}
+
+int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
+                                sbx_error_t **err)
+{
+    cleanup_free char *text = json_dumps(isolation, JSON_COMPACT);
+
+    if (text == NULL || strlen(text) > MAX_TEXT) {
+        return sbx_error_set(err, EINVAL, "store: job %s: isolation is not a small JSON object",
+                             id ? id : "(null)");
+    }
+    return update_job(st, id,
+                      "UPDATE jobs SET isolation = ?3 WHERE id = ?1 AND ?2 > 0 "
                       "AND state IN ('queued', 'running')",
                       "queued or running", text, NULL, NULL, 1, err);
 }
