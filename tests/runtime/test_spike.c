@@ -1,6 +1,7 @@
 /* test_spike.c - `sbx spike` side by side: the Docker column passes what the
  * CI machine can show; the OpenSandbox contract double never passes
- * anything (cannot-measure); the report is written as JSON and Markdown. */
+ * anything (cannot-measure); the host column (provider_host, unisolated) is
+ * marked so on every row; the report is written as JSON and Markdown. */
 #include "rt_common.h"
 
 #include "osb_server.h"
@@ -48,6 +49,7 @@ static int setup(void **state)
              "  docker = { plugin = \"provider_docker\"; sidecar_images = [\"sbx-busybox:test\"]; };\n"
              "  opensandbox = { plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d\";\n"
              "                  image = \"test\"; };\n"
+             "  host = { plugin = \"provider_host\"; unisolated = true; };\n"
              "};\n"
              "credentials = { infisical = { plugin = \"cred_infisical\";\n"
              "  url = \"http://127.0.0.1:%d\"; project = \"proj-1\"; environment = \"dev\";\n"
@@ -106,13 +108,14 @@ static void test_spike_side_by_side(void **state)
     struct spawn_result r;
     json_t *report;
     json_t *osb;
+    json_t *host;
     size_t i;
     json_t *c;
 
     (void)state;
     assert_true(asprintf(&out, "%s/report", rt_state) > 0);
-    r = RT_SBX("spike", "--provider", "docker", "--provider", "opensandbox", "--runs", "3",
-               "--credentials", "infisical", "--out", out);
+    r = RT_SBX("spike", "--provider", "docker", "--provider", "opensandbox", "--provider", "host",
+               "--runs", "3", "--credentials", "infisical", "--out", out);
     assert_true(asprintf(&json_path, "%s.json", out) > 0);
     assert_true(asprintf(&md_path, "%s.md", out) > 0);
     report = json_load_file(json_path, 0, NULL);
@@ -137,6 +140,27 @@ static void test_spike_side_by_side(void **state)
     osb = json_object_get(json_array_get(json_object_get(report, "providers"), 1), "criteria");
     json_array_foreach(osb, i, c) {
         assert_string_equal(json_string_value(json_object_get(c, "result")), "cannot-measure");
+    }
+    /* the box with worktrees (decision 13), unisolated on every row */
+    assert_contains(r.out, "host [UNISOLATED: isolation none]");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(report, "providers"), 2), "isolation")),
+                        "none");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(json_object_get(report, "providers"), 0), "isolation")),
+                        "sandbox");
+    assert_string_equal(result_of(report, 2, "warm start"), "pass");
+    host = json_object_get(json_array_get(json_object_get(report, "providers"), 2), "criteria");
+    json_array_foreach(host, i, c) {
+        assert_string_equal(json_string_value(json_object_get(c, "isolation")), "none");
+    }
+    {
+        /* each table row holds both columns side by side */
+        const char *row = strstr(r.out, "\nwarm start ");
+
+        assert_non_null(row);
+        assert_non_null(strstr(row, "| pass (bar"));
+        assert_non_null(strstr(row, "| pass, UNISOLATED (bar"));
     }
     assert_int_equal(access(md_path, R_OK), 0);
     assert_int_equal(r.rc, 0);
