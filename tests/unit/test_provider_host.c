@@ -119,6 +119,21 @@ static void test_host_runs_with_opt_in(void **state)
     json_decref(j);
     spawn_result_free(&r);
 
+    /* a kept task: start says it, execs run in the same directory, end */
+    r = SBX(open_conf, "task", "start", "--task", "kept-1", "--worktree", worktree);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.err, "task kept-1: provider \"host\" is UNISOLATED"));
+    spawn_result_free(&r);
+    r = SBX(open_conf, "exec", "kept-1", "--", "sh", "-c", "echo kept > f.txt; exit 5");
+    assert_int_equal(r.rc, 5);
+    spawn_result_free(&r);
+    r = SBX(open_conf, "exec", "kept-1", "--", "cat", "f.txt");
+    assert_string_equal(r.out, "kept\n");
+    spawn_result_free(&r);
+    r = SBX(open_conf, "task", "end", "kept-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+
     r = SBX(open_conf, "info");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "isolation:   UNISOLATED (none, unisolated = true)"));
