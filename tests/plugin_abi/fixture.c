@@ -150,9 +150,9 @@ extern void sbx_fixture_undefined_symbol(void);
 /* The fake declares every capability (it stands for a real sandbox in the
  * runner's tests); provider_nocaps declares none (sandbox/caps.h). */
 #ifndef FIX_FLAGS
-#define FIX_FLAGS                                                                          \
-    (SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |                           \
-     SBX_PROVIDER_ENFORCES_EGRESS | SBX_PROVIDER_ENFORCES_USERNS)
+#define FIX_FLAGS                                                                                  \
+    (SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK | SBX_PROVIDER_ENFORCES_EGRESS |    \
+     SBX_PROVIDER_ENFORCES_USERNS)
 #endif
 
 static const struct sbx_provider_ops ops = {

@@ -36,25 +36,26 @@ static int setup(void **state)
         return -1;
     }
     rt_busybox_image("sbx-busybox:test");
-    snprintf(cfg, sizeof(cfg),
-             "runner = { box_hour_price = 0.8064; };\n"
-             "spike = { concurrent = 6; concurrent_cpus = 0.25; concurrent_memory = \"256M\";\n"
-             "          testcontainers_image = \"sbx-busybox:test\";\n"
-             "          egress_allowed_url = \"http://allowed.test:%d/\";\n"
-             "          egress_denied_url = \"http://denied.test:%d/\"; };\n"
-             "egress = { system_dns = false; registries = [\"allowed.test:%d\"];\n"
-             "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
-             "            { name = \"denied.test\"; address = \"127.0.0.1\"; } ); };\n"
-             "providers = {\n"
-             "  docker = { plugin = \"provider_docker\"; sidecar_images = [\"sbx-busybox:test\"]; };\n"
-             "  opensandbox = { plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d\";\n"
-             "                  image = \"test\"; };\n"
-             "  host = { plugin = \"provider_host\"; unisolated = true; };\n"
-             "};\n"
-             "credentials = { infisical = { plugin = \"cred_infisical\";\n"
-             "  url = \"http://127.0.0.1:%d\"; project = \"proj-1\"; environment = \"dev\";\n"
-             "  path = \"/tasks/spike\"; client_secret_env = \"SPIKE_INF_SECRET\"; }; };\n",
-             origin_port, origin_port, origin_port, osb_port, inf_port);
+    snprintf(
+        cfg, sizeof(cfg),
+        "runner = { box_hour_price = 0.8064; };\n"
+        "spike = { concurrent = 6; concurrent_cpus = 0.25; concurrent_memory = \"256M\";\n"
+        "          testcontainers_image = \"sbx-busybox:test\";\n"
+        "          egress_allowed_url = \"http://allowed.test:%d/\";\n"
+        "          egress_denied_url = \"http://denied.test:%d/\"; };\n"
+        "egress = { system_dns = false; registries = [\"allowed.test:%d\"];\n"
+        "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
+        "            { name = \"denied.test\"; address = \"127.0.0.1\"; } ); };\n"
+        "providers = {\n"
+        "  docker = { plugin = \"provider_docker\"; sidecar_images = [\"sbx-busybox:test\"]; };\n"
+        "  opensandbox = { plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d\";\n"
+        "                  image = \"test\"; };\n"
+        "  host = { plugin = \"provider_host\"; unisolated = true; };\n"
+        "};\n"
+        "credentials = { infisical = { plugin = \"cred_infisical\";\n"
+        "  url = \"http://127.0.0.1:%d\"; project = \"proj-1\"; environment = \"dev\";\n"
+        "  path = \"/tasks/spike\"; client_secret_env = \"SPIKE_INF_SECRET\"; }; };\n",
+        origin_port, origin_port, origin_port, osb_port, inf_port);
     rt_use_config(cfg);
     return 0;
 }
@@ -151,7 +152,8 @@ static void test_spike_side_by_side(void **state)
                         "sandbox");
     assert_string_equal(result_of(report, 2, "warm start"), "pass");
     host = json_object_get(json_array_get(json_object_get(report, "providers"), 2), "criteria");
-    json_array_foreach(host, i, c) {
+    json_array_foreach(host, i, c)
+    {
         assert_string_equal(json_string_value(json_object_get(c, "isolation")), "none");
     }
     {

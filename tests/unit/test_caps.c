@@ -57,9 +57,9 @@ static void test_caps_from_flags(void **state)
     /* the older spelling: LIMITS is cpu, memory and pids */
     assert_int_equal(sbx_caps_enforced(SBX_PROVIDER_ENFORCES_LIMITS, NULL),
                      SBX_CAP_CPUS | SBX_CAP_MEMORY | SBX_CAP_PIDS);
-    assert_int_equal(sbx_caps_enforced(SBX_PROVIDER_ENFORCES_CPU | SBX_PROVIDER_ENFORCES_MEMORY,
-                                       NULL),
-                     SBX_CAP_CPUS | SBX_CAP_MEMORY);
+    assert_int_equal(
+        sbx_caps_enforced(SBX_PROVIDER_ENFORCES_CPU | SBX_PROVIDER_ENFORCES_MEMORY, NULL),
+        SBX_CAP_CPUS | SBX_CAP_MEMORY);
     /* egress either way: the core's socket or the provider's own controls */
     assert_int_equal(sbx_caps_enforced(SBX_PROVIDER_EGRESS_SOCKET, NULL), SBX_CAP_EGRESS);
     assert_int_equal(sbx_caps_enforced(SBX_PROVIDER_ENFORCES_EGRESS, NULL), SBX_CAP_EGRESS);
@@ -74,9 +74,9 @@ static void test_caps_from_flags(void **state)
     assert_int_equal(sbx_caps_enforced(SBX_PROVIDER_ENFORCES_USERNS, &info), 0);
     info.userns = 1;
     info.flags_off = SBX_PROVIDER_ENFORCES_DISK;
-    assert_int_equal(sbx_caps_enforced(SBX_PROVIDER_ENFORCES_DISK | SBX_PROVIDER_ENFORCES_USERNS,
-                                       &info),
-                     SBX_CAP_USERNS);
+    assert_int_equal(
+        sbx_caps_enforced(SBX_PROVIDER_ENFORCES_DISK | SBX_PROVIDER_ENFORCES_USERNS, &info),
+        SBX_CAP_USERNS);
 }
 
 static void test_caps_wanted_and_text(void **state)

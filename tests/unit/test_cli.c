@@ -96,7 +96,8 @@ static const char *state_of(json_t *arr, const char *name)
     size_t i;
     json_t *p;
 
-    json_array_foreach(arr, i, p) {
+    json_array_foreach(arr, i, p)
+    {
         if (strcmp(json_string_value(json_object_get(p, "name")), name) == 0) {
             return json_string_value(json_object_get(p, "state"));
         }

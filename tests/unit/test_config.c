@@ -67,7 +67,8 @@ static void test_config_good_file(void **state)
         " };\n"
         "egress = { log = \"/var/log/sbx/egress.jsonl\"; registries = [\"registry.test\"]; };\n"
         "spike = { warm_start = \"5s\"; concurrent = 3; testcontainers_image = \"tc:1\";\n"
-        "          egress_allowed_url = \"http://a.test:1/\"; egress_denied_url = \"http://d.test/\"; };\n";
+        "          egress_allowed_url = \"http://a.test:1/\"; egress_denied_url = "
+        "\"http://d.test/\"; };\n";
     char *path = test_write_file(dir, "good.conf", text);
     sbx_error_t *err = NULL;
     struct sbx_config *c = sbx_config_load_file(path, &err);
@@ -144,8 +145,9 @@ static void test_config_instances(void **state)
 {
     (void)state;
     expect_error("providers = {\n  x = { image = \"y\"; };\n};\n", 2, "has no 'plugin' key");
-    expect_error("providers = {\n  x = { plugin = \"provider_host\";\n  unisolated = \"yes\"; };\n};\n",
-                 3, "providers instance 'x': 'unisolated' must be true or false");
+    expect_error(
+        "providers = {\n  x = { plugin = \"provider_host\";\n  unisolated = \"yes\"; };\n};\n", 3,
+        "providers instance 'x': 'unisolated' must be true or false");
     expect_error("providers = {\n  x = { plugin = \"cred_infisical\"; };\n};\n", 2,
                  "is not a provider plugin");
     expect_error("providers = {\n  x = 5;\n};\n", 2, "must be a group");

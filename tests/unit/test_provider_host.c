@@ -198,9 +198,8 @@ static void test_host_ops(void **state)
     }
     assert_int_equal(sbx_instance_provider(oi)->flags, 0);
     assert_int_equal(sbx_instance_provider(oi)->create(oi->ctx, &spec, id, sizeof(id), &err), 0);
-    assert_int_equal(sbx_instance_provider(oi)->list(oi->ctx, "sbx.task", "ops-1", on_sandbox,
-                                                     found, &err),
-                     0);
+    assert_int_equal(
+        sbx_instance_provider(oi)->list(oi->ctx, "sbx.task", "ops-1", on_sandbox, found, &err), 0);
     assert_string_equal(found, id);
     /* no worktree: a fresh directory of the sandbox's own */
     assert_true(asprintf(&dir, "%s/root/%s/work", test_dir, id) > 0);

@@ -117,8 +117,10 @@ static void test_store_record(void **state)
     assert_string_equal(
         text, "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"created_at\":1000.0,"
               "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
-              "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,\"id\":\"job-1\","
-              "\"image\":\"sbx-sandbox:abc\",\"isolation\":\"partial\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
+              "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,"
+              "\"id\":\"job-1\","
+              "\"image\":\"sbx-sandbox:abc\",\"isolation\":\"partial\",\"labels\":{\"repo\":"
+              "\"stackra\"},\"limits\":{"
               "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
               "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
               "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"

@@ -36,9 +36,9 @@ enum sbx_provider_flags {
     SBX_PROVIDER_PAUSE = 1u << 6,           /* supports pause/resume */
     SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,   /* wires the core's egress proxy socket in */
     /* (added) one bit per limit, for providers that enforce only some */
-    SBX_PROVIDER_ENFORCES_CPU = 1u << 8,    /* the cpus limit */
-    SBX_PROVIDER_ENFORCES_MEMORY = 1u << 9, /* the memory limit */
-    SBX_PROVIDER_ENFORCES_PIDS = 1u << 10,  /* the pids limit */
+    SBX_PROVIDER_ENFORCES_CPU = 1u << 8,     /* the cpus limit */
+    SBX_PROVIDER_ENFORCES_MEMORY = 1u << 9,  /* the memory limit */
+    SBX_PROVIDER_ENFORCES_PIDS = 1u << 10,   /* the pids limit */
     SBX_PROVIDER_ENFORCES_USERNS = 1u << 11, /* root in the sandbox is not root of the host */
 };
 

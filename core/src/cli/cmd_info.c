@@ -108,14 +108,15 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         free(s);
     }
     else {
-        printf("sbx %s\nconfig:      %s\nplugin dir:  %s\nstate dir:   %s\nimage:       %s\n"
-               "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds%s%s%s\n"
-               "box:         at most %d sandboxes\nprovider:    %s\n",
-               SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir,
-               state ? state : "?", cfg->image, cfg->limits.cpus, mem, disk,
-               (long long)cfg->limits.pids, (long long)cfg->limits.idle,
-               (long long)cfg->limits.max, unenforced[0] ? " (NOT ENFORCED: " : "", unenforced,
-               unenforced[0] ? ")" : "", cfg->box.max_sandboxes, provider);
+        printf(
+            "sbx %s\nconfig:      %s\nplugin dir:  %s\nstate dir:   %s\nimage:       %s\n"
+            "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds%s%s%s\n"
+            "box:         at most %d sandboxes\nprovider:    %s\n",
+            SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir, state ? state : "?",
+            cfg->image, cfg->limits.cpus, mem, disk, (long long)cfg->limits.pids,
+            (long long)cfg->limits.idle, (long long)cfg->limits.max,
+            unenforced[0] ? " (NOT ENFORCED: " : "", unenforced, unenforced[0] ? ")" : "",
+            cfg->box.max_sandboxes, provider);
         if (oi != NULL) {
             printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", info.engine,
                    info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",

@@ -69,9 +69,12 @@ static void warn_unisolated(json_t *rec, const char *task)
     if (iso == NULL || strcmp(iso, "sandbox") == 0) {
         return;
     }
-    fprintf(stderr, "sbx: warn: task %s: provider \"%s\" is UNISOLATED (isolation: %s): it does "
-            "not enforce", task, json_string_value(json_object_get(rec, "provider")) ?: "?", iso);
-    json_array_foreach(un, i, v) {
+    fprintf(stderr,
+            "sbx: warn: task %s: provider \"%s\" is UNISOLATED (isolation: %s): it does "
+            "not enforce",
+            task, json_string_value(json_object_get(rec, "provider")) ?: "?", iso);
+    json_array_foreach(un, i, v)
+    {
         fprintf(stderr, "%s %s", i ? "," : "", json_string_value(v) ?: "?");
     }
     fprintf(stderr, "\n");

@@ -159,9 +159,9 @@ static void free_strv(char **v)
     free(v);
 }
 
-static struct sbx_instance *add_instance(struct sbx_config *c, const char *name,
-                                         const char *plugin, enum sbx_plugin_kind kind,
-                                         config_setting_t *group, char *where)
+static struct sbx_instance *add_instance(struct sbx_config *c, const char *name, const char *plugin,
+                                         enum sbx_plugin_kind kind, config_setting_t *group,
+                                         char *where)
 {
     struct sbx_instance *in;
 

@@ -171,8 +171,10 @@ void sbx_caps_describe(const struct sbx_open_instance *oi, const struct sbx_prov
     sbx_caps_text(missing, names, sizeof(names));
     if (!oi->cfg->unisolated) {
         json_object_set_new(j, "isolation", json_string("refused"));
-        snprintf(buf, len, "REFUSED: the provider does not enforce %s; tasks are refused "
-                 "(set unisolated = true on instance '%s' to run anyway)", names, oi->cfg->name);
+        snprintf(buf, len,
+                 "REFUSED: the provider does not enforce %s; tasks are refused "
+                 "(set unisolated = true on instance '%s' to run anyway)",
+                 names, oi->cfg->name);
         return;
     }
     snprintf(buf, len, "UNISOLATED (%s, unisolated = true): %s not enforced",

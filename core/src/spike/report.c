@@ -11,8 +11,8 @@
  * enforce everything: every row says so. */
 static int unisolated(const struct sbx_spike_column *c)
 {
-    return c->isolation != NULL && (strcmp(c->isolation, "none") == 0 ||
-                                    strcmp(c->isolation, "partial") == 0);
+    return c->isolation != NULL &&
+           (strcmp(c->isolation, "none") == 0 || strcmp(c->isolation, "partial") == 0);
 }
 
 static void header(const struct sbx_spike_column *c, char *buf, size_t len)
@@ -128,9 +128,9 @@ char *sbx_spike_report_markdown(const struct sbx_spike_column *cols, size_t n,
             const struct sbx_spike_row *r = &cols[c].rows[i];
 
             snprintf(line, sizeof(line), " **%s**%s (bar %s): %s%s%s |",
-                     sbx_spike_status_name(r->status),
-                     unisolated(&cols[c]) ? ", UNISOLATED" : "", r->bar ? r->bar : "-",
-                     r->measured ? r->measured : "-", r->why ? "; " : "", r->why ? r->why : "");
+                     sbx_spike_status_name(r->status), unisolated(&cols[c]) ? ", UNISOLATED" : "",
+                     r->bar ? r->bar : "-", r->measured ? r->measured : "-", r->why ? "; " : "",
+                     r->why ? r->why : "");
             for (char *p = line; *p; p++) {
                 if (*p == '\n') {
                     *p = ' ';

@@ -332,8 +332,8 @@ static int spike_caps(const struct sbx_config *cfg, struct sbx_open_instance *oi
     }
     sbx_caps_text(missing, names, sizeof(names));
     out->unenforced = xstrdup(names);
-    out->isolation = xstrdup(
-        sbx_caps_isolation(sbx_caps_wanted(&cfg->limits), sbx_caps_wanted(&cfg->limits) & ~missing));
+    out->isolation = xstrdup(sbx_caps_isolation(sbx_caps_wanted(&cfg->limits),
+                                                sbx_caps_wanted(&cfg->limits) & ~missing));
     return 0;
 }
 
