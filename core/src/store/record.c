@@ -45,6 +45,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->env);
     json_decref(rec->isolation);
     free(rec->worktree);
+    free(rec->client);
     free(rec->provider);
     free(rec->image);
     free(rec->reason);
@@ -134,12 +135,13 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         }
     }
     json_decref(leases);
+    out->client = sbx_store_col_text(s, 27);
     out->env = col_json(s, 26);
     if (!json_is_object(out->env) || json_object_size(out->env) == 0) {
         json_decref(out->env);
         out->env = NULL;
     }
-    out->isolation = col_json(s, 27);
+    out->isolation = col_json(s, 28);
     if (!json_is_object(out->isolation)) {
         json_decref(out->isolation);
         out->isolation = NULL;
@@ -200,6 +202,7 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
         }
         json_object_set_new(o, "env_names", names);
     }
+    json_object_set_new(o, "client", json_string(rec->client ? rec->client : ""));
     /* "isolation" (null until the task ran) and "unenforced", as task.json */
     json_object_set(o, "isolation",
                     rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());
