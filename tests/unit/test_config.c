@@ -258,6 +258,25 @@ static void plugin_option_error(const char *text, int line, const char *fragment
     free(path);
 }
 
+/* `unisolated` is the core's key of provider instances only */
+static void test_config_unisolated_credentials(void **state)
+{
+    char *path = test_write_file(dir, "cred.conf",
+                                 "credentials = {\n v = { plugin = \"cred_agentvault\";\n"
+                                 "  unisolated = true; };\n};\n");
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+
+    (void)state;
+    assert_non_null(c);
+    assert_null(sbx_instance_load(c, getenv("SBX_PLUGIN_DIR"), "v", SBX_PLUGIN_CREDENTIAL, &err));
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, ":3: unknown option 'unisolated' for cred_agentvault"));
+    sbx_error_free(&err);
+    sbx_config_destroy(c);
+    free(path);
+}
+
 static void test_config_plugin_options(void **state)
 {
     const char *plugins = getenv("SBX_TEST_PLUGINS");
@@ -313,7 +332,8 @@ int main(void)
         cmocka_unit_test(test_config_defaults),      cmocka_unit_test(test_config_good_file),
         cmocka_unit_test(test_config_unknown_key),   cmocka_unit_test(test_config_wrong_type),
         cmocka_unit_test(test_config_bad_units),     cmocka_unit_test(test_config_syntax_error),
-        cmocka_unit_test(test_config_instances),     cmocka_unit_test(test_config_pools),
+        cmocka_unit_test(test_config_instances),
+        cmocka_unit_test(test_config_unisolated_credentials),     cmocka_unit_test(test_config_pools),
         cmocka_unit_test(test_config_missing_file),  cmocka_unit_test(test_config_search_env),
         cmocka_unit_test(test_config_plugin_options), cmocka_unit_test(test_config_egress),
     };
