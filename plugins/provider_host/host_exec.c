@@ -117,7 +117,7 @@ static void child(const char *prog, char *const *argv, char *const *env, const c
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL); /* sbx ignores it; the command must not inherit that */
     if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0 || chdir(dir) < 0) {
-        e = errno;
+        e = -errno; /* negative: the setup failed, not execve */
         (void)!write(report, &e, sizeof(e));
         _exit(127);
     }
@@ -338,6 +338,10 @@ int hx_exec(void *ctx, const char *sandbox_id, const struct sbx_exec_spec *spec,
     }
     else if (sink < 0) {
         c->host->error_set(err, SBX_E_CANCELLED, "the output sink refused more: exec stopped");
+    }
+    else if (child_errno < 0) {
+        c->host->error_set(err, SBX_E_ENGINE, "sandbox %.64s: cannot enter %.200s: %s", sandbox_id,
+                           dir, strerror(-child_errno));
     }
     else if (child_errno == ENOENT) {
         c->host->error_set(err, SBX_E_NOCMD, "%.200s: %s", spec->argv[0], strerror(child_errno));

@@ -329,13 +329,19 @@ static void test_config_plugin_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_defaults),      cmocka_unit_test(test_config_good_file),
-        cmocka_unit_test(test_config_unknown_key),   cmocka_unit_test(test_config_wrong_type),
-        cmocka_unit_test(test_config_bad_units),     cmocka_unit_test(test_config_syntax_error),
+        cmocka_unit_test(test_config_defaults),
+        cmocka_unit_test(test_config_good_file),
+        cmocka_unit_test(test_config_unknown_key),
+        cmocka_unit_test(test_config_wrong_type),
+        cmocka_unit_test(test_config_bad_units),
+        cmocka_unit_test(test_config_syntax_error),
         cmocka_unit_test(test_config_instances),
-        cmocka_unit_test(test_config_unisolated_credentials),     cmocka_unit_test(test_config_pools),
-        cmocka_unit_test(test_config_missing_file),  cmocka_unit_test(test_config_search_env),
-        cmocka_unit_test(test_config_plugin_options), cmocka_unit_test(test_config_egress),
+        cmocka_unit_test(test_config_unisolated_credentials),
+        cmocka_unit_test(test_config_pools),
+        cmocka_unit_test(test_config_missing_file),
+        cmocka_unit_test(test_config_search_env),
+        cmocka_unit_test(test_config_plugin_options),
+        cmocka_unit_test(test_config_egress),
     };
 
     return cmocka_run_group_tests_name("config", tests, test_dir_setup, test_dir_teardown);

@@ -238,6 +238,28 @@ static void test_host_ops(void **state)
     found[0] = '\0';
     sbx_instance_provider(oi)->list(oi->ctx, "sbx.task", NULL, on_sandbox, found, NULL);
     assert_string_equal(found, "");
+    /* a worktree that went away is the sandbox's failure, not "command not found" */
+    {
+        char *gone = NULL;
+        static const char *const argv[] = {"true", NULL};
+        struct sbx_exec_spec es = {.argv = argv};
+        struct sbx_exec_ctl ctl = {0};
+        int status = 0;
+
+        assert_true(asprintf(&gone, "%s/gone", test_dir) > 0);
+        assert_int_equal(mkdir(gone, 0755), 0);
+        spec.worktree = gone;
+        assert_int_equal(sbx_instance_provider(oi)->create(oi->ctx, &spec, id, sizeof(id), &err),
+                         0);
+        assert_int_equal(rmdir(gone), 0);
+        assert_int_equal(sbx_instance_provider(oi)->exec(oi->ctx, id, &es, &ctl, &status, &err),
+                         -1);
+        assert_int_equal(err->code, SBX_E_ENGINE);
+        assert_non_null(strstr(err->msg, "cannot enter"));
+        sbx_error_free(&err);
+        assert_int_equal(sbx_instance_provider(oi)->destroy(oi->ctx, id, &err), 0);
+        free(gone);
+    }
     /* the worktree of a task is never removed */
     spec.worktree = worktree;
     assert_int_equal(sbx_instance_provider(oi)->create(oi->ctx, &spec, id, sizeof(id), &err), 0);
