@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -24,6 +26,7 @@
 #include "egress/request.h"
 #include "egress/sni.h"
 #include "egress/tunnel.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 
 #define FLUSH_TIMEOUT 5        /* seconds to deliver a refusal before closing */
@@ -68,6 +71,7 @@ struct sbx_egress_conn {
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;
+    uint64_t reserved;       /* its share of the sandbox's egress.max_buffer */
     struct sbx_egress_conn *prev;
     struct sbx_egress_conn *next;
 };
@@ -109,6 +113,7 @@ static void finish(struct sbx_egress_conn *c)
     }
     sbx_egress_log_write(&sb->e->log, &rec);
 
+    sb->reserved -= c->reserved;
     sb->n_conns--;
     if (c->prev != NULL) {
         c->prev->next = c->next;
@@ -138,7 +143,9 @@ static void finish(struct sbx_egress_conn *c)
     if (c->up_fd >= 0) {
         close(c->up_fd);
     }
-    event_free(c->timer);
+    if (c->timer != NULL) {
+        event_free(c->timer);
+    }
     sbx_egress_request_clear(&c->req);
     free(c->tunnel_head);
     free(c->job);
@@ -158,8 +165,29 @@ static const char *status_text(int status)
         return "Request Header Fields Too Large";
     case 502:
         return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
     default:
         return "Error";
+    }
+}
+
+/* The reason for a resource failure (errno): it fails this connection only. */
+static const char *exhausted(int err)
+{
+    return err == EMFILE || err == ENFILE ? "out-of-descriptors" : "out-of-memory";
+}
+
+/* One stderr line per second at most for resource failures (each connection still gets
+ * its JSON line): a sandbox that exhausts descriptors must not flood the runner's log. */
+static void warn_exhausted(struct sbx_egress *e, const char *sandbox, const char *what)
+{
+    time_t now = time(NULL);
+
+    if (now != e->accept_warned) {
+        e->accept_warned = now;
+        sbx_warn("egress: sandbox %s: %s (connections fail until it passes)",
+                 sandbox != NULL ? sandbox : "?", what);
     }
 }
 
@@ -226,7 +254,20 @@ static void start_pipe(struct sbx_egress_conn *c)
 {
     struct evbuffer *up_prefix = evbuffer_new();
     struct evbuffer *client_prefix = evbuffer_new();
+    const char *why = NULL;
 
+    if (up_prefix == NULL || client_prefix == NULL) {
+        if (up_prefix != NULL) {
+            evbuffer_free(up_prefix);
+        }
+        if (client_prefix != NULL) {
+            evbuffer_free(client_prefix);
+        }
+        c->reason = "out-of-memory";
+        c->sb->refused++;
+        finish(c);
+        return;
+    }
     c->state = ST_PIPE;
     event_del(c->timer);
     if (c->up_spoke != NULL) {
@@ -260,11 +301,13 @@ static void start_pipe(struct sbx_egress_conn *c)
     bufferevent_free(c->up);
     c->up = NULL;
     c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
-                                      client_prefix, tunnel_done, c);
+                                      client_prefix, SBX_EGRESS_PIPE_SIZE, tunnel_done, c, &why);
     evbuffer_free(up_prefix);
     evbuffer_free(client_prefix);
     if (c->tunnel == NULL) {
-        c->reason = "out-of-pipes";
+        c->reason = why;
+        c->sb->refused++;
+        warn_exhausted(c->sb->e, c->sb->name, why);
         finish(c);
     }
 }
@@ -457,6 +500,27 @@ static void size_near_destination(int fd)
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_rtt > 0 &&
         ti.tcpi_rtt < SBX_EGRESS_NEAR_RTT_US) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    }
+}
+
+/* After connect: the tunnel's reservation becomes what its socket really got. */
+static void settle_reservation(struct sbx_egress_conn *c)
+{
+    int rcv = 0;
+    int snd = 0;
+    socklen_t l1 = sizeof(rcv);
+    socklen_t l2 = sizeof(snd);
+    uint64_t need;
+
+    if (getsockopt(c->up_fd, SOL_SOCKET, SO_RCVBUF, &rcv, &l1) < 0 ||
+        getsockopt(c->up_fd, SOL_SOCKET, SO_SNDBUF, &snd, &l2) < 0) {
+        return; /* keep the worst case */
+    }
+    need = 2 * (uint64_t)SBX_EGRESS_PIPE_SIZE + (uint64_t)rcv + (uint64_t)snd;
+    if (need < c->reserved) {
+        c->sb->reserved -= c->reserved - need;
+        c->reserved = need;
     }
 }
 
@@ -470,6 +534,7 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
     if (events & BEV_EVENT_CONNECTED) {
         bufferevent_set_timeouts(c->up, NULL, NULL);
         size_near_destination(c->up_fd);
+        settle_reservation(c);
         if (c->req.connect && c->sb->e->check_sni) {
             bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
             start_sni(c);
@@ -521,10 +586,28 @@ static void connect_next(struct sbx_egress_conn *c)
     c->state = ST_CONNECTING;
     c->up_fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->up_fd < 0) {
-        refuse(c, 502, "connect-failed");
+        const char *why = exhausted(errno);
+
+        c->sb->refused++;
+        warn_exhausted(c->sb->e, c->sb->name, why);
+        refuse(c, 503, why);
         return;
     }
+    /* Fixed buffers (before connect, so the window scale fits them): what a destination
+     * can queue in the proxy for this tunnel is bounded, and charged to the sandbox's
+     * egress.max_buffer. A near destination gets smaller ones once connected. */
+    setsockopt(c->up_fd, SOL_SOCKET, SO_RCVBUF, &c->sb->e->socket_buffer,
+               sizeof(c->sb->e->socket_buffer));
+    setsockopt(c->up_fd, SOL_SOCKET, SO_SNDBUF, &c->sb->e->socket_buffer,
+               sizeof(c->sb->e->socket_buffer));
     c->up = bufferevent_socket_new(c->sb->e->base, c->up_fd, 0);
+    if (c->up == NULL) {
+        close(c->up_fd);
+        c->up_fd = -1;
+        c->sb->refused++;
+        refuse(c, 503, "out-of-memory");
+        return;
+    }
     bufferevent_setcb(c->up, NULL, NULL, connect_event, c);
     bufferevent_set_timeouts(c->up, NULL, &c->sb->e->connect_timeout);
     if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss, (int)len) < 0) {
@@ -603,6 +686,16 @@ static void decide(struct sbx_egress_conn *c)
             return;
         }
     }
+    /* The tunnel's buffers, reserved before anything is connected: over the sandbox's
+     * budget the connection is refused, never the proxy's memory stretched. */
+    c->reserved = SBX_EGRESS_TUNNEL_RESERVE(e->socket_buffer);
+    if (c->sb->reserved + c->reserved > e->max_buffer) {
+        c->reserved = 0;
+        c->sb->refused++;
+        refuse(c, 503, "budget-buffer");
+        return;
+    }
+    c->sb->reserved += c->reserved;
     c->decision = "allow";
     c->rule = rule->text;
     c->sb->allowed++;
@@ -708,6 +801,12 @@ static void start_head(struct sbx_egress_conn *c, const char *first, size_t n)
 {
     c->state = ST_HEAD;
     c->client = bufferevent_socket_new(c->sb->e->base, c->client_fd, 0);
+    if (c->client == NULL) {
+        c->reason = "out-of-memory";
+        c->sb->refused++;
+        finish(c);
+        return;
+    }
     if (n > 0) {
         /* The input's end is frozen (only the bufferevent appends); its front is not. */
         evbuffer_prepend(bufferevent_get_input(c->client), first, n);
@@ -790,6 +889,14 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         finish(c);
         return;
     }
+    if (n_fds == 0 && byte == '\0' && (msg.msg_flags & MSG_CTRUNC)) {
+        /* A handover whose descriptor the kernel could not install here (EMFILE). */
+        c->reason = "out-of-descriptors";
+        c->sb->refused++;
+        warn_exhausted(c->sb->e, c->sb->name, "out of descriptors receiving a handover");
+        finish(c);
+        return;
+    }
     if (n_fds == 0) {
         start_head(c, &byte, 1);
         return;
@@ -816,35 +923,171 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     start_head(c, NULL, 0);
 }
 
-void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
+/* A connection record for fd on sandbox sb, linked in; NULL (fd closed) without memory. */
+static struct sbx_egress_conn *conn_new(struct sbx_egress_sandbox *sb, int fd)
 {
-    struct sbx_egress_sandbox *sb = arg;
-    struct sbx_egress_conn *c = xcalloc(1, sizeof(*c));
+    struct sbx_egress_conn *c = calloc(1, sizeof(*c));
 
-    (void)l;
-    (void)sa;
-    (void)len;
+    if (c == NULL) {
+        close(fd);
+        sb->refused++;
+        warn_exhausted(sb->e, sb->name, "out of memory for a connection");
+        return NULL;
+    }
     c->sb = sb;
-    c->job = sb->job != NULL ? xstrdup(sb->job) : NULL;
+    c->job = sb->job != NULL ? strdup(sb->job) : NULL;
     c->client_fd = fd;
     c->up_fd = -1;
     clock_gettime(CLOCK_REALTIME, &c->start);
     clock_gettime(CLOCK_MONOTONIC, &c->t0);
-    c->timer = evtimer_new(sb->e->base, timer_fired, c);
     c->state = ST_HELLO;
     c->next = sb->conns;
     if (sb->conns != NULL) {
         sb->conns->prev = c;
     }
     sb->conns = c;
-    if (++sb->n_conns > SBX_EGRESS_MAX_CONNS) {
-        c->reason = "too-many-connections";
-        finish(c);
+    sb->n_conns++;
+    return c;
+}
+
+/* Logs and closes a connection refused before it did anything. */
+static void refuse_early(struct sbx_egress_conn *c, const char *reason)
+{
+    c->reason = reason;
+    c->sb->refused++;
+    finish(c);
+}
+
+/* Rests the sandbox's listener for ms milliseconds (connections wait in its backlog). */
+static void pause_listener(struct sbx_egress_sandbox *sb, long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+    evconnlistener_disable(sb->listener);
+    evtimer_add(sb->resume, &tv);
+}
+
+void sbx_egress_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_sandbox *sb = arg;
+
+    (void)fd;
+    (void)what;
+    evconnlistener_enable(sb->listener);
+}
+
+/* egress.connection_rate: a token bucket per sandbox (burst: one second's worth). When
+ * it runs dry the listener rests until the next token: a sandbox that opens
+ * connections as fast as it can gets its rate, the others' turns are not taken. */
+static void take_token(struct sbx_egress_sandbox *sb)
+{
+    struct sbx_egress *e = sb->e;
+    struct timespec now;
+    double dt;
+
+    if (e->conn_rate <= 0) {
         return;
     }
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    dt = (double)(now.tv_sec - sb->refill.tv_sec) + (now.tv_nsec - sb->refill.tv_nsec) / 1e9;
+    sb->refill = now;
+    sb->tokens += dt * e->conn_rate;
+    if (sb->tokens > e->conn_rate) {
+        sb->tokens = e->conn_rate;
+    }
+    sb->tokens -= 1;
+    if (sb->tokens < 0) {
+        long ms = (long)(-sb->tokens * 1000 / e->conn_rate) + 1;
+
+        pause_listener(sb, ms);
+    }
+}
+
+void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
+{
+    struct sbx_egress_sandbox *sb = arg;
+    struct sbx_egress_conn *c = conn_new(sb, fd);
+
+    (void)l;
+    (void)sa;
+    (void)len;
+    take_token(sb);
+    if (c == NULL) {
+        return;
+    }
+    if (sb->n_conns > sb->e->max_conns) {
+        refuse_early(c, "budget-connections");
+        return;
+    }
+    c->timer = evtimer_new(sb->e->base, timer_fired, c);
     c->hello = event_new(sb->e->base, fd, EV_READ | EV_PERSIST, hello_read, c);
+    if (c->timer == NULL || c->hello == NULL) {
+        refuse_early(c, "out-of-memory");
+        return;
+    }
     event_add(c->hello, NULL);
     evtimer_add(c->timer, &sb->e->header_timeout);
+}
+
+/* accept() failed for another reason than "try again": out of descriptors (EMFILE,
+ * ENFILE) or memory (ENOMEM, ENOBUFS). The connection that could not be taken waits in
+ * the backlog and the listener is level-triggered, so it would wake the loop at once,
+ * forever: instead the spare descriptor is given up to take that connection and close
+ * it with a logged reason, and the listener rests a moment. */
+void sbx_egress_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct sbx_egress_sandbox *sb = arg;
+    struct sbx_egress *e = sb->e;
+    int err = errno;
+    const char *why = exhausted(err);
+    char what[160];
+
+    if (err == EMFILE || err == ENFILE) {
+        if (e->reserve_fd >= 0) {
+            int fd;
+
+            close(e->reserve_fd);
+            e->reserve_fd = -1;
+            fd = accept4(evconnlistener_get_fd(l), NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd >= 0) {
+                struct sbx_egress_conn *c = conn_new(sb, fd);
+
+                if (c != NULL) {
+                    refuse_early(c, why);
+                }
+            }
+            e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        }
+    }
+    snprintf(what, sizeof(what), "accept on %s: %s", sb->sock, strerror(err));
+    warn_exhausted(e, sb->name, what);
+    pause_listener(sb, SBX_EGRESS_ACCEPT_PAUSE_MS);
+}
+
+uint64_t sbx_egress_held(const struct sbx_egress_sandbox *sb)
+{
+    uint64_t n = 0;
+
+    for (const struct sbx_egress_conn *c = sb->conns; c != NULL; c = c->next) {
+        int q = 0;
+
+        if (c->tunnel != NULL) {
+            n += sbx_egress_tunnel_held(c->tunnel);
+        }
+        if (c->client != NULL) {
+            n += evbuffer_get_length(bufferevent_get_input(c->client));
+            n += evbuffer_get_length(bufferevent_get_output(c->client));
+        }
+        if (c->up_fd >= 0) {
+            if (ioctl(c->up_fd, SIOCINQ, &q) == 0 && q > 0) {
+                n += (uint64_t)q;
+            }
+            if (ioctl(c->up_fd, SIOCOUTQ, &q) == 0 && q > 0) {
+                n += (uint64_t)q;
+            }
+        }
+    }
+    return n;
 }
 
 /* Closes a connection now (its sandbox is being removed). */

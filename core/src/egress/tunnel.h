@@ -3,6 +3,7 @@
 #ifndef SBX_EGRESS_TUNNEL_H
 #define SBX_EGRESS_TUNNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct event_base;
@@ -13,12 +14,18 @@ struct sbx_egress_tunnel;
  * NULL when both sides finished cleanly, else "client-error" / "destination-error".
  * The tunnel never closes fd_a (the client) or fd_b (the destination). The prefixes
  * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
- * taken (the evbuffers are left empty). NULL if pipes cannot be made. */
+ * taken (the evbuffers are left empty). Each direction's pipe is asked for pipe_size
+ * bytes: that is all the proxy holds per direction (it stops reading a side whose
+ * pipe is full). NULL when a pipe, event or buffer cannot be made; *why is then
+ * "out-of-descriptors" (EMFILE, ENFILE) or "out-of-memory", and nothing is left
+ * open (the caller still owns fd_a, fd_b and the prefixes). */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
                                                 struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a,
+                                                struct evbuffer *b_to_a, size_t pipe_size,
                                                 void (*done)(void *arg, const char *reason),
-                                                void *arg);
+                                                void *arg, const char **why);
+/* Bytes the tunnel holds now: in its pipes and prefixes not yet sent. */
+size_t sbx_egress_tunnel_held(const struct sbx_egress_tunnel *t);
 /* Bytes read from each side so far (prefixes not counted). */
 void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
                               uint64_t *b_to_a);
