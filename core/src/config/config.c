@@ -300,8 +300,7 @@ static int read_egress_budgets(struct sbx_config *c, const config_setting_t *egr
     }
     if ((uint64_t)c->egress.max_buffer < SBX_EGRESS_TUNNEL_RESERVE(c->egress.socket_buffer)) {
         return egress_key_error(c, egress, "max_buffer",
-                                "must hold one tunnel: at least 512K + 4 x socket_buffer",
-                                err);
+                                "must hold one tunnel: at least 512K + 4 x socket_buffer", err);
     }
     if (c->egress.connection_rate < 0 || c->egress.connection_rate > 1000000) {
         return egress_key_error(c, egress, "connection_rate", "must be 0 to 1000000", err);
@@ -517,8 +516,7 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.%s' must be greater than 0",
                              c->path, config_setting_source_line(s), config_setting_name(s));
     }
-    if (read_egress_hosts(c, egress ? config_setting_get_member(egress, "hosts") : NULL,
-                          err) < 0 ||
+    if (read_egress_hosts(c, egress ? config_setting_get_member(egress, "hosts") : NULL, err) < 0 ||
         read_egress_budgets(c, egress, err) < 0) {
         return -1;
     }

@@ -50,7 +50,7 @@ struct sbx_egress_host {
 #define SBX_EGRESS_PIPE_SIZE (256 * 1024)
 /* What one tunnel reserves of egress.max_buffer at most: two pipes, and its destination
  * socket's send and receive buffers (the kernel doubles what is asked for). */
-#define SBX_EGRESS_TUNNEL_RESERVE(socket_buffer) \
+#define SBX_EGRESS_TUNNEL_RESERVE(socket_buffer)                                                   \
     (2 * (uint64_t)SBX_EGRESS_PIPE_SIZE + 4 * (uint64_t)(socket_buffer))
 
 struct sbx_pool_cfg {

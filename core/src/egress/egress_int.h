@@ -46,15 +46,15 @@ struct sbx_egress_sandbox {
     char *name;
     struct sbx_egress_rules rules;
     struct evconnlistener *listener;
-    struct event *resume;        /* re-enables the listener (rate, accept errors) */
+    struct event *resume; /* re-enables the listener (rate, accept errors) */
     struct sbx_egress_conn *conns;
     size_t n_conns;
     uint64_t allowed;
     uint64_t denied;
-    uint64_t reserved;           /* buffer bytes its tunnels reserved (egress.max_buffer) */
-    uint64_t refused;            /* connections refused over a budget or for resources */
-    double tokens;               /* new connections it may still open now */
-    struct timespec refill;      /* when tokens were last refilled */
+    uint64_t reserved;      /* buffer bytes its tunnels reserved (egress.max_buffer) */
+    uint64_t refused;       /* connections refused over a budget or for resources */
+    double tokens;          /* new connections it may still open now */
+    struct timespec refill; /* when tokens were last refilled */
     struct sbx_egress_sandbox *next;
 };
 
@@ -76,12 +76,12 @@ struct sbx_egress {
     struct timeval header_timeout;
     struct timeval connect_timeout;
     int check_sni;
-    size_t max_conns;            /* egress.max_connections, per sandbox */
-    uint64_t max_buffer;         /* egress.max_buffer, per sandbox */
-    int socket_buffer;           /* egress.socket_buffer: a destination socket's buffers */
-    double conn_rate;            /* egress.connection_rate: new connections/s per sandbox */
-    int reserve_fd;              /* given up to accept (and refuse) at EMFILE */
-    time_t accept_warned;        /* when an accept failure was last logged */
+    size_t max_conns;     /* egress.max_connections, per sandbox */
+    uint64_t max_buffer;  /* egress.max_buffer, per sandbox */
+    int socket_buffer;    /* egress.socket_buffer: a destination socket's buffers */
+    double conn_rate;     /* egress.connection_rate: new connections/s per sandbox */
+    int reserve_fd;       /* given up to accept (and refuse) at EMFILE */
+    time_t accept_warned; /* when an accept failure was last logged */
     struct sbx_egress_sandbox *sandboxes;
 };
 

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 struct dir {
     struct sbx_egress_tunnel *t;
     int src;
@@ -147,8 +146,8 @@ static const char *exhausted(int err)
 }
 
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a, size_t pipe_size,
+                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
+                                                size_t pipe_size,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why)
 {

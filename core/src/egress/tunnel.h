@@ -20,8 +20,8 @@ struct sbx_egress_tunnel;
  * "out-of-descriptors" (EMFILE, ENFILE) or "out-of-memory", and nothing is left
  * open (the caller still owns fd_a, fd_b and the prefixes). */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a, size_t pipe_size,
+                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
+                                                size_t pipe_size,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why);
 /* Bytes the tunnel holds now: in its pipes and prefixes not yet sent. */
