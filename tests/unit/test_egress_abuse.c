@@ -215,6 +215,12 @@ static void proxy_child(struct proxy *p, const char *conf, rlim_t nofile, int cm
     sbx_egress_stop(e);
     sbx_config_destroy(cfg);
     free(rule);
+    /* what this process inherited from the test */
+    free(p->log);
+    free(p->dir[0]);
+    free(p->dir[1]);
+    free((char *)conf);
+    free(g.dir);
     exit(0); /* exit, not _exit: the sanitizers' leak check runs */
 }
 
@@ -319,6 +325,21 @@ static int log_count(const struct proxy *p, const char *sandbox, const char *rea
     free(want_sb);
     free(want_r);
     return n;
+}
+
+/* Waits (up to 20 s) for exactly n such lines: a refusal's line is written once its
+ * answer has been sent, so the client may see the answer first. */
+static void wait_log(const struct proxy *p, const char *sandbox, const char *reason, int n)
+{
+    double end = now_s() + 20;
+    int got;
+
+    while ((got = log_count(p, sandbox, reason)) < n && now_s() < end) {
+        usleep(20 * 1000);
+    }
+    if (got != n) {
+        fail_msg("%s: %d lines with reason %s, expected %d", sandbox, got, reason, n);
+    }
 }
 
 /* ---- clients ---- */
@@ -501,7 +522,7 @@ static void test_connection_budget(void **state)
     }
     assert_int_equal(n, 6);
     assert_int_equal(refused, 4);
-    assert_int_equal(log_count(&p, "sandbox-a", "budget-connections"), 4);
+    wait_log(&p, "sandbox-a", "budget-connections", 4);
     assert_int_equal(proxy_ask(&p, 'A').sum.refused, 4);
     assert_int_equal(proxy_ask(&p, 'A').sum.open, 6);
     for (int i = 0; i < 3; i++) {
@@ -541,7 +562,7 @@ static void test_buffer_budget(void **state)
     }
     assert_int_equal(n, (int)(max_buffer / per));
     assert_int_equal(refused, 12 - n);
-    assert_int_equal(log_count(&p, "sandbox-a", "budget-buffer"), refused);
+    wait_log(&p, "sandbox-a", "budget-buffer", refused);
     /* the destinations keep sending; give the queues time to fill */
     sleep(2);
     a = proxy_ask(&p, 'A');
