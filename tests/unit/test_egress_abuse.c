@@ -616,14 +616,16 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* (c) 200 slow clients of sandbox A dribble a request head a byte at a time while
- * sandbox B makes requests: B's connect-to-reply latency stays within a generous
- * bound, and the proxy's CPU for all of A's dribbling stays small. */
+/* (c) Slow clients in sandbox A: 150 dribble a request head a byte at a time, 100 read
+ * endless downloads 4 KiB at a time, while sandbox B makes requests: B's
+ * connect-to-reply latency stays within a generous bound, and the proxy's CPU for all
+ * of A's clients stays small. */
 static void test_slow_clients(void **state)
 {
-    enum { SLOW = 200, ROUNDS = 40 };
+    enum { SLOW = 150, READERS = 100, ROUNDS = 40 };
     struct proxy p;
     int fds[SLOW];
+    int readers[READERS];
     double lat[ROUNDS / 4];
     int n_lat = 0;
     double cpu0;
@@ -639,9 +641,17 @@ static void test_slow_clients(void **state)
     }
     cpu0 = cpu_seconds(p.pid);
     t0 = now_s();
+    for (int i = 0; i < READERS; i++) {
+        assert_int_equal(open_endless(&p, 0, &readers[i]), 1);
+    }
     for (int r = 0; r < ROUNDS; r++) {
         for (int i = 0; i < SLOW; i++) {
             assert_int_equal(send(fds[i], "a", 1, MSG_NOSIGNAL), 1);
+        }
+        for (int i = 0; i < READERS; i++) {
+            char buf[4096];
+
+            assert_int_equal(recv(readers[i], buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
         }
         if (r % 4 == 0) {
             lat[n_lat] = request_ok(&p, 1);
@@ -653,15 +663,17 @@ static void test_slow_clients(void **state)
     wall = now_s() - t0;
     cpu = cpu_seconds(p.pid) - cpu0;
     qsort(lat, (size_t)n_lat, sizeof(lat[0]), cmp_double);
-    print_message("B's latency with %d slow clients in A: median %.1f ms, max %.1f ms; "
-                  "proxy CPU %.2f s in %.2f s (%.0f%%)\n",
-                  SLOW, lat[n_lat / 2] * 1e3, lat[n_lat - 1] * 1e3, cpu, wall, 100 * cpu / wall);
+    print_message("B's latency with %d slow writers and %d slow readers in A: median %.1f ms, "
+                  "max %.1f ms; proxy CPU %.2f s in %.2f s (%.0f%%)\n",
+                  SLOW, READERS, lat[n_lat / 2] * 1e3, lat[n_lat - 1] * 1e3, cpu, wall,
+                  100 * cpu / wall);
     assert_true(lat[n_lat / 2] < 0.5); /* generous: tens of milliseconds at worst here */
     assert_true(lat[n_lat - 1] < 5.0);
     assert_true(cpu < 0.5 * wall);
     /* all of A's slow clients are still waiting, none answered */
-    assert_int_equal(proxy_ask(&p, 'A').sum.open, SLOW);
+    assert_int_equal(proxy_ask(&p, 'A').sum.open, SLOW + READERS);
     close_all(fds, SLOW);
+    close_all(readers, READERS);
     wait_open(&p, 'A', 0);
     proxy_stop(&p);
 }
