@@ -357,14 +357,23 @@ static int ux_connect(const struct proxy *p, int sandbox)
     return fd;
 }
 
-static void send_get(int fd, const char *path)
+/* Sends a request; 0, or -1 when the proxy has closed the connection already (a
+ * connection over budget is closed as soon as it is accepted). */
+static int send_get(int fd, const char *path)
 {
     char *req = xasprintf_test("GET http://origin.test:%d/%s HTTP/1.1\r\n"
                                "Host: origin.test:%d\r\n\r\n",
                                g.origin_port, path, g.origin_port);
+    ssize_t n = send(fd, req, strlen(req), MSG_NOSIGNAL);
 
-    assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+    if (n < 0) {
+        assert_true(errno == EPIPE || errno == ECONNRESET);
+    }
+    else {
+        assert_int_equal(n, (ssize_t)strlen(req));
+    }
     free(req);
+    return n < 0 ? -1 : 0;
 }
 
 /* The first bytes of a reply within ms: n > 0 bytes, 0 at EOF, -1 on timeout. */
@@ -392,7 +401,10 @@ static int open_endless(const struct proxy *p, int sandbox, int *out)
     int fd = ux_connect(p, sandbox);
     ssize_t n;
 
-    send_get(fd, "endless");
+    if (send_get(fd, "endless") < 0) {
+        close(fd);
+        return 0;
+    }
     n = read_some(fd, buf, sizeof(buf), 15000);
     assert_true(n >= 0); /* an answer either way, never a hang */
     if (n > 0 && strncmp(buf, "HTTP/1.1 200", 12) == 0) {
@@ -414,7 +426,10 @@ static double request_ok(const struct proxy *p, int sandbox)
     double dt;
 
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    send_get(fd, "hello");
+    if (send_get(fd, "hello") < 0) {
+        close(fd);
+        return -1;
+    }
     reply = test_read_all(fd);
     dt = now_s() - t0;
     close(fd);
@@ -616,13 +631,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* (c) Slow clients in sandbox A: 150 dribble a request head a byte at a time, 100 read
+/* (c) Slow clients in sandbox A: 150 dribble a request head a byte at a time, 60 read
  * endless downloads 4 KiB at a time, while sandbox B makes requests: B's
  * connect-to-reply latency stays within a generous bound, and the proxy's CPU for all
  * of A's clients stays small. */
 static void test_slow_clients(void **state)
 {
-    enum { SLOW = 150, READERS = 100, ROUNDS = 40 };
+    enum { SLOW = 150, READERS = 60, ROUNDS = 40 };
     struct proxy p;
     int fds[SLOW];
     int readers[READERS];
@@ -651,7 +666,7 @@ static void test_slow_clients(void **state)
         for (int i = 0; i < READERS; i++) {
             char buf[4096];
 
-            assert_int_equal(recv(readers[i], buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+            assert_true(recv(readers[i], buf, sizeof(buf), 0) > 0);
         }
         if (r % 4 == 0) {
             lat[n_lat] = request_ok(&p, 1);

@@ -435,7 +435,6 @@ static void size_near_destination(int fd)
     if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_rtt > 0 &&
         ti.tcpi_rtt < SBX_EGRESS_NEAR_RTT_US) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
     }
 }
 
@@ -530,7 +529,7 @@ static void connect_next(struct sbx_egress_conn *c)
     }
     /* Fixed buffers (before connect, so the window scale fits them): what a destination
      * can queue in the proxy for this tunnel is bounded, and charged to the sandbox's
-     * egress.max_buffer. A near destination gets smaller ones once connected. */
+     * egress.max_buffer. A near destination gets a smaller send buffer once connected. */
     setsockopt(c->up_fd, SOL_SOCKET, SO_RCVBUF, &c->sb->e->socket_buffer,
                sizeof(c->sb->e->socket_buffer));
     setsockopt(c->up_fd, SOL_SOCKET, SO_SNDBUF, &c->sb->e->socket_buffer,
