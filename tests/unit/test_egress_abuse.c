@@ -21,6 +21,7 @@
 
 #include "config/config.h"
 #include "egress/egress.h"
+#include "util/rlimit.h"
 
 #define MAX_FDS 1024
 
@@ -734,12 +735,37 @@ static void test_budget_config(void **state)
     }
 }
 
+/* The runner and the keeper raise their soft descriptor limit to the hard one. */
+static void test_raise_nofile(void **state)
+{
+    pid_t pid;
+    int st = 0;
+
+    (void)state;
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct rlimit rl;
+
+        getrlimit(RLIMIT_NOFILE, &rl);
+        rl.rlim_cur = 64;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || sbx_raise_nofile("test") != (long)rl.rlim_max) {
+            _exit(1);
+        }
+        getrlimit(RLIMIT_NOFILE, &rl);
+        _exit(rl.rlim_cur == rl.rlim_max ? 0 : 2);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_budget_config),         cmocka_unit_test(test_connection_budget),
         cmocka_unit_test(test_descriptor_exhaustion), cmocka_unit_test(test_buffer_budget),
-        cmocka_unit_test(test_slow_clients),
+        cmocka_unit_test(test_slow_clients),          cmocka_unit_test(test_raise_nofile),
     };
 
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
