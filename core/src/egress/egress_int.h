@@ -81,6 +81,7 @@ struct sbx_egress {
     int socket_buffer;    /* egress.socket_buffer: a destination socket's buffers */
     double conn_rate;     /* egress.connection_rate: new connections/s per sandbox */
     int reserve_fd;       /* given up to accept (and refuse) at EMFILE */
+    size_t n_tunnels;     /* tunnels open on this loop (they share a turn) */
     time_t accept_warned; /* when an accept failure was last logged */
     struct sbx_egress_sandbox *sandboxes;
 };

@@ -235,8 +235,9 @@ static void start_pipe(struct sbx_egress_conn *c)
     c->client = NULL;
     bufferevent_free(c->up);
     c->up = NULL;
-    c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
-                                      client_prefix, SBX_EGRESS_PIPE_SIZE, tunnel_done, c, &why);
+    c->tunnel =
+        sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix, client_prefix,
+                              SBX_EGRESS_PIPE_SIZE, &c->sb->e->n_tunnels, tunnel_done, c, &why);
     evbuffer_free(up_prefix);
     evbuffer_free(client_prefix);
     if (c->tunnel == NULL) {

@@ -32,6 +32,7 @@ struct dir {
 struct sbx_egress_tunnel {
     struct dir d[2];         /* d[0]: a -> b, d[1]: b -> a */
     size_t pipe_cap;
+    size_t *active; /* tunnels open in this proxy (they share a turn) */
     void (*done)(void *arg, const char *reason);
     void *arg;
 };
@@ -60,10 +61,13 @@ static void finish(struct sbx_egress_tunnel *t, const char *reason)
 static int pump(struct dir *d)
 {
     struct sbx_egress_tunnel *t = d->t;
-    /* One pipe's worth per wake-up, then every other ready connection (of any
-     * sandbox) has its turn: with 3 sandboxes downloading flat out, a 4th's connect
-     * took 3 ms instead of 8 ms with four pipes' worth (docs/egress.md, Budgets). */
-    size_t budget = t->pipe_cap;
+    /* Bounded work per wake-up, then every other ready connection (of any sandbox)
+     * has its turn: four pipes' worth shared by the proxy's open tunnels, at least one
+     * pipe each. One tunnel alone moves 1 MiB per turn (throughput); with several, a
+     * loop turn stays near 1 MiB, so a new connection of another sandbox waits little
+     * (docs/egress.md, Budgets). */
+    size_t share = *t->active > 0 ? 4 * t->pipe_cap / *t->active : 4 * t->pipe_cap;
+    size_t budget = share > t->pipe_cap ? share : t->pipe_cap;
     ssize_t n;
 
     while (evbuffer_get_length(d->prefix) > 0) {
@@ -149,7 +153,7 @@ static const char *exhausted(int err)
 
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
                                                 struct evbuffer *a_to_b, struct evbuffer *b_to_a,
-                                                size_t pipe_size,
+                                                size_t pipe_size, size_t *active,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why)
 {
@@ -163,6 +167,8 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
     t->done = done;
     t->arg = arg;
     t->pipe_cap = pipe_size;
+    t->active = active;
+    (*active)++;
     /* Everything free() looks at is valid before anything can fail: a half-built
      * tunnel is freed by the same code as a whole one, and closes no fd it does not
      * own (a zeroed pipe[] would be fd 0). */
@@ -256,5 +262,6 @@ void sbx_egress_tunnel_free(struct sbx_egress_tunnel *t)
             evbuffer_free(d->prefix);
         }
     }
+    (*t->active)--;
     free(t);
 }

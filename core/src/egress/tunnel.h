@@ -16,12 +16,14 @@ struct sbx_egress_tunnel;
  * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
  * taken (the evbuffers are left empty). Each direction's pipe is asked for pipe_size
  * bytes: that is all the proxy holds per direction (it stops reading a side whose
- * pipe is full). NULL when a pipe, event or buffer cannot be made; *why is then
+ * pipe is full). *active counts the tunnels sharing one event loop (the tunnel adds
+ * itself and removes itself when freed): a wake-up moves four pipes' worth shared
+ * among them, at least one pipe. NULL when a pipe, event or buffer cannot be made; *why is then
  * "out-of-descriptors" (EMFILE, ENFILE) or "out-of-memory", and nothing is left
  * open (the caller still owns fd_a, fd_b and the prefixes). */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
                                                 struct evbuffer *a_to_b, struct evbuffer *b_to_a,
-                                                size_t pipe_size,
+                                                size_t pipe_size, size_t *active,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why);
 /* Bytes the tunnel holds now: in its pipes and prefixes not yet sent. */
