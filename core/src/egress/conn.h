@@ -51,6 +51,9 @@ struct sbx_egress_conn {
     char *job;              /* the sandbox's job when the connection arrived */
     char *tunnel_head;      /* an HTTP request head in the tunnel, rewritten */
     size_t tunnel_head_len;
+    uint64_t tunnel_body; /* its Content-Length */
+    size_t head_scanned;  /* how far the head being read was scanned for its end */
+    int opaque;           /* an opaque rule let client-first bytes through unchecked */
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;

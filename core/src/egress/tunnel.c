@@ -19,6 +19,8 @@ struct dir {
     size_t in_pipe;          /* bytes spliced in, not yet out */
     struct evbuffer *prefix; /* sent to dst before anything else */
     uint64_t bytes;
+    uint64_t limit; /* bytes of src to forward; what follows is dropped */
+    uint64_t dropped;
     int eof;
     int shut;
     struct event *rd;        /* src readable */
@@ -53,6 +55,9 @@ static void finish(struct sbx_egress_tunnel *t, const char *reason)
     for (int i = 0; i < 2; i++) {
         watch(t->d[i].rd, &t->d[i].rd_on, 0);
         watch(t->d[i].wr, &t->d[i].wr_on, 0);
+    }
+    if (reason == NULL && (t->d[0].dropped > 0 || t->d[1].dropped > 0)) {
+        reason = "one-request";
     }
     t->done(t->arg, reason);
 }
@@ -99,8 +104,25 @@ static int pump(struct dir *d)
         if (d->eof) {
             break;
         }
-        n = splice(d->src, NULL, d->pipe[1], NULL, t->pipe_cap,
-                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (d->bytes >= d->limit) {
+            /* Past the one request: anything more (a second request) is dropped, never
+             * sent, and ends the connection (the client retries on a new one, as after
+             * any "Connection: close"). */
+            char scratch[512];
+
+            n = recv(d->src, scratch, sizeof(scratch), MSG_DONTWAIT);
+            if (n > 0) {
+                d->dropped += (uint64_t)n;
+                finish(t, "one-request");
+                return -1;
+            }
+        }
+        else {
+            uint64_t left = d->limit - d->bytes;
+
+            n = splice(d->src, NULL, d->pipe[1], NULL, left < t->pipe_cap ? left : t->pipe_cap,
+                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        }
         if (n > 0) {
             d->in_pipe += (size_t)n;
             d->bytes += (uint64_t)n;
@@ -174,6 +196,7 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
      * own (a zeroed pipe[] would be fd 0). */
     for (int i = 0; i < 2; i++) {
         t->d[i].pipe[0] = t->d[i].pipe[1] = -1;
+        t->d[i].limit = UINT64_MAX;
     }
     for (int i = 0; i < 2; i++) {
         struct dir *d = &t->d[i];
@@ -229,6 +252,12 @@ size_t sbx_egress_tunnel_held(const struct sbx_egress_tunnel *t)
         n += t->d[i].in_pipe + evbuffer_get_length(t->d[i].prefix);
     }
     return n;
+}
+
+void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped)
+{
+    t->d[0].limit = a_to_b;
+    t->d[0].dropped = dropped;
 }
 
 void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
