@@ -1,7 +1,8 @@
 /* accept.c - a sandbox's connections at the door: accepting (with its budget of open
- * connections and its rate), the relay's handover of its client socket, and what
- * happens when the process runs out of descriptors or memory: that connection fails
- * with a logged reason, the proxy goes on. Egress loop only. */
+ * connections and its rate), the relay's handover of its client socket, what happens
+ * when the process runs out of descriptors or memory (that connection fails with a
+ * logged reason, the proxy goes on), and a connected tunnel's buffers and their
+ * share of the sandbox's budget. Egress loop only. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -9,6 +10,8 @@
 #include <event2/listener.h>
 #include <fcntl.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,4 +313,47 @@ uint64_t sbx_egress_held(const struct sbx_egress_sandbox *sb)
         }
     }
     return n;
+}
+
+/* A destination a few hundred microseconds away (this host, the LAN: a package
+ * cache) gets the client socket's small fixed send buffer too: at that round trip it
+ * still carries tens of Gbit/s, and it keeps forwarded bytes in cache. A farther one
+ * keeps the kernel's autotuning, which a long path needs (SBX_EGRESS_NEAR_RTT_US). */
+static void size_near_destination(int fd)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+    int buf = SBX_EGRESS_CLIENT_BUF;
+
+    memset(&ti, 0, sizeof(ti));
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_rtt > 0 &&
+        ti.tcpi_rtt < SBX_EGRESS_NEAR_RTT_US) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    }
+}
+
+/* After connect: the tunnel's reservation becomes what its socket really got. */
+static void settle_reservation(struct sbx_egress_conn *c)
+{
+    int rcv = 0;
+    int snd = 0;
+    socklen_t l1 = sizeof(rcv);
+    socklen_t l2 = sizeof(snd);
+    uint64_t need;
+
+    if (getsockopt(c->up_fd, SOL_SOCKET, SO_RCVBUF, &rcv, &l1) < 0 ||
+        getsockopt(c->up_fd, SOL_SOCKET, SO_SNDBUF, &snd, &l2) < 0) {
+        return; /* keep the worst case */
+    }
+    need = 2 * (uint64_t)SBX_EGRESS_PIPE_SIZE + (uint64_t)rcv + (uint64_t)snd;
+    if (need < c->reserved) {
+        c->sb->reserved -= c->reserved - need;
+        c->reserved = need;
+    }
+}
+
+void sbx_egress_conn_connected(struct sbx_egress_conn *c)
+{
+    size_near_destination(c->up_fd);
+    settle_reservation(c);
 }

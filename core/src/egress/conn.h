@@ -75,5 +75,8 @@ void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg);
 const char *sbx_egress_exhausted(int err);
 /* One stderr line per second at most about resource failures. */
 void sbx_egress_warn_exhausted(struct sbx_egress *e, const char *sandbox, const char *what);
+/* The destination is connected: size its buffers (a near one gets a smaller send
+ * buffer) and settle the tunnel's reservation to what the socket really got. */
+void sbx_egress_conn_connected(struct sbx_egress_conn *c);
 
 #endif

@@ -9,7 +9,6 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -463,43 +462,6 @@ static void start_sni(struct sbx_egress_conn *c)
     }
 }
 
-/* A destination a few hundred microseconds away (this host, the LAN: a package
- * cache) gets the client socket's small fixed send buffer too: at that round trip it
- * still carries tens of Gbit/s, and it keeps forwarded bytes in cache. A farther one
- * keeps the kernel's autotuning, which a long path needs (SBX_EGRESS_NEAR_RTT_US). */
-static void size_near_destination(int fd)
-{
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-    int buf = SBX_EGRESS_CLIENT_BUF;
-
-    memset(&ti, 0, sizeof(ti));
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_rtt > 0 &&
-        ti.tcpi_rtt < SBX_EGRESS_NEAR_RTT_US) {
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    }
-}
-
-/* After connect: the tunnel's reservation becomes what its socket really got. */
-static void settle_reservation(struct sbx_egress_conn *c)
-{
-    int rcv = 0;
-    int snd = 0;
-    socklen_t l1 = sizeof(rcv);
-    socklen_t l2 = sizeof(snd);
-    uint64_t need;
-
-    if (getsockopt(c->up_fd, SOL_SOCKET, SO_RCVBUF, &rcv, &l1) < 0 ||
-        getsockopt(c->up_fd, SOL_SOCKET, SO_SNDBUF, &snd, &l2) < 0) {
-        return; /* keep the worst case */
-    }
-    need = 2 * (uint64_t)SBX_EGRESS_PIPE_SIZE + (uint64_t)rcv + (uint64_t)snd;
-    if (need < c->reserved) {
-        c->sb->reserved -= c->reserved - need;
-        c->reserved = need;
-    }
-}
-
 static void connect_next(struct sbx_egress_conn *c);
 
 static void connect_event(struct bufferevent *bev, short events, void *arg)
@@ -509,8 +471,7 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
     (void)bev;
     if (events & BEV_EVENT_CONNECTED) {
         bufferevent_set_timeouts(c->up, NULL, NULL);
-        size_near_destination(c->up_fd);
-        settle_reservation(c);
+        sbx_egress_conn_connected(c);
         if (c->req.connect && c->sb->e->check_sni) {
             bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
             start_sni(c);
