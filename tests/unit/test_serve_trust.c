@@ -174,6 +174,48 @@ static void test_trust_worktree(void **state)
     free(extra);
 }
 
+/* What the runner reads from outside the state directory (its store, a
+ * client's token file) is never mounted, whatever the roots say: a sandbox with
+ * the store could rewrite the records, with a token file act as that client. */
+static void test_trust_worktree_deny(void **state)
+{
+    char *root = test_mkdtemp();
+    char *toks = NULL, *db = NULL, *tokf, *extra = NULL, *p = NULL, *id, *body;
+
+    (void)state;
+    assert_true(asprintf(&toks, "%s/tokens", root) > 0);
+    assert_int_equal(mkdir(toks, 0700), 0);
+    tokf = test_write_file(toks, "ci.token", "tok-ci-0123456789\n");
+    assert_int_equal(chmod(tokf, 0600), 0);
+    assert_true(asprintf(&db, "%s/db", root) > 0);
+    assert_int_equal(mkdir(db, 0700), 0);
+    assert_true(asprintf(&p, "%s/ok", root) > 0);
+    assert_int_equal(mkdir(p, 0755), 0);
+    assert_true(asprintf(&extra,
+                         "runner = { worktree_roots = [\"%s\"]; state = \"%s/runner.db\";\n"
+                         "  clients = ( { name = \"ci\"; token_file = \"%s\"; scopes = "
+                         "[\"submit\"]; } ); };\n"
+                         "box = { pools = [\"ci\"]; max_sandboxes = 1; };\n",
+                         root, db, tokf) > 0);
+    rh_start(extra);
+    refused_wt(root, 403, "contains the runner's store");
+    refused_wt(db, 403, "contains the runner's store");
+    refused_wt(toks, 403, "contains a client's token file");
+    body = wt_body(p);
+    id = rh_submit(body);
+    json_decref(rh_wait_state(id, "finished"));
+    free(id);
+    free(body);
+    rh_stop();
+    test_rm_rf(root);
+    free(root);
+    free(toks);
+    free(tokf);
+    free(db);
+    free(extra);
+    free(p);
+}
+
 /* ---- clients and scopes --------------------------------------------------- */
 
 static int free_port(void)
@@ -669,9 +711,8 @@ static void test_trust_header_caps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trust_worktree),
-        cmocka_unit_test(test_trust_clients),
-        cmocka_unit_test(test_trust_bad_config),
+        cmocka_unit_test(test_trust_worktree),    cmocka_unit_test(test_trust_worktree_deny),
+        cmocka_unit_test(test_trust_clients),     cmocka_unit_test(test_trust_bad_config),
         cmocka_unit_test(test_trust_header_caps),
     };
 

@@ -567,6 +567,28 @@ static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
 
 /* runner.worktree_roots resolved against the state directory (docs/runner.md,
  * "Worktree roots"): each must exist, none inside the state directory. */
+/* What the runner reads or serves from outside the state directory: a job
+ * whose worktree holds one of these could rewrite the policy or the store, or
+ * read another client's token (docs/runner.md, "Worktree roots"). */
+static void runner_roots_deny(struct sbx_runner *r)
+{
+    const struct sbx_config *cfg = r->cfg;
+
+    sbx_confine_deny(&r->confine, r->store_path, "the runner's store");
+    sbx_confine_deny(&r->confine, r->ep.unix_path, "the runner's socket");
+    sbx_confine_deny(&r->confine, r->policy_dir, "the policy directory");
+    sbx_confine_deny(&r->confine, r->plugin_dir, "the plugin directory");
+    if (cfg->path != NULL) {
+        sbx_confine_deny(&r->confine, cfg->path, "the configuration file");
+    }
+    for (size_t i = 0; i < cfg->runner.n_clients; i++) {
+        if (cfg->runner.clients[i].token_file != NULL) {
+            sbx_confine_deny(&r->confine, cfg->runner.clients[i].token_file,
+                             "a client's token file");
+        }
+    }
+}
+
 static int runner_roots_init(struct sbx_runner *r, sbx_error_t **err)
 {
     char why[512];
@@ -644,6 +666,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store == NULL) {
         goto fail;
     }
+    runner_roots_deny(r);
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
         goto fail;
