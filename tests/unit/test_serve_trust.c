@@ -685,6 +685,33 @@ static void test_trust_header_caps(void **state)
                      SBX_RUNNER_HEADER_TIMEOUT_S);
         }
     }
+    {
+        /* connections that send nothing: up to the cap they wait for their
+         * deadline; one more is closed at once */
+        int fds[SBX_RUNNER_MAX_PENDING];
+        struct pollfd p;
+        double t0;
+
+        for (int i = 0; i < SBX_RUNNER_MAX_PENDING; i++) {
+            fds[i] = tcp_connect();
+        }
+        /* the runner accepts them all before the next one */
+        for (int i = 0; i < 200 && __atomic_load_n(&rh_runner->lis[1].n_guards, __ATOMIC_SEQ_CST) <
+                                       SBX_RUNNER_MAX_PENDING;
+             i++) {
+            usleep(50 * 1000);
+        }
+        t0 = now_s();
+        fd = tcp_connect();
+        assert_true(read_until_closed(fd, buf, sizeof(buf), SBX_RUNNER_HEADER_TIMEOUT_S - 2));
+        assert_true(now_s() - t0 < SBX_RUNNER_HEADER_TIMEOUT_S - 2);
+        close(fd);
+        p = (struct pollfd){.fd = fds[0], .events = POLLIN};
+        assert_int_equal(poll(&p, 1, 0), 0); /* the first is still open */
+        for (int i = 0; i < SBX_RUNNER_MAX_PENDING; i++) {
+            close(fds[i]);
+        }
+    }
     /* nothing of the abandoned connections is held any more (the sweep ran;
      * ASan's leak check at exit covers what evhttp freed) */
     for (int i = 0; i < 100 && __atomic_load_n(&rh_runner->lis[1].guards, __ATOMIC_SEQ_CST); i++) {

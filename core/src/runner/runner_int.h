@@ -101,6 +101,8 @@ struct runner_listener {
     int tcp;
     /* connections still sending their first request (api_limits.c) */
     struct runner_conn_guard *guards;
+    int n_guards;
+    int over; /* the pending cap was hit (logged once until below it) */
     struct event *sweep;
 };
 
