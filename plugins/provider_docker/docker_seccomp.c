@@ -211,7 +211,8 @@ int dk_seccomp_init(struct dk_ctx *c, sbx_error_t **err)
     if (opt == NULL || strcmp(opt, "sbx") == 0) {
         profile = dk_seccomp_profile();
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),
-                 "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall");
+                 "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall, "
+                 "32-bit x86");
     }
     else if (strcmp(opt, "default") == 0) {
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),
