@@ -451,6 +451,55 @@ static void config_refused(const char *text, int load_ok, const char *want)
     free(dir);
 }
 
+/* Client b naming a task that client a has queued learns that the id is taken,
+ * not a's job id. */
+static void test_trust_queued_task_private(void **state)
+{
+    char *conf = NULL, *hold, *qa, *path = NULL;
+    json_t *j;
+
+    (void)state;
+    setenv("SBX_TEST_TOK_A", TOK_A, 1);
+    setenv("SBX_TEST_TOK_B", TOK_B, 1);
+    tc_port = free_port();
+    assert_true(asprintf(&conf,
+                         "runner = { listen = \"tcp:127.0.0.1:%d\"; clients = (\n"
+                         "  { name = \"a\"; token_env = \"SBX_TEST_TOK_A\"; scopes = [\"submit\", "
+                         "\"read-own\"]; },\n"
+                         "  { name = \"b\"; token_env = \"SBX_TEST_TOK_B\"; scopes = [\"submit\", "
+                         "\"read-own\"]; }\n); };\n"
+                         "box = { pools = [\"ci\"]; max_sandboxes = 1; };\n",
+                         tc_port) > 0);
+    rh_start(conf);
+    j = tc_want(TOK_A, "POST", "/v1/jobs", "{\"argv\":[\"sleep\",\"600000\"]}", 201, NULL);
+    hold = strdup(json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    json_decref(rh_wait_state(hold, "running"));
+    j = tc_want(TOK_A, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 201,
+                NULL);
+    qa = strdup(json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    j = tc_want(TOK_B, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 409,
+                "task tq is still queued");
+    if (strstr(err_of(j), qa) != NULL) {
+        fail_msg("b learned a's job id: %s", err_of(j));
+    }
+    json_decref(j);
+    /* a itself is told which job */
+    j = tc_want(TOK_A, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 409, qa);
+    json_decref(j);
+    assert_true(asprintf(&path, "/v1/jobs/%s/cancel", hold) > 0);
+    json_decref(rh_json("POST", path, "{}", 202));
+    json_decref(rh_wait_state(qa, "finished"));
+    rh_stop();
+    unsetenv("SBX_TEST_TOK_A");
+    unsetenv("SBX_TEST_TOK_B");
+    free(path);
+    free(hold);
+    free(qa);
+    free(conf);
+}
+
 static void test_trust_bad_config(void **state)
 {
     char *dir = test_mkdtemp();
@@ -738,9 +787,9 @@ static void test_trust_header_caps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trust_worktree),    cmocka_unit_test(test_trust_worktree_deny),
-        cmocka_unit_test(test_trust_clients),     cmocka_unit_test(test_trust_bad_config),
-        cmocka_unit_test(test_trust_header_caps),
+        cmocka_unit_test(test_trust_worktree),   cmocka_unit_test(test_trust_worktree_deny),
+        cmocka_unit_test(test_trust_clients),    cmocka_unit_test(test_trust_queued_task_private),
+        cmocka_unit_test(test_trust_bad_config), cmocka_unit_test(test_trust_header_caps),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -379,6 +379,13 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
             if (o->state == SBX_JOB_QUEUED && strcmp(o->task, j->task) == 0) {
                 json_decref(argv);
+                /* another client's job id is not for this one to learn */
+                if (strcmp(o->owner, j->owner) != 0) {
+                    return sbx_error_set(err, EBUSY,
+                                         "task %s is still queued for another client; use "
+                                         "another task id",
+                                         j->task);
+                }
                 return sbx_error_set(err, EBUSY,
                                      "task %s is still queued (job %s); submit its next "
                                      "command once it runs",
