@@ -458,6 +458,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
     (void)err;
     snprintf(info->engine, sizeof(info->engine), "%s", c->engine);
     info->userns = c->userns;
+    info->flags_off = c->userns ? 0 : SBX_PROVIDER_ENFORCES_USERNS;
     dk_disk_describe(c, info->disk_limit, sizeof(info->disk_limit));
     dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
     snprintf(info->seccomp, sizeof(info->seccomp), "%s", c->seccomp_desc);
@@ -465,8 +466,10 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
 }
 
 static const struct sbx_provider_ops provider_docker_ops = {
+    /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
-             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR,
+             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR |
+             SBX_PROVIDER_ENFORCES_USERNS,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,

@@ -24,6 +24,7 @@ static const struct {
     {"opensandbox", "provider_opensandbox", SBX_PLUGIN_PROVIDER},
     {"daytona", "provider_daytona", SBX_PLUGIN_PROVIDER},
     {"e2b", "provider_e2b", SBX_PLUGIN_PROVIDER},
+    {"host", "provider_host", SBX_PLUGIN_PROVIDER},
     {"infisical", "cred_infisical", SBX_PLUGIN_CREDENTIAL},
     {"agentvault", "cred_agentvault", SBX_PLUGIN_CREDENTIAL},
 };
@@ -159,8 +160,9 @@ static void free_strv(char **v)
     free(v);
 }
 
-static void add_instance(struct sbx_config *c, const char *name, const char *plugin,
-                         enum sbx_plugin_kind kind, config_setting_t *group, char *where)
+static struct sbx_instance *add_instance(struct sbx_config *c, const char *name, const char *plugin,
+                                         enum sbx_plugin_kind kind, config_setting_t *group,
+                                         char *where)
 {
     struct sbx_instance *in;
 
@@ -172,7 +174,8 @@ static void add_instance(struct sbx_config *c, const char *name, const char *plu
             in->plugin = xstrdup(plugin);
             in->group = group;
             in->where = where;
-            return;
+            in->unisolated = 0;
+            return in;
         }
     }
     c->instances = xrealloc(c->instances, (c->n_instances + 1) * sizeof(*c->instances));
@@ -182,6 +185,8 @@ static void add_instance(struct sbx_config *c, const char *name, const char *plu
     in->kind = kind;
     in->group = group;
     in->where = where;
+    in->unisolated = 0;
+    return in;
 }
 
 static int read_instances(struct sbx_config *c, const char *section, enum sbx_plugin_kind kind,
@@ -196,6 +201,7 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
     for (int i = 0; i < config_setting_length(g); i++) {
         config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
         const char *plugin = NULL;
+        struct sbx_instance *in;
 
         config_setting_lookup_string(e, "plugin", &plugin);
         if (strncmp(plugin, want, strlen(want)) != 0) {
@@ -205,7 +211,9 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
                                  config_setting_name(e), plugin,
                                  kind == SBX_PLUGIN_PROVIDER ? "provider" : "credential", want);
         }
-        add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
+        in = add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
+        /* the type is checked by the schema (sbx_schema_check) */
+        config_setting_lookup_bool(e, "unisolated", &in->unisolated);
     }
     return 0;
 }

@@ -30,6 +30,9 @@ struct sbx_instance {
     enum sbx_plugin_kind kind;
     config_setting_t *group;   /* NULL for the built-in default instances */
     char *where;               /* "FILE:LINE" or "built-in" */
+    /* (added) `unisolated = true`: tasks may run although the provider does not
+     * enforce what they ask for (sandbox/caps.h); every output then says so */
+    int unisolated;
 };
 
 /* egress.hosts = ( { name = "api.test"; address = "127.0.0.1"; } ): names the egress

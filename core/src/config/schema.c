@@ -313,6 +313,11 @@ static int check_children(const char *file, const config_setting_t *s, const str
             if (config_setting_type(p) != CONFIG_TYPE_STRING) {
                 return fail(file, p, err, "'plugin' must be a string");
             }
+            p = config_setting_get_member(e, "unisolated");
+            if (p != NULL && config_setting_type(p) != CONFIG_TYPE_BOOL) {
+                return fail(file, p, err, "%s instance '%s': 'unisolated' must be true or false",
+                            k->name, key_name(e));
+            }
         }
         return 0;
     default:

@@ -67,6 +67,7 @@ struct sbx_task {
     int own_egress;          /* started (and stopped) by this task */
     char *egress_dir;        /* host dir with this sandbox's proxy socket */
     char *decided_by;        /* "policies/limits.lua, ..." for the record */
+    uint32_t unenforced;     /* enum sbx_cap asked for and not enforced (unisolated) */
     int slot_fd;
     int64_t created_at;
     int64_t started_at;

@@ -13,6 +13,7 @@
 #include "plugin/host.h"
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
@@ -272,7 +273,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct tm tm;
     time_t now = time(NULL);
     const char *provider = o->provider ? o->provider : cfg->provider;
-    struct sbx_provider_info info = {0};
     cleanup_free char *docker_dir = NULL;
     cleanup_free char *relay = NULL;
 
@@ -346,17 +346,16 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (t->prov == NULL) {
         goto fail;
     }
+    /* fail closed: what the policy asks for and the provider does not enforce */
+    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, err) < 0) {
+        goto fail;
+    }
     if (!o->no_reap) {
         sbx_task_reap_orphans(t->prov, t->state);
     }
     /* after the reaping, which removes an orphan's leftovers of this id */
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
-    }
-    if (sbx_instance_provider(t->prov)->info != NULL &&
-        sbx_instance_provider(t->prov)->info(t->prov->ctx, &info, NULL) == 0 && info.userns == 0) {
-        sbx_warn("provider '%s': user namespaces are OFF (%s): container root is host root; "
-                 "turn on userns-remap (docs/operations.md)", provider, info.engine);
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
         /* where a per-sandbox Docker daemon puts its socket, if one runs */
@@ -619,6 +618,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
 {
     struct sbx_task *t = xcalloc(1, sizeof(*t));
     const char *provider = o->provider ? o->provider : cfg->provider;
+    sbx_error_t *caps_err = NULL;
 
     task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
@@ -644,6 +644,11 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
     if (t->prov == NULL) {
         goto fail;
+    }
+    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, &caps_err) < 0) {
+        /* the sandbox exists: keep it, and its record says what is missing */
+        sbx_warn("task %s: %s", t->id, sbx_error_msg(caps_err));
+        sbx_error_free(&caps_err);
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
         o->egress != NULL) {
