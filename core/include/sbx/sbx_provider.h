@@ -20,9 +20,14 @@
 #include "sbx_error.h"
 #include "sbx_host.h"
 
-/* What a provider enforces itself; the core does the rest. */
+/* What a provider enforces itself; the core does the rest. The capability
+ * bits (cpu, memory, pids, disk, egress, user namespaces) fail closed: the
+ * core refuses a task that asks for one the provider does not declare, unless
+ * the instance sets `unisolated = true` (docs/plugins.md, Capabilities).
+ * ENFORCES_LIMITS is the older spelling of CPU | MEMORY | PIDS together;
+ * egress is EGRESS_SOCKET or ENFORCES_EGRESS. */
 enum sbx_provider_flags {
-    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0, /* cpu, memory, pids (and disk, see below) */
+    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0, /* cpu, memory and pids */
     SBX_PROVIDER_ENFORCES_DISK = 1u << 1,   /* the disk cap, by any real mechanism */
     SBX_PROVIDER_ENFORCES_EGRESS = 1u << 2, /* maps the allow-list to its own controls */
     SBX_PROVIDER_ENFORCES_IDLE = 1u << 3,   /* stops idle sandboxes itself */
@@ -30,8 +35,20 @@ enum sbx_provider_flags {
     SBX_PROVIDER_DOCKER_SIDECAR = 1u << 5,  /* can run a per-sandbox Docker daemon */
     SBX_PROVIDER_PAUSE = 1u << 6,           /* supports pause/resume */
     SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,   /* wires the core's egress proxy socket in */
-    SBX_PROVIDER_WORKTREE_VIEW = 1u << 8,   /* may mount a view of the worktree on view_dir */
+    /* (added) one bit per limit, for providers that enforce only some */
+    SBX_PROVIDER_ENFORCES_CPU = 1u << 8,     /* the cpus limit */
+    SBX_PROVIDER_ENFORCES_MEMORY = 1u << 9,  /* the memory limit */
+    SBX_PROVIDER_ENFORCES_PIDS = 1u << 10,   /* the pids limit */
+    SBX_PROVIDER_ENFORCES_USERNS = 1u << 11, /* root in the sandbox is not root of the host */
+    SBX_PROVIDER_WORKTREE_VIEW = 1u << 12,   /* may mount a view of the worktree on view_dir */
 };
+
+/* (added) Per-sandbox caps of the kernel's per-user inotify counters, which
+ * a provider with user namespaces sets in each sandbox's own user namespace;
+ * the box's shared pool (fs.inotify.max_user_*) is sized from them
+ * (docs/operations.md, "Kernel per-user counters"). */
+#define SBX_SANDBOX_INOTIFY_INSTANCES 128
+#define SBX_SANDBOX_INOTIFY_WATCHES 65536
 
 /* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
 struct sbx_limits {
@@ -138,7 +155,13 @@ struct sbx_provider_info {
     /* Added last: the seccomp profile the sandboxes run with, e.g. "sbx: sockets
      * only UNIX, INET, ..."; "" when the provider does not say. */
     char seccomp[160];
-    /* Added after seccomp: how a worktree reaches /workspace, e.g. "idmapped: its owner
+    /* (added) Capability bits of ops.flags that are off at run time (e.g.
+     * ENFORCES_USERNS on an engine without userns-remap, ENFORCES_DISK when no
+     * disk mechanism runs); the core treats them as not enforced. 0: all that
+     * ops.flags declares holds. The core zeroes the struct before info(), so a
+     * provider built against the older header reports 0. */
+    uint32_t flags_off;
+    /* Added after flags_off: how a worktree reaches /workspace, e.g. "idmapped: its owner
      * is root inside (host 100000:100000) (auto)"; "" when not reported. */
     char worktree[256];
 };

@@ -14,6 +14,7 @@
 #include "runner/runner_int.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
+#include "util/rlimit.h"
 #include "util/xalloc.h"
 
 /* Finished jobs whose output stays in memory (their records stay in the store). */
@@ -378,6 +379,13 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
             if (o->state == SBX_JOB_QUEUED && strcmp(o->task, j->task) == 0) {
                 json_decref(argv);
+                /* another client's job id is not for this one to learn */
+                if (strcmp(o->owner, j->owner) != 0) {
+                    return sbx_error_set(err, EBUSY,
+                                         "task %s is still queued for another client; use "
+                                         "another task id",
+                                         j->task);
+                }
                 return sbx_error_set(err, EBUSY,
                                      "task %s is still queued (job %s); submit its next "
                                      "command once it runs",
@@ -567,28 +575,6 @@ static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
 
 /* runner.worktree_roots resolved against the state directory (docs/runner.md,
  * "Worktree roots"): each must exist, none inside the state directory. */
-static int runner_roots_init(struct sbx_runner *r, sbx_error_t **err)
-{
-    char why[512];
-    char *state = sbx_state_dir(r->cfg->state_dir, err);
-    int rc;
-
-    if (state == NULL) {
-        return -1;
-    }
-    rc = sbx_confine_init(&r->confine, "runner.worktree_roots", r->cfg->runner.worktree_roots,
-                          r->cfg->runner.n_worktree_roots, state, why, sizeof(why));
-    free(state);
-    if (rc < 0) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s: %s",
-                             r->cfg->runner.worktree_roots_where
-                                 ? r->cfg->runner.worktree_roots_where
-                                 : "runner.worktree_roots",
-                             why);
-    }
-    return 0;
-}
-
 struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
 {
     struct sbx_runner *r = xcalloc(1, sizeof(*r));
@@ -606,6 +592,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         evthread_use_pthreads();
         threads_on = 1;
     }
+    sbx_raise_nofile("runner"); /* the shared egress proxy: sockets and pipes per sandbox */
     r->cfg = opts->cfg;
     r->plugin_dir = xstrdup(opts->plugin_dir);
     r->policy_dir = sbx_policy_dir_resolve(opts->cfg->policy_dir, err);
@@ -644,6 +631,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store == NULL) {
         goto fail;
     }
+    runner_roots_deny(r);
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
         goto fail;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "plugin/host.h"
+#include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
 #include "sandbox/view.h"
@@ -248,6 +249,7 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     if (t->decided_by != NULL) {
         json_object_set_new(rec, "policy", json_string(t->decided_by));
     }
+    sbx_caps_record(rec, &t->limits, t->unenforced);
     {
         char owner[160];
 

@@ -13,6 +13,8 @@
 #include "plugin/host.h"
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "sandbox/admit.h"
+#include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
@@ -141,6 +143,36 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
     return 0;
 }
 
+/* The box's budget (admit.h): the CPU quota is clamped below the box's CPUs,
+ * and an embedded task takes a slot only while its memory fits beside the
+ * others' (the runner's scheduler admits its own jobs: no_reap). */
+static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
+{
+    struct sbx_box_budget b;
+    struct sbx_admit_req req = {0};
+
+    if (sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
+        return sbx_error_wrap(err, "task %s: admission", t->id);
+    }
+    if (t->limits.cpus > b.cpu_max) {
+        sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
+                  t->id, t->limits.cpus, b.cpu_max, b.cpus, b.cpu_reserve);
+        t->limits.cpus = b.cpu_max;
+    }
+    if (o->no_reap) {
+        return 0;
+    }
+    req.task = t->id;
+    req.max_slots = t->cfg->box.max_sandboxes;
+    req.memory = sbx_admit_task_memory(t->limits.memory, o->docker_sidecar);
+    req.budget = &b;
+    req.cancel = o->cancel;
+    req.on_wait = o->on_wait;
+    req.wait_ud = o->wait_ud;
+    t->slot_fd = sbx_slot_acquire(t->state, &req, err);
+    return t->slot_fd < 0 ? -1 : 0;
+}
+
 static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
                          sbx_error_t **err)
 {
@@ -258,7 +290,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct tm tm;
     time_t now = time(NULL);
     const char *provider = o->provider ? o->provider : cfg->provider;
-    struct sbx_provider_info info = {0};
     cleanup_free char *docker_dir = NULL;
     cleanup_free char *view_dir = NULL;
     cleanup_free char *relay = NULL;
@@ -333,17 +364,16 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (t->prov == NULL) {
         goto fail;
     }
+    /* fail closed: what the policy asks for and the provider does not enforce */
+    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, err) < 0) {
+        goto fail;
+    }
     if (!o->no_reap) {
         sbx_task_reap_orphans(t->prov, t->state);
     }
     /* after the reaping, which removes an orphan's leftovers of this id */
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
-    }
-    if (sbx_instance_provider(t->prov)->info != NULL &&
-        sbx_instance_provider(t->prov)->info(t->prov->ctx, &info, NULL) == 0 && info.userns == 0) {
-        sbx_warn("provider '%s': user namespaces are OFF (%s): container root is host root; "
-                 "turn on userns-remap (docs/operations.md)", provider, info.engine);
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
         /* where a per-sandbox Docker daemon puts its socket, if one runs */
@@ -364,11 +394,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
-    if (!o->no_reap) {
-        t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
-        if (t->slot_fd < 0) {
-            goto fail;
-        }
+    if (admit(t, o, err) < 0) {
+        goto fail;
     }
     if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
@@ -617,6 +644,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
 {
     struct sbx_task *t = xcalloc(1, sizeof(*t));
     const char *provider = o->provider ? o->provider : cfg->provider;
+    sbx_error_t *caps_err = NULL;
 
     task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
@@ -645,6 +673,11 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     }
     /* this process owns the task now: sweeps keep its view of the worktree */
     sbx_task_record_reown(t->dir);
+    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, &caps_err) < 0) {
+        /* the sandbox exists: keep it, and its record says what is missing */
+        sbx_warn("task %s: %s", t->id, sbx_error_msg(caps_err));
+        sbx_error_free(&caps_err);
+    }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
         o->egress != NULL) {
         sbx_error_t *e = NULL;
