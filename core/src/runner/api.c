@@ -150,7 +150,7 @@ static int env_ok(json_t *env, char *msg, size_t len)
 }
 
 /* Parses and checks a submit body into *j; msg holds the reason on -1. */
-static int parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
+int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen)
 {
     json_error_t jerr;
@@ -297,7 +297,7 @@ static void handle_submit(struct sbx_runner *r, struct evhttp_request *req)
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
     j = xcalloc(1, sizeof(*j));
-    if (parse_submit(r, body, len, j, &labels, msg, sizeof(msg)) < 0) {
+    if (runner_parse_submit(r, body, len, j, &labels, msg, sizeof(msg)) < 0) {
         free(body);
         runner_job_free(j);
         reply_error(req, 400, "%s", msg);

@@ -153,6 +153,11 @@ int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end);
 
 /* api.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
+/* Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and
+ * *labels (a new reference or NULL); on -1 msg holds the reason for the 400.
+ * Only r->cfg is used (fuzz/fuzz_api_submit.c calls it without a runner). */
+int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
+                        json_t **labels, char *msg, size_t mlen);
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
 
 /* hooks.c */
