@@ -138,9 +138,10 @@ case $1 in
     build_fuzz
     echo "target	seconds	execs	exec/s	corpus	crashes"
     # at most $jobs at once; each child prints its own line
-    targets | SBX_FUZZ_BUILD=$build xargs -P "$jobs" -I{} "$0" --run-built {} "$2"
+    targets | SBX_FUZZ_BUILD=$build xargs -P "$jobs" -I{} "$root/scripts/fuzz.sh" --run-built {} "$2"
     ;;
---run-built)
+--run-built) # internal: one target of --all, already built
+    if [ $# -ne 3 ] || ! is_target "$2"; then die "--run-built TARGET SECONDS"; fi
     run_one "$2" "$3"
     ;;
 *)
