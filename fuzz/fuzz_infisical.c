@@ -2,7 +2,7 @@
  * server's replies (plugins/cred_infisical/infisical_api.c): login and renew
  * tokens, and the secrets of a path (v4 and v3 raw), through the plugin's own
  * calls with an HTTP fixture that answers with the input. The first byte picks
- * the call and the HTTP status. */
+ * the call (bits 0-1), the HTTP status (bits 2-4) and include_imports (bit 5). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     reply_len = size - 1;
     reply_status = statuses[(data[0] >> 2) & 7];
     calls = 0;
+    c.cfg.include_imports = (data[0] >> 5) & 1;
     memset(&tok, 0, sizeof(tok));
     memset(&lease, 0, sizeof(lease));
     switch (data[0] & 3) {
