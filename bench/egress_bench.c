@@ -367,7 +367,9 @@ int main(int argc, char **argv)
     }
     sockdir = xasprintf("%s/sb", dir);
     sock = xasprintf("%s/%s", sockdir, SBX_EGRESS_SOCKET);
-    rule = xasprintf("bench.test:%d", origin_port);
+    /* the streams carry a command byte, then raw bytes: neither TLS nor HTTP, so the
+     * rule says the protocol is opaque (docs/egress.md) */
+    rule = xasprintf("bench.test:%d opaque", origin_port);
     rules[0] = rule;
     rules[1] = NULL;
     if (sbx_egress_add(e, sockdir, "bench", "bench", "bench", rules, &err) < 0) {

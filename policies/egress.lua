@@ -7,6 +7,10 @@
 -- Out: { allow = { RULE, ... }, reason = "..." }
 --
 -- A RULE is "HOST", "HOST:PORT[,PORT...]" or { host = "HOST", ports = {...} }.
+-- The table form may add opaque = true: a tunnel to that host and port may then
+-- carry a protocol that is neither TLS nor HTTP (SSH to a Git host); without it the
+-- egress proxy refuses such bytes (docs/egress.md). List only the ports that need it:
+--   { host = "github.com", ports = { 22 }, opaque = true }
 --   "example.com"    exactly that name
 --   "*.example.com"  any subdomain of it (a.example.com, a.b.example.com),
 --                    not example.com itself: list both when both are needed

@@ -38,6 +38,10 @@ static const struct sbx_option options[] = {
      "how long create waits for the inner daemon to answer"},
     {"sidecar_images", SBX_OPT_STRINGS, NULL, 0,
      "images of the host's engine loaded into every sidecar at create (docker save/load)"},
+    {"seccomp", SBX_OPT_STRING, "sbx", 0,
+     "the sandbox's seccomp profile: sbx (the engine's default minus socket families and "
+     "io_uring, docs/operations.md), default (the engine's own) or an absolute path to a "
+     "profile (JSON)"},
     SBX_OPTIONS_END,
 };
 
@@ -74,6 +78,7 @@ static void free_ctx(struct dk_ctx *c)
         free(c->cap_add);
     }
     dk_sidecar_free(c);
+    free(c->seccomp);
     free(c->socket);
     free(c);
 }
@@ -129,7 +134,7 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
-    if (dk_sidecar_init(c, err) < 0) {
+    if (dk_sidecar_init(c, err) < 0 || dk_seccomp_init(c, err) < 0) {
         free_ctx(c);
         return -1;
     }
@@ -232,6 +237,9 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
                    "Init", 1,
                    "Mounts", mounts,
                    "Privileged", 0);
+    if (c->seccomp != NULL) {
+        json_array_append_new(json_object_get(hc, "SecurityOpt"), json_string(c->seccomp));
+    }
     if (c->disk_mode == DK_DISK_STORAGE_OPT && s->limits.disk > 0) {
         char size[32];
 
@@ -456,6 +464,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
                  c->disk_interval);
     }
     dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
+    snprintf(info->seccomp, sizeof(info->seccomp), "%s", c->seccomp_desc);
     return 0;
 }
 

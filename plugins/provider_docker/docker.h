@@ -34,6 +34,8 @@ struct dk_ctx {
     int64_t sidecar_data; /* tmpfs bytes for the inner data root */
     int64_t sidecar_timeout; /* seconds to wait for the inner daemon */
     char **sidecar_images; /* host engine images loaded into each sidecar, or NULL */
+    char *seccomp;         /* "seccomp=<profile JSON>" for the sandbox, or NULL (engine's) */
+    char seccomp_desc[160]; /* what sbx info shows */
 };
 
 enum {
@@ -71,6 +73,10 @@ int dk_demux_feed(void *ud, const char *data, size_t len);
 int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char *path,
            const char *body, size_t len, const char *ctype, long timeout_ms,
            struct sbx_http_response *resp, sbx_error_t **err);
+
+/* docker_seccomp.c: the sandbox's seccomp profile (option seccomp). */
+json_t *dk_seccomp_profile(void);
+int dk_seccomp_init(struct dk_ctx *c, sbx_error_t **err);
 
 /* docker_sidecar.c */
 int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err);

@@ -25,7 +25,8 @@ static void test_rules_bad(void **state)
         "a-.example.com", "example.com:", "example.com:0", "example.com:65536",
         "example.com:80,", "example.com:x", "example.com:80:443", "10.0.0.0/33",
         "10.0.0.0/", "10.0.0.0/x", "[::1", "[::1]x", "[10.0.0.1]/8", "[fd00::]/129", "fd00::/8",
-        "ex\xc3\xa4mple.com", "1.2.3", "example.123", "a.0x7f", NULL,
+        "ex\xc3\xa4mple.com", "1.2.3", "example.123", "a.0x7f", "example.com:22 opaq",
+        "example.com:22  opaque", "example.com:22 opaque ", "example.com opaque opaque", NULL,
     };
 
     (void)state;
@@ -338,6 +339,47 @@ static void test_head_end(void **state)
     assert_int_equal(sbx_egress_head_end("\r\n\r\n", 4), -1);
 }
 
+/* A head scanned as it arrives, in pieces of every size: the same answer as scanning it
+ * whole (a CR or LF on a piece's edge included), each byte looked at a bounded number
+ * of times. */
+static void test_head_scan_pieces(void **state)
+{
+    static const char *const heads[] = {
+        "GET http://a.test/ HTTP/1.1\r\nX: 1\r\n\r\nBODY",
+        "CONNECT a.test:443 HTTP/1.1\r\n\r\n",
+        "CONNECT a.test:443 HTTP/1.1\n\n",
+        "GET http://a.test/ HTTP/1.1\r\nX: \n\r\n",
+        "GET http://a.test/ HTTP/1.1\rX\r\n\r\n",
+        "GET http://a.test/ HTTP/1.1\r\nX: \x1b\r\n\r\n",
+        "\r\n\r\n",
+        "GET http://a.test/ HTTP/1.1\r\nX: 1\r\n",
+        NULL,
+    };
+
+    (void)state;
+    for (size_t h = 0; heads[h] != NULL; h++) {
+        size_t len = strlen(heads[h]);
+        long whole = sbx_egress_head_end(heads[h], len);
+
+        for (size_t piece = 1; piece <= len; piece++) {
+            size_t scanned = 0;
+            long got = 0;
+            size_t have = 0;
+
+            while (got == 0 && have < len) {
+                have = have + piece < len ? have + piece : len;
+                got = sbx_egress_head_scan(heads[h], have, &scanned);
+                if (got == 0) {
+                    assert_int_equal(scanned, have);
+                }
+            }
+            if (got != whole) {
+                fail_msg("head %zu in pieces of %zu: %ld, whole: %ld", h, piece, got, whole);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +393,7 @@ int main(void)
         cmocka_unit_test(test_request_bad),
         cmocka_unit_test(test_request_long),
         cmocka_unit_test(test_head_end),
+        cmocka_unit_test(test_head_scan_pieces),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

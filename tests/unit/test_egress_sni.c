@@ -2,7 +2,7 @@
  * parser on built and broken hellos, then the proxy (started through its API, spoken to
  * on its unix socket) against destinations that are threads of this test on 127.0.0.1:
  * a matching name goes through, a different one (domain fronting) is cut and logged,
- * non-TLS and server-first protocols pass, a stalled hello times out, and
+ * other client-first bytes are cut (test_egress_tunnel.c), server-first protocols pass, a stalled hello times out, and
  * egress.check_sni = false turns the check off. Nothing leaves loopback. */
 #include "test_common.h"
 #include "test_proc.h"
@@ -624,7 +624,8 @@ static void test_proxy_not_tls(void **state)
     int u;
 
     (void)state;
-    through_front("plain\n", 6, "got 6\n", "allow", NULL, NULL);
+    /* neither TLS nor HTTP, and no opaque rule: refused (test_egress_tunnel.c) */
+    through_front("plain\n", 6, "", "deny", "tunnel-protocol", NULL);
     /* TLS without a name passes (and logs no name). */
     client_hello(&o, NULL);
     snprintf(want, sizeof(want), "got %zu\n", o.n);
@@ -679,6 +680,8 @@ static void test_proxy_near_destination_buffer(void **state)
     int u;
     int found = 0;
     char *reply;
+    struct buf o = {{0}, 0};
+    char want[32];
 
     (void)state;
     m = mark();
@@ -698,10 +701,12 @@ static void test_proxy_near_destination_buffer(void **state)
         found++;
     }
     assert_int_equal(found, 1);
-    reply = exchange(u, "x", 1);
-    assert_string_equal(reply, "got 1\n");
+    client_hello(&o, "front.test");
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
+    reply = exchange(u, o.b, o.n);
+    assert_string_equal(reply, want);
     free(reply);
-    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    expect_line(m, t.sink_port, "allow", NULL, "front.test");
 }
 
 /* An HTTP request inside a tunnel (Node's fetch tunnels http:// too) is checked like a
@@ -768,16 +773,16 @@ static void test_proxy_silent_then_dribble(void **state)
     int u;
 
     (void)state;
+    client_hello(&o, "front.test");
+    snprintf(want, sizeof(want), "got %zu\n", o.n);
     m = mark();
     u = tunnel_to(t.sock, "front.test", t.sink_port);
     usleep(1500 * 1000);
-    reply = exchange(u, "late\n", 5);
-    assert_string_equal(reply, "got 5\n");
+    reply = exchange(u, o.b, o.n);
+    assert_string_equal(reply, want);
     free(reply);
-    expect_line(m, t.sink_port, "allow", NULL, NULL);
+    expect_line(m, t.sink_port, "allow", NULL, "front.test");
 
-    client_hello(&o, "front.test");
-    snprintf(want, sizeof(want), "got %zu\n", o.n);
     m = mark();
     u = tunnel_to(t.sock, "front.test", t.sink_port);
     for (size_t i = 0; i + 1 < o.n; i++) {

@@ -405,6 +405,8 @@ static void test_call_bad_arguments(void **state)
     expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"worktree\":\"..\"}",
                       "outside the project");
     expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"worktree\":\"/no/such/dir\"}",
+                      "outside the project");
+    expect_tool_error("sandbox_run", "{\"argv\":[\"ls\"],\"worktree\":\"no/such/dir\"}",
                       "No such file");
     expect_tool_error("sandbox_end", "{}", "'task' is required");
     expect_tool_error("sandbox_end", "{\"task\":1}", "task");

@@ -12,6 +12,7 @@
 #include <dirent.h>
 
 #include "config/config.h"
+#include "egress/rules.h"
 #include "policy/policy.h"
 #include "policy/sandbox.h"
 
@@ -295,10 +296,45 @@ static void test_pattern_cost(void **state)
     assert_true(sbx_lua_pattern_cost("[%]*]*x", 7, 10) < SBX_LUA_PATTERN_MAX_COST);
 }
 
+/* {host=..., ports=..., opaque=true} comes out as "host:ports opaque", which the
+ * egress rules and the policy's own matching both read; opaque = false adds nothing. */
+static void test_opaque_rule(void **state)
+{
+    static const char text[] =
+        "return { allow = { { host = \"Git.Example.com\", ports = { 22 }, opaque = true },\n"
+        "                   { host = \"example.org\", opaque = false } } }\n";
+    static const char *const argv[] = {"git", "fetch", NULL};
+    struct sbx_job_desc job = {.id = "j1", .task = "t1", .pool = "ci", .argv = argv};
+    struct sbx_policy_decision d;
+    sbx_error_t *err = NULL;
+    struct sbx_policy *p;
+    struct sbx_egress_rules rules;
+
+    (void)state;
+    setup_policies("egress", text, sizeof(text) - 1);
+    p = sbx_policy_load(dir, cfg, &err);
+    assert_non_null(p);
+    assert_int_equal(sbx_policy_decide(p, &job, &d, &err), 0);
+    assert_int_equal(d.n_egress_allow, 2);
+    assert_string_equal(d.egress_allow[0], "git.example.com:22 opaque");
+    assert_string_equal(d.egress_allow[1], "example.org:80,443");
+    assert_true(sbx_policy_egress_allows(d.egress_allow, "git.example.com", 22));
+    assert_false(sbx_policy_egress_allows(d.egress_allow, "git.example.com", 443));
+    assert_int_equal(sbx_egress_rules_parse((const char *const *)d.egress_allow, &rules, &err), 0);
+    assert_int_equal(rules.v[0].opaque, 1);
+    assert_int_equal(rules.v[1].opaque, 0);
+    assert_non_null(sbx_egress_rules_match_opaque(&rules, "git.example.com", NULL, 22));
+    assert_null(sbx_egress_rules_match_opaque(&rules, "example.org", NULL, 443));
+    sbx_egress_rules_free(&rules);
+    sbx_policy_decision_fini(&d);
+    sbx_policy_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fixtures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_opaque_rule, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_chunk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fresh_environment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_recovers_after_kill, setup, teardown),

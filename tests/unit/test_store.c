@@ -111,15 +111,17 @@ static void test_store_record(void **state)
     o = sbx_job_rec_to_json(&j);
     text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal(
-        text, "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"created_at\":1000.0,"
-              "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
-              "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,\"id\":\"job-1\","
-              "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
-              "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
-              "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
-              "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
-              "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
-              "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
+        text,
+        "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"client\":\"\",\"created_at\":1000.0,"
+        "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
+        "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,"
+        "\"id\":\"job-1\","
+        "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
+        "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
+        "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
+        "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
+        "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
+        "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
     assert_null(strstr(text, "C.UTF-8"));
     free(text);
     json_decref(o);
@@ -220,8 +222,7 @@ static void test_store_bad_input(void **state)
     SPOIL((json_decref(j.labels), j.labels = json_pack("{s:i}", "n", 1)),
           "label 'n' is not a string");
     SPOIL((json_decref(j.env), j.env = json_array()), "job j1: env must be an object");
-    SPOIL(json_object_set_new(j.env, "1FOO", json_string("x")),
-          "env.1FOO: invalid variable name");
+    SPOIL(json_object_set_new(j.env, "1FOO", json_string("x")), "env.1FOO: invalid variable name");
     SPOIL(json_object_set_new(j.env, "A-B", json_string("x")), "env.A-B: invalid variable name");
     SPOIL(json_object_set_new(j.env, "N", json_integer(1)), "env.N is not a string");
     SPOIL(j.limits.cpus = 0, "limits need cpus > 0");
@@ -333,8 +334,8 @@ static void db_exec(const char *path, const char *sql)
     sqlite3_close(h);
 }
 
-/* A version-1 file (no jobs.env) opens as version 2 with every row kept;
- * a file newer than this code is refused. */
+/* A version-1 file (no jobs.env, no jobs.client) opens as version 3 with
+ * every row kept (their client ""); a file newer than this code is refused. */
 static void test_store_migration(void **state)
 {
     struct sbx_store *st;
@@ -348,13 +349,14 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 2);
+    assert_int_equal(db_version(db), 3);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
     assert_int_equal(list[0].state, SBX_JOB_QUEUED);
     assert_string_equal(json_string_value(json_object_get(list[0].labels, "repo")), "x");
     assert_null(list[0].env);
+    assert_string_equal(list[0].client, "");
     assert_string_equal(list[1].id, "old-f");
     assert_int_equal(list[1].exit_status, 4);
     assert_string_equal(list[1].reason, "exit 4");
@@ -372,16 +374,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 2);
+    assert_int_equal(db_version(db), 3);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 3;");
+    db_exec(db, "PRAGMA user_version = 4;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 3 is newer than this sbx knows (2)");
-    assert_int_equal(db_version(db), 3);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 4 is newer than this sbx knows (3)");
+    assert_int_equal(db_version(db), 4);
 }
 
 /* ---- durability ---- */

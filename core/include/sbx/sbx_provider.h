@@ -127,6 +127,9 @@ struct sbx_provider_info {
      * "ISOLATION FAILURE: " for a rootful sidecar without user remapping;
      * "" when the provider has no sidecar. */
     char sidecar[256];
+    /* Added last: the seccomp profile the sandboxes run with, e.g. "sbx: sockets
+     * only UNIX, INET, ..."; "" when the provider does not say. */
+    char seccomp[160];
 };
 
 struct sbx_provider_ops {

@@ -19,7 +19,8 @@ void sbx_cmd_info_help(FILE *out)
             "\n"
             "Shows the configuration in force (file, plugin and state directories, image,\n"
             "limits) and what the provider reports about its engine: its version, whether\n"
-            "user namespaces are on, and which mechanism enforces the disk cap.\n"
+            "user namespaces are on, which mechanism enforces the disk cap, and the\n"
+            "seccomp profile sandboxes run with.\n"
             "\n"
             "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
@@ -83,6 +84,8 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
         json_object_set_new(j, "docker_sidecar", info.sidecar[0] ? json_string(info.sidecar)
                                                                  : json_null());
+        json_object_set_new(j, "seccomp",
+                            info.seccomp[0] ? json_string(info.seccomp) : json_null());
     }
     else {
         json_object_set_new(j, "provider_error", json_string(sbx_error_msg(err)));
@@ -107,6 +110,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                    info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",
                    info.disk_limit[0] ? info.disk_limit : "not reported");
             printf("sidecar:     %s\n", info.sidecar[0] ? info.sidecar : "none");
+            printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
         }
         else {
             printf("engine:      unreachable: %s\n", sbx_error_msg(err));

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/runner_trust.h"
 #include "config/schema.h"
 #include "egress/rules.h"
 #include "util/cleanup.h"
@@ -440,6 +441,9 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     c->runner.box_hour_price = get_float(runner, "box_hour_price", 0.0);
     c->runner.spend_day_cap = get_float(runner, "spend_day_cap", c->runner.spend_day_cap);
     c->runner.spend_month_cap = get_float(runner, "spend_month_cap", c->runner.spend_month_cap);
+    if (sbx_config_read_runner_trust(c, runner, err) < 0) {
+        return -1;
+    }
 
     {
         const config_setting_t *spike = config_lookup(&c->cfg, "spike");
@@ -579,6 +583,7 @@ void sbx_config_destroy(struct sbx_config *c)
     free(c->runner.listen);
     free(c->runner.state);
     free(c->runner.token_env);
+    sbx_config_clear_runner_trust(c);
     free(c->runner.alert_webhook);
     free(c->runner.alert_command);
     free(c->runner.scale_up_command);

@@ -42,6 +42,32 @@ struct sbx_egress_host {
 #define SBX_DEFAULT_EGRESS_HEADER_TIMEOUT 10
 #define SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT 10
 
+/* API client scopes (docs/api.md, "Clients and scopes"). */
+enum sbx_scope {
+    SBX_SCOPE_SUBMIT = 1 << 0,     /* POST /v1/jobs */
+    SBX_SCOPE_READ_OWN = 1 << 1,   /* its own jobs, output, queue entries */
+    SBX_SCOPE_READ_ALL = 1 << 2,   /* every client's */
+    SBX_SCOPE_CANCEL_ANY = 1 << 3, /* cancel any job, end any task */
+    SBX_SCOPE_METRICS = 1 << 4,    /* GET /metrics */
+    SBX_SCOPE_ALL = (1 << 5) - 1,
+};
+
+/* runner.clients = ( { name; token_env or token_file; scopes; } ): the
+ * token is read when the runner starts, never from the configuration. */
+struct sbx_runner_client {
+    char *name;
+    char *token_env;
+    char *token_file;
+    unsigned scopes; /* enum sbx_scope bits */
+    char *where;     /* "FILE:LINE" */
+};
+
+/* The scope of a name ("read-own"), or 0. */
+unsigned sbx_scope_parse(const char *name);
+/* The name of one scope bit. */
+const char *sbx_scope_name(unsigned scope);
+#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics"
+
 struct sbx_pool_cfg {
     char *name;    /* "ci" or "agent" */
     double cpus;   /* 0 = share of the box decided by the runner */
@@ -80,6 +106,11 @@ struct sbx_config {
         char *listen;
         char *state;
         char *token_env;
+        struct sbx_runner_client *clients; /* runner.clients */
+        size_t n_clients;
+        char **worktree_roots; /* runner.worktree_roots; none: no worktree accepted */
+        size_t n_worktree_roots;
+        char *worktree_roots_where; /* "FILE:LINE" of the setting */
         int64_t alert_after;
         char *alert_webhook;
         char *alert_command;

@@ -35,10 +35,20 @@ static const struct sbx_key box_keys[] = {
     {NULL, 0, NULL},
 };
 
+static const struct sbx_key client_keys[] = {
+    {"name", SBX_KEY_STRING, NULL},
+    {"token_env", SBX_KEY_STRING, NULL},
+    {"token_file", SBX_KEY_STRING, NULL},
+    {"scopes", SBX_KEY_STRINGS, NULL},
+    {NULL, 0, NULL},
+};
+
 static const struct sbx_key runner_keys[] = {
     {"listen", SBX_KEY_STRING, NULL},
     {"state", SBX_KEY_STRING, NULL},
     {"token_env", SBX_KEY_STRING, NULL},
+    {"clients", SBX_KEY_GROUP_LIST, client_keys},
+    {"worktree_roots", SBX_KEY_STRINGS, NULL},
     {"alert_after", SBX_KEY_DURATION, NULL},
     {"alert_webhook", SBX_KEY_STRING, NULL},
     {"alert_command", SBX_KEY_STRING, NULL},

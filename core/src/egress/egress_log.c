@@ -94,6 +94,7 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "port", r->port ? json_integer(r->port) : json_null());
     json_object_set_new(o, "address", str_or_null(r->address));
     json_object_set_new(o, "sni", str_or_null(r->sni));
+    json_object_set_new(o, "opaque", json_boolean(r->opaque));
     json_object_set_new(o, "decision", json_string(r->decision));
     json_object_set_new(o, "rule", str_or_null(r->rule));
     json_object_set_new(o, "reason", str_or_null(r->reason));

@@ -25,6 +25,7 @@ struct sbx_egress_record {
     unsigned port;
     const char *address;    /* "192.0.2.1:443", "[2001:db8::1]:443" or NULL */
     const char *sni;        /* the TLS server name a CONNECT client sent, or NULL */
+    int opaque;             /* an opaque rule passed the tunnel's first bytes unchecked */
     const char *decision;   /* "allow" or "deny" */
     const char *rule;       /* the rule that allowed it, or NULL */
     const char *reason;     /* why it was denied or failed, or NULL */

@@ -65,6 +65,9 @@ struct sbx_egress_conn {
     char *job;               /* the sandbox's job when the connection arrived */
     char *tunnel_head;       /* an HTTP request head in the tunnel, rewritten */
     size_t tunnel_head_len;
+    uint64_t tunnel_body; /* its Content-Length */
+    size_t head_scanned;  /* how far the head being read was scanned for its end */
+    int opaque;           /* an opaque rule let client-first bytes through unchecked */
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;
@@ -99,6 +102,7 @@ static void finish(struct sbx_egress_conn *c)
     rec.port = c->req.port;
     rec.address = c->address[0] ? c->address : NULL;
     rec.sni = c->sni[0] ? c->sni : NULL;
+    rec.opaque = c->opaque;
     rec.decision = c->decision;
     rec.rule = c->rule;
     rec.reason = c->reason;
@@ -154,6 +158,8 @@ static const char *status_text(int status)
         return "Forbidden";
     case 408:
         return "Request Timeout";
+    case 411:
+        return "Length Required";
     case 431:
         return "Request Header Fields Too Large";
     case 502:
@@ -226,6 +232,11 @@ static void start_pipe(struct sbx_egress_conn *c)
 {
     struct evbuffer *up_prefix = evbuffer_new();
     struct evbuffer *client_prefix = evbuffer_new();
+    struct evbuffer *in;
+    uint64_t body;
+    size_t keep;
+    size_t dropped;
+    int framed;
 
     c->state = ST_PIPE;
     event_del(c->timer);
@@ -253,8 +264,18 @@ static void start_pipe(struct sbx_egress_conn *c)
         evbuffer_add(up_prefix, c->tunnel_head, c->tunnel_head_len);
         c->prefix_up += c->tunnel_head_len;
     }
-    c->prefix_up += evbuffer_get_length(bufferevent_get_input(c->client));
-    evbuffer_add_buffer(up_prefix, bufferevent_get_input(c->client));
+    /* Plain HTTP, in a tunnel or not, is one request: its body goes on, and what the
+     * client pipelines behind it never does (a CDN routes each request by its Host). */
+    framed = !c->req.connect || c->tunnel_head != NULL;
+    body = c->req.connect ? c->tunnel_body : c->req.body;
+    in = bufferevent_get_input(c->client);
+    keep = evbuffer_get_length(in);
+    if (framed && keep > body) {
+        keep = (size_t)body;
+    }
+    c->prefix_up += keep;
+    evbuffer_remove_buffer(in, up_prefix, keep);
+    dropped = evbuffer_get_length(in);
     bufferevent_free(c->client);
     c->client = NULL;
     bufferevent_free(c->up);
@@ -266,6 +287,10 @@ static void start_pipe(struct sbx_egress_conn *c)
     if (c->tunnel == NULL) {
         c->reason = "out-of-pipes";
         finish(c);
+        return;
+    }
+    if (framed) {
+        sbx_egress_tunnel_limit(c->tunnel, body - keep, dropped);
     }
 }
 
@@ -306,7 +331,7 @@ static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
 {
     struct evbuffer *in = bufferevent_get_input(c->client);
     struct sbx_egress_request r;
-    long end = sbx_egress_head_end(p, n);
+    long end = sbx_egress_head_scan(p, n, &c->head_scanned);
     int status = 0;
     const char *reason = NULL;
 
@@ -330,15 +355,33 @@ static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
     evbuffer_drain(in, (size_t)end);
     c->tunnel_head = r.forward;
     c->tunnel_head_len = r.forward_len;
+    c->tunnel_body = r.body;
     r.forward = NULL;
     sbx_egress_request_clear(&r);
+    start_pipe(c);
+}
+
+/* ST_SNI: client-first bytes that are neither TLS nor an HTTP/1 request (a leading
+ * empty line, an unknown method, SSH's banner): the proxy cannot tell which host they
+ * reach, so they pass only when an opaque rule allows the destination. */
+static void opaque_or_deny(struct sbx_egress_conn *c)
+{
+    const struct sbx_egress_rule *rule = sbx_egress_rules_match_opaque(
+        &c->sb->rules, c->req.host_is_ip ? NULL : c->req.host, &c->req.ip, c->req.port);
+
+    if (rule == NULL) {
+        deny_tunnel(c, "tunnel-protocol");
+        return;
+    }
+    c->opaque = 1;
+    c->rule = rule->text;
     start_pipe(c);
 }
 
 /* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
  * different name on an allowed address is domain fronting) and must not hide its real
  * name (ECH); an HTTP request must go as a proxy request, where its Host is checked;
- * anything else that is not TLS, or TLS without a name, goes through. */
+ * TLS without a name goes through; anything else needs an opaque rule. */
 static void sni_read(struct bufferevent *bev, void *arg)
 {
     struct sbx_egress_conn *c = arg;
@@ -368,7 +411,7 @@ static void sni_read(struct bufferevent *bev, void *arg)
             sni_wait(c, want + 1);
         }
         else {
-            start_pipe(c);
+            opaque_or_deny(c);
         }
         return;
     case SBX_SNI_ABSENT:
@@ -430,6 +473,7 @@ static void start_sni(struct sbx_egress_conn *c)
 {
     c->state = ST_SNI;
     c->status = 200;
+    c->head_scanned = 0; /* a request in the tunnel is a head of its own */
     c->replied = 1;
     evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 200 Connection established\r\n\r\n");
@@ -647,7 +691,7 @@ static void head_read(struct bufferevent *bev, void *arg)
     size_t len = evbuffer_get_length(in);
     size_t want = len < SBX_EGRESS_HEAD_MAX + 1 ? len : SBX_EGRESS_HEAD_MAX + 1;
     const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)want);
-    long end = sbx_egress_head_end(p, want);
+    long end = sbx_egress_head_scan(p, want, &c->head_scanned);
     int status = 0;
     const char *reason = NULL;
 

@@ -15,7 +15,15 @@
 
 long sbx_egress_head_end(const char *buf, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
+    size_t scanned = 0;
+
+    return sbx_egress_head_scan(buf, len, &scanned);
+}
+
+long sbx_egress_head_scan(const char *buf, size_t len, size_t *scanned)
+{
+    /* every check looks at most 3 bytes back or 1 ahead: resume 3 before the end */
+    for (size_t i = *scanned > 3 ? *scanned - 3 : 0; i < len; i++) {
         unsigned char ch = (unsigned char)buf[i];
 
         if (ch == '\n') {
@@ -38,6 +46,7 @@ long sbx_egress_head_end(const char *buf, size_t len)
             return -1;
         }
     }
+    *scanned = len;
     return 0;
 }
 
@@ -189,6 +198,31 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
                       struct sbx_egress_request *r, int *status, const char **reason);
 
+/* The headers that say where a request's body ends: one Content-Length of digits, and
+ * no Transfer-Encoding (the proxy forwards exactly one request and must know its end;
+ * a chunked body would need the proxy to parse every chunk). */
+static int body_header(const char *name, size_t n, const char *v, size_t vn, int *seen,
+                       uint64_t *body, int *status, const char **reason)
+{
+    if (n == 17 && strncasecmp(name, "transfer-encoding", n) == 0) {
+        FAIL(411, "chunked-body");
+    }
+    if (n != 14 || strncasecmp(name, "content-length", n) != 0) {
+        return 0;
+    }
+    if ((*seen)++ || vn == 0 || vn > 15) {
+        FAIL(400, "bad-content-length");
+    }
+    *body = 0;
+    for (size_t i = 0; i < vn; i++) {
+        if (!isdigit((unsigned char)v[i])) {
+            FAIL(400, "bad-content-length");
+        }
+        *body = *body * 10 + (uint64_t)(v[i] - '0');
+    }
+    return 0;
+}
+
 int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
                              int *status, const char **reason)
 {
@@ -218,6 +252,7 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
     const char *line;
     int n_headers = 0;
     int seen_host = 0;
+    int seen_length = 0;
     size_t cap = 0;
 
     memset(r, 0, sizeof(*r));
@@ -367,6 +402,11 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
                 drop_forward(r);
                 FAIL(403, "host-mismatch");
             }
+        }
+        if (!r->connect && body_header(line, (size_t)(colon - line), v, (size_t)(ve - v),
+                                       &seen_length, &r->body, status, reason) < 0) {
+            drop_forward(r);
+            return -1;
         }
         if (!r->connect && !hop_by_hop(line, (size_t)(colon - line))) {
             append(&r->forward, &r->forward_len, &cap, line, (size_t)(eol - line) + 2);

@@ -243,11 +243,20 @@ static int parse_rule(const char *text, struct sbx_egress_rule *r)
     char *buf = xstrdup(text);
     char *host = buf;
     char *ports = NULL;
+    char *space = strchr(buf, ' ');
     char norm[SBX_EGRESS_HOST_MAX + 1];
     int rc = -1;
 
     memset(r, 0, sizeof(*r));
     r->text = xstrdup(text);
+    if (space != NULL) {
+        /* one flag after the rule: " opaque" */
+        if (strcmp(space, " " SBX_EGRESS_OPAQUE) != 0) {
+            goto out;
+        }
+        *space = '\0';
+        r->opaque = 1;
+    }
     if (host[0] == '[') {
         char *close = strchr(host, ']');
 
@@ -342,7 +351,9 @@ int sbx_egress_rules_parse(const char *const *texts, struct sbx_egress_rules *ou
             sbx_egress_rules_free(out);
             return sbx_error_set(err, SBX_E_CONFIG,
                                  "egress rule '%s': want NAME, *.NAME, IP or CIDR, optionally "
-                                 "followed by :PORT[,PORT...] or :*", texts[i]);
+                                 "followed by :PORT[,PORT...] or :*, then optionally "
+                                 "' " SBX_EGRESS_OPAQUE "'",
+                                 texts[i]);
         }
         out->n = i + 1;
     }
@@ -396,6 +407,25 @@ const struct sbx_egress_rule *sbx_egress_rules_match_addr(const struct sbx_egres
 
         if (e->kind == SBX_RULE_CIDR && port_ok(e, port) && in_net(a, &e->net, e->prefix)) {
             return e;
+        }
+    }
+    return NULL;
+}
+
+const struct sbx_egress_rule *sbx_egress_rules_match_opaque(const struct sbx_egress_rules *r,
+                                                            const char *name,
+                                                            const struct sbx_egress_addr *a,
+                                                            unsigned port)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        struct sbx_egress_rules one = {&r->v[i], 1};
+
+        if (!r->v[i].opaque) {
+            continue;
+        }
+        if (name != NULL ? sbx_egress_rules_match_name(&one, name, port) != NULL
+                         : sbx_egress_rules_match_addr(&one, a, port) != NULL) {
+            return &r->v[i];
         }
     }
     return NULL;

@@ -8,6 +8,8 @@
 #include "util/error.h"
 
 #define SBX_EGRESS_HOST_MAX 253
+/* The flag word of an opaque rule: "git.example.com:22 opaque". */
+#define SBX_EGRESS_OPAQUE "opaque"
 
 /* An address; IPv4-mapped IPv6 is stored as IPv4. */
 struct sbx_egress_addr {
@@ -30,6 +32,8 @@ struct sbx_egress_rule {
     int any_port;
     uint16_t ports[16];
     size_t n_ports;
+    int opaque; /* "HOST:PORTS opaque": a tunnel's client-first bytes need not be TLS
+                 * or HTTP (SSH to a Git host); logged "opaque" (docs/egress.md) */
 };
 
 struct sbx_egress_rules {
@@ -37,8 +41,9 @@ struct sbx_egress_rules {
     size_t n;
 };
 
-/* Parses rules "HOST[:PORTS]" (PORTS is "443", "80,443" or "*"; default 80,443).
- * On error *out is left empty and err names the rule. */
+/* Parses rules "HOST[:PORTS][ opaque]" (PORTS is "443", "80,443" or "*"; default
+ * 80,443; " opaque": see struct sbx_egress_rule). On error *out is left empty and err
+ * names the rule. */
 int sbx_egress_rules_parse(const char *const *texts, struct sbx_egress_rules *out,
                            sbx_error_t **err);
 void sbx_egress_rules_free(struct sbx_egress_rules *r);
@@ -64,5 +69,11 @@ const struct sbx_egress_rule *sbx_egress_rules_match_name(const struct sbx_egres
 const struct sbx_egress_rule *sbx_egress_rules_match_addr(const struct sbx_egress_rules *r,
                                                           const struct sbx_egress_addr *a,
                                                           unsigned port);
+/* The first opaque rule that allows the destination (NAME, or the address a when name
+ * is NULL) on PORT, or NULL: another rule may allow it without being opaque. */
+const struct sbx_egress_rule *sbx_egress_rules_match_opaque(const struct sbx_egress_rules *r,
+                                                            const char *name,
+                                                            const struct sbx_egress_addr *a,
+                                                            unsigned port);
 
 #endif

@@ -23,6 +23,8 @@ struct dir {
     size_t in_pipe;          /* bytes spliced in, not yet out */
     struct evbuffer *prefix; /* sent to dst before anything else */
     uint64_t bytes;
+    uint64_t limit; /* bytes of src to forward; what follows is dropped */
+    uint64_t dropped;
     int eof;
     int shut;
     struct event *rd;        /* src readable */
@@ -56,6 +58,9 @@ static void finish(struct sbx_egress_tunnel *t, const char *reason)
     for (int i = 0; i < 2; i++) {
         watch(t->d[i].rd, &t->d[i].rd_on, 0);
         watch(t->d[i].wr, &t->d[i].wr_on, 0);
+    }
+    if (reason == NULL && (t->d[0].dropped > 0 || t->d[1].dropped > 0)) {
+        reason = "one-request";
     }
     t->done(t->arg, reason);
 }
@@ -96,8 +101,25 @@ static int pump(struct dir *d)
         if (d->eof) {
             break;
         }
-        n = splice(d->src, NULL, d->pipe[1], NULL, t->pipe_cap,
-                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (d->bytes >= d->limit) {
+            /* Past the one request: anything more (a second request) is dropped, never
+             * sent, and ends the connection (the client retries on a new one, as after
+             * any "Connection: close"). */
+            char scratch[512];
+
+            n = recv(d->src, scratch, sizeof(scratch), MSG_DONTWAIT);
+            if (n > 0) {
+                d->dropped += (uint64_t)n;
+                finish(t, "one-request");
+                return -1;
+            }
+        }
+        else {
+            uint64_t left = d->limit - d->bytes;
+
+            n = splice(d->src, NULL, d->pipe[1], NULL, left < t->pipe_cap ? left : t->pipe_cap,
+                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        }
         if (n > 0) {
             d->in_pipe += (size_t)n;
             d->bytes += (uint64_t)n;
@@ -163,6 +185,7 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         d->src_error = i == 0 ? "client-error" : "destination-error";
         d->dst_error = i == 0 ? "destination-error" : "client-error";
         d->pipe[0] = d->pipe[1] = -1;
+        d->limit = UINT64_MAX;
         d->prefix = evbuffer_new();
         if (prefix != NULL) {
             evbuffer_add_buffer(d->prefix, prefix);
@@ -184,6 +207,12 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         watch(t->d[i].wr, &t->d[i].wr_on, evbuffer_get_length(t->d[i].prefix) > 0);
     }
     return t;
+}
+
+void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped)
+{
+    t->d[0].limit = a_to_b;
+    t->d[0].dropped = dropped;
 }
 
 void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,

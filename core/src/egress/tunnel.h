@@ -19,6 +19,12 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
                                                 struct evbuffer *b_to_a,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg);
+/* Forwards at most a_to_b more bytes from fd_a (after its prefix); a byte fd_a sends
+ * after them is dropped and ends the tunnel with reason "one-request" (one request
+ * per connection: docs/egress.md). dropped counts bytes the caller dropped already:
+ * then the tunnel still serves the one request and ends with that reason. Call right
+ * after sbx_egress_tunnel_new. */
+void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped);
 /* Bytes read from each side so far (prefixes not counted). */
 void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
                               uint64_t *b_to_a);

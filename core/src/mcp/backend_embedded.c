@@ -15,6 +15,7 @@
 #include "mcp/backend.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
+#include "util/confine.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -385,6 +386,14 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
 
     if (validate_run(e, r, err) == NULL) {
         return NULL;
+    }
+    if (r->worktree != NULL) {
+        char why[512];
+
+        if (sbx_confine_forbidden(r->worktree, e->state, why, sizeof(why)) < 0) {
+            sbx_error_set(err, SBX_E_USAGE, "'worktree': %s", why);
+            return NULL;
+        }
     }
     pthread_mutex_lock(&e->mu);
     if (e->quitting) {

@@ -13,6 +13,7 @@
 
 #include "mcp/jsonrpc.h"
 #include "mcp/server.h"
+#include "util/confine.h"
 #include "util/xalloc.h"
 
 #define ID_PATTERN "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -265,33 +266,32 @@ static int opt_str(json_t *args, const char *key, const char **out, char **bad)
 
 /* The worktree a model may mount: the directory `sbx mcp` runs in (the
  * project the agent works on) or one below it, never anything else of the
- * host. An error text, or NULL and *out (absolute, resolved). */
+ * host: the runner's rule (util/confine.h) with the project as the one root,
+ * so a symlink that leads out is refused, and so are /proc, /sys, /dev and
+ * /run and any directory holding one of them (the state directory is the
+ * backend's check: the embedded one knows it, the runner has its own). An error
+ * text, or NULL and *out (absolute, resolved). */
 static char *project_path(const char *w, char **out)
 {
-    char *root = realpath(".", NULL);
-    char *real = realpath(w, NULL);
-    size_t n = root ? strlen(root) : 0;
-    char *bad = NULL;
+    char *cwd = realpath(".", NULL);
+    char *abs;
+    char why[768];
+    struct sbx_confine c;
+    int rc;
 
-    if (root == NULL || real == NULL) {
-        bad = xasprintf("'worktree' %.200s: %s", w, strerror(errno));
+    if (cwd == NULL) {
+        return xasprintf("'worktree' %.200s: the current directory: %s", w, strerror(errno));
     }
-    else if (strcmp(real, root) != 0 &&
-             (strncmp(real, root, n) != 0 || (real[n] != '/' && strcmp(root, "/") != 0))) {
-        bad = xasprintf("'worktree' %.200s is outside the project %s (the directory sbx mcp "
-                        "was started in): only it or a directory below it can be mounted",
-                        w, root);
+    abs = w[0] == '/' ? xstrdup(w) : xasprintf("%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, w);
+    rc = sbx_confine_init(&c, "the project (the directory sbx mcp was started in)",
+                          (char *const[]){cwd, NULL}, 1, NULL, why, sizeof(why));
+    if (rc == 0) {
+        rc = sbx_confine_dir(&c, abs, out, why, sizeof(why));
     }
-    else if (strcmp(real, "/") == 0) {
-        bad = xstrdup("'worktree' /: refusing to mount the host root");
-    }
-    free(root);
-    if (bad != NULL) {
-        free(real);
-        return bad;
-    }
-    *out = real;
-    return NULL;
+    sbx_confine_clear(&c);
+    free(abs);
+    free(cwd);
+    return rc == 0 ? NULL : xasprintf("'worktree' %.200s: %s", w, why);
 }
 
 static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sbx_mcp_call *call)

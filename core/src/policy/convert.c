@@ -627,6 +627,7 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i,
         int ports[SBX_POLICY_MAX_PORTS];
         size_t n_ports = 0;
         int have_ports = 0;
+        int opaque = 0;
 
         spec = NULL;
         lua_pushnil(L);
@@ -656,9 +657,20 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i,
                     lua_pop(L, 1);
                 }
             }
+            else if (key != NULL && strcmp(key, "opaque") == 0) {
+                if (lua_type(L, -1) != LUA_TBOOLEAN) {
+                    bad(err, where, "egress rule %zu: 'opaque' must be a boolean, got %s", i,
+                        luaL_typename(L, -1));
+                    lua_pop(L, 2);
+                    return NULL;
+                }
+                opaque = lua_toboolean(L, -1);
+            }
             else {
                 lua_pop(L, 2);
-                bad(err, where, "egress rule %zu: allowed keys are host (string) and ports (list)",
+                bad(err, where,
+                    "egress rule %zu: allowed keys are host (string), ports (list) and opaque "
+                    "(boolean)",
                     i);
                 return NULL;
             }
@@ -671,6 +683,13 @@ static char *read_rule(lua_State *L, int idx, const char *where, size_t i,
         /* spec stays valid: the string is still referenced by the table. */
         rule =
             sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why, sizeof(why));
+        if (rule != NULL && opaque) {
+            /* the proxy passes client-first bytes to it unchecked (docs/egress.md) */
+            char *flagged = xasprintf("%s " SBX_POLICY_OPAQUE, rule);
+
+            free(rule);
+            rule = flagged;
+        }
     }
     else {
         bad(err, where, "egress rule %zu must be a string or {host=..., ports={...}}, got %s", i,

@@ -13,6 +13,9 @@
 #define SBX_POLICY_MAX_RULES 256
 #define SBX_POLICY_MAX_PORTS 16
 #define SBX_POLICY_MAX_REASON 200
+/* The flag a rule {host=..., opaque=true} carries in its canonical form,
+ * "git.example.com:22 opaque" (the egress layer's SBX_EGRESS_OPAQUE). */
+#define SBX_POLICY_OPAQUE "opaque"
 
 /* lua_CFunction for sbx_lua_pcall_c: light userdata = const struct
  * sbx_job_desc *; returns the read-only job table. */
@@ -40,8 +43,8 @@ int sbx_policy_read_egress(lua_State *L, int idx, const char *where, struct sbx_
 int sbx_policy_read_slot(lua_State *L, int idx, const char *where, char **slot_class, char **reason,
                          sbx_error_t **err);
 
-/* Canonical rule "host:p1,p2" from "HOST[:PORT[,PORT...]]" (ports default to
- * 80 and 443), or NULL with a reason in why. */
+/* Canonical rule "host:p1,p2" (a table rule with opaque = true adds " opaque") from
+ * "HOST[:PORT[,PORT...]]" (ports default to 80 and 443), or NULL with a reason in why. */
 char *sbx_policy_rule_canon(const char *spec, size_t len, const int *ports, size_t n_ports,
                             char *why, size_t why_len);
 

@@ -95,7 +95,8 @@ char *sbx_policy_dir_resolve(const char *configured, sbx_error_t **err);
 
 /* Egress matching with the documented wildcard semantics: host is compared
  * case-insensitively, a trailing dot ignored; "*.example.com" matches
- * subdomains only. rule is a canonical rule; rules is NULL-terminated. */
+ * subdomains only. rule is a canonical rule (a trailing " opaque" is ignored);
+ * rules is NULL-terminated. */
 int sbx_policy_host_rule_matches(const char *rule, const char *host, int port);
 int sbx_policy_egress_allows(char *const *rules, const char *host, int port);
 

@@ -17,7 +17,7 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-static void reply_json(struct evhttp_request *req, int code, json_t *body)
+void runner_reply_json(struct evhttp_request *req, int code, json_t *body)
 {
     struct evbuffer *b = evbuffer_new();
     char *text = json_dumps(body, JSON_COMPACT);
@@ -30,10 +30,7 @@ static void reply_json(struct evhttp_request *req, int code, json_t *body)
     json_decref(body);
 }
 
-static void reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
+void runner_reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -41,7 +38,7 @@ static void reply_error(struct evhttp_request *req, int code, const char *fmt, .
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    reply_json(req, code, json_pack("{s:s}", "error", msg));
+    runner_reply_json(req, code, json_pack("{s:s}", "error", msg));
 }
 
 static int http_code_for(const sbx_error_t *err)
@@ -51,6 +48,9 @@ static int http_code_for(const sbx_error_t *err)
         return 422;
     case SBX_E_NOTFOUND:
         return 404;
+    case EPERM:
+    case EACCES:
+        return 403;
     case EEXIST:
     case EBUSY:
     case EINVAL:
@@ -63,7 +63,7 @@ static int http_code_for(const sbx_error_t *err)
     }
 }
 
-static int id_ok(const char *s)
+int runner_id_ok(const char *s)
 {
     size_t n = strlen(s);
 
@@ -149,10 +149,14 @@ static int env_ok(json_t *env, char *msg, size_t len)
     return 0;
 }
 
-/* Parses and checks a submit body into *j; msg holds the reason on -1. */
+/* Parses and checks a submit body into *j: 0, or the HTTP status with the
+ * reason in msg. The worktree is confined below runner.worktree_roots and
+ * kept resolved (docs/runner.md, "Worktree roots"). */
 int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen)
 {
+    char *real_wt = NULL;
+    int code = 400;
     json_error_t jerr;
     json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     json_t *argv;
@@ -165,7 +169,7 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     if (o == NULL) {
         snprintf(msg, mlen, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column,
                  jerr.text);
-        return -1;
+        return 400;
     }
     if (!json_is_object(o)) {
         snprintf(msg, mlen, "the body must be a JSON object");
@@ -232,6 +236,13 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         snprintf(msg, mlen, "field 'worktree' must be an absolute path");
         goto out;
     }
+    if (wt != NULL) {
+        code = sbx_confine_dir(&r->confine, wt, &real_wt, msg, mlen);
+        if (code != 0) {
+            goto out;
+        }
+        code = 400;
+    }
     if (prov != NULL && sbx_config_instance(r->cfg, prov, SBX_PLUGIN_PROVIDER) == NULL) {
         snprintf(msg, mlen,
                  "field 'provider': no provider instance '%.80s' in the "
@@ -269,16 +280,19 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     for (size_t i = 0; i < json_array_size(argv); i++) {
         j->argv[i] = xstrdup(json_string_value(json_array_get(argv, i)));
     }
-    j->worktree = wt ? xstrdup(wt) : NULL;
+    j->worktree = real_wt;
+    real_wt = NULL;
     j->provider = prov ? xstrdup(prov) : NULL;
     j->credentials = cred ? xstrdup(cred) : NULL;
     rc = 0;
 out:
+    free(real_wt);
     json_decref(o);
-    return rc;
+    return rc == 0 ? 0 : code;
 }
 
-static void handle_submit(struct sbx_runner *r, struct evhttp_request *req)
+void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
+                          const struct runner_client *who)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -287,42 +301,65 @@ static void handle_submit(struct sbx_runner *r, struct evhttp_request *req)
     sbx_error_t *err = NULL;
     char msg[512];
     char *body;
+    int code;
 
     if (len > SBX_RUNNER_MAX_BODY) {
-        reply_error(req, 413, "request body of %zu bytes is larger than the limit of %u bytes", len,
-                    SBX_RUNNER_MAX_BODY);
+        runner_reply_error(req, 413,
+                           "request body of %zu bytes is larger than the limit of %u bytes", len,
+                           SBX_RUNNER_MAX_BODY);
         return;
     }
     body = xmalloc(len + 1);
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
     j = xcalloc(1, sizeof(*j));
-    if (runner_parse_submit(r, body, len, j, &labels, msg, sizeof(msg)) < 0) {
+    code = runner_parse_submit(r, body, len, j, &labels, msg, sizeof(msg));
+    if (code != 0) {
         free(body);
         runner_job_free(j);
-        reply_error(req, 400, "%s", msg);
+        runner_reply_error(req, code, "%s", msg);
         return;
     }
+    snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     free(body);
     if (runner_submit(r, j, labels, &err) < 0) {
-        int code = http_code_for(err);
+        code = http_code_for(err);
 
         json_decref(labels);
         runner_job_free(j);
-        reply_error(req, code, "%s", sbx_error_msg(err));
+        runner_reply_error(req, code, "%s", sbx_error_msg(err));
         sbx_error_free(&err);
         return;
     }
     json_decref(labels);
-    reply_json(req, 201,
-               json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
-                         sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls), "state",
-                         sbx_job_state_name((enum sbx_job_state)j->state)));
+    runner_reply_json(req, 201,
+                      json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
+                                sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls),
+                                "state", sbx_job_state_name((enum sbx_job_state)j->state)));
 }
 
 /* ---- jobs ---------------------------------------------------------------- */
 
-static void handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id)
+/* 403 unless who may read a job of owner. */
+static int read_denied(struct evhttp_request *req, const struct runner_client *who,
+                       const char *what, const char *owner)
+{
+    if (runner_may_read(who, owner)) {
+        return 0;
+    }
+    if ((who->scopes & (SBX_SCOPE_READ_OWN | SBX_SCOPE_READ_ALL)) == 0) {
+        runner_reply_error(req, 403, "client '%s' lacks scope 'read-own'", who->name);
+    }
+    else {
+        runner_reply_error(req, 403,
+                           "%s belongs to another client: client '%s' lacks scope 'read-all'", what,
+                           who->name);
+    }
+    return 1;
+}
+
+void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                           const struct runner_client *who)
 {
     struct sbx_job_rec rec = {0};
     sbx_error_t *err = NULL;
@@ -330,9 +367,18 @@ static void handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     json_t *o;
 
     if (sbx_store_job_get(r->store, id, &rec, &err) < 0) {
-        reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s", sbx_error_msg(err));
+        runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s", sbx_error_msg(err));
         sbx_error_free(&err);
         return;
+    }
+    {
+        char what[96];
+
+        snprintf(what, sizeof(what), "job %s", id);
+        if (read_denied(req, who, what, rec.client)) {
+            sbx_job_rec_clear(&rec);
+            return;
+        }
     }
     o = sbx_job_rec_to_json(&rec);
     if (j != NULL) {
@@ -342,7 +388,7 @@ static void handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
         pthread_mutex_unlock(&r->mu);
     }
     sbx_job_rec_clear(&rec);
-    reply_json(req, 200, o);
+    runner_reply_json(req, 200, o);
 }
 
 static void stream_closed(struct evhttp_connection *c, void *arg)
@@ -421,23 +467,32 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
     }
 }
 
-static void handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                          int follow, int frames)
+void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                          int follow, int frames, const struct runner_client *who)
 {
     struct rjob *j = runner_job_find(r, id);
     struct runner_stream *s;
     struct sbx_job_rec rec = {0};
+    char what[96];
 
+    snprintf(what, sizeof(what), "job %s", id);
     if (j == NULL) {
         sbx_error_t *err = NULL;
 
         if (sbx_store_job_get(r->store, id, &rec, &err) < 0) {
-            reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s", sbx_error_msg(err));
+            runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
+                               sbx_error_msg(err));
             sbx_error_free(&err);
             return;
         }
+        if (!read_denied(req, who, what, rec.client)) {
+            runner_reply_error(req, 410, "the output of job %s is no longer kept (see its record)",
+                               id);
+        }
         sbx_job_rec_clear(&rec);
-        reply_error(req, 410, "the output of job %s is no longer kept (see its record)", id);
+        return;
+    }
+    if (read_denied(req, who, what, j->owner)) {
         return;
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -453,277 +508,68 @@ static void handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     runner_streams_flush(r, j, !follow);
 }
 
-static void handle_cancel(struct sbx_runner *r, struct evhttp_request *req, const char *id)
+void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                          const struct runner_client *who)
 {
     sbx_error_t *err = NULL;
+    struct rjob *j = runner_job_find(r, id);
+    struct sbx_job_rec rec = {0};
+    int mine;
+
+    if (j != NULL) {
+        mine = runner_may_cancel(who, j->owner);
+    }
+    else if (sbx_store_job_get(r->store, id, &rec, &err) == 0) {
+        mine = runner_may_cancel(who, rec.client);
+        sbx_job_rec_clear(&rec);
+    }
+    else {
+        mine = 1; /* not found: runner_cancel says so */
+        sbx_error_free(&err);
+    }
+    if (!mine) {
+        runner_reply_error(req, 403,
+                           "job %s belongs to another client: client '%s' lacks scope "
+                           "'cancel-any'",
+                           id, who->name);
+        return;
+    }
 
     if (runner_cancel(r, id, &err) < 0) {
-        reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
+        runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
         sbx_error_free(&err);
         return;
     }
-    reply_json(req, 202, json_pack("{s:s, s:s}", "id", id, "state", "cancelling"));
+    runner_reply_json(req, 202, json_pack("{s:s, s:s}", "id", id, "state", "cancelling"));
 }
 
-static void handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id)
+void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                            const struct runner_client *who)
 {
     sbx_error_t *err = NULL;
+    struct rtask *t;
+    int mine = 1;
+
+    pthread_mutex_lock(&r->mu);
+    t = runner_task_find(r, id);
+    if (t != NULL) {
+        mine = runner_may_cancel(who, t->owner);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!mine) {
+        runner_reply_error(req, 403,
+                           "task %s belongs to another client: client '%s' lacks scope "
+                           "'cancel-any'",
+                           id, who->name);
+        return;
+    }
 
     if (runner_task_end(r, id, &err) < 0) {
-        reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
+        runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
         sbx_error_free(&err);
         return;
     }
-    reply_json(req, 202, json_pack("{s:s, s:s}", "task", id, "state", "ending"));
+    runner_reply_json(req, 202, json_pack("{s:s, s:s}", "task", id, "state", "ending"));
 }
 
 /* ---- queue, slots, metrics --------------------------------------------- */
-
-static json_t *queue_json(struct sbx_runner *r)
-{
-    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
-    char *text = sbx_sched_snapshot_json(snap);
-    json_t *o = json_loads(text, 0, NULL);
-    json_t *tasks = json_array();
-
-    free(text);
-    sbx_sched_snapshot_free(snap);
-    pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
-        static const char *const names[] = {"starting", "ready", "failed", "ending"};
-
-        json_array_append_new(tasks,
-                              json_pack("{s:s, s:s, s:s, s:s, s:b, s:i}", "id", t->id, "holder",
-                                        t->holder, "pool", sbx_pool_name(t->pool), "state",
-                                        names[t->state], "kept", t->keep, "running", t->running));
-    }
-    pthread_mutex_unlock(&r->mu);
-    json_object_set_new(o, "tasks", tasks);
-    return o;
-}
-
-static void handle_slots(struct sbx_runner *r, struct evhttp_request *req)
-{
-    json_t *q = queue_json(r);
-    json_t *out = json_array();
-    json_t *p;
-    size_t i;
-
-    json_array_foreach(json_object_get(q, "pools"), i, p)
-    {
-        json_array_append_new(out, json_pack("{s:O, s:O, s:O}", "pool", json_object_get(p, "pool"),
-                                             "heavy_slot", json_object_get(p, "heavy_slot"),
-                                             "slots", json_object_get(p, "slots")));
-    }
-    json_decref(q);
-    reply_json(req, 200, json_pack("{s:o}", "pools", out));
-}
-
-static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
-{
-    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
-    char *text = sbx_sched_metrics(snap);
-    struct evbuffer *b = evbuffer_new();
-
-    sbx_sched_snapshot_free(snap);
-    evbuffer_add(b, text, strlen(text));
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                      SBX_METRICS_CONTENT_TYPE);
-    evhttp_send_reply(req, 200, "OK", b);
-    evbuffer_free(b);
-    free(text);
-}
-
-/* ---- routing ------------------------------------------------------------- */
-
-static int auth_ok(struct sbx_runner *r, struct evhttp_request *req)
-{
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    size_t n;
-
-    if (h == NULL || strncmp(h, "Bearer ", 7) != 0 || r->token == NULL) {
-        return 0;
-    }
-    h += 7;
-    n = strlen(r->token);
-    if (strlen(h) != n) {
-        return 0;
-    }
-    {
-        unsigned char d = 0;
-
-        for (size_t i = 0; i < n; i++) {
-            d |= (unsigned char)(h[i] ^ r->token[i]);
-        }
-        return d == 0;
-    }
-}
-
-static void route(struct evhttp_request *req, void *arg)
-{
-    struct runner_listener *l = arg;
-    struct sbx_runner *r = l->r;
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *path = evhttp_uri_get_path(uri);
-    const char *query = evhttp_uri_get_query(uri);
-    int get = m == EVHTTP_REQ_GET;
-    int post = m == EVHTTP_REQ_POST;
-    char id[SBX_SCHED_ID_MAX + 1] = "";
-    char rest[32] = "";
-
-    if (l->tcp && !auth_ok(r, req)) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer");
-        reply_error(req, 401, "missing or wrong bearer token (Authorization: Bearer ...)");
-        return;
-    }
-    if (path == NULL) {
-        reply_error(req, 400, "bad request path");
-        return;
-    }
-    if (strcmp(path, "/metrics") == 0 || strcmp(path, "/v1/queue") == 0 ||
-        strcmp(path, "/v1/slots") == 0) {
-        if (!get) {
-            reply_error(req, 405, "%s: use GET", path);
-        }
-        else if (path[1] == 'm') {
-            handle_metrics(r, req);
-        }
-        else if (path[4] == 'q') {
-            reply_json(req, 200, queue_json(r));
-        }
-        else {
-            handle_slots(r, req);
-        }
-        return;
-    }
-    if (strcmp(path, "/v1/jobs") == 0) {
-        if (!post) {
-            reply_error(req, 405, "/v1/jobs: use POST to submit a job");
-            return;
-        }
-        handle_submit(r, req);
-        return;
-    }
-    if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
-        strcmp(rest, "end") == 0) {
-        if (!post) {
-            reply_error(req, 405, "%s: use POST", path);
-        }
-        else if (!id_ok(id)) {
-            reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
-        }
-        else {
-            handle_task_end(r, req, id);
-        }
-        return;
-    }
-    if (strncmp(path, "/v1/jobs/", 9) == 0 && sscanf(path + 9, "%64[^/]/%31s", id, rest) >= 1) {
-        if (!id_ok(id)) {
-            reply_error(req, 400, "job id '%.64s': use 1-63 of [A-Za-z0-9._:-]", id);
-        }
-        else if (rest[0] == '\0' && get) {
-            handle_job_get(r, req, id);
-        }
-        else if (strcmp(rest, "output") == 0 && get) {
-            int follow = 0;
-            int frames = 0;
-
-            if (query != NULL) {
-                struct evkeyvalq q;
-                const char *f;
-
-                evhttp_parse_query_str(query, &q);
-                f = evhttp_find_header(&q, "follow");
-                follow = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
-                f = evhttp_find_header(&q, "frames");
-                frames = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
-                evhttp_clear_headers(&q);
-            }
-            handle_output(r, req, id, follow, frames);
-        }
-        else if (strcmp(rest, "cancel") == 0 && post) {
-            handle_cancel(r, req, id);
-        }
-        else if (rest[0] == '\0' || strcmp(rest, "output") == 0 || strcmp(rest, "cancel") == 0) {
-            reply_error(req, 405, "%s: wrong method", path);
-        }
-        else {
-            reply_error(req, 404, "no endpoint %s", path);
-        }
-        return;
-    }
-    reply_error(req, 404, "no endpoint %s (see docs/api.md)", path);
-}
-
-static int bind_unix(struct sbx_runner *r, sbx_error_t **err)
-{
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    evutil_socket_t fd;
-    char *dir = xstrdup(r->ep.unix_path);
-    char *slash = strrchr(dir, '/');
-
-    if (strlen(r->ep.unix_path) >= sizeof(sa.sun_path)) {
-        free(dir);
-        return sbx_error_set(err, SBX_E_CONFIG, "runner socket path %s is too long",
-                             r->ep.unix_path);
-    }
-    if (slash != NULL && slash != dir) {
-        *slash = '\0';
-        if (sbx_mkdirs(dir, 0755, err) < 0) {
-            free(dir);
-            return -1;
-        }
-    }
-    free(dir);
-    strcpy(sa.sun_path, r->ep.unix_path);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        return sbx_error_set(err, errno, "socket: %s", strerror(errno));
-    }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN) {
-        close(fd);
-        return sbx_error_set(err, EADDRINUSE, "runner: another runner listens on %s",
-                             r->ep.unix_path);
-    }
-    unlink(r->ep.unix_path); /* a stale socket of a dead runner */
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0660) < 0 ||
-        listen(fd, 128) < 0) {
-        int e = errno;
-
-        close(fd);
-        return sbx_error_set(err, e, "runner: listening on %s: %s", r->ep.unix_path, strerror(e));
-    }
-    r->lis[0].r = r;
-    r->http_unix = evhttp_new(r->base);
-    evhttp_set_max_body_size(r->http_unix, 2 * SBX_RUNNER_MAX_BODY);
-    evhttp_set_allowed_methods(r->http_unix, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                                 EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
-    evhttp_set_gencb(r->http_unix, route, &r->lis[0]);
-    if (evhttp_accept_socket(r->http_unix, fd) < 0) {
-        close(fd);
-        return sbx_error_set(err, SBX_E_GENERIC, "runner: evhttp cannot accept on %s",
-                             r->ep.unix_path);
-    }
-    return 0;
-}
-
-int runner_api_bind(struct sbx_runner *r, sbx_error_t **err)
-{
-    if (bind_unix(r, err) < 0) {
-        return -1;
-    }
-    if (r->ep.tcp_host != NULL) {
-        r->lis[1].r = r;
-        r->lis[1].tcp = 1;
-        r->http_tcp = evhttp_new(r->base);
-        evhttp_set_max_body_size(r->http_tcp, 2 * SBX_RUNNER_MAX_BODY);
-        evhttp_set_gencb(r->http_tcp, route, &r->lis[1]);
-        if (evhttp_bind_socket(r->http_tcp, r->ep.tcp_host, (ev_uint16_t)r->ep.tcp_port) < 0) {
-            return sbx_error_set(err, EADDRINUSE, "runner: cannot listen on tcp:%s:%d",
-                                 r->ep.tcp_host, r->ep.tcp_port);
-        }
-    }
-    sbx_info("runner: listening on unix:%s%s", r->ep.unix_path, r->ep.tcp_host ? " and TCP" : "");
-    return 0;
-}

@@ -49,9 +49,20 @@ char **runner_split_command(const char *cmd)
     return v;
 }
 
-int runner_run_hook(const char *what, char *const argv[], char *const env[], const char *hide)
+static int hidden(const char *entry, char *const *hide)
 {
-    size_t hide_len = hide ? strlen(hide) : 0;
+    for (size_t i = 0; hide != NULL && hide[i] != NULL; i++) {
+        size_t n = strlen(hide[i]);
+
+        if (strncmp(entry, hide[i], n) == 0 && entry[n] == '=') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int runner_run_hook(const char *what, char *const argv[], char *const env[], char *const *hide)
+{
     size_t n_env = 0;
     size_t n_add = 0;
     char **envp;
@@ -68,9 +79,8 @@ int runner_run_hook(const char *what, char *const argv[], char *const env[], con
     envp = xcalloc(n_env + n_add + 1, sizeof(char *));
     n_env = 0;
     for (size_t i = 0; environ[i] != NULL; i++) {
-        /* the runner's bearer token never reaches a hook */
-        if (hide_len > 0 && strncmp(environ[i], hide, hide_len) == 0 &&
-            environ[i][hide_len] == '=') {
+        /* the API clients' bearer tokens never reach a hook */
+        if (hidden(environ[i], hide)) {
             continue;
         }
         envp[n_env++] = environ[i];
@@ -123,7 +133,7 @@ struct alert_job {
     char **command; /* alert_command argv or NULL */
     char **scale;   /* scale_up_command argv + pool + wanted, or NULL */
     char *body;     /* the alert JSON */
-    char *hide; /* runner.token_env: kept out of the hooks' environment */
+    char **hide;    /* runner.token_env and the clients' token_env: kept out of hooks */
     char *env[10];
 };
 
@@ -133,7 +143,7 @@ static void alert_job_free(struct alert_job *a)
     runner_strv_free(a->command);
     runner_strv_free(a->scale);
     free(a->body);
-    free(a->hide);
+    runner_strv_free(a->hide);
     for (size_t i = 0; a->env[i] != NULL; i++) {
         free(a->env[i]);
     }
@@ -202,8 +212,18 @@ static void fire(struct sbx_runner *r, const struct sbx_sched_alert *al,
     a->env[e++] = xasprintf("SBX_ALERT_WAIT_SECONDS=%.0f", (double)al->wait_ms / 1000.0);
     a->env[e++] = xasprintf("SBX_ALERT_ENQUEUED_AT=%.0f", (double)al->enqueued_at / 1000.0);
     a->env[e++] = xasprintf("SBX_AUTOSCALE=%s", d->reason);
-    if (c->runner.token_env != NULL) {
-        a->hide = xstrdup(c->runner.token_env);
+    a->hide = xcalloc(c->runner.n_clients + 2, sizeof(char *));
+    {
+        size_t h = 0;
+
+        if (c->runner.token_env != NULL) {
+            a->hide[h++] = xstrdup(c->runner.token_env);
+        }
+        for (size_t i = 0; i < c->runner.n_clients; i++) {
+            if (c->runner.clients[i].token_env != NULL) {
+                a->hide[h++] = xstrdup(c->runner.clients[i].token_env);
+            }
+        }
     }
     if (c->runner.alert_webhook != NULL) {
         a->webhook = xstrdup(c->runner.alert_webhook);

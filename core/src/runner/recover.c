@@ -137,6 +137,7 @@ static struct rjob *job_from_rec(const struct sbx_job_rec *rec)
 
     snprintf(j->id, sizeof(j->id), "%s", rec->id);
     snprintf(j->task, sizeof(j->task), "%s", rec->task ? rec->task : rec->id);
+    snprintf(j->owner, sizeof(j->owner), "%s", rec->client ? rec->client : "");
     j->pool = (enum sbx_pool)sbx_pool_parse(rec->pool);
     j->cls = (enum sbx_job_class)sbx_job_class_parse(rec->cls);
     j->argv = xcalloc(n + 1, sizeof(char *));

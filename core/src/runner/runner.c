@@ -271,6 +271,7 @@ void runner_schedule(struct sbx_runner *r)
         t = xcalloc(1, sizeof(*t));
         snprintf(t->id, sizeof(t->id), "%s", j->task);
         snprintf(t->holder, sizeof(t->holder), "%s", j->id);
+        snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
         t->pool = j->pool;
         t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
         t->state = RT_STARTING;
@@ -309,7 +310,8 @@ static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
     json_t *v;
     int rc;
 
-    json_object_foreach(labels, k, v) {
+    json_object_foreach(labels, k, v)
+    {
         kv[job.n_labels].name = k;
         kv[job.n_labels].value = json_string_value(v) ? json_string_value(v) : "";
         job.n_labels++;
@@ -364,6 +366,13 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         json_decref(argv);
         return sbx_error_set(err, EBUSY, "task %s is ending; start a new task", j->task);
     }
+    /* a command runs in a task's sandbox only for the client that started it; a
+     * task re-adopted after a restart (owner unknown) only for the unix socket */
+    if (t != NULL && strcmp(t->owner, j->owner) != 0 &&
+        !(t->owner[0] == '\0' && strcmp(j->owner, "local") == 0)) {
+        json_decref(argv);
+        return sbx_error_set(err, EPERM, "task %s belongs to another client", j->task);
+    }
     direct = t != NULL;
     if (!direct && strcmp(j->task, j->id) != 0) { /* an explicit task id */
         for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
@@ -387,6 +396,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     rec.labels = labels;
     rec.worktree = j->worktree;
     rec.env = j->env;
+    rec.client = j->owner;
     rec.provider = j->provider ? j->provider : r->cfg->provider;
     rec.image = r->cfg->image;
     rec.limits = r->cfg->limits;
@@ -423,8 +433,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     j->state = SBX_JOB_QUEUED;
     runner_job_link(r, j);
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s accepted (task %s, pool %s, %s)", j->id, j->task,
-             sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
+             j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
     if (direct) {
         /* a command for a running task: its sandbox and slot are already held */
         sbx_store_job_granted(r->store, j->id, 0, NULL);
@@ -555,6 +565,30 @@ static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
     return r->egress != NULL ? 0 : sbx_error_wrap(err, "runner");
 }
 
+/* runner.worktree_roots resolved against the state directory (docs/runner.md,
+ * "Worktree roots"): each must exist, none inside the state directory. */
+static int runner_roots_init(struct sbx_runner *r, sbx_error_t **err)
+{
+    char why[512];
+    char *state = sbx_state_dir(r->cfg->state_dir, err);
+    int rc;
+
+    if (state == NULL) {
+        return -1;
+    }
+    rc = sbx_confine_init(&r->confine, "runner.worktree_roots", r->cfg->runner.worktree_roots,
+                          r->cfg->runner.n_worktree_roots, state, why, sizeof(why));
+    free(state);
+    if (rc < 0) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: %s",
+                             r->cfg->runner.worktree_roots_where
+                                 ? r->cfg->runner.worktree_roots_where
+                                 : "runner.worktree_roots",
+                             why);
+    }
+    return 0;
+}
+
 struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
 {
     struct sbx_runner *r = xcalloc(1, sizeof(*r));
@@ -587,20 +621,16 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;
-    if (r->cfg->runner.token_env != NULL) {
-        const char *tok = getenv(r->cfg->runner.token_env);
-
-        if (tok != NULL && tok[0] != '\0') {
-            r->token = xstrdup(tok);
-        }
+    if (runner_clients_load(r, err) < 0 || runner_roots_init(r, err) < 0) {
+        goto fail;
     }
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
         goto fail;
     }
-    if (r->ep.tcp_host != NULL && r->token == NULL) {
+    if (r->ep.tcp_host != NULL && r->n_clients == 0) {
         sbx_error_set(err, SBX_E_CONFIG,
-                      "runner.listen is TCP but runner.token_env %s%s%s: "
-                      "a TCP listener needs a bearer token",
+                      "runner.listen is TCP but runner.token_env %s%s%s and runner.clients is "
+                      "empty: a TCP listener needs a bearer token",
                       r->cfg->runner.token_env ? "names an unset variable (" : "is not set",
                       r->cfg->runner.token_env ? r->cfg->runner.token_env : "",
                       r->cfg->runner.token_env ? ")" : "");
@@ -694,6 +724,8 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->http_tcp != NULL) {
         evhttp_free(r->http_tcp);
     }
+    runner_api_limits_free(&r->lis[0]);
+    runner_api_limits_free(&r->lis[1]);
     if (r->ep.unix_path != NULL && r->base != NULL) {
         unlink(r->ep.unix_path);
     }
@@ -733,10 +765,8 @@ void sbx_runner_destroy(struct sbx_runner *r)
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);
     sbx_runner_endpoint_clear(&r->ep);
-    if (r->token != NULL) {
-        explicit_bzero(r->token, strlen(r->token));
-        free(r->token);
-    }
+    runner_clients_free(r);
+    sbx_confine_clear(&r->confine);
     free(r->store_path);
     free(r->plugin_dir);
     pthread_mutex_destroy(&r->mu);

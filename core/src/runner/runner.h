@@ -15,6 +15,13 @@
 
 /* Request bodies larger than this are refused with 413. */
 #define SBX_RUNNER_MAX_BODY (1u << 20)
+/* Before a request reaches the API (docs/api.md, "Limits before
+ * authentication"): the request line and headers together (larger: 413 and
+ * the connection closed), header lines (more: 431), and seconds from accepting
+ * a connection to its first complete request (then the connection is shut). */
+#define SBX_RUNNER_MAX_HEAD 16384
+#define SBX_RUNNER_MAX_HEADERS 64
+#define SBX_RUNNER_HEADER_TIMEOUT_S 10
 /* Output kept per job (the last bytes). */
 #define SBX_RUNNER_MAX_OUTPUT (1u << 20)
 
@@ -72,9 +79,8 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
  * stops soon after (libcurl looks at it about once a second when nothing flows)
  * with SBX_E_CANCELLED. */
 int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, const char *path,
-                           const char *body,
-                           int (*on_data)(void *ud, const char *data, size_t len), void *ud,
-                           const volatile int *cancel, struct sbx_http_response *resp,
+                           const char *body, int (*on_data)(void *ud, const char *data, size_t len),
+                           void *ud, const volatile int *cancel, struct sbx_http_response *resp,
                            sbx_error_t **err);
 
 /* Follows a job's output until it ends (GET /v1/jobs/ID/output?follow=1&

@@ -10,6 +10,15 @@
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
+#include "util/confine.h"
+
+/* An API client (auth.c): who a request is, and what it may do. */
+struct runner_client {
+    char name[64];
+    char *token; /* never logged */
+    size_t token_len;
+    unsigned scopes; /* enum sbx_scope */
+};
 
 /* A task in the runner: one sandbox, shared by the jobs that name it. */
 enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
@@ -17,6 +26,7 @@ enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
 struct rtask {
     char id[SBX_SCHED_ID_MAX];
     char holder[SBX_SCHED_ID_MAX]; /* the job whose sched slot the task holds */
+    char owner[64];                /* the client of the job that started it ("": unknown) */
     enum sbx_pool pool;
     int keep;               /* agent task: kept after its command */
     enum rtask_state state; /* under r->mu */
@@ -32,13 +42,14 @@ struct rtask {
 struct rjob {
     char id[SBX_SCHED_ID_MAX];
     char task[SBX_SCHED_ID_MAX];
+    char owner[64]; /* the client that submitted it ("": from before clients) */
     enum sbx_pool pool;
     enum sbx_job_class cls;
     int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
     json_t *env; /* the command's variables (object NAME -> value), or NULL */
-    int state; /* enum sbx_job_state, under r->mu */
+    int state;   /* enum sbx_job_state, under r->mu */
     volatile int cancel;
     int executing; /* exec in flight: slot is valid */
     int released;  /* loop only: no worker refers to it any more */
@@ -62,8 +73,8 @@ struct rjob {
     size_t n_seg, seg_head, seg_cap;
     int seg_first;
     int exit_status;
-    struct rjob *next;  /* r->jobs, newest first */
-    struct rjob *hnext; /* r->buckets */
+    struct rjob *next;             /* r->jobs, newest first */
+    struct rjob *hnext;            /* r->buckets */
     struct runner_stream *streams; /* loop only */
 };
 
@@ -88,6 +99,9 @@ struct rmsg {
 struct runner_listener {
     struct sbx_runner *r;
     int tcp;
+    /* connections still sending their first request (api_limits.c) */
+    struct runner_conn_guard *guards;
+    struct event *sweep;
 };
 
 struct sbx_runner {
@@ -96,7 +110,9 @@ struct sbx_runner {
     char *plugin_dir;
     char *store_path;
     struct sbx_runner_endpoint ep;
-    char *token; /* the bearer token for TCP (never logged) */
+    struct runner_client *clients; /* TCP clients (auth.c) */
+    size_t n_clients;
+    struct sbx_confine confine; /* runner.worktree_roots */
     struct event_base *base;
     struct evhttp *http_unix, *http_tcp;
     struct event *wake, *tick, *alert_ev;
@@ -151,20 +167,55 @@ void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, cons
  * byte, < out_total) and where its run ends (absolute). Under r->mu. */
 int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end);
 
-/* api.c */
-int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
+/* api.c: the handlers, for a client `who` already authenticated */
+void runner_reply_json(struct evhttp_request *req, int code, json_t *body);
+void runner_reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int runner_id_ok(const char *s);
+void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
+                          const struct runner_client *who);
+void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                           const struct runner_client *who);
+void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                          int follow, int frames, const struct runner_client *who);
+void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                          const struct runner_client *who);
+void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                            const struct runner_client *who);
 /* Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and
- * *labels (a new reference or NULL); on -1 msg holds the reason for the 400.
- * Only r->cfg is used (fuzz/fuzz_api_submit.c calls it without a runner). */
+ * *labels (a new reference or NULL): 0, or the HTTP status with the reason in
+ * msg. Only r->cfg is used (fuzz/fuzz_api_submit.c calls it without a runner). */
 int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen);
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
 
+/* api_http.c */
+int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
+
+/* api_limits.c */
+/* Caps a listener's request heads and bodies and installs the deadline. */
+int runner_api_limits(struct runner_listener *l, struct evhttp *http, struct event_base *base);
+/* After evhttp_free: drops what the listener still holds. */
+void runner_api_limits_free(struct runner_listener *l);
+/* The connection of req delivered a complete request: its deadline ends. */
+void runner_conn_request_done(struct runner_listener *l, struct evhttp_request *req);
+
+/* auth.c */
+int runner_clients_load(struct sbx_runner *r, sbx_error_t **err);
+void runner_clients_free(struct sbx_runner *r);
+const struct runner_client *runner_local_client(void);
+/* The client whose token is in `Authorization: Bearer ...`, or NULL. Constant
+ * time in the token's bytes. */
+const struct runner_client *runner_authenticate(struct sbx_runner *r, const char *authz);
+/* The client may see (cancel) a job or task of owner. */
+int runner_may_read(const struct runner_client *who, const char *owner);
+int runner_may_cancel(const struct runner_client *who, const char *owner);
+
 /* hooks.c */
 void runner_alerts_tick(struct sbx_runner *r);
-/* Runs argv (no shell) with extra env "K=V" strings and without the variable
- * named hide (the token); waits up to 60 s. */
-int runner_run_hook(const char *what, char *const argv[], char *const env[], const char *hide);
+/* Runs argv (no shell) with extra env "K=V" strings and without the variables
+ * named in hide (NULL-terminated, may be NULL: the tokens); waits up to 60 s. */
+int runner_run_hook(const char *what, char *const argv[], char *const env[], char *const *hide);
 /* Splits a config command line on whitespace (no shell, no quoting). */
 char **runner_split_command(const char *cmd);
 void runner_strv_free(char **v);

@@ -82,9 +82,9 @@ void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, cons
         j->out_total += len - SBX_RUNNER_MAX_OUTPUT;
         len = SBX_RUNNER_MAX_OUTPUT;
     }
-    seg_note(j, stream, j->out_total + len > SBX_RUNNER_MAX_OUTPUT
-                            ? j->out_total + len - SBX_RUNNER_MAX_OUTPUT
-                            : 0);
+    seg_note(j, stream,
+             j->out_total + len > SBX_RUNNER_MAX_OUTPUT ? j->out_total + len - SBX_RUNNER_MAX_OUTPUT
+                                                        : 0);
     if (j->out_len + len > SBX_RUNNER_MAX_OUTPUT) {
         size_t drop = j->out_len + len - SBX_RUNNER_MAX_OUTPUT;
 
@@ -165,6 +165,29 @@ static void store_warn(sbx_error_t **err)
     }
 }
 
+/* The worktree is checked again just before it is mounted: it must still
+ * resolve below runner.worktree_roots to the same path (a directory of the
+ * path swapped for a symlink since the submit, or a job recovered from before
+ * the roots, is refused). */
+static int worktree_still_ok(struct sbx_runner *r, const struct rjob *j, sbx_error_t **err)
+{
+    char why[512];
+    char *again = NULL;
+    int code;
+
+    if (j->worktree == NULL) {
+        return 0;
+    }
+    code = sbx_confine_dir(&r->confine, j->worktree, &again, why, sizeof(why));
+    if (code == 0 && strcmp(again, j->worktree) != 0) {
+        snprintf(why, sizeof(why), "worktree \"%.200s\": now resolves to %.200s", j->worktree,
+                 again);
+        code = 403;
+    }
+    free(again);
+    return code == 0 ? 0 : sbx_error_set(err, SBX_E_USAGE, "%s", why);
+}
+
 /* The holder job creates the sandbox; the others wait for it. */
 static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t whylen)
 {
@@ -203,7 +226,9 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
 
         sbx_store_task_put(st, &tr, &err);
         store_warn(&err);
-        rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
+        rc = worktree_still_ok(r, j, &err) < 0
+                 ? -1
+                 : sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
         pthread_mutex_lock(&r->mu);
         if (rc == 0) {
             t->t = task;
@@ -295,7 +320,7 @@ static void *worker_main(void *arg)
                 /* as `sbx run` (DESIGN.md, Exit status): a command that cannot
                  * be executed is 126, one not found 127; other failures have
                  * no exit status (125 for the client) */
-                status = err && err->code == SBX_E_NOEXEC ? 126
+                status = err && err->code == SBX_E_NOEXEC  ? 126
                          : err && err->code == SBX_E_NOCMD ? 127
                                                            : -1;
                 snprintf(reason, sizeof(reason), "%s", sbx_error_msg(err));

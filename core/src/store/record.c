@@ -44,6 +44,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->labels);
     json_decref(rec->env);
     free(rec->worktree);
+    free(rec->client);
     free(rec->provider);
     free(rec->image);
     free(rec->reason);
@@ -133,6 +134,7 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         }
     }
     json_decref(leases);
+    out->client = sbx_store_col_text(s, 27);
     out->env = col_json(s, 26);
     if (!json_is_object(out->env) || json_object_size(out->env) == 0) {
         json_decref(out->env);
@@ -194,5 +196,6 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
         }
         json_object_set_new(o, "env_names", names);
     }
+    json_object_set_new(o, "client", json_string(rec->client ? rec->client : ""));
     return o;
 }

@@ -49,14 +49,17 @@ static const char schema[] =
     "";
 
 /* The schema's version (PRAGMA user_version). 1: the tables above. 2: jobs.env,
- * the command's variables as a JSON object (docs/runner.md, Store). Each
+ * the command's variables as a JSON object (docs/runner.md, Store). 3:
+ * jobs.client, the API client that submitted the job ('' before). Each
  * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 static const char *const migrations[SCHEMA_VERSION + 1] = {
     [1] = "PRAGMA user_version = 1;",
     [2] = "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT '{}';"
           "PRAGMA user_version = 2;",
+    [3] = "ALTER TABLE jobs ADD COLUMN client TEXT NOT NULL DEFAULT '';"
+          "PRAGMA user_version = 3;",
 };
 
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
@@ -368,9 +371,9 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     s = sbx_store_prepare(st,
                           "INSERT INTO jobs (id, task, pool, class, argv, labels, "
                           "worktree, provider, image, cpus, memory, disk, pids, idle, "
-                          "max_life, state, queued_at, leases, env) VALUES (?1, ?2, ?3, ?4, "
-                          "?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, "
-                          "?17, ?18)",
+                          "max_life, state, queued_at, leases, env, client) VALUES (?1, ?2, ?3, "
+                          "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, "
+                          "?17, ?18, ?19)",
                           err);
     if (s == NULL) {
         return -1;
@@ -397,6 +400,7 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     sqlite3_bind_int64(s, 16, job->queued_at ? job->queued_at : sbx_store_now());
     sbx_store_bind_text(s, 17, leases);
     sbx_store_bind_text(s, 18, env);
+    sbx_store_bind_text(s, 19, job->client ? job->client : "");
     rc = sqlite3_step(s);
     if (rc == SQLITE_CONSTRAINT) {
         return sbx_error_set(err, EEXIST, "store: job %s already exists", job->id);

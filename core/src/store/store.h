@@ -48,9 +48,12 @@ struct sbx_job_rec {
      * Names follow util/envname.h. Stored with the job (they are not secrets:
      * those come from credential leases); JSON records show the names only. */
     json_t *env;
-    char *worktree;
+    char *worktree; /* resolved below runner.worktree_roots at submit */
     char *provider;
     char *image;
+    /* The API client that submitted it (docs/api.md, "Clients and scopes"):
+     * "local" for the unix socket; "" for jobs from before clients. */
+    char *client;
     struct sbx_limits limits;
     enum sbx_job_state state;
     int64_t queued_at, granted_at, ready_at, finished_at; /* ms */

@@ -1,0 +1,362 @@
+/* api_http.c - the runner API's HTTP side (docs/api.md): who a request is
+ * (the unix socket's local client, or a TCP client by its bearer token), what
+ * its scopes allow, the queue view as that client may see it, routing, and the
+ * listeners with their caps on what an unauthenticated peer can make the
+ * runner hold (api_limits.c). Loop thread only. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "runner/runner_int.h"
+#include "sandbox/statedir.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+/* ---- queue, slots, metrics --------------------------------------------- */
+
+/* The client a job, task or slot holder id belongs to ("" unknown). */
+static const char *owner_of(struct sbx_runner *r, const char *id)
+{
+    struct rjob *j = id ? runner_job_find(r, id) : NULL;
+    struct rtask *t;
+
+    if (j != NULL) {
+        return j->owner;
+    }
+    t = id ? runner_task_find(r, id) : NULL;
+    return t != NULL ? t->owner : "";
+}
+
+/* Without read-all: other clients' queued jobs are left out, their slots show
+ * as busy without job or task, their tasks are left out. */
+static void queue_filter(struct sbx_runner *r, json_t *q, const struct runner_client *who)
+{
+    json_t *p;
+    size_t i;
+
+    if (who->scopes & SBX_SCOPE_READ_ALL) {
+        return;
+    }
+    json_array_foreach(json_object_get(q, "pools"), i, p)
+    {
+        json_t *queued = json_object_get(p, "queued");
+        json_t *slots = json_object_get(p, "slots");
+        json_t *e;
+        size_t k;
+
+        for (k = json_array_size(queued); k-- > 0;) {
+            e = json_array_get(queued, k);
+            if (strcmp(owner_of(r, json_string_value(json_object_get(e, "id"))), who->name) != 0) {
+                json_array_remove(queued, k);
+            }
+        }
+        json_array_foreach(slots, k, e)
+        {
+            const char *id = json_string_value(json_object_get(e, "job"));
+
+            if (id != NULL && strcmp(owner_of(r, id), who->name) != 0) {
+                json_object_set_new(e, "job", json_null());
+                json_object_set_new(e, "task", json_null());
+            }
+        }
+    }
+}
+
+static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
+{
+    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    char *text = sbx_sched_snapshot_json(snap);
+    json_t *o = json_loads(text, 0, NULL);
+    json_t *tasks = json_array();
+    int all = (who->scopes & SBX_SCOPE_READ_ALL) != 0;
+
+    free(text);
+    sbx_sched_snapshot_free(snap);
+    pthread_mutex_lock(&r->mu);
+    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+        static const char *const names[] = {"starting", "ready", "failed", "ending"};
+
+        if (!all && strcmp(t->owner, who->name) != 0) {
+            continue;
+        }
+        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:s}", "id", t->id,
+                                               "holder", t->holder, "pool", sbx_pool_name(t->pool),
+                                               "state", names[t->state], "kept", t->keep, "running",
+                                               t->running, "client", t->owner));
+    }
+    pthread_mutex_unlock(&r->mu);
+    json_object_set_new(o, "tasks", tasks);
+    queue_filter(r, o, who);
+    return o;
+}
+
+static void handle_slots(struct sbx_runner *r, struct evhttp_request *req,
+                         const struct runner_client *who)
+{
+    json_t *q = queue_json(r, who);
+    json_t *out = json_array();
+    json_t *p;
+    size_t i;
+
+    json_array_foreach(json_object_get(q, "pools"), i, p)
+    {
+        json_array_append_new(out, json_pack("{s:O, s:O, s:O}", "pool", json_object_get(p, "pool"),
+                                             "heavy_slot", json_object_get(p, "heavy_slot"),
+                                             "slots", json_object_get(p, "slots")));
+    }
+    json_decref(q);
+    runner_reply_json(req, 200, json_pack("{s:o}", "pools", out));
+}
+
+static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
+{
+    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    char *text = sbx_sched_metrics(snap);
+    struct evbuffer *b = evbuffer_new();
+
+    sbx_sched_snapshot_free(snap);
+    evbuffer_add(b, text, strlen(text));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      SBX_METRICS_CONTENT_TYPE);
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+    free(text);
+}
+
+/* ---- routing ------------------------------------------------------------- */
+
+/* 403 unless who has scope. */
+static int lacks(struct evhttp_request *req, const struct runner_client *who, unsigned scope)
+{
+    if (who->scopes & scope) {
+        return 0;
+    }
+    runner_reply_error(req, 403, "client '%s' lacks scope '%s'", who->name, sbx_scope_name(scope));
+    return 1;
+}
+
+static int header_lines(struct evhttp_request *req)
+{
+    struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+    struct evkeyval *kv;
+    int n = 0;
+
+    TAILQ_FOREACH(kv, h, next)
+    {
+        n++;
+    }
+    return n;
+}
+
+static void route_job(struct sbx_runner *r, struct evhttp_request *req, const char *path,
+                      const struct runner_client *who, int get, int post)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    char id[SBX_SCHED_ID_MAX + 1] = "";
+    char rest[32] = "";
+
+    if (sscanf(path + 9, "%64[^/]/%31s", id, rest) < 1 || !runner_id_ok(id)) {
+        runner_reply_error(req, 400, "job id '%.64s': use 1-63 of [A-Za-z0-9._:-]", id);
+    }
+    else if (rest[0] == '\0' && get) {
+        runner_handle_job_get(r, req, id, who);
+    }
+    else if (strcmp(rest, "output") == 0 && get) {
+        int follow = 0;
+        int frames = 0;
+
+        if (query != NULL) {
+            struct evkeyvalq q;
+            const char *f;
+
+            evhttp_parse_query_str(query, &q);
+            f = evhttp_find_header(&q, "follow");
+            follow = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
+            f = evhttp_find_header(&q, "frames");
+            frames = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
+            evhttp_clear_headers(&q);
+        }
+        runner_handle_output(r, req, id, follow, frames, who);
+    }
+    else if (strcmp(rest, "cancel") == 0 && post) {
+        runner_handle_cancel(r, req, id, who);
+    }
+    else if (rest[0] == '\0' || strcmp(rest, "output") == 0 || strcmp(rest, "cancel") == 0) {
+        runner_reply_error(req, 405, "%s: wrong method", path);
+    }
+    else {
+        runner_reply_error(req, 404, "no endpoint %s", path);
+    }
+}
+
+static void route(struct evhttp_request *req, void *arg)
+{
+    struct runner_listener *l = arg;
+    struct sbx_runner *r = l->r;
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = evhttp_uri_get_path(uri);
+    int get = m == EVHTTP_REQ_GET;
+    int post = m == EVHTTP_REQ_POST;
+    const struct runner_client *who;
+    char id[SBX_SCHED_ID_MAX + 1] = "";
+    char rest[32] = "";
+    int lines = header_lines(req);
+
+    runner_conn_request_done(l, req);
+    if (lines > SBX_RUNNER_MAX_HEADERS) {
+        sbx_warn("runner: a request with %d header lines refused (limit %d)", lines,
+                 SBX_RUNNER_MAX_HEADERS);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        runner_reply_error(req, 431, "%d header lines, more than the limit of %d", lines,
+                           SBX_RUNNER_MAX_HEADERS);
+        return;
+    }
+    who = l->tcp ? runner_authenticate(r, evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                             "Authorization"))
+                 : runner_local_client();
+    if (who == NULL) {
+        struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+
+        /* no second request on this connection without a token */
+        evhttp_add_header(out, "WWW-Authenticate", "Bearer");
+        evhttp_add_header(out, "Connection", "close");
+        runner_reply_error(req, 401, "missing or wrong bearer token (Authorization: Bearer ...)");
+        return;
+    }
+    if (path == NULL) {
+        runner_reply_error(req, 400, "bad request path");
+        return;
+    }
+    if (strcmp(path, "/metrics") == 0) {
+        if (!get) {
+            runner_reply_error(req, 405, "%s: use GET", path);
+        }
+        else if (!lacks(req, who, SBX_SCOPE_METRICS)) {
+            handle_metrics(r, req);
+        }
+        return;
+    }
+    if (strcmp(path, "/v1/queue") == 0 || strcmp(path, "/v1/slots") == 0) {
+        if (!get) {
+            runner_reply_error(req, 405, "%s: use GET", path);
+        }
+        else if ((who->scopes & (SBX_SCOPE_READ_OWN | SBX_SCOPE_READ_ALL)) == 0) {
+            lacks(req, who, SBX_SCOPE_READ_OWN);
+        }
+        else if (path[4] == 'q') {
+            runner_reply_json(req, 200, queue_json(r, who));
+        }
+        else {
+            handle_slots(r, req, who);
+        }
+        return;
+    }
+    if (strcmp(path, "/v1/jobs") == 0) {
+        if (!post) {
+            runner_reply_error(req, 405, "/v1/jobs: use POST to submit a job");
+        }
+        else if (!lacks(req, who, SBX_SCOPE_SUBMIT)) {
+            runner_handle_submit(r, req, who);
+        }
+        return;
+    }
+    if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
+        strcmp(rest, "end") == 0) {
+        if (!post) {
+            runner_reply_error(req, 405, "%s: use POST", path);
+        }
+        else if (!runner_id_ok(id)) {
+            runner_reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
+        }
+        else {
+            runner_handle_task_end(r, req, id, who);
+        }
+        return;
+    }
+    if (strncmp(path, "/v1/jobs/", 9) == 0) {
+        route_job(r, req, path, who, get, post);
+        return;
+    }
+    runner_reply_error(req, 404, "no endpoint %s (see docs/api.md)", path);
+}
+
+static int bind_unix(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    evutil_socket_t fd;
+    char *dir = xstrdup(r->ep.unix_path);
+    char *slash = strrchr(dir, '/');
+
+    if (strlen(r->ep.unix_path) >= sizeof(sa.sun_path)) {
+        free(dir);
+        return sbx_error_set(err, SBX_E_CONFIG, "runner socket path %s is too long",
+                             r->ep.unix_path);
+    }
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+        if (sbx_mkdirs(dir, 0755, err) < 0) {
+            free(dir);
+            return -1;
+        }
+    }
+    free(dir);
+    strcpy(sa.sun_path, r->ep.unix_path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        return sbx_error_set(err, errno, "socket: %s", strerror(errno));
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN) {
+        close(fd);
+        return sbx_error_set(err, EADDRINUSE, "runner: another runner listens on %s",
+                             r->ep.unix_path);
+    }
+    unlink(r->ep.unix_path); /* a stale socket of a dead runner */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0660) < 0 ||
+        listen(fd, 128) < 0) {
+        int e = errno;
+
+        close(fd);
+        return sbx_error_set(err, e, "runner: listening on %s: %s", r->ep.unix_path, strerror(e));
+    }
+    r->lis[0].r = r;
+    r->http_unix = evhttp_new(r->base);
+    runner_api_limits(&r->lis[0], r->http_unix, r->base);
+    evhttp_set_allowed_methods(r->http_unix, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+                                                 EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH);
+    evhttp_set_gencb(r->http_unix, route, &r->lis[0]);
+    if (evhttp_accept_socket(r->http_unix, fd) < 0) {
+        close(fd);
+        return sbx_error_set(err, SBX_E_GENERIC, "runner: evhttp cannot accept on %s",
+                             r->ep.unix_path);
+    }
+    return 0;
+}
+
+int runner_api_bind(struct sbx_runner *r, sbx_error_t **err)
+{
+    if (bind_unix(r, err) < 0) {
+        return -1;
+    }
+    if (r->ep.tcp_host != NULL) {
+        r->lis[1].r = r;
+        r->lis[1].tcp = 1;
+        r->http_tcp = evhttp_new(r->base);
+        runner_api_limits(&r->lis[1], r->http_tcp, r->base);
+        evhttp_set_gencb(r->http_tcp, route, &r->lis[1]);
+        if (evhttp_bind_socket(r->http_tcp, r->ep.tcp_host, (ev_uint16_t)r->ep.tcp_port) < 0) {
+            return sbx_error_set(err, EADDRINUSE, "runner: cannot listen on tcp:%s:%d",
+                                 r->ep.tcp_host, r->ep.tcp_port);
+        }
+    }
+    sbx_info("runner: listening on unix:%s%s", r->ep.unix_path, r->ep.tcp_host ? " and TCP" : "");
+    return 0;
+}

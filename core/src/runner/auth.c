@@ -1,0 +1,225 @@
+/* auth.c - the runner's API clients (docs/api.md, "Clients and scopes"):
+ * their tokens, read at start from the environment or a file (never from the
+ * configuration, never logged), and who a request is. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runner/runner_int.h"
+#include "util/xalloc.h"
+
+#define TOKEN_MAX 4096
+
+/* The unix socket: local root (and the socket's group), every scope. */
+static const struct runner_client local_client = {.name = "local", .scopes = SBX_SCOPE_ALL};
+
+const struct runner_client *runner_local_client(void)
+{
+    return &local_client;
+}
+
+/* A token is printable ASCII without spaces (it travels in a header). */
+static int token_ok(const char *t, size_t n)
+{
+    if (n == 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] <= ' ' || t[i] > '~') {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int read_token_file(const struct sbx_runner_client *c, char **out, sbx_error_t **err)
+{
+    int fd = open(c->token_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    char buf[TOKEN_MAX + 1];
+    ssize_t n;
+
+    if (fd < 0) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: runner.clients '%s': token_file %s: %s",
+                             c->where, c->name, c->token_file, strerror(errno));
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: runner.clients '%s': token_file %s is not a regular file",
+                             c->where, c->name, c->token_file);
+    }
+    if ((st.st_mode & 077) != 0) {
+        close(fd);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: runner.clients '%s': token_file %s is readable or writable by "
+                             "its group or others (mode %04o): chmod 600 it",
+                             c->where, c->name, c->token_file, (unsigned)(st.st_mode & 07777));
+    }
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+        close(fd);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: runner.clients '%s': token_file %s is owned by uid %u, neither "
+                             "root nor the runner's user",
+                             c->where, c->name, c->token_file, (unsigned)st.st_uid);
+    }
+    n = read(fd, buf, sizeof(buf));
+    close(fd);
+    if (n < 0 || n > TOKEN_MAX) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: runner.clients '%s': token_file %s: %s",
+                             c->where, c->name, c->token_file,
+                             n < 0 ? strerror(errno) : "over 4096 bytes");
+    }
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r')) {
+        n--;
+    }
+    if (!token_ok(buf, (size_t)n)) {
+        explicit_bzero(buf, sizeof(buf));
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: runner.clients '%s': token_file %s must hold one token "
+                             "(printable ASCII, no spaces) and a newline at most",
+                             c->where, c->name, c->token_file);
+    }
+    *out = xstrndup(buf, (size_t)n);
+    explicit_bzero(buf, sizeof(buf));
+    return 0;
+}
+
+static int add_client(struct sbx_runner *r, const char *name, const char *where, const char *token,
+                      unsigned scopes, sbx_error_t **err)
+{
+    struct runner_client *c;
+
+    for (size_t i = 0; i < r->n_clients; i++) {
+        if (strcmp(r->clients[i].token, token) == 0) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: runner.clients '%s': the same token as client '%s' (each "
+                                 "client needs its own)",
+                                 where, name, r->clients[i].name);
+        }
+    }
+    r->clients = xrealloc(r->clients, (r->n_clients + 1) * sizeof(*r->clients));
+    c = &r->clients[r->n_clients++];
+    memset(c, 0, sizeof(*c));
+    snprintf(c->name, sizeof(c->name), "%s", name);
+    c->token = xstrdup(token);
+    c->token_len = strlen(token);
+    c->scopes = scopes;
+    return 0;
+}
+
+int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
+{
+    const struct sbx_config *cfg = r->cfg;
+
+    /* runner.token_env alone: one client, every scope (as before clients) */
+    if (cfg->runner.token_env != NULL) {
+        const char *tok = getenv(cfg->runner.token_env);
+
+        if (tok != NULL && tok[0] != '\0') {
+            if (!token_ok(tok, strlen(tok))) {
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "runner.token_env: the variable %s must hold printable "
+                                     "ASCII without spaces",
+                                     cfg->runner.token_env);
+            }
+            if (add_client(r, "default", "runner.token_env", tok, SBX_SCOPE_ALL, err) < 0) {
+                return -1;
+            }
+        }
+        else if (cfg->runner.n_clients > 0) {
+            return sbx_error_set(err, SBX_E_CONFIG, "runner.token_env: the variable %s is not set",
+                                 cfg->runner.token_env);
+        }
+    }
+    for (size_t i = 0; i < cfg->runner.n_clients; i++) {
+        const struct sbx_runner_client *c = &cfg->runner.clients[i];
+        char *tok = NULL;
+        int rc;
+
+        if (c->token_env != NULL) {
+            const char *v = getenv(c->token_env);
+
+            if (v == NULL || v[0] == '\0') {
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s: runner.clients '%s': token_env %s is not set", c->where,
+                                     c->name, c->token_env);
+            }
+            if (!token_ok(v, strlen(v))) {
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s: runner.clients '%s': token_env %s must hold printable "
+                                     "ASCII without spaces",
+                                     c->where, c->name, c->token_env);
+            }
+            tok = xstrdup(v);
+        }
+        else if (read_token_file(c, &tok, err) < 0) {
+            return -1;
+        }
+        rc = add_client(r, c->name, c->where, tok, c->scopes, err);
+        explicit_bzero(tok, strlen(tok));
+        free(tok);
+        if (rc < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void runner_clients_free(struct sbx_runner *r)
+{
+    for (size_t i = 0; i < r->n_clients; i++) {
+        explicit_bzero(r->clients[i].token, r->clients[i].token_len);
+        free(r->clients[i].token);
+    }
+    free(r->clients);
+    r->clients = NULL;
+    r->n_clients = 0;
+}
+
+/* Equal in time independent of where they differ. */
+static int ct_equal(const char *a, size_t an, const char *b, size_t bn)
+{
+    unsigned char d = an != bn;
+    size_t n = an < bn ? an : bn;
+
+    for (size_t i = 0; i < n; i++) {
+        d |= (unsigned char)(a[i] ^ b[i]);
+    }
+    return d == 0;
+}
+
+const struct runner_client *runner_authenticate(struct sbx_runner *r, const char *authz)
+{
+    const struct runner_client *who = NULL;
+    size_t n;
+
+    if (authz == NULL || strncmp(authz, "Bearer ", 7) != 0) {
+        return NULL;
+    }
+    authz += 7;
+    n = strlen(authz);
+    /* every client is compared, whichever matches */
+    for (size_t i = 0; i < r->n_clients; i++) {
+        if (ct_equal(authz, n, r->clients[i].token, r->clients[i].token_len)) {
+            who = &r->clients[i];
+        }
+    }
+    return who;
+}
+
+int runner_may_read(const struct runner_client *who, const char *owner)
+{
+    return (who->scopes & SBX_SCOPE_READ_ALL) != 0 ||
+           ((who->scopes & SBX_SCOPE_READ_OWN) != 0 && owner != NULL &&
+            strcmp(owner, who->name) == 0);
+}
+
+int runner_may_cancel(const struct runner_client *who, const char *owner)
+{
+    return (who->scopes & SBX_SCOPE_CANCEL_ANY) != 0 ||
+           (owner != NULL && strcmp(owner, who->name) == 0);
+}
