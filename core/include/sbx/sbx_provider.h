@@ -9,7 +9,7 @@
  * cancel() may be called from any thread while exec() runs.
  *
  * Required: init, destroy_ctx, create, exec, destroy, list.
- * Optional (may be NULL): cancel, info.
+ * Optional (may be NULL): cancel, info, check.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -158,6 +158,17 @@ struct sbx_provider_ops {
     void (*cancel)(void *ctx, struct sbx_exec_ctl *ctl);
     /* Optional. Fills what the provider knows about its engine. */
     int (*info)(void *ctx, struct sbx_provider_info *info, sbx_error_t **err);
+
+    /* Optional (added last). Checks a live sandbox against a limit the
+     * provider measures instead of the kernel enforcing it (the Docker
+     * provider's disk watchdog). The core calls it from the task's timer
+     * about once a second, whether or not a command runs (after_exec 0), and
+     * when each command ends (after_exec 1); a provider measures as often as
+     * it chooses and returns 0 at once in between. Returns 0 while the
+     * sandbox may go on; -1 when the task must end, *err saying why: a limit
+     * was passed, or the provider could not measure it (fail closed). The
+     * core then stops the task with that message as its reason. */
+    int (*check)(void *ctx, const char *sandbox_id, int after_exec, sbx_error_t **err);
 };
 
 #endif

@@ -75,6 +75,10 @@ static const struct sbx_key egress_keys[] = {
     {"connect_timeout", SBX_KEY_DURATION, NULL},
     {"system_dns", SBX_KEY_BOOL, NULL},
     {"check_sni", SBX_KEY_BOOL, NULL},
+    {"max_connections", SBX_KEY_INT, NULL},
+    {"max_buffer", SBX_KEY_SIZE, NULL},
+    {"socket_buffer", SBX_KEY_SIZE, NULL},
+    {"connection_rate", SBX_KEY_INT, NULL},
     {NULL, 0, NULL},
 };
 

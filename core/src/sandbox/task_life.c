@@ -506,6 +506,11 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
 
     r = sbx_instance_provider(t->prov)->exec(t->prov->ctx, t->sandbox, &spec, &slotp->ctl, status,
                                              err);
+    /* a command that took the sandbox past a measured limit (the disk
+     * watchdog) fails, and the task ends */
+    if (sbx_task_check(t, 1) < 0 && r == 0) {
+        r = -1;
+    }
 
     pthread_mutex_lock(&t->mu);
     for (struct sbx_exec_slot **pp = &t->execs; *pp != NULL; pp = &(*pp)->next) {
