@@ -20,6 +20,8 @@
 #include "util/xalloc.h"
 
 static volatile sig_atomic_t keeper_signal;
+static pthread_mutex_t record_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *record_path; /* the exec path the record shows */
 /* Wakes serve() at once on a signal or an `end` request (set up in
  * keeper_main; -1 before). */
 static int keeper_wake[2] = {-1, -1};
@@ -59,10 +61,14 @@ static void on_signal(int sig)
     keeper_wakeup();
 }
 
-static int send_result(int fd, int status, const char *error, int code)
+static int send_result(int fd, int status, const char *error, int code, const char *path)
 {
     json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", code)
                       : json_pack("{s:i}", "status", status);
+
+    if (path != NULL) {
+        json_object_set_new(j, "exec_path", json_string(path));
+    }
     char *s = json_dumps(j, JSON_COMPACT);
     int r = sbx_frame_write(fd, 'X', s, strlen(s));
 
@@ -166,7 +172,19 @@ static void handle_exec(struct conn *c, json_t *req)
         close(hw.wake[0]);
         close(hw.wake[1]);
     }
-    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err));
+    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err), slot.path);
+    if (slot.path != NULL) {
+        /* the record says how execs run; rewritten (after the reply) only
+         * when that changes, so not every exec pays for the write */
+        pthread_mutex_lock(&record_mu);
+        if (record_path != slot.path) {
+            record_path = slot.path;
+            if (sbx_task_record_write(c->t, "running", NULL) < 0) {
+                record_path = NULL;
+            }
+        }
+        pthread_mutex_unlock(&record_mu);
+    }
     sbx_error_free(&err);
     free(argv);
     free(env);
@@ -185,7 +203,7 @@ static void *conn_main(void *arg)
 
     if (sbx_frame_read(c->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
         (req = json_loads(data, 0, NULL)) == NULL) {
-        send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125);
+        send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125, NULL);
         goto out;
     }
     op = json_string_value(json_object_get(req, "op"));
@@ -193,7 +211,7 @@ static void *conn_main(void *arg)
         handle_exec(c, req);
     }
     else if (op != NULL && strcmp(op, "ping") == 0) {
-        send_result(c->fd, 0, NULL, 0);
+        send_result(c->fd, 0, NULL, 0, NULL);
     }
     else if (op != NULL && strcmp(op, "end") == 0) {
         pthread_mutex_lock(&c->set->mu);
@@ -205,11 +223,11 @@ static void *conn_main(void *arg)
         sbx_task_stop(c->t, "ended by sbx task end");
         keeper_wakeup();
         if (!keep_fd) {
-            send_result(c->fd, 0, NULL, 0);
+            send_result(c->fd, 0, NULL, 0, NULL);
         }
     }
     else {
-        send_result(c->fd, 0, "unknown request", 125);
+        send_result(c->fd, 0, "unknown request", 125, NULL);
     }
 out:
     json_decref(req);
@@ -292,11 +310,11 @@ static void serve(struct sbx_task *t, int lfd)
     sbx_info("task %s: ending: %s", t->id, reason);
     if (sbx_task_end(t, reason, NULL, &err) < 0) {
         if (end_fd >= 0) {
-            send_result(end_fd, 0, sbx_error_msg(err), 125);
+            send_result(end_fd, 0, sbx_error_msg(err), 125, NULL);
         }
     }
     else if (end_fd >= 0) {
-        send_result(end_fd, 0, NULL, 0);
+        send_result(end_fd, 0, NULL, 0, NULL);
     }
     sbx_error_free(&err);
     if (end_fd >= 0) {

@@ -47,6 +47,7 @@ static void free_task(struct sbx_task *t)
         sbx_egress_stop(t->egress);
     }
     free(t->egress_dir);
+    sbx_task_agent_free(t);
     sbx_redactor_destroy(t->redactor);
     if (t->have_lease) {
         sbx_lease_clear(&t->lease);
@@ -219,9 +220,12 @@ static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
 /* The egress wiring's variables, set on the sandbox when the provider wires
  * the proxy socket in (docs/egress.md). */
 static const struct sbx_kv proxy_env[] = {
-    {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
-    {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
-    {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+    {"HTTP_PROXY", "http://127.0.0.1:3128"},
+    {"HTTPS_PROXY", "http://127.0.0.1:3128"},
+    {"http_proxy", "http://127.0.0.1:3128"},
+    {"https_proxy", "http://127.0.0.1:3128"},
+    {"NO_PROXY", "localhost,127.0.0.1,::1"},
+    {"no_proxy", "localhost,127.0.0.1,::1"},
     {"NODE_USE_ENV_PROXY", "1"},
 };
 
@@ -250,8 +254,8 @@ struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env,
         }
         if (egress_wired &&
             kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
-            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays",
-                     task_id, env[i].name);
+            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays", task_id,
+                     env[i].name);
             continue;
         }
         all[k++] = env[i];
@@ -283,8 +287,10 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     }
     if (o->task_id != NULL) {
         if (!sbx_task_id_valid(o->task_id)) {
-            sbx_error_set(err, SBX_E_USAGE, "task id '%s': use 1-64 letters, digits, '-', '_' "
-                          "or '.', starting with a letter or digit", o->task_id);
+            sbx_error_set(err, SBX_E_USAGE,
+                          "task id '%s': use 1-64 letters, digits, '-', '_' "
+                          "or '.', starting with a letter or digit",
+                          o->task_id);
             goto fail;
         }
         snprintf(t->id, sizeof(t->id), "%s", o->task_id);
@@ -356,7 +362,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (sbx_instance_provider(t->prov)->info != NULL &&
         sbx_instance_provider(t->prov)->info(t->prov->ctx, &info, NULL) == 0 && info.userns == 0) {
         sbx_warn("provider '%s': user namespaces are OFF (%s): container root is host root; "
-                 "turn on userns-remap (docs/operations.md)", provider, info.engine);
+                 "turn on userns-remap (docs/operations.md)",
+                 provider, info.engine);
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
         /* where a per-sandbox Docker daemon puts its socket, if one runs */
@@ -381,6 +388,9 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_task_egress_wire(t, o, &relay, err) < 0) {
         goto fail;
     }
+    if (sbx_task_agent_dir(t, err) < 0) {
+        goto fail;
+    }
 
     t->created_at = (int64_t)now;
     sbx_owner_self(owner, sizeof(owner));
@@ -388,8 +398,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
     {
         struct sbx_kv labels[] = {
-            {"sbx.task", t->id},         {"sbx.job", t->job},     {"sbx.created", created},
-            {"sbx.owner", owner},        {"sbx.pool", t->pool},   {"sbx.class", t->slot_class},
+            {"sbx.task", t->id},  {"sbx.job", t->job},   {"sbx.created", created},
+            {"sbx.owner", owner}, {"sbx.pool", t->pool}, {"sbx.class", t->slot_class},
         };
         struct sbx_sandbox_spec spec = {
             .task_id = t->id,
@@ -408,6 +418,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .n_env = t->egress_dir ? sizeof(proxy_env) / sizeof(proxy_env[0]) : 0,
             .docker_sidecar = o->docker_sidecar,
             .docker_dir = docker_dir,
+            .agent_dir = t->agent_dir,
         };
 
         while (t->egress_allow[spec.n_egress_allow] != NULL) {
@@ -464,11 +475,10 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
         return sbx_error_set(err, SBX_E_USAGE, "empty command");
     }
-    all = sbx_exec_env_merge(t->id, env, n_env, t->have_lease ? t->lease.secrets : NULL,
-                             t->have_lease ? t->lease.n_secrets : 0,
-                             (sbx_instance_provider(t->prov)->flags &
-                              SBX_PROVIDER_EGRESS_SOCKET) != 0,
-                             &n_all);
+    all = sbx_exec_env_merge(
+        t->id, env, n_env, t->have_lease ? t->lease.secrets : NULL,
+        t->have_lease ? t->lease.n_secrets : 0,
+        (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0, &n_all);
     spec.argv = argv;
     spec.env = all;
     spec.n_env = n_all;
@@ -483,8 +493,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (t->stop) {
         pthread_mutex_unlock(&t->mu);
         free(all);
-        return sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending: %s", t->id,
-                             t->stop_reason);
+        return sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending: %s", t->id, t->stop_reason);
     }
     t->running++;
     t->last_activity = time(NULL);
@@ -504,8 +513,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     t->execs = slotp;
     pthread_mutex_unlock(&t->mu);
 
-    r = sbx_instance_provider(t->prov)->exec(t->prov->ctx, t->sandbox, &spec, &slotp->ctl, status,
-                                             err);
+    r = sbx_task_exec_run(t, &spec, slotp, status, err);
 
     pthread_mutex_lock(&t->mu);
     for (struct sbx_exec_slot **pp = &t->execs; *pp != NULL; pp = &(*pp)->next) {
@@ -518,6 +526,9 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     t->last_activity = time(NULL);
     if (r == 0) {
         t->last_exit = *status;
+    }
+    if (slotp->path != NULL) {
+        t->last_exec_path = slotp->path;
     }
     if (r < 0 && t->stop && err != NULL) {
         /* the core stopped the task: say why, not how the stream broke */
@@ -547,8 +558,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
     timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
-        sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox,
-                      sbx_error_msg(e));
+        sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox, sbx_error_msg(e));
         if (err != NULL && *err == NULL) {
             *err = e;
             e = NULL;
@@ -600,6 +610,9 @@ void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot)
     for (struct sbx_exec_slot *s = t->execs; s != NULL; s = s->next) {
         if (s == slot) {
             __atomic_store_n(&s->ctl.cancelled, 1, __ATOMIC_RELEASE);
+            if (s->agent_cancel_fd > 0 && write(s->agent_cancel_fd, "", 1) < 0) {
+                /* already signalled */
+            }
             if (sbx_instance_provider(t->prov)->cancel != NULL) {
                 sbx_instance_provider(t->prov)->cancel(t->prov->ctx, &s->ctl);
             }
@@ -618,7 +631,8 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
         sandbox[0] == '\0') {
-        sbx_error_set(err, SBX_E_USAGE, "adopting a task: a valid task id and sandbox id are "
+        sbx_error_set(err, SBX_E_USAGE,
+                      "adopting a task: a valid task id and sandbox id are "
                       "required");
         goto fail;
     }
@@ -645,8 +659,8 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_error_t *e = NULL;
 
         if (sbx_task_egress_rewire(t, o, &e) < 0) {
-            sbx_warn("task %s: egress not restored (%s): the sandbox has no way out",
-                     o->task_id, sbx_error_msg(e));
+            sbx_warn("task %s: egress not restored (%s): the sandbox has no way out", o->task_id,
+                     sbx_error_msg(e));
             sbx_error_free(&e);
         }
     }
