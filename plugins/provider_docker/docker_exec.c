@@ -45,8 +45,9 @@ static int64_t size_rw(struct dk_ctx *c, const char *id, int64_t *limit)
         return -1;
     }
     if (status == 200 && json_is_integer(json_object_get(reply, "SizeRw"))) {
-        const char *l = json_string_value(json_object_get(
-            json_object_get(json_object_get(reply, "Config"), "Labels"), "sbx.disk"));
+        const char *l = json_string_value(
+            json_object_get(json_object_get(json_object_get(reply, "Config"), "Labels"),
+                            "sbx.disk"));
 
         v = json_integer_value(json_object_get(reply, "SizeRw"));
         *limit = l ? strtoll(l, NULL, 10) : 0;
@@ -194,13 +195,14 @@ static int start_failure(struct dk_ctx *c, const struct dk_demux *d, const char 
         return c->host->error_set(err, SBX_E_NOCMD, "%s: command not found in the sandbox", cmd);
     }
     if (strstr(t, "permission denied") != NULL) {
-        return c->host->error_set(err, SBX_E_NOEXEC, "%s: permission denied (not executable)", cmd);
+        return c->host->error_set(err, SBX_E_NOEXEC, "%s: permission denied (not executable)",
+                                  cmd);
     }
     return c->host->error_set(err, SBX_E_NOEXEC, "%s: cannot be executed: %.200s", cmd, t);
 }
 
-int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
-            int *exit_status, sbx_error_t **err)
+int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
+            struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
     static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
@@ -264,10 +266,8 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct 
 
         c->host->http_response_free(&resp);
         if (st == 404 || st == 409) {
-            return c->host->error_set(err, SBX_E_NOTFOUND,
-                                      "docker: sandbox %.12s is gone or "
-                                      "stopped (exec start: HTTP %ld)",
-                                      id, st);
+            return c->host->error_set(err, SBX_E_NOTFOUND, "docker: sandbox %.12s is gone or "
+                                      "stopped (exec start: HTTP %ld)", id, st);
         }
         return c->host->error_set(err, SBX_E_ENGINE, "docker: exec start: HTTP %ld", st);
     }
@@ -290,20 +290,19 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct 
         sleep_ms(i < 50 ? 4 : 20);
     }
     if (ctl != NULL && ctl->cancelled) {
-        if (running && pid > 0 && dk_signal_sandbox_pid((pid_t)pid, init_pid(c, id), SIGKILL) < 0) {
+        if (running && pid > 0 &&
+            dk_signal_sandbox_pid((pid_t)pid, init_pid(c, id), SIGKILL) < 0) {
             /* not provably the sandbox's (sbx outside the engine's pid namespace):
              * the command runs on until the sandbox ends */
             c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
                          "exec %.12s cancelled but not killed: pid %" PRId64
-                         " is not provably the sandbox's",
-                         eid, pid);
+                         " is not provably the sandbox's", eid, pid);
         }
         if (w.seen > 0) {
             if (err != NULL) {
                 c->host->error_free(err);
             }
-            return c->host->error_set(err, SBX_E_ENGINE,
-                                      "disk cap exceeded: the sandbox wrote "
+            return c->host->error_set(err, SBX_E_ENGINE, "disk cap exceeded: the sandbox wrote "
                                       "%" PRId64 " bytes, its limit is %" PRId64 " bytes",
                                       w.seen, w.limit);
         }
@@ -319,8 +318,7 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct 
         return c->host->error_set(err, SBX_E_PROTOCOL, "docker: exec stream is not multiplexed");
     }
     if (running) {
-        return c->host->error_set(err, SBX_E_ENGINE,
-                                  "docker: exec stream ended but the command "
+        return c->host->error_set(err, SBX_E_ENGINE, "docker: exec stream ended but the command "
                                   "still runs");
     }
     if (demux.syserr_len > 0) {
