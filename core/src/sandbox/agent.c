@@ -54,6 +54,7 @@ int sbx_agent_listen(struct sbx_agent_link *l, const char *dir, sbx_error_t **er
 {
     cleanup_free char *path = xasprintf("%s/%s", dir, SBX_AGENT_SOCK);
 
+    memset(l, 0, sizeof(*l));
     pthread_mutex_init(&l->mu, NULL);
     l->lfd = -1;
     l->conn = -1;
