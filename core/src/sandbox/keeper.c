@@ -172,10 +172,10 @@ static void handle_exec(struct conn *c, json_t *req)
         close(hw.wake[0]);
         close(hw.wake[1]);
     }
-    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err), slot.path);
     if (slot.path != NULL) {
-        /* the record says how execs run; rewritten (after the reply) only
-         * when that changes, so not every exec pays for the write */
+        /* the record says how execs run; rewritten only when that changes
+         * (so not every exec pays for the write), before the reply so that a
+         * caller reading it afterwards sees this exec's path */
         pthread_mutex_lock(&record_mu);
         if (record_path != slot.path) {
             record_path = slot.path;
@@ -185,6 +185,7 @@ static void handle_exec(struct conn *c, json_t *req)
         }
         pthread_mutex_unlock(&record_mu);
     }
+    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err), slot.path);
     sbx_error_free(&err);
     free(argv);
     free(env);
