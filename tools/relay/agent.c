@@ -151,8 +151,8 @@ fail:
 /* Reads one request from the control connection: 0 with fds[4] and the
  * strings (strs[0] the working directory, strs+1 argv, *envp env), 1 EOF,
  * -1 malformed (the connection is dropped). */
-static int read_request(int ctlfd, int fds[4], char **payloadp, char ***strsp, char ***envp,
-                        uint32_t *envcp)
+static int read_request(int ctlfd, int fds[4], char **payloadp, size_t *lenp, char ***strsp,
+                        char ***envp, uint32_t *envcp)
 {
     unsigned char hdr[SBX_AGENT_HDR];
     union {
@@ -211,6 +211,7 @@ static int read_request(int ctlfd, int fds[4], char **payloadp, char ***strsp, c
         char *z = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
 
         if (z == NULL) {
+            explicit_bzero(payload, len);
             free(strs);
             free(payload);
             return -1;
@@ -219,6 +220,7 @@ static int read_request(int ctlfd, int fds[4], char **payloadp, char ***strsp, c
         p = z + 1;
     }
     *payloadp = payload;
+    *lenp = len;
     *strsp = strs;
     *envp = strs + argc + 2;
     *envcp = envc;
@@ -349,7 +351,8 @@ void sbx_agent_run(const char *path)
         char **strs = NULL;
         char **req_env = NULL;
         uint32_t envc = 0;
-        int r = read_request(ctlfd, fds, &payload, &strs, &req_env, &envc);
+        size_t payload_len = 0;
+        int r = read_request(ctlfd, fds, &payload, &payload_len, &strs, &req_env, &envc);
         pid_t pid;
 
         if (r != 0) {
@@ -371,6 +374,8 @@ void sbx_agent_run(const char *path)
         for (int i = 0; i < 4; i++) {
             close(fds[i]);
         }
+        /* the request may hold secret values (credentials): no copy stays */
+        explicit_bzero(payload, payload_len);
         free(strs);
         free(payload);
     }
