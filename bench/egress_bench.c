@@ -3,8 +3,9 @@
  * proxy connects to the destination) against a direct loopback connection, measured in
  * the same run: a download (the origin sends) and an upload (the client sends).
  *
- *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy]
- *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy)
+ *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N]
+ *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy;
+ *   "sandboxes=N": N sandboxes at once, one shared proxy against one proxy each)
  *
  * The destination is a thread of this program on 127.0.0.1; the proxy runs in this
  * process through its API; the relay is ../libexec/sbx-relay next to this binary (or
@@ -13,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -71,19 +73,14 @@ static void die(const char *what)
 
 /* The destination: per connection, one command byte: 'B' sends bulk_bytes, 'U' reads
  * until EOF and then answers one byte, 'L' answers one byte. */
-static void *origin_main(void *arg)
+static void *origin_conn(void *arg)
 {
-    static char buf[CHUNK];
+    int c = (int)(intptr_t)arg;
+    char *buf = xcalloc(1, CHUNK);
+    char cmd;
 
-    (void)arg;
-    memset(buf, 'b', sizeof(buf));
-    for (;;) {
-        int c = accept(origin_fd, NULL, NULL);
-        char cmd;
-
-        if (c < 0) {
-            continue;
-        }
+    memset(buf, 'b', CHUNK);
+    {
         if (read(c, &cmd, 1) == 1) {
             if (cmd == 'B') {
                 int64_t left = bulk_bytes;
@@ -98,7 +95,7 @@ static void *origin_main(void *arg)
                 }
             }
             else if (cmd == 'U') {
-                while (read(c, buf, sizeof(buf)) > 0) {
+                while (read(c, buf, CHUNK) > 0) {
                 }
                 if (write(c, "x", 1) != 1) {
                     /* the client went away */
@@ -109,6 +106,27 @@ static void *origin_main(void *arg)
             }
         }
         close(c);
+    }
+    free(buf);
+    return NULL;
+}
+
+/* The destination: a thread per connection (several sandboxes transfer at once). */
+static void *origin_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        int c = accept(origin_fd, NULL, NULL);
+        pthread_t th;
+
+        if (c < 0) {
+            continue;
+        }
+        if (pthread_create(&th, NULL, origin_conn, (void *)(intptr_t)c) != 0) {
+            close(c);
+            continue;
+        }
+        pthread_detach(th);
     }
     return NULL;
 }
@@ -191,16 +209,17 @@ static int open_stream(int relay_port, char cmd)
 
 static double bulk(int relay_port)
 {
-    static char buf[CHUNK];
+    char *buf = xcalloc(1, CHUNK);
     int fd = open_stream(relay_port, 'B');
     int64_t total = 0;
     double t0 = now();
     ssize_t n;
 
-    while ((n = read(fd, buf, sizeof(buf))) > 0) {
+    while ((n = read(fd, buf, CHUNK)) > 0) {
         total += n;
     }
     close(fd);
+    free(buf);
     if (total != bulk_bytes) {
         fprintf(stderr, "egress_bench: got %lld of %lld bytes\n", (long long)total,
                 (long long)bulk_bytes);
@@ -213,13 +232,13 @@ static double bulk(int relay_port)
  * has been read at the far end). */
 static double upload(int relay_port)
 {
-    static char buf[CHUNK];
+    char *buf = xcalloc(1, CHUNK);
     int fd = open_stream(relay_port, 'U');
     int64_t left = bulk_bytes;
     double t0 = now();
     char x;
 
-    memset(buf, 'u', sizeof(buf));
+    memset(buf, 'u', CHUNK);
     while (left > 0) {
         ssize_t n = write(fd, buf, left < CHUNK ? (size_t)left : CHUNK);
 
@@ -233,6 +252,7 @@ static double upload(int relay_port)
         die("upload answer");
     }
     close(fd);
+    free(buf);
     return (double)bulk_bytes / (1024.0 * 1024.0) / (now() - t0);
 }
 
@@ -319,6 +339,163 @@ static pid_t start_relay(const char *sock, int *port)
     return pid;
 }
 
+/* ---- several sandboxes at once: one shared proxy with budgets, or one proxy each ---- */
+
+struct lane {
+    int port; /* the sandbox's relay */
+    char cmd; /* 'B' download, 'U' upload */
+    double mibs;
+    pthread_t th;
+};
+
+static void *lane_main(void *arg)
+{
+    struct lane *l = arg;
+
+    l->mibs = l->cmd == 'B' ? bulk(l->port) : upload(l->port);
+    return NULL;
+}
+
+/* All n sandboxes transfer bulk_bytes at once (cmd 'B' or 'U'); returns the aggregate
+ * MiB/s and fills the slowest sandbox's share. */
+static double concurrent(const int *ports, int n, char cmd, double *slowest)
+{
+    struct lane *l = xcalloc((size_t)n, sizeof(*l));
+    double t0 = now();
+    double agg;
+
+    for (int i = 0; i < n; i++) {
+        l[i].port = ports[i];
+        l[i].cmd = cmd;
+        pthread_create(&l[i].th, NULL, lane_main, &l[i]);
+    }
+    *slowest = 0.0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(l[i].th, NULL);
+        if (*slowest == 0.0 || l[i].mibs < *slowest) {
+            *slowest = l[i].mibs;
+        }
+    }
+    agg = (double)n * (double)bulk_bytes / (1024.0 * 1024.0) / (now() - t0);
+    free(l);
+    return agg;
+}
+
+/* Sandbox 0's median connect-to-first-byte while sandboxes 1..n-1 download. */
+static double latency_under_load(const int *ports, int n, int connects)
+{
+    struct lane *l = xcalloc((size_t)n, sizeof(*l));
+    double m;
+
+    for (int i = 1; i < n; i++) {
+        l[i].port = ports[i];
+        l[i].cmd = 'B';
+        pthread_create(&l[i].th, NULL, lane_main, &l[i]);
+    }
+    usleep(50 * 1000);
+    m = latency(ports[0], connects);
+    for (int i = 1; i < n; i++) {
+        pthread_join(l[i].th, NULL);
+    }
+    free(l);
+    return m;
+}
+
+/* `egress_bench MIB CONNECTS ROUNDS sandboxes=N`: N sandboxes, each behind its own
+ * relay, transfer at once, in two layouts measured alternately in one run: "shared"
+ * (one proxy, one loop thread, N sandboxes: what `sbx serve` runs, with its per-sandbox
+ * budgets) and "per-sandbox" (N proxies with a loop thread each: what embedded tasks
+ * run, one per task). Prints aggregate and slowest-sandbox throughput each way and
+ * sandbox 0's connect latency while the others download. */
+static int multi(struct sbx_config *cfg, int n, int connects, int rounds)
+{
+    struct sbx_egress *shared;
+    struct sbx_egress **own = xcalloc((size_t)n, sizeof(*own));
+    int *ports[2];
+    pid_t *relays = xcalloc(2 * (size_t)n, sizeof(*relays));
+    char *rule = xasprintf("bench.test:%d", origin_port);
+    const char *rules[] = {rule, NULL};
+    sbx_error_t *err = NULL;
+    double best[2][3][2]; /* [shared, per-sandbox][down, up, latency][aggregate, slowest] */
+    static const char *const name[] = {"shared", "per-sandbox"};
+
+    ports[0] = xcalloc((size_t)n, sizeof(int));
+    ports[1] = xcalloc((size_t)n, sizeof(int));
+    shared = sbx_egress_start(cfg, &err);
+    if (shared == NULL) {
+        fprintf(stderr, "egress_bench: %s\n", err->msg);
+        return 1;
+    }
+    for (int i = 0; i < n; i++) {
+        char *d0 = xasprintf("%s/shared-%d", bench_dir, i);
+        char *d1 = xasprintf("%s/own-%d", bench_dir, i);
+        char *s0 = xasprintf("%s/%s", d0, SBX_EGRESS_SOCKET);
+        char *s1 = xasprintf("%s/%s", d1, SBX_EGRESS_SOCKET);
+
+        own[i] = sbx_egress_start(cfg, &err);
+        if (own[i] == NULL || sbx_egress_add(shared, d0, "b", "b", "b", rules, &err) < 0 ||
+            sbx_egress_add(own[i], d1, "b", "b", "b", rules, &err) < 0) {
+            fprintf(stderr, "egress_bench: %s\n", err->msg);
+            return 1;
+        }
+        relays[2 * i] = start_relay(s0, &ports[0][i]);
+        relays[2 * i + 1] = start_relay(s1, &ports[1][i]);
+        free(d0);
+        free(d1);
+        free(s0);
+        free(s1);
+    }
+    for (int k = 0; k < 2; k++) {
+        latency(ports[k][0], 10);
+    }
+    memset(best, 0, sizeof(best));
+    for (int r = 0; r < rounds; r++) {
+        for (int k = 0; k < 2; k++) {
+            double v[3][2];
+
+            v[0][0] = concurrent(ports[k], n, 'B', &v[0][1]);
+            v[1][0] = concurrent(ports[k], n, 'U', &v[1][1]);
+            v[2][0] = latency_under_load(ports[k], n, connects);
+            v[2][1] = 0.0;
+            printf("  round %d %-11s: down %.1f MiB/s (slowest sandbox %.1f), up %.1f "
+                   "(slowest %.1f), connect under load %.0f us\n",
+                   r + 1, name[k], v[0][0], v[0][1], v[1][0], v[1][1], v[2][0]);
+            for (int w = 0; w < 2; w++) {
+                for (int j = 0; j < 2; j++) {
+                    best[k][w][j] = v[w][j] > best[k][w][j] ? v[w][j] : best[k][w][j];
+                }
+            }
+            if (best[k][2][0] == 0.0 || v[2][0] < best[k][2][0]) {
+                best[k][2][0] = v[2][0];
+            }
+        }
+    }
+    printf("egress bench: %d sandboxes at once, %lld MiB each, best of %d rounds\n", n,
+           (long long)(bulk_bytes >> 20), rounds);
+    for (int k = 0; k < 2; k++) {
+        printf("  %-11s down %8.1f MiB/s (slowest sandbox %7.1f)  up %8.1f MiB/s (slowest "
+               "%7.1f)  connect under load %6.0f us\n",
+               name[k], best[k][0][0], best[k][0][1], best[k][1][0], best[k][1][1], best[k][2][0]);
+    }
+    printf("  shared / per-sandbox: down %.2f, up %.2f\n", best[0][0][0] / best[1][0][0],
+           best[0][1][0] / best[1][1][0]);
+    for (int i = 0; i < 2 * n; i++) {
+        kill(relays[i], SIGTERM);
+        waitpid(relays[i], NULL, 0);
+    }
+    sbx_egress_stop(shared);
+    for (int i = 0; i < n; i++) {
+        sbx_egress_stop(own[i]);
+    }
+    free(own);
+    free(relays);
+    free(ports[0]);
+    free(ports[1]);
+    free(rule);
+    sbx_config_destroy(cfg);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long mib = argc > 1 ? atol(argv[1]) : 1024;
@@ -326,6 +503,7 @@ int main(int argc, char **argv)
     int rounds = argc > 3 ? atoi(argv[3]) : 3;
 
     relay_copy = argc > 4 && strcmp(argv[4], "copy") == 0;
+    int sandboxes = argc > 4 && strncmp(argv[4], "sandboxes=", 10) == 0 ? atoi(argv[4] + 10) : 0;
     char *dir = bench_dir;
     struct sbx_config *cfg = sbx_config_defaults();
     struct sbx_egress *e;
@@ -342,8 +520,9 @@ int main(int argc, char **argv)
     double d_lat;
     double p_lat;
 
-    if (mib <= 0 || connects <= 0 || rounds <= 0) {
-        fprintf(stderr, "usage: egress_bench [MIB] [CONNECTS] [ROUNDS]\n");
+    if (mib <= 0 || connects <= 0 || rounds <= 0 ||
+        (argc > 4 && !relay_copy && (sandboxes < 1 || sandboxes > 64))) {
+        fprintf(stderr, "usage: egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -360,6 +539,9 @@ int main(int argc, char **argv)
     cfg->egress.hosts[0].name = xstrdup("bench.test");
     cfg->egress.hosts[0].address = xstrdup("127.0.0.1");
     cfg->egress.n_hosts = 1;
+    if (sandboxes > 0) {
+        return multi(cfg, sandboxes, connects, rounds);
+    }
     e = sbx_egress_start(cfg, &err);
     if (e == NULL) {
         fprintf(stderr, "egress_bench: %s\n", err->msg);

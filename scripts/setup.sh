@@ -2,7 +2,9 @@
 # setup.sh - sets up sbx on a fresh Debian 12 machine: the Debian packages it
 # needs, the build (build/sbx and build/plugins), a Docker engine when none
 # answers on /var/run/docker.sock (started with scripts/dockerd.sh: user
-# namespaces on, no forwarding or NAT), and the warm sandbox image.
+# namespaces on, no forwarding or NAT, its data root a btrfs with quotas in a
+# sparse file of SBX_ENGINE_DISK, default 40G, so each sandbox's disk cap is a
+# real quota), and the warm sandbox image.
 # Safe to run twice. Run as root (sudo scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,7 @@ packages=(
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus
     docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps busybox-static
+    btrfs-progs util-linux
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -44,10 +47,18 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j2 >/dev/null
 
 if ! scripts/dockerd.sh status >/dev/null 2>&1; then
-    say "no Docker engine answers on /var/run/docker.sock: starting one (scripts/dockerd.sh)"
-    scripts/dockerd.sh start
+    say "no Docker engine answers on /var/run/docker.sock: starting one on a btrfs data root" \
+        "of ${SBX_ENGINE_DISK:-40G} (scripts/dockerd.sh --btrfs)"
+    scripts/dockerd.sh start --btrfs "${SBX_ENGINE_DISK:-40G}"
 else
-    say "Docker engine answering on /var/run/docker.sock"
+    driver=$(curl -s --max-time 5 --unix-socket /var/run/docker.sock http://localhost/info |
+        sed -n 's/.*"Driver":"\([^"]*\)".*/\1/p')
+    say "Docker engine answering on /var/run/docker.sock (storage driver ${driver:-?})"
+    case "$driver" in
+    btrfs|zfs) ;;
+    *) say "warning: storage driver ${driver:-?} has no per-container quota here: the disk cap is" \
+           "the watchdog; docs/operations.md, \"The disk cap\", says how to move it to btrfs" ;;
+    esac
 fi
 
 say "building the warm image (sbx image build; the first time takes about a minute)"

@@ -2,7 +2,9 @@
 # test.sh - the whole test suite, twice: a plain build (build/) and an
 # ASan+UBSan build with leak checking (build-asan/). Runtime tests use a
 # private Docker engine started here (scripts/dockerd.sh, its own socket and
-# data root, user namespaces on, no forwarding or NAT) and stopped at the end.
+# data root, user namespaces on, no forwarding or NAT; the data root a btrfs
+# with quotas in a sparse 40G file, /tmp/sbx-test-docker/btrfs.img, so the
+# disk cap is a real quota) and stopped at the end.
 # Run scripts/setup.sh once first. Needs root (dockerd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +14,7 @@ engine=/tmp/sbx-test-docker
 sock=$engine/docker.sock
 stop_engine() { "$root/scripts/dockerd.sh" stop --socket "$sock" --root "$engine" || true; }
 trap stop_engine EXIT
-scripts/dockerd.sh start --socket "$sock" --root "$engine"
+scripts/dockerd.sh start --socket "$sock" --root "$engine" --btrfs 40G
 export SBX_TEST_DOCKER_HOST=unix://$sock
 
 # the MCP SDK for tests/mcp (pinned by its package-lock.json; npm's configured registry)

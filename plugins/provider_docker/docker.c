@@ -25,9 +25,11 @@ static const struct sbx_option options[] = {
      "capabilities kept after dropping all (default CHOWN DAC_OVERRIDE FOWNER FSETID KILL "
      "SETGID SETUID)"},
     {"disk_enforcement", SBX_OPT_STRING, "auto", 0,
-     "auto (= watchdog), storage-opt (only overlay2 on xfs mounted with pquota) or watchdog"},
-    {"disk_check_interval", SBX_OPT_DURATION, "5s", 0,
-     "how often the disk watchdog measures the sandbox's writable layer"},
+     "auto (a quota where the storage driver has one: btrfs, zfs, overlay2 on xfs; else the "
+     "watchdog), storage-opt or watchdog"},
+    {"disk_check_interval", SBX_OPT_DURATION, "2s", 0,
+     "how often the disk watchdog measures each sandbox's writable layer (it also measures at "
+     "each command's end)"},
     {"docker_sidecar", SBX_OPT_BOOL, "false", 0,
      "give every sandbox its own Docker daemon in a sidecar (docs/testcontainers.md)"},
     {"sidecar_image", SBX_OPT_STRING, "sbx-dind:current", 0,
@@ -80,6 +82,7 @@ static void free_ctx(struct dk_ctx *c)
         free(c->cap_add);
     }
     dk_sidecar_free(c);
+    dk_disk_free(c);
     free(c->seccomp);
     free(c->socket);
     free(c);
@@ -140,27 +143,15 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
-    if (strcmp(disk, "storage-opt") == 0) {
-        c->disk_mode = DK_DISK_STORAGE_OPT;
-    }
-    else if (strcmp(disk, "watchdog") == 0) {
-        c->disk_mode = DK_DISK_WATCHDOG;
-    }
-    else if (strcmp(disk, "auto") == 0) {
-        /* the engine does not say whether xfs is mounted with pquota, and
-         * without it every create with StorageOpt fails: auto is the
-         * watchdog; choose storage-opt explicitly where it works */
-        c->disk_mode = DK_DISK_WATCHDOG;
-    }
-    else {
-        host->error_set(err, SBX_E_CONFIG, "%s: disk_enforcement '%s': use auto, storage-opt "
-                        "or watchdog", host->opt_where(opts, "disk_enforcement"), disk);
+    if (dk_disk_init(c, disk, err) < 0) {
         free_ctx(c);
         return -1;
     }
-    host->log(host->instance_name(opts), SBX_LOG_INFO, "%s on %s, user namespaces %s, disk cap "
-              "by %s", c->engine, c->socket, c->userns ? "on" : "OFF",
-              c->disk_mode == DK_DISK_STORAGE_OPT ? "storage-opt" : "watchdog");
+    host->log(host->instance_name(opts), SBX_LOG_INFO,
+              "%s on %s, user namespaces %s, disk cap "
+              "by %s",
+              c->engine, c->socket, c->userns ? "on" : "OFF",
+              dk_disk_quota(c) ? "a quota (storage-opt)" : "the watchdog");
     *out = c;
     return 0;
 }
@@ -186,7 +177,7 @@ json_t *dk_bind_mount(const char *src, const char *dst, int ro)
                      "ReadOnly", ro);
 }
 
-static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
+static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, sbx_error_t **err)
 {
     json_t *labels = json_object();
     json_t *env = json_array();
@@ -199,7 +190,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
     if (s->limits.disk > 0) {
         char disk[32];
 
-        /* read back by the disk watchdog during execs */
+        /* read back by the disk watchdog (docker_disk.c) */
         snprintf(disk, sizeof(disk), "%" PRId64, s->limits.disk);
         json_object_set_new(labels, "sbx.disk", json_string(disk));
     }
@@ -245,11 +236,11 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s)
     if (c->seccomp != NULL) {
         json_array_append_new(json_object_get(hc, "SecurityOpt"), json_string(c->seccomp));
     }
-    if (c->disk_mode == DK_DISK_STORAGE_OPT && s->limits.disk > 0) {
-        char size[32];
-
-        snprintf(size, sizeof(size), "%" PRId64, s->limits.disk);
-        json_object_set_new(hc, "StorageOpt", json_pack("{s:s}", "size", size));
+    if (dk_disk_storage_opt(c, hc, s->image, "sbx image build", s->limits.disk, err) < 0) {
+        json_decref(hc);
+        json_decref(env);
+        json_decref(labels);
+        return NULL;
     }
     /* with egress, the relay starts first: it binds 127.0.0.1:3128, goes to
      * the background and execs the keep-alive command (docs/egress.md) */
@@ -299,13 +290,25 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         return c->host->error_set(err, SBX_E_USAGE, "docker: task id '%s' is not a valid name",
                                   s->task_id ? s->task_id : "");
     }
-    body = create_body(c, s);
     snprintf(path, sizeof(path), "/containers/create?name=sbx-%s", s->task_id);
-    if (dk_request(c, "POST", path, body, &status, &reply, err) < 0) {
+    for (int attempt = 0;; attempt++) {
+        body = create_body(c, s, err);
+        if (body == NULL) {
+            return -1;
+        }
+        if (dk_request(c, "POST", path, body, &status, &reply, err) < 0) {
+            json_decref(body);
+            return -1;
+        }
         json_decref(body);
-        return -1;
+        /* auto on overlay2/xfs: an engine that cannot apply the quota
+         * refuses the create; once, the context turns to the watchdog */
+        if (attempt > 0 || status < 400 || !dk_disk_fallback(c, status, reply)) {
+            break;
+        }
+        json_decref(reply);
+        reply = NULL;
     }
-    json_decref(body);
     if (status == 404) {
         c->host->error_set(err, SBX_E_NOTFOUND, "docker: image '%s' not found in the engine "
                            "(build it with 'sbx image build')", s->image);
@@ -367,6 +370,7 @@ static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err)
     if (dk_sidecar_remove(c, id, err) < 0) {
         return -1;
     }
+    dk_disk_forget(c, id);
     snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", id);
     for (int attempt = 0; attempt < 20; attempt++) {
         if (dk_request(c, "DELETE", path, NULL, &status, &reply, err) < 0) {
@@ -462,23 +466,18 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
     (void)err;
     snprintf(info->engine, sizeof(info->engine), "%s", c->engine);
     info->userns = c->userns;
-    if (c->disk_mode == DK_DISK_STORAGE_OPT) {
-        snprintf(info->disk_limit, sizeof(info->disk_limit), "storage-opt size (%.32s on %.32s)",
-                 c->storage_driver, c->backing_fs);
-    }
-    else {
-        snprintf(info->disk_limit, sizeof(info->disk_limit),
-                 "watchdog: writable layer measured every %" PRId64 "s during execs",
-                 c->disk_interval);
-    }
+    info->flags_off = c->userns ? 0 : SBX_PROVIDER_ENFORCES_USERNS;
+    dk_disk_describe(c, info->disk_limit, sizeof(info->disk_limit));
     dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
     snprintf(info->seccomp, sizeof(info->seccomp), "%s", c->seccomp_desc);
     return 0;
 }
 
 static const struct sbx_provider_ops provider_docker_ops = {
+    /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
-             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR,
+             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR |
+             SBX_PROVIDER_ENFORCES_USERNS,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,
@@ -487,6 +486,7 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .list = cb_docker_list,
     .cancel = dk_cancel,
     .info = cb_docker_info,
+    .check = dk_disk_check,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

@@ -4,6 +4,7 @@
 #define SBX_PROVIDER_DOCKER_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "sbx/sbx_host.h"
@@ -12,6 +13,13 @@
 #define DK_NAME "provider_docker"
 #define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
 #define DK_MIN_API_MINOR 41 /* Debian 12's engine */
+
+/* A sandbox the disk watchdog measures (docker_disk.c). */
+struct dk_watch {
+    struct dk_watch *next;
+    char id[72];
+    int64_t due; /* monotonic seconds of the next measurement */
+};
 
 struct dk_ctx {
     const struct sbx_host_api *host;
@@ -22,8 +30,15 @@ struct dk_ctx {
     int userns;        /* 1 when the engine remaps users */
     char storage_driver[64];
     char backing_fs[64];
-    int disk_mode;     /* DK_DISK_* */
-    int64_t disk_interval; /* seconds between watchdog checks */
+    /* the disk cap (docker_disk.c) */
+    pthread_mutex_t disk_mu; /* disk_mode (it may fall back) and watches */
+    int disk_mu_init;
+    int disk_mode;            /* DK_DISK_* */
+    int disk_fallback;        /* auto on overlay2/xfs: a refused quota turns to the watchdog */
+    int disk_forced;          /* disk_enforcement = "watchdog" */
+    int disk_counts_image;    /* btrfs, zfs: the quota counts the image's bytes */
+    int64_t disk_interval;    /* seconds between watchdog measurements */
+    struct dk_watch *watches; /* sandboxes the watchdog measures, most recent first */
     char **cap_add;    /* capabilities kept */
     unsigned remap_uid; /* host uid of container root under userns-remap, else 0 */
     unsigned remap_gid;
@@ -95,11 +110,27 @@ void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size);
 json_t *dk_strv_json(const char *const *v);
 json_t *dk_bind_mount(const char *src, const char *dst, int ro);
 
+/* docker_disk.c: the disk cap. */
+int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err);
+void dk_disk_free(struct dk_ctx *c);
+/* 1 when containers get a quota (storage-opt), 0 under the watchdog. */
+int dk_disk_quota(struct dk_ctx *c);
+/* The mechanism, for sbx info (struct sbx_provider_info.disk_limit). */
+void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size);
+/* Adds HostConfig.StorageOpt.size for a cap of `disk` bytes to hc when the
+ * mechanism is a quota (nothing under the watchdog); build_hint names the
+ * command that builds `image` for its not-found error. */
+int dk_disk_storage_opt(struct dk_ctx *c, json_t *hc, const char *image, const char *build_hint,
+                        int64_t disk, sbx_error_t **err);
+/* After a refused create: 1 when the refusal was the quota and this context
+ * just fell back to the watchdog (create again without it), else 0. */
+int dk_disk_fallback(struct dk_ctx *c, long status, json_t *reply);
+/* The provider's check op: the watchdog (0 at once under a quota). */
+int dk_disk_check(void *ctx, const char *id, int after_exec, sbx_error_t **err);
+/* Forgets a removed sandbox. */
+void dk_disk_forget(struct dk_ctx *c, const char *id);
+
 /* docker_exec.c */
-/* An exec through spec->run_agent with the disk watchdog around it
- * (docker_agent.c): 0 ran, -1 failed, 1 no agent (use the engine). */
-int dk_exec_agent(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
-                  struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err);
 int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
             struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err);
 void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl);

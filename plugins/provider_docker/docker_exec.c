@@ -1,8 +1,8 @@
 /* docker_exec.c - one command in a sandbox: exec create, the streamed
- * output, the exit code, cancellation and the disk watchdog. */
+ * output, the exit code and cancellation. (The disk watchdog is
+ * docker_disk.c, called by the core between and after commands.) */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,76 +12,11 @@
 #include "docker.h"
 #include "docker_pid.h"
 
-struct watchdog {
-    struct dk_ctx *c;
-    const char *id;
-    int64_t limit;
-    struct sbx_exec_ctl *ctl;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int done;
-    int64_t seen; /* bytes when the cap was crossed, else 0 */
-};
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 
     nanosleep(&ts, NULL);
-}
-
-/* The writable layer's size, or -1; *limit from the sbx.disk label. */
-static int64_t size_rw(struct dk_ctx *c, const char *id, int64_t *limit)
-{
-    json_t *reply = NULL;
-    long status = 0;
-    char path[256];
-    sbx_error_t *err = NULL;
-    int64_t v = -1;
-
-    snprintf(path, sizeof(path), "/containers/%s/json?size=1", id);
-    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
-        c->host->error_free(&err);
-        return -1;
-    }
-    if (status == 200 && json_is_integer(json_object_get(reply, "SizeRw"))) {
-        const char *l = json_string_value(
-            json_object_get(json_object_get(json_object_get(reply, "Config"), "Labels"),
-                            "sbx.disk"));
-
-        v = json_integer_value(json_object_get(reply, "SizeRw"));
-        *limit = l ? strtoll(l, NULL, 10) : 0;
-    }
-    json_decref(reply);
-    return v;
-}
-
-static void *watchdog_main(void *arg)
-{
-    struct watchdog *w = arg;
-
-    pthread_mutex_lock(&w->mu);
-    while (!w->done) {
-        struct timespec until;
-        int64_t used;
-
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += w->c->disk_interval;
-        pthread_cond_timedwait(&w->cv, &w->mu, &until);
-        if (w->done) {
-            break;
-        }
-        pthread_mutex_unlock(&w->mu);
-        used = size_rw(w->c, w->id, &w->limit);
-        pthread_mutex_lock(&w->mu);
-        if (w->limit > 0 && used > w->limit) {
-            w->seen = used;
-            w->ctl->cancelled = 1;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
 }
 
 static int inspect_exec(struct dk_ctx *c, const char *eid, int *running, int *code, int64_t *pid,
@@ -210,9 +145,6 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     struct dk_demux demux = {.out = spec->on_output, .out_ud = spec->output_userdata};
     struct sbx_http_request req = {0};
     struct sbx_http_response resp = {0};
-    struct watchdog w = {0};
-    pthread_t wd;
-    int have_wd = 0;
     char eid[128];
     char url[512];
     int running = 1;
@@ -223,21 +155,14 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     if (spec->argv == NULL || spec->argv[0] == NULL || spec->argv[0][0] == '\0') {
         return c->host->error_set(err, SBX_E_USAGE, "docker: empty command");
     }
-    if (spec->run_agent != NULL && (r = dk_exec_agent(c, id, spec, ctl, exit_status, err)) <= 0) {
-        return r; /* the exec agent ran it (or failed it); 1: it is not there */
+    /* the core's exec agent in the sandbox first (the disk watchdog is the
+     * core's check, so it covers these commands too); 1: it is not there */
+    if (spec->run_agent != NULL &&
+        (r = spec->run_agent(spec->agent_userdata, ctl, exit_status, err)) <= 0) {
+        return r;
     }
     if (create_exec(c, id, spec, eid, sizeof(eid), err) < 0) {
         return -1;
-    }
-    if (c->disk_mode == DK_DISK_WATCHDOG && ctl != NULL) {
-        w.c = c;
-        w.id = id;
-        w.ctl = ctl;
-        pthread_mutex_init(&w.mu, NULL);
-        pthread_cond_init(&w.cv, NULL);
-        if (pthread_create(&wd, NULL, watchdog_main, &w) == 0) {
-            have_wd = 1;
-        }
     }
     snprintf(url, sizeof(url), "http://localhost/%s/exec/%s/start", c->api, eid);
     req.method = "POST";
@@ -250,17 +175,6 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     req.userdata = &demux;
     req.cancel = ctl != NULL ? &ctl->cancelled : NULL;
     r = c->host->http(&req, &resp, err);
-    if (have_wd) {
-        pthread_mutex_lock(&w.mu);
-        w.done = 1;
-        pthread_cond_signal(&w.cv);
-        pthread_mutex_unlock(&w.mu);
-        pthread_join(wd, NULL);
-    }
-    if (c->disk_mode == DK_DISK_WATCHDOG && ctl != NULL) {
-        pthread_mutex_destroy(&w.mu);
-        pthread_cond_destroy(&w.cv);
-    }
     if (r == 0 && resp.status != 200) {
         long st = resp.status;
 
@@ -297,14 +211,6 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
             c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
                          "exec %.12s cancelled but not killed: pid %" PRId64
                          " is not provably the sandbox's", eid, pid);
-        }
-        if (w.seen > 0) {
-            if (err != NULL) {
-                c->host->error_free(err);
-            }
-            return c->host->error_set(err, SBX_E_ENGINE, "disk cap exceeded: the sandbox wrote "
-                                      "%" PRId64 " bytes, its limit is %" PRId64 " bytes",
-                                      w.seen, w.limit);
         }
         if (err != NULL && *err != NULL) {
             return -1;

@@ -288,7 +288,7 @@ static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx
 }
 
 static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_sandbox_spec *s,
-                            const char *isolation)
+                            const char *isolation, sbx_error_t **err)
 {
     json_t *labels = json_object();
     json_t *mounts = json_array();
@@ -332,6 +332,14 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
                    "Privileged", 0);
     if (!c->sidecar_rootless) {
         json_object_set_new(hc, "DeviceCgroupRules", json_pack("[s]", "a *:* rwm"));
+    }
+    /* its writable layer gets the sandbox's disk cap (its data root is the
+     * tmpfs above, charged to its memory) */
+    if (dk_disk_storage_opt(c, hc, c->sidecar_image, "sbx image build --sidecar", s->limits.disk,
+                            err) < 0) {
+        json_decref(hc);
+        json_decref(labels);
+        return NULL;
     }
     return json_pack("{s:s, s:[s,s,s], s:[s,s,s,s], s:o, s:b, s:o}",
                      "Image", c->sidecar_image,
@@ -393,7 +401,10 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
         c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN, "task %s: docker sidecar "
                      "runs with %s", s->task_id, isolation);
     }
-    body = sidecar_body(c, id, s, isolation);
+    body = sidecar_body(c, id, s, isolation, err);
+    if (body == NULL) {
+        return -1;
+    }
     snprintf(path, sizeof(path), "/containers/create?name=sbx-%s-docker", s->task_id);
     if (dk_request(c, "POST", path, body, &status, &reply, err) < 0) {
         json_decref(body);

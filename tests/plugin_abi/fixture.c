@@ -142,12 +142,38 @@ static int p_list(void *ctx, const char *k, const char *v, sbx_sandbox_fn fn, vo
     return 0;
 }
 
+/* The check op (the disk watchdog's place): a sandbox of a task named
+ * "checkfail*" cannot be measured (fail closed); one of "checkafter*" passes
+ * its limit with each command (after_exec); every other one is fine. */
+static int p_check(void *ctx, const char *id, int after_exec, sbx_error_t **err)
+{
+    (void)ctx;
+    if (strstr(id, "checkfail") != NULL) {
+        return host->error_set(err, SBX_E_ENGINE, "fake: cannot measure sandbox %s: fails closed",
+                               id);
+    }
+    if (strstr(id, "checkafter") != NULL && after_exec) {
+        return host->error_set(err, SBX_E_ENGINE, "fake: the last command took %s past its limit",
+                               id);
+    }
+    return 0;
+}
+
 #ifdef FIX_UNDEFINED
 /* Deliberately undefined: dlopen(RTLD_NOW) must fail naming it. */
 extern void sbx_fixture_undefined_symbol(void);
 #endif
 
+/* The fake declares every capability (it stands for a real sandbox in the
+ * runner's tests); provider_nocaps declares none (sandbox/caps.h). */
+#ifndef FIX_FLAGS
+#define FIX_FLAGS                                                                                  \
+    (SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK | SBX_PROVIDER_ENFORCES_EGRESS |    \
+     SBX_PROVIDER_ENFORCES_USERNS)
+#endif
+
 static const struct sbx_provider_ops ops = {
+    .flags = FIX_FLAGS,
     .init = p_init,
     .destroy_ctx = p_destroy_ctx,
     .create = p_create,
@@ -156,6 +182,7 @@ static const struct sbx_provider_ops ops = {
 #endif
     .destroy = p_destroy,
     .list = p_list,
+    .check = p_check,
 };
 
 static const struct sbx_option options[] = {

@@ -221,7 +221,8 @@ static void test_info_reports_userns(void **state)
     j = json_loads(r.out, 0, NULL);
     assert_non_null(j);
     assert_true(json_is_true(json_object_get(j, "userns")));
-    assert_non_null(strstr(json_string_value(json_object_get(j, "disk_limit")), "watchdog"));
+    /* which one: test_docker_quota.c */
+    assert_true(json_string_length(json_object_get(j, "disk_limit")) > 0);
     json_decref(j);
     spawn_result_free(&r);
 }

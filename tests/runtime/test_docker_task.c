@@ -101,7 +101,19 @@ static void test_task_idle_timeout(void **state)
     assert_int_equal(rt_sandboxes(), 0); /* then 3 s without an exec ends it */
     rt_use_config(NULL);
     assert_true(asprintf(&path, "%s/tasks/idle-1/task.json", rt_state) > 0);
-    rec = json_load_file(path, 0, NULL);
+    /* the keeper writes the final record just after the sandbox is gone */
+    rec = NULL;
+    for (int i = 0; i < 100; i++) {
+        const char *st;
+
+        json_decref(rec);
+        rec = json_load_file(path, 0, NULL);
+        st = json_string_value(json_object_get(rec, "state"));
+        if (st != NULL && strcmp(st, "ended") == 0) {
+            break;
+        }
+        usleep(100 * 1000);
+    }
     assert_non_null(rec);
     assert_string_equal(json_string_value(json_object_get(rec, "state")), "ended");
     assert_string_equal(json_string_value(json_object_get(rec, "reason")), "idle for 3s");
@@ -215,9 +227,10 @@ static void test_run_disk_cap(void **state)
     struct spawn_result r;
 
     (void)state;
+    /* the watchdog (the test engine has a quota: test_docker_quota.c) */
     rt_use_config("limits = { disk = \"20M\"; };\n"
                   "providers = { docker = { plugin = \"provider_docker\"; "
-                  "disk_check_interval = \"1s\"; }; };\n");
+                  "disk_enforcement = \"watchdog\"; disk_check_interval = \"1s\"; }; };\n");
     r = RT_SBX("run", "--", "sh", "-c", "head -c 60000000 /dev/zero > /tmp/big; sleep 20");
     rt_use_config(NULL);
     assert_int_equal(r.rc, 125);

@@ -884,12 +884,12 @@ static void test_handover_buffers(void **state)
     close(l);
 }
 
-/* A sandbox may hold SBX_EGRESS_MAX_CONNS connections; the next is closed at once. */
+/* A sandbox may hold SBX_DEFAULT_EGRESS_MAX_CONNECTIONS connections; the next is closed at once. */
 static void test_connection_cap(void **state)
 {
     char *path = xasprintf_test("%s/proxy.sock", t.sockdir);
     struct sockaddr_un sun;
-    int fds[SBX_EGRESS_MAX_CONNS + 1];
+    int fds[SBX_DEFAULT_EGRESS_MAX_CONNECTIONS + 1];
     char *reply;
     struct timeval tv = {15, 0};
 
@@ -897,16 +897,16 @@ static void test_connection_cap(void **state)
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
     snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-    for (size_t i = 0; i <= SBX_EGRESS_MAX_CONNS; i++) {
+    for (size_t i = 0; i <= SBX_DEFAULT_EGRESS_MAX_CONNECTIONS; i++) {
         fds[i] = socket(AF_UNIX, SOCK_STREAM, 0);
         assert_true(fds[i] >= 0);
         assert_int_equal(connect(fds[i], (struct sockaddr *)&sun, sizeof(sun)), 0);
     }
-    setsockopt(fds[SBX_EGRESS_MAX_CONNS], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fds[SBX_DEFAULT_EGRESS_MAX_CONNECTIONS], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     /* A complete request would get a 403 if the connection were served. */
-    send(fds[SBX_EGRESS_MAX_CONNS], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37,
+    send(fds[SBX_DEFAULT_EGRESS_MAX_CONNECTIONS], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37,
          MSG_NOSIGNAL);
-    reply = test_read_all(fds[SBX_EGRESS_MAX_CONNS]);
+    reply = test_read_all(fds[SBX_DEFAULT_EGRESS_MAX_CONNECTIONS]);
     assert_string_equal(reply, "");
     /* One under the cap is served. */
     send(fds[0], "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37, MSG_NOSIGNAL);
@@ -915,7 +915,7 @@ static void test_connection_cap(void **state)
     reply = test_read_all(fds[0]);
     expect_in(reply, "X-Sbx-Deny: not-allowed");
     free(reply);
-    for (size_t i = 0; i <= SBX_EGRESS_MAX_CONNS; i++) {
+    for (size_t i = 0; i <= SBX_DEFAULT_EGRESS_MAX_CONNECTIONS; i++) {
         close(fds[i]);
     }
     free(path);

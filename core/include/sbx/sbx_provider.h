@@ -9,7 +9,7 @@
  * cancel() may be called from any thread while exec() runs.
  *
  * Required: init, destroy_ctx, create, exec, destroy, list.
- * Optional (may be NULL): cancel, info.
+ * Optional (may be NULL): cancel, info, check.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -20,9 +20,14 @@
 #include "sbx_error.h"
 #include "sbx_host.h"
 
-/* What a provider enforces itself; the core does the rest. */
+/* What a provider enforces itself; the core does the rest. The capability
+ * bits (cpu, memory, pids, disk, egress, user namespaces) fail closed: the
+ * core refuses a task that asks for one the provider does not declare, unless
+ * the instance sets `unisolated = true` (docs/plugins.md, Capabilities).
+ * ENFORCES_LIMITS is the older spelling of CPU | MEMORY | PIDS together;
+ * egress is EGRESS_SOCKET or ENFORCES_EGRESS. */
 enum sbx_provider_flags {
-    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0, /* cpu, memory, pids (and disk, see below) */
+    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0, /* cpu, memory and pids */
     SBX_PROVIDER_ENFORCES_DISK = 1u << 1,   /* the disk cap, by any real mechanism */
     SBX_PROVIDER_ENFORCES_EGRESS = 1u << 2, /* maps the allow-list to its own controls */
     SBX_PROVIDER_ENFORCES_IDLE = 1u << 3,   /* stops idle sandboxes itself */
@@ -30,6 +35,11 @@ enum sbx_provider_flags {
     SBX_PROVIDER_DOCKER_SIDECAR = 1u << 5,  /* can run a per-sandbox Docker daemon */
     SBX_PROVIDER_PAUSE = 1u << 6,           /* supports pause/resume */
     SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,   /* wires the core's egress proxy socket in */
+    /* (added) one bit per limit, for providers that enforce only some */
+    SBX_PROVIDER_ENFORCES_CPU = 1u << 8,     /* the cpus limit */
+    SBX_PROVIDER_ENFORCES_MEMORY = 1u << 9,  /* the memory limit */
+    SBX_PROVIDER_ENFORCES_PIDS = 1u << 10,   /* the pids limit */
+    SBX_PROVIDER_ENFORCES_USERNS = 1u << 11, /* root in the sandbox is not root of the host */
 };
 
 /* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
@@ -110,9 +120,9 @@ struct sbx_exec_spec {
     void *output_userdata;
     /* (added, last) The core's exec agent (docs/tasks.md, "The exec agent"),
      * or NULL. A provider that supports it calls run_agent(agent_userdata,
-     * ctl, exit_status, err) first, with its own exec-time guards (the disk
-     * watchdog) around it: 0 the command ran (*exit_status set), -1 it
-     * failed (err set), 1 no agent answered and nothing ran: use the engine.
+     * ctl, exit_status, err) first, with any exec-time guards of its own
+     * around it: 0 the command ran (*exit_status set), -1 it failed (err
+     * set), 1 no agent answered and nothing ran: use the engine.
      * It returns soon after ctl->cancelled is set. Providers built against
      * the older header ignore it (every exec then uses the engine). */
     int (*run_agent)(void *agent_userdata, struct sbx_exec_ctl *ctl, int *exit_status,
@@ -148,6 +158,12 @@ struct sbx_provider_info {
     /* Added last: the seccomp profile the sandboxes run with, e.g. "sbx: sockets
      * only UNIX, INET, ..."; "" when the provider does not say. */
     char seccomp[160];
+    /* (added) Capability bits of ops.flags that are off at run time (e.g.
+     * ENFORCES_USERNS on an engine without userns-remap, ENFORCES_DISK when no
+     * disk mechanism runs); the core treats them as not enforced. 0: all that
+     * ops.flags declares holds. The core zeroes the struct before info(), so a
+     * provider built against the older header reports 0. */
+    uint32_t flags_off;
 };
 
 struct sbx_provider_ops {
@@ -176,6 +192,17 @@ struct sbx_provider_ops {
     void (*cancel)(void *ctx, struct sbx_exec_ctl *ctl);
     /* Optional. Fills what the provider knows about its engine. */
     int (*info)(void *ctx, struct sbx_provider_info *info, sbx_error_t **err);
+
+    /* Optional (added last). Checks a live sandbox against a limit the
+     * provider measures instead of the kernel enforcing it (the Docker
+     * provider's disk watchdog). The core calls it from the task's timer
+     * about once a second, whether or not a command runs (after_exec 0), and
+     * when each command ends (after_exec 1); a provider measures as often as
+     * it chooses and returns 0 at once in between. Returns 0 while the
+     * sandbox may go on; -1 when the task must end, *err saying why: a limit
+     * was passed, or the provider could not measure it (fail closed). The
+     * core then stops the task with that message as its reason. */
+    int (*check)(void *ctx, const char *sandbox_id, int after_exec, sbx_error_t **err);
 };
 
 #endif

@@ -63,10 +63,14 @@ void sbx_cmd_run_help(FILE *out)
             "for its end (a second one stops waiting), and a runner that does not answer\n"
             "fails the run with 125; nothing falls back to running here.\n"
             "\n"
+            "A provider that does not enforce a limit, egress control or user namespaces\n"
+            "the task asks for is refused, naming what is missing, unless its instance sets\n"
+            "unisolated = true; then the task warns and its record says \"isolation\".\n"
+            "\n"
             "Exit status: CMD's own (128+n when a signal ended it); 125 when sbx itself\n"
-            "failed (configuration, engine, policy, lost sandbox, limit reached); 126 when\n"
-            "CMD cannot be executed; 127 when it is not found; 130/143 when sbx was\n"
-            "interrupted by SIGINT/SIGTERM (after cleaning up).\n",
+            "failed (configuration, engine, policy, refused provider, lost sandbox, limit\n"
+            "reached); 126 when CMD cannot be executed; 127 when it is not found; 130/143\n"
+            "when sbx was interrupted by SIGINT/SIGTERM (after cleaning up).\n",
             SBX_TASK_OPTS_HELP);
 }
 

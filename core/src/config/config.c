@@ -24,6 +24,7 @@ static const struct {
     {"opensandbox", "provider_opensandbox", SBX_PLUGIN_PROVIDER},
     {"daytona", "provider_daytona", SBX_PLUGIN_PROVIDER},
     {"e2b", "provider_e2b", SBX_PLUGIN_PROVIDER},
+    {"host", "provider_host", SBX_PLUGIN_PROVIDER},
     {"infisical", "cred_infisical", SBX_PLUGIN_CREDENTIAL},
     {"agentvault", "cred_agentvault", SBX_PLUGIN_CREDENTIAL},
 };
@@ -159,8 +160,9 @@ static void free_strv(char **v)
     free(v);
 }
 
-static void add_instance(struct sbx_config *c, const char *name, const char *plugin,
-                         enum sbx_plugin_kind kind, config_setting_t *group, char *where)
+static struct sbx_instance *add_instance(struct sbx_config *c, const char *name, const char *plugin,
+                                         enum sbx_plugin_kind kind, config_setting_t *group,
+                                         char *where)
 {
     struct sbx_instance *in;
 
@@ -172,7 +174,8 @@ static void add_instance(struct sbx_config *c, const char *name, const char *plu
             in->plugin = xstrdup(plugin);
             in->group = group;
             in->where = where;
-            return;
+            in->unisolated = 0;
+            return in;
         }
     }
     c->instances = xrealloc(c->instances, (c->n_instances + 1) * sizeof(*c->instances));
@@ -182,6 +185,8 @@ static void add_instance(struct sbx_config *c, const char *name, const char *plu
     in->kind = kind;
     in->group = group;
     in->where = where;
+    in->unisolated = 0;
+    return in;
 }
 
 static int read_instances(struct sbx_config *c, const char *section, enum sbx_plugin_kind kind,
@@ -196,6 +201,7 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
     for (int i = 0; i < config_setting_length(g); i++) {
         config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
         const char *plugin = NULL;
+        struct sbx_instance *in;
 
         config_setting_lookup_string(e, "plugin", &plugin);
         if (strncmp(plugin, want, strlen(want)) != 0) {
@@ -205,7 +211,9 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
                                  config_setting_name(e), plugin,
                                  kind == SBX_PLUGIN_PROVIDER ? "provider" : "credential", want);
         }
-        add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
+        in = add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
+        /* the type is checked by the schema (sbx_schema_check) */
+        config_setting_lookup_bool(e, "unisolated", &in->unisolated);
     }
     return 0;
 }
@@ -244,6 +252,10 @@ static void apply_defaults(struct sbx_config *c)
     c->egress.connect_timeout = SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT;
     c->egress.system_dns = 1;
     c->egress.check_sni = 1;
+    c->egress.max_connections = SBX_DEFAULT_EGRESS_MAX_CONNECTIONS;
+    c->egress.max_buffer = SBX_DEFAULT_EGRESS_MAX_BUFFER;
+    c->egress.socket_buffer = SBX_DEFAULT_EGRESS_SOCKET_BUFFER;
+    c->egress.connection_rate = SBX_DEFAULT_EGRESS_CONNECTION_RATE;
 }
 
 struct sbx_config *sbx_config_defaults(void)
@@ -267,6 +279,40 @@ static int check_positive(struct sbx_config *c, const char *path, sbx_error_t **
             return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: '%s' must be greater than 0",
                                  c->path, config_setting_source_line(s), path);
         }
+    }
+    return 0;
+}
+
+static int egress_key_error(const struct sbx_config *c, const config_setting_t *egress,
+                            const char *key, const char *what, sbx_error_t **err)
+{
+    const config_setting_t *s = egress ? config_setting_get_member(egress, key) : NULL;
+
+    return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.%s' %s", c->path,
+                         s ? config_setting_source_line(s) : 0, key, what);
+}
+
+/* egress.max_connections, max_buffer, socket_buffer, connection_rate: the proxy's
+ * budgets per sandbox. max_buffer must hold at least one tunnel. */
+static int read_egress_budgets(struct sbx_config *c, const config_setting_t *egress,
+                               sbx_error_t **err)
+{
+    c->egress.max_connections = get_int(egress, "max_connections", c->egress.max_connections);
+    c->egress.max_buffer = get_size(egress, "max_buffer", c->egress.max_buffer);
+    c->egress.socket_buffer = get_size(egress, "socket_buffer", c->egress.socket_buffer);
+    c->egress.connection_rate = get_int(egress, "connection_rate", c->egress.connection_rate);
+    if (c->egress.max_connections < 1 || c->egress.max_connections > 65536) {
+        return egress_key_error(c, egress, "max_connections", "must be 1 to 65536", err);
+    }
+    if (c->egress.socket_buffer < 4096 || c->egress.socket_buffer > (64LL << 20)) {
+        return egress_key_error(c, egress, "socket_buffer", "must be 4K to 64M", err);
+    }
+    if ((uint64_t)c->egress.max_buffer < SBX_EGRESS_TUNNEL_RESERVE(c->egress.socket_buffer)) {
+        return egress_key_error(c, egress, "max_buffer",
+                                "must hold one tunnel: at least 512K + 4 x socket_buffer", err);
+    }
+    if (c->egress.connection_rate < 0 || c->egress.connection_rate > 1000000) {
+        return egress_key_error(c, egress, "connection_rate", "must be 0 to 1000000", err);
     }
     return 0;
 }
@@ -482,8 +528,8 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.%s' must be greater than 0",
                              c->path, config_setting_source_line(s), config_setting_name(s));
     }
-    if (read_egress_hosts(c, egress ? config_setting_get_member(egress, "hosts") : NULL,
-                          err) < 0) {
+    if (read_egress_hosts(c, egress ? config_setting_get_member(egress, "hosts") : NULL, err) < 0 ||
+        read_egress_budgets(c, egress, err) < 0) {
         return -1;
     }
 

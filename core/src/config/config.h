@@ -30,6 +30,9 @@ struct sbx_instance {
     enum sbx_plugin_kind kind;
     config_setting_t *group;   /* NULL for the built-in default instances */
     char *where;               /* "FILE:LINE" or "built-in" */
+    /* (added) `unisolated = true`: tasks may run although the provider does not
+     * enforce what they ask for (sandbox/caps.h); every output then says so */
+    int unisolated;
 };
 
 /* egress.hosts = ( { name = "api.test"; address = "127.0.0.1"; } ): names the egress
@@ -41,6 +44,17 @@ struct sbx_egress_host {
 
 #define SBX_DEFAULT_EGRESS_HEADER_TIMEOUT 10
 #define SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT 10
+/* Per-sandbox budgets of the egress proxy (docs/egress.md, "Budgets"). */
+#define SBX_DEFAULT_EGRESS_MAX_CONNECTIONS 256
+#define SBX_DEFAULT_EGRESS_MAX_BUFFER (256LL << 20)
+#define SBX_DEFAULT_EGRESS_SOCKET_BUFFER (1LL << 20)
+#define SBX_DEFAULT_EGRESS_CONNECTION_RATE 200
+/* Each direction's splice pipe in a tunnel. */
+#define SBX_EGRESS_PIPE_SIZE (256 * 1024)
+/* What one tunnel reserves of egress.max_buffer at most: two pipes, and its destination
+ * socket's send and receive buffers (the kernel doubles what is asked for). */
+#define SBX_EGRESS_TUNNEL_RESERVE(socket_buffer)                                                   \
+    (2 * (uint64_t)SBX_EGRESS_PIPE_SIZE + 4 * (uint64_t)(socket_buffer))
 
 /* API client scopes (docs/api.md, "Clients and scopes"). */
 enum sbx_scope {
@@ -131,6 +145,10 @@ struct sbx_config {
         int64_t connect_timeout;        /* seconds to connect to a destination */
         int system_dns;                 /* names outside `hosts` use the system's resolvers */
         int check_sni;                  /* a tunnel's TLS server name must be its host */
+        int64_t max_connections;        /* open connections per sandbox */
+        int64_t max_buffer;             /* bytes the proxy may hold for one sandbox */
+        int64_t socket_buffer;          /* a destination socket's send/receive buffer */
+        int64_t connection_rate;        /* new connections per second per sandbox; 0: any */
     } egress;
 
     struct {

@@ -75,6 +75,10 @@ static const struct sbx_key egress_keys[] = {
     {"connect_timeout", SBX_KEY_DURATION, NULL},
     {"system_dns", SBX_KEY_BOOL, NULL},
     {"check_sni", SBX_KEY_BOOL, NULL},
+    {"max_connections", SBX_KEY_INT, NULL},
+    {"max_buffer", SBX_KEY_SIZE, NULL},
+    {"socket_buffer", SBX_KEY_SIZE, NULL},
+    {"connection_rate", SBX_KEY_INT, NULL},
     {NULL, 0, NULL},
 };
 
@@ -308,6 +312,11 @@ static int check_children(const char *file, const config_setting_t *s, const str
             }
             if (config_setting_type(p) != CONFIG_TYPE_STRING) {
                 return fail(file, p, err, "'plugin' must be a string");
+            }
+            p = config_setting_get_member(e, "unisolated");
+            if (p != NULL && config_setting_type(p) != CONFIG_TYPE_BOOL) {
+                return fail(file, p, err, "%s instance '%s': 'unisolated' must be true or false",
+                            k->name, key_name(e));
             }
         }
         return 0;

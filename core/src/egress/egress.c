@@ -105,6 +105,9 @@ static void egress_free(struct sbx_egress *e)
         event_base_free(e->base);
     }
     sbx_egress_log_close(&e->log);
+    if (e->reserve_fd >= 0) {
+        close(e->reserve_fd);
+    }
     for (size_t i = 0; i < e->n_hosts; i++) {
         free(e->hosts[i].name);
     }
@@ -122,9 +125,17 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cond, NULL);
     e->log.fd = -1;
+    e->reserve_fd = -1;
     e->header_timeout.tv_sec = cfg->egress.header_timeout;
     e->connect_timeout.tv_sec = cfg->egress.connect_timeout;
     e->check_sni = cfg->egress.check_sni;
+    e->max_conns = (size_t)cfg->egress.max_connections;
+    e->max_buffer = (uint64_t)cfg->egress.max_buffer;
+    e->socket_buffer = (int)cfg->egress.socket_buffer;
+    e->conn_rate = (double)cfg->egress.connection_rate;
+    /* A spare descriptor, given up when accept() hits EMFILE to take the pending
+     * connection and close it with a logged reason (proxy.c). */
+    e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     e->hosts = xcalloc(cfg->egress.n_hosts + 1, sizeof(*e->hosts));
     for (size_t i = 0; i < cfg->egress.n_hosts; i++) {
         e->hosts[i].name = xstrdup(cfg->egress.hosts[i].name);
@@ -204,6 +215,9 @@ static void sandbox_free(struct sbx_egress_sandbox *sb)
     if (sb->listener != NULL) {
         evconnlistener_free(sb->listener);
         unlink(sb->sock);
+    }
+    if (sb->resume != NULL) {
+        event_free(sb->resume);
     }
     sbx_egress_rules_free(&sb->rules);
     free(sb->dir);
@@ -291,6 +305,14 @@ static void do_add(struct sbx_egress *e, void *arg)
     sb->job = a->job ? xstrdup(a->job) : NULL;
     sb->task = a->task ? xstrdup(a->task) : NULL;
     sb->name = a->sandbox ? xstrdup(a->sandbox) : NULL;
+    sb->tokens = e->conn_rate;
+    clock_gettime(CLOCK_MONOTONIC, &sb->refill);
+    sb->resume = evtimer_new(e->base, sbx_egress_resume, sb);
+    if (sb->resume == NULL) {
+        sandbox_free(sb);
+        sbx_error_set(a->err, SBX_E_GENERIC, "egress: cannot watch '%s': out of memory", a->dir);
+        return;
+    }
     if (sbx_egress_rules_parse(a->rules, &sb->rules, a->err) < 0) {
         sandbox_free(sb);
         return;
@@ -308,6 +330,7 @@ static void do_add(struct sbx_egress *e, void *arg)
         sbx_error_set(a->err, SBX_E_GENERIC, "egress: cannot watch '%s'", a->dir);
         return;
     }
+    evconnlistener_set_error_cb(sb->listener, sbx_egress_accept_error);
     sb->next = e->sandboxes;
     e->sandboxes = sb;
     a->rc = 0;
@@ -351,6 +374,9 @@ static void do_query(struct sbx_egress *e, void *arg)
         q->out->denied = sb->denied;
         q->out->log_errors = e->log.errors;
         q->out->open = sb->n_conns;
+        q->out->refused = sb->refused;
+        q->out->reserved = sb->reserved;
+        q->out->held = sbx_egress_held(sb);
     }
     if (q->remove) {
         sandbox_free(sb);

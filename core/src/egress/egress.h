@@ -38,6 +38,9 @@ struct sbx_egress_summary {
     uint64_t denied;      /* connections refused (rules, bad requests, timeouts) */
     uint64_t log_errors;  /* log lines that could not be written (whole proxy) */
     uint64_t open;        /* connections open now (not yet logged) */
+    uint64_t refused;     /* refused over a budget or for lack of descriptors/memory */
+    uint64_t reserved;    /* bytes of egress.max_buffer its open tunnels reserve now */
+    uint64_t held;        /* bytes the proxy holds for it now (pipes, buffers, queues) */
 };
 
 /* Starts the proxy on its own thread. Uses cfg->egress (log, hosts, timeouts); the

@@ -5,13 +5,17 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/time.h>
+#include <time.h>
+
+#include <event2/util.h>
 
 #include "egress/egress.h"
 #include "egress/egress_log.h"
 #include "egress/rules.h"
 
-/* Open connections one sandbox may hold; more are refused (fd exhaustion). */
-#define SBX_EGRESS_MAX_CONNS 512
+/* How long a listener rests after accept() failed for lack of descriptors or memory
+ * (a level-triggered listener would otherwise spin on the pending connection). */
+#define SBX_EGRESS_ACCEPT_PAUSE_MS 100
 /* Send and receive buffer of a handed-over client socket. That hop is the sandbox's own
  * loopback, so a small fixed buffer costs no throughput, and it keeps the bytes the
  * proxy forwards in the CPU cache until the client reads them; autotuned buffers grow
@@ -42,10 +46,15 @@ struct sbx_egress_sandbox {
     char *name;
     struct sbx_egress_rules rules;
     struct evconnlistener *listener;
+    struct event *resume; /* re-enables the listener (rate, accept errors) */
     struct sbx_egress_conn *conns;
     size_t n_conns;
     uint64_t allowed;
     uint64_t denied;
+    uint64_t reserved;      /* buffer bytes its tunnels reserved (egress.max_buffer) */
+    uint64_t refused;       /* connections refused over a budget or for resources */
+    double tokens;          /* new connections it may still open now */
+    struct timespec refill; /* when tokens were last refilled */
     struct sbx_egress_sandbox *next;
 };
 
@@ -67,11 +76,23 @@ struct sbx_egress {
     struct timeval header_timeout;
     struct timeval connect_timeout;
     int check_sni;
+    size_t max_conns;     /* egress.max_connections, per sandbox */
+    uint64_t max_buffer;  /* egress.max_buffer, per sandbox */
+    int socket_buffer;    /* egress.socket_buffer: a destination socket's buffers */
+    double conn_rate;     /* egress.connection_rate: new connections/s per sandbox */
+    int reserve_fd;       /* given up to accept (and refuse) at EMFILE */
+    size_t n_tunnels;     /* tunnels open on this loop (they share a turn) */
+    time_t accept_warned; /* when an accept failure was last logged */
     struct sbx_egress_sandbox *sandboxes;
 };
 
-/* proxy.c: the listener callback (arg is the sandbox) and closing a connection. */
+/* proxy.c: the listener callbacks (arg is the sandbox) and closing a connection. */
 void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg);
+void sbx_egress_accept_error(struct evconnlistener *l, void *arg);
+void sbx_egress_resume(evutil_socket_t fd, short what, void *arg);
 void sbx_egress_conn_close(struct sbx_egress_conn *c, const char *reason);
+/* Bytes the sandbox's connections hold in the proxy now: pipes, unsent prefixes and
+ * head buffers, and the destination sockets' queues. */
+uint64_t sbx_egress_held(const struct sbx_egress_sandbox *sb);
 
 #endif

@@ -9,7 +9,6 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,62 +19,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "egress/conn.h"
 #include "egress/egress_int.h"
 #include "egress/request.h"
 #include "egress/sni.h"
 #include "egress/tunnel.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 
 #define FLUSH_TIMEOUT 5        /* seconds to deliver a refusal before closing */
-#define MAX_CANDIDATES 16
 
-enum conn_state {
-    ST_HELLO,
-    ST_HEAD,
-    ST_RESOLVING,
-    ST_CONNECTING,
-    ST_SNI,
-    ST_PIPE,
-    ST_CLOSING,
-};
-
-struct sbx_egress_conn {
-    struct sbx_egress_sandbox *sb;
-    struct bufferevent *client;
-    struct bufferevent *up;
-    struct event *timer;
-    enum conn_state state;
-    struct sbx_egress_request req;
-    struct timespec start;
-    struct timespec t0;
-    struct evdns_getaddrinfo_request *dns;
-    struct sbx_egress_addr cand[MAX_CANDIDATES];
-    size_t n_cand;
-    size_t next_cand;
-    char address[INET6_ADDRSTRLEN + 8];
-    const char *decision;
-    const char *rule;
-    const char *reason;
-    int status;
-    int client_fd;
-    int up_fd;
-    struct event *hello;
-    struct event *up_spoke;  /* ST_SNI: the destination sent first */
-    int replied;             /* the 200 is in the client's output already */
-    char *job;               /* the sandbox's job when the connection arrived */
-    char *tunnel_head;       /* an HTTP request head in the tunnel, rewritten */
-    size_t tunnel_head_len;
-    uint64_t tunnel_body; /* its Content-Length */
-    size_t head_scanned;  /* how far the head being read was scanned for its end */
-    int opaque;           /* an opaque rule let client-first bytes through unchecked */
-    char sni[256];
-    struct sbx_egress_tunnel *tunnel;
-    uint64_t prefix_up;
-    struct sbx_egress_conn *prev;
-    struct sbx_egress_conn *next;
-};
-
-static void finish(struct sbx_egress_conn *c)
+void sbx_egress_conn_finish(struct sbx_egress_conn *c)
 {
     struct sbx_egress_sandbox *sb = c->sb;
     struct sbx_egress_record rec = {0};
@@ -113,6 +67,7 @@ static void finish(struct sbx_egress_conn *c)
     }
     sbx_egress_log_write(&sb->e->log, &rec);
 
+    sb->reserved -= c->reserved;
     sb->n_conns--;
     if (c->prev != NULL) {
         c->prev->next = c->next;
@@ -142,7 +97,9 @@ static void finish(struct sbx_egress_conn *c)
     if (c->up_fd >= 0) {
         close(c->up_fd);
     }
-    event_free(c->timer);
+    if (c->timer != NULL) {
+        event_free(c->timer);
+    }
     sbx_egress_request_clear(&c->req);
     free(c->tunnel_head);
     free(c->job);
@@ -164,6 +121,8 @@ static const char *status_text(int status)
         return "Request Header Fields Too Large";
     case 502:
         return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
     default:
         return "Error";
     }
@@ -172,14 +131,14 @@ static const char *status_text(int status)
 static void closing_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    finish(arg);
+    sbx_egress_conn_finish(arg);
 }
 
 static void closing_event(struct bufferevent *bev, short events, void *arg)
 {
     (void)bev;
     (void)events;
-    finish(arg);
+    sbx_egress_conn_finish(arg);
 }
 
 /* Answers STATUS with the reason header and closes once it is sent. A connection the
@@ -223,7 +182,7 @@ static void tunnel_done(void *arg, const char *reason)
     if (c->reason == NULL) {
         c->reason = reason;
     }
-    finish(c);
+    sbx_egress_conn_finish(c);
 }
 
 /* The destination is connected: answer CONNECT (or send the rewritten head), then hand
@@ -232,12 +191,25 @@ static void start_pipe(struct sbx_egress_conn *c)
 {
     struct evbuffer *up_prefix = evbuffer_new();
     struct evbuffer *client_prefix = evbuffer_new();
+    const char *why = NULL;
     struct evbuffer *in;
     uint64_t body;
     size_t keep;
     size_t dropped;
     int framed;
 
+    if (up_prefix == NULL || client_prefix == NULL) {
+        if (up_prefix != NULL) {
+            evbuffer_free(up_prefix);
+        }
+        if (client_prefix != NULL) {
+            evbuffer_free(client_prefix);
+        }
+        c->reason = "out-of-memory";
+        c->sb->refused++;
+        sbx_egress_conn_finish(c);
+        return;
+    }
     c->state = ST_PIPE;
     event_del(c->timer);
     if (c->up_spoke != NULL) {
@@ -280,13 +252,16 @@ static void start_pipe(struct sbx_egress_conn *c)
     c->client = NULL;
     bufferevent_free(c->up);
     c->up = NULL;
-    c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
-                                      client_prefix, tunnel_done, c);
+    c->tunnel =
+        sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix, client_prefix,
+                              SBX_EGRESS_PIPE_SIZE, &c->sb->e->n_tunnels, tunnel_done, c, &why);
     evbuffer_free(up_prefix);
     evbuffer_free(client_prefix);
     if (c->tunnel == NULL) {
-        c->reason = "out-of-pipes";
-        finish(c);
+        c->reason = why;
+        c->sb->refused++;
+        sbx_egress_warn_exhausted(c->sb->e, c->sb->name, why);
+        sbx_egress_conn_finish(c);
         return;
     }
     if (framed) {
@@ -305,7 +280,7 @@ static void deny_tunnel(struct sbx_egress_conn *c, const char *reason)
     c->sb->denied++;
     c->rule = NULL;
     c->reason = reason;
-    finish(c);
+    sbx_egress_conn_finish(c);
 }
 
 /* ST_SNI: more of the client's first bytes are needed: wait for `need` of them, and
@@ -443,7 +418,7 @@ static void sni_event(struct bufferevent *bev, short events, void *arg)
     (void)bev;
     (void)events;
     c->reason = "client-closed";
-    finish(c);
+    sbx_egress_conn_finish(c);
 }
 
 /* ST_SNI: the destination spoke first, so it is no TLS server (SSH, SMTP): relay, unless
@@ -487,23 +462,6 @@ static void start_sni(struct sbx_egress_conn *c)
     }
 }
 
-/* A destination a few hundred microseconds away (this host, the LAN: a package
- * cache) gets the client socket's small fixed send buffer too: at that round trip it
- * still carries tens of Gbit/s, and it keeps forwarded bytes in cache. A farther one
- * keeps the kernel's autotuning, which a long path needs (SBX_EGRESS_NEAR_RTT_US). */
-static void size_near_destination(int fd)
-{
-    struct tcp_info ti;
-    socklen_t len = sizeof(ti);
-    int buf = SBX_EGRESS_CLIENT_BUF;
-
-    memset(&ti, 0, sizeof(ti));
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_rtt > 0 &&
-        ti.tcpi_rtt < SBX_EGRESS_NEAR_RTT_US) {
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
-    }
-}
-
 static void connect_next(struct sbx_egress_conn *c);
 
 static void connect_event(struct bufferevent *bev, short events, void *arg)
@@ -513,7 +471,7 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
     (void)bev;
     if (events & BEV_EVENT_CONNECTED) {
         bufferevent_set_timeouts(c->up, NULL, NULL);
-        size_near_destination(c->up_fd);
+        sbx_egress_conn_connected(c);
         if (c->req.connect && c->sb->e->check_sni) {
             bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
             start_sni(c);
@@ -565,10 +523,28 @@ static void connect_next(struct sbx_egress_conn *c)
     c->state = ST_CONNECTING;
     c->up_fd = socket(a->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->up_fd < 0) {
-        refuse(c, 502, "connect-failed");
+        const char *why = sbx_egress_exhausted(errno);
+
+        c->sb->refused++;
+        sbx_egress_warn_exhausted(c->sb->e, c->sb->name, why);
+        refuse(c, 503, why);
         return;
     }
+    /* Fixed buffers (before connect, so the window scale fits them): what a destination
+     * can queue in the proxy for this tunnel is bounded, and charged to the sandbox's
+     * egress.max_buffer. A near destination gets a smaller send buffer once connected. */
+    setsockopt(c->up_fd, SOL_SOCKET, SO_RCVBUF, &c->sb->e->socket_buffer,
+               sizeof(c->sb->e->socket_buffer));
+    setsockopt(c->up_fd, SOL_SOCKET, SO_SNDBUF, &c->sb->e->socket_buffer,
+               sizeof(c->sb->e->socket_buffer));
     c->up = bufferevent_socket_new(c->sb->e->base, c->up_fd, 0);
+    if (c->up == NULL) {
+        close(c->up_fd);
+        c->up_fd = -1;
+        c->sb->refused++;
+        refuse(c, 503, "out-of-memory");
+        return;
+    }
     bufferevent_setcb(c->up, NULL, NULL, connect_event, c);
     bufferevent_set_timeouts(c->up, NULL, &c->sb->e->connect_timeout);
     if (bufferevent_socket_connect(c->up, (struct sockaddr *)&ss, (int)len) < 0) {
@@ -647,6 +623,16 @@ static void decide(struct sbx_egress_conn *c)
             return;
         }
     }
+    /* The tunnel's buffers, reserved before anything is connected: over the sandbox's
+     * budget the connection is refused, never the proxy's memory stretched. */
+    c->reserved = SBX_EGRESS_TUNNEL_RESERVE(e->socket_buffer);
+    if (c->sb->reserved + c->reserved > e->max_buffer) {
+        c->reserved = 0;
+        c->sb->refused++;
+        refuse(c, 503, "budget-buffer");
+        return;
+    }
+    c->sb->reserved += c->reserved;
     c->decision = "allow";
     c->rule = rule->text;
     c->sb->allowed++;
@@ -724,10 +710,10 @@ static void head_event(struct bufferevent *bev, short events, void *arg)
     if (c->reason == NULL) {
         c->reason = "client-closed";
     }
-    finish(c);
+    sbx_egress_conn_finish(c);
 }
 
-static void timer_fired(evutil_socket_t fd, short what, void *arg)
+void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_egress_conn *c = arg;
 
@@ -745,13 +731,19 @@ static void timer_fired(evutil_socket_t fd, short what, void *arg)
         deny_tunnel(c, "sni-timeout");
         return;
     }
-    finish(c);
+    sbx_egress_conn_finish(c);
 }
 
-static void start_head(struct sbx_egress_conn *c, const char *first, size_t n)
+void sbx_egress_conn_start_head(struct sbx_egress_conn *c, const char *first, size_t n)
 {
     c->state = ST_HEAD;
     c->client = bufferevent_socket_new(c->sb->e->base, c->client_fd, 0);
+    if (c->client == NULL) {
+        c->reason = "out-of-memory";
+        c->sb->refused++;
+        sbx_egress_conn_finish(c);
+        return;
+    }
     if (n > 0) {
         /* The input's end is frozen (only the bufferevent appends); its front is not. */
         evbuffer_prepend(bufferevent_get_input(c->client), first, n);
@@ -764,140 +756,13 @@ static void start_head(struct sbx_egress_conn *c, const char *first, size_t n)
     }
 }
 
-/* A TCP or TCPv6 stream socket: the only kind of descriptor a relay may pass (a file
- * or pipe could block the loop). */
-static int is_inet_stream(int fd)
-{
-    struct stat st;
-    int v = 0;
-    socklen_t vl = sizeof(v);
-
-    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
-        return 0;
-    }
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &vl) < 0 || v != SOCK_STREAM) {
-        return 0;
-    }
-    vl = sizeof(v);
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &v, &vl) < 0) {
-        return 0;
-    }
-    return v == AF_INET || v == AF_INET6;
-}
-
-/* The first byte on a sandbox socket: either a relay handing over its client's TCP
- * socket (one NUL byte with SCM_RIGHTS), or the start of a plain request stream. */
-static void hello_read(evutil_socket_t fd, short what, void *arg)
-{
-    struct sbx_egress_conn *c = arg;
-    char byte;
-    struct iovec iov = {&byte, 1};
-    union {
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg;
-    int fds[4];
-    size_t n_fds = 0;
-    int buf = SBX_EGRESS_CLIENT_BUF;
-    ssize_t n;
-
-    (void)what;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-    }
-    if (n < 0) {
-        msg.msg_controllen = 0; /* the kernel left it as it was: no descriptors came */
-    }
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-            for (size_t i = 0; i < k && n_fds < 4; i++) {
-                memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            }
-        }
-    }
-    event_free(c->hello);
-    c->hello = NULL;
-    if (n <= 0) {
-        for (size_t i = 0; i < n_fds; i++) {
-            close(fds[i]);
-        }
-        c->reason = "client-closed";
-        finish(c);
-        return;
-    }
-    if (n_fds == 0) {
-        start_head(c, &byte, 1);
-        return;
-    }
-    for (size_t i = 1; i < n_fds; i++) {
-        close(fds[i]);
-    }
-    if (byte != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || !is_inet_stream(fds[0])) {
-        close(fds[0]);
-        c->reason = "bad-handover";
-        finish(c);
-        return;
-    }
-    /* The relay's client socket replaces the unix connection. */
-    close(c->client_fd);
-    c->client_fd = fds[0];
-    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0 ||
-        setsockopt(c->client_fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
-        setsockopt(c->client_fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0) {
-        c->reason = "bad-handover";
-        finish(c);
-        return;
-    }
-    start_head(c, NULL, 0);
-}
-
-void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
-{
-    struct sbx_egress_sandbox *sb = arg;
-    struct sbx_egress_conn *c = xcalloc(1, sizeof(*c));
-
-    (void)l;
-    (void)sa;
-    (void)len;
-    c->sb = sb;
-    c->job = sb->job != NULL ? xstrdup(sb->job) : NULL;
-    c->client_fd = fd;
-    c->up_fd = -1;
-    clock_gettime(CLOCK_REALTIME, &c->start);
-    clock_gettime(CLOCK_MONOTONIC, &c->t0);
-    c->timer = evtimer_new(sb->e->base, timer_fired, c);
-    c->state = ST_HELLO;
-    c->next = sb->conns;
-    if (sb->conns != NULL) {
-        sb->conns->prev = c;
-    }
-    sb->conns = c;
-    if (++sb->n_conns > SBX_EGRESS_MAX_CONNS) {
-        c->reason = "too-many-connections";
-        finish(c);
-        return;
-    }
-    c->hello = event_new(sb->e->base, fd, EV_READ | EV_PERSIST, hello_read, c);
-    event_add(c->hello, NULL);
-    evtimer_add(c->timer, &sb->e->header_timeout);
-}
-
 /* Closes a connection now (its sandbox is being removed). */
 void sbx_egress_conn_close(struct sbx_egress_conn *c, const char *reason)
 {
     if (c->reason == NULL) {
         c->reason = reason;
     }
-    finish(c);
+    sbx_egress_conn_finish(c);
 }
 
 /* Used by egress.c to walk a sandbox's connections. */

@@ -11,10 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "util/xalloc.h"
-
-#define TUNNEL_PIPE_SIZE (1024 * 1024)
-
 struct dir {
     struct sbx_egress_tunnel *t;
     int src;
@@ -38,6 +34,7 @@ struct dir {
 struct sbx_egress_tunnel {
     struct dir d[2];         /* d[0]: a -> b, d[1]: b -> a */
     size_t pipe_cap;
+    size_t *active; /* tunnels open in this proxy (they share a turn) */
     void (*done)(void *arg, const char *reason);
     void *arg;
 };
@@ -69,7 +66,13 @@ static void finish(struct sbx_egress_tunnel *t, const char *reason)
 static int pump(struct dir *d)
 {
     struct sbx_egress_tunnel *t = d->t;
-    size_t budget = 4 * TUNNEL_PIPE_SIZE; /* then let other connections run */
+    /* Bounded work per wake-up, then every other ready connection (of any sandbox)
+     * has its turn: four pipes' worth shared by the proxy's open tunnels, at least one
+     * pipe each. One tunnel alone moves 1 MiB per turn (throughput); with several, a
+     * loop turn stays near 1 MiB, so a new connection of another sandbox waits little
+     * (docs/egress.md, Budgets). */
+    size_t share = *t->active > 0 ? 4 * t->pipe_cap / *t->active : 4 * t->pipe_cap;
+    size_t budget = share > t->pipe_cap ? share : t->pipe_cap;
     ssize_t n;
 
     while (evbuffer_get_length(d->prefix) > 0) {
@@ -164,41 +167,73 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
     pump(arg);
 }
 
-struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a,
-                                                void (*done)(void *arg, const char *reason),
-                                                void *arg)
+/* The reason a tunnel could not be built, from errno. */
+static const char *exhausted(int err)
 {
-    struct sbx_egress_tunnel *t = xcalloc(1, sizeof(*t));
+    return err == EMFILE || err == ENFILE ? "out-of-descriptors" : "out-of-memory";
+}
 
+struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
+                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
+                                                size_t pipe_size, size_t *active,
+                                                void (*done)(void *arg, const char *reason),
+                                                void *arg, const char **why)
+{
+    struct sbx_egress_tunnel *t = calloc(1, sizeof(*t));
+
+    *why = NULL;
+    if (t == NULL) {
+        *why = "out-of-memory";
+        return NULL;
+    }
     t->done = done;
     t->arg = arg;
-    t->pipe_cap = TUNNEL_PIPE_SIZE;
+    t->pipe_cap = pipe_size;
+    t->active = active;
+    (*active)++;
+    /* Everything free() looks at is valid before anything can fail: a half-built
+     * tunnel is freed by the same code as a whole one, and closes no fd it does not
+     * own (a zeroed pipe[] would be fd 0). */
+    for (int i = 0; i < 2; i++) {
+        t->d[i].pipe[0] = t->d[i].pipe[1] = -1;
+        t->d[i].limit = UINT64_MAX;
+    }
     for (int i = 0; i < 2; i++) {
         struct dir *d = &t->d[i];
         struct evbuffer *prefix = i == 0 ? a_to_b : b_to_a;
+        int got;
 
         d->t = t;
         d->src = i == 0 ? fd_a : fd_b;
         d->dst = i == 0 ? fd_b : fd_a;
         d->src_error = i == 0 ? "client-error" : "destination-error";
         d->dst_error = i == 0 ? "destination-error" : "client-error";
-        d->pipe[0] = d->pipe[1] = -1;
-        d->limit = UINT64_MAX;
         d->prefix = evbuffer_new();
-        if (prefix != NULL) {
-            evbuffer_add_buffer(d->prefix, prefix);
-        }
         d->rd = event_new(base, d->src, EV_READ | EV_PERSIST, on_event, d);
         d->wr = event_new(base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
-        if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+        if (d->prefix == NULL || d->rd == NULL || d->wr == NULL) {
+            *why = "out-of-memory";
             sbx_egress_tunnel_free(t);
             return NULL;
         }
-        /* A bigger pipe means fewer wake-ups; the default (64 KiB) still works. */
-        if (fcntl(d->pipe[1], F_SETPIPE_SZ, TUNNEL_PIPE_SIZE) < 0) {
-            t->pipe_cap = 65536;
+        if (prefix != NULL && evbuffer_add_buffer(d->prefix, prefix) < 0) {
+            *why = "out-of-memory";
+            sbx_egress_tunnel_free(t);
+            return NULL;
+        }
+        if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+            *why = exhausted(errno);
+            d->pipe[0] = d->pipe[1] = -1;
+            sbx_egress_tunnel_free(t);
+            return NULL;
+        }
+        /* The pipe bounds what the proxy holds per direction (back-pressure: nothing
+         * more is read from src while it is full). If the size cannot be set, the
+         * pipe's own size is the bound. */
+        fcntl(d->pipe[1], F_SETPIPE_SZ, (int)pipe_size);
+        got = fcntl(d->pipe[1], F_GETPIPE_SZ);
+        if (got > 0 && (size_t)got < t->pipe_cap) {
+            t->pipe_cap = (size_t)got;
         }
     }
     /* Start both directions; a prefix goes out first. */
@@ -207,6 +242,16 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         watch(t->d[i].wr, &t->d[i].wr_on, evbuffer_get_length(t->d[i].prefix) > 0);
     }
     return t;
+}
+
+size_t sbx_egress_tunnel_held(const struct sbx_egress_tunnel *t)
+{
+    size_t n = 0;
+
+    for (int i = 0; i < 2; i++) {
+        n += t->d[i].in_pipe + evbuffer_get_length(t->d[i].prefix);
+    }
+    return n;
 }
 
 void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped)
@@ -242,7 +287,10 @@ void sbx_egress_tunnel_free(struct sbx_egress_tunnel *t)
         if (d->pipe[1] >= 0) {
             close(d->pipe[1]);
         }
-        evbuffer_free(d->prefix);
+        if (d->prefix != NULL) {
+            evbuffer_free(d->prefix);
+        }
     }
+    (*t->active)--;
     free(t);
 }

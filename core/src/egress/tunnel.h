@@ -3,6 +3,7 @@
 #ifndef SBX_EGRESS_TUNNEL_H
 #define SBX_EGRESS_TUNNEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct event_base;
@@ -13,18 +14,26 @@ struct sbx_egress_tunnel;
  * NULL when both sides finished cleanly, else "client-error" / "destination-error".
  * The tunnel never closes fd_a (the client) or fd_b (the destination). The prefixes
  * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
- * taken (the evbuffers are left empty). NULL if pipes cannot be made. */
+ * taken (the evbuffers are left empty). Each direction's pipe is asked for pipe_size
+ * bytes: that is all the proxy holds per direction (it stops reading a side whose
+ * pipe is full). *active counts the tunnels sharing one event loop (the tunnel adds
+ * itself and removes itself when freed): a wake-up moves four pipes' worth shared
+ * among them, at least one pipe. NULL when a pipe, event or buffer cannot be made; *why is then
+ * "out-of-descriptors" (EMFILE, ENFILE) or "out-of-memory", and nothing is left
+ * open (the caller still owns fd_a, fd_b and the prefixes). */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
-                                                struct evbuffer *a_to_b,
-                                                struct evbuffer *b_to_a,
+                                                struct evbuffer *a_to_b, struct evbuffer *b_to_a,
+                                                size_t pipe_size, size_t *active,
                                                 void (*done)(void *arg, const char *reason),
-                                                void *arg);
+                                                void *arg, const char **why);
 /* Forwards at most a_to_b more bytes from fd_a (after its prefix); a byte fd_a sends
  * after them is dropped and ends the tunnel with reason "one-request" (one request
  * per connection: docs/egress.md). dropped counts bytes the caller dropped already:
  * then the tunnel still serves the one request and ends with that reason. Call right
  * after sbx_egress_tunnel_new. */
 void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped);
+/* Bytes the tunnel holds now: in its pipes and prefixes not yet sent. */
+size_t sbx_egress_tunnel_held(const struct sbx_egress_tunnel *t);
 /* Bytes read from each side so far (prefixes not counted). */
 void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
                               uint64_t *b_to_a);

@@ -14,6 +14,7 @@
 #include "runner/runner_int.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
+#include "util/rlimit.h"
 #include "util/xalloc.h"
 
 /* Finished jobs whose output stays in memory (their records stay in the store). */
@@ -606,6 +607,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         evthread_use_pthreads();
         threads_on = 1;
     }
+    sbx_raise_nofile("runner"); /* the shared egress proxy: sockets and pipes per sandbox */
     r->cfg = opts->cfg;
     r->plugin_dir = xstrdup(opts->plugin_dir);
     r->policy_dir = sbx_policy_dir_resolve(opts->cfg->policy_dir, err);

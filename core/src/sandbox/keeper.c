@@ -17,6 +17,7 @@
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/rlimit.h"
 #include "util/xalloc.h"
 
 static volatile sig_atomic_t keeper_signal;
@@ -351,6 +352,7 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    sbx_raise_nofile("keeper"); /* the task's egress proxy holds its sockets and pipes */
     if (sbx_task_start(cfg, plugin_dir, o, &t, &err) < 0) {
         snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
                  sbx_error_msg(err));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "plugin/host.h"
+#include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
@@ -102,15 +103,46 @@ int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state)
     return removed;
 }
 
+/* ---- the provider's own check (the disk watchdog) ---------------------- */
+
+int sbx_task_check(struct sbx_task *t, int after_exec)
+{
+    sbx_error_t *e = NULL;
+    int first;
+
+    if (pops(t)->check == NULL || t->sandbox[0] == '\0' || t->stop) {
+        return 0;
+    }
+    if (pops(t)->check(t->prov->ctx, t->sandbox, after_exec, &e) == 0) {
+        return 0;
+    }
+    pthread_mutex_lock(&t->mu);
+    first = !t->stop; /* the timer and an ending command may both find it */
+    pthread_mutex_unlock(&t->mu);
+    if (first) {
+        sbx_warn("task %s: %s: ending it", t->id, e ? e->msg : "the provider's check failed");
+    }
+    sbx_task_stop(t, e ? e->msg : "the provider's check failed");
+    sbx_error_free(&e);
+    return -1;
+}
+
 /* ---- the timer: maximum lifetime, idle, lease renewal ------------------ */
 
 void *sbx_task_timer_main(void *arg)
 {
     struct sbx_task *t = arg;
+    int64_t next_check = 0;
 
     while (!t->timer_quit) {
         int64_t now = now_s();
         char reason[256] = "";
+
+        /* about once a second, whether or not a command runs */
+        if (now >= next_check) {
+            next_check = now + 1;
+            sbx_task_check(t, 0);
+        }
 
         pthread_mutex_lock(&t->mu);
         if (t->limits.max > 0 && now - t->started_at >= t->limits.max) {
@@ -217,6 +249,7 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
      * or "engine" (the provider's exec, e.g. docker exec) */
     json_object_set_new(rec, "exec_path",
                         t->last_exec_path ? json_string(t->last_exec_path) : json_null());
+    sbx_caps_record(rec, &t->limits, t->unenforced);
     {
         char owner[160];
 

@@ -76,6 +76,7 @@ struct sbx_task {
     struct sbx_agent_link *agent; /* (added) the host end of that agent, or NULL */
     const char *last_exec_path;   /* (added) "agent" or "engine": how the last exec ran */
     char *decided_by;        /* "policies/limits.lua, ..." for the record */
+    uint32_t unenforced;     /* enum sbx_cap asked for and not enforced (unisolated) */
     int slot_fd;
     int64_t created_at;
     int64_t started_at;
@@ -137,6 +138,11 @@ void sbx_task_set_job(struct sbx_task *t, const char *job);
 void sbx_task_egress_counts(struct sbx_task *t, int64_t *allowed, int64_t *denied);
 /* Cancels one exec started with that slot (from any thread). */
 void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot);
+/* Asks the provider's optional check op whether the sandbox may go on (the
+ * Docker disk watchdog); when it may not, stops the task with the provider's
+ * message as the reason and returns -1. The timer calls it about once a second
+ * (after_exec 0), sbx_task_exec when each command ends (after_exec 1). */
+int sbx_task_check(struct sbx_task *t, int after_exec);
 /* Cancels every running exec and marks the task to end with `reason`. */
 void sbx_task_stop(struct sbx_task *t, const char *reason);
 /* Destroys the sandbox, revokes the lease, writes the final record and

@@ -13,6 +13,7 @@
 #include "plugin/host.h"
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
@@ -273,7 +274,6 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct tm tm;
     time_t now = time(NULL);
     const char *provider = o->provider ? o->provider : cfg->provider;
-    struct sbx_provider_info info = {0};
     cleanup_free char *docker_dir = NULL;
     cleanup_free char *relay = NULL;
 
@@ -347,17 +347,16 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (t->prov == NULL) {
         goto fail;
     }
+    /* fail closed: what the policy asks for and the provider does not enforce */
+    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, err) < 0) {
+        goto fail;
+    }
     if (!o->no_reap) {
         sbx_task_reap_orphans(t->prov, t->state);
     }
     /* after the reaping, which removes an orphan's leftovers of this id */
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
-    }
-    if (sbx_instance_provider(t->prov)->info != NULL &&
-        sbx_instance_provider(t->prov)->info(t->prov->ctx, &info, NULL) == 0 && info.userns == 0) {
-        sbx_warn("provider '%s': user namespaces are OFF (%s): container root is host root; "
-                 "turn on userns-remap (docs/operations.md)", provider, info.engine);
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
         /* where a per-sandbox Docker daemon puts its socket, if one runs */
@@ -510,6 +509,11 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     pthread_mutex_unlock(&t->mu);
 
     r = sbx_task_exec_run(t, &spec, slotp, status, err);
+    /* a command that took the sandbox past a measured limit (the disk
+     * watchdog) fails, and the task ends */
+    if (sbx_task_check(t, 1) < 0 && r == 0) {
+        r = -1;
+    }
 
     pthread_mutex_lock(&t->mu);
     for (struct sbx_exec_slot **pp = &t->execs; *pp != NULL; pp = &(*pp)->next) {
@@ -624,6 +628,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
 {
     struct sbx_task *t = xcalloc(1, sizeof(*t));
     const char *provider = o->provider ? o->provider : cfg->provider;
+    sbx_error_t *caps_err = NULL;
 
     task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
@@ -649,6 +654,11 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
     if (t->prov == NULL) {
         goto fail;
+    }
+    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, &caps_err) < 0) {
+        /* the sandbox exists: keep it, and its record says what is missing */
+        sbx_warn("task %s: %s", t->id, sbx_error_msg(caps_err));
+        sbx_error_free(&caps_err);
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
         o->egress != NULL) {

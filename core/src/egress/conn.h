@@ -1,0 +1,82 @@
+/* conn.h - one proxied connection, shared by proxy.c (request, decision, connect,
+ * relay) and accept.c (accepting, handover, budgets at the door). Egress loop only. */
+#ifndef SBX_EGRESS_CONN_H
+#define SBX_EGRESS_CONN_H
+
+#include <arpa/inet.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <event2/util.h>
+
+#include "egress/egress_int.h"
+#include "egress/request.h"
+
+#define MAX_CANDIDATES 16
+
+enum conn_state {
+    ST_HELLO,
+    ST_HEAD,
+    ST_RESOLVING,
+    ST_CONNECTING,
+    ST_SNI,
+    ST_PIPE,
+    ST_CLOSING,
+};
+
+struct sbx_egress_conn {
+    struct sbx_egress_sandbox *sb;
+    struct bufferevent *client;
+    struct bufferevent *up;
+    struct event *timer;
+    enum conn_state state;
+    struct sbx_egress_request req;
+    struct timespec start;
+    struct timespec t0;
+    struct evdns_getaddrinfo_request *dns;
+    struct sbx_egress_addr cand[MAX_CANDIDATES];
+    size_t n_cand;
+    size_t next_cand;
+    char address[INET6_ADDRSTRLEN + 8];
+    const char *decision;
+    const char *rule;
+    const char *reason;
+    int status;
+    int client_fd;
+    int up_fd;
+    struct event *hello;
+    struct event *up_spoke; /* ST_SNI: the destination sent first */
+    int replied;            /* the 200 is in the client's output already */
+    char *job;              /* the sandbox's job when the connection arrived */
+    char *tunnel_head;      /* an HTTP request head in the tunnel, rewritten */
+    size_t tunnel_head_len;
+    uint64_t tunnel_body; /* its Content-Length */
+    size_t head_scanned;  /* how far the head being read was scanned for its end */
+    int opaque;           /* an opaque rule let client-first bytes through unchecked */
+    char sni[256];
+    struct sbx_egress_tunnel *tunnel;
+    uint64_t prefix_up;
+    uint64_t reserved; /* its share of the sandbox's egress.max_buffer */
+    struct sbx_egress_conn *prev;
+    struct sbx_egress_conn *next;
+};
+
+/* proxy.c */
+/* Logs the connection's line, releases its budget share, closes and frees it. */
+void sbx_egress_conn_finish(struct sbx_egress_conn *c);
+/* Reads the request head from c->client_fd (first: bytes already read). */
+void sbx_egress_conn_start_head(struct sbx_egress_conn *c, const char *first, size_t n);
+/* c->timer: header or flush timeout. */
+void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg);
+
+/* accept.c */
+/* "out-of-descriptors" for EMFILE and ENFILE, else "out-of-memory". */
+const char *sbx_egress_exhausted(int err);
+/* One stderr line per second at most about resource failures. */
+void sbx_egress_warn_exhausted(struct sbx_egress *e, const char *sandbox, const char *what);
+/* The destination is connected: size its buffers (a near one gets a smaller send
+ * buffer) and settle the tunnel's reservation to what the socket really got. */
+void sbx_egress_conn_connected(struct sbx_egress_conn *c);
+
+#endif

@@ -1,0 +1,341 @@
+/* test_docker_quota.c - the disk cap on the test engine (issue 14, item 3).
+ * scripts/test.sh starts that engine on a btrfs data root with quotas
+ * (scripts/dockerd.sh --btrfs), so a sandbox's writes past limits.disk fail
+ * inside it at once: fallocate and dd past the cap, nothing left behind when
+ * the sandbox is removed (btrfs qgroups and space), the Docker sidecar's
+ * quota. Then the watchdog, the last resort: it measures at each command's
+ * end and between commands, and ends the task with the reason. */
+#include "rt_common.h"
+
+#include <inttypes.h>
+#include <time.h>
+
+static char *data_root; /* the engine's DockerRootDir (on its btrfs) */
+
+/* sh -c SCRIPT on the host (PATH with sbin: btrfs-progs). */
+static struct spawn_result host_sh(const char *script)
+{
+    char *argv[] = {"/bin/sh", "-c", (char *)script, NULL};
+    char *env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+    return spawn_run_as(argv, env, 0);
+}
+
+/* The engine must have a per-container quota: say how to get one if not. */
+static void require_quota_engine(void)
+{
+    json_t *info = rt_engine_get("/info");
+    const char *drv = json_string_value(json_object_get(info, "Driver"));
+    const char *root = json_string_value(json_object_get(info, "DockerRootDir"));
+
+    if (drv == NULL || strcmp(drv, "btrfs") != 0 || root == NULL) {
+        fail_msg("the test engine's storage driver is '%s', not btrfs: it has no per-container "
+                 "disk quota (start it with scripts/dockerd.sh start --btrfs SIZE, as "
+                 "scripts/test.sh does)",
+                 drv ? drv : "?");
+    }
+    free(data_root);
+    data_root = strdup(root);
+    json_decref(info);
+}
+
+/* Waits until the btrfs has dropped every deleted subvolume and the kernel
+ * has deleted their qgroups (a commit or two later: up to 90 s, the
+ * filesystem synced each second), and reads the qgroup count, the stale ones
+ * (no subvolume) still there, and the data in use. */
+static void btrfs_usage(size_t *qgroups, size_t *stale, int64_t *used)
+{
+    char *script = NULL;
+    struct spawn_result r;
+    unsigned long long u = 0;
+    size_t n = 0;
+    size_t st = 0;
+
+    assert_true(
+        asprintf(&script,
+                 "set -e; R='%s'; for i in $(seq 90); do "
+                 "btrfs filesystem sync \"$R\" >/dev/null; "
+                 "btrfs subvolume sync \"$R\" >/dev/null; "
+                 "q=$(btrfs qgroup show --raw \"$R\"); "
+                 "echo \"$q\" | grep -q '<stale>' || break; sleep 1; done; "
+                 "echo \"$q\" | grep -c '^0/' || true; "
+                 "echo \"$q\" | grep -c '<stale>' || true; "
+                 "btrfs filesystem df -b \"$R\" | sed -n 's/^Data.*used=\\([0-9]*\\).*/\\1/p'",
+                 data_root) > 0);
+    r = host_sh(script);
+    free(script);
+    if (r.rc != 0 || sscanf(r.out, "%zu %zu %llu", &n, &st, &u) != 3) {
+        fail_msg("btrfs usage of %s: rc %d: %s%s", data_root, r.rc, r.out, r.err);
+    }
+    spawn_result_free(&r);
+    *qgroups = n;
+    *stale = st;
+    *used = (int64_t)u;
+}
+
+static void test_info_says_quota(void **state)
+{
+    struct spawn_result r = RT_SBX("info", "--json");
+    json_t *j;
+
+    (void)state;
+    require_quota_engine();
+    assert_int_equal(r.rc, 0);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "disk_limit")),
+                        "btrfs quota (storage-opt size)");
+    json_decref(j);
+    spawn_result_free(&r);
+}
+
+/* limits.disk = 1G: fallocate -l 2G fails at once, dd of 2 GiB stops near
+ * 1 GiB, the sandbox goes on once it frees space, and its removal leaves
+ * the btrfs as it found it. */
+static void test_writes_past_cap_fail_at_once(void **state)
+{
+    struct spawn_result r;
+    size_t q0 = 0;
+    size_t q1 = 0;
+    size_t stale = 0;
+    time_t t0;
+    int64_t used0 = 0;
+    int64_t used1 = 0;
+    long long ms = -1;
+    long long blocks = -1;
+    long long size = -1;
+    int rc = -1;
+
+    (void)state;
+    require_quota_engine();
+    btrfs_usage(&q0, &stale, &used0);
+    rt_use_config("limits = { disk = \"1G\"; };\n");
+    r = RT_SBX("task", "start", "--task", "quota-1");
+    if (r.rc != 0) {
+        fail_msg("task start: %s", r.err);
+    }
+    spawn_result_free(&r);
+
+    r = RT_SBX("exec", "quota-1", "--", "sh", "-c",
+               "a=$(date +%s%N); fallocate -l 2G /x; r=$?; b=$(date +%s%N); "
+               "echo $r $(( (b - a) / 1000000 )) $(stat -c %b /x 2>/dev/null || echo 0)");
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(sscanf(r.out, "%d %lld %lld", &rc, &ms, &blocks), 3);
+    fprintf(stderr, "fallocate -l 2G under a 1G cap: status %d after %lld ms: %s", rc, ms, r.err);
+    assert_int_not_equal(rc, 0);
+    assert_true(ms >= 0 && ms < 3000);
+    if (strstr(r.err, "Disk quota exceeded") == NULL && strstr(r.err, "No space left") == NULL) {
+        fail_msg("fallocate failed, but not with EDQUOT or ENOSPC: %s", r.err);
+    }
+    assert_int_equal(blocks, 0); /* nothing was allocated */
+    spawn_result_free(&r);
+
+    r = RT_SBX("exec", "quota-1", "--", "sh", "-c",
+               "dd if=/dev/zero of=/y bs=1M count=2048 2>/dev/null; echo $? $(stat -c %s /y)");
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(sscanf(r.out, "%d %lld", &rc, &size), 2);
+    fprintf(stderr, "dd of 2 GiB under a 1G cap: status %d, %lld bytes written\n", rc, size);
+    assert_int_not_equal(rc, 0);
+    assert_true(size > (900LL << 20));
+    assert_true(size <= (1LL << 30));
+    spawn_result_free(&r);
+
+    /* the cap holds this sandbox only: another one writes while it is full */
+    r = RT_SBX("run", "--", "sh", "-c", "head -c 10000000 /dev/zero > /f && stat -c %s /f");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "10000000\n");
+    spawn_result_free(&r);
+    /* and once it frees space it writes again */
+    r = RT_SBX("exec", "quota-1", "--", "sh", "-c", "rm /y && echo again > /z && cat /z");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "again\n");
+    spawn_result_free(&r);
+
+    r = RT_SBX("task", "end", "quota-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    rt_use_config(NULL);
+    assert_int_equal(rt_sandboxes(), 0);
+    /* nothing leaks: the engine cannot delete a qgroup while the kernel still
+     * drops its subvolume ("Failed to delete btrfs qgroup ... busy" in its
+     * log); the kernel deletes it when the subvolume is gone */
+    t0 = time(NULL);
+    btrfs_usage(&q1, &stale, &used1);
+    fprintf(stderr,
+            "btrfs before/after: %zu/%zu qgroups (%zu stale after %ld s), %" PRId64 "/%" PRId64
+            " bytes used\n",
+            q0, q1, stale, (long)(time(NULL) - t0), used0, used1);
+    assert_int_equal(stale, 0);
+    assert_true(q1 <= q0); /* (fewer when another sandbox went meanwhile) */
+    assert_true(used1 < used0 + (16LL << 20));
+}
+
+static int64_t image_size(const char *name)
+{
+    char path[256];
+    json_t *j;
+    int64_t v;
+
+    snprintf(path, sizeof(path), "/images/%s/json", name);
+    j = rt_engine_get(path);
+    v = json_integer_value(json_object_get(j, "Size"));
+    json_decref(j);
+    assert_true(v > 0);
+    return v;
+}
+
+static int64_t quota_of(const char *container)
+{
+    char path[256];
+    json_t *j;
+    const char *s;
+    int64_t v;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", container);
+    j = rt_engine_get(path);
+    s = json_string_value(
+        json_object_get(json_object_get(json_object_get(j, "HostConfig"), "StorageOpt"), "size"));
+    if (s == NULL) {
+        fail_msg("%s has no HostConfig.StorageOpt.size", container);
+    }
+    v = strtoll(s, NULL, 10);
+    json_decref(j);
+    return v;
+}
+
+/* The sandbox's quota is the cap plus its image (a btrfs container is a
+ * snapshot of its image); the Docker sidecar gets the same cap. */
+static void test_sidecar_gets_quota(void **state)
+{
+    struct spawn_result r;
+
+    (void)state;
+    require_quota_engine();
+    rt_use_config("limits = { disk = \"1G\"; };\n"
+                  "provider = \"dind\";\n"
+                  "providers = { dind = { plugin = \"provider_docker\"; "
+                  "docker_sidecar = true; }; };\n");
+    r = RT_SBX("task", "start", "--task", "quota-sc");
+    if (r.rc != 0) {
+        fail_msg("task start with a sidecar: %s", r.err);
+    }
+    spawn_result_free(&r);
+    assert_int_equal(quota_of("sbx-quota-sc"), (1LL << 30) + image_size("sbx-sandbox:current"));
+    assert_int_equal(quota_of("sbx-quota-sc-docker"), (1LL << 30) + image_size("sbx-dind:current"));
+    r = RT_SBX("task", "end", "quota-sc");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    rt_use_config(NULL);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+/* The task's record once its keeper ended it (waits up to `secs`). */
+static json_t *ended_record(const char *task, int secs)
+{
+    char *path = NULL;
+    json_t *rec = NULL;
+
+    assert_true(asprintf(&path, "%s/tasks/%s/task.json", rt_state, task) > 0);
+    for (int i = 0; i < secs * 10; i++) {
+        const char *st;
+
+        json_decref(rec);
+        rec = json_load_file(path, 0, NULL);
+        st = json_string_value(json_object_get(rec, "state"));
+        if (st != NULL && strcmp(st, "ended") == 0) {
+            break;
+        }
+        usleep(100 * 1000);
+    }
+    free(path);
+    return rec;
+}
+
+/* The watchdog measures at a command's end: that command fails, the task
+ * ends with the reason, and its sandbox is removed. */
+static void test_watchdog_at_command_end(void **state)
+{
+    struct spawn_result r;
+    json_t *rec;
+    const char *reason;
+
+    (void)state;
+    rt_use_config("limits = { disk = \"20M\"; };\n"
+                  "providers = { docker = { plugin = \"provider_docker\"; "
+                  "disk_enforcement = \"watchdog\"; disk_check_interval = \"10m\"; }; };\n");
+    r = RT_SBX("task", "start", "--task", "wd-end");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    r = RT_SBX("exec", "wd-end", "--", "sh", "-c", "head -c 40000000 /dev/zero > /tmp/big");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "disk cap exceeded: the sandbox wrote");
+    assert_contains(r.err, "its limit is 20971520 bytes");
+    spawn_result_free(&r);
+    rec = ended_record("wd-end", 30);
+    reason = json_string_value(json_object_get(rec, "reason"));
+    assert_string_equal(json_string_value(json_object_get(rec, "state")), "ended");
+    assert_non_null(reason);
+    assert_contains(reason, "disk cap exceeded");
+    json_decref(rec);
+    rt_use_config(NULL);
+    for (int i = 0; i < 100 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+/* Between commands: a background process left by an earlier command writes
+ * past the cap while nothing runs; the watchdog ends the task. */
+static void test_watchdog_between_commands(void **state)
+{
+    struct spawn_result r;
+    json_t *rec;
+    const char *reason;
+
+    (void)state;
+    rt_use_config("limits = { disk = \"20M\"; };\n"
+                  "providers = { docker = { plugin = \"provider_docker\"; "
+                  "disk_enforcement = \"watchdog\"; disk_check_interval = \"1s\"; }; };\n");
+    r = RT_SBX("task", "start", "--task", "wd-bg");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    r = RT_SBX("exec", "wd-bg", "--", "sh", "-c",
+               "(sleep 2; head -c 40000000 /dev/zero > /tmp/big) >/dev/null 2>&1 & echo started");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "started\n");
+    spawn_result_free(&r);
+    rec = ended_record("wd-bg", 60);
+    reason = json_string_value(json_object_get(rec, "reason"));
+    assert_string_equal(json_string_value(json_object_get(rec, "state")), "ended");
+    assert_non_null(reason);
+    assert_contains(reason, "disk cap exceeded");
+    json_decref(rec);
+    r = RT_SBX("exec", "wd-bg", "--", "true");
+    assert_int_equal(r.rc, 125);
+    spawn_result_free(&r);
+    rt_use_config(NULL);
+    for (int i = 0; i < 100 && rt_sandboxes() > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
+static int teardown(void **state)
+{
+    free(data_root);
+    data_root = NULL;
+    return rt_teardown(state);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_info_says_quota),
+        cmocka_unit_test(test_writes_past_cap_fail_at_once),
+        cmocka_unit_test(test_sidecar_gets_quota),
+        cmocka_unit_test(test_watchdog_at_command_end),
+        cmocka_unit_test(test_watchdog_between_commands),
+    };
+
+    return cmocka_run_group_tests_name("docker_quota", tests, rt_setup, teardown);
+}

@@ -1,0 +1,146 @@
+/* test_task_check.c - the provider's check op (the Docker disk watchdog's
+ * place in the core, core/src/sandbox/task.c): a sandbox the provider cannot
+ * measure ends its task with the provider's reason while no command runs
+ * (fail closed), a command that takes the sandbox past its limit fails and
+ * ends the task, and a sandbox that passes its checks runs on. The fake
+ * provider of the ABI fixtures decides by task name. */
+#include "test_common.h"
+
+#include <jansson.h>
+#include <time.h>
+
+#include "config/config.h"
+#include "sandbox/task.h"
+#include "util/xalloc.h"
+
+static char *dir;
+static struct sbx_config *cfg;
+
+static int setup(void **state)
+{
+    char *text;
+    char *path;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    if (getenv("SBX_TEST_PLUGINS") == NULL) {
+        fprintf(stderr, "needs SBX_TEST_PLUGINS (run under ctest)\n");
+        return -1;
+    }
+    dir = test_mkdtemp();
+    text = xasprintf("state_dir = \"%s/state\";\nprovider = \"fake\";\n"
+                     "providers = { fake = { plugin = \"provider_good\"; }; };\n",
+                     dir);
+    path = test_write_file(dir, "sbx.conf", text);
+    cfg = sbx_config_load_file(path, &err);
+    if (cfg == NULL) {
+        fail_msg("config: %s", err->msg);
+    }
+    free(text);
+    free(path);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    sbx_config_destroy(cfg);
+    test_rm_rf(dir);
+    free(dir);
+    return 0;
+}
+
+static struct sbx_task *start(const char *id)
+{
+    struct sbx_task_opts o = {.task_id = id};
+    struct sbx_task *t = NULL;
+    sbx_error_t *err = NULL;
+
+    if (sbx_task_start(cfg, getenv("SBX_TEST_PLUGINS"), &o, &t, &err) < 0) {
+        fail_msg("task start %s: %s", id, err->msg);
+    }
+    return t;
+}
+
+static const char *reason_of(json_t *rec)
+{
+    const char *r = json_string_value(json_object_get(rec, "reason"));
+
+    return r ? r : "";
+}
+
+/* No command runs: the timer's check ends the task within seconds. */
+static void test_unmeasurable_sandbox_ends_its_task(void **state)
+{
+    struct sbx_task *t = start("checkfail-1");
+    const char *const argv[] = {"fake-exit", "0", NULL};
+    sbx_error_t *err = NULL;
+    json_t *rec = NULL;
+    int status = -1;
+
+    (void)state;
+    for (int i = 0; i < 100 && !t->stop; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+    }
+    assert_true(t->stop);
+    assert_non_null(
+        strstr(t->stop_reason, "cannot measure sandbox fake-checkfail-1: fails closed"));
+    /* a command after that is refused with the reason */
+    assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), -1);
+    assert_non_null(strstr(err->msg, "fails closed"));
+    sbx_error_free(&err);
+    assert_int_equal(sbx_task_end(t, "ended", &rec, &err), 0);
+    /* the record keeps the first reason, not the end's */
+    assert_non_null(strstr(reason_of(rec), "fails closed"));
+    json_decref(rec);
+}
+
+/* A command that took the sandbox past its limit fails, and the task ends. */
+static void test_command_past_limit_fails_and_ends_task(void **state)
+{
+    struct sbx_task *t = start("checkafter-1");
+    const char *const argv[] = {"fake-exit", "0", NULL};
+    sbx_error_t *err = NULL;
+    json_t *rec = NULL;
+    int status = -1;
+
+    (void)state;
+    assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), -1);
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "task checkafter-1 stopped: fake: the last command took"));
+    sbx_error_free(&err);
+    assert_true(t->stop);
+    assert_int_equal(sbx_task_end(t, "ended", &rec, &err), 0);
+    assert_non_null(strstr(reason_of(rec), "past its limit"));
+    json_decref(rec);
+}
+
+/* Checks that pass change nothing: commands run, the task lives on. */
+static void test_passing_checks_change_nothing(void **state)
+{
+    struct sbx_task *t = start("fine-1");
+    const char *const argv[] = {"fake-exit", "3", NULL};
+    sbx_error_t *err = NULL;
+    struct timespec ts = {1, 500 * 1000 * 1000}; /* the timer checks at least once */
+    int status = -1;
+
+    (void)state;
+    nanosleep(&ts, NULL);
+    assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), 0);
+    assert_int_equal(status, 3);
+    assert_false(t->stop);
+    assert_int_equal(sbx_task_end(t, NULL, NULL, &err), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_unmeasurable_sandbox_ends_its_task),
+        cmocka_unit_test(test_command_past_limit_fails_and_ends_task),
+        cmocka_unit_test(test_passing_checks_change_nothing),
+    };
+
+    return cmocka_run_group_tests_name("task_check", tests, setup, teardown);
+}
