@@ -233,6 +233,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, s
                    "Init", 1,
                    "Mounts", mounts,
                    "Privileged", 0);
+    json_object_set_new(hc, "CpuShares", json_integer(DK_CPU_SHARES));
     if (c->seccomp != NULL) {
         json_array_append_new(json_object_get(hc, "SecurityOpt"), json_string(c->seccomp));
     }
@@ -352,6 +353,18 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         return -1;
     }
     json_decref(reply);
+    if (c->userns) {
+        sbx_error_t *uerr = NULL;
+
+        if (dk_userns_caps(c, id_out, &uerr) < 0) {
+            c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
+                         "task %s: no per-sandbox inotify cap (%s): its inotify instances and "
+                         "watches count only against the box's shared pool "
+                         "(docs/operations.md)",
+                         s->task_id, uerr ? uerr->msg : "?");
+            c->host->error_free(&uerr);
+        }
+    }
     if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
         cb_docker_destroy(ctx, id_out, NULL);
         return -1;

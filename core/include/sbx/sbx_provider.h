@@ -42,6 +42,13 @@ enum sbx_provider_flags {
     SBX_PROVIDER_ENFORCES_USERNS = 1u << 11, /* root in the sandbox is not root of the host */
 };
 
+/* (added) Per-sandbox caps of the kernel's per-user inotify counters, which
+ * a provider with user namespaces sets in each sandbox's own user namespace;
+ * the box's shared pool (fs.inotify.max_user_*) is sized from them
+ * (docs/operations.md, "Kernel per-user counters"). */
+#define SBX_SANDBOX_INOTIFY_INSTANCES 128
+#define SBX_SANDBOX_INOTIFY_WATCHES 65536
+
 /* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
 struct sbx_limits {
     double cpus;

@@ -324,9 +324,32 @@ static void serve(struct sbx_task *t, int lfd)
     }
 }
 
-static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
-                        const struct sbx_task_opts *o, int ready_fd)
+/* What the start waits for goes to the starter as "WAIT <line>"; a starter
+ * that went away (Ctrl-C) cancels the wait. */
+static int keeper_on_wait(void *ud, const char *line)
 {
+    int fd = *(const int *)ud;
+    char msg[600];
+    int n;
+
+    if (line == NULL) { /* the starter's end of the pipe closed: nobody waits for us */
+        struct pollfd p = {.fd = fd, .events = 0};
+
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP)) != 0 ? -1 : 0;
+    }
+    n = snprintf(msg, sizeof(msg), "WAIT %s\n", line);
+    sbx_info("%s", line);
+    if (n < 0 || (size_t)n >= sizeof(msg)) {
+        return 0;
+    }
+    return write(fd, msg, (size_t)n) == n ? 0 : -1;
+}
+
+static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
+                        const struct sbx_task_opts *given, int ready_fd)
+{
+    struct sbx_task_opts opts = *given;
+    const struct sbx_task_opts *o = &opts;
     struct sigaction sa = {0};
     struct sbx_task *t = NULL;
     sbx_error_t *err = NULL;
@@ -353,6 +376,8 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     sbx_raise_nofile("keeper"); /* the task's egress proxy holds its sockets and pipes */
+    opts.on_wait = keeper_on_wait;
+    opts.wait_ud = &ready_fd;
     if (sbx_task_start(cfg, plugin_dir, o, &t, &err) < 0) {
         snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
                  sbx_error_msg(err));
@@ -427,9 +452,20 @@ int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
     }
     close(pfd[1]);
     waitpid(pid, &status, 0);
-    while (got < sizeof(buf) - 1) {
-        ssize_t n = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
+    for (;;) {
+        char *nl;
+        ssize_t n;
 
+        while ((nl = memchr(buf, '\n', got)) != NULL && strncmp(buf, "WAIT ", 5) == 0) {
+            /* the keeper waits for memory or a slot: say so, keep reading */
+            fprintf(stderr, "sbx: %.*s\n", (int)(nl - buf - 5), buf + 5);
+            got -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, got);
+        }
+        if (nl != NULL || got >= sizeof(buf) - 1) {
+            break;
+        }
+        n = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -437,9 +473,6 @@ int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
             break;
         }
         got += (size_t)n;
-        if (memchr(buf, '\n', got) != NULL) {
-            break;
-        }
     }
     close(pfd[0]);
     buf[got] = '\0';

@@ -36,6 +36,11 @@ struct sbx_task_opts {
     const char *slot_class;  /* "light" or "heavy" for the sbx.class label; NULL: light */
     int no_reap;             /* skip orphan reaping and the slot lock: the caller (the
                               * runner) owns the box's slots and reaps itself */
+    /* (added) Told what the start waits for (memory or a slot, with the
+     * numbers), and asked with NULL between lines whether to go on;
+     * NULL: the lines go to stderr. Returning -1 gives up. */
+    int (*on_wait)(void *ud, const char *line);
+    void *wait_ud;
 };
 
 struct sbx_agent_link;

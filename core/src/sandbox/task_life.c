@@ -13,6 +13,7 @@
 #include "plugin/host.h"
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "sandbox/admit.h"
 #include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
@@ -155,6 +156,36 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
                               d.decided_by[SBX_POLICY_EGRESS], d.decided_by[SBX_POLICY_SLOTS]);
     sbx_policy_decision_fini(&d);
     return 0;
+}
+
+/* The box's budget (admit.h): the CPU quota is clamped below the box's CPUs,
+ * and an embedded task takes a slot only while its memory fits beside the
+ * others' (the runner's scheduler admits its own jobs: no_reap). */
+static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
+{
+    struct sbx_box_budget b;
+    struct sbx_admit_req req = {0};
+
+    if (sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
+        return sbx_error_wrap(err, "task %s: admission", t->id);
+    }
+    if (t->limits.cpus > b.cpu_max) {
+        sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
+                  t->id, t->limits.cpus, b.cpu_max, b.cpus, b.cpu_reserve);
+        t->limits.cpus = b.cpu_max;
+    }
+    if (o->no_reap) {
+        return 0;
+    }
+    req.task = t->id;
+    req.max_slots = t->cfg->box.max_sandboxes;
+    req.memory = sbx_admit_task_memory(t->limits.memory, o->docker_sidecar);
+    req.budget = &b;
+    req.cancel = o->cancel;
+    req.on_wait = o->on_wait;
+    req.wait_ud = o->wait_ud;
+    t->slot_fd = sbx_slot_acquire(t->state, &req, err);
+    return t->slot_fd < 0 ? -1 : 0;
 }
 
 static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
@@ -368,11 +399,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
-    if (!o->no_reap) {
-        t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
-        if (t->slot_fd < 0) {
-            goto fail;
-        }
+    if (admit(t, o, err) < 0) {
+        goto fail;
     }
     if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
