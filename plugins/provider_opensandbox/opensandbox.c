@@ -14,9 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define OSB_FLAGS (SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_EGRESS | \
-                   SBX_PROVIDER_ENFORCES_MAX)
-
+/* cpu and memory per sandbox (resourceLimits); pids is server-wide only, no
+ * disk field, and the server's user namespaces are unknown: not declared */
+#define OSB_FLAGS                                                                                  \
+    (SBX_PROVIDER_ENFORCES_CPU | SBX_PROVIDER_ENFORCES_MEMORY | SBX_PROVIDER_ENFORCES_EGRESS |     \
+     SBX_PROVIDER_ENFORCES_MAX)
 
 static const long ok_200[] = {200, 0};
 static const long ok_create[] = {202, 200, 201, 0};

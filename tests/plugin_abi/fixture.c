@@ -164,7 +164,16 @@ static int p_check(void *ctx, const char *id, int after_exec, sbx_error_t **err)
 extern void sbx_fixture_undefined_symbol(void);
 #endif
 
+/* The fake declares every capability (it stands for a real sandbox in the
+ * runner's tests); provider_nocaps declares none (sandbox/caps.h). */
+#ifndef FIX_FLAGS
+#define FIX_FLAGS                                                                                  \
+    (SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK | SBX_PROVIDER_ENFORCES_EGRESS |    \
+     SBX_PROVIDER_ENFORCES_USERNS)
+#endif
+
 static const struct sbx_provider_ops ops = {
+    .flags = FIX_FLAGS,
     .init = p_init,
     .destroy_ctx = p_destroy_ctx,
     .create = p_create,

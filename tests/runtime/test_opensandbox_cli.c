@@ -1,5 +1,7 @@
 /* test_opensandbox_cli.c - `sbx run --provider opensandbox` end to end
- * against the OpenSandbox contract server (issue 9's done-when). */
+ * against the OpenSandbox contract server (issue 9's done-when). The provider
+ * enforces no pids, disk or user namespaces, so its instance is configured
+ * `unisolated = true` (docs/providers.md); without it, runs are refused. */
 #include "rt_common.h"
 
 #include "osb_server.h"
@@ -13,7 +15,8 @@ static int setup(void **state)
     }
     snprintf(cfg, sizeof(cfg),
              "providers = { opensandbox = { plugin = \"provider_opensandbox\"; "
-             "url = \"http://127.0.0.1:%d\"; image = \"test\"; }; };\n", osb_port);
+             "url = \"http://127.0.0.1:%d\"; image = \"test\"; unisolated = true; }; };\n",
+             osb_port);
     rt_use_config(cfg);
     return 0;
 }
@@ -70,8 +73,16 @@ static void test_osb_server_down(void **state)
     struct spawn_result r;
 
     (void)state;
+    /* without the opt-in the run is refused before the server is asked */
     rt_use_config("providers = { opensandbox = { plugin = \"provider_opensandbox\"; "
                   "url = \"http://127.0.0.1:1\"; image = \"test\"; }; };\n");
+    r = RT_SBX("run", "--provider", "opensandbox", "--", "true");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "provider \"opensandbox\" does not enforce pids, disk, user namespaces "
+                           "that the policy asks for");
+    spawn_result_free(&r);
+    rt_use_config("providers = { opensandbox = { plugin = \"provider_opensandbox\"; "
+                  "url = \"http://127.0.0.1:1\"; image = \"test\"; unisolated = true; }; };\n");
     r = RT_SBX("run", "--provider", "opensandbox", "--", "true");
     assert_int_equal(r.rc, 125);
     assert_contains(r.err, "127.0.0.1:1");

@@ -41,7 +41,8 @@ static void test_config_defaults(void **state)
     assert_string_equal(c->provider, "docker");
     assert_string_equal(c->image, "sbx-sandbox:current");
     assert_int_equal(c->box.max_sandboxes, 6);
-    assert_int_equal(c->n_instances, 6);
+    assert_int_equal(c->n_instances, 7);
+    assert_false(sbx_config_instance(c, "host", SBX_PLUGIN_PROVIDER)->unisolated);
     assert_non_null(sbx_config_instance(c, "docker", SBX_PLUGIN_PROVIDER));
     assert_non_null(sbx_config_instance(c, "agentvault", SBX_PLUGIN_CREDENTIAL));
     assert_null(sbx_config_instance(c, "docker", SBX_PLUGIN_CREDENTIAL));
@@ -59,14 +60,15 @@ static void test_config_good_file(void **state)
         "caches = ( { host = \"/var/cache/pnpm\"; path = \"/pnpm-store\"; } );\n"
         "providers = {\n"
         "  ci-docker = { plugin = \"provider_docker\"; };\n"
-        "  agent-docker = { plugin = \"provider_docker\"; };\n"
+        "  agent-docker = { plugin = \"provider_docker\"; unisolated = true; };\n"
         "};\n"
         "box = { pools = [\"ci\"]; max_sandboxes = 4; heavy_min_memory = \"16G\"; };\n"
         "runner = { listen = \"unix:/run/sbx.sock\"; alert_after = \"5m\"; box_hour_price = 0.8;"
         " };\n"
         "egress = { log = \"/var/log/sbx/egress.jsonl\"; registries = [\"registry.test\"]; };\n"
         "spike = { warm_start = \"5s\"; concurrent = 3; testcontainers_image = \"tc:1\";\n"
-        "          egress_allowed_url = \"http://a.test:1/\"; egress_denied_url = \"http://d.test/\"; };\n";
+        "          egress_allowed_url = \"http://a.test:1/\"; egress_denied_url = "
+        "\"http://d.test/\"; };\n";
     char *path = test_write_file(dir, "good.conf", text);
     sbx_error_t *err = NULL;
     struct sbx_config *c = sbx_config_load_file(path, &err);
@@ -83,7 +85,9 @@ static void test_config_good_file(void **state)
     assert_int_equal(c->n_caches, 1);
     assert_string_equal(c->caches[0].path, "/pnpm-store");
     assert_true(c->caches[0].read_only);
-    assert_int_equal(c->n_instances, 8);
+    assert_int_equal(c->n_instances, 9);
+    assert_true(sbx_config_instance(c, "agent-docker", SBX_PLUGIN_PROVIDER)->unisolated);
+    assert_false(sbx_config_instance(c, "ci-docker", SBX_PLUGIN_PROVIDER)->unisolated);
     assert_string_equal(sbx_config_instance(c, "agent-docker", SBX_PLUGIN_PROVIDER)->plugin,
                         "provider_docker");
     assert_string_equal(c->box.pools[0], "ci");
@@ -141,6 +145,9 @@ static void test_config_instances(void **state)
 {
     (void)state;
     expect_error("providers = {\n  x = { image = \"y\"; };\n};\n", 2, "has no 'plugin' key");
+    expect_error(
+        "providers = {\n  x = { plugin = \"provider_host\";\n  unisolated = \"yes\"; };\n};\n", 3,
+        "providers instance 'x': 'unisolated' must be true or false");
     expect_error("providers = {\n  x = { plugin = \"cred_infisical\"; };\n};\n", 2,
                  "is not a provider plugin");
     expect_error("providers = {\n  x = 5;\n};\n", 2, "must be a group");
@@ -251,6 +258,25 @@ static void plugin_option_error(const char *text, int line, const char *fragment
     free(path);
 }
 
+/* `unisolated` is the core's key of provider instances only */
+static void test_config_unisolated_credentials(void **state)
+{
+    char *path = test_write_file(dir, "cred.conf",
+                                 "credentials = {\n v = { plugin = \"cred_agentvault\";\n"
+                                 "  unisolated = true; };\n};\n");
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+
+    (void)state;
+    assert_non_null(c);
+    assert_null(sbx_instance_load(c, getenv("SBX_PLUGIN_DIR"), "v", SBX_PLUGIN_CREDENTIAL, &err));
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, ":3: unknown option 'unisolated' for cred_agentvault"));
+    sbx_error_free(&err);
+    sbx_config_destroy(c);
+    free(path);
+}
+
 static void test_config_plugin_options(void **state)
 {
     const char *plugins = getenv("SBX_TEST_PLUGINS");
@@ -303,12 +329,19 @@ static void test_config_plugin_options(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_config_defaults),      cmocka_unit_test(test_config_good_file),
-        cmocka_unit_test(test_config_unknown_key),   cmocka_unit_test(test_config_wrong_type),
-        cmocka_unit_test(test_config_bad_units),     cmocka_unit_test(test_config_syntax_error),
-        cmocka_unit_test(test_config_instances),     cmocka_unit_test(test_config_pools),
-        cmocka_unit_test(test_config_missing_file),  cmocka_unit_test(test_config_search_env),
-        cmocka_unit_test(test_config_plugin_options), cmocka_unit_test(test_config_egress),
+        cmocka_unit_test(test_config_defaults),
+        cmocka_unit_test(test_config_good_file),
+        cmocka_unit_test(test_config_unknown_key),
+        cmocka_unit_test(test_config_wrong_type),
+        cmocka_unit_test(test_config_bad_units),
+        cmocka_unit_test(test_config_syntax_error),
+        cmocka_unit_test(test_config_instances),
+        cmocka_unit_test(test_config_unisolated_credentials),
+        cmocka_unit_test(test_config_pools),
+        cmocka_unit_test(test_config_missing_file),
+        cmocka_unit_test(test_config_search_env),
+        cmocka_unit_test(test_config_plugin_options),
+        cmocka_unit_test(test_config_egress),
     };
 
     return cmocka_run_group_tests_name("config", tests, test_dir_setup, test_dir_teardown);

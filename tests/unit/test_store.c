@@ -88,6 +88,7 @@ static void test_store_record(void **state)
     struct sbx_job_rec j = {0};
     sbx_error_t *err = NULL;
     const char *leases[] = {"lease-1", "lease-2"};
+    json_t *iso;
     json_t *o;
     char *text;
 
@@ -105,6 +106,9 @@ static void test_store_record(void **state)
     ok(sbx_store_job_ready(st, "job-1", "task-9", "docker", "sbx-sandbox:abc", 1007000, &err),
        &err);
     ok(sbx_store_job_set_leases(st, "job-1", leases, 2, &err), &err);
+    iso = json_pack("{s:s, s:[s]}", "isolation", "partial", "unenforced", "disk");
+    ok(sbx_store_job_set_isolation(st, "job-1", iso, &err), &err);
+    json_decref(iso);
     ok(sbx_store_job_end(st, "job-1", SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000, &err),
        &err);
     ok(sbx_store_job_get(st, "job-1", &j, &err), &err);
@@ -116,12 +120,14 @@ static void test_store_record(void **state)
         "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
         "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,"
         "\"id\":\"job-1\","
-        "\"image\":\"sbx-sandbox:abc\",\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
+        "\"image\":\"sbx-sandbox:abc\",\"isolation\":\"partial\","
+        "\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
         "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
         "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
         "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
         "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
-        "\"queued_at\":1000.0,\"ready_at\":1007.0},\"worktree\":\"/srv/wt/1\"}");
+        "\"queued_at\":1000.0,\"ready_at\":1007.0},\"unenforced\":[\"disk\"],"
+        "\"worktree\":\"/srv/wt/1\"}");
     assert_null(strstr(text, "C.UTF-8"));
     free(text);
     json_decref(o);
@@ -334,8 +340,9 @@ static void db_exec(const char *path, const char *sql)
     sqlite3_close(h);
 }
 
-/* A version-1 file (no jobs.env, no jobs.client) opens as version 3 with
- * every row kept (their client ""); a file newer than this code is refused. */
+/* A version-1 file (no jobs.env, no jobs.client, no jobs.isolation) opens as
+ * version 4 with every row kept (their client ""); a file newer than this code
+ * is refused. */
 static void test_store_migration(void **state)
 {
     struct sbx_store *st;
@@ -349,7 +356,7 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 3);
+    assert_int_equal(db_version(db), 4);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
@@ -374,16 +381,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 3);
+    assert_int_equal(db_version(db), 4);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 4;");
+    db_exec(db, "PRAGMA user_version = 5;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 4 is newer than this sbx knows (3)");
-    assert_int_equal(db_version(db), 4);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 5 is newer than this sbx knows (4)");
+    assert_int_equal(db_version(db), 5);
 }
 
 /* ---- durability ---- */

@@ -1,13 +1,16 @@
 /* cmd_info.c - `sbx info [--provider NAME] [--json]`: what this box runs:
  * the configuration in force and what the provider reports of its engine
- * (user namespaces on or off, how the disk cap is enforced). */
+ * (user namespaces on or off, how the disk cap is enforced), the admission
+ * budget and the kernel's shared inotify pool (info_box.c). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/info_box.h"
 #include "plugin/instance.h"
+#include "sandbox/caps.h"
 #include "sandbox/statedir.h"
 #include "sbx_build.h"
 #include "util/units.h"
@@ -20,7 +23,13 @@ void sbx_cmd_info_help(FILE *out)
             "Shows the configuration in force (file, plugin and state directories, image,\n"
             "limits) and what the provider reports about its engine: its version, whether\n"
             "user namespaces are on, which mechanism enforces the disk cap, and the\n"
-            "seccomp profile sandboxes run with.\n"
+            "seccomp profile sandboxes run with; and the isolation tasks get: the limits,\n"
+            "egress control and user namespaces the provider does not enforce (tasks are\n"
+            "refused then, unless the instance sets unisolated = true).\n"
+            "Also the admission budget (box.memory - box.host_reserve, what embedded\n"
+            "sandboxes hold now, the CPU clamp) and the kernel's shared inotify pool\n"
+            "against box.max_sandboxes, with a warning on stderr when it is too low\n"
+            "(scripts/kernel-limits.sh raises it; docs/operations.md).\n"
             "\n"
             "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
@@ -39,6 +48,8 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     char *state;
     char mem[32];
     char disk[32];
+    char isolation[384] = "";
+    char unenforced[160] = "";
     json_t *j;
     int json = 0;
     int rc = SBX_EXIT_OK;
@@ -78,6 +89,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                   (json_int_t)cfg->limits.disk, "pids", (json_int_t)cfg->limits.pids, "idle",
                   (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max,
                   "max_sandboxes", cfg->box.max_sandboxes);
+    sbx_info_box(cfg, state, j, 0);
     if (oi != NULL) {
         json_object_set_new(j, "engine", json_string(info.engine));
         json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
@@ -86,6 +98,11 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                                                                  : json_null());
         json_object_set_new(j, "seccomp",
                             info.seccomp[0] ? json_string(info.seccomp) : json_null());
+        sbx_caps_describe(oi, &info, &cfg->limits, j, isolation, sizeof(isolation));
+        sbx_caps_text(sbx_caps_wanted(&cfg->limits) &
+                          ~sbx_caps_enforced(sbx_instance_provider(oi)->flags, &info) &
+                          (SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS | SBX_CAP_DISK),
+                      unenforced, sizeof(unenforced));
     }
     else {
         json_object_set_new(j, "provider_error", json_string(sbx_error_msg(err)));
@@ -98,19 +115,23 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         free(s);
     }
     else {
-        printf("sbx %s\nconfig:      %s\nplugin dir:  %s\nstate dir:   %s\nimage:       %s\n"
-               "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds\n"
-               "box:         at most %d sandboxes\nprovider:    %s\n",
-               SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir,
-               state ? state : "?", cfg->image, cfg->limits.cpus, mem, disk,
-               (long long)cfg->limits.pids, (long long)cfg->limits.idle,
-               (long long)cfg->limits.max, cfg->box.max_sandboxes, provider);
+        printf(
+            "sbx %s\nconfig:      %s\nplugin dir:  %s\nstate dir:   %s\nimage:       %s\n"
+            "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds%s%s%s\n"
+            "box:         at most %d sandboxes\nprovider:    %s\n",
+            SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir, state ? state : "?",
+            cfg->image, cfg->limits.cpus, mem, disk, (long long)cfg->limits.pids,
+            (long long)cfg->limits.idle, (long long)cfg->limits.max,
+            unenforced[0] ? " (NOT ENFORCED: " : "", unenforced, unenforced[0] ? ")" : "",
+            cfg->box.max_sandboxes, provider);
+        sbx_info_box(cfg, state, j, 1);
         if (oi != NULL) {
             printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", info.engine,
                    info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",
                    info.disk_limit[0] ? info.disk_limit : "not reported");
             printf("sidecar:     %s\n", info.sidecar[0] ? info.sidecar : "none");
             printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
+            printf("isolation:   %s\n", isolation);
         }
         else {
             printf("engine:      unreachable: %s\n", sbx_error_msg(err));

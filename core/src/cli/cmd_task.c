@@ -27,6 +27,9 @@ void sbx_cmd_task_help(FILE *out)
             "or the maximum lifetime (limits.max, 8h), and prints the task id.\n"
             "'task end' destroys the sandbox and revokes the lease. 'task list' shows\n"
             "running tasks (--all: ended ones too, whose records are kept).\n"
+            "'task start' waits, saying so on stderr with the numbers, while this box's\n"
+            "sandbox slots (box.max_sandboxes) or memory (box.memory - box.host_reserve)\n"
+            "are taken, and fails at once when limits.memory can never fit.\n"
             "\n"
             "%s"
             "  --json               print the task record as JSON\n"
@@ -59,6 +62,27 @@ static json_t *read_record(const char *state, const char *task)
     return json_load_file(path, 0, NULL);
 }
 
+static void warn_unisolated(json_t *rec, const char *task)
+{
+    const char *iso = json_string_value(json_object_get(rec, "isolation"));
+    json_t *un = json_object_get(rec, "unenforced");
+    size_t i;
+    json_t *v;
+
+    if (iso == NULL || strcmp(iso, "sandbox") == 0) {
+        return;
+    }
+    fprintf(stderr,
+            "sbx: warn: task %s: provider \"%s\" is UNISOLATED (isolation: %s): it does "
+            "not enforce",
+            task, json_string_value(json_object_get(rec, "provider")) ?: "?", iso);
+    json_array_foreach(un, i, v)
+    {
+        fprintf(stderr, "%s %s", i ? "," : "", json_string_value(v) ?: "?");
+    }
+    fprintf(stderr, "\n");
+}
+
 static int task_start(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_task_cli o;
@@ -86,18 +110,23 @@ static int task_start(struct sbx_cli *cli, int argc, char **argv)
         rc = sbx_cli_exit_for(err);
         sbx_error_free(&err);
     }
-    else if (o.json) {
+    else {
         char *state = state_or_print(cli);
         json_t *rec = state ? read_record(state, o.task.task_id) : NULL;
-        char *s = rec ? json_dumps(rec, JSON_INDENT(2)) : NULL;
 
-        printf("%s\n", s ? s : "{}");
-        free(s);
+        /* the keeper's stderr is not ours: say here what an unisolated task lacks */
+        warn_unisolated(rec, o.task.task_id);
+        if (o.json) {
+            char *s = rec ? json_dumps(rec, JSON_INDENT(2)) : NULL;
+
+            printf("%s\n", s ? s : "{}");
+            free(s);
+        }
+        else {
+            printf("%s\n", o.task.task_id);
+        }
         json_decref(rec);
         free(state);
-    }
-    else {
-        printf("%s\n", o.task.task_id);
     }
     sbx_task_cli_fini(&o);
     return rc;

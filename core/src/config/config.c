@@ -24,6 +24,7 @@ static const struct {
     {"opensandbox", "provider_opensandbox", SBX_PLUGIN_PROVIDER},
     {"daytona", "provider_daytona", SBX_PLUGIN_PROVIDER},
     {"e2b", "provider_e2b", SBX_PLUGIN_PROVIDER},
+    {"host", "provider_host", SBX_PLUGIN_PROVIDER},
     {"infisical", "cred_infisical", SBX_PLUGIN_CREDENTIAL},
     {"agentvault", "cred_agentvault", SBX_PLUGIN_CREDENTIAL},
 };
@@ -159,8 +160,9 @@ static void free_strv(char **v)
     free(v);
 }
 
-static void add_instance(struct sbx_config *c, const char *name, const char *plugin,
-                         enum sbx_plugin_kind kind, config_setting_t *group, char *where)
+static struct sbx_instance *add_instance(struct sbx_config *c, const char *name, const char *plugin,
+                                         enum sbx_plugin_kind kind, config_setting_t *group,
+                                         char *where)
 {
     struct sbx_instance *in;
 
@@ -172,7 +174,8 @@ static void add_instance(struct sbx_config *c, const char *name, const char *plu
             in->plugin = xstrdup(plugin);
             in->group = group;
             in->where = where;
-            return;
+            in->unisolated = 0;
+            return in;
         }
     }
     c->instances = xrealloc(c->instances, (c->n_instances + 1) * sizeof(*c->instances));
@@ -182,6 +185,8 @@ static void add_instance(struct sbx_config *c, const char *name, const char *plu
     in->kind = kind;
     in->group = group;
     in->where = where;
+    in->unisolated = 0;
+    return in;
 }
 
 static int read_instances(struct sbx_config *c, const char *section, enum sbx_plugin_kind kind,
@@ -196,6 +201,7 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
     for (int i = 0; i < config_setting_length(g); i++) {
         config_setting_t *e = config_setting_get_elem(g, (unsigned)i);
         const char *plugin = NULL;
+        struct sbx_instance *in;
 
         config_setting_lookup_string(e, "plugin", &plugin);
         if (strncmp(plugin, want, strlen(want)) != 0) {
@@ -205,7 +211,9 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
                                  config_setting_name(e), plugin,
                                  kind == SBX_PLUGIN_PROVIDER ? "provider" : "credential", want);
         }
-        add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
+        in = add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
+        /* the type is checked by the schema (sbx_schema_check) */
+        config_setting_lookup_bool(e, "unisolated", &in->unisolated);
     }
     return 0;
 }
@@ -229,6 +237,9 @@ static void apply_defaults(struct sbx_config *c)
     c->box.pools = get_strings(NULL, "pools", default_pools);
     c->box.max_sandboxes = 6;
     c->box.heavy_min_memory = 60LL << 30;
+    c->box.memory = 0;
+    c->box.host_reserve = -1;
+    c->box.cpu_reserve = -1.0;
     c->runner.alert_after = 600;
     c->runner.max_boxes = 1;
     c->runner.cooldown = 600;
@@ -350,6 +361,34 @@ static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts
     return 0;
 }
 
+/* box.memory, box.host_reserve, box.cpu_reserve (docs/configuration.md): the
+ * admission budget. The reserve must leave room for a sandbox; the schema
+ * refuses negative sizes and CPU counts of 0 or less. */
+static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sbx_error_t **err)
+{
+    const config_setting_t *mem = box ? config_setting_get_member(box, "memory") : NULL;
+    const config_setting_t *res = box ? config_setting_get_member(box, "host_reserve") : NULL;
+
+    c->box.memory = get_size(box, "memory", c->box.memory);
+    c->box.host_reserve = get_size(box, "host_reserve", c->box.host_reserve);
+    c->box.cpu_reserve = get_cpus(box, "cpu_reserve", c->box.cpu_reserve);
+    if (mem != NULL && c->box.memory < (64LL << 20)) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.memory' must be at least 64M", c->path,
+                             config_setting_source_line(mem));
+    }
+    if (mem != NULL && res != NULL && c->box.host_reserve >= c->box.memory) {
+        char r[32], m[32];
+
+        sbx_size_format(c->box.host_reserve, r, sizeof(r));
+        sbx_size_format(c->box.memory, m, sizeof(m));
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s:%u: 'box.host_reserve' (%s) leaves nothing "
+                             "of 'box.memory' (%s) for sandboxes",
+                             c->path, config_setting_source_line(res), r, m);
+    }
+    return 0;
+}
+
 static int read_values(struct sbx_config *c, sbx_error_t **err)
 {
     const config_setting_t *root = config_root_setting(&c->cfg);
@@ -466,6 +505,9 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     }
     c->box.max_sandboxes = (int)get_int(box, "max_sandboxes", c->box.max_sandboxes);
     c->box.heavy_min_memory = get_size(box, "heavy_min_memory", c->box.heavy_min_memory);
+    if (read_box_budget(c, box, err) < 0) {
+        return -1;
+    }
 
     c->runner.listen = dup_string(runner, "listen", NULL);
     c->runner.state = dup_string(runner, "state", NULL);

@@ -30,6 +30,9 @@ struct sbx_instance {
     enum sbx_plugin_kind kind;
     config_setting_t *group;   /* NULL for the built-in default instances */
     char *where;               /* "FILE:LINE" or "built-in" */
+    /* (added) `unisolated = true`: tasks may run although the provider does not
+     * enforce what they ask for (sandbox/caps.h); every output then says so */
+    int unisolated;
 };
 
 /* egress.hosts = ( { name = "api.test"; address = "127.0.0.1"; } ): names the egress
@@ -111,6 +114,9 @@ struct sbx_config {
         char **pools;
         int max_sandboxes;
         int64_t heavy_min_memory;
+        int64_t memory;       /* box.memory: 0 = MemTotal of /proc/meminfo */
+        int64_t host_reserve; /* box.host_reserve: -1 = max(1G, 10% of box.memory) */
+        double cpu_reserve;   /* box.cpu_reserve: < 0 = the default (docs/operations.md) */
     } box;
 
     struct {

@@ -32,6 +32,9 @@ static const struct sbx_key box_keys[] = {
     {"pools", SBX_KEY_STRINGS, NULL},
     {"max_sandboxes", SBX_KEY_INT, NULL},
     {"heavy_min_memory", SBX_KEY_SIZE, NULL},
+    {"memory", SBX_KEY_SIZE, NULL},
+    {"host_reserve", SBX_KEY_SIZE, NULL},
+    {"cpu_reserve", SBX_KEY_CPUS, NULL},
     {NULL, 0, NULL},
 };
 
@@ -312,6 +315,11 @@ static int check_children(const char *file, const config_setting_t *s, const str
             }
             if (config_setting_type(p) != CONFIG_TYPE_STRING) {
                 return fail(file, p, err, "'plugin' must be a string");
+            }
+            p = config_setting_get_member(e, "unisolated");
+            if (p != NULL && config_setting_type(p) != CONFIG_TYPE_BOOL) {
+                return fail(file, p, err, "%s instance '%s': 'unisolated' must be true or false",
+                            k->name, key_name(e));
             }
         }
         return 0;

@@ -149,8 +149,9 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
             const char *name = config_setting_name(s);
             struct sbx_opt_value *v = NULL;
 
-            if (strcmp(name, "plugin") == 0) {
-                continue;
+            if (strcmp(name, "plugin") == 0 ||
+                (strcmp(name, "unisolated") == 0 && in->kind == SBX_PLUGIN_PROVIDER)) {
+                continue; /* the core's own keys (config.c) */
             }
             for (size_t k = 0; k < n; k++) {
                 if (strcmp(decls[k].key, name) == 0) {

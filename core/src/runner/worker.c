@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "runner/runner_int.h"
+#include "sandbox/caps.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -292,6 +293,14 @@ static void *worker_main(void *arg)
 
         sbx_store_job_ready(st, j->id, t->id, task->prov->cfg->name, task->image, 0, &err);
         store_warn(&err);
+        {
+            json_t *iso = json_object();
+
+            sbx_caps_record(iso, &task->limits, task->unenforced);
+            sbx_store_job_set_isolation(st, j->id, iso, &err);
+            store_warn(&err);
+            json_decref(iso);
+        }
         if (task->have_lease) { /* the lease id only, never a value */
             const char *ids[1] = {task->lease.id};
 

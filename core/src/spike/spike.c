@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "plugin/instance.h"
+#include "sandbox/caps.h"
 #include "sandbox/task.h"
 #include "spike/spike_int.h"
 #include "util/log.h"
@@ -299,6 +300,43 @@ static void agent_vault(const struct sbx_spike_ctx *s, struct sbx_spike_row *row
     sbx_plugin_unload(p);
 }
 
+/* Each row's bar, cannot-measure, the same reason. */
+static void all_cannot(struct sbx_spike_ctx *s, struct sbx_spike_column *out, const char *why,
+                       const char *measured)
+{
+    for (int i = 0; i < SBX_SPIKE_NCRITERIA; i++) {
+        char bar[128];
+
+        sbx_spike_bar_text((enum sbx_spike_criterion)i, &s->bar, bar, sizeof(bar));
+        sbx_spike_row_set(&out->rows[i], SBX_SPIKE_CANNOT, bar, why, "%s", measured);
+    }
+    agent_vault(s, &out->rows[SBX_SPIKE_AGENT_VAULT]);
+}
+
+/* Capabilities fail closed here as for any task: a provider that does not
+ * enforce what the configured limits ask for is measured only with the
+ * instance's explicit `unisolated = true`, and its column says so. */
+static int spike_caps(const struct sbx_config *cfg, struct sbx_open_instance *oi,
+                      struct sbx_spike_ctx *s, struct sbx_spike_column *out, sbx_error_t **err)
+{
+    uint32_t missing = 0;
+    char names[128];
+
+    if (sbx_caps_check(oi, "spike", &cfg->limits, &missing, err) < 0) {
+        sbx_instance_close(oi);
+        all_cannot(s, out, sbx_error_msg(*err), "refused: not isolated");
+        sbx_error_free(err);
+        out->isolation = xstrdup("refused");
+        out->unenforced = xstrdup("");
+        return -1;
+    }
+    sbx_caps_text(missing, names, sizeof(names));
+    out->unenforced = xstrdup(names);
+    out->isolation = xstrdup(sbx_caps_isolation(sbx_caps_wanted(&cfg->limits),
+                                                sbx_caps_wanted(&cfg->limits) & ~missing));
+    return 0;
+}
+
 int sbx_spike_measure(const struct sbx_config *cfg, const char *plugin_dir, const char *provider,
                       const struct sbx_spike_opts *opts, struct sbx_spike_column *out,
                       sbx_error_t **err)
@@ -325,6 +363,9 @@ int sbx_spike_measure(const struct sbx_config *cfg, const char *plugin_dir, cons
         sbx_error_free(err);
         agent_vault(&s, &out->rows[SBX_SPIKE_AGENT_VAULT]);
         return 0;
+    }
+    if (spike_caps(cfg, oi, &s, out, err) < 0) {
+        return 0; /* refused: every criterion says why */
     }
     s.flags = sbx_instance_provider(oi)->flags;
     if (sbx_instance_provider(oi)->info != NULL) {
@@ -363,5 +404,7 @@ void sbx_spike_column_fini(struct sbx_spike_column *c)
         json_decref(c->rows[i].raw);
     }
     free(c->provider);
+    free(c->isolation);
+    free(c->unenforced);
     memset(c, 0, sizeof(*c));
 }

@@ -37,6 +37,11 @@ struct sbx_spike_row {
 
 struct sbx_spike_column {
     char *provider;
+    /* (added) "sandbox", or for an instance run with `unisolated = true`
+     * "none" or "partial"; unenforced lists what it does not enforce ("" when
+     * nothing). Every row of an unisolated column says so. */
+    char *isolation;
+    char *unenforced;
     struct sbx_spike_row rows[SBX_SPIKE_NCRITERIA];
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sandbox/caps.h"
 #include "sandbox/task.h"
 #include "spike/spike_int.h"
 #include "util/units.h"
@@ -202,6 +203,7 @@ void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
                                        "cat /sys/fs/cgroup/memory.current 2>/dev/null || "
                                        "cat /sys/fs/cgroup/memory/memory.usage_in_bytes",
                                        NULL};
+    static const char *const true_argv[] = {"true", NULL};
     double price = s->cfg->runner.box_hour_price;
     long pages = sysconf(_SC_PHYS_PAGES);
     long page = sysconf(_SC_PAGE_SIZE);
@@ -216,6 +218,7 @@ void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
     double time_part;
     double cost;
     char bar[64];
+    int no_cgroup;
     int st = 0;
 
     snprintf(bar, sizeof(bar), "<= $%.2f per agent-hour", s->bar.agent_hour_cost);
@@ -224,14 +227,18 @@ void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
                           "box-hour) to compute it", "-");
         return;
     }
-    if (sbx_spike_one(s, argv, NULL, capture_out, &cap, &st, &start, &teardown, &err) < 0 ||
+    /* no per-sandbox memory (provider_host, the bare box): the cgroup read
+     * would be the host's; such a "sandbox" holds nothing idle */
+    no_cgroup = (sbx_caps_enforced(s->flags, &s->info) & SBX_CAP_MEMORY) == 0;
+    if (sbx_spike_one(s, no_cgroup ? true_argv : argv, NULL, capture_out, &cap, &st, &start,
+                      &teardown, &err) < 0 ||
         st != 0) {
         sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar,
                           err ? sbx_error_msg(err) : "cannot read the sandbox's memory use", "-");
         sbx_error_free(&err);
         return;
     }
-    idle_mem = strtod(cap.buf, NULL);
+    idle_mem = no_cgroup ? 0 : strtod(cap.buf, NULL);
     /* what a sandbox costs beyond the task itself: the memory it holds idle,
      * as a share of the box, plus the box time one start and teardown take,
      * spread over the box's slots (one start per agent-hour at least) */

@@ -43,6 +43,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->argv);
     json_decref(rec->labels);
     json_decref(rec->env);
+    json_decref(rec->isolation);
     free(rec->worktree);
     free(rec->client);
     free(rec->provider);
@@ -140,6 +141,11 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         json_decref(out->env);
         out->env = NULL;
     }
+    out->isolation = col_json(s, 28);
+    if (!json_is_object(out->isolation)) {
+        json_decref(out->isolation);
+        out->isolation = NULL;
+    }
     return 0;
 }
 
@@ -197,5 +203,11 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
         json_object_set_new(o, "env_names", names);
     }
     json_object_set_new(o, "client", json_string(rec->client ? rec->client : ""));
+    /* "isolation" (null until the task ran) and "unenforced", as task.json */
+    json_object_set(o, "isolation",
+                    rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());
+    if (rec->isolation != NULL && json_object_get(rec->isolation, "unenforced") != NULL) {
+        json_object_set(o, "unenforced", json_object_get(rec->isolation, "unenforced"));
+    }
     return o;
 }

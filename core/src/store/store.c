@@ -50,9 +50,10 @@ static const char schema[] =
 
 /* The schema's version (PRAGMA user_version). 1: the tables above. 2: jobs.env,
  * the command's variables as a JSON object (docs/runner.md, Store). 3:
- * jobs.client, the API client that submitted the job ('' before). Each
+ * jobs.client, the API client that submitted the job ('' before).
+ * 4: jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h). Each
  * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 static const char *const migrations[SCHEMA_VERSION + 1] = {
     [1] = "PRAGMA user_version = 1;",
@@ -60,6 +61,8 @@ static const char *const migrations[SCHEMA_VERSION + 1] = {
           "PRAGMA user_version = 2;",
     [3] = "ALTER TABLE jobs ADD COLUMN client TEXT NOT NULL DEFAULT '';"
           "PRAGMA user_version = 3;",
+    [4] = "ALTER TABLE jobs ADD COLUMN isolation TEXT;"
+          "PRAGMA user_version = 4;",
 };
 
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
@@ -572,6 +575,21 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
     text = leases_json(leases, n);
     return update_job(st, id,
                       "UPDATE jobs SET leases = ?3 WHERE id = ?1 AND ?2 > 0 "
+                      "AND state IN ('queued', 'running')",
+                      "queued or running", text, NULL, NULL, 1, err);
+}
+
+int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
+                                sbx_error_t **err)
+{
+    cleanup_free char *text = json_dumps(isolation, JSON_COMPACT);
+
+    if (text == NULL || strlen(text) > MAX_TEXT) {
+        return sbx_error_set(err, EINVAL, "store: job %s: isolation is not a small JSON object",
+                             id ? id : "(null)");
+    }
+    return update_job(st, id,
+                      "UPDATE jobs SET isolation = ?3 WHERE id = ?1 AND ?2 > 0 "
                       "AND state IN ('queued', 'running')",
                       "queued or running", text, NULL, NULL, 1, err);
 }

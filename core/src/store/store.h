@@ -64,6 +64,7 @@ struct sbx_job_rec {
     char **leases; /* credential lease ids, never values */
     size_t n_leases;
     int64_t seq; /* submit order, set by the store */
+    json_t *isolation; /* (added) {"isolation", "unenforced"} once the task ran, or NULL */
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
@@ -121,6 +122,10 @@ int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_
 int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
                         const char *provider, const char *image, int64_t at, sbx_error_t **err);
 /* The job's credential lease ids (replaces the list). */
+/* (added) The isolation of the job's task: {"isolation": "sandbox"|"partial"|"none",
+ * "unenforced": [...]} (sandbox/caps.h), shown in the job's record. */
+int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
+                                sbx_error_t **err);
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
                              size_t n, sbx_error_t **err);
 /* queued|running -> finished|cancelled|interrupted. exit_status < 0: none.

@@ -1,0 +1,282 @@
+/* test_provider_host.c - provider_host through the sbx binary: refused
+ * without `unisolated = true` (exit 125, one line naming what is missing);
+ * with it, commands run as plain processes in the worktree, their exit status
+ * passes through, and the record, --json and `sbx info` say unisolated. Then
+ * the plugin's ops directly: list by label, cancel kills the process group,
+ * destroy removes the sandbox's own directory and never the worktree. */
+#include "spawn.h"
+#include "test_common.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include "plugin/instance.h"
+
+static char *sbx;
+static char *refused_conf;
+static char *open_conf;
+static char *worktree;
+
+static int setup(void **state)
+{
+    const char *build = getenv("SBX_BUILD_DIR");
+    char *text = NULL;
+
+    test_dir_setup(state);
+    if (build == NULL || asprintf(&sbx, "%s/sbx", build) < 0 ||
+        asprintf(&worktree, "%s/wt", test_dir) < 0 || mkdir(worktree, 0755) < 0) {
+        return -1;
+    }
+    if (asprintf(&text, "state_dir = \"%s/state\";\nprovider = \"host\";\n", test_dir) < 0) {
+        return -1;
+    }
+    refused_conf = test_write_file(test_dir, "refused.conf", text);
+    free(text);
+    if (asprintf(&text,
+                 "state_dir = \"%s/state\";\nprovider = \"host\";\n"
+                 "providers = { host = { plugin = \"provider_host\"; unisolated = true;\n"
+                 "                       root = \"%s/root\"; }; };\n",
+                 test_dir, test_dir) < 0) {
+        return -1;
+    }
+    open_conf = test_write_file(test_dir, "open.conf", text);
+    free(text);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    free(sbx);
+    free(refused_conf);
+    free(open_conf);
+    free(worktree);
+    return test_dir_teardown(state);
+}
+
+#define SBX(conf, ...) spawn_run((char *const[]){sbx, "--config", conf, __VA_ARGS__, NULL}, NULL)
+
+static void test_host_refused_without_opt_in(void **state)
+{
+    struct spawn_result r = SBX(refused_conf, "run", "--", "echo", "hi");
+
+    (void)state;
+    assert_int_equal(r.rc, 125);
+    assert_string_equal(r.out, "");
+    assert_non_null(strstr(r.err, "provider \"host\" does not enforce memory, cpus, pids, disk, "
+                                  "egress, user namespaces that the policy asks for; set "
+                                  "unisolated = true on the instance to run anyway\n"));
+    spawn_result_free(&r);
+    r = SBX(refused_conf, "info", "--json");
+    assert_non_null(strstr(r.out, "\"isolation\": \"refused\""));
+    spawn_result_free(&r);
+}
+
+static void test_host_runs_with_opt_in(void **state)
+{
+    struct spawn_result r = SBX(open_conf, "run", "--", "echo", "hi");
+    char *want = NULL;
+    json_t *j;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "hi\n");
+    assert_non_null(strstr(r.err, "provider \"host\" is UNISOLATED (isolation: none)"));
+    spawn_result_free(&r);
+
+    /* exit status and signals pass through; stderr apart; cwd is the worktree */
+    r = SBX(open_conf, "run", "--worktree", worktree, "--", "sh", "-c",
+            "pwd; echo oops >&2; exit 7");
+    assert_int_equal(r.rc, 7);
+    assert_true(asprintf(&want, "%s\n", worktree) > 0);
+    assert_string_equal(r.out, want);
+    assert_non_null(strstr(r.err, "oops\n"));
+    free(want);
+    spawn_result_free(&r);
+    r = SBX(open_conf, "run", "--", "sh", "-c", "kill -TERM $$");
+    assert_int_equal(r.rc, 143);
+    spawn_result_free(&r);
+    r = SBX(open_conf, "run", "--", "no-such-command-here");
+    assert_int_equal(r.rc, 127);
+    spawn_result_free(&r);
+
+    /* --env reaches the command; sbx's own environment does not */
+    setenv("SBX_TEST_HOST_PARENT", "parent-value", 1);
+    r = SBX(open_conf, "run", "--env", "GREETING=hello", "--", "sh", "-c",
+            "echo \"$GREETING:${SBX_TEST_HOST_PARENT:-unset}\"");
+    unsetenv("SBX_TEST_HOST_PARENT");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "hello:unset\n");
+    spawn_result_free(&r);
+
+    /* the record says unisolated */
+    r = SBX(open_conf, "run", "--json", "--", "true");
+    assert_int_equal(r.rc, 0);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_string_equal(json_string_value(json_object_get(j, "isolation")), "none");
+    assert_int_equal(json_array_size(json_object_get(j, "unenforced")), 6);
+    json_decref(j);
+    spawn_result_free(&r);
+
+    /* a kept task: start says it, execs run in the same directory, end */
+    r = SBX(open_conf, "task", "start", "--task", "kept-1", "--worktree", worktree);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.err, "task kept-1: provider \"host\" is UNISOLATED"));
+    spawn_result_free(&r);
+    r = SBX(open_conf, "exec", "kept-1", "--", "sh", "-c", "echo kept > f.txt; exit 5");
+    assert_int_equal(r.rc, 5);
+    spawn_result_free(&r);
+    r = SBX(open_conf, "exec", "kept-1", "--", "cat", "f.txt");
+    assert_string_equal(r.out, "kept\n");
+    spawn_result_free(&r);
+    r = SBX(open_conf, "task", "end", "kept-1");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+
+    r = SBX(open_conf, "info");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "isolation:   UNISOLATED (none, unisolated = true)"));
+    assert_non_null(strstr(r.out, "(NOT ENFORCED: memory, cpus, pids, disk)"));
+    spawn_result_free(&r);
+}
+
+struct bg_exec {
+    struct sbx_open_instance *oi;
+    const char *id;
+    const char *script;
+    struct sbx_exec_ctl ctl;
+    int rc;
+    int code;
+};
+
+static void *bg_main(void *arg)
+{
+    struct bg_exec *b = arg;
+    const char *const argv[] = {"sh", "-c", b->script, NULL};
+    struct sbx_exec_spec spec = {.argv = argv};
+    sbx_error_t *err = NULL;
+    int status = 0;
+
+    b->rc = sbx_instance_provider(b->oi)->exec(b->oi->ctx, b->id, &spec, &b->ctl, &status, &err);
+    b->code = err ? err->code : 0;
+    sbx_error_free(&err);
+    return NULL;
+}
+
+static void on_sandbox(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
+{
+    (void)labels;
+    (void)n;
+    snprintf(ud, 128, "%s", id);
+}
+
+static void test_host_ops(void **state)
+{
+    struct sbx_config *cfg;
+    struct sbx_open_instance *oi;
+    sbx_error_t *err = NULL;
+    struct sbx_kv labels[] = {{"sbx.task", "ops-1"}};
+    struct sbx_sandbox_spec spec = {.task_id = "ops-1", .labels = labels, .n_labels = 1};
+    struct bg_exec b = {0};
+    pthread_t th;
+    char id[128] = "";
+    char found[128] = "";
+    char *dir = NULL;
+    char *pidfile = NULL;
+    char *script = NULL;
+    struct stat st;
+    FILE *f;
+    int pgid = 0;
+
+    (void)state;
+    cfg = sbx_config_load_file(open_conf, &err);
+    assert_non_null(cfg);
+    oi = sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), "host", SBX_PLUGIN_PROVIDER, &err);
+    if (oi == NULL) {
+        fail_msg("%s", err->msg);
+    }
+    assert_int_equal(sbx_instance_provider(oi)->flags, 0);
+    assert_int_equal(sbx_instance_provider(oi)->create(oi->ctx, &spec, id, sizeof(id), &err), 0);
+    assert_int_equal(
+        sbx_instance_provider(oi)->list(oi->ctx, "sbx.task", "ops-1", on_sandbox, found, &err), 0);
+    assert_string_equal(found, id);
+    /* no worktree: a fresh directory of the sandbox's own */
+    assert_true(asprintf(&dir, "%s/root/%s/work", test_dir, id) > 0);
+    assert_int_equal(stat(dir, &st), 0);
+
+    /* cancel kills the whole group, the background sleep too */
+    b.oi = oi;
+    b.id = id;
+    assert_true(asprintf(&pidfile, "%s/pgid", test_dir) > 0);
+    assert_true(asprintf(&script, "echo $$ > %s; sleep 60 & sleep 60", pidfile) > 0);
+    b.script = script;
+    pthread_create(&th, NULL, bg_main, &b);
+    usleep(300 * 1000);
+    b.ctl.cancelled = 1;
+    sbx_instance_provider(oi)->cancel(oi->ctx, &b.ctl);
+    pthread_join(th, NULL);
+    assert_int_equal(b.rc, -1);
+    assert_int_equal(b.code, SBX_E_CANCELLED);
+    f = fopen(pidfile, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &pgid), 1);
+    fclose(f);
+    for (int i = 0; i < 100 && kill(-pgid, 0) == 0; i++) {
+        usleep(50 * 1000); /* the orphaned sleep is reaped by whoever adopts it */
+    }
+    assert_int_equal(kill(-pgid, 0), -1);
+    free(script);
+    free(pidfile);
+
+    assert_int_equal(sbx_instance_provider(oi)->destroy(oi->ctx, id, &err), 0);
+    assert_int_equal(stat(dir, &st), -1);
+    /* gone twice is fine; an id not this provider's is refused */
+    assert_int_equal(sbx_instance_provider(oi)->destroy(oi->ctx, id, &err), 0);
+    assert_int_equal(sbx_instance_provider(oi)->destroy(oi->ctx, "../../etc", &err), -1);
+    sbx_error_free(&err);
+    found[0] = '\0';
+    sbx_instance_provider(oi)->list(oi->ctx, "sbx.task", NULL, on_sandbox, found, NULL);
+    assert_string_equal(found, "");
+    /* a worktree that went away is the sandbox's failure, not "command not found" */
+    {
+        char *gone = NULL;
+        static const char *const argv[] = {"true", NULL};
+        struct sbx_exec_spec es = {.argv = argv};
+        struct sbx_exec_ctl ctl = {0};
+        int status = 0;
+
+        assert_true(asprintf(&gone, "%s/gone", test_dir) > 0);
+        assert_int_equal(mkdir(gone, 0755), 0);
+        spec.worktree = gone;
+        assert_int_equal(sbx_instance_provider(oi)->create(oi->ctx, &spec, id, sizeof(id), &err),
+                         0);
+        assert_int_equal(rmdir(gone), 0);
+        assert_int_equal(sbx_instance_provider(oi)->exec(oi->ctx, id, &es, &ctl, &status, &err),
+                         -1);
+        assert_int_equal(err->code, SBX_E_ENGINE);
+        assert_non_null(strstr(err->msg, "cannot enter"));
+        sbx_error_free(&err);
+        assert_int_equal(sbx_instance_provider(oi)->destroy(oi->ctx, id, &err), 0);
+        free(gone);
+    }
+    /* the worktree of a task is never removed */
+    spec.worktree = worktree;
+    assert_int_equal(sbx_instance_provider(oi)->create(oi->ctx, &spec, id, sizeof(id), &err), 0);
+    assert_int_equal(sbx_instance_provider(oi)->destroy(oi->ctx, id, &err), 0);
+    assert_int_equal(stat(worktree, &st), 0);
+    free(dir);
+    sbx_instance_close(oi);
+    sbx_config_destroy(cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_host_refused_without_opt_in),
+        cmocka_unit_test(test_host_runs_with_opt_in),
+        cmocka_unit_test(test_host_ops),
+    };
+
+    return cmocka_run_group_tests_name("provider_host", tests, setup, teardown);
+}
