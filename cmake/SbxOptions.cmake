@@ -14,6 +14,16 @@ if(SBX_SANITIZE)
   add_link_options(-fsanitize=${SBX_SANITIZE})
 endif()
 
+# SBX_FUZZ=ON builds the libFuzzer harnesses of fuzz/ (clang only; scripts/fuzz.sh):
+# every target gets coverage instrumentation, the harnesses link libFuzzer.
+option(SBX_FUZZ "Build the libFuzzer harnesses in fuzz/ (clang)" OFF)
+if(SBX_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SBX_FUZZ=ON needs clang (cmake -DCMAKE_C_COMPILER=clang)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
+
 if(NOT CMAKE_BUILD_TYPE)
   set(CMAKE_BUILD_TYPE RelWithDebInfo)
 endif()

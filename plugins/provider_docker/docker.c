@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "docker.h"
+
+#include "sbx/sbx_agent_proto.h"
 #include "sbx/sbx_plugin.h"
 
 /* Capabilities kept by default: enough for root in the image to install
@@ -220,6 +222,9 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
         if (s->egress_relay != NULL) {
             json_array_append_new(mounts, dk_bind_mount(s->egress_relay, SBX_RELAY_PATH, 1));
         }
+        if (s->egress_relay != NULL && s->agent_dir != NULL) {
+            json_array_append_new(mounts, dk_bind_mount(s->agent_dir, SBX_AGENT_DIR, 1));
+        }
     }
     if (s->docker_sidecar || c->sidecar) {
         dk_sidecar_sandbox_body(c, s, env, mounts, labels);
@@ -251,7 +256,10 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     return json_pack("{s:s, s:o, s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}",
                      "Image", s->image, "Entrypoint",
                      s->egress_dir != NULL && s->egress_relay != NULL
-                         ? json_pack("[s,s]", SBX_RELAY_PATH, "--")
+                         ? (s->agent_dir != NULL
+                                ? json_pack("[s,s,s,s]", SBX_RELAY_PATH, "--agent",
+                                            SBX_AGENT_DIR "/" SBX_AGENT_SOCK, "--")
+                                : json_pack("[s,s]", SBX_RELAY_PATH, "--"))
                          : json_array(),
                      "Cmd", "sleep", "infinity",
                      "Env", env, "Labels", labels, "WorkingDir", "/workspace",

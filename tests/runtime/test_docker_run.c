@@ -109,8 +109,8 @@ static void test_run_isolation(void **state)
     assert_true(asprintf(&cfg, "caches = ( { host = \"%s\"; path = \"/cache\"; } );\n", cache) >
                 0);
     rt_use_config(cfg);
-    /* only /workspace, the read-only cache and the core's egress socket and
-     * relay are mounts from the host's disk (beside the engine's own
+    /* only /workspace, the read-only cache and the core's egress socket,
+     * relay and exec agent socket are mounts from the host's disk (beside the engine's own
      * /etc/hosts, /etc/hostname, /etc/resolv.conf and its init) */
     r = RT_SBX("run", "--worktree", wt, "--", "sh", "-c",
                "cat /workspace/marker.txt; "
@@ -127,8 +127,10 @@ static void test_run_isolation(void **state)
         fail_msg("rc %d: %s", r.rc, r.err);
     }
     assert_contains(r.out, "from the host\n");
-    /* the egress socket directory and the relay are the core's own */
-    assert_contains(r.out, "/cache\n/run/sbx-egress\n/run/sbx-relay\n/workspace\n");
+    /* the egress socket directory, the relay and the exec agent's socket
+     * directory are the core's own */
+    assert_contains(r.out,
+                    "/cache\n/run/sbx-agent\n/run/sbx-egress\n/run/sbx-relay\n/workspace\n");
     assert_contains(r.out, "cache-ro\n");
     assert_contains(r.out, " 0 100000 65536\n"); /* user namespace: root is host uid 100000 */
     assert_contains(r.out, "NoNewPrivs:1\n");

@@ -29,7 +29,8 @@ static void test_npm_in_hash(void **state)
     assert_null(plain->npm);
     assert_null(strstr(plain->canonical, "npm")); /* older definitions keep their hash */
     d = load("{\"customizations\":{\"sbx\":{\"packages\":[\"nodejs\"],"
-             "\"npm\":[\"testcontainers@10.28.0\",\"@scope/x@1.2.3\"]}}}", &err);
+             "\"npm\":[\"testcontainers@10.28.0\",\"@scope/x@1.2.3\"]}}}",
+             &err);
     assert_non_null(d);
     assert_string_equal(d->npm[0], "@scope/x@1.2.3");
     assert_string_equal(d->npm[1], "testcontainers@10.28.0");
@@ -88,7 +89,6 @@ static void test_sidecar_canonical(void **state)
     sbx_image_def_free(d);
 }
 
-
 /* mise.toml of the definition's repository is part of the content hash,
  * for a definition in .devcontainer/ and for one outside it. */
 static void test_mise_found(void **state)
@@ -121,13 +121,31 @@ static void test_mise_found(void **state)
     free(mise);
 }
 
+/* A mise.toml that is not UTF-8 text (found by fuzz/fuzz_image.c) is refused
+ * with the definition named, not a definition without a canonical spec. */
+static void test_mise_not_utf8(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *mise;
+    struct sbx_image_def *d;
+
+    (void)state;
+    mise = test_write_file(dir, "mise.toml", "[tools]\nnode = \"\xde\x8c\x9d\x87\"\n");
+    d = load("{}", &err);
+    assert_null(d);
+    assert_non_null(err);
+    assert_non_null(strstr(err->msg, "mise.toml of this repository is not UTF-8 text"));
+    sbx_error_free(&err);
+    unlink(mise);
+    free(mise);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_npm_in_hash),
-        cmocka_unit_test(test_npm_bad),
-        cmocka_unit_test(test_sidecar_canonical),
-        cmocka_unit_test(test_mise_found),
+        cmocka_unit_test(test_npm_in_hash),       cmocka_unit_test(test_npm_bad),
+        cmocka_unit_test(test_sidecar_canonical), cmocka_unit_test(test_mise_found),
+        cmocka_unit_test(test_mise_not_utf8),
     };
 
     return cmocka_run_group_tests(tests, test_dir_setup, test_dir_teardown);

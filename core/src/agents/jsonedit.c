@@ -5,6 +5,7 @@
  * the caller, which falls back to a full rewrite when in doubt. */
 #include "agents/jsonedit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "util/xalloc.h"
@@ -137,11 +138,15 @@ static char *line_indent(const char *s, size_t i)
 /* value dumped at this indentation (multi-line) or inline. */
 static char *dump_at(json_t *v, const char *indent)
 {
-    char *d = json_dumps(v, indent ? JSON_INDENT(2) : 0);
+    /* any value, not only objects and arrays (jansson's default) */
+    char *d = json_dumps(v, JSON_ENCODE_ANY | (indent ? JSON_INDENT(2) : 0));
     size_t extra = 0;
     char *out;
     size_t o = 0;
 
+    if (d == NULL) {
+        abort(); /* out of memory: the only way jansson fails on a valid value */
+    }
     if (indent == NULL) {
         return d;
     }

@@ -248,6 +248,17 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     }
     d->workdir = xstrdup(v ? json_string_value(v) : "/workspace");
     d->mise = read_mise(path);
+    if (d->mise != NULL) {
+        /* the canonical spec is JSON: mise.toml must be UTF-8 text */
+        json_t *t = json_string(d->mise);
+
+        if (t == NULL) {
+            sbx_error_set(err, SBX_E_CONFIG, "%s: the mise.toml of this repository is not UTF-8 "
+                          "text", path);
+            goto fail;
+        }
+        json_decref(t);
+    }
     /* the content hash covers exactly what shapes the image */
     canon = json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite,
                       "packages", json_array(), "env", json_array(), "workdir", d->workdir,

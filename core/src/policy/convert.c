@@ -501,7 +501,7 @@ int sbx_policy_read_limits(lua_State *L, int idx, const char *where, struct sbx_
             return -1;
         }
         if (strcmp(key, "cpus") == 0) {
-            double d;
+            double d = 0;
 
             if (lua_type(L, -1) == LUA_TNUMBER) {
                 d = lua_tonumber(L, -1);

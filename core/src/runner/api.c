@@ -152,7 +152,7 @@ static int env_ok(json_t *env, char *msg, size_t len)
 /* Parses and checks a submit body into *j: 0, or the HTTP status with the
  * reason in msg. The worktree is confined below runner.worktree_roots and
  * kept resolved (docs/runner.md, "Worktree roots"). */
-static int parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
+int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen)
 {
     char *real_wt = NULL;
@@ -313,7 +313,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
     j = xcalloc(1, sizeof(*j));
-    code = parse_submit(r, body, len, j, &labels, msg, sizeof(msg));
+    code = runner_parse_submit(r, body, len, j, &labels, msg, sizeof(msg));
     if (code != 0) {
         free(body);
         runner_job_free(j);

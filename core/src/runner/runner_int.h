@@ -184,6 +184,11 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
                           const struct runner_client *who);
 void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                             const struct runner_client *who);
+/* Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and
+ * *labels (a new reference or NULL): 0, or the HTTP status with the reason in
+ * msg. Only r->cfg is used (fuzz/fuzz_api_submit.c calls it without a runner). */
+int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
+                        json_t **labels, char *msg, size_t mlen);
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
 
 /* api_http.c */

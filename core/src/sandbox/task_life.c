@@ -50,6 +50,7 @@ static void free_task(struct sbx_task *t)
         sbx_egress_stop(t->egress);
     }
     free(t->egress_dir);
+    sbx_task_agent_free(t);
     sbx_redactor_destroy(t->redactor);
     if (t->have_lease) {
         sbx_lease_clear(&t->lease);
@@ -404,6 +405,9 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_task_egress_wire(t, o, &relay, err) < 0) {
         goto fail;
     }
+    if (sbx_task_agent_dir(t, err) < 0) {
+        goto fail;
+    }
 
     t->created_at = (int64_t)now;
     sbx_owner_self(owner, sizeof(owner));
@@ -431,6 +435,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .n_env = t->egress_dir ? sizeof(proxy_env) / sizeof(proxy_env[0]) : 0,
             .docker_sidecar = o->docker_sidecar,
             .docker_dir = docker_dir,
+            .agent_dir = t->agent_dir,
             .view_dir = view_dir,
         };
 
@@ -528,8 +533,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     t->execs = slotp;
     pthread_mutex_unlock(&t->mu);
 
-    r = sbx_instance_provider(t->prov)->exec(t->prov->ctx, t->sandbox, &spec, &slotp->ctl, status,
-                                             err);
+    r = sbx_task_exec_run(t, &spec, slotp, status, err);
     /* a command that took the sandbox past a measured limit (the disk
      * watchdog) fails, and the task ends */
     if (sbx_task_check(t, 1) < 0 && r == 0) {
@@ -547,6 +551,9 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     t->last_activity = time(NULL);
     if (r == 0) {
         t->last_exit = *status;
+    }
+    if (slotp->path != NULL) {
+        t->last_exec_path = slotp->path;
     }
     if (r < 0 && t->stop && err != NULL) {
         /* the core stopped the task: say why, not how the stream broke */
@@ -630,6 +637,9 @@ void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot)
     for (struct sbx_exec_slot *s = t->execs; s != NULL; s = s->next) {
         if (s == slot) {
             __atomic_store_n(&s->ctl.cancelled, 1, __ATOMIC_RELEASE);
+            if (s->agent_cancel_fd > 0 && write(s->agent_cancel_fd, "", 1) < 0) {
+                /* already signalled */
+            }
             if (sbx_instance_provider(t->prov)->cancel != NULL) {
                 sbx_instance_provider(t->prov)->cancel(t->prov->ctx, &s->ctl);
             }
