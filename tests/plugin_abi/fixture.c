@@ -12,13 +12,18 @@
 #include "sbx/sbx_provider.h"
 
 static const struct sbx_host_api *host;
+/* list() fails while the file "<socket option>.down" exists: an engine that
+ * went away (the runner's /healthz test) */
+static char down_path[512];
 
 static int p_init(const struct sbx_host_api *h, const struct sbx_options *o, void **ctx,
                   sbx_error_t **err)
 {
-    (void)o;
+    const char *sock = o != NULL ? h->opt_string(o, "socket") : NULL;
+
     (void)err;
     host = h;
+    snprintf(down_path, sizeof(down_path), "%s.down", sock ? sock : "/run/fake.sock");
     *ctx = (void *)&host;
     return 0;
 }
@@ -117,8 +122,7 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     if (spec->on_output != NULL) {
         spec->on_output(spec->output_userdata, 1, spec->argv[0], strlen(spec->argv[0]));
     }
-    *status = strcmp(spec->argv[0], "exit") == 0 && spec->argv[1] != NULL ? atoi(spec->argv[1])
-                                                                          : 0;
+    *status = strcmp(spec->argv[0], "exit") == 0 && spec->argv[1] != NULL ? atoi(spec->argv[1]) : 0;
     return 0;
 }
 
@@ -138,7 +142,9 @@ static int p_list(void *ctx, const char *k, const char *v, sbx_sandbox_fn fn, vo
     (void)v;
     (void)fn;
     (void)ud;
-    (void)err;
+    if (access(down_path, F_OK) == 0) {
+        return host->error_set(err, SBX_E_ENGINE, "fake: engine down (%s exists)", down_path);
+    }
     return 0;
 }
 
@@ -202,10 +208,17 @@ static const struct sbx_option options[] = {
 #endif
 
 #ifndef FIX_NO_ENTRY
-static const struct sbx_plugin_desc desc = {
-    SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin_desc),
-    FIX_KIND, FIX_NAME, "9.9.9", SBX_PLUGIN_READY, NULL, options, &ops,
-    (uint32_t)(FIX_OPS_SIZE)};
+static const struct sbx_plugin_desc desc = {SBX_PLUGIN_ABI_MAJOR,
+                                            SBX_PLUGIN_ABI_MINOR,
+                                            (uint32_t)sizeof(struct sbx_plugin_desc),
+                                            FIX_KIND,
+                                            FIX_NAME,
+                                            "9.9.9",
+                                            SBX_PLUGIN_READY,
+                                            NULL,
+                                            options,
+                                            &ops,
+                                            (uint32_t)(FIX_OPS_SIZE)};
 
 SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void);
 SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void)

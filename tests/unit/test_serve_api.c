@@ -56,7 +56,7 @@ static void test_api_bad_input(void **state)
         {"GET", "/v1/jobs/j-000000000000/output", NULL, 404, "j-000000000000"},
         {"POST", "/v1/jobs/j-000000000000/cancel", "{}", 404, "j-000000000000"},
         {"GET", "/v1/jobs/bad%20id", NULL, 400, "job id"},
-        {"GET", "/v1/jobs", NULL, 405, "use POST"},
+        {"PUT", "/v1/jobs", "{}", 405, "use GET to list jobs"},
         {"DELETE", "/v1/queue", NULL, 405, "use GET"},
         {"POST", "/metrics", "{}", 405, "use GET"},
         {"GET", "/v1/nothing", NULL, 404, "no endpoint /v1/nothing"},

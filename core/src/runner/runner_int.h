@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "runner/rmetrics.h"
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
@@ -133,6 +134,15 @@ struct sbx_runner {
     struct rmsg *msgs, **msgs_tail;
     int workers; /* threads alive */
     int stopping;
+
+    struct runner_metrics metrics; /* (added) rmetrics.h */
+    /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
+    double pool_cpus[SBX_POOL_COUNT];
+    int64_t pool_memory[SBX_POOL_COUNT];
+    /* (added) GET /healthz's engine probe (api_list.c), loop thread only */
+    struct sbx_open_instance *health_prov;
+    int64_t health_at;
+    char health_engine[400];
 };
 
 /* runner.c */
@@ -183,6 +193,20 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
 void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                             const struct runner_client *who);
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
+
+/* smallbox.c */
+/* After the scheduler split the box: on a box smaller than a default sandbox
+ * per pool, each pool's default limits are clamped to what it has (warned). */
+void runner_small_box(struct sbx_runner *r);
+/* A job whose limits are the configured defaults gets its pool's clamp. */
+void runner_fit_limits(struct sbx_runner *r, enum sbx_pool pool, struct sbx_limits *l);
+
+/* api_list.c */
+void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
+                             const struct runner_client *who);
+/* ready 0: /healthz (store and engine); 1: /readyz (and not draining or stopping) */
+void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready);
+void runner_health_free(struct sbx_runner *r);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
