@@ -76,7 +76,8 @@ static void rh_start(const char *extra)
                                                             .plugin_dir = plugins,
                                                             .capacity = &cap,
                                                             .clock = rh_clock,
-                                                            .alert_interval_ms = 50},
+                                                            .alert_interval_ms = 50,
+                                                            .health_interval_ms = 100},
                                   &err);
     if (rh_runner == NULL) {
         fail_msg("runner: %s", sbx_error_msg(err));

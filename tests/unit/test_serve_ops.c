@@ -321,6 +321,28 @@ static void test_ops_list_scopes(void **state)
 
 /* ---- health --------------------------------------------------------------- */
 
+/* GET path until it answers want (the engine probe runs every 100 ms in the
+ * harness); returns the reply. */
+static json_t *health_until(const char *path, long want)
+{
+    for (int i = 0; i < 1000; i++) {
+        long st = 0;
+        char *text = rh_call("GET", path, NULL, &st);
+
+        if (st == want) {
+            json_t *j = json_loads(text, 0, NULL);
+
+            assert_non_null(j);
+            free(text);
+            return j;
+        }
+        free(text);
+        usleep(20 * 1000);
+    }
+    fail_msg("%s never answered %ld", path, want);
+    return NULL;
+}
+
 static void test_ops_health(void **state)
 {
     char *opts = NULL, *down = NULL;
@@ -333,7 +355,7 @@ static void test_ops_health(void **state)
     assert_true(asprintf(&down, "%s/engine.sock.down", dir) > 0);
     rh_fake_opts = opts;
     rh_start(NULL);
-    j = rh_json("GET", "/healthz", NULL, 200);
+    j = health_until("/healthz", 200);
     assert_string_equal(json_string_value(json_object_get(j, "status")), "ok");
     assert_string_equal(json_string_value(json_object_get(j, "store")), "ok");
     assert_string_equal(json_string_value(json_object_get(j, "engine")), "ok");
@@ -344,12 +366,11 @@ static void test_ops_health(void **state)
     json_decref(j);
     json_decref(rh_json("POST", "/healthz", "{}", 405));
 
-    /* the engine goes away: 503 naming it (a probe's result is kept 1 s) */
+    /* the engine goes away: 503 naming it, from the next probe on */
     f = fopen(down, "w");
     assert_non_null(f);
     fclose(f);
-    usleep(1100 * 1000);
-    j = rh_json("GET", "/healthz", NULL, 503);
+    j = health_until("/healthz", 503);
     assert_string_equal(json_string_value(json_object_get(j, "status")), "down");
     assert_string_equal(json_string_value(json_array_get(json_object_get(j, "down"), 0)), "engine");
     assert_int_equal(json_array_size(json_object_get(j, "down")), 1);
@@ -361,8 +382,30 @@ static void test_ops_health(void **state)
 
     /* and comes back */
     assert_int_equal(unlink(down), 0);
-    usleep(1100 * 1000);
-    json_decref(rh_json("GET", "/healthz", NULL, 200));
+    json_decref(health_until("/healthz", 200));
+    json_decref(rh_json("GET", "/readyz", NULL, 200));
+
+    /* an engine that hangs: after 5 s without an answer it is down, and the
+     * API answers at once all along (the probe has its own thread) */
+    down[strlen(down) - 5] = '\0';
+    strcat(down, ".slow");
+    f = fopen(down, "w");
+    assert_non_null(f);
+    fclose(f);
+    {
+        struct timespec t0, t1;
+
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        json_decref(rh_json("GET", "/v1/queue", NULL, 200));
+        json_decref(rh_json("GET", "/healthz", NULL, 200)); /* not 5 s yet */
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        assert_true(t1.tv_sec - t0.tv_sec < 3);
+    }
+    j = health_until("/healthz", 503);
+    assert_non_null(strstr(json_string_value(json_object_get(j, "engine")), "no answer for"));
+    json_decref(j);
+    assert_int_equal(unlink(down), 0);
+    json_decref(health_until("/healthz", 200));
     rh_stop();
     rh_fake_opts = "";
     test_rm_rf(dir);

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <time.h>
 
-#include "plugin/instance.h"
 #include "runner/runner_int.h"
 #include "util/xalloc.h"
 
@@ -171,56 +169,12 @@ void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
 
 /* ---- health ------------------------------------------------------------- */
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void probe_seen(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
-{
-    (void)ud;
-    (void)id;
-    (void)labels;
-    (void)n;
-}
-
-/* The engine answers a list of the runner's probe label: 0, or -1 with why.
- * A result is kept for a second, so probes cannot flood the engine. */
-static int engine_probe(struct sbx_runner *r, char *why, size_t len)
-{
-    int64_t now = mono_ms();
-    sbx_error_t *err = NULL;
-
-    if (r->health_at != 0 && now - r->health_at < 1000) {
-        snprintf(why, len, "%s", r->health_engine);
-        return r->health_engine[0] ? -1 : 0;
-    }
-    r->health_engine[0] = '\0';
-    if (r->health_prov == NULL) {
-        r->health_prov =
-            sbx_instance_open(r->cfg, r->plugin_dir, r->cfg->provider, SBX_PLUGIN_PROVIDER, &err);
-    }
-    if (r->health_prov == NULL ||
-        sbx_instance_provider(r->health_prov)
-                ->list(r->health_prov->ctx, "sbx.health", "probe", probe_seen, NULL, &err) < 0) {
-        snprintf(r->health_engine, sizeof(r->health_engine), "provider '%s': %s", r->cfg->provider,
-                 sbx_error_msg(err));
-        sbx_error_free(&err);
-    }
-    r->health_at = now;
-    snprintf(why, len, "%s", r->health_engine);
-    return r->health_engine[0] ? -1 : 0;
-}
-
 static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int ready)
 {
     sbx_error_t *err = NULL;
     char engine[512] = "";
     int store_ok = sbx_store_ping(r->store, &err) == 0;
-    int engine_ok = engine_probe(r, engine, sizeof(engine)) == 0;
+    int engine_ok = runner_health_engine(r, engine, sizeof(engine)) == 0;
     json_t *o = json_object();
     json_t *down = json_array();
     int draining = 0;
@@ -256,12 +210,4 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
 void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready)
 {
     health_reply(r, req, ready);
-}
-
-void runner_health_free(struct sbx_runner *r)
-{
-    if (r->health_prov != NULL) {
-        sbx_instance_close(r->health_prov);
-        r->health_prov = NULL;
-    }
 }

@@ -674,7 +674,9 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (runner_recover(r, err) < 0) {
         goto fail;
     }
-    if (runner_api_bind(r, err) < 0) {
+    if (runner_api_bind(r, err) < 0 ||
+        runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
+                            err) < 0) {
         goto fail;
     }
     return r;

@@ -139,10 +139,7 @@ struct sbx_runner {
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
     double pool_cpus[SBX_POOL_COUNT];
     int64_t pool_memory[SBX_POOL_COUNT];
-    /* (added) GET /healthz's engine probe (api_list.c), loop thread only */
-    struct sbx_open_instance *health_prov;
-    int64_t health_at;
-    char health_engine[400];
+    struct runner_health *health; /* (added) health.c */
 };
 
 /* runner.c */
@@ -206,7 +203,13 @@ void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
                              const struct runner_client *who);
 /* ready 0: /healthz (store and engine); 1: /readyz (and not draining or stopping) */
 void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready);
+
+/* health.c: a thread probes the engine every interval_ms (a list of the
+ * default provider), so no request ever waits on a slow engine */
+int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err);
 void runner_health_free(struct sbx_runner *r);
+/* 0 when the last probe answered in time, else -1 with why */
+int runner_health_engine(struct sbx_runner *r, char *why, size_t len);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
