@@ -159,7 +159,7 @@ static void test_ops_list(void **state)
     list_refused("?colour=red", "unknown query parameter 'colour'");
     list_refused("?state=queued&state=running", "'state' is given twice");
 
-    rh_json("POST", "/v1/jobs/", NULL, 400);
+    json_decref(rh_json("POST", "/v1/jobs/", NULL, 400));
     {
         char path[128];
 
