@@ -46,6 +46,9 @@ say "building (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j2 >/dev/null
 
+say "raising the kernel's shared inotify pool for box.max_sandboxes (scripts/kernel-limits.sh)"
+scripts/kernel-limits.sh build/sbx
+
 if ! scripts/dockerd.sh status >/dev/null 2>&1; then
     say "no Docker engine answers on /var/run/docker.sock: starting one on a btrfs data root" \
         "of ${SBX_ENGINE_DISK:-40G} (scripts/dockerd.sh --btrfs)"

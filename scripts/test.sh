@@ -28,6 +28,8 @@ suite() {
     echo "== $dir: configure and build ($*)" >&2
     cmake -S . -B "$dir" -DSBX_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j2 >/dev/null
+    # the inotify pool the abuse tests need (idempotent; docs/operations.md)
+    scripts/kernel-limits.sh "$dir/sbx"
     # the warm image in the test engine (from the cached root filesystem)
     DOCKER_HOST=$SBX_TEST_DOCKER_HOST SBX_STATE_DIR=$engine/state \
         "$dir/sbx" image build --cache /var/cache/sbx/image >/dev/null

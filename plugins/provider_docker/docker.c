@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include "docker.h"
+
+#include "sbx/sbx_agent_proto.h"
 #include "sbx/sbx_plugin.h"
 
 /* Capabilities kept by default: enough for root in the image to install
@@ -212,6 +214,9 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, s
         if (s->egress_relay != NULL) {
             json_array_append_new(mounts, dk_bind_mount(s->egress_relay, SBX_RELAY_PATH, 1));
         }
+        if (s->egress_relay != NULL && s->agent_dir != NULL) {
+            json_array_append_new(mounts, dk_bind_mount(s->agent_dir, SBX_AGENT_DIR, 1));
+        }
     }
     if (s->docker_sidecar || c->sidecar) {
         dk_sidecar_sandbox_body(c, s, env, mounts, labels);
@@ -228,6 +233,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, s
                    "Init", 1,
                    "Mounts", mounts,
                    "Privileged", 0);
+    json_object_set_new(hc, "CpuShares", json_integer(DK_CPU_SHARES));
     if (c->seccomp != NULL) {
         json_array_append_new(json_object_get(hc, "SecurityOpt"), json_string(c->seccomp));
     }
@@ -242,7 +248,10 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, s
     return json_pack("{s:s, s:o, s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}",
                      "Image", s->image, "Entrypoint",
                      s->egress_dir != NULL && s->egress_relay != NULL
-                         ? json_pack("[s,s]", SBX_RELAY_PATH, "--")
+                         ? (s->agent_dir != NULL
+                                ? json_pack("[s,s,s,s]", SBX_RELAY_PATH, "--agent",
+                                            SBX_AGENT_DIR "/" SBX_AGENT_SOCK, "--")
+                                : json_pack("[s,s]", SBX_RELAY_PATH, "--"))
                          : json_array(),
                      "Cmd", "sleep", "infinity",
                      "Env", env, "Labels", labels, "WorkingDir", "/workspace",
@@ -344,6 +353,18 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         return -1;
     }
     json_decref(reply);
+    if (c->userns) {
+        sbx_error_t *uerr = NULL;
+
+        if (dk_userns_caps(c, id_out, &uerr) < 0) {
+            c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
+                         "task %s: no per-sandbox inotify cap (%s): its inotify instances and "
+                         "watches count only against the box's shared pool "
+                         "(docs/operations.md)",
+                         s->task_id, uerr ? uerr->msg : "?");
+            c->host->error_free(&uerr);
+        }
+    }
     if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
         cb_docker_destroy(ctx, id_out, NULL);
         return -1;

@@ -13,6 +13,9 @@
 #define DK_NAME "provider_docker"
 #define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
 #define DK_MIN_API_MINOR 41 /* Debian 12's engine */
+/* CPU weight of sandboxes and sidecars: half the host's default (1024), so
+ * the host's own processes win under contention (docs/operations.md) */
+#define DK_CPU_SHARES 512
 
 /* A sandbox the disk watchdog measures (docker_disk.c). */
 struct dk_watch {
@@ -88,6 +91,10 @@ int dk_demux_feed(void *ud, const char *data, size_t len);
 int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char *path,
            const char *body, size_t len, const char *ctype, long timeout_ms,
            struct sbx_http_response *resp, sbx_error_t **err);
+
+/* docker_userns.c: caps the sandbox's inotify counters in its own user
+ * namespace (SBX_SANDBOX_INOTIFY_*); call right after the start. */
+int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err);
 
 /* docker_seccomp.c: the sandbox's seccomp profile (option seccomp). */
 json_t *dk_seccomp_profile(void);

@@ -155,6 +155,12 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     if (spec->argv == NULL || spec->argv[0] == NULL || spec->argv[0][0] == '\0') {
         return c->host->error_set(err, SBX_E_USAGE, "docker: empty command");
     }
+    /* the core's exec agent in the sandbox first (the disk watchdog is the
+     * core's check, so it covers these commands too); 1: it is not there */
+    if (spec->run_agent != NULL &&
+        (r = spec->run_agent(spec->agent_userdata, ctl, exit_status, err)) <= 0) {
+        return r;
+    }
     if (create_exec(c, id, spec, eid, sizeof(eid), err) < 0) {
         return -1;
     }

@@ -7,7 +7,9 @@
  * but UNIX, INET, INET6, NETLINK and PACKET (AF_VSOCK reaches the hypervisor of a
  * virtual machine; the rest is kernel attack surface no sandbox uses), socketpair()
  * but for UNIX, socketcall() (the 32-bit x86 multiplexer, whose arguments a filter
- * cannot see) and io_uring (whose socket operation would bypass the family check).
+ * cannot see; the 32-bit x86 entry is left out of the profile altogether, see
+ * dk_seccomp_profile) and io_uring (whose socket operation would bypass the family
+ * check).
  * Calls a capability makes useful are allowed when the sandbox has that capability
  * (the engine evaluates "includes"/"excludes" at create time). */
 #include <errno.h>
@@ -186,10 +188,15 @@ json_t *dk_seccomp_profile(void)
         json_object_set_new(r, "includes", json_pack("{s:[s]}", "caps", by_cap[i].cap));
         json_array_append_new(calls, r);
     }
-    return json_pack("{s:s, s:[{s:s, s:[s,s]}, {s:s, s:[s]}], s:o}", "defaultAction",
+    /* No SCMP_ARCH_X86: libseccomp turns each socket rule into socketcall(call ==
+     * SYS_SOCKET) for it, dropping the family comparison (the arguments are in
+     * memory), so a 32-bit x86 program (or int $0x80 from a 64-bit one) would open
+     * any family. Without the subarchitecture the 32-bit entry is a bad architecture
+     * and the engine kills the process. */
+    return json_pack("{s:s, s:[{s:s, s:[s]}, {s:s, s:[s]}], s:o}", "defaultAction",
                      "SCMP_ACT_ERRNO", "archMap", "architecture", "SCMP_ARCH_X86_64",
-                     "subArchitectures", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "architecture",
-                     "SCMP_ARCH_AARCH64", "subArchitectures", "SCMP_ARCH_ARM", "syscalls", calls);
+                     "subArchitectures", "SCMP_ARCH_X32", "architecture", "SCMP_ARCH_AARCH64",
+                     "subArchitectures", "SCMP_ARCH_ARM", "syscalls", calls);
 }
 
 #define PROFILE_MAX (1024 * 1024)
@@ -204,7 +211,8 @@ int dk_seccomp_init(struct dk_ctx *c, sbx_error_t **err)
     if (opt == NULL || strcmp(opt, "sbx") == 0) {
         profile = dk_seccomp_profile();
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),
-                 "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall");
+                 "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall, "
+                 "32-bit x86");
     }
     else if (strcmp(opt, "default") == 0) {
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),

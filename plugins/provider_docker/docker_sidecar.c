@@ -330,6 +330,7 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
                    "Mounts", mounts,
                    "Init", 1,
                    "Privileged", 0);
+    json_object_set_new(hc, "CpuShares", json_integer(DK_CPU_SHARES));
     if (!c->sidecar_rootless) {
         json_object_set_new(hc, "DeviceCgroupRules", json_pack("[s]", "a *:* rwm"));
     }

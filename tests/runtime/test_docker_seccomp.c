@@ -124,6 +124,53 @@ static void test_engine_default_on_request(void **state)
     spawn_result_free(&r);
 }
 
+#if defined(__x86_64__)
+/* A 376-byte static x86-64 ELF (tests/runtime/seccomp/p32.S, built with gcc -nostdlib
+ * -static -no-pie -s) that calls socketcall(SYS_SOCKET, {AF_VSOCK, SOCK_STREAM, 0})
+ * through the 32-bit entry (int $0x80) and exits 0 when it opened the socket, 1 when
+ * refused. libseccomp turns a socket rule into socketcall(SYS_SOCKET) without the
+ * family check for 32-bit x86, so the sbx profile leaves that entry out: the engine
+ * kills the process (SIGSYS, 159). */
+static const char p32_hex[] =
+    "7f454c4602010100000000000000000002003e000100000078004000000000004000000000000000b8000000000000"
+    "00"
+    "0000000040003800010040000300020001000000050000007800000000000000780040000000000078004000000000"
+    "00"
+    "2f000000000000002f000000000000000100000000000000b866000000bb01000000b99b004000cd8031ff85c07905"
+    "bf"
+    "01000000b83c0000000f05280000000100000000000000002e7368737472746162002e746578740000000000000000"
+    "00"
+    "0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000"
+    "00"
+    "00000000000000000b000000010000000600000000000000780040000000000078000000000000002f000000000000"
+    "00"
+    "0000000000000000010000000000000000000000000000000100000003000000000000000000000000000000000000"
+    "00"
+    "a7000000000000001100000000000000000000000000000001000000000000000000000000000000";
+
+static void test_x86_entry_killed(void **state)
+{
+    char *script = NULL;
+    char *out;
+
+    (void)state;
+    assert_true(asprintf(&script,
+                         "perl -e 'print pack(\"H*\", \"%s\")' > /tmp/p32 && chmod +x /tmp/p32 "
+                         "&& /tmp/p32; echo \"x86: $?\"",
+                         p32_hex) > 0);
+    use_config("");
+    out = run_stdout("sc-5", script);
+    assert_string_equal(out, "x86: 159\n");
+    free(out);
+    /* the engine's profile lets it open AF_VSOCK: the probe works */
+    use_config("seccomp = \"default\";");
+    out = run_stdout("sc-6", script);
+    assert_string_equal(out, "x86: 0\n");
+    free(out);
+    free(script);
+}
+#endif
+
 static void test_bad_option(void **state)
 {
     struct spawn_result r;
@@ -160,6 +207,9 @@ int main(void)
         cmocka_unit_test(test_vsock_refused_tcp_works),
         cmocka_unit_test(test_engine_default_on_request),
         cmocka_unit_test(test_bad_option),
+#if defined(__x86_64__)
+        cmocka_unit_test(test_x86_entry_killed),
+#endif
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

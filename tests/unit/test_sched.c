@@ -57,7 +57,9 @@ static void expect_refused(struct sbx_sched *s, const struct sbx_sched_job *j, i
     sbx_error_free(&err);
 }
 
-/* Both pools (even split: 8 CPUs, 32G, 3 sandboxes each). */
+/* Both pools (even split: 8 CPUs, 3 sandboxes and half of the box's memory
+ * minus the host reserve each: (64G - 6.4G) / 2 = 28.8G). */
+#define RESERVE64 (64 * G / 10) /* the default box.host_reserve of a 64G box */
 #define BOTH "box = { pools = [\"ci\", \"agent\"]; };\n"
 
 static void test_sched_split(void **state)
@@ -67,7 +69,8 @@ static void test_sched_split(void **state)
 
     (void)state;
     assert_true(snap->pools[SBX_POOL_CI].cpus == 8.0);
-    assert_int_equal(snap->pools[SBX_POOL_CI].memory, 32 * G);
+    assert_int_equal(snap->pools[SBX_POOL_CI].memory, (64 * G - RESERVE64) / 2);
+    assert_int_equal(snap->host_reserve, RESERVE64);
     assert_int_equal(snap->pools[SBX_POOL_CI].max_sandboxes, 3);
     assert_int_equal(snap->pools[SBX_POOL_AGENT].max_sandboxes, 3);
     assert_true(snap->heavy_allowed);
@@ -81,7 +84,7 @@ static void test_sched_split(void **state)
     snap = sbx_sched_snapshot(s);
     assert_true(snap->pools[SBX_POOL_CI].cpus == 10.0);
     assert_true(snap->pools[SBX_POOL_AGENT].cpus == 6.0);
-    assert_int_equal(snap->pools[SBX_POOL_AGENT].memory, 24 * G);
+    assert_int_equal(snap->pools[SBX_POOL_AGENT].memory, 24 * G - RESERVE64);
     assert_int_equal(snap->pools[SBX_POOL_CI].max_sandboxes, 4);
     assert_int_equal(snap->pools[SBX_POOL_AGENT].max_sandboxes, 2);
     sbx_sched_snapshot_free(snap);
@@ -92,7 +95,7 @@ static void test_sched_split(void **state)
     snap = sbx_sched_snapshot(s);
     assert_false(snap->pools[SBX_POOL_CI].served);
     assert_int_equal(snap->pools[SBX_POOL_AGENT].max_sandboxes, 6);
-    assert_int_equal(snap->pools[SBX_POOL_AGENT].memory, 64 * G);
+    assert_int_equal(snap->pools[SBX_POOL_AGENT].memory, 64 * G - RESERVE64);
     sbx_sched_snapshot_free(snap);
     sbx_sched_destroy(s);
 }
@@ -126,7 +129,8 @@ static void test_sched_create_errors(void **state)
     expect_create_error(BOTH "pools = { ci = { cpus = 20.0; }; };\n", 16, 64 * G,
                         "pools ask for 20 CPUs but the box has 16");
     expect_create_error(BOTH "pools = { agent = { memory = \"100G\"; }; };\n", 16, 64 * G,
-                        "100.0G of memory but the box has 64.0G");
+                        "100G of memory but the box has 57.6G for sandboxes (box.memory "
+                        "64G - box.host_reserve 6.4G)");
     expect_create_error(BOTH "pools = { ci = { max_sandboxes = 7; }; };\n", 16, 64 * G,
                         "7 sandboxes but box.max_sandboxes is 6");
     expect_create_error(BOTH "pools = { ci = { max_sandboxes = 6; }; };\n", 16, 64 * G,
@@ -265,7 +269,9 @@ static void test_sched_fit_and_refusal(void **state)
     expect_refused(s, &j, SBX_E_POLICY, "refused: job big asks for 9 CPUs but pool 'ci' has 8");
     j.cpus = 2;
     j.memory = 65 * G;
-    expect_refused(s, &j, SBX_E_POLICY, "asks for 65.0G of memory but pool 'ci' has 64.0G");
+    expect_refused(s, &j, SBX_E_POLICY,
+                   "asks for 65G of memory but pool 'ci' has 57.6G on "
+                   "this box (box.memory 64G - box.host_reserve 6.4G");
     j.memory = 8 * G;
     j.pool = SBX_POOL_AGENT;
     expect_refused(s, &j, SBX_E_POLICY, "this box does not serve pool 'agent'");
@@ -278,8 +284,8 @@ static void test_sched_fit_and_refusal(void **state)
     assert_string_equal(grant(s), "");
     release(s, "a");
     assert_string_equal(grant(s), "c");
-    /* memory: 64G pool, 2 x 8G used; a 50G job waits */
-    submit_ok(s, "m", SBX_POOL_CI, SBX_CLASS_LIGHT, 1, 50 * G);
+    /* memory: 57.6G pool, 2 x 8G used; a 45G job waits */
+    submit_ok(s, "m", SBX_POOL_CI, SBX_CLASS_LIGHT, 1, 45 * G);
     assert_string_equal(grant(s), "");
     release(s, "b");
     assert_string_equal(grant(s), "m");
@@ -558,6 +564,60 @@ static void test_sched_alert_threshold(void **state)
     sbx_sched_destroy(s);
 }
 
+/* Issue 14: the pools split box.memory minus box.host_reserve; a job larger
+ * than its pool's share is refused at submit with the numbers; the rest wait. */
+static void test_sched_host_reserve(void **state)
+{
+    struct sbx_sched *s = make("box = { pools = [\"ci\"]; memory = \"3G\"; host_reserve = "
+                               "\"1G\"; heavy_min_memory = \"1G\"; };\n",
+                               2, 64 * G);
+    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(s);
+    struct sbx_sched_job j = {"huge", NULL, SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 3 * G, 0};
+
+    (void)state;
+    assert_int_equal(snap->box.memory, 3 * G); /* box.memory wins over the measured 64G */
+    assert_int_equal(snap->host_reserve, 1 * G);
+    assert_int_equal(snap->pools[SBX_POOL_CI].memory, 2 * G);
+    sbx_sched_snapshot_free(snap);
+    expect_refused(s, &j, SBX_E_POLICY,
+                   "refused: job huge asks for 3G of memory but pool 'ci' has 2G on this "
+                   "box (box.memory 3G - box.host_reserve 1G, split between the pools)");
+    submit_ok(s, "a", SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 1 * G);
+    submit_ok(s, "b", SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 1 * G);
+    submit_ok(s, "c", SBX_POOL_CI, SBX_CLASS_LIGHT, 0.5, 1 * G);
+    assert_string_equal(grant(s), "a");
+    assert_string_equal(grant(s), "b");
+    assert_string_equal(grant(s), ""); /* 2G of 2G admitted: c waits */
+    release(s, "a");
+    assert_string_equal(grant(s), "c");
+    sbx_sched_destroy(s);
+
+    /* both pools: the sum of their memory stays within box.memory - reserve */
+    s = make("box = { pools = [\"ci\", \"agent\"]; memory = \"10G\"; host_reserve = "
+             "\"2G\"; };\npools = { ci = { memory = \"5G\"; }; };\n",
+             16, 64 * G);
+    snap = sbx_sched_snapshot(s);
+    assert_int_equal(snap->pools[SBX_POOL_CI].memory + snap->pools[SBX_POOL_AGENT].memory, 8 * G);
+    sbx_sched_snapshot_free(snap);
+    sbx_sched_destroy(s);
+
+    /* a reserve of 0 gives the pools the whole box */
+    s = make("box = { pools = [\"agent\"]; host_reserve = 0; };\n", 16, 64 * G);
+    snap = sbx_sched_snapshot(s);
+    assert_int_equal(snap->pools[SBX_POOL_AGENT].memory, 64 * G);
+    sbx_sched_snapshot_free(snap);
+    sbx_sched_destroy(s);
+
+    /* configured pools over the budget, and a reserve that leaves nothing */
+    expect_create_error("box = { pools = [\"ci\", \"agent\"]; memory = \"10G\"; "
+                        "host_reserve = \"2G\"; };\npools = { ci = { memory = \"9G\"; }; };\n",
+                        16, 64 * G,
+                        "pools ask for 9G of memory but the box has 8G for sandboxes "
+                        "(box.memory 10G - box.host_reserve 2G)");
+    expect_create_error("box = { pools = [\"ci\"]; host_reserve = \"64G\"; };\n", 16, 64 * G,
+                        "box.host_reserve (64.0G) leaves nothing of the box's 64.0G");
+}
+
 /* Scale-in: draining grants nothing; the box may stop only when no job runs. */
 static void test_sched_drain(void **state)
 {
@@ -666,6 +726,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sched_wait_accounting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_alert_threshold, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_host_reserve, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_adopt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_large_queue, setup, teardown),
     };

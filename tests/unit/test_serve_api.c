@@ -135,6 +135,32 @@ static void test_api_bad_input(void **state)
     rh_stop();
 }
 
+/* Issue 14: the pools split box.memory minus box.host_reserve; a job whose
+ * limits (256M) are over its pool's share (1G - 768M = 256M, split: 128M) is
+ * refused at submit with the numbers and stores nothing. */
+static void test_api_memory_reserve(void **state)
+{
+    long st = 0;
+    char *body;
+    json_t *q;
+
+    (void)state;
+    rh_start("box = { max_sandboxes = 2; heavy_min_memory = \"60G\"; memory = \"1G\"; "
+             "host_reserve = \"768M\"; };\n");
+    body = rh_call("POST", "/v1/jobs", "{\"argv\":[\"x\"]}", &st);
+    assert_int_equal(st, 422);
+    if (strstr(body, "asks for 256M of memory but pool 'ci' has 128M on this box (box.memory "
+                     "1G - box.host_reserve 768M, split between the pools)") == NULL) {
+        fail_msg("refusal: %s", body);
+    }
+    free(body);
+    q = rh_json("GET", "/v1/queue", NULL, 200);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(q, "box"), "host_reserve")),
+                     768LL << 20);
+    json_decref(q);
+    rh_stop();
+}
+
 static void test_api_jobs(void **state)
 {
     char *a, *b, *ag, *ag2;
@@ -436,6 +462,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_bad_input),
+        cmocka_unit_test(test_api_memory_reserve),
         cmocka_unit_test(test_api_jobs),
         cmocka_unit_test(test_api_conflicts),
         cmocka_unit_test(test_api_output_bounded),

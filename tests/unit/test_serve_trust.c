@@ -174,6 +174,48 @@ static void test_trust_worktree(void **state)
     free(extra);
 }
 
+/* What the runner reads from outside the state directory (its store, a
+ * client's token file) is never mounted, whatever the roots say: a sandbox with
+ * the store could rewrite the records, with a token file act as that client. */
+static void test_trust_worktree_deny(void **state)
+{
+    char *root = test_mkdtemp();
+    char *toks = NULL, *db = NULL, *tokf, *extra = NULL, *p = NULL, *id, *body;
+
+    (void)state;
+    assert_true(asprintf(&toks, "%s/tokens", root) > 0);
+    assert_int_equal(mkdir(toks, 0700), 0);
+    tokf = test_write_file(toks, "ci.token", "tok-ci-0123456789\n");
+    assert_int_equal(chmod(tokf, 0600), 0);
+    assert_true(asprintf(&db, "%s/db", root) > 0);
+    assert_int_equal(mkdir(db, 0700), 0);
+    assert_true(asprintf(&p, "%s/ok", root) > 0);
+    assert_int_equal(mkdir(p, 0755), 0);
+    assert_true(asprintf(&extra,
+                         "runner = { worktree_roots = [\"%s\"]; state = \"%s/runner.db\";\n"
+                         "  clients = ( { name = \"ci\"; token_file = \"%s\"; scopes = "
+                         "[\"submit\"]; } ); };\n"
+                         "box = { pools = [\"ci\"]; max_sandboxes = 1; };\n",
+                         root, db, tokf) > 0);
+    rh_start(extra);
+    refused_wt(root, 403, "contains the runner's store");
+    refused_wt(db, 403, "contains the runner's store");
+    refused_wt(toks, 403, "contains a client's token file");
+    body = wt_body(p);
+    id = rh_submit(body);
+    json_decref(rh_wait_state(id, "finished"));
+    free(id);
+    free(body);
+    rh_stop();
+    test_rm_rf(root);
+    free(root);
+    free(toks);
+    free(tokf);
+    free(db);
+    free(extra);
+    free(p);
+}
+
 /* ---- clients and scopes --------------------------------------------------- */
 
 static int free_port(void)
@@ -407,6 +449,55 @@ static void config_refused(const char *text, int load_ok, const char *want)
     free(full);
     test_rm_rf(dir);
     free(dir);
+}
+
+/* Client b naming a task that client a has queued learns that the id is taken,
+ * not a's job id. */
+static void test_trust_queued_task_private(void **state)
+{
+    char *conf = NULL, *hold, *qa, *path = NULL;
+    json_t *j;
+
+    (void)state;
+    setenv("SBX_TEST_TOK_A", TOK_A, 1);
+    setenv("SBX_TEST_TOK_B", TOK_B, 1);
+    tc_port = free_port();
+    assert_true(asprintf(&conf,
+                         "runner = { listen = \"tcp:127.0.0.1:%d\"; clients = (\n"
+                         "  { name = \"a\"; token_env = \"SBX_TEST_TOK_A\"; scopes = [\"submit\", "
+                         "\"read-own\"]; },\n"
+                         "  { name = \"b\"; token_env = \"SBX_TEST_TOK_B\"; scopes = [\"submit\", "
+                         "\"read-own\"]; }\n); };\n"
+                         "box = { pools = [\"ci\"]; max_sandboxes = 1; };\n",
+                         tc_port) > 0);
+    rh_start(conf);
+    j = tc_want(TOK_A, "POST", "/v1/jobs", "{\"argv\":[\"sleep\",\"600000\"]}", 201, NULL);
+    hold = strdup(json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    json_decref(rh_wait_state(hold, "running"));
+    j = tc_want(TOK_A, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 201,
+                NULL);
+    qa = strdup(json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    j = tc_want(TOK_B, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 409,
+                "task tq is still queued");
+    if (strstr(err_of(j), qa) != NULL) {
+        fail_msg("b learned a's job id: %s", err_of(j));
+    }
+    json_decref(j);
+    /* a itself is told which job */
+    j = tc_want(TOK_A, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 409, qa);
+    json_decref(j);
+    assert_true(asprintf(&path, "/v1/jobs/%s/cancel", hold) > 0);
+    json_decref(rh_json("POST", path, "{}", 202));
+    json_decref(rh_wait_state(qa, "finished"));
+    rh_stop();
+    unsetenv("SBX_TEST_TOK_A");
+    unsetenv("SBX_TEST_TOK_B");
+    free(path);
+    free(hold);
+    free(qa);
+    free(conf);
 }
 
 static void test_trust_bad_config(void **state)
@@ -643,6 +734,33 @@ static void test_trust_header_caps(void **state)
                      SBX_RUNNER_HEADER_TIMEOUT_S);
         }
     }
+    {
+        /* connections that send nothing: up to the cap they wait for their
+         * deadline; one more is closed at once */
+        int fds[SBX_RUNNER_MAX_PENDING];
+        struct pollfd p;
+        double t0;
+
+        for (int i = 0; i < SBX_RUNNER_MAX_PENDING; i++) {
+            fds[i] = tcp_connect();
+        }
+        /* the runner accepts them all before the next one */
+        for (int i = 0; i < 200 && __atomic_load_n(&rh_runner->lis[1].n_guards, __ATOMIC_SEQ_CST) <
+                                       SBX_RUNNER_MAX_PENDING;
+             i++) {
+            usleep(50 * 1000);
+        }
+        t0 = now_s();
+        fd = tcp_connect();
+        assert_true(read_until_closed(fd, buf, sizeof(buf), SBX_RUNNER_HEADER_TIMEOUT_S - 2));
+        assert_true(now_s() - t0 < SBX_RUNNER_HEADER_TIMEOUT_S - 2);
+        close(fd);
+        p = (struct pollfd){.fd = fds[0], .events = POLLIN};
+        assert_int_equal(poll(&p, 1, 0), 0); /* the first is still open */
+        for (int i = 0; i < SBX_RUNNER_MAX_PENDING; i++) {
+            close(fds[i]);
+        }
+    }
     /* nothing of the abandoned connections is held any more (the sweep ran;
      * ASan's leak check at exit covers what evhttp freed) */
     for (int i = 0; i < 100 && __atomic_load_n(&rh_runner->lis[1].guards, __ATOMIC_SEQ_CST); i++) {
@@ -669,10 +787,9 @@ static void test_trust_header_caps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trust_worktree),
-        cmocka_unit_test(test_trust_clients),
-        cmocka_unit_test(test_trust_bad_config),
-        cmocka_unit_test(test_trust_header_caps),
+        cmocka_unit_test(test_trust_worktree),   cmocka_unit_test(test_trust_worktree_deny),
+        cmocka_unit_test(test_trust_clients),    cmocka_unit_test(test_trust_queued_task_private),
+        cmocka_unit_test(test_trust_bad_config), cmocka_unit_test(test_trust_header_caps),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

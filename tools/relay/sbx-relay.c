@@ -9,7 +9,9 @@
  * dependency beyond libc, so it runs in any image.
  *
  *   sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port]
- *             [-- CMD [ARG]...]
+ *             [--agent SOCK] [-- CMD [ARG]...]
+ *
+ * --agent SOCK also starts the exec agent (agent.c) in its own process.
  *
  * --print-port writes the bound port on stdout (for --listen 127.0.0.1:0). With a
  * command, the relay forks into the background (dying with its parent) and the
@@ -29,6 +31,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "agent.h"
 
 #define BUF_SIZE (256 * 1024)
 #define MAX_PAIRS 1024
@@ -112,10 +116,11 @@ static int hand_over_loop(int lfd, const struct sockaddr_un *sun)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port] "
-               "[-- CMD [ARG]...]\n"
+               "[--agent SOCK] [-- CMD [ARG]...]\n"
                "Hands each TCP connection on ADDR:PORT (default 127.0.0.1:3128) to the egress\n"
                "proxy on the unix socket PATH (default /run/sbx-egress/proxy.sock); with\n"
-               "--copy, copies the bytes instead.\n");
+               "--copy, copies the bytes instead. --agent also serves exec requests from the\n"
+               "host on the unix socket SOCK (docs/tasks.md, \"The exec agent\").\n");
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *sin)
@@ -292,11 +297,13 @@ int main(int argc, char **argv)
         {"socket", required_argument, NULL, 's'},
         {"print-port", no_argument, NULL, 'p'},
         {"copy", no_argument, NULL, 'c'},
+        {"agent", required_argument, NULL, 'a'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *listen_at = "127.0.0.1:3128";
     const char *sock = "/run/sbx-egress/proxy.sock";
+    const char *agent = NULL;
     int print_port = 0;
     int copy = 0;
     struct sockaddr_in sin;
@@ -306,7 +313,7 @@ int main(int argc, char **argv)
     int one = 1;
     int ch;
 
-    while ((ch = getopt_long(argc, argv, "+l:s:pch", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+l:s:pcha:", opts, NULL)) != -1) {
         switch (ch) {
         case 'l':
             listen_at = optarg;
@@ -319,6 +326,9 @@ int main(int argc, char **argv)
             break;
         case 'c':
             copy = 1;
+            break;
+        case 'a':
+            agent = optarg;
             break;
         case 'h':
             usage(stdout);
@@ -351,6 +361,22 @@ int main(int argc, char **argv)
     if (print_port) {
         printf("%u\n", ntohs(sin.sin_port));
         fflush(stdout);
+    }
+    if (agent != NULL) {
+        pid_t parent = getpid();
+        pid_t pid = fork();
+
+        if (pid < 0) {
+            perror("sbx-relay: fork");
+            return 1;
+        }
+        if (pid == 0) {
+            close(lfd);
+            if (getppid() != parent) {
+                return 0;
+            }
+            sbx_agent_run(agent);
+        }
     }
     if (optind < argc) {
         pid_t parent = getpid();

@@ -42,6 +42,13 @@ enum sbx_provider_flags {
     SBX_PROVIDER_ENFORCES_USERNS = 1u << 11, /* root in the sandbox is not root of the host */
 };
 
+/* (added) Per-sandbox caps of the kernel's per-user inotify counters, which
+ * a provider with user namespaces sets in each sandbox's own user namespace;
+ * the box's shared pool (fs.inotify.max_user_*) is sized from them
+ * (docs/operations.md, "Kernel per-user counters"). */
+#define SBX_SANDBOX_INOTIFY_INSTANCES 128
+#define SBX_SANDBOX_INOTIFY_WATCHES 65536
+
 /* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
 struct sbx_limits {
     double cpus;
@@ -93,6 +100,12 @@ struct sbx_sandbox_spec {
      * NULL when the provider lacks SBX_PROVIDER_DOCKER_SIDECAR. */
     int docker_sidecar;
     const char *docker_dir;
+    /* (added, last) A host directory holding the socket the core listens on
+     * for the sandbox's exec agent (SBX_AGENT_DIR "/host.sock" inside, from
+     * sbx/sbx_agent_proto.h); a provider that starts the egress relay mounts
+     * it read-only at SBX_AGENT_DIR and starts the relay with
+     * `--agent SBX_AGENT_DIR/host.sock`. NULL: no agent. */
+    const char *agent_dir;
 };
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
@@ -103,6 +116,8 @@ struct sbx_sandbox_spec {
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);
 
+struct sbx_exec_ctl;
+
 struct sbx_exec_spec {
     const char *const *argv; /* NULL-terminated, argv[0] non-NULL */
     const struct sbx_kv *env; /* may hold secret values: never log, never persist */
@@ -110,6 +125,16 @@ struct sbx_exec_spec {
     const char *workdir;     /* NULL: the provider's default (/workspace) */
     sbx_output_fn on_output;
     void *output_userdata;
+    /* (added, last) The core's exec agent (docs/tasks.md, "The exec agent"),
+     * or NULL. A provider that supports it calls run_agent(agent_userdata,
+     * ctl, exit_status, err) first, with any exec-time guards of its own
+     * around it: 0 the command ran (*exit_status set), -1 it failed (err
+     * set), 1 no agent answered and nothing ran: use the engine.
+     * It returns soon after ctl->cancelled is set. Providers built against
+     * the older header ignore it (every exec then uses the engine). */
+    int (*run_agent)(void *agent_userdata, struct sbx_exec_ctl *ctl, int *exit_status,
+                     sbx_error_t **err);
+    void *agent_userdata;
 };
 
 /* Per-exec control block owned by the core. `cancelled` is set by the core

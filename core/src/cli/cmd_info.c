@@ -1,12 +1,14 @@
 /* cmd_info.c - `sbx info [--provider NAME] [--json]`: what this box runs:
  * the configuration in force and what the provider reports of its engine
- * (user namespaces on or off, how the disk cap is enforced). */
+ * (user namespaces on or off, how the disk cap is enforced), the admission
+ * budget and the kernel's shared inotify pool (info_box.c). */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/info_box.h"
 #include "plugin/instance.h"
 #include "sandbox/caps.h"
 #include "sandbox/statedir.h"
@@ -24,6 +26,10 @@ void sbx_cmd_info_help(FILE *out)
             "seccomp profile sandboxes run with; and the isolation tasks get: the limits,\n"
             "egress control and user namespaces the provider does not enforce (tasks are\n"
             "refused then, unless the instance sets unisolated = true).\n"
+            "Also the admission budget (box.memory - box.host_reserve, what embedded\n"
+            "sandboxes hold now, the CPU clamp) and the kernel's shared inotify pool\n"
+            "against box.max_sandboxes, with a warning on stderr when it is too low\n"
+            "(scripts/kernel-limits.sh raises it; docs/operations.md).\n"
             "\n"
             "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
@@ -83,6 +89,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                   (json_int_t)cfg->limits.disk, "pids", (json_int_t)cfg->limits.pids, "idle",
                   (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max,
                   "max_sandboxes", cfg->box.max_sandboxes);
+    sbx_info_box(cfg, state, j, 0);
     if (oi != NULL) {
         json_object_set_new(j, "engine", json_string(info.engine));
         json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
@@ -117,6 +124,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
             (long long)cfg->limits.idle, (long long)cfg->limits.max,
             unenforced[0] ? " (NOT ENFORCED: " : "", unenforced, unenforced[0] ? ")" : "",
             cfg->box.max_sandboxes, provider);
+        sbx_info_box(cfg, state, j, 1);
         if (oi != NULL) {
             printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", info.engine,
                    info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",

@@ -1,8 +1,10 @@
 /* cmd_run.c - `sbx run` (start + exec + end, in this process) and `sbx exec`
  * (one command in a running task, through its keeper). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +24,19 @@
 
 static volatile sig_atomic_t interrupted;
 
+/* Wakes the run's signal watcher at once: a signal or the command's end
+ * (-1 until sbx_cmd_run sets it up). */
+static int run_wake[2] = {-1, -1};
+
 static void on_signal(int sig)
 {
+    int e = errno;
+
     interrupted = sig;
+    if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
+        /* full: the watcher is due to wake anyway */
+    }
+    errno = e;
 }
 
 static void install_signals(void)
@@ -47,6 +59,9 @@ void sbx_cmd_run_help(FILE *out)
             "end in one. Output is streamed live, stdout and stderr kept apart. The\n"
             "sandbox is removed on every path: success, failure, Ctrl-C, SIGTERM,\n"
             "engine errors; a later run removes what a killed run left behind.\n"
+            "The start waits, saying so on stderr with the numbers, while this box's\n"
+            "sandbox slots (box.max_sandboxes) or memory (box.memory - box.host_reserve)\n"
+            "are taken, and is refused at once when limits.memory can never fit.\n"
             "\n"
             "%s"
             "  --env K=V            set a variable for CMD (repeatable; K: letters, digits,\n"
@@ -135,13 +150,23 @@ static void *watch_main(void *arg)
     struct watch *w = arg;
 
     while (!w->done) {
+        struct pollfd p = {.fd = run_wake[0], .events = POLLIN};
+
         if (interrupted) {
             sbx_task_stop(w->t, interrupted == SIGINT ? "interrupted (SIGINT)"
                                 : interrupted == SIGTERM ? "terminated (SIGTERM)"
                                                          : "hung up (SIGHUP)");
             break;
         }
-        usleep(50 * 1000);
+        /* no timeout: a signal or the command's end writes to run_wake, so
+         * the run does not wait for a poll interval when it is over */
+        if (poll(&p, 1, run_wake[0] >= 0 ? -1 : 50) > 0) {
+            char drain[16];
+
+            if (read(run_wake[0], drain, sizeof(drain)) < 0) {
+                /* nothing to drain */
+            }
+        }
     }
     return NULL;
 }
@@ -402,6 +427,9 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
         sbx_task_cli_fini(&o);
         return SBX_EXIT_SBX;
     }
+    if (pipe2(run_wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        run_wake[0] = run_wake[1] = -1; /* the watcher then checks every 50 ms */
+    }
     install_signals();
     o.task.argv = (const char *const *)o.cmd;
     o.task.cancel = (const volatile int *)&interrupted;
@@ -418,6 +446,9 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
     r = sbx_task_exec(t, (const char *const *)o.cmd, o.env, o.n_env, on_output, &cap, NULL,
                       &status, &err);
     w.done = 1;
+    if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
+        /* full: the watcher is due to wake anyway */
+    }
     pthread_join(wt, NULL);
     if (r < 0) {
         rc = err && err->code == SBX_E_NOEXEC ? 126 : err && err->code == SBX_E_NOCMD ? 127

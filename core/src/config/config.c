@@ -237,6 +237,9 @@ static void apply_defaults(struct sbx_config *c)
     c->box.pools = get_strings(NULL, "pools", default_pools);
     c->box.max_sandboxes = 6;
     c->box.heavy_min_memory = 60LL << 30;
+    c->box.memory = 0;
+    c->box.host_reserve = -1;
+    c->box.cpu_reserve = -1.0;
     c->runner.alert_after = 600;
     c->runner.max_boxes = 1;
     c->runner.cooldown = 600;
@@ -358,6 +361,34 @@ static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts
     return 0;
 }
 
+/* box.memory, box.host_reserve, box.cpu_reserve (docs/configuration.md): the
+ * admission budget. The reserve must leave room for a sandbox; the schema
+ * refuses negative sizes and CPU counts of 0 or less. */
+static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sbx_error_t **err)
+{
+    const config_setting_t *mem = box ? config_setting_get_member(box, "memory") : NULL;
+    const config_setting_t *res = box ? config_setting_get_member(box, "host_reserve") : NULL;
+
+    c->box.memory = get_size(box, "memory", c->box.memory);
+    c->box.host_reserve = get_size(box, "host_reserve", c->box.host_reserve);
+    c->box.cpu_reserve = get_cpus(box, "cpu_reserve", c->box.cpu_reserve);
+    if (mem != NULL && c->box.memory < (64LL << 20)) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.memory' must be at least 64M", c->path,
+                             config_setting_source_line(mem));
+    }
+    if (mem != NULL && res != NULL && c->box.host_reserve >= c->box.memory) {
+        char r[32], m[32];
+
+        sbx_size_format(c->box.host_reserve, r, sizeof(r));
+        sbx_size_format(c->box.memory, m, sizeof(m));
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s:%u: 'box.host_reserve' (%s) leaves nothing "
+                             "of 'box.memory' (%s) for sandboxes",
+                             c->path, config_setting_source_line(res), r, m);
+    }
+    return 0;
+}
+
 static int read_values(struct sbx_config *c, sbx_error_t **err)
 {
     const config_setting_t *root = config_root_setting(&c->cfg);
@@ -474,6 +505,9 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     }
     c->box.max_sandboxes = (int)get_int(box, "max_sandboxes", c->box.max_sandboxes);
     c->box.heavy_min_memory = get_size(box, "heavy_min_memory", c->box.heavy_min_memory);
+    if (read_box_budget(c, box, err) < 0) {
+        return -1;
+    }
 
     c->runner.listen = dup_string(runner, "listen", NULL);
     c->runner.state = dup_string(runner, "state", NULL);

@@ -114,6 +114,9 @@ struct sbx_config {
         char **pools;
         int max_sandboxes;
         int64_t heavy_min_memory;
+        int64_t memory;       /* box.memory: 0 = MemTotal of /proc/meminfo */
+        int64_t host_reserve; /* box.host_reserve: -1 = max(1G, 10% of box.memory) */
+        double cpu_reserve;   /* box.cpu_reserve: < 0 = the default (docs/operations.md) */
     } box;
 
     struct {

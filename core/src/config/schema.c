@@ -32,6 +32,9 @@ static const struct sbx_key box_keys[] = {
     {"pools", SBX_KEY_STRINGS, NULL},
     {"max_sandboxes", SBX_KEY_INT, NULL},
     {"heavy_min_memory", SBX_KEY_SIZE, NULL},
+    {"memory", SBX_KEY_SIZE, NULL},
+    {"host_reserve", SBX_KEY_SIZE, NULL},
+    {"cpu_reserve", SBX_KEY_CPUS, NULL},
     {NULL, 0, NULL},
 };
 

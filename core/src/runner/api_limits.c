@@ -1,8 +1,9 @@
 /* api_limits.c - what a peer that has not authenticated can make the runner
  * API hold (docs/api.md, "Limits before authentication"): the request head's
  * size (evhttp's cap, then 413 and the connection closed), its header lines
- * (431), the body (413), and the time from accepting a connection to its
- * first complete request. libevent 2.1 has no such deadline, and no callback
+ * (431), the body (413), the time from accepting a connection to its first
+ * complete request, and how many connections may be that far at once
+ * (SBX_RUNNER_MAX_PENDING per listener). libevent 2.1 has no such deadline, and no callback
  * when it frees a connection: the runner makes each connection's bufferevent
  * itself (evhttp_set_bevcb) and holds a reference on it until the connection
  * delivers a request, so the socket stays valid for the deadline's shutdown();
@@ -30,6 +31,7 @@ struct runner_conn_guard {
     struct runner_listener *l;
     struct bufferevent *bev; /* one reference is ours */
     struct event *timer;     /* the deadline; NULL once passed */
+    int over;                /* over SBX_RUNNER_MAX_PENDING: closed at once */
     struct runner_conn_guard *prev, *next;
 };
 
@@ -47,6 +49,7 @@ static void guard_drop(struct runner_conn_guard *g)
     if (g->next != NULL) {
         g->next->prev = g->prev;
     }
+    g->l->n_guards--;
     bufferevent_decref(g->bev); /* evhttp freed it already: the socket closes */
     free(g);
 }
@@ -75,8 +78,10 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
         guard_drop(g);
         return;
     }
-    sbx_warn("runner: %s connection sent no complete request within %d s: closed",
-             g->l->tcp ? "a TCP" : "a unix socket", SBX_RUNNER_HEADER_TIMEOUT_S);
+    if (!g->over) {
+        sbx_warn("runner: %s connection sent no complete request within %d s: closed",
+                 g->l->tcp ? "a TCP" : "a unix socket", SBX_RUNNER_HEADER_TIMEOUT_S);
+    }
     if (s >= 0) {
         /* evhttp reads the end of the stream and frees the connection; the
          * sweep then drops our reference */
@@ -108,6 +113,18 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
     struct timeval tv = {SBX_RUNNER_HEADER_TIMEOUT_S, 0};
 
     g->l = l;
+    /* over the cap: the deadline is now (evhttp sets the socket before the
+     * loop runs the timer), so no peer holds more than the cap's worth */
+    if (l->n_guards >= SBX_RUNNER_MAX_PENDING) {
+        g->over = 1;
+        tv.tv_sec = 0;
+        if (!l->over) {
+            sbx_warn("runner: %d %s connections still sending their first request: "
+                     "closing new ones until fewer",
+                     l->n_guards, l->tcp ? "TCP" : "unix socket");
+        }
+    }
+    l->over = g->over;
     /* as evhttp makes its own: evhttp sets the socket right after */
     g->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (g->bev == NULL) {
@@ -127,6 +144,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
         g->next->prev = g;
     }
     l->guards = g;
+    l->n_guards++;
     return g->bev;
 }
 

@@ -379,6 +379,13 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
             if (o->state == SBX_JOB_QUEUED && strcmp(o->task, j->task) == 0) {
                 json_decref(argv);
+                /* another client's job id is not for this one to learn */
+                if (strcmp(o->owner, j->owner) != 0) {
+                    return sbx_error_set(err, EBUSY,
+                                         "task %s is still queued for another client; use "
+                                         "another task id",
+                                         j->task);
+                }
                 return sbx_error_set(err, EBUSY,
                                      "task %s is still queued (job %s); submit its next "
                                      "command once it runs",
@@ -571,28 +578,6 @@ static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
 
 /* runner.worktree_roots resolved against the state directory (docs/runner.md,
  * "Worktree roots"): each must exist, none inside the state directory. */
-static int runner_roots_init(struct sbx_runner *r, sbx_error_t **err)
-{
-    char why[512];
-    char *state = sbx_state_dir(r->cfg->state_dir, err);
-    int rc;
-
-    if (state == NULL) {
-        return -1;
-    }
-    rc = sbx_confine_init(&r->confine, "runner.worktree_roots", r->cfg->runner.worktree_roots,
-                          r->cfg->runner.n_worktree_roots, state, why, sizeof(why));
-    free(state);
-    if (rc < 0) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s: %s",
-                             r->cfg->runner.worktree_roots_where
-                                 ? r->cfg->runner.worktree_roots_where
-                                 : "runner.worktree_roots",
-                             why);
-    }
-    return 0;
-}
-
 struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
 {
     struct sbx_runner *r = xcalloc(1, sizeof(*r));
@@ -651,6 +636,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store == NULL) {
         goto fail;
     }
+    runner_roots_deny(r);
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
         goto fail;

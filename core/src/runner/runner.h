@@ -22,6 +22,9 @@
 #define SBX_RUNNER_MAX_HEAD 16384
 #define SBX_RUNNER_MAX_HEADERS 64
 #define SBX_RUNNER_HEADER_TIMEOUT_S 10
+/* Connections of one listener still sending their first request (each may
+ * hold a head and a body): one more is closed at once, logged. */
+#define SBX_RUNNER_MAX_PENDING 128
 /* Output kept per job (the last bytes). */
 #define SBX_RUNNER_MAX_OUTPUT (1u << 20)
 

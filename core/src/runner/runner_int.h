@@ -102,6 +102,8 @@ struct runner_listener {
     int tcp;
     /* connections still sending their first request (api_limits.c) */
     struct runner_conn_guard *guards;
+    int n_guards;
+    int over; /* the pending cap was hit (logged once until below it) */
     struct event *sweep;
 };
 
@@ -221,6 +223,12 @@ int runner_api_limits(struct runner_listener *l, struct evhttp *http, struct eve
 void runner_api_limits_free(struct runner_listener *l);
 /* The connection of req delivered a complete request: its deadline ends. */
 void runner_conn_request_done(struct runner_listener *l, struct evhttp_request *req);
+
+/* roots.c: the worktree roots from the configuration (at start), then what
+ * the runner reads from outside the state directory as denied (once the store
+ * is open). */
+int runner_roots_init(struct sbx_runner *r, sbx_error_t **err);
+void runner_roots_deny(struct sbx_runner *r);
 
 /* auth.c */
 int runner_clients_load(struct sbx_runner *r, sbx_error_t **err);

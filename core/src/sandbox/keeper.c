@@ -21,6 +21,11 @@
 #include "util/xalloc.h"
 
 static volatile sig_atomic_t keeper_signal;
+static pthread_mutex_t record_mu = PTHREAD_MUTEX_INITIALIZER;
+static const char *record_path; /* the exec path the record shows */
+/* Wakes serve() at once on a signal or an `end` request (set up in
+ * keeper_main; -1 before). */
+static int keeper_wake[2] = {-1, -1};
 
 struct conn {
     struct sbx_task *t;
@@ -40,15 +45,31 @@ char *sbx_keeper_socket(const char *state, const char *task)
     return xasprintf("%s/tasks/%s/keeper.sock", state, task);
 }
 
+static void keeper_wakeup(void)
+{
+    int e = errno;
+    char one = 1;
+
+    if (keeper_wake[1] >= 0 && write(keeper_wake[1], &one, 1) < 0) {
+        /* full: serve() is already due to wake */
+    }
+    errno = e;
+}
+
 static void on_signal(int sig)
 {
     keeper_signal = sig;
+    keeper_wakeup();
 }
 
-static int send_result(int fd, int status, const char *error, int code)
+static int send_result(int fd, int status, const char *error, int code, const char *path)
 {
     json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", code)
                       : json_pack("{s:i}", "status", status);
+
+    if (path != NULL) {
+        json_object_set_new(j, "exec_path", json_string(path));
+    }
     char *s = json_dumps(j, JSON_COMPACT);
     int r = sbx_frame_write(fd, 'X', s, strlen(s));
 
@@ -67,18 +88,30 @@ static int out_frame(void *ud, int stream, const char *data, size_t len)
 struct hangup_watch {
     struct conn *c;
     struct sbx_exec_slot *slot;
-    volatile int done;
+    int wake[2]; /* written once when the exec returned */
 };
 
-/* Cancels the exec when the client goes away (Ctrl-C of `sbx exec`). */
+/* Cancels the exec when the client goes away (Ctrl-C of `sbx exec`). No
+ * timeout: the exec's end wakes it through h->wake, so the reply is not held
+ * back by a poll interval. */
 static void *hangup_main(void *arg)
 {
     struct hangup_watch *h = arg;
 
-    while (!h->done) {
-        struct pollfd p = {.fd = h->c->fd, .events = POLLRDHUP};
+    for (;;) {
+        struct pollfd p[2] = {{.fd = h->c->fd, .events = POLLRDHUP},
+                              {.fd = h->wake[0], .events = POLLIN}};
 
-        if (poll(&p, 1, 200) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        if (p[1].revents != 0) {
+            break;
+        }
+        if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
             sbx_task_exec_cancel(h->c->t, h->slot);
             break;
         }
@@ -106,7 +139,7 @@ static void handle_exec(struct conn *c, json_t *req)
     const char **argv = xcalloc(n + 1, sizeof(char *));
     struct sbx_kv *env = xcalloc(ne + 1, sizeof(*env));
     struct sbx_exec_slot slot = {0};
-    struct hangup_watch hw = {.c = c, .slot = &slot};
+    struct hangup_watch hw = {.c = c, .slot = &slot, .wake = {-1, -1}};
     sbx_error_t *err = NULL;
     pthread_t th;
     int watching;
@@ -119,18 +152,41 @@ static void handle_exec(struct conn *c, json_t *req)
         env[i].name = json_string_value(json_array_get(json_array_get(jenv, i), 0));
         env[i].value = json_string_value(json_array_get(json_array_get(jenv, i), 1));
     }
-    watching = pthread_create(&th, NULL, hangup_main, &hw) == 0;
+    watching = pipe2(hw.wake, O_CLOEXEC) == 0;
+    if (watching && pthread_create(&th, NULL, hangup_main, &hw) != 0) {
+        close(hw.wake[0]);
+        close(hw.wake[1]);
+        watching = 0;
+    }
     if (n == 0 || argv[0] == NULL) {
         sbx_error_set(&err, SBX_E_USAGE, "empty command");
     }
     else if (sbx_task_exec(c->t, argv, env, ne, out_frame, c, &slot, &status, &err) == 0) {
         err = NULL;
     }
-    hw.done = 1;
     if (watching) {
+        char one = 1;
+
+        while (write(hw.wake[1], &one, 1) < 0 && errno == EINTR) {
+        }
         pthread_join(th, NULL);
+        close(hw.wake[0]);
+        close(hw.wake[1]);
     }
-    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err));
+    if (slot.path != NULL) {
+        /* the record says how execs run; rewritten only when that changes
+         * (so not every exec pays for the write), before the reply so that a
+         * caller reading it afterwards sees this exec's path */
+        pthread_mutex_lock(&record_mu);
+        if (record_path != slot.path) {
+            record_path = slot.path;
+            if (sbx_task_record_write(c->t, "running", NULL) < 0) {
+                record_path = NULL;
+            }
+        }
+        pthread_mutex_unlock(&record_mu);
+    }
+    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err), slot.path);
     sbx_error_free(&err);
     free(argv);
     free(env);
@@ -149,7 +205,7 @@ static void *conn_main(void *arg)
 
     if (sbx_frame_read(c->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
         (req = json_loads(data, 0, NULL)) == NULL) {
-        send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125);
+        send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125, NULL);
         goto out;
     }
     op = json_string_value(json_object_get(req, "op"));
@@ -157,7 +213,7 @@ static void *conn_main(void *arg)
         handle_exec(c, req);
     }
     else if (op != NULL && strcmp(op, "ping") == 0) {
-        send_result(c->fd, 0, NULL, 0);
+        send_result(c->fd, 0, NULL, 0, NULL);
     }
     else if (op != NULL && strcmp(op, "end") == 0) {
         pthread_mutex_lock(&c->set->mu);
@@ -167,12 +223,13 @@ static void *conn_main(void *arg)
         }
         pthread_mutex_unlock(&c->set->mu);
         sbx_task_stop(c->t, "ended by sbx task end");
+        keeper_wakeup();
         if (!keep_fd) {
-            send_result(c->fd, 0, NULL, 0);
+            send_result(c->fd, 0, NULL, 0, NULL);
         }
     }
     else {
-        send_result(c->fd, 0, "unknown request", 125);
+        send_result(c->fd, 0, "unknown request", 125, NULL);
     }
 out:
     json_decref(req);
@@ -199,9 +256,19 @@ static void serve(struct sbx_task *t, int lfd)
     pthread_mutex_init(&set.mu, NULL);
     pthread_cond_init(&set.cv, NULL);
     while (!t->stop && !keeper_signal) {
-        struct pollfd p = {.fd = lfd, .events = POLLIN};
+        struct pollfd p[2] = {{.fd = lfd, .events = POLLIN},
+                              {.fd = keeper_wake[0], .events = POLLIN}};
+        char drain[64];
 
-        if (poll(&p, 1, 250) > 0 && (p.revents & POLLIN)) {
+        /* connections, signals and `end` wake this at once; the timeout only
+         * bounds how late an idle/lifetime stop from the task's timer is seen */
+        if (poll(p, 2, 250) <= 0) {
+            continue;
+        }
+        if (p[1].revents != 0 && read(keeper_wake[0], drain, sizeof(drain)) < 0) {
+            /* nothing to drain */
+        }
+        if (p[0].revents & POLLIN) {
             int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
             struct conn *c;
             pthread_t th;
@@ -245,11 +312,11 @@ static void serve(struct sbx_task *t, int lfd)
     sbx_info("task %s: ending: %s", t->id, reason);
     if (sbx_task_end(t, reason, NULL, &err) < 0) {
         if (end_fd >= 0) {
-            send_result(end_fd, 0, sbx_error_msg(err), 125);
+            send_result(end_fd, 0, sbx_error_msg(err), 125, NULL);
         }
     }
     else if (end_fd >= 0) {
-        send_result(end_fd, 0, NULL, 0);
+        send_result(end_fd, 0, NULL, 0, NULL);
     }
     sbx_error_free(&err);
     if (end_fd >= 0) {
@@ -257,9 +324,32 @@ static void serve(struct sbx_task *t, int lfd)
     }
 }
 
-static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
-                        const struct sbx_task_opts *o, int ready_fd)
+/* What the start waits for goes to the starter as "WAIT <line>"; a starter
+ * that went away (Ctrl-C) cancels the wait. */
+static int keeper_on_wait(void *ud, const char *line)
 {
+    int fd = *(const int *)ud;
+    char msg[600];
+    int n;
+
+    if (line == NULL) { /* the starter's end of the pipe closed: nobody waits for us */
+        struct pollfd p = {.fd = fd, .events = 0};
+
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP)) != 0 ? -1 : 0;
+    }
+    n = snprintf(msg, sizeof(msg), "WAIT %s\n", line);
+    sbx_info("%s", line);
+    if (n < 0 || (size_t)n >= sizeof(msg)) {
+        return 0;
+    }
+    return write(fd, msg, (size_t)n) == n ? 0 : -1;
+}
+
+static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
+                        const struct sbx_task_opts *given, int ready_fd)
+{
+    struct sbx_task_opts opts = *given;
+    const struct sbx_task_opts *o = &opts;
     struct sigaction sa = {0};
     struct sbx_task *t = NULL;
     sbx_error_t *err = NULL;
@@ -273,12 +363,21 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
         dup2(devnull, 1);
         close(devnull);
     }
+    if (pipe2(keeper_wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+        snprintf(msg, sizeof(msg), "ERR %d keeper wake pipe: %s\n", SBX_E_GENERIC, strerror(errno));
+        if (write(ready_fd, msg, strlen(msg)) < 0) {
+            _exit(1);
+        }
+        _exit(1);
+    }
     sa.sa_handler = on_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     sbx_raise_nofile("keeper"); /* the task's egress proxy holds its sockets and pipes */
+    opts.on_wait = keeper_on_wait;
+    opts.wait_ud = &ready_fd;
     if (sbx_task_start(cfg, plugin_dir, o, &t, &err) < 0) {
         snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
                  sbx_error_msg(err));
@@ -353,9 +452,20 @@ int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
     }
     close(pfd[1]);
     waitpid(pid, &status, 0);
-    while (got < sizeof(buf) - 1) {
-        ssize_t n = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
+    for (;;) {
+        char *nl;
+        ssize_t n;
 
+        while ((nl = memchr(buf, '\n', got)) != NULL && strncmp(buf, "WAIT ", 5) == 0) {
+            /* the keeper waits for memory or a slot: say so, keep reading */
+            fprintf(stderr, "sbx: %.*s\n", (int)(nl - buf - 5), buf + 5);
+            got -= (size_t)(nl + 1 - buf);
+            memmove(buf, nl + 1, got);
+        }
+        if (nl != NULL || got >= sizeof(buf) - 1) {
+            break;
+        }
+        n = read(pfd[0], buf + got, sizeof(buf) - 1 - got);
         if (n < 0 && errno == EINTR) {
             continue;
         }
@@ -363,9 +473,6 @@ int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
             break;
         }
         got += (size_t)n;
-        if (memchr(buf, '\n', got) != NULL) {
-            break;
-        }
     }
     close(pfd[0]);
     buf[got] = '\0';
@@ -379,6 +486,8 @@ int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
 
         return sbx_error_set(err, (int)code, "%s", end && *end == ' ' ? end + 1 : buf + 4);
     }
-    return sbx_error_set(err, SBX_E_ENGINE, "task %s: the keeper died while starting (see its "
-                         "log in the state directory's logs/)", o->task_id);
+    return sbx_error_set(err, SBX_E_ENGINE,
+                         "task %s: the keeper died while starting (see its "
+                         "log in the state directory's logs/)",
+                         o->task_id);
 }

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,36 @@ static int write_fd(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* Waits until fd is readable or *interrupted is set, with no timeout: the
+ * signals that set the flag are blocked outside ppoll, so one arriving
+ * between the check and the wait still interrupts it. 0 readable, -1
+ * interrupted. */
+static int wait_readable(int fd, const volatile int *interrupted)
+{
+    sigset_t block;
+    sigset_t old;
+    int r = 0;
+
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    for (;;) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+
+        if (*interrupted) {
+            r = -1;
+            break;
+        }
+        if (ppoll(&p, 1, NULL, &old) > 0 || errno != EINTR) {
+            break; /* readable, or an error the next read reports */
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return r;
+}
+
 /* Reads frames until 'X'. Returns 0 with *status, or -1 with *code. */
 static int read_result(int fd, const volatile int *interrupted, int *status, int *code,
                        sbx_error_t **err)
@@ -73,16 +105,9 @@ static int read_result(int fd, const volatile int *interrupted, int *status, int
         size_t len = 0;
         int r;
 
-        if (interrupted != NULL) {
-            struct pollfd p = {.fd = fd, .events = POLLIN};
-
-            /* a signal interrupts poll (-1, EINTR): check the flag each time */
-            while (poll(&p, 1, 100) <= 0) {
-                if (*interrupted) {
-                    *code = 125;
-                    return sbx_error_set(err, SBX_E_CANCELLED, "interrupted");
-                }
-            }
+        if (interrupted != NULL && wait_readable(fd, interrupted) < 0) {
+            *code = 125;
+            return sbx_error_set(err, SBX_E_CANCELLED, "interrupted");
         }
         r = sbx_frame_read(fd, &type, &data, &len, err);
         if (r != 0) {

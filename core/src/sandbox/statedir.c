@@ -103,40 +103,6 @@ void sbx_task_id_new(char *buf, unsigned long len)
     snprintf(buf, len, "t-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
-int sbx_slot_acquire(const char *state, int max, const volatile int *cancel, sbx_error_t **err)
-{
-    cleanup_free char *dir = xasprintf("%s/slots", state);
-    time_t started = time(NULL);
-    time_t told = 0;
-
-    if (sbx_mkdirs(dir, 0700, err) < 0) {
-        return -1;
-    }
-    for (;;) {
-        for (int i = 0; i < max; i++) {
-            cleanup_free char *path = xasprintf("%s/%d.lock", dir, i);
-            int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-
-            if (fd < 0) {
-                return sbx_error_set(err, errno, "open %s: %s", path, strerror(errno));
-            }
-            if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-                return fd;
-            }
-            close(fd);
-        }
-        if (cancel != NULL && *cancel) {
-            return sbx_error_set(err, SBX_E_CANCELLED, "cancelled while waiting for a slot");
-        }
-        if (time(NULL) - told >= 30) {
-            fprintf(stderr, "sbx: all %d sandbox slots on this box are taken (box.max_sandboxes); "
-                    "waiting (%lds so far)\n", max, (long)(time(NULL) - started));
-            told = time(NULL);
-        }
-        usleep(200 * 1000);
-    }
-}
-
 void sbx_task_dir_remove(const char *state, const char *task)
 {
     cleanup_free char *dir = sbx_task_dir(state, task);

@@ -2,7 +2,9 @@
  *
  *   <state>/tasks/<task>/task.json   the task record (no secret, ever)
  *   <state>/tasks/<task>/keeper.sock the task keeper's socket (mode 0600)
- *   <state>/slots/<n>.lock           box.max_sandboxes across processes
+ *   <state>/slots/<n>.lock           box.max_sandboxes across processes; the
+ *                                    holder's owner and memory (admit.h)
+ *   <state>/slots/admit.lock         taken while admitting (admit.h)
  *
  * <state> is config `state_dir`, else $SBX_STATE_DIR, else /var/lib/sbx for
  * root, else $XDG_STATE_HOME/sbx or ~/.local/state/sbx. */
@@ -15,10 +17,6 @@ char *sbx_state_dir(const char *configured, sbx_error_t **err);
 /* mkdir -p with mode (0700 for private directories). */
 int sbx_mkdirs(const char *path, unsigned mode, sbx_error_t **err);
 char *sbx_task_dir(const char *state, const char *task);
-/* Takes one of max slot locks (flock); waits while all are taken, printing
- * progress to stderr every 30 s; returns the held fd, or -1. cancel may be
- * NULL. */
-int sbx_slot_acquire(const char *state, int max, const volatile int *cancel, sbx_error_t **err);
 /* A valid task id: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
 int sbx_task_id_valid(const char *id);
 void sbx_task_id_new(char *buf, unsigned long len);

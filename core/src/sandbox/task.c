@@ -245,6 +245,10 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     if (t->decided_by != NULL) {
         json_object_set_new(rec, "policy", json_string(t->decided_by));
     }
+    /* (added) how the last exec ran: "agent" (the exec agent in the sandbox)
+     * or "engine" (the provider's exec, e.g. docker exec) */
+    json_object_set_new(rec, "exec_path",
+                        t->last_exec_path ? json_string(t->last_exec_path) : json_null());
     sbx_caps_record(rec, &t->limits, t->unenforced);
     {
         char owner[160];

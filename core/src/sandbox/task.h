@@ -36,12 +36,23 @@ struct sbx_task_opts {
     const char *slot_class;  /* "light" or "heavy" for the sbx.class label; NULL: light */
     int no_reap;             /* skip orphan reaping and the slot lock: the caller (the
                               * runner) owns the box's slots and reaps itself */
+    /* (added) Told what the start waits for (memory or a slot, with the
+     * numbers), and asked with NULL between lines whether to go on;
+     * NULL: the lines go to stderr. Returning -1 gives up. */
+    int (*on_wait)(void *ud, const char *line);
+    void *wait_ud;
 };
+
+struct sbx_agent_link;
 
 /* A running exec, for cancellation. */
 struct sbx_exec_slot {
     struct sbx_exec_ctl ctl;
     struct sbx_exec_slot *next;
+    /* (added) while the exec agent runs it: the write end of a pipe that
+     * cancels it (set under t->mu by task_agent.c), else 0 */
+    int agent_cancel_fd;
+    const char *path; /* (added) "agent" or "engine" once it ran */
 };
 
 struct sbx_task {
@@ -66,6 +77,9 @@ struct sbx_task {
     struct sbx_egress *egress; /* the proxy this task's socket is on, or NULL */
     int own_egress;          /* started (and stopped) by this task */
     char *egress_dir;        /* host dir with this sandbox's proxy socket */
+    char *agent_dir;         /* (added) host dir of the sandbox's exec agent socket */
+    struct sbx_agent_link *agent; /* (added) the host end of that agent, or NULL */
+    const char *last_exec_path;   /* (added) "agent" or "engine": how the last exec ran */
     char *decided_by;        /* "policies/limits.lua, ..." for the record */
     uint32_t unenforced;     /* enum sbx_cap asked for and not enforced (unisolated) */
     int slot_fd;
@@ -96,6 +110,16 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
                   size_t n_env, sbx_output_fn out, void *ud, struct sbx_exec_slot *slot,
                   int *status, sbx_error_t **err);
+/* (added) Runs one prepared exec: through the sandbox's exec agent when it
+ * has one and it answers, else through the provider (task_agent.c). Sets
+ * slot->path. Same return as the provider's exec. */
+int sbx_task_exec_run(struct sbx_task *t, const struct sbx_exec_spec *spec,
+                      struct sbx_exec_slot *slot, int *status, sbx_error_t **err);
+/* (added) Listens for the sandbox's exec agent in t->dir/agent (t->agent_dir,
+ * t->agent) when the provider starts the egress relay; 0 also when none. */
+int sbx_task_agent_dir(struct sbx_task *t, sbx_error_t **err);
+/* (added) Closes the agent's host end (free_task). */
+void sbx_task_agent_free(struct sbx_task *t);
 /* The environment one exec gets (sbx_task_exec, in every mode): env without
  * the names the credential lease sets or, when the provider wires the egress
  * proxy in (egress_wired), the proxy variables (theirs win; each dropped name

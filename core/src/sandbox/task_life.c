@@ -13,6 +13,7 @@
 #include "plugin/host.h"
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "sandbox/admit.h"
 #include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
@@ -48,6 +49,7 @@ static void free_task(struct sbx_task *t)
         sbx_egress_stop(t->egress);
     }
     free(t->egress_dir);
+    sbx_task_agent_free(t);
     sbx_redactor_destroy(t->redactor);
     if (t->have_lease) {
         sbx_lease_clear(&t->lease);
@@ -154,6 +156,36 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
                               d.decided_by[SBX_POLICY_EGRESS], d.decided_by[SBX_POLICY_SLOTS]);
     sbx_policy_decision_fini(&d);
     return 0;
+}
+
+/* The box's budget (admit.h): the CPU quota is clamped below the box's CPUs,
+ * and an embedded task takes a slot only while its memory fits beside the
+ * others' (the runner's scheduler admits its own jobs: no_reap). */
+static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
+{
+    struct sbx_box_budget b;
+    struct sbx_admit_req req = {0};
+
+    if (sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
+        return sbx_error_wrap(err, "task %s: admission", t->id);
+    }
+    if (t->limits.cpus > b.cpu_max) {
+        sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
+                  t->id, t->limits.cpus, b.cpu_max, b.cpus, b.cpu_reserve);
+        t->limits.cpus = b.cpu_max;
+    }
+    if (o->no_reap) {
+        return 0;
+    }
+    req.task = t->id;
+    req.max_slots = t->cfg->box.max_sandboxes;
+    req.memory = sbx_admit_task_memory(t->limits.memory, o->docker_sidecar);
+    req.budget = &b;
+    req.cancel = o->cancel;
+    req.on_wait = o->on_wait;
+    req.wait_ud = o->wait_ud;
+    t->slot_fd = sbx_slot_acquire(t->state, &req, err);
+    return t->slot_fd < 0 ? -1 : 0;
 }
 
 static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
@@ -367,17 +399,17 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
-    if (!o->no_reap) {
-        t->slot_fd = sbx_slot_acquire(t->state, cfg->box.max_sandboxes, o->cancel, err);
-        if (t->slot_fd < 0) {
-            goto fail;
-        }
+    if (admit(t, o, err) < 0) {
+        goto fail;
     }
     if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
         sbx_task_egress_wire(t, o, &relay, err) < 0) {
+        goto fail;
+    }
+    if (sbx_task_agent_dir(t, err) < 0) {
         goto fail;
     }
 
@@ -407,6 +439,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .n_env = t->egress_dir ? sizeof(proxy_env) / sizeof(proxy_env[0]) : 0,
             .docker_sidecar = o->docker_sidecar,
             .docker_dir = docker_dir,
+            .agent_dir = t->agent_dir,
         };
 
         while (t->egress_allow[spec.n_egress_allow] != NULL) {
@@ -503,8 +536,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     t->execs = slotp;
     pthread_mutex_unlock(&t->mu);
 
-    r = sbx_instance_provider(t->prov)->exec(t->prov->ctx, t->sandbox, &spec, &slotp->ctl, status,
-                                             err);
+    r = sbx_task_exec_run(t, &spec, slotp, status, err);
     /* a command that took the sandbox past a measured limit (the disk
      * watchdog) fails, and the task ends */
     if (sbx_task_check(t, 1) < 0 && r == 0) {
@@ -522,6 +554,9 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     t->last_activity = time(NULL);
     if (r == 0) {
         t->last_exit = *status;
+    }
+    if (slotp->path != NULL) {
+        t->last_exec_path = slotp->path;
     }
     if (r < 0 && t->stop && err != NULL) {
         /* the core stopped the task: say why, not how the stream broke */
@@ -604,6 +639,9 @@ void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot)
     for (struct sbx_exec_slot *s = t->execs; s != NULL; s = s->next) {
         if (s == slot) {
             __atomic_store_n(&s->ctl.cancelled, 1, __ATOMIC_RELEASE);
+            if (s->agent_cancel_fd > 0 && write(s->agent_cancel_fd, "", 1) < 0) {
+                /* already signalled */
+            }
             if (sbx_instance_provider(t->prov)->cancel != NULL) {
                 sbx_instance_provider(t->prov)->cancel(t->prov->ctx, &s->ctl);
             }

@@ -195,17 +195,17 @@ char *sbx_sched_snapshot_json(const struct sbx_sched_snapshot *snap)
     FOR_SERVED(snap, p) {
         json_array_append_new(pools, pool_json(snap, p));
     }
-    root = json_pack("{s:f, s:{s:f, s:I, s:i, s:b, s:o, s:b}, s:I, s:{s:i, s:i, s:f, s:f, s:f, "
-                     "s:f, s:f}, s:o}",
-                     "now", (double)snap->now / 1000.0, "box", "cpus", snap->box.cpus, "memory",
-                     (json_int_t)snap->box.memory, "max_sandboxes", snap->box_max_sandboxes,
-                     "heavy_allowed", snap->heavy_allowed, "heavy_refusal",
-                     snap->heavy_allowed ? json_null() : json_string(snap->heavy_refusal),
-                     "draining", snap->draining, "alert_after", (json_int_t)snap->alert_after,
-                     "autoscaler", "paid_boxes", snap->paid_boxes, "max_boxes", snap->max_boxes,
-                     "box_hour_price", snap->box_hour_price, "spend_day", snap->spend_day,
-                     "spend_day_cap", snap->spend_day_cap, "spend_month", snap->spend_month,
-                     "spend_month_cap", snap->spend_month_cap, "pools", pools);
+    root = json_pack(
+        "{s:f, s:{s:f, s:I, s:I, s:i, s:b, s:o, s:b}, s:I, s:{s:i, s:i, s:f, s:f, "
+        "s:f, s:f, s:f}, s:o}",
+        "now", (double)snap->now / 1000.0, "box", "cpus", snap->box.cpus, "memory",
+        (json_int_t)snap->box.memory, "host_reserve", (json_int_t)snap->host_reserve,
+        "max_sandboxes", snap->box_max_sandboxes, "heavy_allowed", snap->heavy_allowed,
+        "heavy_refusal", snap->heavy_allowed ? json_null() : json_string(snap->heavy_refusal),
+        "draining", snap->draining, "alert_after", (json_int_t)snap->alert_after, "autoscaler",
+        "paid_boxes", snap->paid_boxes, "max_boxes", snap->max_boxes, "box_hour_price",
+        snap->box_hour_price, "spend_day", snap->spend_day, "spend_day_cap", snap->spend_day_cap,
+        "spend_month", snap->spend_month, "spend_month_cap", snap->spend_month_cap, "pools", pools);
     if (root == NULL) {
         abort();
     }

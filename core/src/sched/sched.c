@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/admit.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 
@@ -230,11 +231,17 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
                              "box has %.3g",
                              (double)set_mcpu / 1000.0, s->box.cpus);
     }
-    if (set_mem > s->box.memory) {
+    if (set_mem > s->admit_memory) {
+        char want[32], admit[32], mem[32], res[32];
+
+        sbx_admit_size(set_mem, want, sizeof(want));
+        sbx_admit_size(s->admit_memory, admit, sizeof(admit));
+        sbx_admit_size(s->box.memory, mem, sizeof(mem));
+        sbx_admit_size(s->host_reserve, res, sizeof(res));
         return sbx_error_set(err, SBX_E_CONFIG,
-                             "scheduler: pools ask for %.1fG of memory but "
-                             "the box has %.1fG",
-                             (double)set_mem / (1 << 30), (double)s->box.memory / (1 << 30));
+                             "scheduler: pools ask for %s of memory but the box has %s for "
+                             "sandboxes (box.memory %s - box.host_reserve %s)",
+                             want, admit, mem, res);
     }
     if (set_sbx > s->box_max_sandboxes) {
         return sbx_error_set(err, SBX_E_CONFIG,
@@ -243,7 +250,7 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
                              set_sbx, s->box_max_sandboxes);
     }
     rest_mcpu = n_free_cpu ? (box_mcpu - set_mcpu) / n_free_cpu : 0;
-    rest_mem = n_free_mem ? (s->box.memory - set_mem) / n_free_mem : 0;
+    rest_mem = n_free_mem ? (s->admit_memory - set_mem) / n_free_mem : 0;
     rest_sbx = n_free_sbx ? (s->box_max_sandboxes - set_sbx) / n_free_sbx : 0;
     extra_sbx = n_free_sbx ? (s->box_max_sandboxes - set_sbx) % n_free_sbx : 0;
     for (int i = 0; i < SBX_POOL_COUNT; i++) {
@@ -305,11 +312,25 @@ struct sbx_sched *sbx_sched_create(const struct sbx_sched_opts *opts, sbx_error_
         free(s);
         return NULL;
     }
+    if (cfg->box.memory > 0) {
+        s->box.memory = cfg->box.memory;
+    }
     if (s->box.cpus <= 0 || s->box.memory <= 0) {
         sbx_error_set(err, EINVAL,
                       "scheduler: box capacity must be positive (%.3g CPUs, %lld "
                       "bytes)",
                       s->box.cpus, (long long)s->box.memory);
+        free(s);
+        return NULL;
+    }
+    s->host_reserve = cfg->box.host_reserve >= 0 ? cfg->box.host_reserve
+                                                 : sbx_admit_default_reserve(s->box.memory);
+    s->admit_memory = s->box.memory - s->host_reserve;
+    if (s->admit_memory <= 0) {
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "scheduler: box.host_reserve (%.1fG) leaves nothing of the box's "
+                      "%.1fG of memory for sandboxes",
+                      (double)s->host_reserve / (1 << 30), (double)s->box.memory / (1 << 30));
         free(s);
         return NULL;
     }
@@ -416,11 +437,17 @@ static int check_job(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
                              (double)p->mcpu / 1000.0);
     }
     if (job->memory > p->memory) {
+        char want[32], has[32], mem[32], res[32];
+
+        sbx_admit_size(job->memory, want, sizeof(want));
+        sbx_admit_size(p->memory, has, sizeof(has));
+        sbx_admit_size(s->box.memory, mem, sizeof(mem));
+        sbx_admit_size(s->host_reserve, res, sizeof(res));
         return sbx_error_set(err, SBX_E_POLICY,
-                             "refused: job %s asks for %.1fG of memory but "
-                             "pool '%s' has %.1fG on this box",
-                             job->id, (double)job->memory / (1 << 30), sbx_pool_name(job->pool),
-                             (double)p->memory / (1 << 30));
+                             "refused: job %s asks for %s of memory but pool '%s' has %s on "
+                             "this box (box.memory %s - box.host_reserve %s, split between the "
+                             "pools)",
+                             job->id, want, sbx_pool_name(job->pool), has, mem, res);
     }
     return 0;
 }

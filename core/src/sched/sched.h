@@ -248,6 +248,7 @@ struct sbx_sched_pool_snap {
 struct sbx_sched_snapshot {
     int64_t now; /* ms */
     struct sbx_box_capacity box;
+    int64_t host_reserve; /* (added) memory kept for the host; pools split the rest */
     int box_max_sandboxes;
     int heavy_allowed;
     char heavy_refusal[160]; /* why the box takes no heavy jobs, or "" */

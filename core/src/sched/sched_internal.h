@@ -55,7 +55,9 @@ struct sched_pool {
 struct sbx_sched {
     sbx_clock_fn clock;
     void *clock_ctx;
-    struct sbx_box_capacity box;
+    struct sbx_box_capacity box; /* memory: box.memory when set, else measured */
+    int64_t host_reserve;        /* box.host_reserve or its default (admit.h) */
+    int64_t admit_memory;        /* box.memory - host_reserve: what the pools split */
     int box_max_sandboxes;
     int64_t heavy_min_memory;
     char heavy_refusal[160];

@@ -84,6 +84,7 @@ struct sbx_sched_snapshot *sbx_sched_snapshot(struct sbx_sched *s)
     sbx_sched_spend_accrue(s, now);
     snap->now = now;
     snap->box = s->box;
+    snap->host_reserve = s->host_reserve;
     snap->box_max_sandboxes = s->box_max_sandboxes;
     snap->heavy_allowed = s->heavy_refusal[0] == '\0';
     snprintf(snap->heavy_refusal, sizeof(snap->heavy_refusal), "%s", s->heavy_refusal);

@@ -122,8 +122,49 @@ int sbx_confine_init(struct sbx_confine *c, const char *what, char *const *roots
     return 0;
 }
 
+void sbx_confine_deny(struct sbx_confine *c, const char *path, const char *what)
+{
+    char *real = realpath(path, NULL);
+    const char *slash = strrchr(path, '/');
+
+    if (real == NULL && slash != NULL) {
+        char *dir = slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path));
+        char *rdir = realpath(dir, NULL);
+
+        if (rdir != NULL) {
+            real = xasprintf("%s/%s", strcmp(rdir, "/") == 0 ? "" : rdir, slash + 1);
+        }
+        free(rdir);
+        free(dir);
+    }
+    c->deny = xrealloc(c->deny, (c->n_deny + 1) * sizeof(*c->deny));
+    c->deny_what = xrealloc(c->deny_what, (c->n_deny + 1) * sizeof(*c->deny_what));
+    c->deny[c->n_deny] = real != NULL ? real : xstrdup(path);
+    c->deny_what[c->n_deny] = what;
+    c->n_deny++;
+}
+
+/* Why a resolved path may not be mounted for one of c's denied paths, or NULL. */
+static const char *deny_problem(const struct sbx_confine *c, const char *path, char *buf,
+                                size_t len)
+{
+    for (size_t i = 0; i < c->n_deny; i++) {
+        if (below(path, c->deny[i]) || below(c->deny[i], path)) {
+            snprintf(buf, len, "%s %s", below(path, c->deny[i]) ? "inside" : "contains",
+                     c->deny_what[i]);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 void sbx_confine_clear(struct sbx_confine *c)
 {
+    for (size_t i = 0; i < c->n_deny; i++) {
+        free(c->deny[i]);
+    }
+    free(c->deny);
+    free(c->deny_what);
     for (size_t i = 0; i < c->n; i++) {
         free(c->roots[i]);
         free(c->real[i]);
@@ -235,7 +276,7 @@ int sbx_confine_dir(const struct sbx_confine *c, const char *path, char **out, c
 {
     const char *rule = c->what ? c->what : "worktree roots";
     const char *fs = NULL;
-    char buf[64];
+    char buf[128];
     const char *p;
     size_t i;
     int rc = -1;
@@ -286,6 +327,9 @@ int sbx_confine_dir(const struct sbx_confine *c, const char *path, char **out, c
         return 403;
     }
     p = forbidden_problem(*out, c->state_dir, buf, sizeof(buf));
+    if (p == NULL) {
+        p = deny_problem(c, *out, buf, sizeof(buf));
+    }
     if (p == NULL && fs != NULL) {
         snprintf(buf, sizeof(buf), "on a kernel filesystem (%s)", fs);
         p = buf;

@@ -19,6 +19,9 @@ struct sbx_confine {
     char **real;      /* resolved (realpath) */
     size_t n;
     char *state_dir; /* resolved; NULL: none */
+    char **deny;     /* resolved paths a worktree may neither be in nor contain */
+    const char **deny_what;
+    size_t n_deny;
 };
 
 /* A root as configured: NULL when fine, else why not (static text):
@@ -30,6 +33,12 @@ const char *sbx_confine_root_problem(const char *root, const char *state_dir);
 int sbx_confine_init(struct sbx_confine *c, const char *what, char *const *roots, size_t n,
                      const char *state_dir, char *why, size_t len);
 void sbx_confine_clear(struct sbx_confine *c);
+
+/* Adds a path outside the state directory that a worktree may neither be in
+ * nor contain: the runner's store, its unix socket, a client's token file. what
+ * (static text, "the runner's store") names it in refusals. A path that does
+ * not exist yet is resolved through its directory. */
+void sbx_confine_deny(struct sbx_confine *c, const char *path, const char *what);
 
 /* Confines the directory path: 0 and *out (resolved, absolute, caller frees);
  * else an HTTP-like status with a one-line reason naming the rule in why:
