@@ -425,6 +425,7 @@ static void test_ops_metrics(void **state)
         "sbx_job_run_seconds_bucket{pool=\"ci\",le=\"0.1\"} ",
         "sbx_sandbox_start_seconds_count{pool=\"ci\"} 2\n",
         "sbx_sandbox_start_seconds_bucket{pool=\"ci\",le=\"+Inf\"} 2\n",
+        "sbx_job_run_seconds_sum{pool=\"agent\"} 0.000\n",
         "sbx_egress_connections_total{pool=\"ci\",decision=\"allowed\"} 0\n",
         "sbx_egress_connections_total{pool=\"agent\",decision=\"denied\"} 0\n",
         "sbx_jobs_refused_total{reason=\"invalid\"} 1\n",
@@ -465,6 +466,17 @@ static void test_ops_metrics(void **state)
         if (strstr(text, want[i]) == NULL) {
             fail_msg("/metrics lacks '%s':\n%s", want[i], text);
         }
+    }
+    /* no value with binary noise: at most 6 digits after a decimal point */
+    for (const char *line = text; *line != '\0';) {
+        const char *nl = strchr(line, '\n');
+        const char *sp = line[0] != '#' && nl ? memrchr(line, ' ', (size_t)(nl - line)) : NULL;
+        const char *dot = sp ? memchr(sp, '.', (size_t)(nl - sp)) : NULL;
+
+        if (dot != NULL && nl - dot - 1 > 6) {
+            fail_msg("a value with binary noise: %.*s", (int)(nl - line), line);
+        }
+        line = nl ? nl + 1 : line + strlen(line);
     }
     free(text);
     /* JSON floats without binary noise: the job's limits as configured */

@@ -40,7 +40,7 @@ void rm_init(struct runner_metrics *m)
     memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->mu, NULL);
     gettimeofday(&tv, NULL);
-    m->started_at = (double)tv.tv_sec + (double)(tv.tv_usec / 1000) / 1000.0;
+    m->started_at_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
 void rm_destroy(struct runner_metrics *m)
@@ -49,30 +49,33 @@ void rm_destroy(struct runner_metrics *m)
 }
 
 static void observe(struct runner_metrics *m, struct rm_hist *h, const double *bounds, int n,
-                    double v)
+                    int64_t ms)
 {
+    if (ms < 0) {
+        ms = 0;
+    }
     pthread_mutex_lock(&m->mu);
     for (int i = 0; i < n; i++) {
-        if (v <= bounds[i]) {
+        if ((double)ms <= bounds[i] * 1000.0) {
             h->bucket[i]++;
         }
     }
     h->count++;
-    h->sum += v;
+    h->sum_ms += (uint64_t)ms;
     pthread_mutex_unlock(&m->mu);
 }
 
-void rm_job_run(struct runner_metrics *m, enum sbx_pool pool, double seconds)
+void rm_job_run(struct runner_metrics *m, enum sbx_pool pool, int64_t ms)
 {
     if ((unsigned)pool < SBX_POOL_COUNT) {
-        observe(m, &m->run[pool], run_bounds, RM_RUN_BUCKETS, seconds);
+        observe(m, &m->run[pool], run_bounds, RM_RUN_BUCKETS, ms);
     }
 }
 
-void rm_sandbox_start(struct runner_metrics *m, enum sbx_pool pool, double seconds)
+void rm_sandbox_start(struct runner_metrics *m, enum sbx_pool pool, int64_t ms)
 {
     if ((unsigned)pool < SBX_POOL_COUNT) {
-        observe(m, &m->start[pool], start_bounds, RM_START_BUCKETS, seconds);
+        observe(m, &m->start[pool], start_bounds, RM_START_BUCKETS, ms);
     }
 }
 
@@ -131,7 +134,8 @@ static void hist(FILE *f, const char *name, const char *pool, const struct rm_hi
     }
     fprintf(f, "%s_bucket{pool=\"%s\",le=\"+Inf\"} %llu\n", name, pool,
             (unsigned long long)h->count);
-    fprintf(f, "%s_sum{pool=\"%s\"} %s\n", name, pool, rm_fmt(b, sizeof(b), h->sum));
+    fprintf(f, "%s_sum{pool=\"%s\"} %llu.%03llu\n", name, pool,
+            (unsigned long long)(h->sum_ms / 1000), (unsigned long long)(h->sum_ms % 1000));
     fprintf(f, "%s_count{pool=\"%s\"} %llu\n", name, pool, (unsigned long long)h->count);
 }
 
@@ -166,20 +170,26 @@ static long long resident_bytes(void)
     return rss < 0 ? -1 : rss * sysconf(_SC_PAGESIZE);
 }
 
-static void process_metrics(FILE *f, double started_at)
+/* ms as "S.mmm": exact, without binary noise */
+static void put_ms(FILE *f, int64_t ms)
+{
+    fprintf(f, "%lld.%03lld\n", (long long)(ms / 1000), (long long)(ms % 1000));
+}
+
+static void process_metrics(FILE *f, int64_t started_at_ms)
 {
     struct rusage ru;
     struct rlimit rl;
-    char b[32];
     long fds = open_fds();
     long long rss = resident_bytes();
 
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
-        double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
-                     (double)(ru.ru_utime.tv_usec / 1000 + ru.ru_stime.tv_usec / 1000) / 1000.0;
+        int64_t cpu_ms = ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+                         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
 
         family(f, "process_cpu_seconds_total", "counter", "User and system CPU time spent.");
-        fprintf(f, "process_cpu_seconds_total %s\n", rm_fmt(b, sizeof(b), cpu));
+        fprintf(f, "process_cpu_seconds_total ");
+        put_ms(f, cpu_ms);
     }
     if (rss >= 0) {
         family(f, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
@@ -194,7 +204,8 @@ static void process_metrics(FILE *f, double started_at)
         fprintf(f, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
     }
     family(f, "process_start_time_seconds", "gauge", "Start time of the process (Unix seconds).");
-    fprintf(f, "process_start_time_seconds %s\n", rm_fmt(b, sizeof(b), started_at));
+    fprintf(f, "process_start_time_seconds ");
+    put_ms(f, started_at_ms);
 }
 
 void rm_write(struct runner_metrics *m, FILE *f, const int served[SBX_POOL_COUNT])
@@ -238,5 +249,5 @@ void rm_write(struct runner_metrics *m, FILE *f, const int served[SBX_POOL_COUNT
     }
     family(f, "sbx_build_info", "gauge", "Always 1; the labels name the build.");
     fprintf(f, "sbx_build_info{version=\"%s\"} 1\n", SBX_VERSION);
-    process_metrics(f, c.started_at);
+    process_metrics(f, c.started_at_ms);
 }

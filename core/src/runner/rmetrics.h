@@ -29,7 +29,7 @@ enum rm_refusal {
 struct rm_hist {
     uint64_t bucket[RM_RUN_BUCKETS];
     uint64_t count;
-    double sum;
+    uint64_t sum_ms; /* whole milliseconds: the sum prints without binary noise */
 };
 
 struct runner_metrics {
@@ -39,13 +39,13 @@ struct runner_metrics {
     uint64_t egress_allowed[SBX_POOL_COUNT];
     uint64_t egress_denied[SBX_POOL_COUNT];
     uint64_t refused[RM_REFUSED_COUNT];
-    double started_at; /* Unix seconds */
+    int64_t started_at_ms; /* Unix time */
 };
 
 void rm_init(struct runner_metrics *m);
 void rm_destroy(struct runner_metrics *m);
-void rm_job_run(struct runner_metrics *m, enum sbx_pool pool, double seconds);
-void rm_sandbox_start(struct runner_metrics *m, enum sbx_pool pool, double seconds);
+void rm_job_run(struct runner_metrics *m, enum sbx_pool pool, int64_t ms);
+void rm_sandbox_start(struct runner_metrics *m, enum sbx_pool pool, int64_t ms);
 void rm_egress(struct runner_metrics *m, enum sbx_pool pool, int64_t allowed, int64_t denied);
 void rm_refused(struct runner_metrics *m, enum rm_refusal why);
 /* The refusal reason of an HTTP status of a refused submit. */
