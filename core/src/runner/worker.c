@@ -352,6 +352,12 @@ static void *worker_main(void *arg)
             rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
                                &j->slot, &status, &err);
             free(env);
+            if (task->last_exec_path != NULL) { /* its own error: err is the exec's */
+                sbx_error_t *perr = NULL;
+
+                sbx_store_job_set_exec_path(st, j->id, task->last_exec_path, &perr);
+                store_warn(&perr);
+            }
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
             pthread_mutex_unlock(&r->mu);

@@ -65,6 +65,7 @@ struct sbx_job_rec {
     size_t n_leases;
     int64_t seq;       /* submit order, set by the store */
     json_t *isolation; /* (added) {"isolation", "unenforced"} once the task ran, or NULL */
+    char *exec_path;   /* (added) "agent" or "engine" once the command ran, or NULL */
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
@@ -141,6 +142,9 @@ int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
 /* (added) The isolation of the job's task: {"isolation": "sandbox"|"partial"|"none",
  * "unenforced": [...]} (sandbox/caps.h), shown in the job's record. */
 int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
+                                sbx_error_t **err);
+/* (added) How the job's command ran: "agent" (the sandbox's exec agent) or "engine". */
+int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char *path,
                                 sbx_error_t **err);
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
                              size_t n, sbx_error_t **err);
