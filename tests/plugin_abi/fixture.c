@@ -12,13 +12,19 @@
 #include "sbx/sbx_provider.h"
 
 static const struct sbx_host_api *host;
+/* list() fails while the file "<socket option>.down" exists (an engine that
+ * went away) and hangs while "<socket option>.slow" does (the runner's
+ * /healthz test) */
+static char down_path[512];
 
 static int p_init(const struct sbx_host_api *h, const struct sbx_options *o, void **ctx,
                   sbx_error_t **err)
 {
-    (void)o;
+    const char *sock = o != NULL ? h->opt_string(o, "socket") : NULL;
+
     (void)err;
     host = h;
+    snprintf(down_path, sizeof(down_path), "%s.down", sock ? sock : "/run/fake.sock");
     *ctx = (void *)&host;
     return 0;
 }
@@ -138,7 +144,19 @@ static int p_list(void *ctx, const char *k, const char *v, sbx_sandbox_fn fn, vo
     (void)v;
     (void)fn;
     (void)ud;
-    (void)err;
+    /* "<socket option>.slow": the engine hangs until the file goes (at most 60 s) */
+    {
+        char slow[sizeof(down_path)];
+
+        memcpy(slow, down_path, sizeof(slow));
+        memcpy(slow + strlen(slow) - 5, ".slow", 5);
+        for (int i = 0; i < 1200 && access(slow, F_OK) == 0; i++) {
+            usleep(50 * 1000);
+        }
+    }
+    if (access(down_path, F_OK) == 0) {
+        return host->error_set(err, SBX_E_ENGINE, "fake: engine down (%s exists)", down_path);
+    }
     return 0;
 }
 

@@ -11,6 +11,11 @@
 #include "prom_check.h"
 
 static pid_t serve_pid;
+/* The sbx serve processes this test started: a sandbox is the test's when its
+ * sbx.owner names one of them (other sessions may hold sandboxes on a shared
+ * engine). */
+static pid_t serve_pids[16];
+static size_t n_serve_pids;
 static char *serve_sock;
 
 static void serve_start(void)
@@ -21,6 +26,9 @@ static void serve_start(void)
     free(serve_sock);
     assert_true(asprintf(&serve_sock, "%s/runner.sock", rt_state) > 0);
     serve_pid = fork();
+    if (serve_pid > 0 && n_serve_pids < sizeof(serve_pids) / sizeof(serve_pids[0])) {
+        serve_pids[n_serve_pids++] = serve_pid;
+    }
     if (serve_pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 
@@ -106,7 +114,8 @@ static json_t *wait_job(const char *id, const char *state, int ready)
         json_t *j = job(id);
 
         if (strcmp(jstr(j, "state"), state) == 0 &&
-            (!ready || json_is_number(json_object_get(json_object_get(j, "timings"), "ready_at")))) {
+            (!ready ||
+             json_is_number(json_object_get(json_object_get(j, "timings"), "ready_at")))) {
             return j;
         }
         json_decref(j);
@@ -116,14 +125,37 @@ static json_t *wait_job(const char *id, const char *state, int ready)
     return NULL;
 }
 
+static size_t serve_sandboxes(void)
+{
+    json_t *j =
+        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *c;
+    size_t i, n = 0;
+
+    json_array_foreach(j, i, c)
+    {
+        const char *owner =
+            json_string_value(json_object_get(json_object_get(c, "Labels"), "sbx.owner"));
+
+        for (size_t k = 0; owner != NULL && k < n_serve_pids; k++) {
+            char want[32];
+
+            snprintf(want, sizeof(want), "pid=%d;", (int)serve_pids[k]);
+            n += strstr(owner, want) != NULL;
+        }
+    }
+    json_decref(j);
+    return n;
+}
+
 static size_t sandboxes_with(const char *label)
 {
     char path[512];
     json_t *j;
     size_t n;
 
-    snprintf(path, sizeof(path), "/containers/json?all=1&filters=%%7B%%22label%%22%%3A%%5B%%22%s%%22%%5D%%7D",
-             label);
+    snprintf(path, sizeof(path),
+             "/containers/json?all=1&filters=%%7B%%22label%%22%%3A%%5B%%22%s%%22%%5D%%7D", label);
     j = rt_engine_get(path);
     n = json_array_size(j);
     json_decref(j);
@@ -137,10 +169,10 @@ static void end_task(const char *task)
 
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+    for (int i = 0; i < 300 && serve_sandboxes() > 0; i++) {
         usleep(100 * 1000);
     }
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(serve_sandboxes(), 0);
 }
 
 static void test_serve_kill9_restart(void **state)
@@ -226,12 +258,14 @@ static void check_queue(int *ci_running_agent_waiting)
     if (q == NULL) {
         fail_msg("sbx queue --json rc %d: %s %s", r.rc, r.out, r.err);
     }
-    json_array_foreach(json_object_get(q, "pools"), i, p) {
+    json_array_foreach(json_object_get(q, "pools"), i, p)
+    {
         json_t *s;
         size_t k;
         int heavy = 0;
 
-        json_array_foreach(json_object_get(p, "slots"), k, s) {
+        json_array_foreach(json_object_get(p, "slots"), k, s)
+        {
             if (strcmp(jstr(s, "state"), "busy") == 0) {
                 heavy += strcmp(jstr(s, "class"), "heavy") == 0;
                 ci_busy += strcmp(jstr(p, "pool"), "ci") == 0;
@@ -345,10 +379,10 @@ static void test_serve_ten_light_two_heavy(void **state)
         assert_int_equal(r.rc, 0);
         spawn_result_free(&r);
     }
-    for (int i = 0; i < 300 && rt_sandboxes() > 0; i++) {
+    for (int i = 0; i < 300 && serve_sandboxes() > 0; i++) {
         usleep(100 * 1000);
     }
-    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(serve_sandboxes(), 0);
     serve_kill(SIGTERM);
     for (size_t i = 0; i < n; i++) {
         free(ids[i]);
@@ -417,14 +451,16 @@ static void test_serve_egress_and_readopt(void **state)
              "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; } );\n};\n",
              log, port);
     rt_use_config(cfg);
-    snprintf(curl, sizeof(curl), "curl -sS -m 10 -o /dev/null -w '%%{http_code}\\n' "
-             "http://allowed.test:%d/", port);
+    snprintf(curl, sizeof(curl),
+             "curl -sS -m 10 -o /dev/null -w '%%{http_code}\\n' "
+             "http://allowed.test:%d/",
+             port);
     serve_start();
     k1 = SUBMIT("--pool", "agent", "--task", "eg-keep", "--", "sh", "-c", curl);
     follow_expect(k1, "200\n");
     j = wait_job(k1, "finished", 0);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"),
-                                                        "allowed")), 1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"), "allowed")),
+                     1);
     json_decref(j);
     assert_int_equal(egress_lines(log, k1, "allow"), 1);
 
@@ -433,8 +469,8 @@ static void test_serve_egress_and_readopt(void **state)
     k2 = SUBMIT("--pool", "agent", "--task", "eg-keep", "--", "sh", "-c", curl);
     follow_expect(k2, "200\n"); /* "000" and curl's error if the socket was not back */
     j = wait_job(k2, "finished", 0);
-    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"),
-                                                        "allowed")), 1); /* this job's */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"), "allowed")),
+                     1); /* this job's */
     json_decref(j);
     assert_int_equal(egress_lines(log, k2, "allow"), 1);
     assert_int_equal(egress_lines(log, k1, "allow"), 1);
@@ -458,8 +494,9 @@ static int serve_cleanup(void **state)
         serve_kill(SIGTERM);
     }
     /* shown by ctest --output-on-failure only */
-    if (asprintf(&cmd, "tail -n 40 '%s/serve.log' >&2; rm -f '%s/serve.log'", rt_state,
-                 rt_state) > 0 && system(cmd) != 0) {
+    if (asprintf(&cmd, "tail -n 40 '%s/serve.log' >&2; rm -f '%s/serve.log'", rt_state, rt_state) >
+            0 &&
+        system(cmd) != 0) {
         fprintf(stderr, "(no serve.log)\n");
     }
     free(cmd);

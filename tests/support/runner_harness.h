@@ -20,6 +20,10 @@ static struct sbx_runner *rh_runner;
 static pthread_t rh_thread;
 static int64_t rh_now = RH_T0;
 static char *rh_sock;
+/* What rh_start writes as the fake provider's options and the limits (a test
+ * may change them before rh_start: "" leaves the default limits). */
+static const char *rh_fake_opts = "";
+static const char *rh_limits = "limits = { cpus = 0.5; memory = \"256M\"; idle = \"1h\"; };";
 
 static int64_t rh_clock(void *ctx)
 {
@@ -58,9 +62,9 @@ static void rh_start(const char *extra)
     rh_now = RH_T0;
     assert_true(asprintf(&text,
                          "plugin_dir = \"%s\";\nstate_dir = \"%s\";\nprovider = \"fake\";\n"
-                         "providers = { fake = { plugin = \"provider_good\"; }; };\n"
-                         "limits = { cpus = 0.5; memory = \"256M\"; idle = \"1h\"; };\n%s\n",
-                         plugins, rh_dir, extra ? extra : "") > 0);
+                         "providers = { fake = { plugin = \"provider_good\"; %s }; };\n"
+                         "%s\n%s\n",
+                         plugins, rh_dir, rh_fake_opts, rh_limits, extra ? extra : "") > 0);
     path = test_write_file(rh_dir, "sbx.conf", text);
     rh_cfg = sbx_config_load_file(path, &err);
     if (rh_cfg == NULL) {
@@ -72,7 +76,8 @@ static void rh_start(const char *extra)
                                                             .plugin_dir = plugins,
                                                             .capacity = &cap,
                                                             .clock = rh_clock,
-                                                            .alert_interval_ms = 50},
+                                                            .alert_interval_ms = 50,
+                                                            .health_interval_ms = 100},
                                   &err);
     if (rh_runner == NULL) {
         fail_msg("runner: %s", sbx_error_msg(err));

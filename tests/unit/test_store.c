@@ -118,7 +118,7 @@ static void test_store_record(void **state)
         text,
         "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"client\":\"\",\"created_at\":1000.0,"
         "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
-        "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exit_status\":3,"
+        "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exec_path\":null,\"exit_status\":3,"
         "\"id\":\"job-1\","
         "\"image\":\"sbx-sandbox:abc\",\"isolation\":\"partial\","
         "\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
@@ -356,7 +356,7 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 4);
+    assert_int_equal(db_version(db), 5);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
@@ -381,16 +381,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 4);
+    assert_int_equal(db_version(db), 5);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 5;");
+    db_exec(db, "PRAGMA user_version = 6;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 5 is newer than this sbx knows (4)");
-    assert_int_equal(db_version(db), 5);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 6 is newer than this sbx knows (5)");
+    assert_int_equal(db_version(db), 6);
 }
 
 /* ---- durability ---- */

@@ -20,7 +20,9 @@
 void runner_reply_json(struct evhttp_request *req, int code, json_t *body)
 {
     struct evbuffer *b = evbuffer_new();
-    char *text = json_dumps(body, JSON_COMPACT);
+    /* 15 significant digits: times in ms / 1000 and CPU counts print as given,
+     * without %.17g noise (0.1, not 0.10000000000000001) */
+    char *text = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(15));
 
     evbuffer_add_printf(b, "%s\n", text);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
@@ -304,6 +306,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     int code;
 
     if (len > SBX_RUNNER_MAX_BODY) {
+        rm_refused(&r->metrics, RM_REFUSED_TOO_LARGE);
         runner_reply_error(req, 413,
                            "request body of %zu bytes is larger than the limit of %u bytes", len,
                            SBX_RUNNER_MAX_BODY);
@@ -317,6 +320,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     if (code != 0) {
         free(body);
         runner_job_free(j);
+        rm_refused(&r->metrics, rm_refusal_of(code));
         runner_reply_error(req, code, "%s", msg);
         return;
     }
@@ -327,6 +331,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
 
         json_decref(labels);
         runner_job_free(j);
+        rm_refused(&r->metrics, rm_refusal_of(code));
         runner_reply_error(req, code, "%s", sbx_error_msg(err));
         sbx_error_free(&err);
         return;
@@ -419,8 +424,13 @@ static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t s
         size_t end;
         int stream = runner_output_stream_at(j, from, &end);
         size_t n = end - from;
-        unsigned char hdr[8] = {(unsigned char)stream, 0, 0, 0, (unsigned char)(n >> 24),
-                                (unsigned char)(n >> 16), (unsigned char)(n >> 8),
+        unsigned char hdr[8] = {(unsigned char)stream,
+                                0,
+                                0,
+                                0,
+                                (unsigned char)(n >> 24),
+                                (unsigned char)(n >> 16),
+                                (unsigned char)(n >> 8),
                                 (unsigned char)n};
 
         evbuffer_add(b, hdr, sizeof(hdr));

@@ -121,9 +121,23 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
     struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
     char *text = sbx_sched_metrics(snap);
     struct evbuffer *b = evbuffer_new();
+    int served[SBX_POOL_COUNT];
+    char *more = NULL;
+    size_t more_len = 0;
+    FILE *f = open_memstream(&more, &more_len);
 
+    for (int i = 0; i < SBX_POOL_COUNT; i++) {
+        served[i] = snap->pools[i].served;
+    }
     sbx_sched_snapshot_free(snap);
     evbuffer_add(b, text, strlen(text));
+    if (f != NULL) {
+        rm_write(&r->metrics, f, served);
+        if (fclose(f) == 0) {
+            evbuffer_add(b, more, more_len);
+        }
+        free(more);
+    }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
                       SBX_METRICS_CONTENT_TYPE);
     evhttp_send_reply(req, 200, "OK", b);
@@ -229,6 +243,7 @@ static void route(struct evhttp_request *req, void *arg)
         /* no second request on this connection without a token */
         evhttp_add_header(out, "WWW-Authenticate", "Bearer");
         evhttp_add_header(out, "Connection", "close");
+        rm_refused(&r->metrics, RM_REFUSED_UNAUTHORIZED);
         runner_reply_error(req, 401, "missing or wrong bearer token (Authorization: Bearer ...)");
         return;
     }
@@ -242,6 +257,17 @@ static void route(struct evhttp_request *req, void *arg)
         }
         else if (!lacks(req, who, SBX_SCOPE_METRICS)) {
             handle_metrics(r, req);
+        }
+        return;
+    }
+    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
+        /* any authenticated client on TCP (the metrics-only one too); the unix
+         * socket needs none (docs/api.md, "Health") */
+        if (!get) {
+            runner_reply_error(req, 405, "%s: use GET", path);
+        }
+        else {
+            runner_handle_health(r, req, path[1] == 'r');
         }
         return;
     }
@@ -261,10 +287,16 @@ static void route(struct evhttp_request *req, void *arg)
         return;
     }
     if (strcmp(path, "/v1/jobs") == 0) {
-        if (!post) {
-            runner_reply_error(req, 405, "/v1/jobs: use POST to submit a job");
+        if (get) {
+            runner_handle_jobs_list(r, req, who);
         }
-        else if (!lacks(req, who, SBX_SCOPE_SUBMIT)) {
+        else if (!post) {
+            runner_reply_error(req, 405, "/v1/jobs: use GET to list jobs, POST to submit one");
+        }
+        else if (lacks(req, who, SBX_SCOPE_SUBMIT)) {
+            rm_refused(&r->metrics, RM_REFUSED_FORBIDDEN);
+        }
+        else {
             runner_handle_submit(r, req, who);
         }
         return;

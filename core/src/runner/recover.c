@@ -158,9 +158,11 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
     for (size_t i = 0; i < rec->n_adopt; i++) {
         struct sbx_recovered_task *a = &rec->adopt[i];
         struct sbx_task_rec tr = {0};
-        struct sbx_task_opts o = {
-            .task_id = a->task_id, .provider = a->provider, .ephemeral = 1, .no_reap = 1,
-            .egress = r->egress};
+        struct sbx_task_opts o = {.task_id = a->task_id,
+                                  .provider = a->provider,
+                                  .ephemeral = 1,
+                                  .no_reap = 1,
+                                  .egress = r->egress};
         struct sbx_sched_job sj = {.id = a->task_id,
                                    .task = a->task_id,
                                    .cls = SBX_CLASS_LIGHT,
@@ -276,8 +278,8 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             .task = j->task,
             .pool = j->pool,
             .cls = j->cls,
-            .cpus = r->cfg->limits.cpus,
-            .memory = r->cfg->limits.memory,
+            .cpus = r->pool_cpus[j->pool], /* limits.cpus, clamped on a small box */
+            .memory = r->pool_memory[j->pool],
             .enqueued_at = q->queued_at,
         };
         sbx_error_t *e = NULL;

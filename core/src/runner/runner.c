@@ -414,6 +414,9 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     }
     rec.cls = (char *)sbx_job_class_name(j->cls);
     if (!direct) {
+        runner_fit_limits(r, j->pool, &rec.limits);
+    }
+    if (!direct) {
         struct sbx_sched_job sj = {
             .id = j->id,
             .task = j->task,
@@ -593,6 +596,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         threads_on = 1;
     }
     sbx_raise_nofile("runner"); /* the shared egress proxy: sockets and pipes per sandbox */
+    rm_init(&r->metrics);
     r->cfg = opts->cfg;
     r->plugin_dir = xstrdup(opts->plugin_dir);
     r->policy_dir = sbx_policy_dir_resolve(opts->cfg->policy_dir, err);
@@ -601,6 +605,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         sbx_error_wrap(err, "runner: policy");
         free(r->policy_dir);
         free(r->plugin_dir);
+        rm_destroy(&r->metrics);
         free(r);
         return NULL;
     }
@@ -636,6 +641,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->sched == NULL) {
         goto fail;
     }
+    runner_small_box(r);
     if (runner_egress_start(r, err) < 0) {
         goto fail;
     }
@@ -654,7 +660,9 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (runner_recover(r, err) < 0) {
         goto fail;
     }
-    if (runner_api_bind(r, err) < 0) {
+    if (runner_api_bind(r, err) < 0 ||
+        runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
+                            err) < 0) {
         goto fail;
     }
     return r;
@@ -749,6 +757,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->base != NULL) {
         event_base_free(r->base);
     }
+    runner_health_free(r);
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);
@@ -759,5 +768,6 @@ void sbx_runner_destroy(struct sbx_runner *r)
     free(r->plugin_dir);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cond);
+    rm_destroy(&r->metrics);
     free(r);
 }

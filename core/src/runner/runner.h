@@ -35,7 +35,8 @@ struct sbx_runner_opts {
     const struct sbx_box_capacity *capacity;
     sbx_clock_fn clock; /* NULL: real time (the scheduler's clock) */
     void *clock_ctx;
-    int alert_interval_ms; /* how often due alerts are asked; 0: 1000 */
+    int alert_interval_ms;  /* how often due alerts are asked; 0: 1000 */
+    int health_interval_ms; /* (added) how often the engine is probed; 0: 5000 */
 };
 
 struct sbx_runner;

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "runner/rmetrics.h"
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
@@ -135,6 +136,12 @@ struct sbx_runner {
     struct rmsg *msgs, **msgs_tail;
     int workers; /* threads alive */
     int stopping;
+
+    struct runner_metrics metrics; /* (added) rmetrics.h */
+    /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
+    double pool_cpus[SBX_POOL_COUNT];
+    int64_t pool_memory[SBX_POOL_COUNT];
+    struct runner_health *health; /* (added) health.c */
 };
 
 /* runner.c */
@@ -190,6 +197,26 @@ void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, co
 int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen);
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
+
+/* smallbox.c */
+/* After the scheduler split the box: on a box smaller than a default sandbox
+ * per pool, each pool's default limits are clamped to what it has (warned). */
+void runner_small_box(struct sbx_runner *r);
+/* A job whose limits are the configured defaults gets its pool's clamp. */
+void runner_fit_limits(struct sbx_runner *r, enum sbx_pool pool, struct sbx_limits *l);
+
+/* api_list.c */
+void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
+                             const struct runner_client *who);
+/* ready 0: /healthz (store and engine); 1: /readyz (and not draining or stopping) */
+void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready);
+
+/* health.c: a thread probes the engine every interval_ms (a list of the
+ * default provider), so no request ever waits on a slow engine */
+int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err);
+void runner_health_free(struct sbx_runner *r);
+/* 0 when the last probe answered in time, else -1 with why */
+int runner_health_engine(struct sbx_runner *r, char *why, size_t len);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runner/runner_int.h"
 #include "sandbox/caps.h"
@@ -265,6 +266,31 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
     return 0;
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* task_ready, and the sandbox start time when this job started the sandbox */
+static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, size_t whylen)
+{
+    int64_t t0 = mono_ms();
+    int creator;
+    int rc;
+
+    pthread_mutex_lock(&w->r->mu);
+    creator = w->t->state == RT_STARTING && w->t->t == NULL && strcmp(w->t->holder, w->j->id) == 0;
+    pthread_mutex_unlock(&w->r->mu);
+    rc = task_ready(w, st, why, whylen);
+    if (rc == 0 && creator) {
+        rm_sandbox_start(&w->r->metrics, w->j->pool, mono_ms() - t0);
+    }
+    return rc;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -287,8 +313,10 @@ static void *worker_main(void *arg)
         snprintf(reason, sizeof(reason), "runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
-    else if (task_ready(w, st, reason, sizeof(reason)) == 0 && !j->cancel) {
+    else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !j->cancel) {
         struct sbx_task *task = t->t;
+        int64_t run0 = mono_ms();
+        int ran = 0;
         int rc;
 
         sbx_store_job_ready(st, j->id, t->id, task->prov->cfg->name, task->image, 0, &err);
@@ -317,11 +345,19 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&r->mu);
         if (j->executing) {
             size_t n_env = 0;
+
+            ran = 1;
             struct sbx_kv *env = env_kv(j->env, &n_env);
 
             rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
                                &j->slot, &status, &err);
             free(env);
+            if (task->last_exec_path != NULL) { /* its own error: err is the exec's */
+                sbx_error_t *perr = NULL;
+
+                sbx_store_job_set_exec_path(st, j->id, task->last_exec_path, &perr);
+                store_warn(&perr);
+            }
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
             pthread_mutex_unlock(&r->mu);
@@ -339,6 +375,9 @@ static void *worker_main(void *arg)
                 result = status == 0 ? SBX_RESULT_OK : SBX_RESULT_FAILED;
             }
         }
+        if (ran) {
+            rm_job_run(&r->metrics, j->pool, mono_ms() - run0);
+        }
         sbx_store_task_exec(st, t->id, 0, 0, &err);
         store_warn(&err);
         sbx_task_egress_counts(task, &allowed, &denied);
@@ -354,6 +393,7 @@ static void *worker_main(void *arg)
                  r->stopping ? "runner stopped" : "cancelled by request");
         status = -1;
     }
+    rm_egress(&r->metrics, j->pool, allowed, denied);
     if (st != NULL) {
         sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed, denied,
                           0, &err);

@@ -44,6 +44,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->labels);
     json_decref(rec->env);
     json_decref(rec->isolation);
+    free(rec->exec_path);
     free(rec->worktree);
     free(rec->client);
     free(rec->provider);
@@ -141,6 +142,7 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         json_decref(out->env);
         out->env = NULL;
     }
+    out->exec_path = sbx_store_col_text(s, 29);
     out->isolation = col_json(s, 28);
     if (!json_is_object(out->isolation)) {
         json_decref(out->isolation);
@@ -203,6 +205,8 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
         json_object_set_new(o, "env_names", names);
     }
     json_object_set_new(o, "client", json_string(rec->client ? rec->client : ""));
+    /* "exec_path": how the command ran (null until it did), as `sbx run --json` */
+    json_object_set_new(o, "exec_path", rec->exec_path ? json_string(rec->exec_path) : json_null());
     /* "isolation" (null until the task ran) and "unenforced", as task.json */
     json_object_set(o, "isolation",
                     rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());

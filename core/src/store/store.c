@@ -51,9 +51,10 @@ static const char schema[] =
 /* The schema's version (PRAGMA user_version). 1: the tables above. 2: jobs.env,
  * the command's variables as a JSON object (docs/runner.md, Store). 3:
  * jobs.client, the API client that submitted the job ('' before).
- * 4: jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h). Each
+ * 4: jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h).
+ * 5: jobs.exec_path, how the job's command ran ("agent" or "engine"). Each
  * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 static const char *const migrations[SCHEMA_VERSION + 1] = {
     [1] = "PRAGMA user_version = 1;",
@@ -63,6 +64,8 @@ static const char *const migrations[SCHEMA_VERSION + 1] = {
           "PRAGMA user_version = 3;",
     [4] = "ALTER TABLE jobs ADD COLUMN isolation TEXT;"
           "PRAGMA user_version = 4;",
+    [5] = "ALTER TABLE jobs ADD COLUMN exec_path TEXT;"
+          "PRAGMA user_version = 5;",
 };
 
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
@@ -592,6 +595,19 @@ int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *is
                       "UPDATE jobs SET isolation = ?3 WHERE id = ?1 AND ?2 > 0 "
                       "AND state IN ('queued', 'running')",
                       "queued or running", text, NULL, NULL, 1, err);
+}
+
+int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char *path,
+                                sbx_error_t **err)
+{
+    if (path == NULL || (strcmp(path, "agent") != 0 && strcmp(path, "engine") != 0)) {
+        return sbx_error_set(err, EINVAL, "store: job %s: exec path must be agent or engine",
+                             id ? id : "(null)");
+    }
+    return update_job(st, id,
+                      "UPDATE jobs SET exec_path = ?3 WHERE id = ?1 AND ?2 > 0 "
+                      "AND state IN ('queued', 'running')",
+                      "queued or running", path, NULL, NULL, 1, err);
 }
 
 int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,

@@ -63,8 +63,9 @@ struct sbx_job_rec {
     int64_t egress_allowed, egress_denied;
     char **leases; /* credential lease ids, never values */
     size_t n_leases;
-    int64_t seq; /* submit order, set by the store */
+    int64_t seq;       /* submit order, set by the store */
     json_t *isolation; /* (added) {"isolation", "unenforced"} once the task ran, or NULL */
+    char *exec_path;   /* (added) "agent" or "engine" once the command ran, or NULL */
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
@@ -116,6 +117,22 @@ int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *
 int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out, size_t *n,
                        sbx_error_t **err);
 void sbx_job_rec_free_array(struct sbx_job_rec *recs, size_t n);
+/* (added) A page of jobs for GET /v1/jobs, newest first (list.c). Each
+ * filter is optional: state < 0, pool/client NULL, since 0 (ms, queued at or
+ * after), before_seq 0 (paging: only jobs submitted before that seq). */
+#define SBX_STORE_PAGE_MAX 1000
+struct sbx_job_filter {
+    int state;
+    const char *pool;
+    const char *client;
+    int64_t since;
+    int64_t before_seq;
+    size_t limit; /* 1..SBX_STORE_PAGE_MAX */
+};
+int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
+                       struct sbx_job_rec **out, size_t *n, sbx_error_t **err);
+/* (added) The database answers a read (GET /healthz). */
+int sbx_store_ping(struct sbx_store *st, sbx_error_t **err);
 /* queued -> running, slot granted at `at` (ms, 0 = now). */
 int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err);
 /* running: the sandbox is ready (task id, provider, image may be NULL to keep). */
@@ -125,6 +142,9 @@ int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
 /* (added) The isolation of the job's task: {"isolation": "sandbox"|"partial"|"none",
  * "unenforced": [...]} (sandbox/caps.h), shown in the job's record. */
 int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
+                                sbx_error_t **err);
+/* (added) How the job's command ran: "agent" (the sandbox's exec agent) or "engine". */
+int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char *path,
                                 sbx_error_t **err);
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
                              size_t n, sbx_error_t **err);

@@ -34,7 +34,8 @@ static inline void sbx_store_finalizep(sqlite3_stmt **s)
 #define SBX_JOB_COLUMNS                                                                            \
     "seq, id, task, pool, class, argv, labels, worktree, provider, image, cpus, memory, "          \
     "disk, pids, idle, max_life, state, queued_at, granted_at, ready_at, finished_at, "            \
-    "exit_status, reason, egress_allowed, egress_denied, leases, env, client, isolation"
+    "exit_status, reason, egress_allowed, egress_denied, leases, env, client, isolation, "         \
+    "exec_path"
 int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out);
 
 #endif

@@ -1,0 +1,213 @@
+/* api_list.c - GET /v1/jobs (filters and paging), GET /healthz and GET
+ * /readyz (docs/api.md). Loop thread only. */
+#include <errno.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+
+#include "runner/runner_int.h"
+#include "util/xalloc.h"
+
+#define LIST_DEFAULT 50
+#define LIST_MAX 500
+#define CURSOR_PREFIX "c1."
+
+static const char *const list_params[] = {"state", "pool", "since", "limit", "cursor", NULL};
+
+/* Parses the query into f; 0, or -1 with the one-line reason in msg. */
+static int parse_list_query(const char *query, struct sbx_job_filter *f, char *msg, size_t len)
+{
+    struct evkeyvalq q;
+    struct evkeyval *kv;
+    int rc = -1;
+
+    f->state = -1;
+    f->limit = LIST_DEFAULT;
+    if (query == NULL || query[0] == '\0') {
+        return 0;
+    }
+    if (evhttp_parse_query_str(query, &q) < 0) {
+        snprintf(msg, len, "the query string is malformed");
+        return -1;
+    }
+    TAILQ_FOREACH(kv, &q, next)
+    {
+        const char *k = kv->key, *v = kv->value;
+        char *end = NULL;
+        size_t i = 0;
+
+        while (list_params[i] != NULL && strcmp(list_params[i], k) != 0) {
+            i++;
+        }
+        if (list_params[i] == NULL) {
+            snprintf(msg, len,
+                     "unknown query parameter '%.40s' (allowed: state, pool, since, limit, "
+                     "cursor)",
+                     k);
+            goto out;
+        }
+        for (struct evkeyval *o = TAILQ_FIRST(&q); o != kv; o = TAILQ_NEXT(o, next)) {
+            if (strcmp(o->key, k) == 0) {
+                snprintf(msg, len, "query parameter '%s' is given twice", k);
+                goto out;
+            }
+        }
+        if (strcmp(k, "state") == 0) {
+            int s = -1;
+
+            for (int st = 0; st <= SBX_JOB_INTERRUPTED; st++) {
+                if (strcmp(v, sbx_job_state_name((enum sbx_job_state)st)) == 0) {
+                    s = st;
+                }
+            }
+            if (s < 0) {
+                snprintf(msg, len,
+                         "query 'state' '%.40s': use queued, running, finished, cancelled or "
+                         "interrupted",
+                         v);
+                goto out;
+            }
+            f->state = s;
+        }
+        else if (strcmp(k, "pool") == 0) {
+            if (sbx_pool_parse(v) < 0) {
+                snprintf(msg, len, "query 'pool' '%.40s': use ci or agent", v);
+                goto out;
+            }
+            f->pool = sbx_pool_name((enum sbx_pool)sbx_pool_parse(v));
+        }
+        else if (strcmp(k, "since") == 0) {
+            double s;
+
+            errno = 0;
+            s = strtod(v, &end);
+            if (v[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(s) || s < 0 || s > 1e11) {
+                snprintf(msg, len, "query 'since' '%.40s': use Unix seconds (e.g. 1793491200)", v);
+                goto out;
+            }
+            f->since = (int64_t)llround(s * 1000.0);
+        }
+        else if (strcmp(k, "limit") == 0) {
+            long n;
+
+            errno = 0;
+            n = strtol(v, &end, 10);
+            if (v[0] == '\0' || *end != '\0' || errno != 0 || n < 1 || n > LIST_MAX) {
+                snprintf(msg, len, "query 'limit' '%.40s': use 1-%d", v, LIST_MAX);
+                goto out;
+            }
+            f->limit = (size_t)n;
+        }
+        else { /* cursor */
+            unsigned long long seq;
+
+            errno = 0;
+            if (strncmp(v, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0 ||
+                strspn(v + strlen(CURSOR_PREFIX), "0123456789abcdef") !=
+                    strlen(v + strlen(CURSOR_PREFIX)) ||
+                strlen(v) > strlen(CURSOR_PREFIX) + 16 ||
+                (seq = strtoull(v + strlen(CURSOR_PREFIX), &end, 16)) == 0 || errno != 0 ||
+                seq > INT64_MAX) {
+                snprintf(msg, len, "query 'cursor': not the next_cursor of an earlier page");
+                goto out;
+            }
+            f->before_seq = (int64_t)seq;
+        }
+    }
+    rc = 0;
+out:
+    evhttp_clear_headers(&q);
+    return rc;
+}
+
+void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
+                             const struct runner_client *who)
+{
+    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    struct sbx_job_filter f = {0};
+    struct sbx_job_rec *recs = NULL;
+    sbx_error_t *err = NULL;
+    json_t *jobs;
+    json_t *next = json_null();
+    size_t n = 0;
+    char msg[256];
+
+    if ((who->scopes & (SBX_SCOPE_READ_OWN | SBX_SCOPE_READ_ALL)) == 0) {
+        runner_reply_error(req, 403, "client '%s' lacks scope 'read-own'", who->name);
+        return;
+    }
+    if (parse_list_query(query, &f, msg, sizeof(msg)) < 0) {
+        runner_reply_error(req, 400, "%s", msg);
+        return;
+    }
+    if ((who->scopes & SBX_SCOPE_READ_ALL) == 0) {
+        f.client = who->name; /* read-own: its own jobs only */
+    }
+    f.limit++; /* one more tells whether a next page exists */
+    if (sbx_store_job_page(r->store, &f, &recs, &n, &err) < 0) {
+        runner_reply_error(req, 500, "%s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        return;
+    }
+    jobs = json_array();
+    for (size_t i = 0; i < n && i + 1 < f.limit; i++) {
+        json_array_append_new(jobs, sbx_job_rec_to_json(&recs[i]));
+    }
+    if (n == f.limit) {
+        char c[48];
+
+        snprintf(c, sizeof(c), CURSOR_PREFIX "%" PRIx64, (uint64_t)recs[n - 2].seq);
+        next = json_string(c);
+    }
+    sbx_job_rec_free_array(recs, n);
+    runner_reply_json(req, 200, json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", next));
+}
+
+/* ---- health ------------------------------------------------------------- */
+
+static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int ready)
+{
+    sbx_error_t *err = NULL;
+    char engine[512] = "";
+    int store_ok = sbx_store_ping(r->store, &err) == 0;
+    int engine_ok = runner_health_engine(r, engine, sizeof(engine)) == 0;
+    json_t *o = json_object();
+    json_t *down = json_array();
+    int draining = 0;
+
+    json_object_set_new(o, "store", json_string(store_ok ? "ok" : sbx_error_msg(err)));
+    json_object_set_new(o, "engine", json_string(engine_ok ? "ok" : engine));
+    if (!store_ok) {
+        json_array_append_new(down, json_string("store"));
+    }
+    if (!engine_ok) {
+        json_array_append_new(down, json_string("engine"));
+    }
+    sbx_error_free(&err);
+    if (ready) {
+        struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+        int stopping;
+
+        pthread_mutex_lock(&r->mu);
+        stopping = r->stopping;
+        pthread_mutex_unlock(&r->mu);
+        draining = snap->draining;
+        sbx_sched_snapshot_free(snap);
+        json_object_set_new(o, "draining", json_boolean(draining || stopping));
+        if (draining || stopping) {
+            json_array_append_new(down, json_string(stopping ? "stopping" : "draining"));
+        }
+    }
+    json_object_set_new(o, "status", json_string(json_array_size(down) == 0 ? "ok" : "down"));
+    json_object_set_new(o, "down", down);
+    runner_reply_json(req, json_array_size(down) == 0 ? 200 : 503, o);
+}
+
+void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready)
+{
+    health_reply(r, req, ready);
+}

@@ -1,0 +1,156 @@
+/* health.c - the engine side of GET /healthz (docs/api.md, "Health"): a
+ * thread lists the default provider's sandboxes by a label none carries every
+ * interval, and keeps the answer. A request reads it and never waits on the
+ * engine: a probe without an answer after 5 s is the engine down. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugin/instance.h"
+#include "runner/runner_int.h"
+#include "util/xalloc.h"
+
+#define HEALTH_SLOW_MS 5000
+
+struct runner_health {
+    struct sbx_runner *r;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int interval_ms;
+    int stop;
+    int64_t in_flight_since; /* ms, 0: no probe running */
+    int64_t done_at;         /* ms of the last answer, 0: none yet */
+    char msg[400];           /* "" ok, else why */
+    struct sbx_open_instance *prov;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void probe_seen(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
+{
+    (void)ud;
+    (void)id;
+    (void)labels;
+    (void)n;
+}
+
+static void probe(struct runner_health *h, char *msg, size_t len)
+{
+    const struct sbx_config *cfg = h->r->cfg;
+    sbx_error_t *err = NULL;
+
+    msg[0] = '\0';
+    if (h->prov == NULL) {
+        h->prov =
+            sbx_instance_open(cfg, h->r->plugin_dir, cfg->provider, SBX_PLUGIN_PROVIDER, &err);
+    }
+    if (h->prov == NULL || sbx_instance_provider(h->prov)->list(h->prov->ctx, "sbx.health", "probe",
+                                                                probe_seen, NULL, &err) < 0) {
+        snprintf(msg, len, "provider '%s': %s", cfg->provider, sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+}
+
+static void *health_main(void *arg)
+{
+    struct runner_health *h = arg;
+    char msg[sizeof(h->msg)];
+
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        struct timespec until;
+        int64_t at;
+
+        h->in_flight_since = mono_ms();
+        pthread_mutex_unlock(&h->mu);
+        probe(h, msg, sizeof(msg));
+        pthread_mutex_lock(&h->mu);
+        h->in_flight_since = 0;
+        h->done_at = mono_ms();
+        memcpy(h->msg, msg, sizeof(h->msg));
+        at = h->done_at + h->interval_ms;
+        until.tv_sec = (time_t)(at / 1000);
+        until.tv_nsec = (long)(at % 1000) * 1000000;
+        while (!h->stop && mono_ms() < at) {
+            pthread_cond_timedwait(&h->cv, &h->mu, &until);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err)
+{
+    struct runner_health *h = xcalloc(1, sizeof(*h));
+    pthread_condattr_t ca;
+
+    h->r = r;
+    h->interval_ms = interval_ms;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&h->th, NULL, health_main, h) != 0) {
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
+        free(h);
+        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the health thread");
+    }
+    r->health = h;
+    return 0;
+}
+
+void runner_health_free(struct sbx_runner *r)
+{
+    struct runner_health *h = r->health;
+
+    if (h == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&h->mu);
+    h->stop = 1;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(h->th, NULL); /* a probe in flight ends within the provider's timeout */
+    if (h->prov != NULL) {
+        sbx_instance_close(h->prov);
+    }
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
+    free(h);
+    r->health = NULL;
+}
+
+int runner_health_engine(struct sbx_runner *r, char *why, size_t len)
+{
+    struct runner_health *h = r->health;
+    int64_t now = mono_ms();
+    int rc = -1;
+
+    if (h == NULL) {
+        snprintf(why, len, "the engine probe is not running");
+        return -1;
+    }
+    pthread_mutex_lock(&h->mu);
+    if (h->in_flight_since != 0 && now - h->in_flight_since > HEALTH_SLOW_MS) {
+        snprintf(why, len, "provider '%s': no answer for %lld s", r->cfg->provider,
+                 (long long)((now - h->in_flight_since) / 1000));
+    }
+    else if (h->done_at == 0) {
+        snprintf(why, len, "provider '%s': the first probe has not answered yet", r->cfg->provider);
+    }
+    else {
+        snprintf(why, len, "%s", h->msg);
+        rc = h->msg[0] ? -1 : 0;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
