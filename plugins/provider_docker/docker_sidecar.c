@@ -1,5 +1,5 @@
 /* docker_sidecar.c - a per-sandbox Docker daemon for Testcontainers
- * (ADR 0287 decision 5; DESIGN.md "Decisions already taken" and "Egress
+ * (ADR 0287 decision 5; docs/architecture.md "Decisions taken" and "Egress
  * topology"). The daemon runs in a sidecar container that joins the
  * sandbox's loopback-only network namespace; its unix socket sits in a
  * per-sandbox host directory mounted in both; it is removed with the

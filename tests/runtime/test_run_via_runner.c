@@ -1,4 +1,4 @@
-/* test_run_via_runner.c - DESIGN.md "One implementation": with runner.listen
+/* test_run_via_runner.c - docs/architecture.md "One implementation": with runner.listen
  * set, `sbx run` is a runner job (output streamed, the command's exit
  * status), a runner that is down fails with 125 and nothing runs here, and
  * `sbx exec` / `sbx task` refuse instead of falling back. */

@@ -1,4 +1,4 @@
-/* test_units.c - sizes, CPUs, durations (DESIGN.md, Units). */
+/* test_units.c - sizes, CPUs, durations (docs/architecture.md, Units). */
 #include "test_common.h"
 
 #include "util/units.h"

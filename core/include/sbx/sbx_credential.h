@@ -1,7 +1,7 @@
 /* sbx_credential.h - credential source ops (SDK, plugin ABI v1).
  *
  * The runner holds the machine identity; a credential plugin turns a task's
- * scope into a lease of environment values (DESIGN.md, Credentials). Lease
+ * scope into a lease of environment values (docs/architecture.md, Credentials). Lease
  * memory is owned by the core: the plugin adds values with
  * host->lease_add_secret() and the core zeroes them when the lease is freed.
  * Secret values never reach logs, Lua, the store, or disk.

@@ -50,7 +50,7 @@ enum sbx_provider_flags {
 #define SBX_SANDBOX_INOTIFY_INSTANCES 128
 #define SBX_SANDBOX_INOTIFY_WATCHES 65536
 
-/* Limits of one sandbox (DESIGN.md, Units): bytes, CPUs, seconds. */
+/* Limits of one sandbox (docs/architecture.md, Units): bytes, CPUs, seconds. */
 struct sbx_limits {
     double cpus;
     int64_t memory;

@@ -7,7 +7,7 @@
 #include "config/config.h"
 #include "util/error.h"
 
-/* Exit status (DESIGN.md, Interfaces). */
+/* Exit status (docs/architecture.md, Interfaces). */
 enum sbx_exit {
     SBX_EXIT_OK = 0,
     SBX_EXIT_FAIL = 1,

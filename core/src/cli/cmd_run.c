@@ -273,7 +273,7 @@ static void wait_job_end(struct sbx_config *cfg, const char *id)
     free(path);
 }
 
-/* With runner.listen set, `sbx run` is a job of the runner (DESIGN.md, One
+/* With runner.listen set, `sbx run` is a job of the runner (docs/architecture.md, One
  * implementation): pools and caps always apply, and a runner that is down
  * fails the run with 125; it never falls back to running here. The output
  * comes back in frames, stdout and stderr apart, as in embedded mode. */

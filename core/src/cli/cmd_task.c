@@ -1,5 +1,5 @@
 /* cmd_task.c - `sbx task start|end|list`: tasks that hold one sandbox across
- * many commands (DESIGN.md, Tasks). */
+ * many commands (docs/architecture.md, Tasks). */
 #include <dirent.h>
 #include <getopt.h>
 #include <jansson.h>

@@ -13,7 +13,7 @@
 #include "util/units.h"
 #include "util/xalloc.h"
 
-/* The built-in instances every configuration has (DESIGN.md, Names). A
+/* The built-in instances every configuration has (docs/architecture.md, Names). A
  * configured instance of the same name replaces its built-in. */
 static const struct {
     const char *name;

@@ -15,7 +15,7 @@
 
 #define SBX_SYSTEM_CONFIG "/etc/sbx/sbx.conf"
 
-/* Defaults of DESIGN.md (Config keys). */
+/* Defaults of docs/architecture.md (Config keys). */
 #define SBX_DEFAULT_CPUS 2.0
 #define SBX_DEFAULT_MEMORY (8LL << 30)
 #define SBX_DEFAULT_DISK (40LL << 30)

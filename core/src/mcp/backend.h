@@ -3,7 +3,7 @@
  * sbx_task_start/exec/end (sandbox/task.h), like `sbx run`; "runner" (when
  * `runner.listen` is set) sends the same calls to `sbx serve`'s API, and a
  * runner that does not answer fails the call with the reason: it never falls
- * back to embedded (DESIGN.md, One implementation). Both return the same job
+ * back to embedded (docs/architecture.md, One implementation). Both return the same job
  * object (docs/mcp.md). */
 #ifndef SBX_MCP_BACKEND_H
 #define SBX_MCP_BACKEND_H

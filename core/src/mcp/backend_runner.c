@@ -1,6 +1,6 @@
 /* backend_runner.c - the MCP tools when `runner.listen` is set: every call
  * goes to `sbx serve` over its API (docs/api.md), so pools, caps and policy
- * always apply (DESIGN.md, One implementation). A runner that does not
+ * always apply (docs/architecture.md, One implementation). A runner that does not
  * answer fails the call with the reason; nothing falls back to running in
  * this process. Output is read in frames (stdout and stderr apart) into the
  * same capped buffers as the embedded backend, and the job object has the

@@ -1,5 +1,5 @@
 /* loader.c - dlopen a plugin and refuse it, with one clear line, unless it
- * passes every ABI v1 check (DESIGN.md, Plugin ABI). */
+ * passes every ABI v1 check (docs/architecture.md, Plugin ABI). */
 #include "plugin/loader.h"
 
 #include <dlfcn.h>

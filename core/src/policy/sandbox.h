@@ -1,7 +1,7 @@
 /* sandbox.h - one capped Lua 5.4 state for policy scripts (internal).
  *
  * A state opens only base, table, string, math and utf8, drops the dangerous
- * functions (DESIGN.md "Lua"), caps its memory in the allocator (which
+ * functions (docs/architecture.md "Lua"), caps its memory in the allocator (which
  * returns NULL past the cap) and runs every chunk under an instruction budget
  * and a monotonic deadline that a script cannot catch with pcall. Each run
  * gets a fresh _ENV whose reads fall through to a read-only allow-list;

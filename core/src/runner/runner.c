@@ -298,7 +298,7 @@ void runner_schedule(struct sbx_runner *r)
     }
 }
 
-/* Policy decides a job when it is submitted (DESIGN.md): its slot class
+/* Policy decides a job when it is submitted (docs/architecture.md): its slot class
  * (unless the request names one) and its limits, which size its slot. A
  * policy error refuses the job (fail closed). */
 static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,

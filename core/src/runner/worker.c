@@ -362,7 +362,7 @@ static void *worker_main(void *arg)
             j->executing = 0;
             pthread_mutex_unlock(&r->mu);
             if (rc < 0) {
-                /* as `sbx run` (DESIGN.md, Exit status): a command that cannot
+                /* as `sbx run` (docs/architecture.md, Exit status): a command that cannot
                  * be executed is 126, one not found 127; other failures have
                  * no exit status (125 for the client) */
                 status = err && err->code == SBX_E_NOEXEC  ? 126

@@ -1,4 +1,4 @@
-/* owner.h - who owns a sandbox (DESIGN.md, Labels): the owning process as
+/* owner.h - who owns a sandbox (docs/architecture.md, Labels): the owning process as
  * boot id, pid and start time. A sandbox is an orphan only when its owner is
  * provably gone: another boot, or no live process with that pid and start
  * time. */

@@ -1,5 +1,5 @@
 /* task.h - one task: one fresh sandbox for its whole life, its commands are
- * execs inside it (DESIGN.md, Tasks). Used in-process by `sbx run` and by the
+ * execs inside it (docs/architecture.md, Tasks). Used in-process by `sbx run` and by the
  * per-task keeper behind `sbx task start` / `sbx exec`. */
 #ifndef SBX_SANDBOX_TASK_H
 #define SBX_SANDBOX_TASK_H
@@ -154,7 +154,7 @@ void sbx_task_stop(struct sbx_task *t, const char *reason);
  * frees the task. Always frees; returns -1 when cleanup failed. When
  * record is not NULL it receives the final record. */
 int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_error_t **err);
-/* The record of DESIGN.md (Records). */
+/* The record of docs/architecture.md (Records). */
 json_t *sbx_task_record(struct sbx_task *t, const char *state);
 int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err);
 /* The timer thread (task.c): maximum lifetime, idle, lease renewal. */

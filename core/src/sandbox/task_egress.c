@@ -1,4 +1,4 @@
-/* task_egress.c - a task's egress socket (DESIGN.md, Egress topology): wiring it at
+/* task_egress.c - a task's egress socket (docs/architecture.md, Egress topology): wiring it at
  * start, again after a runner restart, the job its log lines carry, its counters. */
 #include "sandbox/task_egress.h"
 

@@ -10,7 +10,7 @@
  * busy timeout (5 s) serialises them.
  *
  * Times are milliseconds since the Unix epoch (0 = not yet); JSON records
- * carry seconds as numbers (DESIGN.md, Units).
+ * carry seconds as numbers (docs/architecture.md, Units).
  */
 #ifndef SBX_STORE_STORE_H
 #define SBX_STORE_STORE_H
@@ -69,7 +69,7 @@ struct sbx_job_rec {
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
-/* The record as DESIGN.md "Records": id, task, pool, class, provider, image,
+/* The record as docs/architecture.md "Records": id, task, pool, class, provider, image,
  * state, limits, created_at, started_at (slot granted), ended_at,
  * exit_status, reason, egress {allowed, denied}, credential_leases; plus
  * argv, labels, worktree, env_names (the names of env, never the values) and

@@ -1,4 +1,4 @@
-/* units.h - sizes, CPUs and durations as DESIGN.md fixes them.
+/* units.h - sizes, CPUs and durations as docs/architecture.md fixes them.
  * Sizes: binary suffixes K, M, G, T (also Ki/KiB...); "8G" = 8589934592.
  * CPUs: decimals ("2.0", "0.5"). Durations: s, m, h, d, combinable ("1h30m");
  * a bare number is seconds. */
