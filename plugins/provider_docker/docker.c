@@ -46,6 +46,12 @@ static const struct sbx_option options[] = {
      "the sandbox's seccomp profile: sbx (the engine's default minus socket families and "
      "io_uring, docs/operations.md), default (the engine's own) or an absolute path to a "
      "profile (JSON)"},
+    {"worktree_idmap", SBX_OPT_STRING, "auto", 0,
+     "auto (an idmapped worktree when the engine remaps users, else a plain bind mount with a "
+     "warning), required (refuse the task instead) or off (always a plain bind mount)"},
+    {"userns_remap_user", SBX_OPT_STRING, "dockremap", 0,
+     "the engine's userns-remap user: the first ids of its /etc/subuid and /etc/subgid ranges "
+     "are the sandbox's root"},
     SBX_OPTIONS_END,
 };
 
@@ -139,7 +145,8 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
-    if (dk_sidecar_init(c, err) < 0 || dk_seccomp_init(c, err) < 0) {
+    if (dk_sidecar_init(c, err) < 0 || dk_seccomp_init(c, err) < 0 ||
+        dk_worktree_init(c, err) < 0) {
         free_ctx(c);
         return -1;
     }
@@ -177,7 +184,8 @@ json_t *dk_bind_mount(const char *src, const char *dst, int ro)
                      "ReadOnly", ro);
 }
 
-static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, sbx_error_t **err)
+static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
+                           const char *workspace, sbx_error_t **err)
 {
     json_t *labels = json_object();
     json_t *env = json_array();
@@ -203,8 +211,8 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s, s
         json_array_append_new(env, json_string(kv));
         free(kv);
     }
-    if (s->worktree != NULL) {
-        json_array_append_new(mounts, dk_bind_mount(s->worktree, "/workspace", 0));
+    if (workspace != NULL) {
+        json_array_append_new(mounts, dk_bind_mount(workspace, "/workspace", 0));
     }
     for (size_t i = 0; i < s->n_mounts; i++) {
         json_array_append_new(mounts, dk_bind_mount(s->mounts[i].host, s->mounts[i].path, 1));
@@ -273,13 +281,13 @@ static int valid_name(const char *s)
     return 1;
 }
 
-
 static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err);
 
-static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *id_out,
-                            size_t id_size, sbx_error_t **err)
+/* Creates and starts the container; on failure removes what it made. */
+static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
+                            const char *workspace, char *id_out, size_t id_size,
+                            sbx_error_t **err)
 {
-    struct dk_ctx *c = ctx;
     json_t *body;
     json_t *reply = NULL;
     json_t *warnings;
@@ -287,13 +295,9 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
     char path[256];
     const char *id;
 
-    if (!valid_name(s->task_id)) {
-        return c->host->error_set(err, SBX_E_USAGE, "docker: task id '%s' is not a valid name",
-                                  s->task_id ? s->task_id : "");
-    }
     snprintf(path, sizeof(path), "/containers/create?name=sbx-%s", s->task_id);
     for (int attempt = 0;; attempt++) {
-        body = create_body(c, s, err);
+        body = create_body(c, s, workspace, err);
         if (body == NULL) {
             return -1;
         }
@@ -336,7 +340,7 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         c->host->error_set(err, SBX_E_ENGINE, "docker: the engine dropped a limit: %s",
                            json_string_value(json_array_get(warnings, 0)) ?: "?");
         json_decref(reply);
-        cb_docker_destroy(ctx, id_out, NULL);
+        cb_docker_destroy(c, id_out, NULL);
         return -1;
     }
     json_decref(reply);
@@ -349,7 +353,7 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
                                dk_reply_message(reply));
         }
         json_decref(reply);
-        cb_docker_destroy(ctx, id_out, NULL);
+        cb_docker_destroy(c, id_out, NULL);
         return -1;
     }
     json_decref(reply);
@@ -366,7 +370,30 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
         }
     }
     if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
-        cb_docker_destroy(ctx, id_out, NULL);
+        cb_docker_destroy(c, id_out, NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *id_out,
+                            size_t id_size, sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+    const char *workspace = NULL;
+    int viewed = 0;
+
+    if (!valid_name(s->task_id)) {
+        return c->host->error_set(err, SBX_E_USAGE, "docker: task id '%s' is not a valid name",
+                                  s->task_id ? s->task_id : "");
+    }
+    if (dk_worktree_source(c, s, &workspace, &viewed, err) < 0) {
+        return -1;
+    }
+    if (create_container(c, s, workspace, id_out, id_size, err) < 0) {
+        if (viewed) {
+            dk_worktree_release(s->view_dir);
+        }
         return -1;
     }
     return 0;
@@ -483,6 +510,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
     dk_disk_describe(c, info->disk_limit, sizeof(info->disk_limit));
     dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
     snprintf(info->seccomp, sizeof(info->seccomp), "%s", c->seccomp_desc);
+    dk_worktree_describe(c, info->worktree, sizeof(info->worktree));
     return 0;
 }
 
@@ -490,7 +518,7 @@ static const struct sbx_provider_ops provider_docker_ops = {
     /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
              SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR |
-             SBX_PROVIDER_ENFORCES_USERNS,
+             SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,

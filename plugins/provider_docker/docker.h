@@ -54,6 +54,18 @@ struct dk_ctx {
     char **sidecar_images; /* host engine images loaded into each sidecar, or NULL */
     char *seccomp;         /* "seccomp=<profile JSON>" for the sandbox, or NULL (engine's) */
     char seccomp_desc[160]; /* what sbx info shows */
+    /* the worktree (docker_worktree.c, docs/tasks.md) */
+    int wt_mode;       /* DK_WT_*: option worktree_idmap */
+    unsigned wt_uid;   /* the sandbox's root on the host: the remap user's first */
+    unsigned wt_gid;   /* ids in /etc/subuid and /etc/subgid */
+    char wt_why[256];  /* why idmapped worktrees cannot work on this box, or "" */
+    char wt_fix[128];  /* what fixes that */
+};
+
+enum {
+    DK_WT_AUTO = 1,     /* idmapped when the engine remaps users and it works, else plain */
+    DK_WT_REQUIRED = 2, /* idmapped or the task is refused */
+    DK_WT_OFF = 3,      /* always a plain bind mount */
 };
 
 enum {
@@ -113,6 +125,27 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
 int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err);
 /* The isolation a sidecar runs with (struct sbx_provider_info.sidecar). */
 void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size);
+/* docker_worktree.c */
+int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err);
+/* Where the probe reads the remap range and sbx's capabilities. */
+struct dk_probe_files {
+    const char *subuid; /* /etc/subuid */
+    const char *subgid; /* /etc/subgid */
+    const char *status; /* /proc/self/status */
+};
+/* Sets c->wt_why and c->wt_fix when idmapped worktrees cannot work on this
+ * box (c->userns, c->remap_uid/gid and c->socket set), else the range in
+ * c->wt_uid/wt_gid. */
+int dk_worktree_probe(struct dk_ctx *c, const char *user, const struct dk_probe_files *f);
+/* The host path to bind at /workspace: the idmapped view (mounted now on
+ * s->view_dir; *viewed = 1) or the worktree itself; -1 when worktree_idmap =
+ * required and no view can be made. */
+int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const char **src,
+                       int *viewed, sbx_error_t **err);
+void dk_worktree_release(const char *view);
+/* Which applies, for struct sbx_provider_info.worktree. */
+void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size);
+
 /* docker.c */
 json_t *dk_strv_json(const char *const *v);
 json_t *dk_bind_mount(const char *src, const char *dst, int ro);

@@ -5,7 +5,7 @@
 // starts the engine), and tests/mcp/node_modules (npm ci --prefix tests/mcp).
 // Talks only to the child it starts and to the engine's unix socket.
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,13 +31,14 @@ if (!host.startsWith('unix://') || !sbx) {
 const socketPath = host.slice('unix://'.length);
 const state = mkdtempSync(join(tmpdir(), 'sbx-mcp-test-'));
 let serverStderr = '';
-// the project sbx mcp runs in (its cwd): worktrees must be inside it; readable
-// by the sandbox's remapped root
+// the project sbx mcp runs in (its cwd): worktrees must be inside it; owned
+// by an unprivileged uid, whom the idmapped worktree makes root inside
 const project = mkdtempSync(join(tmpdir(), 'sbx-mcp-project-'));
 mkdirSync(join(project, 'wt'));
 writeFileSync(join(project, 'wt', 'hello.txt'), 'from the worktree\n');
 chmodSync(project, 0o755);
-chmodSync(join(project, 'wt'), 0o777);
+chownSync(join(project, 'wt'), 1000, 1000);
+chownSync(join(project, 'wt', 'hello.txt'), 1000, 1000);
 
 /* Containers carrying an sbx.task label on the test engine. */
 function sandboxes() {
@@ -178,9 +179,11 @@ async function main() {
 
     // a worktree inside the project is mounted; anything else of the host is refused
     r = await client.callTool({ name: 'sandbox_run', arguments: {
-        worktree: 'wt', argv: ['cat', '/workspace/hello.txt'] } });
+        worktree: 'wt', argv: ['sh', '-c', 'cat hello.txt; stat -c %u .; echo m > made'] } });
     assert.notEqual(r.isError, true, text(r));
-    assert.equal(r.structuredContent.stdout, 'from the worktree\n');
+    assert.equal(r.structuredContent.stdout, 'from the worktree\n0\n');
+    assert.equal(lstatSync(join(project, 'wt', 'made')).uid, 1000, 'owned by the worktree\'s owner');
+    assert.equal(readFileSync(join(project, 'wt', 'made'), 'utf8'), 'm\n');
     r = await client.callTool({ name: 'sandbox_run', arguments: { worktree: '/etc', argv: ['true'] } });
     assert.equal(r.isError, true);
     assert.match(text(r), /outside the project/);

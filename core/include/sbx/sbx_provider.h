@@ -40,6 +40,7 @@ enum sbx_provider_flags {
     SBX_PROVIDER_ENFORCES_MEMORY = 1u << 9,  /* the memory limit */
     SBX_PROVIDER_ENFORCES_PIDS = 1u << 10,   /* the pids limit */
     SBX_PROVIDER_ENFORCES_USERNS = 1u << 11, /* root in the sandbox is not root of the host */
+    SBX_PROVIDER_WORKTREE_VIEW = 1u << 12,   /* may mount a view of the worktree on view_dir */
 };
 
 /* (added) Per-sandbox caps of the kernel's per-user inotify counters, which
@@ -100,12 +101,19 @@ struct sbx_sandbox_spec {
      * NULL when the provider lacks SBX_PROVIDER_DOCKER_SIDECAR. */
     int docker_sidecar;
     const char *docker_dir;
-    /* (added, last) A host directory holding the socket the core listens on
+    /* (added) A host directory holding the socket the core listens on
      * for the sandbox's exec agent (SBX_AGENT_DIR "/host.sock" inside, from
      * sbx/sbx_agent_proto.h); a provider that starts the egress relay mounts
      * it read-only at SBX_AGENT_DIR and starts the relay with
      * `--agent SBX_AGENT_DIR/host.sock`. NULL: no agent. */
     const char *agent_dir;
+    /* (added, last) For idmapped worktrees (docs/tasks.md): an empty host directory
+     * (mode 0700, <state>/tasks/<task>/workspace) on which a provider with
+     * SBX_PROVIDER_WORKTREE_VIEW may mount its own view of the worktree (an
+     * idmapped mount) and bind that view instead of the worktree. The core
+     * unmounts whatever is mounted there when the task ends, and sweeps it
+     * when the task's owner is gone. NULL without a worktree or the flag. */
+    const char *view_dir;
 };
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
@@ -171,6 +179,9 @@ struct sbx_provider_info {
      * ops.flags declares holds. The core zeroes the struct before info(), so a
      * provider built against the older header reports 0. */
     uint32_t flags_off;
+    /* Added after flags_off: how a worktree reaches /workspace, e.g. "idmapped: its owner
+     * is root inside (host 100000:100000) (auto)"; "" when not reported. */
+    char worktree[256];
 };
 
 struct sbx_provider_ops {

@@ -98,6 +98,8 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                                                                  : json_null());
         json_object_set_new(j, "seccomp",
                             info.seccomp[0] ? json_string(info.seccomp) : json_null());
+        json_object_set_new(j, "worktree", info.worktree[0] ? json_string(info.worktree)
+                                                            : json_null());
         sbx_caps_describe(oi, &info, &cfg->limits, j, isolation, sizeof(isolation));
         sbx_caps_text(sbx_caps_wanted(&cfg->limits) &
                           ~sbx_caps_enforced(sbx_instance_provider(oi)->flags, &info) &
@@ -132,6 +134,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
             printf("sidecar:     %s\n", info.sidecar[0] ? info.sidecar : "none");
             printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
             printf("isolation:   %s\n", isolation);
+            printf("worktree:    %s\n", info.worktree[0] ? info.worktree : "plain bind mount");
         }
         else {
             printf("engine:      unreachable: %s\n", sbx_error_msg(err));

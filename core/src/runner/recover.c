@@ -9,6 +9,8 @@
 #include "plugin/instance.h"
 #include "runner/runner_int.h"
 #include "sandbox/owner.h"
+#include "sandbox/statedir.h"
+#include "sandbox/view.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -257,6 +259,17 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
         destroy_orphans(p.inst[i], "sbx.owner", NULL, keep, rec.n_adopt);
     }
     free(keep);
+    {
+        /* worktree views of the tasks not re-adopted (theirs now name this runner) */
+        sbx_error_t *e = NULL;
+        char *state = sbx_state_dir(r->cfg->state_dir, &e);
+
+        if (state != NULL) {
+            sbx_view_sweep(state);
+        }
+        sbx_error_free(&e);
+        free(state);
+    }
     for (size_t i = 0; i < rec.n_queued; i++) {
         struct sbx_job_rec *q = &rec.queued[i];
         struct rjob *j = job_from_rec(q);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox/view.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -112,10 +113,17 @@ void sbx_task_dir_remove(const char *state, const char *task)
     cleanup_free char *docker = xasprintf("%s/docker", dir);
     cleanup_free char *egress = xasprintf("%s/egress", dir);
     cleanup_free char *egress_sock = xasprintf("%s/egress/proxy.sock", dir);
+    cleanup_free char *rules = xasprintf("%s/egress.rules", dir);
+    cleanup_free char *agent = xasprintf("%s/agent", dir);
+    cleanup_free char *agent_sock = xasprintf("%s/agent/host.sock", dir);
 
+    sbx_view_release(dir); /* before anything else: never remove through a view */
     unlink(rec);
     unlink(sock);
     unlink(egress_sock);
+    unlink(rules);
+    unlink(agent_sock);
+    rmdir(agent);
     rmdir(docker);
     rmdir(egress);
     if (rmdir(dir) < 0 && errno != ENOENT) {

@@ -2,6 +2,7 @@
  *
  *   <state>/tasks/<task>/task.json   the task record (no secret, ever)
  *   <state>/tasks/<task>/keeper.sock the task keeper's socket (mode 0600)
+ *   <state>/tasks/<task>/workspace   the provider's view of the worktree (view.h)
  *   <state>/slots/<n>.lock           box.max_sandboxes across processes; the
  *                                    holder's owner and memory (admit.h)
  *   <state>/slots/admit.lock         taken while admitting (admit.h)

@@ -15,6 +15,7 @@
 #include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
+#include "sandbox/view.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/units.h"
@@ -100,6 +101,9 @@ int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state)
     }
     free(r.ids);
     free(r.tasks);
+    if (state != NULL) {
+        sbx_view_sweep(state); /* the views of tasks whose owner is gone */
+    }
     return removed;
 }
 

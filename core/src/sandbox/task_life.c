@@ -20,6 +20,7 @@
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
 #include "sandbox/task_egress.h"
+#include "sandbox/view.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -94,21 +95,6 @@ static void narrow_limits(struct sbx_limits *cap, const struct sbx_limits *want)
     if (want->max > 0 && want->max < cap->max) {
         cap->max = want->max;
     }
-}
-
-static int check_worktree(const char *w, char **out, sbx_error_t **err)
-{
-    char *real = realpath(w, NULL);
-
-    if (real == NULL) {
-        return sbx_error_set(err, SBX_E_USAGE, "--worktree %s: %s", w, strerror(errno));
-    }
-    if (strcmp(real, "/") == 0) {
-        free(real);
-        return sbx_error_set(err, SBX_E_USAGE, "--worktree /: refusing to mount the host root");
-    }
-    *out = real;
-    return 0;
 }
 
 /* Policy decides the limits, the egress allow-list and the slot class; any
@@ -306,6 +292,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     time_t now = time(NULL);
     const char *provider = o->provider ? o->provider : cfg->provider;
     cleanup_free char *docker_dir = NULL;
+    cleanup_free char *view_dir = NULL;
     cleanup_free char *relay = NULL;
 
     task_init(t, cfg, o);
@@ -325,11 +312,11 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_task_id_new(t->id, sizeof(t->id));
     }
     snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
-    if (o->worktree != NULL && check_worktree(o->worktree, &t->worktree, err) < 0) {
-        goto fail;
-    }
     t->state = sbx_state_dir(cfg->state_dir, err);
     if (t->state == NULL) {
+        goto fail;
+    }
+    if (o->worktree != NULL && sbx_worktree_check(o->worktree, t->state, &t->worktree, err) < 0) {
         goto fail;
     }
     t->dir = sbx_task_dir(t->state, t->id);
@@ -399,6 +386,15 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
+    if (t->worktree != NULL &&
+        (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
+        /* where the provider may mount its view of the worktree (view.h) */
+        view_dir = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
+        sbx_view_release(t->dir);
+        if (sbx_mkdirs(view_dir, 0700, err) < 0) {
+            goto fail;
+        }
+    }
     if (admit(t, o, err) < 0) {
         goto fail;
     }
@@ -440,6 +436,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .docker_sidecar = o->docker_sidecar,
             .docker_dir = docker_dir,
             .agent_dir = t->agent_dir,
+            .view_dir = view_dir,
         };
 
         while (t->egress_allow[spec.n_egress_allow] != NULL) {
@@ -595,6 +592,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         sbx_error_free(&e);
         r = -1;
     }
+    sbx_view_release(t->dir); /* the sandbox is gone: its view of the worktree too */
     if (t->have_lease) {
         if (sbx_instance_credential(t->cred)->revoke(t->cred->ctx, &t->lease, &e) < 0) {
             sbx_error_log("task %s: revoking credential lease %s: %s", t->id, t->lease.id,
@@ -683,6 +681,8 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     if (t->prov == NULL) {
         goto fail;
     }
+    /* this process owns the task now: sweeps keep its view of the worktree */
+    sbx_task_record_reown(t->dir);
     if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, &caps_err) < 0) {
         /* the sandbox exists: keep it, and its record says what is missing */
         sbx_warn("task %s: %s", t->id, sbx_error_msg(caps_err));
