@@ -27,10 +27,10 @@ struct dk_watch {
 struct dk_ctx {
     const struct sbx_host_api *host;
     const struct sbx_options *opts;
-    char *socket;      /* unix socket path */
-    char api[16];      /* negotiated, e.g. "v1.41" */
-    char engine[128];  /* "docker 20.10.24 (API 1.41)" */
-    int userns;        /* 1 when the engine remaps users */
+    char *socket;     /* unix socket path */
+    char api[16];     /* negotiated, e.g. "v1.41" */
+    char engine[128]; /* "docker 20.10.24 (API 1.41)" */
+    int userns;       /* 1 when the engine remaps users */
     char storage_driver[64];
     char backing_fs[64];
     /* the disk cap (docker_disk.c) */
@@ -42,24 +42,25 @@ struct dk_ctx {
     int disk_counts_image;    /* btrfs, zfs: the quota counts the image's bytes */
     int64_t disk_interval;    /* seconds between watchdog measurements */
     struct dk_watch *watches; /* sandboxes the watchdog measures, most recent first */
-    char **cap_add;    /* capabilities kept */
-    unsigned remap_uid; /* host uid of container root under userns-remap, else 0 */
+    char **cap_add;           /* capabilities kept */
+    unsigned remap_uid;       /* host uid of container root under userns-remap, else 0 */
     unsigned remap_gid;
     /* the Docker sidecar (docker_sidecar.c, docs/testcontainers.md) */
-    int sidecar;          /* option docker_sidecar: every sandbox gets one */
+    int sidecar; /* option docker_sidecar: every sandbox gets one */
     char *sidecar_image;
-    int sidecar_rootless; /* 1 rootless inner daemon, 0 rootful (cgroup remount) */
-    int64_t sidecar_data; /* tmpfs bytes for the inner data root */
+    int sidecar_rootless;    /* 1 rootless inner daemon, 0 rootful (cgroup remount) */
+    int64_t sidecar_data;    /* tmpfs bytes for the inner data root */
     int64_t sidecar_timeout; /* seconds to wait for the inner daemon */
-    char **sidecar_images; /* host engine images loaded into each sidecar, or NULL */
-    char *seccomp;         /* "seccomp=<profile JSON>" for the sandbox, or NULL (engine's) */
-    char seccomp_desc[160]; /* what sbx info shows */
+    char **sidecar_images;   /* host engine images loaded into each sidecar, or NULL */
+    char *seccomp;           /* "seccomp=<profile JSON>" for the sandbox, or NULL (engine's) */
+    char seccomp_desc[160];  /* what sbx info shows */
     /* the worktree (docker_worktree.c, docs/tasks.md) */
-    int wt_mode;       /* DK_WT_*: option worktree_idmap */
-    unsigned wt_uid;   /* the sandbox's root on the host: the remap user's first */
-    unsigned wt_gid;   /* ids in /etc/subuid and /etc/subgid */
-    char wt_why[256];  /* why idmapped worktrees cannot work on this box, or "" */
-    char wt_fix[128];  /* what fixes that */
+    int wt_mode;      /* DK_WT_*: option worktree_idmap */
+    unsigned wt_uid;  /* the sandbox's root on the host: the remap user's first */
+    unsigned wt_gid;  /* ids in /etc/subuid and /etc/subgid */
+    char wt_why[256]; /* why idmapped worktrees cannot work on this box, or "" */
+    char wt_fix[128]; /* what fixes that */
+    int wt_pin;       /* a plain worktree goes through a pinned view (dk_pinned_bind) */
 };
 
 enum {
@@ -74,8 +75,8 @@ enum {
 };
 
 /* docker_api.c */
-int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body,
-               long *status, json_t **reply, sbx_error_t **err);
+int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body, long *status,
+               json_t **reply, sbx_error_t **err);
 /* The engine's error message from a reply body, or the status text. */
 const char *dk_reply_message(json_t *reply);
 int dk_negotiate(struct dk_ctx *c, sbx_error_t **err);
@@ -171,8 +172,8 @@ int dk_disk_check(void *ctx, const char *id, int after_exec, sbx_error_t **err);
 void dk_disk_forget(struct dk_ctx *c, const char *id);
 
 /* docker_exec.c */
-int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
-            struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err);
+int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
+            int *exit_status, sbx_error_t **err);
 void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl);
 
 #endif

@@ -267,8 +267,11 @@ out:
     return fd;
 }
 
-int dk_idmap_mount(const char *src, const char *view, unsigned host_uid, unsigned host_gid,
-                   char *why, size_t n)
+/* Mounts a clone of the directory src, opened once and checked to still be
+ * the canonical path src, on view; idmapped (src's owner to host_uid/gid)
+ * when idmap is set. */
+static int view_mount(const char *src, const char *view, int idmap, unsigned host_uid,
+                      unsigned host_gid, char *why, size_t n)
 {
     struct dk_mount_attr attr = {.attr_set = MOUNT_ATTR_IDMAP};
     char fdpath[64];
@@ -304,9 +307,11 @@ int dk_idmap_mount(const char *src, const char *view, unsigned host_uid, unsigne
         snprintf(why, n, "%s changed while it was being mounted (it is now %s)", src, real);
         goto out;
     }
-    ufd = mapping_userns(st.st_uid, st.st_gid, host_uid, host_gid, why, n);
-    if (ufd < 0) {
-        goto out;
+    if (idmap) {
+        ufd = mapping_userns(st.st_uid, st.st_gid, host_uid, host_gid, why, n);
+        if (ufd < 0) {
+            goto out;
+        }
     }
     tfd = (int)syscall(SYS_open_tree, dfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
     if (tfd < 0) {
@@ -314,7 +319,7 @@ int dk_idmap_mount(const char *src, const char *view, unsigned host_uid, unsigne
         goto out;
     }
     attr.userns_fd = (unsigned long long)ufd;
-    if (syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+    if (idmap && syscall(SYS_mount_setattr, tfd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
         if (errno == EINVAL) {
             snprintf(why, n,
                      "the filesystem of %s does not support idmapped mounts "
@@ -342,6 +347,17 @@ out:
     close(vfd);
     close(dfd);
     return r;
+}
+
+int dk_idmap_mount(const char *src, const char *view, unsigned host_uid, unsigned host_gid,
+                   char *why, size_t n)
+{
+    return view_mount(src, view, 1, host_uid, host_gid, why, n);
+}
+
+int dk_pinned_bind(const char *src, const char *view, char *why, size_t n)
+{
+    return view_mount(src, view, 0, 0, 0, why, n);
 }
 
 void dk_idmap_release(const char *view)

@@ -23,6 +23,12 @@ int dk_idmap_kernel(char *why, size_t n);
  * the sandbox's root. 0 done, -1 nothing mounted (why). */
 int dk_idmap_mount(const char *src, const char *view, unsigned host_uid, unsigned host_gid,
                    char *why, size_t n);
+/* The same view without the id mapping: a clone of the directory src, opened
+ * once and checked to still be the canonical path src, mounted on view. The
+ * engine then binds view, so a path swapped after the check (a symlink put in
+ * place of a component) cannot change what the sandbox gets. 0 done, -1
+ * nothing mounted (why). */
+int dk_pinned_bind(const char *src, const char *view, char *why, size_t n);
 /* Whether the process serving the unix socket path (the engine) shares our
  * mount namespace, so that it sees a view we mount: 1 yes, 0 no (why), -1
  * cannot tell (why). */

@@ -98,7 +98,38 @@ int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err)
                                   c->host->opt_where(c->opts, "userns_remap_user"),
                                   user ? user : "");
     }
-    return dk_worktree_probe(c, user, &files);
+    if (dk_worktree_probe(c, user, &files) < 0) {
+        return -1;
+    }
+    /* a plain worktree is pinned too where views work at all: open_tree and
+     * move_mount, CAP_SYS_ADMIN, and the engine in our mount namespace */
+    {
+        char why[256];
+
+        c->wt_pin = dk_idmap_kernel(why, sizeof(why)) == 1 &&
+                    dk_cap_effective(files.status, DK_CAP_SYS_ADMIN, why, sizeof(why)) == 1 &&
+                    dk_same_mount_ns(c->socket, why, sizeof(why)) == 1;
+    }
+    return 0;
+}
+
+/* A plain bind mount of the worktree: through a pinned view where the box
+ * allows one, so that the engine binds what was checked, not a path that
+ * may have been swapped since (docs/tasks.md). */
+static int plain_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const char **src,
+                        int *viewed, sbx_error_t **err)
+{
+    char why[512];
+
+    if (!c->wt_pin || s->view_dir == NULL) {
+        return 0;
+    }
+    if (dk_pinned_bind(s->worktree, s->view_dir, why, sizeof(why)) < 0) {
+        return c->host->error_set(err, SBX_E_ENGINE, "docker: worktree %s: %s", s->worktree, why);
+    }
+    *src = s->view_dir;
+    *viewed = 1;
+    return 0;
 }
 
 int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const char **src,
@@ -110,11 +141,15 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
 
     *src = s->worktree;
     *viewed = 0;
-    if (s->worktree == NULL || c->wt_mode == DK_WT_OFF) {
+    if (s->worktree == NULL) {
         return 0;
     }
+    if (c->wt_mode == DK_WT_OFF) {
+        return plain_source(c, s, src, viewed, err);
+    }
     if (!c->userns && c->wt_mode == DK_WT_AUTO) {
-        return 0; /* container root is host root: a plain bind is writable */
+        /* container root is host root: a plain bind is writable */
+        return plain_source(c, s, src, viewed, err);
     }
     snprintf(why, sizeof(why), "%s", c->wt_why);
     if (why[0] == '\0' && s->view_dir == NULL) {
@@ -140,7 +175,7 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
                  "inside and cannot be written there: no idmapped mount (%s); fix: %s, or set "
                  "worktree_idmap = \"off\" (docs/tasks.md)",
                  s->worktree, why, fix);
-    return 0;
+    return plain_source(c, s, src, viewed, err);
 }
 
 void dk_worktree_release(const char *view)

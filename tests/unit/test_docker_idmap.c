@@ -170,6 +170,62 @@ static void test_mount_refusals(void **state)
     free(dir);
 }
 
+/* The plain view: what was checked is what is mounted; a component swapped
+ * for a symlink after the check is refused, never followed (the runner's
+ * worktree re-check and the engine's bind are apart in time). */
+static void test_pinned_bind(void **state)
+{
+    char *dir = test_mkdtemp();
+    char *real = NULL;
+    char *other = NULL;
+    char *sub = NULL;
+    char *view = NULL;
+    char *inner = NULL;
+    char why[512] = "";
+    struct stat st;
+
+    (void)state;
+    assert_true(asprintf(&real, "%s/real", dir) > 0);
+    assert_true(asprintf(&other, "%s/other", dir) > 0);
+    assert_true(asprintf(&sub, "%s/real/sub", dir) > 0);
+    assert_true(asprintf(&view, "%s/view", dir) > 0);
+    assert_int_equal(mkdir(real, 0755), 0);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    assert_int_equal(mkdir(other, 0755), 0);
+    assert_int_equal(mkdir(view, 0700), 0);
+    assert_int_equal(chown(sub, 1000, 1000), 0);
+    free(test_write_file(sub, "mine", "x"));
+    if (dk_pinned_bind(sub, view, why, sizeof(why)) < 0) {
+        fail_msg("pinned bind: %s", why);
+    }
+    assert_true(mounted(view));
+    /* no id mapping: the owner stays 1000, and the file is there */
+    assert_int_equal(stat(view, &st), 0);
+    assert_int_equal(st.st_uid, 1000);
+    assert_true(asprintf(&inner, "%s/mine", view) > 0);
+    assert_int_equal(access(inner, R_OK), 0);
+    dk_idmap_release(view);
+    assert_false(mounted(view));
+    /* real swapped for a symlink to other (with a sub of its own): refused */
+    free(inner);
+    assert_true(asprintf(&inner, "%s/real.moved", dir) > 0);
+    assert_int_equal(rename(real, inner), 0);
+    assert_int_equal(symlink("other", real), 0);
+    free(other);
+    assert_true(asprintf(&other, "%s/other/sub", dir) > 0);
+    assert_int_equal(mkdir(other, 0755), 0);
+    assert_int_equal(dk_pinned_bind(sub, view, why, sizeof(why)), -1);
+    assert_non_null(strstr(why, "changed while it was being mounted"));
+    assert_false(mounted(view));
+    free(real);
+    free(other);
+    free(sub);
+    free(view);
+    free(inner);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A child listening on path, in a mount namespace of its own when newns. */
 static pid_t listener(const char *path, int newns)
 {
@@ -238,7 +294,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_subid_first),       cmocka_unit_test(test_probes),
         cmocka_unit_test(test_mount_and_release), cmocka_unit_test(test_mount_refusals),
-        cmocka_unit_test(test_engine_mount_ns),
+        cmocka_unit_test(test_engine_mount_ns),   cmocka_unit_test(test_pinned_bind),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /* task_opts.h - the options shared by `sbx run`, `sbx task start` and
- * `sbx exec` (DESIGN.md, Tasks). */
+ * `sbx exec` (docs/architecture.md, Tasks). */
 #ifndef SBX_CLI_TASK_OPTS_H
 #define SBX_CLI_TASK_OPTS_H
 
