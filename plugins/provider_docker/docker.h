@@ -4,6 +4,7 @@
 #define SBX_PROVIDER_DOCKER_H
 
 #include <jansson.h>
+#include <sys/types.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -75,6 +76,8 @@ enum {
 };
 
 /* docker_api.c */
+/* The pid of the sandbox's init as the engine reports it (State.Pid), or 0. */
+pid_t dk_init_pid(struct dk_ctx *c, const char *id);
 int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body, long *status,
                json_t **reply, sbx_error_t **err);
 /* The engine's error message from a reply body, or the status text. */

@@ -41,8 +41,8 @@ const char *dk_reply_message(json_t *reply)
 
 /* path is relative to the version prefix ("/containers/json"), or absolute
  * when it starts with "//" (unversioned, for /version). */
-int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body,
-               long *status, json_t **reply, sbx_error_t **err)
+int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *body, long *status,
+               json_t **reply, sbx_error_t **err)
 {
     static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
     struct sbx_http_request req = {0};
@@ -82,8 +82,10 @@ int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *b
         if (resp.body_len > 0) {
             *reply = json_loadb(resp.body, resp.body_len, 0, &jerr);
             if (*reply == NULL && resp.status < 300) {
-                r = c->host->error_set(err, SBX_E_PROTOCOL, "docker %s %s: malformed JSON reply "
-                                       "(%s)", method, path, jerr.text);
+                r = c->host->error_set(err, SBX_E_PROTOCOL,
+                                       "docker %s %s: malformed JSON reply "
+                                       "(%s)",
+                                       method, path, jerr.text);
             }
         }
         if (*reply == NULL && r == 0) {
@@ -159,9 +161,11 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
     }
     use = max > DK_MAX_API_MINOR ? DK_MAX_API_MINOR : max;
     if (use < DK_MIN_API_MINOR || (min > 0 && use < min)) {
-        c->host->error_set(err, SBX_E_ENGINE, "docker engine speaks API %s1.%d; sbx needs "
-                           "1.%d..1.%d", min > 0 ? "from a minimum above it up to " : "up to ",
-                           max, DK_MIN_API_MINOR, DK_MAX_API_MINOR);
+        c->host->error_set(err, SBX_E_ENGINE,
+                           "docker engine speaks API %s1.%d; sbx needs "
+                           "1.%d..1.%d",
+                           min > 0 ? "from a minimum above it up to " : "up to ", max,
+                           DK_MIN_API_MINOR, DK_MAX_API_MINOR);
         json_decref(reply);
         return -1;
     }
@@ -181,7 +185,8 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
         json_t *v;
 
         c->userns = 0;
-        json_array_foreach(sec, i, v) {
+        json_array_foreach(sec, i, v)
+        {
             const char *s = json_string_value(v);
 
             if (s != NULL && strstr(s, "name=userns") != NULL) {
@@ -201,7 +206,8 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
         }
         snprintf(c->storage_driver, sizeof(c->storage_driver), "%s",
                  json_string_value(json_object_get(info, "Driver")) ?: "");
-        json_array_foreach(ds, i, v) {
+        json_array_foreach(ds, i, v)
+        {
             const char *k = json_string_value(json_array_get(v, 0));
 
             if (k != NULL && strcmp(k, "Backing Filesystem") == 0) {
@@ -212,4 +218,24 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
     }
     json_decref(info);
     return 0;
+}
+
+pid_t dk_init_pid(struct dk_ctx *c, const char *id)
+{
+    json_t *reply = NULL;
+    long status = 0;
+    char path[256];
+    sbx_error_t *err = NULL;
+    pid_t pid = 0;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", id);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
+        c->host->error_free(&err);
+        return 0;
+    }
+    if (status == 200) {
+        pid = (pid_t)json_integer_value(json_object_get(json_object_get(reply, "State"), "Pid"));
+    }
+    json_decref(reply);
+    return pid;
 }

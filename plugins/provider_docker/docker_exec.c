@@ -43,27 +43,6 @@ static int inspect_exec(struct dk_ctx *c, const char *eid, int *running, int *co
     return 0;
 }
 
-/* The pid of the sandbox's init as the engine reports it, or 0. */
-static pid_t init_pid(struct dk_ctx *c, const char *id)
-{
-    json_t *reply = NULL;
-    long status = 0;
-    char path[256];
-    sbx_error_t *err = NULL;
-    pid_t pid = 0;
-
-    snprintf(path, sizeof(path), "/containers/%s/json", id);
-    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
-        c->host->error_free(&err);
-        return 0;
-    }
-    if (status == 200) {
-        pid = (pid_t)json_integer_value(json_object_get(json_object_get(reply, "State"), "Pid"));
-    }
-    json_decref(reply);
-    return pid;
-}
-
 static int create_exec(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
                        char *eid, size_t eid_size, sbx_error_t **err)
 {
@@ -130,14 +109,13 @@ static int start_failure(struct dk_ctx *c, const struct dk_demux *d, const char 
         return c->host->error_set(err, SBX_E_NOCMD, "%s: command not found in the sandbox", cmd);
     }
     if (strstr(t, "permission denied") != NULL) {
-        return c->host->error_set(err, SBX_E_NOEXEC, "%s: permission denied (not executable)",
-                                  cmd);
+        return c->host->error_set(err, SBX_E_NOEXEC, "%s: permission denied (not executable)", cmd);
     }
     return c->host->error_set(err, SBX_E_NOEXEC, "%s: cannot be executed: %.200s", cmd, t);
 }
 
-int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
-            struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err)
+int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
+            int *exit_status, sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
     static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
@@ -180,8 +158,10 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
 
         c->host->http_response_free(&resp);
         if (st == 404 || st == 409) {
-            return c->host->error_set(err, SBX_E_NOTFOUND, "docker: sandbox %.12s is gone or "
-                                      "stopped (exec start: HTTP %ld)", id, st);
+            return c->host->error_set(err, SBX_E_NOTFOUND,
+                                      "docker: sandbox %.12s is gone or "
+                                      "stopped (exec start: HTTP %ld)",
+                                      id, st);
         }
         return c->host->error_set(err, SBX_E_ENGINE, "docker: exec start: HTTP %ld", st);
     }
@@ -205,12 +185,13 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     }
     if (ctl != NULL && ctl->cancelled) {
         if (running && pid > 0 &&
-            dk_signal_sandbox_pid((pid_t)pid, init_pid(c, id), SIGKILL) < 0) {
+            dk_signal_sandbox_pid((pid_t)pid, dk_init_pid(c, id), SIGKILL) < 0) {
             /* not provably the sandbox's (sbx outside the engine's pid namespace):
              * the command runs on until the sandbox ends */
             c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
                          "exec %.12s cancelled but not killed: pid %" PRId64
-                         " is not provably the sandbox's", eid, pid);
+                         " is not provably the sandbox's",
+                         eid, pid);
         }
         if (err != NULL && *err != NULL) {
             return -1;
@@ -224,7 +205,8 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
         return c->host->error_set(err, SBX_E_PROTOCOL, "docker: exec stream is not multiplexed");
     }
     if (running) {
-        return c->host->error_set(err, SBX_E_ENGINE, "docker: exec stream ended but the command "
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "docker: exec stream ended but the command "
                                   "still runs");
     }
     if (demux.syserr_len > 0) {

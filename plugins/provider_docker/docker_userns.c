@@ -23,27 +23,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The sandbox's init pid as the engine reports it, or 0. */
-static pid_t sandbox_pid(struct dk_ctx *c, const char *id)
-{
-    json_t *reply = NULL;
-    long status = 0;
-    char path[256];
-    sbx_error_t *err = NULL;
-    pid_t pid = 0;
-
-    snprintf(path, sizeof(path), "/containers/%s/json", id);
-    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) < 0) {
-        c->host->error_free(&err);
-        return 0;
-    }
-    if (status == 200) {
-        pid = (pid_t)json_integer_value(json_object_get(json_object_get(reply, "State"), "Pid"));
-    }
-    json_decref(reply);
-    return pid;
-}
-
 /* 1 when /proc/<pid>/cgroup names the container: the pid is the sandbox's in
  * our pid namespace (not some other process of that number). */
 static int pid_is_container(pid_t pid, const char *id)
@@ -92,7 +71,7 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
     char inst[24], watches[24], path[64];
     const char *const values[] = {inst, watches, NULL};
     struct stat ours, theirs;
-    pid_t pid = sandbox_pid(c, id);
+    pid_t pid = dk_init_pid(c, id);
     pid_t child;
     int pidfd, nsfd, status = 0;
 
