@@ -13,8 +13,10 @@ static void test_osb_flags(void **state)
 {
     (void)state;
     assert_int_equal(osb->plugin->desc.state, SBX_PLUGIN_READY);
-    assert_int_equal(ops->flags, SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_EGRESS |
-                                     SBX_PROVIDER_ENFORCES_MAX);
+    /* what OpenSandbox enforces itself: cpu and memory, egress, the lifetime;
+     * not pids, disk or user namespaces (docs/providers.md) */
+    assert_int_equal(ops->flags, SBX_PROVIDER_ENFORCES_CPU | SBX_PROVIDER_ENFORCES_MEMORY |
+                                     SBX_PROVIDER_ENFORCES_EGRESS | SBX_PROVIDER_ENFORCES_MAX);
     assert_non_null(ops->cancel);
     assert_non_null(ops->info);
 }
@@ -94,9 +96,11 @@ static void test_osb_error_422_detail(void **state)
     contract_quirks("{\"create_status\": 422}");
     assert_int_equal(ops->create(osb->ctx, &spec, id, sizeof(id), &err), -1);
     assert_int_equal(err->code, SBX_E_ENGINE);
-    expect_msg(err, "opensandbox 'osb': POST /sandboxes: HTTP 422: request rejected: "
+    expect_msg(err,
+               "opensandbox 'osb': POST /sandboxes: HTTP 422: request rejected: "
                "body.timeout: Input should be greater than or equal to 60; "
-               "body.resourceLimits: Field required", NULL);
+               "body.resourceLimits: Field required",
+               NULL);
     sbx_error_free(&err);
 }
 
@@ -109,8 +113,10 @@ static void test_osb_error_code_message(void **state)
     (void)state;
     contract_quirks("{\"create_status\": 400}");
     assert_int_equal(ops->create(osb->ctx, &spec, id, sizeof(id), &err), -1);
-    expect_msg(err, "opensandbox 'osb': POST /sandboxes: HTTP 400: SANDBOX::INVALID_PARAMETER: "
-               "timeout exceeds max_sandbox_timeout_seconds (86400)", NULL);
+    expect_msg(err,
+               "opensandbox 'osb': POST /sandboxes: HTTP 400: SANDBOX::INVALID_PARAMETER: "
+               "timeout exceeds max_sandbox_timeout_seconds (86400)",
+               NULL);
     sbx_error_free(&err);
 }
 
@@ -318,10 +324,10 @@ static void test_osb_option_mapping(void **state)
     assert_string_equal(json_string_value(json_object_get(json_array_get(vols, 0), "mountPath")),
                         "/workspace");
     assert_true(json_is_true(json_object_get(json_array_get(vols, 1), "readOnly")));
-    assert_string_equal(json_string_value(json_object_get(
-                            json_object_get(contract_find_call(all, "POST", "/command"), "body"),
-                            "cwd")),
-                        "/workspace");
+    assert_string_equal(
+        json_string_value(json_object_get(
+            json_object_get(contract_find_call(all, "POST", "/command"), "body"), "cwd")),
+        "/workspace");
     json_decref(all);
     assert_int_equal(p->destroy(oi->ctx, id, &err), 0);
     sbx_instance_close(oi);
@@ -332,13 +338,13 @@ static void test_osb_config_errors(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    assert_null(sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), "osb_nourl",
-                                  SBX_PLUGIN_PROVIDER, &err));
+    assert_null(
+        sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), "osb_nourl", SBX_PLUGIN_PROVIDER, &err));
     assert_int_equal(err->code, SBX_E_CONFIG);
     expect_msg(err, "needs option 'url'", "osb_nourl");
     sbx_error_free(&err);
-    assert_null(sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), "osb_ftp",
-                                  SBX_PLUGIN_PROVIDER, &err));
+    assert_null(
+        sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), "osb_ftp", SBX_PLUGIN_PROVIDER, &err));
     expect_msg(err, "must start with http://", "ftp://127.0.0.1");
     sbx_error_free(&err);
 }
