@@ -305,10 +305,19 @@ static void test_fork_bomb_and_cpu(void **state)
     bomb = sbx_bg("abx-bomb",
                   (const char *const[]){"exec", "abx-bomb", "--", "timeout", "-s", "KILL", "15",
                                         "bash", "-c", "f() { f | f & }; f; wait", NULL});
-    sleep(2);
-    v = cgroup_file(sb, "pids", "pids.current");
+    /* the bomb fills its cap within seconds; a loaded machine starts the exec
+     * later, so wait for it (up to 10 s of the bomb's 15) */
+    v = NULL;
+    for (int i = 0; i < 100; i++) {
+        free(v);
+        v = cgroup_file(sb, "pids", "pids.current");
+        if (atol(v) >= 150) {
+            break;
+        }
+        usleep(100 * 1000);
+    }
     if (atol(v) < 150) {
-        fail_msg("the fork bomb did not fill its pids cap: pids.current %s", v);
+        fail_msg("the fork bomb did not fill its pids cap in 10 s: pids.current %s", v);
     }
     free(v);
     /* while it runs, host commands answer */
