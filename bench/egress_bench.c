@@ -178,8 +178,10 @@ static int open_stream(int relay_port, char cmd)
         char req[128];
         char resp[256];
         size_t got = 0;
-        int n = snprintf(req, sizeof(req), "CONNECT bench.test:%d HTTP/1.1\r\n"
-                         "Host: bench.test:%d\r\n\r\n", origin_port, origin_port);
+        int n = snprintf(req, sizeof(req),
+                         "CONNECT bench.test:%d HTTP/1.1\r\n"
+                         "Host: bench.test:%d\r\n\r\n",
+                         origin_port, origin_port);
 
         fd = tcp_connect(relay_port);
         if (write(fd, req, (size_t)n) != n) {
@@ -581,7 +583,8 @@ int main(int argc, char **argv)
         v[1][0] = skip_direct ? 0.0 : upload(0);
         v[1][1] = skip_proxied ? 0.0 : upload(relay_port);
         printf("  round %d: down direct %.1f proxied %.1f MiB/s; up direct %.1f proxied "
-               "%.1f MiB/s\n", r + 1, v[0][0], v[0][1], v[1][0], v[1][1]);
+               "%.1f MiB/s\n",
+               r + 1, v[0][0], v[0][1], v[1][0], v[1][1]);
         for (int w = 0; w < 2; w++) {
             for (int k = 0; k < 2; k++) {
                 best[w][k] = v[w][k] > best[w][k] ? v[w][k] : best[w][k];
@@ -590,19 +593,21 @@ int main(int argc, char **argv)
     }
 
     printf("egress bench: %ld MiB transfer, %d connects (sbx-relay%s -> proxy -> "
-           "127.0.0.1)\n", mib, connects, relay_copy ? " --copy via its unix socket" :
-           " hands each socket to the proxy");
+           "127.0.0.1)\n",
+           mib, connects,
+           relay_copy ? " --copy via its unix socket" : " hands each socket to the proxy");
     printf("  best of %d rounds\n", rounds);
     for (int w = 0; w < 2; w++) {
         double ratio = best[w][0] > 0.0 ? best[w][1] / best[w][0] : 0.0;
 
         printf("  throughput %s  direct %9.1f MiB/s   proxied %9.1f MiB/s   ratio %.2f  "
-               "(target >= 0.50: %s)\n", w == 0 ? "down" : "up  ", best[w][0], best[w][1],
-               ratio, ratio >= 0.5 ? "met" : "MISSED");
+               "(target >= 0.50: %s)\n",
+               w == 0 ? "down" : "up  ", best[w][0], best[w][1], ratio,
+               ratio >= 0.5 ? "met" : "MISSED");
     }
     printf("  connect          direct %9.1f us      proxied %9.1f us      ratio %.2f  added %.1f "
-           "us (target < 1000 us: %s)\n", d_lat, p_lat, p_lat / d_lat, p_lat - d_lat,
-           p_lat - d_lat < 1000.0 ? "met" : "MISSED");
+           "us (target < 1000 us: %s)\n",
+           d_lat, p_lat, p_lat / d_lat, p_lat - d_lat, p_lat - d_lat < 1000.0 ? "met" : "MISSED");
 
     kill(relay, SIGTERM);
     waitpid(relay, NULL, 0);

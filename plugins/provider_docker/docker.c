@@ -16,7 +16,7 @@
 /* Capabilities kept by default: enough for root in the image to install
  * packages and own its files; everything else is dropped. */
 static const char *const default_caps[] = {"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID",
-                                           "KILL", "SETGID", "SETUID", NULL};
+                                           "KILL",  "SETGID",       "SETUID", NULL};
 
 static const struct sbx_option options[] = {
     {"socket", SBX_OPT_STRING, NULL, 0,
@@ -130,14 +130,18 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         return -1;
     }
     if (access(c->socket, F_OK) < 0) {
-        host->error_set(err, SBX_E_ENGINE, "docker engine socket %s: %s: is the engine running? "
-                        "(scripts/dockerd.sh start)", c->socket, strerror(errno));
+        host->error_set(err, SBX_E_ENGINE,
+                        "docker engine socket %s: %s: is the engine running? "
+                        "(scripts/dockerd.sh start)",
+                        c->socket, strerror(errno));
         free_ctx(c);
         return -1;
     }
     if (access(c->socket, R_OK | W_OK) < 0) {
-        host->error_set(err, SBX_E_ENGINE, "docker engine socket %s: %s (run as root or as a "
-                        "member of the socket's group)", c->socket, strerror(errno));
+        host->error_set(err, SBX_E_ENGINE,
+                        "docker engine socket %s: %s (run as root or as a "
+                        "member of the socket's group)",
+                        c->socket, strerror(errno));
         free_ctx(c);
         return -1;
     }
@@ -229,17 +233,12 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     if (s->docker_sidecar || c->sidecar) {
         dk_sidecar_sandbox_body(c, s, env, mounts, labels);
     }
-    hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:[s], s:s, s:b, s:o, s:b}",
-                   "NanoCpus", (json_int_t)(s->limits.cpus * 1e9 + 0.5),
-                   "Memory", (json_int_t)s->limits.memory,
+    hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:[s], s:s, s:b, s:o, s:b}", "NanoCpus",
+                   (json_int_t)(s->limits.cpus * 1e9 + 0.5), "Memory", (json_int_t)s->limits.memory,
                    "MemorySwap", (json_int_t)s->limits.memory, /* no swap */
-                   "PidsLimit", (json_int_t)s->limits.pids,
-                   "CapDrop", json_pack("[s]", "ALL"),
-                   "CapAdd", dk_strv_json((const char *const *)c->cap_add),
-                   "SecurityOpt", "no-new-privileges",
-                   "NetworkMode", "none",
-                   "Init", 1,
-                   "Mounts", mounts,
+                   "PidsLimit", (json_int_t)s->limits.pids, "CapDrop", json_pack("[s]", "ALL"),
+                   "CapAdd", dk_strv_json((const char *const *)c->cap_add), "SecurityOpt",
+                   "no-new-privileges", "NetworkMode", "none", "Init", 1, "Mounts", mounts,
                    "Privileged", 0);
     json_object_set_new(hc, "CpuShares", json_integer(DK_CPU_SHARES));
     if (c->seccomp != NULL) {
@@ -253,18 +252,15 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     }
     /* with egress, the relay starts first: it binds 127.0.0.1:3128, goes to
      * the background and execs the keep-alive command (docs/egress.md) */
-    return json_pack("{s:s, s:o, s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}",
-                     "Image", s->image, "Entrypoint",
-                     s->egress_dir != NULL && s->egress_relay != NULL
-                         ? (s->agent_dir != NULL
-                                ? json_pack("[s,s,s,s]", SBX_RELAY_PATH, "--agent",
-                                            SBX_AGENT_DIR "/" SBX_AGENT_SOCK, "--")
-                                : json_pack("[s,s]", SBX_RELAY_PATH, "--"))
-                         : json_array(),
-                     "Cmd", "sleep", "infinity",
-                     "Env", env, "Labels", labels, "WorkingDir", "/workspace",
-                     "AttachStdout", 0, "AttachStderr", 0, "NetworkDisabled", 1,
-                     "HostConfig", hc);
+    return json_pack(
+        "{s:s, s:o, s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}", "Image", s->image, "Entrypoint",
+        s->egress_dir != NULL && s->egress_relay != NULL
+            ? (s->agent_dir != NULL ? json_pack("[s,s,s,s]", SBX_RELAY_PATH, "--agent",
+                                                SBX_AGENT_DIR "/" SBX_AGENT_SOCK, "--")
+                                    : json_pack("[s,s]", SBX_RELAY_PATH, "--"))
+            : json_array(),
+        "Cmd", "sleep", "infinity", "Env", env, "Labels", labels, "WorkingDir", "/workspace",
+        "AttachStdout", 0, "AttachStderr", 0, "NetworkDisabled", 1, "HostConfig", hc);
 }
 
 static int valid_name(const char *s)
@@ -285,8 +281,7 @@ static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err);
 
 /* Creates and starts the container; on failure removes what it made. */
 static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
-                            const char *workspace, char *id_out, size_t id_size,
-                            sbx_error_t **err)
+                            const char *workspace, char *id_out, size_t id_size, sbx_error_t **err)
 {
     json_t *body;
     json_t *reply = NULL;
@@ -315,8 +310,10 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
         reply = NULL;
     }
     if (status == 404) {
-        c->host->error_set(err, SBX_E_NOTFOUND, "docker: image '%s' not found in the engine "
-                           "(build it with 'sbx image build')", s->image);
+        c->host->error_set(err, SBX_E_NOTFOUND,
+                           "docker: image '%s' not found in the engine "
+                           "(build it with 'sbx image build')",
+                           s->image);
         json_decref(reply);
         return -1;
     }
@@ -476,7 +473,8 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
         json_decref(reply);
         return -1;
     }
-    json_array_foreach(reply, i, item) {
+    json_array_foreach(reply, i, item)
+    {
         json_t *labels = json_object_get(item, "Labels");
         size_t n = json_object_size(labels);
         struct sbx_kv *kv = calloc(n ? n : 1, sizeof(*kv));
@@ -487,7 +485,8 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
         if (kv == NULL) {
             abort();
         }
-        json_object_foreach(labels, k, v) {
+        json_object_foreach(labels, k, v)
+        {
             kv[j].name = k;
             kv[j].value = json_string_value(v) ?: "";
             j++;

@@ -19,12 +19,12 @@
 /* Added to the engine's default set; under user remapping they apply only
  * inside the sidecar's user namespace. Never --privileged: it fails on the
  * project's machines (reference/docker-on-the-ci-machines.md). */
-static const char *const sidecar_caps[] = {"SYS_ADMIN", "NET_ADMIN", "MKNOD", "SYS_PTRACE",
-                                           "SETFCAP", "SYS_CHROOT", "AUDIT_WRITE", NULL};
+static const char *const sidecar_caps[] = {"SYS_ADMIN", "NET_ADMIN",  "MKNOD",       "SYS_PTRACE",
+                                           "SETFCAP",   "SYS_CHROOT", "AUDIT_WRITE", NULL};
 
-#define DK_DAEMON_ARGS                                                                       \
-    "dockerd --host unix://" SBX_DOCKER_SOCKET " --data-root /var/lib/docker "              \
-    "--exec-root /run/docker --pidfile /run/docker.pid --iptables=false "                   \
+#define DK_DAEMON_ARGS                                                                             \
+    "dockerd --host unix://" SBX_DOCKER_SOCKET " --data-root /var/lib/docker "                     \
+    "--exec-root /run/docker --pidfile /run/docker.pid --iptables=false "                          \
     "--ip-forward=false --ip-masq=false --bridge=none --storage-driver=vfs"
 
 /* Rootless mode: dockerd sees ROOTLESSKIT_STATE_DIR and runs as it would
@@ -82,8 +82,10 @@ int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err)
         c->sidecar_rootless = 0;
     }
     else {
-        return h->error_set(err, SBX_E_CONFIG, "%s: sidecar_mode '%s': use auto, rootless or "
-                            "rootful", h->opt_where(c->opts, "sidecar_mode"), mode);
+        return h->error_set(err, SBX_E_CONFIG,
+                            "%s: sidecar_mode '%s': use auto, rootless or "
+                            "rootful",
+                            h->opt_where(c->opts, "sidecar_mode"), mode);
     }
     if (image == NULL || image[0] == '\0') {
         return h->error_set(err, SBX_E_CONFIG, "%s: sidecar_image must not be empty",
@@ -99,8 +101,10 @@ int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err)
     c->sidecar_image = strdup(image);
     while (images != NULL && images[n] != NULL) {
         if (images[n][0] == '\0' || strchr(images[n], ' ') != NULL) {
-            return h->error_set(err, SBX_E_CONFIG, "%s: sidecar_images[%zu] is not an image "
-                                "reference", h->opt_where(c->opts, "sidecar_images"), n);
+            return h->error_set(err, SBX_E_CONFIG,
+                                "%s: sidecar_images[%zu] is not an image "
+                                "reference",
+                                h->opt_where(c->opts, "sidecar_images"), n);
         }
         n++;
     }
@@ -138,8 +142,8 @@ void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size)
      * even a rootless-mode daemon in it runs as host root: only the engine's
      * remapping isolates it. */
     snprintf(buf, size, "%suserns-remap %s, %s inner daemon, caps +%s%s",
-             !c->userns ? "ISOLATION FAILURE: " : "",
-             c->userns ? "on" : "off", c->sidecar_rootless ? "rootless" : "rootful", caps,
+             !c->userns ? "ISOLATION FAILURE: " : "", c->userns ? "on" : "off",
+             c->sidecar_rootless ? "rootless" : "rootful", caps,
              c->userns ? "" : " (sidecar root is host root)");
 }
 
@@ -168,8 +172,7 @@ static void sidecar_log_tail(struct dk_ctx *c, const char *sid, char *out, size_
     char path[256];
 
     out[0] = '\0';
-    snprintf(path, sizeof(path), "/%s/containers/%s/logs?stdout=1&stderr=1&tail=8", c->api,
-             sid);
+    snprintf(path, sizeof(path), "/%s/containers/%s/logs?stdout=1&stderr=1&tail=8", c->api, sid);
     if (dk_raw(c, NULL, "GET", path, NULL, 0, NULL, 10000, &resp, &e) < 0) {
         snprintf(out, size, "(no log: %s)", e ? e->msg : "?");
     }
@@ -241,12 +244,15 @@ static int wait_daemon(struct dk_ctx *c, const char *sid, const char *sock, sbx_
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (i % 10 == 9 && sidecar_running(c, sid) == 0) {
             sidecar_log_tail(c, sid, log, sizeof(log));
-            return c->host->error_set(err, SBX_E_ENGINE, "docker sidecar exited before its "
-                                      "daemon answered; last log lines: %s", log);
+            return c->host->error_set(err, SBX_E_ENGINE,
+                                      "docker sidecar exited before its "
+                                      "daemon answered; last log lines: %s",
+                                      log);
         }
         if (now.tv_sec - start.tv_sec >= c->sidecar_timeout) {
             sidecar_log_tail(c, sid, log, sizeof(log));
-            return c->host->error_set(err, SBX_E_TIMEOUT, "docker sidecar: the inner daemon did "
+            return c->host->error_set(err, SBX_E_TIMEOUT,
+                                      "docker sidecar: the inner daemon did "
                                       "not answer on %s within %" PRId64 "s; last log lines: %s",
                                       sock, c->sidecar_timeout, log);
         }
@@ -270,17 +276,20 @@ static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx
         return c->host->error_wrap(err, "docker sidecar: saving image '%s'", image);
     }
     if (got.status != 200) {
-        r = c->host->error_set(err, SBX_E_NOTFOUND, "docker sidecar: image '%s' (option "
-                               "sidecar_images): HTTP %ld from the host engine: %.200s", image,
-                               got.status, got.body ? got.body : "");
+        r = c->host->error_set(err, SBX_E_NOTFOUND,
+                               "docker sidecar: image '%s' (option "
+                               "sidecar_images): HTTP %ld from the host engine: %.200s",
+                               image, got.status, got.body ? got.body : "");
     }
     else if (dk_raw(c, sock, "POST", "/images/load?quiet=1", got.body, got.body_len,
                     "application/x-tar", 600000, &put, err) < 0) {
         r = c->host->error_wrap(err, "docker sidecar: loading image '%s'", image);
     }
     else if (put.status != 200 || (put.body != NULL && strstr(put.body, "\"error") != NULL)) {
-        r = c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: loading image '%s': HTTP "
-                               "%ld: %.200s", image, put.status, put.body ? put.body : "");
+        r = c->host->error_set(err, SBX_E_ENGINE,
+                               "docker sidecar: loading image '%s': HTTP "
+                               "%ld: %.200s",
+                               image, put.status, put.body ? put.body : "");
     }
     c->host->http_response_free(&got);
     c->host->http_response_free(&put);
@@ -317,18 +326,12 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
     snprintf(size, sizeof(size), "rw,exec,dev,suid,size=%" PRId64 "k", c->sidecar_data / 1024);
     tmpfs = json_pack("{s:s, s:s}", "/var/lib/docker", size, "/run", "rw,exec,size=65536k");
     snprintf(netmode, sizeof(netmode), "container:%s", id);
-    hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:[s,s], s:s, s:s, s:o, s:o, s:b, s:b}",
-                   "NanoCpus", (json_int_t)(s->limits.cpus * 1e9 + 0.5),
-                   "Memory", (json_int_t)s->limits.memory,
-                   "MemorySwap", (json_int_t)s->limits.memory,
-                   "PidsLimit", (json_int_t)s->limits.pids,
-                   "CapAdd", dk_strv_json(sidecar_caps),
-                   "SecurityOpt", "seccomp=unconfined", "apparmor=unconfined",
-                   "NetworkMode", netmode,
-                   "CgroupnsMode", "private",
-                   "Tmpfs", tmpfs,
-                   "Mounts", mounts,
-                   "Init", 1,
+    hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:[s,s], s:s, s:s, s:o, s:o, s:b, s:b}", "NanoCpus",
+                   (json_int_t)(s->limits.cpus * 1e9 + 0.5), "Memory", (json_int_t)s->limits.memory,
+                   "MemorySwap", (json_int_t)s->limits.memory, "PidsLimit",
+                   (json_int_t)s->limits.pids, "CapAdd", dk_strv_json(sidecar_caps), "SecurityOpt",
+                   "seccomp=unconfined", "apparmor=unconfined", "NetworkMode", netmode,
+                   "CgroupnsMode", "private", "Tmpfs", tmpfs, "Mounts", mounts, "Init", 1,
                    "Privileged", 0);
     json_object_set_new(hc, "CpuShares", json_integer(DK_CPU_SHARES));
     if (!c->sidecar_rootless) {
@@ -342,13 +345,12 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
         json_decref(labels);
         return NULL;
     }
-    return json_pack("{s:s, s:[s,s,s], s:[s,s,s,s], s:o, s:b, s:o}",
-                     "Image", c->sidecar_image,
+    return json_pack("{s:s, s:[s,s,s], s:[s,s,s,s], s:o, s:b, s:o}", "Image", c->sidecar_image,
                      "Cmd", "sh", "-c", c->sidecar_rootless ? rootless_script : rootful_script,
                      "Env", "ROOTLESSKIT_STATE_DIR=/run/rk", "XDG_RUNTIME_DIR=/run/user/0",
                      "HOME=/root",
-                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                     "Labels", labels, "Tty", 1, "HostConfig", hc);
+                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "Labels",
+                     labels, "Tty", 1, "HostConfig", hc);
 }
 
 /* The sidecar's root is the engine's remapped root: it must own the
@@ -358,14 +360,15 @@ static int prepare_dir(struct dk_ctx *c, const char *dir, sbx_error_t **err)
     struct stat st;
 
     if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        return c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: socket directory %s: %s",
-                                  dir, errno ? strerror(errno) : "not a directory");
+        return c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: socket directory %s: %s", dir,
+                                  errno ? strerror(errno) : "not a directory");
     }
     if ((st.st_uid != c->remap_uid || st.st_gid != c->remap_gid) &&
         chown(dir, c->remap_uid, c->remap_gid) < 0) {
-        return c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: cannot hand %s to the "
-                                  "engine's container root (uid %u): %s (run sbx as root)", dir,
-                                  c->remap_uid, strerror(errno));
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "docker sidecar: cannot hand %s to the "
+                                  "engine's container root (uid %u): %s (run sbx as root)",
+                                  dir, c->remap_uid, strerror(errno));
     }
     if (chmod(dir, 0755) < 0) {
         return c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: chmod %s: %s", dir,
@@ -387,20 +390,25 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
     const char *rid;
 
     if (s->docker_dir == NULL) {
-        return c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: the core gave no socket "
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "docker sidecar: the core gave no socket "
                                   "directory (spec.docker_dir)");
     }
     if (snprintf(sock, sizeof(sock), "%s/docker.sock", s->docker_dir) > 107) {
-        return c->host->error_set(err, SBX_E_CONFIG, "docker sidecar: socket path %s is longer "
-                                  "than 107 bytes (use a shorter state_dir)", sock);
+        return c->host->error_set(err, SBX_E_CONFIG,
+                                  "docker sidecar: socket path %s is longer "
+                                  "than 107 bytes (use a shorter state_dir)",
+                                  sock);
     }
     if (prepare_dir(c, s->docker_dir, err) < 0) {
         return -1;
     }
     dk_sidecar_describe(c, isolation, sizeof(isolation));
     if (strncmp(isolation, "ISOLATION FAILURE", 17) == 0) {
-        c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN, "task %s: docker sidecar "
-                     "runs with %s", s->task_id, isolation);
+        c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
+                     "task %s: docker sidecar "
+                     "runs with %s",
+                     s->task_id, isolation);
     }
     body = sidecar_body(c, id, s, isolation, err);
     if (body == NULL) {
@@ -414,7 +422,8 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
     json_decref(body);
     rid = json_string_value(json_object_get(reply, "Id"));
     if (status == 404) {
-        c->host->error_set(err, SBX_E_NOTFOUND, "docker sidecar: image '%s' not found in the "
+        c->host->error_set(err, SBX_E_NOTFOUND,
+                           "docker sidecar: image '%s' not found in the "
                            "engine (build it with 'sbx image build --sidecar')",
                            c->sidecar_image);
         json_decref(reply);
@@ -475,7 +484,8 @@ int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err)
         json_decref(reply);
         return -1;
     }
-    json_array_foreach(reply, i, item) {
+    json_array_foreach(reply, i, item)
+    {
         const char *sid = json_string_value(json_object_get(item, "Id"));
         json_t *del = NULL;
 
@@ -488,8 +498,10 @@ int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err)
             break;
         }
         if (status != 204 && status != 404 && status != 409) {
-            r = c->host->error_set(err, SBX_E_ENGINE, "docker sidecar: remove %.12s: HTTP %ld: "
-                                   "%s", sid, status, dk_reply_message(del));
+            r = c->host->error_set(err, SBX_E_ENGINE,
+                                   "docker sidecar: remove %.12s: HTTP %ld: "
+                                   "%s",
+                                   sid, status, dk_reply_message(del));
             json_decref(del);
             break;
         }

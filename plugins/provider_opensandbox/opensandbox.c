@@ -92,8 +92,10 @@ static json_t *network_json(struct osb_ctx *c, const struct sbx_sandbox_spec *sp
             }
         }
         if (ip || strchr(host, ':') != NULL) {
-            c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: egress rule '%s' is an IP "
-                         "address or range, which networkPolicy cannot express; left out", h);
+            c->host->log(c->instance, SBX_LOG_WARN,
+                         "opensandbox: egress rule '%s' is an IP "
+                         "address or range, which networkPolicy cannot express; left out",
+                         h);
             continue;
         }
         json_array_append_new(rules, json_pack("{ssss}", "action", "allow", "target", host));
@@ -101,8 +103,8 @@ static json_t *network_json(struct osb_ctx *c, const struct sbx_sandbox_spec *sp
     return json_pack("{ssso}", "defaultAction", dflt, "egress", rules);
 }
 
-static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spec,
-                           int64_t deadline, int64_t timeout, sbx_error_t **err)
+static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spec, int64_t deadline,
+                           int64_t timeout, sbx_error_t **err)
 {
     const char *image = c->image != NULL ? c->image : spec->image;
     json_t *b = json_object();
@@ -123,8 +125,10 @@ static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spe
         json_decref(ep);
         json_decref(env);
         json_decref(meta);
-        c->host->error_set(err, SBX_E_CONFIG, "opensandbox '%s': no image: set option 'image' "
-                           "or 'snapshot', or give the task an image", c->instance);
+        c->host->error_set(err, SBX_E_CONFIG,
+                           "opensandbox '%s': no image: set option 'image' "
+                           "or 'snapshot', or give the task an image",
+                           c->instance);
         return NULL;
     }
     for (size_t i = 0; c->entrypoint[i] != NULL; i++) {
@@ -195,7 +199,8 @@ static int wait_running(struct osb_ctx *c, const char *id, const char *state, in
         int64_t now = (int64_t)time(NULL);
 
         if (now - start > c->create_timeout) {
-            return c->host->error_set(err, SBX_E_TIMEOUT, "opensandbox '%s': sandbox %s did not "
+            return c->host->error_set(err, SBX_E_TIMEOUT,
+                                      "opensandbox '%s': sandbox %s did not "
                                       "reach Running within %lld s (last state %s)",
                                       c->instance, id, (long long)c->create_timeout, last);
         }
@@ -207,8 +212,10 @@ static int wait_running(struct osb_ctx *c, const char *id, const char *state, in
         s = json_string_value(json_object_get(st, "state"));
         if (s == NULL) {
             json_decref(j);
-            return c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': GET %s: reply has "
-                                      "no status.state", c->instance, path);
+            return c->host->error_set(err, SBX_E_PROTOCOL,
+                                      "opensandbox '%s': GET %s: reply has "
+                                      "no status.state",
+                                      c->instance, path);
         }
         if (strcmp(s, "Running") == 0) {
             *sandbox = j;
@@ -218,11 +225,11 @@ static int wait_running(struct osb_ctx *c, const char *id, const char *state, in
             const char *reason = json_string_value(json_object_get(st, "reason"));
             const char *msg = json_string_value(json_object_get(st, "message"));
 
-            c->host->error_set(err, SBX_E_ENGINE, "opensandbox '%s': sandbox %s is %s%s%s%s%s%s "
-                               "instead of Running", c->instance, id, s,
-                               reason || msg ? " (" : "", reason ? reason : "",
-                               reason && msg ? ": " : "", msg ? msg : "",
-                               reason || msg ? ")" : "");
+            c->host->error_set(err, SBX_E_ENGINE,
+                               "opensandbox '%s': sandbox %s is %s%s%s%s%s%s "
+                               "instead of Running",
+                               c->instance, id, s, reason || msg ? " (" : "", reason ? reason : "",
+                               reason && msg ? ": " : "", msg ? msg : "", reason || msg ? ")" : "");
             for (char *q = (*err)->msg; *q; q++) {
                 *q = (unsigned char)*q < 0x20 ? ' ' : *q; /* one line */
             }
@@ -230,8 +237,8 @@ static int wait_running(struct osb_ctx *c, const char *id, const char *state, in
             return -1;
         }
         if (strcmp(s, last) != 0 || now - last_log >= 10) {
-            c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: sandbox %s is %s (%lld s)",
-                         id, s, (long long)(now - start));
+            c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: sandbox %s is %s (%lld s)", id, s,
+                         (long long)(now - start));
             last_log = now;
             free(last);
             last = osb_xstrdup(s);
@@ -275,12 +282,16 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
     state = json_string_value(json_object_get(json_object_get(reply, "status"), "state"));
     if (id == NULL || osb_id_check(c, id, NULL) < 0) {
         json_decref(reply);
-        return c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': POST /sandboxes: "
-                                  "reply has no usable 'id'", c->instance);
+        return c->host->error_set(err, SBX_E_PROTOCOL,
+                                  "opensandbox '%s': POST /sandboxes: "
+                                  "reply has no usable 'id'",
+                                  c->instance);
     }
     if (strlen(id) + 1 > id_size) {
-        c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': sandbox id '%s' is longer "
-                           "than %zu bytes", c->instance, id, id_size - 1);
+        c->host->error_set(err, SBX_E_PROTOCOL,
+                           "opensandbox '%s': sandbox id '%s' is longer "
+                           "than %zu bytes",
+                           c->instance, id, id_size - 1);
         goto fail;
     }
     snprintf(id_out, id_size, "%s", id);
@@ -300,8 +311,7 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
     if (b->deadline == 0) {
         b->deadline = deadline;
     }
-    if (osb_box_endpoint(c, b, err) < 0 ||
-        osb_execd_wait_ready(c, b->execd, b->headers, err) < 0) {
+    if (osb_box_endpoint(c, b, err) < 0 || osb_execd_wait_ready(c, b->execd, b->headers, err) < 0) {
         osb_box_free(b);
         goto fail;
     }
@@ -315,8 +325,10 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
 fail:
     /* never leave a half-made sandbox behind */
     if (cb_opensandbox_destroy(c, json_string_value(json_object_get(reply, "id")), &e2) < 0) {
-        c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: cleaning up after a failed "
-                     "create: %s", e2->msg);
+        c->host->log(c->instance, SBX_LOG_WARN,
+                     "opensandbox: cleaning up after a failed "
+                     "create: %s",
+                     e2->msg);
         free(e2->msg);
         free(e2);
     }
@@ -398,10 +410,13 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
         items = json_object_get(j, "items");
         if (!json_is_array(items)) {
             json_decref(j);
-            return c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': GET /sandboxes: "
-                                      "reply has no 'items' array", c->instance);
+            return c->host->error_set(err, SBX_E_PROTOCOL,
+                                      "opensandbox '%s': GET /sandboxes: "
+                                      "reply has no 'items' array",
+                                      c->instance);
         }
-        json_array_foreach(items, i, item) {
+        json_array_foreach(items, i, item)
+        {
             const char *id = json_string_value(json_object_get(item, "id"));
             json_t *meta = json_object_get(item, "metadata");
             const char *mv = json_string_value(json_object_get(meta, key));
@@ -415,7 +430,8 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
                 continue;
             }
             kvs = osb_xmalloc((json_object_size(meta) + 1) * sizeof(*kvs));
-            json_object_foreach(meta, k, v) {
+            json_object_foreach(meta, k, v)
+            {
                 if (json_is_string(v)) {
                     kvs[n].name = k;
                     kvs[n].value = json_string_value(v);
@@ -431,13 +447,14 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
             return 0;
         }
     }
-    return c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': GET /sandboxes: more "
-                              "than 10000 pages", c->instance);
+    return c->host->error_set(err, SBX_E_PROTOCOL,
+                              "opensandbox '%s': GET /sandboxes: more "
+                              "than 10000 pages",
+                              c->instance);
 }
 
-static int cb_opensandbox_exec(void *ctx, const char *sandbox_id,
-                               const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
-                               int *exit_status, sbx_error_t **err)
+static int cb_opensandbox_exec(void *ctx, const char *sandbox_id, const struct sbx_exec_spec *spec,
+                               struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err)
 {
     struct osb_ctx *c = ctx;
 
@@ -459,8 +476,8 @@ static int cb_opensandbox_info(void *ctx, struct sbx_provider_info *info, sbx_er
 {
     struct osb_ctx *c = ctx;
     osb_autofree char *url = osb_xasprintf("%s/health", c->url);
-    struct sbx_http_request req = {.method = "GET", .url = url,
-                                   .timeout_ms = c->request_timeout * 1000};
+    struct sbx_http_request req = {
+        .method = "GET", .url = url, .timeout_ms = c->request_timeout * 1000};
     struct sbx_http_response resp;
     json_t *j;
     const char *st;

@@ -123,8 +123,7 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
     if (spec->on_output != NULL) {
         spec->on_output(spec->output_userdata, 1, spec->argv[0], strlen(spec->argv[0]));
     }
-    *status = strcmp(spec->argv[0], "exit") == 0 && spec->argv[1] != NULL ? atoi(spec->argv[1])
-                                                                          : 0;
+    *status = strcmp(spec->argv[0], "exit") == 0 && spec->argv[1] != NULL ? atoi(spec->argv[1]) : 0;
     return 0;
 }
 
@@ -220,10 +219,17 @@ static const struct sbx_option options[] = {
 #endif
 
 #ifndef FIX_NO_ENTRY
-static const struct sbx_plugin_desc desc = {
-    SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin_desc),
-    FIX_KIND, FIX_NAME, "9.9.9", SBX_PLUGIN_READY, NULL, options, &ops,
-    (uint32_t)(FIX_OPS_SIZE)};
+static const struct sbx_plugin_desc desc = {SBX_PLUGIN_ABI_MAJOR,
+                                            SBX_PLUGIN_ABI_MINOR,
+                                            (uint32_t)sizeof(struct sbx_plugin_desc),
+                                            FIX_KIND,
+                                            FIX_NAME,
+                                            "9.9.9",
+                                            SBX_PLUGIN_READY,
+                                            NULL,
+                                            options,
+                                            &ops,
+                                            (uint32_t)(FIX_OPS_SIZE)};
 
 SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void);
 SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void)

@@ -40,8 +40,8 @@ static void test_run_exit_status(void **state)
 
 static void test_run_streams_apart(void **state)
 {
-    struct spawn_result r = RT_SBX("run", "--", "sh", "-c",
-                                   "echo out1; echo err1 >&2; echo out2; echo err2 >&2");
+    struct spawn_result r =
+        RT_SBX("run", "--", "sh", "-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2");
 
     (void)state;
     assert_int_equal(r.rc, 0);
@@ -53,14 +53,14 @@ static void test_run_streams_apart(void **state)
 /* Prints, one per line, the sandbox's memory limit, memory+swap limit, CPU quota, CPU
  * period and pids limit as cgroup v1 names them, from cgroup v1 or v2 (Debian 12's
  * default: memory.max, memory.swap.max, "QUOTA PERIOD" in cpu.max). */
-#define LIMITS_INSIDE                                                                      \
-    "if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cd /sys/fs/cgroup; "               \
-    "m=$(cat memory.max); s=$(cat memory.swap.max); "                                      \
-    "echo $m; if [ \"$s\" = 0 ]; then echo $m; else echo swap=$s; fi; "                     \
-    "tr ' ' '\\n' < cpu.max; cat pids.max; "                                                 \
-    "else cat /sys/fs/cgroup/memory/memory.limit_in_bytes "                               \
-    "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes "                                  \
-    "/sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us "            \
+#define LIMITS_INSIDE                                                                              \
+    "if [ -f /sys/fs/cgroup/cgroup.controllers ]; then cd /sys/fs/cgroup; "                        \
+    "m=$(cat memory.max); s=$(cat memory.swap.max); "                                              \
+    "echo $m; if [ \"$s\" = 0 ]; then echo $m; else echo swap=$s; fi; "                            \
+    "tr ' ' '\\n' < cpu.max; cat pids.max; "                                                       \
+    "else cat /sys/fs/cgroup/memory/memory.limit_in_bytes "                                        \
+    "/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes "                                           \
+    "/sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us "                    \
     "/sys/fs/cgroup/pids/pids.max; fi"
 
 static void test_run_default_limits_inside(void **state)
@@ -106,8 +106,7 @@ static void test_run_isolation(void **state)
 
     (void)state;
     chmod(wt, 0777);
-    assert_true(asprintf(&cfg, "caches = ( { host = \"%s\"; path = \"/cache\"; } );\n", cache) >
-                0);
+    assert_true(asprintf(&cfg, "caches = ( { host = \"%s\"; path = \"/cache\"; } );\n", cache) > 0);
     rt_use_config(cfg);
     /* only /workspace, the read-only cache and the core's egress socket,
      * relay and exec agent socket are mounts from the host's disk (beside the engine's own
@@ -129,8 +128,7 @@ static void test_run_isolation(void **state)
     assert_contains(r.out, "from the host\n");
     /* the egress socket directory, the relay and the exec agent's socket
      * directory are the core's own */
-    assert_contains(r.out,
-                    "/cache\n/run/sbx-agent\n/run/sbx-egress\n/run/sbx-relay\n/workspace\n");
+    assert_contains(r.out, "/cache\n/run/sbx-agent\n/run/sbx-egress\n/run/sbx-relay\n/workspace\n");
     assert_contains(r.out, "cache-ro\n");
     assert_contains(r.out, " 0 100000 65536\n"); /* user namespace: root is host uid 100000 */
     assert_contains(r.out, "NoNewPrivs:1\n");

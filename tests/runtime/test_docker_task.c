@@ -202,8 +202,8 @@ static void test_two_runs_never_touch_each_other(void **state)
 
     (void)state;
     if (pid == 0) {
-        struct spawn_result c = RT_SBX("run", "--task", "twin-a", "--", "sh", "-c",
-                                       "sleep 3; echo done");
+        struct spawn_result c =
+            RT_SBX("run", "--task", "twin-a", "--", "sh", "-c", "sleep 3; echo done");
 
         _exit(c.rc == 0 && strcmp(c.out, "done\n") == 0 ? 0 : 1);
     }
@@ -298,8 +298,8 @@ static void test_task_id_reused_after_keeper_killed(void **state)
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     c = rt_engine_get("/containers/sbx-reuse-1/json");
-    owner = json_string_value(json_object_get(json_object_get(json_object_get(c, "Config"),
-                                                              "Labels"), "sbx.owner"));
+    owner = json_string_value(
+        json_object_get(json_object_get(json_object_get(c, "Config"), "Labels"), "sbx.owner"));
     assert_non_null(owner);
     assert_non_null(strstr(owner, ";pid="));
     pid = atoi(strstr(owner, ";pid=") + 5);

@@ -38,7 +38,8 @@ static void test_run_goes_through_the_runner(void **state)
     (void)state;
     snprintf(cfg, sizeof(cfg),
              "runner = { listen = \"unix:%s/runner.sock\"; };\n"
-             "box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n", rt_state);
+             "box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n",
+             rt_state);
     rt_use_config(cfg);
     /* the runner is down: 125, and no sandbox was made here */
     r = RT_SBX("run", "--", "true");
@@ -71,7 +72,8 @@ static void test_run_goes_through_the_runner(void **state)
                              "'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
                              "\"params\":{\"name\":\"sandbox_run\",\"arguments\":{\"argv\":"
                              "[\"sh\",\"-c\",\"echo via mcp; exit 4\"],\"pool\":\"ci\"}}}' "
-                             "; sleep 4; } | %s mcp", rt_sbx) > 0);
+                             "; sleep 4; } | %s mcp",
+                             rt_sbx) > 0);
         argv[2] = script;
         m = spawn_run(argv, env);
         assert_int_equal(m.rc, 0);

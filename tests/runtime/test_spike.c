@@ -15,8 +15,9 @@ static int start_servers(void)
 {
     char *inf = rt_source_path("tests/contract/infisical_server.py");
     char *origin = rt_source_path("tests/support/egress_origin.py");
-    char *a1[] = {"python3", inf, "--port", "0", "--secret",
-                  "dev:/tasks/spike:API_KEY=spike-secret-value-42", NULL};
+    char *a1[] = {"python3", inf,        "--port",
+                  "0",       "--secret", "dev:/tasks/spike:API_KEY=spike-secret-value-42",
+                  NULL};
     char *a2[] = {"python3", origin, "http", NULL};
 
     inf_pid = rt_spawn_server(a1, &inf_port);
@@ -73,14 +74,16 @@ static int teardown(void **state)
  * spike left behind has a dead owner (the spike process ended). */
 static size_t orphans(void)
 {
-    json_t *j = rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *j =
+        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
     size_t n = 0;
     size_t i;
     json_t *c;
 
-    json_array_foreach(j, i, c) {
-        const char *owner = json_string_value(
-            json_object_get(json_object_get(c, "Labels"), "sbx.owner"));
+    json_array_foreach(j, i, c)
+    {
+        const char *owner =
+            json_string_value(json_object_get(json_object_get(c, "Labels"), "sbx.owner"));
         const char *p = owner ? strstr(owner, "pid=") : NULL;
         long pid = p ? strtol(p + 4, NULL, 10) : 0;
 
@@ -94,12 +97,13 @@ static size_t orphans(void)
 
 static const char *result_of(json_t *report, size_t provider, const char *criterion)
 {
-    json_t *crit = json_object_get(json_array_get(json_object_get(report, "providers"), provider),
-                                   "criteria");
+    json_t *crit =
+        json_object_get(json_array_get(json_object_get(report, "providers"), provider), "criteria");
     size_t i;
     json_t *c;
 
-    json_array_foreach(crit, i, c) {
+    json_array_foreach(crit, i, c)
+    {
         if (strcmp(json_string_value(json_object_get(c, "criterion")), criterion) == 0) {
             return json_string_value(json_object_get(c, "result"));
         }
@@ -109,12 +113,13 @@ static const char *result_of(json_t *report, size_t provider, const char *criter
 
 static const char *measured_of(json_t *report, size_t provider, const char *criterion)
 {
-    json_t *crit = json_object_get(json_array_get(json_object_get(report, "providers"), provider),
-                                   "criteria");
+    json_t *crit =
+        json_object_get(json_array_get(json_object_get(report, "providers"), provider), "criteria");
     size_t i;
     json_t *c;
 
-    json_array_foreach(crit, i, c) {
+    json_array_foreach(crit, i, c)
+    {
         if (strcmp(json_string_value(json_object_get(c, "criterion")), criterion) == 0) {
             const char *why = json_string_value(json_object_get(c, "why"));
 
@@ -163,7 +168,8 @@ static void test_spike_side_by_side(void **state)
     assert_string_equal(result_of(report, 0, "Agent Vault"), "cannot-measure");
     /* the contract double shows nothing real: never a pass */
     osb = json_object_get(json_array_get(json_object_get(report, "providers"), 1), "criteria");
-    json_array_foreach(osb, i, c) {
+    json_array_foreach(osb, i, c)
+    {
         assert_string_equal(json_string_value(json_object_get(c, "result")), "cannot-measure");
     }
     /* the box with worktrees (decision 13), unisolated on every row */

@@ -34,8 +34,8 @@ static int teardown(void **state)
 
 static void test_cli_version_and_help(void **state)
 {
-    static const char *const cmds[] = {"run", "task", "exec", "image", "info", "plugins",
-                                       "config", NULL};
+    static const char *const cmds[] = {"run",  "task",    "exec",   "image",
+                                       "info", "plugins", "config", NULL};
     struct spawn_result r = SBX("--version");
 
     (void)state;

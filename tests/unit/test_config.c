@@ -6,7 +6,6 @@
 
 #define dir test_dir
 
-
 /* Loads TEXT; expects failure with "FILE:LINE: " + a fragment. */
 static void expect_error(const char *text, int line, const char *fragment)
 {
@@ -193,13 +192,17 @@ static void test_config_egress(void **state)
     expect_error("egress = {\n hosts = ( { name = \"a.test\"; } );\n};\n", 2,
                  "needs 'name' and 'address'");
     expect_error("egress = {\n hosts = ( { name = \"a..test\"; address = \"1.2.3.4\"; } );\n"
-                 "};\n", 2, "not a valid host name (host-malformed)");
+                 "};\n",
+                 2, "not a valid host name (host-malformed)");
     expect_error("egress = {\n hosts = ( { name = \"10.0.0.1\"; address = \"1.2.3.4\"; } );\n"
-                 "};\n", 2, "not a valid host name (an IP literal)");
+                 "};\n",
+                 2, "not a valid host name (an IP literal)");
     expect_error("egress = {\n hosts = ( { name = \"a.test\"; address = \"localhost\"; } );\n"
-                 "};\n", 2, "address 'localhost' is not an IP address");
+                 "};\n",
+                 2, "address 'localhost' is not an IP address");
     expect_error("egress = {\n hosts = ( { name = \"a.test\"; address = \"1.2.3.4\"; port = 1; }"
-                 " );\n};\n", 2, "unknown key 'port'");
+                 " );\n};\n",
+                 2, "unknown key 'port'");
     expect_error("egress = {\n hosts = [ \"a.test\" ];\n};\n", 2, "must be a list of groups");
     expect_error("egress = {\n header_timeout = \"0s\";\n};\n", 2,
                  "'egress.header_timeout' must be greater than 0");
@@ -291,9 +294,11 @@ static void test_config_plugin_options(void **state)
     plugin_option_error("providers = {\n f = { plugin = \"provider_good\";\n  colour = 1; };\n};\n",
                         3, "unknown option 'colour'");
     plugin_option_error("providers = {\n f = { plugin = \"provider_good\";\n  retries = \"x\"; };\n"
-                        "};\n", 3, "must be an integer");
+                        "};\n",
+                        3, "must be an integer");
     plugin_option_error("providers = {\n f = { plugin = \"provider_good\"; timeout = \"1y\"; };\n"
-                        "};\n", 2, "bad duration");
+                        "};\n",
+                        2, "bad duration");
     path = test_write_file(dir, "opts.conf",
                            "providers = {\n f = { plugin = \"provider_needtoken\"; };\n};\n");
     c = sbx_config_load_file(path, &err);

@@ -21,12 +21,37 @@ static struct sbx_egress_rules parse_ok(const char *const *texts)
 static void test_rules_bad(void **state)
 {
     static const char *const bad[] = {
-        "", "*", "*.", "**.example.com", "exa mple.com", "example..com", "-a.example.com",
-        "a-.example.com", "example.com:", "example.com:0", "example.com:65536",
-        "example.com:80,", "example.com:x", "example.com:80:443", "10.0.0.0/33",
-        "10.0.0.0/", "10.0.0.0/x", "[::1", "[::1]x", "[10.0.0.1]/8", "[fd00::]/129", "fd00::/8",
-        "ex\xc3\xa4mple.com", "1.2.3", "example.123", "a.0x7f", "example.com:22 opaq",
-        "example.com:22  opaque", "example.com:22 opaque ", "example.com opaque opaque", NULL,
+        "",
+        "*",
+        "*.",
+        "**.example.com",
+        "exa mple.com",
+        "example..com",
+        "-a.example.com",
+        "a-.example.com",
+        "example.com:",
+        "example.com:0",
+        "example.com:65536",
+        "example.com:80,",
+        "example.com:x",
+        "example.com:80:443",
+        "10.0.0.0/33",
+        "10.0.0.0/",
+        "10.0.0.0/x",
+        "[::1",
+        "[::1]x",
+        "[10.0.0.1]/8",
+        "[fd00::]/129",
+        "fd00::/8",
+        "ex\xc3\xa4mple.com",
+        "1.2.3",
+        "example.123",
+        "a.0x7f",
+        "example.com:22 opaq",
+        "example.com:22  opaque",
+        "example.com:22 opaque ",
+        "example.com opaque opaque",
+        NULL,
     };
 
     (void)state;
@@ -110,9 +135,23 @@ static void test_rules_match_cidr(void **state)
 static void test_addr_public(void **state)
 {
     static const char *const private[] = {
-        "127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "0.0.0.0",
-        "100.64.0.1", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fd00::1",
-        "::ffff:127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::", NULL,
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.5.4",
+        "192.168.1.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "100.64.0.1",
+        "224.0.0.1",
+        "255.255.255.255",
+        "::1",
+        "::",
+        "fe80::1",
+        "fd00::1",
+        "::ffff:127.0.0.1",
+        "64:ff9b::7f00:1",
+        "2002:7f00:1::",
+        NULL,
     };
     static const char *const public[] = {"93.184.216.34", "8.8.8.8", "2606:4700::1111", NULL};
     struct sbx_egress_addr a;
@@ -187,7 +226,9 @@ static void test_request_connect(void **state)
 
     (void)state;
     assert_int_equal(parse("CONNECT API.test.:443 HTTP/1.1\r\nHost: api.test:443\r\n"
-                           "User-Agent: x\r\n\r\n", &r, &reason), 0);
+                           "User-Agent: x\r\n\r\n",
+                           &r, &reason),
+                     0);
     assert_true(r.connect);
     assert_string_equal(r.host, "api.test");
     assert_int_equal(r.port, 443);
@@ -213,7 +254,9 @@ static void test_request_absolute(void **state)
     (void)state;
     assert_int_equal(parse("GET http://Api.Test:8080/a/b?c=d HTTP/1.1\r\nHost: api.test:8080"
                            "\r\nProxy-Connection: keep-alive\r\nProxy-Authorization: x\r\n"
-                           "Accept: */*\r\n\r\n", &r, &reason), 0);
+                           "Accept: */*\r\n\r\n",
+                           &r, &reason),
+                     0);
     assert_false(r.connect);
     assert_string_equal(r.host, "api.test");
     assert_int_equal(r.port, 8080);
@@ -334,8 +377,7 @@ static void test_head_end(void **state)
     assert_int_equal(sbx_egress_head_end("CONNECT a.test:443 HTTP/1.1\r\nX: \n\r\n", 35), -1);
     assert_int_equal(sbx_egress_head_end("CONNECT a\0.test:443 HTTP/1.1\r\n\r\n", 32), -1);
     assert_int_equal(sbx_egress_head_end("CONNECT a.test:443\rX HTTP/1.1\r\n\r\n", 33), -1);
-    assert_int_equal(sbx_egress_head_end("CONNECT a.test:443 HTTP/1.1\r\nX: \x1b\r\n\r\n", 37),
-                     -1);
+    assert_int_equal(sbx_egress_head_end("CONNECT a.test:443 HTTP/1.1\r\nX: \x1b\r\n\r\n", 37), -1);
     assert_int_equal(sbx_egress_head_end("\r\n\r\n", 4), -1);
 }
 
@@ -383,16 +425,11 @@ static void test_head_scan_pieces(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rules_bad),
-        cmocka_unit_test(test_rules_match_names),
-        cmocka_unit_test(test_rules_match_cidr),
-        cmocka_unit_test(test_addr_public),
-        cmocka_unit_test(test_host_normalize),
-        cmocka_unit_test(test_request_connect),
-        cmocka_unit_test(test_request_absolute),
-        cmocka_unit_test(test_request_bad),
-        cmocka_unit_test(test_request_long),
-        cmocka_unit_test(test_head_end),
+        cmocka_unit_test(test_rules_bad),        cmocka_unit_test(test_rules_match_names),
+        cmocka_unit_test(test_rules_match_cidr), cmocka_unit_test(test_addr_public),
+        cmocka_unit_test(test_host_normalize),   cmocka_unit_test(test_request_connect),
+        cmocka_unit_test(test_request_absolute), cmocka_unit_test(test_request_bad),
+        cmocka_unit_test(test_request_long),     cmocka_unit_test(test_head_end),
         cmocka_unit_test(test_head_scan_pieces),
     };
 

@@ -56,8 +56,8 @@ static pid_t start_relay_mode(const char *sock, int *port, const char *mode)
     assert_true(asprintf(&relay, "%s/libexec/sbx-relay", env("SBX_BUILD_DIR")) > 0);
     assert_true(asprintf(&sockopt, "--socket=%s", sock) > 0);
     {
-        char *argv[] = {relay, "--listen", "127.0.0.1:0", sockopt, "--print-port",
-                        (char *)mode, NULL};
+        char *argv[] = {relay,          "--listen",   "127.0.0.1:0", sockopt,
+                        "--print-port", (char *)mode, NULL};
 
         pid = test_spawn_port(argv, port);
     }
@@ -102,7 +102,8 @@ static int setup(void **state)
     key = xasprintf_test("%s/key.pem", t.dir);
     cmd = xasprintf_test("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "
                          "/CN=allowed.test -addext subjectAltName=DNS:allowed.test,"
-                         "DNS:a.wild.test -keyout %s -out %s 2>&1", key, t.cert);
+                         "DNS:a.wild.test -keyout %s -out %s 2>&1",
+                         key, t.cert);
     out = test_run(cmd, &st);
     if (st != 0) {
         fail_msg("openssl failed: %s", out);
@@ -129,7 +130,8 @@ static int setup(void **state)
                           "            { name = \"denied.test\"; address = \"127.0.0.1\"; },\n"
                           "            { name = \"a.wild.test\"; address = \"127.0.0.1\"; },\n"
                           "            { name = \"wild.test\"; address = \"127.0.0.1\"; } );\n"
-                          "};\n", t.log);
+                          "};\n",
+                          t.log);
     free(test_write_file(t.dir, "sbx.conf", conf));
     free(conf);
     conf = xasprintf_test("%s/sbx.conf", t.dir);
@@ -268,9 +270,8 @@ static void test_denied(void **state)
     free(args);
 
     /* An allowed name on a port its rule does not list. */
-    args = xasprintf_test("-i http://allowed.test:%d/", t.https_port + 1 == t.http_port
-                                                             ? t.https_port + 2
-                                                             : t.https_port + 1);
+    args = xasprintf_test("-i http://allowed.test:%d/",
+                          t.https_port + 1 == t.http_port ? t.https_port + 2 : t.https_port + 1);
     out = curl(args, &st);
     expect_in(out, "X-Sbx-Deny: not-allowed");
     free(out);
@@ -325,8 +326,7 @@ static void test_bypass_requests(void **state)
     raw_expect(req, strlen(req), "HTTP/1.1 400", "host-too-long");
     free(req);
     free(big);
-    raw_expect("CONNECT allowed..test:443 HTTP/1.1\r\n\r\n", 38, "HTTP/1.1 400",
-               "host-malformed");
+    raw_expect("CONNECT allowed..test:443 HTTP/1.1\r\n\r\n", 38, "HTTP/1.1 400", "host-malformed");
     raw_expect("CONNECT all%6fwed.test:443 HTTP/1.1\r\n\r\n", 39, "HTTP/1.1 400", "bad-target");
     raw_expect("CONNECT allowed.test:443\r\n\r\n", 28, "HTTP/1.1 400", "bad-request-line");
     raw_expect("HELLO\r\n\r\n", 9, "HTTP/1.1 400", "bad-request-line");
@@ -355,8 +355,8 @@ static void test_slowloris(void **state)
     assert_int_equal(write(fd, "CONNECT allowed.te", 18), 18);
     reply = test_read_all(fd);
     close(fd);
-    if (strncmp(reply, "HTTP/1.1 408", 12) != 0 || strstr(reply, "X-Sbx-Deny: header-timeout")
-        == NULL) {
+    if (strncmp(reply, "HTTP/1.1 408", 12) != 0 ||
+        strstr(reply, "X-Sbx-Deny: header-timeout") == NULL) {
         fail_msg("slow client got '%s'", reply);
     }
     free(reply);
@@ -388,7 +388,8 @@ static json_t *find_line(json_t *arr, const char *host, const char *decision, co
     size_t i;
     json_t *o;
 
-    json_array_foreach(arr, i, o) {
+    json_array_foreach(arr, i, o)
+    {
         const char *h = json_string_value(json_object_get(o, "host"));
         const char *d = json_string_value(json_object_get(o, "decision"));
         const char *r = json_string_value(json_object_get(o, "reason"));
@@ -428,7 +429,8 @@ static void test_log_and_summary(void **state)
     }
     assert_int_equal(sum.open, 0);
     arr = log_lines(&n);
-    json_array_foreach(arr, i, o) {
+    json_array_foreach(arr, i, o)
+    {
         const char *d = json_string_value(json_object_get(o, "decision"));
 
         assert_string_equal(json_string_value(json_object_get(o, "job")), JOB);
@@ -528,7 +530,8 @@ static void test_netns_bypass(void **state)
     free(test_write_file(t.dir, "netns.sh", script));
     free(script);
     cmd = xasprintf_test("HOST_IPS=\"$(hostname -I 2>/dev/null | sed 's/[^ ]*:[^ ]*/[&]/g')\" "
-                         "unshare --net --mount sh %s/netns.sh 2>&1", t.dir);
+                         "unshare --net --mount sh %s/netns.sh 2>&1",
+                         t.dir);
     out = test_run(cmd, &st);
     free(cmd);
     free(relay);
@@ -648,8 +651,7 @@ static void test_relay_usage(void **state)
 
     (void)state;
     for (size_t i = 0; bad[i] != NULL; i++) {
-        char *cmd = xasprintf_test("%s/libexec/sbx-relay %s 2>&1", env("SBX_BUILD_DIR"),
-                                   bad[i]);
+        char *cmd = xasprintf_test("%s/libexec/sbx-relay %s 2>&1", env("SBX_BUILD_DIR"), bad[i]);
         char *out = test_run(cmd, &st);
 
         if (st != 2 || strstr(out, "sbx-relay") == NULL) {
@@ -719,8 +721,7 @@ static void test_add_errors(void **state)
     assert_int_equal(sbx_egress_add(t.egress, longdir, "j", NULL, NULL, ok, &err), -1);
     expect_in(err->msg, "is too long");
     sbx_error_free(&err);
-    assert_int_equal(sbx_egress_add(t.egress, "/nonexistent/x/y", "j", NULL, NULL, ok, &err),
-                     -1);
+    assert_int_equal(sbx_egress_add(t.egress, "/nonexistent/x/y", "j", NULL, NULL, ok, &err), -1);
     expect_in(err->msg, "cannot create '/nonexistent/x/y'");
     sbx_error_free(&err);
     free(dir2);
@@ -866,15 +867,15 @@ static void test_handover_buffers(void **state)
     u = hand_over(served);
     /* The 403 shows the proxy has taken the socket over. */
     setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    assert_int_equal(send(client, "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37,
-                          MSG_NOSIGNAL), 37);
+    assert_int_equal(send(client, "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37, MSG_NOSIGNAL),
+                     37);
     shutdown(client, SHUT_WR);
     reply = test_read_all(client);
     expect_in(reply, "X-Sbx-Deny: not-allowed");
     for (int opt = 0; opt < 2; opt++) {
         sl = sizeof(v);
-        assert_int_equal(getsockopt(served, SOL_SOCKET, opt == 0 ? SO_SNDBUF : SO_RCVBUF,
-                                    &v, &sl), 0);
+        assert_int_equal(getsockopt(served, SOL_SOCKET, opt == 0 ? SO_SNDBUF : SO_RCVBUF, &v, &sl),
+                         0);
         assert_int_equal(v, 2 * SBX_EGRESS_CLIENT_BUF); /* Linux doubles what is set */
     }
     free(reply);
@@ -978,7 +979,8 @@ static void test_attach(void **state)
     assert_int_equal(sbx_egress_add(e, dir4, "job-attach", NULL, NULL, rules, &err), 0);
     ac.path = xasprintf_test("%s/proxy.sock", dir4);
     ac.request = xasprintf_test("GET http://allowed.test:%d/x HTTP/1.1\r\nHost: "
-                                "allowed.test:%d\r\n\r\n", t.http_port, t.http_port);
+                                "allowed.test:%d\r\n\r\n",
+                                t.http_port, t.http_port);
     ac.tick = event_new(base, -1, EV_PERSIST, attach_tick, &ac);
     event_add(ac.tick, &tv);
     assert_int_equal(pthread_create(&th, NULL, attach_client_main, &ac), 0);
@@ -1006,12 +1008,12 @@ int main(void)
         cmocka_unit_test(test_wildcard),         cmocka_unit_test(test_denied),
         cmocka_unit_test(test_bypass_requests),  cmocka_unit_test(test_slowloris),
         cmocka_unit_test(test_netns_bypass),     cmocka_unit_test(test_relay_copy_mode),
-        cmocka_unit_test(test_sni_real_client),
-        cmocka_unit_test(test_bad_handover),     cmocka_unit_test(test_handover_buffers),
-        cmocka_unit_test(test_log_and_summary),
+        cmocka_unit_test(test_sni_real_client),  cmocka_unit_test(test_bad_handover),
+        cmocka_unit_test(test_handover_buffers), cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed),  cmocka_unit_test(test_add_errors),
         cmocka_unit_test(test_attach),           cmocka_unit_test(test_relay_usage),
-        cmocka_unit_test(test_relay_path),       cmocka_unit_test(test_relay_no_proxy),           cmocka_unit_test(test_connection_cap),
+        cmocka_unit_test(test_relay_path),       cmocka_unit_test(test_relay_no_proxy),
+        cmocka_unit_test(test_connection_cap),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

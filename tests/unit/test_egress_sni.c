@@ -2,8 +2,8 @@
  * parser on built and broken hellos, then the proxy (started through its API, spoken to
  * on its unix socket) against destinations that are threads of this test on 127.0.0.1:
  * a matching name goes through, a different one (domain fronting) is cut and logged,
- * other client-first bytes are cut (test_egress_tunnel.c), server-first protocols pass, a stalled hello times out, and
- * egress.check_sni = false turns the check off. Nothing leaves loopback. */
+ * other client-first bytes are cut (test_egress_tunnel.c), server-first protocols pass, a stalled
+ * hello times out, and egress.check_sni = false turns the check off. Nothing leaves loopback. */
 #include "test_common.h"
 #include "test_proc.h"
 
@@ -60,13 +60,13 @@ static void hello_msg(struct buf *o, const char *const *names, int with_ext)
 
     put16(&body, 0x0303);
     put(&body, random, sizeof(random));
-    put8(&body, 0);         /* session id */
+    put8(&body, 0); /* session id */
     put16(&body, 2);
-    put16(&body, 0x1301);   /* TLS_AES_128_GCM_SHA256 */
+    put16(&body, 0x1301); /* TLS_AES_128_GCM_SHA256 */
     put8(&body, 1);
-    put8(&body, 0);         /* null compression */
+    put8(&body, 0); /* null compression */
     if (with_ext) {
-        put16(&ext, 43);    /* supported_versions: TLS 1.3 */
+        put16(&ext, 43); /* supported_versions: TLS 1.3 */
         put16(&ext, 3);
         put8(&ext, 2);
         put16(&ext, 0x0304);
@@ -216,12 +216,15 @@ static void test_parse_not_tls_or_absent(void **state)
     char host[256];
 
     (void)state;
-    assert_int_equal(sbx_egress_sni_parse((const unsigned char *)"GET / HTTP/1.1\r\n", 16,
-                                          host, sizeof(host)), SBX_SNI_NOT_TLS);
-    assert_int_equal(sbx_egress_sni_parse((const unsigned char *)"SSH-2.0-x\r\n", 11, host,
-                                          sizeof(host)), SBX_SNI_NOT_TLS);
-    assert_int_equal(sbx_egress_sni_parse((const unsigned char *)"\x80\x2e\x01", 3, host,
-                                          sizeof(host)), SBX_SNI_NOT_TLS); /* SSLv2 */
+    assert_int_equal(
+        sbx_egress_sni_parse((const unsigned char *)"GET / HTTP/1.1\r\n", 16, host, sizeof(host)),
+        SBX_SNI_NOT_TLS);
+    assert_int_equal(
+        sbx_egress_sni_parse((const unsigned char *)"SSH-2.0-x\r\n", 11, host, sizeof(host)),
+        SBX_SNI_NOT_TLS);
+    assert_int_equal(
+        sbx_egress_sni_parse((const unsigned char *)"\x80\x2e\x01", 3, host, sizeof(host)),
+        SBX_SNI_NOT_TLS);   /* SSLv2 */
     client_hello(&o, NULL); /* extensions, none of them server_name */
     assert_int_equal(parse(&o, host), SBX_SNI_ABSENT);
     o.n = 0;
@@ -456,8 +459,8 @@ static int tunnel_to(const char *sock, const char *host, int port)
     char head[256];
     size_t got = 0;
     struct timeval tv = {15, 0};
-    int n = snprintf(req, sizeof(req), "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n", host,
-                     port, host, port);
+    int n = snprintf(req, sizeof(req), "CONNECT %s:%d HTTP/1.1\r\nHost: %s:%d\r\n\r\n", host, port,
+                     host, port);
 
     memset(&sun, 0, sizeof(sun));
     sun.sun_family = AF_UNIX;
@@ -659,8 +662,8 @@ static void test_proxy_sni_unreadable_and_timeout(void **state)
     int u;
 
     (void)state;
-    through_front("\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10, "", "deny",
-                  "sni-unreadable", NULL);
+    through_front("\x16\x03\x01\x00\x05\x02\x00\x00\x01\x00", 10, "", "deny", "sni-unreadable",
+                  NULL);
     /* Half a hello, then nothing: cut after egress.header_timeout (1 s here). */
     client_hello(&o, "front.test");
     m = mark();
@@ -726,17 +729,21 @@ static void test_proxy_http_in_tunnel_and_ech(void **state)
     int u;
 
     (void)state;
-    snprintf(req, sizeof(req), "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
-             "Connection: keep-alive\r\n\r\n", t.sink_port);
+    snprintf(req, sizeof(req),
+             "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
+             "Connection: keep-alive\r\n\r\n",
+             t.sink_port);
     /* what goes on: the request line, Host, Connection: close */
-    fwd = (size_t)snprintf(NULL, 0, "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
-                           "Connection: close\r\n\r\n", t.sink_port);
+    fwd = (size_t)snprintf(NULL, 0,
+                           "GET /x HTTP/1.1\r\nHost: front.test:%d\r\n"
+                           "Connection: close\r\n\r\n",
+                           t.sink_port);
     snprintf(want, sizeof(want), "got %zu\n", fwd);
     through_front(req, strlen(req), want, "allow", NULL, NULL);
 
     /* another host, in the Host header or the target: cut */
-    through_front("GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", 37, "", "deny",
-                  "host-mismatch", NULL);
+    through_front("GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", 37, "", "deny", "host-mismatch",
+                  NULL);
     through_front("GET http://other.test/ HTTP/1.1\r\n\r\n", 36, "", "deny", "host-mismatch", NULL);
 
     /* the method and head arriving in pieces; no Host: the tunnel's is added */
@@ -747,8 +754,10 @@ static void test_proxy_http_in_tunnel_and_ech(void **state)
     assert_int_equal(write(u, "OS", 2), 2);
     usleep(50000);
     snprintf(want, sizeof(want), "got %d\n",
-             snprintf(NULL, 0, "POST /y HTTP/1.1\r\nHost: front.test:%d\r\n"
-                      "Connection: close\r\n\r\n", t.sink_port));
+             snprintf(NULL, 0,
+                      "POST /y HTTP/1.1\r\nHost: front.test:%d\r\n"
+                      "Connection: close\r\n\r\n",
+                      t.sink_port));
     reply = exchange(u, "T /y HTTP/1.1\r\n\r\n", 17);
     assert_string_equal(reply, want);
     free(reply);

@@ -35,23 +35,37 @@ static void test_api_bad_input(void **state)
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"class\":\"huge\"}", 400, "light or heavy"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"task\":\"../etc\"}", 400, "field 'task'"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"task\":7}", 400, "'task' must be a string"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"labels\":[1]}", 400, "'labels' must be an object"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"labels\":{\"a\":1}}", 400, "label 'a' must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"labels\":[1]}", 400,
+         "'labels' must be an object"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"labels\":{\"a\":1}}", 400,
+         "label 'a' must be a string"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"labels\":{\"a b\":\"c\"}}", 400, "label 'a b'"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"worktree\":\"rel/dir\"}", 400, "absolute path"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"provider\":\"nope\"}", 400, "no provider instance 'nope'"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"credentials\":\"nope\"}", 400, "no credential instance"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"provider\":\"nope\"}", 400,
+         "no provider instance 'nope'"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"credentials\":\"nope\"}", 400,
+         "no credential instance"},
         {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"class\":\"heavy\"}", 422, "takes no heavy jobs"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":[\"A=1\"]}", 400, "field 'env' must be an object"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":\"A=1\"}", 400, "field 'env' must be an object"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"1FOO\":\"x\"}}", 400, "env.1FOO: invalid variable name"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"OK\":\"1\",\"A-B\":\"x\"}}", 400, "env.A-B: invalid variable name"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"A B\":\"x\"}}", 400, "env.A B: invalid variable name"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"\":\"x\"}}", 400, "env.: invalid variable name"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":1}}", 400, "env.N: the value must be a string"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":null}}", 400, "env.N: the value must be a string"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":[\"x\"]}}", 400, "env.N: the value must be a string"},
-        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"A\":\"1\",\"A\":\"2\"}}", 400, "duplicate"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":[\"A=1\"]}", 400,
+         "field 'env' must be an object"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":\"A=1\"}", 400,
+         "field 'env' must be an object"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"1FOO\":\"x\"}}", 400,
+         "env.1FOO: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"OK\":\"1\",\"A-B\":\"x\"}}", 400,
+         "env.A-B: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"A B\":\"x\"}}", 400,
+         "env.A B: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"\":\"x\"}}", 400,
+         "env.: invalid variable name"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":1}}", 400,
+         "env.N: the value must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":null}}", 400,
+         "env.N: the value must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"N\":[\"x\"]}}", 400,
+         "env.N: the value must be a string"},
+        {"POST", "/v1/jobs", "{\"argv\":[\"x\"],\"env\":{\"A\":\"1\",\"A\":\"2\"}}", 400,
+         "duplicate"},
         {"GET", "/v1/jobs/j-000000000000", NULL, 404, "j-000000000000"},
         {"GET", "/v1/jobs/j-000000000000/output", NULL, 404, "j-000000000000"},
         {"POST", "/v1/jobs/j-000000000000/cancel", "{}", 404, "j-000000000000"},
@@ -229,7 +243,7 @@ static void test_api_jobs(void **state)
     json_decref(rh_wait_state(ag, "cancelled"));
     j = rh_json("GET", "/v1/queue", NULL, 200);
     text = json_dumps(json_object_get(j, "tasks"), JSON_COMPACT);
-    assert_non_null(strstr(text, "\"id\":\"ag-1\""));   /* still held */
+    assert_non_null(strstr(text, "\"id\":\"ag-1\"")); /* still held */
     assert_non_null(strstr(text, "\"kept\":true"));
     free(text);
     json_decref(j);
@@ -277,7 +291,8 @@ static void test_api_conflicts(void **state)
     a = rh_submit("{\"argv\":[\"sleep\",\"600000\"],\"pool\":\"agent\",\"task\":\"t-a\"}");
     json_decref(rh_wait_state(a, "running"));
     b = rh_submit("{\"argv\":[\"sleep\",\"600000\"],\"pool\":\"agent\",\"task\":\"t-b\"}");
-    text = rh_call("POST", "/v1/jobs", "{\"argv\":[\"x\"],\"pool\":\"agent\",\"task\":\"t-b\"}", &st);
+    text =
+        rh_call("POST", "/v1/jobs", "{\"argv\":[\"x\"],\"pool\":\"agent\",\"task\":\"t-b\"}", &st);
     assert_int_equal(st, 409);
     assert_non_null(strstr(text, "task t-b is still queued"));
     free(text);
@@ -385,8 +400,10 @@ static void test_api_tcp_token(void **state)
     port = ntohs(sa.sin_port);
     close(fd);
     setenv("SBX_TEST_RUNNER_TOKEN", "s3cret-token-value", 1);
-    assert_true(asprintf(&conf, "runner = { listen = \"tcp:127.0.0.1:%d\"; "
-                                "token_env = \"SBX_TEST_RUNNER_TOKEN\"; };\n", port) > 0);
+    assert_true(asprintf(&conf,
+                         "runner = { listen = \"tcp:127.0.0.1:%d\"; "
+                         "token_env = \"SBX_TEST_RUNNER_TOKEN\"; };\n",
+                         port) > 0);
     rh_start(conf);
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/queue", port);
     {
@@ -396,8 +413,8 @@ static void test_api_tcp_token(void **state)
         long want[] = {401, 401, 200};
 
         for (int i = 0; i < 3; i++) {
-            struct sbx_http_request req = {.method = "GET", .url = url, .headers = hdrs[i],
-                                           .timeout_ms = 10000};
+            struct sbx_http_request req = {
+                .method = "GET", .url = url, .headers = hdrs[i], .timeout_ms = 10000};
             struct sbx_http_response resp = {0};
 
             assert_int_equal(sbx_http_request(&req, &resp, NULL), 0);
@@ -445,7 +462,8 @@ static void test_api_policy_and_reload(void **state)
     assert_true(asprintf(&cmd, "cp %s/policies/*.lua %s/", src, pol) > 0);
     assert_int_equal(system(cmd), 0);
     free(cmd);
-    assert_true(asprintf(&extra, "policy_dir = \"%s\";\nbox = { heavy_min_memory = \"1G\"; };\n", pol) > 0);
+    assert_true(
+        asprintf(&extra, "policy_dir = \"%s\";\nbox = { heavy_min_memory = \"1G\"; };\n", pol) > 0);
     rh_start(extra);
     j = rh_json("POST", "/v1/jobs", "{\"argv\": [\"encore\", \"test\"], \"pool\": \"ci\"}", 201);
     assert_string_equal(json_string_value(json_object_get(j, "class")), "heavy");
@@ -477,14 +495,10 @@ static void test_api_policy_and_reload(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_api_bad_input),
-        cmocka_unit_test(test_api_memory_reserve),
-        cmocka_unit_test(test_api_jobs),
-        cmocka_unit_test(test_api_conflicts),
-        cmocka_unit_test(test_api_output_bounded),
-        cmocka_unit_test(test_api_listen_config),
-        cmocka_unit_test(test_api_tcp_token),
-        cmocka_unit_test(test_api_policy_and_reload),
+        cmocka_unit_test(test_api_bad_input),      cmocka_unit_test(test_api_memory_reserve),
+        cmocka_unit_test(test_api_jobs),           cmocka_unit_test(test_api_conflicts),
+        cmocka_unit_test(test_api_output_bounded), cmocka_unit_test(test_api_listen_config),
+        cmocka_unit_test(test_api_tcp_token),      cmocka_unit_test(test_api_policy_and_reload),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,7 +118,8 @@ static void test_store_record(void **state)
         text,
         "{\"argv\":[\"make\",\"test\"],\"class\":\"heavy\",\"client\":\"\",\"created_at\":1000.0,"
         "\"credential_leases\":[\"lease-1\",\"lease-2\"],\"egress\":{\"allowed\":12,"
-        "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exec_path\":null,\"exit_status\":3,"
+        "\"denied\":2},\"ended_at\":1090.0,\"env_names\":[\"CI\",\"LANG\"],\"exec_path\":null,"
+        "\"exit_status\":3,"
         "\"id\":\"job-1\","
         "\"image\":\"sbx-sandbox:abc\",\"isolation\":\"partial\","
         "\"labels\":{\"repo\":\"stackra\"},\"limits\":{"

@@ -132,9 +132,12 @@ static void test_units_format(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_units_size_binary),  cmocka_unit_test(test_units_size_bad),
-        cmocka_unit_test(test_units_size_gb_is_explained), cmocka_unit_test(test_units_cpus),
-        cmocka_unit_test(test_units_duration),     cmocka_unit_test(test_units_duration_bad),
+        cmocka_unit_test(test_units_size_binary),
+        cmocka_unit_test(test_units_size_bad),
+        cmocka_unit_test(test_units_size_gb_is_explained),
+        cmocka_unit_test(test_units_cpus),
+        cmocka_unit_test(test_units_duration),
+        cmocka_unit_test(test_units_duration_bad),
         cmocka_unit_test(test_units_format),
     };
 

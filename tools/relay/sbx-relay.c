@@ -67,8 +67,7 @@ static void hand_over(int c, const struct sockaddr_un *sun)
     struct cmsghdr *cm;
 
     if (u < 0 || connect(u, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
-        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path,
-                strerror(errno));
+        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path, strerror(errno));
         goto out;
     }
     memset(&msg, 0, sizeof(msg));
@@ -83,8 +82,7 @@ static void hand_over(int c, const struct sockaddr_un *sun)
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cm), &c, sizeof(int));
     if (sendmsg(u, &msg, MSG_NOSIGNAL) != 1) {
-        fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path,
-                strerror(errno));
+        fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path, strerror(errno));
     }
 out:
     if (u >= 0) {
@@ -179,8 +177,7 @@ static void accept_one(int lfd, const struct sockaddr_un *sun)
     }
     u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (u < 0 || connect(u, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
-        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path,
-                strerror(errno));
+        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path, strerror(errno));
         if (u >= 0) {
             close(u);
         }

@@ -69,14 +69,14 @@ struct sbx_mount {
 struct sbx_sandbox_spec {
     const char *task_id;
     const char *job_id;
-    const char *image;          /* image reference */
-    const char *worktree;       /* host directory mounted at /workspace, or NULL */
+    const char *image;              /* image reference */
+    const char *worktree;           /* host directory mounted at /workspace, or NULL */
     const struct sbx_mount *mounts; /* read-only caches (decision 7) */
     size_t n_mounts;
     struct sbx_limits limits;
     const struct sbx_kv *labels; /* sbx.task, sbx.job, sbx.created, sbx.owner, ... */
     size_t n_labels;
-    const struct sbx_kv *env;   /* non-secret environment (proxy variables) */
+    const struct sbx_kv *env; /* non-secret environment (proxy variables) */
     size_t n_env;
     /* Host directory holding the egress proxy's unix socket for this sandbox,
      * mounted at /run/sbx-egress; NULL: the sandbox gets no way out at all. */
@@ -127,10 +127,10 @@ typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_
 struct sbx_exec_ctl;
 
 struct sbx_exec_spec {
-    const char *const *argv; /* NULL-terminated, argv[0] non-NULL */
+    const char *const *argv;  /* NULL-terminated, argv[0] non-NULL */
     const struct sbx_kv *env; /* may hold secret values: never log, never persist */
     size_t n_env;
-    const char *workdir;     /* NULL: the provider's default (/workspace) */
+    const char *workdir; /* NULL: the provider's default (/workspace) */
     sbx_output_fn on_output;
     void *output_userdata;
     /* (added, last) The core's exec agent (docs/tasks.md, "The exec agent"),
@@ -155,16 +155,16 @@ struct sbx_exec_ctl {
 
 /* Called by list() once per sandbox carrying the requested label. labels may
  * be read during the call only. */
-typedef void (*sbx_sandbox_fn)(void *userdata, const char *sandbox_id,
-                               const struct sbx_kv *labels, size_t n_labels);
+typedef void (*sbx_sandbox_fn)(void *userdata, const char *sandbox_id, const struct sbx_kv *labels,
+                               size_t n_labels);
 
 /* Facts a provider reports about itself at run time (optional op). */
 struct sbx_provider_info {
-    char engine[128];    /* e.g. "docker 20.10.24 (API 1.41)" */
-    int userns;          /* 1 on, 0 off, -1 unknown */
+    char engine[128];     /* e.g. "docker 20.10.24 (API 1.41)" */
+    int userns;           /* 1 on, 0 off, -1 unknown */
     char disk_limit[128]; /* which disk cap mechanism runs, or "" */
-    int simulated;       /* 1: the engine is a local test double (its timings and
-                            isolation say nothing about the real service) */
+    int simulated;        /* 1: the engine is a local test double (its timings and
+                             isolation say nothing about the real service) */
     /* Added last: the isolation a Docker sidecar runs with, e.g. "userns-remap
      * on, rootless inner daemon, caps +SYS_ADMIN,...", prefixed with
      * "ISOLATION FAILURE: " for a rootful sidecar without user remapping;

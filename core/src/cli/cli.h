@@ -11,14 +11,14 @@
 enum sbx_exit {
     SBX_EXIT_OK = 0,
     SBX_EXIT_FAIL = 1,
-    SBX_EXIT_USAGE = 2,    /* usage or configuration error */
-    SBX_EXIT_SBX = 125,    /* run/exec: sbx itself failed */
-    SBX_EXIT_NOEXEC = 126, /* run/exec: the command cannot be executed */
+    SBX_EXIT_USAGE = 2,      /* usage or configuration error */
+    SBX_EXIT_SBX = 125,      /* run/exec: sbx itself failed */
+    SBX_EXIT_NOEXEC = 126,   /* run/exec: the command cannot be executed */
     SBX_EXIT_NOTFOUND = 127, /* run/exec: the command was not found */
 };
 
 struct sbx_cli {
-    const char *config_path; /* --config, or NULL */
+    const char *config_path;   /* --config, or NULL */
     struct sbx_config *config; /* loaded on demand by sbx_cli_config() */
     char *plugin_dir;          /* resolved on demand */
 };

@@ -87,19 +87,19 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                   state, "image", cfg->image, "provider", provider, "limits", "cpus",
                   cfg->limits.cpus, "memory", (json_int_t)cfg->limits.memory, "disk",
                   (json_int_t)cfg->limits.disk, "pids", (json_int_t)cfg->limits.pids, "idle",
-                  (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max,
-                  "max_sandboxes", cfg->box.max_sandboxes);
+                  (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max, "max_sandboxes",
+                  cfg->box.max_sandboxes);
     sbx_info_box(cfg, state, j, 0);
     if (oi != NULL) {
         json_object_set_new(j, "engine", json_string(info.engine));
         json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
         json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
-        json_object_set_new(j, "docker_sidecar", info.sidecar[0] ? json_string(info.sidecar)
-                                                                 : json_null());
+        json_object_set_new(j, "docker_sidecar",
+                            info.sidecar[0] ? json_string(info.sidecar) : json_null());
         json_object_set_new(j, "seccomp",
                             info.seccomp[0] ? json_string(info.seccomp) : json_null());
-        json_object_set_new(j, "worktree", info.worktree[0] ? json_string(info.worktree)
-                                                            : json_null());
+        json_object_set_new(j, "worktree",
+                            info.worktree[0] ? json_string(info.worktree) : json_null());
         sbx_caps_describe(oi, &info, &cfg->limits, j, isolation, sizeof(isolation));
         sbx_caps_text(sbx_caps_wanted(&cfg->limits) &
                           ~sbx_caps_enforced(sbx_instance_provider(oi)->flags, &info) &
@@ -129,7 +129,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         sbx_info_box(cfg, state, j, 1);
         if (oi != NULL) {
             printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", info.engine,
-                   info.userns < 0 ? "unknown" : info.userns ? "on" : "OFF (see docs/operations.md)",
+                   info.userns < 0 ? "unknown"
+                   : info.userns   ? "on"
+                                   : "OFF (see docs/operations.md)",
                    info.disk_limit[0] ? info.disk_limit : "not reported");
             printf("sidecar:     %s\n", info.sidecar[0] ? info.sidecar : "none");
             printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");

@@ -91,14 +91,13 @@ void sbx_cmd_run_help(FILE *out)
 
 void sbx_cmd_exec_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx exec TASK [--env K=V]... -- CMD [ARGS...]\n"
-            "\n"
-            "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
-            "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
-            "cancels CMD; the task goes on.\n"
-            "\n"
-            "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
+    fprintf(out, "usage: sbx exec TASK [--env K=V]... -- CMD [ARGS...]\n"
+                 "\n"
+                 "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
+                 "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
+                 "cancels CMD; the task goes on.\n"
+                 "\n"
+                 "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
 }
 
 struct capture {
@@ -153,7 +152,7 @@ static void *watch_main(void *arg)
         struct pollfd p = {.fd = run_wake[0], .events = POLLIN};
 
         if (interrupted) {
-            sbx_task_stop(w->t, interrupted == SIGINT ? "interrupted (SIGINT)"
+            sbx_task_stop(w->t, interrupted == SIGINT    ? "interrupted (SIGINT)"
                                 : interrupted == SIGTERM ? "terminated (SIGTERM)"
                                                          : "hung up (SIGHUP)");
             break;
@@ -329,7 +328,9 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) == 0) {
             sbx_http_response_free(&resp);
             fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
-                    sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP");
+                    sig == SIGINT    ? "SIGINT"
+                    : sig == SIGTERM ? "SIGTERM"
+                                     : "SIGHUP");
         }
         else {
             sbx_cli_print_error(err);
@@ -443,16 +444,15 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
     cap.json = o.json;
     w.t = t;
     pthread_create(&wt, NULL, watch_main, &w);
-    r = sbx_task_exec(t, (const char *const *)o.cmd, o.env, o.n_env, on_output, &cap, NULL,
-                      &status, &err);
+    r = sbx_task_exec(t, (const char *const *)o.cmd, o.env, o.n_env, on_output, &cap, NULL, &status,
+                      &err);
     w.done = 1;
     if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
         /* full: the watcher is due to wake anyway */
     }
     pthread_join(wt, NULL);
     if (r < 0) {
-        rc = err && err->code == SBX_E_NOEXEC ? 126 : err && err->code == SBX_E_NOCMD ? 127
-                                                                                       : 125;
+        rc = err && err->code == SBX_E_NOEXEC ? 126 : err && err->code == SBX_E_NOCMD ? 127 : 125;
         sbx_cli_print_error(err);
         sbx_error_free(&err);
     }
@@ -513,9 +513,11 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_SBX;
     }
     if (cfg->runner.listen != NULL) {
-        fprintf(stderr, "sbx: error: exec: runner.listen is set: run commands in a runner task "
+        fprintf(stderr,
+                "sbx: error: exec: runner.listen is set: run commands in a runner task "
                 "with 'sbx submit --task %s -- CMD' (sbx exec talks to embedded tasks only; it "
-                "does not fall back)\n", argv[1]);
+                "does not fall back)\n",
+                argv[1]);
         sbx_task_cli_fini(&o);
         return SBX_EXIT_SBX;
     }

@@ -157,9 +157,8 @@ static int task_end(struct sbx_cli *cli, int argc, char **argv)
 
 static int task_list(struct sbx_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"all", no_argument, NULL, 'a'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"all", no_argument, NULL, 'a'}, {NULL, 0, NULL, 0}};
     cleanup_free char *tasks = NULL;
     json_t *arr = json_array();
     char *state;
@@ -226,7 +225,8 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
 
         printf("%-24s %-8s %-6s %-12s %-20s %s\n", "TASK", "STATE", "POOL", "PROVIDER", "CREATED",
                "REASON");
-        json_array_foreach(arr, i, r) {
+        json_array_foreach(arr, i, r)
+        {
             printf("%-24s %-8s %-6s %-12s %-20s %s\n",
                    json_string_value(json_object_get(r, "task")) ?: "?",
                    json_string_value(json_object_get(r, "state")) ?: "?",
@@ -243,13 +243,12 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
 
 int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
 {
-    struct sbx_config *cfg = argc >= 2 && strcmp(argv[1], "list") != 0 ? sbx_cli_config(cli)
-                                                                        : NULL;
+    struct sbx_config *cfg = argc >= 2 && strcmp(argv[1], "list") != 0 ? sbx_cli_config(cli) : NULL;
 
     if (cfg != NULL && cfg->runner.listen != NULL) {
         fprintf(stderr, "sbx: error: task: runner.listen is set: the runner keeps agent tasks "
-                "('sbx submit --pool agent --task ID -- CMD', 'sbx cancel --task ID'); "
-                "'sbx task' manages embedded tasks only and does not fall back\n");
+                        "('sbx submit --pool agent --task ID -- CMD', 'sbx cancel --task ID'); "
+                        "'sbx task' manages embedded tasks only and does not fall back\n");
         return SBX_EXIT_USAGE;
     }
     if (argc >= 2 && strcmp(argv[1], "start") == 0) {

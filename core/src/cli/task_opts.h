@@ -5,15 +5,15 @@
 
 #include "sandbox/task.h"
 
-#define SBX_TASK_OPTS_HELP                                                                   \
-    "Options:\n"                                                                             \
-    "  --task ID            task id (default: generated, t-<12 hex>)\n"                     \
-    "  --provider NAME      provider instance (default: config 'provider', docker)\n"       \
-    "  --credentials NAME   credential instance whose lease goes into every command's\n"    \
-    "                       environment (values are redacted from output)\n"                \
-    "  --worktree DIR       host directory mounted at /workspace (the only host mount\n"    \
-    "                       besides the read-only caches); under user remapping its\n"      \
-    "                       owner is root inside (idmapped mount, docs/tasks.md)\n"         \
+#define SBX_TASK_OPTS_HELP                                                                         \
+    "Options:\n"                                                                                   \
+    "  --task ID            task id (default: generated, t-<12 hex>)\n"                            \
+    "  --provider NAME      provider instance (default: config 'provider', docker)\n"              \
+    "  --credentials NAME   credential instance whose lease goes into every command's\n"           \
+    "                       environment (values are redacted from output)\n"                       \
+    "  --worktree DIR       host directory mounted at /workspace (the only host mount\n"           \
+    "                       besides the read-only caches); under user remapping its\n"             \
+    "                       owner is root inside (idmapped mount, docs/tasks.md)\n"                \
     "  --pool ci|agent      slot pool (default agent)\n"
 
 struct sbx_task_cli {

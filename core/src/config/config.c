@@ -205,7 +205,8 @@ static int read_instances(struct sbx_config *c, const char *section, enum sbx_pl
 
         config_setting_lookup_string(e, "plugin", &plugin);
         if (strncmp(plugin, want, strlen(want)) != 0) {
-            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: %s instance '%s': plugin '%s' is "
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: %s instance '%s': plugin '%s' is "
                                  "not a %s plugin (its name must start with '%s')",
                                  c->path, config_setting_source_line(e), section,
                                  config_setting_name(e), plugin,
@@ -279,8 +280,8 @@ static int check_positive(struct sbx_config *c, const char *path, sbx_error_t **
     }
     if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64) {
         if (config_setting_get_int64(s) <= 0) {
-            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: '%s' must be greater than 0",
-                                 c->path, config_setting_source_line(s), path);
+            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: '%s' must be greater than 0", c->path,
+                                 config_setting_source_line(s), path);
         }
     }
     return 0;
@@ -321,15 +322,13 @@ static int read_egress_budgets(struct sbx_config *c, const config_setting_t *egr
 }
 
 /* egress.hosts: each entry a host name (not an IP literal) and an IP address. */
-static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts,
-                             sbx_error_t **err)
+static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts, sbx_error_t **err)
 {
     if (hosts == NULL) {
         return 0;
     }
     c->egress.n_hosts = (size_t)config_setting_length(hosts);
-    c->egress.hosts = xcalloc(c->egress.n_hosts ? c->egress.n_hosts : 1,
-                              sizeof(*c->egress.hosts));
+    c->egress.hosts = xcalloc(c->egress.n_hosts ? c->egress.n_hosts : 1, sizeof(*c->egress.hosts));
     for (size_t i = 0; i < c->egress.n_hosts; i++) {
         const config_setting_t *e = config_setting_get_elem(hosts, (unsigned)i);
         cleanup_free char *name = dup_string(e, "name", NULL);
@@ -339,22 +338,25 @@ static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts
 
         c->egress.hosts[i].address = dup_string(e, "address", NULL);
         if (name == NULL || c->egress.hosts[i].address == NULL) {
-            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: an 'egress.hosts' entry needs "
-                                 "'name' and 'address'", c->path,
-                                 config_setting_source_line(e));
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: an 'egress.hosts' entry needs "
+                                 "'name' and 'address'",
+                                 c->path, config_setting_source_line(e));
         }
         why = sbx_egress_addr_parse(name, &a) ? "an IP literal"
-                                              : sbx_egress_host_normalize(name, strlen(name),
-                                                                          norm);
+                                              : sbx_egress_host_normalize(name, strlen(name), norm);
         if (why != NULL) {
-            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.hosts' name '%s' is not "
-                                 "a valid host name (%s)", c->path,
-                                 config_setting_source_line(e), name, why);
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: 'egress.hosts' name '%s' is not "
+                                 "a valid host name (%s)",
+                                 c->path, config_setting_source_line(e), name, why);
         }
         c->egress.hosts[i].name = xstrdup(norm);
         if (!sbx_egress_addr_parse(c->egress.hosts[i].address, &a)) {
-            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.hosts' address '%s' is "
-                                 "not an IP address", c->path, config_setting_source_line(e),
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: 'egress.hosts' address '%s' is "
+                                 "not an IP address",
+                                 c->path, config_setting_source_line(e),
                                  c->egress.hosts[i].address);
         }
     }
@@ -398,8 +400,8 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     const config_setting_t *egress = config_lookup(&c->cfg, "egress");
     const config_setting_t *caches = config_lookup(&c->cfg, "caches");
     const config_setting_t *pools = config_lookup(&c->cfg, "pools");
-    static const char *const positive[] = {"limits.pids", "box.max_sandboxes",
-                                           "runner.max_boxes", "spike.concurrent", NULL};
+    static const char *const positive[] = {"limits.pids", "box.max_sandboxes", "runner.max_boxes",
+                                           "spike.concurrent", NULL};
 
     for (size_t i = 0; positive[i] != NULL; i++) {
         if (check_positive(c, positive[i], err) < 0) {
@@ -427,24 +429,25 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     c->limits.max = get_duration(limits, "max", c->limits.max);
     if (limits != NULL) {
         static const char *const nonzero[] = {"memory", "disk", "idle", "max", NULL};
-        const int64_t values[] = {c->limits.memory, c->limits.disk, c->limits.idle,
-                                  c->limits.max};
+        const int64_t values[] = {c->limits.memory, c->limits.disk, c->limits.idle, c->limits.max};
 
         /* a zero cap would read as "no cap" further down: refuse it */
         for (size_t i = 0; nonzero[i] != NULL; i++) {
             const config_setting_t *s = config_setting_get_member(limits, nonzero[i]);
 
             if (s != NULL && values[i] <= 0) {
-                return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'limits.%s' must be greater "
-                                     "than 0", c->path, config_setting_source_line(s),
-                                     nonzero[i]);
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s:%u: 'limits.%s' must be greater "
+                                     "than 0",
+                                     c->path, config_setting_source_line(s), nonzero[i]);
             }
         }
         if (c->limits.memory < (6LL << 20)) {
-            return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'limits.memory' must be at least "
-                                 "6M (the engine's minimum)", c->path,
-                                 config_setting_source_line(
-                                     config_setting_get_member(limits, "memory")));
+            return sbx_error_set(
+                err, SBX_E_CONFIG,
+                "%s:%u: 'limits.memory' must be at least "
+                "6M (the engine's minimum)",
+                c->path, config_setting_source_line(config_setting_get_member(limits, "memory")));
         }
     }
 
@@ -460,8 +463,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
             c->caches[i].path = path;
             c->caches[i].read_only = 1;
             if (host == NULL || path == NULL || host[0] != '/' || path[0] != '/') {
-                return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: a cache needs absolute 'host' "
-                                     "and 'path'", c->path, config_setting_source_line(e));
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s:%u: a cache needs absolute 'host' "
+                                     "and 'path'",
+                                     c->path, config_setting_source_line(e));
             }
         }
     }
@@ -478,9 +483,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
             c->pools[i].memory = get_size(e, "memory", 0);
             c->pools[i].max_sandboxes = (int)get_int(e, "max_sandboxes", 0);
             if (strcmp(name, "ci") != 0 && strcmp(name, "agent") != 0) {
-                return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: unknown pool '%s' (pools are "
-                                     "'ci' and 'agent')", c->path,
-                                     config_setting_source_line(e), name);
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s:%u: unknown pool '%s' (pools are "
+                                     "'ci' and 'agent')",
+                                     c->path, config_setting_source_line(e), name);
             }
         }
     }
@@ -494,9 +500,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
                     const config_setting_t *s = config_setting_get_member(box, "pools");
 
                     free_strv(v);
-                    return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'box.pools' may hold only "
-                                         "\"ci\" and \"agent\"", c->path,
-                                         config_setting_source_line(s));
+                    return sbx_error_set(err, SBX_E_CONFIG,
+                                         "%s:%u: 'box.pools' may hold only "
+                                         "\"ci\" and \"agent\"",
+                                         c->path, config_setting_source_line(s));
                 }
             }
             free_strv(c->box.pools);
@@ -528,12 +535,12 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     {
         const config_setting_t *spike = config_lookup(&c->cfg, "spike");
 
-        c->spike.warm_start = (double)get_duration(spike, "warm_start",
-                                                   (int64_t)c->spike.warm_start);
+        c->spike.warm_start =
+            (double)get_duration(spike, "warm_start", (int64_t)c->spike.warm_start);
         c->spike.concurrent = (int)get_int(spike, "concurrent", c->spike.concurrent);
         c->spike.concurrent_cpus = get_cpus(spike, "concurrent_cpus", c->spike.concurrent_cpus);
-        c->spike.concurrent_memory = get_size(spike, "concurrent_memory",
-                                              c->spike.concurrent_memory);
+        c->spike.concurrent_memory =
+            get_size(spike, "concurrent_memory", c->spike.concurrent_memory);
         c->spike.agent_hour_cost = get_float(spike, "agent_hour_cost", c->spike.agent_hour_cost);
         c->spike.egress_allowed_url = dup_string(spike, "egress_allowed_url", NULL);
         c->spike.egress_denied_url = dup_string(spike, "egress_denied_url", NULL);
@@ -545,15 +552,14 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     c->egress.log = dup_string(egress, "log", NULL);
     c->egress.registries = get_strings(egress, "registries", NULL);
     c->egress.header_timeout = get_duration(egress, "header_timeout", c->egress.header_timeout);
-    c->egress.connect_timeout = get_duration(egress, "connect_timeout",
-                                             c->egress.connect_timeout);
+    c->egress.connect_timeout = get_duration(egress, "connect_timeout", c->egress.connect_timeout);
     if (egress != NULL && config_setting_get_member(egress, "system_dns") != NULL) {
-        c->egress.system_dns = config_setting_get_bool(config_setting_get_member(egress,
-                                                                                 "system_dns"));
+        c->egress.system_dns =
+            config_setting_get_bool(config_setting_get_member(egress, "system_dns"));
     }
     if (egress != NULL && config_setting_get_member(egress, "check_sni") != NULL) {
-        c->egress.check_sni = config_setting_get_bool(config_setting_get_member(egress,
-                                                                               "check_sni"));
+        c->egress.check_sni =
+            config_setting_get_bool(config_setting_get_member(egress, "check_sni"));
     }
     if (c->egress.header_timeout <= 0 || c->egress.connect_timeout <= 0) {
         const config_setting_t *s = config_setting_get_member(
@@ -574,9 +580,10 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
     if (sbx_config_instance(c, c->provider, SBX_PLUGIN_PROVIDER) == NULL) {
         const config_setting_t *s = config_lookup(&c->cfg, "provider");
 
-        return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: provider '%s' is not a configured "
-                             "provider instance", c->path, s ? config_setting_source_line(s) : 0,
-                             c->provider);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s:%u: provider '%s' is not a configured "
+                             "provider instance",
+                             c->path, s ? config_setting_source_line(s) : 0, c->provider);
     }
     return 0;
 }

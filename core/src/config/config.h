@@ -25,11 +25,11 @@
 #define SBX_DEFAULT_IMAGE "sbx-sandbox:current"
 
 struct sbx_instance {
-    char *name;                /* "docker", "ci-docker", ... */
-    char *plugin;              /* "provider_docker" */
+    char *name;   /* "docker", "ci-docker", ... */
+    char *plugin; /* "provider_docker" */
     enum sbx_plugin_kind kind;
-    config_setting_t *group;   /* NULL for the built-in default instances */
-    char *where;               /* "FILE:LINE" or "built-in" */
+    config_setting_t *group; /* NULL for the built-in default instances */
+    char *where;             /* "FILE:LINE" or "built-in" */
     /* (added) `unisolated = true`: tasks may run although the provider does not
      * enforce what they ask for (sandbox/caps.h); every output then says so */
     int unisolated;
@@ -38,8 +38,8 @@ struct sbx_instance {
 /* egress.hosts = ( { name = "api.test"; address = "127.0.0.1"; } ): names the egress
  * proxy resolves itself, before DNS (tests, pinned internal hosts). */
 struct sbx_egress_host {
-    char *name;     /* normal form: lower case, no trailing dot */
-    char *address;  /* an IPv4 or IPv6 literal */
+    char *name;    /* normal form: lower case, no trailing dot */
+    char *address; /* an IPv4 or IPv6 literal */
 };
 
 #define SBX_DEFAULT_EGRESS_HEADER_TIMEOUT 10
@@ -83,22 +83,22 @@ const char *sbx_scope_name(unsigned scope);
 #define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics"
 
 struct sbx_pool_cfg {
-    char *name;    /* "ci" or "agent" */
-    double cpus;   /* 0 = share of the box decided by the runner */
+    char *name;  /* "ci" or "agent" */
+    double cpus; /* 0 = share of the box decided by the runner */
     int64_t memory;
     int max_sandboxes;
 };
 
 struct sbx_config {
     config_t cfg;
-    int loaded;          /* a file was read */
-    char *path;          /* the file read, or NULL */
+    int loaded; /* a file was read */
+    char *path; /* the file read, or NULL */
 
-    char *plugin_dir;    /* NULL: the default (next to the binary) */
+    char *plugin_dir; /* NULL: the default (next to the binary) */
     char *policy_dir;
-    char *provider;      /* default provider instance */
+    char *provider; /* default provider instance */
     char *image;
-    char *state_dir;     /* where task records and locks live */
+    char *state_dir; /* where task records and locks live */
 
     struct sbx_limits limits;
     struct sbx_mount *caches;
@@ -142,16 +142,16 @@ struct sbx_config {
     struct {
         char *log;
         char **registries;
-        struct sbx_egress_host *hosts;  /* egress.hosts: the proxy's static names */
+        struct sbx_egress_host *hosts; /* egress.hosts: the proxy's static names */
         size_t n_hosts;
-        int64_t header_timeout;         /* seconds for a client's request head */
-        int64_t connect_timeout;        /* seconds to connect to a destination */
-        int system_dns;                 /* names outside `hosts` use the system's resolvers */
-        int check_sni;                  /* a tunnel's TLS server name must be its host */
-        int64_t max_connections;        /* open connections per sandbox */
-        int64_t max_buffer;             /* bytes the proxy may hold for one sandbox */
-        int64_t socket_buffer;          /* a destination socket's send/receive buffer */
-        int64_t connection_rate;        /* new connections per second per sandbox; 0: any */
+        int64_t header_timeout;  /* seconds for a client's request head */
+        int64_t connect_timeout; /* seconds to connect to a destination */
+        int system_dns;          /* names outside `hosts` use the system's resolvers */
+        int check_sni;           /* a tunnel's TLS server name must be its host */
+        int64_t max_connections; /* open connections per sandbox */
+        int64_t max_buffer;      /* bytes the proxy may hold for one sandbox */
+        int64_t socket_buffer;   /* a destination socket's send/receive buffer */
+        int64_t connection_rate; /* new connections per second per sandbox; 0: any */
     } egress;
 
     struct {
@@ -159,7 +159,7 @@ struct sbx_config {
         int concurrent;         /* sandboxes at once (bar: 6) */
         double concurrent_cpus; /* limits of each concurrent sandbox */
         int64_t concurrent_memory;
-        double agent_hour_cost; /* dollars above the bare box (bar: 0.10) */
+        double agent_hour_cost;     /* dollars above the bare box (bar: 0.10) */
         char *testcontainers_image; /* seeded into the sidecar (sidecar_images) */
         char *egress_allowed_url;   /* a local test server the allow-list admits */
         char *egress_denied_url;    /* a local test server it refuses */

@@ -9,9 +9,12 @@
 #include "util/units.h"
 
 static const struct sbx_key limits_keys[] = {
-    {"cpus", SBX_KEY_CPUS, NULL},         {"memory", SBX_KEY_SIZE, NULL},
-    {"disk", SBX_KEY_SIZE, NULL},         {"pids", SBX_KEY_INT, NULL},
-    {"idle", SBX_KEY_DURATION, NULL},     {"max", SBX_KEY_DURATION, NULL},
+    {"cpus", SBX_KEY_CPUS, NULL},
+    {"memory", SBX_KEY_SIZE, NULL},
+    {"disk", SBX_KEY_SIZE, NULL},
+    {"pids", SBX_KEY_INT, NULL},
+    {"idle", SBX_KEY_DURATION, NULL},
+    {"max", SBX_KEY_DURATION, NULL},
     {NULL, 0, NULL},
 };
 
@@ -144,11 +147,11 @@ const char *sbx_key_type_name(enum sbx_key_type type)
     return "?";
 }
 
-static int fail(const char *file, const config_setting_t *s, sbx_error_t **err,
-                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(const char *file, const config_setting_t *s, sbx_error_t **err, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
 
-static int fail(const char *file, const config_setting_t *s, sbx_error_t **err,
-                const char *fmt, ...)
+static int fail(const char *file, const config_setting_t *s, sbx_error_t **err, const char *fmt,
+                ...)
 {
     char msg[1024];
     va_list ap;

@@ -166,7 +166,7 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
                                     : NULL;
     if (e->dns == NULL && cfg->egress.system_dns) {
         sbx_log(SBX_LOG_WARN, "egress: no DNS resolver configured; only egress.hosts names "
-                "resolve");
+                              "resolve");
     }
     else if (e->dns != NULL) {
         /* Names are resolved exactly as the rule matched them: no search domains. */
@@ -248,8 +248,8 @@ static int listen_unix(const char *path, sbx_error_t **err)
         unlink(path);
     }
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-        chmod(path, 0666) < 0 || listen(fd, 256) < 0) {
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || chmod(path, 0666) < 0 ||
+        listen(fd, 256) < 0) {
         return sbx_error_set(err, SBX_E_GENERIC, "egress: cannot listen on '%s': %s", path,
                              strerror(errno));
     }
@@ -473,8 +473,8 @@ char *sbx_egress_relay_path(sbx_error_t **err)
 
     if (env != NULL && env[0] != '\0') {
         if (access(env, X_OK) < 0) {
-            sbx_error_set(err, SBX_E_CONFIG, "egress: SBX_RELAY '%s' is not executable: %s",
-                          env, strerror(errno));
+            sbx_error_set(err, SBX_E_CONFIG, "egress: SBX_RELAY '%s' is not executable: %s", env,
+                          strerror(errno));
             return NULL;
         }
         return xstrdup(env);
@@ -502,7 +502,9 @@ char *sbx_egress_relay_path(sbx_error_t **err)
     if (access(SBX_INSTALL_RELAY, X_OK) == 0) {
         return xstrdup(SBX_INSTALL_RELAY);
     }
-    sbx_error_set(err, SBX_E_CONFIG, "egress: sbx-relay not found (set SBX_RELAY, or install "
-                  "it as %s)", SBX_INSTALL_RELAY);
+    sbx_error_set(err, SBX_E_CONFIG,
+                  "egress: sbx-relay not found (set SBX_RELAY, or install "
+                  "it as %s)",
+                  SBX_INSTALL_RELAY);
     return NULL;
 }

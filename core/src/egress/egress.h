@@ -18,8 +18,8 @@
 #define SBX_EGRESS_SOCKET "proxy.sock"
 
 /* Inside a sandbox (docs/egress.md, "What the Docker driver does"). */
-#define SBX_EGRESS_MOUNT "/run/sbx-egress"        /* the per-sandbox dir, read-only */
-#define SBX_EGRESS_RELAY_MOUNT "/run/sbx-relay"   /* the relay binary, read-only */
+#define SBX_EGRESS_MOUNT "/run/sbx-egress"      /* the per-sandbox dir, read-only */
+#define SBX_EGRESS_RELAY_MOUNT "/run/sbx-relay" /* the relay binary, read-only */
 #define SBX_EGRESS_PROXY_URL "http://127.0.0.1:3128"
 
 /* The proxy variables a sandbox gets, NULL-terminated ("HTTP_PROXY=...", ...). */
@@ -34,13 +34,13 @@ struct event_base;
 struct sbx_egress;
 
 struct sbx_egress_summary {
-    uint64_t allowed;     /* connections the rules allowed */
-    uint64_t denied;      /* connections refused (rules, bad requests, timeouts) */
-    uint64_t log_errors;  /* log lines that could not be written (whole proxy) */
-    uint64_t open;        /* connections open now (not yet logged) */
-    uint64_t refused;     /* refused over a budget or for lack of descriptors/memory */
-    uint64_t reserved;    /* bytes of egress.max_buffer its open tunnels reserve now */
-    uint64_t held;        /* bytes the proxy holds for it now (pipes, buffers, queues) */
+    uint64_t allowed;    /* connections the rules allowed */
+    uint64_t denied;     /* connections refused (rules, bad requests, timeouts) */
+    uint64_t log_errors; /* log lines that could not be written (whole proxy) */
+    uint64_t open;       /* connections open now (not yet logged) */
+    uint64_t refused;    /* refused over a budget or for lack of descriptors/memory */
+    uint64_t reserved;   /* bytes of egress.max_buffer its open tunnels reserve now */
+    uint64_t held;       /* bytes the proxy holds for it now (pipes, buffers, queues) */
 };
 
 /* Starts the proxy on its own thread. Uses cfg->egress (log, hosts, timeouts); the

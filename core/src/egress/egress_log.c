@@ -25,7 +25,8 @@ int sbx_egress_log_open(struct sbx_egress_log *l, const char *path, sbx_error_t 
     memset(l, 0, sizeof(*l));
     l->fd = -1;
     if (path == NULL || path[0] == '\0') {
-        return sbx_error_set(err, SBX_E_CONFIG, "egress: 'egress.log' is not set; the proxy "
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "egress: 'egress.log' is not set; the proxy "
                              "needs a log file (it fails closed without one)");
     }
     l->fd = open_fd(path);
@@ -128,8 +129,10 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     }
     if (rc < 0) {
         if (l->ok) {
-            sbx_log(SBX_LOG_ERROR, "egress: cannot write log '%s': %s; refusing connections "
-                    "until it can be written", l->path, strerror(errno ? errno : EIO));
+            sbx_log(SBX_LOG_ERROR,
+                    "egress: cannot write log '%s': %s; refusing connections "
+                    "until it can be written",
+                    l->path, strerror(errno ? errno : EIO));
         }
         l->ok = 0;
         l->errors++;

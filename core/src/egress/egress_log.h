@@ -10,28 +10,28 @@
 struct sbx_egress_log {
     char *path;
     int fd;
-    int ok;              /* the last write succeeded */
-    uint64_t errors;     /* lines that could not be written */
+    int ok;          /* the last write succeeded */
+    uint64_t errors; /* lines that could not be written */
 };
 
 struct sbx_egress_record {
-    struct timespec start;  /* CLOCK_REALTIME */
-    double duration;        /* seconds */
+    struct timespec start; /* CLOCK_REALTIME */
+    double duration;       /* seconds */
     const char *job;
     const char *task;
     const char *sandbox;
-    const char *method;     /* NULL before a request line was read */
+    const char *method; /* NULL before a request line was read */
     const char *host;
     unsigned port;
-    const char *address;    /* "192.0.2.1:443", "[2001:db8::1]:443" or NULL */
-    const char *sni;        /* the TLS server name a CONNECT client sent, or NULL */
-    int opaque;             /* an opaque rule passed the tunnel's first bytes unchecked */
-    const char *decision;   /* "allow" or "deny" */
-    const char *rule;       /* the rule that allowed it, or NULL */
-    const char *reason;     /* why it was denied or failed, or NULL */
-    int status;             /* the proxy's own reply status, 0 when relayed */
-    uint64_t bytes_up;      /* client to destination */
-    uint64_t bytes_down;    /* destination to client */
+    const char *address;  /* "192.0.2.1:443", "[2001:db8::1]:443" or NULL */
+    const char *sni;      /* the TLS server name a CONNECT client sent, or NULL */
+    int opaque;           /* an opaque rule passed the tunnel's first bytes unchecked */
+    const char *decision; /* "allow" or "deny" */
+    const char *rule;     /* the rule that allowed it, or NULL */
+    const char *reason;   /* why it was denied or failed, or NULL */
+    int status;           /* the proxy's own reply status, 0 when relayed */
+    uint64_t bytes_up;    /* client to destination */
+    uint64_t bytes_down;  /* destination to client */
 };
 
 /* Opens (creating, mode 0640) PATH for appending. */

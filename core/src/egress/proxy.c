@@ -27,7 +27,7 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-#define FLUSH_TIMEOUT 5        /* seconds to deliver a refusal before closing */
+#define FLUSH_TIMEOUT 5 /* seconds to deliver a refusal before closing */
 
 void sbx_egress_conn_finish(struct sbx_egress_conn *c)
 {
@@ -167,8 +167,8 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
     evbuffer_add_printf(out,
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
-                        status, status_text(status), reason, strlen("sbx egress: \n") +
-                        strlen(reason), reason);
+                        status, status_text(status), reason,
+                        strlen("sbx egress: \n") + strlen(reason), reason);
     bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
     bufferevent_setcb(c->client, NULL, closing_write, closing_event, c);
     bufferevent_enable(c->client, EV_WRITE);
@@ -558,8 +558,7 @@ static void connect_next(struct sbx_egress_conn *c)
 
 /* Keeps an address if it is public, or a CIDR rule allows it (private ranges need
  * one: DNS may answer with an internal address). */
-static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a,
-                          int trusted)
+static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a, int trusted)
 {
     if (c->n_cand == MAX_CANDIDATES) {
         return;

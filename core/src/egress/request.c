@@ -55,17 +55,17 @@ static int is_tchar(unsigned char ch)
     return isascii(ch) && (isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch) != NULL) && ch != '\0';
 }
 
-#define FAIL(st, why)                                                                       \
-    do {                                                                                    \
-        *status = (st);                                                                     \
-        *reason = (why);                                                                    \
-        return -1;                                                                          \
+#define FAIL(st, why)                                                                              \
+    do {                                                                                           \
+        *status = (st);                                                                            \
+        *reason = (why);                                                                           \
+        return -1;                                                                                 \
     } while (0)
 
 /* Parses "host[:port]" or "[v6][:port]" of n bytes. default_port 0 means the port is
  * required. */
-static int parse_authority(const char *s, size_t n, unsigned default_port, char *host,
-                           int *is_ip, struct sbx_egress_addr *ip, unsigned *port, int *status,
+static int parse_authority(const char *s, size_t n, unsigned default_port, char *host, int *is_ip,
+                           struct sbx_egress_addr *ip, unsigned *port, int *status,
                            const char **reason)
 {
     const char *h = s;
@@ -158,9 +158,9 @@ static int parse_authority(const char *s, size_t n, unsigned default_port, char 
 
 static int hop_by_hop(const char *name, size_t n)
 {
-    static const char *const names[] = {"connection", "proxy-connection", "keep-alive",
-                                        "proxy-authorization", "proxy-authenticate",
-                                        "upgrade", "te", NULL};
+    static const char *const names[] = {
+        "connection",         "proxy-connection", "keep-alive", "proxy-authorization",
+        "proxy-authenticate", "upgrade",          "te",         NULL};
 
     for (size_t i = 0; names[i] != NULL; i++) {
         if (strlen(names[i]) == n && strncasecmp(names[i], name, n) == 0) {
@@ -223,16 +223,15 @@ static int body_header(const char *name, size_t n, const char *v, size_t vn, int
     return 0;
 }
 
-int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
-                             int *status, const char **reason)
+int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r, int *status,
+                             const char **reason)
 {
     return parse_head(buf, len, NULL, r, status, reason);
 }
 
 int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
                                     const struct sbx_egress_request *tunnel,
-                                    struct sbx_egress_request *r, int *status,
-                                    const char **reason)
+                                    struct sbx_egress_request *r, int *status, const char **reason)
 {
     return parse_head(buf, len, tunnel, r, status, reason);
 }
@@ -322,13 +321,12 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
             while (auth + al < target + target_len && strchr("/?#", auth[al]) == NULL) {
                 al++;
             }
-            if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port,
-                                status, reason) < 0) {
+            if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port, status,
+                                reason) < 0) {
                 return -1;
             }
             if (tunnel != NULL && (r->host_is_ip != tunnel->host_is_ip ||
-                                   strcmp(r->host, tunnel->host) != 0 ||
-                                   r->port != tunnel->port)) {
+                                   strcmp(r->host, tunnel->host) != 0 || r->port != tunnel->port)) {
                 FAIL(403, "host-mismatch");
             }
             path = auth + al;
@@ -348,7 +346,7 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
         append(&r->forward, &r->forward_len, &cap, "\r\n", 2);
     }
 
-    for (line = line_end + 2; line < end; ) {
+    for (line = line_end + 2; line < end;) {
         const char *eol = memchr(line, '\r', (size_t)(end - line));
         const char *colon;
         const char *v;
@@ -393,8 +391,8 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
                 drop_forward(r);
                 FAIL(400, "duplicate-host");
             }
-            if (parse_authority(v, (size_t)(ve - v), r->port, h, &h_ip, &a, &hp, status,
-                                reason) < 0) {
+            if (parse_authority(v, (size_t)(ve - v), r->port, h, &h_ip, &a, &hp, status, reason) <
+                0) {
                 drop_forward(r);
                 return -1;
             }

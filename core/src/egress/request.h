@@ -7,17 +7,17 @@
 
 #include "egress/rules.h"
 
-#define SBX_EGRESS_HEAD_MAX 16384   /* bytes of request line + headers */
-#define SBX_EGRESS_HEADERS_MAX 100  /* header lines */
+#define SBX_EGRESS_HEAD_MAX 16384  /* bytes of request line + headers */
+#define SBX_EGRESS_HEADERS_MAX 100 /* header lines */
 
 struct sbx_egress_request {
     char method[24];
-    int connect;                           /* CONNECT host:port */
-    char host[SBX_EGRESS_HOST_MAX + 1];    /* normal form, or the IP literal as text */
+    int connect;                        /* CONNECT host:port */
+    char host[SBX_EGRESS_HOST_MAX + 1]; /* normal form, or the IP literal as text */
     int host_is_ip;
-    struct sbx_egress_addr ip;             /* when host_is_ip */
+    struct sbx_egress_addr ip; /* when host_is_ip */
     unsigned port;
-    char *forward;                         /* plain HTTP: the head to send upstream */
+    char *forward; /* plain HTTP: the head to send upstream */
     size_t forward_len;
     uint64_t body; /* plain HTTP: Content-Length, else 0 */
 };
@@ -36,8 +36,8 @@ long sbx_egress_head_scan(const char *buf, size_t len, size_t *scanned);
  * other than CONNECT carries at most a Content-Length body (r->body); a
  * Transfer-Encoding is refused (411 "chunked-body"): the proxy must know where the one
  * request it forwards ends, so that nothing after it reaches the destination. */
-int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r,
-                             int *status, const char **reason);
+int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r, int *status,
+                             const char **reason);
 /* The same for a request sent inside the CONNECT tunnel `tunnel` (plain HTTP clients
  * such as Node's fetch tunnel http:// too): origin-form targets are allowed, and the
  * host (target or Host header) must be the tunnel's; r->forward is the head to send,
@@ -45,8 +45,7 @@ int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_requ
  * this one request, and the proxy forwards nothing after its body. */
 int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
                                     const struct sbx_egress_request *tunnel,
-                                    struct sbx_egress_request *r, int *status,
-                                    const char **reason);
+                                    struct sbx_egress_request *r, int *status, const char **reason);
 void sbx_egress_request_clear(struct sbx_egress_request *r);
 
 #endif

@@ -89,12 +89,12 @@ static const struct {
     const char *net;
     int prefix;
 } non_public[] = {
-    {"0.0.0.0", 8},      {"10.0.0.0", 8},     {"100.64.0.0", 10}, {"127.0.0.0", 8},
-    {"169.254.0.0", 16}, {"172.16.0.0", 12},  {"192.0.0.0", 24},  {"192.0.2.0", 24},
+    {"0.0.0.0", 8},      {"10.0.0.0", 8},     {"100.64.0.0", 10},   {"127.0.0.0", 8},
+    {"169.254.0.0", 16}, {"172.16.0.0", 12},  {"192.0.0.0", 24},    {"192.0.2.0", 24},
     {"192.168.0.0", 16}, {"198.18.0.0", 15},  {"198.51.100.0", 24}, {"203.0.113.0", 24},
-    {"224.0.0.0", 4},    {"240.0.0.0", 4},    {"::", 128},        {"::1", 128},
-    {"64:ff9b::", 96},   {"64:ff9b:1::", 48}, {"100::", 64},      {"2001:db8::", 32},
-    {"2002::", 16},      {"fc00::", 7},       {"fe80::", 10},     {"fec0::", 10},
+    {"224.0.0.0", 4},    {"240.0.0.0", 4},    {"::", 128},          {"::1", 128},
+    {"64:ff9b::", 96},   {"64:ff9b:1::", 48}, {"100::", 64},        {"2001:db8::", 32},
+    {"2002::", 16},      {"fc00::", 7},       {"fe80::", 10},       {"fec0::", 10},
     {"ff00::", 8},
 };
 
@@ -103,7 +103,8 @@ int sbx_egress_addr_is_public(const struct sbx_egress_addr *a)
     for (size_t i = 0; i < sizeof(non_public) / sizeof(non_public[0]); i++) {
         struct sbx_egress_addr net;
 
-        if (sbx_egress_addr_parse(non_public[i].net, &net) && in_net(a, &net, non_public[i].prefix)) {
+        if (sbx_egress_addr_parse(non_public[i].net, &net) &&
+            in_net(a, &net, non_public[i].prefix)) {
             return 0;
         }
     }
@@ -180,7 +181,8 @@ static int parse_ports(const char *s, struct sbx_egress_rule *r)
         }
         errno = 0;
         p = strtol(s, &end, 10);
-        if (errno != 0 || p < 1 || p > 65535 || r->n_ports == sizeof(r->ports) / sizeof(r->ports[0])) {
+        if (errno != 0 || p < 1 || p > 65535 ||
+            r->n_ports == sizeof(r->ports) / sizeof(r->ports[0])) {
             return -1;
         }
         r->ports[r->n_ports++] = (uint16_t)p;

@@ -23,16 +23,16 @@ struct dir {
     uint64_t dropped;
     int eof;
     int shut;
-    struct event *rd;        /* src readable */
-    struct event *wr;        /* dst writable */
-    int rd_on;               /* whether rd / wr are added: epoll_ctl only on change */
+    struct event *rd; /* src readable */
+    struct event *wr; /* dst writable */
+    int rd_on;        /* whether rd / wr are added: epoll_ctl only on change */
     int wr_on;
     const char *src_error;
     const char *dst_error;
 };
 
 struct sbx_egress_tunnel {
-    struct dir d[2];         /* d[0]: a -> b, d[1]: b -> a */
+    struct dir d[2]; /* d[0]: a -> b, d[1]: b -> a */
     size_t pipe_cap;
     size_t *active; /* tunnels open in this proxy (they share a turn) */
     void (*done)(void *arg, const char *reason);
@@ -260,8 +260,7 @@ void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint6
     t->d[0].dropped = dropped;
 }
 
-void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b,
-                              uint64_t *b_to_a)
+void sbx_egress_tunnel_counts(const struct sbx_egress_tunnel *t, uint64_t *a_to_b, uint64_t *b_to_a)
 {
     *a_to_b = t->d[0].bytes;
     *b_to_a = t->d[1].bytes;

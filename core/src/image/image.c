@@ -15,12 +15,12 @@
 static const char *const required_packages[] = {"bash", "ca-certificates", "curl", "git", NULL};
 
 /* The Docker sidecar (docs/testcontainers.md): sorted. */
-const char *const sbx_image_sidecar_packages[] = {"ca-certificates", "docker.io", "iptables",
-                                                  "procps", "rootlesskit", "uidmap", NULL};
+const char *const sbx_image_sidecar_packages[] = {
+    "ca-certificates", "docker.io", "iptables", "procps", "rootlesskit", "uidmap", NULL};
 
 /* Fields that change the environment but that sbx image build does not apply. */
-static const char *const unsupported_fields[] = {"image", "build", "dockerFile", "features",
-                                                 "postCreateCommand", "onCreateCommand", NULL};
+static const char *const unsupported_fields[] = {
+    "image", "build", "dockerFile", "features", "postCreateCommand", "onCreateCommand", NULL};
 
 char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err)
 {
@@ -183,8 +183,10 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     }
     v = json_object_get(sbx, "suite");
     if (v != NULL && (!json_is_string(v) || !valid_package(json_string_value(v)))) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.suite must be a Debian suite "
-                      "name such as \"bookworm\"", path);
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "%s: customizations.sbx.suite must be a Debian suite "
+                      "name such as \"bookworm\"",
+                      path);
         goto fail;
     }
     d->suite = xstrdup(v ? json_string_value(v) : "bookworm");
@@ -193,14 +195,19 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     }
     pkgs = json_object_get(sbx, "packages");
     if (pkgs != NULL && !json_is_array(pkgs)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.packages must be an array of "
-                      "Debian package names", path);
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "%s: customizations.sbx.packages must be an array of "
+                      "Debian package names",
+                      path);
         goto fail;
     }
-    json_array_foreach(pkgs, i, v) {
+    json_array_foreach(pkgs, i, v)
+    {
         if (!json_is_string(v) || !valid_package(json_string_value(v))) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.packages[%zu] is not a "
-                          "Debian package name", path, i);
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: customizations.sbx.packages[%zu] is not a "
+                          "Debian package name",
+                          path, i);
             goto fail;
         }
         add_unique(&d->packages, &n, json_string_value(v));
@@ -208,15 +215,20 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     qsort(d->packages, n, sizeof(char *), cmp_str);
     pkgs = json_object_get(sbx, "npm");
     if (pkgs != NULL && !json_is_array(pkgs)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.npm must be an array of "
-                      "\"name@version\" strings", path);
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "%s: customizations.sbx.npm must be an array of "
+                      "\"name@version\" strings",
+                      path);
         goto fail;
     }
     n = 0;
-    json_array_foreach(pkgs, i, v) {
+    json_array_foreach(pkgs, i, v)
+    {
         if (!json_is_string(v) || !sbx_image_npm_spec_valid(json_string_value(v))) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx.npm[%zu] is not an npm "
-                          "\"name@version\"", path, i);
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: customizations.sbx.npm[%zu] is not an npm "
+                          "\"name@version\"",
+                          path, i);
             goto fail;
         }
         add_unique(&d->npm, &n, json_string_value(v));
@@ -230,7 +242,8 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         goto fail;
     }
     n = 0;
-    json_object_foreach(env, k, v) {
+    json_object_foreach(env, k, v)
+    {
         char *kv;
 
         if (!json_is_string(v) || strchr(k, '=') != NULL || *k == '\0') {
@@ -253,16 +266,17 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         json_t *t = json_string(d->mise);
 
         if (t == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: the mise.toml of this repository is not UTF-8 "
-                          "text", path);
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: the mise.toml of this repository is not UTF-8 "
+                          "text",
+                          path);
             goto fail;
         }
         json_decref(t);
     }
     /* the content hash covers exactly what shapes the image */
-    canon = json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite,
-                      "packages", json_array(), "env", json_array(), "workdir", d->workdir,
-                      "mise", d->mise);
+    canon = json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite, "packages",
+                      json_array(), "env", json_array(), "workdir", d->workdir, "mise", d->mise);
     for (i = 0; d->packages[i] != NULL; i++) {
         json_array_append_new(json_object_get(canon, "packages"), json_string(d->packages[i]));
     }
@@ -314,8 +328,8 @@ void sbx_image_def_free(struct sbx_image_def *d)
 
 char *sbx_image_sidecar_canonical(const struct sbx_image_def *d)
 {
-    json_t *canon = json_pack("{s:i, s:s, s:[], s:s}", "format", 1, "kind", "sidecar",
-                              "packages", "suite", d->suite);
+    json_t *canon = json_pack("{s:i, s:s, s:[], s:s}", "format", 1, "kind", "sidecar", "packages",
+                              "suite", d->suite);
     char *out;
 
     for (size_t i = 0; sbx_image_sidecar_packages[i] != NULL; i++) {

@@ -84,8 +84,8 @@ char *sbx_plugin_dir_resolve(const char *configured, sbx_error_t **err)
     return real;
 }
 
-static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, const char *fmt,
-                  ...) __attribute__((format(printf, 4, 5)));
+static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, const char *fmt, ...)
 {
@@ -108,12 +108,12 @@ static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, con
 /* Required callbacks lie inside ops_size and are non-NULL. */
 static const char *missing_callback(const struct sbx_plugin *p)
 {
-#define REQUIRE(type, field)                                                                 \
-    do {                                                                                     \
-        if (offsetof(type, field) + sizeof(((type *)0)->field) > p->desc.ops_size ||         \
-            ops->field == NULL) {                                                            \
-            return #field;                                                                   \
-        }                                                                                    \
+#define REQUIRE(type, field)                                                                       \
+    do {                                                                                           \
+        if (offsetof(type, field) + sizeof(((type *)0)->field) > p->desc.ops_size ||               \
+            ops->field == NULL) {                                                                  \
+            return #field;                                                                         \
+        }                                                                                          \
     } while (0)
     if (p->desc.kind == SBX_PLUGIN_PROVIDER) {
         const struct sbx_provider_ops *ops = &p->ops.provider;
@@ -269,8 +269,8 @@ struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
         return NULL;
     }
     if (strcmp(p->desc.name, file_name) != 0) {
-        refuse(p, err, path, "descriptor name '%s' does not match the file name '%s'",
-               p->desc.name, file_name);
+        refuse(p, err, path, "descriptor name '%s' does not match the file name '%s'", p->desc.name,
+               file_name);
         return NULL;
     }
     if (expect_name != NULL && strcmp(p->desc.name, expect_name) != 0) {

@@ -159,9 +159,10 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
                 }
             }
             if (v == NULL) {
-                sbx_error_set(err, SBX_E_CONFIG, "%s:%u: unknown option '%s' for %s instance "
-                              "'%s'", file, config_setting_source_line(s), name, in->plugin,
-                              in->name);
+                sbx_error_set(err, SBX_E_CONFIG,
+                              "%s:%u: unknown option '%s' for %s instance "
+                              "'%s'",
+                              file, config_setting_source_line(s), name, in->plugin, in->name);
                 sbx_options_destroy(o);
                 return NULL;
             }

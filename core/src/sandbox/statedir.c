@@ -83,7 +83,8 @@ int sbx_task_id_valid(const char *id)
     }
     for (size_t i = 0; i < n; i++) {
         char ch = id[i];
-        int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+        int alnum =
+            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
 
         if (!alnum && (i == 0 || (ch != '-' && ch != '_' && ch != '.'))) {
             return 0;

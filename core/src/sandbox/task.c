@@ -235,17 +235,16 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, "
                     "s:s, s:s?, s:s?, s:o, s:s?, s:{s:I, s:I}, s:o, s:s, s:s?}",
                     "id", t->job, "task", t->id, "pool", t->pool, "class", t->slot_class,
-                    "provider", t->prov ? t->prov->cfg->name : "?", "image", t->image,
-                    "state", state, "limits", "cpus", t->limits.cpus, "memory",
-                    (json_int_t)t->limits.memory, "disk", (json_int_t)t->limits.disk, "pids",
-                    (json_int_t)t->limits.pids, "idle", (json_int_t)t->limits.idle, "max",
-                    (json_int_t)t->limits.max, "created_at", created, "started_at",
-                    t->started_at ? started : NULL, "ended_at", t->ended_at ? ended : NULL,
-                    "exit_status", t->last_exit >= 0 ? json_integer(t->last_exit) : json_null(),
-                    "reason", t->stop_reason[0] ? t->stop_reason : NULL, "egress", "allowed",
+                    "provider", t->prov ? t->prov->cfg->name : "?", "image", t->image, "state",
+                    state, "limits", "cpus", t->limits.cpus, "memory", (json_int_t)t->limits.memory,
+                    "disk", (json_int_t)t->limits.disk, "pids", (json_int_t)t->limits.pids, "idle",
+                    (json_int_t)t->limits.idle, "max", (json_int_t)t->limits.max, "created_at",
+                    created, "started_at", t->started_at ? started : NULL, "ended_at",
+                    t->ended_at ? ended : NULL, "exit_status",
+                    t->last_exit >= 0 ? json_integer(t->last_exit) : json_null(), "reason",
+                    t->stop_reason[0] ? t->stop_reason : NULL, "egress", "allowed",
                     (json_int_t)t->egress_allowed, "denied", (json_int_t)t->egress_denied,
-                    "credential_leases", leases, "sandbox", t->sandbox, "worktree",
-                    t->worktree);
+                    "credential_leases", leases, "sandbox", t->sandbox, "worktree", t->worktree);
     if (t->decided_by != NULL) {
         json_object_set_new(rec, "policy", json_string(t->decided_by));
     }

@@ -16,26 +16,26 @@
 struct sbx_egress;
 
 struct sbx_task_opts {
-    const char *task_id;     /* NULL: generated */
-    const char *job_id;      /* NULL: same as the task id */
-    const char *provider;    /* instance name; NULL: config `provider` */
-    const char *credentials; /* credential instance name, or NULL */
-    const char *worktree;    /* host directory mounted at /workspace, or NULL */
-    const char *pool;        /* "ci" or "agent"; NULL: "agent" */
-    const char *const *argv; /* the first command, for policy; may be NULL */
+    const char *task_id;        /* NULL: generated */
+    const char *job_id;         /* NULL: same as the task id */
+    const char *provider;       /* instance name; NULL: config `provider` */
+    const char *credentials;    /* credential instance name, or NULL */
+    const char *worktree;       /* host directory mounted at /workspace, or NULL */
+    const char *pool;           /* "ci" or "agent"; NULL: "agent" */
+    const char *const *argv;    /* the first command, for policy; may be NULL */
     const volatile int *cancel; /* set by a signal handler while starting, or NULL */
-    int ephemeral;           /* `sbx run`: no record is kept after the end */
+    int ephemeral;              /* `sbx run`: no record is kept after the end */
     /* The box's egress proxy (`sbx serve`); NULL: the task runs its own for
      * its lifetime when the provider wires the proxy socket in. */
     struct sbx_egress *egress;
     /* Narrower limits for this task (each field 0 = the configured one);
      * never above the configured caps. */
     const struct sbx_limits *limits;
-    int docker_sidecar;      /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
+    int docker_sidecar; /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
     /* (added for the runner) */
-    const char *slot_class;  /* "light" or "heavy" for the sbx.class label; NULL: light */
-    int no_reap;             /* skip orphan reaping and the slot lock: the caller (the
-                              * runner) owns the box's slots and reaps itself */
+    const char *slot_class; /* "light" or "heavy" for the sbx.class label; NULL: light */
+    int no_reap;            /* skip orphan reaping and the slot lock: the caller (the
+                             * runner) owns the box's slots and reaps itself */
     /* (added) Told what the start waits for (memory or a slot, with the
      * numbers), and asked with NULL between lines whether to go on;
      * NULL: the lines go to stderr. Returning -1 gives up. */
@@ -57,8 +57,8 @@ struct sbx_exec_slot {
 
 struct sbx_task {
     const struct sbx_config *cfg;
-    char *state;      /* state directory */
-    char *dir;        /* task directory */
+    char *state; /* state directory */
+    char *dir;   /* task directory */
     char id[80];
     char job[80];
     char sandbox[256];
@@ -73,26 +73,26 @@ struct sbx_task {
     int have_lease;
     struct sbx_redactor *redactor; /* the lease's values, for output */
     struct sbx_limits limits;
-    char **egress_allow;     /* the policy's host rules, NULL-terminated */
-    struct sbx_egress *egress; /* the proxy this task's socket is on, or NULL */
-    int own_egress;          /* started (and stopped) by this task */
-    char *egress_dir;        /* host dir with this sandbox's proxy socket */
-    char *agent_dir;         /* (added) host dir of the sandbox's exec agent socket */
+    char **egress_allow;          /* the policy's host rules, NULL-terminated */
+    struct sbx_egress *egress;    /* the proxy this task's socket is on, or NULL */
+    int own_egress;               /* started (and stopped) by this task */
+    char *egress_dir;             /* host dir with this sandbox's proxy socket */
+    char *agent_dir;              /* (added) host dir of the sandbox's exec agent socket */
     struct sbx_agent_link *agent; /* (added) the host end of that agent, or NULL */
     const char *last_exec_path;   /* (added) "agent" or "engine": how the last exec ran */
-    char *decided_by;        /* "policies/limits.lua, ..." for the record */
-    uint32_t unenforced;     /* enum sbx_cap asked for and not enforced (unisolated) */
+    char *decided_by;             /* "policies/limits.lua, ..." for the record */
+    uint32_t unenforced;          /* enum sbx_cap asked for and not enforced (unisolated) */
     int slot_fd;
     int64_t created_at;
     int64_t started_at;
     int64_t ended_at;
 
     pthread_mutex_t mu;
-    int running;             /* execs in flight */
-    int64_t last_activity;   /* last exec start or end */
+    int running;           /* execs in flight */
+    int64_t last_activity; /* last exec start or end */
     struct sbx_exec_slot *execs;
-    int last_exit;           /* -1 none */
-    volatile int stop;       /* the core decided to end the task */
+    int last_exit;     /* -1 none */
+    volatile int stop; /* the core decided to end the task */
     char stop_reason[256];
     int64_t egress_allowed;
     int64_t egress_denied;

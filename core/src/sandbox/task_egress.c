@@ -85,15 +85,16 @@ int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char
 {
     *relay = sbx_libexec_path("sbx-relay");
     if (*relay == NULL) {
-        return sbx_error_set(err, SBX_E_GENERIC, "egress: helper sbx-relay not found (set "
+        return sbx_error_set(err, SBX_E_GENERIC,
+                             "egress: helper sbx-relay not found (set "
                              "SBX_LIBEXEC_DIR)");
     }
     if (o->egress != NULL) {
         t->egress = o->egress;
     }
     else {
-        cleanup_free char *log = t->cfg->egress.log ? xstrdup(t->cfg->egress.log)
-                                                   : xasprintf("%s/egress.log", t->state);
+        cleanup_free char *log =
+            t->cfg->egress.log ? xstrdup(t->cfg->egress.log) : xasprintf("%s/egress.log", t->state);
 
         t->egress = sbx_egress_start_log(t->cfg, log, err);
         if (t->egress == NULL) {
@@ -112,8 +113,7 @@ int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char
     return 0;
 }
 
-int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o,
-                           sbx_error_t **err)
+int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
 {
     char **rules;
 

@@ -238,9 +238,12 @@ static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
 /* The egress wiring's variables, set on the sandbox when the provider wires
  * the proxy socket in (docs/egress.md). */
 static const struct sbx_kv proxy_env[] = {
-    {"HTTP_PROXY", "http://127.0.0.1:3128"}, {"HTTPS_PROXY", "http://127.0.0.1:3128"},
-    {"http_proxy", "http://127.0.0.1:3128"}, {"https_proxy", "http://127.0.0.1:3128"},
-    {"NO_PROXY", "localhost,127.0.0.1,::1"}, {"no_proxy", "localhost,127.0.0.1,::1"},
+    {"HTTP_PROXY", "http://127.0.0.1:3128"},
+    {"HTTPS_PROXY", "http://127.0.0.1:3128"},
+    {"http_proxy", "http://127.0.0.1:3128"},
+    {"https_proxy", "http://127.0.0.1:3128"},
+    {"NO_PROXY", "localhost,127.0.0.1,::1"},
+    {"no_proxy", "localhost,127.0.0.1,::1"},
     {"NODE_USE_ENV_PROXY", "1"},
 };
 
@@ -269,8 +272,8 @@ struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env,
         }
         if (egress_wired &&
             kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
-            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays",
-                     task_id, env[i].name);
+            sbx_warn("task %s: variable %s is set by the egress wiring; its value stays", task_id,
+                     env[i].name);
             continue;
         }
         all[k++] = env[i];
@@ -302,8 +305,10 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     }
     if (o->task_id != NULL) {
         if (!sbx_task_id_valid(o->task_id)) {
-            sbx_error_set(err, SBX_E_USAGE, "task id '%s': use 1-64 letters, digits, '-', '_' "
-                          "or '.', starting with a letter or digit", o->task_id);
+            sbx_error_set(err, SBX_E_USAGE,
+                          "task id '%s': use 1-64 letters, digits, '-', '_' "
+                          "or '.', starting with a letter or digit",
+                          o->task_id);
             goto fail;
         }
         snprintf(t->id, sizeof(t->id), "%s", o->task_id);
@@ -415,8 +420,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
     {
         struct sbx_kv labels[] = {
-            {"sbx.task", t->id},         {"sbx.job", t->job},     {"sbx.created", created},
-            {"sbx.owner", owner},        {"sbx.pool", t->pool},   {"sbx.class", t->slot_class},
+            {"sbx.task", t->id},  {"sbx.job", t->job},   {"sbx.created", created},
+            {"sbx.owner", owner}, {"sbx.pool", t->pool}, {"sbx.class", t->slot_class},
         };
         struct sbx_sandbox_spec spec = {
             .task_id = t->id,
@@ -493,11 +498,10 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
         return sbx_error_set(err, SBX_E_USAGE, "empty command");
     }
-    all = sbx_exec_env_merge(t->id, env, n_env, t->have_lease ? t->lease.secrets : NULL,
-                             t->have_lease ? t->lease.n_secrets : 0,
-                             (sbx_instance_provider(t->prov)->flags &
-                              SBX_PROVIDER_EGRESS_SOCKET) != 0,
-                             &n_all);
+    all = sbx_exec_env_merge(
+        t->id, env, n_env, t->have_lease ? t->lease.secrets : NULL,
+        t->have_lease ? t->lease.n_secrets : 0,
+        (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0, &n_all);
     spec.argv = argv;
     spec.env = all;
     spec.n_env = n_all;
@@ -512,8 +516,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     if (t->stop) {
         pthread_mutex_unlock(&t->mu);
         free(all);
-        return sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending: %s", t->id,
-                             t->stop_reason);
+        return sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending: %s", t->id, t->stop_reason);
     }
     t->running++;
     t->last_activity = time(NULL);
@@ -583,8 +586,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
     timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
-        sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox,
-                      sbx_error_msg(e));
+        sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox, sbx_error_msg(e));
         if (err != NULL && *err == NULL) {
             *err = e;
             e = NULL;
@@ -659,7 +661,8 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
         sandbox[0] == '\0') {
-        sbx_error_set(err, SBX_E_USAGE, "adopting a task: a valid task id and sandbox id are "
+        sbx_error_set(err, SBX_E_USAGE,
+                      "adopting a task: a valid task id and sandbox id are "
                       "required");
         goto fail;
     }
@@ -693,8 +696,8 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_error_t *e = NULL;
 
         if (sbx_task_egress_rewire(t, o, &e) < 0) {
-            sbx_warn("task %s: egress not restored (%s): the sandbox has no way out",
-                     o->task_id, sbx_error_msg(e));
+            sbx_warn("task %s: egress not restored (%s): the sandbox has no way out", o->task_id,
+                     sbx_error_msg(e));
             sbx_error_free(&e);
         }
     }

@@ -26,9 +26,9 @@ static void put_secs(FILE *f, int64_t ms)
     fprintf(f, "%lld.%03lld", (long long)(ms / 1000), (long long)(ms % 1000));
 }
 
-#define FOR_SERVED(snap, p)                                                                    \
-    for (const struct sbx_sched_pool_snap *p = (snap)->pools;                                  \
-         p < (snap)->pools + SBX_POOL_COUNT; p++)                                              \
+#define FOR_SERVED(snap, p)                                                                        \
+    for (const struct sbx_sched_pool_snap *p = (snap)->pools; p < (snap)->pools + SBX_POOL_COUNT;  \
+         p++)                                                                                      \
         if (p->served)
 
 char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
@@ -41,7 +41,8 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
         abort();
     }
     family(f, "sbx_queue_jobs", "gauge", "Jobs waiting for a slot, by pool and class.");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_queue_jobs{pool=\"%s\",class=\"light\"} %zu\n", sbx_pool_name(p->pool),
                 p->n_queued - p->n_queued_heavy);
         fprintf(f, "sbx_queue_jobs{pool=\"%s\",class=\"heavy\"} %zu\n", sbx_pool_name(p->pool),
@@ -49,7 +50,8 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
     }
     family(f, "sbx_queue_oldest_enqueued_timestamp_seconds", "gauge",
            "Unix time the oldest queued job of the pool was enqueued (0 if the queue is empty).");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_queue_oldest_enqueued_timestamp_seconds{pool=\"%s\"} ",
                 sbx_pool_name(p->pool));
         put_secs(f, p->oldest_enqueued_at);
@@ -57,13 +59,15 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
     }
     family(f, "sbx_queue_oldest_wait_seconds", "gauge",
            "Wait so far of the oldest queued job of the pool (0 if the queue is empty).");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_queue_oldest_wait_seconds{pool=\"%s\"} ", sbx_pool_name(p->pool));
         put_secs(f, p->oldest_wait_ms);
         fputc('\n', f);
     }
     family(f, "sbx_slots", "gauge", "Sandbox slots of this box by pool and state.");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_slots{pool=\"%s\",state=\"busy\"} %d\n", sbx_pool_name(p->pool),
                 p->running);
         fprintf(f, "sbx_slots{pool=\"%s\",state=\"idle\"} %d\n", sbx_pool_name(p->pool),
@@ -72,7 +76,8 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
     family(f, "sbx_heavy_slot", "gauge",
            "The pool's exclusive heavy slot: 1 for its current state (disabled: the box takes no "
            "heavy jobs).");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         const char *state = !snap->heavy_allowed ? "disabled" : p->heavy_busy ? "busy" : "idle";
         static const char *const states[] = {"busy", "idle", "disabled"};
 
@@ -81,9 +86,9 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
                     states[i], strcmp(states[i], state) == 0);
         }
     }
-    family(f, "sbx_job_wait_seconds", "histogram",
-           "Time from enqueue to slot grant, by pool.");
-    FOR_SERVED(snap, p) {
+    family(f, "sbx_job_wait_seconds", "histogram", "Time from enqueue to slot grant, by pool.");
+    FOR_SERVED(snap, p)
+    {
         for (int b = 0; b < SBX_SCHED_WAIT_BUCKETS; b++) {
             fprintf(f, "sbx_job_wait_seconds_bucket{pool=\"%s\",le=\"%g\"} %llu\n",
                     sbx_pool_name(p->pool), sbx_sched_wait_bounds[b],
@@ -97,13 +102,16 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
                 (unsigned long long)p->wait_count);
     }
     family(f, "sbx_jobs_started_total", "counter", "Jobs granted a slot, by pool.");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_jobs_started_total{pool=\"%s\"} %llu\n", sbx_pool_name(p->pool),
                 (unsigned long long)p->started);
     }
-    family(f, "sbx_jobs_finished_total", "counter", "Jobs that left their slot, by pool and "
+    family(f, "sbx_jobs_finished_total", "counter",
+           "Jobs that left their slot, by pool and "
            "result.");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         for (int r = 0; r < SBX_RESULT_COUNT; r++) {
             fprintf(f, "sbx_jobs_finished_total{pool=\"%s\",result=\"%s\"} %llu\n",
                     sbx_pool_name(p->pool), sbx_job_result_name((enum sbx_job_result)r),
@@ -112,18 +120,21 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
     }
     family(f, "sbx_job_wait_alerts_total", "counter",
            "Jobs whose wait reached runner.alert_after (each counted once), by pool.");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_job_wait_alerts_total{pool=\"%s\"} %llu\n", sbx_pool_name(p->pool),
                 (unsigned long long)p->alerts);
     }
     family(f, "sbx_boxes", "gauge", "Boxes serving the pool, as known to the autoscaler.");
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         fprintf(f, "sbx_boxes{pool=\"%s\"} %d\n", sbx_pool_name(p->pool), p->boxes);
     }
     family(f, "sbx_spend_dollars", "gauge", "Box spend accrued in the current UTC period.");
     fprintf(f, "sbx_spend_dollars{period=\"day\"} %.4f\n", snap->spend_day);
     fprintf(f, "sbx_spend_dollars{period=\"month\"} %.4f\n", snap->spend_month);
-    family(f, "sbx_spend_cap_dollars", "gauge", "Spend caps (runner.spend_day_cap, "
+    family(f, "sbx_spend_cap_dollars", "gauge",
+           "Spend caps (runner.spend_day_cap, "
            "runner.spend_month_cap).");
     fprintf(f, "sbx_spend_cap_dollars{period=\"day\"} %.4f\n", snap->spend_day_cap);
     fprintf(f, "sbx_spend_cap_dollars{period=\"month\"} %.4f\n", snap->spend_month_cap);
@@ -140,8 +151,7 @@ static json_t *secs_or_null(int64_t ms)
     return ms ? json_real((double)ms / 1000.0) : json_null();
 }
 
-static json_t *pool_json(const struct sbx_sched_snapshot *snap,
-                         const struct sbx_sched_pool_snap *p)
+static json_t *pool_json(const struct sbx_sched_snapshot *snap, const struct sbx_sched_pool_snap *p)
 {
     json_t *queued = json_array();
     json_t *slots = json_array();
@@ -149,37 +159,37 @@ static json_t *pool_json(const struct sbx_sched_snapshot *snap,
     for (size_t i = 0; i < p->n_queued; i++) {
         const struct sbx_sched_queued *q = &p->queued[i];
 
-        json_array_append_new(queued, json_pack("{s:s, s:s, s:s, s:o, s:f, s:b}", "id", q->id,
-                                                "task", q->task, "class",
-                                                sbx_job_class_name(q->cls), "enqueued_at",
-                                                secs_or_null(q->enqueued_at), "wait",
-                                                (double)q->wait_ms / 1000.0, "alerted",
-                                                q->alerted));
+        json_array_append_new(queued,
+                              json_pack("{s:s, s:s, s:s, s:o, s:f, s:b}", "id", q->id, "task",
+                                        q->task, "class", sbx_job_class_name(q->cls), "enqueued_at",
+                                        secs_or_null(q->enqueued_at), "wait",
+                                        (double)q->wait_ms / 1000.0, "alerted", q->alerted));
     }
     for (int i = 0; i < p->max_sandboxes; i++) {
         const struct sbx_sched_slot *sl = &p->slots[i];
 
         if (!sl->busy) {
-            json_array_append_new(slots, json_pack("{s:i, s:s}", "index", sl->index, "state",
-                                                   "idle"));
+            json_array_append_new(slots,
+                                  json_pack("{s:i, s:s}", "index", sl->index, "state", "idle"));
             continue;
         }
-        json_array_append_new(slots, json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:I, s:o, s:f}",
-                                               "index", sl->index, "state", "busy", "job",
-                                               sl->id, "task", sl->task, "class",
-                                               sbx_job_class_name(sl->cls), "cpus", sl->cpus,
-                                               "memory", (json_int_t)sl->memory, "since",
-                                               secs_or_null(sl->since), "held_for",
-                                               (double)(snap->now - sl->since) / 1000.0));
+        json_array_append_new(
+            slots, json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:I, s:o, s:f}", "index", sl->index,
+                             "state", "busy", "job", sl->id, "task", sl->task, "class",
+                             sbx_job_class_name(sl->cls), "cpus", sl->cpus, "memory",
+                             (json_int_t)sl->memory, "since", secs_or_null(sl->since), "held_for",
+                             (double)(snap->now - sl->since) / 1000.0));
     }
     return json_pack("{s:s, s:f, s:f, s:I, s:I, s:i, s:i, s:s, s:i, s:I, s:I, s:o, s:f, s:o, "
                      "s:o, s:{s:b, s:o}}",
                      "pool", sbx_pool_name(p->pool), "cpus", p->cpus, "cpus_used", p->cpus_used,
                      "memory", (json_int_t)p->memory, "memory_used", (json_int_t)p->memory_used,
                      "max_sandboxes", p->max_sandboxes, "running", p->running, "heavy_slot",
-                     !snap->heavy_allowed ? "disabled" : p->heavy_busy ? "busy" : "idle",
-                     "boxes", p->boxes, "queue_length", (json_int_t)p->n_queued,
-                     "queue_heavy", (json_int_t)p->n_queued_heavy, "oldest_enqueued_at",
+                     !snap->heavy_allowed ? "disabled"
+                     : p->heavy_busy      ? "busy"
+                                          : "idle",
+                     "boxes", p->boxes, "queue_length", (json_int_t)p->n_queued, "queue_heavy",
+                     (json_int_t)p->n_queued_heavy, "oldest_enqueued_at",
                      secs_or_null(p->oldest_enqueued_at), "oldest_wait",
                      (double)p->oldest_wait_ms / 1000.0, "queued", queued, "slots", slots,
                      "autoscale", "capped", p->scale_capped, "reason",
@@ -192,7 +202,8 @@ char *sbx_sched_snapshot_json(const struct sbx_sched_snapshot *snap)
     json_t *root;
     char *text;
 
-    FOR_SERVED(snap, p) {
+    FOR_SERVED(snap, p)
+    {
         json_array_append_new(pools, pool_json(snap, p));
     }
     root = json_pack(

@@ -84,10 +84,9 @@ json_t *sbx_spike_report_json(const struct sbx_spike_column *cols, size_t n,
                                         "isolation", cols[c].isolation, "unenforced",
                                         cols[c].unenforced, "criteria", crit));
     }
-    return json_pack("{s:{s:f, s:i, s:f, s:I, s:f}, s:o}", "bar", "warm_start_s",
-                     bar->warm_start, "concurrent", bar->concurrent, "concurrent_cpus",
-                     bar->concurrent_cpus, "concurrent_memory",
-                     (json_int_t)bar->concurrent_memory, "agent_hour_cost",
+    return json_pack("{s:{s:f, s:i, s:f, s:I, s:f}, s:o}", "bar", "warm_start_s", bar->warm_start,
+                     "concurrent", bar->concurrent, "concurrent_cpus", bar->concurrent_cpus,
+                     "concurrent_memory", (json_int_t)bar->concurrent_memory, "agent_hour_cost",
                      bar->agent_hour_cost, "providers", providers);
 }
 
@@ -122,7 +121,8 @@ char *sbx_spike_report_markdown(const struct sbx_spike_column *cols, size_t n,
     }
     append(&buf, &len, "\n");
     for (int i = 0; i < SBX_SPIKE_NCRITERIA; i++) {
-        snprintf(line, sizeof(line), "| %s |", sbx_spike_criterion_name((enum sbx_spike_criterion)i));
+        snprintf(line, sizeof(line), "| %s |",
+                 sbx_spike_criterion_name((enum sbx_spike_criterion)i));
         append(&buf, &len, line);
         for (size_t c = 0; c < n; c++) {
             const struct sbx_spike_row *r = &cols[c].rows[i];

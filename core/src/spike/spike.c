@@ -23,8 +23,9 @@
 const char *sbx_spike_criterion_name(enum sbx_spike_criterion c)
 {
     static const char *const names[] = {
-        "warm start", "concurrent sandboxes", "Testcontainers", "egress allow-list",
-        "short-lived credentials only", "cost per agent-hour", "Agent Vault",
+        "warm start",        "concurrent sandboxes",         "Testcontainers",
+        "egress allow-list", "short-lived credentials only", "cost per agent-hour",
+        "Agent Vault",
     };
 
     return c < SBX_SPIKE_NCRITERIA ? names[c] : "?";
@@ -136,8 +137,8 @@ int sbx_spike_one(const struct sbx_spike_ctx *s, const char *const *argv,
                   const struct sbx_limits *limits, sbx_output_fn out, void *ud, int *status,
                   double *secs, double *teardown, sbx_error_t **err)
 {
-    struct sbx_task_opts o = {.provider = s->provider, .pool = "agent", .ephemeral = 1,
-                              .limits = limits, .argv = argv};
+    struct sbx_task_opts o = {
+        .provider = s->provider, .pool = "agent", .ephemeral = 1, .limits = limits, .argv = argv};
     struct sbx_task *t = NULL;
     double a = sbx_spike_now();
     double b;
@@ -213,11 +214,10 @@ static void *conc_main(void *arg)
 {
     struct conc_job *j = arg;
     /* a CPU load and a memory load inside the limits */
-    static const char *const argv[] = {
-        "sh", "-c",
-        "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; "
-        "head -c 67108864 /dev/zero | tail -c 1 >/dev/null; echo ok",
-        NULL};
+    static const char *const argv[] = {"sh", "-c",
+                                       "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; "
+                                       "head -c 67108864 /dev/zero | tail -c 1 >/dev/null; echo ok",
+                                       NULL};
     struct sbx_limits lim = {.cpus = j->s->bar.concurrent_cpus,
                              .memory = j->s->bar.concurrent_memory};
     sbx_error_t *err = NULL;
@@ -271,9 +271,9 @@ static void concurrency(const struct sbx_spike_ctx *s, struct sbx_spike_row *row
                       "free, max %.0f%% CPU busy",
                       ok, n, s->bar.concurrent_cpus, mem, h.min_mem_free_pct, h.max_cpu_busy_pct);
     json_object_set_new(row->raw, "sandboxes", each);
-    json_object_set_new(row->raw, "limits", json_pack("{s:f, s:I}", "cpus",
-                                                      s->bar.concurrent_cpus, "memory",
-                                                      (json_int_t)s->bar.concurrent_memory));
+    json_object_set_new(row->raw, "limits",
+                        json_pack("{s:f, s:I}", "cpus", s->bar.concurrent_cpus, "memory",
+                                  (json_int_t)s->bar.concurrent_memory));
     json_object_set_new(row->raw, "min_mem_free_pct", json_real(h.min_mem_free_pct));
     json_object_set_new(row->raw, "max_cpu_busy_pct", json_real(h.max_cpu_busy_pct));
     free(jobs);
@@ -283,14 +283,14 @@ static void concurrency(const struct sbx_spike_ctx *s, struct sbx_spike_row *row
 static void agent_vault(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 {
     const char *reason = "plugin cred_agentvault not found";
-    struct sbx_plugin *p = sbx_plugin_load_name(s->plugin_dir, "cred_agentvault",
-                                                SBX_PLUGIN_CREDENTIAL, NULL);
+    struct sbx_plugin *p =
+        sbx_plugin_load_name(s->plugin_dir, "cred_agentvault", SBX_PLUGIN_CREDENTIAL, NULL);
 
     if (p != NULL && p->desc.reason != NULL) {
         reason = p->desc.reason;
     }
-    sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "evaluated by the spike (ADR 0287 decision 9)",
-                      reason, "%s", p ? sbx_plugin_state_name(p->desc.state) : "absent");
+    sbx_spike_row_set(row, SBX_SPIKE_CANNOT, "evaluated by the spike (ADR 0287 decision 9)", reason,
+                      "%s", p ? sbx_plugin_state_name(p->desc.state) : "absent");
     json_object_set_new(row->raw, "plugin_state",
                         json_string(p ? sbx_plugin_state_name(p->desc.state) : "absent"));
     json_object_set_new(row->raw, "reason", json_string(reason));
@@ -341,7 +341,9 @@ int sbx_spike_measure(const struct sbx_config *cfg, const char *plugin_dir, cons
                       const struct sbx_spike_opts *opts, struct sbx_spike_column *out,
                       sbx_error_t **err)
 {
-    struct sbx_spike_ctx s = {.cfg = cfg, .plugin_dir = plugin_dir, .provider = provider,
+    struct sbx_spike_ctx s = {.cfg = cfg,
+                              .plugin_dir = plugin_dir,
+                              .provider = provider,
                               .runs = opts->runs > 0 ? opts->runs : 5,
                               .credentials = opts->credentials};
     struct sbx_open_instance *oi;
@@ -380,7 +382,8 @@ int sbx_spike_measure(const struct sbx_config *cfg, const char *plugin_dir, cons
             sbx_spike_bar_text((enum sbx_spike_criterion)i, &s.bar, bar, sizeof(bar));
             sbx_spike_row_set(&out->rows[i], SBX_SPIKE_CANNOT, bar,
                               "the provider's engine is a local test double: its timings and "
-                              "isolation are not the service's", "%s", s.info.engine);
+                              "isolation are not the service's",
+                              "%s", s.info.engine);
         }
         agent_vault(&s, &out->rows[SBX_SPIKE_AGENT_VAULT]);
         return 0;

@@ -52,11 +52,11 @@ struct sbx_spike_opts {
 
 /* The bar values from config `spike { ... }` (with the ADR's defaults). */
 struct sbx_spike_bar {
-    double warm_start;       /* seconds */
-    int concurrent;          /* sandboxes at once */
-    double concurrent_cpus;  /* limits of each concurrent sandbox */
+    double warm_start;      /* seconds */
+    int concurrent;         /* sandboxes at once */
+    double concurrent_cpus; /* limits of each concurrent sandbox */
     int64_t concurrent_memory;
-    double agent_hour_cost;  /* dollars per agent-hour above the bare box */
+    double agent_hour_cost; /* dollars per agent-hour above the bare box */
 };
 
 const char *sbx_spike_criterion_name(enum sbx_spike_criterion c);

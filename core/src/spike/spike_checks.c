@@ -48,8 +48,8 @@ void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_ro
 {
     const char *bar = "works with a per-sandbox daemon";
     const char *image = s->cfg->spike.testcontainers_image;
-    struct sbx_task_opts o = {.provider = s->provider, .pool = "agent", .ephemeral = 1,
-                              .docker_sidecar = 1};
+    struct sbx_task_opts o = {
+        .provider = s->provider, .pool = "agent", .ephemeral = 1, .docker_sidecar = 1};
     const char *const argv[] = {"node", "-e", tc_script, NULL};
     struct sbx_kv env[] = {{"TC_IMAGE", image}};
     struct capture cap = {0};
@@ -67,7 +67,8 @@ void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_ro
     fprintf(stderr, "spike: %s: Testcontainers in a sandbox with its own daemon\n", s->provider);
     o.argv = argv;
     if (sbx_task_start(s->cfg, s->plugin_dir, &o, &t, &err) < 0) {
-        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err), "sandbox with a sidecar "
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err),
+                          "sandbox with a sidecar "
                           "did not start");
         sbx_error_free(&err);
         return;
@@ -82,8 +83,10 @@ void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_ro
                           "Testcontainers failed (image %s)", image);
     }
     else if (failure) {
-        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, "a rootful sidecar without user remapping "
-                          "is host-root-equivalent", "%s; isolation: %s", cap.buf, iso);
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar,
+                          "a rootful sidecar without user remapping "
+                          "is host-root-equivalent",
+                          "%s; isolation: %s", cap.buf, iso);
     }
     else {
         sbx_spike_row_set(row, SBX_SPIKE_PASS, bar, NULL, "%s; isolation: %s", cap.buf,
@@ -154,9 +157,11 @@ void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
         return;
     }
     if (allowed == NULL || denied == NULL) {
-        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar, "set spike.egress_allowed_url and "
+        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar,
+                          "set spike.egress_allowed_url and "
                           "spike.egress_denied_url (local test servers; the allowed one in "
-                          "the policy's allow-list)", "-");
+                          "the policy's allow-list)",
+                          "-");
         return;
     }
     snprintf(script, sizeof(script),
@@ -185,9 +190,12 @@ void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
          strstr(cap.buf, " 403 ") != NULL && strstr(cap.buf, "direct-refused") != NULL &&
          allow_lines > 0 && deny_lines > 0;
     sbx_spike_row_set(row, ok ? SBX_SPIKE_PASS : SBX_SPIKE_FAIL, bar,
-                      ok ? NULL : err ? sbx_error_msg(err) : "see measured",
+                      ok    ? NULL
+                      : err ? sbx_error_msg(err)
+                            : "see measured",
                       "allowed, denied, direct: %s; log lines for job %s: %ld allow, %ld deny "
-                      "(%s)", cap.buf, job, allow_lines, deny_lines, log);
+                      "(%s)",
+                      cap.buf, job, allow_lines, deny_lines, log);
     json_object_set_new(row->raw, "results", json_string(cap.buf));
     json_object_set_new(row->raw, "log", json_string(log));
     json_object_set_new(row->raw, "allow_lines", json_integer(allow_lines));
@@ -223,8 +231,10 @@ void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
 
     snprintf(bar, sizeof(bar), "<= $%.2f per agent-hour", s->bar.agent_hour_cost);
     if (price <= 0) {
-        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar, "set runner.box_hour_price (dollars per "
-                          "box-hour) to compute it", "-");
+        sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar,
+                          "set runner.box_hour_price (dollars per "
+                          "box-hour) to compute it",
+                          "-");
         return;
     }
     /* no per-sandbox memory (provider_host, the bare box): the cgroup read
@@ -254,8 +264,7 @@ void sbx_spike_cost(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
                                     "(start_s + teardown_s) / 3600 / box.max_sandboxes"));
     json_object_set_new(row->raw, "inputs",
                         json_pack("{s:f, s:f, s:f, s:f, s:f, s:i}", "box_hour_price", price,
-                                  "idle_sandbox_memory", idle_mem, "box_memory", box_mem,
-                                  "start_s", start, "teardown_s", teardown, "max_sandboxes",
-                                  slots));
+                                  "idle_sandbox_memory", idle_mem, "box_memory", box_mem, "start_s",
+                                  start, "teardown_s", teardown, "max_sandboxes", slots));
     json_object_set_new(row->raw, "dollars_per_agent_hour", json_real(cost));
 }
