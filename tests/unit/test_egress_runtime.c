@@ -740,7 +740,15 @@ static void test_sni_real_client(void **state)
     cmd = xasprintf_test("echo | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
                          "allowed.test:%d -servername allowed.test -CAfile %s 2>&1",
                          t.relay_port, t.https_port, t.cert);
+    /* openssl under ASan on a loaded machine sometimes ends with "unexpected
+     * eof" before the handshake (seen before and after this check existed):
+     * up to three tries, each printed when it fails */
     out = test_run(cmd, &st);
+    for (int i = 0; i < 2 && (st != 0 || strstr(out, "CN = allowed.test") == NULL); i++) {
+        fprintf(stderr, "test_sni_real_client: try %d failed (%d): %s\n", i + 1, st, out);
+        free(out);
+        out = test_run(cmd, &st);
+    }
     assert_int_equal(st, 0);
     expect_in(out, "CN = allowed.test"); /* the server's certificate arrived */
     free(out);
