@@ -482,6 +482,24 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
             c->pools[i].cpus = get_cpus(e, "cpus", 0);
             c->pools[i].memory = get_size(e, "memory", 0);
             c->pools[i].max_sandboxes = (int)get_int(e, "max_sandboxes", 0);
+            c->pools[i].warm = (int)get_int(e, "warm", 0);
+            c->pools[i].warm_max_age = get_duration(e, "warm_max_age", 0);
+            if (config_setting_get_member(e, "warm") != NULL) {
+                c->pools[i].warm_line =
+                    (int)config_setting_source_line(config_setting_get_member(e, "warm"));
+            }
+            if (c->pools[i].warm < 0) {
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s:%d: 'pools.%s.warm' must be 0 or more (got %d)", c->path,
+                                     c->pools[i].warm_line, name, c->pools[i].warm);
+            }
+            if (config_setting_get_member(e, "warm_max_age") != NULL &&
+                c->pools[i].warm_max_age <= 0) {
+                return sbx_error_set(
+                    err, SBX_E_CONFIG, "%s:%u: 'pools.%s.warm_max_age' must be greater than 0",
+                    c->path, config_setting_source_line(config_setting_get_member(e, "warm_max_age")),
+                    name);
+            }
             if (strcmp(name, "ci") != 0 && strcmp(name, "agent") != 0) {
                 return sbx_error_set(err, SBX_E_CONFIG,
                                      "%s:%u: unknown pool '%s' (pools are "

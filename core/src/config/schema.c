@@ -28,6 +28,8 @@ static const struct sbx_key pool_keys[] = {
     {"cpus", SBX_KEY_CPUS, NULL},
     {"memory", SBX_KEY_SIZE, NULL},
     {"max_sandboxes", SBX_KEY_INT, NULL},
+    {"warm", SBX_KEY_INT, NULL},              /* (added) docs/runner.md, Warm pool */
+    {"warm_max_age", SBX_KEY_DURATION, NULL}, /* (added) */
     {NULL, 0, NULL},
 };
 

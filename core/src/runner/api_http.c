@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runner/runner_int.h"
+#include "runner/warm.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -94,6 +95,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     }
     pthread_mutex_unlock(&r->mu);
     json_object_set_new(o, "tasks", tasks);
+    json_object_set_new(o, "warm", runner_warm_json(r)); /* (added) warm.c */
     queue_filter(r, o, who);
     return o;
 }
@@ -133,6 +135,7 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
     evbuffer_add(b, text, strlen(text));
     if (f != NULL) {
         rm_write(&r->metrics, f, served);
+        runner_warm_metrics(r, f);
         if (fclose(f) == 0) {
             evbuffer_add(b, more, more_len);
         }

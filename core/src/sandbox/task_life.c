@@ -99,8 +99,8 @@ static void narrow_limits(struct sbx_limits *cap, const struct sbx_limits *want)
 
 /* Policy decides the limits, the egress allow-list and the slot class; any
  * failure denies the task (fail closed). */
-static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
-                  sbx_error_t **err)
+int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
+                    sbx_error_t **err)
 {
     struct sbx_policy_decision d = {0};
     struct sbx_job_desc job = {0};
@@ -147,10 +147,9 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
 /* The box's budget (admit.h): the CPU quota is clamped below the box's CPUs,
  * and an embedded task takes a slot only while its memory fits beside the
  * others' (the runner's scheduler admits its own jobs: no_reap). */
-static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
+int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err)
 {
     struct sbx_box_budget b;
-    struct sbx_admit_req req = {0};
 
     if (sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
         return sbx_error_wrap(err, "task %s: admission", t->id);
@@ -159,6 +158,17 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
         sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
                   t->id, t->limits.cpus, b.cpu_max, b.cpus, b.cpu_reserve);
         t->limits.cpus = b.cpu_max;
+    }
+    return 0;
+}
+
+static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
+{
+    struct sbx_box_budget b;
+    struct sbx_admit_req req = {0};
+
+    if (sbx_task_clamp_cpus(t, err) < 0 || sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
+        return -1;
     }
     if (o->no_reap) {
         return 0;
@@ -174,8 +184,8 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     return t->slot_fd < 0 ? -1 : 0;
 }
 
-static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
-                         sbx_error_t **err)
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
+                   sbx_error_t **err)
 {
     struct sbx_cred_scope scope = {.task_id = t->id, .job_id = t->job, .path = NULL};
 
@@ -317,6 +327,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         sbx_task_id_new(t->id, sizeof(t->id));
     }
     snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
+    snprintf(t->dir_id, sizeof(t->dir_id), "%s", t->id);
     t->state = sbx_state_dir(cfg->state_dir, err);
     if (t->state == NULL) {
         goto fail;
@@ -363,8 +374,14 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         }
         sbx_task_dir_remove(t->state, t->id); /* an ended task's leftovers */
     }
-    if (decide(t, o, provider, err) < 0) {
+    if (sbx_task_decide(t, o, provider, err) < 0) {
         goto fail;
+    }
+    if (o->warm) { /* no task yet: nothing goes out until a claim sets its rules */
+        for (size_t i = 0; t->egress_allow[i] != NULL; i++) {
+            free(t->egress_allow[i]);
+            t->egress_allow[i] = NULL;
+        }
     }
     t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
     if (t->prov == NULL) {
@@ -403,7 +420,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (admit(t, o, err) < 0) {
         goto fail;
     }
-    if (o->credentials != NULL && acquire_lease(t, plugin_dir, o->credentials, err) < 0) {
+    if (o->credentials != NULL && sbx_task_lease(t, plugin_dir, o->credentials, err) < 0) {
         goto fail;
     }
     if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
@@ -476,7 +493,7 @@ fail:
         sbx_instance_credential(t->cred)->revoke(t->cred->ctx, &t->lease, NULL);
     }
     if (t->dir != NULL && t->state != NULL) {
-        sbx_task_dir_remove(t->state, t->id);
+        sbx_task_dir_remove(t->state, t->dir_id);
     }
     free_task(t);
     return -1;
@@ -622,7 +639,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         *record = sbx_task_record(t, "ended");
     }
     if (t->ephemeral) {
-        sbx_task_dir_remove(t->state, t->id);
+        sbx_task_dir_remove(t->state, t->dir_id);
     }
     else {
         cleanup_free char *sock = xasprintf("%s/keeper.sock", t->dir);
@@ -669,6 +686,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     snprintf(t->id, sizeof(t->id), "%s", o->task_id);
     snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
     snprintf(t->sandbox, sizeof(t->sandbox), "%s", sandbox);
+    snprintf(t->dir_id, sizeof(t->dir_id), "%s", t->id);
     if (o->worktree != NULL) {
         t->worktree = xstrdup(o->worktree);
     }
