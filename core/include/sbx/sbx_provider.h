@@ -114,6 +114,11 @@ struct sbx_sandbox_spec {
      * unmounts whatever is mounted there when the task ends, and sweeps it
      * when the task's owner is gone. NULL without a worktree or the flag. */
     const char *view_dir;
+    /* (added, last) A warm sandbox (docs/runner.md, "Warm pool"): no worktree
+     * yet, but view_dir is given; a provider with the claim_worktree op makes
+     * view_dir a shared mount point and mounts it at /workspace with slave
+     * propagation, so a view mounted there at claim time shows inside. */
+    int view_later;
 };
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
@@ -221,6 +226,14 @@ struct sbx_provider_ops {
      * was passed, or the provider could not measure it (fail closed). The
      * core then stops the task with that message as its reason. */
     int (*check)(void *ctx, const char *sandbox_id, int after_exec, sbx_error_t **err);
+    /* Optional (added last). A warm sandbox created with view_later is
+     * claimed by a task with a worktree (an absolute, canonical path the core
+     * checked): mount the provider's view of it on view_dir, the shared mount
+     * point the running sandbox sees at /workspace. The core unmounts it when
+     * the task ends. Without this op a task with a worktree never claims a
+     * warm sandbox. */
+    int (*claim_worktree)(void *ctx, const char *sandbox_id, const char *worktree,
+                          const char *view_dir, sbx_error_t **err);
 };
 
 #endif

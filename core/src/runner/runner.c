@@ -283,8 +283,7 @@ void runner_schedule(struct sbx_runner *r)
         /* (added) a warm sandbox to claim: only a job that can use one
          * (docs/runner.md, Warm pool); without one the tick below evicts
          * warm sandboxes this job needs the room of */
-        j->warm = j->worktree == NULL &&
-                          (j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0)
+        j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
                       ? runner_warm_take(r, j->pool)
                       : NULL;
         pthread_mutex_lock(&r->mu);

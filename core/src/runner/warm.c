@@ -219,6 +219,14 @@ int runner_warm_init(struct sbx_runner *r, sbx_error_t **err)
                                pc->warm, r->pool_memory[pool], snap->pools[pool].memory);
             break;
         }
+        if (pc->warm * r->pool_cpus[pool] > snap->pools[pool].cpus + 1e-9) {
+            rc = sbx_error_set(err, SBX_E_CONFIG,
+                               "%s:%d: 'pools.%s.warm' = %d sandboxes of %.3g CPUs do not fit "
+                               "the pool's %.3g CPUs (lower limits.cpus or the warm count)",
+                               r->cfg->path ? r->cfg->path : "config", pc->warm_line, pc->name,
+                               pc->warm, r->pool_cpus[pool], snap->pools[pool].cpus);
+            break;
+        }
         p->want = pc->warm;
         p->max_age_ms = (pc->warm_max_age > 0 ? pc->warm_max_age : WARM_DEFAULT_MAX_AGE) * 1000;
     }
@@ -255,6 +263,14 @@ static void drop_oldest(struct sbx_runner *r, struct warm_pool *p)
     free(b);
 }
 
+/* n warm sandboxes of mem bytes and cpus CPUs fit beside the pool's running
+ * jobs: a slot, the memory and the CPUs each, as the scheduler counts them */
+static int fits(const struct sbx_sched_pool_snap *s, int n, int64_t mem, double cpus)
+{
+    return s->running + n <= s->max_sandboxes && s->memory_used + (int64_t)n * mem <= s->memory &&
+           s->cpus_used + n * cpus <= s->cpus + 1e-9;
+}
+
 void runner_warm_tick(struct sbx_runner *r)
 {
     struct sbx_sched_snapshot *snap;
@@ -269,6 +285,7 @@ void runner_warm_tick(struct sbx_runner *r)
         struct warm_pool *p = &r->warm->p[i];
         const struct sbx_sched_pool_snap *s = &snap->pools[i];
         int64_t mem = r->pool_memory[i];
+        double cpus = r->pool_cpus[i];
 
         while (p->ready != NULL && (r->stopping || now - p->ready->ready_ms >= p->max_age_ms)) {
             if (!r->stopping) {
@@ -278,16 +295,13 @@ void runner_warm_tick(struct sbx_runner *r)
         }
         /* a waiting job always wins: no refill while one waits, and warm
          * sandboxes beyond what the pool holds beside its running jobs go */
-        while (p->ready != NULL &&
-               (s->running + p->n_ready + p->n_filling > s->max_sandboxes ||
-                s->memory_used + (int64_t)(p->n_ready + p->n_filling) * mem > s->memory)) {
+        while (p->ready != NULL && !fits(s, p->n_ready + p->n_filling, mem, cpus)) {
             p->evicted++;
             drop_oldest(r, p);
         }
         if (r->stopping || p->want == 0 || s->n_queued > 0 || snap->draining ||
             p->n_ready + p->n_filling >= p->want || p->n_filling > 0 || now < p->retry_at ||
-            s->running + p->n_ready + p->n_filling + 1 > s->max_sandboxes ||
-            s->memory_used + (int64_t)(p->n_ready + p->n_filling + 1) * mem > s->memory) {
+            !fits(s, p->n_ready + p->n_filling + 1, mem, cpus)) {
             continue;
         }
         {

@@ -15,7 +15,9 @@
 #include "sandbox/task.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_egress.h"
+#include "sandbox/view.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 static void free_rules(struct sbx_task *t)
 {
@@ -37,6 +39,23 @@ static int same_shape(const struct sbx_limits *a, const struct sbx_limits *b)
            a->disk == b->disk;
 }
 
+/* The task's worktree, checked as at start, mounted by the provider on the
+ * sandbox's shared /workspace mount point (its view directory). */
+static int claim_worktree(struct sbx_task *t, const char *worktree, sbx_error_t **err)
+{
+    char *view;
+    int rc;
+
+    if (sbx_worktree_check(worktree, t->state, &t->worktree, err) < 0) {
+        return -1;
+    }
+    view = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
+    rc = sbx_instance_provider(t->prov)->claim_worktree(t->prov->ctx, t->sandbox, t->worktree, view,
+                                                        err);
+    free(view);
+    return rc < 0 ? sbx_error_wrap(err, "task %s: worktree of the claimed sandbox", t->id) : 0;
+}
+
 int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_task_opts *o,
                    sbx_error_t **err)
 {
@@ -47,7 +66,7 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     pthread_mutex_lock(&t->mu);
     stopped = t->stop || t->running > 0;
     pthread_mutex_unlock(&t->mu);
-    if (stopped || o->worktree != NULL || o->docker_sidecar ||
+    if (stopped || (o->worktree != NULL && !t->warm_view) || o->docker_sidecar ||
         strcmp(provider, t->prov->cfg->name) != 0 || strcmp(o->pool ? o->pool : "agent", t->pool)) {
         return 1;
     }
@@ -72,6 +91,9 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     }
     if (o->slot_class != NULL) {
         snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class);
+    }
+    if (o->worktree != NULL && claim_worktree(t, o->worktree, err) < 0) {
+        return -1;
     }
     if (sbx_task_egress_claim(t, err) < 0) {
         return -1;

@@ -408,7 +408,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
-    if (t->worktree != NULL &&
+    if ((t->worktree != NULL || (o->warm && sbx_instance_provider(t->prov)->claim_worktree)) &&
         (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
         /* where the provider may mount its view of the worktree (view.h) */
         view_dir = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
@@ -459,6 +459,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .docker_dir = docker_dir,
             .agent_dir = t->agent_dir,
             .view_dir = view_dir,
+            .view_later = t->worktree == NULL && view_dir != NULL,
         };
 
         while (t->egress_allow[spec.n_egress_allow] != NULL) {
@@ -474,6 +475,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             goto fail;
         }
     }
+    t->warm_view = t->worktree == NULL && view_dir != NULL;
     t->started_at = time(NULL);
     t->last_activity = t->started_at;
     if (sbx_task_record_write(t, "running", err) < 0) {
