@@ -497,8 +497,8 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
                 c->pools[i].warm_max_age <= 0) {
                 return sbx_error_set(
                     err, SBX_E_CONFIG, "%s:%u: 'pools.%s.warm_max_age' must be greater than 0",
-                    c->path, config_setting_source_line(config_setting_get_member(e, "warm_max_age")),
-                    name);
+                    c->path,
+                    config_setting_source_line(config_setting_get_member(e, "warm_max_age")), name);
             }
             if (strcmp(name, "ci") != 0 && strcmp(name, "agent") != 0) {
                 return sbx_error_set(err, SBX_E_CONFIG,

@@ -775,7 +775,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         event_base_free(r->base);
     }
     runner_health_free(r);
-    runner_warm_free(r); /* before the proxy its sandboxes' sockets are on */
+    runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);

@@ -225,8 +225,8 @@ static int claim_warm(struct worker *w, const struct sbx_task_opts *o, struct sb
 
     rc = sbx_task_claim(warm, r->plugin_dir, o, &err);
     if (rc == 0) {
-        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id,
-                  warm->sandbox, (long long)(mono_ms() - t0));
+        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id, warm->sandbox,
+                  (long long)(mono_ms() - t0));
         runner_warm_count(r, w->j->pool, 1);
         *out = warm;
         return 0;
@@ -280,6 +280,10 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         sbx_store_task_put(st, &tr, &err);
         store_warn(&err);
         rc = worktree_still_ok(r, j, &err) < 0 ? -1 : claim_warm(w, &o, &task);
+        if (rc < 0 && j->warm != NULL) { /* refused before the claim: the warm one goes */
+            runner_warm_end(r, j->warm);
+            j->warm = NULL;
+        }
         if (rc == 1) {
             rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
         }

@@ -123,8 +123,7 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
  * decides the limits, egress and class of t for o; the credential lease. */
 int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
                     sbx_error_t **err);
-int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
-                   sbx_error_t **err);
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err);
 /* (added) the CPU quota clamped below the box's CPUs, as at start */
 int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err);
 /* Runs one command; *status is its exit status. -1 when sbx failed (the

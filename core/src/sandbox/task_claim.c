@@ -19,6 +19,14 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
+static int64_t claim_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void free_rules(struct sbx_task *t)
 {
     for (size_t i = 0; t->egress_allow != NULL && t->egress_allow[i] != NULL; i++) {
@@ -61,6 +69,7 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
 {
     const char *provider = o->provider ? o->provider : t->cfg->provider;
     struct sbx_limits created = t->limits;
+    int64_t t0 = claim_ms();
     int stopped;
 
     pthread_mutex_lock(&t->mu);
@@ -82,6 +91,7 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     if (sbx_task_decide(t, o, provider, err) < 0 || sbx_task_clamp_cpus(t, err) < 0) {
         return -1;
     }
+    sbx_debug("task %s: claim: policy decided in %lld ms", t->id, (long long)(claim_ms() - t0));
     if (!same_shape(&created, &t->limits)) {
         sbx_debug("task %s: warm sandbox %.12s has another shape (cpus %.3g/%.3g, memory "
                   "%lld/%lld)",
@@ -101,6 +111,8 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     if (o->credentials != NULL && sbx_task_lease(t, plugin_dir, o->credentials, err) < 0) {
         return -1;
     }
+    sbx_debug("task %s: claim: egress and lease after %lld ms", t->id,
+              (long long)(claim_ms() - t0));
     t->ephemeral = o->ephemeral;
     t->warm = 1;
     pthread_mutex_lock(&t->mu);

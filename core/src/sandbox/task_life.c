@@ -184,8 +184,7 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     return t->slot_fd < 0 ? -1 : 0;
 }
 
-int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
-                   sbx_error_t **err)
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err)
 {
     struct sbx_cred_scope scope = {.task_id = t->id, .job_id = t->job, .path = NULL};
 
