@@ -127,6 +127,14 @@ runner = {
     assert.equal(res.status, 403);
     assert.equal(res.headers.get('set-cookie'), null);
 
+    res = await login('x'.repeat(9000));
+    assert.equal(res.status, 413);
+    assert.equal((await fetch(`${base}/`, { method: 'POST' })).status, 405);
+    assert.equal((await fetch(`${base}/login`, { redirect: 'manual' })).status, 303);
+    for (const bogus of ['sbx_session=00', `sbx_session=${'0'.repeat(64)}`, 'other=1']) {
+        assert.equal((await fetch(`${base}/v1/queue`, { headers: { Cookie: bogus } })).status, 401);
+    }
+
     // a cookie reads but never submits
     res = await login(opsToken);
     assert.equal(res.status, 303);
