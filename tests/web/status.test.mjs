@@ -184,6 +184,8 @@ runner = {
     assert.ok(['queued', 'running'].includes(first), `first state ${first}`);
     await page.waitForSelector(`${row}[data-state="running"]`);
     await page.waitForSelector(`#slots tr[data-job="${longJob}"]`);
+    assert.match(await page.textContent('#pools tr[data-pool="ci"] td:nth-child(4)'), /^1 \/ \d+$/);
+    if (process.env.SBX_WEB_SCREENSHOT) { await page.screenshot({ path: process.env.SBX_WEB_SCREENSHOT, fullPage: true }); }
     assert.equal(await page.textContent(`${row} td.cmd`), 'sleep 4000');
     await page.waitForSelector(`${row}[data-state="finished"]`, { timeout: 20000 });
     assert.equal(await page.getAttribute(row, 'data-exit'), '0');

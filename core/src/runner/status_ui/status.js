@@ -22,6 +22,11 @@ function bytes(n) {
     return g >= 1 ? g.toFixed(1) + ' GiB' : (n / 1048576).toFixed(0) + ' MiB';
 }
 
+// CPUs and such: at most 2 decimals, no binary noise (0.3, not 0.30000000000000004)
+function num(v) {
+    return typeof v === 'number' ? String(Math.round(v * 100) / 100) : '';
+}
+
 function clock(t) {
     if (typeof t !== 'number') { return ''; }
     return new Date(t * 1000).toLocaleTimeString();
@@ -57,14 +62,14 @@ function renderQueue(q) {
     const pools = [], slots = [], queued = [];
     for (const p of q.pools || []) {
         const busy = (p.slots || []).filter(s => s.state === 'busy').length;
-        pools.push(row([p.pool, String(p.queue_length), dur(p.oldest_wait),
+        pools.push(row([p.pool, String(p.queue_length), p.queue_length ? dur(p.oldest_wait) : '',
             busy + ' / ' + p.max_sandboxes,
-            (p.cpus_used ?? 0) + ' / ' + p.cpus, bytes(p.memory_used) + ' / ' + bytes(p.memory),
+            num(p.cpus_used ?? 0) + ' / ' + num(p.cpus), bytes(p.memory_used) + ' / ' + bytes(p.memory),
             p.heavy_slot, String(p.boxes)], { 'data-pool': p.pool }));
         for (const s of p.slots || []) {
             if (s.state !== 'busy') { continue; }
             slots.push(row([p.pool, String(s.index), s.job ?? '(another client)', s.task ?? '',
-                s.class ?? '', s.cpus !== undefined ? String(s.cpus) : '', dur(s.held_for)],
+                s.class ?? '', num(s.cpus), dur(s.held_for)],
                 { 'data-job': s.job ?? '' }));
         }
         for (const e of p.queued || []) {
@@ -76,7 +81,7 @@ function renderQueue(q) {
     fill('queued', queued, 5, 'nothing queued');
     const b = q.box || {};
     const a = q.autoscaler || {};
-    let note = 'box: ' + b.cpus + ' CPUs, ' + bytes(b.memory) +
+    const note = 'box: ' + num(b.cpus) + ' CPUs, ' + bytes(b.memory) +
         (b.draining ? ', draining' : '') + '; spend today $' + (a.spend_day ?? 0).toFixed(2) +
         ' of $' + (a.spend_day_cap ?? 0).toFixed(2);
     $('box').textContent = note;
