@@ -127,6 +127,8 @@ runner = {
     assert.equal(res.status, 403);
     assert.equal(res.headers.get('set-cookie'), null);
 
+    res = await fetch(`${base}/login`, { method: 'POST', redirect: 'manual' });
+    assert.equal(res.status, 401);
     res = await login('x'.repeat(9000));
     assert.equal(res.status, 413);
     assert.equal((await fetch(`${base}/`, { method: 'POST' })).status, 405);

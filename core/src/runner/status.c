@@ -300,7 +300,9 @@ static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
     body = xmalloc(len + 1);
     evbuffer_copyout(in, body, len);
     body[len] = '\0';
-    explicit_bzero(evbuffer_pullup(in, -1), len);
+    if (len > 0) {
+        explicit_bzero(evbuffer_pullup(in, -1), len); /* the token's bytes */
+    }
     TAILQ_INIT(&q);
     if (evhttp_parse_query_str(body, &q) == 0 && (token = evhttp_find_header(&q, "token")) &&
         asprintf(&bearer, "Bearer %s", token) > 0) {
