@@ -94,7 +94,7 @@ static void free_ctx(struct dk_ctx *c)
     free(c);
 }
 
-/* The engine line was logged (at info) by this process. */
+/* The engine line was logged at info since the plugin was loaded. */
 static int engine_logged;
 
 static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_options *opts,
@@ -161,8 +161,8 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
-    /* once per process at info; the runner opens the instance for every job,
-     * and those repeats are debug */
+    /* at info once per load of the plugin; the runner opens the instance for
+     * every job, and those repeats are debug */
     host->log(host->instance_name(opts),
               __atomic_exchange_n(&engine_logged, 1, __ATOMIC_SEQ_CST) ? SBX_LOG_DEBUG
                                                                        : SBX_LOG_INFO,
