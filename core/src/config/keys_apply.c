@@ -98,6 +98,9 @@ static void format_bound(enum sbx_key_type t, double x, char *buf, size_t len)
     else if (t == SBX_KEY_DURATION) {
         sbx_duration_format((int64_t)x, buf, len);
     }
+    else if (t == SBX_KEY_INT) {
+        snprintf(buf, len, "%.0f", x);
+    }
     else {
         snprintf(buf, len, "%g", x);
     }
