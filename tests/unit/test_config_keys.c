@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "config/keys.h"
 #include "config/keys_doc.h"
+#include "plugin/loader.h"
 #include "plugin/options.h"
 
 #define dir test_dir
@@ -253,6 +254,12 @@ static void test_keys_wrong_type_and_unknown(void **state)
         }
     }
     expect_error("\n\nlog_level = \"debug\";\n", 3, "unknown key 'log_level'");
+    /* a typo is named with the key it is near */
+    expect_error("limits = {\n  memroy = \"8G\";\n};\n", 2,
+                 "unknown key 'memroy' in 'limits' (did you mean 'memory'?)");
+    expect_error("imgae = \"x\";\n", 1, "unknown key 'imgae' (did you mean 'image'?)");
+    expect_error("runner = {\n  clients = ( { name = \"a\"; scope = [\"submit\"]; } );\n};\n", 2,
+                 "unknown key 'scope' (did you mean 'scopes'?)");
     expect_error("caches = (\n  { host = \"/a\"; path = \"/b\"; mode = 1; }\n);\n", 2,
                  "unknown key 'mode'");
     expect_error("pools = {\n  ci = { cpus = 1.0; slots = 2; };\n};\n", 2,
@@ -338,6 +345,44 @@ static void test_keys_plugin_defaults(void **state)
     assert_null(sbx_options_build(c, &in, bad, &err));
     assert_non_null(strstr(err->msg, "provider_x: default 'many' of option 'retries'"));
     sbx_error_free(&err);
+    sbx_config_destroy(c);
+}
+
+/* Every shipped plugin's option defaults parse with their types. */
+static void test_keys_shipped_plugin_defaults(void **state)
+{
+    struct sbx_config *c = sbx_config_defaults();
+    size_t checked = 0;
+
+    (void)state;
+    for (size_t i = 0; i < c->n_instances; i++) {
+        sbx_error_t *err = NULL;
+        struct sbx_plugin *p = sbx_plugin_load_name(
+            getenv("SBX_PLUGIN_DIR"), c->instances[i].plugin, c->instances[i].kind, &err);
+
+        if (p == NULL) {
+            fail_msg("%s", err->msg);
+        }
+        for (const struct sbx_option *o = p->desc.options; o != NULL && o->key != NULL; o++) {
+            struct sbx_value v = {0};
+
+            if (o->def == NULL) {
+                continue;
+            }
+            if (sbx_value_from_text((enum sbx_key_type)o->type, o->def, &v, &err) < 0) {
+                fail_msg("%s: option '%s': default '%s': %s", p->desc.name, o->key, o->def,
+                         err->msg);
+            }
+            if (o->type == SBX_OPT_STRING && strcmp(v.str, o->def) != 0) {
+                fail_msg("%s: option '%s': default '%s' reads as '%s'", p->desc.name, o->key,
+                         o->def, v.str);
+            }
+            sbx_value_clear(&v);
+            checked++;
+        }
+        sbx_plugin_unload(p);
+    }
+    assert_true(checked >= 20);
     sbx_config_destroy(c);
 }
 
@@ -445,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_keys_wrong_type_and_unknown),
         cmocka_unit_test(test_keys_value_from_text),
         cmocka_unit_test(test_keys_plugin_defaults),
+        cmocka_unit_test(test_keys_shipped_plugin_defaults),
         cmocka_unit_test(test_keys_docs_in_sync),
         cmocka_unit_test(test_keys_cli),
     };

@@ -387,6 +387,59 @@ static int check_entries(const char *file, const config_setting_t *s, const char
     return 0;
 }
 
+/* Edit distance of two short names (capped at 3: "far"). */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t row[64];
+
+    if (la >= 63 || lb >= 63) {
+        return 3;
+    }
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+
+            best = up + 1 < best ? up + 1 : best;
+            best = row[j - 1] + 1 < best ? row[j - 1] + 1 : best;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb] < 3 ? row[lb] : 3;
+}
+
+/* The key of the table beside PREFIX nearest to NAME (a typo), or NULL. */
+static const char *nearest_key(const char *prefix, const char *name)
+{
+    size_t plen = strlen(prefix), best = 3;
+    const char *found = NULL;
+
+    for (size_t i = 0; i < sbx_config_n_keys; i++) {
+        const char *path = sbx_config_keys[i].path;
+        const char *leaf = plen ? path + plen + 1 : path;
+        size_t d;
+
+        if ((plen && (strncmp(path, prefix, plen) != 0 || path[plen] != '.')) ||
+            strchr(leaf, '.') != NULL) {
+            continue;
+        }
+        d = distance(name, leaf);
+        if (d < best && d * 2 <= strlen(leaf)) {
+            best = d;
+            found = leaf;
+        }
+    }
+    return found;
+}
+
 static int check_group(const char *file, const config_setting_t *group, const char *prefix,
                        sbx_error_t **err)
 {
@@ -399,11 +452,17 @@ static int check_group(const char *file, const config_setting_t *group, const ch
 
         if (k == NULL) {
             const char *parent = config_setting_name(group);
+            const char *near = name ? nearest_key(prefix, name) : NULL;
+            char hint[128] = "";
 
-            if (parent != NULL) {
-                return fail(file, s, err, "unknown key '%s' in '%s'", name ? name : "?", parent);
+            if (near != NULL) {
+                snprintf(hint, sizeof(hint), " (did you mean '%s'?)", near);
             }
-            return fail(file, s, err, "unknown key '%s'", name ? name : "?");
+            if (parent != NULL) {
+                return fail(file, s, err, "unknown key '%s' in '%s'%s", name ? name : "?", parent,
+                            hint);
+            }
+            return fail(file, s, err, "unknown key '%s'%s", name ? name : "?", hint);
         }
         if (check_value(file, s, k->type, err) < 0) {
             return -1;
