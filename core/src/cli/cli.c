@@ -36,7 +36,7 @@ static const struct sbx_cmd commands[] = {
     {"spike", "measure the spike bar (ADR decision 13) per provider", sbx_cmd_spike,
      sbx_cmd_spike_help},
     {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
-    {"config", "check a configuration file (keys: list every key)", sbx_cmd_config, sbx_cmd_config_help},
+    {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
     {"policy", "check, evaluate and test policy scripts", sbx_cmd_policy, sbx_cmd_policy_help},
     {"help", "show help for sbx or a command", NULL, help_help},
     {NULL, NULL, NULL, NULL},
