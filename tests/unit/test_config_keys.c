@@ -473,7 +473,7 @@ static void test_keys_cli(void **state)
     spawn_result_free(&r);
     r = spawn_run((char *const[]){sbx, "config", "keys", NULL}, NULL);
     assert_int_equal(r.rc, 0);
-    assert_non_null(strstr(r.out, "limits.memory (size; default `\"8G\"`;"));
+    assert_non_null(strstr(r.out, "limits.memory (size; default \"8G\"; must be at least 6M"));
     spawn_result_free(&r);
     r = spawn_run((char *const[]){sbx, "config", "keys", "--yaml", NULL}, NULL);
     assert_int_equal(r.rc, 2);

@@ -81,10 +81,14 @@ void sbx_config_keys_text(FILE *out)
 {
     for (size_t i = 0; i < sbx_config_n_keys; i++) {
         const struct sbx_key_def *k = &sbx_config_keys[i];
-        cleanup_free char *def = default_cell(k);
+        cleanup_free char *def = sbx_key_default_text(k);
         cleanup_free char *check = sbx_key_check_text(k);
 
-        fprintf(out, "%s (%s; default %s%s%s)\n    %s\n", k->path, sbx_key_type_text(k), def,
+        /* the default as written in the file; else how sbx computes it */
+        fprintf(out, "%s (%s; default %s%s%s)\n    %s\n", k->path, sbx_key_type_text(k),
+                def          ? def
+                : k->doc_def ? k->doc_def
+                             : "none",
                 check ? "; " : "", check ? check : "", k->help);
     }
 }
