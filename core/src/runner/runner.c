@@ -12,6 +12,7 @@
 #include "egress/egress.h"
 #include "policy/policy.h"
 #include "runner/runner_int.h"
+#include "runner/status.h"
 #include "runner/warm.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
@@ -775,6 +776,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         event_base_free(r->base);
     }
     runner_health_free(r);
+    runner_status_free(r);
     runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
