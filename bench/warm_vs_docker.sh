@@ -9,7 +9,7 @@
 #      against 2.
 # It starts its own runner (a state directory of its own, pools.ci.warm = 3,
 # small limits) and waits before each warm run until a warm sandbox is ready
-# (not timed: a refill is measured by the runner, sbx_warm_refill_seconds_sum).
+# (not timed: a refill is measured by the runner, sbx_warm_refill_seconds_total).
 # Prints the targets (warm claim p50 <= 20 ms; sbx exec p50 <= 0.5x docker
 # exec) and whether they were met.
 #   bench/warm_vs_docker.sh [RUNS]   (default 20; DOCKER_HOST picks the engine)

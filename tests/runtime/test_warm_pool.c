@@ -289,7 +289,7 @@ static void test_claimed_sandbox_is_its_tasks(void **state)
         assert_contains(m.out, "sbx_warm_claims_total{pool=\"ci\"}");
         assert_contains(m.out, "sbx_warm_misses_total{pool=\"ci\"}");
         assert_contains(m.out, "sbx_warm_sandboxes{pool=\"ci\"}");
-        assert_contains(m.out, "sbx_warm_refill_seconds_sum{pool=\"ci\"}");
+        assert_contains(m.out, "sbx_warm_refill_seconds_total{pool=\"ci\"}");
         spawn_result_free(&m);
         free(cmd);
         free(sock);

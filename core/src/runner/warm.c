@@ -412,7 +412,7 @@ void runner_warm_metrics(struct sbx_runner *r, FILE *f)
         {"sbx_warm_refills_total", "counter", "Warm sandboxes started."},
         {"sbx_warm_expired_total", "counter", "Warm sandboxes replaced after warm_max_age."},
         {"sbx_warm_evicted_total", "counter", "Warm sandboxes removed for a waiting job."},
-        {"sbx_warm_refill_seconds_sum", "counter", "Time spent starting warm sandboxes."},
+        {"sbx_warm_refill_seconds_total", "counter", "Time spent starting warm sandboxes."},
     };
 
     if (r->warm == NULL) {
