@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "plugin/instance.h"
 #include "runner/runner_int.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
@@ -49,7 +50,15 @@ struct warm_pool {
 
 struct runner_warm {
     struct warm_pool p[SBX_POOL_COUNT];
+    int64_t sweep_at; /* ms: the next orphan sweep */
+    int sweeping;
 };
+
+/* A sandbox whose create was in flight when a runner was killed can appear
+ * after the next runner's recovery listed the engine; with a warm pool a
+ * create is often in flight. So the orphan rule (docs/architecture.md,
+ * Labels) is applied again every WARM_SWEEP_MS while warm pools exist. */
+#define WARM_SWEEP_MS 20000
 
 struct warm_job {
     struct sbx_runner *r;
@@ -181,6 +190,57 @@ static void *filler_main(void *arg)
     return NULL;
 }
 
+struct orphans {
+    char **ids;
+    size_t n;
+};
+
+static void on_listed(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
+{
+    struct orphans *o = ud;
+
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(labels[i].name, "sbx.owner") == 0 && !sbx_owner_alive(labels[i].value)) {
+            o->ids = xrealloc(o->ids, (o->n + 1) * sizeof(char *));
+            o->ids[o->n++] = xstrdup(id);
+        }
+    }
+}
+
+static void *sweeper_main(void *arg)
+{
+    struct warm_job *w = arg;
+    struct sbx_runner *r = w->r;
+    sbx_error_t *err = NULL;
+    struct sbx_open_instance *pi =
+        sbx_instance_open(r->cfg, r->plugin_dir, r->cfg->provider, SBX_PLUGIN_PROVIDER, &err);
+    struct orphans o = {0};
+
+    if (pi != NULL &&
+        sbx_instance_provider(pi)->list(pi->ctx, "sbx.owner", NULL, on_listed, &o, &err) == 0) {
+        for (size_t i = 0; i < o.n; i++) {
+            if (sbx_instance_provider(pi)->destroy(pi->ctx, o.ids[i], NULL) == 0) {
+                sbx_info("runner: removed sandbox %.12s (its owner is gone)", o.ids[i]);
+            }
+        }
+    }
+    if (err != NULL) {
+        sbx_debug("runner: orphan sweep: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    for (size_t i = 0; i < o.n; i++) {
+        free(o.ids[i]);
+    }
+    free(o.ids);
+    sbx_instance_close(pi);
+    pthread_mutex_lock(&r->mu);
+    r->warm->sweeping = 0;
+    r->workers--;
+    pthread_mutex_unlock(&r->mu);
+    free(w);
+    return NULL;
+}
+
 int runner_warm_init(struct sbx_runner *r, sbx_error_t **err)
 {
     struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
@@ -281,6 +341,17 @@ void runner_warm_tick(struct sbx_runner *r)
     }
     snap = sbx_sched_snapshot(r->sched);
     pthread_mutex_lock(&r->mu);
+    if (!r->stopping && !r->warm->sweeping && now >= r->warm->sweep_at &&
+        (r->warm->p[0].want > 0 || r->warm->p[1].want > 0)) {
+        struct warm_job *w = xcalloc(1, sizeof(*w));
+
+        w->r = r;
+        r->warm->sweep_at = now + WARM_SWEEP_MS;
+        r->warm->sweeping = 1;
+        if (spawn(r, sweeper_main, w) < 0) {
+            r->warm->sweeping = 0;
+        }
+    }
     for (int i = 0; i < SBX_POOL_COUNT; i++) {
         struct warm_pool *p = &r->warm->p[i];
         const struct sbx_sched_pool_snap *s = &snap->pools[i];
