@@ -56,8 +56,9 @@ struct runner_warm {
 
 /* A sandbox whose create was in flight when a runner was killed can appear
  * after the next runner's recovery listed the engine; with a warm pool a
- * create is often in flight. So the orphan rule (docs/architecture.md,
- * Labels) is applied again every WARM_SWEEP_MS while warm pools exist. */
+ * create is often in flight (and the next runner may have no warm pool). So
+ * the orphan rule (docs/architecture.md, Labels) is applied again every
+ * WARM_SWEEP_MS. */
 #define WARM_SWEEP_MS 20000
 
 struct warm_job {
@@ -341,8 +342,7 @@ void runner_warm_tick(struct sbx_runner *r)
     }
     snap = sbx_sched_snapshot(r->sched);
     pthread_mutex_lock(&r->mu);
-    if (!r->stopping && !r->warm->sweeping && now >= r->warm->sweep_at &&
-        (r->warm->p[0].want > 0 || r->warm->p[1].want > 0)) {
+    if (!r->stopping && !r->warm->sweeping && now >= r->warm->sweep_at) {
         struct warm_job *w = xcalloc(1, sizeof(*w));
 
         w->r = r;
