@@ -230,7 +230,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
             json_array_append_new(mounts, dk_bind_mount(s->agent_dir, SBX_AGENT_DIR, 1));
         }
     }
-    if (s->docker_sidecar || c->sidecar) {
+    if (s->nested_containers || c->sidecar) {
         dk_sidecar_sandbox_body(c, s, env, mounts, labels);
     }
     hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:[s], s:s, s:b, s:o, s:b}", "NanoCpus",
@@ -366,7 +366,7 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
             c->host->error_free(&uerr);
         }
     }
-    if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
+    if ((s->nested_containers || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
         cb_docker_destroy(c, id_out, NULL);
         return -1;
     }
@@ -507,7 +507,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
     info->userns = c->userns;
     info->flags_off = c->userns ? 0 : SBX_PROVIDER_ENFORCES_USERNS;
     dk_disk_describe(c, info->disk_limit, sizeof(info->disk_limit));
-    dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
+    dk_sidecar_describe(c, info->nested, sizeof(info->nested));
     snprintf(info->seccomp, sizeof(info->seccomp), "%s", c->seccomp_desc);
     dk_worktree_describe(c, info->worktree, sizeof(info->worktree));
     return 0;
@@ -516,7 +516,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
 static const struct sbx_provider_ops provider_docker_ops = {
     /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
-             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR |
+             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_NESTED_CONTAINERS |
              SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
@@ -527,6 +527,8 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .cancel = dk_cancel,
     .info = cb_docker_info,
     .check = dk_disk_check,
+    .image_build = dk_image_build,
+    .scan_secrets = dk_scan_secrets,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

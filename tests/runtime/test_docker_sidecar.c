@@ -202,7 +202,7 @@ static void test_sidecar_testcontainers(void **state)
     spawn_result_free(&r);
 
     r = RT_SBX("info", "--json");
-    assert_contains(r.out, "\"docker_sidecar\": \"userns-remap on, rootless inner daemon");
+    assert_contains(r.out, "\"nested_containers\": \"userns-remap on, rootless inner daemon");
     spawn_result_free(&r);
 
     r = RT_SBX("task", "end", "tc-1");

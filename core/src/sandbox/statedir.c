@@ -111,7 +111,8 @@ void sbx_task_dir_remove(const char *state, const char *task)
     cleanup_free char *rec = xasprintf("%s/task.json", dir);
     cleanup_free char *sock = xasprintf("%s/keeper.sock", dir);
 
-    cleanup_free char *docker = xasprintf("%s/docker", dir);
+    cleanup_free char *provider = xasprintf("%s/provider", dir);
+    cleanup_free char *docker = xasprintf("%s/docker", dir); /* before ABI 1.1 */
     cleanup_free char *egress = xasprintf("%s/egress", dir);
     cleanup_free char *egress_sock = xasprintf("%s/egress/proxy.sock", dir);
     cleanup_free char *rules = xasprintf("%s/egress.rules", dir);
@@ -125,6 +126,7 @@ void sbx_task_dir_remove(const char *state, const char *task)
     unlink(rules);
     unlink(agent_sock);
     rmdir(agent);
+    rmdir(provider);
     rmdir(docker);
     rmdir(egress);
     if (rmdir(dir) < 0 && errno != ENOENT) {
