@@ -54,7 +54,7 @@ static struct sbx_open_instance *builder_of(struct sbx_cli *cli, const char *pro
         sbx_error_set(err, SBX_E_CONFIG, "configuration failed");
         return NULL;
     }
-    oi = sbx_instance_load(cfg, dir, provider ? provider : cfg->provider, SBX_PLUGIN_PROVIDER, err);
+    oi = sbx_instance_open(cfg, dir, provider ? provider : cfg->provider, SBX_PLUGIN_PROVIDER, err);
     if (oi != NULL && sbx_instance_provider(oi)->image_build == NULL) {
         sbx_error_set(err, SBX_E_USAGE, "provider '%s' (%s) cannot build images", oi->cfg->name,
                       oi->cfg->plugin);
