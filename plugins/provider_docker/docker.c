@@ -63,15 +63,9 @@ static char **dup_strv(const char *const *v)
     while (v[n] != NULL) {
         n++;
     }
-    out = calloc(n + 1, sizeof(char *));
-    if (out == NULL) {
-        abort();
-    }
+    out = xcalloc(n + 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
-        out[i] = strdup(v[i]);
-        if (out[i] == NULL) {
-            abort();
-        }
+        out[i] = xstrdup(v[i]);
     }
     return out;
 }
@@ -97,15 +91,12 @@ static void free_ctx(struct dk_ctx *c)
 static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_options *opts,
                           void **out, sbx_error_t **err)
 {
-    struct dk_ctx *c = calloc(1, sizeof(*c));
+    struct dk_ctx *c = xcalloc(1, sizeof(*c));
     const char *sock = host->opt_string(opts, "socket");
     const char *env = getenv("DOCKER_HOST");
     const char *const *caps = host->opt_strings(opts, "cap_add");
     const char *disk = host->opt_string(opts, "disk_enforcement");
 
-    if (c == NULL) {
-        abort();
-    }
     c->host = host;
     c->opts = opts;
     if (sock == NULL && env != NULL && strncmp(env, "unix://", 7) == 0) {
@@ -209,9 +200,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     for (size_t i = 0; i < s->n_env; i++) {
         char *kv = NULL;
 
-        if (asprintf(&kv, "%s=%s", s->env[i].name, s->env[i].value) < 0) {
-            abort();
-        }
+        kv = xasprintf("%s=%s", s->env[i].name, s->env[i].value);
         json_array_append_new(env, json_string(kv));
         free(kv);
     }
@@ -448,19 +437,15 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
     size_t i;
 
     if (value != NULL) {
-        if (asprintf(&label, "%s=%s", key, value) < 0) {
-            abort();
-        }
+        label = xasprintf("%s=%s", key, value);
     }
     filter = json_pack("{s:[s]}", "label", label ? label : key);
     free(label);
     ftext = json_dumps(filter, JSON_COMPACT);
     json_decref(filter);
-    enc = dk_urlencode(ftext);
+    enc = sbx_url_escape(ftext);
     free(ftext);
-    if (asprintf(&path, "/containers/json?all=1&filters=%s", enc) < 0) {
-        abort();
-    }
+    path = xasprintf("/containers/json?all=1&filters=%s", enc);
     free(enc);
     if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {
         free(path);
@@ -477,14 +462,11 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
     {
         json_t *labels = json_object_get(item, "Labels");
         size_t n = json_object_size(labels);
-        struct sbx_kv *kv = calloc(n ? n : 1, sizeof(*kv));
+        struct sbx_kv *kv = xcalloc(n ? n : 1, sizeof(*kv));
         const char *k;
         json_t *v;
         size_t j = 0;
 
-        if (kv == NULL) {
-            abort();
-        }
         json_object_foreach(labels, k, v)
         {
             kv[j].name = k;

@@ -10,6 +10,7 @@
 
 #include "sbx/sbx_host.h"
 #include "sbx/sbx_provider.h"
+#include "sbx/sbx_util.h"
 
 #define DK_NAME "provider_docker"
 #define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
@@ -87,8 +88,6 @@ int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *b
 /* The engine's error message from a reply body, or the status text. */
 const char *dk_reply_message(json_t *reply);
 int dk_negotiate(struct dk_ctx *c, sbx_error_t **err);
-/* Percent-encodes s for a query string (caller frees). */
-char *dk_urlencode(const char *s);
 
 /* docker_stream.c: demultiplexes exec output (8-byte frame headers). */
 struct dk_demux {

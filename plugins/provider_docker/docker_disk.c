@@ -125,7 +125,7 @@ void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
 static int64_t image_size(struct dk_ctx *c, const char *image, const char *build_hint,
                           sbx_error_t **err)
 {
-    char *enc = dk_urlencode(image);
+    char *enc = sbx_url_escape(image);
     char path[512];
     json_t *reply = NULL;
     json_t *size;
@@ -256,10 +256,7 @@ static int due(struct dk_ctx *c, const char *id, int after_exec)
         }
     }
     if (w == NULL) {
-        w = calloc(1, sizeof(*w));
-        if (w == NULL) {
-            abort();
-        }
+        w = xcalloc(1, sizeof(*w));
         snprintf(w->id, sizeof(w->id), "%s", id);
         /* bounded: the least recently seen goes (its sandbox is likely gone) */
         if (n >= DK_WATCH_MAX) {

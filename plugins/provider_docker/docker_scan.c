@@ -41,10 +41,7 @@ static char *read_environ(const char *pid, size_t *len)
     if (f == NULL) {
         return NULL;
     }
-    buf = malloc(DK_ENVIRON_MAX);
-    if (buf == NULL) {
-        abort();
-    }
+    buf = xmalloc(DK_ENVIRON_MAX);
     *len = fread(buf, 1, DK_ENVIRON_MAX, f);
     fclose(f);
     return buf;
@@ -139,11 +136,7 @@ static int export_chunk(void *ud, const char *data, size_t len)
 {
     struct export_scan *e = ud;
     size_t total = e->wlen + len;
-    char *buf = malloc(total + 1);
-
-    if (buf == NULL) {
-        abort();
-    }
+    char *buf = xmalloc(total + 1);
     memcpy(buf, e->win, e->wlen);
     memcpy(buf + e->wlen, data, len);
     for (size_t k = 0; k < e->s->n_needles; k++) {
@@ -175,10 +168,7 @@ static int scan_export(struct dk_ctx *c, const char *id, struct sbx_secret_scan 
     int r;
 
     e.keep = longest(s) > 0 ? longest(s) - 1 : 0;
-    e.win = malloc(e.keep + 1);
-    if (e.win == NULL) {
-        abort();
-    }
+    e.win = xmalloc(e.keep + 1);
     snprintf(url, sizeof(url), "http://localhost/%s/containers/%s/export", c->api, id);
     req.method = "GET";
     req.url = url;

@@ -113,10 +113,7 @@ int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err)
         abort();
     }
     for (size_t i = 0; i < n; i++) {
-        c->sidecar_images[i] = strdup(images[i]);
-        if (c->sidecar_images[i] == NULL) {
-            abort();
-        }
+        c->sidecar_images[i] = xstrdup(images[i]);
     }
     return 0;
 }
@@ -191,8 +188,7 @@ static void sidecar_log_tail(struct dk_ctx *c, const char *sid, char *out, size_
     }
     c->host->http_response_free(&resp);
     if (e != NULL) {
-        free(e->msg);
-        free(e);
+        c->host->error_free(&e);
     }
 }
 
@@ -209,8 +205,7 @@ static int sidecar_running(struct dk_ctx *c, const char *sid)
         running = json_is_true(json_object_get(json_object_get(reply, "State"), "Running"));
     }
     if (e != NULL) {
-        free(e->msg);
-        free(e);
+        c->host->error_free(&e);
     }
     json_decref(reply);
     return running;
@@ -235,8 +230,7 @@ static int wait_daemon(struct dk_ctx *c, const char *sid, const char *sock, sbx_
         }
         c->host->http_response_free(&resp);
         if (e != NULL) {
-            free(e->msg);
-            free(e);
+            c->host->error_free(&e);
         }
         if (ok) {
             return 0;
@@ -266,7 +260,7 @@ static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx
 {
     struct sbx_http_response got = {0};
     struct sbx_http_response put = {0};
-    char *enc = dk_urlencode(image);
+    char *enc = sbx_url_escape(image);
     char path[1024];
     int r = 0;
 
@@ -472,7 +466,7 @@ int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err)
     int r = 0;
 
     snprintf(filter, sizeof(filter), "{\"label\":[\"sbx.sidecar.of=%.100s\"]}", id);
-    enc = dk_urlencode(filter);
+    enc = sbx_url_escape(filter);
     snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", enc);
     free(enc);
     if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {

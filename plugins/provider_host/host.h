@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "sbx/sbx_provider.h"
+#include "sbx/sbx_util.h"
 
 #define HX_NAME "provider_host"
 #define HX_ID_MAX 128

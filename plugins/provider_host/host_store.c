@@ -58,9 +58,7 @@ static char *path_of(const struct hx_ctx *c, const char *id, const char *leaf)
 {
     char *p = NULL;
 
-    if (asprintf(&p, "%s/%s%s%s", c->root, id, leaf ? "/" : "", leaf ? leaf : "") < 0) {
-        abort();
-    }
+    p = xasprintf("%s/%s%s%s", c->root, id, leaf ? "/" : "", leaf ? leaf : "");
     return p;
 }
 
