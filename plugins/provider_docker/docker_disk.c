@@ -20,14 +20,6 @@
 /* sandboxes the watchdog has seen in this process, at most this many */
 #define DK_WATCH_MAX 1024
 
-static int64_t mono_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec;
-}
-
 int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err)
 {
     const char *drv = c->storage_driver;
@@ -243,7 +235,7 @@ static int due(struct dk_ctx *c, const char *id, int after_exec)
 {
     struct dk_watch **pp = &c->watches;
     struct dk_watch *w = NULL;
-    int64_t now = mono_s();
+    int64_t now = (sbx_mono_ms() / 1000);
     size_t n = 0;
     int go;
 

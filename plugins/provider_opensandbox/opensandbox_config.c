@@ -61,10 +61,11 @@ int osb_config_init(struct osb_ctx *c, const struct sbx_host_api *host,
                                "OpenSandbox lifecycle server)",
                                host->opt_where(opts, "url"), OSB_NAME, c->instance);
     }
-    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+    /* parsed by libcurl's URL API, as the requests will be */
+    if (!sbx_url_is_http_base(url)) {
         return host->error_set(err, SBX_E_CONFIG,
                                "%s: option 'url' must start with http:// "
-                               "or https://, got '%s'",
+                               "or https:// and name a host (no query, fragment or user), got '%s'",
                                host->opt_where(opts, "url"), url);
     }
     c->url = strip_slashes(url);

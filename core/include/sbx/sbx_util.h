@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -90,6 +91,25 @@ int sbx_url_is_loopback(const char *url);
 /* 1 when url parses (curl_url) with scheme http or https and a host, and
  * carries no query, fragment or user info; 0 otherwise. */
 int sbx_url_is_http_base(const char *url);
+
+/* --- time: the one monotonic clock (CLOCK_MONOTONIC) --- */
+
+int64_t sbx_mono_ns(void);
+int64_t sbx_mono_ms(void);
+
+/* --- identifiers: one validator, two rules --- */
+
+enum sbx_id_rule {
+    /* task ids: 1-64 of [A-Za-z0-9_.-], starting with a letter or digit (they
+     * name directories: never "", ".", ".." or a path) */
+    SBX_ID_TASK = 0,
+    /* job ids and the names the scheduler, the store and the runner's API
+     * take: 1-63 of [A-Za-z0-9_.:-] */
+    SBX_ID_NAME = 1,
+};
+
+/* 1 when id follows rule, 0 otherwise (NULL included). */
+int sbx_id_valid(const char *id, enum sbx_id_rule rule);
 
 /* --- errors made by the core (host->error_set) --- */
 

@@ -74,25 +74,6 @@ char *sbx_task_dir(const char *state, const char *task)
     return xasprintf("%s/tasks/%s", state, task);
 }
 
-int sbx_task_id_valid(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-
-    if (n == 0 || n > 64) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ch = id[i];
-        int alnum =
-            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-
-        if (!alnum && (i == 0 || (ch != '-' && ch != '_' && ch != '.'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 void sbx_task_id_new(char *buf, unsigned long len)
 {
     unsigned char r[6];

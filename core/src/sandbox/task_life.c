@@ -304,7 +304,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         goto fail;
     }
     if (o->task_id != NULL) {
-        if (!sbx_task_id_valid(o->task_id)) {
+        if (!sbx_id_valid(o->task_id, SBX_ID_TASK)) {
             sbx_error_set(err, SBX_E_USAGE,
                           "task id '%s': use 1-64 letters, digits, '-', '_' "
                           "or '.', starting with a letter or digit",
@@ -657,7 +657,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     sbx_error_t *caps_err = NULL;
 
     task_init(t, cfg, o);
-    if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
+    if (o->task_id == NULL || !sbx_id_valid(o->task_id, SBX_ID_TASK) || sandbox == NULL ||
         sandbox[0] == '\0') {
         sbx_error_set(err, SBX_E_USAGE,
                       "adopting a task: a valid task id and sandbox id are "
