@@ -1,8 +1,11 @@
 /* cmd_image.c - `sbx image build`: the warm image from devcontainer.json. */
+#include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "image/image.h"
@@ -14,31 +17,32 @@
 
 void sbx_cmd_image_help(FILE *out)
 {
-    fprintf(out, "usage: sbx image build [--definition FILE] [--provider NAME] [--cache DIR] "
-                 "[--sidecar] [--json]\n"
-                 "\n"
-                 "Builds the warm sandbox image with no registry: a debootstrap minbase root\n"
-                 "filesystem with the packages from .devcontainer/devcontainer.json\n"
-                 "(customizations.sbx.packages, plus bash, ca-certificates, curl, git),\n"
-                 "imported into the provider's engine (its image_build op) and tagged\n"
-                 "sbx-sandbox:<content hash> and sbx-sandbox:current. When the image for the\n"
-                 "current definition exists, it only re-tags it. The root filesystem is cached\n"
-                 "(--cache, default <state dir>/image-cache). Needs root for debootstrap.\n"
-                 "customizations.sbx.npm ([\"name@version\"]) is installed with the host's npm\n"
-                 "(its configured registry) into /opt/sbx-node, NODE_PATH pointing there.\n"
-                 "The Debian mirror is read from this machine's apt sources\n"
-                 "($SBX_DEBIAN_MIRROR overrides). Fields read: docs/image.md.\n"
-                 "\n"
-                 "  --definition FILE  devcontainer.json (default ./.devcontainer/, then the\n"
-                 "                     source tree's)\n"
-                 "  --provider NAME    a provider instance that builds images (default: config\n"
-                 "                     'provider'; provider_docker does)\n"
-                 "  --sidecar          build the Docker sidecar's image instead: sbx-dind:<hash>\n"
-                 "                     and sbx-dind:current (docker.io, rootlesskit, uidmap,\n"
-                 "                     iptables; docs/testcontainers.md)\n"
-                 "  --json             print {\"image\", \"current\", \"definition\", ...}\n"
-                 "\n"
-                 "Exit status: 0 built or up to date, 1 failed, 2 usage or definition error.\n");
+    fprintf(out,
+            "usage: sbx image build [--definition FILE] [--provider NAME] [--cache DIR] "
+            "[--sidecar] [--json]\n"
+            "\n"
+            "Builds the warm sandbox image with no registry: a debootstrap minbase root\n"
+            "filesystem with the packages from .devcontainer/devcontainer.json\n"
+            "(customizations.sbx.packages, plus bash, ca-certificates, curl, git),\n"
+            "imported into the provider's engine (its image_build op) and tagged\n"
+            "sbx-sandbox:<content hash> and sbx-sandbox:current. When the image for the\n"
+            "current definition exists, it only re-tags it. The root filesystem is cached\n"
+            "(--cache, default <state dir>/image-cache). Needs root for debootstrap.\n"
+            "customizations.sbx.npm ([\"name@version\"]) is installed with the host's npm\n"
+            "(its configured registry) into /opt/sbx-node, NODE_PATH pointing there.\n"
+            "The Debian mirror is read from this machine's apt sources\n"
+            "($SBX_DEBIAN_MIRROR overrides). Fields read: docs/image.md.\n"
+            "\n"
+            "  --definition FILE  devcontainer.json (default ./.devcontainer/, then the\n"
+            "                     source tree's)\n"
+            "  --provider NAME    a provider instance that builds images (default: config\n"
+            "                     'provider'; provider_docker does)\n"
+            "  --sidecar          build the Docker sidecar's image instead: sbx-dind:<hash>\n"
+            "                     and sbx-dind:current (docker.io, rootlesskit, uidmap,\n"
+            "                     iptables; docs/testcontainers.md)\n"
+            "  --json             print {\"image\", \"current\", \"definition\", ...}\n"
+            "\n"
+            "Exit status: 0 built or up to date, 1 failed, 2 usage or definition error.\n");
 }
 
 /* The provider instance that builds the image; refuses one without the
