@@ -322,11 +322,8 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
 fail:
     /* never leave a half-made sandbox behind */
     if (cb_opensandbox_destroy(c, json_string_value(json_object_get(reply, "id")), &e2) < 0) {
-        c->host->log(c->instance, SBX_LOG_WARN,
-                     "opensandbox: cleaning up after a failed "
-                     "create: %s",
-                     e2->msg);
-        c->host->error_free(&e2);
+        sbx_err_log_free(c->host, c->instance, SBX_LOG_WARN, &e2,
+                         "opensandbox: cleaning up after a failed create");
     }
     json_decref(sandbox);
     json_decref(reply);
