@@ -518,7 +518,7 @@ void runner_warm_sweep(const char *state)
         json_t *o;
         const char *owner;
 
-        if (strncmp(e->d_name, "w-", 2) != 0 || !sbx_task_id_valid(e->d_name)) {
+        if (strncmp(e->d_name, "w-", 2) != 0 || !sbx_id_valid(e->d_name, SBX_ID_TASK)) {
             continue;
         }
         rec = xasprintf("%s/%s/task.json", tasks, e->d_name);

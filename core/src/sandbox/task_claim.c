@@ -75,11 +75,11 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     pthread_mutex_lock(&t->mu);
     stopped = t->stop || t->running > 0;
     pthread_mutex_unlock(&t->mu);
-    if (stopped || (o->worktree != NULL && !t->warm_view) || o->docker_sidecar ||
+    if (stopped || (o->worktree != NULL && !t->warm_view) || o->nested_containers ||
         strcmp(provider, t->prov->cfg->name) != 0 || strcmp(o->pool ? o->pool : "agent", t->pool)) {
         return 1;
     }
-    if (o->task_id == NULL || !sbx_task_id_valid(o->task_id)) {
+    if (o->task_id == NULL || !sbx_id_valid(o->task_id, SBX_ID_TASK)) {
         return sbx_error_set(err, SBX_E_USAGE, "claiming warm task %s: no valid task id", t->id);
     }
     pthread_mutex_lock(&t->mu);
