@@ -18,7 +18,7 @@
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
-#include "sandbox/task.h"
+#include "sandbox/task_int.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
 #include "util/cleanup.h"

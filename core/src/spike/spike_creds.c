@@ -203,7 +203,8 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
     if (prov == NULL || strcmp(prov->cfg->plugin, "provider_docker") != 0) {
         sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar,
                           "the check reads the engine's processes, inspect output and "
-                          "filesystem: it runs for provider_docker only", "-");
+                          "filesystem: it runs for provider_docker only",
+                          "-");
         sbx_instance_close(prov);
         sbx_error_free(&err);
         return;
@@ -219,7 +220,8 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
     /* the runner's own credentials: the values behind the plugin's *_env options */
     cred = sbx_instance_load(s->cfg, s->plugin_dir, s->credentials, SBX_PLUGIN_CREDENTIAL, &err);
     if (cred == NULL) {
-        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err), "credential instance "
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err),
+                          "credential instance "
                           "unusable");
         sbx_error_free(&err);
         return;
@@ -228,32 +230,35 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
         const struct sbx_opt_value *ov = &cred->opts->v[i];
         size_t kl = strlen(ov->decl->key);
 
-        if (ov->present && ov->str != NULL && kl > 4 && strcmp(ov->decl->key + kl - 4, "_env") == 0) {
+        if (ov->present && ov->str != NULL && kl > 4 &&
+            strcmp(ov->decl->key + kl - 4, "_env") == 0) {
             add_needle(&runner, getenv(ov->str));
         }
     }
     o.credentials = s->credentials;
     fprintf(stderr, "spike: %s: credentials inside a sandbox\n", s->provider);
     if (sbx_task_start(s->cfg, s->plugin_dir, &o, &t, &err) < 0) {
-        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err), "task with credentials "
+        sbx_spike_row_set(row, SBX_SPIKE_FAIL, bar, sbx_error_msg(err),
+                          "task with credentials "
                           "did not start");
         sbx_error_free(&err);
         sbx_instance_close(cred);
         return;
     }
-    for (size_t i = 0; i < t->lease.n_secrets; i++) {
-        add_needle(&values, t->lease.secrets[i].value);
+    for (size_t i = 0; sbx_task_lease(t) != NULL && i < sbx_task_lease(t)->n_secrets; i++) {
+        add_needle(&values, sbx_task_lease(t)->secrets[i].value);
     }
     bg.t = t;
     pthread_create(&th, NULL, bg_main, &bg);
     usleep(800 * 1000);
-    snprintf(path, sizeof(path), "/containers/%s/top?ps_args=-eo%%20pid,args", t->sandbox);
+    snprintf(path, sizeof(path), "/containers/%s/top?ps_args=-eo%%20pid,args", sbx_task_sandbox(t));
     top = engine_get(sock, path);
     {
         size_t i;
         json_t *p;
 
-        json_array_foreach(json_object_get(top, "Processes"), i, p) {
+        json_array_foreach(json_object_get(top, "Processes"), i, p)
+        {
             const char *pid = json_string_value(json_array_get(p, 0));
             const char *args = json_string_value(json_array_get(p, 1));
             char f[64];
@@ -280,12 +285,13 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
         }
     }
     json_decref(top);
-    snprintf(path, sizeof(path), "/containers/%s/json", t->sandbox);
+    snprintf(path, sizeof(path), "/containers/%s/json", sbx_task_sandbox(t));
     insp = engine_get(sock, path);
     if (insp != NULL) {
         char *text = json_dumps(insp, 0);
 
-        inspect_hits = contains(&runner, text, strlen(text)) + contains(&values, text, strlen(text));
+        inspect_hits =
+            contains(&runner, text, strlen(text)) + contains(&values, text, strlen(text));
         free(text);
         json_decref(insp);
     }
@@ -295,19 +301,21 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
         for (size_t i = 0; i < values.n; i++) {
             add_needle(&all, values.v[i]);
         }
-        fs_hits = scan_export(sock, t->sandbox, &all, &fs_bytes);
+        fs_hits = scan_export(sock, sbx_task_sandbox(t), &all, &fs_bytes);
     }
     pthread_join(th, NULL);
     (void)discard;
     revoked = sbx_task_end(t, "spike", NULL, &err) == 0;
     sbx_instance_close(cred);
     {
-        int ok = env_runner == 0 && env_values_outside == 0 && inspect_hits == 0 &&
-                 fs_hits == 0 && revoked && env_values_exec > 0 && procs > 0;
+        int ok = env_runner == 0 && env_values_outside == 0 && inspect_hits == 0 && fs_hits == 0 &&
+                 revoked && env_values_exec > 0 && procs > 0;
 
         sbx_spike_row_set(row, ok ? SBX_SPIKE_PASS : SBX_SPIKE_FAIL, bar,
-                          ok ? NULL : err ? sbx_error_msg(err) : "a credential was found outside "
-                          "the task's exec, or the lease was not revoked",
+                          ok    ? NULL
+                          : err ? sbx_error_msg(err)
+                                : "a credential was found outside "
+                                  "the task's exec, or the lease was not revoked",
                           "runner credentials: %ld in %d processes' environments, %ld in "
                           "inspect, %ld in %lld filesystem bytes; lease values: %zu, in the "
                           "exec's environment %s, elsewhere %ld; lease revoked: %s",
