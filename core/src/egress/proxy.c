@@ -1,6 +1,78 @@
 /* proxy.c - one proxied connection: read and check the request head, decide, resolve,
  * connect, then relay bytes both ways with back-pressure and half-close. Runs on the
- * egress event loop only. */
+ * egress event loop only.
+ *
+ * The connection's states (enum conn_state, conn.h; docs/egress.md has the same
+ * diagram). Each numbered arrow is explained below it.
+ *
+ *                  sbx_egress_accept (accept.c)
+ *                            |
+ *                            v
+ *                      +-----------+  (1)   +-----------+
+ *                      |   HELLO   |------->|   HEAD    |
+ *                      +-----------+        +-----------+
+ *                            |                |   |   |
+ *                            |             (3)|   |   |(4)
+ *                            |                v   |   v
+ *                            |      +-----------+ | +-----------+
+ *                            |      |  CLOSING  | | | RESOLVING |
+ *                            |      +-----------+ | +-----------+
+ *                            |        ^   ^    |  |(5)  |    |(6)
+ *                            |     (7)|   +----|--|-----|----+
+ *                            |        |        |  v     v
+ *                            |        |        | +------------+
+ *                            |        +--------|-| CONNECTING |<-+ (8)
+ *                            |                 | +------------+--+
+ *                            |                 |   |(9)     |(10)
+ *                            |                 |   v        |
+ *                            |                 | +-------+  |
+ *                            |                 | |  SNI  |  |
+ *                            |                 | +-------+  |
+ *                            |                 |   |  |(11) v
+ *                            |                 |   |  |   +------+
+ *                            |                 |   |  +-->| PIPE |
+ *                            |                 |   |      +------+
+ *                        (2) |            (12) |   | (13)    | (14)
+ *                            v                 v   v         v
+ *                  +-----------------------------------------------+
+ *                  | finish: one log line, budget back, all freed  |
+ *                  +-----------------------------------------------+
+ *
+ *  (1)  hello_read: the first byte starts a plain request, or a relay hands over its
+ *       client's TCP socket (SCM_RIGHTS); sbx_egress_conn_start_head reads the head.
+ *  (2)  closed before a byte, bad-handover, out-of-descriptors, header-timeout (408 is
+ *       logged; nothing is sent: no request was seen).
+ *  (3)  refuse(): malformed-head 400, header-too-large 431, header-timeout 408 (the
+ *       same timer since the accept), log-unavailable, not-allowed, ip-literal 403,
+ *       budget-buffer 503, resolve-failed 502 (no resolver). HEAD -> finish directly
+ *       when the client closes (head_event).
+ *  (4)  decide(): a rule allows a name that egress.hosts does not list: evdns lookup.
+ *  (5)  an IP literal, or a name egress.hosts lists: connect_next at once; after
+ *       a lookup, the public answers and those a CIDR rule allows (resolved()).
+ *  (6)  resolved(): resolve-failed 502; only private answers and no CIDR rule for
+ *       them: private-address 403 (the allow is taken back).
+ *  (7)  connect_next(): no candidate left, connect-failed 502; no socket,
+ *       out-of-descriptors / out-of-memory 503.
+ *  (8)  connect_event(): this address failed or passed egress.connect_timeout: the
+ *       next candidate (at most 16).
+ *  (9)  connected, a CONNECT and egress.check_sni: "200 Connection established" is
+ *       sent, then the first bytes of either side are awaited (start_sni).
+ *  (10) connected, plain HTTP or check_sni off: start_pipe (the 200 or the
+ *       rewritten request head goes first).
+ *  (11) sni_read / up_spoke: a ClientHello naming the CONNECT host or no name, an
+ *       HTTP/1 head for that host (rewritten), an opaque rule for other bytes, or the
+ *       destination spoke first while the client was silent.
+ *  (12) the sandbox is removed (sbx_egress_conn_close, any state); CLOSING: the
+ *       refusal is flushed, the client went, or 5 s passed.
+ *  (13) deny_tunnel(): sni-mismatch, sni-ech, sni-unreadable, http-in-tunnel (h2),
+ *       tunnel-protocol, malformed or foreign tunneled head, sni-timeout; the
+ *       client has its 200, so it only sees the end. client-closed.
+ *  (14) tunnel.c splices both ways; a side's end of stream is passed on as
+ *       shutdown(SHUT_WR) (half-close) and the tunnel ends when both are; a socket
+ *       error, or bytes past the one plain request (one-request), end it at once.
+ *       start_pipe itself may end it: out-of-memory or out-of-descriptors while
+ *       building the tunnel.
+ */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
