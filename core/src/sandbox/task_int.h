@@ -4,6 +4,8 @@
 #ifndef SBX_SANDBOX_TASK_INT_H
 #define SBX_SANDBOX_TASK_INT_H
 
+#include <time.h>
+
 #include "sandbox/task.h"
 
 struct sbx_task {
@@ -62,10 +64,90 @@ int sbx_task_exec_run(struct sbx_task *t, const struct sbx_exec_spec *spec,
 /* (added) Listens for the sandbox's exec agent in t->dir/agent (t->agent_dir,
  * t->agent) when the provider starts the egress relay; 0 also when none. */
 int sbx_task_agent_dir(struct sbx_task *t, sbx_error_t **err);
-/* (added) Closes the agent's host end (free_task). */
+/* (added) Closes the agent's host end (sbx_task_free). */
 void sbx_task_agent_free(struct sbx_task *t);
 int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err);
 /* The timer thread (task.c): maximum lifetime, idle, lease renewal. */
 void *sbx_task_timer_main(void *arg);
+
+/* ---- shared by task_life.c and task_start.c ------------------------------- */
+
+/* What a started and an adopted task share before anything can fail. */
+void sbx_task_init(struct sbx_task *t, const struct sbx_config *cfg, const struct sbx_task_opts *o);
+/* Frees what the task still holds (the sandbox is not touched). */
+void sbx_task_free(struct sbx_task *t);
+/* Stops the timer thread without waiting out its sleep. */
+void sbx_task_timer_quit(struct sbx_task *t);
+/* The egress wiring's variables, set on the sandbox when the provider wires the proxy
+ * socket in (docs/egress.md). */
+extern const struct sbx_kv sbx_task_proxy_env[];
+extern const size_t sbx_task_n_proxy_env;
+
+/* ---- starting a task: named phases, each with its undo (task_start.c) ----- */
+
+/* One start in progress: the task and what its phases hand to later ones. */
+struct sbx_task_start {
+    struct sbx_task *t;
+    const struct sbx_task_opts *o;
+    const char *plugin_dir;
+    const char *provider; /* the provider instance's name */
+    time_t now;           /* the start's time: created_at, the sbx.created label */
+    char *docker_dir;     /* where a per-sandbox Docker daemon puts its socket, or NULL */
+    char *view_dir;       /* where the provider may mount its view of the worktree, or NULL */
+    char *relay;          /* the host path of sbx-relay once the egress is bound */
+};
+
+/* In the order sbx_task_start runs them. */
+enum sbx_task_phase_id {
+    SBX_TASK_PHASE_IDENTITY,    /* pool, task id, job id */
+    SBX_TASK_PHASE_STATE,       /* state directory, worktree check */
+    SBX_TASK_PHASE_CLAIM,       /* no live task has the id; an ended one's leftovers go */
+    SBX_TASK_PHASE_POLICY,      /* limits, egress allow-list, slot class */
+    SBX_TASK_PHASE_PROVIDER,    /* the provider instance */
+    SBX_TASK_PHASE_CAPS,        /* fail closed on what the provider does not enforce */
+    SBX_TASK_PHASE_REAP,        /* orphans of dead owners (not with no_reap) */
+    SBX_TASK_PHASE_DIRS,        /* task dir, Docker socket dir, worktree view dir */
+    SBX_TASK_PHASE_ADMIT,       /* CPU clamp, the slot lock (not with no_reap) */
+    SBX_TASK_PHASE_CREDENTIALS, /* the credential lease, when o->credentials */
+    SBX_TASK_PHASE_EGRESS,      /* the egress socket, when the provider wires it */
+    SBX_TASK_PHASE_AGENT,       /* the exec agent's host socket, with the egress relay */
+    SBX_TASK_PHASE_RECORD,      /* the "starting" record */
+    SBX_TASK_PHASE_CREATE,      /* the provider creates the sandbox */
+    SBX_TASK_PHASE_RUNNING,     /* the "running" record */
+    SBX_TASK_PHASE_TIMER,       /* lifetime, idle, lease renewal */
+    SBX_TASK_PHASE_N
+};
+
+/* A phase that fails leaves nothing of its own behind; undo (NULL: nothing to undo but
+ * memory, which sbx_task_free takes) takes back what a phase that succeeded did. */
+struct sbx_task_phase {
+    const char *name; /* in the log line of a failed start */
+    int (*run)(struct sbx_task_start *s, sbx_error_t **err);
+    void (*undo)(struct sbx_task_start *s);
+};
+
+extern const struct sbx_task_phase sbx_task_phases[SBX_TASK_PHASE_N];
+
+/* Runs the phases [first, end). When one fails: logs (info) "task ID: start failed in
+ * phase 'NAME': why", undoes the ones of this call that succeeded, last first, and
+ * returns -1. */
+int sbx_task_phases_run(struct sbx_task_start *s, enum sbx_task_phase_id first,
+                        enum sbx_task_phase_id end, sbx_error_t **err);
+/* Undoes the phases [first, end), last first. */
+void sbx_task_phases_undo(struct sbx_task_start *s, enum sbx_task_phase_id first,
+                          enum sbx_task_phase_id end);
+/* Frees what the phases handed on (not the task). */
+void sbx_task_start_fini(struct sbx_task_start *s);
+
+/* The binding phases, callable apart from creating a sandbox (a sandbox started ahead
+ * of its task gets its task's lease, egress socket and exec agent when it is claimed):
+ * each binds nothing when the task or provider does not ask for it, and its unbind
+ * takes back only what it bound. */
+int sbx_task_bind_credentials(struct sbx_task_start *s, sbx_error_t **err);
+void sbx_task_unbind_credentials(struct sbx_task_start *s);
+int sbx_task_bind_egress(struct sbx_task_start *s, sbx_error_t **err);
+void sbx_task_unbind_egress(struct sbx_task_start *s);
+int sbx_task_bind_agent(struct sbx_task_start *s, sbx_error_t **err);
+void sbx_task_unbind_agent(struct sbx_task_start *s);
 
 #endif
