@@ -1,5 +1,8 @@
-/* task.c - a task's life: slot, orphan reaping, sandbox, execs, the idle and
- * maximum lifetime timer, teardown on every path. */
+/* task.c - what a task does beside starting, running commands and ending: reaping
+ * orphaned sandboxes, the provider's check (the disk watchdog), the timer (maximum
+ * lifetime, idle, lease renewal), stopping, records, and the read-only views of an
+ * opaque task (task.h). Starting is task_start.c; execs, the end and re-adoption are
+ * task_life.c. */
 #include "sandbox/task_int.h"
 
 #include <errno.h>

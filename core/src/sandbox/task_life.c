@@ -1,4 +1,6 @@
-/* task_life.c - starting a task, running its commands, ending it. */
+/* task_life.c - a started task's life: its commands (with output redaction), its end
+ * on every path, re-adopting a task whose sandbox survived its owner; and the helpers
+ * task_start.c shares (init, free, the timer's stop, the proxy variables). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
