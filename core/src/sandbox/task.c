@@ -333,7 +333,7 @@ const char *sbx_task_lease_id(const struct sbx_task *t)
     return t->have_lease ? t->lease.id : NULL;
 }
 
-const struct sbx_lease *sbx_task_lease(const struct sbx_task *t)
+const struct sbx_lease *sbx_task_held_lease(const struct sbx_task *t)
 {
     return t->have_lease ? &t->lease : NULL;
 }

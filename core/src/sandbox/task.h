@@ -88,7 +88,7 @@ void sbx_task_set_job(struct sbx_task *t, const char *job);
 void sbx_task_egress_counts(struct sbx_task *t, int64_t *allowed, int64_t *denied);
 /* (added) Read-only views of a task for the runner, the MCP backend, the CLI and the
  * spike (task.c). Strings live as long as the task; none carries a secret value
- * except sbx_task_lease, which the spike's credential scan alone uses. */
+ * except sbx_task_held_lease, which the spike's credential scan alone uses. */
 const char *sbx_task_id(const struct sbx_task *t);
 /* The job it runs now (sbx_task_set_job may change it: copied under the lock). */
 void sbx_task_job(struct sbx_task *t, char *buf, size_t len);
@@ -100,7 +100,7 @@ const char *sbx_task_image(const struct sbx_task *t);
 /* The lease's id, or NULL without credentials (never a value). */
 const char *sbx_task_lease_id(const struct sbx_task *t);
 /* The lease itself, or NULL: secret values, for the spike's check that they stay in. */
-const struct sbx_lease *sbx_task_lease(const struct sbx_task *t);
+const struct sbx_lease *sbx_task_held_lease(const struct sbx_task *t);
 /* "agent" or "engine": how the last exec ran; NULL before one ran. */
 const char *sbx_task_last_exec_path(struct sbx_task *t);
 /* Sets the record's "isolation" (and "unenforced") keys on obj (caps.h). */

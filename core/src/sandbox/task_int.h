@@ -139,6 +139,16 @@ void sbx_task_phases_undo(struct sbx_task_start *s, enum sbx_task_phase_id first
 /* Frees what the phases handed on (not the task). */
 void sbx_task_start_fini(struct sbx_task_start *s);
 
+/* What the phases use, for a sandbox given to its task after it was created too: the
+ * policy decides t's limits, egress allow-list and slot class for o (fail closed); the
+ * CPU quota clamped below the box's CPUs; the credential lease of instance `name`
+ * (t->cred, t->lease, t->redactor; on failure t->cred may be open: the caller's undo
+ * closes it). */
+int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
+                    sbx_error_t **err);
+int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err);
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err);
+
 /* The binding phases, callable apart from creating a sandbox (a sandbox started ahead
  * of its task gets its task's lease, egress socket and exec agent when it is claimed):
  * each binds nothing when the task or provider does not ask for it, and its unbind

@@ -56,8 +56,8 @@ static void narrow_limits(struct sbx_limits *cap, const struct sbx_limits *want)
 
 /* Policy decides the limits, the egress allow-list and the slot class; any
  * failure denies the task (fail closed). */
-static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
-                  sbx_error_t **err)
+int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
+                    sbx_error_t **err)
 {
     struct sbx_policy_decision d = {0};
     struct sbx_job_desc job = {0};
@@ -101,21 +101,36 @@ static int decide(struct sbx_task *t, const struct sbx_task_opts *o, const char 
     return 0;
 }
 
-/* The box's budget (admit.h): the CPU quota is clamped below the box's CPUs,
- * and an embedded task takes a slot only while its memory fits beside the
- * others' (the runner's scheduler admits its own jobs: no_reap). */
+/* The box's budget (admit.h) with the task's CPU quota clamped below the box's CPUs. */
+static int clamp_cpus(struct sbx_task *t, struct sbx_box_budget *b, sbx_error_t **err)
+{
+    if (sbx_box_budget(t->cfg, NULL, 0, b, err) < 0) {
+        return sbx_error_wrap(err, "task %s: admission", t->id);
+    }
+    if (t->limits.cpus > b->cpu_max) {
+        sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
+                  t->id, t->limits.cpus, b->cpu_max, b->cpus, b->cpu_reserve);
+        t->limits.cpus = b->cpu_max;
+    }
+    return 0;
+}
+
+int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err)
+{
+    struct sbx_box_budget b;
+
+    return clamp_cpus(t, &b, err);
+}
+
+/* The CPU clamp, then an embedded task takes a slot only while its memory fits beside
+ * the others' (the runner's scheduler admits its own jobs: no_reap). */
 static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
 {
     struct sbx_box_budget b;
     struct sbx_admit_req req = {0};
 
-    if (sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
-        return sbx_error_wrap(err, "task %s: admission", t->id);
-    }
-    if (t->limits.cpus > b.cpu_max) {
-        sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
-                  t->id, t->limits.cpus, b.cpu_max, b.cpus, b.cpu_reserve);
-        t->limits.cpus = b.cpu_max;
+    if (clamp_cpus(t, &b, err) < 0) {
+        return -1;
     }
     if (o->no_reap) {
         return 0;
@@ -131,8 +146,7 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     return t->slot_fd < 0 ? -1 : 0;
 }
 
-static int acquire_lease(struct sbx_task *t, const char *plugin_dir, const char *name,
-                         sbx_error_t **err)
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err)
 {
     struct sbx_cred_scope scope = {.task_id = t->id, .job_id = t->job, .path = NULL};
 
@@ -243,7 +257,7 @@ static int phase_claim(struct sbx_task_start *s, sbx_error_t **err)
 
 static int phase_policy(struct sbx_task_start *s, sbx_error_t **err)
 {
-    return decide(s->t, s->o, s->provider, err);
+    return sbx_task_decide(s->t, s->o, s->provider, err);
 }
 
 static int phase_provider(struct sbx_task_start *s, sbx_error_t **err)
@@ -329,7 +343,7 @@ int sbx_task_bind_credentials(struct sbx_task_start *s, sbx_error_t **err)
     if (s->o->credentials == NULL) {
         return 0;
     }
-    if (acquire_lease(s->t, s->plugin_dir, s->o->credentials, err) < 0) {
+    if (sbx_task_lease(s->t, s->plugin_dir, s->o->credentials, err) < 0) {
         sbx_task_unbind_credentials(s);
         return -1;
     }

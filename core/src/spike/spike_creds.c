@@ -245,8 +245,9 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
         sbx_instance_close(cred);
         return;
     }
-    for (size_t i = 0; sbx_task_lease(t) != NULL && i < sbx_task_lease(t)->n_secrets; i++) {
-        add_needle(&values, sbx_task_lease(t)->secrets[i].value);
+    for (size_t i = 0; sbx_task_held_lease(t) != NULL && i < sbx_task_held_lease(t)->n_secrets;
+         i++) {
+        add_needle(&values, sbx_task_held_lease(t)->secrets[i].value);
     }
     bg.t = t;
     pthread_create(&th, NULL, bg_main, &bg);
