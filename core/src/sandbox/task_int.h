@@ -1,6 +1,7 @@
 /* task_int.h - the task struct and the functions the files of core/src/sandbox/ share
- * about it (task.c, task_life.c, task_start.c, task_egress.c, task_agent.c). Outside this
- * folder a task is opaque (task.h); only the sandbox's own unit tests include this. */
+ * about it (task.c, task_life.c, task_start.c, task_egress.c, task_agent.c, keeper.c).
+ * Outside this folder a task is opaque (task.h); only the sandbox's own unit tests
+ * include this. */
 #ifndef SBX_SANDBOX_TASK_INT_H
 #define SBX_SANDBOX_TASK_INT_H
 
@@ -66,6 +67,8 @@ int sbx_task_exec_run(struct sbx_task *t, const struct sbx_exec_spec *spec,
 int sbx_task_agent_dir(struct sbx_task *t, sbx_error_t **err);
 /* (added) Closes the agent's host end (sbx_task_free). */
 void sbx_task_agent_free(struct sbx_task *t);
+/* Writes <task dir>/task.json (the record of docs/architecture.md, Records) with the
+ * state given, atomically (a temporary file renamed). */
 int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err);
 /* The timer thread (task.c): maximum lifetime, idle, lease renewal. */
 void *sbx_task_timer_main(void *arg);
