@@ -135,9 +135,13 @@ struct sbx_config *sbx_config_load_file(const char *path, sbx_error_t **err)
     return c;
 }
 
+/* The search order (docs/configuration.md, "Which file is used"). */
 struct sbx_config *sbx_config_load(const char *explicit_path, sbx_error_t **err)
 {
     const char *env = getenv("SBX_CONFIG");
+    const char *xdg = getenv("XDG_CONFIG_HOME");
+    const char *home = getenv("HOME");
+    char *user = NULL;
 
     if (explicit_path != NULL) {
         return sbx_config_load_file(explicit_path, err);
@@ -148,6 +152,21 @@ struct sbx_config *sbx_config_load(const char *explicit_path, sbx_error_t **err)
     if (access("sbx.conf", F_OK) == 0) {
         return sbx_config_load_file("sbx.conf", err);
     }
+    /* the user's: $XDG_CONFIG_HOME/sbx/sbx.conf, or ~/.config/sbx/sbx.conf when
+     * it is unset, empty or relative (the XDG Base Directory rule) */
+    if (xdg != NULL && xdg[0] == '/') {
+        user = xasprintf("%s/sbx/sbx.conf", xdg);
+    }
+    else if (home != NULL && home[0] == '/') {
+        user = xasprintf("%s/.config/sbx/sbx.conf", home);
+    }
+    if (user != NULL && access(user, F_OK) == 0) {
+        struct sbx_config *c = sbx_config_load_file(user, err);
+
+        free(user);
+        return c;
+    }
+    free(user);
     if (access(SBX_SYSTEM_CONFIG, F_OK) == 0) {
         return sbx_config_load_file(SBX_SYSTEM_CONFIG, err);
     }

@@ -95,7 +95,7 @@ int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state)
         else {
             sbx_info("removed the orphaned sandbox of task %s (its owner is gone)", r.tasks[i]);
             removed++;
-            if (state != NULL && sbx_task_id_valid(r.tasks[i])) {
+            if (state != NULL && sbx_id_valid(r.tasks[i], SBX_ID_TASK)) {
                 sbx_task_dir_remove(state, r.tasks[i]);
             }
         }
@@ -364,4 +364,13 @@ int sbx_task_stopped(struct sbx_task *t, char *buf, size_t len)
     }
     pthread_mutex_unlock(&t->mu);
     return stopped;
+}
+
+int sbx_task_scan_secrets(struct sbx_task *t, struct sbx_secret_scan *scan, sbx_error_t **err)
+{
+    if (pops(t)->scan_secrets == NULL) {
+        return sbx_error_set(err, SBX_E_USAGE, "provider '%s' cannot scan a sandbox for secrets",
+                             sbx_task_provider_name(t));
+    }
+    return pops(t)->scan_secrets(t->prov->ctx, t->sandbox, scan, err);
 }

@@ -31,7 +31,7 @@ struct sbx_task_opts {
     /* Narrower limits for this task (each field 0 = the configured one);
      * never above the configured caps. */
     const struct sbx_limits *limits;
-    int docker_sidecar; /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
+    int nested_containers; /* ask for containers inside the sandbox (spec.nested_containers) */
     /* (added for the runner) */
     const char *slot_class; /* "light" or "heavy" for the sbx.class label; NULL: light */
     int no_reap;            /* skip orphan reaping and the slot lock: the caller (the
@@ -105,6 +105,9 @@ const struct sbx_lease *sbx_task_held_lease(const struct sbx_task *t);
 const char *sbx_task_last_exec_path(struct sbx_task *t);
 /* Sets the record's "isolation" (and "unenforced") keys on obj (caps.h). */
 void sbx_task_isolation(const struct sbx_task *t, json_t *obj);
+/* The provider's optional scan_secrets op on the task's sandbox (the spike's credential
+ * check); -1 with err when the provider has none or the scan failed. */
+int sbx_task_scan_secrets(struct sbx_task *t, struct sbx_secret_scan *scan, sbx_error_t **err);
 /* 1 when the core decided to end the task (timer, check, stop), with the reason
  * copied to buf when buf is not NULL; else 0. */
 int sbx_task_stopped(struct sbx_task *t, char *buf, size_t len);

@@ -95,7 +95,7 @@ struct sbx_task_start {
     const char *plugin_dir;
     const char *provider; /* the provider instance's name */
     time_t now;           /* the start's time: created_at, the sbx.created label */
-    char *docker_dir;     /* where a per-sandbox Docker daemon puts its socket, or NULL */
+    char *provider_dir;   /* the provider's own host-side files of the sandbox */
     char *view_dir;       /* where the provider may mount its view of the worktree, or NULL */
     char *relay;          /* the host path of sbx-relay once the egress is bound */
 };
@@ -109,7 +109,7 @@ enum sbx_task_phase_id {
     SBX_TASK_PHASE_PROVIDER,    /* the provider instance */
     SBX_TASK_PHASE_CAPS,        /* fail closed on what the provider does not enforce */
     SBX_TASK_PHASE_REAP,        /* orphans of dead owners (not with no_reap) */
-    SBX_TASK_PHASE_DIRS,        /* task dir, Docker socket dir, worktree view dir */
+    SBX_TASK_PHASE_DIRS,        /* task dir, the provider's dir, worktree view dir */
     SBX_TASK_PHASE_ADMIT,       /* CPU clamp, the slot lock (not with no_reap) */
     SBX_TASK_PHASE_CREDENTIALS, /* the credential lease, when o->credentials */
     SBX_TASK_PHASE_EGRESS,      /* the egress socket, when the provider wires it */

@@ -345,7 +345,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     sbx_error_t *caps_err = NULL;
 
     sbx_task_init(t, cfg, o);
-    if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
+    if (o->task_id == NULL || !sbx_id_valid(o->task_id, SBX_ID_TASK) || sandbox == NULL ||
         sandbox[0] == '\0') {
         sbx_error_set(err, SBX_E_USAGE,
                       "adopting a task: a valid task id and sandbox id are "

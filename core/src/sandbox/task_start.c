@@ -137,7 +137,7 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     }
     req.task = t->id;
     req.max_slots = t->cfg->box.max_sandboxes;
-    req.memory = sbx_admit_task_memory(t->limits.memory, o->docker_sidecar);
+    req.memory = sbx_admit_task_memory(t->limits.memory, o->nested_containers);
     req.budget = &b;
     req.cancel = o->cancel;
     req.on_wait = o->on_wait;
@@ -175,7 +175,7 @@ static int phase_identity(struct sbx_task_start *s, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_USAGE, "--pool %s: use ci or agent", t->pool);
     }
     if (o->task_id != NULL) {
-        if (!sbx_task_id_valid(o->task_id)) {
+        if (!sbx_id_valid(o->task_id, SBX_ID_TASK)) {
             return sbx_error_set(err, SBX_E_USAGE,
                                  "task id '%s': use 1-64 letters, digits, '-', '_' "
                                  "or '.', starting with a letter or digit",
@@ -288,8 +288,8 @@ static int phase_reap(struct sbx_task_start *s, sbx_error_t **err)
 }
 
 /* The task directory (after the reaping, which removes an orphan's leftovers of this
- * id), and where the provider may put a per-sandbox Docker daemon's socket and its
- * view of the worktree (view.h). */
+ * id), the provider's own directory in it, and where the provider may mount its view
+ * of the worktree (view.h). */
 static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
 {
     struct sbx_task *t = s->t;
@@ -297,14 +297,13 @@ static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
     }
-    if ((pflags(t) & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
-        s->docker_dir = xasprintf("%s/docker", t->dir);
-        if (sbx_mkdirs(s->docker_dir, 0755, err) < 0 || chmod(s->docker_dir, 0755) < 0) {
-            if (err != NULL && *err == NULL) {
-                sbx_error_set(err, SBX_E_GENERIC, "%s: %s", s->docker_dir, strerror(errno));
-            }
-            goto fail;
+    /* the provider's own host-side files of this sandbox (spec.provider_dir) */
+    s->provider_dir = xasprintf("%s/provider", t->dir);
+    if (sbx_mkdirs(s->provider_dir, 0755, err) < 0 || chmod(s->provider_dir, 0755) < 0) {
+        if (err != NULL && *err == NULL) {
+            sbx_error_set(err, SBX_E_GENERIC, "%s: %s", s->provider_dir, strerror(errno));
         }
+        goto fail;
     }
     if (t->worktree != NULL && (pflags(t) & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
         s->view_dir = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
@@ -444,8 +443,8 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
         .egress_relay = egress ? s->relay : NULL,
         .env = egress ? sbx_task_proxy_env : NULL,
         .n_env = egress ? sbx_task_n_proxy_env : 0,
-        .docker_sidecar = s->o->docker_sidecar,
-        .docker_dir = s->docker_dir,
+        .nested_containers = s->o->nested_containers,
+        .provider_dir = s->provider_dir,
         .agent_dir = t->agent_dir,
         .view_dir = s->view_dir,
     };
@@ -548,10 +547,10 @@ int sbx_task_phases_run(struct sbx_task_start *s, enum sbx_task_phase_id first,
 
 void sbx_task_start_fini(struct sbx_task_start *s)
 {
-    free(s->docker_dir);
+    free(s->provider_dir);
     free(s->relay);
     free(s->view_dir);
-    s->docker_dir = NULL;
+    s->provider_dir = NULL;
     s->relay = NULL;
     s->view_dir = NULL;
 }
