@@ -53,23 +53,23 @@ static void usage(FILE *out)
     for (const struct sbx_cmd *c = commands; c->name != NULL; c++) {
         fprintf(out, "  %-10s %s\n", c->name, c->summary);
     }
-    fprintf(out,
-            "\n"
-            "Global options:\n"
-            "  --config FILE        configuration file (else $SBX_CONFIG, ./sbx.conf,\n"
-            "                       " SBX_SYSTEM_CONFIG ", else built-in defaults)\n"
-            "  --log-level LEVEL    error, warn (default), info or debug\n"
-            "  --log-format FORMAT  text (default) or json; logs go to stderr\n"
-            "  -v, --verbose        same as --log-level info\n"
-            "  --version            print the version\n"
-            "  -h, --help           this help; 'sbx COMMAND --help' for a command\n"
-            "\n"
-            "Exit status: 0 ok, 1 failed, 2 usage or configuration error. 'sbx run' and\n"
-            "'sbx exec' exit with the command's own status (128+n for a signal), 125 when\n"
-            "sbx itself fails, 126 when the command cannot be executed, 127 when it is not\n"
-            "found.\n"
-            "\n"
-            "Docs: docs/ in the source tree (architecture, plugins, configuration).\n");
+    fprintf(out, "\n"
+                 "Global options:\n"
+                 "  --config FILE        configuration file (else $SBX_CONFIG, ./sbx.conf,\n"
+                 "                       " SBX_SYSTEM_CONFIG ", else built-in defaults)\n"
+                 "  --log-level LEVEL    error, warn (default), info or debug\n"
+                 "  --log-format FORMAT  text (default) or json; logs go to stderr\n"
+                 "  -v, --verbose        same as --log-level info\n"
+                 "  --version            print the version\n"
+                 "  -h, --help           this help; 'sbx COMMAND --help' for a command\n"
+                 "\n"
+                 "Exit status: 0 ok, 1 failed, 2 usage or configuration error. 'sbx run' and\n"
+                 "'sbx exec' exit with the command's own status (128+n for a signal), 125 when\n"
+                 "sbx itself fails, 126 when the command cannot be executed, 127 when it is not\n"
+                 "found.\n"
+                 "\n"
+                 "Docs: man sbx-COMMAND, and share/doc/sbx under the prefix (docs/ in the\n"
+                 "source tree).\n");
 }
 
 static void help_help(FILE *out)

@@ -34,7 +34,7 @@ void sbx_cmd_image_help(FILE *out)
             "($SBX_DEBIAN_MIRROR overrides). Fields read: docs/image.md.\n"
             "\n"
             "  --definition FILE  devcontainer.json (default ./.devcontainer/, then the\n"
-            "                     source tree's)\n"
+            "                     one shipped with sbx, share/sbx/devcontainer)\n"
             "  --provider NAME    a provider_docker instance (default: config 'provider')\n"
             "  --sidecar          build the Docker sidecar's image instead: sbx-dind:<hash>\n"
             "                     and sbx-dind:current (docker.io, rootlesskit, uidmap,\n"

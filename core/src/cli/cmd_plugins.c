@@ -11,19 +11,18 @@
 
 void sbx_cmd_plugins_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx plugins [--json]\n"
-            "\n"
-            "Loads every plugin (*.so) in the plugin dir with the ABI checks and lists\n"
-            "its name, kind (provider|credential), state (ready|stub|deferred), the\n"
-            "reason a stub gives and its ABI version (--json adds its path). A plugin\n"
-            "that is refused\n"
-            "is reported on stderr with the reason, and the exit status is 1.\n"
-            "\n"
-            "Plugin dir: 'plugin_dir' in the configuration, else $SBX_PLUGIN_DIR, else\n"
-            "'plugins' next to the sbx binary, else the installed location.\n"
-            "\n"
-            "  --json   one JSON array of objects on stdout\n");
+    fprintf(out, "usage: sbx plugins [--json]\n"
+                 "\n"
+                 "Loads every plugin (*.so) in the plugin dir with the ABI checks and lists\n"
+                 "its name, kind (provider|credential), state (ready|stub|deferred), the\n"
+                 "reason a stub gives and its ABI version (--json adds its path). A plugin\n"
+                 "that is refused\n"
+                 "is reported on stderr with the reason, and the exit status is 1.\n"
+                 "\n"
+                 "Plugin dir: 'plugin_dir' in the configuration, else $SBX_PLUGIN_DIR, else\n"
+                 "the binary's own (build/plugins, or lib/sbx/plugins under its prefix).\n"
+                 "\n"
+                 "  --json   one JSON array of objects on stdout\n");
 }
 
 static int cmp_str(const void *a, const void *b)

@@ -25,7 +25,7 @@ void sbx_cmd_policy_help(FILE *out)
         "  test   runs DIR/*_test.lua and prints 'N passed, N failed'.\n"
         "\n"
         "DIR defaults to the configured policy_dir, else $SBX_POLICY_DIR, else the\n"
-        "policies next to the sbx binary, else the installed ones.\n"
+        "policies shipped with the binary (share/sbx/policies under its prefix).\n"
         "Job JSON: {\"id\", \"task\", \"pool\": \"ci\"|\"agent\", \"argv\": [...], \"workdir\",\n"
         "\"repository\", \"provider\", \"labels\": {...}, \"requested\": {\"cpus\", \"memory\",\n"
         "\"disk\", \"pids\", \"idle\", \"max\"}}.\n"
