@@ -144,13 +144,13 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
             const char *step = sbx_agents_next_step(plan.changes[i].client);
 
             if (strstr(plan.changes[i].path, "SKILL.md") == NULL) { /* one per client */
-                json_array_append_new(steps, json_pack("{s:s, s:s}", "client",
-                                                       plan.changes[i].client, "step", step));
+                json_array_append_new(
+                    steps, json_pack("{s:s, s:s}", "client", plan.changes[i].client, "step", step));
             }
         }
-        summary = json_pack("{s:s, s:s, s:s?, s:b, s:o, s:o}", "project", project, "command",
-                            program, "note", note, "dry_run", dry, "files", files, "next_steps",
-                            steps);
+        summary =
+            json_pack("{s:s, s:s, s:s?, s:b, s:o, s:o}", "project", project, "command", program,
+                      "note", note, "dry_run", dry, "files", files, "next_steps", steps);
         s = json_dumps(summary, JSON_INDENT(2));
         printf("%s\n", s);
         free(s);
