@@ -11,8 +11,8 @@
 #   lib/systemd/system/sbx-serve.service  the runner's unit (ExecStart: this prefix's bin/sbx)
 #   lib/sysusers.d/sbx.conf               the unit's group
 #   share/doc/sbx/                        README.md, docs/*.md, openapi.yaml
-#   share/man/man1/                       sbx.1, sbx-COMMAND.1 (SbxDocs.cmake)
-#   share/bash-completion/completions/sbx, zsh completion _sbx
+#   share/man/man1/                       sbx.1, sbx-COMMAND.1 (scripts/gen-man.sh)
+#   share/bash-completion/completions/sbx, share/zsh/{vendor-completions,site-functions}/_sbx
 
 # The build tree mirrors share/sbx (links into the source tree), so build/sbx
 # finds its policies and image definition the way an installed one does.
@@ -35,6 +35,36 @@ install(FILES ${PROJECT_SOURCE_DIR}/scripts/sbx.sysusers DESTINATION lib/sysuser
 
 file(GLOB SBX_DOC_FILES ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/docs/openapi.yaml)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${SBX_DOC_FILES} DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# Man pages: help2man from the binary's own --help (scripts/gen-man.sh), at
+# every build that changes the binary, so they stay true to it.
+option(SBX_MAN "Generate the man pages with help2man" ON)
+if(SBX_MAN)
+  find_program(SBX_HELP2MAN help2man)
+  if(NOT SBX_HELP2MAN)
+    message(FATAL_ERROR "help2man not found: install Debian package 'help2man' "
+                        "(scripts/setup.sh does), or configure with -DSBX_MAN=OFF")
+  endif()
+  add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/sbx.1
+    COMMAND ${CMAKE_COMMAND} -E rm -rf ${CMAKE_BINARY_DIR}/man
+    COMMAND ${PROJECT_SOURCE_DIR}/scripts/gen-man.sh $<TARGET_FILE:sbx> ${CMAKE_BINARY_DIR}/man
+            ${PROJECT_VERSION}
+    DEPENDS sbx ${PROJECT_SOURCE_DIR}/scripts/gen-man.sh
+    COMMENT "Generating the man pages (help2man)" VERBATIM)
+  add_custom_target(sbx_man ALL DEPENDS ${CMAKE_BINARY_DIR}/man/sbx.1)
+  install(DIRECTORY ${CMAKE_BINARY_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+          FILES_MATCHING PATTERN "*.1")
+endif()
+
+# Shell completion (completion/): the words come from sbx itself at each TAB.
+install(FILES ${PROJECT_SOURCE_DIR}/completion/sbx.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME sbx)
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(SBX_ZSH_DIR ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)  # Debian's for packages
+else()
+  set(SBX_ZSH_DIR ${CMAKE_INSTALL_DATADIR}/zsh/site-functions)
+endif()
+install(FILES ${PROJECT_SOURCE_DIR}/completion/_sbx DESTINATION ${SBX_ZSH_DIR})
 
 # The Debian package: scripts/package.sh (cpack -G DEB from a build with prefix /usr).
 set(CPACK_PACKAGE_NAME sbx)

@@ -21,6 +21,11 @@ for f in bin/sbx lib/sbx/plugins/provider_docker.so libexec/sbx/sbx-relay \
     [ -e "$root/$f" ] || fail "$prefix/$f is not installed"
 done
 [ -x "$root/bin/sbx" ] && [ -x "$root/libexec/sbx/sbx-relay" ] || fail "binaries not executable"
+ls "$root"/share/zsh/*/_sbx >/dev/null 2>&1 || fail "no zsh completion _sbx under $prefix/share/zsh"
+# a man page for every command of 'sbx --help'
+for c in $("$root/bin/sbx" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p'); do
+    [ "$c" = help ] || [ -e "$root/share/man/man1/sbx-$c.1" ] || fail "no man page sbx-$c.1"
+done
 if ls "$root"/share/sbx/policies/*_test.lua >/dev/null 2>&1; then
     fail "policy tests installed"
 fi
