@@ -24,7 +24,7 @@ cases=(
     "task |end list start"
     "task end t-|t-0123456789ab"
     "exec |t-0123456789ab"
-    "exec t-0123456789ab --|--env --help"
+    "exec t-0123456789ab --|--env --help --json"
     "run --pro|--provider"
     "run --provider ci|ci-docker"
     "run --provider |ci-docker daytona docker e2b host opensandbox"

@@ -9,11 +9,16 @@ int sbx_args_error(const struct sbx_args *a, const char *fmt, ...)
 {
     va_list ap;
 
-    fprintf(stderr, "sbx: error: %s: ", a->cmd);
+    fprintf(stderr, "sbx: error: %s%s", a->cmd ? a->cmd : "", a->cmd ? ": " : "");
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'sbx %s --help')\n", a->help ? a->help : a->cmd);
+    if (a->cmd == NULL) {
+        fprintf(stderr, " (see 'sbx --help')\n");
+    }
+    else {
+        fprintf(stderr, " (see 'sbx %s --help')\n", a->help ? a->help : a->cmd);
+    }
     return '?';
 }
 

@@ -8,7 +8,7 @@
 #include <getopt.h>
 
 struct sbx_args {
-    const char *cmd;           /* named in errors: "job", "task list" */
+    const char *cmd;           /* named in errors: "job", "task list"; NULL: sbx's own */
     const char *help;          /* the command for "see 'sbx HELP --help'" ("task") */
     const struct option *opts; /* NULL-terminated; val is what sbx_args_next returns */
     const char *shortopts;     /* e.g. "f" for -f; NULL for none */

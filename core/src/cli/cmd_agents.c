@@ -1,6 +1,5 @@
 /* cmd_agents.c - `sbx agents setup`: registers `sbx mcp` with Claude Code and
  * OpenCode in a project and installs the usage skill (docs/mcp.md). */
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 
 #include "agents/agents.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "util/xalloc.h"
 
@@ -64,11 +64,10 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
                         "[--client claude-code|opencode|all] [--dry-run]\n");
         return SBX_EXIT_USAGE;
     }
-    argc--;
-    argv++;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    struct sbx_args a = {
+        .cmd = "agents setup", .help = "agents", .opts = opts, .argc = argc - 1, .argv = argv + 1};
+
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'p':
             project = optarg;
@@ -93,15 +92,10 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
             json = 1;
             break;
         default:
-            fprintf(stderr,
-                    "sbx: error: agents setup: unknown option or missing value '%s' "
-                    "(see 'sbx agents --help')\n",
-                    argv[optind - 1]);
             return SBX_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "sbx: error: agents setup: unexpected argument '%s'\n", argv[optind]);
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
     self = realpath("/proc/self/exe", NULL);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "image/image.h"
 #include "plugin/instance.h"
@@ -183,9 +184,10 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         fprintf(stderr, "sbx: error: usage: sbx image build [OPTIONS] (see 'sbx image --help')\n");
         return SBX_EXIT_USAGE;
     }
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc - 1, argv + 1, "+", opts, NULL)) != -1) {
+    struct sbx_args a = {
+        .cmd = "image build", .help = "image", .opts = opts, .argc = argc - 1, .argv = argv + 1};
+
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'd':
             definition = optarg;
@@ -203,9 +205,11 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
             sidecar = 1;
             break;
         default:
-            fprintf(stderr, "sbx: error: image build: unknown option '%s'\n", argv[optind]);
             return SBX_EXIT_USAGE;
         }
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {

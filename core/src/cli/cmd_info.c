@@ -2,11 +2,11 @@
  * the configuration in force and what the provider reports of its engine
  * (user namespaces on or off, how the disk cap is enforced), the admission
  * budget and the kernel's shared inotify pool (info_box.c). */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/info_box.h"
 #include "image/image.h"
@@ -36,6 +36,10 @@ void sbx_cmd_info_help(FILE *out)
         "against box.max_sandboxes, with a warning on stderr when it is too low\n"
         "(scripts/kernel-limits.sh raises it; docs/operations.md).\n"
         "\n"
+        "\n"
+        "  --provider NAME   the provider instance to ask (default: config 'provider')\n"
+        "  --json            all of it as one JSON object\n"
+        "\n"
         "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
 
@@ -63,9 +67,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     int rc = SBX_EXIT_OK;
     int c;
 
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    struct sbx_args a = {.cmd = "info", .opts = opts, .argc = argc, .argv = argv};
+
+    while ((c = sbx_args_next(&a)) != -1) {
         if (c == 'p') {
             provider = optarg;
         }
@@ -73,9 +77,11 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
             json = 1;
         }
         else {
-            fprintf(stderr, "sbx: error: info: unknown option '%s'\n", argv[optind - 1]);
             return SBX_EXIT_USAGE;
         }
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;

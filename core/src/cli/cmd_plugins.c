@@ -1,10 +1,10 @@
 /* cmd_plugins.c - `sbx plugins [--json]`: every plugin in the plugin dir. */
 #include <dirent.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "plugin/loader.h"
 #include "util/xalloc.h"
@@ -43,19 +43,16 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
     DIR *dir;
     int c;
 
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        if (c == 'j') {
-            json = 1;
-        }
-        else {
-            fprintf(stderr, "sbx: error: plugins: unknown option '%s'\n", argv[optind - 1]);
+    struct sbx_args a = {.cmd = "plugins", .opts = opts, .argc = argc, .argv = argv};
+
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c != 'j') {
             json_decref(arr);
             return SBX_EXIT_USAGE;
         }
+        json = 1;
     }
-    if (optind < argc) {
-        fprintf(stderr, "sbx: error: plugins: unexpected argument '%s'\n", argv[optind]);
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
         json_decref(arr);
         return SBX_EXIT_USAGE;
     }
