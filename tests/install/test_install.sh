@@ -34,9 +34,11 @@ grep -qx "ExecStart=$prefix/bin/sbx --log-level info serve" "$root/lib/systemd/s
 grep -q '^Group=sbx$' "$root/lib/systemd/system/sbx-serve.service" || fail "unit group"
 grep -qE '^g sbx ' "$root/lib/sysusers.d/sbx.conf" || fail "sysusers.d does not create group sbx"
 
-# No source or build path is compiled into the binary's data (debug info aside).
+# No path into the source or build tree is compiled into the binary's data to find
+# what ships with it (file names in assertions and sanitizer reports aside).
 objcopy -O binary --only-section=.rodata "$root/bin/sbx" "$tmp/rodata"
-for p in "$src" "$build"; do
+for p in "$src/policies" "$src/.devcontainer" "$build/plugins" "$build/libexec" "$build/share" \
+    "$prefix/lib/sbx" "$prefix/share/sbx" "$prefix/libexec/sbx"; do
     if grep -aqF "$p" "$tmp/rodata"; then
         fail "the binary's .rodata holds $p"
     fi

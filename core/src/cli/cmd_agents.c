@@ -58,14 +58,15 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     int changed = 0;
     int c;
 
-    (void)cli;
-    if (argc < 2 || strcmp(argv[1], "setup") != 0) {
-        fprintf(stderr, "sbx: error: agents: usage: sbx agents setup [--project DIR] "
-                        "[--client claude-code|opencode|all] [--dry-run]\n");
-        return SBX_EXIT_USAGE;
-    }
     struct sbx_args a = {
         .cmd = "agents setup", .help = "agents", .opts = opts, .argc = argc - 1, .argv = argv + 1};
+
+    (void)cli;
+    if (argc < 2 || strcmp(argv[1], "setup") != 0) {
+        fprintf(stderr, "sbx: error: agents: usage: sbx agents setup [OPTIONS] (see 'sbx agents "
+                        "--help')\n");
+        return SBX_EXIT_USAGE;
+    }
 
     while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {

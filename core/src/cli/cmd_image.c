@@ -179,14 +179,13 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     int json = 0;
     int c;
     int rc;
+    struct sbx_args a = {
+        .cmd = "image build", .help = "image", .opts = opts, .argc = argc - 1, .argv = argv + 1};
 
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         fprintf(stderr, "sbx: error: usage: sbx image build [OPTIONS] (see 'sbx image --help')\n");
         return SBX_EXIT_USAGE;
     }
-    struct sbx_args a = {
-        .cmd = "image build", .help = "image", .opts = opts, .argc = argc - 1, .argv = argv + 1};
-
     while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'd':
