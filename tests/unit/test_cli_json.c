@@ -144,6 +144,12 @@ static void test_exec_json(void **state)
                         "fake-env");
     json_decref(j);
     spawn_result_free(&r);
+    /* without --json the same command streams, stdout and stderr apart */
+    r = SBX_RUN("exec", "t-json", "--env", "GREETING=hi", "--", "fake-env", "GREETING", "NOPE");
+    assert_int_equal(r.rc, 1);
+    assert_string_equal(r.out, "GREETING=hi\n");
+    assert_string_equal(r.err, "NOPE unset\n");
+    spawn_result_free(&r);
     /* not found: 127, no exit status, the error in the object */
     r = SBX_RUN("exec", "t-json", "--json", "--", "fake-nocmd");
     assert_int_equal(r.rc, 127);
