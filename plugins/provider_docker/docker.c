@@ -94,6 +94,9 @@ static void free_ctx(struct dk_ctx *c)
     free(c);
 }
 
+/* The engine line was logged at info since the plugin was loaded. */
+static int engine_logged;
+
 static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_options *opts,
                           void **out, sbx_error_t **err)
 {
@@ -158,7 +161,11 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
-    host->log(host->instance_name(opts), SBX_LOG_INFO,
+    /* at info once per load of the plugin; the runner opens the instance for
+     * every job, and those repeats are debug */
+    host->log(host->instance_name(opts),
+              __atomic_exchange_n(&engine_logged, 1, __ATOMIC_SEQ_CST) ? SBX_LOG_DEBUG
+                                                                       : SBX_LOG_INFO,
               "%s on %s, user namespaces %s, disk cap "
               "by %s",
               c->engine, c->socket, c->userns ? "on" : "OFF",

@@ -51,7 +51,8 @@ enum sbx_option_type {
 struct sbx_option {
     const char *key;
     enum sbx_option_type type;
-    const char *def; /* default in config syntax ("8G", "true", "30s"), or NULL */
+    const char *def; /* default as in the file ("8G", "true", "30s"; a string's quotes
+                        may be left out: "auto" = "\"auto\""), or NULL */
     int required;    /* non-zero: the key must be present */
     const char *help;
 };

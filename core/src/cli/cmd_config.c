@@ -1,28 +1,79 @@
-/* cmd_config.c - `sbx config check [FILE] [--json]`. */
+/* cmd_config.c - `sbx config check [FILE] [--json]` and
+ * `sbx config keys [--json | --markdown]`. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "config/keys_doc.h"
 #include "plugin/instance.h"
 #include "plugin/loader.h"
 
 void sbx_cmd_config_help(FILE *out)
 {
     fprintf(out, "usage: sbx config check [FILE] [--json]\n"
+                 "       sbx config keys [--json | --markdown]\n"
                  "\n"
-                 "Checks a configuration file: libconfig syntax, known keys and their types\n"
-                 "(sizes like 8G, durations like 60m, CPUs like 2.0), and for every provider\n"
-                 "and credential instance that its plugin loads and accepts the instance's\n"
-                 "options. Problems are printed as FILE:LINE: message.\n"
+                 "Checks a configuration file against the key table: libconfig syntax, known\n"
+                 "keys (a typo names the nearest key), their types (sizes like 8G, durations\n"
+                 "like 60m, CPUs like 2.0) and checks (ranges, allowed values), and for every\n"
+                 "provider and credential instance that its plugin loads and accepts the\n"
+                 "instance's options. Problems are printed as FILE:LINE: message.\n"
                  "Without FILE it checks the file sbx would use (--config, $SBX_CONFIG,\n"
                  "./sbx.conf, " SBX_SYSTEM_CONFIG ").\n"
                  "\n"
-                 "  --json   print {\"config\", \"ok\", \"instances\": [{\"name\", \"kind\",\n"
-                 "           \"plugin\", \"where\"}]} (or \"error\" when invalid) on stdout\n"
+                 "'config keys' prints every key of the core's configuration: its type,\n"
+                 "default, check and one line of help (--json: as a JSON array; --markdown:\n"
+                 "the key tables of docs/configuration.md). Plugin options: 'sbx plugins'\n"
+                 "and docs/configuration.md.\n"
+                 "\n"
+                 "  --json       check: print {\"config\", \"ok\", \"instances\": [{\"name\",\n"
+                 "               \"kind\", \"plugin\", \"where\"}]} (or \"error\" when invalid);\n"
+                 "               keys: the keys as a JSON array\n"
+                 "  --markdown   keys: the key tables of docs/configuration.md\n"
                  "\n"
                  "Exit status: 0 valid, 2 invalid.\n");
+}
+
+static int config_keys(int argc, char **argv)
+{
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"markdown", no_argument, NULL, 'm'},
+                                         {NULL, 0, NULL, 0}};
+    struct sbx_args a = {
+        .cmd = "config keys", .help = "config", .opts = opts, .argc = argc, .argv = argv};
+    int fmt = 0;
+    int c;
+
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c == '?') {
+            return SBX_EXIT_USAGE;
+        }
+        if (fmt != 0 && fmt != c) {
+            sbx_args_error(&a, "give --json or --markdown, not both");
+            return SBX_EXIT_USAGE;
+        }
+        fmt = c;
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    if (fmt == 0) {
+        sbx_config_keys_text(stdout);
+    }
+    else if (fmt == 'm') {
+        sbx_config_keys_markdown(stdout);
+    }
+    else {
+        json_t *arr = sbx_config_keys_json();
+        char *s = json_dumps(arr, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+        printf("%s\n", s);
+        free(s);
+        json_decref(arr);
+    }
+    return SBX_EXIT_OK;
 }
 
 /* Loads the plugin of every instance and checks its options; NULL when all
@@ -86,9 +137,13 @@ int sbx_cmd_config(struct sbx_cli *cli, int argc, char **argv)
     int json = 0;
     int ch;
 
+    if (argc >= 2 && strcmp(argv[1], "keys") == 0) {
+        return config_keys(argc - 1, argv + 1);
+    }
     if (argc < 2 || strcmp(argv[1], "check") != 0) {
-        fprintf(stderr, "sbx: error: config: usage: sbx config check [FILE] [--json] (see 'sbx "
-                        "config --help')\n");
+        fprintf(stderr, "sbx: error: config: %s%s%s: use check or keys (see 'sbx config --help')\n",
+                argc >= 2 ? "unknown subcommand '" : "no subcommand", argc >= 2 ? argv[1] : "",
+                argc >= 2 ? "'" : "");
         return SBX_EXIT_USAGE;
     }
     a.argc = argc - 1;

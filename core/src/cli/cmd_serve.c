@@ -44,11 +44,12 @@ static void *sig_main(void *arg)
                 sbx_error_free(&err);
             }
             else {
-                sbx_warn("runner: SIGHUP: policy reloaded");
+                sbx_info("runner: SIGHUP: policy reloaded");
             }
             continue;
         }
-        sbx_warn("runner: %s: stopping", strsignal(sig));
+        /* a normal stop (systemctl stop, Ctrl-C): info, not a warning */
+        sbx_info("runner: %s: stopping", strsignal(sig));
         sbx_runner_stop(w->r);
         break;
     }
@@ -96,7 +97,7 @@ int sbx_cmd_serve(struct sbx_cli *cli, int argc, char **argv)
     w.r = r;
     pthread_create(&th, NULL, sig_main, &w);
     pthread_detach(th);
-    fprintf(stderr, "sbx serve: ready\n");
+    fprintf(stderr, "%ssbx serve: ready\n", sbx_log_prefix(SBX_LOG_INFO));
     if (sbx_runner_run(r, &err) < 0) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);

@@ -142,6 +142,7 @@ struct sbx_runner {
     double pool_cpus[SBX_POOL_COUNT];
     int64_t pool_memory[SBX_POOL_COUNT];
     struct runner_health *health; /* (added) health.c */
+    struct runner_status *status; /* (added) status.c: the status page's sessions */
 };
 
 /* runner.c */
