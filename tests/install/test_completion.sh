@@ -37,6 +37,7 @@ cases=(
     "help ru|run"
     "--log-l|--log-level"
     "--log-level |debug error info warn"
+    "config |check keys"
     "config check --j|--json"
     "job x --f|--follow"
 )
