@@ -38,9 +38,8 @@ void sbx_cmd_config_help(FILE *out)
 
 static int config_keys(int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"markdown", no_argument, NULL, 'm'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"markdown", no_argument, NULL, 'm'}, {NULL, 0, NULL, 0}};
     struct sbx_args a = {
         .cmd = "config keys", .help = "config", .opts = opts, .argc = argc, .argv = argv};
     int fmt = 0;
@@ -87,8 +86,8 @@ static sbx_error_t *check_instances(struct sbx_config *c, const char *dir)
         if (c->instances[i].group == NULL) {
             /* a built-in instance: its plugin must load; its required options
              * are only needed once it is configured and used */
-            struct sbx_plugin *p = sbx_plugin_load_name(dir, c->instances[i].plugin,
-                                                        c->instances[i].kind, &err);
+            struct sbx_plugin *p =
+                sbx_plugin_load_name(dir, c->instances[i].plugin, c->instances[i].kind, &err);
 
             if (p == NULL) {
                 return err;
