@@ -114,8 +114,8 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         json_object_set_new(j, "engine", json_string(info.engine));
         json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
         json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
-        json_object_set_new(j, "docker_sidecar",
-                            info.sidecar[0] ? json_string(info.sidecar) : json_null());
+        json_object_set_new(j, "nested_containers",
+                            info.nested[0] ? json_string(info.nested) : json_null());
         json_object_set_new(j, "seccomp",
                             info.seccomp[0] ? json_string(info.seccomp) : json_null());
         json_object_set_new(j, "worktree",
@@ -155,7 +155,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                    : info.userns   ? "on"
                                    : "OFF (see docs/operations.md)",
                    info.disk_limit[0] ? info.disk_limit : "not reported");
-            printf("sidecar:     %s\n", info.sidecar[0] ? info.sidecar : "none");
+            printf("nested:      %s\n", info.nested[0] ? info.nested : "none");
             printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
             printf("isolation:   %s\n", isolation);
             printf("worktree:    %s\n", info.worktree[0] ? info.worktree : "plain bind mount");

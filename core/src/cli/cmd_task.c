@@ -220,7 +220,7 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
         cleanup_free char *sock = NULL;
         int live;
 
-        if (!sbx_task_id_valid(de->d_name)) {
+        if (!sbx_id_valid(de->d_name, SBX_ID_TASK)) {
             continue;
         }
         rec = read_record(state, de->d_name);

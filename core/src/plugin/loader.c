@@ -208,8 +208,12 @@ struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
         return NULL;
     }
     if (d->abi_minor > SBX_PLUGIN_ABI_MINOR) {
-        refuse(p, err, path, "ABI minor %u is newer than this sbx's %u.%u", d->abi_minor,
-               SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
+        /* same major: the fields up to ops_size have the same layout */
+        refuse(p, err, path,
+               "%s %s is built for plugin ABI %u.%u, newer than this sbx's %u.%u (rebuild it "
+               "against this sbx's SDK, or upgrade sbx)",
+               d->name != NULL ? d->name : "(no name)", d->version != NULL ? d->version : "",
+               d->abi_major, d->abi_minor, SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
         return NULL;
     }
     /* 6. sizes not larger than the core's; copy into zeroed storage */

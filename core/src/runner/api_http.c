@@ -178,7 +178,7 @@ static void route_job(struct sbx_runner *r, struct evhttp_request *req, const ch
     char id[SBX_SCHED_ID_MAX + 1] = "";
     char rest[32] = "";
 
-    if (sscanf(path + 9, "%64[^/]/%31s", id, rest) < 1 || !runner_id_ok(id)) {
+    if (sscanf(path + 9, "%64[^/]/%31s", id, rest) < 1 || !sbx_id_valid(id, SBX_ID_NAME)) {
         runner_reply_error(req, 400, "job id '%.64s': use 1-63 of [A-Za-z0-9._:-]", id);
     }
     else if (rest[0] == '\0' && get) {
@@ -313,7 +313,7 @@ static void route(struct evhttp_request *req, void *arg)
         if (!post) {
             runner_reply_error(req, 405, "%s: use POST", path);
         }
-        else if (!runner_id_ok(id)) {
+        else if (!sbx_id_valid(id, SBX_ID_NAME)) {
             runner_reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
         }
         else {

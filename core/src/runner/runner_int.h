@@ -181,7 +181,6 @@ int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end);
 void runner_reply_json(struct evhttp_request *req, int code, json_t *body);
 void runner_reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int runner_id_ok(const char *s);
 void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
                           const struct runner_client *who);
 void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id,

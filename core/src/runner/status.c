@@ -42,14 +42,6 @@ static const char csp[] = "default-src 'none'; script-src 'self'; style-src 'sel
                           "connect-src 'self'; img-src 'self'; form-action 'self'; "
                           "frame-ancestors 'none'; base-uri 'none'";
 
-static int64_t mono_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec;
-}
-
 static struct runner_status *status_of(struct sbx_runner *r)
 {
     if (r->status == NULL) {
@@ -180,7 +172,7 @@ static struct status_session *session_of(struct sbx_runner *r, struct evhttp_req
     struct runner_status *st = r->status;
     struct status_session *found = NULL;
     char id[ID_HEX + 1];
-    int64_t now = mono_s();
+    int64_t now = (sbx_mono_ms() / 1000);
 
     if (st == NULL || cookie_id(req, id) < 0) {
         return NULL;
@@ -214,7 +206,7 @@ static int session_new(struct sbx_runner *r, const struct runner_client *who, ch
     struct runner_status *st = status_of(r);
     struct status_session *s = &st->s[0];
     unsigned char raw[ID_BYTES];
-    int64_t now = mono_s();
+    int64_t now = (sbx_mono_ms() / 1000);
 
     for (int i = 0; i < SBX_STATUS_SESSIONS; i++) {
         struct status_session *c = &st->s[i];

@@ -20,7 +20,7 @@ static int connect_task(const char *state, const char *task, sbx_error_t **err)
     cleanup_free char *sock = NULL;
     int fd;
 
-    if (!sbx_task_id_valid(task)) {
+    if (!sbx_id_valid(task, SBX_ID_TASK)) {
         return sbx_error_set(err, SBX_E_USAGE, "'%s' is not a valid task id", task);
     }
     sock = sbx_keeper_socket(state, task);

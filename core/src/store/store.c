@@ -101,24 +101,6 @@ int64_t sbx_store_now(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int sbx_store_id_ok(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-
-    if (n == 0 || n > 63) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 void sbx_store_bind_text(sqlite3_stmt *s, int i, const char *v)
 {
     if (v == NULL) {
@@ -243,12 +225,12 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         return sbx_error_set(err, EINVAL, "store: no job given");
     }
     id = j->id ? j->id : "(null)";
-    if (!sbx_store_id_ok(j->id)) {
+    if (!sbx_id_valid(j->id, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "store: job id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]");
     }
-    if (j->task != NULL && !sbx_store_id_ok(j->task)) {
+    if (j->task != NULL && !sbx_id_valid(j->task, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "store: job %s: task id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]",
@@ -546,7 +528,7 @@ int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_
 int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
                         const char *provider, const char *image, int64_t at, sbx_error_t **err)
 {
-    if ((task && !sbx_store_id_ok(task)) || (provider && !text_ok(provider)) ||
+    if ((task && !sbx_id_valid(task, SBX_ID_NAME)) || (provider && !text_ok(provider)) ||
         (image && !text_ok(image))) {
         return sbx_error_set(err, EINVAL, "store: job %s: bad task, provider or image",
                              id ? id : "(null)");

@@ -16,7 +16,6 @@ int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what);
 sqlite3_stmt *sbx_store_prepare(struct sbx_store *st, const char *sql, sbx_error_t **err);
 int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err);
 int64_t sbx_store_now(void);
-int sbx_store_id_ok(const char *id);
 /* binds text or NULL */
 void sbx_store_bind_text(sqlite3_stmt *s, int i, const char *v);
 char *sbx_store_col_text(sqlite3_stmt *s, int i);
