@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <jansson.h>
 
+#include "sbx/sbx_plugin.h"
+
 static char *sbx;
 static char *dir;
 
@@ -263,7 +265,12 @@ static void test_cli_version_json(void **state)
     assert_int_equal(r.rc, 0);
     j = json_loads(r.out, 0, NULL);
     assert_non_null(j);
-    assert_string_equal(json_string_value(json_object_get(j, "plugin_abi")), "1.0");
+    {
+        char abi[32];
+
+        snprintf(abi, sizeof(abi), "%u.%u", SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
+        assert_string_equal(json_string_value(json_object_get(j, "plugin_abi")), abi);
+    }
     assert_true(strlen(json_string_value(json_object_get(j, "version"))) > 0);
     commit = json_string_value(json_object_get(j, "commit"));
     assert_non_null(commit);

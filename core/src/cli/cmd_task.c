@@ -166,7 +166,7 @@ static int task_end(struct sbx_cli *cli, int argc, char **argv)
         sbx_error_free(&err);
     }
     else if (json) {
-        json_t *rec = sbx_task_id_valid(task) ? read_record(state, task) : NULL;
+        json_t *rec = sbx_id_valid(task, SBX_ID_TASK) ? read_record(state, task) : NULL;
         char *s = rec ? json_dumps(rec, JSON_INDENT(2)) : NULL;
 
         printf("%s\n", s ? s : "{}");
