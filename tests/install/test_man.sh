@@ -14,10 +14,12 @@ for c in "" $cmds; do
     err=$(MANWIDTH=80 man --warnings -l "$page" 2>&1 >/dev/null) || fail "man -l $page failed"
     [ -z "$err" ] || fail "man -l $page: $err"
     text=$(MANWIDTH=200 MAN_KEEP_FORMATTING=0 man -l "$page" 2>/dev/null | col -b)
-    echo "$text" | grep -qE "^ +sbx${c:+-$c} - " || fail "$page: NAME is not sbx${c:+-$c}"
+    # here-strings, not 'echo | grep -q': grep -q exits at its first match and
+    # echo's SIGPIPE then fails the pipeline under pipefail (seen under load)
+    grep -qE "^ +sbx${c:+-$c} - " <<<"$text" || fail "$page: NAME is not sbx${c:+-$c}"
     # every long option of the command's --help is in its page
     for o in $("$sbx" ${c:+"$c"} --help | grep -oE -- '(^|[[ ])--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | sort -u); do
-        echo "$text" | grep -qF -- "$o" || fail "$page lacks $o of 'sbx $c --help'"
+        grep -qF -- "$o" <<<"$text" || fail "$page lacks $o of 'sbx $c --help'"
     done
     n=$((n + 1))
 done
