@@ -22,6 +22,7 @@ packages=(
     libevent-dev libsqlite3-dev prometheus chromium
     docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps busybox-static
     btrfs-progs util-linux
+    dpkg-dev fakeroot help2man man-db bash-completion zsh
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -45,8 +45,8 @@ static const char *const pool_names[] = {"ci", "agent", NULL};
 const struct sbx_key_def sbx_config_keys[] = {
     /* top level */
     KEY("plugin_dir", STRING, plugin_dir,
-        .doc_def = "`$SBX_PLUGIN_DIR`, else `plugins/` next to the `sbx` binary when it exists, "
-                   "else the installed `<libdir>/sbx/plugins`",
+        .doc_def = "`$SBX_PLUGIN_DIR`, else the binary's own: `plugins/` in its build tree, "
+                   "`<prefix>/lib/sbx/plugins` installed",
         .help = "where plugin `.so` files are loaded from (see `docs/plugins.md`)"),
     KEY("state_dir", STRING, state_dir,
         .doc_def = "`$SBX_STATE_DIR`, else `/var/lib/sbx` for root, else `$XDG_STATE_HOME/sbx` "
@@ -77,9 +77,8 @@ const struct sbx_key_def sbx_config_keys[] = {
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
     KEY("policy_dir", STRING, policy_dir,
-        .doc_def = "`$SBX_POLICY_DIR`, else `policies/` beside the directory of the `sbx` "
-                   "binary, else (for a build tree) the source tree's `policies/`, else the "
-                   "installed `<datadir>/sbx/policies`",
+        .doc_def = "`$SBX_POLICY_DIR`, else the binary's own: `share/sbx/policies` in its "
+                   "build tree, `<prefix>/share/sbx/policies` installed",
         .help = "the Lua policy scripts (`limits.lua`, `egress.lua`, `slots.lua`) that decide "
                 "each task's limits, egress allow-list and slot class"),
 
