@@ -532,7 +532,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_lock(&r->mu);
     for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
         if (t->keep && t->state == RT_READY && t->running == 0 &&
-            (t->end_requested || r->stopping || (t->t != NULL && t->t->stop))) {
+            (t->end_requested || r->stopping ||
+             (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
             t->state = RT_ENDING;
             if (runner_task_ender_start(r, t) < 0) {
                 t->state = RT_READY; /* retried at the next tick */

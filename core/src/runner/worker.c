@@ -243,7 +243,7 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->mu);
         if (rc == 0) {
-            tr.sandbox_id = task->sandbox;
+            tr.sandbox_id = (char *)sbx_task_sandbox(task);
             tr.state = SBX_TASK_READY;
             sbx_store_task_put(st, &tr, &err);
             store_warn(&err);
@@ -311,18 +311,19 @@ static void *worker_main(void *arg)
         int ran = 0;
         int rc;
 
-        sbx_store_job_ready(st, j->id, t->id, task->prov->cfg->name, task->image, 0, &err);
+        sbx_store_job_ready(st, j->id, t->id, sbx_task_provider_name(task), sbx_task_image(task), 0,
+                            &err);
         store_warn(&err);
         {
             json_t *iso = json_object();
 
-            sbx_caps_record(iso, &task->limits, task->unenforced);
+            sbx_task_isolation(task, iso);
             sbx_store_job_set_isolation(st, j->id, iso, &err);
             store_warn(&err);
             json_decref(iso);
         }
-        if (task->have_lease) { /* the lease id only, never a value */
-            const char *ids[1] = {task->lease.id};
+        if (sbx_task_lease_id(task) != NULL) { /* the lease id only, never a value */
+            const char *ids[1] = {sbx_task_lease_id(task)};
 
             sbx_store_job_set_leases(st, j->id, ids, 1, &err);
             store_warn(&err);
@@ -344,10 +345,10 @@ static void *worker_main(void *arg)
             rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
                                &j->slot, &status, &err);
             free(env);
-            if (task->last_exec_path != NULL) { /* its own error: err is the exec's */
+            if (sbx_task_last_exec_path(task) != NULL) { /* its own error: err is the exec's */
                 sbx_error_t *perr = NULL;
 
-                sbx_store_job_set_exec_path(st, j->id, task->last_exec_path, &perr);
+                sbx_store_job_set_exec_path(st, j->id, sbx_task_last_exec_path(task), &perr);
                 store_warn(&perr);
             }
             pthread_mutex_lock(&r->mu);
@@ -435,12 +436,9 @@ static void *ender_main(void *arg)
     struct sbx_store *st = sbx_store_open(r->store_path, &err);
     char reason[256];
 
-    pthread_mutex_lock(&t->t->mu);
-    snprintf(reason, sizeof(reason), "%s",
-             t->t->stop    ? t->t->stop_reason
-             : r->stopping ? "runner stopped"
-                           : "ended by request");
-    pthread_mutex_unlock(&t->t->mu);
+    if (!sbx_task_stopped(t->t, reason, sizeof(reason))) {
+        snprintf(reason, sizeof(reason), "%s", r->stopping ? "runner stopped" : "ended by request");
+    }
     sbx_task_end(t->t, reason, NULL, NULL);
     t->t = NULL;
     if (st != NULL) {

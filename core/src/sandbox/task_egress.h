@@ -3,7 +3,7 @@
 #ifndef SBX_SANDBOX_TASK_EGRESS_H
 #define SBX_SANDBOX_TASK_EGRESS_H
 
-#include "sandbox/task.h"
+#include "sandbox/task_int.h"
 
 /* The sandbox's only way out: a socket of the egress proxy (o->egress, or one this task
  * starts) in <task dir>/egress, checked against t->egress_allow, which is also saved
@@ -13,7 +13,6 @@ int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char
                          sbx_error_t **err);
 /* A re-adopted task: the socket again on the runner's proxy (o->egress), with the rules
  * saved at start. The sandbox mounts the directory, so it sees the new socket. */
-int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o,
-                           sbx_error_t **err);
+int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err);
 
 #endif
