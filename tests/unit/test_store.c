@@ -1,5 +1,11 @@
-/* test_store.c - the SQLite store: records, transitions, bad input, and
- * durability across a SIGKILL of the writing process, then recovery. */
+/* test_store.c - the store: records, transitions, bad input, and
+ * durability across a SIGKILL of the writing process, then recovery.
+ *
+ * One suite, two backends: plain it runs on SQLite (test_store); with
+ * SBX_TEST_STORE=pg it runs on the private PostgreSQL cluster that
+ * tests/support/pg_harness.sh started (test_store_pg), each test on an empty
+ * schema. The tests of opening (a file, a DSN) and of schema versions are
+ * each backend's own. */
 #include "test_common.h"
 
 #include <errno.h>
@@ -7,17 +13,52 @@
 #include <sys/wait.h>
 
 #include "store/store_internal.h"
+
+static void quiet_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
 #include "util/xalloc.h"
 
 #define G (1LL << 30)
 
 static char *dir;
 static char *db;
+static int on_pg;
+
+#define PW_ENV "SBX_TEST_PG_PASSWORD"
+
+/* Runs sql on the test database directly (not through the store). */
+static void pg_sql(const char *sql)
+{
+    const char *keys[] = {"dbname", "password", NULL};
+    const char *vals[] = {getenv("SBX_TEST_PG_DSN"), getenv(PW_ENV), NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGresult *res;
+
+    if (PQstatus(c) != CONNECTION_OK) {
+        fail_msg("pg: %s", PQerrorMessage(c));
+    }
+    PQsetNoticeProcessor(c, quiet_notice, NULL);
+    res = PQexec(c, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail_msg("pg: %s: %s", sql, PQresultErrorMessage(res));
+    }
+    PQclear(res);
+    PQfinish(c);
+}
 
 static int setup(void **state)
 {
     (void)state;
     dir = test_mkdtemp();
+    if (on_pg) {
+        db = xstrdup(getenv("SBX_TEST_PG_DSN"));
+        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta CASCADE;"
+               "DROP SEQUENCE IF EXISTS sbx_fence");
+        return 0;
+    }
     assert_true(asprintf(&db, "%s/state.db", dir) > 0);
     return 0;
 }
@@ -34,7 +75,7 @@ static int teardown(void **state)
 static struct sbx_store *open_ok(void)
 {
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(db, &err);
+    struct sbx_store *st = sbx_store_open_ex(db, on_pg ? PW_ENV : NULL, &err);
 
     if (st == NULL) {
         fail_msg("open: %s", err->msg);
@@ -205,7 +246,6 @@ static void test_store_bad_input(void **state)
     struct sbx_task_rec t = {0};
     sbx_error_t *err = NULL;
     const char *bad_leases[] = {"ok", "has\ttab"};
-    char *notdb;
 
     (void)state;
     expect_err(sbx_store_job_insert(st, NULL, &err), &err, EINVAL, "no job given");
@@ -261,7 +301,15 @@ static void test_store_bad_input(void **state)
     expect_err(sbx_store_task_exec(st, "t1", 1, 0, &err), &err, EINVAL, "task t1 is ended");
     expect_err(sbx_store_task_exec(st, "t2", 1, 0, &err), &err, SBX_E_NOTFOUND, "no task 't2'");
     sbx_store_close(st);
-    /* opening */
+}
+
+/* SQLite: opening a file that is none, or in no directory. */
+static void test_store_open_file(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *notdb;
+
+    (void)state;
     assert_null(sbx_store_open(NULL, &err));
     expect_err(-1, &err, EINVAL, "store: no path given (runner.state)");
     assert_null(sbx_store_open("/nonexistent/dir/state.db", &err));
@@ -621,16 +669,107 @@ static void test_store_exit_without_close(void **state)
     sbx_store_close(st);
 }
 
+/* PostgreSQL: a database whose schema version differs from this sbx's is
+ * refused (every box of a fleet runs the same sbx), and left as it is. */
+static void test_store_pg_version(void **state)
+{
+    struct sbx_store *st = open_ok();
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    insert_ok(st, "keep", "ci", "light", 0);
+    sbx_store_close(st);
+    st = open_ok(); /* the same version opens again */
+    sbx_store_close(st);
+    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
+    assert_null(sbx_store_open_ex(db, PW_ENV, &err));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "the database's schema version is 2, this sbx uses 1: every box of a fleet must "
+               "run the same sbx");
+    pg_sql("UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    st = open_ok();
+    expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
+    sbx_store_close(st);
+}
+
+/* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
+ * at start), and the password never appears in it. */
+static void test_store_pg_bad_dsn(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *dsn = NULL;
+    const char *pw = getenv(PW_ENV);
+
+    (void)state;
+    /* nothing listens there */
+    assert_true(asprintf(&dsn, "postgresql://sbx@/sbx?host=%s/nosuchdir", dir) > 0);
+    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
+    assert_null(strchr(err->msg, '\n'));
+    expect_err(-1, &err, SBX_E_CONFIG, "cannot connect: connection to server on socket");
+    free(dsn);
+    /* no such database */
+    dsn = xstrdup(db);
+    memcpy(strstr(dsn, "/sbx?") + 1, "xyz", 3);
+    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "database \"xyz\" does not exist");
+    free(dsn);
+    /* a wrong password */
+    setenv("SBX_TEST_WRONG_PW", "not-the-password", 1);
+    assert_null(sbx_store_open_ex(db, "SBX_TEST_WRONG_PW", &err));
+    assert_null(strstr(err->msg, "not-the-password"));
+    expect_err(-1, &err, SBX_E_CONFIG, "password authentication failed for user \"sbx\"");
+    /* the variable is not set */
+    unsetenv("SBX_TEST_NO_SUCH_PW");
+    assert_null(sbx_store_open_ex(db, "SBX_TEST_NO_SUCH_PW", &err));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "runner.database_password_env names SBX_TEST_NO_SUCH_PW, which is not set");
+    /* a password in the DSN is refused, and not echoed */
+    assert_true(asprintf(&dsn, "postgresql://sbx:%s@/sbx?host=/tmp", pw) > 0);
+    assert_null(sbx_store_open_ex(dsn, NULL, &err));
+    assert_null(strstr(err->msg, pw));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "runner.database holds a password; put it in the "
+               "environment variable named by "
+               "runner.database_password_env");
+    free(dsn);
+    /* not a DSN at all */
+    assert_null(sbx_store_open_ex("postgresql://[::1", NULL, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "runner.database is not a valid DSN");
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest both[] = {
         cmocka_unit_test_setup_teardown(test_store_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sigkill_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_exit_without_close, setup, teardown),
     };
+    const struct CMUnitTest sqlite_only[] = {
+        cmocka_unit_test_setup_teardown(test_store_open_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
+    };
+    const struct CMUnitTest pg_only[] = {
+        cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
+    };
+    const char *backend = getenv("SBX_TEST_STORE");
+    int failed;
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    on_pg = backend != NULL && strcmp(backend, "pg") == 0;
+    if (on_pg && (getenv("SBX_TEST_PG_DSN") == NULL || getenv(PW_ENV) == NULL)) {
+        fprintf(stderr, "test_store: SBX_TEST_STORE=pg needs the cluster of "
+                        "tests/support/pg_harness.sh (SBX_TEST_PG_DSN, " PW_ENV ")\n");
+        return 1;
+    }
+    failed = cmocka_run_group_tests_name(on_pg ? "store on PostgreSQL" : "store on SQLite", both,
+                                         NULL, NULL);
+    if (on_pg) {
+        failed += cmocka_run_group_tests_name("PostgreSQL", pg_only, NULL, NULL);
+    }
+    else {
+        failed += cmocka_run_group_tests_name("SQLite", sqlite_only, NULL, NULL);
+    }
+    return failed;
 }

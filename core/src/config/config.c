@@ -243,6 +243,7 @@ static void apply_defaults(struct sbx_config *c)
     c->box.cpu_reserve = -1.0;
     c->runner.alert_after = 600;
     c->runner.max_boxes = 1;
+    c->runner.lease = 30;
     c->runner.cooldown = 600;
     c->runner.spend_day_cap = 150.0;
     c->runner.spend_month_cap = 4500.0;
@@ -366,6 +367,25 @@ static int read_egress_hosts(struct sbx_config *c, const config_setting_t *hosts
 /* box.memory, box.host_reserve, box.cpu_reserve (docs/configuration.md): the
  * admission budget. The reserve must leave room for a sandbox; the schema
  * refuses negative sizes and CPU counts of 0 or less. */
+/* box.id: 1-63 of [A-Za-z0-9._-] (it names a row and a file) */
+static int sbx_box_id_ok(const char *id)
+{
+    size_t n = strlen(id);
+
+    if (n == 0 || n > 63) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = id[i];
+
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-')) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int read_box_budget(struct sbx_config *c, const config_setting_t *box, sbx_error_t **err)
 {
     const config_setting_t *mem = box ? config_setting_get_member(box, "memory") : NULL;
@@ -518,6 +538,26 @@ static int read_values(struct sbx_config *c, sbx_error_t **err)
 
     c->runner.listen = dup_string(runner, "listen", NULL);
     c->runner.state = dup_string(runner, "state", NULL);
+    c->runner.database = dup_string(runner, "database", NULL);
+    c->runner.database_password_env = dup_string(runner, "database_password_env", NULL);
+    c->runner.lease = get_duration(runner, "lease", c->runner.lease);
+    c->box.id = dup_string(box, "id", NULL);
+    if (c->runner.database != NULL && strncmp(c->runner.database, "postgresql://", 13) != 0 &&
+        strncmp(c->runner.database, "postgres://", 11) != 0) {
+        return sbx_error_set(
+            err, SBX_E_CONFIG, "%s:%u: 'runner.database' must be a postgresql:// DSN", c->path,
+            config_setting_source_line(config_setting_get_member(runner, "database")));
+    }
+    if (c->runner.lease < 1) {
+        return sbx_error_set(
+            err, SBX_E_CONFIG, "%s:%u: 'runner.lease' must be at least 1s", c->path,
+            config_setting_source_line(config_setting_get_member(runner, "lease")));
+    }
+    if (c->box.id != NULL && !sbx_box_id_ok(c->box.id)) {
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s:%u: 'box.id' must be 1-63 characters of [A-Za-z0-9._-]", c->path,
+                             config_setting_source_line(config_setting_get_member(box, "id")));
+    }
     c->runner.token_env = dup_string(runner, "token_env", NULL);
     c->runner.alert_after = get_duration(runner, "alert_after", c->runner.alert_after);
     c->runner.alert_webhook = dup_string(runner, "alert_webhook", NULL);
@@ -669,6 +709,9 @@ void sbx_config_destroy(struct sbx_config *c)
     free_strv(c->box.pools);
     free(c->runner.listen);
     free(c->runner.state);
+    free(c->runner.database);
+    free(c->runner.database_password_env);
+    free(c->box.id);
     free(c->runner.token_env);
     sbx_config_clear_runner_trust(c);
     free(c->runner.alert_webhook);

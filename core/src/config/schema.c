@@ -38,6 +38,7 @@ static const struct sbx_key box_keys[] = {
     {"memory", SBX_KEY_SIZE, NULL},
     {"host_reserve", SBX_KEY_SIZE, NULL},
     {"cpu_reserve", SBX_KEY_CPUS, NULL},
+    {"id", SBX_KEY_STRING, NULL},
     {NULL, 0, NULL},
 };
 
@@ -52,6 +53,9 @@ static const struct sbx_key client_keys[] = {
 static const struct sbx_key runner_keys[] = {
     {"listen", SBX_KEY_STRING, NULL},
     {"state", SBX_KEY_STRING, NULL},
+    {"database", SBX_KEY_STRING, NULL},
+    {"database_password_env", SBX_KEY_STRING, NULL},
+    {"lease", SBX_KEY_DURATION, NULL},
     {"token_env", SBX_KEY_STRING, NULL},
     {"clients", SBX_KEY_GROUP_LIST, client_keys},
     {"worktree_roots", SBX_KEY_STRINGS, NULL},

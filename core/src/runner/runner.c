@@ -31,6 +31,9 @@ char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err)
     char *state;
     char *path;
 
+    if (cfg->runner.database != NULL) {
+        return xstrdup(cfg->runner.database); /* a fleet's PostgreSQL (store.h) */
+    }
     if (cfg->runner.state != NULL) {
         return xstrdup(cfg->runner.state);
     }
@@ -632,7 +635,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store_path == NULL) {
         goto fail;
     }
-    r->store = sbx_store_open(r->store_path, err);
+    r->store = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
     if (r->store == NULL) {
         goto fail;
     }

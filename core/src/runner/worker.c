@@ -298,7 +298,8 @@ static void *worker_main(void *arg)
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    struct sbx_store *st =
+        sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
     enum sbx_job_state end_state = SBX_JOB_FINISHED;
     enum sbx_job_result result = SBX_RESULT_FAILED;
     char reason[512] = "";
@@ -440,7 +441,8 @@ static void *ender_main(void *arg)
     struct sbx_runner *r = w->r;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    struct sbx_store *st =
+        sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
     char reason[256];
 
     pthread_mutex_lock(&t->t->mu);

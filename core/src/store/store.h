@@ -1,4 +1,6 @@
-/* store.h - the runner's durable state in SQLite (WAL, synchronous=FULL).
+/* store.h - the runner's durable state: SQLite (WAL, synchronous=FULL) on one
+ * box, or PostgreSQL shared by a fleet of boxes (docs/runner.md, "Several
+ * boxes"); the same calls and the same rules on both (store/db.h).
  *
  * Jobs (the queue and the evidence records) and tasks (one sandbox each).
  * Every call is one transaction: when it returns 0 the change survives a
@@ -101,8 +103,17 @@ void sbx_task_rec_clear(struct sbx_task_rec *rec);
 struct sbx_store;
 
 /* Opens (creating if needed) the database at path, in WAL mode with a busy
- * timeout and the schema in place. */
+ * timeout and the schema in place. A path that starts with postgresql://
+ * (or postgres://) is a PostgreSQL DSN: see sbx_store_open_ex. */
 struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err);
+/* (added) As sbx_store_open; for a DSN the password comes from the environment
+ * variable named password_env (NULL: none, or libpq's own means such as
+ * ~/.pgpass); a DSN that holds a password itself is refused. A database that
+ * cannot be reached, refuses the login, or holds a schema of another version
+ * is SBX_E_CONFIG (exit 2 at start) with one line naming the DSN. */
+struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, sbx_error_t **err);
+/* (added) 1 when location is a PostgreSQL DSN. */
+int sbx_store_location_is_pg(const char *location);
 void sbx_store_close(struct sbx_store *st);
 
 /* Jobs. */
