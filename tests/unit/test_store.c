@@ -150,7 +150,9 @@ static void test_store_record(void **state)
     iso = json_pack("{s:s, s:[s]}", "isolation", "partial", "unenforced", "disk");
     ok(sbx_store_job_set_isolation(st, "job-1", iso, &err), &err);
     json_decref(iso);
-    ok(sbx_store_job_end(st, "job-1", SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000, &err),
+    ok(sbx_store_job_end(
+           st, "job-1", &(struct sbx_job_end){SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000},
+           &err),
        &err);
     ok(sbx_store_job_get(st, "job-1", &j, &err), &err);
     o = sbx_job_rec_to_json(&j);
@@ -216,15 +218,23 @@ static void test_store_transitions(void **state)
                "job a is running, not queued");
     expect_err(sbx_store_job_granted(st, "zz", 0, &err), &err, SBX_E_NOTFOUND,
                "store: no job 'zz'");
-    ok(sbx_store_job_end(st, "b", SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0, &err), &err);
-    expect_err(sbx_store_job_end(st, "b", SBX_JOB_FINISHED, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
-               "job b is cancelled, not queued or running");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_RUNNING, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
-               "not running");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 300, NULL, 0, 0, 0, &err), &err, EINVAL,
-               "bad reason, egress count or exit status");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0, &err), &err,
-               EINVAL, "bad reason");
+    ok(sbx_store_job_end(st, "b",
+                         &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0},
+                         &err),
+       &err);
+    expect_err(
+        sbx_store_job_end(st, "b", &(struct sbx_job_end){SBX_JOB_FINISHED, 0, NULL, 0, 0, 0}, &err),
+        &err, EINVAL, "job b is cancelled, not queued or running");
+    expect_err(
+        sbx_store_job_end(st, "a", &(struct sbx_job_end){SBX_JOB_RUNNING, 0, NULL, 0, 0, 0}, &err),
+        &err, EINVAL, "not running");
+    expect_err(sbx_store_job_end(st, "a",
+                                 &(struct sbx_job_end){SBX_JOB_FINISHED, 300, NULL, 0, 0, 0}, &err),
+               &err, EINVAL, "bad reason, egress count or exit status");
+    expect_err(sbx_store_job_end(st, "a",
+                                 &(struct sbx_job_end){SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0},
+                                 &err),
+               &err, EINVAL, "bad reason");
     ok(sbx_store_job_list(st, SBX_JOB_QUEUED, &list, &n, &err), &err);
     assert_int_equal(n, 1);
     assert_string_equal(list[0].id, "c");
@@ -405,7 +415,7 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 5);
+    assert_int_equal(db_version(db), 6);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
@@ -430,16 +440,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 5);
+    assert_int_equal(db_version(db), 6);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 6;");
+    db_exec(db, "PRAGMA user_version = 7;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 6 is newer than this sbx knows (5)");
-    assert_int_equal(db_version(db), 6);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 7 is newer than this sbx knows (6)");
+    assert_int_equal(db_version(db), 7);
 }
 
 /* ---- durability ---- */

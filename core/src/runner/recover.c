@@ -208,8 +208,11 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         struct rtask *t = runner_task_find(r, j->task);
 
         if (t == NULL) {
-            sbx_store_job_end(r->store, j->id, SBX_JOB_INTERRUPTED, -1,
-                              "runner restarted; its task could not be re-adopted", 0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id,
+                              &(struct sbx_job_end){
+                                  SBX_JOB_INTERRUPTED, -1,
+                                  "runner restarted; its task could not be re-adopted", 0, 0, 0},
+                              NULL);
             runner_job_free(j);
             continue;
         }
@@ -286,8 +289,9 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
 
         if (sbx_sched_submit(r->sched, &sj, &e) < 0) {
             /* the configuration changed under it: end it with the reason */
-            sbx_store_job_end(r->store, j->id, SBX_JOB_CANCELLED, -1, sbx_error_msg(e), 0, 0, 0,
-                              NULL);
+            sbx_store_job_end(
+                r->store, j->id,
+                &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, sbx_error_msg(e), 0, 0, 0}, NULL);
             sbx_warn("runner: recovery: job %s: %s", j->id, sbx_error_msg(e));
             sbx_error_free(&e);
             runner_job_free(j);

@@ -290,10 +290,12 @@ void runner_schedule(struct sbx_runner *r)
         sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
                  sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
         if (runner_worker_start(r, j) < 0) {
-            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
-                              "runner: cannot start a "
-                              "worker thread",
-                              0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id,
+                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
+                                                    "runner: cannot start a "
+                                                    "worker thread",
+                                                    0, 0, 0},
+                              NULL);
             j->state = SBX_JOB_FINISHED;
             j->released = 1;
             task_remove(r, t);
@@ -463,8 +465,11 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
             j->state = SBX_JOB_FINISHED;
             j->released = 1;
             pthread_mutex_unlock(&r->mu);
-            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
-                              "runner: cannot start a worker thread", 0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id,
+                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
+                                                    "runner: cannot start a worker thread", 0, 0,
+                                                    0},
+                              NULL);
         }
         return 0;
     }
@@ -488,8 +493,10 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     }
     if (j->state == SBX_JOB_QUEUED) {
         if (sbx_sched_cancel(r->sched, id, err) < 0 ||
-            sbx_store_job_end(r->store, id, SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0,
-                              err) < 0) {
+            sbx_store_job_end(
+                r->store, id,
+                &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0},
+                err) < 0) {
             return -1;
         }
         pthread_mutex_lock(&r->mu);

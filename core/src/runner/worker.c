@@ -396,8 +396,10 @@ static void *worker_main(void *arg)
     }
     rm_egress(&r->metrics, j->pool, allowed, denied);
     if (st != NULL) {
-        sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed, denied,
-                          0, &err);
+        sbx_store_job_end(
+            st, j->id,
+            &(struct sbx_job_end){end_state, status, reason[0] ? reason : NULL, allowed, denied, 0},
+            &err);
         store_warn(&err);
     }
     pthread_mutex_lock(&r->mu);

@@ -18,6 +18,9 @@ struct sbx_q {
     char *sql;
     int n_params;
     char *params[MAX_PARAMS];
+    /* 0: the server infers the type from the text; TEXT for a $i the text
+     * skips (PostgreSQL cannot infer a type for it) */
+    Oid types[MAX_PARAMS];
     PGresult *res;
     int row, ran;
 };
@@ -55,9 +58,13 @@ int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
     return sbx_error_set(err, SBX_E_GENERIC, "store: %s: %s: %s", st->path, what, msg);
 }
 
-/* The highest $N in sql: the number of parameters PostgreSQL is sent. */
-static int count_params(const char *sql)
+#define TEXT_OID 25 /* pg_type.h */
+
+/* The highest $N in sql (the number of parameters PostgreSQL is sent); a $i
+ * below it that sql does not use is sent as text. */
+static int count_params(const char *sql, Oid *types)
 {
+    int used[MAX_PARAMS + 1] = {0};
     int max = 0;
 
     for (const char *p = sql; *p != '\0'; p++) {
@@ -67,7 +74,13 @@ static int count_params(const char *sql)
             if (n > max) {
                 max = n;
             }
+            if (n <= MAX_PARAMS) {
+                used[n] = 1;
+            }
         }
+    }
+    for (int i = 1; i <= max && i <= MAX_PARAMS; i++) {
+        types[i - 1] = used[i] ? 0 : TEXT_OID;
     }
     return max;
 }
@@ -79,7 +92,7 @@ struct sbx_q *sbx_q_prepare(struct sbx_store *st, const char *sql, sbx_error_t *
     q->st = st;
     if (st->pg != NULL) {
         q->sql = xstrdup(sql);
-        q->n_params = count_params(sql);
+        q->n_params = count_params(sql, q->types);
         if (q->n_params > MAX_PARAMS) {
             sbx_error_set(err, EINVAL, "store: a statement with %d parameters (at most %d)",
                           q->n_params, MAX_PARAMS);
@@ -190,7 +203,7 @@ static int pg_step(struct sbx_q *q, const char *what, sbx_error_t **err)
 
         q->ran = 1;
         q->row = -1;
-        q->res = PQexecParams(q->st->pg, q->sql, q->n_params, NULL, (const char *const *)q->params,
+        q->res = PQexecParams(q->st->pg, q->sql, q->n_params, q->types, (const char *const *)q->params,
                               NULL, NULL, 0);
         rs = q->res ? PQresultStatus(q->res) : PGRES_FATAL_ERROR;
         if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {

@@ -45,6 +45,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->env);
     json_decref(rec->isolation);
     free(rec->exec_path);
+    free(rec->box);
     free(rec->worktree);
     free(rec->client);
     free(rec->provider);
@@ -136,6 +137,8 @@ int sbx_store_row_to_job(struct sbx_q *s, struct sbx_job_rec *out)
         out->env = NULL;
     }
     out->exec_path = sbx_q_col_strdup(s, 29);
+    out->box = sbx_q_col_strdup(s, 30);
+    out->token = sbx_q_col_int64(s, 31);
     out->isolation = col_json(s, 28);
     if (!json_is_object(out->isolation)) {
         json_decref(out->isolation);

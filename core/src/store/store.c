@@ -52,9 +52,11 @@ static const char schema[] =
  * the command's variables as a JSON object (docs/runner.md, Store). 3:
  * jobs.client, the API client that submitted the job ('' before).
  * 4: jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h).
- * 5: jobs.exec_path, how the job's command ran ("agent" or "engine"). Each
+ * 5: jobs.exec_path, how the job's command ran ("agent" or "engine").
+ * 6: jobs.box, jobs.token and tasks.box: the fleet's claim columns, kept the
+ * same on both engines (NULL and 0 on one box; store/pg.c). Each
  * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 static const char *const migrations[SCHEMA_VERSION + 1] = {
     [1] = "PRAGMA user_version = 1;",
@@ -66,6 +68,10 @@ static const char *const migrations[SCHEMA_VERSION + 1] = {
           "PRAGMA user_version = 4;",
     [5] = "ALTER TABLE jobs ADD COLUMN exec_path TEXT;"
           "PRAGMA user_version = 5;",
+    [6] = "ALTER TABLE jobs ADD COLUMN box TEXT;"
+          "ALTER TABLE jobs ADD COLUMN token INTEGER NOT NULL DEFAULT 0;"
+          "ALTER TABLE tasks ADD COLUMN box TEXT;"
+          "PRAGMA user_version = 6;",
 };
 
 int64_t sbx_store_now(void)
@@ -481,76 +487,6 @@ int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out
     return 0;
 }
 
-/* The clear error after an UPDATE that matched no row. */
-static int no_row(struct sbx_store *st, const char *id, const char *want, sbx_error_t **err)
-{
-    struct sbx_job_rec rec = {0};
-    sbx_error_t *e = NULL;
-
-    if (sbx_store_job_get(st, id, &rec, &e) < 0) {
-        int code = e->code;
-
-        sbx_error_free(&e);
-        if (code == SBX_E_NOTFOUND) {
-            return sbx_error_set(err, SBX_E_NOTFOUND, "store: no job '%s'", id);
-        }
-        return sbx_store_fail(st, err, "read job");
-    }
-    sbx_error_set(err, EINVAL, "store: job %s is %s, not %s", id, sbx_job_state_name(rec.state),
-                  want);
-    sbx_job_rec_clear(&rec);
-    return -1;
-}
-
-static int update_job(struct sbx_store *st, const char *id, const char *sql, const char *want,
-                      const char *t1, const char *t2, const char *t3, int64_t at, sbx_error_t **err)
-{
-    cleanup_q struct sbx_q *s = NULL;
-
-    if (id == NULL) {
-        return sbx_error_set(err, EINVAL, "store: no job id given");
-    }
-    s = sbx_q_prepare(st, sql, err);
-    if (s == NULL) {
-        return -1;
-    }
-    sbx_q_text(s, 1, id);
-    sbx_q_int64(s, 2, at ? at : sbx_store_now());
-    sbx_q_text(s, 3, t1);
-    sbx_q_text(s, 4, t2);
-    sbx_q_text(s, 5, t3);
-    if (sbx_q_step(s, "update job", err) < 0) {
-        return -1;
-    }
-    if (sbx_q_changes(s) == 0) {
-        return no_row(st, id, want, err);
-    }
-    return 0;
-}
-
-int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err)
-{
-    return update_job(st, id,
-                      "UPDATE jobs SET state = 'running', granted_at = $2 "
-                      "WHERE id = $1 AND state = 'queued'",
-                      "queued", NULL, NULL, NULL, at, err);
-}
-
-int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
-                        const char *provider, const char *image, int64_t at, sbx_error_t **err)
-{
-    if ((task && !sbx_store_id_ok(task)) || (provider && !sbx_store_text_ok(provider)) ||
-        (image && !sbx_store_text_ok(image))) {
-        return sbx_error_set(err, EINVAL, "store: job %s: bad task, provider or image",
-                             id ? id : "(null)");
-    }
-    return update_job(st, id,
-                      "UPDATE jobs SET ready_at = $2, task = COALESCE($3, task), "
-                      "provider = COALESCE($4, provider), image = COALESCE($5, image) "
-                      "WHERE id = $1 AND state = 'running'",
-                      "running", task, provider, image, at, err);
-}
-
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
                              size_t n, sbx_error_t **err)
 {
@@ -570,10 +506,10 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
         }
     }
     text = leases_json(leases, n);
-    return update_job(st, id,
-                      "UPDATE jobs SET leases = $3 WHERE id = $1 AND $2 > 0 "
-                      "AND state IN ('queued', 'running')",
-                      "queued or running", text, NULL, NULL, 1, err);
+    return sbx_store_update_job(st, id, 0,
+                                "UPDATE jobs SET leases = $3 WHERE id = $1 AND $2 > 0 "
+                                "AND state IN ('queued', 'running')",
+                                "queued or running", text, NULL, NULL, 1, err);
 }
 
 int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
@@ -585,10 +521,10 @@ int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *is
         return sbx_error_set(err, EINVAL, "store: job %s: isolation is not a small JSON object",
                              id ? id : "(null)");
     }
-    return update_job(st, id,
-                      "UPDATE jobs SET isolation = $3 WHERE id = $1 AND $2 > 0 "
-                      "AND state IN ('queued', 'running')",
-                      "queued or running", text, NULL, NULL, 1, err);
+    return sbx_store_update_job(st, id, 0,
+                                "UPDATE jobs SET isolation = $3 WHERE id = $1 AND $2 > 0 "
+                                "AND state IN ('queued', 'running')",
+                                "queued or running", text, NULL, NULL, 1, err);
 }
 
 int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char *path,
@@ -598,59 +534,8 @@ int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char
         return sbx_error_set(err, EINVAL, "store: job %s: exec path must be agent or engine",
                              id ? id : "(null)");
     }
-    return update_job(st, id,
-                      "UPDATE jobs SET exec_path = $3 WHERE id = $1 AND $2 > 0 "
-                      "AND state IN ('queued', 'running')",
-                      "queued or running", path, NULL, NULL, 1, err);
-}
-
-int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,
-                      int exit_status, const char *reason, int64_t egress_allowed,
-                      int64_t egress_denied, int64_t at, sbx_error_t **err)
-{
-    cleanup_q struct sbx_q *s = NULL;
-
-    if (id == NULL) {
-        return sbx_error_set(err, EINVAL, "store: no job id given");
-    }
-    if (state != SBX_JOB_FINISHED && state != SBX_JOB_CANCELLED && state != SBX_JOB_INTERRUPTED) {
-        return sbx_error_set(err, EINVAL,
-                             "store: job %s: a job ends finished, cancelled or "
-                             "interrupted, not %s",
-                             id, sbx_job_state_name(state));
-    }
-    if ((reason && !sbx_store_text_ok(reason)) || egress_allowed < 0 || egress_denied < 0 ||
-        exit_status > 255) {
-        return sbx_error_set(err, EINVAL,
-                             "store: job %s: bad reason, egress count or exit "
-                             "status",
-                             id);
-    }
-    s = sbx_q_prepare(st,
-                      "UPDATE jobs SET state = $2, exit_status = $3, reason = $4, "
-                      "egress_allowed = $5, egress_denied = $6, finished_at = $7 "
-                      "WHERE id = $1 AND state IN ('queued', 'running')",
-                      err);
-    if (s == NULL) {
-        return -1;
-    }
-    sbx_q_text(s, 1, id);
-    sbx_q_text(s, 2, sbx_job_state_name(state));
-    if (exit_status < 0) {
-        sbx_q_null(s, 3);
-    }
-    else {
-        sbx_q_int64(s, 3, exit_status);
-    }
-    sbx_q_text(s, 4, reason);
-    sbx_q_int64(s, 5, egress_allowed);
-    sbx_q_int64(s, 6, egress_denied);
-    sbx_q_int64(s, 7, at ? at : sbx_store_now());
-    if (sbx_q_step(s, "end job", err) < 0) {
-        return -1;
-    }
-    if (sbx_q_changes(s) == 0) {
-        return no_row(st, id, "queued or running", err);
-    }
-    return 0;
+    return sbx_store_update_job(st, id, 0,
+                                "UPDATE jobs SET exec_path = $3 WHERE id = $1 AND $2 > 0 "
+                                "AND state IN ('queued', 'running')",
+                                "queued or running", path, NULL, NULL, 1, err);
 }

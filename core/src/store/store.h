@@ -68,6 +68,10 @@ struct sbx_job_rec {
     int64_t seq;       /* submit order, set by the store */
     json_t *isolation; /* (added) {"isolation", "unenforced"} once the task ran, or NULL */
     char *exec_path;   /* (added) "agent" or "engine" once the command ran, or NULL */
+    /* (added) A fleet (runner.database): the box that claimed it (NULL: none
+     * yet, or one box on SQLite) and the claim's fencing token (0: none). */
+    char *box;
+    int64_t token;
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
@@ -144,6 +148,39 @@ int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
                        struct sbx_job_rec **out, size_t *n, sbx_error_t **err);
 /* (added) The database answers a read (GET /healthz). */
 int sbx_store_ping(struct sbx_store *st, sbx_error_t **err);
+/* (added) How a job ends: finished, cancelled or interrupted. exit_status < 0:
+ * none; reason may be NULL; at 0: now. */
+struct sbx_job_end {
+    enum sbx_job_state state;
+    int exit_status;
+    const char *reason;
+    int64_t egress_allowed, egress_denied;
+    int64_t at;
+};
+
+/* (added) A job's transitions (move.c). */
+enum sbx_job_step {
+    SBX_JOB_STEP_GRANTED, /* queued -> running: a slot granted */
+    SBX_JOB_STEP_READY,   /* running: its sandbox is ready (task, provider, image: NULL keeps) */
+    SBX_JOB_STEP_END,     /* queued|running -> end.state */
+};
+
+struct sbx_job_move {
+    const char *id;
+    /* > 0: the write is fenced: it happens only while the job still carries
+     * this claim token, else ESTALE (another box took it over); 0: unfenced
+     * (one box on SQLite, or a box's own recovery) */
+    int64_t token;
+    enum sbx_job_step step;
+    int64_t at; /* ms; 0 = now */
+    const char *task, *provider, *image;
+    struct sbx_job_end end;
+};
+
+/* (added) The one transition function: a job in another state is EINVAL
+ * ("job X is S, not W"), an unknown one SBX_E_NOTFOUND, a fenced write whose
+ * token moved on ESTALE; its record is kept as it is in each case. */
+int sbx_store_job_move(struct sbx_store *st, const struct sbx_job_move *m, sbx_error_t **err);
 /* queued -> running, slot granted at `at` (ms, 0 = now). */
 int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err);
 /* running: the sandbox is ready (task id, provider, image may be NULL to keep). */
@@ -159,11 +196,10 @@ int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char
                                 sbx_error_t **err);
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
                              size_t n, sbx_error_t **err);
-/* queued|running -> finished|cancelled|interrupted. exit_status < 0: none.
- * reason may be NULL. A job already ended is EINVAL (its record is kept). */
-int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,
-                      int exit_status, const char *reason, int64_t egress_allowed,
-                      int64_t egress_denied, int64_t at, sbx_error_t **err);
+/* (changed) queued|running -> end->state (unfenced sbx_store_job_move). A job
+ * already ended is EINVAL (its record is kept). */
+int sbx_store_job_end(struct sbx_store *st, const char *id, const struct sbx_job_end *end,
+                      sbx_error_t **err);
 
 /* Tasks. */
 /* Creates or replaces a task row. */

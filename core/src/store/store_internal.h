@@ -32,7 +32,12 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
     "seq, id, task, pool, class, argv, labels, worktree, provider, image, cpus, memory, "          \
     "disk, pids, idle, max_life, state, queued_at, granted_at, ready_at, finished_at, "            \
     "exit_status, reason, egress_allowed, egress_denied, leases, env, client, isolation, "         \
-    "exec_path"
+    "exec_path, box, token"
+/* An UPDATE of one job: $1 id, $2 at (0: now), $3..$5 t1..t3, $6 token
+ * (fenced when > 0); no row changed is the clear error of move.c. */
+int sbx_store_update_job(struct sbx_store *st, const char *id, int64_t token, const char *sql,
+                         const char *want, const char *t1, const char *t2, const char *t3,
+                         int64_t at, sbx_error_t **err);
 int sbx_store_row_to_job(struct sbx_q *q, struct sbx_job_rec *out);
 
 #endif

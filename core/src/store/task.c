@@ -328,8 +328,10 @@ static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *
             continue;
         }
         add_task(&out->cleanup, &out->n_cleanup, j->task, NULL, j->provider, j->id);
-        r = sbx_store_job_end(st, j->id, SBX_JOB_INTERRUPTED, -1, "runner restarted",
-                              j->egress_allowed, j->egress_denied, now, err);
+        r = sbx_store_job_end(st, j->id,
+                              &(struct sbx_job_end){SBX_JOB_INTERRUPTED, -1, "runner restarted",
+                                                    j->egress_allowed, j->egress_denied, now},
+                              err);
         if (r == 0) {
             out->n_interrupted++;
         }
