@@ -747,6 +747,174 @@ static void test_store_pg_bad_dsn(void **state)
     expect_err(-1, &err, SBX_E_CONFIG, "runner.database is not a valid DSN");
 }
 
+/* ---- fleet (PostgreSQL) ---- */
+
+static int fit_all(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    (void)job;
+    return 1;
+}
+
+static int fit_none(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    (void)job;
+    return -1;
+}
+
+/* the box's heavy slot is busy: a heavy job is passed over, light ones fit */
+static int fit_light(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    return strcmp(job->cls, "heavy") == 0 ? 0 : 1;
+}
+
+static void box_register(struct sbx_store *st, const char *id, const char *pools, int64_t *epoch)
+{
+    struct sbx_box_rec b = {0};
+    sbx_error_t *err = NULL;
+
+    b.id = (char *)id;
+    b.pools = json_loads(pools, 0, NULL);
+    b.capacity = json_pack("{s:f, s:I}", "cpus", 2.0, "memory", (json_int_t)(4 * G));
+    b.api = "unix:/run/sbx.sock";
+    b.version = "test";
+    ok(sbx_store_box_register(st, &b, 60000, epoch, &err), &err);
+    json_decref(b.pools);
+    json_decref(b.capacity);
+}
+
+static int64_t claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
+                     const char *want)
+{
+    struct sbx_job_rec j = {0};
+    sbx_error_t *err = NULL;
+    int rc = sbx_store_claim(st, box, pool, fit, NULL, &j, &err);
+    int64_t token;
+
+    ok(rc, &err);
+    if (want == NULL) {
+        assert_int_equal(rc, 0);
+        return 0;
+    }
+    assert_int_equal(rc, 1);
+    assert_string_equal(j.id, want);
+    assert_string_equal(j.box, box);
+    assert_true(j.token > 0);
+    token = j.token;
+    sbx_job_rec_clear(&j);
+    return token;
+}
+
+static void test_store_pg_fleet(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_box_rec *boxes = NULL;
+    struct sbx_task_rec t = {0};
+    struct sbx_reap reap;
+    size_t n = 0;
+    int64_t ea, eb, t1, t2, t3, t4;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(st, "box-a", "[\"ci\"]", &ea);
+    box_register(st, "box-b", "[\"ci\", \"agent\"]", &eb);
+    ok(sbx_store_box_list(st, &boxes, &n, &err), &err);
+    assert_int_equal(n, 2);
+    assert_string_equal(boxes[1].id, "box-b");
+    assert_int_equal(json_array_size(boxes[1].pools), 2);
+    assert_true(boxes[0].lease_until >= boxes[0].heartbeat + 60000);
+    sbx_box_rec_free_array(boxes, n);
+    insert_ok(st, "c1", "ci", "light", 1000);
+    insert_ok(st, "c2", "ci", "heavy", 1001);
+    insert_ok(st, "c3", "ci", "light", 1002);
+    insert_ok(st, "c4", "ci", "light", 1003);
+    insert_ok(st, "a1", "agent", "light", 1004);
+    /* oldest first across boxes; tokens only grow */
+    t1 = claim(st, "box-a", "ci", fit_all, "c1");
+    claim(st, "box-b", "ci", fit_none, NULL);       /* c2 does not fit yet: nothing passes it */
+    t3 = claim(st, "box-b", "ci", fit_light, "c3"); /* a parked heavy is passed */
+    t2 = claim(st, "box-b", "ci", fit_all, "c2");
+    assert_true(t1 < t3 && t3 < t2);
+    claim(st, "box-a", "agent", fit_all, "a1");
+    /* fenced writes: the claim's token passes, another is refused */
+    ok(sbx_store_job_move(
+           st, &(struct sbx_job_move){.id = "c1", .token = t1, .step = SBX_JOB_STEP_GRANTED}, &err),
+       &err);
+    expect_err(
+        sbx_store_job_move(
+            st, &(struct sbx_job_move){.id = "c1", .token = t1 + 1000, .step = SBX_JOB_STEP_READY},
+            &err),
+        &err, ESTALE, "store: job c1 was taken over");
+    expect_err(sbx_store_job_move(st, &(struct sbx_job_move){.id = "c1", .token = -1}, &err), &err,
+               EINVAL, "negative claim token");
+    /* box-a claims c4 (not started) and holds a task; then its lease lapses */
+    t4 = claim(st, "box-a", "ci", fit_all, "c4");
+    sbx_store_set_box(st, "box-a");
+    task_put(st, "ta", "sbx-ta", SBX_TASK_READY, 1);
+    sbx_store_set_box(st, NULL);
+    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 0); /* alive: nothing happens */
+    pg_sql("UPDATE boxes SET lease_until = 5 WHERE id = 'box-a'");
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 1);
+    assert_int_equal(reap.requeued, 2); /* c4, and a1 (claimed, never granted) */
+    assert_int_equal(reap.interrupted, 1);
+    assert_int_equal(reap.tasks, 1);
+    expect_job(st, "c1", SBX_JOB_INTERRUPTED, "box lost");
+    ok(sbx_store_task_get(st, "ta", &t, &err), &err);
+    assert_int_equal(t.state, SBX_TASK_INTERRUPTED);
+    assert_string_equal(t.reason, "box lost");
+    sbx_task_rec_clear(&t);
+    /* the lost box learns it: its renewal and its writes are refused */
+    expect_err(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err, ESTALE,
+               "box box-a lost its lease");
+    expect_err(sbx_store_job_end(st, "c1",
+                                 &(struct sbx_job_end){.state = SBX_JOB_FINISHED, .exit_status = 0},
+                                 &err),
+               &err, EINVAL, "job c1 is interrupted, not queued or running");
+    expect_err(sbx_store_job_move(
+                   st,
+                   &(struct sbx_job_move){.id = "c4", .token = t4, .step = SBX_JOB_STEP_GRANTED},
+                   &err),
+               &err, ESTALE, "job c4 was taken over");
+    /* a second reap finds nothing; c4 goes to a live box */
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 0);
+    assert_true(claim(st, "box-b", "ci", fit_all, "c4") > t4);
+    /* the lost box comes back: registering again gives it a new epoch */
+    box_register(st, "box-a", "[\"ci\"]", &ea);
+    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
+    /* bad input */
+    expect_err(sbx_store_claim(st, "box b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
+               &err, EINVAL, "a claim needs a box id and a pool");
+    expect_err(sbx_store_claim(st, "box-b", "gpu", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
+               &err, EINVAL, "a claim needs a box id and a pool");
+    {
+        struct sbx_box_rec b = {.id = "x/y"};
+
+        expect_err(sbx_store_box_register(st, &b, 1000, &ea, &err), &err, EINVAL,
+                   "a box needs an id, pools");
+    }
+    sbx_store_close(st);
+}
+
+/* SQLite holds one box: the fleet calls say what they need. */
+static void test_store_fleet_needs_pg(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_reap reap;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    expect_err(sbx_store_claim(st, "b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err), &err,
+               EINVAL, "claiming a job needs the shared PostgreSQL store (runner.database)");
+    expect_err(sbx_store_reap(st, 0, &reap, &err), &err, EINVAL, "needs the shared PostgreSQL");
+    sbx_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest both[] = {
@@ -759,10 +927,12 @@ int main(void)
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test_setup_teardown(test_store_open_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_fleet_needs_pg, setup, teardown),
     };
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
     };
     const char *backend = getenv("SBX_TEST_STORE");
     int failed;

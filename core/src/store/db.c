@@ -203,8 +203,8 @@ static int pg_step(struct sbx_q *q, const char *what, sbx_error_t **err)
 
         q->ran = 1;
         q->row = -1;
-        q->res = PQexecParams(q->st->pg, q->sql, q->n_params, q->types, (const char *const *)q->params,
-                              NULL, NULL, 0);
+        q->res = PQexecParams(q->st->pg, q->sql, q->n_params, q->types,
+                              (const char *const *)q->params, NULL, NULL, 0);
         rs = q->res ? PQresultStatus(q->res) : PGRES_FATAL_ERROR;
         if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
             const char *state = q->res ? PQresultErrorField(q->res, PG_DIAG_SQLSTATE) : NULL;

@@ -148,6 +148,12 @@ fail:
     return -1;
 }
 
+void sbx_store_set_box(struct sbx_store *st, const char *box)
+{
+    free(st->box);
+    st->box = box ? xstrdup(box) : NULL;
+}
+
 int sbx_store_location_is_pg(const char *location)
 {
     return location != NULL && (strncmp(location, "postgresql://", 13) == 0 ||
@@ -207,6 +213,7 @@ void sbx_store_close(struct sbx_store *st)
         PQfinish(st->pg);
     }
     free(st->path);
+    free(st->box);
     free(st);
 }
 

@@ -201,6 +201,49 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
 int sbx_store_job_end(struct sbx_store *st, const char *id, const struct sbx_job_end *end,
                       sbx_error_t **err);
 
+/* (added) Boxes of a fleet on PostgreSQL (fleet.c; docs/runner.md, "Several
+ * boxes"). Each call is EINVAL on SQLite. */
+struct sbx_box_rec {
+    char *id;
+    json_t *pools;                              /* ["ci", "agent"] it serves */
+    json_t *capacity;                           /* {"cpus", "memory"} it measured */
+    char *api;                                  /* its API address (runner.listen) */
+    char *version;                              /* its sbx version */
+    int64_t started_at, heartbeat, lease_until; /* ms; lease_until 0: reaped */
+    int64_t epoch;                              /* bumped by each registration and by its reap */
+};
+void sbx_box_rec_clear(struct sbx_box_rec *b);
+void sbx_box_rec_free_array(struct sbx_box_rec *b, size_t n);
+/* Registers (or re-registers) a box with a lease of lease_ms from now; *epoch
+ * is what its renewals must show. */
+int sbx_store_box_register(struct sbx_store *st, const struct sbx_box_rec *b, int64_t lease_ms,
+                           int64_t *epoch, sbx_error_t **err);
+/* Renews the lease; ESTALE when another box reaped this one meanwhile. */
+int sbx_store_box_renew(struct sbx_store *st, const char *id, int64_t epoch, int64_t lease_ms,
+                        sbx_error_t **err);
+int sbx_store_box_list(struct sbx_store *st, struct sbx_box_rec **out, size_t *n,
+                       sbx_error_t **err);
+/* Reaps every box whose lease lapsed before now (ms, 0 = now), in one
+ * transaction: its claimed queued jobs go back to the queue, its running jobs
+ * end interrupted "box lost" and its live tasks end interrupted; each such job
+ * takes a new token (the lost box's fenced writes fail). */
+struct sbx_reap {
+    size_t boxes, requeued, interrupted, tasks;
+};
+int sbx_store_reap(struct sbx_store *st, int64_t now, struct sbx_reap *out, sbx_error_t **err);
+/* Decides a claim candidate (oldest first): 1 take it, 0 pass over it (a
+ * heavy job parked behind the box's busy heavy slot), -1 stop (FIFO: the
+ * oldest job waits for room, nothing younger passes it). */
+typedef int (*sbx_claim_fit_fn)(void *ctx, const struct sbx_job_rec *job);
+/* Claims for box the oldest queued unclaimed job of pool that fit() takes:
+ * sets its box and a new token from one sequence. 1 and *out (cleared first,
+ * with box and token), 0 nothing to claim, -1 error. */
+int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
+                    void *ctx, struct sbx_job_rec *out, sbx_error_t **err);
+/* (added) The box this connection writes for: task rows carry it and, on
+ * PostgreSQL, recovery touches only its rows. NULL (SQLite, one box): all. */
+void sbx_store_set_box(struct sbx_store *st, const char *box);
+
 /* Tasks. */
 /* Creates or replaces a task row. */
 int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *task, sbx_error_t **err);
@@ -233,7 +276,9 @@ struct sbx_recovery {
  * 1 present, 0 gone, -1 unknown (treated as gone; its sandbox is cleaned). */
 typedef int (*sbx_sandbox_present_fn)(void *ctx, const char *provider, const char *sandbox_id);
 
-/* In one transaction: queued jobs stay queued; a task with an exec in flight
+/* In one transaction: queued jobs stay queued (on a fleet box, sbx_store_set_box
+ * on PostgreSQL: only its own tasks and jobs are looked at, and the jobs it had
+ * claimed but not started go back to the shared queue); a task with an exec in flight
  * is interrupted and its running jobs end `interrupted: runner restarted`
  * (its sandbox goes to cleanup); a task with no exec in flight whose sandbox
  * is present is re-adopted (its running jobs stay running); a task whose

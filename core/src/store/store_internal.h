@@ -12,6 +12,7 @@ struct sbx_store {
     sqlite3 *db; /* SQLite, or NULL */
     PGconn *pg;  /* PostgreSQL, or NULL */
     char *path;  /* the file, or the DSN (which never holds a password) */
+    char *box;   /* sbx_store_set_box, or NULL */
 };
 
 /* -1 with "store: PATH: WHAT: engine message" */

@@ -62,17 +62,18 @@ int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_e
     }
     s = sbx_q_prepare(
         st,
-        "INSERT INTO tasks (" TASK_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, "
-        "$8, $9, $10) ON CONFLICT (id) DO UPDATE SET sandbox_id = excluded.sandbox_id, "
+        "INSERT INTO tasks (" TASK_COLUMNS ", box) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+        "$8, $9, $10, $11) ON CONFLICT (id) DO UPDATE SET sandbox_id = excluded.sandbox_id, "
         "provider = excluded.provider, pool = excluded.pool, state = excluded.state, "
         "in_flight = excluded.in_flight, created_at = excluded.created_at, "
         "last_activity = excluded.last_activity, ended_at = excluded.ended_at, "
-        "reason = excluded.reason",
+        "reason = excluded.reason, box = excluded.box",
         err);
     if (s == NULL) {
         return -1;
     }
     sbx_q_text(s, 1, t->id);
+    sbx_q_text(s, 11, st->box);
     sbx_q_text(s, 2, t->sandbox_id);
     sbx_q_text(s, 3, t->provider);
     sbx_q_text(s, 4, t->pool);
@@ -244,7 +245,7 @@ static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, v
     cleanup_q struct sbx_q *s =
         sbx_q_prepare(st,
                       "SELECT " TASK_COLUMNS " FROM tasks WHERE state IN ('starting', 'ready') "
-                      "ORDER BY created_at, id",
+                      "AND (CAST($1 AS TEXT) IS NULL OR box = $1) ORDER BY created_at, id",
                       err);
     struct sbx_task_rec *tasks = NULL;
     size_t n = 0;
@@ -253,6 +254,7 @@ static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, v
     if (s == NULL) {
         return -1;
     }
+    sbx_q_text(s, 1, st->box);
     while ((rc = sbx_q_step(s, "list tasks", err)) == 1) {
         tasks = xrealloc(tasks, (n + 1) * sizeof(*tasks));
         row_to_task(s, &tasks[n++]);
@@ -297,6 +299,51 @@ static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, v
     return r;
 }
 
+/* A fleet box's jobs in a state (store.h, sbx_store_set_box). */
+static int jobs_of_box(struct sbx_store *st, enum sbx_job_state state, struct sbx_job_rec **out,
+                       size_t *n, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *s = sbx_q_prepare(
+        st, "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = $1 AND box = $2 ORDER BY seq", err);
+    struct sbx_job_rec *recs = NULL;
+    size_t count = 0;
+    int rc;
+
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_q_text(s, 1, sbx_job_state_name(state));
+    sbx_q_text(s, 2, st->box);
+    while ((rc = sbx_q_step(s, "list jobs", err)) == 1) {
+        recs = xrealloc(recs, (count + 1) * sizeof(*recs));
+        sbx_store_row_to_job(s, &recs[count++]);
+    }
+    if (rc < 0) {
+        sbx_job_rec_free_array(recs, count);
+        return -1;
+    }
+    *out = recs;
+    *n = count;
+    return 0;
+}
+
+/* A fleet box's claimed, unstarted jobs go back to the shared queue (with a
+ * new token): any box may take them now. */
+static int give_back(struct sbx_store *st, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *s =
+        sbx_q_prepare(st,
+                      "UPDATE jobs SET box = NULL, token = nextval('sbx_fence') "
+                      "WHERE box = $1 AND state = 'queued'",
+                      err);
+
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_q_text(s, 1, st->box);
+    return sbx_q_step(s, "give jobs back", err) < 0 ? -1 : 0;
+}
+
 /* Running jobs left after the tasks: adopted ones are collected, the rest
  * (no task row, or one that had already ended) are interrupted. */
 static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *out,
@@ -306,7 +353,8 @@ static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *
     size_t n = 0;
     int r;
 
-    r = sbx_store_job_list(st, SBX_JOB_RUNNING, &running, &n, err);
+    r = st->box != NULL ? jobs_of_box(st, SBX_JOB_RUNNING, &running, &n, err)
+                        : sbx_store_job_list(st, SBX_JOB_RUNNING, &running, &n, err);
     for (size_t i = 0; r == 0 && i < n; i++) {
         struct sbx_job_rec *j = &running[i];
         int adopted = 0;
@@ -350,7 +398,9 @@ int sbx_store_recover(struct sbx_store *st, sbx_sandbox_present_fn present, void
         return -1;
     }
     if (recover_tasks(st, present, ctx, now, out, err) < 0 || recover_jobs(st, now, out, err) < 0 ||
-        sbx_store_job_list(st, SBX_JOB_QUEUED, &out->queued, &out->n_queued, err) < 0 ||
+        (st->pg != NULL && st->box != NULL
+             ? give_back(st, err)
+             : sbx_store_job_list(st, SBX_JOB_QUEUED, &out->queued, &out->n_queued, err)) < 0 ||
         sbx_store_commit(st, err) < 0) {
         sbx_store_rollback(st);
         sbx_recovery_clear(out);
