@@ -374,3 +374,107 @@ fail:
     sbx_job_rec_free_array(rows, n);
     return -1;
 }
+
+/* ---- the shared queue's wake-up (LISTEN/NOTIFY) ---- */
+
+#define CHANNEL "sbx_queue"
+
+int sbx_store_notify(struct sbx_store *st, sbx_error_t **err)
+{
+    if (need_pg(st, "notifying the fleet", err) < 0) {
+        return -1;
+    }
+    return sbx_store_exec(st, "NOTIFY " CHANNEL, err);
+}
+
+int sbx_store_listen(struct sbx_store *st, sbx_error_t **err)
+{
+    if (need_pg(st, "listening to the fleet", err) < 0) {
+        return -1;
+    }
+    if (sbx_store_exec(st, "LISTEN " CHANNEL, err) < 0) {
+        return -1;
+    }
+    return PQsocket(st->pg);
+}
+
+int sbx_store_drain(struct sbx_store *st, sbx_error_t **err)
+{
+    PGnotify *n;
+    int count = 0;
+
+    if (need_pg(st, "reading notifications", err) < 0) {
+        return -1;
+    }
+    if (!PQconsumeInput(st->pg)) {
+        return sbx_store_fail(st, err, "read notifications");
+    }
+    while ((n = PQnotifies(st->pg)) != NULL) {
+        count++;
+        PQfreemem(n);
+    }
+    return count;
+}
+
+int sbx_store_job_cancel_queued(struct sbx_store *st, const char *id, const char *reason,
+                                sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *q = NULL;
+    struct sbx_job_rec rec = {0};
+    int r;
+
+    if (id == NULL || reason == NULL || !sbx_store_text_ok(reason)) {
+        return sbx_error_set(err, EINVAL, "store: a cancel needs a job id and a reason");
+    }
+    q = sbx_q_prepare(st,
+                      "UPDATE jobs SET state = 'cancelled', reason = $2, finished_at = $3 "
+                      "WHERE id = $1 AND state = 'queued' AND box IS NULL",
+                      err);
+    if (q == NULL) {
+        return -1;
+    }
+    sbx_q_text(q, 1, id);
+    sbx_q_text(q, 2, reason);
+    sbx_q_int64(q, 3, sbx_store_now());
+    if (sbx_q_step(q, "cancel job", err) < 0) {
+        return -1;
+    }
+    if (sbx_q_changes(q) == 1) {
+        return 0;
+    }
+    if (sbx_store_job_get(st, id, &rec, err) < 0) {
+        return -1;
+    }
+    if (rec.state >= SBX_JOB_FINISHED) {
+        r = sbx_error_set(err, EINVAL, "job %s already ended (%s)", id,
+                          sbx_job_state_name(rec.state));
+    }
+    else {
+        r = sbx_error_set(err, EBUSY, "job %s is held by box %s: cancel it through that box's API",
+                          id, rec.box ? rec.box : "(unknown)");
+    }
+    sbx_job_rec_clear(&rec);
+    return r;
+}
+
+int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *q = NULL;
+    char *needle;
+    int rc;
+
+    if (need_pg(st, "counting boxes", err) < 0) {
+        return -1;
+    }
+    q = sbx_q_prepare(st, "SELECT count(*) FROM boxes WHERE lease_until > $2 AND pools LIKE $1",
+                      err);
+    if (q == NULL) {
+        return -1;
+    }
+    needle = xasprintf("%%\"%s\"%%", pool);
+    sbx_q_text(q, 1, needle);
+    sbx_q_int64(q, 2, sbx_store_now());
+    free(needle);
+    rc = sbx_q_step(q, "count boxes", err);
+    return rc == 1 ? (int)sbx_q_col_int64(q, 0) : -1;
+}

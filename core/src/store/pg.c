@@ -97,6 +97,21 @@ static int dsn_check(const char *dsn, sbx_error_t **err)
     return r;
 }
 
+/* The version an existing schema carries, or -1 (none yet, or unreadable:
+ * the locked path below creates or reports it). Every connection of a box
+ * (one per job) checks it, without a lock. */
+static int pg_version_fast(struct sbx_store *st)
+{
+    PGresult *res = PQexec(st->pg, "SELECT value FROM sbx_meta WHERE key = 'schema_version'");
+    int v = -1;
+
+    if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        v = atoi(PQgetvalue(res, 0, 0));
+    }
+    PQclear(res);
+    return v;
+}
+
 /* Creates the schema once, or checks the version an existing one carries. */
 static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
 {
@@ -105,6 +120,9 @@ static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
     int have = -1;
     int rc;
 
+    if (pg_version_fast(st) == PG_SCHEMA_VERSION) {
+        return 0;
+    }
     snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d)", PG_SCHEMA_LOCK);
     if (sbx_store_begin(st, err) < 0 || sbx_store_exec(st, lock, err) < 0) {
         goto fail;

@@ -240,6 +240,18 @@ typedef int (*sbx_claim_fit_fn)(void *ctx, const struct sbx_job_rec *job);
  * with box and token), 0 nothing to claim, -1 error. */
 int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
                     void *ctx, struct sbx_job_rec *out, sbx_error_t **err);
+/* (added) The fleet's wake-up: a submit NOTIFYs; a box LISTENs on its own
+ * connection (sbx_store_listen returns the socket to poll) and, when it turns
+ * readable, sbx_store_drain reads what came (>= 0 notifications). */
+int sbx_store_notify(struct sbx_store *st, sbx_error_t **err);
+int sbx_store_listen(struct sbx_store *st, sbx_error_t **err);
+int sbx_store_drain(struct sbx_store *st, sbx_error_t **err);
+/* (added) Cancels a job of the shared queue no box has claimed; EBUSY naming
+ * the box that holds it, EINVAL when it already ended. */
+int sbx_store_job_cancel_queued(struct sbx_store *st, const char *id, const char *reason,
+                                sbx_error_t **err);
+/* (added) How many live boxes serve pool (their lease runs). */
+int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **err);
 /* (added) The box this connection writes for: task rows carry it and, on
  * PostgreSQL, recovery touches only its rows. NULL (SQLite, one box): all. */
 void sbx_store_set_box(struct sbx_store *st, const char *box);

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# fleet.sh - three `sbx serve` boxes on one PostgreSQL (docs/runner.md,
+# "Several boxes"), run inside tests/support/pg_harness.sh:
+#
+#   pg_harness.sh exec tests/fleet/fleet.sh SBX PLUGIN_DIR CASE
+#
+# Boxes (fake provider, separate state dirs and box ids, lease 2 s):
+#   b1 serves ci, b2 serves ci and agent, b3 serves agent.
+# Cases:
+#   jobs   N jobs (SBX_FLEET_JOBS, default 300) submitted round-robin to the
+#          three APIs, alternating pools: each ends exactly once (finished),
+#          none on a box that does not serve its pool, claims FIFO per pool;
+#          `sbx queue` on every box shows all three boxes.
+#   kill   kill -9 of b2 with running and queued jobs: within one lease its
+#          jobs are back in the queue or interrupted 'box lost', the others
+#          finish them; b2 started again destroys and takes work again.
+#   stop   SIGSTOP of b2 past its lease, then SIGCONT: its writes are refused
+#          (the records stay the survivors'), it learns it was lost.
+#   bad    a wrong DSN and a schema version that differs: one line, exit 2.
+set -euo pipefail
+
+sbx=$1
+plugins=$2
+case_=$3
+: "${SBX_TEST_PG_DSN:?run inside tests/support/pg_harness.sh}"
+bindir=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
+work=$(mktemp -d /tmp/sbx-fleet.XXXXXX)
+declare -A pid
+
+fail() {
+    echo "fleet: FAIL: $*" >&2
+    for b in b1 b2 b3; do
+        [ -f "$work/$b/log" ] && { echo "--- $b log (last 30 lines)" >&2; tail -30 "$work/$b/log" >&2; }
+    done
+    exit 1
+}
+
+cleanup() {
+    for b in "${!pid[@]}"; do
+        kill -CONT "${pid[$b]}" 2>/dev/null || true
+        kill -TERM "${pid[$b]}" 2>/dev/null || true
+    done
+    for b in "${!pid[@]}"; do
+        wait "${pid[$b]}" 2>/dev/null || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+sql() {
+    PGPASSWORD=$SBX_TEST_PG_PASSWORD "$bindir/psql" -X -q -At "$SBX_TEST_PG_DSN" -c "$1"
+}
+
+conf() { # box pools
+    mkdir -p "$work/$1"
+    cat >"$work/$1/sbx.conf" <<EOF
+plugin_dir = "$plugins";
+state_dir = "$work/$1";
+provider = "fake";
+providers = { fake = { plugin = "provider_good"; }; };
+limits = { cpus = 0.25; memory = "64M"; idle = "1h"; };
+box = { id = "$1"; pools = [$2]; memory = "8G"; max_sandboxes = 8; };
+runner = { database = "$SBX_TEST_PG_DSN"; database_password_env = "SBX_TEST_PG_PASSWORD";
+           lease = 2; };
+EOF
+}
+
+start() {
+    SBX_LOG_LEVEL=info "$sbx" --config "$work/$1/sbx.conf" serve >>"$work/$1/log" 2>&1 &
+    pid[$1]=$!
+}
+
+wait_socket() {
+    for _ in $(seq 1 300); do
+        [ -S "$work/$1/runner.sock" ] && return 0
+        kill -0 "${pid[$1]}" 2>/dev/null || fail "box $1 exited at start"
+        sleep 0.1
+    done
+    fail "box $1 did not open its socket"
+}
+
+# submit SOCKET... : reads "ID POOL MS" lines on stdin, posts each to the next socket
+submit_py=$(
+    cat <<'EOF'
+import http.client, json, socket, sys
+socks = sys.argv[1:]
+class U(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self.path = path
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(60)
+        self.sock.connect(self.path)
+conns = [U(s) for s in socks]
+for i, line in enumerate(sys.stdin):
+    jid, pool, ms = line.split()
+    c = conns[i % len(conns)]
+    body = json.dumps({"argv": ["sleep", ms], "pool": pool, "labels": {"n": jid}})
+    c.request("POST", "/v1/jobs", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    text = r.read()
+    if r.status != 201:
+        sys.exit("submit %s to %s: HTTP %d %s" % (jid, c.path, r.status, text))
+EOF
+)
+submit() {
+    python3 -c "$submit_py" "$@"
+}
+
+wait_ended() { # count timeout_s
+    for _ in $(seq 1 $(($2 * 10))); do
+        n=$(sql "SELECT count(*) FROM jobs WHERE state IN ('finished','cancelled','interrupted')")
+        [ "$n" -ge "$1" ] && return 0
+        sleep 0.1
+    done
+    fail "only $n of $1 jobs ended within $2 s ($(sql "SELECT state || ':' || count(*) FROM jobs GROUP BY state" | tr '\n' ' '))"
+}
+
+three_boxes() {
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    conf b3 '"agent"'
+    for b in b1 b2 b3; do start $b; done
+    for b in b1 b2 b3; do wait_socket $b; done
+}
+
+check_pools() {
+    bad=$(sql "SELECT count(*) FROM jobs WHERE (pool = 'ci' AND box = 'b3') OR (pool = 'agent' AND box = 'b1')")
+    [ "$bad" = 0 ] || fail "$bad job(s) ran on a box that does not serve their pool"
+}
+
+case "$case_" in
+jobs)
+    n=${SBX_FLEET_JOBS:-300}
+    three_boxes
+    t0=$(date +%s%N)
+    for i in $(seq 1 "$n"); do
+        if [ $((i % 2)) = 0 ]; then echo "j$i ci 20"; else echo "j$i agent 20"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
+        fail "submit"
+    wait_ended "$n" 120
+    t1=$(date +%s%N)
+    fin=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished' AND exit_status = 0")
+    [ "$fin" = "$n" ] || fail "$fin of $n finished ($(sql "SELECT state, reason, count(*) FROM jobs GROUP BY 1, 2" | tr '\n' ' '))"
+    # each exactly once: one row per id (the primary key) ended once, granted once
+    twice=$(grep -h "granted a" "$work"/b*/log | sed 's/.*job \([^ ]*\) granted.*/\1/' | sort | uniq -d | wc -l)
+    [ "$twice" = 0 ] || fail "$twice job(s) were granted twice"
+    check_pools
+    # FIFO per pool: claim tokens grow with submit order
+    inv=$(sql "SELECT count(*) FROM (SELECT pool, token, lag(token) OVER (PARTITION BY pool ORDER BY seq) AS prev FROM jobs) x WHERE prev IS NOT NULL AND token < prev")
+    [ "$inv" = 0 ] || fail "$inv claim(s) out of submit order"
+    used=$(sql "SELECT count(DISTINCT box) FROM jobs")
+    [ "$used" = 3 ] || fail "only $used box(es) ran jobs"
+    for b in b1 b2 b3; do
+        out=$("$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
+        for o in b1 b2 b3; do
+            echo "$out" | grep -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
+        done
+    done
+    echo "fleet: $n jobs over 3 boxes in $(((t1 - t0) / 1000000)) ms"
+    ;;
+kill)
+    three_boxes
+    # long jobs so that b2 holds running and claimed ones when it dies
+    for i in $(seq 1 40); do
+        if [ $((i % 2)) = 0 ]; then echo "k$i ci 1500"; else echo "k$i agent 1500"; fi
+    done | submit "$work/b2/runner.sock" "$work/b1/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    for _ in $(seq 1 100); do
+        [ "$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state = 'running'")" -gt 0 ] && break
+        sleep 0.1
+    done
+    held=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
+    [ "$held" -gt 0 ] || fail "b2 held no job"
+    kill -9 "${pid[b2]}"
+    wait "${pid[b2]}" 2>/dev/null || true
+    unset "pid[b2]"
+    t0=$(date +%s)
+    # within one lease (2 s) and a beat of the others (lease/3): no job is b2's
+    for _ in $(seq 1 60); do
+        left=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    [ "$left" = 0 ] || fail "$left job(s) still held by the dead box after $(($(date +%s) - t0)) s"
+    lost=$(sql "SELECT count(*) FROM jobs WHERE reason = 'box lost' AND state = 'interrupted'")
+    [ "$lost" -gt 0 ] || fail "no running job of b2 ended 'box lost'"
+    wait_ended 40 60
+    notlost=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished'")
+    [ $((notlost + lost)) = 40 ] || fail "finished $notlost + lost $lost != 40"
+    check_pools
+    # b2 comes back: it joins again and takes work
+    start b2
+    wait_socket b2
+    echo "j-after ci 10" | submit "$work/b2/runner.sock" || fail "submit after restart"
+    wait_ended 41 30
+    echo "fleet: kill -9: $held job(s) of b2, $lost interrupted (box lost), the rest finished elsewhere"
+    ;;
+stop)
+    three_boxes
+    for i in $(seq 1 12); do
+        if [ $((i % 2)) = 0 ]; then echo "s$i ci 3000"; else echo "s$i agent 3000"; fi
+    done | submit "$work/b2/runner.sock" "$work/b1/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    for _ in $(seq 1 100); do
+        [ "$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state = 'running'")" -gt 0 ] && break
+        sleep 0.1
+    done
+    kill -STOP "${pid[b2]}"
+    for _ in $(seq 1 80); do
+        left=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    [ "$left" = 0 ] || fail "the paused box still holds $left job(s)"
+    before=$(sql "SELECT string_agg(id || state || coalesce(reason, '') || finished_at, ',' ORDER BY id) FROM jobs WHERE reason = 'box lost'")
+    kill -CONT "${pid[b2]}"
+    for _ in $(seq 1 100); do
+        grep -q "lost its lease" "$work/b2/log" && break
+        sleep 0.1
+    done
+    grep -q "lost its lease" "$work/b2/log" || fail "b2 did not learn it was lost"
+    wait_ended 12 60
+    sleep 1
+    after=$(sql "SELECT string_agg(id || state || coalesce(reason, '') || finished_at, ',' ORDER BY id) FROM jobs WHERE reason = 'box lost'")
+    [ "$before" = "$after" ] || fail "the lost box overwrote records: '$before' -> '$after'"
+    grep -q "was taken over" "$work/b2/log" || fail "b2's writes were not refused"
+    echo "fleet: SIGSTOP/SIGCONT: b2's writes refused, records kept"
+    ;;
+bad)
+    conf b1 '"ci"'
+    sed -i "s|database = \"[^\"]*\"|database = \"postgresql://sbx@/sbx?host=$work/none\"|" "$work/b1/sbx.conf"
+    set +e
+    out=$("$sbx" --config "$work/b1/sbx.conf" serve 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "a wrong DSN: exit $rc, want 2: $out"
+    [ "$(echo "$out" | wc -l)" = 1 ] || fail "a wrong DSN: not one line: $out"
+    echo "$out" | grep -q "cannot connect" || fail "a wrong DSN: $out"
+    conf b2 '"ci"'
+    start b2
+    wait_socket b2
+    sql "UPDATE sbx_meta SET value = '9' WHERE key = 'schema_version'"
+    conf b3 '"agent"'
+    set +e
+    out=$("$sbx" --config "$work/b3/sbx.conf" serve 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "another schema version: exit $rc, want 2: $out"
+    [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
+    echo "$out" | grep -q "schema version is 9, this sbx uses 1" || fail "schema: $out"
+    echo "fleet: bad DSN and schema version refused with exit 2"
+    ;;
+*)
+    fail "unknown case '$case_'"
+    ;;
+esac
