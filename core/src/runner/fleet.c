@@ -373,3 +373,77 @@ const char *runner_fleet_box(const struct sbx_runner *r)
 {
     return r->fleet ? r->fleet->id : NULL;
 }
+
+void runner_fleet_queue(struct sbx_runner *r, json_t *queue)
+{
+    sbx_error_t *err = NULL;
+    json_t *fleet;
+
+    if (r->fleet == NULL) {
+        return;
+    }
+    fleet = sbx_store_fleet_json(r->store, &err);
+    if (fleet == NULL) {
+        fleet = json_pack("{s:s}", "error", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    json_object_set_new(fleet, "box", json_string(r->fleet->id));
+    json_object_set_new(queue, "fleet", fleet);
+}
+
+/* Per-box series of the fleet (docs/runner.md, "Several boxes"). */
+void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
+{
+    sbx_error_t *err = NULL;
+    json_t *fleet;
+    json_t *b;
+    json_t *q;
+    const char *pool;
+    size_t i;
+
+    if (r->fleet == NULL) {
+        return;
+    }
+    fprintf(f,
+            "# HELP sbx_fleet_claims_total Jobs this box claimed from the shared queue.\n"
+            "# TYPE sbx_fleet_claims_total counter\nsbx_fleet_claims_total %llu\n"
+            "# HELP sbx_fleet_lost_total Times this box learnt that it was reaped.\n"
+            "# TYPE sbx_fleet_lost_total counter\nsbx_fleet_lost_total %llu\n",
+            (unsigned long long)r->fleet->claims, (unsigned long long)r->fleet->lost);
+    fleet = sbx_store_fleet_json(r->store, &err);
+    if (fleet == NULL) {
+        sbx_error_free(&err);
+        return;
+    }
+    fprintf(f, "# HELP sbx_fleet_box_up 1 while the box's lease runs.\n"
+               "# TYPE sbx_fleet_box_up gauge\n");
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "sbx_fleet_box_up{box=\"%s\"} %d\n", json_string_value(json_object_get(b, "id")),
+                json_is_true(json_object_get(b, "alive")));
+    }
+    fprintf(f, "# HELP sbx_fleet_box_heartbeat_age_seconds Since the box last renewed its lease.\n"
+               "# TYPE sbx_fleet_box_heartbeat_age_seconds gauge\n");
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "sbx_fleet_box_heartbeat_age_seconds{box=\"%s\"} %.3f\n",
+                json_string_value(json_object_get(b, "id")),
+                json_number_value(json_object_get(b, "heartbeat_age")));
+    }
+    fprintf(f, "# HELP sbx_fleet_box_jobs Jobs a box holds (claimed or running).\n"
+               "# TYPE sbx_fleet_box_jobs gauge\n");
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "sbx_fleet_box_jobs{box=\"%s\"} %zu\n",
+                json_string_value(json_object_get(b, "id")),
+                json_array_size(json_object_get(b, "holds")));
+    }
+    fprintf(f, "# HELP sbx_fleet_queued Jobs in the shared queue that no box claimed yet.\n"
+               "# TYPE sbx_fleet_queued gauge\n");
+    json_object_foreach(json_object_get(fleet, "queue"), pool, q)
+    {
+        fprintf(f, "sbx_fleet_queued{pool=\"%s\"} %lld\n", pool,
+                (long long)json_integer_value(json_object_get(q, "queued")));
+    }
+    json_decref(fleet);
+}

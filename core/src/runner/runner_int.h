@@ -276,6 +276,10 @@ void runner_fleet_claim(struct sbx_runner *r);
  * (the numbers), else a live box of the fleet must serve it. */
 int runner_fleet_check(struct sbx_runner *r, const struct sbx_sched_job *sj, sbx_error_t **err);
 void runner_fleet_free(struct sbx_runner *r);
+/* (added) The fleet in GET /v1/queue ("fleet": this box's id and
+ * sbx_store_fleet_json), and its series in /metrics; nothing on one box. */
+void runner_fleet_queue(struct sbx_runner *r, json_t *queue);
+void runner_fleet_metrics(struct sbx_runner *r, FILE *f);
 /* This box's id, NULL on one box. */
 const char *runner_fleet_box(const struct sbx_runner *r);
 

@@ -478,3 +478,89 @@ int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **e
     rc = sbx_q_step(q, "count boxes", err);
     return rc == 1 ? (int)sbx_q_col_int64(q, 0) : -1;
 }
+
+/* ---- the fleet's view (sbx queue, /metrics) ---- */
+
+#define VIEW_MAX_HELD 2000
+
+json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *held = NULL;
+    cleanup_q struct sbx_q *queued = NULL;
+    struct sbx_box_rec *boxes = NULL;
+    size_t n = 0;
+    int64_t now = sbx_store_now();
+    json_t *out;
+    json_t *arr = json_array();
+    json_t *qs = json_object();
+    int rc;
+
+    if (sbx_store_box_list(st, &boxes, &n, err) < 0) {
+        json_decref(arr);
+        json_decref(qs);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_array_append_new(
+            arr,
+            json_pack("{s:s, s:O, s:O, s:s, s:s, s:f, s:b, s:I, s:[]}", "id", boxes[i].id, "pools",
+                      boxes[i].pools ? boxes[i].pools : json_null(), "capacity",
+                      boxes[i].capacity ? boxes[i].capacity : json_null(), "api", boxes[i].api,
+                      "version", boxes[i].version, "heartbeat_age",
+                      (double)(now - boxes[i].heartbeat) / 1000.0, "alive",
+                      boxes[i].lease_until > now, "epoch", (json_int_t)boxes[i].epoch, "holds"));
+    }
+    held = sbx_q_prepare(st,
+                         "SELECT box, id, pool, class, state, granted_at FROM jobs WHERE box IS "
+                         "NOT NULL AND state IN ('queued', 'running') ORDER BY box, seq LIMIT $1",
+                         err);
+    queued = sbx_q_prepare(st,
+                           "SELECT pool, count(*), min(queued_at) FROM jobs WHERE state = 'queued' "
+                           "AND box IS NULL GROUP BY pool ORDER BY pool",
+                           err);
+    if (held == NULL || queued == NULL) {
+        goto fail;
+    }
+    sbx_q_int64(held, 1, VIEW_MAX_HELD);
+    while ((rc = sbx_q_step(held, "list held jobs", err)) == 1) {
+        const char *box = sbx_q_col_text(held, 0);
+        size_t k;
+        json_t *b;
+
+        json_array_foreach(arr, k, b)
+        {
+            if (strcmp(json_string_value(json_object_get(b, "id")), box) == 0) {
+                int64_t g = sbx_q_col_int64(held, 5);
+
+                json_array_append_new(
+                    json_object_get(b, "holds"),
+                    json_pack("{s:s, s:s, s:s, s:s, s:f}", "job", sbx_q_col_text(held, 1), "pool",
+                              sbx_q_col_text(held, 2), "class", sbx_q_col_text(held, 3), "state",
+                              strcmp(sbx_q_col_text(held, 4), "queued") == 0 ? "claimed"
+                                                                             : "running",
+                              g > 0 ? (double)(now - g) / 1000.0 : 0.0));
+                break;
+            }
+        }
+    }
+    if (rc < 0) {
+        goto fail;
+    }
+    while ((rc = sbx_q_step(queued, "count queued jobs", err)) == 1) {
+        json_object_set_new(qs, sbx_q_col_text(queued, 0),
+                            json_pack("{s:I, s:f}", "queued",
+                                      (json_int_t)sbx_q_col_int64(queued, 1), "oldest_wait",
+                                      (double)(now - sbx_q_col_int64(queued, 2)) / 1000.0));
+    }
+    if (rc < 0) {
+        goto fail;
+    }
+    sbx_box_rec_free_array(boxes, n);
+    out = json_pack("{s:o, s:o}", "boxes", arr, "queue", qs);
+    return out;
+fail:
+    sbx_box_rec_free_array(boxes, n);
+    json_decref(arr);
+    json_decref(qs);
+    return NULL;
+}

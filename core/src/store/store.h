@@ -250,6 +250,11 @@ int sbx_store_drain(struct sbx_store *st, sbx_error_t **err);
  * the box that holds it, EINVAL when it already ended. */
 int sbx_store_job_cancel_queued(struct sbx_store *st, const char *id, const char *reason,
                                 sbx_error_t **err);
+/* (added) The fleet for `sbx queue` and /metrics: {"boxes": [{id, pools,
+ * capacity, api, version, heartbeat_age (s), alive, epoch, holds: [{job,
+ * pool, class, state: claimed|running, held_for}]}], "queue": {POOL:
+ * {queued, oldest_wait}}} of the shared queue (jobs no box claimed). */
+json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err);
 /* (added) How many live boxes serve pool (their lease runs). */
 int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **err);
 /* (added) The box this connection writes for: task rows carry it and, on
