@@ -196,12 +196,22 @@ void sbx_q_null(struct sbx_q *q, int i)
     sbx_q_text(q, i, NULL);
 }
 
+/* A connection the server dropped (a restart of the database) is opened again
+ * before the next statement; that statement fails if it cannot be. */
+static void pg_revive(struct sbx_store *st)
+{
+    if (PQstatus(st->pg) == CONNECTION_BAD) {
+        PQreset(st->pg);
+    }
+}
+
 static int pg_step(struct sbx_q *q, const char *what, sbx_error_t **err)
 {
     if (!q->ran) {
         ExecStatusType rs;
 
         q->ran = 1;
+        pg_revive(q->st);
         q->row = -1;
         q->res = PQexecParams(q->st->pg, q->sql, q->n_params, q->types,
                               (const char *const *)q->params, NULL, NULL, 0);
@@ -308,7 +318,10 @@ int sbx_q_col_null(struct sbx_q *q, int i)
 int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err)
 {
     if (st->pg != NULL) {
-        PGresult *res = PQexec(st->pg, sql);
+        PGresult *res;
+
+        pg_revive(st);
+        res = PQexec(st->pg, sql);
         ExecStatusType rs = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
         int r = 0;
 
