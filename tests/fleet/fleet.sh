@@ -93,10 +93,17 @@ class U(http.client.HTTPConnection):
         self.sock.settimeout(60)
         self.sock.connect(self.path)
 conns = [U(s) for s in socks]
+import time
 for i, line in enumerate(sys.stdin):
     jid, pool, ms = line.split()
     c = conns[i % len(conns)]
-    body = json.dumps({"argv": ["sleep", ms], "pool": pool, "labels": {"n": jid}})
+    # "sleep MS" runs MS; "hello" prints at once (the bench); "pace MS" waits first
+    if ms.startswith("pace"):
+        time.sleep(int(ms[4:]) / 1000.0)
+        argv = ["hello"]
+    else:
+        argv = ["sleep", ms]
+    body = json.dumps({"argv": argv, "pool": pool, "labels": {"n": jid}})
     c.request("POST", "/v1/jobs", body, {"Content-Type": "application/json"})
     r = c.getresponse()
     text = r.read()
@@ -226,7 +233,55 @@ stop)
     grep -q "was taken over" "$work/b2/log" || fail "b2's writes were not refused"
     echo "fleet: SIGSTOP/SIGCONT: b2's writes refused, records kept"
     ;;
+bench)
+    # submit -> grant and submit -> sandbox ready (the fake command prints at
+    # once after it), one job every 20 ms, three boxes on PostgreSQL, then one
+    # box on SQLite; p50/p95 in ms from the stored timings
+    n=${SBX_FLEET_JOBS:-200}
+    three_boxes
+    for i in $(seq 1 "$n"); do
+        if [ $((i % 2)) = 0 ]; then echo "p$i ci pace20"; else echo "p$i agent pace20"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
+        fail "submit"
+    wait_ended "$n" 120
+    pg=$(sql "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ready_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ready_at - queued_at)) FROM jobs WHERE state = 'finished'")
+    mkdir -p "$work/one"
+    grep -v "database\|lease = 2" "$work/b2/sbx.conf" | sed "s|$work/b2|$work/one|; s|id = \"b2\"; ||" >"$work/one/sbx.conf"
+    SBX_LOG_LEVEL=warn "$sbx" --config "$work/one/sbx.conf" serve >>"$work/one/log" 2>&1 &
+    pid[one]=$!
+    wait_socket one
+    for i in $(seq 1 "$n"); do
+        if [ $((i % 2)) = 0 ]; then echo "q$i ci pace20"; else echo "q$i agent pace20"; fi
+    done | submit "$work/one/runner.sock" || fail "submit (SQLite)"
+    sleep 2
+    lite=$(python3 - "$work/one/runner.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT granted_at - queued_at, ready_at - queued_at FROM jobs WHERE state = 'finished'").fetchall()
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p * (len(v) - 1))))]
+g = [r[0] for r in rows]
+s = [r[1] for r in rows]
+print(len(rows), pct(g, .5), pct(g, .95), pct(s, .5), pct(s, .95))
+PY
+)
+    set -- $pg
+    echo "bench: $n jobs, one every 20 ms, fake provider"
+    echo "bench: 3 boxes, PostgreSQL: submit->grant p50 $1 ms p95 $2 ms; submit->ready p50 $3 ms p95 $4 ms"
+    set -- $lite
+    echo "bench: 1 box, SQLite ($1 finished): submit->grant p50 $2 ms p95 $3 ms; submit->ready p50 $4 ms p95 $5 ms"
+    ;;
 bad)
+    conf b1 '"ci"'
+    sed -i 's|database = "[^"]*"|database = "mysql://x/y"|' "$work/b1/sbx.conf"
+    set +e
+    out=$("$sbx" --config "$work/b1/sbx.conf" serve 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "a DSN of another engine: exit $rc, want 2: $out"
+    echo "$out" | grep -q "sbx.conf:[0-9]*: 'runner.database' must be a postgresql:// DSN" ||
+        fail "a DSN of another engine: $out"
     conf b1 '"ci"'
     sed -i "s|database = \"[^\"]*\"|database = \"postgresql://sbx@/sbx?host=$work/none\"|" "$work/b1/sbx.conf"
     set +e
