@@ -2,6 +2,8 @@
  * lifetime, cleanup after signals and kill -9, concurrent runs, the disk cap. */
 #include "rt_common.h"
 
+#include <sys/stat.h>
+
 static void chomp(char *s)
 {
     s[strcspn(s, "\n")] = '\0';
@@ -196,14 +198,21 @@ static void test_run_kill9_then_next_run_cleans(void **state)
 
 static void test_two_runs_never_touch_each_other(void **state)
 {
-    pid_t pid = fork();
+    /* twin-a runs until the test drops a file in its worktree (at most 60 s): a
+     * fixed sleep ended before the checks under ASan and load */
+    char *dir = test_mkdtemp();
+    pid_t pid;
     struct spawn_result r;
     int st = 0;
 
     (void)state;
+    assert_int_equal(chmod(dir, 0755), 0);
+    pid = fork();
     if (pid == 0) {
         struct spawn_result c =
-            RT_SBX("run", "--task", "twin-a", "--", "sh", "-c", "sleep 3; echo done");
+            RT_SBX("run", "--task", "twin-a", "--worktree", dir, "--", "sh", "-c",
+                   "i=0; while [ ! -e /workspace/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); "
+                   "done; echo done");
 
         _exit(c.rc == 0 && strcmp(c.out, "done\n") == 0 ? 0 : 1);
     }
@@ -217,9 +226,12 @@ static void test_two_runs_never_touch_each_other(void **state)
     assert_int_equal(r.rc, 125);
     assert_contains(r.err, "already exists");
     spawn_result_free(&r);
+    free(test_write_file(dir, "go", ""));
     waitpid(pid, &st, 0);
     assert_int_equal(WEXITSTATUS(st), 0);
     assert_int_equal(rt_sandboxes(), 0);
+    test_rm_rf(dir);
+    free(dir);
 }
 
 static void test_run_disk_cap(void **state)
