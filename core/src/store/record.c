@@ -203,6 +203,10 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
     json_object_set_new(o, "client", json_string(rec->client ? rec->client : ""));
     /* "exec_path": how the command ran (null until it did), as `sbx run --json` */
     json_object_set_new(o, "exec_path", rec->exec_path ? json_string(rec->exec_path) : json_null());
+    /* (added) "box": the fleet box that holds or held it (absent on one box) */
+    if (rec->box != NULL) {
+        json_object_set_new(o, "box", json_string(rec->box));
+    }
     /* "isolation" (null until the task ran) and "unenforced", as task.json */
     json_object_set(o, "isolation",
                     rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());
