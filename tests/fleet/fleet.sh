@@ -16,7 +16,12 @@
 #          finish them; b2 started again destroys and takes work again.
 #   stop   SIGSTOP of b2 past its lease, then SIGCONT: its writes are refused
 #          (the records stay the survivors'), it learns it was lost.
-#   bad    a wrong DSN and a schema version that differs: one line, exit 2.
+#   pgrestart  PostgreSQL restarts with jobs running: all of them, and those
+#          submitted after, finish.
+#   bench  submit -> grant / ready p50 and p95: three boxes vs one on SQLite
+#          (bench/fleet_bench.sh).
+#   bad    a DSN of another engine, a wrong DSN and a schema version that
+#          differs: one line, exit 2.
 set -euo pipefail
 
 sbx=$1
@@ -232,6 +237,24 @@ stop)
     [ "$before" = "$after" ] || fail "the lost box overwrote records: '$before' -> '$after'"
     grep -q "was taken over" "$work/b2/log" || fail "b2's writes were not refused"
     echo "fleet: SIGSTOP/SIGCONT: b2's writes refused, records kept"
+    ;;
+pgrestart)
+    # PostgreSQL restarts mid-run: the boxes go on once it is back, nothing
+    # accepted is lost (every job submitted before and after ends finished)
+    three_boxes
+    for i in $(seq 1 20); do
+        if [ $((i % 2)) = 0 ]; then echo "r$i ci 2500"; else echo "r$i agent 2500"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    sleep 0.5
+    $SBX_TEST_PG_CTL restart
+    for i in $(seq 21 30); do
+        if [ $((i % 2)) = 0 ]; then echo "r$i ci 20"; else echo "r$i agent 20"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
+        fail "submit after the restart"
+    wait_ended 30 60
+    fin=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished'")
+    [ "$fin" = 30 ] || fail "$fin of 30 finished after a restart of the database ($(sql "SELECT state, reason, count(*) FROM jobs GROUP BY 1, 2" | tr '\n' ' '))"
+    echo "fleet: PostgreSQL restarted mid-run: 30 of 30 finished"
     ;;
 bench)
     # submit -> grant and submit -> sandbox ready (the fake command prints at

@@ -241,6 +241,8 @@ static void fleet_lost(struct sbx_runner *r)
     }
 }
 
+static int fleet_listen(struct sbx_runner *r, sbx_error_t **err);
+
 /* Every lease/3: renew, reap the boxes whose lease lapsed, claim. */
 static void on_beat(evutil_socket_t fd, short what, void *arg)
 {
@@ -270,7 +272,20 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
                  "interrupted (box lost), %zu task(s) ended",
                  reap.boxes, reap.requeued, reap.interrupted, reap.tasks);
     }
+    if (f->listen == NULL && fleet_listen(r, &err) < 0) {
+        sbx_error_free(&err); /* the database is still away: the next beat */
+    }
     runner_fleet_claim(r);
+}
+
+static void listen_close(struct runner_fleet *f)
+{
+    if (f->listen_ev != NULL) {
+        event_free(f->listen_ev);
+        f->listen_ev = NULL;
+    }
+    sbx_store_close(f->listen);
+    f->listen = NULL;
 }
 
 /* A submit somewhere in the fleet: claim now, not at the next beat. */
@@ -282,20 +297,40 @@ static void on_notify(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (sbx_store_drain(r->fleet->listen, &err) < 0) {
-        sbx_error_log("runner: %s", sbx_error_msg(err));
+        /* the database went away: the beat listens again once it is back,
+         * and claims meanwhile */
+        sbx_error_log("runner: %s (claims wait for the beat until it is back)", sbx_error_msg(err));
         sbx_error_free(&err);
+        listen_close(r->fleet);
         return;
     }
     runner_fleet_claim(r);
 }
 
-int runner_fleet_start(struct sbx_runner *r, const struct sbx_box_capacity *cap, sbx_error_t **err)
+static int fleet_listen(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct runner_fleet *f = r->fleet;
+    int sock;
+
+    f->listen = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
+    if (f->listen == NULL) {
+        return -1;
+    }
+    sock = sbx_store_listen(f->listen, err);
+    if (sock < 0) {
+        listen_close(f);
+        return -1;
+    }
+    f->listen_ev = event_new(r->base, sock, EV_READ | EV_PERSIST, on_notify, r);
+    event_add(f->listen_ev, NULL);
+    return 0;
+}
+
+int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
 {
     struct runner_fleet *f;
     struct sbx_sched_snapshot *snap;
-    struct sbx_box_capacity measured = {0};
     struct timeval beat;
-    int sock;
 
     if (!sbx_store_location_is_pg(r->store_path)) {
         return 0;
@@ -307,13 +342,10 @@ int runner_fleet_start(struct sbx_runner *r, const struct sbx_box_capacity *cap,
     }
     sbx_store_set_box(r->store, f->id);
     f->lease_ms = r->cfg->runner.lease * 1000;
-    if (cap == NULL) {
-        if (sbx_box_measure(NULL, &measured, err) < 0) {
-            return -1;
-        }
-        cap = &measured;
-    }
+    /* the scheduler's capacity: box.memory when set, else measured */
     snap = sbx_sched_snapshot(r->sched);
+    f->row.capacity =
+        json_pack("{s:f, s:I}", "cpus", snap->box.cpus, "memory", (json_int_t)snap->box.memory);
     f->row.id = f->id;
     f->row.pools = json_array();
     for (int p = 0; p < SBX_POOL_COUNT; p++) {
@@ -322,26 +354,18 @@ int runner_fleet_start(struct sbx_runner *r, const struct sbx_box_capacity *cap,
         }
     }
     sbx_sched_snapshot_free(snap);
-    f->row.capacity = json_pack("{s:f, s:I}", "cpus", cap->cpus, "memory", (json_int_t)cap->memory);
     f->row.api = r->ep.tcp_host ? xasprintf("tcp:%s:%d", r->ep.tcp_host, r->ep.tcp_port)
                                 : xasprintf("unix:%s", r->ep.unix_path);
     f->row.version = SBX_VERSION;
     if (fleet_register(r, err) < 0) {
         return -1;
     }
-    f->listen = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
-    if (f->listen == NULL) {
+    if (fleet_listen(r, err) < 0) {
         return -1;
     }
-    sock = sbx_store_listen(f->listen, err);
-    if (sock < 0) {
-        return -1;
-    }
-    f->listen_ev = event_new(r->base, sock, EV_READ | EV_PERSIST, on_notify, r);
     f->beat_ev = event_new(r->base, -1, EV_PERSIST, on_beat, r);
     beat.tv_sec = f->lease_ms / 3 / 1000;
     beat.tv_usec = (f->lease_ms / 3 % 1000) * 1000;
-    event_add(f->listen_ev, NULL);
     event_add(f->beat_ev, &beat);
     sbx_info("runner: box %s joined the fleet (epoch %lld, lease %llds)", f->id,
              (long long)f->epoch, (long long)r->cfg->runner.lease);
@@ -355,13 +379,10 @@ void runner_fleet_free(struct sbx_runner *r)
     if (f == NULL) {
         return;
     }
-    if (f->listen_ev != NULL) {
-        event_free(f->listen_ev);
-    }
+    listen_close(f);
     if (f->beat_ev != NULL) {
         event_free(f->beat_ev);
     }
-    sbx_store_close(f->listen);
     json_decref(f->row.pools);
     json_decref(f->row.capacity);
     free(f->row.api);

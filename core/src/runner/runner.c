@@ -708,7 +708,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     alert.tv_usec = (r->alert_interval_ms % 1000) * 1000;
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
-    if (runner_fleet_start(r, opts->capacity, err) < 0 || runner_recover(r, err) < 0) {
+    if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0) {
         goto fail;
     }
     if (runner_api_bind(r, err) < 0 ||

@@ -270,7 +270,7 @@ struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec);
 /* fleet.c (added): a box of a fleet on PostgreSQL (docs/runner.md, "Several
  * boxes"). Start registers the box (nothing on SQLite); claim takes what this
  * box can start now from the shared queue. */
-int runner_fleet_start(struct sbx_runner *r, const struct sbx_box_capacity *cap, sbx_error_t **err);
+int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err);
 void runner_fleet_claim(struct sbx_runner *r);
 /* A submit for the shared queue: this box's refusal when it serves the pool
  * (the numbers), else a live box of the fleet must serve it. */
