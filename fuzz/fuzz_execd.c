@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s.spec = &spec;
     while (off < size) {
         size_t k = size - off < chunk ? size - off : chunk;
-        char *buf = osb_xmalloc(k); /* each chunk alone: a read past it is caught */
+        char *buf = xmalloc(k); /* each chunk alone: a read past it is caught */
 
         memcpy(buf, data + off, k);
         stopped = on_data(&s, buf, k);

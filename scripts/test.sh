@@ -22,6 +22,11 @@ if [ ! -d tests/mcp/node_modules/@modelcontextprotocol/sdk ]; then
     echo "== npm ci --prefix tests/mcp" >&2
     npm ci --prefix tests/mcp --no-audit --no-fund >/dev/null
 fi
+# playwright-core for tests/web (the status page in Debian's chromium; pinned likewise)
+if [ ! -d tests/web/node_modules/playwright-core ]; then
+    echo "== npm ci --prefix tests/web" >&2
+    npm ci --prefix tests/web --no-audit --no-fund >/dev/null
+fi
 
 suite() {
     local dir=$1; shift

@@ -99,10 +99,7 @@ static int login(struct inf_ctx *c, struct inf_token **out, sbx_error_t **err)
     if (inf_config_read_identity(&c->cfg, c->host, &client_id, &client_secret, err) < 0) {
         return -1;
     }
-    t = calloc(1, sizeof(*t));
-    if (t == NULL) {
-        abort();
-    }
+    t = xcalloc(1, sizeof(*t));
     r = inf_api_login(c, client_id, client_secret, t, &fail, err);
     inf_secret_free(c->host, client_id);
     inf_secret_free(c->host, client_secret);
@@ -161,10 +158,7 @@ static int cb_infisical_init(const struct sbx_host_api *host, const struct sbx_o
                                "cred_infisical: the core's host API is too "
                                "old (no lease_add_secret)");
     }
-    c = calloc(1, sizeof(*c));
-    if (c == NULL) {
-        abort();
-    }
+    c = xcalloc(1, sizeof(*c));
     c->host = host;
     if (inf_config_init(&c->cfg, host, opts, err) < 0) {
         free(c);
@@ -181,10 +175,7 @@ static int cb_infisical_init(const struct sbx_host_api *host, const struct sbx_o
         free(c);
         return -1;
     }
-    c->instance = strdup(host->instance_name(opts));
-    if (c->instance == NULL) {
-        abort();
-    }
+    c->instance = xstrdup(host->instance_name(opts));
     pthread_mutex_init(&c->lock, NULL);
     *ctx = c;
     return 0;

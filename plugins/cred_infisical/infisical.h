@@ -9,6 +9,7 @@
 #include "sbx/sbx_credential.h"
 #include "sbx/sbx_host.h"
 #include "sbx/sbx_plugin.h"
+#include "sbx/sbx_util.h"
 
 struct inf_config {
     char *url; /* base URL, no trailing '/' */

@@ -22,46 +22,6 @@ static const char *const reserved_names[] = {
 };
 static const char *const reserved_prefixes[] = {"XDG_", "LC_", "LD_", "SBX_", NULL};
 
-static void *xmalloc_(size_t n)
-{
-    void *p = malloc(n);
-
-    if (p == NULL) {
-        abort();
-    }
-    return p;
-}
-
-static char *xstrdup_(const char *s)
-{
-    char *p = strdup(s);
-
-    if (p == NULL) {
-        abort();
-    }
-    return p;
-}
-
-static char *url_encode(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = xmalloc_(strlen(s) * 3 + 1);
-    size_t n = 0;
-
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-            out[n++] = (char)*p;
-        }
-        else {
-            out[n++] = '%';
-            out[n++] = hex[*p >> 4];
-            out[n++] = hex[*p & 15];
-        }
-    }
-    out[n] = '\0';
-    return out;
-}
-
 /* Zeroes every string of a parsed reply (the values may be secrets). */
 static void json_wipe(const struct sbx_host_api *host, json_t *j)
 {
@@ -117,7 +77,7 @@ static int call(struct inf_ctx *c, const char *method, const char *what, const c
     struct sbx_http_request req;
     int r;
 
-    url = xmalloc_(strlen(c->cfg.url) + strlen(path_query) + 1);
+    url = xmalloc(strlen(c->cfg.url) + strlen(path_query) + 1);
     strcpy(url, c->cfg.url);
     strcat(url, path_query);
     headers[nh++] = "Accept: application/json";
@@ -126,7 +86,7 @@ static int call(struct inf_ctx *c, const char *method, const char *what, const c
         headers[nh++] = ctype_hdr;
     }
     if (token != NULL) {
-        auth = xmalloc_(strlen(token) + sizeof("Authorization: Bearer "));
+        auth = xmalloc(strlen(token) + sizeof("Authorization: Bearer "));
         strcpy(auth, "Authorization: Bearer ");
         strcat(auth, token);
         headers[nh++] = auth;
@@ -268,7 +228,7 @@ static int parse_token(struct inf_ctx *c, const char *what, const struct sbx_htt
                                   "non-negative one",
                                   what);
     }
-    out->value = xstrdup_(json_string_value(tok));
+    out->value = xstrdup(json_string_value(tok));
     out->ttl = json_integer_value(ttl);
     out->max_ttl = json_is_integer(max) ? json_integer_value(max) : 0;
     json_free(c->host, root);
@@ -279,9 +239,9 @@ int inf_api_login(struct inf_ctx *c, const char *client_id, const char *client_s
                   struct inf_token *out, enum inf_fail *fail, sbx_error_t **err)
 {
     struct sbx_http_response resp;
-    char *id = url_encode(client_id);
-    char *secret = url_encode(client_secret);
-    char *body = xmalloc_(strlen(id) + strlen(secret) + sizeof("clientId=&clientSecret="));
+    char *id = sbx_url_escape(client_id);
+    char *secret = sbx_url_escape(client_secret);
+    char *body = xmalloc(strlen(id) + strlen(secret) + sizeof("clientId=&clientSecret="));
     int r;
 
     sprintf(body, "clientId=%s&clientSecret=%s", id, secret);
@@ -305,7 +265,7 @@ int inf_api_login(struct inf_ctx *c, const char *client_id, const char *client_s
 
 static char *token_body(const char *token)
 {
-    char *body = xmalloc_(strlen(token) + sizeof("{\"accessToken\":\"\"}"));
+    char *body = xmalloc(strlen(token) + sizeof("{\"accessToken\":\"\"}"));
 
     sprintf(body, "{\"accessToken\":\"%s\"}", token); /* token_chars_ok: no escaping needed */
     return body;
@@ -453,11 +413,8 @@ static int collect(struct inf_ctx *c, const char *what, json_t *arr, struct kv_l
         }
         if (l->n == l->cap) {
             l->cap = l->cap ? l->cap * 2 : 16;
-            l->name = realloc(l->name, l->cap * sizeof(*l->name));
-            l->value = realloc(l->value, l->cap * sizeof(*l->value));
-            if (l->name == NULL || l->value == NULL) {
-                abort();
-            }
+            l->name = xrealloc(l->name, l->cap * sizeof(*l->name));
+            l->value = xrealloc(l->value, l->cap * sizeof(*l->value));
         }
         l->name[l->n] = name;
         l->value[l->n] = json_string_value(v);
@@ -504,9 +461,9 @@ int inf_api_fetch(struct inf_ctx *c, const char *token, const char *path, struct
         "&expandSecretReferences=true&include_imports=%s",
     };
     static const char *const what[] = {"secrets (v4)", "secrets (v3 raw)"};
-    char *project = url_encode(c->cfg.project);
-    char *env = url_encode(c->cfg.environment);
-    char *p = url_encode(path);
+    char *project = sbx_url_escape(c->cfg.project);
+    char *env = sbx_url_escape(c->cfg.environment);
+    char *p = sbx_url_escape(path);
     const char *imports = c->cfg.include_imports ? "true" : "false";
     struct sbx_http_response resp;
     json_t *root;
@@ -514,7 +471,7 @@ int inf_api_fetch(struct inf_ctx *c, const char *token, const char *path, struct
 
     for (int v = 0; v < 2; v++) {
         size_t n = strlen(fmt[v]) + strlen(project) + strlen(env) + strlen(p) + 8;
-        char *q = xmalloc_(n);
+        char *q = xmalloc(n);
 
         snprintf(q, n, fmt[v], project, env, p, imports);
         r = call(c, "GET", what[v], q, NULL, NULL, token, &resp, fail, err);

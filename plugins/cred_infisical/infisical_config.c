@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -91,12 +92,9 @@ static char *expand(const struct sbx_host_api *host, const char *tpl, const char
     size_t lt = task ? strlen(task) : 0;
     size_t lj = job ? strlen(job) : 0;
     size_t cap = strlen(tpl) * ((lt > lj ? lt : lj) + 1) + 1; /* every char replaced, at worst */
-    char *out = calloc(1, cap);
+    char *out = xcalloc(1, cap);
     size_t n = 0;
 
-    if (out == NULL) {
-        abort();
-    }
     for (const char *p = tpl; *p;) {
         const char *val = NULL;
 
@@ -194,8 +192,8 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
     cfg->lockout_wait = host->opt_int(opts, "lockout_wait");
     cfg->include_imports = host->opt_bool(opts, "include_imports");
 
-    if (cfg->url == NULL ||
-        (strncmp(cfg->url, "http://", 7) != 0 && strncmp(cfg->url, "https://", 8) != 0) ||
+    /* parsed by libcurl's URL API, as the requests will be */
+    if (cfg->url == NULL || !sbx_url_is_http_base(cfg->url) ||
         strpbrk(cfg->url, " ?#\"\\") != NULL) {
         host->error_set(err, SBX_E_CONFIG, "%s: url '%s' must be an http:// or https:// base URL",
                         host->opt_where(opts, "url"), cfg->url ? cfg->url : "");
@@ -204,8 +202,8 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
     while (strlen(cfg->url) > 8 && cfg->url[strlen(cfg->url) - 1] == '/') {
         cfg->url[strlen(cfg->url) - 1] = '\0';
     }
-    if (strncmp(cfg->url, "http://", 7) == 0 && strncmp(cfg->url + 7, "127.0.0.1", 9) != 0 &&
-        strncmp(cfg->url + 7, "localhost", 9) != 0 && strncmp(cfg->url + 7, "[::1]", 5) != 0) {
+    /* the host itself, not a prefix: http://127.0.0.1.evil.example is remote */
+    if (strncasecmp(cfg->url, "http://", 7) == 0 && !sbx_url_is_loopback(cfg->url)) {
         host->log(host->instance_name(opts), SBX_LOG_WARN,
                   "%s: url '%s' is plain http: the "
                   "client secret and the tokens would cross the network unencrypted",
@@ -306,10 +304,7 @@ static char *read_secret_file(const struct inf_config *cfg, const struct sbx_hos
                         strerror(errno));
         return NULL;
     }
-    buf = calloc(1, INF_SECRET_FILE_MAX + 1);
-    if (buf == NULL) {
-        abort();
-    }
+    buf = xcalloc(1, INF_SECRET_FILE_MAX + 1);
     while ((n = read(fd, buf + len, INF_SECRET_FILE_MAX + 1 - len)) > 0) {
         len += (size_t)n;
         if (len > INF_SECRET_FILE_MAX) {
@@ -360,7 +355,7 @@ int inf_config_read_identity(const struct inf_config *cfg, const struct sbx_host
                                    "%s is not set",
                                    cfg->client_secret_env);
         }
-        *client_secret = strdup(secret);
+        *client_secret = xstrdup(secret);
     }
     else {
         *client_secret = read_secret_file(cfg, host, err);
@@ -368,10 +363,7 @@ int inf_config_read_identity(const struct inf_config *cfg, const struct sbx_host
             return -1;
         }
     }
-    *client_id = strdup(id);
-    if (*client_id == NULL || *client_secret == NULL) {
-        abort();
-    }
+    *client_id = xstrdup(id);
     return 0;
 }
 
@@ -381,10 +373,7 @@ char *inf_config_path(const struct inf_config *cfg, const struct sbx_host_api *h
     char *p;
 
     if (scope->path != NULL && scope->path[0] != '\0') {
-        p = strdup(scope->path);
-        if (p == NULL) {
-            abort();
-        }
+        p = xstrdup(scope->path);
     }
     else {
         p = expand(host, cfg->path, scope->task_id, scope->job_id, "cred_infisical", err);

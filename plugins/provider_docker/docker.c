@@ -63,15 +63,9 @@ static char **dup_strv(const char *const *v)
     while (v[n] != NULL) {
         n++;
     }
-    out = calloc(n + 1, sizeof(char *));
-    if (out == NULL) {
-        abort();
-    }
+    out = xcalloc(n + 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
-        out[i] = strdup(v[i]);
-        if (out[i] == NULL) {
-            abort();
-        }
+        out[i] = xstrdup(v[i]);
     }
     return out;
 }
@@ -94,18 +88,18 @@ static void free_ctx(struct dk_ctx *c)
     free(c);
 }
 
+/* The engine line was logged at info since the plugin was loaded. */
+static int engine_logged;
+
 static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_options *opts,
                           void **out, sbx_error_t **err)
 {
-    struct dk_ctx *c = calloc(1, sizeof(*c));
+    struct dk_ctx *c = xcalloc(1, sizeof(*c));
     const char *sock = host->opt_string(opts, "socket");
     const char *env = getenv("DOCKER_HOST");
     const char *const *caps = host->opt_strings(opts, "cap_add");
     const char *disk = host->opt_string(opts, "disk_enforcement");
 
-    if (c == NULL) {
-        abort();
-    }
     c->host = host;
     c->opts = opts;
     if (sock == NULL && env != NULL && strncmp(env, "unix://", 7) == 0) {
@@ -158,7 +152,11 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
         free_ctx(c);
         return -1;
     }
-    host->log(host->instance_name(opts), SBX_LOG_INFO,
+    /* at info once per load of the plugin; the runner opens the instance for
+     * every job, and those repeats are debug */
+    host->log(host->instance_name(opts),
+              __atomic_exchange_n(&engine_logged, 1, __ATOMIC_SEQ_CST) ? SBX_LOG_DEBUG
+                                                                       : SBX_LOG_INFO,
               "%s on %s, user namespaces %s, disk cap "
               "by %s",
               c->engine, c->socket, c->userns ? "on" : "OFF",
@@ -209,9 +207,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     for (size_t i = 0; i < s->n_env; i++) {
         char *kv = NULL;
 
-        if (asprintf(&kv, "%s=%s", s->env[i].name, s->env[i].value) < 0) {
-            abort();
-        }
+        kv = xasprintf("%s=%s", s->env[i].name, s->env[i].value);
         json_array_append_new(env, json_string(kv));
         free(kv);
     }
@@ -230,7 +226,7 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
             json_array_append_new(mounts, dk_bind_mount(s->agent_dir, SBX_AGENT_DIR, 1));
         }
     }
-    if (s->docker_sidecar || c->sidecar) {
+    if (s->nested_containers || c->sidecar) {
         dk_sidecar_sandbox_body(c, s, env, mounts, labels);
     }
     hc = json_pack("{s:I, s:I, s:I, s:I, s:o, s:o, s:[s], s:s, s:b, s:o, s:b}", "NanoCpus",
@@ -366,7 +362,7 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
             c->host->error_free(&uerr);
         }
     }
-    if ((s->docker_sidecar || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
+    if ((s->nested_containers || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {
         cb_docker_destroy(c, id_out, NULL);
         return -1;
     }
@@ -448,19 +444,15 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
     size_t i;
 
     if (value != NULL) {
-        if (asprintf(&label, "%s=%s", key, value) < 0) {
-            abort();
-        }
+        label = xasprintf("%s=%s", key, value);
     }
     filter = json_pack("{s:[s]}", "label", label ? label : key);
     free(label);
     ftext = json_dumps(filter, JSON_COMPACT);
     json_decref(filter);
-    enc = dk_urlencode(ftext);
+    enc = sbx_url_escape(ftext);
     free(ftext);
-    if (asprintf(&path, "/containers/json?all=1&filters=%s", enc) < 0) {
-        abort();
-    }
+    path = xasprintf("/containers/json?all=1&filters=%s", enc);
     free(enc);
     if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {
         free(path);
@@ -477,14 +469,11 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
     {
         json_t *labels = json_object_get(item, "Labels");
         size_t n = json_object_size(labels);
-        struct sbx_kv *kv = calloc(n ? n : 1, sizeof(*kv));
+        struct sbx_kv *kv = xcalloc(n ? n : 1, sizeof(*kv));
         const char *k;
         json_t *v;
         size_t j = 0;
 
-        if (kv == NULL) {
-            abort();
-        }
         json_object_foreach(labels, k, v)
         {
             kv[j].name = k;
@@ -507,7 +496,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
     info->userns = c->userns;
     info->flags_off = c->userns ? 0 : SBX_PROVIDER_ENFORCES_USERNS;
     dk_disk_describe(c, info->disk_limit, sizeof(info->disk_limit));
-    dk_sidecar_describe(c, info->sidecar, sizeof(info->sidecar));
+    dk_sidecar_describe(c, info->nested, sizeof(info->nested));
     snprintf(info->seccomp, sizeof(info->seccomp), "%s", c->seccomp_desc);
     dk_worktree_describe(c, info->worktree, sizeof(info->worktree));
     return 0;
@@ -516,7 +505,7 @@ static int cb_docker_info(void *ctx, struct sbx_provider_info *info, sbx_error_t
 static const struct sbx_provider_ops provider_docker_ops = {
     /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
-             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_DOCKER_SIDECAR |
+             SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_NESTED_CONTAINERS |
              SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
@@ -527,6 +516,8 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .cancel = dk_cancel,
     .info = cb_docker_info,
     .check = dk_disk_check,
+    .image_build = dk_image_build,
+    .scan_secrets = dk_scan_secrets,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

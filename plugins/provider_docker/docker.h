@@ -10,6 +10,7 @@
 
 #include "sbx/sbx_host.h"
 #include "sbx/sbx_provider.h"
+#include "sbx/sbx_util.h"
 
 #define DK_NAME "provider_docker"
 #define DK_MAX_API_MINOR 47 /* the newest API whose fields we use: v1.47 */
@@ -17,6 +18,10 @@
 /* CPU weight of sandboxes and sidecars: half the host's default (1024), so
  * the host's own processes win under contention (docs/operations.md) */
 #define DK_CPU_SHARES 512
+/* Where a sandbox finds its sidecar's daemon (the socket's directory, from
+ * spec.provider_dir, is mounted there; DOCKER_HOST points at the socket). */
+#define DK_DOCKER_DIR "/run/sbx-docker"
+#define DK_DOCKER_SOCKET DK_DOCKER_DIR "/docker.sock"
 
 /* A sandbox the disk watchdog measures (docker_disk.c). */
 struct dk_watch {
@@ -83,8 +88,6 @@ int dk_request(struct dk_ctx *c, const char *method, const char *path, json_t *b
 /* The engine's error message from a reply body, or the status text. */
 const char *dk_reply_message(json_t *reply);
 int dk_negotiate(struct dk_ctx *c, sbx_error_t **err);
-/* Percent-encodes s for a query string (caller frees). */
-char *dk_urlencode(const char *s);
 
 /* docker_stream.c: demultiplexes exec output (8-byte frame headers). */
 struct dk_demux {
@@ -127,7 +130,7 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
                      sbx_error_t **err);
 /* Removes the sidecars of sandbox id (none is fine). */
 int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err);
-/* The isolation a sidecar runs with (struct sbx_provider_info.sidecar). */
+/* The isolation a sidecar runs with (struct sbx_provider_info.nested). */
 void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size);
 /* docker_worktree.c */
 int dk_worktree_init(struct dk_ctx *c, sbx_error_t **err);
@@ -149,6 +152,12 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
 void dk_worktree_release(const char *view);
 /* Which applies, for struct sbx_provider_info.worktree. */
 void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size);
+
+/* docker_image.c: the image_build op */
+int dk_image_build(void *ctx, const struct sbx_image_request *req, char *ref_out, size_t ref_size,
+                   sbx_error_t **err);
+/* docker_scan.c: the scan_secrets op */
+int dk_scan_secrets(void *ctx, const char *id, struct sbx_secret_scan *s, sbx_error_t **err);
 
 /* docker.c */
 json_t *dk_strv_json(const char *const *v);

@@ -5,33 +5,6 @@
 
 #include "docker.h"
 
-char *dk_urlencode(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s);
-    char *out = malloc(n * 3 + 1);
-    char *p = out;
-
-    if (out == NULL) {
-        abort();
-    }
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-
-        if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-            ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-            *p++ = (char)ch;
-        }
-        else {
-            *p++ = '%';
-            *p++ = hex[ch >> 4];
-            *p++ = hex[ch & 15];
-        }
-    }
-    *p = '\0';
-    return out;
-}
-
 const char *dk_reply_message(json_t *reply)
 {
     const char *m = json_string_value(json_object_get(reply, "message"));

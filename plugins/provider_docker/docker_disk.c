@@ -20,14 +20,6 @@
 /* sandboxes the watchdog has seen in this process, at most this many */
 #define DK_WATCH_MAX 1024
 
-static int64_t mono_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec;
-}
-
 int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err)
 {
     const char *drv = c->storage_driver;
@@ -125,7 +117,7 @@ void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
 static int64_t image_size(struct dk_ctx *c, const char *image, const char *build_hint,
                           sbx_error_t **err)
 {
-    char *enc = dk_urlencode(image);
+    char *enc = sbx_url_escape(image);
     char path[512];
     json_t *reply = NULL;
     json_t *size;
@@ -243,7 +235,7 @@ static int due(struct dk_ctx *c, const char *id, int after_exec)
 {
     struct dk_watch **pp = &c->watches;
     struct dk_watch *w = NULL;
-    int64_t now = mono_s();
+    int64_t now = (sbx_mono_ms() / 1000);
     size_t n = 0;
     int go;
 
@@ -256,10 +248,7 @@ static int due(struct dk_ctx *c, const char *id, int after_exec)
         }
     }
     if (w == NULL) {
-        w = calloc(1, sizeof(*w));
-        if (w == NULL) {
-            abort();
-        }
+        w = xcalloc(1, sizeof(*w));
         snprintf(w->id, sizeof(w->id), "%s", id);
         /* bounded: the least recently seen goes (its sandbox is likely gone) */
         if (n >= DK_WATCH_MAX) {

@@ -61,9 +61,7 @@ static int create_exec(struct dk_ctx *c, const char *id, const struct sbx_exec_s
     for (size_t i = 0; i < spec->n_env; i++) {
         char *kv = NULL;
 
-        if (asprintf(&kv, "%s=%s", spec->env[i].name, spec->env[i].value) < 0) {
-            abort();
-        }
+        kv = xasprintf("%s=%s", spec->env[i].name, spec->env[i].value);
         json_array_append_new(env, json_string(kv));
         c->host->secret_zero(kv, strlen(kv));
         free(kv);

@@ -23,7 +23,7 @@ static const char *const sidecar_caps[] = {"SYS_ADMIN", "NET_ADMIN",  "MKNOD",  
                                            "SETFCAP",   "SYS_CHROOT", "AUDIT_WRITE", NULL};
 
 #define DK_DAEMON_ARGS                                                                             \
-    "dockerd --host unix://" SBX_DOCKER_SOCKET " --data-root /var/lib/docker "                     \
+    "dockerd --host unix://" DK_DOCKER_SOCKET " --data-root /var/lib/docker "                      \
     "--exec-root /run/docker --pidfile /run/docker.pid --iptables=false "                          \
     "--ip-forward=false --ip-masq=false --bridge=none --storage-driver=vfs"
 
@@ -31,13 +31,13 @@ static const char *const sidecar_caps[] = {"SYS_ADMIN", "NET_ADMIN",  "MKNOD",  
  * under RootlessKit; no cgroup is touched (inner --memory is not applied on
  * cgroup v1; the sidecar's own limits bound inner containers). */
 static const char rootless_script[] =
-    "set -e; mkdir -p /run/rk /run/user/0 /root; rm -f " SBX_DOCKER_SOCKET "; "
+    "set -e; mkdir -p /run/rk /run/user/0 /root; rm -f " DK_DOCKER_SOCKET "; "
     "exec " DK_DAEMON_ARGS;
 
 /* Rootful: the cgroup v1 hierarchies are mounted read-only in a container;
  * mount them afresh so the inner runc can create cgroups. */
 static const char rootful_script[] =
-    "set -e; rm -f " SBX_DOCKER_SOCKET "; "
+    "set -e; rm -f " DK_DOCKER_SOCKET "; "
     "for d in /sys/fs/cgroup/*/; do umount -l \"$d\" 2>/dev/null || true; done; "
     "umount -l /sys/fs/cgroup 2>/dev/null || true; "
     "mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup; "
@@ -113,10 +113,7 @@ int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err)
         abort();
     }
     for (size_t i = 0; i < n; i++) {
-        c->sidecar_images[i] = strdup(images[i]);
-        if (c->sidecar_images[i] == NULL) {
-            abort();
-        }
+        c->sidecar_images[i] = xstrdup(images[i]);
     }
     return 0;
 }
@@ -151,10 +148,10 @@ void dk_sidecar_sandbox_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
                              json_t *mounts, json_t *labels)
 {
     (void)c;
-    if (s->docker_dir != NULL) {
-        json_array_append_new(mounts, dk_bind_mount(s->docker_dir, SBX_DOCKER_DIR, 1));
+    if (s->provider_dir != NULL) {
+        json_array_append_new(mounts, dk_bind_mount(s->provider_dir, DK_DOCKER_DIR, 1));
     }
-    json_array_append_new(env, json_string("DOCKER_HOST=unix://" SBX_DOCKER_SOCKET));
+    json_array_append_new(env, json_string("DOCKER_HOST=unix://" DK_DOCKER_SOCKET));
     /* the daemon and all it holds die with the sandbox: no reaper needed */
     json_array_append_new(env, json_string("TESTCONTAINERS_RYUK_DISABLED=true"));
     /* inner containers on the host network share the sandbox's loopback;
@@ -191,8 +188,7 @@ static void sidecar_log_tail(struct dk_ctx *c, const char *sid, char *out, size_
     }
     c->host->http_response_free(&resp);
     if (e != NULL) {
-        free(e->msg);
-        free(e);
+        c->host->error_free(&e);
     }
 }
 
@@ -209,8 +205,7 @@ static int sidecar_running(struct dk_ctx *c, const char *sid)
         running = json_is_true(json_object_get(json_object_get(reply, "State"), "Running"));
     }
     if (e != NULL) {
-        free(e->msg);
-        free(e);
+        c->host->error_free(&e);
     }
     json_decref(reply);
     return running;
@@ -235,8 +230,7 @@ static int wait_daemon(struct dk_ctx *c, const char *sid, const char *sock, sbx_
         }
         c->host->http_response_free(&resp);
         if (e != NULL) {
-            free(e->msg);
-            free(e);
+            c->host->error_free(&e);
         }
         if (ok) {
             return 0;
@@ -266,7 +260,7 @@ static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx
 {
     struct sbx_http_response got = {0};
     struct sbx_http_response put = {0};
-    char *enc = dk_urlencode(image);
+    char *enc = sbx_url_escape(image);
     char path[1024];
     int r = 0;
 
@@ -322,7 +316,7 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
                         json_string(c->sidecar_rootless ? "rootless" : "rootful"));
     json_object_set_new(labels, "sbx.sidecar.caps", json_string(caps));
     json_object_set_new(labels, "sbx.sidecar.isolation", json_string(isolation));
-    json_array_append_new(mounts, dk_bind_mount(s->docker_dir, SBX_DOCKER_DIR, 0));
+    json_array_append_new(mounts, dk_bind_mount(s->provider_dir, DK_DOCKER_DIR, 0));
     snprintf(size, sizeof(size), "rw,exec,dev,suid,size=%" PRId64 "k", c->sidecar_data / 1024);
     tmpfs = json_pack("{s:s, s:s}", "/var/lib/docker", size, "/run", "rw,exec,size=65536k");
     snprintf(netmode, sizeof(netmode), "container:%s", id);
@@ -389,18 +383,18 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
     char sid[80];
     const char *rid;
 
-    if (s->docker_dir == NULL) {
+    if (s->provider_dir == NULL) {
         return c->host->error_set(err, SBX_E_ENGINE,
                                   "docker sidecar: the core gave no socket "
-                                  "directory (spec.docker_dir)");
+                                  "directory (spec.provider_dir)");
     }
-    if (snprintf(sock, sizeof(sock), "%s/docker.sock", s->docker_dir) > 107) {
+    if (snprintf(sock, sizeof(sock), "%s/docker.sock", s->provider_dir) > 107) {
         return c->host->error_set(err, SBX_E_CONFIG,
                                   "docker sidecar: socket path %s is longer "
                                   "than 107 bytes (use a shorter state_dir)",
                                   sock);
     }
-    if (prepare_dir(c, s->docker_dir, err) < 0) {
+    if (prepare_dir(c, s->provider_dir, err) < 0) {
         return -1;
     }
     dk_sidecar_describe(c, isolation, sizeof(isolation));
@@ -472,7 +466,7 @@ int dk_sidecar_remove(struct dk_ctx *c, const char *id, sbx_error_t **err)
     int r = 0;
 
     snprintf(filter, sizeof(filter), "{\"label\":[\"sbx.sidecar.of=%.100s\"]}", id);
-    enc = dk_urlencode(filter);
+    enc = sbx_url_escape(filter);
     snprintf(path, sizeof(path), "/containers/json?all=1&filters=%s", enc);
     free(enc);
     if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {

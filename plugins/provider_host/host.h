@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "sbx/sbx_provider.h"
+#include "sbx/sbx_util.h"
 
 #define HX_NAME "provider_host"
 #define HX_ID_MAX 128
@@ -31,6 +32,7 @@ struct hx_ctx {
 };
 
 /* host_store.c: sandboxes on disk, so another sbx process can reach them */
+/* host-<task id>-<8 hex digits>, the task id by the SDK's SBX_ID_TASK rule */
 int hx_id_valid(const char *id);
 int hx_root_prepare(struct hx_ctx *c, sbx_error_t **err);
 int hx_store_create(struct hx_ctx *c, const struct sbx_sandbox_spec *spec, char *id, size_t id_size,

@@ -18,20 +18,17 @@
 
 int hx_id_valid(const char *id)
 {
-    size_t n = id ? strlen(id) : 0;
+    size_t n = id != NULL ? strlen(id) : 0;
+    char task[72];
 
-    if (n == 0 || n >= HX_ID_MAX || strncmp(id, "host-", 5) != 0) {
+    /* host-<task id>-<8 hex>: the task part follows the SDK's task rule */
+    if (n < 5 + 1 + 9 || n >= HX_ID_MAX || strncmp(id, "host-", 5) != 0 || id[n - 9] != '-' ||
+        strspn(id + n - 8, "0123456789abcdef") != 8 || n - 5 - 9 >= sizeof(task)) {
         return 0;
     }
-    for (size_t i = 0; i < n; i++) {
-        char ch = id[i];
-
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              ch == '-' || ch == '_' || ch == '.')) {
-            return 0;
-        }
-    }
-    return strstr(id, "..") == NULL;
+    memcpy(task, id + 5, n - 5 - 9);
+    task[n - 5 - 9] = '\0';
+    return sbx_id_valid(task, SBX_ID_TASK);
 }
 
 /* The root is ours alone: a directory (not a link), owned by us, mode 0700. */
@@ -58,9 +55,7 @@ static char *path_of(const struct hx_ctx *c, const char *id, const char *leaf)
 {
     char *p = NULL;
 
-    if (asprintf(&p, "%s/%s%s%s", c->root, id, leaf ? "/" : "", leaf ? leaf : "") < 0) {
-        abort();
-    }
+    p = xasprintf("%s/%s%s%s", c->root, id, leaf ? "/" : "", leaf ? leaf : "");
     return p;
 }
 

@@ -49,7 +49,7 @@ static const char **header_list(char *const *endpoint, const char *extra1, const
     while (endpoint != NULL && endpoint[n] != NULL) {
         n++;
     }
-    h = osb_xmalloc((n + 3) * sizeof(char *));
+    h = xmalloc((n + 3) * sizeof(char *));
     for (size_t i = 0; i < n; i++) {
         h[i] = endpoint[i];
     }
@@ -62,14 +62,17 @@ static const char **header_list(char *const *endpoint, const char *extra1, const
 int osb_execd_wait_ready(struct osb_ctx *c, const char *execd, char *const *headers,
                          sbx_error_t **err)
 {
-    osb_autofree char *url = osb_xasprintf("%s/ping", execd);
-    osb_autofree const char **h = header_list(headers, NULL, NULL);
+    cleanup_free char *url = xasprintf("%s/ping", execd);
+    cleanup_free const char **h = header_list(headers, NULL, NULL);
     int64_t start = (int64_t)time(NULL), last_log = start;
     char last[256] = "no answer yet";
 
     for (;;) {
-        struct sbx_http_request req = {.method = "GET", .url = url, .headers = h,
-                                       .timeout_ms = 5000, .connect_timeout_ms = 5000};
+        struct sbx_http_request req = {.method = "GET",
+                                       .url = url,
+                                       .headers = h,
+                                       .timeout_ms = 5000,
+                                       .connect_timeout_ms = 5000};
         struct sbx_http_response resp;
         sbx_error_t *e = NULL;
         int64_t now;
@@ -84,18 +87,20 @@ int osb_execd_wait_ready(struct osb_ctx *c, const char *execd, char *const *head
         }
         else {
             snprintf(last, sizeof(last), "%s", e->msg);
-            free(e->msg);
-            free(e);
+            c->host->error_free(&e);
         }
         now = (int64_t)time(NULL);
         if (now - start >= c->ready_timeout) {
-            return c->host->error_set(err, SBX_E_TIMEOUT, "opensandbox '%s': execd at %s did "
-                                      "not answer GET /ping within %lld s: %s", c->instance,
-                                      execd, (long long)c->ready_timeout, last);
+            return c->host->error_set(err, SBX_E_TIMEOUT,
+                                      "opensandbox '%s': execd at %s did "
+                                      "not answer GET /ping within %lld s: %s",
+                                      c->instance, execd, (long long)c->ready_timeout, last);
         }
         if (now - last_log >= 10) {
-            c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: waiting for execd at %s "
-                         "(%lld s): %s", execd, (long long)(now - start), last);
+            c->host->log(c->instance, SBX_LOG_INFO,
+                         "opensandbox: waiting for execd at %s "
+                         "(%lld s): %s",
+                         execd, (long long)(now - start), last);
             last_log = now;
         }
         osb_sleep_ms(c->poll_ms < 200 ? c->poll_ms : 200);
@@ -132,7 +137,7 @@ static int evalue_status(const char *ev, int *status)
 static int stream_fail(struct stream *s, const char *what, const char *block)
 {
     if (s->protocol_error == NULL) {
-        s->protocol_error = osb_xasprintf("%s: '%.60s'", what, block);
+        s->protocol_error = xasprintf("%s: '%.60s'", what, block);
         for (char *p = s->protocol_error; *p; p++) {
             if ((unsigned char)*p < 0x20) {
                 *p = ' ';
@@ -163,7 +168,7 @@ static int stream_event(struct stream *s, json_t *ev, const char *raw)
             return stream_fail(s, "execd sent an init event without a usable command id", raw);
         }
         free(s->cmd_id);
-        s->cmd_id = osb_xstrdup(json_string_value(text));
+        s->cmd_id = osb_strdup_opt(json_string_value(text));
     }
     else if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
         int stream = type[3] == 'o' ? 1 : 2;
@@ -187,8 +192,8 @@ static int stream_event(struct stream *s, json_t *ev, const char *raw)
 
         s->terminal = TERM_ERROR;
         if (evalue_status(evalue, &s->exit_status) < 0) {
-            s->start_error = osb_xasprintf("%s%s%s", ename ? ename : "",
-                                           ename && evalue ? ": " : "", evalue ? evalue : "");
+            s->start_error = xasprintf("%s%s%s", ename ? ename : "", ename && evalue ? ": " : "",
+                                       evalue ? evalue : "");
         }
         return 1;
     }
@@ -203,7 +208,7 @@ static int stream_event(struct stream *s, json_t *ev, const char *raw)
  * comment and field lines, parses the rest as JSON. */
 static int stream_block(struct stream *s, char *block)
 {
-    osb_autofree char *json = osb_xmalloc(strlen(block) + 1);
+    cleanup_free char *json = xmalloc(strlen(block) + 1);
     size_t n = 0;
     char *line, *save = NULL;
     json_error_t je;
@@ -270,10 +275,7 @@ static int on_data(void *ud, const char *data, size_t len)
     }
     if (s->len + len + 1 > s->cap) {
         s->cap = (s->len + len + 1) * 2;
-        s->buf = realloc(s->buf, s->cap);
-        if (s->buf == NULL) {
-            abort();
-        }
+        s->buf = xrealloc(s->buf, s->cap);
     }
     for (size_t i = 0; i < len; i++) {
         if (data[i] != '\r') { /* raw CR is only ever framing: JSON escapes it */
@@ -287,8 +289,7 @@ static int on_data(void *ud, const char *data, size_t len)
 /* At the end of the stream: a last event without its blank line. */
 static void stream_finish(struct stream *s)
 {
-    if (s->terminal == TERM_NONE && s->protocol_error == NULL && !s->sink_stopped &&
-        s->len > 0) {
+    if (s->terminal == TERM_NONE && s->protocol_error == NULL && !s->sink_stopped && s->len > 0) {
         stream_block(s, s->buf);
         s->len = 0;
     }
@@ -299,18 +300,17 @@ static void stream_finish(struct stream *s)
 static void interrupt_command(struct osb_ctx *c, const char *execd, char *const *headers,
                               const char *cmd_id)
 {
-    osb_autofree char *url = osb_xasprintf("%s/command?id=%s", execd, cmd_id);
-    osb_autofree const char **h = header_list(headers, NULL, NULL);
-    struct sbx_http_request req = {.method = "DELETE", .url = url, .headers = h,
-                                   .timeout_ms = 10000};
+    cleanup_free char *url = xasprintf("%s/command?id=%s", execd, cmd_id);
+    cleanup_free const char **h = header_list(headers, NULL, NULL);
+    struct sbx_http_request req = {
+        .method = "DELETE", .url = url, .headers = h, .timeout_ms = 10000};
     struct sbx_http_response resp;
     sbx_error_t *e = NULL;
 
     if (c->host->http(&req, &resp, &e) < 0) {
-        c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: interrupting command %s: %s",
-                     cmd_id, e->msg);
-        free(e->msg);
-        free(e);
+        c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: interrupting command %s: %s", cmd_id,
+                     e->msg);
+        c->host->error_free(&e);
         return;
     }
     if (resp.status != 200 && resp.status != 204) {
@@ -326,26 +326,32 @@ static int status_fallback(struct osb_ctx *c, const char *execd, char *const *he
                            struct stream *s, struct sbx_exec_ctl *ctl, const char *why,
                            sbx_error_t **err)
 {
-    osb_autofree char *url = osb_xasprintf("%s/command/status/%s", execd, s->cmd_id);
-    osb_autofree const char **h = header_list(headers, "Accept: application/json", NULL);
+    cleanup_free char *url = xasprintf("%s/command/status/%s", execd, s->cmd_id);
+    cleanup_free const char **h = header_list(headers, "Accept: application/json", NULL);
     int warned = 0;
 
     for (;;) {
-        struct sbx_http_request req = {.method = "GET", .url = url, .headers = h,
-                                       .timeout_ms = 10000, .cancel = &ctl->cancelled};
+        struct sbx_http_request req = {.method = "GET",
+                                       .url = url,
+                                       .headers = h,
+                                       .timeout_ms = 10000,
+                                       .cancel = &ctl->cancelled};
         struct sbx_http_response resp;
         json_t *j, *code;
         int running;
 
         if (c->host->http(&req, &resp, err) < 0) {
-            return c->host->error_wrap(err, "opensandbox '%s': the output stream ended before "
+            return c->host->error_wrap(err,
+                                       "opensandbox '%s': the output stream ended before "
                                        "the command finished (%s); its status is unknown",
                                        c->instance, why);
         }
         if (resp.status != 200) {
-            c->host->error_set(err, SBX_E_ENGINE, "opensandbox '%s': the output stream ended "
+            c->host->error_set(err, SBX_E_ENGINE,
+                               "opensandbox '%s': the output stream ended "
                                "before the command finished (%s); GET /command/status: HTTP "
-                               "%ld", c->instance, why, resp.status);
+                               "%ld",
+                               c->instance, why, resp.status);
             c->host->http_response_free(&resp);
             return -1;
         }
@@ -358,19 +364,23 @@ static int status_fallback(struct osb_ctx *c, const char *execd, char *const *he
 
             s->exit_status = n < 0 ? 128 + 9 : (int)(n & 0xff);
             json_decref(j);
-            c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: the output stream of command "
-                         "%s ended early (%s); exit status %d from /command/status", s->cmd_id,
-                         why, s->exit_status);
+            c->host->log(c->instance, SBX_LOG_WARN,
+                         "opensandbox: the output stream of command "
+                         "%s ended early (%s); exit status %d from /command/status",
+                         s->cmd_id, why, s->exit_status);
             return 0;
         }
         json_decref(j);
         if (!running) {
-            return c->host->error_set(err, SBX_E_ENGINE, "opensandbox '%s': the output stream "
+            return c->host->error_set(err, SBX_E_ENGINE,
+                                      "opensandbox '%s': the output stream "
                                       "ended before the command finished (%s) and execd "
-                                      "reports no exit code", c->instance, why);
+                                      "reports no exit code",
+                                      c->instance, why);
         }
         if (!warned) {
-            c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: the output stream of command "
+            c->host->log(c->instance, SBX_LOG_WARN,
+                         "opensandbox: the output stream of command "
                          "%s ended early (%s); waiting for it, further output is lost",
                          s->cmd_id, why);
             warned = 1;
@@ -385,7 +395,7 @@ static int status_fallback(struct osb_ctx *c, const char *execd, char *const *he
 
 static char *exec_body(struct osb_ctx *c, const struct sbx_exec_spec *spec)
 {
-    osb_autofree char *cmd = osb_shell_join(spec->argv);
+    cleanup_free char *cmd = osb_shell_join(spec->argv);
     const char *cwd = spec->workdir != NULL ? spec->workdir : c->workdir;
     json_t *b = json_pack("{ss}", "command", cmd);
     json_t *envs = json_object();
@@ -411,9 +421,9 @@ static char *exec_body(struct osb_ctx *c, const struct sbx_exec_spec *spec)
 int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_exec_spec *spec,
                    struct sbx_exec_ctl *ctl, int *exit_status, sbx_error_t **err)
 {
-    osb_autofree char *execd = NULL;
-    osb_autofree char *url = NULL;
-    osb_autofree const char **h = NULL;
+    cleanup_free char *execd = NULL;
+    cleanup_free char *url = NULL;
+    cleanup_free const char **h = NULL;
     char **headers = NULL;
     char *body;
     struct stream s;
@@ -434,7 +444,7 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
         return -1;
     }
     osb_box_maybe_renew(c, sandbox_id);
-    url = osb_xasprintf("%s/command", execd);
+    url = xasprintf("%s/command", execd);
     h = header_list(headers, "Content-Type: application/json", "Accept: text/event-stream");
     body = exec_body(c, spec); /* may hold secrets: zeroed below, never logged */
     memset(&s, 0, sizeof(s));
@@ -462,8 +472,10 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
         /* anything after the terminal event (our abort, a missing final
          * chunk, a dropped connection) does not matter */
         if (s.start_error != NULL) {
-            c->host->error_set(err, SBX_E_NOEXEC, "opensandbox '%s': execd could not start the "
-                               "command: %s", c->instance, s.start_error);
+            c->host->error_set(err, SBX_E_NOEXEC,
+                               "opensandbox '%s': execd could not start the "
+                               "command: %s",
+                               c->instance, s.start_error);
             goto out;
         }
         *exit_status = s.exit_status;
@@ -487,8 +499,8 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
         if (s.cmd_id != NULL) {
             interrupt_command(c, execd, headers, s.cmd_id);
         }
-        c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': POST /command: %s",
-                           c->instance, s.protocol_error);
+        c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': POST /command: %s", c->instance,
+                           s.protocol_error);
         goto out;
     }
     if (s.cmd_id == NULL) {
@@ -498,8 +510,10 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
             c->host->error_wrap(err, "opensandbox '%s': POST /command", c->instance);
         }
         else {
-            c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': POST /command: the stream "
-                               "ended before its init event", c->instance);
+            c->host->error_set(err, SBX_E_PROTOCOL,
+                               "opensandbox '%s': POST /command: the stream "
+                               "ended before its init event",
+                               c->instance);
         }
         goto out;
     }
@@ -511,8 +525,7 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
 
 out:
     if (e != NULL) {
-        free(e->msg);
-        free(e);
+        c->host->error_free(&e);
     }
     if (r == 0) {
         c->host->http_response_free(&resp);

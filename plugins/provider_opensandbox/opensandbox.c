@@ -28,8 +28,8 @@ static const long ok_delete[] = {204, 200, 202, 0};
 
 static void put_label(json_t *meta, const char *key, const char *value)
 {
-    osb_autofree char *k = osb_label_map(key);
-    osb_autofree char *v = NULL;
+    cleanup_free char *k = osb_label_map(key);
+    cleanup_free char *v = NULL;
 
     if (value == NULL || *value == '\0' || *k == '\0') {
         return;
@@ -70,7 +70,7 @@ static json_t *network_json(struct osb_ctx *c, const struct sbx_sandbox_spec *sp
 
     for (size_t i = 0; i < spec->n_egress_allow; i++) {
         const char *h = spec->egress_allow[i];
-        osb_autofree char *host = NULL;
+        cleanup_free char *host = NULL;
         char *colon;
         int ip = 1;
 
@@ -81,7 +81,7 @@ static json_t *network_json(struct osb_ctx *c, const struct sbx_sandbox_spec *sp
             dflt = "allow";
             continue;
         }
-        host = osb_xstrdup(h);
+        host = osb_strdup_opt(h);
         colon = strrchr(host, ':');
         if (colon != NULL && strchr(host, ':') == colon) {
             *colon = '\0'; /* host:port */
@@ -188,8 +188,8 @@ static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spe
 static int wait_running(struct osb_ctx *c, const char *id, const char *state, int64_t start,
                         json_t **sandbox, sbx_error_t **err)
 {
-    osb_autofree char *path = osb_xasprintf("/sandboxes/%s", id);
-    osb_autofree char *last = osb_xstrdup(state);
+    cleanup_free char *path = xasprintf("/sandboxes/%s", id);
+    cleanup_free char *last = osb_strdup_opt(state);
     int64_t last_log = start;
 
     for (;;) {
@@ -241,7 +241,7 @@ static int wait_running(struct osb_ctx *c, const char *id, const char *state, in
                          (long long)(now - start));
             last_log = now;
             free(last);
-            last = osb_xstrdup(s);
+            last = osb_strdup_opt(s);
         }
         json_decref(j);
     }
@@ -302,11 +302,8 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
             goto fail;
         }
     }
-    b = calloc(1, sizeof(*b));
-    if (b == NULL) {
-        abort();
-    }
-    b->id = osb_xstrdup(id_out);
+    b = xcalloc(1, sizeof(*b));
+    b->id = osb_strdup_opt(id_out);
     osb_box_times_from(b, sandbox != NULL ? sandbox : reply);
     if (b->deadline == 0) {
         b->deadline = deadline;
@@ -325,12 +322,8 @@ static int cb_opensandbox_create(void *ctx, const struct sbx_sandbox_spec *spec,
 fail:
     /* never leave a half-made sandbox behind */
     if (cb_opensandbox_destroy(c, json_string_value(json_object_get(reply, "id")), &e2) < 0) {
-        c->host->log(c->instance, SBX_LOG_WARN,
-                     "opensandbox: cleaning up after a failed "
-                     "create: %s",
-                     e2->msg);
-        free(e2->msg);
-        free(e2);
+        sbx_err_log_free(c->host, c->instance, SBX_LOG_WARN, &e2,
+                         "opensandbox: cleaning up after a failed create");
     }
     json_decref(sandbox);
     json_decref(reply);
@@ -342,14 +335,14 @@ fail:
 static int cb_opensandbox_destroy(void *ctx, const char *sandbox_id, sbx_error_t **err)
 {
     struct osb_ctx *c = ctx;
-    osb_autofree char *path = NULL;
+    cleanup_free char *path = NULL;
     long status = 0;
 
     if (osb_id_check(c, sandbox_id, err) < 0) {
         return -1;
     }
     osb_box_drop(c, sandbox_id);
-    path = osb_xasprintf("/sandboxes/%s", sandbox_id);
+    path = xasprintf("/sandboxes/%s", sandbox_id);
     if (osb_api(c, "DELETE", path, NULL, ok_delete, 1, &status, NULL, err) < 0) {
         return -1;
     }
@@ -358,31 +351,14 @@ static int cb_opensandbox_destroy(void *ctx, const char *sandbox_id, sbx_error_t
     return 0;
 }
 
-static char *url_encode(const char *s)
-{
-    char *out = osb_xmalloc(strlen(s) * 3 + 1);
-    size_t n = 0;
-
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~') {
-            out[n++] = (char)*p;
-        }
-        else {
-            n += (size_t)sprintf(out + n, "%%%02X", *p);
-        }
-    }
-    out[n] = '\0';
-    return out;
-}
-
 static int cb_opensandbox_list(void *ctx, const char *label_key, const char *label_value,
                                sbx_sandbox_fn fn, void *userdata, sbx_error_t **err)
 {
     struct osb_ctx *c = ctx;
-    osb_autofree char *key = NULL;
-    osb_autofree char *value = label_value ? osb_label_map(label_value) : NULL;
-    osb_autofree char *filter = NULL;
-    osb_autofree char *query = NULL;
+    cleanup_free char *key = NULL;
+    cleanup_free char *value = label_value ? osb_label_map(label_value) : NULL;
+    cleanup_free char *filter = NULL;
+    cleanup_free char *query = NULL;
 
     if (label_key == NULL || *label_key == '\0') {
         return c->host->error_set(err, SBX_E_USAGE, "opensandbox '%s': list needs a label key",
@@ -391,9 +367,9 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
     key = osb_label_map(label_key);
 
     if (value != NULL) {
-        osb_autofree char *kv = osb_xasprintf("%s=%s", key, value);
+        cleanup_free char *kv = xasprintf("%s=%s", key, value);
 
-        filter = url_encode(kv);
+        filter = sbx_url_escape(kv);
     }
     for (int page = 1; page <= 10000; page++) {
         json_t *j = NULL;
@@ -402,8 +378,8 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
         int more;
 
         free(query);
-        query = osb_xasprintf("/sandboxes?page=%d&pageSize=100%s%s", page,
-                              filter ? "&metadata=" : "", filter ? filter : "");
+        query = xasprintf("/sandboxes?page=%d&pageSize=100%s%s", page, filter ? "&metadata=" : "",
+                          filter ? filter : "");
         if (osb_api(c, "GET", query, NULL, ok_200, 0, NULL, &j, err) < 0) {
             return -1;
         }
@@ -429,7 +405,7 @@ static int cb_opensandbox_list(void *ctx, const char *label_key, const char *lab
             if (id == NULL || mv == NULL || (value != NULL && strcmp(mv, value) != 0)) {
                 continue;
             }
-            kvs = osb_xmalloc((json_object_size(meta) + 1) * sizeof(*kvs));
+            kvs = xmalloc((json_object_size(meta) + 1) * sizeof(*kvs));
             json_object_foreach(meta, k, v)
             {
                 if (json_is_string(v)) {
@@ -475,7 +451,7 @@ static void cb_opensandbox_cancel(void *ctx, struct sbx_exec_ctl *ctl)
 static int cb_opensandbox_info(void *ctx, struct sbx_provider_info *info, sbx_error_t **err)
 {
     struct osb_ctx *c = ctx;
-    osb_autofree char *url = osb_xasprintf("%s/health", c->url);
+    cleanup_free char *url = xasprintf("%s/health", c->url);
     struct sbx_http_request req = {
         .method = "GET", .url = url, .timeout_ms = c->request_timeout * 1000};
     struct sbx_http_response resp;
@@ -505,11 +481,7 @@ static int cb_opensandbox_info(void *ctx, struct sbx_provider_info *info, sbx_er
 static int cb_opensandbox_init(const struct sbx_host_api *host, const struct sbx_options *opts,
                                void **ctx, sbx_error_t **err)
 {
-    struct osb_ctx *c = calloc(1, sizeof(*c));
-
-    if (c == NULL) {
-        abort();
-    }
+    struct osb_ctx *c = xcalloc(1, sizeof(*c));
     if (osb_config_init(c, host, opts, err) < 0) {
         osb_config_fini(c);
         free(c);

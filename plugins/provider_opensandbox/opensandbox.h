@@ -13,6 +13,7 @@
 
 #include "sbx/sbx_plugin.h"
 #include "sbx/sbx_provider.h"
+#include "sbx/sbx_util.h"
 
 #define OSB_NAME "provider_opensandbox"
 #define OSB_EXECD_PORT 44772
@@ -22,8 +23,8 @@
  * expires. Filled at create, or on first use by a later process. */
 struct osb_box {
     char *id;
-    char *execd;     /* "http://host:port[/path]", no trailing slash */
-    char **headers;  /* endpoint headers, "Name: value", NULL-terminated */
+    char *execd;        /* "http://host:port[/path]", no trailing slash */
+    char **headers;     /* endpoint headers, "Name: value", NULL-terminated */
     int64_t expires_at; /* unix seconds; 0 = never or unknown */
     int64_t deadline;   /* unix seconds of the maximum lifetime; 0 = none */
     int64_t last_renew_try;
@@ -32,16 +33,16 @@ struct osb_box {
 
 struct osb_ctx {
     const struct sbx_host_api *host;
-    const char *instance;  /* the instance name (owned by the options) */
-    char *base;            /* url + "/v1", no trailing slash */
-    char *url;             /* as configured, no trailing slash */
-    char *api_key;         /* secret: zeroed on free; NULL when unset */
+    const char *instance; /* the instance name (owned by the options) */
+    char *base;           /* url + "/v1", no trailing slash */
+    char *url;            /* as configured, no trailing slash */
+    char *api_key;        /* secret: zeroed on free; NULL when unset */
     char *api_key_env;
-    const char *image;     /* overrides the task's image when set */
-    const char *snapshot;  /* create from this snapshot id instead */
-    const char *workdir;   /* cwd for execs when the exec gives none */
+    const char *image;    /* overrides the task's image when set */
+    const char *snapshot; /* create from this snapshot id instead */
+    const char *workdir;  /* cwd for execs when the exec gives none */
     const char *const *entrypoint;
-    int host_mounts;       /* send the worktree and caches as host volumes */
+    int host_mounts;         /* send the worktree and caches as host volumes */
     int64_t create_timeout;  /* s: POST + wait until Running */
     int64_t ready_timeout;   /* s: execd /ping */
     int64_t request_timeout; /* s: every other lifecycle call */
@@ -60,12 +61,11 @@ int osb_config_init(struct osb_ctx *c, const struct sbx_host_api *host,
                     const struct sbx_options *opts, sbx_error_t **err);
 void osb_config_fini(struct osb_ctx *c);
 
-/* Allocation helpers that abort on out-of-memory, like the core's. */
-void *osb_xmalloc(size_t n);
-char *osb_xstrdup(const char *s);
-char *osb_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void osb_freep(void *p);
-#define osb_autofree __attribute__((cleanup(osb_freep)))
+/* A copy of s, or NULL for NULL (allocation: the SDK helper library's). */
+static inline char *osb_strdup_opt(const char *s)
+{
+    return s != NULL ? xstrdup(s) : NULL;
+}
 
 /* Maps a label key or value onto OpenSandbox's metadata rules (Kubernetes
  * label syntax, at most 63 characters, [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?).

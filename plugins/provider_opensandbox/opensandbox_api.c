@@ -33,9 +33,9 @@ static char **strv_copy(char *const *v)
     while (v != NULL && v[n] != NULL) {
         n++;
     }
-    out = osb_xmalloc((n + 1) * sizeof(char *));
+    out = xmalloc((n + 1) * sizeof(char *));
     for (size_t i = 0; i < n; i++) {
-        out[i] = osb_xstrdup(v[i]);
+        out[i] = osb_strdup_opt(v[i]);
     }
     out[n] = NULL;
     return out;
@@ -46,12 +46,15 @@ static char **strv_copy(char *const *v)
 int osb_id_check(struct osb_ctx *c, const char *id, sbx_error_t **err)
 {
     if (id == NULL || *id == '\0' || strlen(id) > 128) {
-        return c->host->error_set(err, SBX_E_USAGE, "opensandbox '%s': empty or too long "
-                                  "sandbox id", c->instance);
+        return c->host->error_set(err, SBX_E_USAGE,
+                                  "opensandbox '%s': empty or too long "
+                                  "sandbox id",
+                                  c->instance);
     }
     for (const char *p = id; *p; p++) {
         if (!isalnum((unsigned char)*p) && *p != '-' && *p != '_' && *p != '.') {
-            return c->host->error_set(err, SBX_E_USAGE, "opensandbox '%s': sandbox id '%.40s' "
+            return c->host->error_set(err, SBX_E_USAGE,
+                                      "opensandbox '%s': sandbox id '%.40s' "
                                       "holds a character other than [A-Za-z0-9._-]",
                                       c->instance, id);
         }
@@ -69,9 +72,9 @@ int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t
                  sbx_error_t **err)
 {
     const char *headers[4];
-    osb_autofree char *keyhdr = NULL;
-    osb_autofree char *url = osb_xasprintf("%s%s", c->base, path);
-    osb_autofree char *data = NULL;
+    cleanup_free char *keyhdr = NULL;
+    cleanup_free char *url = xasprintf("%s%s", c->base, path);
+    cleanup_free char *data = NULL;
     struct sbx_http_response resp;
     int idempotent = strcmp(method, "GET") == 0 || strcmp(method, "DELETE") == 0;
     long backoff = 500;
@@ -87,7 +90,7 @@ int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t
         }
     }
     if (c->api_key != NULL) {
-        keyhdr = osb_xasprintf("OPEN-SANDBOX-API-KEY: %s", c->api_key);
+        keyhdr = xasprintf("OPEN-SANDBOX-API-KEY: %s", c->api_key);
         headers[nh++] = keyhdr;
     }
     headers[nh] = NULL;
@@ -115,8 +118,7 @@ int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t
         if (r < 0 && idempotent && attempt < 3 && e != NULL && e->code == SBX_E_ENGINE) {
             c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: %s %s: %s, retrying", method,
                          path, e->msg);
-            free(e->msg);
-            free(e);
+            c->host->error_free(&e);
             osb_sleep_ms(backoff);
             backoff *= 2;
             continue;
@@ -127,8 +129,7 @@ int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t
                 c->host->error_wrap(err, "opensandbox '%s'", c->instance);
             }
             else if (e != NULL) {
-                free(e->msg);
-                free(e);
+                c->host->error_free(&e);
             }
             break;
         }
@@ -168,9 +169,10 @@ int osb_api_call(struct osb_ctx *c, const char *method, const char *path, json_t
 
             *out = json_loadb(resp.body, resp.body_len, 0, &je);
             if (*out == NULL) {
-                r = c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': %s %s: HTTP %ld "
-                                       "reply is not JSON: %s", c->instance, method, path,
-                                       resp.status, je.text);
+                r = c->host->error_set(err, SBX_E_PROTOCOL,
+                                       "opensandbox '%s': %s %s: HTTP %ld "
+                                       "reply is not JSON: %s",
+                                       c->instance, method, path, resp.status, je.text);
             }
         }
     }
@@ -245,8 +247,7 @@ void osb_box_drop(struct osb_ctx *c, const char *id)
 /* Fills b->execd and b->headers from GET /sandboxes/{id}/endpoints/44772. */
 int osb_box_endpoint(struct osb_ctx *c, struct osb_box *b, sbx_error_t **err)
 {
-    osb_autofree char *path = osb_xasprintf("/sandboxes/%s/endpoints/%d", b->id,
-                                            OSB_EXECD_PORT);
+    cleanup_free char *path = xasprintf("/sandboxes/%s/endpoints/%d", b->id, OSB_EXECD_PORT);
     json_t *j = NULL;
     json_t *hdrs;
     const char *ep, *k;
@@ -259,25 +260,28 @@ int osb_box_endpoint(struct osb_ctx *c, struct osb_box *b, sbx_error_t **err)
     ep = json_string_value(json_object_get(j, "endpoint"));
     if (ep == NULL || *ep == '\0') {
         json_decref(j);
-        return c->host->error_set(err, SBX_E_PROTOCOL, "opensandbox '%s': GET %s: reply has no "
-                                  "'endpoint'", c->instance, path);
+        return c->host->error_set(err, SBX_E_PROTOCOL,
+                                  "opensandbox '%s': GET %s: reply has no "
+                                  "'endpoint'",
+                                  c->instance, path);
     }
     /* the endpoint has no scheme unless a proxy put one in */
     if (strncmp(ep, "http://", 7) == 0 || strncmp(ep, "https://", 8) == 0) {
-        b->execd = osb_xstrdup(ep);
+        b->execd = osb_strdup_opt(ep);
     }
     else {
-        b->execd = osb_xasprintf("http://%s", ep);
+        b->execd = xasprintf("http://%s", ep);
     }
     while (strlen(b->execd) > 0 && b->execd[strlen(b->execd) - 1] == '/') {
         b->execd[strlen(b->execd) - 1] = '\0';
     }
     hdrs = json_object_get(j, "headers");
-    b->headers = osb_xmalloc((json_object_size(hdrs) + 1) * sizeof(char *));
-    json_object_foreach(hdrs, k, v) {
+    b->headers = xmalloc((json_object_size(hdrs) + 1) * sizeof(char *));
+    json_object_foreach(hdrs, k, v)
+    {
         if (json_is_string(v) && strpbrk(k, "\r\n:") == NULL &&
             strpbrk(json_string_value(v), "\r\n") == NULL) {
-            b->headers[n++] = osb_xasprintf("%s: %s", k, json_string_value(v));
+            b->headers[n++] = xasprintf("%s: %s", k, json_string_value(v));
         }
     }
     b->headers[n] = NULL;
@@ -288,19 +292,18 @@ int osb_box_endpoint(struct osb_ctx *c, struct osb_box *b, sbx_error_t **err)
 void osb_box_times_from(struct osb_box *b, json_t *sandbox)
 {
     const char *exp = json_string_value(json_object_get(sandbox, "expiresAt"));
-    const char *dl = json_string_value(
-        json_object_get(json_object_get(sandbox, "metadata"), "sbx.deadline"));
+    const char *dl =
+        json_string_value(json_object_get(json_object_get(sandbox, "metadata"), "sbx.deadline"));
     int64_t t = osb_time_parse(exp);
 
     b->expires_at = t > 0 ? t : 0;
     b->deadline = dl != NULL ? strtoll(dl, NULL, 10) : 0;
 }
 
-int osb_box_get(struct osb_ctx *c, const char *id, char **execd, char ***headers,
-                sbx_error_t **err)
+int osb_box_get(struct osb_ctx *c, const char *id, char **execd, char ***headers, sbx_error_t **err)
 {
     struct osb_box *b;
-    osb_autofree char *path = NULL;
+    cleanup_free char *path = NULL;
     json_t *j = NULL;
     long status = 0;
 
@@ -310,33 +313,32 @@ int osb_box_get(struct osb_ctx *c, const char *id, char **execd, char ***headers
     pthread_mutex_lock(&c->lock);
     b = box_find(c, id);
     if (b != NULL) {
-        *execd = osb_xstrdup(b->execd);
+        *execd = osb_strdup_opt(b->execd);
         *headers = strv_copy(b->headers);
         pthread_mutex_unlock(&c->lock);
         return 0;
     }
     pthread_mutex_unlock(&c->lock);
     /* created by another process: look it up */
-    path = osb_xasprintf("/sandboxes/%s", id);
+    path = xasprintf("/sandboxes/%s", id);
     if (osb_api(c, "GET", path, NULL, ok_200, 1, &status, &j, err) < 0) {
         return -1;
     }
     if (status == 404) {
-        return c->host->error_set(err, SBX_E_NOTFOUND, "opensandbox '%s': sandbox %s does not "
-                                  "exist (GET %s: HTTP 404)", c->instance, id, path);
+        return c->host->error_set(err, SBX_E_NOTFOUND,
+                                  "opensandbox '%s': sandbox %s does not "
+                                  "exist (GET %s: HTTP 404)",
+                                  c->instance, id, path);
     }
-    b = calloc(1, sizeof(*b));
-    if (b == NULL) {
-        abort();
-    }
-    b->id = osb_xstrdup(id);
+    b = xcalloc(1, sizeof(*b));
+    b->id = osb_strdup_opt(id);
     osb_box_times_from(b, j);
     json_decref(j);
     if (osb_box_endpoint(c, b, err) < 0) {
         osb_box_free(b);
         return -1;
     }
-    *execd = osb_xstrdup(b->execd);
+    *execd = osb_strdup_opt(b->execd);
     *headers = strv_copy(b->headers);
     osb_box_put(c, b);
     return 0;
@@ -347,7 +349,7 @@ void osb_box_maybe_renew(struct osb_ctx *c, const char *id)
     struct osb_box *b;
     int64_t now = (int64_t)time(NULL), want;
     char stamp[40];
-    osb_autofree char *path = NULL;
+    cleanup_free char *path = NULL;
     json_t *body, *j = NULL;
     sbx_error_t *e = NULL;
 
@@ -367,12 +369,11 @@ void osb_box_maybe_renew(struct osb_ctx *c, const char *id)
     pthread_mutex_unlock(&c->lock);
 
     osb_time_format(want, stamp, sizeof(stamp));
-    path = osb_xasprintf("/sandboxes/%s/renew-expiration", id);
+    path = xasprintf("/sandboxes/%s/renew-expiration", id);
     body = json_pack("{ss}", "expiresAt", stamp);
     if (osb_api(c, "POST", path, body, ok_200, 0, NULL, &j, &e) < 0) {
         c->host->log(c->instance, SBX_LOG_WARN, "opensandbox: renewing %s: %s", id, e->msg);
-        free(e->msg);
-        free(e);
+        c->host->error_free(&e);
         json_decref(body);
         return;
     }
@@ -386,8 +387,8 @@ void osb_box_maybe_renew(struct osb_ctx *c, const char *id)
             b->expires_at = got > 0 ? got : want;
         }
         pthread_mutex_unlock(&c->lock);
-        c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: sandbox %s now expires at %s",
-                     id, stamp);
+        c->host->log(c->instance, SBX_LOG_INFO, "opensandbox: sandbox %s now expires at %s", id,
+                     stamp);
     }
     json_decref(j);
 }

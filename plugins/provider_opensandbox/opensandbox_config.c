@@ -35,53 +35,9 @@ const struct sbx_option osb_options[] = {
 
 static const char *const default_entrypoint[] = {"tail", "-f", "/dev/null", NULL};
 
-void *osb_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-
-    if (p == NULL) {
-        abort();
-    }
-    return p;
-}
-
-char *osb_xstrdup(const char *s)
-{
-    char *p;
-
-    if (s == NULL) {
-        return NULL;
-    }
-    p = strdup(s);
-    if (p == NULL) {
-        abort();
-    }
-    return p;
-}
-
-char *osb_xasprintf(const char *fmt, ...)
-{
-    va_list ap;
-    char *p = NULL;
-    int r;
-
-    va_start(ap, fmt);
-    r = vasprintf(&p, fmt, ap);
-    va_end(ap);
-    if (r < 0) {
-        abort();
-    }
-    return p;
-}
-
-void osb_freep(void *p)
-{
-    free(*(void **)p);
-}
-
 static char *strip_slashes(const char *s)
 {
-    char *p = osb_xstrdup(s);
+    char *p = osb_strdup_opt(s);
     size_t n = strlen(p);
 
     while (n > 0 && p[n - 1] == '/') {
@@ -105,31 +61,38 @@ int osb_config_init(struct osb_ctx *c, const struct sbx_host_api *host,
                                "OpenSandbox lifecycle server)",
                                host->opt_where(opts, "url"), OSB_NAME, c->instance);
     }
-    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: option 'url' must start with http:// "
-                               "or https://, got '%s'", host->opt_where(opts, "url"), url);
+    /* parsed by libcurl's URL API, as the requests will be */
+    if (!sbx_url_is_http_base(url)) {
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: option 'url' must start with http:// "
+                               "or https:// and name a host (no query, fragment or user), got '%s'",
+                               host->opt_where(opts, "url"), url);
     }
     c->url = strip_slashes(url);
     /* a url already ending in /v1 is taken as the versioned base */
     if (strlen(c->url) >= 3 && strcmp(c->url + strlen(c->url) - 3, "/v1") == 0) {
-        c->base = osb_xstrdup(c->url);
+        c->base = osb_strdup_opt(c->url);
     }
     else {
-        c->base = osb_xasprintf("%s/v1", c->url);
+        c->base = xasprintf("%s/v1", c->url);
     }
     keyenv = host->opt_string(opts, "api_key_env");
-    c->api_key_env = osb_xstrdup(keyenv);
+    c->api_key_env = osb_strdup_opt(keyenv);
     key = keyenv != NULL ? getenv(keyenv) : NULL;
     if (key != NULL && *key != '\0') {
         if (strpbrk(key, "\r\n") != NULL) {
-            return host->error_set(err, SBX_E_CONFIG, "%s: the API key in $%s holds a line "
-                                   "break", host->opt_where(opts, "api_key_env"), keyenv);
+            return host->error_set(err, SBX_E_CONFIG,
+                                   "%s: the API key in $%s holds a line "
+                                   "break",
+                                   host->opt_where(opts, "api_key_env"), keyenv);
         }
-        c->api_key = osb_xstrdup(key);
+        c->api_key = osb_strdup_opt(key);
     }
     else {
-        host->log(c->instance, SBX_LOG_INFO, "opensandbox: $%s is not set; calling %s without "
-                  "an API key", keyenv ? keyenv : "(none)", c->url);
+        host->log(c->instance, SBX_LOG_INFO,
+                  "opensandbox: $%s is not set; calling %s without "
+                  "an API key",
+                  keyenv ? keyenv : "(none)", c->url);
     }
     c->image = host->opt_string(opts, "image");
     c->snapshot = host->opt_string(opts, "snapshot");
@@ -146,18 +109,22 @@ int osb_config_init(struct osb_ctx *c, const struct sbx_host_api *host,
     c->renew_before = host->opt_int(opts, "renew_before");
     poll = host->opt_int(opts, "poll_interval");
     if (c->create_timeout <= 0 || c->ready_timeout <= 0 || c->request_timeout <= 0) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: %s instance '%s': create_timeout, "
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: %s instance '%s': create_timeout, "
                                "ready_timeout and request_timeout must be positive",
                                host->opt_where(opts, "create_timeout"), OSB_NAME, c->instance);
     }
     if (c->timeout_cap < 60) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: option 'timeout_cap' must be at least "
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: option 'timeout_cap' must be at least "
                                "60 s (OpenSandbox's minimum timeout)",
                                host->opt_where(opts, "timeout_cap"));
     }
     if (poll < 10 || poll > 60000) {
-        return host->error_set(err, SBX_E_CONFIG, "%s: option 'poll_interval' must be 10..60000 "
-                               "milliseconds", host->opt_where(opts, "poll_interval"));
+        return host->error_set(err, SBX_E_CONFIG,
+                               "%s: option 'poll_interval' must be 10..60000 "
+                               "milliseconds",
+                               host->opt_where(opts, "poll_interval"));
     }
     c->poll_ms = (long)poll;
     return 0;
@@ -189,8 +156,7 @@ int osb_label_valid(const char *s)
     if (n == 0) {
         return 1;
     }
-    if (n > OSB_LABEL_MAX || !isalnum((unsigned char)s[0]) ||
-        !isalnum((unsigned char)s[n - 1])) {
+    if (n > OSB_LABEL_MAX || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1])) {
         return 0;
     }
     for (size_t i = 0; i < n; i++) {
@@ -208,7 +174,7 @@ char *osb_label_map(const char *s)
     size_t n = 0;
 
     if (osb_label_valid(s)) {
-        return osb_xstrdup(s);
+        return osb_strdup_opt(s);
     }
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         h = (h ^ *p) * 16777619u;
@@ -220,7 +186,7 @@ char *osb_label_map(const char *s)
         out[n++] = label_char((unsigned char)s[i]) ? s[i] : '_';
     }
     snprintf(out + n, sizeof(out) - n, "-%08x", h);
-    return osb_xstrdup(out);
+    return osb_strdup_opt(out);
 }
 
 /* --- time ---------------------------------------------------------------- */
@@ -249,11 +215,11 @@ int64_t osb_time_parse(const char *s)
     if (*p == 'Z' || *p == 'z') {
         return p[1] == '\0' ? t : -1;
     }
-    if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) &&
-        isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
-        isdigit((unsigned char)p[5]) && p[6] == '\0') {
-        int64_t off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
-                      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+    if ((*p == '+' || *p == '-') && isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]) &&
+        p[3] == ':' && isdigit((unsigned char)p[4]) && isdigit((unsigned char)p[5]) &&
+        p[6] == '\0') {
+        int64_t off =
+            ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
 
         return *p == '+' ? t - off : t + off;
     }
@@ -280,7 +246,7 @@ char *osb_shell_join(const char *const *argv)
     for (size_t i = 0; argv[i] != NULL; i++) {
         cap += strlen(argv[i]) * 4 + 3;
     }
-    out = osb_xmalloc(cap);
+    out = xmalloc(cap);
     for (size_t i = 0; argv[i] != NULL; i++) {
         if (i > 0) {
             out[n++] = ' ';
@@ -324,7 +290,8 @@ static void detail_item(char *buf, size_t size, json_t *item)
     if (json_is_array(loc)) {
         int first = 1;
 
-        json_array_foreach(loc, i, v) {
+        json_array_foreach(loc, i, v)
+        {
             char tmp[32];
 
             if (!first) {
@@ -383,7 +350,8 @@ int osb_reply_error(struct osb_ctx *c, const char *method, const char *path, lon
         json_t *item;
 
         oneline_append(text, sizeof(text), "request rejected: ");
-        json_array_foreach(detail, i, item) {
+        json_array_foreach(detail, i, item)
+        {
             if (i > 0) {
                 oneline_append(text, sizeof(text), "; ");
             }

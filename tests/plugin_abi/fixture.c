@@ -189,6 +189,16 @@ extern void sbx_fixture_undefined_symbol(void);
      SBX_PROVIDER_ENFORCES_USERNS)
 #endif
 
+#ifdef FIX_IMAGE_BUILD
+static int p_image_build(void *ctx, const struct sbx_image_request *req, char *ref_out,
+                         size_t ref_size, sbx_error_t **err)
+{
+    (void)ctx, (void)req, (void)err;
+    snprintf(ref_out, ref_size, "fake:1");
+    return 0;
+}
+#endif
+
 static const struct sbx_provider_ops ops = {
     .flags = FIX_FLAGS,
     .init = p_init,
@@ -200,6 +210,10 @@ static const struct sbx_provider_ops ops = {
     .destroy = p_destroy,
     .list = p_list,
     .check = p_check,
+#ifdef FIX_IMAGE_BUILD
+    /* set, but outside the ops_size of provider_oldminor: the core must read NULL */
+    .image_build = p_image_build,
+#endif
 };
 
 static const struct sbx_option options[] = {

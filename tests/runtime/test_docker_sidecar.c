@@ -118,7 +118,8 @@ static void check_sidecar(const char *task)
     /* never the host's socket: exactly one bind mount, the per-sandbox dir */
     mounts = json_object_get(insp, "Mounts");
     assert_int_equal(json_array_size(mounts), 1);
-    json_array_foreach(mounts, i, m) {
+    json_array_foreach(mounts, i, m)
+    {
         const char *src = json_string_value(json_object_get(m, "Source"));
         const char *dst = json_string_value(json_object_get(m, "Destination"));
 
@@ -128,15 +129,14 @@ static void check_sidecar(const char *task)
         assert_null(strstr(src, "/var/run/docker.sock"));
         assert_non_null(strstr(src, task)); /* under the task's own directory */
     }
-    assert_false(json_is_true(json_object_get(json_object_get(insp, "HostConfig"),
-                                              "Privileged")));
+    assert_false(json_is_true(json_object_get(json_object_get(insp, "HostConfig"), "Privileged")));
     /* it lives in the sandbox's network namespace */
     snprintf(label, sizeof(label), "sbx.docker_sidecar=1");
     list = containers_with(label);
     assert_int_equal(json_array_size(list), 1);
     sandbox = json_array_get(list, 0);
-    netmode = json_string_value(
-        json_object_get(json_object_get(insp, "HostConfig"), "NetworkMode"));
+    netmode =
+        json_string_value(json_object_get(json_object_get(insp, "HostConfig"), "NetworkMode"));
     assert_non_null(netmode);
     assert_int_equal(strncmp(netmode, "container:", 10), 0);
     assert_string_equal(netmode + 10, json_string_value(json_object_get(sandbox, "Id")));
@@ -146,8 +146,7 @@ static void check_sidecar(const char *task)
     {
         json_t *labels = json_object_get(json_object_get(insp, "Config"), "Labels");
 
-        assert_string_equal(json_string_value(json_object_get(labels, "sbx.sidecar.userns")),
-                            "on");
+        assert_string_equal(json_string_value(json_object_get(labels, "sbx.sidecar.userns")), "on");
         assert_string_equal(json_string_value(json_object_get(labels, "sbx.sidecar.daemon")),
                             "rootless");
         assert_contains(json_string_value(json_object_get(labels, "sbx.sidecar.caps")),
@@ -195,14 +194,14 @@ static void test_sidecar_testcontainers(void **state)
     fprintf(stderr, "%s", r.out);
     spawn_result_free(&r);
     /* the smoke test's container is gone from the inner daemon */
-    r = RT_SBX("exec", "tc-1", "--", "curl", "-s", "--unix-socket",
-               "/run/sbx-docker/docker.sock", "http://localhost/containers/json?all=1");
+    r = RT_SBX("exec", "tc-1", "--", "curl", "-s", "--unix-socket", "/run/sbx-docker/docker.sock",
+               "http://localhost/containers/json?all=1");
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "[]\n");
     spawn_result_free(&r);
 
     r = RT_SBX("info", "--json");
-    assert_contains(r.out, "\"docker_sidecar\": \"userns-remap on, rootless inner daemon");
+    assert_contains(r.out, "\"nested_containers\": \"userns-remap on, rootless inner daemon");
     spawn_result_free(&r);
 
     r = RT_SBX("task", "end", "tc-1");

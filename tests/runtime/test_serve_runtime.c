@@ -427,7 +427,8 @@ static void follow_expect(const char *id, const char *out)
 
 /* The runner's one egress proxy: a kept task's curl through it is logged with each
  * job's id and counted per job; after kill -9 and a restart the re-adopted task's
- * socket is back on the new runner's proxy (same directory, new socket). */
+ * socket is back on the new runner's proxy (same directory, new socket); a ci
+ * job's denied connection and the agent job's allowed one in /metrics, per pool. */
 static void test_serve_egress_and_readopt(void **state)
 {
     char *script = rt_source_path("tests/support/egress_origin.py");
@@ -437,6 +438,7 @@ static void test_serve_egress_and_readopt(void **state)
     char *log = NULL;
     char *k1;
     char *k2;
+    char *k3;
     int port = 0;
     pid_t origin = rt_spawn_server(argv, &port);
     json_t *j;
@@ -475,6 +477,34 @@ static void test_serve_egress_and_readopt(void **state)
     assert_int_equal(egress_lines(log, k2, "allow"), 1);
     assert_int_equal(egress_lines(log, k1, "allow"), 1);
 
+    /* a ci job denied a host: the runner's egress counters per pool and decision
+     * (this runner's: k2 allowed in agent, k3 denied in ci) */
+    snprintf(curl, sizeof(curl),
+             "curl -sS -m 10 -o /dev/null -w '%%{http_code}\\n' http://denied.test:%d/", port);
+    k3 = SUBMIT("--pool", "ci", "--", "sh", "-c", curl);
+    follow_expect(k3, "403\n");
+    j = wait_job(k3, "finished", 0);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "egress"), "denied")),
+                     1);
+    json_decref(j);
+    assert_int_equal(egress_lines(log, k3, "deny"), 1);
+    {
+        char url[] = "http://localhost/metrics";
+        char *margv[] = {"/usr/bin/curl", "-sf", "--unix-socket", serve_sock, url, NULL};
+        struct spawn_result m = spawn_run(margv, NULL);
+
+        assert_int_equal(m.rc, 0);
+        assert_exposition(m.out);
+        assert_contains(m.out,
+                        "sbx_egress_connections_total{pool=\"agent\",decision=\"allowed\"} 1\n");
+        assert_contains(m.out,
+                        "sbx_egress_connections_total{pool=\"agent\",decision=\"denied\"} 0\n");
+        assert_contains(m.out,
+                        "sbx_egress_connections_total{pool=\"ci\",decision=\"allowed\"} 0\n");
+        assert_contains(m.out, "sbx_egress_connections_total{pool=\"ci\",decision=\"denied\"} 1\n");
+        spawn_result_free(&m);
+    }
+
     end_task("eg-keep");
     serve_kill(SIGTERM);
     rt_stop_server(&origin);
@@ -483,6 +513,7 @@ static void test_serve_egress_and_readopt(void **state)
     free(log);
     free(k1);
     free(k2);
+    free(k3);
 }
 
 static int serve_cleanup(void **state)

@@ -79,7 +79,14 @@ static void test_loader_wrong_major(void **state)
 static void test_loader_newer_minor(void **state)
 {
     (void)state;
-    expect_refusal("provider_newminor", 0, "ABI minor 1 is newer");
+    char want[160];
+
+    /* one line naming the plugin, its version and both ABI versions */
+    snprintf(want, sizeof(want),
+             "provider_newminor 9.9.9 is built for plugin ABI %u.%u, newer than this sbx's %u.%u",
+             SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR + 1, SBX_PLUGIN_ABI_MAJOR,
+             SBX_PLUGIN_ABI_MINOR);
+    expect_refusal("provider_newminor", 0, want);
 }
 
 static void test_loader_ops_too_large(void **state)

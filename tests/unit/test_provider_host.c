@@ -141,6 +141,19 @@ static void test_host_runs_with_opt_in(void **state)
     spawn_result_free(&r);
 }
 
+/* image building is an optional provider op: the host provider has none */
+static void test_host_cannot_build_images(void **state)
+{
+    struct spawn_result r = SBX(open_conf, "image", "build", "--provider", "host");
+
+    (void)state;
+    assert_int_equal(r.rc, 2);
+    if (strstr(r.err, "provider 'host' (provider_host) cannot build images") == NULL) {
+        fail_msg("stderr: %s", r.err);
+    }
+    spawn_result_free(&r);
+}
+
 struct bg_exec {
     struct sbx_open_instance *oi;
     const char *id;
@@ -276,6 +289,7 @@ int main(void)
         cmocka_unit_test(test_host_refused_without_opt_in),
         cmocka_unit_test(test_host_runs_with_opt_in),
         cmocka_unit_test(test_host_ops),
+        cmocka_unit_test(test_host_cannot_build_images),
     };
 
     return cmocka_run_group_tests_name("provider_host", tests, setup, teardown);

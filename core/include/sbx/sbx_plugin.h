@@ -17,8 +17,13 @@
 #ifndef SBX_PLUGIN_ABI_MAJOR
 #define SBX_PLUGIN_ABI_MAJOR 1u /* bump: removal or incompatible change */
 #endif
+/* The minor version of these headers. Every append to a struct that the
+ * core and plugins share (the descriptor, the ops, the host vtable, the
+ * sandbox, exec and info structs, the structs they point to) bumps it, in the
+ * same change (docs/plugins.md, Versioning). 1.1: image_build, scan_secrets. */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 1u
 #ifndef SBX_PLUGIN_ABI_MINOR
-#define SBX_PLUGIN_ABI_MINOR 0u /* bump: appended field or callback */
+#define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif
 
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry"
@@ -51,12 +56,16 @@ enum sbx_option_type {
 struct sbx_option {
     const char *key;
     enum sbx_option_type type;
-    const char *def; /* default in config syntax ("8G", "true", "30s"), or NULL */
+    const char *def; /* default as in the file ("8G", "true", "30s"; a string's quotes
+                        may be left out: "auto" = "\"auto\""), or NULL */
     int required;    /* non-zero: the key must be present */
     const char *help;
 };
 
-#define SBX_OPTIONS_END {NULL, 0, NULL, 0, NULL}
+#define SBX_OPTIONS_END                                                                            \
+    {                                                                                              \
+        NULL, 0, NULL, 0, NULL                                                                     \
+    }
 
 struct sbx_plugin_desc {
     uint32_t abi_major; /* MUST stay first: they protect the rest */
@@ -65,26 +74,34 @@ struct sbx_plugin_desc {
     uint32_t kind;      /* enum sbx_plugin_kind */
     const char *name;   /* file name without ".so", e.g. "provider_docker" */
     const char *version;
-    uint32_t state;     /* enum sbx_plugin_state */
-    const char *reason; /* why it is a stub or deferred; NULL when ready */
+    uint32_t state;                   /* enum sbx_plugin_state */
+    const char *reason;               /* why it is a stub or deferred; NULL when ready */
     const struct sbx_option *options; /* terminated by SBX_OPTIONS_END; may be NULL */
-    const void *ops;    /* struct sbx_provider_ops or struct sbx_credential_ops */
-    uint32_t ops_size;  /* sizeof(*ops) at plugin build */
+    const void *ops;                  /* struct sbx_provider_ops or struct sbx_credential_ops */
+    uint32_t ops_size;                /* sizeof(*ops) at plugin build */
 };
 
 #define SBX_PLUGIN_EXPORT __attribute__((visibility("default")))
 
 /* Defines the descriptor and the exported entry function. OPS is an object
  * (not a pointer) of the kind's ops struct type. */
-#define SBX_PLUGIN_DEFINE(KIND, NAME, VERSION, STATE, REASON, OPTIONS, OPS)                  \
-    static const struct sbx_plugin_desc sbx_plugin_desc_ = {                                 \
-        SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR, (uint32_t)sizeof(struct sbx_plugin_desc), \
-        (KIND), (NAME), (VERSION), (STATE), (REASON), (OPTIONS), &(OPS),                      \
-        (uint32_t)sizeof(OPS)};                                                               \
-    SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void);                   \
-    SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void)                    \
-    {                                                                                         \
-        return &sbx_plugin_desc_;                                                             \
+#define SBX_PLUGIN_DEFINE(KIND, NAME, VERSION, STATE, REASON, OPTIONS, OPS)                        \
+    static const struct sbx_plugin_desc sbx_plugin_desc_ = {                                       \
+        SBX_PLUGIN_ABI_MAJOR,                                                                      \
+        SBX_PLUGIN_ABI_MINOR,                                                                      \
+        (uint32_t)sizeof(struct sbx_plugin_desc),                                                  \
+        (KIND),                                                                                    \
+        (NAME),                                                                                    \
+        (VERSION),                                                                                 \
+        (STATE),                                                                                   \
+        (REASON),                                                                                  \
+        (OPTIONS),                                                                                 \
+        &(OPS),                                                                                    \
+        (uint32_t)sizeof(OPS)};                                                                    \
+    SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void);                        \
+    SBX_PLUGIN_EXPORT const struct sbx_plugin_desc *sbx_plugin_entry(void)                         \
+    {                                                                                              \
+        return &sbx_plugin_desc_;                                                                  \
     }
 
 #endif

@@ -9,7 +9,7 @@
  * cancel() may be called from any thread while exec() runs.
  *
  * Required: init, destroy_ctx, create, exec, destroy, list.
- * Optional (may be NULL): cancel, info, check.
+ * Optional (may be NULL): cancel, info, check, image_build, scan_secrets.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -27,14 +27,15 @@
  * ENFORCES_LIMITS is the older spelling of CPU | MEMORY | PIDS together;
  * egress is EGRESS_SOCKET or ENFORCES_EGRESS. */
 enum sbx_provider_flags {
-    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0, /* cpu, memory and pids */
-    SBX_PROVIDER_ENFORCES_DISK = 1u << 1,   /* the disk cap, by any real mechanism */
-    SBX_PROVIDER_ENFORCES_EGRESS = 1u << 2, /* maps the allow-list to its own controls */
-    SBX_PROVIDER_ENFORCES_IDLE = 1u << 3,   /* stops idle sandboxes itself */
-    SBX_PROVIDER_ENFORCES_MAX = 1u << 4,    /* stops sandboxes at the maximum lifetime */
-    SBX_PROVIDER_DOCKER_SIDECAR = 1u << 5,  /* can run a per-sandbox Docker daemon */
-    SBX_PROVIDER_PAUSE = 1u << 6,           /* supports pause/resume */
-    SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,   /* wires the core's egress proxy socket in */
+    SBX_PROVIDER_ENFORCES_LIMITS = 1u << 0,   /* cpu, memory and pids */
+    SBX_PROVIDER_ENFORCES_DISK = 1u << 1,     /* the disk cap, by any real mechanism */
+    SBX_PROVIDER_ENFORCES_EGRESS = 1u << 2,   /* maps the allow-list to its own controls */
+    SBX_PROVIDER_ENFORCES_IDLE = 1u << 3,     /* stops idle sandboxes itself */
+    SBX_PROVIDER_ENFORCES_MAX = 1u << 4,      /* stops sandboxes at the maximum lifetime */
+    SBX_PROVIDER_NESTED_CONTAINERS = 1u << 5, /* (changed) can give a sandbox containers of
+                                                 its own (Testcontainers); was DOCKER_SIDECAR */
+    SBX_PROVIDER_PAUSE = 1u << 6,             /* supports pause/resume */
+    SBX_PROVIDER_EGRESS_SOCKET = 1u << 7,     /* wires the core's egress proxy socket in */
     /* (added) one bit per limit, for providers that enforce only some */
     SBX_PROVIDER_ENFORCES_CPU = 1u << 8,     /* the cpus limit */
     SBX_PROVIDER_ENFORCES_MEMORY = 1u << 9,  /* the memory limit */
@@ -90,17 +91,19 @@ struct sbx_sandbox_spec {
      * 127.0.0.1:3128 and hands each connection to the proxy socket in
      * SBX_EGRESS_DIR. NULL when egress_dir is NULL. */
     const char *egress_relay;
-    /* Added for the per-sandbox Docker daemon (docs/testcontainers.md); new
-     * fields go last so plugins built against the older header still work.
-     * docker_sidecar: non-zero asks the provider for a per-sandbox Docker
-     * daemon (providers with SBX_PROVIDER_DOCKER_SIDECAR; provider_docker
-     * also starts one when its instance sets docker_sidecar = true).
-     * docker_dir: a host directory (mode 0755, created by the core under the
-     * task directory) that will hold that daemon's unix socket; it is mounted
-     * at SBX_DOCKER_DIR in the sandbox, and DOCKER_HOST points at the socket.
-     * NULL when the provider lacks SBX_PROVIDER_DOCKER_SIDECAR. */
-    int docker_sidecar;
-    const char *docker_dir;
+    /* (changed: were docker_sidecar and docker_dir, same places and types)
+     * nested_containers: non-zero asks for containers inside the sandbox
+     * (Testcontainers, docs/testcontainers.md), for providers with
+     * SBX_PROVIDER_NESTED_CONTAINERS; how they are given is the provider's
+     * own (provider_docker runs a per-sandbox Docker daemon beside the
+     * sandbox, and its instance option docker_sidecar gives one to every
+     * sandbox).
+     * provider_dir: a host directory (mode 0755, <state>/tasks/<task>/provider)
+     * that the core makes for every sandbox and removes with the task's
+     * directory: the provider's own host-side files of this sandbox, such as
+     * a socket it shares with the sandbox. */
+    int nested_containers;
+    const char *provider_dir;
     /* (added) A host directory holding the socket the core listens on
      * for the sandbox's exec agent (SBX_AGENT_DIR "/host.sock" inside, from
      * sbx/sbx_agent_proto.h); a provider that starts the egress relay mounts
@@ -118,8 +121,6 @@ struct sbx_sandbox_spec {
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
 #define SBX_RELAY_PATH "/run/sbx-relay"
-#define SBX_DOCKER_DIR "/run/sbx-docker"
-#define SBX_DOCKER_SOCKET SBX_DOCKER_DIR "/docker.sock"
 
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);
@@ -165,11 +166,11 @@ struct sbx_provider_info {
     char disk_limit[128]; /* which disk cap mechanism runs, or "" */
     int simulated;        /* 1: the engine is a local test double (its timings and
                              isolation say nothing about the real service) */
-    /* Added last: the isolation a Docker sidecar runs with, e.g. "userns-remap
-     * on, rootless inner daemon, caps +SYS_ADMIN,...", prefixed with
-     * "ISOLATION FAILURE: " for a rootful sidecar without user remapping;
-     * "" when the provider has no sidecar. */
-    char sidecar[256];
+    /* (changed: was sidecar, same place) The isolation nested containers
+     * run with, e.g. provider_docker's sidecar: "userns-remap on, rootless
+     * inner daemon, caps +SYS_ADMIN,...", prefixed with "ISOLATION FAILURE: "
+     * when they are host-root-equivalent; "" when the provider has none. */
+    char nested[256];
     /* Added last: the seccomp profile the sandboxes run with, e.g. "sbx: sockets
      * only UNIX, INET, ..."; "" when the provider does not say. */
     char seccomp[160];
@@ -182,6 +183,43 @@ struct sbx_provider_info {
     /* Added after flags_off: how a worktree reaches /workspace, e.g. "idmapped: its owner
      * is root inside (host 100000:100000) (auto)"; "" when not reported. */
     char worktree[256];
+};
+
+/* (added, ABI 1.1) What `sbx image build` asks of a provider that builds
+ * images (the optional image_build op): the core's helper builds a root
+ * filesystem from the definition (or takes it from the cache) and the
+ * provider puts it into its engine as REPO:<hash of spec>, tagged
+ * REPO:current. */
+struct sbx_image_request {
+    const char *builder;        /* absolute path of the core's helper (sbx-image-build) */
+    const char *repo;           /* "sbx-sandbox"; "sbx-dind" for --sidecar */
+    const char *spec;           /* the canonical definition: its hash names the image */
+    const char *suite;          /* Debian suite */
+    const char *packages;       /* comma-separated package list */
+    const char *npm;            /* space-separated npm packages, or NULL */
+    const char *cache;          /* the root filesystem cache directory */
+    const char *const *changes; /* "WORKDIR /workspace", "ENV K=V"; NULL-terminated */
+};
+
+/* (added, ABI 1.1) Where the values of one needle were found in a sandbox. */
+struct sbx_scan_hits {
+    long exec_env;  /* environments of processes running exec_args */
+    long other_env; /* environments of every other process of the sandbox */
+    long metadata;  /* the engine's own description of the sandbox */
+    long files;     /* the sandbox's filesystem */
+};
+
+/* (added, ABI 1.1) The spike's credential scan (the optional scan_secrets
+ * op): look for each needle in every process environment, the engine's
+ * metadata and the filesystem of one sandbox. Needles are secret values:
+ * never log them or keep copies. */
+struct sbx_secret_scan {
+    const char *const *needles; /* values to look for, each at least 4 bytes */
+    size_t n_needles;
+    const char *exec_args;      /* the command line of the task's own exec ("sleep 3") */
+    struct sbx_scan_hits *hits; /* n_needles entries, zeroed by the core */
+    long processes;             /* out: processes looked at */
+    int64_t file_bytes;         /* out: filesystem bytes read */
 };
 
 struct sbx_provider_ops {
@@ -221,6 +259,19 @@ struct sbx_provider_ops {
      * was passed, or the provider could not measure it (fail closed). The
      * core then stops the task with that message as its reason. */
     int (*check)(void *ctx, const char *sandbox_id, int after_exec, sbx_error_t **err);
+
+    /* Optional (added, ABI 1.1). Builds or re-tags the image of req in the
+     * provider's engine; writes the image reference ("sbx-sandbox:<hash>")
+     * into ref_out. NULL: `sbx image build` says the provider cannot build
+     * images. */
+    int (*image_build)(void *ctx, const struct sbx_image_request *req, char *ref_out,
+                       size_t ref_size, sbx_error_t **err);
+    /* Optional (added, ABI 1.1). Fills scan for a running sandbox (the
+     * spike's "only short-lived credentials inside"); returns -1 when any
+     * part could not be read. NULL: the spike says the provider cannot be
+     * scanned. */
+    int (*scan_secrets)(void *ctx, const char *sandbox_id, struct sbx_secret_scan *scan,
+                        sbx_error_t **err);
 };
 
 #endif

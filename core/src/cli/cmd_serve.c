@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "runner/runner.h"
 #include "util/log.h"
@@ -43,11 +44,12 @@ static void *sig_main(void *arg)
                 sbx_error_free(&err);
             }
             else {
-                sbx_warn("runner: SIGHUP: policy reloaded");
+                sbx_info("runner: SIGHUP: policy reloaded");
             }
             continue;
         }
-        sbx_warn("runner: %s: stopping", strsignal(sig));
+        /* a normal stop (systemctl stop, Ctrl-C): info, not a warning */
+        sbx_info("runner: %s: stopping", strsignal(sig));
         sbx_runner_stop(w->r);
         break;
     }
@@ -64,9 +66,10 @@ int sbx_cmd_serve(struct sbx_cli *cli, int argc, char **argv)
     pthread_t th;
     int rc = SBX_EXIT_OK;
 
-    (void)argv;
-    if (argc > 1) {
-        fprintf(stderr, "sbx: error: serve takes no arguments (see 'sbx serve --help')\n");
+    static const struct option opts[] = {{NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "serve", .opts = opts, .argc = argc, .argv = argv};
+
+    if (sbx_args_next(&a) != -1 || sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
@@ -94,7 +97,7 @@ int sbx_cmd_serve(struct sbx_cli *cli, int argc, char **argv)
     w.r = r;
     pthread_create(&th, NULL, sig_main, &w);
     pthread_detach(th);
-    fprintf(stderr, "sbx serve: ready\n");
+    fprintf(stderr, "%ssbx serve: ready\n", sbx_log_prefix(SBX_LOG_INFO));
     if (sbx_runner_run(r, &err) < 0) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);

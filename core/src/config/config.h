@@ -1,4 +1,5 @@
-/* config.h - the sbx configuration (libconfig), validated against a schema.
+/* config.h - the sbx configuration (libconfig). Its keys, types, fields,
+ * defaults and checks are the table of config/keys.c.
  *
  * Search order: --config FILE, $SBX_CONFIG, ./sbx.conf, /etc/sbx/sbx.conf.
  * With no file at all, sbx runs on defaults. Every error names FILE:LINE.
@@ -15,7 +16,8 @@
 
 #define SBX_SYSTEM_CONFIG "/etc/sbx/sbx.conf"
 
-/* Defaults of docs/architecture.md (Config keys). */
+/* Defaults of the key table (config/keys.c), for the code and tests that need
+ * them as constants; test_config checks that the table agrees. */
 #define SBX_DEFAULT_CPUS 2.0
 #define SBX_DEFAULT_MEMORY (8LL << 30)
 #define SBX_DEFAULT_DISK (40LL << 30)
@@ -182,6 +184,10 @@ void sbx_config_destroy(struct sbx_config *c);
 
 const struct sbx_instance *sbx_config_instance(const struct sbx_config *c, const char *name,
                                                enum sbx_plugin_kind kind);
+/* Adds or replaces the instances of a `providers` or `credentials` group
+ * (the key table's reader of those keys). */
+int sbx_config_read_instances(struct sbx_config *c, const config_setting_t *group,
+                              enum sbx_plugin_kind kind, sbx_error_t **err);
 /* "FILE:LINE" of a setting, or "FILE" when unknown. Owned by the caller. */
 char *sbx_config_where(const struct sbx_config *c, const config_setting_t *s);
 

@@ -114,7 +114,8 @@ static int read_client(struct sbx_config *c, const config_setting_t *e,
     return 0;
 }
 
-static int read_clients(struct sbx_config *c, const config_setting_t *list, sbx_error_t **err)
+int sbx_config_read_runner_clients(struct sbx_config *c, const config_setting_t *list,
+                                   sbx_error_t **err)
 {
     size_t n = (size_t)config_setting_length(list);
 
@@ -136,7 +137,8 @@ static int read_clients(struct sbx_config *c, const config_setting_t *list, sbx_
     return 0;
 }
 
-static int read_roots(struct sbx_config *c, const config_setting_t *list, sbx_error_t **err)
+int sbx_config_read_worktree_roots(struct sbx_config *c, const config_setting_t *list,
+                                   sbx_error_t **err)
 {
     size_t n = (size_t)config_setting_length(list);
 
@@ -153,25 +155,6 @@ static int read_roots(struct sbx_config *c, const config_setting_t *list, sbx_er
                        "runner.worktree_roots \"%s\": %s (a worktree root may not be there)", root,
                        why);
         }
-    }
-    return 0;
-}
-
-int sbx_config_read_runner_trust(struct sbx_config *c, const config_setting_t *runner,
-                                 sbx_error_t **err)
-{
-    const config_setting_t *s;
-
-    if (runner == NULL) {
-        return 0;
-    }
-    s = config_setting_get_member(runner, "clients");
-    if (s != NULL && read_clients(c, s, err) < 0) {
-        return -1;
-    }
-    s = config_setting_get_member(runner, "worktree_roots");
-    if (s != NULL && read_roots(c, s, err) < 0) {
-        return -1;
     }
     return 0;
 }

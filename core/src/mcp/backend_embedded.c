@@ -76,14 +76,6 @@ struct emb {
     volatile int house_quit;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static json_t *iso(int64_t t)
 {
     char buf[32];
@@ -350,7 +342,7 @@ static const char *validate_run(const struct emb *e, const struct sbx_mcp_run *r
                       "strings, e.g. [\"make\", \"test\"]");
         return NULL;
     }
-    if (r->task != NULL && !sbx_task_id_valid(r->task)) {
+    if (r->task != NULL && !sbx_id_valid(r->task, SBX_ID_TASK)) {
         sbx_error_set(err, SBX_E_USAGE,
                       "task '%.80s': use 1-64 letters, digits, '-', '_' or "
                       "'.', starting with a letter or digit",
@@ -431,7 +423,7 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
     else {
         j->t = et->t;
         j->state = "running";
-        j->deadline_ms = mono_ms() + j->timeout * 1000;
+        j->deadline_ms = sbx_mono_ms() + j->timeout * 1000;
         oc.e = e;
         oc.j = j;
         pthread_mutex_unlock(&e->mu);
@@ -618,7 +610,7 @@ static void *house_main(void *arg)
     struct emb *e = arg;
 
     while (!__atomic_load_n(&e->house_quit, __ATOMIC_ACQUIRE)) {
-        int64_t now = mono_ms();
+        int64_t now = sbx_mono_ms();
         struct etask *et;
 
         pthread_mutex_lock(&e->mu);

@@ -49,7 +49,7 @@ static json_t *holders(const char *state)
         json_t *rec;
         const char *st;
 
-        if (!sbx_task_id_valid(de->d_name)) {
+        if (!sbx_id_valid(de->d_name, SBX_ID_TASK)) {
             continue;
         }
         path = xasprintf("%s/%s/task.json", dir, de->d_name);

@@ -43,14 +43,6 @@ struct sbx_mcp_server {
     int64_t progress_interval_ms;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05",
                                        NULL};
 
@@ -110,7 +102,7 @@ void sbx_mcp_server_set_progress_interval(struct sbx_mcp_server *s, int64_t ms)
  * the seconds elapsed, so the client may reset its request timeout. */
 static void progress(struct sbx_mcp_server *s)
 {
-    int64_t now = mono_ms();
+    int64_t now = sbx_mono_ms();
 
     pthread_mutex_lock(&s->mu);
     for (struct inflight *f = s->inflight; f != NULL; f = f->next) {
@@ -257,7 +249,7 @@ static void tools_call(struct sbx_mcp_server *s, struct sbx_jsonrpc_msg *m, int 
     if (!json_is_string(f->progress_token) && !json_is_integer(f->progress_token)) {
         f->progress_token = NULL; /* borrowed from params, which f holds */
     }
-    f->started_ms = mono_ms();
+    f->started_ms = sbx_mono_ms();
     f->progress_ms = f->started_ms;
     f->next = s->inflight;
     s->inflight = f;

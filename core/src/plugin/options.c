@@ -1,128 +1,30 @@
-/* options.c - checking an instance's config group against a plugin's options. */
+/* options.c - checking an instance's config group against a plugin's options,
+ * with the configuration's own types (config/schema.h). */
 #include "plugin/options.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "config/schema.h"
-#include "util/units.h"
 #include "util/xalloc.h"
 
 const char *sbx_option_type_name(enum sbx_option_type t)
 {
-    switch (t) {
-    case SBX_OPT_STRING:
-        return "string";
-    case SBX_OPT_INT:
-        return "integer";
-    case SBX_OPT_BOOL:
-        return "bool";
-    case SBX_OPT_FLOAT:
-        return "number";
-    case SBX_OPT_SIZE:
-        return "size";
-    case SBX_OPT_DURATION:
-        return "duration";
-    case SBX_OPT_STRINGS:
-        return "strings";
-    }
-    return "?";
+    return sbx_key_type_word((enum sbx_key_type)t);
 }
 
-static enum sbx_key_type key_type(enum sbx_option_type t)
+/* An option's type is a key type (config/schema.h): the same numbers. */
+static int type_ok(enum sbx_option_type t)
 {
-    switch (t) {
-    case SBX_OPT_STRING:
-        return SBX_KEY_STRING;
-    case SBX_OPT_INT:
-        return SBX_KEY_INT;
-    case SBX_OPT_BOOL:
-        return SBX_KEY_BOOL;
-    case SBX_OPT_FLOAT:
-        return SBX_KEY_FLOAT;
-    case SBX_OPT_SIZE:
-        return SBX_KEY_SIZE;
-    case SBX_OPT_DURATION:
-        return SBX_KEY_DURATION;
-    case SBX_OPT_STRINGS:
-        return SBX_KEY_STRINGS;
-    }
-    return SBX_KEY_STRING;
+    return t >= SBX_OPT_STRING && t <= SBX_OPT_STRINGS;
 }
 
-/* Parses a default written in config syntax. */
-static int set_from_text(struct sbx_opt_value *v, const char *text, sbx_error_t **err)
+static void take(struct sbx_opt_value *o, struct sbx_value *v)
 {
-    switch (v->decl->type) {
-    case SBX_OPT_STRING:
-        v->str = xstrdup(text);
-        return 0;
-    case SBX_OPT_INT:
-        v->i = strtoll(text, NULL, 10);
-        return 0;
-    case SBX_OPT_BOOL:
-        v->i = strcasecmp(text, "true") == 0 || strcmp(text, "1") == 0;
-        return 0;
-    case SBX_OPT_FLOAT:
-        v->d = strtod(text, NULL);
-        return 0;
-    case SBX_OPT_SIZE:
-        return sbx_size_parse(text, &v->i, err);
-    case SBX_OPT_DURATION:
-        return sbx_duration_parse(text, &v->i, err);
-    case SBX_OPT_STRINGS:
-        v->strv = xcalloc(2, sizeof(char *));
-        v->strv[0] = xstrdup(text);
-        return 0;
-    }
-    return 0;
-}
-
-static void set_from_setting(struct sbx_opt_value *v, const config_setting_t *s)
-{
-    sbx_error_t *e = NULL;
-    int t = config_setting_type(s);
-
-    switch (v->decl->type) {
-    case SBX_OPT_STRING:
-        v->str = xstrdup(config_setting_get_string(s));
-        break;
-    case SBX_OPT_INT:
-        v->i = config_setting_get_int64(s);
-        break;
-    case SBX_OPT_BOOL:
-        v->i = config_setting_get_bool(s);
-        break;
-    case SBX_OPT_FLOAT:
-        v->d = t == CONFIG_TYPE_FLOAT ? config_setting_get_float(s)
-                                      : (double)config_setting_get_int64(s);
-        break;
-    case SBX_OPT_SIZE:
-    case SBX_OPT_DURATION:
-        if (t == CONFIG_TYPE_STRING) {
-            if (v->decl->type == SBX_OPT_SIZE) {
-                sbx_size_parse(config_setting_get_string(s), &v->i, &e);
-            }
-            else {
-                sbx_duration_parse(config_setting_get_string(s), &v->i, &e);
-            }
-            sbx_error_free(&e);
-        }
-        else {
-            v->i = config_setting_get_int64(s);
-        }
-        break;
-    case SBX_OPT_STRINGS: {
-        int n = config_setting_length(s);
-
-        v->strv = xcalloc((size_t)n + 1, sizeof(char *));
-        for (int i = 0; i < n; i++) {
-            v->strv[i] = xstrdup(config_setting_get_string_elem(s, i));
-        }
-        break;
-    }
-    }
+    o->str = v->str;
+    o->i = v->i;
+    o->d = v->d;
+    o->strv = v->strv;
 }
 
 struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct sbx_instance *in,
@@ -141,6 +43,12 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
     o->v = xcalloc(n ? n : 1, sizeof(*o->v));
     for (size_t i = 0; i < n; i++) {
         o->v[i].decl = &decls[i];
+        if (!type_ok(decls[i].type)) {
+            sbx_error_set(err, SBX_E_CONFIG, "%s: option '%s' has an unknown type %d", in->plugin,
+                          decls[i].key, (int)decls[i].type);
+            sbx_options_destroy(o);
+            return NULL;
+        }
     }
     /* unknown keys and wrong types */
     if (in->group != NULL) {
@@ -148,6 +56,7 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
             const config_setting_t *s = config_setting_get_elem(in->group, (unsigned)i);
             const char *name = config_setting_name(s);
             struct sbx_opt_value *v = NULL;
+            struct sbx_value val = {0};
 
             if (strcmp(name, "plugin") == 0 ||
                 (strcmp(name, "unisolated") == 0 && in->kind == SBX_PLUGIN_PROVIDER)) {
@@ -166,12 +75,13 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
                 sbx_options_destroy(o);
                 return NULL;
             }
-            if (sbx_schema_check_value(file, s, key_type(v->decl->type), err) < 0) {
+            if (sbx_schema_check_value(file, s, (enum sbx_key_type)v->decl->type, err) < 0) {
                 sbx_error_wrap(err, "%s instance '%s'", in->plugin, in->name);
                 sbx_options_destroy(o);
                 return NULL;
             }
-            set_from_setting(v, s);
+            sbx_value_read(s, (enum sbx_key_type)v->decl->type, &val);
+            take(v, &val);
             v->present = 1;
             v->where = sbx_config_where(c, s);
         }
@@ -179,6 +89,7 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
     /* required keys and defaults */
     for (size_t k = 0; k < n; k++) {
         struct sbx_opt_value *v = &o->v[k];
+        struct sbx_value val = {0};
 
         if (v->present) {
             continue;
@@ -191,11 +102,15 @@ struct sbx_options *sbx_options_build(const struct sbx_config *c, const struct s
             return NULL;
         }
         if (v->decl->def != NULL) {
-            if (set_from_text(v, v->decl->def, err) < 0) {
-                sbx_error_wrap(err, "%s: default of option '%s'", in->plugin, v->decl->key);
+            /* a string default is the string itself, quoted or not */
+            if (sbx_value_from_text((enum sbx_key_type)v->decl->type, v->decl->def, &val, err) <
+                0) {
+                sbx_error_wrap(err, "%s: default '%s' of option '%s'", in->plugin, v->decl->def,
+                               v->decl->key);
                 sbx_options_destroy(o);
                 return NULL;
             }
+            take(v, &val);
             v->present = 1;
         }
         v->where = xasprintf("%s (%s instance '%s')", in->where, in->plugin, in->name);

@@ -54,14 +54,6 @@ struct sbx_lua {
     int mem_line;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 size_t sbx_lua_memory(const struct sbx_lua *s)
 {
     return s->mem_used;
@@ -123,7 +115,8 @@ static void *sandbox_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     }
     /* A large block means as much copying work: check the deadline here
      * too, since one instruction can do that much between two hooks. */
-    if (s->running && nsize >= CHECK_BLOCK && s->killed == KILL_NONE && now_ms() > s->deadline_ms) {
+    if (s->running && nsize >= CHECK_BLOCK && s->killed == KILL_NONE &&
+        sbx_mono_ms() > s->deadline_ms) {
         s->killed = KILL_TIME;
         s->kill_line = current_line(s->L, 0);
         lua_sethook(s->L, sandbox_hook, LUA_MASKCOUNT | LUA_MASKLINE, 1); /* signal-safe */
@@ -159,7 +152,7 @@ static void sandbox_hook(lua_State *L, lua_Debug *ar)
         if (s->executed > s->caps.instructions) {
             s->killed = KILL_INSTRUCTIONS;
         }
-        else if (now_ms() > s->deadline_ms) {
+        else if (sbx_mono_ms() > s->deadline_ms) {
             s->killed = KILL_TIME;
         }
         else {
@@ -548,7 +541,7 @@ static void begin_run(struct sbx_lua *s)
     s->kill_line = 0;
     s->err_line = 0;
     s->mem_line = 0;
-    s->deadline_ms = now_ms() + s->caps.timeout_ms;
+    s->deadline_ms = sbx_mono_ms() + s->caps.timeout_ms;
     lua_sethook(s->L, sandbox_hook, LUA_MASKCOUNT, HOOK_EVERY);
 }
 

@@ -65,16 +65,6 @@ static int http_code_for(const sbx_error_t *err)
     }
 }
 
-int runner_id_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n >= SBX_SCHED_ID_MAX) {
-        return 0;
-    }
-    return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") == n;
-}
-
 /* ---- submit ------------------------------------------------------------ */
 
 static const char *const submit_fields[] = {
@@ -219,7 +209,7 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         opt_string(o, "credentials", &cred, msg, mlen) < 0) {
         goto out;
     }
-    if (task != NULL && (!sbx_task_id_valid(task) || strlen(task) >= SBX_SCHED_ID_MAX)) {
+    if (task != NULL && (!sbx_id_valid(task, SBX_ID_TASK) || strlen(task) >= SBX_SCHED_ID_MAX)) {
         snprintf(msg, mlen,
                  "field 'task' '%.80s': use 1-63 letters, digits, '-', '_' or '.', "
                  "starting with a letter or digit",

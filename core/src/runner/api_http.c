@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runner/runner_int.h"
+#include "runner/status.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -179,7 +180,7 @@ static void route_job(struct sbx_runner *r, struct evhttp_request *req, const ch
     char id[SBX_SCHED_ID_MAX + 1] = "";
     char rest[32] = "";
 
-    if (sscanf(path + 9, "%64[^/]/%31s", id, rest) < 1 || !runner_id_ok(id)) {
+    if (sscanf(path + 9, "%64[^/]/%31s", id, rest) < 1 || !sbx_id_valid(id, SBX_ID_NAME)) {
         runner_reply_error(req, 400, "job id '%.64s': use 1-63 of [A-Za-z0-9._:-]", id);
     }
     else if (rest[0] == '\0' && get) {
@@ -223,6 +224,7 @@ static void route(struct evhttp_request *req, void *arg)
     int get = m == EVHTTP_REQ_GET;
     int post = m == EVHTTP_REQ_POST;
     const struct runner_client *who;
+    const char *authz;
     char id[SBX_SCHED_ID_MAX + 1] = "";
     char rest[32] = "";
     int lines = header_lines(req);
@@ -236,9 +238,14 @@ static void route(struct evhttp_request *req, void *arg)
                            SBX_RUNNER_MAX_HEADERS);
         return;
     }
-    who = l->tcp ? runner_authenticate(r, evhttp_find_header(evhttp_request_get_input_headers(req),
-                                                             "Authorization"))
-                 : runner_local_client();
+    if (path != NULL && runner_status_route(l, req, path)) {
+        return; /* the status page (status.c) */
+    }
+    authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    who = l->tcp ? runner_authenticate(r, authz) : runner_local_client();
+    if (who == NULL && authz == NULL && path != NULL) {
+        who = runner_status_session(r, req, path); /* the page's GETs, by its cookie */
+    }
     if (who == NULL) {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 
@@ -308,7 +315,7 @@ static void route(struct evhttp_request *req, void *arg)
         if (!post) {
             runner_reply_error(req, 405, "%s: use POST", path);
         }
-        else if (!runner_id_ok(id)) {
+        else if (!sbx_id_valid(id, SBX_ID_NAME)) {
             runner_reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
         }
         else {

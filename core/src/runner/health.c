@@ -25,14 +25,6 @@ struct runner_health {
     struct sbx_open_instance *prov;
 };
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void probe_seen(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
 {
     (void)ud;
@@ -68,17 +60,17 @@ static void *health_main(void *arg)
         struct timespec until;
         int64_t at;
 
-        h->in_flight_since = mono_ms();
+        h->in_flight_since = sbx_mono_ms();
         pthread_mutex_unlock(&h->mu);
         probe(h, msg, sizeof(msg));
         pthread_mutex_lock(&h->mu);
         h->in_flight_since = 0;
-        h->done_at = mono_ms();
+        h->done_at = sbx_mono_ms();
         memcpy(h->msg, msg, sizeof(h->msg));
         at = h->done_at + h->interval_ms;
         until.tv_sec = (time_t)(at / 1000);
         until.tv_nsec = (long)(at % 1000) * 1000000;
-        while (!h->stop && mono_ms() < at) {
+        while (!h->stop && sbx_mono_ms() < at) {
             pthread_cond_timedwait(&h->cv, &h->mu, &until);
         }
     }
@@ -132,7 +124,7 @@ void runner_health_free(struct sbx_runner *r)
 int runner_health_engine(struct sbx_runner *r, char *why, size_t len)
 {
     struct runner_health *h = r->health;
-    int64_t now = mono_ms();
+    int64_t now = sbx_mono_ms();
     int rc = -1;
 
     if (h == NULL) {

@@ -12,6 +12,7 @@
 #include "egress/egress.h"
 #include "policy/policy.h"
 #include "runner/runner_int.h"
+#include "runner/status.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
 #include "util/rlimit.h"
@@ -811,6 +812,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         event_base_free(r->base);
     }
     runner_health_free(r);
+    runner_status_free(r);
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);

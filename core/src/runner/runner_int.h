@@ -147,6 +147,7 @@ struct sbx_runner {
     int64_t pool_memory[SBX_POOL_COUNT];
     struct runner_health *health; /* (added) health.c */
     struct runner_fleet *fleet;   /* (added) fleet.c: NULL on SQLite (one box) */
+    struct runner_status *status; /* (added) status.c: the status page's sessions */
 };
 
 /* runner.c */
@@ -187,7 +188,6 @@ int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end);
 void runner_reply_json(struct evhttp_request *req, int code, json_t *body);
 void runner_reply_error(struct evhttp_request *req, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int runner_id_ok(const char *s);
 void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
                           const struct runner_client *who);
 void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id,

@@ -266,18 +266,10 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
     return 0;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* task_ready, and the sandbox start time when this job started the sandbox */
 static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, size_t whylen)
 {
-    int64_t t0 = mono_ms();
+    int64_t t0 = sbx_mono_ms();
     int creator;
     int rc;
 
@@ -286,7 +278,7 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     pthread_mutex_unlock(&w->r->mu);
     rc = task_ready(w, st, why, whylen);
     if (rc == 0 && creator) {
-        rm_sandbox_start(&w->r->metrics, w->j->pool, mono_ms() - t0);
+        rm_sandbox_start(&w->r->metrics, w->j->pool, sbx_mono_ms() - t0);
     }
     return rc;
 }
@@ -327,7 +319,7 @@ static void *worker_main(void *arg)
     }
     else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !j->cancel) {
         struct sbx_task *task = t->t;
-        int64_t run0 = mono_ms();
+        int64_t run0 = sbx_mono_ms();
         int ran = 0;
         int rc;
 
@@ -395,7 +387,7 @@ static void *worker_main(void *arg)
             }
         }
         if (ran) {
-            rm_job_run(&r->metrics, j->pool, mono_ms() - run0);
+            rm_job_run(&r->metrics, j->pool, sbx_mono_ms() - run0);
         }
         sbx_store_task_exec(st, t->id, 0, 0, &err);
         store_warn(&err);

@@ -100,9 +100,9 @@ void sbx_admit_size(int64_t bytes, char *buf, size_t len)
     }
 }
 
-int64_t sbx_admit_task_memory(int64_t limit, int docker_sidecar)
+int64_t sbx_admit_task_memory(int64_t limit, int nested_containers)
 {
-    return docker_sidecar ? limit * 2 : limit;
+    return nested_containers ? limit * 2 : limit;
 }
 
 /* Parses "owner=...\nmemory=N\ntask=...\n": 0 when the owner is provably

@@ -54,8 +54,9 @@ enum sbx_admit_verdict sbx_admit_check(const struct sbx_box_budget *b, int64_t u
 void sbx_admit_size(int64_t bytes, char *buf, size_t len);
 
 /* The memory a task with these limits takes on the box: its sandbox, and as
- * much again for a Docker sidecar (which has the same limits). */
-int64_t sbx_admit_task_memory(int64_t limit, int docker_sidecar);
+ * much again when it asks for nested containers (provider_docker's sidecar
+ * has the same limits). */
+int64_t sbx_admit_task_memory(int64_t limit, int nested_containers);
 
 /* The ledger: the sum of the memory recorded in slot files whose lock is held
  * by a live owner, and how many such slots there are. Slot files whose lock

@@ -26,14 +26,6 @@
 #define DRAIN_MAX 64
 #define CANCEL_CHECK_MS 1000
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void put32(unsigned char *p, uint32_t v)
 {
     p[0] = (unsigned char)(v >> 24);
@@ -245,16 +237,16 @@ static int next_record(struct run *r, int cancel_fd, int64_t deadline, char *typ
         if (r->cancelled != NULL && *r->cancelled) {
             return 2;
         }
-        if (r->cancelled != NULL && (until < 0 || until > now_ms() + CANCEL_CHECK_MS)) {
+        if (r->cancelled != NULL && (until < 0 || until > sbx_mono_ms() + CANCEL_CHECK_MS)) {
             /* a cancel set without cancel_fd (the provider's disk watchdog) is
              * seen this late; output and the exit wake the poll at once */
-            until = now_ms() + CANCEL_CHECK_MS;
+            until = sbx_mono_ms() + CANCEL_CHECK_MS;
         }
         if (until >= 0) {
-            int64_t left = until - now_ms();
+            int64_t left = until - sbx_mono_ms();
 
             if (left <= 0) {
-                if (deadline >= 0 && now_ms() >= deadline) {
+                if (deadline >= 0 && sbx_mono_ms() >= deadline) {
                     return 1;
                 }
                 continue;
@@ -378,7 +370,7 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
     r.out[1] = pe[0];
     po[0] = pe[0] = sp[0] = -1;
 
-    w = next_record(&r, cancel_fd, now_ms() + answer_ms, &type, &v);
+    w = next_record(&r, cancel_fd, sbx_mono_ms() + answer_ms, &type, &v);
     if (w == 1 || w == -1) {
         /* no answer: closing the channel makes a real agent kill what it may
          * have started, and the engine runs the command (and later ones) */
@@ -421,7 +413,7 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                 cancel_fd = -1;
                 r.cancelled = NULL;
                 cancelled_now = 1;
-                deadline = now_ms() + SBX_AGENT_CANCEL_MS;
+                deadline = sbx_mono_ms() + SBX_AGENT_CANCEL_MS;
                 continue;
             }
             if (cancelled_now) {

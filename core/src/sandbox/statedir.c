@@ -74,25 +74,6 @@ char *sbx_task_dir(const char *state, const char *task)
     return xasprintf("%s/tasks/%s", state, task);
 }
 
-int sbx_task_id_valid(const char *id)
-{
-    size_t n = id ? strlen(id) : 0;
-
-    if (n == 0 || n > 64) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char ch = id[i];
-        int alnum =
-            (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-
-        if (!alnum && (i == 0 || (ch != '-' && ch != '_' && ch != '.'))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 void sbx_task_id_new(char *buf, unsigned long len)
 {
     unsigned char r[6];
@@ -111,7 +92,8 @@ void sbx_task_dir_remove(const char *state, const char *task)
     cleanup_free char *rec = xasprintf("%s/task.json", dir);
     cleanup_free char *sock = xasprintf("%s/keeper.sock", dir);
 
-    cleanup_free char *docker = xasprintf("%s/docker", dir);
+    cleanup_free char *provider = xasprintf("%s/provider", dir);
+    cleanup_free char *docker = xasprintf("%s/docker", dir); /* before ABI 1.1 */
     cleanup_free char *egress = xasprintf("%s/egress", dir);
     cleanup_free char *egress_sock = xasprintf("%s/egress/proxy.sock", dir);
     cleanup_free char *rules = xasprintf("%s/egress.rules", dir);
@@ -125,6 +107,7 @@ void sbx_task_dir_remove(const char *state, const char *task)
     unlink(rules);
     unlink(agent_sock);
     rmdir(agent);
+    rmdir(provider);
     rmdir(docker);
     rmdir(egress);
     if (rmdir(dir) < 0 && errno != ENOENT) {

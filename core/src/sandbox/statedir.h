@@ -18,8 +18,6 @@ char *sbx_state_dir(const char *configured, sbx_error_t **err);
 /* mkdir -p with mode (0700 for private directories). */
 int sbx_mkdirs(const char *path, unsigned mode, sbx_error_t **err);
 char *sbx_task_dir(const char *state, const char *task);
-/* A valid task id: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}. */
-int sbx_task_id_valid(const char *id);
 void sbx_task_id_new(char *buf, unsigned long len);
 /* Removes a task directory (record, socket). */
 void sbx_task_dir_remove(const char *state, const char *task);

@@ -92,7 +92,7 @@ int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state)
         else {
             sbx_info("removed the orphaned sandbox of task %s (its owner is gone)", r.tasks[i]);
             removed++;
-            if (state != NULL && sbx_task_id_valid(r.tasks[i])) {
+            if (state != NULL && sbx_id_valid(r.tasks[i], SBX_ID_TASK)) {
                 sbx_task_dir_remove(state, r.tasks[i]);
             }
         }

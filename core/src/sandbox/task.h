@@ -31,7 +31,7 @@ struct sbx_task_opts {
     /* Narrower limits for this task (each field 0 = the configured one);
      * never above the configured caps. */
     const struct sbx_limits *limits;
-    int docker_sidecar; /* ask for a per-sandbox Docker daemon (spec.docker_sidecar) */
+    int nested_containers; /* ask for containers inside the sandbox (spec.nested_containers) */
     /* (added for the runner) */
     const char *slot_class; /* "light" or "heavy" for the sbx.class label; NULL: light */
     int no_reap;            /* skip orphan reaping and the slot lock: the caller (the

@@ -165,7 +165,7 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     }
     req.task = t->id;
     req.max_slots = t->cfg->box.max_sandboxes;
-    req.memory = sbx_admit_task_memory(t->limits.memory, o->docker_sidecar);
+    req.memory = sbx_admit_task_memory(t->limits.memory, o->nested_containers);
     req.budget = &b;
     req.cancel = o->cancel;
     req.on_wait = o->on_wait;
@@ -294,7 +294,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     struct tm tm;
     time_t now = time(NULL);
     const char *provider = o->provider ? o->provider : cfg->provider;
-    cleanup_free char *docker_dir = NULL;
+    cleanup_free char *provider_dir = NULL;
     cleanup_free char *view_dir = NULL;
     cleanup_free char *relay = NULL;
 
@@ -304,7 +304,7 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
         goto fail;
     }
     if (o->task_id != NULL) {
-        if (!sbx_task_id_valid(o->task_id)) {
+        if (!sbx_id_valid(o->task_id, SBX_ID_TASK)) {
             sbx_error_set(err, SBX_E_USAGE,
                           "task id '%s': use 1-64 letters, digits, '-', '_' "
                           "or '.', starting with a letter or digit",
@@ -381,15 +381,13 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
     if (sbx_mkdirs(t->dir, 0700, err) < 0) {
         goto fail;
     }
-    if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_DOCKER_SIDECAR) != 0) {
-        /* where a per-sandbox Docker daemon puts its socket, if one runs */
-        docker_dir = xasprintf("%s/docker", t->dir);
-        if (sbx_mkdirs(docker_dir, 0755, err) < 0 || chmod(docker_dir, 0755) < 0) {
-            if (err != NULL && *err == NULL) {
-                sbx_error_set(err, SBX_E_GENERIC, "%s: %s", docker_dir, strerror(errno));
-            }
-            goto fail;
+    /* the provider's own host-side files of this sandbox (spec.provider_dir) */
+    provider_dir = xasprintf("%s/provider", t->dir);
+    if (sbx_mkdirs(provider_dir, 0755, err) < 0 || chmod(provider_dir, 0755) < 0) {
+        if (err != NULL && *err == NULL) {
+            sbx_error_set(err, SBX_E_GENERIC, "%s: %s", provider_dir, strerror(errno));
         }
+        goto fail;
     }
     if (t->worktree != NULL &&
         (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
@@ -438,8 +436,8 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
             .egress_relay = t->egress_dir ? relay : NULL,
             .env = t->egress_dir ? proxy_env : NULL,
             .n_env = t->egress_dir ? sizeof(proxy_env) / sizeof(proxy_env[0]) : 0,
-            .docker_sidecar = o->docker_sidecar,
-            .docker_dir = docker_dir,
+            .nested_containers = o->nested_containers,
+            .provider_dir = provider_dir,
             .agent_dir = t->agent_dir,
             .view_dir = view_dir,
         };
@@ -659,7 +657,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     sbx_error_t *caps_err = NULL;
 
     task_init(t, cfg, o);
-    if (o->task_id == NULL || !sbx_task_id_valid(o->task_id) || sandbox == NULL ||
+    if (o->task_id == NULL || !sbx_id_valid(o->task_id, SBX_ID_TASK) || sandbox == NULL ||
         sandbox[0] == '\0') {
         sbx_error_set(err, SBX_E_USAGE,
                       "adopting a task: a valid task id and sandbox id are "

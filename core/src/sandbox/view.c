@@ -198,7 +198,7 @@ int sbx_view_sweep(const char *state)
         if (tl > 0 && tl < sizeof(task) && rest[tl] == '/') {
             memcpy(task, rest, tl);
             task[tl] = '\0';
-            if (sbx_task_id_valid(task) && !task_alive(real, task)) {
+            if (sbx_id_valid(task, SBX_ID_TASK) && !task_alive(real, task)) {
                 if (umount2(v[i], MNT_DETACH | UMOUNT_NOFOLLOW) == 0) {
                     sbx_info("unmounted %s (task %s is gone)", v[i], task);
                     rmdir(v[i]);

@@ -16,28 +16,6 @@
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 
-int sbx_sched_id_valid(const char *id)
-{
-    size_t n;
-
-    if (id == NULL) {
-        return 0;
-    }
-    n = strlen(id);
-    if (n == 0 || n >= SBX_SCHED_ID_MAX) {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        char c = id[i];
-
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == ':' || c == '-')) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* ---- the id table (open hashing, power-of-two buckets) ---- */
 
 static uint64_t hash_id(const char *s)
@@ -388,13 +366,13 @@ static int check_job(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
     if (job == NULL) {
         return sbx_error_set(err, EINVAL, "scheduler: no job given");
     }
-    if (!sbx_sched_id_valid(job->id)) {
+    if (!sbx_id_valid(job->id, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "scheduler: job id must be 1-%d characters of "
                              "[A-Za-z0-9._:-]",
                              SBX_SCHED_ID_MAX - 1);
     }
-    if (job->task != NULL && !sbx_sched_id_valid(job->task)) {
+    if (job->task != NULL && !sbx_id_valid(job->task, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "scheduler: job %s: task id must be 1-%d characters "
                              "of [A-Za-z0-9._:-]",

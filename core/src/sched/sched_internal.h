@@ -74,7 +74,6 @@ struct sbx_sched {
     double spend_day, spend_month;
 };
 
-int sbx_sched_id_valid(const char *id);
 struct sched_job *sbx_sched_find(const struct sbx_sched *s, const char *id);
 void sbx_sched_spend_init(struct sbx_sched *s, int64_t now);
 void sbx_sched_spend_accrue(struct sbx_sched *s, int64_t now);

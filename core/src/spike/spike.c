@@ -96,10 +96,7 @@ void sbx_spike_row_set(struct sbx_spike_row *r, enum sbx_spike_status st, const 
 
 double sbx_spike_now(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return (double)sbx_mono_ns() / 1e9;
 }
 
 static int cmp_double(const void *a, const void *b)

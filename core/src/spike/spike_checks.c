@@ -49,19 +49,19 @@ void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_ro
     const char *bar = "works with a per-sandbox daemon";
     const char *image = s->cfg->spike.testcontainers_image;
     struct sbx_task_opts o = {
-        .provider = s->provider, .pool = "agent", .ephemeral = 1, .docker_sidecar = 1};
+        .provider = s->provider, .pool = "agent", .ephemeral = 1, .nested_containers = 1};
     const char *const argv[] = {"node", "-e", tc_script, NULL};
     struct sbx_kv env[] = {{"TC_IMAGE", image}};
     struct capture cap = {0};
     struct sbx_task *t = NULL;
     sbx_error_t *err = NULL;
-    const char *iso = s->info.sidecar;
+    const char *iso = s->info.nested;
     int failure = strncmp(iso, "ISOLATION FAILURE", 17) == 0;
     int st = 0;
 
-    if (!(s->flags & SBX_PROVIDER_DOCKER_SIDECAR)) {
+    if (!(s->flags & SBX_PROVIDER_NESTED_CONTAINERS)) {
         sbx_spike_row_set(row, SBX_SPIKE_CANNOT, bar,
-                          "this provider declares no per-sandbox Docker daemon", "-");
+                          "this provider declares no containers inside a sandbox", "-");
         return;
     }
     fprintf(stderr, "spike: %s: Testcontainers in a sandbox with its own daemon\n", s->provider);

@@ -244,12 +244,12 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         return sbx_error_set(err, EINVAL, "store: no job given");
     }
     id = j->id ? j->id : "(null)";
-    if (!sbx_store_id_ok(j->id)) {
+    if (!sbx_id_valid(j->id, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "store: job id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]");
     }
-    if (j->task != NULL && !sbx_store_id_ok(j->task)) {
+    if (j->task != NULL && !sbx_id_valid(j->task, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "store: job %s: task id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]",

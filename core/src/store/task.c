@@ -45,7 +45,7 @@ int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_e
     cleanup_q struct sbx_q *s = NULL;
     int64_t now = sbx_store_now();
 
-    if (t == NULL || !sbx_store_id_ok(t->id)) {
+    if (t == NULL || !sbx_id_valid(t->id, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "store: task id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]");

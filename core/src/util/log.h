@@ -11,7 +11,14 @@ enum sbx_log_format {
     SBX_LOG_JSON = 1,
 };
 
+/* Also detects the journal (sbx_log_journal_detect) for `<N>` priority prefixes. */
 void sbx_log_setup(enum sbx_log_level level, enum sbx_log_format format);
+/* 1 when stderr is the stream $JOURNAL_STREAM names (run by systemd, stderr
+ * to the journal). */
+int sbx_log_journal_detect(void);
+/* "<N>" of level when logging to the journal, else "": for a line printed
+ * to stderr without sbx_log (e.g. "sbx serve: ready"). */
+const char *sbx_log_prefix(enum sbx_log_level level);
 int sbx_log_level_parse(const char *s, enum sbx_log_level *out);
 enum sbx_log_level sbx_log_get_level(void);
 void sbx_log(enum sbx_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

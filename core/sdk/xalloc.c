@@ -1,5 +1,6 @@
-/* xalloc.c - allocation that aborts on OOM. */
-#include "util/xalloc.h"
+/* xalloc.c - allocation that aborts on OOM (SDK helper library: the core
+ * and every plugin use this one family). */
+#include "sbx/sbx_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

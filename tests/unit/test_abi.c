@@ -1,0 +1,128 @@
+/* test_abi.c - the plugin ABI's append rule (docs/plugins.md, Versioning):
+ * every struct that the core and plugins share has its size recorded here
+ * for each minor version of the ABI. Appending a field or an op without
+ * bumping SBX_PLUGIN_ABI_MINOR_CURRENT (and recording the new size) fails
+ * this test, so a plugin built against the newer header can never load on
+ * an older core and read past its structs. Sizes are those of x86_64. */
+#include "test_common.h"
+
+#include <stdlib.h>
+
+#include "plugin/loader.h"
+#include "sbx/sbx_credential.h"
+#include "sbx/sbx_host.h"
+#include "sbx/sbx_plugin.h"
+#include "sbx/sbx_provider.h"
+
+struct abi_size {
+    unsigned minor; /* the first minor with this size */
+    const char *type;
+    size_t size;
+};
+
+/* Append a row per struct that grows (or appears) with a minor bump. */
+static const struct abi_size recorded[] = {
+    {0, "sbx_plugin_desc", 72},    {0, "sbx_option", 40},        {0, "sbx_provider_ops", 80},
+    {1, "sbx_provider_ops", 96}, /* 1.1: image_build, scan_secrets */
+    {0, "sbx_credential_ops", 40}, {0, "sbx_host_api", 128},     {0, "sbx_sandbox_spec", 192},
+    {0, "sbx_exec_spec", 64},      {0, "sbx_exec_ctl", 16},      {0, "sbx_provider_info", 940},
+    {0, "sbx_limits", 48},         {0, "sbx_mount", 24},         {0, "sbx_kv", 16},
+    {0, "sbx_http_request", 88},   {0, "sbx_http_response", 32}, {0, "sbx_cred_scope", 24},
+    {0, "sbx_lease", 168},         {1, "sbx_image_request", 64}, {1, "sbx_secret_scan", 48},
+    {1, "sbx_scan_hits", 32},
+};
+
+#define ACTUAL(t)                                                                                  \
+    {                                                                                              \
+#t, sizeof(struct t)                                                                       \
+    }
+
+static const struct {
+    const char *type;
+    size_t size;
+} actual[] = {
+    ACTUAL(sbx_plugin_desc),    ACTUAL(sbx_option),        ACTUAL(sbx_provider_ops),
+    ACTUAL(sbx_credential_ops), ACTUAL(sbx_host_api),      ACTUAL(sbx_sandbox_spec),
+    ACTUAL(sbx_exec_spec),      ACTUAL(sbx_exec_ctl),      ACTUAL(sbx_provider_info),
+    ACTUAL(sbx_limits),         ACTUAL(sbx_mount),         ACTUAL(sbx_kv),
+    ACTUAL(sbx_http_request),   ACTUAL(sbx_http_response), ACTUAL(sbx_cred_scope),
+    ACTUAL(sbx_lease),          ACTUAL(sbx_image_request), ACTUAL(sbx_secret_scan),
+    ACTUAL(sbx_scan_hits),
+};
+
+/* The recorded size of type at minor, or 0 when it did not exist yet. */
+static size_t recorded_size(const char *type, unsigned minor)
+{
+    size_t size = 0;
+
+    for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++) {
+        if (strcmp(recorded[i].type, type) == 0 && recorded[i].minor <= minor) {
+            size = recorded[i].size;
+        }
+    }
+    return size;
+}
+
+static void test_abi_sizes_match_the_minor(void **state)
+{
+    (void)state;
+    assert_int_equal(sizeof(void *), 8);
+    for (size_t i = 0; i < sizeof(actual) / sizeof(actual[0]); i++) {
+        size_t want = recorded_size(actual[i].type, SBX_PLUGIN_ABI_MINOR_CURRENT);
+
+        if (want != actual[i].size) {
+            fail_msg("struct %s is %zu bytes, ABI %u.%u recorded %zu: an append bumps "
+                     "SBX_PLUGIN_ABI_MINOR_CURRENT and adds a row to tests/unit/test_abi.c",
+                     actual[i].type, actual[i].size, SBX_PLUGIN_ABI_MAJOR,
+                     SBX_PLUGIN_ABI_MINOR_CURRENT, want);
+        }
+    }
+}
+
+/* Structs only grow, and only at a minor bump. */
+static void test_abi_structs_only_grow(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(recorded) / sizeof(recorded[0]); i++) {
+        assert_true(recorded[i].minor <= SBX_PLUGIN_ABI_MINOR_CURRENT);
+        if (recorded[i].minor > 0) {
+            assert_true(recorded_size(recorded[i].type, recorded[i].minor - 1) < recorded[i].size);
+        }
+    }
+}
+
+/* A plugin built against the 1.0 header (no image_build, scan_secrets) loads
+ * on this core, and the ops it does not know read as NULL. */
+static void test_abi_older_minor_loads(void **state)
+{
+    const char *fixtures = getenv("SBX_TEST_PLUGINS");
+    char *path = NULL;
+    sbx_error_t *err = NULL;
+    struct sbx_plugin *p;
+
+    (void)state;
+    assert_non_null(fixtures);
+    assert_true(asprintf(&path, "%s/provider_oldminor.so", fixtures) > 0);
+    p = sbx_plugin_load(fixtures, path, SBX_PLUGIN_PROVIDER, NULL, &err);
+    if (p == NULL) {
+        fail_msg("%s", err->msg);
+    }
+    assert_int_equal(p->desc.abi_minor, 0);
+    assert_int_equal(p->desc.ops_size, offsetof(struct sbx_provider_ops, image_build));
+    assert_null(p->ops.provider.image_build);
+    assert_null(p->ops.provider.scan_secrets);
+    assert_non_null(p->ops.provider.exec);
+    sbx_plugin_unload(p);
+    free(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_abi_sizes_match_the_minor),
+        cmocka_unit_test(test_abi_structs_only_grow),
+        cmocka_unit_test(test_abi_older_minor_loads),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
