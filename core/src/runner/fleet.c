@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "runner/runner_int.h"
+#include "sbx/sbx_util.h"
 #include "sandbox/statedir.h"
 #include "sbx_build.h"
 #include "util/log.h"
@@ -55,7 +56,7 @@ static int box_id(struct sbx_runner *r, char *out, size_t len, sbx_error_t **err
             line[strcspn(line, "\n")] = '\0';
         }
         fclose(f);
-        if (runner_id_ok(line) && strlen(line) < 64 && strchr(line, ':') == NULL) {
+        if (sbx_id_valid(line, SBX_ID_TASK) && strlen(line) < 64) {
             snprintf(out, len, "%s", line);
             free(path);
             return 0;
