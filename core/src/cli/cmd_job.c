@@ -240,6 +240,50 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
     return rc;
 }
 
+/* A fleet box's view of every box and the shared queue (docs/runner.md,
+ * "Several boxes"); nothing on one box. */
+static void print_fleet(json_t *fl)
+{
+    json_t *b;
+    json_t *e;
+    const char *pool;
+    size_t i, k;
+
+    if (!json_is_object(fl)) {
+        return;
+    }
+    if (json_is_string(json_object_get(fl, "error"))) {
+        printf("\nfleet: %s\n", str(fl, "error"));
+        return;
+    }
+    printf("\nfleet: %zu box(es); this is %s\n", json_array_size(json_object_get(fl, "boxes")),
+           str(fl, "box"));
+    json_array_foreach(json_object_get(fl, "boxes"), i, b)
+    {
+        char *pools = json_dumps(json_object_get(b, "pools"), JSON_COMPACT);
+        json_t *cap = json_object_get(b, "capacity");
+
+        printf("  %s %s pools %s, %.1f CPUs, %.1fG, heartbeat %.1fs ago, %zu job(s), %s\n",
+               str(b, "id"), json_is_true(json_object_get(b, "alive")) ? "up" : "LOST",
+               pools ? pools : "[]", json_number_value(json_object_get(cap, "cpus")),
+               json_number_value(json_object_get(cap, "memory")) / (1024.0 * 1024 * 1024),
+               json_number_value(json_object_get(b, "heartbeat_age")),
+               json_array_size(json_object_get(b, "holds")), str(b, "api"));
+        free(pools);
+        json_array_foreach(json_object_get(b, "holds"), k, e)
+        {
+            printf("    %s %s job %s (%s) %.0fs\n", str(e, "pool"), str(e, "class"), str(e, "job"),
+                   str(e, "state"), json_number_value(json_object_get(e, "held_for")));
+        }
+    }
+    json_object_foreach(json_object_get(fl, "queue"), pool, e)
+    {
+        printf("  shared queue %s: %lld waiting, oldest %.0fs\n", pool,
+               (long long)json_integer_value(json_object_get(e, "queued")),
+               json_number_value(json_object_get(e, "oldest_wait")));
+    }
+}
+
 static void print_queue(json_t *q)
 {
     json_t *box = json_object_get(q, "box");
@@ -301,6 +345,7 @@ static void print_queue(json_t *q)
                    json_is_true(json_object_get(e, "alerted")) ? " (alerted)" : "");
         }
     }
+    print_fleet(json_object_get(q, "fleet"));
 }
 
 int sbx_cmd_queue(struct sbx_cli *cli, int argc, char **argv)

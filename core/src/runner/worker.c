@@ -283,6 +283,18 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     return rc;
 }
 
+/* A worker's own connection to the store; a fleet box's rows carry its id. */
+static struct sbx_store *runner_store_open(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct sbx_store *st =
+        sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
+
+    if (st != NULL) {
+        sbx_store_set_box(st, runner_fleet_box(r));
+    }
+    return st;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -290,7 +302,7 @@ static void *worker_main(void *arg)
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    struct sbx_store *st = runner_store_open(r, &err);
     enum sbx_job_state end_state = SBX_JOB_FINISHED;
     enum sbx_job_result result = SBX_RESULT_FAILED;
     char reason[512] = "";
@@ -311,8 +323,14 @@ static void *worker_main(void *arg)
         int ran = 0;
         int rc;
 
-        sbx_store_job_ready(st, j->id, t->id, sbx_task_provider_name(task), sbx_task_image(task), 0,
-                            &err);
+        sbx_store_job_move(st,
+                           &(struct sbx_job_move){.id = j->id,
+                                                  .token = j->token,
+                                                  .step = SBX_JOB_STEP_READY,
+                                                  .task = t->id,
+                                                  .provider = sbx_task_provider_name(task),
+                                                  .image = sbx_task_image(task)},
+                           &err);
         store_warn(&err);
         {
             json_t *iso = json_object();
@@ -383,13 +401,23 @@ static void *worker_main(void *arg)
         end_state = SBX_JOB_CANCELLED;
         result = SBX_RESULT_CANCELLED;
         snprintf(reason, sizeof(reason), "%s",
-                 r->stopping ? "runner stopped" : "cancelled by request");
+                 j->lost       ? "box lost"
+                 : r->stopping ? "runner stopped"
+                               : "cancelled by request");
         status = -1;
     }
     rm_egress(&r->metrics, j->pool, allowed, denied);
     if (st != NULL) {
-        sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed, denied,
-                          0, &err);
+        /* fenced: a box that lost the job learns it here; the record stays the
+         * survivor's */
+        sbx_store_job_move(
+            st,
+            &(struct sbx_job_move){
+                .id = j->id,
+                .token = j->token,
+                .step = SBX_JOB_STEP_END,
+                .end = {end_state, status, reason[0] ? reason : NULL, allowed, denied, 0}},
+            &err);
         store_warn(&err);
     }
     pthread_mutex_lock(&r->mu);
@@ -433,7 +461,7 @@ static void *ender_main(void *arg)
     struct sbx_runner *r = w->r;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    struct sbx_store *st = runner_store_open(r, &err);
     char reason[256];
 
     if (!sbx_task_stopped(t->t, reason, sizeof(reason))) {
