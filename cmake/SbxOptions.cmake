@@ -2,6 +2,8 @@
 option(SBX_BUILD_TESTS "Build the cmocka test suite" ON)
 option(SBX_WERROR "Treat warnings as errors" OFF)
 set(SBX_SANITIZE "" CACHE STRING "Sanitizers, e.g. address,undefined")
+# Where plugins install, relative to the prefix (the binary finds them relative to itself).
+set(SBX_INSTALL_PLUGINDIR "lib/sbx/plugins" CACHE STRING "Plugin directory under the prefix")
 
 add_compile_definitions(_GNU_SOURCE)
 add_library(sbx_warnings INTERFACE)

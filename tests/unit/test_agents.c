@@ -370,20 +370,111 @@ static void test_cli_errors(void **state)
     free(sbx);
 }
 
+/* The command written: "sbx" when an sbx is on PATH (any), the absolute path
+ * only when none is, and a note saying so. */
+static void test_program_choice(void **state)
+{
+    char *bin = xasprintf("%s/bin", dir);
+    char *empty = xasprintf("%s/empty", dir);
+    char *path_with;
+    char *path_without = xasprintf("/nonexistent-dir:%s", empty);
+    char *note = NULL;
+    char *prog;
+    char *fake;
+
+    (void)state;
+    assert_int_equal(mkdir(bin, 0755), 0);
+    assert_int_equal(mkdir(empty, 0755), 0);
+    fake = test_write_file(bin, "sbx", "#!/bin/sh\n");
+    assert_int_equal(chmod(fake, 0755), 0);
+    path_with = xasprintf("%s:relative:%s", empty, bin);
+    prog = sbx_agents_program(path_with, fake, &note);
+    assert_string_equal(prog, "sbx");
+    assert_null(note); /* the sbx on PATH is this one */
+    free(prog);
+    prog = sbx_agents_program(path_with, PROG, &note);
+    assert_string_equal(prog, "sbx");
+    assert_non_null(note); /* another sbx: still "sbx", and it says which */
+    assert_non_null(strstr(note, fake));
+    free(note);
+    free(prog);
+    prog = sbx_agents_program(path_without, PROG, &note);
+    assert_string_equal(prog, PROG);
+    assert_non_null(note);
+    assert_non_null(strstr(note, "no sbx on PATH"));
+    free(note);
+    free(prog);
+    /* a relative PATH entry is not trusted, a non-executable sbx is not one */
+    assert_int_equal(chmod(fake, 0644), 0);
+    prog = sbx_agents_program(path_with, PROG, &note);
+    assert_string_equal(prog, PROG);
+    free(note);
+    free(prog);
+    free(fake);
+    free(path_with);
+    free(path_without);
+    free(bin);
+    free(empty);
+}
+
+/* The skill names the marker sbx really prints (cred/redact.c), not another. */
+static void test_skill_marker(void **state)
+{
+    char *skill = sbx_agents_skill_text();
+
+    (void)state;
+    assert_non_null(strstr(skill, "`[redacted:NAME]`"));
+    assert_null(strstr(skill, "[REDACTED]"));
+    free(skill);
+}
+
+/* The command line: without an sbx on PATH the absolute path is written and
+ * stderr says so; every client's next step is printed (Claude Code's approval). */
+static void test_cli_next_steps(void **state)
+{
+    char *sbx = xasprintf("%s/sbx", getenv("SBX_BUILD_DIR"));
+    char *argv[] = {sbx, "agents", "setup", "--project", dir, NULL};
+    char *env[] = {"PATH=/nonexistent-dir", NULL};
+    struct spawn_result r;
+    json_t *mcp;
+    char *real = realpath(sbx, NULL);
+
+    (void)state;
+    r = spawn_run_as(argv, env, 0);
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.err, "no sbx on PATH: wrote this binary's absolute path"));
+    assert_non_null(strstr(r.out, "next: Claude Code: approve"));
+    assert_non_null(strstr(r.out, "pending approval"));
+    assert_non_null(strstr(r.out, "next: OpenCode: nothing to approve"));
+    mcp = load(".mcp.json");
+    assert_string_equal(json_string_value(json_object_get(
+                            json_object_get(json_object_get(mcp, "mcpServers"), "sbx"), "command")),
+                        real);
+    json_decref(mcp);
+    spawn_result_free(&r);
+    free(real);
+    free(sbx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fresh_project, test_dir_setup, test_dir_teardown),
         cmocka_unit_test_setup_teardown(test_idempotent, test_dir_setup, test_dir_teardown),
-        cmocka_unit_test_setup_teardown(test_merge_keeps_other_servers, test_dir_setup, test_dir_teardown),
-        cmocka_unit_test_setup_teardown(test_existing_sbx_entry_updated_not_replaced, test_dir_setup,
+        cmocka_unit_test_setup_teardown(test_merge_keeps_other_servers, test_dir_setup,
                                         test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_existing_sbx_entry_updated_not_replaced,
+                                        test_dir_setup, test_dir_teardown),
         cmocka_unit_test_setup_teardown(test_malformed_refused, test_dir_setup, test_dir_teardown),
-        cmocka_unit_test_setup_teardown(test_foreign_skill_refused, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_foreign_skill_refused, test_dir_setup,
+                                        test_dir_teardown),
         cmocka_unit_test_setup_teardown(test_diff, test_dir_setup, test_dir_teardown),
         cmocka_unit_test(test_jsonedit_keeps_layout),
         cmocka_unit_test_setup_teardown(test_cli_dry_run, test_dir_setup, test_dir_teardown),
         cmocka_unit_test_setup_teardown(test_cli_errors, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test_setup_teardown(test_program_choice, test_dir_setup, test_dir_teardown),
+        cmocka_unit_test(test_skill_marker),
+        cmocka_unit_test_setup_teardown(test_cli_next_steps, test_dir_setup, test_dir_teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

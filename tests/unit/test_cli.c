@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <jansson.h>
 
+#include "sbx/sbx_plugin.h"
+
 static char *sbx;
 static char *dir;
 
@@ -34,8 +36,8 @@ static int teardown(void **state)
 
 static void test_cli_version_and_help(void **state)
 {
-    static const char *const cmds[] = {"run",  "task",    "exec",   "image",
-                                       "info", "plugins", "config", NULL};
+    static const char *const cmds[] = {"run",     "task",   "exec",    "image", "info",
+                                       "plugins", "config", "version", NULL};
     struct spawn_result r = SBX("--version");
 
     (void)state;
@@ -187,12 +189,153 @@ static void test_cli_config_check(void **state)
     free(good);
 }
 
+/* Every command parses with the one parser: an unknown option, and an
+ * abbreviation of a real one, are refused with the same one-line error. */
+static void test_cli_unknown_option(void **state)
+{
+    static const char *const cmds[][3] = {
+        {"plugins", NULL},   {"config", "check"}, {"job", "j-1"},    {"queue", NULL},
+        {"cancel", "j-1"},   {"serve", NULL},     {"mcp", NULL},     {"task", "start"},
+        {"task", "end"},     {"task", "list"},    {"run", NULL},     {"exec", "t-1"},
+        {"submit", NULL},    {"image", "build"},  {"info", NULL},    {"spike", NULL},
+        {"policy", "check"}, {"agents", "setup"}, {"version", NULL}, {NULL, NULL},
+    };
+
+    (void)state;
+    for (size_t i = 0; cmds[i][0] != NULL; i++) {
+        char *argv[6] = {sbx, (char *)cmds[i][0]};
+        int n = 2;
+        int want = strcmp(cmds[i][0], "run") == 0 || strcmp(cmds[i][0], "exec") == 0 ? 125 : 2;
+        struct spawn_result r;
+
+        if (cmds[i][1] != NULL) {
+            argv[n++] = (char *)cmds[i][1];
+        }
+        argv[n++] = "--bogus";
+        argv[n] = NULL;
+        r = spawn_run(argv, NULL);
+        if (r.rc != want || strstr(r.err, "unknown option '--bogus'") == NULL ||
+            strstr(r.err, "--help')") == NULL) {
+            fail_msg("sbx %s %s --bogus: rc %d, %s", cmds[i][0], cmds[i][1] ? cmds[i][1] : "", r.rc,
+                     r.err);
+        }
+        spawn_result_free(&r);
+    }
+    /* plugins and job alike: --js is not --json */
+    {
+        struct spawn_result r = SBX("plugins", "--js");
+
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "unknown option '--js' (did you mean --json?"));
+        assert_string_equal(r.out, "");
+        spawn_result_free(&r);
+        r = SBX("job", "j-1", "--js");
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "unknown option '--js' (did you mean --json?"));
+        spawn_result_free(&r);
+        r = SBX("--conf", "x", "plugins");
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "did you mean --config?"));
+        spawn_result_free(&r);
+        r = SBX("info", "--json=yes");
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "option '--json' takes no value"));
+        spawn_result_free(&r);
+        r = SBX("spike", "--runs");
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "option '--runs' needs a value"));
+        spawn_result_free(&r);
+        r = SBX("job", "j-1", "j-2");
+        assert_int_equal(r.rc, 2);
+        assert_non_null(strstr(r.err, "unexpected argument 'j-2'"));
+        spawn_result_free(&r);
+    }
+}
+
+/* sbx version [--json]: the version, the git commit, the plugin ABI; --version says the same. */
+static void test_cli_version_json(void **state)
+{
+    struct spawn_result r = SBX("version", "--json");
+    struct spawn_result t;
+    const char *commit;
+    json_t *j;
+    size_t n;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    {
+        char abi[32];
+
+        snprintf(abi, sizeof(abi), "%u.%u", SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
+        assert_string_equal(json_string_value(json_object_get(j, "plugin_abi")), abi);
+    }
+    assert_true(strlen(json_string_value(json_object_get(j, "version"))) > 0);
+    commit = json_string_value(json_object_get(j, "commit"));
+    assert_non_null(commit);
+    n = strspn(commit, "0123456789abcdef");
+    assert_true(strcmp(commit, "unknown") == 0 ||
+                (n == 12 && (commit[n] == '\0' || strcmp(commit + n, "-dirty") == 0)));
+    t = SBX("--version");
+    assert_int_equal(t.rc, 0);
+    assert_non_null(strstr(t.out, commit));
+    spawn_result_free(&t);
+    t = SBX("version");
+    assert_non_null(strstr(t.out, commit));
+    spawn_result_free(&t);
+    json_decref(j);
+    spawn_result_free(&r);
+}
+
+/* config check --json: the instances (what completion offers), or the error. */
+static void test_cli_config_check_json(void **state)
+{
+    char *good = test_write_file(
+        dir, "inst.conf", "providers = { ci-docker = { plugin = \"provider_docker\"; }; };\n");
+    char *bad = test_write_file(dir, "bad2.conf", "limits = {\n  colour = 1;\n};\n");
+    struct spawn_result r = SBX("config", "check", good, "--json");
+    json_t *j;
+    json_t *inst;
+    size_t i;
+    int found = 0;
+
+    (void)state;
+    assert_int_equal(r.rc, 0);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_true(json_is_true(json_object_get(j, "ok")));
+    json_array_foreach(json_object_get(j, "instances"), i, inst)
+    {
+        if (strcmp(json_string_value(json_object_get(inst, "name")), "ci-docker") == 0) {
+            assert_string_equal(json_string_value(json_object_get(inst, "kind")), "provider");
+            assert_string_equal(json_string_value(json_object_get(inst, "plugin")),
+                                "provider_docker");
+            found = 1;
+        }
+    }
+    assert_true(found);
+    json_decref(j);
+    spawn_result_free(&r);
+    r = SBX("config", "check", "--json", bad);
+    assert_int_equal(r.rc, 2);
+    j = json_loads(r.out, 0, NULL);
+    assert_non_null(j);
+    assert_true(json_is_false(json_object_get(j, "ok")));
+    assert_non_null(
+        strstr(json_string_value(json_object_get(j, "error")), ":2: unknown key 'colour'"));
+    json_decref(j);
+    spawn_result_free(&r);
+    free(good);
+    free(bad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cli_version_and_help),
-        cmocka_unit_test(test_cli_plugins_json),
-        cmocka_unit_test(test_cli_config_check),
+        cmocka_unit_test(test_cli_version_and_help), cmocka_unit_test(test_cli_plugins_json),
+        cmocka_unit_test(test_cli_config_check),     cmocka_unit_test(test_cli_unknown_option),
+        cmocka_unit_test(test_cli_version_json),     cmocka_unit_test(test_cli_config_check_json),
     };
 
     return cmocka_run_group_tests_name("cli", tests, setup, teardown);

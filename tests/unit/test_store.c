@@ -1,5 +1,11 @@
-/* test_store.c - the SQLite store: records, transitions, bad input, and
- * durability across a SIGKILL of the writing process, then recovery. */
+/* test_store.c - the store: records, transitions, bad input, and
+ * durability across a SIGKILL of the writing process, then recovery.
+ *
+ * One suite, two backends: plain it runs on SQLite (test_store); with
+ * SBX_TEST_STORE=pg it runs on the private PostgreSQL cluster that
+ * tests/support/pg_harness.sh started (test_store_pg), each test on an empty
+ * schema. The tests of opening (a file, a DSN) and of schema versions are
+ * each backend's own. */
 #include "test_common.h"
 
 #include <errno.h>
@@ -7,17 +13,52 @@
 #include <sys/wait.h>
 
 #include "store/store_internal.h"
+
+static void quiet_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
 #include "util/xalloc.h"
 
 #define G (1LL << 30)
 
 static char *dir;
 static char *db;
+static int on_pg;
+
+#define PW_ENV "SBX_TEST_PG_PASSWORD"
+
+/* Runs sql on the test database directly (not through the store). */
+static void pg_sql(const char *sql)
+{
+    const char *keys[] = {"dbname", "password", NULL};
+    const char *vals[] = {getenv("SBX_TEST_PG_DSN"), getenv(PW_ENV), NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGresult *res;
+
+    if (PQstatus(c) != CONNECTION_OK) {
+        fail_msg("pg: %s", PQerrorMessage(c));
+    }
+    PQsetNoticeProcessor(c, quiet_notice, NULL);
+    res = PQexec(c, sql);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fail_msg("pg: %s: %s", sql, PQresultErrorMessage(res));
+    }
+    PQclear(res);
+    PQfinish(c);
+}
 
 static int setup(void **state)
 {
     (void)state;
     dir = test_mkdtemp();
+    if (on_pg) {
+        db = xstrdup(getenv("SBX_TEST_PG_DSN"));
+        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta CASCADE;"
+               "DROP SEQUENCE IF EXISTS sbx_fence");
+        return 0;
+    }
     assert_true(asprintf(&db, "%s/state.db", dir) > 0);
     return 0;
 }
@@ -34,7 +75,7 @@ static int teardown(void **state)
 static struct sbx_store *open_ok(void)
 {
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(db, &err);
+    struct sbx_store *st = sbx_store_open_ex(db, on_pg ? PW_ENV : NULL, &err);
 
     if (st == NULL) {
         fail_msg("open: %s", err->msg);
@@ -109,7 +150,9 @@ static void test_store_record(void **state)
     iso = json_pack("{s:s, s:[s]}", "isolation", "partial", "unenforced", "disk");
     ok(sbx_store_job_set_isolation(st, "job-1", iso, &err), &err);
     json_decref(iso);
-    ok(sbx_store_job_end(st, "job-1", SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000, &err),
+    ok(sbx_store_job_end(
+           st, "job-1", &(struct sbx_job_end){SBX_JOB_FINISHED, 3, "exit status 3", 12, 2, 1090000},
+           &err),
        &err);
     ok(sbx_store_job_get(st, "job-1", &j, &err), &err);
     o = sbx_job_rec_to_json(&j);
@@ -175,15 +218,23 @@ static void test_store_transitions(void **state)
                "job a is running, not queued");
     expect_err(sbx_store_job_granted(st, "zz", 0, &err), &err, SBX_E_NOTFOUND,
                "store: no job 'zz'");
-    ok(sbx_store_job_end(st, "b", SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0, &err), &err);
-    expect_err(sbx_store_job_end(st, "b", SBX_JOB_FINISHED, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
-               "job b is cancelled, not queued or running");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_RUNNING, 0, NULL, 0, 0, 0, &err), &err, EINVAL,
-               "not running");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 300, NULL, 0, 0, 0, &err), &err, EINVAL,
-               "bad reason, egress count or exit status");
-    expect_err(sbx_store_job_end(st, "a", SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0, &err), &err,
-               EINVAL, "bad reason");
+    ok(sbx_store_job_end(st, "b",
+                         &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by user", 0, 0, 0},
+                         &err),
+       &err);
+    expect_err(
+        sbx_store_job_end(st, "b", &(struct sbx_job_end){SBX_JOB_FINISHED, 0, NULL, 0, 0, 0}, &err),
+        &err, EINVAL, "job b is cancelled, not queued or running");
+    expect_err(
+        sbx_store_job_end(st, "a", &(struct sbx_job_end){SBX_JOB_RUNNING, 0, NULL, 0, 0, 0}, &err),
+        &err, EINVAL, "not running");
+    expect_err(sbx_store_job_end(st, "a",
+                                 &(struct sbx_job_end){SBX_JOB_FINISHED, 300, NULL, 0, 0, 0}, &err),
+               &err, EINVAL, "bad reason, egress count or exit status");
+    expect_err(sbx_store_job_end(st, "a",
+                                 &(struct sbx_job_end){SBX_JOB_FINISHED, 0, "two\nlines", 0, 0, 0},
+                                 &err),
+               &err, EINVAL, "bad reason");
     ok(sbx_store_job_list(st, SBX_JOB_QUEUED, &list, &n, &err), &err);
     assert_int_equal(n, 1);
     assert_string_equal(list[0].id, "c");
@@ -205,7 +256,6 @@ static void test_store_bad_input(void **state)
     struct sbx_task_rec t = {0};
     sbx_error_t *err = NULL;
     const char *bad_leases[] = {"ok", "has\ttab"};
-    char *notdb;
 
     (void)state;
     expect_err(sbx_store_job_insert(st, NULL, &err), &err, EINVAL, "no job given");
@@ -261,7 +311,15 @@ static void test_store_bad_input(void **state)
     expect_err(sbx_store_task_exec(st, "t1", 1, 0, &err), &err, EINVAL, "task t1 is ended");
     expect_err(sbx_store_task_exec(st, "t2", 1, 0, &err), &err, SBX_E_NOTFOUND, "no task 't2'");
     sbx_store_close(st);
-    /* opening */
+}
+
+/* SQLite: opening a file that is none, or in no directory. */
+static void test_store_open_file(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *notdb;
+
+    (void)state;
     assert_null(sbx_store_open(NULL, &err));
     expect_err(-1, &err, EINVAL, "store: no path given (runner.state)");
     assert_null(sbx_store_open("/nonexistent/dir/state.db", &err));
@@ -357,7 +415,7 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 5);
+    assert_int_equal(db_version(db), 6);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
@@ -382,16 +440,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 5);
+    assert_int_equal(db_version(db), 6);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 6;");
+    db_exec(db, "PRAGMA user_version = 7;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 6 is newer than this sbx knows (5)");
-    assert_int_equal(db_version(db), 6);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 7 is newer than this sbx knows (6)");
+    assert_int_equal(db_version(db), 7);
 }
 
 /* ---- durability ---- */
@@ -621,16 +679,277 @@ static void test_store_exit_without_close(void **state)
     sbx_store_close(st);
 }
 
+/* PostgreSQL: a database whose schema version differs from this sbx's is
+ * refused (every box of a fleet runs the same sbx), and left as it is. */
+static void test_store_pg_version(void **state)
+{
+    struct sbx_store *st = open_ok();
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    insert_ok(st, "keep", "ci", "light", 0);
+    sbx_store_close(st);
+    st = open_ok(); /* the same version opens again */
+    sbx_store_close(st);
+    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
+    assert_null(sbx_store_open_ex(db, PW_ENV, &err));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "the database's schema version is 2, this sbx uses 1: every box of a fleet must "
+               "run the same sbx");
+    pg_sql("UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    st = open_ok();
+    expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
+    sbx_store_close(st);
+}
+
+/* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
+ * at start), and the password never appears in it. */
+static void test_store_pg_bad_dsn(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *dsn = NULL;
+    const char *pw = getenv(PW_ENV);
+
+    (void)state;
+    /* nothing listens there */
+    assert_true(asprintf(&dsn, "postgresql://sbx@/sbx?host=%s/nosuchdir", dir) > 0);
+    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
+    assert_null(strchr(err->msg, '\n'));
+    expect_err(-1, &err, SBX_E_CONFIG, "cannot connect: connection to server on socket");
+    free(dsn);
+    /* no such database */
+    dsn = xstrdup(db);
+    memcpy(strstr(dsn, "/sbx?") + 1, "xyz", 3);
+    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "database \"xyz\" does not exist");
+    free(dsn);
+    /* a wrong password */
+    setenv("SBX_TEST_WRONG_PW", "not-the-password", 1);
+    assert_null(sbx_store_open_ex(db, "SBX_TEST_WRONG_PW", &err));
+    assert_null(strstr(err->msg, "not-the-password"));
+    expect_err(-1, &err, SBX_E_CONFIG, "password authentication failed for user \"sbx\"");
+    /* the variable is not set */
+    unsetenv("SBX_TEST_NO_SUCH_PW");
+    assert_null(sbx_store_open_ex(db, "SBX_TEST_NO_SUCH_PW", &err));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "runner.database_password_env names SBX_TEST_NO_SUCH_PW, which is not set");
+    /* a password in the DSN is refused, and not echoed */
+    assert_true(asprintf(&dsn, "postgresql://sbx:%s@/sbx?host=/tmp", pw) > 0);
+    assert_null(sbx_store_open_ex(dsn, NULL, &err));
+    assert_null(strstr(err->msg, pw));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "runner.database holds a password; put it in the "
+               "environment variable named by "
+               "runner.database_password_env");
+    free(dsn);
+    /* not a DSN at all */
+    assert_null(sbx_store_open_ex("postgresql://[::1", NULL, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "runner.database is not a valid DSN");
+}
+
+/* ---- fleet (PostgreSQL) ---- */
+
+static int fit_all(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    (void)job;
+    return 1;
+}
+
+static int fit_none(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    (void)job;
+    return -1;
+}
+
+/* the box's heavy slot is busy: a heavy job is passed over, light ones fit */
+static int fit_light(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    return strcmp(job->cls, "heavy") == 0 ? 0 : 1;
+}
+
+static void box_register(struct sbx_store *st, const char *id, const char *pools, int64_t *epoch)
+{
+    struct sbx_box_rec b = {0};
+    sbx_error_t *err = NULL;
+
+    b.id = (char *)id;
+    b.pools = json_loads(pools, 0, NULL);
+    b.capacity = json_pack("{s:f, s:I}", "cpus", 2.0, "memory", (json_int_t)(4 * G));
+    b.api = "unix:/run/sbx.sock";
+    b.version = "test";
+    ok(sbx_store_box_register(st, &b, 60000, epoch, &err), &err);
+    json_decref(b.pools);
+    json_decref(b.capacity);
+}
+
+static int64_t claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
+                     const char *want)
+{
+    struct sbx_job_rec j = {0};
+    sbx_error_t *err = NULL;
+    int rc = sbx_store_claim(st, box, pool, fit, NULL, &j, &err);
+    int64_t token;
+
+    ok(rc, &err);
+    if (want == NULL) {
+        assert_int_equal(rc, 0);
+        return 0;
+    }
+    assert_int_equal(rc, 1);
+    assert_string_equal(j.id, want);
+    assert_string_equal(j.box, box);
+    assert_true(j.token > 0);
+    token = j.token;
+    sbx_job_rec_clear(&j);
+    return token;
+}
+
+static void test_store_pg_fleet(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_box_rec *boxes = NULL;
+    struct sbx_task_rec t = {0};
+    struct sbx_reap reap;
+    size_t n = 0;
+    int64_t ea, eb, t1, t2, t3, t4;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(st, "box-a", "[\"ci\"]", &ea);
+    box_register(st, "box-b", "[\"ci\", \"agent\"]", &eb);
+    ok(sbx_store_box_list(st, &boxes, &n, &err), &err);
+    assert_int_equal(n, 2);
+    assert_string_equal(boxes[1].id, "box-b");
+    assert_int_equal(json_array_size(boxes[1].pools), 2);
+    assert_true(boxes[0].lease_until >= boxes[0].heartbeat + 60000);
+    sbx_box_rec_free_array(boxes, n);
+    insert_ok(st, "c1", "ci", "light", 1000);
+    insert_ok(st, "c2", "ci", "heavy", 1001);
+    insert_ok(st, "c3", "ci", "light", 1002);
+    insert_ok(st, "c4", "ci", "light", 1003);
+    insert_ok(st, "a1", "agent", "light", 1004);
+    /* oldest first across boxes; tokens only grow */
+    t1 = claim(st, "box-a", "ci", fit_all, "c1");
+    claim(st, "box-b", "ci", fit_none, NULL);       /* c2 does not fit yet: nothing passes it */
+    t3 = claim(st, "box-b", "ci", fit_light, "c3"); /* a parked heavy is passed */
+    t2 = claim(st, "box-b", "ci", fit_all, "c2");
+    assert_true(t1 < t3 && t3 < t2);
+    claim(st, "box-a", "agent", fit_all, "a1");
+    /* fenced writes: the claim's token passes, another is refused */
+    ok(sbx_store_job_move(
+           st, &(struct sbx_job_move){.id = "c1", .token = t1, .step = SBX_JOB_STEP_GRANTED}, &err),
+       &err);
+    expect_err(
+        sbx_store_job_move(
+            st, &(struct sbx_job_move){.id = "c1", .token = t1 + 1000, .step = SBX_JOB_STEP_READY},
+            &err),
+        &err, ESTALE, "store: job c1 was taken over");
+    expect_err(sbx_store_job_move(st, &(struct sbx_job_move){.id = "c1", .token = -1}, &err), &err,
+               EINVAL, "negative claim token");
+    /* box-a claims c4 (not started) and holds a task; then its lease lapses */
+    t4 = claim(st, "box-a", "ci", fit_all, "c4");
+    sbx_store_set_box(st, "box-a");
+    task_put(st, "ta", "sbx-ta", SBX_TASK_READY, 1);
+    sbx_store_set_box(st, NULL);
+    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 0); /* alive: nothing happens */
+    pg_sql("UPDATE boxes SET lease_until = 5 WHERE id = 'box-a'");
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 1);
+    assert_int_equal(reap.requeued, 2); /* c4, and a1 (claimed, never granted) */
+    assert_int_equal(reap.interrupted, 1);
+    assert_int_equal(reap.tasks, 1);
+    expect_job(st, "c1", SBX_JOB_INTERRUPTED, "box lost");
+    ok(sbx_store_task_get(st, "ta", &t, &err), &err);
+    assert_int_equal(t.state, SBX_TASK_INTERRUPTED);
+    assert_string_equal(t.reason, "box lost");
+    sbx_task_rec_clear(&t);
+    /* the lost box learns it: its renewal and its writes are refused */
+    expect_err(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err, ESTALE,
+               "box box-a lost its lease");
+    expect_err(sbx_store_job_end(st, "c1",
+                                 &(struct sbx_job_end){.state = SBX_JOB_FINISHED, .exit_status = 0},
+                                 &err),
+               &err, EINVAL, "job c1 is interrupted, not queued or running");
+    expect_err(sbx_store_job_move(
+                   st,
+                   &(struct sbx_job_move){.id = "c4", .token = t4, .step = SBX_JOB_STEP_GRANTED},
+                   &err),
+               &err, ESTALE, "job c4 was taken over");
+    /* a second reap finds nothing; c4 goes to a live box */
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 0);
+    assert_true(claim(st, "box-b", "ci", fit_all, "c4") > t4);
+    /* the lost box comes back: registering again gives it a new epoch */
+    box_register(st, "box-a", "[\"ci\"]", &ea);
+    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
+    /* bad input */
+    expect_err(sbx_store_claim(st, "box b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
+               &err, EINVAL, "a claim needs a box id and a pool");
+    expect_err(sbx_store_claim(st, "box-b", "gpu", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
+               &err, EINVAL, "a claim needs a box id and a pool");
+    {
+        struct sbx_box_rec b = {.id = "x/y"};
+
+        expect_err(sbx_store_box_register(st, &b, 1000, &ea, &err), &err, EINVAL,
+                   "a box needs an id, pools");
+    }
+    sbx_store_close(st);
+}
+
+/* SQLite holds one box: the fleet calls say what they need. */
+static void test_store_fleet_needs_pg(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_reap reap;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    expect_err(sbx_store_claim(st, "b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err), &err,
+               EINVAL, "claiming a job needs the shared PostgreSQL store (runner.database)");
+    expect_err(sbx_store_reap(st, 0, &reap, &err), &err, EINVAL, "needs the shared PostgreSQL");
+    sbx_store_close(st);
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
+    const struct CMUnitTest both[] = {
         cmocka_unit_test_setup_teardown(test_store_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_transitions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sigkill_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_exit_without_close, setup, teardown),
     };
+    const struct CMUnitTest sqlite_only[] = {
+        cmocka_unit_test_setup_teardown(test_store_open_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_fleet_needs_pg, setup, teardown),
+    };
+    const struct CMUnitTest pg_only[] = {
+        cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
+    };
+    const char *backend = getenv("SBX_TEST_STORE");
+    int failed;
 
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    on_pg = backend != NULL && strcmp(backend, "pg") == 0;
+    if (on_pg && (getenv("SBX_TEST_PG_DSN") == NULL || getenv(PW_ENV) == NULL)) {
+        fprintf(stderr, "test_store: SBX_TEST_STORE=pg needs the cluster of "
+                        "tests/support/pg_harness.sh (SBX_TEST_PG_DSN, " PW_ENV ")\n");
+        return 1;
+    }
+    failed = cmocka_run_group_tests_name(on_pg ? "store on PostgreSQL" : "store on SQLite", both,
+                                         NULL, NULL);
+    if (on_pg) {
+        failed += cmocka_run_group_tests_name("PostgreSQL", pg_only, NULL, NULL);
+    }
+    else {
+        failed += cmocka_run_group_tests_name("SQLite", sqlite_only, NULL, NULL);
+    }
+    return failed;
 }

@@ -77,16 +77,16 @@ static void test_unmeasurable_sandbox_ends_its_task(void **state)
     sbx_error_t *err = NULL;
     json_t *rec = NULL;
     int status = -1;
+    char why[256] = "";
 
     (void)state;
-    for (int i = 0; i < 100 && !t->stop; i++) {
+    for (int i = 0; i < 100 && !sbx_task_stopped(t, NULL, 0); i++) {
         struct timespec ts = {0, 50 * 1000 * 1000};
 
         nanosleep(&ts, NULL);
     }
-    assert_true(t->stop);
-    assert_non_null(
-        strstr(t->stop_reason, "cannot measure sandbox fake-checkfail-1: fails closed"));
+    assert_true(sbx_task_stopped(t, why, sizeof(why)));
+    assert_non_null(strstr(why, "cannot measure sandbox fake-checkfail-1: fails closed"));
     /* a command after that is refused with the reason */
     assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), -1);
     assert_non_null(strstr(err->msg, "fails closed"));
@@ -111,7 +111,7 @@ static void test_command_past_limit_fails_and_ends_task(void **state)
     assert_non_null(err);
     assert_non_null(strstr(err->msg, "task checkafter-1 stopped: fake: the last command took"));
     sbx_error_free(&err);
-    assert_true(t->stop);
+    assert_true(sbx_task_stopped(t, NULL, 0));
     assert_int_equal(sbx_task_end(t, "ended", &rec, &err), 0);
     assert_non_null(strstr(reason_of(rec), "past its limit"));
     json_decref(rec);
@@ -130,7 +130,7 @@ static void test_passing_checks_change_nothing(void **state)
     nanosleep(&ts, NULL);
     assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), 0);
     assert_int_equal(status, 3);
-    assert_false(t->stop);
+    assert_false(sbx_task_stopped(t, NULL, 0));
     assert_int_equal(sbx_task_end(t, NULL, NULL, &err), 0);
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agents/jsonedit.h"
+#include "cred/redact.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
@@ -88,7 +89,12 @@ char *sbx_agents_skill_text(void)
         "  `sandbox_run` says so, and the one after starts a fresh sandbox.\n"
         "- Network access goes through a filtering proxy: hosts that are not allowed\n"
         "  fail. Do not try to work around it; tell the user what was blocked.\n"
-        "- Secret values given to the sandbox are replaced by `[REDACTED]` in output.\n"
+        "- Secret values given to the sandbox are replaced by `" SBX_REDACT_MARKER_OPEN
+        "NAME" SBX_REDACT_MARKER_CLOSE "`\n"
+        "  in output (NAME is the variable's name, e.g. `" SBX_REDACT_MARKER_OPEN
+        "API_KEY" SBX_REDACT_MARKER_CLOSE "`):\n"
+        "  the value is in the environment, you just cannot see it. Do not try to\n"
+        "  print, encode or exfiltrate it.\n"
         "- `sandbox_job` shows a job (also while it runs), `sandbox_cancel` kills a\n"
         "  running command, `sandbox_queue` shows your tasks and the free slots.\n");
 }
@@ -469,4 +475,52 @@ void sbx_agents_plan_free(struct sbx_agents_plan *plan)
     }
     free(plan->changes);
     memset(plan, 0, sizeof(*plan));
+}
+
+char *sbx_agents_program(const char *path_env, const char *self, char **note)
+{
+    char *copy = xstrdup(path_env ? path_env : "");
+    char *save = NULL;
+
+    *note = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
+        cleanup_free char *cand = xasprintf("%s/sbx", d);
+        struct stat st;
+
+        if (d[0] == '/' && stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0) {
+            char *real = realpath(cand, NULL);
+
+            if (self != NULL && real != NULL && strcmp(real, self) != 0) {
+                *note = xasprintf("wrote 'sbx': the agents start %s (first on PATH), not this "
+                                  "binary (%s)",
+                                  cand, self);
+            }
+            free(real);
+            free(copy);
+            return xstrdup("sbx");
+        }
+    }
+    free(copy);
+    if (self == NULL) {
+        *note = xstrdup("no sbx on PATH and this binary's path is unknown: wrote 'sbx'");
+        return xstrdup("sbx");
+    }
+    *note = xasprintf("no sbx on PATH: wrote this binary's absolute path %s; install sbx "
+                      "(docs/operations.md, \"Install\") and rerun to write 'sbx', which "
+                      "works on every machine",
+                      self);
+    return xstrdup(self);
+}
+
+const char *sbx_agents_next_step(const char *client)
+{
+    if (strcmp(client, "claude-code") == 0) {
+        return "Claude Code: approve the project's server before it is used: start 'claude' "
+               "in the project and accept \"sbx\" when asked (or /mcp, then enable sbx); "
+               "until then 'claude mcp list' shows it pending approval. To approve it for "
+               "yourself without asking, add \"enabledMcpjsonServers\": [\"sbx\"] to "
+               ".claude/settings.local.json (not committed).";
+    }
+    return "OpenCode: nothing to approve (the entry has \"enabled\": true); restart opencode "
+           "in the project to load the server and the skill.";
 }

@@ -45,5 +45,12 @@ char *sbx_agents_diff(const struct sbx_agents_change *c);
 void sbx_agents_plan_free(struct sbx_agents_plan *plan);
 /* The usage skill, as installed. Caller frees. */
 char *sbx_agents_skill_text(void);
+/* The command the agents start: "sbx" when an executable sbx is on path_env
+ * (a PATH value; absolute entries only), else self (this binary's absolute
+ * path). *note (caller frees, or NULL) says why when it is not plainly "sbx". */
+char *sbx_agents_program(const char *path_env, const char *self, char **note);
+/* What the user does next for a client ("claude-code", "opencode") so that it
+ * uses the server: Claude Code asks to approve project servers. */
+const char *sbx_agents_next_step(const char *client);
 
 #endif

@@ -1,10 +1,10 @@
 /* cli.c - global options and dispatch of sbx subcommands. */
 #include "cli/cli.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "http/http.h"
 #include "plugin/loader.h"
 #include "sbx_build.h"
@@ -13,8 +13,7 @@
 static void help_help(FILE *out);
 
 static const struct sbx_cmd commands[] = {
-    {"run", "run a command in a fresh sandbox (start + exec + end)", sbx_cmd_run,
-     sbx_cmd_run_help},
+    {"run", "run a command in a fresh sandbox (start + exec + end)", sbx_cmd_run, sbx_cmd_run_help},
     {"task", "start, end or list tasks (one sandbox, many commands)", sbx_cmd_task,
      sbx_cmd_task_help},
     {"exec", "run a command in a running task's sandbox", sbx_cmd_exec, sbx_cmd_exec_help},
@@ -38,6 +37,8 @@ static const struct sbx_cmd commands[] = {
     {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
     {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
     {"policy", "check, evaluate and test policy scripts", sbx_cmd_policy, sbx_cmd_policy_help},
+    {"version", "print the version, git commit and plugin ABI", sbx_cmd_version,
+     sbx_cmd_version_help},
     {"help", "show help for sbx or a command", NULL, help_help},
     {NULL, NULL, NULL, NULL},
 };
@@ -53,23 +54,23 @@ static void usage(FILE *out)
     for (const struct sbx_cmd *c = commands; c->name != NULL; c++) {
         fprintf(out, "  %-10s %s\n", c->name, c->summary);
     }
-    fprintf(out,
-            "\n"
-            "Global options:\n"
-            "  --config FILE        configuration file (else $SBX_CONFIG, ./sbx.conf,\n"
-            "                       " SBX_SYSTEM_CONFIG ", else built-in defaults)\n"
-            "  --log-level LEVEL    error, warn (default), info or debug\n"
-            "  --log-format FORMAT  text (default) or json; logs go to stderr\n"
-            "  -v, --verbose        same as --log-level info\n"
-            "  --version            print the version\n"
-            "  -h, --help           this help; 'sbx COMMAND --help' for a command\n"
-            "\n"
-            "Exit status: 0 ok, 1 failed, 2 usage or configuration error. 'sbx run' and\n"
-            "'sbx exec' exit with the command's own status (128+n for a signal), 125 when\n"
-            "sbx itself fails, 126 when the command cannot be executed, 127 when it is not\n"
-            "found.\n"
-            "\n"
-            "Docs: docs/ in the source tree (architecture, plugins, configuration).\n");
+    fprintf(out, "\n"
+                 "Global options:\n"
+                 "  --config FILE        configuration file (else $SBX_CONFIG, ./sbx.conf,\n"
+                 "                       " SBX_SYSTEM_CONFIG ", else built-in defaults)\n"
+                 "  --log-level LEVEL    error, warn (default), info or debug\n"
+                 "  --log-format FORMAT  text (default) or json; logs go to stderr\n"
+                 "  -v, --verbose        same as --log-level info\n"
+                 "  --version            print the version (as 'sbx version')\n"
+                 "  -h, --help           this help; 'sbx COMMAND --help' for a command\n"
+                 "\n"
+                 "Exit status: 0 ok, 1 failed, 2 usage or configuration error. 'sbx run' and\n"
+                 "'sbx exec' exit with the command's own status (128+n for a signal), 125 when\n"
+                 "sbx itself fails, 126 when the command cannot be executed, 127 when it is not\n"
+                 "found.\n"
+                 "\n"
+                 "Docs: man sbx-COMMAND, and share/doc/sbx under the prefix (docs/ in the\n"
+                 "source tree).\n");
 }
 
 static void help_help(FILE *out)
@@ -164,14 +165,15 @@ int sbx_cli_main(int argc, char **argv)
     enum sbx_log_format format = SBX_LOG_TEXT;
     const struct sbx_cmd *cmd;
     const char *env_level = getenv("SBX_LOG_LEVEL");
+    struct sbx_args a = {
+        .cmd = NULL, .opts = opts, .shortopts = "c:vh", .in_order = 1, .argc = argc, .argv = argv};
     int c;
     int rc;
 
     if (env_level != NULL && sbx_log_level_parse(env_level, &level) < 0) {
         level = SBX_LOG_WARN;
     }
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+c:vh", opts, NULL)) != -1) {
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'c':
             cli.config_path = optarg;
@@ -199,15 +201,12 @@ int sbx_cli_main(int argc, char **argv)
             level = SBX_LOG_INFO;
             break;
         case 'V':
-            printf("sbx %s (plugin ABI %u.%u)\n", SBX_VERSION, SBX_PLUGIN_ABI_MAJOR,
-                   SBX_PLUGIN_ABI_MINOR);
+            sbx_cli_print_version();
             return SBX_EXIT_OK;
         case 'h':
             usage(stdout);
             return SBX_EXIT_OK;
-        default:
-            fprintf(stderr, "sbx: error: unknown global option '%s' (see 'sbx --help')\n",
-                    argv[optind - 1]);
+        default: /* sbx_args_next said what was wrong */
             return SBX_EXIT_USAGE;
         }
     }

@@ -78,5 +78,9 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_job_help(FILE *out);
 int sbx_cmd_queue(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_queue_help(FILE *out);
+int sbx_cmd_version(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_version_help(FILE *out);
+/* "sbx VERSION (commit C, plugin ABI M.N)": sbx --version, sbx version. */
+void sbx_cli_print_version(void);
 
 #endif

@@ -1,6 +1,5 @@
 /* cmd_agents.c - `sbx agents setup`: registers `sbx mcp` with Claude Code and
  * OpenCode in a project and installs the usage skill (docs/mcp.md). */
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 
 #include "agents/agents.h"
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "util/xalloc.h"
 
@@ -27,44 +27,15 @@ void sbx_cmd_agents_help(FILE *out)
                  "Options:\n"
                  "  --project DIR        the project (default: the current directory)\n"
                  "  --client NAME        claude-code, opencode or all (default all)\n"
-                 "  --command PATH       the sbx the agents start (default: 'sbx' when that is\n"
-                 "                       this binary on PATH, else this binary's absolute path)\n"
+                 "  --command PATH       the sbx the agents start (default: 'sbx' when an sbx is\n"
+                 "                       on PATH, else this binary's absolute path, saying so)\n"
                  "  --dry-run            print the changes as a unified diff; write nothing\n"
                  "  --json               print a JSON summary of the changes\n"
                  "\n"
+                 "After writing it prints the step each client still needs: Claude Code lists\n"
+                 "a project's server as pending approval until the user approves it.\n"
+                 "\n"
                  "Exit status: 0 ok, 1 failed (e.g. a malformed file), 2 usage error.\n");
-}
-
-/* "sbx" when the sbx on PATH is this binary, else this binary's path. */
-static char *default_program(void)
-{
-    char *self = realpath("/proc/self/exe", NULL);
-    const char *path = getenv("PATH");
-    char *copy;
-    char *save = NULL;
-
-    if (self == NULL) {
-        return xstrdup("sbx");
-    }
-    copy = xstrdup(path ? path : "");
-    for (char *d = strtok_r(copy, ":", &save); d != NULL; d = strtok_r(NULL, ":", &save)) {
-        char *cand = xasprintf("%s/sbx", d);
-        char *real = access(cand, X_OK) == 0 ? realpath(cand, NULL) : NULL;
-        int same = real != NULL && strcmp(real, self) == 0;
-
-        free(cand);
-        free(real);
-        if (same) {
-            free(copy);
-            free(self);
-            return xstrdup("sbx");
-        }
-        if (real != NULL) {
-            break; /* the first sbx on PATH is another one */
-        }
-    }
-    free(copy);
-    return self;
 }
 
 int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
@@ -77,6 +48,8 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     const char *project = ".";
     const char *command = NULL;
     char *program;
+    char *note = NULL;
+    char *self;
     int clients = SBX_AGENTS_ALL;
     int dry = 0;
     int json = 0;
@@ -85,17 +58,17 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     int changed = 0;
     int c;
 
+    struct sbx_args a = {
+        .cmd = "agents setup", .help = "agents", .opts = opts, .argc = argc - 1, .argv = argv + 1};
+
     (void)cli;
     if (argc < 2 || strcmp(argv[1], "setup") != 0) {
-        fprintf(stderr, "sbx: error: agents: usage: sbx agents setup [--project DIR] "
-                        "[--client claude-code|opencode|all] [--dry-run]\n");
+        fprintf(stderr, "sbx: error: agents: usage: sbx agents setup [OPTIONS] (see 'sbx agents "
+                        "--help')\n");
         return SBX_EXIT_USAGE;
     }
-    argc--;
-    argv++;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'p':
             project = optarg;
@@ -120,24 +93,22 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
             json = 1;
             break;
         default:
-            fprintf(stderr,
-                    "sbx: error: agents setup: unknown option or missing value '%s' "
-                    "(see 'sbx agents --help')\n",
-                    argv[optind - 1]);
             return SBX_EXIT_USAGE;
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "sbx: error: agents setup: unexpected argument '%s'\n", argv[optind]);
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
-    program = command ? xstrdup(command) : default_program();
+    self = realpath("/proc/self/exe", NULL);
+    program = command ? xstrdup(command) : sbx_agents_program(getenv("PATH"), self, &note);
+    free(self);
     if (sbx_agents_plan(project, (unsigned)clients, program, &plan, &err) < 0) {
         sbx_cli_print_error(err);
         c = sbx_cli_exit_for(err) == SBX_EXIT_USAGE && err->code == SBX_E_USAGE ? SBX_EXIT_USAGE
                                                                                 : SBX_EXIT_FAIL;
         sbx_error_free(&err);
         free(program);
+        free(note);
         return c;
     }
     if (!dry && sbx_agents_apply(project, &plan, &err) < 0) {
@@ -145,6 +116,7 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
         sbx_error_free(&err);
         sbx_agents_plan_free(&plan);
         free(program);
+        free(note);
         return SBX_EXIT_FAIL;
     }
     if (json) {
@@ -161,8 +133,19 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
                                                    : ch->old_text ? "update"
                                                                   : "create"));
         }
-        summary = json_pack("{s:s, s:s, s:b, s:o}", "project", project, "command", program,
-                            "dry_run", dry, "files", files);
+        json_t *steps = json_array();
+
+        for (size_t i = 0; i < plan.n; i++) {
+            const char *step = sbx_agents_next_step(plan.changes[i].client);
+
+            if (strstr(plan.changes[i].path, "SKILL.md") == NULL) { /* one per client */
+                json_array_append_new(
+                    steps, json_pack("{s:s, s:s}", "client", plan.changes[i].client, "step", step));
+            }
+        }
+        summary =
+            json_pack("{s:s, s:s, s:s?, s:b, s:o, s:o}", "project", project, "command", program,
+                      "note", note, "dry_run", dry, "files", files, "next_steps", steps);
         s = json_dumps(summary, JSON_INDENT(2));
         printf("%s\n", s);
         free(s);
@@ -192,7 +175,16 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     if (!json && dry && changed == 0) {
         printf("nothing to change in %s\n", project);
     }
+    if (note != NULL && !json) {
+        fprintf(stderr, "sbx: agents setup: %s\n", note);
+    }
+    for (size_t i = 0; !json && !dry && i < plan.n; i++) {
+        if (strstr(plan.changes[i].path, "SKILL.md") == NULL) { /* one per client */
+            printf("next: %s\n", sbx_agents_next_step(plan.changes[i].client));
+        }
+    }
     sbx_agents_plan_free(&plan);
     free(program);
+    free(note);
     return SBX_EXIT_OK;
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "image/image.h"
 #include "plugin/instance.h"
@@ -34,7 +35,7 @@ void sbx_cmd_image_help(FILE *out)
             "($SBX_DEBIAN_MIRROR overrides). Fields read: docs/image.md.\n"
             "\n"
             "  --definition FILE  devcontainer.json (default ./.devcontainer/, then the\n"
-            "                     source tree's)\n"
+            "                     one shipped with sbx, share/sbx/devcontainer)\n"
             "  --provider NAME    a provider instance that builds images (default: config\n"
             "                     'provider'; provider_docker does)\n"
             "  --sidecar          build the Docker sidecar's image instead: sbx-dind:<hash>\n"
@@ -115,14 +116,14 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     int json = 0;
     int c;
     int rc;
+    struct sbx_args a = {
+        .cmd = "image build", .help = "image", .opts = opts, .argc = argc - 1, .argv = argv + 1};
 
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         fprintf(stderr, "sbx: error: usage: sbx image build [OPTIONS] (see 'sbx image --help')\n");
         return SBX_EXIT_USAGE;
     }
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc - 1, argv + 1, "+", opts, NULL)) != -1) {
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'd':
             definition = optarg;
@@ -140,9 +141,11 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
             sidecar = 1;
             break;
         default:
-            fprintf(stderr, "sbx: error: image build: unknown option '%s'\n", argv[optind]);
             return SBX_EXIT_USAGE;
         }
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {

@@ -2,36 +2,45 @@
  * the configuration in force and what the provider reports of its engine
  * (user namespaces on or off, how the disk cap is enforced), the admission
  * budget and the kernel's shared inotify pool (info_box.c). */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/info_box.h"
+#include "image/image.h"
 #include "plugin/instance.h"
+#include "policy/policy.h"
 #include "sandbox/caps.h"
 #include "sandbox/statedir.h"
 #include "sbx_build.h"
+#include "util/paths.h"
 #include "util/units.h"
 
 void sbx_cmd_info_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx info [--provider NAME] [--json]\n"
-            "\n"
-            "Shows the configuration in force (file, plugin and state directories, image,\n"
-            "limits) and what the provider reports about its engine: its version, whether\n"
-            "user namespaces are on, which mechanism enforces the disk cap, and the\n"
-            "seccomp profile sandboxes run with; and the isolation tasks get: the limits,\n"
-            "egress control and user namespaces the provider does not enforce (tasks are\n"
-            "refused then, unless the instance sets unisolated = true).\n"
-            "Also the admission budget (box.memory - box.host_reserve, what embedded\n"
-            "sandboxes hold now, the CPU clamp) and the kernel's shared inotify pool\n"
-            "against box.max_sandboxes, with a warning on stderr when it is too low\n"
-            "(scripts/kernel-limits.sh raises it; docs/operations.md).\n"
-            "\n"
-            "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
+    fprintf(
+        out,
+        "usage: sbx info [--provider NAME] [--json]\n"
+        "\n"
+        "Shows the configuration in force (file, plugin, policy and state directories,\n"
+        "the helper programs' directory, the image and the definition 'sbx image build'\n"
+        "would use, limits) and what the provider reports about its engine: its version, whether\n"
+        "user namespaces are on, which mechanism enforces the disk cap, and the\n"
+        "seccomp profile sandboxes run with; and the isolation tasks get: the limits,\n"
+        "egress control and user namespaces the provider does not enforce (tasks are\n"
+        "refused then, unless the instance sets unisolated = true).\n"
+        "Also the admission budget (box.memory - box.host_reserve, what embedded\n"
+        "sandboxes hold now, the CPU clamp) and the kernel's shared inotify pool\n"
+        "against box.max_sandboxes, with a warning on stderr when it is too low\n"
+        "(scripts/kernel-limits.sh raises it; docs/operations.md).\n"
+        "\n"
+        "\n"
+        "  --provider NAME   the provider instance to ask (default: config 'provider')\n"
+        "  --json            all of it as one JSON object\n"
+        "\n"
+        "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
 
 int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
@@ -46,6 +55,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     const char *dir;
     sbx_error_t *err = NULL;
     char *state;
+    char *policy_dir;
+    char *libexec;
+    char *definition;
     char mem[32];
     char disk[32];
     char isolation[384] = "";
@@ -55,9 +67,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     int rc = SBX_EXIT_OK;
     int c;
 
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    struct sbx_args a = {.cmd = "info", .opts = opts, .argc = argc, .argv = argv};
+
+    while ((c = sbx_args_next(&a)) != -1) {
         if (c == 'p') {
             provider = optarg;
         }
@@ -65,9 +77,11 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
             json = 1;
         }
         else {
-            fprintf(stderr, "sbx: error: info: unknown option '%s'\n", argv[optind - 1]);
             return SBX_EXIT_USAGE;
         }
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
@@ -76,6 +90,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     }
     provider = provider ? provider : cfg->provider;
     state = sbx_state_dir(cfg->state_dir, NULL);
+    policy_dir = sbx_policy_dir_resolve(cfg->policy_dir, NULL);
+    libexec = sbx_asset_dir(SBX_ASSET_LIBEXEC);
+    definition = sbx_image_def_find(NULL, NULL);
     oi = sbx_instance_open(cfg, dir, provider, SBX_PLUGIN_PROVIDER, &err);
     if (oi != NULL && sbx_instance_provider(oi)->info != NULL) {
         sbx_instance_provider(oi)->info(oi->ctx, &info, NULL);
@@ -89,6 +106,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                   (json_int_t)cfg->limits.disk, "pids", (json_int_t)cfg->limits.pids, "idle",
                   (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max, "max_sandboxes",
                   cfg->box.max_sandboxes);
+    json_object_set_new(j, "policy_dir", policy_dir ? json_string(policy_dir) : json_null());
+    json_object_set_new(j, "libexec_dir", libexec ? json_string(libexec) : json_null());
+    json_object_set_new(j, "image_definition", definition ? json_string(definition) : json_null());
     sbx_info_box(cfg, state, j, 0);
     if (oi != NULL) {
         json_object_set_new(j, "engine", json_string(info.engine));
@@ -118,12 +138,14 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     }
     else {
         printf(
-            "sbx %s\nconfig:      %s\nplugin dir:  %s\nstate dir:   %s\nimage:       %s\n"
+            "sbx %s\nconfig:      %s\nplugin dir:  %s\npolicy dir:  %s\nhelpers:     %s\n"
+            "state dir:   %s\nimage:       %s\ndefinition:  %s\n"
             "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds%s%s%s\n"
             "box:         at most %d sandboxes\nprovider:    %s\n",
-            SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir, state ? state : "?",
-            cfg->image, cfg->limits.cpus, mem, disk, (long long)cfg->limits.pids,
-            (long long)cfg->limits.idle, (long long)cfg->limits.max,
+            SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir,
+            policy_dir ? policy_dir : "(not found)", libexec ? libexec : "?", state ? state : "?",
+            cfg->image, definition ? definition : "(none found)", cfg->limits.cpus, mem, disk,
+            (long long)cfg->limits.pids, (long long)cfg->limits.idle, (long long)cfg->limits.max,
             unenforced[0] ? " (NOT ENFORCED: " : "", unenforced, unenforced[0] ? ")" : "",
             cfg->box.max_sandboxes, provider);
         sbx_info_box(cfg, state, j, 1);
@@ -146,5 +168,8 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     sbx_error_free(&err);
     sbx_instance_close(oi);
     free(state);
+    free(policy_dir);
+    free(libexec);
+    free(definition);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "sandbox/statedir.h"
 #include "http/http.h"
@@ -16,6 +17,10 @@
 void sbx_cmd_job_help(FILE *out)
 {
     fprintf(out, "usage: sbx job ID [--json] [--follow] [--egress]\n"
+                 "\n"
+                 "  --json        print the runner's job record as JSON\n"
+                 "  -f, --follow  stream the job's output until it ends\n"
+                 "  --egress      print the job's egress log lines\n"
                  "\n"
                  "Shows a job's record (id, task, pool, class, provider, image, state, timings,\n"
                  "exit status, reason, egress summary, credential lease ids, env names).\n"
@@ -32,6 +37,8 @@ void sbx_cmd_job_help(FILE *out)
 void sbx_cmd_queue_help(FILE *out)
 {
     fprintf(out, "usage: sbx queue [--json]\n"
+                 "\n"
+                 "  --json   print the runner's queue as JSON (GET /v1/queue)\n"
                  "\n"
                  "Shows the runner's queue per pool: its length, each waiting job's wait so\n"
                  "far, the holder of each slot (job, task, since when), the heavy slot (and why\n"
@@ -156,29 +163,35 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
     char *path;
     json_t *o;
     int rc = SBX_EXIT_OK;
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"follow", no_argument, NULL, 'f'},
+                                         {"egress", no_argument, NULL, 'e'},
+                                         {NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "job", .opts = opts, .shortopts = "f", .argc = argc, .argv = argv};
+    int c;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c == 'j') {
             json = 1;
         }
-        else if (strcmp(argv[i], "--follow") == 0 || strcmp(argv[i], "-f") == 0) {
+        else if (c == 'f') {
             follow = 1;
         }
-        else if (strcmp(argv[i], "--egress") == 0) {
+        else if (c == 'e') {
             egress = 1;
         }
-        else if (argv[i][0] != '-' && id == NULL) {
-            id = argv[i];
-        }
         else {
-            fprintf(stderr, "sbx: error: job: unexpected '%s' (see 'sbx job --help')\n", argv[i]);
             return SBX_EXIT_USAGE;
         }
     }
-    if (id == NULL || strlen(id) > 63 ||
+    if (sbx_args_operands(&a, 1, 1, "the job ID") < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    id = a.argv[optind];
+    if (strlen(id) == 0 || strlen(id) > 63 ||
         strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") !=
             strlen(id)) {
-        fprintf(stderr, "sbx: error: job: give one job id (see 'sbx job --help')\n");
+        fprintf(stderr, "sbx: error: job: '%.80s' is not a job id (see 'sbx job --help')\n", id);
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
@@ -225,6 +238,50 @@ int sbx_cmd_job(struct sbx_cli *cli, int argc, char **argv)
     json_decref(o);
     sbx_http_response_free(&resp);
     return rc;
+}
+
+/* A fleet box's view of every box and the shared queue (docs/runner.md,
+ * "Several boxes"); nothing on one box. */
+static void print_fleet(json_t *fl)
+{
+    json_t *b;
+    json_t *e;
+    const char *pool;
+    size_t i, k;
+
+    if (!json_is_object(fl)) {
+        return;
+    }
+    if (json_is_string(json_object_get(fl, "error"))) {
+        printf("\nfleet: %s\n", str(fl, "error"));
+        return;
+    }
+    printf("\nfleet: %zu box(es); this is %s\n", json_array_size(json_object_get(fl, "boxes")),
+           str(fl, "box"));
+    json_array_foreach(json_object_get(fl, "boxes"), i, b)
+    {
+        char *pools = json_dumps(json_object_get(b, "pools"), JSON_COMPACT);
+        json_t *cap = json_object_get(b, "capacity");
+
+        printf("  %s %s pools %s, %.1f CPUs, %.1fG, heartbeat %.1fs ago, %zu job(s), %s\n",
+               str(b, "id"), json_is_true(json_object_get(b, "alive")) ? "up" : "LOST",
+               pools ? pools : "[]", json_number_value(json_object_get(cap, "cpus")),
+               json_number_value(json_object_get(cap, "memory")) / (1024.0 * 1024 * 1024),
+               json_number_value(json_object_get(b, "heartbeat_age")),
+               json_array_size(json_object_get(b, "holds")), str(b, "api"));
+        free(pools);
+        json_array_foreach(json_object_get(b, "holds"), k, e)
+        {
+            printf("    %s %s job %s (%s) %.0fs\n", str(e, "pool"), str(e, "class"), str(e, "job"),
+                   str(e, "state"), json_number_value(json_object_get(e, "held_for")));
+        }
+    }
+    json_object_foreach(json_object_get(fl, "queue"), pool, e)
+    {
+        printf("  shared queue %s: %lld waiting, oldest %.0fs\n", pool,
+               (long long)json_integer_value(json_object_get(e, "queued")),
+               json_number_value(json_object_get(e, "oldest_wait")));
+    }
 }
 
 static void print_queue(json_t *q)
@@ -307,6 +364,7 @@ static void print_queue(json_t *q)
                    json_is_true(json_object_get(e, "alerted")) ? " (alerted)" : "");
         }
     }
+    print_fleet(json_object_get(q, "fleet"));
 }
 
 int sbx_cmd_queue(struct sbx_cli *cli, int argc, char **argv)
@@ -316,16 +374,18 @@ int sbx_cmd_queue(struct sbx_cli *cli, int argc, char **argv)
     sbx_error_t *err = NULL;
     int json = 0;
     json_t *q;
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "queue", .opts = opts, .argc = argc, .argv = argv};
+    int c;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        }
-        else {
-            fprintf(stderr, "sbx: error: queue: unexpected '%s' (see 'sbx queue --help')\n",
-                    argv[i]);
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c != 'j') {
             return SBX_EXIT_USAGE;
         }
+        json = 1;
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "mcp/server.h"
 #include "util/log.h"
@@ -44,9 +45,10 @@ int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv)
     sbx_error_t *err = NULL;
     struct sigaction sa = {0};
 
-    if (argc > 1) {
-        fprintf(stderr, "sbx: error: mcp: unexpected argument '%s' (see 'sbx mcp --help')\n",
-                argv[1]);
+    static const struct option opts[] = {{NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "mcp", .opts = opts, .argc = argc, .argv = argv};
+
+    if (sbx_args_next(&a) != -1 || sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);

@@ -1,29 +1,28 @@
 /* cmd_plugins.c - `sbx plugins [--json]`: every plugin in the plugin dir. */
 #include <dirent.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "plugin/loader.h"
 #include "util/xalloc.h"
 
 void sbx_cmd_plugins_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx plugins [--json]\n"
-            "\n"
-            "Loads every plugin (*.so) in the plugin dir with the ABI checks and lists\n"
-            "its name, kind (provider|credential), state (ready|stub|deferred), the\n"
-            "reason a stub gives and its ABI version (--json adds its path). A plugin\n"
-            "that is refused\n"
-            "is reported on stderr with the reason, and the exit status is 1.\n"
-            "\n"
-            "Plugin dir: 'plugin_dir' in the configuration, else $SBX_PLUGIN_DIR, else\n"
-            "'plugins' next to the sbx binary, else the installed location.\n"
-            "\n"
-            "  --json   one JSON array of objects on stdout\n");
+    fprintf(out, "usage: sbx plugins [--json]\n"
+                 "\n"
+                 "Loads every plugin (*.so) in the plugin dir with the ABI checks and lists\n"
+                 "its name, kind (provider|credential), state (ready|stub|deferred), the\n"
+                 "reason a stub gives and its ABI version (--json adds its path). A plugin\n"
+                 "that is refused\n"
+                 "is reported on stderr with the reason, and the exit status is 1.\n"
+                 "\n"
+                 "Plugin dir: 'plugin_dir' in the configuration, else $SBX_PLUGIN_DIR, else\n"
+                 "the binary's own (build/plugins, or lib/sbx/plugins under its prefix).\n"
+                 "\n"
+                 "  --json   one JSON array of objects on stdout\n");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -44,19 +43,16 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
     DIR *dir;
     int c;
 
-    optind = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-        if (c == 'j') {
-            json = 1;
-        }
-        else {
-            fprintf(stderr, "sbx: error: plugins: unknown option '%s'\n", argv[optind - 1]);
+    struct sbx_args a = {.cmd = "plugins", .opts = opts, .argc = argc, .argv = argv};
+
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c != 'j') {
             json_decref(arr);
             return SBX_EXIT_USAGE;
         }
+        json = 1;
     }
-    if (optind < argc) {
-        fprintf(stderr, "sbx: error: plugins: unexpected argument '%s'\n", argv[optind]);
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
         json_decref(arr);
         return SBX_EXIT_USAGE;
     }

@@ -1,9 +1,9 @@
 /* cmd_policy.c - `sbx policy check|eval|test`. */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "policy/policy.h"
 #include "util/cleanup.h"
@@ -25,7 +25,7 @@ void sbx_cmd_policy_help(FILE *out)
         "  test   runs DIR/*_test.lua and prints 'N passed, N failed'.\n"
         "\n"
         "DIR defaults to the configured policy_dir, else $SBX_POLICY_DIR, else the\n"
-        "policies next to the sbx binary, else the installed ones.\n"
+        "policies shipped with the binary (share/sbx/policies under its prefix).\n"
         "Job JSON: {\"id\", \"task\", \"pool\": \"ci\"|\"agent\", \"argv\": [...], \"workdir\",\n"
         "\"repository\", \"provider\", \"labels\": {...}, \"requested\": {\"cpus\", \"memory\",\n"
         "\"disk\", \"pids\", \"idle\", \"max\"}}.\n"
@@ -48,11 +48,13 @@ static int parse(int argc, char **argv, struct opts *o)
         {"json", no_argument, NULL, 'J'},
         {NULL, 0, NULL, 0},
     };
+    char cmd[32];
+    struct sbx_args a = {
+        .cmd = cmd, .help = "policy", .opts = longopts, .argc = argc, .argv = argv};
     int c;
 
-    optind = 0; /* full reset: options may follow DIR */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+    snprintf(cmd, sizeof(cmd), "policy %s", argv[0]);
+    while ((c = sbx_args_next(&a)) != -1) { /* options may follow DIR */
         switch (c) {
         case 'd':
             o->dir = optarg;
@@ -64,17 +66,13 @@ static int parse(int argc, char **argv, struct opts *o)
             o->json = 1;
             break;
         default:
-            fprintf(stderr, "sbx: error: policy %s: unknown option '%s'\n", argv[0],
-                    argv[optind - 1]);
             return -1;
         }
     }
+    if (sbx_args_operands(&a, 0, o->dir != NULL ? 0 : 1, "") < 0) {
+        return -1;
+    }
     if (optind < argc) {
-        if (o->dir != NULL || optind + 1 < argc) {
-            fprintf(stderr, "sbx: error: policy %s: unexpected argument '%s'\n", argv[0],
-                    argv[optind]);
-            return -1;
-        }
         o->dir = argv[optind];
     }
     return 0;

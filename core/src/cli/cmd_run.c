@@ -91,13 +91,19 @@ void sbx_cmd_run_help(FILE *out)
 
 void sbx_cmd_exec_help(FILE *out)
 {
-    fprintf(out, "usage: sbx exec TASK [--env K=V]... -- CMD [ARGS...]\n"
-                 "\n"
-                 "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
-                 "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
-                 "cancels CMD; the task goes on.\n"
-                 "\n"
-                 "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
+    fprintf(out,
+            "usage: sbx exec TASK [--env K=V]... [--json] -- CMD [ARGS...]\n"
+            "\n"
+            "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
+            "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
+            "cancels CMD; the task goes on.\n"
+            "\n"
+            "  --env K=V   set a variable for CMD (repeatable), as 'sbx run --env'\n"
+            "  --json      print {\"task\", \"argv\", \"exit_status\", \"stdout\", \"stderr\"}\n"
+            "              on stdout instead of streaming (1 MiB of each, then\n"
+            "              \"output_truncated\"; \"error\" when sbx failed)\n"
+            "\n"
+            "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
 }
 
 struct capture {
@@ -482,10 +488,31 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
     return rc;
 }
 
+/* exec --json: {task, argv, exit_status, stdout, stderr[, output_truncated][, error]} */
+static void print_exec_json(const char *task, char **cmd, int ran, int status,
+                            const struct capture *cap, const sbx_error_t *err)
+{
+    json_t *args = json_array();
+    json_t *rec;
+
+    for (size_t i = 0; cmd[i] != NULL; i++) {
+        json_array_append_new(args, json_string(cmd[i]));
+    }
+    rec = json_pack("{s:s, s:o, s:o}", "task", task, "argv", args, "exit_status",
+                    ran ? json_integer(status) : json_null());
+    add_output(rec, cap, 0);
+    if (err != NULL) {
+        json_object_set_new(rec, "error", json_string(sbx_error_msg(err)));
+    }
+    print_json(rec);
+    json_decref(rec);
+}
+
 int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_task_cli o;
     struct sbx_config *cfg;
+    struct capture cap = {0};
     sbx_error_t *err = NULL;
     char *state;
     int status = 0;
@@ -493,7 +520,8 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
     int r;
 
     if (argc < 2 || argv[1][0] == '-') {
-        fprintf(stderr, "sbx: error: exec: usage: sbx exec TASK [--env K=V]... -- CMD ...\n");
+        fprintf(stderr, "sbx: error: exec: usage: sbx exec TASK [--env K=V]... [--json] -- CMD "
+                        "... (see 'sbx exec --help')\n");
         return SBX_EXIT_SBX;
     }
     if (sbx_task_cli_parse(&o, argc - 1, argv + 1, 2) < 0) {
@@ -526,14 +554,21 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_SBX;
     }
     install_signals();
+    cap.json = 1;
     r = sbx_keeper_exec(state, argv[1], (const char *const *)o.cmd, o.env, o.n_env,
-                        (const volatile int *)&interrupted, &status, &code, &err);
+                        (const volatile int *)&interrupted, o.json ? on_output : NULL, &cap,
+                        &status, &code, &err);
     free(state);
-    sbx_task_cli_fini(&o);
     if (r < 0) {
         sbx_cli_print_error(err);
-        sbx_error_free(&err);
-        return interrupted ? interrupted_exit() : code;
+        code = interrupted ? interrupted_exit() : code;
     }
-    return status;
+    if (o.json) {
+        print_exec_json(argv[1], o.cmd, r == 0, status, &cap, err);
+    }
+    sbx_error_free(&err);
+    sbx_task_cli_fini(&o);
+    free(cap.buf[0]);
+    free(cap.buf[1]);
+    return r < 0 ? code : status;
 }

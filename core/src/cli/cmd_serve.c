@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "runner/runner.h"
 #include "util/log.h"
@@ -65,9 +66,10 @@ int sbx_cmd_serve(struct sbx_cli *cli, int argc, char **argv)
     pthread_t th;
     int rc = SBX_EXIT_OK;
 
-    (void)argv;
-    if (argc > 1) {
-        fprintf(stderr, "sbx: error: serve takes no arguments (see 'sbx serve --help')\n");
+    static const struct option opts[] = {{NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "serve", .opts = opts, .argc = argc, .argv = argv};
+
+    if (sbx_args_next(&a) != -1 || sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);

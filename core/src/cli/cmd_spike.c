@@ -1,10 +1,10 @@
 /* cmd_spike.c - `sbx spike`: the spike bar of ADR 0287 decision 13 for one or
  * more providers, side by side. */
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "spike/spike.h"
 #include "util/xalloc.h"
@@ -71,9 +71,9 @@ int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv)
     char *md;
     int c;
 
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    struct sbx_args a = {.cmd = "spike", .opts = opts, .argc = argc, .argv = argv};
+
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'p':
             if (n == MAX_PROVIDERS) {
@@ -103,10 +103,11 @@ int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv)
             out = optarg;
             break;
         default:
-            fprintf(stderr, "sbx: error: spike: unknown option or missing value '%s'\n",
-                    argv[optind - 1]);
             return SBX_EXIT_USAGE;
         }
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;

@@ -1,10 +1,10 @@
 /* cmd_submit.c - `sbx submit` and `sbx cancel`: clients of the runner. */
-#include <getopt.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "http/http.h"
@@ -14,17 +14,20 @@
 
 void sbx_cmd_submit_help(FILE *out)
 {
-    fprintf(out, "usage: sbx submit [--task ID] [--pool ci|agent] [--class light|heavy]\n"
-                 "                  [--label K=V]... [--worktree DIR] [--provider NAME]\n"
-                 "                  [--credentials NAME] [--env K=V]... [--json] -- CMD [ARGS...]\n"
+    fprintf(out, "usage: sbx submit [OPTIONS] -- CMD [ARGS...]\n"
                  "\n"
                  "Submits a job to the runner ('sbx serve') and prints its id. A job naming a\n"
                  "task that runs in the runner executes in that task's sandbox; an agent job\n"
                  "with a new --task starts the task and keeps it (its slot too) until\n"
                  "'sbx cancel --task ID' or its idle time; every other job is a one-command task.\n"
                  "\n"
+                 "  --task ID         run in this task (an agent task is kept; see above)\n"
                  "  --pool ci|agent   slot pool (default ci)\n"
                  "  --class CLASS     light (default) or heavy (the pool's exclusive heavy slot)\n"
+                 "  --label K=V       a label for the policies (repeatable)\n"
+                 "  --worktree DIR    host directory mounted at /workspace\n"
+                 "  --provider NAME   provider instance (default: the policy's, else config)\n"
+                 "  --credentials NAME  credential instance whose lease CMD gets\n"
                  "  --env K=V         a variable for CMD (repeatable), as 'sbx run --env'; the\n"
                  "                    job record shows the names only\n"
                  "  --json            print the runner's reply as JSON\n"
@@ -35,11 +38,14 @@ void sbx_cmd_submit_help(FILE *out)
 void sbx_cmd_cancel_help(FILE *out)
 {
     fprintf(out,
-            "usage: sbx cancel JOB\n"
-            "       sbx cancel --task TASK\n"
+            "usage: sbx cancel JOB [--json]\n"
+            "       sbx cancel --task TASK [--json]\n"
             "\n"
             "Cancels a queued or running job (its record stays, state cancelled), or ends\n"
             "a task kept by the runner (its sandbox is removed, its slot freed).\n"
+            "\n"
+            "  --task TASK   end the runner's task TASK instead of cancelling a job\n"
+            "  --json        print the runner's reply as JSON\n"
             "\n"
             "Exit status: 0 done; 1 failed (unknown job, already ended, runner down); 2 usage.\n");
 }
@@ -70,9 +76,9 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
     int rc = SBX_EXIT_USAGE;
     char *body = NULL;
 
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    struct sbx_args a = {.cmd = "submit", .opts = opts, .in_order = 1, .argc = argc, .argv = argv};
+
+    while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 't':
             json_object_set_new(o, "task", json_string(optarg));
@@ -126,13 +132,8 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
             json = 1;
             break;
         default:
-            fprintf(stderr, "sbx: error: submit: unknown option '%s' (see 'sbx submit --help')\n",
-                    argv[optind - 1]);
             goto out;
         }
-    }
-    if (optind < argc && strcmp(argv[optind], "--") == 0) {
-        optind++;
     }
     if (optind >= argc) {
         fprintf(stderr, "sbx: error: submit: no command (sbx submit [OPTIONS] -- CMD...)\n");
@@ -181,28 +182,41 @@ out:
 
 int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
 {
+    static const struct option opts[] = {{"task", required_argument, NULL, 't'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "cancel", .opts = opts, .argc = argc, .argv = argv};
     struct sbx_config *cfg;
     struct sbx_http_response resp = {0};
     sbx_error_t *err = NULL;
-    const char *id;
+    const char *id = NULL;
     char *path;
     int task = 0;
+    int json = 0;
+    int c;
 
-    if (argc == 3 && strcmp(argv[1], "--task") == 0) {
-        task = 1;
-        id = argv[2];
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c == 't') {
+            task = 1;
+            id = optarg;
+        }
+        else if (c == 'j') {
+            json = 1;
+        }
+        else {
+            return SBX_EXIT_USAGE;
+        }
     }
-    else if (argc == 2 && argv[1][0] != '-') {
-        id = argv[1];
-    }
-    else {
-        fprintf(stderr, "sbx: error: usage: sbx cancel JOB | sbx cancel --task TASK\n");
+    if (sbx_args_operands(&a, task ? 0 : 1, task ? 0 : 1, "the job id (or --task TASK)") < 0) {
         return SBX_EXIT_USAGE;
+    }
+    if (!task) {
+        id = a.argv[optind];
     }
     if (strlen(id) == 0 || strlen(id) > 63 ||
         strspn(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-") !=
             strlen(id)) {
-        fprintf(stderr, "sbx: error: '%s' is not a job or task id\n", id);
+        fprintf(stderr, "sbx: error: '%.80s' is not a job or task id\n", id);
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
@@ -217,6 +231,21 @@ int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_FAIL;
     }
     free(path);
+    if (json) {
+        json_t *r = json_loadb(resp.body ? resp.body : "", resp.body_len, 0, NULL);
+        char *s;
+
+        if (!json_is_object(r)) { /* an empty reply: say what was done */
+            json_decref(r);
+            r = json_pack("{s:s, s:s}", task ? "task" : "id", id, "state",
+                          task ? "ended" : "cancelling");
+        }
+        s = json_dumps(r, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+        printf("%s\n", s);
+        free(s);
+        json_decref(r);
+    }
     sbx_http_response_free(&resp);
     return SBX_EXIT_OK;
 }

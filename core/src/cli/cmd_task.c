@@ -1,12 +1,12 @@
 /* cmd_task.c - `sbx task start|end|list`: tasks that hold one sandbox across
  * many commands (docs/architecture.md, Tasks). */
 #include <dirent.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "sandbox/keeper.h"
@@ -18,7 +18,7 @@ void sbx_cmd_task_help(FILE *out)
 {
     fprintf(out,
             "usage: sbx task start [OPTIONS] [--json]\n"
-            "       sbx task end TASK\n"
+            "       sbx task end TASK [--json]\n"
             "       sbx task list [--all] [--json]\n"
             "\n"
             "A task is one sandbox for its whole life; its commands run with 'sbx exec'.\n"
@@ -32,7 +32,9 @@ void sbx_cmd_task_help(FILE *out)
             "are taken, and fails at once when limits.memory can never fit.\n"
             "\n"
             "%s"
-            "  --json               print the task record as JSON\n"
+            "  --json               print the task record as JSON (start, end: the ended\n"
+            "                       task's; list: an array)\n"
+            "  --all                list: ended tasks too\n"
             "\n"
             "Exit status: 0 ok, 1 failed, 2 usage or configuration error.\n",
             SBX_TASK_OPTS_HELP);
@@ -134,22 +136,42 @@ static int task_start(struct sbx_cli *cli, int argc, char **argv)
 
 static int task_end(struct sbx_cli *cli, int argc, char **argv)
 {
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    struct sbx_args a = {
+        .cmd = "task end", .help = "task", .opts = opts, .argc = argc, .argv = argv};
     sbx_error_t *err = NULL;
+    const char *task;
     char *state;
     int rc = SBX_EXIT_OK;
+    int json = 0;
+    int c;
 
-    if (argc != 2) {
-        fprintf(stderr, "sbx: error: usage: sbx task end TASK\n");
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c != 'j') {
+            return SBX_EXIT_USAGE;
+        }
+        json = 1;
+    }
+    if (sbx_args_operands(&a, 1, 1, "TASK") < 0) {
         return SBX_EXIT_USAGE;
     }
+    task = a.argv[optind];
     state = state_or_print(cli);
     if (state == NULL) {
         return SBX_EXIT_USAGE;
     }
-    if (sbx_keeper_end(state, argv[1], &err) < 0) {
+    if (sbx_keeper_end(state, task, &err) < 0) {
         sbx_cli_print_error(err);
         rc = err->code == SBX_E_USAGE ? SBX_EXIT_USAGE : SBX_EXIT_FAIL;
         sbx_error_free(&err);
+    }
+    else if (json) {
+        json_t *rec = sbx_id_valid(task, SBX_ID_TASK) ? read_record(state, task) : NULL;
+        char *s = rec ? json_dumps(rec, JSON_INDENT(2)) : NULL;
+
+        printf("%s\n", s ? s : "{}");
+        free(s);
+        json_decref(rec);
     }
     free(state);
     return rc;
@@ -167,10 +189,10 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
     int json = 0;
     int all = 0;
     int c;
+    struct sbx_args a = {
+        .cmd = "task list", .help = "task", .opts = opts, .argc = argc, .argv = argv};
 
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+    while ((c = sbx_args_next(&a)) != -1) {
         if (c == 'j') {
             json = 1;
         }
@@ -178,10 +200,13 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
             all = 1;
         }
         else {
-            fprintf(stderr, "sbx: error: task list: unknown option '%s'\n", argv[optind - 1]);
             json_decref(arr);
             return SBX_EXIT_USAGE;
         }
+    }
+    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        json_decref(arr);
+        return SBX_EXIT_USAGE;
     }
     state = state_or_print(cli);
     if (state == NULL) {
@@ -260,6 +285,8 @@ int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "list") == 0) {
         return task_list(cli, argc - 1, argv + 1);
     }
-    fprintf(stderr, "sbx: error: usage: sbx task start|end|list (see 'sbx task --help')\n");
+    fprintf(stderr, "sbx: error: task: %s%s%s: use start, end or list (see 'sbx task --help')\n",
+            argc >= 2 ? "unknown subcommand '" : "no subcommand", argc >= 2 ? argv[1] : "",
+            argc >= 2 ? "'" : "");
     return SBX_EXIT_USAGE;
 }

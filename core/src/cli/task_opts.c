@@ -1,11 +1,11 @@
 /* task_opts.c - parsing the task options shared by run, task start, exec. */
 #include "cli/task_opts.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/args.h"
 #include "util/envname.h"
 #include "util/xalloc.h"
 
@@ -40,20 +40,22 @@ int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
         {NULL, 0, NULL, 0},
     };
     const char *name = mode == 0 ? "task start" : mode == 1 ? "run" : "exec";
+    struct sbx_args a = {.cmd = name,
+                         .help = mode == 0 ? "task" : name,
+                         .opts = all,
+                         .in_order = 1,
+                         .argc = argc,
+                         .argv = argv};
     int c;
 
     memset(o, 0, sizeof(*o));
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+", all, NULL)) != -1) {
+    while ((c = sbx_args_next(&a)) != -1) {
         sbx_error_t *err = NULL;
 
-        if (c == '?' || c == ':') {
-            fprintf(stderr, "sbx: error: %s: unknown option or missing value '%s' (see 'sbx %s "
-                    "--help')\n", name, argv[optind - 1], mode == 0 ? "task" : name);
+        if (c == '?') {
             goto fail;
         }
-        if (mode == 2 && c != 'e') {
+        if (mode == 2 && c != 'e' && c != 'j') {
             fprintf(stderr, "sbx: error: exec: '%s' is an option of 'sbx task start'\n",
                     argv[optind - 1]);
             goto fail;

@@ -24,7 +24,7 @@ struct sbx_task_cli {
     int json;
 };
 
-/* mode 0: task start (no command), 1: run, 2: exec (only --env). Prints the
+/* mode 0: task start (no command), 1: run, 2: exec (only --env, --json). Prints the
  * error itself; returns -1 on bad usage. */
 int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode);
 void sbx_task_cli_fini(struct sbx_task_cli *o);

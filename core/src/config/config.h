@@ -124,11 +124,17 @@ struct sbx_config {
         int64_t memory;       /* box.memory: 0 = MemTotal of /proc/meminfo */
         int64_t host_reserve; /* box.host_reserve: -1 = max(1G, 10% of box.memory) */
         double cpu_reserve;   /* box.cpu_reserve: < 0 = the default (docs/operations.md) */
+        char *id;             /* (added) box.id: the box's id in a fleet; NULL = generated */
     } box;
 
     struct {
         char *listen;
         char *state;
+        /* (added) runner.database: a postgresql:// DSN (no password) for a fleet
+         * of boxes on one queue; NULL = SQLite at runner.state (one box) */
+        char *database;
+        char *database_password_env; /* (added) the variable that holds its password */
+        int64_t lease;               /* (added) runner.lease, seconds: a box's lease */
         char *token_env;
         struct sbx_runner_client *clients; /* runner.clients */
         size_t n_clients;

@@ -27,6 +27,37 @@ static int check_max_buffer(struct sbx_config *c, const config_setting_t *s, sbx
 
 static const char *const pool_names[] = {"ci", "agent", NULL};
 
+/* runner.database: a PostgreSQL DSN (docs/runner.md, Several boxes). */
+static int check_database(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    const char *v = c->runner.database;
+
+    if (s == NULL || v == NULL || strncmp(v, "postgresql://", 13) == 0 ||
+        strncmp(v, "postgres://", 11) == 0) {
+        return 0;
+    }
+    return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'runner.database' must be a postgresql:// DSN",
+                         c->path, config_setting_source_line(s));
+}
+
+/* box.id: 1-63 of [A-Za-z0-9._-] (it names a row and a file). */
+static int check_box_id(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    const char *v = c->box.id;
+    size_t n = v ? strlen(v) : 0;
+
+    if (s == NULL || v == NULL) {
+        return 0;
+    }
+    if (n > 0 && n <= 63 &&
+        strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n) {
+        return 0;
+    }
+    return sbx_error_set(err, SBX_E_CONFIG,
+                         "%s:%u: 'box.id' must be 1-63 characters of [A-Za-z0-9._-]", c->path,
+                         config_setting_source_line(s));
+}
+
 /* A row with a field of struct sbx_config, and a row without one. */
 #define KEY(PATH, TYPE, FIELD, ...)                                                                \
     {                                                                                              \
@@ -45,8 +76,8 @@ static const char *const pool_names[] = {"ci", "agent", NULL};
 const struct sbx_key_def sbx_config_keys[] = {
     /* top level */
     KEY("plugin_dir", STRING, plugin_dir,
-        .doc_def = "`$SBX_PLUGIN_DIR`, else `plugins/` next to the `sbx` binary when it exists, "
-                   "else the installed `<libdir>/sbx/plugins`",
+        .doc_def = "`$SBX_PLUGIN_DIR`, else the binary's own: `plugins/` in its build tree, "
+                   "`<prefix>/lib/sbx/plugins` installed",
         .help = "where plugin `.so` files are loaded from (see `docs/plugins.md`)"),
     KEY("state_dir", STRING, state_dir,
         .doc_def = "`$SBX_STATE_DIR`, else `/var/lib/sbx` for root, else `$XDG_STATE_HOME/sbx` "
@@ -77,9 +108,8 @@ const struct sbx_key_def sbx_config_keys[] = {
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
     KEY("policy_dir", STRING, policy_dir,
-        .doc_def = "`$SBX_POLICY_DIR`, else `policies/` beside the directory of the `sbx` "
-                   "binary, else (for a build tree) the source tree's `policies/`, else the "
-                   "installed `<datadir>/sbx/policies`",
+        .doc_def = "`$SBX_POLICY_DIR`, else the binary's own: `share/sbx/policies` in its "
+                   "build tree, `<prefix>/share/sbx/policies` installed",
         .help = "the Lua policy scripts (`limits.lua`, `egress.lua`, `slots.lua`) that decide "
                 "each task's limits, egress allow-list and slot class"),
 
@@ -127,6 +157,11 @@ const struct sbx_key_def sbx_config_keys[] = {
         .help = "the pools this box serves. Read by the runner's scheduler"),
     KEY("box.heavy_min_memory", SIZE, box.heavy_min_memory, .def = "60G",
         .help = "a box with less memory takes no heavy jobs. Read by the runner's scheduler"),
+    KEY("box.id", STRING, box.id, .check = {.fn = check_box_id},
+        .doc_def = "generated (`box-` and 12 hex digits), kept in `<state_dir>/box-id`",
+        .help = "**(added)** the box's id in a fleet (`runner.database`): 1-63 of "
+                "`[A-Za-z0-9._-]`; two boxes of one fleet must not share it (docs/runner.md, "
+                "Several boxes)"),
 
     /* pools.ci, pools.agent */
     NODE("pools.*.cpus", CPUS, .doc_def = "a share of the box", .help = "CPUs of the pool"),
@@ -148,6 +183,19 @@ const struct sbx_key_def sbx_config_keys[] = {
                 "needs the bearer token); when set, `sbx run` submits to the runner"),
     KEY("runner.state", STRING, runner.state, .doc_def = "`<state_dir>/runner.db`",
         .help = "the SQLite file of the runner's store (*store*)"),
+    KEY("runner.database", STRING, runner.database, .check = {.fn = check_database},
+        .doc_def = "none (SQLite at `state`)",
+        .help = "**(added)** a `postgresql://` (or `postgres://`) DSN: the box joins a fleet "
+                "whose boxes share one queue on that PostgreSQL (docs/runner.md, Several "
+                "boxes); a DSN holding a password is refused at start (exit 2)"),
+    KEY("runner.database_password_env", STRING, runner.database_password_env,
+        .doc_def = "none (libpq's own means, e.g. `~/.pgpass`)",
+        .help = "**(added)** the environment variable holding the database password (never "
+                "in the file, never logged); unset or empty at start: exit 2"),
+    KEY("runner.lease", DURATION, runner.lease, .def = "30s", AT_LEAST(1),
+        .help = "**(added)** a fleet box's lease: it renews it every third of this; a box "
+                "silent this long is lost to the others (its jobs go back to the queue or end "
+                "`interrupted: box lost`)"),
     KEY("runner.token_env", STRING, runner.token_env,
         .help = "the environment variable holding a bearer token for the TCP listener: one API "
                 "client named `default` with every scope (the value is never logged, and hooks "

@@ -56,7 +56,7 @@ int sbx_redactor_add(struct sbx_redactor *r, const char *name, const char *value
     s->name = xstrdup(name);
     s->value = xstrdup(value);
     s->len = len;
-    s->marker = xasprintf("[redacted:%s]", name);
+    s->marker = xasprintf(SBX_REDACT_MARKER_OPEN "%s" SBX_REDACT_MARKER_CLOSE, name);
     s->marker_len = strlen(s->marker);
     if (len > r->max_len) {
         r->max_len = len;

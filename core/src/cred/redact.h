@@ -33,6 +33,9 @@
 #include "util/error.h"
 
 #define SBX_REDACT_MIN_LEN 4
+/* What a secret's value becomes in output: "[redacted:" NAME "]". */
+#define SBX_REDACT_MARKER_OPEN "[redacted:"
+#define SBX_REDACT_MARKER_CLOSE "]"
 
 struct sbx_redactor;
 struct sbx_redact_stream;

@@ -1,5 +1,6 @@
 /* conn.h - one proxied connection, shared by proxy.c (request, decision, connect,
- * relay) and accept.c (accepting, handover, budgets at the door). Egress loop only. */
+ * relay; its header has the state diagram), sni_check.c (a tunnel's first bytes) and
+ * accept.c (accepting, handover, budgets at the door). Egress loop only. */
 #ifndef SBX_EGRESS_CONN_H
 #define SBX_EGRESS_CONN_H
 
@@ -69,6 +70,16 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c);
 void sbx_egress_conn_start_head(struct sbx_egress_conn *c, const char *first, size_t n);
 /* c->timer: header or flush timeout. */
 void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg);
+/* The destination is connected: answer CONNECT (or send the rewritten head), then hand
+ * both sockets to a splice tunnel (ST_PIPE). */
+void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c);
+
+/* sni_check.c */
+/* A CONNECT's destination is connected: answer 200, then let the first bytes of either
+ * side decide (ST_SNI). */
+void sbx_egress_conn_start_sni(struct sbx_egress_conn *c);
+/* The tunnel's first bytes break its rules: close both ends, logged as a deny. */
+void sbx_egress_conn_deny_tunnel(struct sbx_egress_conn *c, const char *reason);
 
 /* accept.c */
 /* "out-of-descriptors" for EMFILE and ENFILE, else "out-of-memory". */

@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "egress/egress_int.h"
-#include "sbx_build.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/paths.h"
 #include "util/xalloc.h"
 
 struct sbx_egress_conn *sbx_egress_conn_next(struct sbx_egress_conn *c);
@@ -519,8 +519,7 @@ const char *const sbx_egress_sandbox_env[] = {
 char *sbx_egress_relay_path(sbx_error_t **err)
 {
     const char *env = getenv("SBX_RELAY");
-    char exe[PATH_MAX];
-    ssize_t n;
+    char *p;
 
     if (env != NULL && env[0] != '\0') {
         if (access(env, X_OK) < 0) {
@@ -530,32 +529,14 @@ char *sbx_egress_relay_path(sbx_error_t **err)
         }
         return xstrdup(env);
     }
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n > 0) {
-        char *slash;
+    p = sbx_libexec_path("sbx-relay");
+    if (p == NULL) {
+        char *dir = sbx_asset_dir(SBX_ASSET_LIBEXEC);
 
-        exe[n] = '\0';
-        slash = strrchr(exe, '/');
-        if (slash != NULL) {
-            static const char *const rel[] = {"libexec/sbx-relay", "../libexec/sbx/sbx-relay"};
-
-            *slash = '\0';
-            for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-                char *p = xasprintf("%s/%s", exe, rel[i]);
-
-                if (access(p, X_OK) == 0) {
-                    return p;
-                }
-                free(p);
-            }
-        }
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "egress: sbx-relay not found in %s (set SBX_RELAY or SBX_LIBEXEC_DIR)",
+                      dir ? dir : "the binary's libexec dir");
+        free(dir);
     }
-    if (access(SBX_INSTALL_RELAY, X_OK) == 0) {
-        return xstrdup(SBX_INSTALL_RELAY);
-    }
-    sbx_error_set(err, SBX_E_CONFIG,
-                  "egress: sbx-relay not found (set SBX_RELAY, or install "
-                  "it as %s)",
-                  SBX_INSTALL_RELAY);
-    return NULL;
+    return p;
 }

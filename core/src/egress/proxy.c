@@ -1,6 +1,78 @@
 /* proxy.c - one proxied connection: read and check the request head, decide, resolve,
  * connect, then relay bytes both ways with back-pressure and half-close. Runs on the
- * egress event loop only. */
+ * egress event loop only.
+ *
+ * The connection's states (enum conn_state, conn.h; docs/egress.md has the same
+ * diagram). Each numbered arrow is explained below it.
+ *
+ *                  sbx_egress_accept (accept.c)
+ *                            |
+ *                            v
+ *                      +-----------+  (1)   +-----------+
+ *                      |   HELLO   |------->|   HEAD    |
+ *                      +-----------+        +-----------+
+ *                            |                |   |   |
+ *                            |             (3)|   |   |(4)
+ *                            |                v   |   v
+ *                            |      +-----------+ | +-----------+
+ *                            |      |  CLOSING  | | | RESOLVING |
+ *                            |      +-----------+ | +-----------+
+ *                            |        ^   ^    |  |(5)  |    |(6)
+ *                            |     (7)|   +----|--|-----|----+
+ *                            |        |        |  v     v
+ *                            |        |        | +------------+
+ *                            |        +--------|-| CONNECTING |<-+ (8)
+ *                            |                 | +------------+--+
+ *                            |                 |   |(9)     |(10)
+ *                            |                 |   v        |
+ *                            |                 | +-------+  |
+ *                            |                 | |  SNI  |  |
+ *                            |                 | +-------+  |
+ *                            |                 |   |  |(11) v
+ *                            |                 |   |  |   +------+
+ *                            |                 |   |  +-->| PIPE |
+ *                            |                 |   |      +------+
+ *                        (2) |            (12) |   | (13)    | (14)
+ *                            v                 v   v         v
+ *                  +-----------------------------------------------+
+ *                  | finish: one log line, budget back, all freed  |
+ *                  +-----------------------------------------------+
+ *
+ *  (1)  hello_read: the first byte starts a plain request, or a relay hands over its
+ *       client's TCP socket (SCM_RIGHTS); sbx_egress_conn_start_head reads the head.
+ *  (2)  closed before a byte, bad-handover, out-of-descriptors, header-timeout (408 is
+ *       logged; nothing is sent: no request was seen).
+ *  (3)  refuse(): malformed-head 400, header-too-large 431, header-timeout 408 (the
+ *       same timer since the accept), log-unavailable, not-allowed, ip-literal 403,
+ *       budget-buffer 503, resolve-failed 502 (no resolver). HEAD -> finish directly
+ *       when the client closes (head_event).
+ *  (4)  decide(): a rule allows a name that egress.hosts does not list: evdns lookup.
+ *  (5)  an IP literal, or a name egress.hosts lists: connect_next at once; after
+ *       a lookup, the public answers and those a CIDR rule allows (resolved()).
+ *  (6)  resolved(): resolve-failed 502; only private answers and no CIDR rule for
+ *       them: private-address 403 (the allow is taken back).
+ *  (7)  connect_next(): no candidate left, connect-failed 502; no socket,
+ *       out-of-descriptors / out-of-memory 503.
+ *  (8)  connect_event(): this address failed or passed egress.connect_timeout: the
+ *       next candidate (at most 16).
+ *  (9)  connected, a CONNECT and egress.check_sni: "200 Connection established" is
+ *       sent, then the first bytes of either side are awaited (sni_check.c).
+ *  (10) connected, plain HTTP or check_sni off: sbx_egress_conn_start_pipe (the
+ *       200 or the rewritten request head goes first).
+ *  (11) sni_check.c: a ClientHello naming the CONNECT host or no name, an
+ *       HTTP/1 head for that host (rewritten), an opaque rule for other bytes, or the
+ *       destination spoke first while the client was silent.
+ *  (12) the sandbox is removed (sbx_egress_conn_close, any state); CLOSING: the
+ *       refusal is flushed, the client went, or 5 s passed.
+ *  (13) sbx_egress_conn_deny_tunnel(): sni-mismatch, sni-ech, sni-unreadable,
+ *       http-in-tunnel (h2), tunnel-protocol, malformed or foreign tunneled head,
+ *       sni-timeout; the client has its 200, so it only sees the end. client-closed.
+ *  (14) tunnel.c splices both ways; a side's end of stream is passed on as
+ *       shutdown(SHUT_WR) (half-close) and the tunnel ends when both are; a socket
+ *       error, or bytes past the one plain request (one-request), end it at once.
+ *       Starting the pipe may end it: out-of-memory or out-of-descriptors while
+ *       building the tunnel.
+ */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -22,7 +94,6 @@
 #include "egress/conn.h"
 #include "egress/egress_int.h"
 #include "egress/request.h"
-#include "egress/sni.h"
 #include "egress/tunnel.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -187,7 +258,7 @@ static void tunnel_done(void *arg, const char *reason)
 
 /* The destination is connected: answer CONNECT (or send the rewritten head), then hand
  * both sockets to a splice tunnel. Bytes already read from the client go first. */
-static void start_pipe(struct sbx_egress_conn *c)
+void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
 {
     struct evbuffer *up_prefix = evbuffer_new();
     struct evbuffer *client_prefix = evbuffer_new();
@@ -269,199 +340,6 @@ static void start_pipe(struct sbx_egress_conn *c)
     }
 }
 
-/* The tunnel was allowed by its CONNECT host but its first bytes say otherwise: close
- * both ends (the client has its 200 already; it sees the connection end). */
-static void deny_tunnel(struct sbx_egress_conn *c, const char *reason)
-{
-    if (c->decision != NULL && strcmp(c->decision, "allow") == 0) {
-        c->sb->allowed--;
-    }
-    c->decision = "deny";
-    c->sb->denied++;
-    c->rule = NULL;
-    c->reason = reason;
-    sbx_egress_conn_finish(c);
-}
-
-/* ST_SNI: more of the client's first bytes are needed: wait for `need` of them, and
- * from now on for at most egress.header_timeout (a client that says nothing at all is
- * not timed: it may speak later, and nothing flows meanwhile). */
-static void sni_wait(struct sbx_egress_conn *c, size_t need)
-{
-    if (need > SBX_EGRESS_SNI_MAX) {
-        deny_tunnel(c, "sni-unreadable");
-        return;
-    }
-    bufferevent_setwatermark(c->client, EV_READ, need, SBX_EGRESS_SNI_MAX + 1);
-    if (!evtimer_pending(c->timer, NULL)) {
-        evtimer_add(c->timer, &c->sb->e->header_timeout);
-    }
-}
-
-/* ST_SNI: an HTTP/1 request inside the tunnel (Node's fetch tunnels http:// too): its
- * head must be whole, its host must be the tunnel's (target and Host), and it goes on
- * rewritten as the proxy's own plain HTTP requests do: hop-by-hop headers dropped,
- * "Connection: close", so the destination serves only this request. */
-static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
-{
-    struct evbuffer *in = bufferevent_get_input(c->client);
-    struct sbx_egress_request r;
-    long end = sbx_egress_head_scan(p, n, &c->head_scanned);
-    int status = 0;
-    const char *reason = NULL;
-
-    if (end < 0) {
-        deny_tunnel(c, "malformed-head");
-        return;
-    }
-    if (end == 0) {
-        if (n > SBX_EGRESS_HEAD_MAX) {
-            deny_tunnel(c, "header-too-large");
-            return;
-        }
-        sni_wait(c, n + 1);
-        return;
-    }
-    if (sbx_egress_request_parse_tunnel(p, (size_t)end, &c->req, &r, &status, &reason) < 0) {
-        sbx_egress_request_clear(&r);
-        deny_tunnel(c, reason);
-        return;
-    }
-    evbuffer_drain(in, (size_t)end);
-    c->tunnel_head = r.forward;
-    c->tunnel_head_len = r.forward_len;
-    c->tunnel_body = r.body;
-    r.forward = NULL;
-    sbx_egress_request_clear(&r);
-    start_pipe(c);
-}
-
-/* ST_SNI: client-first bytes that are neither TLS nor an HTTP/1 request (a leading
- * empty line, an unknown method, SSH's banner): the proxy cannot tell which host they
- * reach, so they pass only when an opaque rule allows the destination. */
-static void opaque_or_deny(struct sbx_egress_conn *c)
-{
-    const struct sbx_egress_rule *rule = sbx_egress_rules_match_opaque(
-        &c->sb->rules, c->req.host_is_ip ? NULL : c->req.host, &c->req.ip, c->req.port);
-
-    if (rule == NULL) {
-        deny_tunnel(c, "tunnel-protocol");
-        return;
-    }
-    c->opaque = 1;
-    c->rule = rule->text;
-    start_pipe(c);
-}
-
-/* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
- * different name on an allowed address is domain fronting) and must not hide its real
- * name (ECH); an HTTP request must go as a proxy request, where its Host is checked;
- * TLS without a name goes through; anything else needs an opaque rule. */
-static void sni_read(struct bufferevent *bev, void *arg)
-{
-    struct sbx_egress_conn *c = arg;
-    struct evbuffer *in = bufferevent_get_input(bev);
-    size_t len = evbuffer_get_length(in);
-    size_t want = len < SBX_EGRESS_SNI_MAX + 1 ? len : SBX_EGRESS_SNI_MAX + 1;
-    const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)want);
-    char host[256];
-    int http;
-
-    if (want == 0) {
-        return;
-    }
-    switch (sbx_egress_sni_parse(p, want, host, sizeof(host))) {
-    case SBX_SNI_MORE:
-        sni_wait(c, sbx_egress_sni_want(p, want));
-        return;
-    case SBX_SNI_NOT_TLS:
-        http = sbx_egress_http_start(p, want);
-        if (http == 1) {
-            tunnel_http(c, (const char *)p, want);
-        }
-        else if (http == 2) {
-            deny_tunnel(c, "http-in-tunnel"); /* HTTP/2: names inside HPACK */
-        }
-        else if (http < 0) {
-            sni_wait(c, want + 1);
-        }
-        else {
-            opaque_or_deny(c);
-        }
-        return;
-    case SBX_SNI_ABSENT:
-        start_pipe(c);
-        return;
-    case SBX_SNI_FOUND:
-        snprintf(c->sni, sizeof(c->sni), "%s", host);
-        /* an IP-literal tunnel: only that literal itself (names are not IPs) */
-        if (!sbx_egress_sni_matches(host, c->req.host)) {
-            deny_tunnel(c, "sni-mismatch");
-            return;
-        }
-        start_pipe(c);
-        return;
-    case SBX_SNI_ECH:
-        deny_tunnel(c, "sni-ech");
-        return;
-    case SBX_SNI_MALFORMED:
-    default:
-        deny_tunnel(c, "sni-unreadable");
-        return;
-    }
-}
-
-static void sni_event(struct bufferevent *bev, short events, void *arg)
-{
-    struct sbx_egress_conn *c = arg;
-
-    (void)bev;
-    (void)events;
-    c->reason = "client-closed";
-    sbx_egress_conn_finish(c);
-}
-
-/* ST_SNI: the destination spoke first, so it is no TLS server (SSH, SMTP): relay, unless
- * the client has sent something too (read or still in the socket): then its bytes
- * decide, as above. */
-static void up_spoke(evutil_socket_t fd, short what, void *arg)
-{
-    struct sbx_egress_conn *c = arg;
-    char byte;
-
-    (void)fd;
-    (void)what;
-    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
-        sni_read(c->client, c);
-        return;
-    }
-    if (recv(c->client_fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) != -1 ||
-        (errno != EAGAIN && errno != EWOULDBLOCK)) {
-        return; /* bytes or an end are waiting: the client's read event decides */
-    }
-    start_pipe(c);
-}
-
-/* The destination of a CONNECT is connected: answer 200, then wait for the client's
- * first bytes (or the destination's) before the tunnel starts. */
-static void start_sni(struct sbx_egress_conn *c)
-{
-    c->state = ST_SNI;
-    c->status = 200;
-    c->head_scanned = 0; /* a request in the tunnel is a head of its own */
-    c->replied = 1;
-    evbuffer_add_printf(bufferevent_get_output(c->client),
-                        "HTTP/1.1 200 Connection established\r\n\r\n");
-    bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_SNI_MAX + 1);
-    bufferevent_setcb(c->client, sni_read, NULL, sni_event, c);
-    bufferevent_enable(c->client, EV_READ | EV_WRITE);
-    c->up_spoke = event_new(c->sb->e->base, c->up_fd, EV_READ, up_spoke, c);
-    event_add(c->up_spoke, NULL);
-    if (evbuffer_get_length(bufferevent_get_input(c->client)) > 0) {
-        sni_read(c->client, c); /* sent right behind the CONNECT head */
-    }
-}
-
 static void connect_next(struct sbx_egress_conn *c);
 
 static void connect_event(struct bufferevent *bev, short events, void *arg)
@@ -474,10 +352,10 @@ static void connect_event(struct bufferevent *bev, short events, void *arg)
         sbx_egress_conn_connected(c);
         if (c->req.connect && c->sb->e->check_sni) {
             bufferevent_setcb(c->up, NULL, NULL, NULL, NULL);
-            start_sni(c);
+            sbx_egress_conn_start_sni(c);
         }
         else {
-            start_pipe(c);
+            sbx_egress_conn_start_pipe(c);
         }
         return;
     }
@@ -727,7 +605,7 @@ void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg)
         c->status = 408;
     }
     if (c->state == ST_SNI) {
-        deny_tunnel(c, "sni-timeout");
+        sbx_egress_conn_deny_tunnel(c, "sni-timeout");
         return;
     }
     sbx_egress_conn_finish(c);

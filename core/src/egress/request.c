@@ -236,25 +236,23 @@ int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
     return parse_head(buf, len, tunnel, r, status, reason);
 }
 
-static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
-                      struct sbx_egress_request *r, int *status, const char **reason)
+/* The request line: method (a token), target (printable, no spaces) and version
+ * (HTTP/1.0 or 1.1). */
+struct request_line {
+    const char *end; /* its CR */
+    const char *target;
+    size_t target_len;
+    const char *version; /* 8 bytes */
+};
+
+static int parse_request_line(const char *buf, size_t len, struct sbx_egress_request *r,
+                              struct request_line *rl, int *status, const char **reason)
 {
     const char *end = buf + len;
     const char *line_end = memchr(buf, '\r', len);
     const char *sp1;
     const char *sp2;
-    const char *target;
-    size_t target_len;
-    const char *path = NULL;
-    size_t path_len = 0;
-    const char *version;
-    const char *line;
-    int n_headers = 0;
-    int seen_host = 0;
-    int seen_length = 0;
-    size_t cap = 0;
 
-    memset(r, 0, sizeof(*r));
     if (line_end == NULL || line_end + 1 >= end || line_end[1] != '\n') {
         FAIL(400, "bad-request-line");
     }
@@ -268,85 +266,100 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
         }
     }
     memcpy(r->method, buf, (size_t)(sp1 - buf));
-    target = sp1 + 1;
-    sp2 = memchr(target, ' ', (size_t)(line_end - target));
-    if (sp2 == NULL || sp2 == target) {
+    rl->target = sp1 + 1;
+    sp2 = memchr(rl->target, ' ', (size_t)(line_end - rl->target));
+    if (sp2 == NULL || sp2 == rl->target) {
         FAIL(400, "bad-request-line");
     }
-    target_len = (size_t)(sp2 - target);
-    version = sp2 + 1;
-    if (line_end - version != 8 ||
-        (strncmp(version, "HTTP/1.1", 8) != 0 && strncmp(version, "HTTP/1.0", 8) != 0)) {
+    rl->target_len = (size_t)(sp2 - rl->target);
+    rl->version = sp2 + 1;
+    if (line_end - rl->version != 8 ||
+        (strncmp(rl->version, "HTTP/1.1", 8) != 0 && strncmp(rl->version, "HTTP/1.0", 8) != 0)) {
         FAIL(400, "bad-request-line");
     }
-    for (size_t i = 0; i < target_len; i++) {
-        unsigned char ch = (unsigned char)target[i];
+    for (size_t i = 0; i < rl->target_len; i++) {
+        unsigned char ch = (unsigned char)rl->target[i];
 
         if (ch <= 0x20 || ch >= 0x7f) {
             FAIL(400, "bad-target");
         }
     }
+    rl->end = line_end;
+    return 0;
+}
 
-    if (tunnel != NULL && strcmp(r->method, "CONNECT") == 0) {
-        FAIL(400, "connect-in-tunnel");
+/* A plain request's target: absolute-form "http://AUTHORITY/path" (or, in a tunnel,
+ * origin-form: the authority is the tunnel's) gives the host, and the forwarded
+ * request line gets the path alone. */
+static int parse_target(const struct request_line *rl, const struct sbx_egress_request *tunnel,
+                        struct sbx_egress_request *r, size_t *cap, int *status, const char **reason)
+{
+    const char *target = rl->target;
+    size_t target_len = rl->target_len;
+    const char *path;
+    size_t path_len;
+
+    if (target_len >= 8 && strncasecmp(target, "https://", 8) == 0) {
+        FAIL(400, "use-connect-for-https");
     }
-    if (strcmp(r->method, "CONNECT") == 0) {
-        r->connect = 1;
-        if (parse_authority(target, target_len, 0, r->host, &r->host_is_ip, &r->ip, &r->port,
-                            status, reason) < 0) {
-            return -1;
-        }
+    if (tunnel != NULL && (target[0] == '/' || (target_len == 1 && target[0] == '*'))) {
+        /* origin-form in a tunnel: the authority is the tunnel's */
+        memcpy(r->host, tunnel->host, sizeof(r->host));
+        r->host_is_ip = tunnel->host_is_ip;
+        r->ip = tunnel->ip;
+        r->port = tunnel->port;
+        path = target;
+        path_len = target_len;
     }
     else {
         const char *auth;
         size_t al = 0;
 
-        if (target_len >= 8 && strncasecmp(target, "https://", 8) == 0) {
-            FAIL(400, "use-connect-for-https");
+        if (target_len < 7 || strncasecmp(target, "http://", 7) != 0) {
+            FAIL(400, "not-a-proxy-request");
         }
-        if (tunnel != NULL && (target[0] == '/' || (target_len == 1 && target[0] == '*'))) {
-            /* origin-form in a tunnel: the authority is the tunnel's */
-            memcpy(r->host, tunnel->host, sizeof(r->host));
-            r->host_is_ip = tunnel->host_is_ip;
-            r->ip = tunnel->ip;
-            r->port = tunnel->port;
-            path = target;
-            path_len = target_len;
+        auth = target + 7;
+        while (auth + al < target + target_len && strchr("/?#", auth[al]) == NULL) {
+            al++;
         }
-        else {
-            if (target_len < 7 || strncasecmp(target, "http://", 7) != 0) {
-                FAIL(400, "not-a-proxy-request");
-            }
-            auth = target + 7;
-            while (auth + al < target + target_len && strchr("/?#", auth[al]) == NULL) {
-                al++;
-            }
-            if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port, status,
-                                reason) < 0) {
-                return -1;
-            }
-            if (tunnel != NULL && (r->host_is_ip != tunnel->host_is_ip ||
-                                   strcmp(r->host, tunnel->host) != 0 || r->port != tunnel->port)) {
-                FAIL(403, "host-mismatch");
-            }
-            path = auth + al;
-            path_len = (size_t)(target + target_len - path);
+        if (parse_authority(auth, al, 80, r->host, &r->host_is_ip, &r->ip, &r->port, status,
+                            reason) < 0) {
+            return -1;
         }
-        if (path_len > 0 && path[0] == '#') {
-            path_len = 0;
+        if (tunnel != NULL && (r->host_is_ip != tunnel->host_is_ip ||
+                               strcmp(r->host, tunnel->host) != 0 || r->port != tunnel->port)) {
+            FAIL(403, "host-mismatch");
         }
-        append(&r->forward, &r->forward_len, &cap, r->method, strlen(r->method));
-        append(&r->forward, &r->forward_len, &cap, " ", 1);
-        if (path_len == 0 || (path[0] != '/' && !(path_len == 1 && path[0] == '*'))) {
-            append(&r->forward, &r->forward_len, &cap, "/", 1);
-        }
-        append(&r->forward, &r->forward_len, &cap, path, path_len);
-        append(&r->forward, &r->forward_len, &cap, " ", 1);
-        append(&r->forward, &r->forward_len, &cap, version, 8);
-        append(&r->forward, &r->forward_len, &cap, "\r\n", 2);
+        path = auth + al;
+        path_len = (size_t)(target + target_len - path);
     }
+    if (path_len > 0 && path[0] == '#') {
+        path_len = 0;
+    }
+    append(&r->forward, &r->forward_len, cap, r->method, strlen(r->method));
+    append(&r->forward, &r->forward_len, cap, " ", 1);
+    if (path_len == 0 || (path[0] != '/' && !(path_len == 1 && path[0] == '*'))) {
+        append(&r->forward, &r->forward_len, cap, "/", 1);
+    }
+    append(&r->forward, &r->forward_len, cap, path, path_len);
+    append(&r->forward, &r->forward_len, cap, " ", 1);
+    append(&r->forward, &r->forward_len, cap, rl->version, 8);
+    append(&r->forward, &r->forward_len, cap, "\r\n", 2);
+    return 0;
+}
 
-    for (line = line_end + 2; line < end;) {
+/* The header lines up to the blank one: counted, each a token and a value; Host must
+ * name the target's authority; body headers are checked (plain requests); hop-by-hop
+ * ones are not forwarded. A plain request's forwarded head ends with a Host (when it
+ * had none) and "Connection: close". On failure the forwarded head is dropped. */
+static int parse_headers(const char *line, const char *end, struct sbx_egress_request *r,
+                         size_t *cap, int *status, const char **reason)
+{
+    int n_headers = 0;
+    int seen_host = 0;
+    int seen_length = 0;
+
+    while (line < end) {
         const char *eol = memchr(line, '\r', (size_t)(end - line));
         const char *colon;
         const char *v;
@@ -407,7 +420,7 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
             return -1;
         }
         if (!r->connect && !hop_by_hop(line, (size_t)(colon - line))) {
-            append(&r->forward, &r->forward_len, &cap, line, (size_t)(eol - line) + 2);
+            append(&r->forward, &r->forward_len, cap, line, (size_t)(eol - line) + 2);
         }
         line = eol + 2;
     }
@@ -417,10 +430,36 @@ static int parse_head(const char *buf, size_t len, const struct sbx_egress_reque
                           ? xasprintf("Host: [%s]:%u\r\n", r->host, r->port)
                           : xasprintf("Host: %s:%u\r\n", r->host, r->port);
 
-            append(&r->forward, &r->forward_len, &cap, h, strlen(h));
+            append(&r->forward, &r->forward_len, cap, h, strlen(h));
             free(h);
         }
-        append(&r->forward, &r->forward_len, &cap, "Connection: close\r\n\r\n", 21);
+        append(&r->forward, &r->forward_len, cap, "Connection: close\r\n\r\n", 21);
     }
     return 0;
+}
+
+static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
+                      struct sbx_egress_request *r, int *status, const char **reason)
+{
+    struct request_line rl;
+    size_t cap = 0;
+
+    memset(r, 0, sizeof(*r));
+    if (parse_request_line(buf, len, r, &rl, status, reason) < 0) {
+        return -1;
+    }
+    if (tunnel != NULL && strcmp(r->method, "CONNECT") == 0) {
+        FAIL(400, "connect-in-tunnel");
+    }
+    if (strcmp(r->method, "CONNECT") == 0) {
+        r->connect = 1;
+        if (parse_authority(rl.target, rl.target_len, 0, r->host, &r->host_is_ip, &r->ip, &r->port,
+                            status, reason) < 0) {
+            return -1;
+        }
+    }
+    else if (parse_target(&rl, tunnel, r, &cap, status, reason) < 0) {
+        return -1;
+    }
+    return parse_headers(rl.end + 2, buf + len, r, &cap, status, reason);
 }

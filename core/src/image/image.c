@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sbx_build.h"
 #include "util/log.h"
+#include "util/paths.h"
 #include "util/xalloc.h"
 
 /* Packages every sandbox image has (issue: bash, ca-certificates, curl, git). */
@@ -24,6 +24,7 @@ static const char *const unsupported_fields[] = {
 
 char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err)
 {
+    char *dir;
     char *p;
 
     if (explicit_path != NULL) {
@@ -36,12 +37,18 @@ char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err)
     if (access(".devcontainer/devcontainer.json", R_OK) == 0) {
         return realpath(".devcontainer/devcontainer.json", NULL);
     }
-    p = xasprintf("%s/.devcontainer/devcontainer.json", SBX_SOURCE_DIR);
-    if (access(p, R_OK) == 0) {
+    dir = sbx_asset_dir(SBX_ASSET_IMAGE);
+    p = dir ? xasprintf("%s/devcontainer.json", dir) : NULL;
+    if (p != NULL && access(p, R_OK) == 0) {
+        free(dir);
         return p;
     }
+    sbx_error_set(err, SBX_E_USAGE,
+                  "no .devcontainer/devcontainer.json here and none shipped with sbx (%s); "
+                  "pass --definition",
+                  p ? p : "/proc/self/exe unreadable");
     free(p);
-    sbx_error_set(err, SBX_E_USAGE, "no .devcontainer/devcontainer.json here; pass --definition");
+    free(dir);
     return NULL;
 }
 

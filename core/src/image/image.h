@@ -17,7 +17,7 @@ struct sbx_image_def {
 };
 
 /* Finds the definition: explicit path, else ./.devcontainer/devcontainer.json,
- * else the source tree's. */
+ * else the one shipped with the binary (util/paths.h: share/sbx/devcontainer). */
 char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err);
 /* Parses and validates; errors name the file and the field. */
 struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err);

@@ -328,7 +328,7 @@ static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, st
         return NULL;
     }
     et->t = t;
-    snprintf(et->pool, sizeof(et->pool), "%s", t->pool);
+    snprintf(et->pool, sizeof(et->pool), "%s", sbx_task_pool(t));
     et->starting = 0;
     pthread_cond_broadcast(&e->cv);
     return et;
@@ -453,8 +453,7 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
                                  j->cancel_why ? j->cancel_why : "cancelled");
         }
     }
-    j->egress_allowed = et->t->egress_allowed;
-    j->egress_denied = et->t->egress_denied;
+    sbx_task_egress_counts(et->t, &j->egress_allowed, &j->egress_denied);
     et->users--;
     pthread_cond_broadcast(&e->cv);
     if (et->oneshot && !et->ending) {
@@ -638,12 +637,8 @@ static void *house_main(void *arg)
                 if (et->t == NULL || et->users > 0 || et->ending || et->oneshot) {
                     continue;
                 }
-                pthread_mutex_lock(&et->t->mu); /* the task's timer sets stop */
-                if (et->t->stop) {
-                    stopped = 1;
-                    snprintf(reason, sizeof(reason), "%s", et->t->stop_reason);
-                }
-                pthread_mutex_unlock(&et->t->mu);
+                /* the task's timer sets stop */
+                stopped = sbx_task_stopped(et->t, reason, sizeof(reason));
                 if (stopped) {
                     break;
                 }

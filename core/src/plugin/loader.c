@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "sbx_build.h"
 #include "util/cleanup.h"
 #include "util/log.h"
+#include "util/paths.h"
 #include "util/xalloc.h"
 
 typedef const struct sbx_plugin_desc *(*entry_fn)(void);
@@ -47,40 +47,28 @@ const char *sbx_plugin_state_name(enum sbx_plugin_state state)
 char *sbx_plugin_dir_resolve(const char *configured, sbx_error_t **err)
 {
     const char *env = getenv("SBX_PLUGIN_DIR");
-    char exe[PATH_MAX];
-    char buf[PATH_MAX];
     const char *dir = configured;
-    ssize_t n;
+    char *shipped = NULL;
     char *real;
 
     if (dir == NULL && env != NULL && env[0] != '\0') {
         dir = env;
     }
     if (dir == NULL) {
-        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (n > 0) {
-            char *slash;
-
-            exe[n] = '\0';
-            slash = strrchr(exe, '/');
-            if (slash != NULL) {
-                *slash = '\0';
-                if (snprintf(buf, sizeof(buf), "%.*s/plugins", (int)(sizeof(exe) - 16), exe) <
-                        (int)sizeof(buf) &&
-                    access(buf, F_OK) == 0) {
-                    dir = buf;
-                }
-            }
+        shipped = sbx_asset_dir(SBX_ASSET_PLUGINS);
+        if (shipped == NULL) {
+            sbx_error_set(err, SBX_E_PLUGIN,
+                          "plugin dir: /proc/self/exe unreadable; set "
+                          "plugin_dir or $SBX_PLUGIN_DIR");
+            return NULL;
         }
-    }
-    if (dir == NULL) {
-        dir = SBX_INSTALL_PLUGIN_DIR;
+        dir = shipped;
     }
     real = realpath(dir, NULL);
     if (real == NULL) {
         sbx_error_set(err, SBX_E_PLUGIN, "plugin dir '%s': %s", dir, strerror(errno));
-        return NULL;
     }
+    free(shipped);
     return real;
 }
 

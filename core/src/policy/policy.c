@@ -12,8 +12,8 @@
 #include "policy/convert.h"
 #include "policy/policy_internal.h"
 #include "policy/sandbox.h"
-#include "sbx_build.h"
 #include "util/cleanup.h"
+#include "util/paths.h"
 #include "util/xalloc.h"
 
 static const char *const part_names[SBX_POLICY_NPARTS] = {
@@ -291,44 +291,29 @@ char *sbx_policy_dir_resolve(const char *configured, sbx_error_t **err)
 {
     const char *env = getenv("SBX_POLICY_DIR");
     const char *dir = configured;
-    char exe[PATH_MAX];
-    char buf[PATH_MAX + 32];
+    char *shipped = NULL;
     char *real;
 
     if (dir == NULL && env != NULL && env[0] != '\0') {
         dir = env;
     }
     if (dir == NULL) {
-        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        char *slash;
-
-        if (n > 0) {
-            exe[n] = '\0';
-            slash = strrchr(exe, '/');
-            if (slash != NULL) {
-                *slash = '\0';
-                snprintf(buf, sizeof(buf), "%s/../policies", exe);
-                if (access(buf, F_OK) == 0) {
-                    dir = buf;
-                }
-                else {
-                    /* A build tree outside the source tree. */
-                    snprintf(buf, sizeof(buf), "%s/CMakeCache.txt", exe);
-                    if (access(buf, F_OK) == 0 && access(SBX_SOURCE_DIR "/policies", F_OK) == 0) {
-                        dir = SBX_SOURCE_DIR "/policies";
-                    }
-                }
-            }
+        shipped = sbx_asset_dir(SBX_ASSET_POLICIES);
+        if (shipped == NULL) {
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "policy dir: /proc/self/exe unreadable; set "
+                          "policy_dir or $SBX_POLICY_DIR");
+            return NULL;
         }
-    }
-    if (dir == NULL) {
-        dir = SBX_INSTALL_POLICY_DIR;
+        dir = shipped;
     }
     real = realpath(dir, NULL);
     if (real == NULL) {
         sbx_error_set(err, SBX_E_CONFIG, "policy dir '%s': %s", dir, strerror(errno));
+        free(shipped);
         return NULL;
     }
+    free(shipped);
     return real;
 }
 

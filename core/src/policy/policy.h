@@ -88,9 +88,9 @@ void sbx_policy_decision_fini(struct sbx_policy_decision *d);
 json_t *sbx_policy_decision_to_json(const struct sbx_policy_decision *d);
 
 /* The policy dir: configured (config policy_dir), else $SBX_POLICY_DIR, else
- * <dir of the sbx binary>/../policies when it exists, else the source tree's
- * policies/ when the binary runs from its build tree, else
- * SBX_INSTALL_POLICY_DIR. Returns an absolute path (caller frees). */
+ * the policies shipped with the binary (util/paths.h: build/share/sbx/policies
+ * in a build tree, <prefix>/share/sbx/policies installed). Returns an absolute
+ * path (caller frees). */
 char *sbx_policy_dir_resolve(const char *configured, sbx_error_t **err);
 
 /* Egress matching with the documented wildcard semantics: host is compared

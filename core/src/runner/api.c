@@ -316,7 +316,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     }
     snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     free(body);
-    if (runner_submit(r, j, labels, &err) < 0) {
+    if ((code = runner_submit(r, j, labels, &err)) < 0) {
         code = http_code_for(err);
 
         json_decref(labels);
@@ -331,6 +331,9 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
                       json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
                                 sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls),
                                 "state", sbx_job_state_name((enum sbx_job_state)j->state)));
+    if (code == 1) { /* in the shared queue: a box's claim makes its own */
+        runner_job_free(j);
+    }
 }
 
 /* ---- jobs ---------------------------------------------------------------- */

@@ -134,7 +134,7 @@ static void destroy_orphans(struct sbx_open_instance *pi, const char *key, const
     found_clear(&f);
 }
 
-static struct rjob *job_from_rec(const struct sbx_job_rec *rec)
+struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
 {
     struct rjob *j = xcalloc(1, sizeof(*j));
     size_t n = json_array_size(rec->argv);
@@ -228,12 +228,15 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
     }
     /* running jobs whose command had not started: run it in the re-adopted task */
     for (size_t i = 0; i < rec->n_adopt_jobs; i++) {
-        struct rjob *j = job_from_rec(&rec->adopt_jobs[i]);
+        struct rjob *j = runner_job_from_rec(&rec->adopt_jobs[i]);
         struct rtask *t = runner_task_find(r, j->task);
 
         if (t == NULL) {
-            sbx_store_job_end(r->store, j->id, SBX_JOB_INTERRUPTED, -1,
-                              "runner restarted; its task could not be re-adopted", 0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id,
+                              &(struct sbx_job_end){
+                                  SBX_JOB_INTERRUPTED, -1,
+                                  "runner restarted; its task could not be re-adopted", 0, 0, 0},
+                              NULL);
             runner_job_free(j);
             continue;
         }
@@ -297,7 +300,7 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
     }
     for (size_t i = 0; i < rec.n_queued; i++) {
         struct sbx_job_rec *q = &rec.queued[i];
-        struct rjob *j = job_from_rec(q);
+        struct rjob *j = runner_job_from_rec(q);
         struct sbx_sched_job sj = {
             .id = j->id,
             .task = j->task,
@@ -311,8 +314,9 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
 
         if (sbx_sched_submit(r->sched, &sj, &e) < 0) {
             /* the configuration changed under it: end it with the reason */
-            sbx_store_job_end(r->store, j->id, SBX_JOB_CANCELLED, -1, sbx_error_msg(e), 0, 0, 0,
-                              NULL);
+            sbx_store_job_end(
+                r->store, j->id,
+                &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, sbx_error_msg(e), 0, 0, 0}, NULL);
             sbx_warn("runner: recovery: job %s: %s", j->id, sbx_error_msg(e));
             sbx_error_free(&e);
             runner_job_free(j);

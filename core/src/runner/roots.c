@@ -13,7 +13,9 @@ void runner_roots_deny(struct sbx_runner *r)
 {
     const struct sbx_config *cfg = r->cfg;
 
-    sbx_confine_deny(&r->confine, r->store_path, "the runner's store");
+    if (!sbx_store_location_is_pg(r->store_path)) {
+        sbx_confine_deny(&r->confine, r->store_path, "the runner's store");
+    }
     sbx_confine_deny(&r->confine, r->ep.unix_path, "the runner's socket");
     sbx_confine_deny(&r->confine, r->policy_dir, "the policy directory");
     sbx_confine_deny(&r->confine, r->plugin_dir, "the plugin directory");

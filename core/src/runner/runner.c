@@ -33,6 +33,9 @@ char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err)
     char *state;
     char *path;
 
+    if (cfg->runner.database != NULL) {
+        return xstrdup(cfg->runner.database); /* a fleet's PostgreSQL (store.h) */
+    }
     if (cfg->runner.state != NULL) {
         return xstrdup(cfg->runner.state);
     }
@@ -247,6 +250,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         m = next;
     }
     runner_schedule(r);
+    runner_fleet_claim(r);
 }
 
 /* Starts every job the scheduler grants now. Loop thread. */
@@ -268,9 +272,22 @@ void runner_schedule(struct sbx_runner *r)
             sbx_sched_release(r->sched, g.id, SBX_RESULT_FAILED, NULL);
             continue;
         }
-        if (sbx_store_job_granted(r->store, j->id, g.granted_at, &err) < 0) {
+        if (sbx_store_job_move(r->store,
+                               &(struct sbx_job_move){.id = j->id,
+                                                      .token = j->token,
+                                                      .step = SBX_JOB_STEP_GRANTED,
+                                                      .at = g.granted_at},
+                               &err) < 0) {
+            int taken = err->code == ESTALE;
+
             sbx_error_log("runner: %s", sbx_error_msg(err));
             sbx_error_free(&err);
+            if (taken) { /* another box holds it now: it does not start here */
+                sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
+                j->state = SBX_JOB_INTERRUPTED;
+                j->released = 1;
+                continue;
+            }
         }
         t = xcalloc(1, sizeof(*t));
         snprintf(t->id, sizeof(t->id), "%s", j->task);
@@ -296,10 +313,12 @@ void runner_schedule(struct sbx_runner *r)
         sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
                  sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
         if (runner_worker_start(r, j) < 0) {
-            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
-                              "runner: cannot start a "
-                              "worker thread",
-                              0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id,
+                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
+                                                    "runner: cannot start a "
+                                                    "worker thread",
+                                                    0, 0, 0},
+                              NULL);
             j->state = SBX_JOB_FINISHED;
             j->released = 1;
             if (j->warm != NULL) {
@@ -443,11 +462,35 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
             .memory = rec.limits.memory,
         };
 
-        /* docs/runner.md: sched first (a refusal stores nothing), then the store */
-        if (sbx_sched_submit(r->sched, &sj, err) < 0) {
+        /* docs/runner.md: sched first (a refusal stores nothing), then the store;
+         * a fleet box checks the job against its shape and queues it in the
+         * shared queue, where the box that can start it first claims it */
+        if ((r->fleet != NULL ? runner_fleet_check(r, &sj, err)
+                              : sbx_sched_submit(r->sched, &sj, err)) < 0) {
             json_decref(argv);
             return -1;
         }
+    }
+    if (!direct && r->fleet != NULL) {
+        if (sbx_store_job_insert(r->store, &rec, err) < 0) {
+            json_decref(argv);
+            return sbx_error_wrap(err, "storing job %s", j->id);
+        }
+        json_decref(argv);
+        j->state = SBX_JOB_QUEUED;
+        sbx_info("runner: job %s accepted from client '%s' into the shared queue (task %s, pool "
+                 "%s, %s)",
+                 j->id, j->owner, j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+        {
+            sbx_error_t *e = NULL;
+
+            if (sbx_store_notify(r->store, &e) < 0) { /* the boxes' beat claims it anyway */
+                sbx_error_log("runner: %s", sbx_error_msg(e));
+                sbx_error_free(&e);
+            }
+        }
+        runner_fleet_claim(r);
+        return 1;
     }
     if (sbx_store_job_insert(r->store, &rec, err) < 0) {
         if (!direct) {
@@ -477,8 +520,11 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
             j->state = SBX_JOB_FINISHED;
             j->released = 1;
             pthread_mutex_unlock(&r->mu);
-            sbx_store_job_end(r->store, j->id, SBX_JOB_FINISHED, -1,
-                              "runner: cannot start a worker thread", 0, 0, 0, NULL);
+            sbx_store_job_end(r->store, j->id,
+                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
+                                                    "runner: cannot start a worker thread", 0, 0,
+                                                    0},
+                              NULL);
         }
         return 0;
     }
@@ -490,6 +536,9 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
 {
     struct rjob *j = runner_job_find(r, id);
 
+    if (j == NULL && r->fleet != NULL) { /* in the shared queue, or on another box */
+        return sbx_store_job_cancel_queued(r->store, id, "cancelled by request", err);
+    }
     if (j == NULL || j->state >= SBX_JOB_FINISHED) {
         struct sbx_job_rec rec = {0};
 
@@ -502,8 +551,10 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     }
     if (j->state == SBX_JOB_QUEUED) {
         if (sbx_sched_cancel(r->sched, id, err) < 0 ||
-            sbx_store_job_end(r->store, id, SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0,
-                              err) < 0) {
+            sbx_store_job_end(
+                r->store, id,
+                &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0},
+                err) < 0) {
             return -1;
         }
         pthread_mutex_lock(&r->mu);
@@ -548,7 +599,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_lock(&r->mu);
     for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
         if (t->keep && t->state == RT_READY && t->running == 0 &&
-            (t->end_requested || r->stopping || (t->t != NULL && t->t->stop))) {
+            (t->end_requested || r->stopping ||
+             (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
             t->state = RT_ENDING;
             if (runner_task_ender_start(r, t) < 0) {
                 t->state = RT_READY; /* retried at the next tick */
@@ -650,7 +702,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store_path == NULL) {
         goto fail;
     }
-    r->store = sbx_store_open(r->store_path, err);
+    r->store = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
     if (r->store == NULL) {
         goto fail;
     }
@@ -675,7 +727,8 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     alert.tv_usec = (r->alert_interval_ms % 1000) * 1000;
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
-    if (runner_recover(r, err) < 0 || runner_warm_init(r, err) < 0) {
+    if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
+        runner_warm_init(r, err) < 0) {
         goto fail;
     }
     if (runner_api_bind(r, err) < 0 ||
@@ -693,6 +746,7 @@ fail:
 int sbx_runner_run(struct sbx_runner *r, sbx_error_t **err)
 {
     runner_schedule(r);
+    runner_fleet_claim(r);
     if (event_base_dispatch(r->base) < 0) {
         return sbx_error_set(err, SBX_E_GENERIC, "runner: the event loop failed");
     }
@@ -772,6 +826,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         r->msgs = m->next;
         free(m);
     }
+    runner_fleet_free(r);
     if (r->base != NULL) {
         event_base_free(r->base);
     }

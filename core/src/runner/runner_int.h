@@ -75,6 +75,10 @@ struct rjob {
     size_t n_seg, seg_head, seg_cap;
     int seg_first;
     int exit_status;
+    /* (added) a fleet box's claim token: every store write about the job is
+     * fenced by it (0: one box, unfenced); lost: the box lost it to a reap */
+    int64_t token;
+    int lost;
     struct rjob *next;             /* r->jobs, newest first */
     struct rjob *hnext;            /* r->buckets */
     struct runner_stream *streams; /* loop only */
@@ -143,6 +147,7 @@ struct sbx_runner {
     double pool_cpus[SBX_POOL_COUNT];
     int64_t pool_memory[SBX_POOL_COUNT];
     struct runner_health *health; /* (added) health.c */
+    struct runner_fleet *fleet;   /* (added) fleet.c: NULL on SQLite (one box) */
     struct runner_status *status; /* (added) status.c: the status page's sessions */
     struct runner_warm *warm;     /* (added) warm.c, under mu */
 };
@@ -157,7 +162,9 @@ void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
                  enum sbx_job_result result);
 void runner_schedule(struct sbx_runner *r);
 int64_t runner_now(struct sbx_runner *r);
-/* Accepts a job (policy/sched, then store); fills its id. */
+/* Accepts a job (policy/sched, then store); fills its id. 0: j is the
+ * runner's now; 1 (a fleet box): j went to the shared queue, the caller frees
+ * it once it answered. */
 int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err);
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
@@ -259,5 +266,23 @@ void runner_strv_free(char **v);
 
 /* recover.c */
 int runner_recover(struct sbx_runner *r, sbx_error_t **err);
+/* A job of the store as an rjob (queued or running; no token). */
+struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec);
+
+/* fleet.c (added): a box of a fleet on PostgreSQL (docs/runner.md, "Several
+ * boxes"). Start registers the box (nothing on SQLite); claim takes what this
+ * box can start now from the shared queue. */
+int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err);
+void runner_fleet_claim(struct sbx_runner *r);
+/* A submit for the shared queue: this box's refusal when it serves the pool
+ * (the numbers), else a live box of the fleet must serve it. */
+int runner_fleet_check(struct sbx_runner *r, const struct sbx_sched_job *sj, sbx_error_t **err);
+void runner_fleet_free(struct sbx_runner *r);
+/* (added) The fleet in GET /v1/queue ("fleet": this box's id and
+ * sbx_store_fleet_json), and its series in /metrics; nothing on one box. */
+void runner_fleet_queue(struct sbx_runner *r, json_t *queue);
+void runner_fleet_metrics(struct sbx_runner *r, FILE *f);
+/* This box's id, NULL on one box. */
+const char *runner_fleet_box(const struct sbx_runner *r);
 
 #endif

@@ -225,8 +225,8 @@ static int claim_warm(struct worker *w, const struct sbx_task_opts *o, struct sb
 
     rc = sbx_task_claim(warm, r->plugin_dir, o, &err);
     if (rc == 0) {
-        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id, warm->sandbox,
-                  (long long)(mono_ms() - t0));
+        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id,
+                  sbx_task_sandbox(warm), (long long)(mono_ms() - t0));
         runner_warm_count(r, w->j->pool, 1);
         *out = warm;
         return 0;
@@ -299,7 +299,7 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->mu);
         if (rc == 0) {
-            tr.sandbox_id = task->sandbox;
+            tr.sandbox_id = (char *)sbx_task_sandbox(task);
             tr.state = SBX_TASK_READY;
             sbx_store_task_put(st, &tr, &err);
             store_warn(&err);
@@ -339,6 +339,18 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     return rc;
 }
 
+/* A worker's own connection to the store; a fleet box's rows carry its id. */
+static struct sbx_store *runner_store_open(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct sbx_store *st =
+        sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
+
+    if (st != NULL) {
+        sbx_store_set_box(st, runner_fleet_box(r));
+    }
+    return st;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -346,7 +358,7 @@ static void *worker_main(void *arg)
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    struct sbx_store *st = runner_store_open(r, &err);
     enum sbx_job_state end_state = SBX_JOB_FINISHED;
     enum sbx_job_result result = SBX_RESULT_FAILED;
     char reason[512] = "";
@@ -369,20 +381,27 @@ static void *worker_main(void *arg)
 
         sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", j->id,
                   (long long)(mono_ms() - w->t0));
-        sbx_store_job_ready(st, j->id, t->id, task->prov->cfg->name, task->image, 0, &err);
+        sbx_store_job_move(st,
+                           &(struct sbx_job_move){.id = j->id,
+                                                  .token = j->token,
+                                                  .step = SBX_JOB_STEP_READY,
+                                                  .task = t->id,
+                                                  .provider = sbx_task_provider_name(task),
+                                                  .image = sbx_task_image(task)},
+                           &err);
         store_warn(&err);
         {
             json_t *iso = json_object();
 
-            sbx_caps_record(iso, &task->limits, task->unenforced);
+            sbx_task_isolation(task, iso);
             /* (added) the record's "warm" (store/record.c) */
-            json_object_set_new(iso, "warm", json_boolean(task->warm));
+            json_object_set_new(iso, "warm", json_boolean(sbx_task_warm(task)));
             sbx_store_job_set_isolation(st, j->id, iso, &err);
             store_warn(&err);
             json_decref(iso);
         }
-        if (task->have_lease) { /* the lease id only, never a value */
-            const char *ids[1] = {task->lease.id};
+        if (sbx_task_lease_id(task) != NULL) { /* the lease id only, never a value */
+            const char *ids[1] = {sbx_task_lease_id(task)};
 
             sbx_store_job_set_leases(st, j->id, ids, 1, &err);
             store_warn(&err);
@@ -404,10 +423,10 @@ static void *worker_main(void *arg)
             rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
                                &j->slot, &status, &err);
             free(env);
-            if (task->last_exec_path != NULL) { /* its own error: err is the exec's */
+            if (sbx_task_last_exec_path(task) != NULL) { /* its own error: err is the exec's */
                 sbx_error_t *perr = NULL;
 
-                sbx_store_job_set_exec_path(st, j->id, task->last_exec_path, &perr);
+                sbx_store_job_set_exec_path(st, j->id, sbx_task_last_exec_path(task), &perr);
                 store_warn(&perr);
             }
             pthread_mutex_lock(&r->mu);
@@ -442,13 +461,23 @@ static void *worker_main(void *arg)
         end_state = SBX_JOB_CANCELLED;
         result = SBX_RESULT_CANCELLED;
         snprintf(reason, sizeof(reason), "%s",
-                 r->stopping ? "runner stopped" : "cancelled by request");
+                 j->lost       ? "box lost"
+                 : r->stopping ? "runner stopped"
+                               : "cancelled by request");
         status = -1;
     }
     rm_egress(&r->metrics, j->pool, allowed, denied);
     if (st != NULL) {
-        sbx_store_job_end(st, j->id, end_state, status, reason[0] ? reason : NULL, allowed, denied,
-                          0, &err);
+        /* fenced: a box that lost the job learns it here; the record stays the
+         * survivor's */
+        sbx_store_job_move(
+            st,
+            &(struct sbx_job_move){
+                .id = j->id,
+                .token = j->token,
+                .step = SBX_JOB_STEP_END,
+                .end = {end_state, status, reason[0] ? reason : NULL, allowed, denied, 0}},
+            &err);
         store_warn(&err);
     }
     pthread_mutex_lock(&r->mu);
@@ -495,15 +524,12 @@ static void *ender_main(void *arg)
     struct sbx_runner *r = w->r;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open(r->store_path, &err);
+    struct sbx_store *st = runner_store_open(r, &err);
     char reason[256];
 
-    pthread_mutex_lock(&t->t->mu);
-    snprintf(reason, sizeof(reason), "%s",
-             t->t->stop    ? t->t->stop_reason
-             : r->stopping ? "runner stopped"
-                           : "ended by request");
-    pthread_mutex_unlock(&t->t->mu);
+    if (!sbx_task_stopped(t->t, reason, sizeof(reason))) {
+        snprintf(reason, sizeof(reason), "%s", r->stopping ? "runner stopped" : "ended by request");
+    }
     sbx_task_end(t->t, reason, NULL, NULL);
     t->t = NULL;
     if (st != NULL) {

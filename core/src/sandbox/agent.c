@@ -315,6 +315,75 @@ static int printable(char c)
     return c >= 0x21 && c <= 0x7e;
 }
 
+/* Sends the request with the command's descriptors on the agent's control connection
+ * (made or reused under l->mu); -1 with why set when there is no agent to ask. */
+static int send_to_agent(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, int fds[4],
+                         int answer_ms, char *why, size_t why_size)
+{
+    struct timeval tv = {answer_ms / 1000, (answer_ms % 1000) * 1000};
+    int ctl;
+
+    pthread_mutex_lock(&l->mu);
+    ctl = agent_conn(l, answer_ms, why, why_size);
+    if (ctl >= 0) {
+        setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        if (send_request(ctl, spec, fds) < 0) {
+            /* the control connection is in an unknown state now: drop it */
+            snprintf(why, why_size, "sending to the exec agent: %s", strerror(errno));
+            close_fd(&l->conn);
+            l->dead = 1;
+            ctl = -1;
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+    return ctl < 0 ? -1 : 0;
+}
+
+/* The command runs (its pid came): relays its output until the exit status record,
+ * *v. A cancel kills its process group and waits SBX_AGENT_CANCEL_MS for the end. */
+static int await_exit(struct sbx_agent_link *l, struct run *r, int cancel_fd, int32_t *v,
+                      sbx_error_t **err)
+{
+    int64_t deadline = -1;
+    int cancelled_now = 0;
+    char type = 0;
+    int w;
+
+    for (;;) {
+        w = next_record(r, cancel_fd, deadline, &type, v);
+        if (w == 2) {
+            /* kill the group, then give the agent a moment to report the end */
+            unsigned char k[SBX_AGENT_REC] = {'K', 0, 0, 0};
+
+            put32(k + 4, SIGKILL);
+            if (send(r->conn, k, sizeof(k), MSG_NOSIGNAL) < 0) {
+                /* closing the connection below kills the group too */
+            }
+            cancel_fd = -1;
+            r->cancelled = NULL;
+            cancelled_now = 1;
+            deadline = sbx_mono_ms() + SBX_AGENT_CANCEL_MS;
+            continue;
+        }
+        if (cancelled_now) {
+            return sbx_error_set(err, SBX_E_CANCELLED, "exec cancelled");
+        }
+        if (w == -1) {
+            return sbx_error_set(err, SBX_E_PROTOCOL,
+                                 "exec agent in the sandbox closed the "
+                                 "connection before the exit status");
+        }
+        if (type == 'X' && *v >= 0 && *v <= 255) {
+            return 0;
+        }
+        give_up(l);
+        return sbx_error_set(err, SBX_E_PROTOCOL,
+                             "exec agent in the sandbox sent a malformed "
+                             "reply (record '%c' %d where the exit status was due)",
+                             printable(type) ? type : '?', (int)*v);
+    }
+}
+
 int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, int cancel_fd,
                    const volatile int *cancelled, int answer_ms, int *status, char *why,
                    size_t why_size, sbx_error_t **err)
@@ -325,8 +394,6 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
     int sp[2] = {-1, -1};
     int fds[4];
     int devnull = -1;
-    int ctl;
-    struct timeval tv = {answer_ms / 1000, (answer_ms % 1000) * 1000};
     char type = 0;
     int32_t v = 0;
     int rc = SBX_AGENT_ABSENT;
@@ -344,20 +411,7 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
     fds[1] = po[1];
     fds[2] = pe[1];
     fds[3] = sp[1];
-    pthread_mutex_lock(&l->mu);
-    ctl = agent_conn(l, answer_ms, why, why_size);
-    if (ctl >= 0) {
-        setsockopt(ctl, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-        if (send_request(ctl, spec, fds) < 0) {
-            /* the control connection is in an unknown state now: drop it */
-            snprintf(why, why_size, "sending to the exec agent: %s", strerror(errno));
-            close_fd(&l->conn);
-            l->dead = 1;
-            ctl = -1;
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
-    if (ctl < 0) {
+    if (send_to_agent(l, spec, fds, answer_ms, why, why_size) < 0) {
         goto out;
     }
     /* the agent holds the other ends now */
@@ -396,46 +450,9 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                            printable(type) ? type : '?', (int)v);
         goto out;
     }
-    {
-        int64_t deadline = -1;
-        int cancelled_now = 0;
-
-        for (;;) {
-            w = next_record(&r, cancel_fd, deadline, &type, &v);
-            if (w == 2) {
-                /* kill the group, then give the agent a moment to report the end */
-                unsigned char k[SBX_AGENT_REC] = {'K', 0, 0, 0};
-
-                put32(k + 4, SIGKILL);
-                if (send(r.conn, k, sizeof(k), MSG_NOSIGNAL) < 0) {
-                    /* closing the connection below kills the group too */
-                }
-                cancel_fd = -1;
-                r.cancelled = NULL;
-                cancelled_now = 1;
-                deadline = sbx_mono_ms() + SBX_AGENT_CANCEL_MS;
-                continue;
-            }
-            if (cancelled_now) {
-                rc = sbx_error_set(err, SBX_E_CANCELLED, "exec cancelled");
-                goto out;
-            }
-            if (w == -1) {
-                rc = sbx_error_set(err, SBX_E_PROTOCOL,
-                                   "exec agent in the sandbox closed the "
-                                   "connection before the exit status");
-                goto out;
-            }
-            if (type == 'X' && v >= 0 && v <= 255) {
-                break;
-            }
-            give_up(l);
-            rc = sbx_error_set(err, SBX_E_PROTOCOL,
-                               "exec agent in the sandbox sent a malformed "
-                               "reply (record '%c' %d where the exit status was due)",
-                               printable(type) ? type : '?', (int)v);
-            goto out;
-        }
+    if (await_exit(l, &r, cancel_fd, &v, err) < 0) {
+        rc = -1;
+        goto out;
     }
     /* what the command wrote before it exited is in the pipes now */
     for (int i = 0; i < 2; i++) {

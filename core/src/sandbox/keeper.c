@@ -15,6 +15,7 @@
 
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
+#include "sandbox/task_int.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/rlimit.h"

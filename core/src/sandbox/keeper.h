@@ -12,11 +12,12 @@
  * be set. Returns 0 in the calling process; never returns in the keeper. */
 int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
                      const struct sbx_task_opts *o, sbx_error_t **err);
-/* Runs argv in the task through its keeper, streaming to fds 1 and 2.
+/* Runs argv in the task through its keeper, streaming its output to out
+ * (stream 1 or 2), or to fds 1 and 2 when out is NULL (changed).
  * Returns 0 with *status, or -1 (sbx failed; *code is 125, 126 or 127). */
 int sbx_keeper_exec(const char *state, const char *task, const char *const *argv,
                     const struct sbx_kv *env, size_t n_env, const volatile int *interrupted,
-                    int *status, int *code, sbx_error_t **err);
+                    sbx_output_fn out, void *ud, int *status, int *code, sbx_error_t **err);
 /* Asks the keeper to end the task and waits for the teardown. */
 int sbx_keeper_end(const char *state, const char *task, sbx_error_t **err);
 /* The keeper's socket path for a task (caller frees). */

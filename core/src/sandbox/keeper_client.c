@@ -96,8 +96,8 @@ static int wait_readable(int fd, const volatile int *interrupted)
 }
 
 /* Reads frames until 'X'. Returns 0 with *status, or -1 with *code. */
-static int read_result(int fd, const volatile int *interrupted, int *status, int *code,
-                       sbx_error_t **err)
+static int read_result(int fd, const volatile int *interrupted, sbx_output_fn out, void *ud,
+                       int *status, int *code, sbx_error_t **err)
 {
     for (;;) {
         char type = 0;
@@ -118,7 +118,12 @@ static int read_result(int fd, const volatile int *interrupted, int *status, int
             return -1;
         }
         if (type == 'O' || type == 'E') {
-            write_fd(type == 'O' ? 1 : 2, data, len);
+            if (out != NULL) {
+                out(ud, type == 'O' ? 1 : 2, data, len);
+            }
+            else {
+                write_fd(type == 'O' ? 1 : 2, data, len);
+            }
             free(data);
             continue;
         }
@@ -152,7 +157,7 @@ static int read_result(int fd, const volatile int *interrupted, int *status, int
 
 int sbx_keeper_exec(const char *state, const char *task, const char *const *argv,
                     const struct sbx_kv *env, size_t n_env, const volatile int *interrupted,
-                    int *status, int *code, sbx_error_t **err)
+                    sbx_output_fn out, void *ud, int *status, int *code, sbx_error_t **err)
 {
     json_t *jargv = json_array();
     json_t *jenv = json_array();
@@ -177,7 +182,7 @@ int sbx_keeper_exec(const char *state, const char *task, const char *const *argv
     r = send_request(fd, req, err);
     json_decref(req);
     if (r == 0) {
-        r = read_result(fd, interrupted, status, code, err);
+        r = read_result(fd, interrupted, out, ud, status, code, err);
     }
     close(fd);
     return r;
@@ -198,7 +203,7 @@ int sbx_keeper_end(const char *state, const char *task, sbx_error_t **err)
     r = send_request(fd, req, err);
     json_decref(req);
     if (r == 0) {
-        r = read_result(fd, NULL, &status, &code, err);
+        r = read_result(fd, NULL, NULL, NULL, &status, &code, err);
     }
     close(fd);
     return r;

@@ -1,6 +1,9 @@
-/* task.c - a task's life: slot, orphan reaping, sandbox, execs, the idle and
- * maximum lifetime timer, teardown on every path. */
-#include "sandbox/task.h"
+/* task.c - what a task does beside starting, running commands and ending: reaping
+ * orphaned sandboxes, the provider's check (the disk watchdog), the timer (maximum
+ * lifetime, idle, lease renewal), stopping, records, and the read-only views of an
+ * opaque task (task.h). Starting is task_start.c; execs, the end and re-adoption are
+ * task_life.c. */
+#include "sandbox/task_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -286,4 +289,90 @@ int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **e
         r = sbx_error_set(err, errno, "rename %s: %s", tmp, strerror(errno));
     }
     return r;
+}
+
+/* ---- read-only views (task.h) ------------------------------------------- */
+
+const char *sbx_task_id(const struct sbx_task *t)
+{
+    return t->id;
+}
+
+void sbx_task_job(struct sbx_task *t, char *buf, size_t len)
+{
+    pthread_mutex_lock(&t->mu);
+    snprintf(buf, len, "%s", t->job);
+    pthread_mutex_unlock(&t->mu);
+}
+
+const char *sbx_task_sandbox(const struct sbx_task *t)
+{
+    return t->sandbox;
+}
+
+const char *sbx_task_pool(const struct sbx_task *t)
+{
+    return t->pool;
+}
+
+const char *sbx_task_state_dir(const struct sbx_task *t)
+{
+    return t->state;
+}
+
+const char *sbx_task_provider_name(const struct sbx_task *t)
+{
+    return t->prov != NULL ? t->prov->cfg->name : "?";
+}
+
+const char *sbx_task_image(const struct sbx_task *t)
+{
+    return t->image;
+}
+
+const char *sbx_task_lease_id(const struct sbx_task *t)
+{
+    return t->have_lease ? t->lease.id : NULL;
+}
+
+const struct sbx_lease *sbx_task_held_lease(const struct sbx_task *t)
+{
+    return t->have_lease ? &t->lease : NULL;
+}
+
+const char *sbx_task_last_exec_path(struct sbx_task *t)
+{
+    const char *p;
+
+    pthread_mutex_lock(&t->mu);
+    p = t->last_exec_path;
+    pthread_mutex_unlock(&t->mu);
+    return p;
+}
+
+void sbx_task_isolation(const struct sbx_task *t, json_t *obj)
+{
+    sbx_caps_record(obj, &t->limits, t->unenforced);
+}
+
+int sbx_task_stopped(struct sbx_task *t, char *buf, size_t len)
+{
+    int stopped;
+
+    pthread_mutex_lock(&t->mu);
+    stopped = t->stop != 0;
+    if (stopped && buf != NULL) {
+        snprintf(buf, len, "%s", t->stop_reason);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return stopped;
+}
+
+int sbx_task_scan_secrets(struct sbx_task *t, struct sbx_secret_scan *scan, sbx_error_t **err)
+{
+    if (pops(t)->scan_secrets == NULL) {
+        return sbx_error_set(err, SBX_E_USAGE, "provider '%s' cannot scan a sandbox for secrets",
+                             sbx_task_provider_name(t));
+    }
+    return pops(t)->scan_secrets(t->prov->ctx, t->sandbox, scan, err);
 }

@@ -58,56 +58,8 @@ struct sbx_exec_slot {
     const char *path; /* (added) "agent" or "engine" once it ran */
 };
 
-struct sbx_task {
-    const struct sbx_config *cfg;
-    char *state; /* state directory */
-    char *dir;   /* task directory */
-    char id[80];
-    char job[80];
-    char dir_id[80]; /* (added) the name of dir: the id it started with (warm: w-...) */
-    int warm;        /* (added) 1: a warm sandbox claimed by this task */
-    int warm_view;   /* (added) warm: its view dir is /workspace's shared mount point */
-    char sandbox[256];
-    char pool[16];
-    char slot_class[16];
-    char *image;
-    char *worktree;
-    int ephemeral;
-    struct sbx_open_instance *prov;
-    struct sbx_open_instance *cred;
-    struct sbx_lease lease;
-    int have_lease;
-    struct sbx_redactor *redactor; /* the lease's values, for output */
-    struct sbx_limits limits;
-    char **egress_allow;          /* the policy's host rules, NULL-terminated */
-    struct sbx_egress *egress;    /* the proxy this task's socket is on, or NULL */
-    int own_egress;               /* started (and stopped) by this task */
-    char *egress_dir;             /* host dir with this sandbox's proxy socket */
-    char *agent_dir;              /* (added) host dir of the sandbox's exec agent socket */
-    struct sbx_agent_link *agent; /* (added) the host end of that agent, or NULL */
-    const char *last_exec_path;   /* (added) "agent" or "engine": how the last exec ran */
-    char *decided_by;             /* "policies/limits.lua, ..." for the record */
-    uint32_t unenforced;          /* enum sbx_cap asked for and not enforced (unisolated) */
-    int slot_fd;
-    int64_t created_at;
-    int64_t started_at;
-    int64_t ended_at;
-
-    pthread_mutex_t mu;
-    int running;           /* execs in flight */
-    int64_t last_activity; /* last exec start or end */
-    struct sbx_exec_slot *execs;
-    int last_exit;     /* -1 none */
-    volatile int stop; /* the core decided to end the task */
-    char stop_reason[256];
-    int64_t egress_allowed;
-    int64_t egress_denied;
-
-    pthread_t timer;
-    int timer_on;
-    volatile int timer_quit;
-    pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
-};
+/* Opaque outside core/src/sandbox/ (task_int.h): read it with the accessors below. */
+struct sbx_task;
 
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
                    const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err);
@@ -119,28 +71,13 @@ int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
  * and start cold; -1 with *err: t is unusable, end it. */
 int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_task_opts *o,
                    sbx_error_t **err);
-/* (added) what sbx_task_start and sbx_task_claim share (task_life.c): policy
- * decides the limits, egress and class of t for o; the credential lease. */
-int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
-                    sbx_error_t **err);
-int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err);
-/* (added) the CPU quota clamped below the box's CPUs, as at start */
-int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err);
+/* (added) 1 when t is a claimed warm sandbox (the records' "warm") */
+int sbx_task_warm(const struct sbx_task *t);
 /* Runs one command; *status is its exit status. -1 when sbx failed (the
  * command may have been cut off: cancelled, sandbox lost, limit reached). */
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
                   size_t n_env, sbx_output_fn out, void *ud, struct sbx_exec_slot *slot,
                   int *status, sbx_error_t **err);
-/* (added) Runs one prepared exec: through the sandbox's exec agent when it
- * has one and it answers, else through the provider (task_agent.c). Sets
- * slot->path. Same return as the provider's exec. */
-int sbx_task_exec_run(struct sbx_task *t, const struct sbx_exec_spec *spec,
-                      struct sbx_exec_slot *slot, int *status, sbx_error_t **err);
-/* (added) Listens for the sandbox's exec agent in t->dir/agent (t->agent_dir,
- * t->agent) when the provider starts the egress relay; 0 also when none. */
-int sbx_task_agent_dir(struct sbx_task *t, sbx_error_t **err);
-/* (added) Closes the agent's host end (free_task). */
-void sbx_task_agent_free(struct sbx_task *t);
 /* The environment one exec gets (sbx_task_exec, in every mode): env without
  * the names the credential lease sets or, when the provider wires the egress
  * proxy in (egress_wired), the proxy variables (theirs win; each dropped name
@@ -162,6 +99,31 @@ void sbx_task_set_job(struct sbx_task *t, const char *job);
 /* The task's egress decisions so far (the final ones once it ended; 0 without an
  * egress socket). */
 void sbx_task_egress_counts(struct sbx_task *t, int64_t *allowed, int64_t *denied);
+/* (added) Read-only views of a task for the runner, the MCP backend, the CLI and the
+ * spike (task.c). Strings live as long as the task; none carries a secret value
+ * except sbx_task_held_lease, which the spike's credential scan alone uses. */
+const char *sbx_task_id(const struct sbx_task *t);
+/* The job it runs now (sbx_task_set_job may change it: copied under the lock). */
+void sbx_task_job(struct sbx_task *t, char *buf, size_t len);
+const char *sbx_task_sandbox(const struct sbx_task *t); /* the provider's id, "" before create */
+const char *sbx_task_pool(const struct sbx_task *t);
+const char *sbx_task_state_dir(const struct sbx_task *t);
+const char *sbx_task_provider_name(const struct sbx_task *t); /* the instance's name */
+const char *sbx_task_image(const struct sbx_task *t);
+/* The lease's id, or NULL without credentials (never a value). */
+const char *sbx_task_lease_id(const struct sbx_task *t);
+/* The lease itself, or NULL: secret values, for the spike's check that they stay in. */
+const struct sbx_lease *sbx_task_held_lease(const struct sbx_task *t);
+/* "agent" or "engine": how the last exec ran; NULL before one ran. */
+const char *sbx_task_last_exec_path(struct sbx_task *t);
+/* Sets the record's "isolation" (and "unenforced") keys on obj (caps.h). */
+void sbx_task_isolation(const struct sbx_task *t, json_t *obj);
+/* The provider's optional scan_secrets op on the task's sandbox (the spike's credential
+ * check); -1 with err when the provider has none or the scan failed. */
+int sbx_task_scan_secrets(struct sbx_task *t, struct sbx_secret_scan *scan, sbx_error_t **err);
+/* 1 when the core decided to end the task (timer, check, stop), with the reason
+ * copied to buf when buf is not NULL; else 0. */
+int sbx_task_stopped(struct sbx_task *t, char *buf, size_t len);
 /* Cancels one exec started with that slot (from any thread). */
 void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot);
 /* Asks the provider's optional check op whether the sandbox may go on (the
@@ -177,9 +139,6 @@ void sbx_task_stop(struct sbx_task *t, const char *reason);
 int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_error_t **err);
 /* The record of docs/architecture.md (Records). */
 json_t *sbx_task_record(struct sbx_task *t, const char *state);
-int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err);
-/* The timer thread (task.c): maximum lifetime, idle, lease renewal. */
-void *sbx_task_timer_main(void *arg);
 /* Removes sandboxes whose owner is provably gone; returns how many. */
 int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state);
 

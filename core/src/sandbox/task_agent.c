@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "sandbox/agent.h"
-#include "sandbox/task.h"
+#include "sandbox/task_int.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

@@ -13,6 +13,7 @@
 
 #include "plugin/host.h"
 #include "sandbox/task.h"
+#include "sandbox/task_int.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
@@ -124,4 +125,9 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     }
     sbx_info("task %s: claimed warm sandbox %.12s (%s)", t->id, t->sandbox, t->dir_id);
     return 0;
+}
+
+int sbx_task_warm(const struct sbx_task *t)
+{
+    return t->warm;
 }

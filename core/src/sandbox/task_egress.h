@@ -3,7 +3,7 @@
 #ifndef SBX_SANDBOX_TASK_EGRESS_H
 #define SBX_SANDBOX_TASK_EGRESS_H
 
-#include "sandbox/task.h"
+#include "sandbox/task_int.h"
 
 /* The sandbox's only way out: a socket of the egress proxy (o->egress, or one this task
  * starts) in <task dir>/egress, checked against t->egress_allow, which is also saved

@@ -1,4 +1,6 @@
-/* task_life.c - starting a task, running its commands, ending it. */
+/* task_life.c - a started task's life: its commands (with output redaction), its end
+ * on every path, re-adopting a task whose sandbox survived its owner; and the helpers
+ * task_start.c shares (init, free, the timer's stop, the proxy variables). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
-#include "sandbox/task.h"
+#include "sandbox/task_int.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
 #include "util/cleanup.h"
@@ -27,7 +29,7 @@
 #include "util/xalloc.h"
 
 /* Stops the timer thread without waiting out its sleep. */
-static void timer_quit(struct sbx_task *t)
+void sbx_task_timer_quit(struct sbx_task *t)
 {
     if (t->timer_on) {
         pthread_mutex_lock(&t->mu);
@@ -39,9 +41,9 @@ static void timer_quit(struct sbx_task *t)
     }
 }
 
-static void free_task(struct sbx_task *t)
+void sbx_task_free(struct sbx_task *t)
 {
-    timer_quit(t);
+    sbx_task_timer_quit(t);
     if (t->egress != NULL && t->egress_dir != NULL) {
         sbx_egress_remove(t->egress, t->egress_dir, NULL);
         rmdir(t->egress_dir);
@@ -74,133 +76,6 @@ static void free_task(struct sbx_task *t)
     free(t);
 }
 
-/* Takes each requested limit that is set and not above the cap. */
-static void narrow_limits(struct sbx_limits *cap, const struct sbx_limits *want)
-{
-    if (want->cpus > 0 && want->cpus < cap->cpus) {
-        cap->cpus = want->cpus;
-    }
-    if (want->memory > 0 && want->memory < cap->memory) {
-        cap->memory = want->memory;
-    }
-    if (want->disk > 0 && want->disk < cap->disk) {
-        cap->disk = want->disk;
-    }
-    if (want->pids > 0 && want->pids < cap->pids) {
-        cap->pids = want->pids;
-    }
-    if (want->idle > 0 && want->idle < cap->idle) {
-        cap->idle = want->idle;
-    }
-    if (want->max > 0 && want->max < cap->max) {
-        cap->max = want->max;
-    }
-}
-
-/* Policy decides the limits, the egress allow-list and the slot class; any
- * failure denies the task (fail closed). */
-int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
-                    sbx_error_t **err)
-{
-    struct sbx_policy_decision d = {0};
-    struct sbx_job_desc job = {0};
-    struct sbx_policy *pol;
-    char *dir = sbx_policy_dir_resolve(t->cfg->policy_dir, err);
-
-    if (dir == NULL) {
-        return -1;
-    }
-    pol = sbx_policy_load(dir, t->cfg, err);
-    free(dir);
-    if (pol == NULL) {
-        return sbx_error_wrap(err, "policy");
-    }
-    job.id = t->job;
-    job.task = t->id;
-    job.pool = t->pool;
-    job.workdir = t->worktree;
-    job.provider = provider;
-    job.argv = o->argv;
-    if (o->limits != NULL) {
-        job.requested = *o->limits;
-    }
-    if (sbx_policy_decide(pol, &job, &d, err) < 0) {
-        sbx_policy_destroy(pol);
-        return sbx_error_wrap(err, "policy denied task %s", t->id);
-    }
-    sbx_policy_destroy(pol);
-    t->limits = d.limits;
-    if (o->limits != NULL) {
-        narrow_limits(&t->limits, o->limits);
-    }
-    snprintf(t->slot_class, sizeof(t->slot_class), "%s", d.slot_class);
-    t->egress_allow = xcalloc(d.n_egress_allow + 1, sizeof(char *));
-    for (size_t i = 0; i < d.n_egress_allow; i++) {
-        t->egress_allow[i] = xstrdup(d.egress_allow[i]);
-    }
-    t->decided_by = xasprintf("%s, %s, %s", d.decided_by[SBX_POLICY_LIMITS],
-                              d.decided_by[SBX_POLICY_EGRESS], d.decided_by[SBX_POLICY_SLOTS]);
-    sbx_policy_decision_fini(&d);
-    return 0;
-}
-
-/* The box's budget (admit.h): the CPU quota is clamped below the box's CPUs,
- * and an embedded task takes a slot only while its memory fits beside the
- * others' (the runner's scheduler admits its own jobs: no_reap). */
-int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err)
-{
-    struct sbx_box_budget b;
-
-    if (sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
-        return sbx_error_wrap(err, "task %s: admission", t->id);
-    }
-    if (t->limits.cpus > b.cpu_max) {
-        sbx_debug("task %s: cpus %.3g clamped to %.3g (the box has %.3g, box.cpu_reserve %.3g)",
-                  t->id, t->limits.cpus, b.cpu_max, b.cpus, b.cpu_reserve);
-        t->limits.cpus = b.cpu_max;
-    }
-    return 0;
-}
-
-static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err)
-{
-    struct sbx_box_budget b;
-    struct sbx_admit_req req = {0};
-
-    if (sbx_task_clamp_cpus(t, err) < 0 || sbx_box_budget(t->cfg, NULL, 0, &b, err) < 0) {
-        return -1;
-    }
-    if (o->no_reap) {
-        return 0;
-    }
-    req.task = t->id;
-    req.max_slots = t->cfg->box.max_sandboxes;
-    req.memory = sbx_admit_task_memory(t->limits.memory, o->nested_containers);
-    req.budget = &b;
-    req.cancel = o->cancel;
-    req.on_wait = o->on_wait;
-    req.wait_ud = o->wait_ud;
-    t->slot_fd = sbx_slot_acquire(t->state, &req, err);
-    return t->slot_fd < 0 ? -1 : 0;
-}
-
-int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err)
-{
-    struct sbx_cred_scope scope = {.task_id = t->id, .job_id = t->job, .path = NULL};
-
-    t->cred = sbx_instance_open(t->cfg, plugin_dir, name, SBX_PLUGIN_CREDENTIAL, err);
-    if (t->cred == NULL) {
-        return -1;
-    }
-    if (sbx_instance_credential(t->cred)->acquire(t->cred->ctx, &scope, &t->lease, err) < 0) {
-        sbx_lease_clear(&t->lease);
-        return sbx_error_wrap(err, "credentials '%s' for task %s", name, t->id);
-    }
-    t->have_lease = 1;
-    t->redactor = sbx_redactor_from_lease(&t->lease);
-    return 0;
-}
-
 /* Output of a task with a lease passes through one redacting stream per
  * stream kind, so a value split across reads is still caught. */
 struct redact_out {
@@ -229,8 +104,7 @@ static int redact_on_output(void *userdata, int stream, const char *data, size_t
 }
 
 /* What a started and an adopted task share before anything can fail. */
-static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
-                      const struct sbx_task_opts *o)
+void sbx_task_init(struct sbx_task *t, const struct sbx_config *cfg, const struct sbx_task_opts *o)
 {
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->timer_cv, NULL);
@@ -246,7 +120,7 @@ static void task_init(struct sbx_task *t, const struct sbx_config *cfg,
 
 /* The egress wiring's variables, set on the sandbox when the provider wires
  * the proxy socket in (docs/egress.md). */
-static const struct sbx_kv proxy_env[] = {
+const struct sbx_kv sbx_task_proxy_env[] = {
     {"HTTP_PROXY", "http://127.0.0.1:3128"},
     {"HTTPS_PROXY", "http://127.0.0.1:3128"},
     {"http_proxy", "http://127.0.0.1:3128"},
@@ -255,6 +129,7 @@ static const struct sbx_kv proxy_env[] = {
     {"no_proxy", "localhost,127.0.0.1,::1"},
     {"NODE_USE_ENV_PROXY", "1"},
 };
+const size_t sbx_task_n_proxy_env = sizeof(sbx_task_proxy_env) / sizeof(sbx_task_proxy_env[0]);
 
 static int kv_has(const struct sbx_kv *kv, size_t n, const char *name)
 {
@@ -279,8 +154,7 @@ struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env,
                      task_id, env[i].name);
             continue;
         }
-        if (egress_wired &&
-            kv_has(proxy_env, sizeof(proxy_env) / sizeof(proxy_env[0]), env[i].name)) {
+        if (egress_wired && kv_has(sbx_task_proxy_env, sbx_task_n_proxy_env, env[i].name)) {
             sbx_warn("task %s: variable %s is set by the egress wiring; its value stays", task_id,
                      env[i].name);
             continue;
@@ -292,210 +166,6 @@ struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env,
     }
     *n = k;
     return all;
-}
-
-int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
-                   const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err)
-{
-    struct sbx_task *t = xcalloc(1, sizeof(*t));
-    char owner[160];
-    char created[32];
-    struct tm tm;
-    time_t now = time(NULL);
-    const char *provider = o->provider ? o->provider : cfg->provider;
-    cleanup_free char *provider_dir = NULL;
-    cleanup_free char *view_dir = NULL;
-    cleanup_free char *relay = NULL;
-
-    task_init(t, cfg, o);
-    if (strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) {
-        sbx_error_set(err, SBX_E_USAGE, "--pool %s: use ci or agent", t->pool);
-        goto fail;
-    }
-    if (o->task_id != NULL) {
-        if (!sbx_id_valid(o->task_id, SBX_ID_TASK)) {
-            sbx_error_set(err, SBX_E_USAGE,
-                          "task id '%s': use 1-64 letters, digits, '-', '_' "
-                          "or '.', starting with a letter or digit",
-                          o->task_id);
-            goto fail;
-        }
-        snprintf(t->id, sizeof(t->id), "%s", o->task_id);
-    }
-    else {
-        sbx_task_id_new(t->id, sizeof(t->id));
-    }
-    snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
-    snprintf(t->dir_id, sizeof(t->dir_id), "%s", t->id);
-    t->state = sbx_state_dir(cfg->state_dir, err);
-    if (t->state == NULL) {
-        goto fail;
-    }
-    if (o->worktree != NULL && sbx_worktree_check(o->worktree, t->state, &t->worktree, err) < 0) {
-        goto fail;
-    }
-    t->dir = sbx_task_dir(t->state, t->id);
-    if (access(t->dir, F_OK) == 0) {
-        cleanup_free char *rec = xasprintf("%s/task.json", t->dir);
-        cleanup_free char *sock = xasprintf("%s/keeper.sock", t->dir);
-
-        int live = -1;
-
-        if (access(sock, F_OK) == 0) {
-            sbx_error_t *cerr = NULL;
-
-            /* a socket nobody answers is a killed keeper's: its sandbox is an
-             * orphan that the reaping below removes */
-            live = sbx_unix_connect(sock, &cerr);
-            sbx_error_free(&cerr);
-            if (live >= 0) {
-                close(live);
-            }
-        }
-        if (live < 0) {
-            /* an `sbx run --task` has no keeper: its record names its owner */
-            json_t *r = json_load_file(rec, 0, NULL);
-            const char *st = json_string_value(json_object_get(r, "state"));
-            const char *holder = json_string_value(json_object_get(r, "owner"));
-
-            if (st != NULL && strcmp(st, "ended") != 0 && holder != NULL &&
-                sbx_owner_alive(holder)) {
-                live = 1;
-            }
-            json_decref(r);
-        }
-        if (live >= 0) {
-            sbx_error_set(err, SBX_E_USAGE, "task '%s' already exists (sbx task end %s)", t->id,
-                          t->id);
-            free(t->dir);
-            t->dir = NULL;
-            goto fail;
-        }
-        sbx_task_dir_remove(t->state, t->id); /* an ended task's leftovers */
-    }
-    if (sbx_task_decide(t, o, provider, err) < 0) {
-        goto fail;
-    }
-    if (o->warm) { /* no task yet: nothing goes out until a claim sets its rules */
-        for (size_t i = 0; t->egress_allow[i] != NULL; i++) {
-            free(t->egress_allow[i]);
-            t->egress_allow[i] = NULL;
-        }
-    }
-    t->prov = sbx_instance_open(cfg, plugin_dir, provider, SBX_PLUGIN_PROVIDER, err);
-    if (t->prov == NULL) {
-        goto fail;
-    }
-    /* fail closed: what the policy asks for and the provider does not enforce */
-    if (sbx_caps_check(t->prov, t->id, &t->limits, &t->unenforced, err) < 0) {
-        goto fail;
-    }
-    if (!o->no_reap) {
-        sbx_task_reap_orphans(t->prov, t->state);
-    }
-    /* after the reaping, which removes an orphan's leftovers of this id */
-    if (sbx_mkdirs(t->dir, 0700, err) < 0) {
-        goto fail;
-    }
-    /* the provider's own host-side files of this sandbox (spec.provider_dir) */
-    provider_dir = xasprintf("%s/provider", t->dir);
-    if (sbx_mkdirs(provider_dir, 0755, err) < 0 || chmod(provider_dir, 0755) < 0) {
-        if (err != NULL && *err == NULL) {
-            sbx_error_set(err, SBX_E_GENERIC, "%s: %s", provider_dir, strerror(errno));
-        }
-        goto fail;
-    }
-    if ((t->worktree != NULL || (o->warm && sbx_instance_provider(t->prov)->claim_worktree)) &&
-        (sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
-        /* where the provider may mount its view of the worktree (view.h) */
-        view_dir = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
-        sbx_view_release(t->dir);
-        if (sbx_mkdirs(view_dir, 0700, err) < 0) {
-            goto fail;
-        }
-    }
-    if (admit(t, o, err) < 0) {
-        goto fail;
-    }
-    if (o->credentials != NULL && sbx_task_lease(t, plugin_dir, o->credentials, err) < 0) {
-        goto fail;
-    }
-    if ((sbx_instance_provider(t->prov)->flags & SBX_PROVIDER_EGRESS_SOCKET) != 0 &&
-        sbx_task_egress_wire(t, o, &relay, err) < 0) {
-        goto fail;
-    }
-    if (sbx_task_agent_dir(t, err) < 0) {
-        goto fail;
-    }
-
-    t->created_at = (int64_t)now;
-    sbx_owner_self(owner, sizeof(owner));
-    gmtime_r(&now, &tm);
-    strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    {
-        struct sbx_kv labels[] = {
-            {"sbx.task", t->id},  {"sbx.job", t->job},   {"sbx.created", created},
-            {"sbx.owner", owner}, {"sbx.pool", t->pool}, {"sbx.class", t->slot_class},
-        };
-        struct sbx_sandbox_spec spec = {
-            .task_id = t->id,
-            .job_id = t->job,
-            .image = t->image,
-            .worktree = t->worktree,
-            .mounts = cfg->caches,
-            .n_mounts = cfg->n_caches,
-            .limits = t->limits,
-            .labels = labels,
-            .n_labels = sizeof(labels) / sizeof(labels[0]),
-            .egress_allow = (const char *const *)t->egress_allow,
-            .egress_dir = t->egress_dir,
-            .egress_relay = t->egress_dir ? relay : NULL,
-            .env = t->egress_dir ? proxy_env : NULL,
-            .n_env = t->egress_dir ? sizeof(proxy_env) / sizeof(proxy_env[0]) : 0,
-            .nested_containers = o->nested_containers,
-            .provider_dir = provider_dir,
-            .agent_dir = t->agent_dir,
-            .view_dir = view_dir,
-            .view_later = t->worktree == NULL && view_dir != NULL,
-        };
-
-        while (t->egress_allow[spec.n_egress_allow] != NULL) {
-            spec.n_egress_allow++;
-        }
-
-        if (sbx_task_record_write(t, "starting", err) < 0) {
-            goto fail;
-        }
-        if (sbx_instance_provider(t->prov)->create(t->prov->ctx, &spec, t->sandbox,
-                                                   sizeof(t->sandbox), err) < 0) {
-            sbx_error_wrap(err, "task %s: creating the sandbox", t->id);
-            goto fail;
-        }
-    }
-    t->warm_view = t->worktree == NULL && view_dir != NULL;
-    t->started_at = time(NULL);
-    t->last_activity = t->started_at;
-    if (sbx_task_record_write(t, "running", err) < 0) {
-        sbx_task_end(t, "recording the task failed", NULL, NULL);
-        return -1;
-    }
-    if (pthread_create(&t->timer, NULL, sbx_task_timer_main, t) == 0) {
-        t->timer_on = 1;
-    }
-    sbx_info("task %s: sandbox %.12s ready in %lds", t->id, t->sandbox,
-             (long)(t->started_at - t->created_at));
-    *out = t;
-    return 0;
-
-fail:
-    if (t->have_lease) {
-        sbx_instance_credential(t->cred)->revoke(t->cred->ctx, &t->lease, NULL);
-    }
-    if (t->dir != NULL && t->state != NULL) {
-        sbx_task_dir_remove(t->state, t->dir_id);
-    }
-    free_task(t);
-    return -1;
 }
 
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
@@ -599,7 +269,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         return 0;
     }
     sbx_task_stop(t, reason ? reason : "ended");
-    timer_quit(t);
+    sbx_task_timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
         sbx_error_log("task %s: removing sandbox %.12s: %s", t->id, t->sandbox, sbx_error_msg(e));
@@ -645,7 +315,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
 
         unlink(sock);
     }
-    free_task(t);
+    sbx_task_free(t);
     return r;
 }
 
@@ -674,7 +344,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     const char *provider = o->provider ? o->provider : cfg->provider;
     sbx_error_t *caps_err = NULL;
 
-    task_init(t, cfg, o);
+    sbx_task_init(t, cfg, o);
     if (o->task_id == NULL || !sbx_id_valid(o->task_id, SBX_ID_TASK) || sandbox == NULL ||
         sandbox[0] == '\0') {
         sbx_error_set(err, SBX_E_USAGE,
@@ -730,6 +400,6 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
 
 fail:
     t->sandbox[0] = '\0';
-    free_task(t);
+    sbx_task_free(t);
     return -1;
 }

@@ -460,6 +460,13 @@ int sbx_sched_submit(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_e
     return 0;
 }
 
+/* A fleet box checks a job against its pools' shapes at submit without
+ * queueing it here: the shared queue holds it (runner/fleet.c). */
+int sbx_sched_check(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_error_t **err)
+{
+    return check_job(s, job, err);
+}
+
 /* ---- the decision ---- */
 
 static int fits(const struct sched_pool *p, const struct sched_job *j)
@@ -498,6 +505,33 @@ static struct sched_job *pool_pick(const struct sched_pool *p)
         return NULL;
     }
     return head;
+}
+
+int sbx_sched_claim_fit(const struct sbx_sched *s, enum sbx_pool pool, enum sbx_job_class cls,
+                        double cpus, int64_t memory)
+{
+    const struct sched_pool *p;
+    struct sched_job j = {.pool = pool, .cls = cls, .memory = memory};
+
+    if ((unsigned)pool >= SBX_POOL_COUNT || s->draining || !(cpus > 0) || !isfinite(cpus)) {
+        return -1;
+    }
+    p = &s->pools[pool];
+    j.mcpu = (int64_t)llround(cpus * 1000.0);
+    if (!p->served) {
+        return -1;
+    }
+    if (j.mcpu > p->mcpu || memory > p->memory ||
+        (cls == SBX_CLASS_HEAVY && s->heavy_refusal[0] != '\0')) {
+        return 0; /* never on this box: another box of the pool may take it */
+    }
+    if (p->queue[SBX_CLASS_LIGHT].n + p->queue[SBX_CLASS_HEAVY].n > 0) {
+        return -1; /* what this box holds starts first */
+    }
+    if (fits(p, &j)) {
+        return 1;
+    }
+    return cls == SBX_CLASS_HEAVY && p->heavy != NULL && p->running < p->max_sandboxes ? 0 : -1;
 }
 
 static void take_slot(struct sbx_sched *s, struct sched_job *j, int64_t now)

@@ -117,6 +117,17 @@ struct sbx_sched_job {
  * Bad input (id, duplicate, cpus/memory <= 0) is EINVAL / EEXIST. */
 int sbx_sched_submit(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_error_t **err);
 
+/* (added) As sbx_sched_submit's refusal, without queueing the job: a fleet box
+ * checks a submit for the shared queue (docs/runner.md, "Several boxes"). */
+int sbx_sched_check(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_error_t **err);
+/* (added) May this box claim a job of the shared queue now (store.h,
+ * sbx_claim_fit_fn)? 1: it starts here at once (nothing of the pool waits
+ * here and it fits the free capacity); 0: pass over it (a heavy job while the
+ * heavy slot is held, or one larger than this box's pool: another box may
+ * take it); -1: stop (FIFO: it waits for room; draining; pool not served). */
+int sbx_sched_claim_fit(const struct sbx_sched *s, enum sbx_pool pool, enum sbx_job_class cls,
+                        double cpus, int64_t memory);
+
 /* One grant: the job now holds a slot and must be started by the caller. */
 struct sbx_sched_grant {
     char id[SBX_SCHED_ID_MAX];

@@ -177,8 +177,9 @@ void sbx_spike_egress(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
         sbx_error_free(&err);
         return;
     }
-    snprintf(job, sizeof(job), "%s", t->job);
-    log = s->cfg->egress.log ? xstrdup(s->cfg->egress.log) : xasprintf("%s/egress.log", t->state);
+    sbx_task_job(t, job, sizeof(job));
+    log = s->cfg->egress.log ? xstrdup(s->cfg->egress.log)
+                             : xasprintf("%s/egress.log", sbx_task_state_dir(t));
     if (sbx_task_exec(t, argv, NULL, 0, capture_out, &cap, NULL, &st, &err) < 0) {
         st = -1;
     }

@@ -127,8 +127,9 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
         sbx_instance_close(cred);
         return;
     }
-    for (size_t i = 0; i < t->lease.n_secrets; i++) {
-        add_needle(&values, t->lease.secrets[i].value);
+    for (size_t i = 0; sbx_task_held_lease(t) != NULL && i < sbx_task_held_lease(t)->n_secrets;
+         i++) {
+        add_needle(&values, sbx_task_held_lease(t)->secrets[i].value);
     }
     bg.t = t;
     pthread_create(&th, NULL, bg_main, &bg);
@@ -139,8 +140,7 @@ void sbx_spike_credentials(const struct sbx_spike_ctx *s, struct sbx_spike_row *
     for (size_t i = 0; i < values.n; i++) {
         all[scan.n_needles++] = values.v[i];
     }
-    scanned =
-        sbx_instance_provider(t->prov)->scan_secrets(t->prov->ctx, t->sandbox, &scan, &err) == 0;
+    scanned = sbx_task_scan_secrets(t, &scan, &err) == 0;
     for (size_t i = 0; i < scan.n_needles; i++) {
         if (i < runner.n) {
             env_runner += hits[i].exec_env + hits[i].other_env;

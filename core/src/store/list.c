@@ -9,10 +9,10 @@
 int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
                        struct sbx_job_rec **out, size_t *n, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
     struct sbx_job_rec *recs = NULL;
     size_t count = 0;
-    int rc = SQLITE_DONE;
+    int rc = 0;
 
     *out = NULL;
     *n = 0;
@@ -24,29 +24,28 @@ int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
         return sbx_error_set(err, EINVAL, "store: unknown job state %d", f->state);
     }
     /* every filter is bound; NULL (or 0) leaves it out */
-    s = sbx_store_prepare(st,
-                          "SELECT " SBX_JOB_COLUMNS " FROM jobs"
-                          " WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR pool = ?2)"
-                          " AND (?3 IS NULL OR client = ?3) AND queued_at >= ?4"
-                          " AND (?5 = 0 OR seq < ?5) ORDER BY seq DESC LIMIT ?6",
-                          err);
+    s = sbx_q_prepare(st,
+                      "SELECT " SBX_JOB_COLUMNS " FROM jobs"
+                      " WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR pool = $2)"
+                      " AND ($3 IS NULL OR client = $3) AND queued_at >= $4"
+                      " AND ($5 = 0 OR seq < $5) ORDER BY seq DESC LIMIT $6",
+                      err);
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1,
-                        f->state >= 0 ? sbx_job_state_name((enum sbx_job_state)f->state) : NULL);
-    sbx_store_bind_text(s, 2, f->pool);
-    sbx_store_bind_text(s, 3, f->client);
-    sqlite3_bind_int64(s, 4, f->since);
-    sqlite3_bind_int64(s, 5, f->before_seq);
-    sqlite3_bind_int64(s, 6, (sqlite3_int64)f->limit);
+    sbx_q_text(s, 1, f->state >= 0 ? sbx_job_state_name((enum sbx_job_state)f->state) : NULL);
+    sbx_q_text(s, 2, f->pool);
+    sbx_q_text(s, 3, f->client);
+    sbx_q_int64(s, 4, f->since);
+    sbx_q_int64(s, 5, f->before_seq);
+    sbx_q_int64(s, 6, (int64_t)f->limit);
     recs = xcalloc(f->limit, sizeof(*recs));
-    while (count < f->limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while (count < f->limit && (rc = sbx_q_step(s, "list jobs", err)) == 1) {
         sbx_store_row_to_job(s, &recs[count++]);
     }
-    if (count < f->limit && rc != SQLITE_DONE) {
+    if (rc < 0) {
         sbx_job_rec_free_array(recs, count);
-        return sbx_store_fail(st, err, "list jobs");
+        return -1;
     }
     *out = recs;
     *n = count;
@@ -55,13 +54,13 @@ int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
 
 int sbx_store_ping(struct sbx_store *st, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(st, "SELECT count(*) FROM jobs", err);
+    cleanup_q struct sbx_q *s = sbx_q_prepare(st, "SELECT count(*) FROM jobs", err);
 
     if (s == NULL) {
         return -1;
     }
-    if (sqlite3_step(s) != SQLITE_ROW) {
-        return sbx_store_fail(st, err, "read jobs");
+    if (sbx_q_step(s, "read jobs", err) != 1) {
+        return -1;
     }
     return 0;
 }

@@ -45,6 +45,7 @@ void sbx_job_rec_clear(struct sbx_job_rec *rec)
     json_decref(rec->env);
     json_decref(rec->isolation);
     free(rec->exec_path);
+    free(rec->box);
     free(rec->worktree);
     free(rec->client);
     free(rec->provider);
@@ -78,53 +79,46 @@ void sbx_task_rec_clear(struct sbx_task_rec *rec)
     memset(rec, 0, sizeof(*rec));
 }
 
-char *sbx_store_col_text(sqlite3_stmt *s, int i)
+static json_t *col_json(struct sbx_q *s, int i)
 {
-    const unsigned char *t = sqlite3_column_text(s, i);
+    const char *t = sbx_q_col_text(s, i);
 
-    return t ? xstrdup((const char *)t) : NULL;
+    return t ? json_loads(t, 0, NULL) : NULL;
 }
 
-static json_t *col_json(sqlite3_stmt *s, int i)
-{
-    const unsigned char *t = sqlite3_column_text(s, i);
-
-    return t ? json_loads((const char *)t, 0, NULL) : NULL;
-}
-
-int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
+int sbx_store_row_to_job(struct sbx_q *s, struct sbx_job_rec *out)
 {
     json_t *leases;
     int st;
 
     memset(out, 0, sizeof(*out));
-    out->seq = sqlite3_column_int64(s, 0);
-    out->id = sbx_store_col_text(s, 1);
-    out->task = sbx_store_col_text(s, 2);
-    out->pool = sbx_store_col_text(s, 3);
-    out->cls = sbx_store_col_text(s, 4);
+    out->seq = sbx_q_col_int64(s, 0);
+    out->id = sbx_q_col_strdup(s, 1);
+    out->task = sbx_q_col_strdup(s, 2);
+    out->pool = sbx_q_col_strdup(s, 3);
+    out->cls = sbx_q_col_strdup(s, 4);
     out->argv = col_json(s, 5);
     out->labels = col_json(s, 6);
-    out->worktree = sbx_store_col_text(s, 7);
-    out->provider = sbx_store_col_text(s, 8);
-    out->image = sbx_store_col_text(s, 9);
-    out->limits.cpus = sqlite3_column_double(s, 10);
-    out->limits.memory = sqlite3_column_int64(s, 11);
-    out->limits.disk = sqlite3_column_int64(s, 12);
-    out->limits.pids = sqlite3_column_int64(s, 13);
-    out->limits.idle = sqlite3_column_int64(s, 14);
-    out->limits.max = sqlite3_column_int64(s, 15);
-    st = sbx_job_state_parse((const char *)sqlite3_column_text(s, 16));
+    out->worktree = sbx_q_col_strdup(s, 7);
+    out->provider = sbx_q_col_strdup(s, 8);
+    out->image = sbx_q_col_strdup(s, 9);
+    out->limits.cpus = sbx_q_col_double(s, 10);
+    out->limits.memory = sbx_q_col_int64(s, 11);
+    out->limits.disk = sbx_q_col_int64(s, 12);
+    out->limits.pids = sbx_q_col_int64(s, 13);
+    out->limits.idle = sbx_q_col_int64(s, 14);
+    out->limits.max = sbx_q_col_int64(s, 15);
+    st = sbx_job_state_parse(sbx_q_col_text(s, 16));
     out->state = st < 0 ? SBX_JOB_INTERRUPTED : (enum sbx_job_state)st;
-    out->queued_at = sqlite3_column_int64(s, 17);
-    out->granted_at = sqlite3_column_int64(s, 18);
-    out->ready_at = sqlite3_column_int64(s, 19);
-    out->finished_at = sqlite3_column_int64(s, 20);
-    out->has_exit_status = sqlite3_column_type(s, 21) != SQLITE_NULL;
-    out->exit_status = sqlite3_column_int(s, 21);
-    out->reason = sbx_store_col_text(s, 22);
-    out->egress_allowed = sqlite3_column_int64(s, 23);
-    out->egress_denied = sqlite3_column_int64(s, 24);
+    out->queued_at = sbx_q_col_int64(s, 17);
+    out->granted_at = sbx_q_col_int64(s, 18);
+    out->ready_at = sbx_q_col_int64(s, 19);
+    out->finished_at = sbx_q_col_int64(s, 20);
+    out->has_exit_status = !sbx_q_col_null(s, 21);
+    out->exit_status = (int)sbx_q_col_int64(s, 21);
+    out->reason = sbx_q_col_strdup(s, 22);
+    out->egress_allowed = sbx_q_col_int64(s, 23);
+    out->egress_denied = sbx_q_col_int64(s, 24);
     leases = col_json(s, 25);
     if (json_is_array(leases) && json_array_size(leases) > 0) {
         out->n_leases = json_array_size(leases);
@@ -136,13 +130,15 @@ int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out)
         }
     }
     json_decref(leases);
-    out->client = sbx_store_col_text(s, 27);
+    out->client = sbx_q_col_strdup(s, 27);
     out->env = col_json(s, 26);
     if (!json_is_object(out->env) || json_object_size(out->env) == 0) {
         json_decref(out->env);
         out->env = NULL;
     }
-    out->exec_path = sbx_store_col_text(s, 29);
+    out->exec_path = sbx_q_col_strdup(s, 29);
+    out->box = sbx_q_col_strdup(s, 30);
+    out->token = sbx_q_col_int64(s, 31);
     out->isolation = col_json(s, 28);
     if (!json_is_object(out->isolation)) {
         json_decref(out->isolation);
@@ -207,6 +203,10 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
     json_object_set_new(o, "client", json_string(rec->client ? rec->client : ""));
     /* "exec_path": how the command ran (null until it did), as `sbx run --json` */
     json_object_set_new(o, "exec_path", rec->exec_path ? json_string(rec->exec_path) : json_null());
+    /* (added) "box": the fleet box that holds or held it (absent on one box) */
+    if (rec->box != NULL) {
+        json_object_set_new(o, "box", json_string(rec->box));
+    }
     /* "isolation" (null until the task ran) and "unenforced", as task.json */
     json_object_set(o, "isolation",
                     rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());

@@ -52,9 +52,11 @@ static const char schema[] =
  * the command's variables as a JSON object (docs/runner.md, Store). 3:
  * jobs.client, the API client that submitted the job ('' before).
  * 4: jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h).
- * 5: jobs.exec_path, how the job's command ran ("agent" or "engine"). Each
+ * 5: jobs.exec_path, how the job's command ran ("agent" or "engine").
+ * 6: jobs.box, jobs.token and tasks.box: the fleet's claim columns, kept the
+ * same on both engines (NULL and 0 on one box; store/pg.c). Each
  * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 static const char *const migrations[SCHEMA_VERSION + 1] = {
     [1] = "PRAGMA user_version = 1;",
@@ -66,32 +68,11 @@ static const char *const migrations[SCHEMA_VERSION + 1] = {
           "PRAGMA user_version = 4;",
     [5] = "ALTER TABLE jobs ADD COLUMN exec_path TEXT;"
           "PRAGMA user_version = 5;",
+    [6] = "ALTER TABLE jobs ADD COLUMN box TEXT;"
+          "ALTER TABLE jobs ADD COLUMN token INTEGER NOT NULL DEFAULT 0;"
+          "ALTER TABLE tasks ADD COLUMN box TEXT;"
+          "PRAGMA user_version = 6;",
 };
-
-int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what)
-{
-    return sbx_error_set(err, SBX_E_GENERIC, "store: %s: %s: %s", st->path, what,
-                         sqlite3_errmsg(st->db));
-}
-
-sqlite3_stmt *sbx_store_prepare(struct sbx_store *st, const char *sql, sbx_error_t **err)
-{
-    sqlite3_stmt *s = NULL;
-
-    if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
-        sbx_store_fail(st, err, "prepare");
-        return NULL;
-    }
-    return s;
-}
-
-int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err)
-{
-    if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-        return sbx_store_fail(st, err, sql);
-    }
-    return 0;
-}
 
 int64_t sbx_store_now(void)
 {
@@ -101,27 +82,35 @@ int64_t sbx_store_now(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void sbx_store_bind_text(sqlite3_stmt *s, int i, const char *v)
+int sbx_store_id_ok(const char *id)
 {
-    if (v == NULL) {
-        sqlite3_bind_null(s, i);
+    size_t n = id ? strlen(id) : 0;
+
+    if (n == 0 || n > 63) {
+        return 0;
     }
-    else {
-        sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+    for (size_t i = 0; i < n; i++) {
+        char c = id[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == ':' || c == '-')) {
+            return 0;
+        }
     }
+    return 1;
 }
 
 static int user_version(struct sbx_store *st, int *out, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(st, "PRAGMA user_version", err);
+    cleanup_q struct sbx_q *s = sbx_q_prepare(st, "PRAGMA user_version", err);
 
     if (s == NULL) {
         return -1;
     }
-    if (sqlite3_step(s) != SQLITE_ROW) {
-        return sbx_store_fail(st, err, "read the schema version");
+    if (sbx_q_step(s, "read the schema version", err) != 1) {
+        return err && *err ? -1 : sbx_store_fail(st, err, "read the schema version");
     }
-    *out = sqlite3_column_int(s, 0);
+    *out = (int)sbx_q_col_int64(s, 0);
     return 0;
 }
 
@@ -131,7 +120,7 @@ static int migrate(struct sbx_store *st, sbx_error_t **err)
 {
     int v = 0;
 
-    if (sbx_store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
+    if (sbx_store_begin(st, err) < 0) {
         return -1;
     }
     if (user_version(st, &v, err) < 0) {
@@ -153,13 +142,30 @@ static int migrate(struct sbx_store *st, sbx_error_t **err)
             goto fail;
         }
     }
-    return sbx_store_exec(st, "COMMIT", err);
+    return sbx_store_commit(st, err);
 fail:
-    sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    sbx_store_rollback(st);
     return -1;
 }
 
+void sbx_store_set_box(struct sbx_store *st, const char *box)
+{
+    free(st->box);
+    st->box = box ? xstrdup(box) : NULL;
+}
+
+int sbx_store_location_is_pg(const char *location)
+{
+    return location != NULL && (strncmp(location, "postgresql://", 13) == 0 ||
+                                strncmp(location, "postgres://", 11) == 0);
+}
+
 struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err)
+{
+    return sbx_store_open_ex(path, NULL, err);
+}
+
+struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, sbx_error_t **err)
 {
     struct sbx_store *st;
     int rc;
@@ -170,6 +176,13 @@ struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err)
     }
     st = xcalloc(1, sizeof(*st));
     st->path = xstrdup(path);
+    if (sbx_store_location_is_pg(path)) {
+        if (sbx_store_pg_open(st, path, password_env, err) < 0) {
+            sbx_store_close(st);
+            return NULL;
+        }
+        return st;
+    }
     rc = sqlite3_open_v2(path, &st->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
@@ -193,14 +206,20 @@ void sbx_store_close(struct sbx_store *st)
     if (st == NULL) {
         return;
     }
-    sqlite3_close(st->db);
+    if (st->db != NULL) {
+        sqlite3_close(st->db);
+    }
+    if (st->pg != NULL) {
+        PQfinish(st->pg);
+    }
     free(st->path);
+    free(st->box);
     free(st);
 }
 
 /* ---- validation ---- */
 
-static int text_ok(const char *s)
+int sbx_store_text_ok(const char *s)
 {
     size_t n = 0;
 
@@ -298,8 +317,10 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         return sbx_error_set(err, EINVAL, "store: job %s: argv is over %d bytes", id,
                              MAX_JSON_BYTES);
     }
-    if ((j->worktree && !text_ok(j->worktree)) || (j->provider && !text_ok(j->provider)) ||
-        (j->image && !text_ok(j->image)) || (j->reason && !text_ok(j->reason))) {
+    if ((j->worktree && !sbx_store_text_ok(j->worktree)) ||
+        (j->provider && !sbx_store_text_ok(j->provider)) ||
+        (j->image && !sbx_store_text_ok(j->image)) ||
+        (j->reason && !sbx_store_text_ok(j->reason))) {
         return sbx_error_set(err, EINVAL,
                              "store: job %s: worktree, provider, image and reason "
                              "must be 1-%d printable characters",
@@ -317,7 +338,7 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
                              MAX_LEASES);
     }
     for (i = 0; i < j->n_leases; i++) {
-        if (j->leases == NULL || j->leases[i] == NULL || !text_ok(j->leases[i]) ||
+        if (j->leases == NULL || j->leases[i] == NULL || !sbx_store_text_ok(j->leases[i]) ||
             strlen(j->leases[i]) > 200) {
             return sbx_error_set(err, EINVAL,
                                  "store: job %s: credential lease id %zu must be "
@@ -346,7 +367,7 @@ static char *leases_json(const char *const *leases, size_t n)
 
 int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
     cleanup_free char *argv = NULL;
     cleanup_free char *labels = NULL;
     cleanup_free char *leases = NULL;
@@ -356,13 +377,13 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     if (check_job(job, err) < 0) {
         return -1;
     }
-    s = sbx_store_prepare(st,
-                          "INSERT INTO jobs (id, task, pool, class, argv, labels, "
-                          "worktree, provider, image, cpus, memory, disk, pids, idle, "
-                          "max_life, state, queued_at, leases, env, client) VALUES (?1, ?2, ?3, "
-                          "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, 'queued', ?16, "
-                          "?17, ?18, ?19)",
-                          err);
+    s = sbx_q_prepare(st,
+                      "INSERT INTO jobs (id, task, pool, class, argv, labels, "
+                      "worktree, provider, image, cpus, memory, disk, pids, idle, "
+                      "max_life, state, queued_at, leases, env, client) VALUES ($1, $2, $3, "
+                      "$4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'queued', $16, "
+                      "$17, $18, $19)",
+                      err);
     if (s == NULL) {
         return -1;
     }
@@ -370,31 +391,42 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
     labels = job->labels ? json_dumps(job->labels, JSON_COMPACT) : NULL;
     leases = leases_json((const char *const *)job->leases, job->n_leases);
     env = job->env ? json_dumps(job->env, JSON_COMPACT) : xstrdup("{}");
-    sbx_store_bind_text(s, 1, job->id);
-    sbx_store_bind_text(s, 2, job->task ? job->task : job->id);
-    sbx_store_bind_text(s, 3, job->pool);
-    sbx_store_bind_text(s, 4, job->cls);
-    sbx_store_bind_text(s, 5, argv);
-    sbx_store_bind_text(s, 6, labels);
-    sbx_store_bind_text(s, 7, job->worktree);
-    sbx_store_bind_text(s, 8, job->provider);
-    sbx_store_bind_text(s, 9, job->image);
-    sqlite3_bind_double(s, 10, job->limits.cpus);
-    sqlite3_bind_int64(s, 11, job->limits.memory);
-    sqlite3_bind_int64(s, 12, job->limits.disk);
-    sqlite3_bind_int64(s, 13, job->limits.pids);
-    sqlite3_bind_int64(s, 14, job->limits.idle);
-    sqlite3_bind_int64(s, 15, job->limits.max);
-    sqlite3_bind_int64(s, 16, job->queued_at ? job->queued_at : sbx_store_now());
-    sbx_store_bind_text(s, 17, leases);
-    sbx_store_bind_text(s, 18, env);
-    sbx_store_bind_text(s, 19, job->client ? job->client : "");
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_CONSTRAINT) {
-        return sbx_error_set(err, EEXIST, "store: job %s already exists", job->id);
-    }
-    if (rc != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "insert job");
+    sbx_q_text(s, 1, job->id);
+    sbx_q_text(s, 2, job->task ? job->task : job->id);
+    sbx_q_text(s, 3, job->pool);
+    sbx_q_text(s, 4, job->cls);
+    sbx_q_text(s, 5, argv);
+    sbx_q_text(s, 6, labels);
+    sbx_q_text(s, 7, job->worktree);
+    sbx_q_text(s, 8, job->provider);
+    sbx_q_text(s, 9, job->image);
+    sbx_q_double(s, 10, job->limits.cpus);
+    sbx_q_int64(s, 11, job->limits.memory);
+    sbx_q_int64(s, 12, job->limits.disk);
+    sbx_q_int64(s, 13, job->limits.pids);
+    sbx_q_int64(s, 14, job->limits.idle);
+    sbx_q_int64(s, 15, job->limits.max);
+    sbx_q_int64(s, 16, job->queued_at ? job->queued_at : sbx_store_now());
+    sbx_q_text(s, 17, leases);
+    sbx_q_text(s, 18, env);
+    sbx_q_text(s, 19, job->client ? job->client : "");
+    {
+        sbx_error_t *e = NULL;
+
+        rc = sbx_q_step(s, "insert job", &e);
+        if (rc < 0 && e->code == EEXIST) {
+            sbx_error_free(&e);
+            return sbx_error_set(err, EEXIST, "store: job %s already exists", job->id);
+        }
+        if (rc < 0) {
+            if (err != NULL && *err == NULL) {
+                *err = e;
+            }
+            else {
+                sbx_error_free(&e);
+            }
+            return -1;
+        }
     }
     return 0;
 }
@@ -402,23 +434,23 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
 int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *out,
                       sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
     int rc;
 
     if (id == NULL) {
         return sbx_error_set(err, EINVAL, "store: no job id given");
     }
-    s = sbx_store_prepare(st, "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE id = ?1", err);
+    s = sbx_q_prepare(st, "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE id = $1", err);
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1, id);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
+    sbx_q_text(s, 1, id);
+    rc = sbx_q_step(s, "get job", err);
+    if (rc == 0) {
         return sbx_error_set(err, SBX_E_NOTFOUND, "store: no job '%s'", id);
     }
-    if (rc != SQLITE_ROW) {
-        return sbx_store_fail(st, err, "get job");
+    if (rc < 0) {
+        return -1;
     }
     sbx_job_rec_clear(out);
     return sbx_store_row_to_job(s, out);
@@ -427,7 +459,7 @@ int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *
 int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out, size_t *n,
                        sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
     struct sbx_job_rec *recs = NULL;
     size_t count = 0, cap = 0;
     int rc;
@@ -435,109 +467,31 @@ int sbx_store_job_list(struct sbx_store *st, int state, struct sbx_job_rec **out
     if (state >= 0 && sbx_job_state_name((enum sbx_job_state)state)[0] == 'u') {
         return sbx_error_set(err, EINVAL, "store: unknown job state %d", state);
     }
-    s = sbx_store_prepare(st,
-                          state < 0 ? "SELECT " SBX_JOB_COLUMNS " FROM jobs ORDER BY seq"
-                                    : "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = "
-                                      "?1 ORDER BY seq",
-                          err);
+    s = sbx_q_prepare(st,
+                      state < 0 ? "SELECT " SBX_JOB_COLUMNS " FROM jobs ORDER BY seq"
+                                : "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = "
+                                  "$1 ORDER BY seq",
+                      err);
     if (s == NULL) {
         return -1;
     }
     if (state >= 0) {
-        sbx_store_bind_text(s, 1, sbx_job_state_name((enum sbx_job_state)state));
+        sbx_q_text(s, 1, sbx_job_state_name((enum sbx_job_state)state));
     }
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    while ((rc = sbx_q_step(s, "list jobs", err)) == 1) {
         if (count == cap) {
             cap = cap ? cap * 2 : 16;
             recs = xrealloc(recs, cap * sizeof(*recs));
         }
         sbx_store_row_to_job(s, &recs[count++]);
     }
-    if (rc != SQLITE_DONE) {
+    if (rc < 0) {
         sbx_job_rec_free_array(recs, count);
-        return sbx_store_fail(st, err, "list jobs");
+        return -1;
     }
     *out = recs;
     *n = count;
     return 0;
-}
-
-/* The clear error after an UPDATE that matched no row. */
-static int no_row(struct sbx_store *st, const char *id, const char *want, sbx_error_t **err)
-{
-    struct sbx_job_rec rec = {0};
-    sbx_error_t *e = NULL;
-
-    if (sbx_store_job_get(st, id, &rec, &e) < 0) {
-        int code = e->code;
-
-        sbx_error_free(&e);
-        if (code == SBX_E_NOTFOUND) {
-            return sbx_error_set(err, SBX_E_NOTFOUND, "store: no job '%s'", id);
-        }
-        return sbx_store_fail(st, err, "read job");
-    }
-    sbx_error_set(err, EINVAL, "store: job %s is %s, not %s", id, sbx_job_state_name(rec.state),
-                  want);
-    sbx_job_rec_clear(&rec);
-    return -1;
-}
-
-static int update_job(struct sbx_store *st, const char *id, const char *sql, const char *want,
-                      const char *t1, const char *t2, const char *t3, int64_t at, sbx_error_t **err)
-{
-    cleanup_stmt sqlite3_stmt *s = NULL;
-    int n;
-
-    if (id == NULL) {
-        return sbx_error_set(err, EINVAL, "store: no job id given");
-    }
-    s = sbx_store_prepare(st, sql, err);
-    if (s == NULL) {
-        return -1;
-    }
-    n = sqlite3_bind_parameter_count(s);
-    sbx_store_bind_text(s, 1, id);
-    sqlite3_bind_int64(s, 2, at ? at : sbx_store_now());
-    if (n >= 3) {
-        sbx_store_bind_text(s, 3, t1);
-    }
-    if (n >= 4) {
-        sbx_store_bind_text(s, 4, t2);
-    }
-    if (n >= 5) {
-        sbx_store_bind_text(s, 5, t3);
-    }
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "update job");
-    }
-    if (sqlite3_changes(st->db) == 0) {
-        return no_row(st, id, want, err);
-    }
-    return 0;
-}
-
-int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err)
-{
-    return update_job(st, id,
-                      "UPDATE jobs SET state = 'running', granted_at = ?2 "
-                      "WHERE id = ?1 AND state = 'queued'",
-                      "queued", NULL, NULL, NULL, at, err);
-}
-
-int sbx_store_job_ready(struct sbx_store *st, const char *id, const char *task,
-                        const char *provider, const char *image, int64_t at, sbx_error_t **err)
-{
-    if ((task && !sbx_id_valid(task, SBX_ID_NAME)) || (provider && !text_ok(provider)) ||
-        (image && !text_ok(image))) {
-        return sbx_error_set(err, EINVAL, "store: job %s: bad task, provider or image",
-                             id ? id : "(null)");
-    }
-    return update_job(st, id,
-                      "UPDATE jobs SET ready_at = ?2, task = COALESCE(?3, task), "
-                      "provider = COALESCE(?4, provider), image = COALESCE(?5, image) "
-                      "WHERE id = ?1 AND state = 'running'",
-                      "running", task, provider, image, at, err);
 }
 
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
@@ -550,7 +504,8 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
                              id ? id : "(null)", MAX_LEASES);
     }
     for (size_t i = 0; i < n; i++) {
-        if (leases == NULL || leases[i] == NULL || !text_ok(leases[i]) || strlen(leases[i]) > 200) {
+        if (leases == NULL || leases[i] == NULL || !sbx_store_text_ok(leases[i]) ||
+            strlen(leases[i]) > 200) {
             return sbx_error_set(err, EINVAL,
                                  "store: job %s: credential lease id %zu must be "
                                  "1-200 printable characters",
@@ -558,10 +513,10 @@ int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *c
         }
     }
     text = leases_json(leases, n);
-    return update_job(st, id,
-                      "UPDATE jobs SET leases = ?3 WHERE id = ?1 AND ?2 > 0 "
-                      "AND state IN ('queued', 'running')",
-                      "queued or running", text, NULL, NULL, 1, err);
+    return sbx_store_update_job(st, id, 0,
+                                "UPDATE jobs SET leases = $3 WHERE id = $1 AND $2 > 0 "
+                                "AND state IN ('queued', 'running')",
+                                "queued or running", text, NULL, NULL, 1, err);
 }
 
 int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *isolation,
@@ -573,10 +528,10 @@ int sbx_store_job_set_isolation(struct sbx_store *st, const char *id, json_t *is
         return sbx_error_set(err, EINVAL, "store: job %s: isolation is not a small JSON object",
                              id ? id : "(null)");
     }
-    return update_job(st, id,
-                      "UPDATE jobs SET isolation = ?3 WHERE id = ?1 AND ?2 > 0 "
-                      "AND state IN ('queued', 'running')",
-                      "queued or running", text, NULL, NULL, 1, err);
+    return sbx_store_update_job(st, id, 0,
+                                "UPDATE jobs SET isolation = $3 WHERE id = $1 AND $2 > 0 "
+                                "AND state IN ('queued', 'running')",
+                                "queued or running", text, NULL, NULL, 1, err);
 }
 
 int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char *path,
@@ -586,59 +541,8 @@ int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char
         return sbx_error_set(err, EINVAL, "store: job %s: exec path must be agent or engine",
                              id ? id : "(null)");
     }
-    return update_job(st, id,
-                      "UPDATE jobs SET exec_path = ?3 WHERE id = ?1 AND ?2 > 0 "
-                      "AND state IN ('queued', 'running')",
-                      "queued or running", path, NULL, NULL, 1, err);
-}
-
-int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,
-                      int exit_status, const char *reason, int64_t egress_allowed,
-                      int64_t egress_denied, int64_t at, sbx_error_t **err)
-{
-    cleanup_stmt sqlite3_stmt *s = NULL;
-
-    if (id == NULL) {
-        return sbx_error_set(err, EINVAL, "store: no job id given");
-    }
-    if (state != SBX_JOB_FINISHED && state != SBX_JOB_CANCELLED && state != SBX_JOB_INTERRUPTED) {
-        return sbx_error_set(err, EINVAL,
-                             "store: job %s: a job ends finished, cancelled or "
-                             "interrupted, not %s",
-                             id, sbx_job_state_name(state));
-    }
-    if ((reason && !text_ok(reason)) || egress_allowed < 0 || egress_denied < 0 ||
-        exit_status > 255) {
-        return sbx_error_set(err, EINVAL,
-                             "store: job %s: bad reason, egress count or exit "
-                             "status",
-                             id);
-    }
-    s = sbx_store_prepare(st,
-                          "UPDATE jobs SET state = ?2, exit_status = ?3, reason = ?4, "
-                          "egress_allowed = ?5, egress_denied = ?6, finished_at = ?7 "
-                          "WHERE id = ?1 AND state IN ('queued', 'running')",
-                          err);
-    if (s == NULL) {
-        return -1;
-    }
-    sbx_store_bind_text(s, 1, id);
-    sbx_store_bind_text(s, 2, sbx_job_state_name(state));
-    if (exit_status < 0) {
-        sqlite3_bind_null(s, 3);
-    }
-    else {
-        sqlite3_bind_int(s, 3, exit_status);
-    }
-    sbx_store_bind_text(s, 4, reason);
-    sqlite3_bind_int64(s, 5, egress_allowed);
-    sqlite3_bind_int64(s, 6, egress_denied);
-    sqlite3_bind_int64(s, 7, at ? at : sbx_store_now());
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "end job");
-    }
-    if (sqlite3_changes(st->db) == 0) {
-        return no_row(st, id, "queued or running", err);
-    }
-    return 0;
+    return sbx_store_update_job(st, id, 0,
+                                "UPDATE jobs SET exec_path = $3 WHERE id = $1 AND $2 > 0 "
+                                "AND state IN ('queued', 'running')",
+                                "queued or running", path, NULL, NULL, 1, err);
 }

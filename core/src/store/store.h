@@ -1,4 +1,6 @@
-/* store.h - the runner's durable state in SQLite (WAL, synchronous=FULL).
+/* store.h - the runner's durable state: SQLite (WAL, synchronous=FULL) on one
+ * box, or PostgreSQL shared by a fleet of boxes (docs/runner.md, "Several
+ * boxes"); the same calls and the same rules on both (store/db.h).
  *
  * Jobs (the queue and the evidence records) and tasks (one sandbox each).
  * Every call is one transaction: when it returns 0 the change survives a
@@ -66,6 +68,10 @@ struct sbx_job_rec {
     int64_t seq;       /* submit order, set by the store */
     json_t *isolation; /* (added) {"isolation", "unenforced"} once the task ran, or NULL */
     char *exec_path;   /* (added) "agent" or "engine" once the command ran, or NULL */
+    /* (added) A fleet (runner.database): the box that claimed it (NULL: none
+     * yet, or one box on SQLite) and the claim's fencing token (0: none). */
+    char *box;
+    int64_t token;
 };
 
 void sbx_job_rec_clear(struct sbx_job_rec *rec);
@@ -101,8 +107,17 @@ void sbx_task_rec_clear(struct sbx_task_rec *rec);
 struct sbx_store;
 
 /* Opens (creating if needed) the database at path, in WAL mode with a busy
- * timeout and the schema in place. */
+ * timeout and the schema in place. A path that starts with postgresql://
+ * (or postgres://) is a PostgreSQL DSN: see sbx_store_open_ex. */
 struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err);
+/* (added) As sbx_store_open; for a DSN the password comes from the environment
+ * variable named password_env (NULL: none, or libpq's own means such as
+ * ~/.pgpass); a DSN that holds a password itself is refused. A database that
+ * cannot be reached, refuses the login, or holds a schema of another version
+ * is SBX_E_CONFIG (exit 2 at start) with one line naming the DSN. */
+struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, sbx_error_t **err);
+/* (added) 1 when location is a PostgreSQL DSN. */
+int sbx_store_location_is_pg(const char *location);
 void sbx_store_close(struct sbx_store *st);
 
 /* Jobs. */
@@ -133,6 +148,39 @@ int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
                        struct sbx_job_rec **out, size_t *n, sbx_error_t **err);
 /* (added) The database answers a read (GET /healthz). */
 int sbx_store_ping(struct sbx_store *st, sbx_error_t **err);
+/* (added) How a job ends: finished, cancelled or interrupted. exit_status < 0:
+ * none; reason may be NULL; at 0: now. */
+struct sbx_job_end {
+    enum sbx_job_state state;
+    int exit_status;
+    const char *reason;
+    int64_t egress_allowed, egress_denied;
+    int64_t at;
+};
+
+/* (added) A job's transitions (move.c). */
+enum sbx_job_step {
+    SBX_JOB_STEP_GRANTED, /* queued -> running: a slot granted */
+    SBX_JOB_STEP_READY,   /* running: its sandbox is ready (task, provider, image: NULL keeps) */
+    SBX_JOB_STEP_END,     /* queued|running -> end.state */
+};
+
+struct sbx_job_move {
+    const char *id;
+    /* > 0: the write is fenced: it happens only while the job still carries
+     * this claim token, else ESTALE (another box took it over); 0: unfenced
+     * (one box on SQLite, or a box's own recovery) */
+    int64_t token;
+    enum sbx_job_step step;
+    int64_t at; /* ms; 0 = now */
+    const char *task, *provider, *image;
+    struct sbx_job_end end;
+};
+
+/* (added) The one transition function: a job in another state is EINVAL
+ * ("job X is S, not W"), an unknown one SBX_E_NOTFOUND, a fenced write whose
+ * token moved on ESTALE; its record is kept as it is in each case. */
+int sbx_store_job_move(struct sbx_store *st, const struct sbx_job_move *m, sbx_error_t **err);
 /* queued -> running, slot granted at `at` (ms, 0 = now). */
 int sbx_store_job_granted(struct sbx_store *st, const char *id, int64_t at, sbx_error_t **err);
 /* running: the sandbox is ready (task id, provider, image may be NULL to keep). */
@@ -148,11 +196,70 @@ int sbx_store_job_set_exec_path(struct sbx_store *st, const char *id, const char
                                 sbx_error_t **err);
 int sbx_store_job_set_leases(struct sbx_store *st, const char *id, const char *const *leases,
                              size_t n, sbx_error_t **err);
-/* queued|running -> finished|cancelled|interrupted. exit_status < 0: none.
- * reason may be NULL. A job already ended is EINVAL (its record is kept). */
-int sbx_store_job_end(struct sbx_store *st, const char *id, enum sbx_job_state state,
-                      int exit_status, const char *reason, int64_t egress_allowed,
-                      int64_t egress_denied, int64_t at, sbx_error_t **err);
+/* (changed) queued|running -> end->state (unfenced sbx_store_job_move). A job
+ * already ended is EINVAL (its record is kept). */
+int sbx_store_job_end(struct sbx_store *st, const char *id, const struct sbx_job_end *end,
+                      sbx_error_t **err);
+
+/* (added) Boxes of a fleet on PostgreSQL (fleet.c; docs/runner.md, "Several
+ * boxes"). Each call is EINVAL on SQLite. */
+struct sbx_box_rec {
+    char *id;
+    json_t *pools;                              /* ["ci", "agent"] it serves */
+    json_t *capacity;                           /* {"cpus", "memory"} it measured */
+    char *api;                                  /* its API address (runner.listen) */
+    char *version;                              /* its sbx version */
+    int64_t started_at, heartbeat, lease_until; /* ms; lease_until 0: reaped */
+    int64_t epoch;                              /* bumped by each registration and by its reap */
+};
+void sbx_box_rec_clear(struct sbx_box_rec *b);
+void sbx_box_rec_free_array(struct sbx_box_rec *b, size_t n);
+/* Registers (or re-registers) a box with a lease of lease_ms from now; *epoch
+ * is what its renewals must show. */
+int sbx_store_box_register(struct sbx_store *st, const struct sbx_box_rec *b, int64_t lease_ms,
+                           int64_t *epoch, sbx_error_t **err);
+/* Renews the lease; ESTALE when another box reaped this one meanwhile. */
+int sbx_store_box_renew(struct sbx_store *st, const char *id, int64_t epoch, int64_t lease_ms,
+                        sbx_error_t **err);
+int sbx_store_box_list(struct sbx_store *st, struct sbx_box_rec **out, size_t *n,
+                       sbx_error_t **err);
+/* Reaps every box whose lease lapsed before now (ms, 0 = now), in one
+ * transaction: its claimed queued jobs go back to the queue, its running jobs
+ * end interrupted "box lost" and its live tasks end interrupted; each such job
+ * takes a new token (the lost box's fenced writes fail). */
+struct sbx_reap {
+    size_t boxes, requeued, interrupted, tasks;
+};
+int sbx_store_reap(struct sbx_store *st, int64_t now, struct sbx_reap *out, sbx_error_t **err);
+/* Decides a claim candidate (oldest first): 1 take it, 0 pass over it (a
+ * heavy job parked behind the box's busy heavy slot), -1 stop (FIFO: the
+ * oldest job waits for room, nothing younger passes it). */
+typedef int (*sbx_claim_fit_fn)(void *ctx, const struct sbx_job_rec *job);
+/* Claims for box the oldest queued unclaimed job of pool that fit() takes:
+ * sets its box and a new token from one sequence. 1 and *out (cleared first,
+ * with box and token), 0 nothing to claim, -1 error. */
+int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
+                    void *ctx, struct sbx_job_rec *out, sbx_error_t **err);
+/* (added) The fleet's wake-up: a submit NOTIFYs; a box LISTENs on its own
+ * connection (sbx_store_listen returns the socket to poll) and, when it turns
+ * readable, sbx_store_drain reads what came (>= 0 notifications). */
+int sbx_store_notify(struct sbx_store *st, sbx_error_t **err);
+int sbx_store_listen(struct sbx_store *st, sbx_error_t **err);
+int sbx_store_drain(struct sbx_store *st, sbx_error_t **err);
+/* (added) Cancels a job of the shared queue no box has claimed; EBUSY naming
+ * the box that holds it, EINVAL when it already ended. */
+int sbx_store_job_cancel_queued(struct sbx_store *st, const char *id, const char *reason,
+                                sbx_error_t **err);
+/* (added) The fleet for `sbx queue` and /metrics: {"boxes": [{id, pools,
+ * capacity, api, version, heartbeat_age (s), alive, epoch, holds: [{job,
+ * pool, class, state: claimed|running, held_for}]}], "queue": {POOL:
+ * {queued, oldest_wait}}} of the shared queue (jobs no box claimed). */
+json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err);
+/* (added) How many live boxes serve pool (their lease runs). */
+int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **err);
+/* (added) The box this connection writes for: task rows carry it and, on
+ * PostgreSQL, recovery touches only its rows. NULL (SQLite, one box): all. */
+void sbx_store_set_box(struct sbx_store *st, const char *box);
 
 /* Tasks. */
 /* Creates or replaces a task row. */
@@ -186,7 +293,9 @@ struct sbx_recovery {
  * 1 present, 0 gone, -1 unknown (treated as gone; its sandbox is cleaned). */
 typedef int (*sbx_sandbox_present_fn)(void *ctx, const char *provider, const char *sandbox_id);
 
-/* In one transaction: queued jobs stay queued; a task with an exec in flight
+/* In one transaction: queued jobs stay queued (on a fleet box, sbx_store_set_box
+ * on PostgreSQL: only its own tasks and jobs are looked at, and the jobs it had
+ * claimed but not started go back to the shared queue); a task with an exec in flight
  * is interrupted and its running jobs end `interrupted: runner restarted`
  * (its sandbox goes to cleanup); a task with no exec in flight whose sandbox
  * is present is re-adopted (its running jobs stay running); a task whose

@@ -1,40 +1,44 @@
-/* store_internal.h - shared by store.c, task.c and record.c only. */
+/* store_internal.h - shared by the files of store/ only. */
 #ifndef SBX_STORE_STORE_INTERNAL_H
 #define SBX_STORE_STORE_INTERNAL_H
 
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include "store/db.h"
 #include "store/store.h"
 
 struct sbx_store {
-    sqlite3 *db;
-    char *path;
+    sqlite3 *db; /* SQLite, or NULL */
+    PGconn *pg;  /* PostgreSQL, or NULL */
+    char *path;  /* the file, or the DSN (which never holds a password) */
+    char *box;   /* sbx_store_set_box, or NULL */
 };
 
-/* -1 with "store: PATH: WHAT: sqlite message" */
+/* -1 with "store: PATH: WHAT: engine message" */
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what);
-sqlite3_stmt *sbx_store_prepare(struct sbx_store *st, const char *sql, sbx_error_t **err);
-int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err);
 int64_t sbx_store_now(void);
-/* binds text or NULL */
-void sbx_store_bind_text(sqlite3_stmt *s, int i, const char *v);
-char *sbx_store_col_text(sqlite3_stmt *s, int i);
+int sbx_store_id_ok(const char *id);
+int sbx_store_text_ok(const char *s);
+/* An engine's message made one line, in place. */
+void sbx_store_one_line(char *msg);
 
-static inline void sbx_store_finalizep(sqlite3_stmt **s)
-{
-    if (*s != NULL) {
-        sqlite3_finalize(*s);
-        *s = NULL;
-    }
-}
-#define cleanup_stmt __attribute__((cleanup(sbx_store_finalizep)))
+/* PostgreSQL (pg.c): connects to dsn with the password from the variable
+ * named password_env (may be NULL) and checks or creates the schema. */
+int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *password_env,
+                      sbx_error_t **err);
 
 /* the job columns in the order record.c reads them */
 #define SBX_JOB_COLUMNS                                                                            \
     "seq, id, task, pool, class, argv, labels, worktree, provider, image, cpus, memory, "          \
     "disk, pids, idle, max_life, state, queued_at, granted_at, ready_at, finished_at, "            \
     "exit_status, reason, egress_allowed, egress_denied, leases, env, client, isolation, "         \
-    "exec_path"
-int sbx_store_row_to_job(sqlite3_stmt *s, struct sbx_job_rec *out);
+    "exec_path, box, token"
+/* An UPDATE of one job: $1 id, $2 at (0: now), $3..$5 t1..t3, $6 token
+ * (fenced when > 0); no row changed is the clear error of move.c. */
+int sbx_store_update_job(struct sbx_store *st, const char *id, int64_t token, const char *sql,
+                         const char *want, const char *t1, const char *t2, const char *t3,
+                         int64_t at, sbx_error_t **err);
+int sbx_store_row_to_job(struct sbx_q *q, struct sbx_job_rec *out);
 
 #endif

@@ -22,39 +22,27 @@ static int task_state_parse(const char *name)
     return -1;
 }
 
-static void row_to_task(sqlite3_stmt *s, struct sbx_task_rec *out)
+static void row_to_task(struct sbx_q *s, struct sbx_task_rec *out)
 {
     int st;
 
     memset(out, 0, sizeof(*out));
-    out->id = sbx_store_col_text(s, 0);
-    out->sandbox_id = sbx_store_col_text(s, 1);
-    out->provider = sbx_store_col_text(s, 2);
-    out->pool = sbx_store_col_text(s, 3);
-    st = task_state_parse((const char *)sqlite3_column_text(s, 4));
+    out->id = sbx_q_col_strdup(s, 0);
+    out->sandbox_id = sbx_q_col_strdup(s, 1);
+    out->provider = sbx_q_col_strdup(s, 2);
+    out->pool = sbx_q_col_strdup(s, 3);
+    st = task_state_parse(sbx_q_col_text(s, 4));
     out->state = st < 0 ? SBX_TASK_INTERRUPTED : (enum sbx_task_state)st;
-    out->in_flight = sqlite3_column_int(s, 5);
-    out->created_at = sqlite3_column_int64(s, 6);
-    out->last_activity = sqlite3_column_int64(s, 7);
-    out->ended_at = sqlite3_column_int64(s, 8);
-    out->reason = sbx_store_col_text(s, 9);
-}
-
-static int short_text_ok(const char *s)
-{
-    size_t n = 0;
-
-    for (; s[n] != '\0'; n++) {
-        if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) {
-            return 0;
-        }
-    }
-    return n > 0 && n <= 4096;
+    out->in_flight = (int)sbx_q_col_int64(s, 5);
+    out->created_at = sbx_q_col_int64(s, 6);
+    out->last_activity = sbx_q_col_int64(s, 7);
+    out->ended_at = sbx_q_col_int64(s, 8);
+    out->reason = sbx_q_col_strdup(s, 9);
 }
 
 int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
     int64_t now = sbx_store_now();
 
     if (t == NULL || !sbx_id_valid(t->id, SBX_ID_NAME)) {
@@ -62,8 +50,9 @@ int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_e
                              "store: task id must be 1-63 characters of "
                              "[A-Za-z0-9._:-]");
     }
-    if ((t->sandbox_id && !short_text_ok(t->sandbox_id)) ||
-        (t->provider && !short_text_ok(t->provider)) || (t->reason && !short_text_ok(t->reason)) ||
+    if ((t->sandbox_id && !sbx_store_text_ok(t->sandbox_id)) ||
+        (t->provider && !sbx_store_text_ok(t->provider)) ||
+        (t->reason && !sbx_store_text_ok(t->reason)) ||
         (t->pool && strcmp(t->pool, "ci") != 0 && strcmp(t->pool, "agent") != 0) ||
         (unsigned)t->state > SBX_TASK_INTERRUPTED) {
         return sbx_error_set(err, EINVAL,
@@ -71,25 +60,31 @@ int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_e
                              "state or reason",
                              t->id);
     }
-    s = sbx_store_prepare(st,
-                          "INSERT OR REPLACE INTO tasks (" TASK_COLUMNS ") VALUES (?1, ?2, "
-                          "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                          err);
+    s = sbx_q_prepare(
+        st,
+        "INSERT INTO tasks (" TASK_COLUMNS ", box) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+        "$8, $9, $10, $11) ON CONFLICT (id) DO UPDATE SET sandbox_id = excluded.sandbox_id, "
+        "provider = excluded.provider, pool = excluded.pool, state = excluded.state, "
+        "in_flight = excluded.in_flight, created_at = excluded.created_at, "
+        "last_activity = excluded.last_activity, ended_at = excluded.ended_at, "
+        "reason = excluded.reason, box = excluded.box",
+        err);
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1, t->id);
-    sbx_store_bind_text(s, 2, t->sandbox_id);
-    sbx_store_bind_text(s, 3, t->provider);
-    sbx_store_bind_text(s, 4, t->pool);
-    sbx_store_bind_text(s, 5, sbx_task_state_name(t->state));
-    sqlite3_bind_int(s, 6, t->in_flight ? 1 : 0);
-    sqlite3_bind_int64(s, 7, t->created_at ? t->created_at : now);
-    sqlite3_bind_int64(s, 8, t->last_activity ? t->last_activity : now);
-    sqlite3_bind_int64(s, 9, t->ended_at);
-    sbx_store_bind_text(s, 10, t->reason);
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "put task");
+    sbx_q_text(s, 1, t->id);
+    sbx_q_text(s, 11, st->box);
+    sbx_q_text(s, 2, t->sandbox_id);
+    sbx_q_text(s, 3, t->provider);
+    sbx_q_text(s, 4, t->pool);
+    sbx_q_text(s, 5, sbx_task_state_name(t->state));
+    sbx_q_int64(s, 6, t->in_flight ? 1 : 0);
+    sbx_q_int64(s, 7, t->created_at ? t->created_at : now);
+    sbx_q_int64(s, 8, t->last_activity ? t->last_activity : now);
+    sbx_q_int64(s, 9, t->ended_at);
+    sbx_q_text(s, 10, t->reason);
+    if (sbx_q_step(s, "put task", err) < 0) {
+        return -1;
     }
     return 0;
 }
@@ -97,23 +92,23 @@ int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *t, sbx_e
 int sbx_store_task_get(struct sbx_store *st, const char *id, struct sbx_task_rec *out,
                        sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
     int rc;
 
     if (id == NULL) {
         return sbx_error_set(err, EINVAL, "store: no task id given");
     }
-    s = sbx_store_prepare(st, "SELECT " TASK_COLUMNS " FROM tasks WHERE id = ?1", err);
+    s = sbx_q_prepare(st, "SELECT " TASK_COLUMNS " FROM tasks WHERE id = $1", err);
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1, id);
-    rc = sqlite3_step(s);
-    if (rc == SQLITE_DONE) {
+    sbx_q_text(s, 1, id);
+    rc = sbx_q_step(s, "get task", err);
+    if (rc == 0) {
         return sbx_error_set(err, SBX_E_NOTFOUND, "store: no task '%s'", id);
     }
-    if (rc != SQLITE_ROW) {
-        return sbx_store_fail(st, err, "get task");
+    if (rc < 0) {
+        return -1;
     }
     sbx_task_rec_clear(out);
     row_to_task(s, out);
@@ -123,23 +118,23 @@ int sbx_store_task_get(struct sbx_store *st, const char *id, struct sbx_task_rec
 static int task_update(struct sbx_store *st, const char *id, const char *sql, int64_t a,
                        const char *text, int64_t at, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = NULL;
+    cleanup_q struct sbx_q *s = NULL;
 
     if (id == NULL) {
         return sbx_error_set(err, EINVAL, "store: no task id given");
     }
-    s = sbx_store_prepare(st, sql, err);
+    s = sbx_q_prepare(st, sql, err);
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1, id);
-    sqlite3_bind_int64(s, 2, a);
-    sbx_store_bind_text(s, 3, text);
-    sqlite3_bind_int64(s, 4, at ? at : sbx_store_now());
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "update task");
+    sbx_q_text(s, 1, id);
+    sbx_q_int64(s, 2, a);
+    sbx_q_text(s, 3, text);
+    sbx_q_int64(s, 4, at ? at : sbx_store_now());
+    if (sbx_q_step(s, "update task", err) < 0) {
+        return -1;
     }
-    if (sqlite3_changes(st->db) == 0) {
+    if (sbx_q_changes(s) == 0) {
         struct sbx_task_rec t = {0};
 
         if (sbx_store_task_get(st, id, &t, err) < 0) {
@@ -156,8 +151,8 @@ int sbx_store_task_exec(struct sbx_store *st, const char *id, int in_flight, int
                         sbx_error_t **err)
 {
     return task_update(st, id,
-                       "UPDATE tasks SET in_flight = ?2, last_activity = ?4, "
-                       "reason = COALESCE(?3, reason) WHERE id = ?1 AND state IN ('starting', "
+                       "UPDATE tasks SET in_flight = $2, last_activity = $4, "
+                       "reason = COALESCE($3, reason) WHERE id = $1 AND state IN ('starting', "
                        "'ready')",
                        in_flight ? 1 : 0, NULL, at, err);
 }
@@ -171,16 +166,16 @@ int sbx_store_task_end(struct sbx_store *st, const char *id, enum sbx_task_state
                              "not %s",
                              id ? id : "(null)", sbx_task_state_name(state));
     }
-    if (reason != NULL && !short_text_ok(reason)) {
+    if (reason != NULL && !sbx_store_text_ok(reason)) {
         return sbx_error_set(err, EINVAL, "store: task %s: bad reason", id ? id : "(null)");
     }
     return task_update(st, id,
                        state == SBX_TASK_ENDED
                            ? "UPDATE tasks SET state = 'ended', in_flight = 0, "
-                             "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
+                             "reason = $3, ended_at = $4 WHERE id = $1 AND $2 = 0 AND "
                              "state IN ('starting', 'ready')"
                            : "UPDATE tasks SET state = 'interrupted', in_flight = 0, "
-                             "reason = ?3, ended_at = ?4 WHERE id = ?1 AND ?2 = 0 AND "
+                             "reason = $3, ended_at = $4 WHERE id = $1 AND $2 = 0 AND "
                              "state IN ('starting', 'ready')",
                        0, reason, at, err);
 }
@@ -204,42 +199,42 @@ static void add_task(struct sbx_recovered_task **arr, size_t *n, const char *tas
 static int interrupt_jobs(struct sbx_store *st, const char *task, const char *reason, int64_t now,
                           size_t *count, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s =
-        sbx_store_prepare(st,
-                          "UPDATE jobs SET state = 'interrupted', reason = ?2, finished_at = ?3 "
-                          "WHERE task = ?1 AND state = 'running'",
-                          err);
+    cleanup_q struct sbx_q *s =
+        sbx_q_prepare(st,
+                      "UPDATE jobs SET state = 'interrupted', reason = $2, finished_at = $3 "
+                      "WHERE task = $1 AND state = 'running'",
+                      err);
 
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1, task);
-    sbx_store_bind_text(s, 2, reason);
-    sqlite3_bind_int64(s, 3, now);
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "interrupt jobs");
+    sbx_q_text(s, 1, task);
+    sbx_q_text(s, 2, reason);
+    sbx_q_int64(s, 3, now);
+    if (sbx_q_step(s, "interrupt jobs", err) < 0) {
+        return -1;
     }
-    *count += (size_t)sqlite3_changes(st->db);
+    *count += (size_t)sbx_q_changes(s);
     return 0;
 }
 
 static int end_task(struct sbx_store *st, const char *id, const char *reason, int64_t now,
                     sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s = sbx_store_prepare(
+    cleanup_q struct sbx_q *s = sbx_q_prepare(
         st,
-        "UPDATE tasks SET state = 'interrupted', in_flight = 0, reason = ?2, ended_at = ?3 "
-        "WHERE id = ?1",
+        "UPDATE tasks SET state = 'interrupted', in_flight = 0, reason = $2, ended_at = $3 "
+        "WHERE id = $1",
         err);
 
     if (s == NULL) {
         return -1;
     }
-    sbx_store_bind_text(s, 1, id);
-    sbx_store_bind_text(s, 2, reason);
-    sqlite3_bind_int64(s, 3, now);
-    if (sqlite3_step(s) != SQLITE_DONE) {
-        return sbx_store_fail(st, err, "interrupt task");
+    sbx_q_text(s, 1, id);
+    sbx_q_text(s, 2, reason);
+    sbx_q_int64(s, 3, now);
+    if (sbx_q_step(s, "interrupt task", err) < 0) {
+        return -1;
     }
     return 0;
 }
@@ -247,11 +242,11 @@ static int end_task(struct sbx_store *st, const char *id, const char *reason, in
 static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, void *ctx,
                          int64_t now, struct sbx_recovery *out, sbx_error_t **err)
 {
-    cleanup_stmt sqlite3_stmt *s =
-        sbx_store_prepare(st,
-                          "SELECT " TASK_COLUMNS " FROM tasks WHERE state IN ('starting', 'ready') "
-                          "ORDER BY created_at, id",
-                          err);
+    cleanup_q struct sbx_q *s =
+        sbx_q_prepare(st,
+                      "SELECT " TASK_COLUMNS " FROM tasks WHERE state IN ('starting', 'ready') "
+                      "AND (CAST($1 AS TEXT) IS NULL OR box = $1) ORDER BY created_at, id",
+                      err);
     struct sbx_task_rec *tasks = NULL;
     size_t n = 0;
     int rc, r = 0;
@@ -259,12 +254,13 @@ static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, v
     if (s == NULL) {
         return -1;
     }
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    sbx_q_text(s, 1, st->box);
+    while ((rc = sbx_q_step(s, "list tasks", err)) == 1) {
         tasks = xrealloc(tasks, (n + 1) * sizeof(*tasks));
         row_to_task(s, &tasks[n++]);
     }
-    if (rc != SQLITE_DONE) {
-        r = sbx_store_fail(st, err, "list tasks");
+    if (rc < 0) {
+        r = -1;
     }
     for (size_t i = 0; r == 0 && i < n; i++) {
         struct sbx_task_rec *t = &tasks[i];
@@ -303,6 +299,51 @@ static int recover_tasks(struct sbx_store *st, sbx_sandbox_present_fn present, v
     return r;
 }
 
+/* A fleet box's jobs in a state (store.h, sbx_store_set_box). */
+static int jobs_of_box(struct sbx_store *st, enum sbx_job_state state, struct sbx_job_rec **out,
+                       size_t *n, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *s = sbx_q_prepare(
+        st, "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = $1 AND box = $2 ORDER BY seq", err);
+    struct sbx_job_rec *recs = NULL;
+    size_t count = 0;
+    int rc;
+
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_q_text(s, 1, sbx_job_state_name(state));
+    sbx_q_text(s, 2, st->box);
+    while ((rc = sbx_q_step(s, "list jobs", err)) == 1) {
+        recs = xrealloc(recs, (count + 1) * sizeof(*recs));
+        sbx_store_row_to_job(s, &recs[count++]);
+    }
+    if (rc < 0) {
+        sbx_job_rec_free_array(recs, count);
+        return -1;
+    }
+    *out = recs;
+    *n = count;
+    return 0;
+}
+
+/* A fleet box's claimed, unstarted jobs go back to the shared queue (with a
+ * new token): any box may take them now. */
+static int give_back(struct sbx_store *st, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *s =
+        sbx_q_prepare(st,
+                      "UPDATE jobs SET box = NULL, token = nextval('sbx_fence') "
+                      "WHERE box = $1 AND state = 'queued'",
+                      err);
+
+    if (s == NULL) {
+        return -1;
+    }
+    sbx_q_text(s, 1, st->box);
+    return sbx_q_step(s, "give jobs back", err) < 0 ? -1 : 0;
+}
+
 /* Running jobs left after the tasks: adopted ones are collected, the rest
  * (no task row, or one that had already ended) are interrupted. */
 static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *out,
@@ -312,7 +353,8 @@ static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *
     size_t n = 0;
     int r;
 
-    r = sbx_store_job_list(st, SBX_JOB_RUNNING, &running, &n, err);
+    r = st->box != NULL ? jobs_of_box(st, SBX_JOB_RUNNING, &running, &n, err)
+                        : sbx_store_job_list(st, SBX_JOB_RUNNING, &running, &n, err);
     for (size_t i = 0; r == 0 && i < n; i++) {
         struct sbx_job_rec *j = &running[i];
         int adopted = 0;
@@ -334,8 +376,10 @@ static int recover_jobs(struct sbx_store *st, int64_t now, struct sbx_recovery *
             continue;
         }
         add_task(&out->cleanup, &out->n_cleanup, j->task, NULL, j->provider, j->id);
-        r = sbx_store_job_end(st, j->id, SBX_JOB_INTERRUPTED, -1, "runner restarted",
-                              j->egress_allowed, j->egress_denied, now, err);
+        r = sbx_store_job_end(st, j->id,
+                              &(struct sbx_job_end){SBX_JOB_INTERRUPTED, -1, "runner restarted",
+                                                    j->egress_allowed, j->egress_denied, now},
+                              err);
         if (r == 0) {
             out->n_interrupted++;
         }
@@ -350,13 +394,15 @@ int sbx_store_recover(struct sbx_store *st, sbx_sandbox_present_fn present, void
     int64_t now = sbx_store_now();
 
     memset(out, 0, sizeof(*out));
-    if (sbx_store_exec(st, "BEGIN IMMEDIATE", err) < 0) {
+    if (sbx_store_begin(st, err) < 0) {
         return -1;
     }
     if (recover_tasks(st, present, ctx, now, out, err) < 0 || recover_jobs(st, now, out, err) < 0 ||
-        sbx_store_job_list(st, SBX_JOB_QUEUED, &out->queued, &out->n_queued, err) < 0 ||
-        sbx_store_exec(st, "COMMIT", err) < 0) {
-        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        (st->pg != NULL && st->box != NULL
+             ? give_back(st, err)
+             : sbx_store_job_list(st, SBX_JOB_QUEUED, &out->queued, &out->n_queued, err)) < 0 ||
+        sbx_store_commit(st, err) < 0) {
+        sbx_store_rollback(st);
         sbx_recovery_clear(out);
         return -1;
     }

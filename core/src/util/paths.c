@@ -1,4 +1,4 @@
-/* paths.c - locating helper programs next to the sbx binary or installed. */
+/* paths.c - locating what ships with sbx relative to the sbx binary (paths.h). */
 #include "util/paths.h"
 
 #include <limits.h>
@@ -23,33 +23,69 @@ char *sbx_exe_dir(void)
     if (slash == NULL) {
         return NULL;
     }
+    if (slash == buf) {
+        return xstrdup("/");
+    }
     *slash = '\0';
     return xstrdup(buf);
+}
+
+int sbx_exe_in_build_tree(void)
+{
+    char *dir = sbx_exe_dir();
+    char *p = dir ? xasprintf("%s/CMakeCache.txt", dir) : NULL;
+    int yes = p != NULL && access(p, F_OK) == 0;
+
+    free(p);
+    free(dir);
+    return yes;
+}
+
+char *sbx_asset_dir(enum sbx_asset kind)
+{
+    /* build tree (CMakeCache.txt beside the binary), then the install tree:
+     * the relative install directories come from CMake (sbx_build.h) */
+    static const char *const build[] = {"plugins", "share/sbx/policies", "libexec",
+                                        "share/sbx/devcontainer"};
+    static const char *const installed[] = {SBX_REL_PLUGIN_DIR, SBX_REL_DATA_DIR "/policies",
+                                            SBX_REL_LIBEXEC_DIR, SBX_REL_DATA_DIR "/devcontainer"};
+    char *dir = sbx_exe_dir();
+    char *real;
+    char *out;
+
+    if (dir == NULL) {
+        return NULL;
+    }
+    out = xasprintf("%s/%s", strcmp(dir, "/") == 0 ? "" : dir,
+                    sbx_exe_in_build_tree() ? build[kind] : installed[kind]);
+    free(dir);
+    real = realpath(out, NULL); /* bin/../lib/... reads as lib/... */
+    if (real != NULL) {
+        free(out);
+        return real;
+    }
+    return out;
 }
 
 char *sbx_libexec_path(const char *name)
 {
     const char *env = getenv("SBX_LIBEXEC_DIR");
-    char *dir = sbx_exe_dir();
+    char *dir;
     char *p;
 
     if (env != NULL && env[0] != '\0') {
         p = xasprintf("%s/%s", env, name);
         if (access(p, X_OK) == 0) {
-            free(dir);
             return p;
         }
         free(p);
     }
-    if (dir != NULL) {
-        p = xasprintf("%s/libexec/%s", dir, name);
-        free(dir);
-        if (access(p, X_OK) == 0) {
-            return p;
-        }
-        free(p);
+    dir = sbx_asset_dir(SBX_ASSET_LIBEXEC);
+    if (dir == NULL) {
+        return NULL;
     }
-    p = xasprintf("%s/%s", SBX_INSTALL_LIBEXEC_DIR, name);
+    p = xasprintf("%s/%s", dir, name);
+    free(dir);
     if (access(p, X_OK) == 0) {
         return p;
     }

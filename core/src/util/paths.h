@@ -1,11 +1,28 @@
-/* paths.h - files that ship with sbx: helper programs (libexec) and data. */
+/* paths.h - files that ship with sbx (plugins, policies, helper programs, the
+ * image definition), found relative to the running binary: next to it in a
+ * build tree (build/plugins, build/libexec, build/share/sbx), or in the FHS
+ * places under its install prefix (bin/sbx -> lib/sbx/plugins, libexec/sbx,
+ * share/sbx). No source or install path is compiled in, so an installed tree
+ * can be moved (docs/operations.md, "Install"). */
 #ifndef SBX_UTIL_PATHS_H
 #define SBX_UTIL_PATHS_H
 
+enum sbx_asset {
+    SBX_ASSET_PLUGINS,  /* the plugin .so files */
+    SBX_ASSET_POLICIES, /* limits.lua, egress.lua, slots.lua */
+    SBX_ASSET_LIBEXEC,  /* sbx-relay, sbx-image-build */
+    SBX_ASSET_IMAGE,    /* the shipped devcontainer.json */
+};
+
 /* The directory holding the running sbx binary (caller frees), or NULL. */
 char *sbx_exe_dir(void);
-/* A helper program: $SBX_LIBEXEC_DIR/NAME, else <exe dir>/libexec/NAME, else
- * the installed libexec/sbx/NAME. Returns NULL when none is executable. */
+/* 1 when the running binary is in a CMake build tree (CMakeCache.txt beside it). */
+int sbx_exe_in_build_tree(void);
+/* The directory of one kind of asset for this binary (caller frees; it may not
+ * exist), or NULL when /proc/self/exe cannot be read. */
+char *sbx_asset_dir(enum sbx_asset kind);
+/* A helper program: $SBX_LIBEXEC_DIR/NAME, else the binary's libexec dir.
+ * Returns NULL when none is executable. */
 char *sbx_libexec_path(const char *name);
 
 #endif

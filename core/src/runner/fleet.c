@@ -1,0 +1,471 @@
+/* fleet.c - one box of a fleet on the shared PostgreSQL queue (docs/runner.md,
+ * "Several boxes"): the box row and its lease, the wake-up on a submit
+ * (LISTEN/NOTIFY), claiming jobs into this box's scheduler, reaping lost
+ * boxes, and what a box does when it learns that it was lost itself.
+ *
+ * Everything here runs on the loop thread, on the runner's own store
+ * connection; the LISTEN connection is a second one, polled by the loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runner/runner_int.h"
+#include "sbx/sbx_util.h"
+#include "sandbox/statedir.h"
+#include "sbx_build.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+struct runner_fleet {
+    char id[64];
+    int64_t epoch;
+    int64_t lease_ms;
+    struct sbx_box_rec row;
+    struct sbx_store *listen; /* LISTEN sbx_queue */
+    struct event *listen_ev, *beat_ev;
+    uint64_t claims, lost;
+};
+
+/* box.id, else the id this box generated once and kept in its state dir. */
+static int box_id(struct sbx_runner *r, char *out, size_t len, sbx_error_t **err)
+{
+    char *state;
+    char *path;
+    FILE *f;
+    unsigned char rnd[6];
+    int fd;
+
+    if (r->cfg->box.id != NULL) {
+        snprintf(out, len, "%s", r->cfg->box.id);
+        return 0;
+    }
+    state = sbx_state_dir(r->cfg->state_dir, err);
+    if (state == NULL) {
+        return -1;
+    }
+    path = xasprintf("%s/box-id", state);
+    free(state);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        char line[80] = "";
+
+        if (fgets(line, sizeof(line), f) != NULL) {
+            line[strcspn(line, "\n")] = '\0';
+        }
+        fclose(f);
+        if (sbx_id_valid(line, SBX_ID_TASK) && strlen(line) < 64) {
+            snprintf(out, len, "%s", line);
+            free(path);
+            return 0;
+        }
+        free(path);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "runner: %s/box-id does not hold a box id; remove it or set box.id",
+                             r->cfg->state_dir ? r->cfg->state_dir : "the state directory");
+    }
+    fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd)) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        free(path);
+        return sbx_error_set(err, errno ? errno : EIO, "runner: cannot read /dev/urandom");
+    }
+    close(fd);
+    snprintf(out, len, "box-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4],
+             rnd[5]);
+    f = fopen(path, "wx");
+    if (f == NULL || fprintf(f, "%s\n", out) < 0 || fclose(f) != 0) {
+        sbx_error_set(err, errno, "runner: cannot keep the box id in %s", path);
+        free(path);
+        return -1;
+    }
+    free(path);
+    return 0;
+}
+
+static int fleet_register(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct runner_fleet *f = r->fleet;
+
+    if (sbx_store_box_register(r->store, &f->row, f->lease_ms, &f->epoch, err) < 0) {
+        return sbx_error_wrap(err, "runner: registering box %s", f->id);
+    }
+    return 0;
+}
+
+static int claim_fit(void *ctx, const struct sbx_job_rec *job)
+{
+    struct sbx_runner *r = ctx;
+
+    return sbx_sched_claim_fit(r->sched, (enum sbx_pool)sbx_pool_parse(job->pool),
+                               (enum sbx_job_class)sbx_job_class_parse(job->cls), job->limits.cpus,
+                               job->limits.memory);
+}
+
+/* Claims every job this box can start now, oldest first per pool, into its
+ * scheduler; each carries its claim's token to every later write. */
+void runner_fleet_claim(struct sbx_runner *r)
+{
+    struct runner_fleet *f = r->fleet;
+    int claimed = 0;
+
+    if (f == NULL || r->stopping) {
+        return;
+    }
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        for (;;) {
+            struct sbx_job_rec rec = {0};
+            sbx_error_t *err = NULL;
+            struct rjob *j;
+            int rc = sbx_store_claim(r->store, f->id, sbx_pool_name((enum sbx_pool)p), claim_fit, r,
+                                     &rec, &err);
+
+            if (rc < 0) {
+                sbx_error_log("runner: claim: %s", sbx_error_msg(err));
+                sbx_error_free(&err);
+                break;
+            }
+            if (rc == 0) {
+                break;
+            }
+            j = runner_job_from_rec(&rec);
+            j->token = rec.token;
+            {
+                struct sbx_sched_job sj = {
+                    .id = j->id,
+                    .task = j->task,
+                    .pool = j->pool,
+                    .cls = j->cls,
+                    .cpus = rec.limits.cpus,
+                    .memory = rec.limits.memory,
+                    .enqueued_at = rec.queued_at,
+                };
+
+                if (runner_job_find(r, j->id) != NULL ||
+                    sbx_sched_submit(r->sched, &sj, &err) < 0) {
+                    sbx_store_job_move(
+                        r->store,
+                        &(struct sbx_job_move){.id = j->id,
+                                               .token = j->token,
+                                               .step = SBX_JOB_STEP_END,
+                                               .end = {.state = SBX_JOB_CANCELLED,
+                                                       .exit_status = -1,
+                                                       .reason = err ? sbx_error_msg(err)
+                                                                     : "the job id is in use on "
+                                                                       "this box"}},
+                        NULL);
+                    sbx_error_free(&err);
+                    runner_job_free(j);
+                    sbx_job_rec_clear(&rec);
+                    continue;
+                }
+            }
+            j->state = SBX_JOB_QUEUED;
+            pthread_mutex_lock(&r->mu);
+            runner_job_link(r, j);
+            pthread_mutex_unlock(&r->mu);
+            f->claims++;
+            claimed++;
+            sbx_job_rec_clear(&rec);
+        }
+    }
+    if (claimed > 0) {
+        runner_schedule(r);
+    }
+}
+
+int runner_fleet_check(struct sbx_runner *r, const struct sbx_sched_job *sj, sbx_error_t **err)
+{
+    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    int served = snap->pools[sj->pool].served;
+    int n;
+
+    sbx_sched_snapshot_free(snap);
+    if (served) {
+        return sbx_sched_check(r->sched, sj, err);
+    }
+    n = sbx_store_pool_boxes(r->store, sbx_pool_name(sj->pool), err);
+    if (n < 0) {
+        return -1;
+    }
+    if (n == 0) {
+        return sbx_error_set(err, SBX_E_POLICY,
+                             "refused: job %s: no live box of the fleet serves pool '%s' "
+                             "(box.pools)",
+                             sj->id, sbx_pool_name(sj->pool));
+    }
+    return 0;
+}
+
+/* This box was reaped while it could not renew (paused, cut off): its jobs
+ * now belong to the queue or ended `box lost`. It stops what it still runs
+ * (the fenced writes of those jobs are refused), drops what it had claimed,
+ * and joins again as a new epoch. */
+static void fleet_lost(struct sbx_runner *r)
+{
+    struct runner_fleet *f = r->fleet;
+    sbx_error_t *err = NULL;
+
+    f->lost++;
+    sbx_warn("runner: box %s lost its lease: stopping its jobs and destroying their sandboxes; "
+             "the shared queue holds their records",
+             f->id);
+    pthread_mutex_lock(&r->mu);
+    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+        if (j->state == SBX_JOB_QUEUED) {
+            sbx_sched_cancel(r->sched, j->id, NULL);
+            j->state = SBX_JOB_INTERRUPTED;
+            j->released = 1;
+        }
+        else if (j->state == SBX_JOB_RUNNING) {
+            j->cancel = 1;
+            j->lost = 1;
+            if (j->executing && j->rt != NULL && j->rt->t != NULL) {
+                sbx_task_exec_cancel(j->rt->t, &j->slot);
+            }
+        }
+    }
+    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+        if (t->t != NULL) {
+            sbx_task_stop(t->t, "box lost");
+        }
+    }
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+    if (fleet_register(r, &err) < 0) {
+        sbx_error_log("%s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+}
+
+static int fleet_listen(struct sbx_runner *r, sbx_error_t **err);
+
+/* Every lease/3: renew, reap the boxes whose lease lapsed, claim. */
+static void on_beat(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_runner *r = arg;
+    struct runner_fleet *f = r->fleet;
+    struct sbx_reap reap;
+    sbx_error_t *err = NULL;
+
+    (void)fd;
+    (void)what;
+    if (sbx_store_box_renew(r->store, f->id, f->epoch, f->lease_ms, &err) < 0) {
+        if (err->code == ESTALE) {
+            sbx_error_free(&err);
+            fleet_lost(r);
+        }
+        else {
+            sbx_error_log("runner: %s", sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+    }
+    if (sbx_store_reap(r->store, 0, &reap, &err) < 0) {
+        sbx_error_log("runner: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    else if (reap.boxes > 0) {
+        sbx_warn("runner: %zu box(es) lost their lease: %zu job(s) back in the queue, %zu "
+                 "interrupted (box lost), %zu task(s) ended",
+                 reap.boxes, reap.requeued, reap.interrupted, reap.tasks);
+    }
+    if (f->listen == NULL && fleet_listen(r, &err) < 0) {
+        sbx_error_free(&err); /* the database is still away: the next beat */
+    }
+    runner_fleet_claim(r);
+}
+
+static void listen_close(struct runner_fleet *f)
+{
+    if (f->listen_ev != NULL) {
+        event_free(f->listen_ev);
+        f->listen_ev = NULL;
+    }
+    sbx_store_close(f->listen);
+    f->listen = NULL;
+}
+
+/* A submit somewhere in the fleet: claim now, not at the next beat. */
+static void on_notify(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_runner *r = arg;
+    sbx_error_t *err = NULL;
+
+    (void)fd;
+    (void)what;
+    if (sbx_store_drain(r->fleet->listen, &err) < 0) {
+        /* the database went away: the beat listens again once it is back,
+         * and claims meanwhile */
+        sbx_error_log("runner: %s (claims wait for the beat until it is back)", sbx_error_msg(err));
+        sbx_error_free(&err);
+        listen_close(r->fleet);
+        return;
+    }
+    runner_fleet_claim(r);
+}
+
+static int fleet_listen(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct runner_fleet *f = r->fleet;
+    int sock;
+
+    f->listen = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
+    if (f->listen == NULL) {
+        return -1;
+    }
+    sock = sbx_store_listen(f->listen, err);
+    if (sock < 0) {
+        listen_close(f);
+        return -1;
+    }
+    f->listen_ev = event_new(r->base, sock, EV_READ | EV_PERSIST, on_notify, r);
+    event_add(f->listen_ev, NULL);
+    return 0;
+}
+
+int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct runner_fleet *f;
+    struct sbx_sched_snapshot *snap;
+    struct timeval beat;
+
+    if (!sbx_store_location_is_pg(r->store_path)) {
+        return 0;
+    }
+    f = xcalloc(1, sizeof(*f));
+    r->fleet = f;
+    if (box_id(r, f->id, sizeof(f->id), err) < 0) {
+        return -1;
+    }
+    sbx_store_set_box(r->store, f->id);
+    f->lease_ms = r->cfg->runner.lease * 1000;
+    /* the scheduler's capacity: box.memory when set, else measured */
+    snap = sbx_sched_snapshot(r->sched);
+    f->row.capacity =
+        json_pack("{s:f, s:I}", "cpus", snap->box.cpus, "memory", (json_int_t)snap->box.memory);
+    f->row.id = f->id;
+    f->row.pools = json_array();
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        if (snap->pools[p].served) {
+            json_array_append_new(f->row.pools, json_string(sbx_pool_name((enum sbx_pool)p)));
+        }
+    }
+    sbx_sched_snapshot_free(snap);
+    f->row.api = r->ep.tcp_host ? xasprintf("tcp:%s:%d", r->ep.tcp_host, r->ep.tcp_port)
+                                : xasprintf("unix:%s", r->ep.unix_path);
+    f->row.version = SBX_VERSION;
+    if (fleet_register(r, err) < 0) {
+        return -1;
+    }
+    if (fleet_listen(r, err) < 0) {
+        return -1;
+    }
+    f->beat_ev = event_new(r->base, -1, EV_PERSIST, on_beat, r);
+    beat.tv_sec = f->lease_ms / 3 / 1000;
+    beat.tv_usec = (f->lease_ms / 3 % 1000) * 1000;
+    event_add(f->beat_ev, &beat);
+    sbx_info("runner: box %s joined the fleet (epoch %lld, lease %llds)", f->id,
+             (long long)f->epoch, (long long)r->cfg->runner.lease);
+    return 0;
+}
+
+void runner_fleet_free(struct sbx_runner *r)
+{
+    struct runner_fleet *f = r->fleet;
+
+    if (f == NULL) {
+        return;
+    }
+    listen_close(f);
+    if (f->beat_ev != NULL) {
+        event_free(f->beat_ev);
+    }
+    json_decref(f->row.pools);
+    json_decref(f->row.capacity);
+    free(f->row.api);
+    free(f);
+    r->fleet = NULL;
+}
+
+const char *runner_fleet_box(const struct sbx_runner *r)
+{
+    return r->fleet ? r->fleet->id : NULL;
+}
+
+void runner_fleet_queue(struct sbx_runner *r, json_t *queue)
+{
+    sbx_error_t *err = NULL;
+    json_t *fleet;
+
+    if (r->fleet == NULL) {
+        return;
+    }
+    fleet = sbx_store_fleet_json(r->store, &err);
+    if (fleet == NULL) {
+        fleet = json_pack("{s:s}", "error", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    json_object_set_new(fleet, "box", json_string(r->fleet->id));
+    json_object_set_new(queue, "fleet", fleet);
+}
+
+/* Per-box series of the fleet (docs/runner.md, "Several boxes"). */
+void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
+{
+    sbx_error_t *err = NULL;
+    json_t *fleet;
+    json_t *b;
+    json_t *q;
+    const char *pool;
+    size_t i;
+
+    if (r->fleet == NULL) {
+        return;
+    }
+    fprintf(f,
+            "# HELP sbx_fleet_claims_total Jobs this box claimed from the shared queue.\n"
+            "# TYPE sbx_fleet_claims_total counter\nsbx_fleet_claims_total %llu\n"
+            "# HELP sbx_fleet_lost_total Times this box learnt that it was reaped.\n"
+            "# TYPE sbx_fleet_lost_total counter\nsbx_fleet_lost_total %llu\n",
+            (unsigned long long)r->fleet->claims, (unsigned long long)r->fleet->lost);
+    fleet = sbx_store_fleet_json(r->store, &err);
+    if (fleet == NULL) {
+        sbx_error_free(&err);
+        return;
+    }
+    fprintf(f, "# HELP sbx_fleet_box_up 1 while the box's lease runs.\n"
+               "# TYPE sbx_fleet_box_up gauge\n");
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "sbx_fleet_box_up{box=\"%s\"} %d\n", json_string_value(json_object_get(b, "id")),
+                json_is_true(json_object_get(b, "alive")));
+    }
+    fprintf(f, "# HELP sbx_fleet_box_heartbeat_age_seconds Since the box last renewed its lease.\n"
+               "# TYPE sbx_fleet_box_heartbeat_age_seconds gauge\n");
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "sbx_fleet_box_heartbeat_age_seconds{box=\"%s\"} %.3f\n",
+                json_string_value(json_object_get(b, "id")),
+                json_number_value(json_object_get(b, "heartbeat_age")));
+    }
+    fprintf(f, "# HELP sbx_fleet_box_jobs Jobs a box holds (claimed or running).\n"
+               "# TYPE sbx_fleet_box_jobs gauge\n");
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "sbx_fleet_box_jobs{box=\"%s\"} %zu\n",
+                json_string_value(json_object_get(b, "id")),
+                json_array_size(json_object_get(b, "holds")));
+    }
+    fprintf(f, "# HELP sbx_fleet_queued Jobs in the shared queue that no box claimed yet.\n"
+               "# TYPE sbx_fleet_queued gauge\n");
+    json_object_foreach(json_object_get(fleet, "queue"), pool, q)
+    {
+        fprintf(f, "sbx_fleet_queued{pool=\"%s\"} %lld\n", pool,
+                (long long)json_integer_value(json_object_get(q, "queued")));
+    }
+    json_decref(fleet);
+}

@@ -1,0 +1,219 @@
+/* pg.c - the PostgreSQL store: connecting and the schema (docs/runner.md,
+ * "Several boxes"). The statements themselves are shared with SQLite (db.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_internal.h"
+#include "util/xalloc.h"
+
+/* The schema's version, kept in sbx_meta. Every box of a fleet must run the
+ * same one: a database of another version is refused at start, never
+ * migrated behind the back of the boxes that use it. */
+#define PG_SCHEMA_VERSION 1
+/* pg_advisory_xact_lock key that serialises creating the schema */
+#define PG_SCHEMA_LOCK 0x73627801
+
+static const char pg_schema[] =
+    "CREATE TABLE IF NOT EXISTS sbx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS jobs ("
+    " seq BIGSERIAL PRIMARY KEY,"
+    " id TEXT NOT NULL UNIQUE,"
+    " task TEXT NOT NULL,"
+    " pool TEXT NOT NULL CHECK (pool IN ('ci', 'agent')),"
+    " class TEXT NOT NULL CHECK (class IN ('light', 'heavy')),"
+    " argv TEXT NOT NULL,"
+    " labels TEXT,"
+    " worktree TEXT, provider TEXT, image TEXT,"
+    " cpus DOUBLE PRECISION NOT NULL, memory BIGINT NOT NULL, disk BIGINT NOT NULL,"
+    " pids BIGINT NOT NULL, idle BIGINT NOT NULL, max_life BIGINT NOT NULL,"
+    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'finished', 'cancelled',"
+    "  'interrupted')),"
+    " queued_at BIGINT NOT NULL, granted_at BIGINT NOT NULL DEFAULT 0,"
+    " ready_at BIGINT NOT NULL DEFAULT 0, finished_at BIGINT NOT NULL DEFAULT 0,"
+    " exit_status INTEGER, reason TEXT,"
+    " egress_allowed BIGINT NOT NULL DEFAULT 0, egress_denied BIGINT NOT NULL DEFAULT 0,"
+    " leases TEXT NOT NULL DEFAULT '[]',"
+    " env TEXT NOT NULL DEFAULT '{}',"
+    " client TEXT NOT NULL DEFAULT '',"
+    " isolation TEXT, exec_path TEXT,"
+    " box TEXT,"                         /* the box that holds it (granted..end) */
+    " token BIGINT NOT NULL DEFAULT 0);" /* its fencing token (the last claim) */
+    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq);"
+    "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);"
+    "CREATE INDEX IF NOT EXISTS jobs_box ON jobs (box) WHERE state = 'running';"
+    "CREATE TABLE IF NOT EXISTS tasks ("
+    " id TEXT PRIMARY KEY,"
+    " sandbox_id TEXT, provider TEXT, pool TEXT,"
+    " state TEXT NOT NULL CHECK (state IN ('starting', 'ready', 'ended', 'interrupted')),"
+    " in_flight INTEGER NOT NULL DEFAULT 0,"
+    " created_at BIGINT NOT NULL, last_activity BIGINT NOT NULL,"
+    " ended_at BIGINT NOT NULL DEFAULT 0, reason TEXT,"
+    " box TEXT);"
+    "CREATE TABLE IF NOT EXISTS boxes ("
+    " id TEXT PRIMARY KEY,"
+    " pools TEXT NOT NULL,"    /* JSON array */
+    " capacity TEXT NOT NULL," /* JSON object */
+    " api TEXT NOT NULL,"      /* its API address */
+    " version TEXT NOT NULL,"
+    " started_at BIGINT NOT NULL,"
+    " heartbeat BIGINT NOT NULL,"   /* ms, the box's last renewal */
+    " lease_until BIGINT NOT NULL," /* ms; past it the box is dead to the others */
+    " epoch BIGINT NOT NULL DEFAULT 0);"
+    "CREATE SEQUENCE IF NOT EXISTS sbx_fence;";
+
+static void quiet(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+/* The DSN must not carry a password: it lives in the environment. */
+static int dsn_check(const char *dsn, sbx_error_t **err)
+{
+    char *msg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(dsn, &msg);
+    int r = 0;
+
+    if (opts == NULL) {
+        char line[256];
+
+        snprintf(line, sizeof(line), "%s", msg ? msg : "out of memory");
+        sbx_store_one_line(line);
+        PQfreemem(msg);
+        /* the DSN is not echoed: it did not parse, so it may hold anything */
+        return sbx_error_set(err, SBX_E_CONFIG, "store: runner.database is not a valid DSN: %s",
+                             line);
+    }
+    for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, "password") == 0 && o->val != NULL && o->val[0] != '\0') {
+            r = sbx_error_set(err, SBX_E_CONFIG,
+                              "store: runner.database holds a password; put it in the "
+                              "environment variable named by runner.database_password_env");
+        }
+    }
+    PQconninfoFree(opts);
+    return r;
+}
+
+/* The version an existing schema carries, or -1 (none yet, or unreadable:
+ * the locked path below creates or reports it). Every connection of a box
+ * (one per job) checks it, without a lock. */
+static int pg_version_fast(struct sbx_store *st)
+{
+    PGresult *res = PQexec(st->pg, "SELECT value FROM sbx_meta WHERE key = 'schema_version'");
+    int v = -1;
+
+    if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        v = atoi(PQgetvalue(res, 0, 0));
+    }
+    PQclear(res);
+    return v;
+}
+
+/* Creates the schema once, or checks the version an existing one carries. */
+static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *q = NULL;
+    char lock[64];
+    int have = -1;
+    int rc;
+
+    if (pg_version_fast(st) == PG_SCHEMA_VERSION) {
+        return 0;
+    }
+    snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d)", PG_SCHEMA_LOCK);
+    if (sbx_store_begin(st, err) < 0 || sbx_store_exec(st, lock, err) < 0) {
+        goto fail;
+    }
+    if (sbx_store_exec(st, pg_schema, err) < 0) {
+        sbx_error_wrap(err, "store: %s: creating the schema", st->path);
+        goto fail;
+    }
+    q = sbx_q_prepare(st, "SELECT value FROM sbx_meta WHERE key = 'schema_version'", err);
+    if (q == NULL) {
+        goto fail;
+    }
+    rc = sbx_q_step(q, "read the schema version", err);
+    if (rc < 0) {
+        goto fail;
+    }
+    if (rc == 1) {
+        have = (int)sbx_q_col_int64(q, 0);
+    }
+    else if (sbx_store_exec(st, "INSERT INTO sbx_meta (key, value) VALUES ('schema_version', '1')",
+                            err) < 0) {
+        goto fail;
+    }
+    else {
+        have = PG_SCHEMA_VERSION;
+    }
+    if (have != PG_SCHEMA_VERSION) {
+        sbx_error_set(err, SBX_E_CONFIG,
+                      "store: %s: the database's schema version is %d, this sbx uses %d: every "
+                      "box of a fleet must run the same sbx",
+                      st->path, have, PG_SCHEMA_VERSION);
+        goto fail;
+    }
+    return sbx_store_commit(st, err);
+fail:
+    sbx_store_rollback(st);
+    return -1;
+}
+
+int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *password_env,
+                      sbx_error_t **err)
+{
+    const char *password = NULL;
+    const char *keys[5];
+    const char *vals[5];
+    int n = 0;
+    char msg[512];
+
+    if (dsn_check(dsn, err) < 0) {
+        return -1;
+    }
+    if (password_env != NULL) {
+        password = getenv(password_env);
+        if (password == NULL || password[0] == '\0') {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "store: %s: runner.database_password_env names %s, which is "
+                                 "not set",
+                                 dsn, password_env);
+        }
+    }
+    /* the DSN's own settings win over these defaults; the password comes last */
+    keys[n] = "connect_timeout";
+    vals[n++] = "5";
+    keys[n] = "application_name";
+    vals[n++] = "sbx";
+    keys[n] = "dbname";
+    vals[n++] = dsn;
+    if (password != NULL) {
+        keys[n] = "password";
+        vals[n++] = password;
+    }
+    keys[n] = NULL;
+    vals[n] = NULL;
+    st->pg = PQconnectdbParams(keys, vals, 1);
+    if (st->pg == NULL) {
+        return sbx_error_set(err, SBX_E_CONFIG, "store: %s: cannot connect: out of memory", dsn);
+    }
+    if (PQstatus(st->pg) != CONNECTION_OK) {
+        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(st->pg));
+        sbx_store_one_line(msg);
+        return sbx_error_set(err, SBX_E_CONFIG, "store: %s: cannot connect: %s", dsn, msg);
+    }
+    PQsetNoticeProcessor(st->pg, quiet, NULL);
+    if (sbx_store_exec(st, "SET client_min_messages = warning", err) < 0) {
+        return -1;
+    }
+    if (pg_schema_check(st, err) < 0) {
+        if (err != NULL && *err != NULL && (*err)->code == SBX_E_GENERIC) {
+            (*err)->code = SBX_E_CONFIG;
+        }
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,375 @@
+#!/usr/bin/env bash
+# fleet.sh - three `sbx serve` boxes on one PostgreSQL (docs/runner.md,
+# "Several boxes"), run inside tests/support/pg_harness.sh:
+#
+#   pg_harness.sh exec tests/fleet/fleet.sh SBX PLUGIN_DIR CASE
+#
+# Boxes (fake provider, separate state dirs and box ids, lease 2 s):
+#   b1 serves ci, b2 serves ci and agent, b3 serves agent.
+# Cases:
+#   jobs   N jobs (SBX_FLEET_JOBS, default 300) submitted round-robin to the
+#          three APIs, alternating pools: each ends exactly once (finished),
+#          none on a box that does not serve its pool, claims FIFO per pool;
+#          `sbx queue` on every box shows all three boxes.
+#   kill   kill -9 of b2 with running and queued jobs: within one lease its
+#          jobs are back in the queue or interrupted 'box lost', the others
+#          finish them; b2 started again destroys and takes work again.
+#   stop   SIGSTOP of b2 past its lease, then SIGCONT: its writes are refused
+#          (the records stay the survivors'), it learns it was lost.
+#   pgrestart  PostgreSQL restarts with jobs running: all of them, and those
+#          submitted after, finish.
+#   bench  submit -> grant / ready p50 and p95: three boxes vs one on SQLite
+#          (bench/fleet_bench.sh).
+#   bad    a DSN of another engine, a wrong DSN and a schema version that
+#          differs: one line, exit 2.
+set -euo pipefail
+
+sbx=$1
+plugins=$2
+case_=$3
+: "${SBX_TEST_PG_DSN:?run inside tests/support/pg_harness.sh}"
+bindir=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
+work=$(mktemp -d /tmp/sbx-fleet.XXXXXX)
+declare -A pid
+
+fail() {
+    echo "fleet: FAIL: $*" >&2
+    for b in b1 b2 b3; do
+        [ -f "$work/$b/log" ] && { echo "--- $b log (last 30 lines)" >&2; tail -30 "$work/$b/log" >&2; }
+    done
+    exit 1
+}
+
+cleanup() {
+    for b in "${!pid[@]}"; do
+        kill -CONT "${pid[$b]}" 2>/dev/null || true
+        kill -TERM "${pid[$b]}" 2>/dev/null || true
+    done
+    for b in "${!pid[@]}"; do
+        wait "${pid[$b]}" 2>/dev/null || true
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Stops every box still up (SIGTERM): each must exit 0 with no sanitizer report
+# in its log (the ASan build runs these boxes too).
+stop_all() {
+    for b in "${!pid[@]}"; do
+        kill -TERM "${pid[$b]}" 2>/dev/null || true
+    done
+    for b in "${!pid[@]}"; do
+        rc=0
+        wait "${pid[$b]}" || rc=$?
+        unset "pid[$b]"
+        [ "$rc" = 0 ] || fail "box $b exited $rc after SIGTERM"
+    done
+    if grep -l "AddressSanitizer\|LeakSanitizer\|runtime error:" "$work"/*/log 2>/dev/null; then
+        fail "a sanitizer report in a box's log"
+    fi
+}
+
+sql() {
+    PGPASSWORD=$SBX_TEST_PG_PASSWORD "$bindir/psql" -X -q -At "$SBX_TEST_PG_DSN" -c "$1"
+}
+
+conf() { # box pools
+    mkdir -p "$work/$1"
+    cat >"$work/$1/sbx.conf" <<EOF
+plugin_dir = "$plugins";
+state_dir = "$work/$1";
+provider = "fake";
+providers = { fake = { plugin = "provider_good"; }; };
+limits = { cpus = 0.25; memory = "64M"; idle = "1h"; };
+box = { id = "$1"; pools = [$2]; memory = "8G"; max_sandboxes = 8; };
+runner = { database = "$SBX_TEST_PG_DSN"; database_password_env = "SBX_TEST_PG_PASSWORD";
+           lease = 2; };
+EOF
+}
+
+start() {
+    SBX_LOG_LEVEL=info "$sbx" --config "$work/$1/sbx.conf" serve >>"$work/$1/log" 2>&1 &
+    pid[$1]=$!
+}
+
+wait_socket() {
+    for _ in $(seq 1 300); do
+        [ -S "$work/$1/runner.sock" ] && return 0
+        kill -0 "${pid[$1]}" 2>/dev/null || fail "box $1 exited at start"
+        sleep 0.1
+    done
+    fail "box $1 did not open its socket"
+}
+
+# submit SOCKET... : reads "ID POOL MS" lines on stdin, posts each to the next socket
+submit_py=$(
+    cat <<'EOF'
+import http.client, json, socket, sys
+socks = sys.argv[1:]
+class U(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("localhost", timeout=60)
+        self.path = path
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(60)
+        self.sock.connect(self.path)
+import threading, time
+lines = [l.split() for l in sys.stdin if l.strip()]
+paced = any(l[2].startswith("pace") for l in lines)
+errors = []
+
+def post(c, jid, pool, ms):
+    # "sleep MS" runs MS; "hello" prints at once (the bench); "paceMS" waits first
+    if ms.startswith("pace"):
+        time.sleep(int(ms[4:]) / 1000.0)
+        argv = ["hello"]
+    else:
+        argv = ["sleep", ms]
+    body = json.dumps({"argv": argv, "pool": pool, "labels": {"n": jid}})
+    c.request("POST", "/v1/jobs", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    text = r.read()
+    if r.status != 201:
+        errors.append("submit %s to %s: HTTP %d %s" % (jid, c.path, r.status, text))
+
+def worker(k):
+    # one client per API, each submitting its share (round-robin) in order
+    c = U(socks[k])
+    for i in range(k, len(lines), len(socks)):
+        if not errors:
+            post(c, *lines[i])
+
+if paced:  # one job at a time: latencies of an idle fleet
+    conns = [U(s) for s in socks]
+    for i, l in enumerate(lines):
+        post(conns[i % len(conns)], *l)
+else:
+    ts = [threading.Thread(target=worker, args=(k,)) for k in range(len(socks))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+if errors:
+    sys.exit(errors[0])
+EOF
+)
+submit() {
+    python3 -c "$submit_py" "$@"
+}
+
+wait_ended() { # count timeout_s
+    for _ in $(seq 1 $(($2 * 10))); do
+        n=$(sql "SELECT count(*) FROM jobs WHERE state IN ('finished','cancelled','interrupted')")
+        [ "$n" -ge "$1" ] && return 0
+        sleep 0.1
+    done
+    fail "only $n of $1 jobs ended within $2 s ($(sql "SELECT state || ':' || count(*) FROM jobs GROUP BY state" | tr '\n' ' '))"
+}
+
+three_boxes() {
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    conf b3 '"agent"'
+    for b in b1 b2 b3; do start $b; done
+    for b in b1 b2 b3; do wait_socket $b; done
+}
+
+check_pools() {
+    bad=$(sql "SELECT count(*) FROM jobs WHERE (pool = 'ci' AND box = 'b3') OR (pool = 'agent' AND box = 'b1')")
+    [ "$bad" = 0 ] || fail "$bad job(s) ran on a box that does not serve their pool"
+}
+
+case "$case_" in
+jobs)
+    n=${SBX_FLEET_JOBS:-300}
+    three_boxes
+    t0=$(date +%s%N)
+    for i in $(seq 1 "$n"); do
+        if [ $((i % 2)) = 0 ]; then echo "j$i ci 20"; else echo "j$i agent 20"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
+        fail "submit"
+    wait_ended "$n" 120
+    t1=$(date +%s%N)
+    fin=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished' AND exit_status = 0")
+    [ "$fin" = "$n" ] || fail "$fin of $n finished ($(sql "SELECT state, reason, count(*) FROM jobs GROUP BY 1, 2" | tr '\n' ' '))"
+    # each exactly once: one row per id (the primary key) ended once, granted once
+    twice=$(grep -h "granted a" "$work"/b*/log | sed 's/.*job \([^ ]*\) granted.*/\1/' | sort | uniq -d | wc -l)
+    [ "$twice" = 0 ] || fail "$twice job(s) were granted twice"
+    check_pools
+    # FIFO per pool: claim tokens grow with submit order, for the jobs of each
+    # client (one per API, each submitting in order; two clients' concurrent
+    # submits have no order between them: seq is taken before the commit)
+    inv=$(sql "SELECT count(*) FROM (SELECT token, lag(token) OVER (PARTITION BY pool, (substring(labels from 'j([0-9]+)')::int - 1) % 3 ORDER BY seq) AS prev FROM jobs) x WHERE prev IS NOT NULL AND token < prev")
+    [ "$inv" = 0 ] || fail "$inv claim(s) out of submit order"
+    used=$(sql "SELECT count(DISTINCT box) FROM jobs")
+    [ "$used" = 3 ] || fail "only $used box(es) ran jobs"
+    for b in b1 b2 b3; do
+        out=$("$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
+        for o in b1 b2 b3; do
+            echo "$out" | grep -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
+        done
+    done
+    echo "fleet: $n jobs over 3 boxes in $(((t1 - t0) / 1000000)) ms"
+    ;;
+kill)
+    three_boxes
+    # long jobs so that b2 holds running and claimed ones when it dies
+    for i in $(seq 1 40); do
+        if [ $((i % 2)) = 0 ]; then echo "k$i ci 1500"; else echo "k$i agent 1500"; fi
+    done | submit "$work/b2/runner.sock" "$work/b1/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    for _ in $(seq 1 100); do
+        [ "$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state = 'running'")" -gt 0 ] && break
+        sleep 0.1
+    done
+    held=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
+    [ "$held" -gt 0 ] || fail "b2 held no job"
+    kill -9 "${pid[b2]}"
+    wait "${pid[b2]}" 2>/dev/null || true
+    unset "pid[b2]"
+    t0=$(date +%s)
+    # within one lease (2 s) and a beat of the others (lease/3): no job is b2's
+    for _ in $(seq 1 60); do
+        left=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    [ "$left" = 0 ] || fail "$left job(s) still held by the dead box after $(($(date +%s) - t0)) s"
+    lost=$(sql "SELECT count(*) FROM jobs WHERE reason = 'box lost' AND state = 'interrupted'")
+    [ "$lost" -gt 0 ] || fail "no running job of b2 ended 'box lost'"
+    wait_ended 40 60
+    notlost=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished'")
+    [ $((notlost + lost)) = 40 ] || fail "finished $notlost + lost $lost != 40"
+    check_pools
+    # b2 comes back: it joins again and takes work
+    start b2
+    wait_socket b2
+    echo "j-after ci 10" | submit "$work/b2/runner.sock" || fail "submit after restart"
+    wait_ended 41 30
+    echo "fleet: kill -9: $held job(s) of b2, $lost interrupted (box lost), the rest finished elsewhere"
+    ;;
+stop)
+    three_boxes
+    for i in $(seq 1 12); do
+        if [ $((i % 2)) = 0 ]; then echo "s$i ci 3000"; else echo "s$i agent 3000"; fi
+    done | submit "$work/b2/runner.sock" "$work/b1/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    for _ in $(seq 1 100); do
+        [ "$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state = 'running'")" -gt 0 ] && break
+        sleep 0.1
+    done
+    kill -STOP "${pid[b2]}"
+    for _ in $(seq 1 80); do
+        left=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    [ "$left" = 0 ] || fail "the paused box still holds $left job(s)"
+    before=$(sql "SELECT string_agg(id || state || coalesce(reason, '') || finished_at, ',' ORDER BY id) FROM jobs WHERE reason = 'box lost'")
+    kill -CONT "${pid[b2]}"
+    for _ in $(seq 1 100); do
+        grep -q "lost its lease" "$work/b2/log" && break
+        sleep 0.1
+    done
+    grep -q "lost its lease" "$work/b2/log" || fail "b2 did not learn it was lost"
+    wait_ended 12 60
+    sleep 1
+    after=$(sql "SELECT string_agg(id || state || coalesce(reason, '') || finished_at, ',' ORDER BY id) FROM jobs WHERE reason = 'box lost'")
+    [ "$before" = "$after" ] || fail "the lost box overwrote records: '$before' -> '$after'"
+    grep -q "was taken over" "$work/b2/log" || fail "b2's writes were not refused"
+    echo "fleet: SIGSTOP/SIGCONT: b2's writes refused, records kept"
+    ;;
+pgrestart)
+    # PostgreSQL restarts mid-run: the boxes go on once it is back, nothing
+    # accepted is lost (every job submitted before and after ends finished)
+    three_boxes
+    for i in $(seq 1 20); do
+        if [ $((i % 2)) = 0 ]; then echo "r$i ci 2500"; else echo "r$i agent 2500"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    sleep 0.5
+    $SBX_TEST_PG_CTL restart
+    for i in $(seq 21 30); do
+        if [ $((i % 2)) = 0 ]; then echo "r$i ci 20"; else echo "r$i agent 20"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
+        fail "submit after the restart"
+    wait_ended 30 60
+    fin=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished'")
+    [ "$fin" = 30 ] || fail "$fin of 30 finished after a restart of the database ($(sql "SELECT state, reason, count(*) FROM jobs GROUP BY 1, 2" | tr '\n' ' '))"
+    echo "fleet: PostgreSQL restarted mid-run: 30 of 30 finished"
+    ;;
+bench)
+    # submit -> grant and submit -> sandbox ready (the fake command prints at
+    # once after it), one job every 20 ms, three boxes on PostgreSQL, then one
+    # box on SQLite; p50/p95 in ms from the stored timings
+    n=${SBX_FLEET_JOBS:-200}
+    three_boxes
+    for i in $(seq 1 "$n"); do
+        if [ $((i % 2)) = 0 ]; then echo "p$i ci pace20"; else echo "p$i agent pace20"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
+        fail "submit"
+    wait_ended "$n" 120
+    pg=$(sql "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ready_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ready_at - queued_at)) FROM jobs WHERE state = 'finished'")
+    mkdir -p "$work/one"
+    grep -v "database\|lease = 2" "$work/b2/sbx.conf" | sed "s|$work/b2|$work/one|; s|id = \"b2\"; ||" >"$work/one/sbx.conf"
+    SBX_LOG_LEVEL=warn "$sbx" --config "$work/one/sbx.conf" serve >>"$work/one/log" 2>&1 &
+    pid[one]=$!
+    wait_socket one
+    for i in $(seq 1 "$n"); do
+        if [ $((i % 2)) = 0 ]; then echo "q$i ci pace20"; else echo "q$i agent pace20"; fi
+    done | submit "$work/one/runner.sock" || fail "submit (SQLite)"
+    sleep 2
+    lite=$(python3 - "$work/one/runner.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT granted_at - queued_at, ready_at - queued_at FROM jobs WHERE state = 'finished'").fetchall()
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(p * (len(v) - 1))))]
+g = [r[0] for r in rows]
+s = [r[1] for r in rows]
+print(len(rows), pct(g, .5), pct(g, .95), pct(s, .5), pct(s, .95))
+PY
+)
+    set -- $pg
+    echo "bench: $n jobs, one every 20 ms, fake provider"
+    echo "bench: 3 boxes, PostgreSQL: submit->grant p50 $1 ms p95 $2 ms; submit->ready p50 $3 ms p95 $4 ms"
+    set -- $lite
+    echo "bench: 1 box, SQLite ($1 finished): submit->grant p50 $2 ms p95 $3 ms; submit->ready p50 $4 ms p95 $5 ms"
+    ;;
+bad)
+    conf b1 '"ci"'
+    sed -i 's|database = "[^"]*"|database = "mysql://x/y"|' "$work/b1/sbx.conf"
+    set +e
+    out=$("$sbx" --config "$work/b1/sbx.conf" serve 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "a DSN of another engine: exit $rc, want 2: $out"
+    echo "$out" | grep -q "sbx.conf:[0-9]*: 'runner.database' must be a postgresql:// DSN" ||
+        fail "a DSN of another engine: $out"
+    conf b1 '"ci"'
+    sed -i "s|database = \"[^\"]*\"|database = \"postgresql://sbx@/sbx?host=$work/none\"|" "$work/b1/sbx.conf"
+    set +e
+    out=$("$sbx" --config "$work/b1/sbx.conf" serve 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "a wrong DSN: exit $rc, want 2: $out"
+    [ "$(echo "$out" | wc -l)" = 1 ] || fail "a wrong DSN: not one line: $out"
+    echo "$out" | grep -q "cannot connect" || fail "a wrong DSN: $out"
+    conf b2 '"ci"'
+    start b2
+    wait_socket b2
+    sql "UPDATE sbx_meta SET value = '9' WHERE key = 'schema_version'"
+    conf b3 '"agent"'
+    set +e
+    out=$("$sbx" --config "$work/b3/sbx.conf" serve 2>&1)
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || fail "another schema version: exit $rc, want 2: $out"
+    [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
+    echo "$out" | grep -q "schema version is 9, this sbx uses 1" || fail "schema: $out"
+    echo "fleet: bad DSN and schema version refused with exit 2"
+    ;;
+*)
+    fail "unknown case '$case_'"
+    ;;
+esac
+stop_all
