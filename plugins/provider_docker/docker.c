@@ -180,6 +180,12 @@ json_t *dk_strv_json(const char *const *v)
     return a;
 }
 
+json_t *dk_bind_mount_rslave(const char *src, const char *dst)
+{
+    return json_pack("{s:s, s:s, s:s, s:b, s:{s:s}}", "Type", "bind", "Source", src, "Target", dst,
+                     "ReadOnly", 0, "BindOptions", "Propagation", "rslave");
+}
+
 json_t *dk_bind_mount(const char *src, const char *dst, int ro)
 {
     return json_pack("{s:s, s:s, s:s, s:b}", "Type", "bind", "Source", src, "Target", dst,
@@ -211,7 +217,11 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
         json_array_append_new(env, json_string(kv));
         free(kv);
     }
-    if (workspace != NULL) {
+    if (workspace == NULL && s->view_later && s->view_dir != NULL) {
+        /* a warm sandbox: its worktree comes at claim (docker_claim.c) */
+        json_array_append_new(mounts, dk_bind_mount_rslave(s->view_dir, "/workspace"));
+    }
+    else if (workspace != NULL) {
         json_array_append_new(mounts, dk_bind_mount(workspace, "/workspace", 0));
     }
     for (size_t i = 0; i < s->n_mounts; i++) {
@@ -383,6 +393,12 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
     if (dk_worktree_source(c, s, &workspace, &viewed, err) < 0) {
         return -1;
     }
+    if (s->worktree == NULL && s->view_later && s->view_dir != NULL) {
+        if (dk_claim_prepare(c, s->view_dir, err) < 0) {
+            return -1;
+        }
+        viewed = 1;
+    }
     if (create_container(c, s, workspace, id_out, id_size, err) < 0) {
         if (viewed) {
             dk_worktree_release(s->view_dir);
@@ -518,6 +534,7 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .check = dk_disk_check,
     .image_build = dk_image_build,
     .scan_secrets = dk_scan_secrets,
+    .claim_worktree = dk_claim_worktree,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

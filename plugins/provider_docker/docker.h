@@ -162,6 +162,13 @@ int dk_scan_secrets(void *ctx, const char *id, struct sbx_secret_scan *s, sbx_er
 /* docker.c */
 json_t *dk_strv_json(const char *const *v);
 json_t *dk_bind_mount(const char *src, const char *dst, int ro);
+/* (added) a read-write bind with rslave propagation (a warm sandbox's view) */
+json_t *dk_bind_mount_rslave(const char *src, const char *dst);
+/* docker_claim.c (added): a warm sandbox's shared /workspace mount point, and
+ * the worktree mounted on it at claim time (docs/runner.md, Warm pool) */
+int dk_claim_prepare(struct dk_ctx *c, const char *view_dir, sbx_error_t **err);
+int dk_claim_worktree(void *ctx, const char *sandbox_id, const char *worktree, const char *view_dir,
+                      sbx_error_t **err);
 
 /* docker_disk.c: the disk cap. */
 int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err);

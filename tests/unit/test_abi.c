@@ -29,7 +29,9 @@ static const struct abi_size recorded[] = {
     {0, "sbx_limits", 48},         {0, "sbx_mount", 24},         {0, "sbx_kv", 16},
     {0, "sbx_http_request", 88},   {0, "sbx_http_response", 32}, {0, "sbx_cred_scope", 24},
     {0, "sbx_lease", 168},         {1, "sbx_image_request", 64}, {1, "sbx_secret_scan", 48},
-    {1, "sbx_scan_hits", 32},
+    {1, "sbx_scan_hits", 32},      {2, "sbx_provider_ops", 104}, /* 1.2: claim_worktree (the
+                                                                    runner's warm pool) */
+    {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
 };
 
 #define ACTUAL(t)                                                                                  \

@@ -42,7 +42,7 @@ static void test_cli_version_and_help(void **state)
 
     (void)state;
     assert_int_equal(r.rc, 0);
-    assert_non_null(strstr(r.out, "plugin ABI 1.1"));
+    assert_non_null(strstr(r.out, "plugin ABI 1.2"));
     spawn_result_free(&r);
     r = SBX("--help");
     assert_int_equal(r.rc, 0);
@@ -126,7 +126,7 @@ static void test_cli_plugins_json(void **state)
         assert_string_equal(json_string_value(json_object_get(p, "name")), want[i]);
         assert_string_equal(json_string_value(json_object_get(p, "kind")),
                             strncmp(want[i], "cred_", 5) == 0 ? "credential" : "provider");
-        assert_string_equal(json_string_value(json_object_get(p, "abi")), "1.1");
+        assert_string_equal(json_string_value(json_object_get(p, "abi")), "1.2");
         assert_true(strcmp(st, "ready") == 0 || strcmp(st, "stub") == 0 ||
                     strcmp(st, "deferred") == 0);
         if (strcmp(st, "ready") != 0) {

@@ -132,6 +132,11 @@ static void test_config_bad_units(void **state)
     expect_error("limits = {\n idle = \"0s\";\n};\n", 2, "'limits.idle' must be greater than 0");
     expect_error("limits = {\n disk = \"0G\";\n};\n", 2, "'limits.disk' must be greater than 0");
     expect_error("limits = {\n cpus = 1.0;\n memory = \"1M\";\n};\n", 3, "at least 6M");
+    /* (added) the warm pool's keys (docs/runner.md, Warm pool) */
+    expect_error("pools = {\n ci = { warm = -2; };\n};\n", 2, "'pools.ci.warm' must be 0 or more");
+    expect_error("pools = {\n agent = {\n warm = 1;\n warm_max_age = \"0s\"; };\n};\n", 4,
+                 "'pools.agent.warm_max_age' must be greater than 0");
+    expect_error("pools = { ci = { warm = \"many\"; }; };\n", 1, "'warm' must be an integer");
 }
 
 static void test_config_syntax_error(void **state)

@@ -171,7 +171,7 @@ static void test_store_record(void **state)
         "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
         "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
         "\"queued_at\":1000.0,\"ready_at\":1007.0},\"unenforced\":[\"disk\"],"
-        "\"worktree\":\"/srv/wt/1\"}");
+        "\"warm\":null,\"worktree\":\"/srv/wt/1\"}");
     assert_null(strstr(text, "C.UTF-8"));
     free(text);
     json_decref(o);

@@ -20,8 +20,9 @@
 /* The minor version of these headers. Every append to a struct that the
  * core and plugins share (the descriptor, the ops, the host vtable, the
  * sandbox, exec and info structs, the structs they point to) bumps it, in the
- * same change (docs/plugins.md, Versioning). 1.1: image_build, scan_secrets. */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 1u
+ * same change (docs/plugins.md, Versioning). 1.1: image_build, scan_secrets.
+ * 1.2: claim_worktree, sbx_sandbox_spec.view_later (the runner's warm pool). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 2u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif

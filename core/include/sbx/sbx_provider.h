@@ -117,6 +117,11 @@ struct sbx_sandbox_spec {
      * unmounts whatever is mounted there when the task ends, and sweeps it
      * when the task's owner is gone. NULL without a worktree or the flag. */
     const char *view_dir;
+    /* (added, ABI 1.2) A warm sandbox (docs/runner.md, "Warm pool"): no worktree
+     * yet, but view_dir is given; a provider with the claim_worktree op makes
+     * view_dir a shared mount point and mounts it at /workspace with slave
+     * propagation, so a view mounted there at claim time shows inside. */
+    int view_later;
 };
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
@@ -272,6 +277,14 @@ struct sbx_provider_ops {
      * scanned. */
     int (*scan_secrets)(void *ctx, const char *sandbox_id, struct sbx_secret_scan *scan,
                         sbx_error_t **err);
+    /* Optional (added, ABI 1.2). A warm sandbox created with view_later is
+     * claimed by a task with a worktree (an absolute, canonical path the core
+     * checked): mount the provider's view of it on view_dir, the shared mount
+     * point the running sandbox sees at /workspace. The core unmounts it when
+     * the task ends. Without this op a task with a worktree never claims a
+     * warm sandbox (docs/runner.md, "Warm pool"). */
+    int (*claim_worktree)(void *ctx, const char *sandbox_id, const char *worktree,
+                          const char *view_dir, sbx_error_t **err);
 };
 
 #endif

@@ -323,6 +323,25 @@ static void print_queue(json_t *q)
         if (json_is_string(json_object_get(scale, "reason"))) {
             printf("  autoscaler: %s\n", str(scale, "reason"));
         }
+        {
+            /* (added) the pool's warm sandboxes (docs/runner.md, Warm pool) */
+            json_t *w = json_object_get(json_object_get(q, "warm"), str(p, "pool"));
+            json_int_t want = json_integer_value(json_object_get(w, "wanted"));
+            json_int_t refills = json_integer_value(json_object_get(w, "refills"));
+
+            if (want > 0) {
+                printf("  warm: %lld of %lld ready, %lld starting; %lld claims, %lld misses, "
+                       "refill %.1fs mean (%lld)\n",
+                       (long long)json_integer_value(json_object_get(w, "ready")), (long long)want,
+                       (long long)json_integer_value(json_object_get(w, "starting")),
+                       (long long)json_integer_value(json_object_get(w, "claims")),
+                       (long long)json_integer_value(json_object_get(w, "misses")),
+                       refills > 0 ? json_number_value(json_object_get(w, "refill_seconds_sum")) /
+                                         (double)refills
+                                   : 0.0,
+                       (long long)refills);
+            }
+        }
         json_array_foreach(json_object_get(p, "slots"), k, e)
         {
             char since[32];

@@ -251,31 +251,28 @@ static char *submit_body(struct sbx_config *cfg, const struct sbx_task_cli *o)
     return body;
 }
 
-/* Polls the job's record until it has ended (at most 60 s), or a signal comes. */
+static int discard_output(void *ud, int stream, const char *data, size_t len)
+{
+    (void)ud;
+    (void)stream;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+/* Waits for the job's end, or a signal: the runner's follow stream closes
+ * when the job has ended (event-driven, no polling); its bytes were shown
+ * already and are dropped. */
 static void wait_job_end(struct sbx_config *cfg, const char *id)
 {
-    char *path = xasprintf("/v1/jobs/%s", id);
+    sbx_error_t *err = NULL;
 
-    for (int i = 0; i < 600 && !interrupted; i++) {
-        struct sbx_http_response resp = {0};
-        const char *state = NULL;
-        json_t *rec = NULL;
-        int ended;
-
-        if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, NULL) < 0) {
-            break;
-        }
-        rec = json_loadb(resp.body, resp.body_len, 0, NULL);
-        state = json_string_value(json_object_get(rec, "state"));
-        ended = state == NULL || (strcmp(state, "queued") != 0 && strcmp(state, "running") != 0);
-        json_decref(rec);
-        sbx_http_response_free(&resp);
-        if (ended) {
-            break;
-        }
-        usleep(100 * 1000);
+    if (sbx_runner_follow(cfg, id, discard_output, NULL, (const volatile int *)&interrupted, NULL,
+                          &err) < 0 &&
+        !interrupted) {
+        sbx_cli_print_error(err);
     }
-    free(path);
+    sbx_error_free(&err);
 }
 
 /* With runner.listen set, `sbx run` is a job of the runner (docs/architecture.md, One

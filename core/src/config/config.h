@@ -89,6 +89,11 @@ struct sbx_pool_cfg {
     double cpus; /* 0 = share of the box decided by the runner */
     int64_t memory;
     int max_sandboxes;
+    /* (added) warm sandboxes the runner keeps ready (docs/runner.md, Warm
+     * pool); warm_line is the key's line for errors (0: not set) */
+    int warm;
+    int64_t warm_max_age; /* seconds; 0: the default (10m) */
+    int warm_line;
 };
 
 struct sbx_config {

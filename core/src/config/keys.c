@@ -168,6 +168,14 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("pools.*.memory", SIZE, .doc_def = "a share of the box", .help = "memory of the pool"),
     NODE("pools.*.max_sandboxes", INT, .doc_def = "a share of `box.max_sandboxes`",
          .help = "slots of the pool (read only by the scheduler)"),
+    NODE("pools.*.warm", INT, .doc_def = "`0`",
+         .help = "(added) sandboxes the runner keeps created and started with no task, each "
+                 "claimed by one job of the pool (`docs/runner.md`, \"Warm pool\"); they count "
+                 "against the pool's slots, CPUs and memory, and a waiting job always wins over "
+                 "them. Negative, or more than the pool's slots (or its CPUs or memory at the "
+                 "default limits) hold, refuses to start naming the key"),
+    NODE("pools.*.warm_max_age", DURATION, .doc_def = "`10m`",
+         .help = "(added) a warm sandbox older than this is replaced; greater than 0"),
 
     /* runner */
     KEY("runner.listen", STRING, runner.listen, .doc_def = "`unix:<state_dir>/runner.sock`",
@@ -382,6 +390,23 @@ static int read_pools(struct sbx_config *c, const config_setting_t *s, sbx_error
         if ((m = config_setting_get_member(e, "max_sandboxes")) != NULL) {
             sbx_value_read(m, SBX_KEY_INT, &v);
             c->pools[i].max_sandboxes = (int)v.i;
+        }
+        if ((m = config_setting_get_member(e, "warm")) != NULL) { /* (added) runner/warm.c */
+            sbx_value_read(m, SBX_KEY_INT, &v);
+            c->pools[i].warm = (int)v.i;
+            c->pools[i].warm_line = (int)config_setting_source_line(m);
+            if (v.i < 0) {
+                return where_error(c, m, err, "'pools.%s.warm' must be 0 or more (got %lld)", name,
+                                   (long long)v.i);
+            }
+        }
+        if ((m = config_setting_get_member(e, "warm_max_age")) != NULL) {
+            sbx_value_read(m, SBX_KEY_DURATION, &v);
+            c->pools[i].warm_max_age = v.i;
+            if (v.i <= 0) {
+                return where_error(c, m, err, "'pools.%s.warm_max_age' must be greater than 0",
+                                   name);
+            }
         }
         if (strcmp(name, "ci") != 0 && strcmp(name, "agent") != 0) {
             return where_error(c, e, err, "unknown pool '%s' (pools are 'ci' and 'agent')", name);

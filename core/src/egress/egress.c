@@ -428,6 +428,57 @@ int sbx_egress_set_job(struct sbx_egress *e, const char *dir, const char *job)
     return a.rc;
 }
 
+struct rebind_args {
+    const char *dir;
+    const char *job;
+    const char *task;
+    const char *const *rules;
+    sbx_error_t **err;
+    int rc;
+};
+
+/* A warm sandbox claimed by a task: that task's names and rules, its own
+ * counts from zero, and nothing opened before the claim kept open. */
+static void do_rebind(struct sbx_egress *e, void *arg)
+{
+    struct rebind_args *a = arg;
+    struct sbx_egress_sandbox *sb = find(e, a->dir, NULL);
+    struct sbx_egress_rules rules = {0};
+
+    a->rc = -1;
+    if (sb == NULL) {
+        sbx_error_set(a->err, SBX_E_GENERIC, "egress: '%s' has no sandbox", a->dir);
+        return;
+    }
+    if (sbx_egress_rules_parse(a->rules, &rules, a->err) < 0) {
+        return;
+    }
+    while (sb->conns != NULL) {
+        sbx_egress_conn_close(sb->conns, "sandbox-claimed");
+    }
+    sbx_egress_rules_free(&sb->rules);
+    sb->rules = rules;
+    free(sb->job);
+    sb->job = a->job ? xstrdup(a->job) : NULL;
+    free(sb->task);
+    sb->task = a->task ? xstrdup(a->task) : NULL;
+    free(sb->name);
+    sb->name = a->task ? xstrdup(a->task) : NULL;
+    sb->allowed = 0;
+    sb->denied = 0;
+    sb->refused = 0;
+    a->rc = 0;
+}
+
+int sbx_egress_rebind(struct sbx_egress *e, const char *dir, const char *job, const char *task,
+                      const char *const *allow_rules, sbx_error_t **err)
+{
+    struct rebind_args a = {dir, job, task, allow_rules, err, -1};
+
+    run_on_loop(e, do_rebind, &a);
+    return a.rc;
+}
+
 static void do_stop(struct sbx_egress *e, void *arg)
 {
     (void)arg;

@@ -63,6 +63,12 @@ int sbx_egress_add(struct sbx_egress *e, const char *dir, const char *job, const
 /* The job the sandbox at DIR now runs (a kept task runs one job after another):
  * connections logged from now on carry it. -1 if DIR is unknown. */
 int sbx_egress_set_job(struct sbx_egress *e, const char *dir, const char *job);
+/* (added) The sandbox at DIR now belongs to another task (a warm sandbox
+ * claimed, docs/runner.md "Warm pool"): its job, task and allow rules are
+ * replaced, its counts start again, open connections are closed. -1 with
+ * *err if DIR is unknown or a rule does not parse (the old rules stay). */
+int sbx_egress_rebind(struct sbx_egress *e, const char *dir, const char *job, const char *task,
+                      const char *const *allow_rules, sbx_error_t **err);
 /* Counters of the sandbox at DIR so far. -1 if DIR is unknown. */
 int sbx_egress_summary(struct sbx_egress *e, const char *dir, struct sbx_egress_summary *out);
 /* Closes the sandbox's socket (unlinks DIR/proxy.sock, leaves DIR) and its open

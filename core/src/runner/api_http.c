@@ -17,6 +17,7 @@
 
 #include "runner/runner_int.h"
 #include "runner/status.h"
+#include "runner/warm.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -95,6 +96,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     }
     pthread_mutex_unlock(&r->mu);
     json_object_set_new(o, "tasks", tasks);
+    json_object_set_new(o, "warm", runner_warm_json(r)); /* (added) warm.c */
     queue_filter(r, o, who);
     runner_fleet_queue(r, o);
     return o;
@@ -136,6 +138,7 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
     if (f != NULL) {
         rm_write(&r->metrics, f, served);
         runner_fleet_metrics(r, f);
+        runner_warm_metrics(r, f);
         if (fclose(f) == 0) {
             evbuffer_add(b, more, more_len);
         }

@@ -5,9 +5,11 @@
  * previous runner's sandboxes are orphans once it is gone. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugin/instance.h"
 #include "runner/runner_int.h"
+#include "runner/warm.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
 #include "sandbox/view.h"
@@ -153,6 +155,20 @@ struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
     return j;
 }
 
+/* The task started its own sandbox: its directory carries its id. */
+static int own_dir(struct sbx_runner *r, const char *task)
+{
+    sbx_error_t *e = NULL;
+    char *state = sbx_state_dir(r->cfg->state_dir, &e);
+    char *dir = state ? sbx_task_dir(state, task) : NULL;
+    int ok = dir != NULL && access(dir, F_OK) == 0;
+
+    sbx_error_free(&e);
+    free(dir);
+    free(state);
+    return ok;
+}
+
 static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
 {
     for (size_t i = 0; i < rec->n_adopt; i++) {
@@ -178,6 +194,14 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         }
         sbx_task_rec_clear(&tr);
         sbx_error_free(&err);
+        if (!own_dir(r, a->task_id)) {
+            /* (added) a claimed warm sandbox (its directory is the warm one's):
+             * not re-adopted, the orphan sweep below removes it */
+            sbx_store_task_end(r->store, a->task_id, SBX_TASK_INTERRUPTED,
+                               "runner restarted; a claimed warm sandbox is not re-adopted", 0,
+                               NULL);
+            continue;
+        }
         if (sbx_task_adopt(r->cfg, r->plugin_dir, &o, a->sandbox_id, &task, &err) < 0 ||
             sbx_sched_adopt(r->sched, &sj, runner_now(r), &err) < 0) {
             sbx_warn("runner: recovery: task %s cannot be re-adopted: %s", a->task_id,
@@ -269,6 +293,7 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
 
         if (state != NULL) {
             sbx_view_sweep(state);
+            runner_warm_sweep(state); /* (added) directories of a gone runner's warm sandboxes */
         }
         sbx_error_free(&e);
         free(state);

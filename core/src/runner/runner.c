@@ -13,6 +13,7 @@
 #include "policy/policy.h"
 #include "runner/runner_int.h"
 #include "runner/status.h"
+#include "runner/warm.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
 #include "util/rlimit.h"
@@ -256,6 +257,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
 void runner_schedule(struct sbx_runner *r)
 {
     struct sbx_sched_grant g;
+    int granted = 0;
 
     if (r->stopping) {
         return;
@@ -296,6 +298,12 @@ void runner_schedule(struct sbx_runner *r)
         t->state = RT_STARTING;
         t->running = 1;
         t->holder_result = SBX_RESULT_FAILED;
+        /* (added) a warm sandbox to claim: only a job that can use one
+         * (docs/runner.md, Warm pool); without one the tick below evicts
+         * warm sandboxes this job needs the room of */
+        j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
+                      ? runner_warm_take(r, j->pool)
+                      : NULL;
         pthread_mutex_lock(&r->mu);
         t->next = r->tasks;
         r->tasks = t;
@@ -313,8 +321,16 @@ void runner_schedule(struct sbx_runner *r)
                               NULL);
             j->state = SBX_JOB_FINISHED;
             j->released = 1;
+            if (j->warm != NULL) {
+                runner_warm_end(r, j->warm);
+                j->warm = NULL;
+            }
             task_remove(r, t);
         }
+        granted = 1;
+    }
+    if (granted) {
+        runner_warm_tick(r);
     }
 }
 
@@ -591,10 +607,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             }
         }
     }
-    if (r->stopping && r->workers == 0 && r->tasks == NULL) {
+    if (r->stopping && r->workers == 0 && r->tasks == NULL && runner_warm_idle(r)) {
         event_base_loopbreak(r->base);
     }
     pthread_mutex_unlock(&r->mu);
+    runner_warm_tick(r);
     trim_finished(r);
 }
 
@@ -710,7 +727,8 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     alert.tv_usec = (r->alert_interval_ms % 1000) * 1000;
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
-    if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0) {
+    if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
+        runner_warm_init(r, err) < 0) {
         goto fail;
     }
     if (runner_api_bind(r, err) < 0 ||
@@ -814,6 +832,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     }
     runner_health_free(r);
     runner_status_free(r);
+    runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);

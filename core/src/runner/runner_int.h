@@ -56,6 +56,7 @@ struct rjob {
     int released;  /* loop only: no worker refers to it any more */
     struct sbx_exec_slot slot;
     struct rtask *rt;
+    struct sbx_task *warm; /* (added) a warm sandbox taken at the grant, for the worker */
     /* output: the last SBX_RUNNER_MAX_OUTPUT bytes, at out + out_off (read them
      * with runner_output_bytes); total counts all. The allocation (out_cap)
      * grows to twice the maximum, so dropping old bytes moves the kept ones only
@@ -148,6 +149,7 @@ struct sbx_runner {
     struct runner_health *health; /* (added) health.c */
     struct runner_fleet *fleet;   /* (added) fleet.c: NULL on SQLite (one box) */
     struct runner_status *status; /* (added) status.c: the status page's sessions */
+    struct runner_warm *warm;     /* (added) warm.c, under mu */
 };
 
 /* runner.c */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "runner/runner_int.h"
+#include "runner/warm.h"
 #include "sandbox/caps.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -16,6 +17,8 @@ struct worker {
     struct sbx_runner *r;
     struct rjob *j;
     struct rtask *t;
+    int64_t t0;     /* the worker started (ms, monotonic) */
+    int got_output; /* its first output was logged */
 };
 
 static int seg_stream(const struct rjob *j, size_t i)
@@ -129,10 +132,23 @@ void runner_output_settle(struct rjob *j)
     }
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static int on_output(void *ud, int stream, const char *data, size_t len)
 {
     struct worker *w = ud;
 
+    if (!w->got_output) {
+        w->got_output = 1;
+        sbx_debug("runner: job %s: first output %lld ms after its grant", w->j->id,
+                  (long long)(mono_ms() - w->t0));
+    }
     runner_output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
     return 0;
@@ -190,6 +206,41 @@ static int worktree_still_ok(struct sbx_runner *r, const struct rjob *j, sbx_err
     return code == 0 ? 0 : sbx_error_set(err, SBX_E_USAGE, "%s", why);
 }
 
+/* (added) The warm sandbox taken for this job at its grant, claimed for its
+ * task (docs/runner.md, Warm pool): 0 and *out when claimed, 1 to start
+ * cold (none, another shape, or the claim failed: that sandbox goes). */
+static int claim_warm(struct worker *w, const struct sbx_task_opts *o, struct sbx_task **out)
+{
+    struct sbx_runner *r = w->r;
+    struct sbx_task *warm = w->j->warm;
+    sbx_error_t *err = NULL;
+    int rc;
+
+    w->j->warm = NULL;
+    if (warm == NULL) {
+        runner_warm_count(r, w->j->pool, 0);
+        return 1;
+    }
+    int64_t t0 = mono_ms();
+
+    rc = sbx_task_claim(warm, r->plugin_dir, o, &err);
+    if (rc == 0) {
+        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id,
+                  sbx_task_sandbox(warm), (long long)(mono_ms() - t0));
+        runner_warm_count(r, w->j->pool, 1);
+        *out = warm;
+        return 0;
+    }
+    if (rc < 0) {
+        sbx_warn("runner: job %s: claiming a warm sandbox: %s; starting one cold", w->j->id,
+                 sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    runner_warm_count(r, w->j->pool, 0);
+    runner_warm_end(r, warm);
+    return 1;
+}
+
 /* The holder job creates the sandbox; the others wait for it. */
 static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t whylen)
 {
@@ -228,9 +279,14 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
 
         sbx_store_task_put(st, &tr, &err);
         store_warn(&err);
-        rc = worktree_still_ok(r, j, &err) < 0
-                 ? -1
-                 : sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
+        rc = worktree_still_ok(r, j, &err) < 0 ? -1 : claim_warm(w, &o, &task);
+        if (rc < 0 && j->warm != NULL) { /* refused before the claim: the warm one goes */
+            runner_warm_end(r, j->warm);
+            j->warm = NULL;
+        }
+        if (rc == 1) {
+            rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
+        }
         pthread_mutex_lock(&r->mu);
         if (rc == 0) {
             t->t = task;
@@ -323,6 +379,8 @@ static void *worker_main(void *arg)
         int ran = 0;
         int rc;
 
+        sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", j->id,
+                  (long long)(mono_ms() - w->t0));
         sbx_store_job_move(st,
                            &(struct sbx_job_move){.id = j->id,
                                                   .token = j->token,
@@ -336,6 +394,8 @@ static void *worker_main(void *arg)
             json_t *iso = json_object();
 
             sbx_task_isolation(task, iso);
+            /* (added) the record's "warm" (store/record.c) */
+            json_object_set_new(iso, "warm", json_boolean(sbx_task_warm(task)));
             sbx_store_job_set_isolation(st, j->id, iso, &err);
             store_warn(&err);
             json_decref(iso);
@@ -433,6 +493,12 @@ static void *worker_main(void *arg)
         t->state = RT_ENDING;
     }
     pthread_mutex_unlock(&r->mu);
+    sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(end_state), status,
+             reason[0] ? ": " : "", reason);
+    /* (changed) the job's end is known before its sandbox goes: its client
+     * is told now (j is the loop's from here on); the slot stays held until
+     * the sandbox is removed (RMSG_TASK_ENDED) */
+    runner_post(r, RMSG_JOB_DONE, j->id, result);
     if (last && t->t != NULL) {
         sbx_task_end(t->t, reason[0] ? reason : "ended", NULL, NULL);
         t->t = NULL;
@@ -441,10 +507,7 @@ static void *worker_main(void *arg)
             store_warn(&err);
         }
     }
-    sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(end_state), status,
-             reason[0] ? ": " : "", reason);
     sbx_store_close(st);
-    runner_post(r, RMSG_JOB_DONE, j->id, result);
     if (last) {
         runner_post(r, RMSG_TASK_ENDED, t->id, result);
     }
@@ -522,6 +585,7 @@ int runner_worker_start(struct sbx_runner *r, struct rjob *j)
     w->r = r;
     w->j = j;
     w->t = j->rt;
+    w->t0 = mono_ms();
     return spawn(r, worker_main, w, 0);
 }
 

@@ -255,6 +255,8 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
      * or "engine" (the provider's exec, e.g. docker exec) */
     json_object_set_new(rec, "exec_path",
                         t->last_exec_path ? json_string(t->last_exec_path) : json_null());
+    /* (added) a warm sandbox of the runner's pool claimed by this task */
+    json_object_set_new(rec, "warm", json_boolean(t->warm));
     sbx_caps_record(rec, &t->limits, t->unenforced);
     {
         char owner[160];

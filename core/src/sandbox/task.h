@@ -41,6 +41,9 @@ struct sbx_task_opts {
      * NULL: the lines go to stderr. Returning -1 gives up. */
     int (*on_wait)(void *ud, const char *line);
     void *wait_ud;
+    /* (added) a warm sandbox of the runner's pool (docs/runner.md, Warm pool):
+     * no task yet, so its egress denies everything until sbx_task_claim() */
+    int warm;
 };
 
 struct sbx_agent_link;
@@ -60,6 +63,16 @@ struct sbx_task;
 
 int sbx_task_start(const struct sbx_config *cfg, const char *plugin_dir,
                    const struct sbx_task_opts *o, struct sbx_task **out, sbx_error_t **err);
+/* (added, task_claim.c) Gives the warm task t (started with o->warm) to the
+ * task o describes: its id and job, the policy decided again for it, its
+ * egress rules on the sandbox's socket, its credential lease, its record
+ * (`warm: true`). 0: claimed; 1: the shapes differ (limits, provider,
+ * worktree, sidecar, or the warm task was stopped): nothing changed, end t
+ * and start cold; -1 with *err: t is unusable, end it. */
+int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_task_opts *o,
+                   sbx_error_t **err);
+/* (added) 1 when t is a claimed warm sandbox (the records' "warm") */
+int sbx_task_warm(const struct sbx_task *t);
 /* Runs one command; *status is its exit status. -1 when sbx failed (the
  * command may have been cut off: cancelled, sandbox lost, limit reached). */
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,

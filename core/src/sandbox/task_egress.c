@@ -137,6 +137,19 @@ int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o, sb
     return 0;
 }
 
+int sbx_task_egress_claim(struct sbx_task *t, sbx_error_t **err)
+{
+    if (t->egress == NULL || t->egress_dir == NULL) {
+        return 0;
+    }
+    if (sbx_egress_rebind(t->egress, t->egress_dir, t->job, t->id,
+                          (const char *const *)t->egress_allow, err) < 0) {
+        return sbx_error_wrap(err, "task %s: egress rules of the claimed sandbox", t->id);
+    }
+    save_rules(t);
+    return 0;
+}
+
 void sbx_task_set_job(struct sbx_task *t, const char *job)
 {
     pthread_mutex_lock(&t->mu);

@@ -14,5 +14,8 @@ int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char
 /* A re-adopted task: the socket again on the runner's proxy (o->egress), with the rules
  * saved at start. The sandbox mounts the directory, so it sees the new socket. */
 int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err);
+/* (added) A claimed warm sandbox: the socket's rules become t->egress_allow (saved
+ * too), its log lines name t's job and task, its counts start at zero. */
+int sbx_task_egress_claim(struct sbx_task *t, sbx_error_t **err);
 
 #endif

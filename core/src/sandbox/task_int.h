@@ -15,6 +15,9 @@ struct sbx_task {
     char *dir;   /* task directory */
     char id[80];
     char job[80];
+    char dir_id[80]; /* (added) the name of dir: the id it started with (warm: w-...) */
+    int warm;        /* (added) 1: a warm sandbox claimed by this task */
+    int warm_view;   /* (added) warm: its view dir is /workspace's shared mount point */
     char sandbox[256];
     char pool[16];
     char slot_class[16];

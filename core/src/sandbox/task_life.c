@@ -308,7 +308,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         *record = sbx_task_record(t, "ended");
     }
     if (t->ephemeral) {
-        sbx_task_dir_remove(t->state, t->id);
+        sbx_task_dir_remove(t->state, t->dir_id);
     }
     else {
         cleanup_free char *sock = xasprintf("%s/keeper.sock", t->dir);
@@ -355,6 +355,7 @@ int sbx_task_adopt(const struct sbx_config *cfg, const char *plugin_dir,
     snprintf(t->id, sizeof(t->id), "%s", o->task_id);
     snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
     snprintf(t->sandbox, sizeof(t->sandbox), "%s", sandbox);
+    snprintf(t->dir_id, sizeof(t->dir_id), "%s", t->id);
     if (o->worktree != NULL) {
         t->worktree = xstrdup(o->worktree);
     }

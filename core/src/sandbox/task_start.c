@@ -187,6 +187,7 @@ static int phase_identity(struct sbx_task_start *s, sbx_error_t **err)
         sbx_task_id_new(t->id, sizeof(t->id));
     }
     snprintf(t->job, sizeof(t->job), "%s", o->job_id ? o->job_id : t->id);
+    snprintf(t->dir_id, sizeof(t->dir_id), "%s", t->id);
     return 0;
 }
 
@@ -257,7 +258,16 @@ static int phase_claim(struct sbx_task_start *s, sbx_error_t **err)
 
 static int phase_policy(struct sbx_task_start *s, sbx_error_t **err)
 {
-    return sbx_task_decide(s->t, s->o, s->provider, err);
+    if (sbx_task_decide(s->t, s->o, s->provider, err) < 0) {
+        return -1;
+    }
+    if (s->o->warm) { /* no task yet: nothing goes out until a claim sets its rules */
+        for (size_t i = 0; s->t->egress_allow[i] != NULL; i++) {
+            free(s->t->egress_allow[i]);
+            s->t->egress_allow[i] = NULL;
+        }
+    }
+    return 0;
 }
 
 static int phase_provider(struct sbx_task_start *s, sbx_error_t **err)
@@ -305,7 +315,9 @@ static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
         }
         goto fail;
     }
-    if (t->worktree != NULL && (pflags(t) & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
+    /* (added) a warm sandbox gets its view dir too: the worktree comes at claim */
+    if ((t->worktree != NULL || (s->o->warm && sbx_instance_provider(t->prov)->claim_worktree)) &&
+        (pflags(t) & SBX_PROVIDER_WORKTREE_VIEW) != 0) {
         s->view_dir = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
         sbx_view_release(t->dir);
         if (sbx_mkdirs(s->view_dir, 0700, err) < 0) {
@@ -315,13 +327,13 @@ static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
     return 0;
 
 fail:
-    sbx_task_dir_remove(t->state, t->id);
+    sbx_task_dir_remove(t->state, t->dir_id);
     return -1;
 }
 
 static void undo_dirs(struct sbx_task_start *s)
 {
-    sbx_task_dir_remove(s->t->state, s->t->id);
+    sbx_task_dir_remove(s->t->state, s->t->dir_id);
 }
 
 static int phase_admit(struct sbx_task_start *s, sbx_error_t **err)
@@ -447,6 +459,7 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
         .provider_dir = s->provider_dir,
         .agent_dir = t->agent_dir,
         .view_dir = s->view_dir,
+        .view_later = t->worktree == NULL && s->view_dir != NULL,
     };
 
     while (t->egress_allow[spec.n_egress_allow] != NULL) {
@@ -476,6 +489,7 @@ static void undo_create(struct sbx_task_start *s)
 
 static int phase_running(struct sbx_task_start *s, sbx_error_t **err)
 {
+    s->t->warm_view = s->t->worktree == NULL && s->view_dir != NULL;
     s->t->started_at = time(NULL);
     s->t->last_activity = s->t->started_at;
     return sbx_task_record_write(s->t, "running", err);

@@ -210,6 +210,12 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
     /* "isolation" (null until the task ran) and "unenforced", as task.json */
     json_object_set(o, "isolation",
                     rec->isolation ? json_object_get(rec->isolation, "isolation") : json_null());
+    /* (added) "warm": the job's task claimed a sandbox of the warm pool (kept
+     * beside the isolation, which is written when the task is ready) */
+    json_object_set(o, "warm",
+                    rec->isolation && json_object_get(rec->isolation, "warm")
+                        ? json_object_get(rec->isolation, "warm")
+                        : json_null());
     if (rec->isolation != NULL && json_object_get(rec->isolation, "unenforced") != NULL) {
         json_object_set(o, "unenforced", json_object_get(rec->isolation, "unenforced"));
     }

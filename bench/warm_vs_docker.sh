@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# warm_vs_docker.sh - issue 19's benchmark, alternated in one run, p50 and p95:
+#   1. `sbx run -- true` through the runner, claiming a sandbox of its warm pool
+#      (request to the command's end: `true` prints nothing, its exit status is
+#      its first and only output), against
+#   2. `docker exec CONTAINER true` into a running container and
+#   3. `docker run --rm --network none IMAGE true`;
+#   4. `sbx exec TASK -- true` (an embedded task, through the exec agent)
+#      against 2.
+# It starts its own runner (a state directory of its own, pools.ci.warm = 3,
+# small limits) and waits before each warm run until a warm sandbox is ready
+# (not timed: a refill is measured by the runner, sbx_warm_refill_seconds_total).
+# Prints the targets (warm claim p50 <= 20 ms; sbx exec p50 <= 0.5x docker
+# exec) and whether they were met.
+#   bench/warm_vs_docker.sh [RUNS]   (default 20; DOCKER_HOST picks the engine)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+runs=${1:-20}
+sbx=$(realpath "${SBX:-build/sbx}")
+image=${SBX_BENCH_IMAGE:-sbx-sandbox:current}
+command -v docker >/dev/null || { echo "bench: the docker CLI is needed (apt-get install docker.io)" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "bench: python3 is needed (to read the runner's queue)" >&2; exit 1; }
+
+dir=$(mktemp -d /tmp/sbx-bench-warm-XXXXXX)
+mkdir -p "$dir/runner" "$dir/embedded"
+cat >"$dir/runner.conf" <<EOF
+runner = { listen = "unix:$dir/runner/runner.sock"; };
+box = { pools = ["ci"]; heavy_min_memory = "1G"; };
+limits = { cpus = 0.25; memory = "256M"; };
+pools = { ci = { warm = 3; }; };
+EOF
+cat >"$dir/embedded.conf" <<EOF
+limits = { cpus = 0.25; memory = "256M"; };
+EOF
+container=bench-docker-$$
+task=bench-warm-$$
+serve_pid=""
+cleanup() {
+    docker rm -f "$container" >/dev/null 2>&1 || true
+    SBX_STATE_DIR=$dir/embedded SBX_CONFIG=$dir/embedded.conf "$sbx" task end "$task" >/dev/null 2>&1 || true
+    if [ -n "$serve_pid" ]; then
+        kill "$serve_pid" 2>/dev/null || true
+        wait "$serve_pid" 2>/dev/null || true
+    fi
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+
+SBX_STATE_DIR=$dir/runner SBX_CONFIG=$dir/runner.conf "$sbx" --log-level warn serve \
+    2>"$dir/serve.log" >/dev/null &
+serve_pid=$!
+run_r() { SBX_STATE_DIR=$dir/runner SBX_CONFIG=$dir/runner.conf "$sbx" "$@"; }
+run_e() { SBX_STATE_DIR=$dir/embedded SBX_CONFIG=$dir/embedded.conf "$sbx" "$@"; }
+warm_ready() {
+    run_r queue --json 2>/dev/null |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)["warm"]["ci"]["ready"])' 2>/dev/null ||
+        echo 0
+}
+wait_warm() { # up to 300 s for a warm sandbox
+    for _ in $(seq 1 3000); do
+        [ "$(warm_ready)" -ge 1 ] && return 0
+        sleep 0.1
+    done
+    echo "bench: no warm sandbox after 300 s (see the runner's log below)" >&2
+    tail -n 20 "$dir/serve.log" >&2
+    exit 1
+}
+
+docker run -d --name "$container" --network none "$image" sleep infinity >/dev/null
+run_e task start --task "$task" >/dev/null
+
+ms() { date +%s%N; }
+warm_times=() dexec_times=() drun_times=() sexec_times=()
+claimed=0
+# one warm-up each, not counted
+wait_warm
+run_r run -- true
+docker exec "$container" true
+docker run --rm --network none "$image" true
+run_e exec "$task" -- true
+for i in $(seq 1 "$runs"); do
+    wait_warm
+    a=$(ms); rec=$(run_r run --json -- true); b=$(ms)
+    warm_times+=($(( (b - a) / 1000 )))
+    case "$rec" in *'"warm": true'*) claimed=$((claimed + 1)) ;; esac
+    a=$(ms); docker exec "$container" true; b=$(ms)
+    dexec_times+=($(( (b - a) / 1000 )))
+    a=$(ms); docker run --rm --network none "$image" true; b=$(ms)
+    drun_times+=($(( (b - a) / 1000 )))
+    a=$(ms); run_e exec "$task" -- true; b=$(ms)
+    sexec_times+=($(( (b - a) / 1000 )))
+done
+# pct P VALUES...: nearest-rank percentile, in ms with one decimal
+pct() { local p=$1; shift; printf '%s\n' "$@" | sort -n |
+        awk -v p="$p" '{a[NR]=$1} END {r=int((p*NR+99)/100); if (r<1) r=1; printf "%.1f", a[r]/1000}'; }
+w50=$(pct 50 "${warm_times[@]}"); w95=$(pct 95 "${warm_times[@]}")
+x50=$(pct 50 "${dexec_times[@]}"); x95=$(pct 95 "${dexec_times[@]}")
+r50=$(pct 50 "${drun_times[@]}"); r95=$(pct 95 "${drun_times[@]}")
+s50=$(pct 50 "${sexec_times[@]}"); s95=$(pct 95 "${sexec_times[@]}")
+echo "sbx run -- true (runner, warm claim):  p50 ${w50} ms  p95 ${w95} ms over $runs runs ($claimed claimed warm)"
+echo "docker exec CONTAINER true:            p50 ${x50} ms  p95 ${x95} ms"
+echo "docker run --rm IMAGE true:            p50 ${r50} ms  p95 ${r95} ms"
+echo "sbx exec TASK -- true:                 p50 ${s50} ms  p95 ${s95} ms"
+refill=$(run_r queue --json | python3 -c 'import json,sys; w=json.load(sys.stdin)["warm"]["ci"]
+print("%.2f" % (w["refill_seconds_sum"] / w["refills"]) if w["refills"] else "?")')
+echo "warm refill (create + start, background): mean ${refill} s"
+wv=$(awk -v a="$w50" 'BEGIN {print (a <= 20) ? "met" : "NOT met"}')
+ratio=$(awk -v a="$s50" -v b="$x50" 'BEGIN {printf "%.2f", a / b}')
+ev=$(awk -v r="$ratio" 'BEGIN {print (r <= 0.5) ? "met" : "NOT met"}')
+echo "target: warm claim to first output p50 <= 20 ms: ${wv} (${w50} ms)"
+echo "target: sbx exec p50 <= 0.5x docker exec: ${ev} (ratio ${ratio})"

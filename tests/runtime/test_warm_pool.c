@@ -1,0 +1,426 @@
+/* test_warm_pool.c - the runner's warm pool (docs/runner.md, "Warm pool")
+ * against the real engine and the runner's real egress proxy: a claimed warm
+ * sandbox has its own task's egress (allowed and denied per its policy, never
+ * the other task's), worktree, environment, limits and record; an empty pool
+ * still serves (warm: false, a miss counted); kill -9 of the runner with warm
+ * and claimed sandboxes leaves none after a restart; bad configuration is a
+ * one-line error naming the key. */
+#include "rt_common.h"
+
+#include <sys/stat.h>
+
+static pid_t serve_pid;
+static pid_t origin_pid;
+static char *policy_dir;
+static char *wt_root;
+
+static void serve_start(void)
+{
+    char *log = NULL;
+
+    assert_true(asprintf(&log, "%s/serve.log", rt_state) > 0);
+    serve_pid = fork();
+    if (serve_pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+        dup2(fd, 2);
+        dup2(fd, 1);
+        putenv(rt_host);
+        putenv(rt_statev);
+        putenv(rt_config);
+        execl(rt_sbx, rt_sbx, "--log-level", "info", "serve", (char *)NULL);
+        _exit(127);
+    }
+    free(log);
+    for (int i = 0; i < 1200; i++) {
+        struct spawn_result r = RT_SBX("queue", "--json");
+        int ok = r.rc == 0;
+
+        spawn_result_free(&r);
+        if (ok) {
+            return;
+        }
+        usleep(50 * 1000);
+    }
+    fail_msg("sbx serve did not come up (see %s/serve.log)", rt_state);
+}
+
+static void serve_kill(int sig)
+{
+    if (serve_pid > 0) {
+        kill(serve_pid, sig);
+        waitpid(serve_pid, NULL, 0);
+        serve_pid = 0;
+    }
+}
+
+/* The queue's "warm" object of pool ci (a new reference). */
+static json_t *warm_ci(void)
+{
+    struct spawn_result r = RT_SBX("queue", "--json");
+    json_t *q = json_loads(r.out, 0, NULL);
+    json_t *w;
+
+    if (r.rc != 0 || q == NULL) {
+        fail_msg("queue rc %d: %s", r.rc, r.err);
+    }
+    w = json_incref(json_object_get(json_object_get(q, "warm"), "ci"));
+    assert_non_null(w);
+    json_decref(q);
+    spawn_result_free(&r);
+    return w;
+}
+
+static int64_t warm_get(const char *key)
+{
+    json_t *w = warm_ci();
+    int64_t v = json_integer_value(json_object_get(w, key));
+
+    json_decref(w);
+    return v;
+}
+
+/* Waits up to 180 s for n warm sandboxes of pool ci. */
+static void wait_warm(int n)
+{
+    for (int i = 0; i < 1800; i++) {
+        if (warm_get("ready") >= n) {
+            return;
+        }
+        usleep(100 * 1000);
+    }
+    fail_msg("no %d warm sandbox(es) after 180 s (see %s/serve.log)", n, rt_state);
+}
+
+/* Sandboxes on the engine whose sbx.owner is the runner this test started
+ * last (other sessions may hold sandboxes on a shared engine). */
+static size_t owned_by(pid_t pid)
+{
+    json_t *j =
+        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.owner%22%5D%7D");
+    char want[32];
+    size_t n = 0;
+    size_t i;
+    json_t *c;
+
+    snprintf(want, sizeof(want), ";pid=%d;", (int)pid);
+    json_array_foreach(j, i, c)
+    {
+        const char *o =
+            json_string_value(json_object_get(json_object_get(c, "Labels"), "sbx.owner"));
+
+        n += o != NULL && strstr(o, want) != NULL;
+    }
+    json_decref(j);
+    return n;
+}
+
+/* A policy directory: the shipped limits and slots, and an egress policy
+ * that allows a.test or b.test by what the command names. */
+static void make_policies(int port)
+{
+    char *src = rt_source_path("policies");
+    char *cmd = NULL;
+    char *text = NULL;
+    char *p;
+
+    policy_dir = test_mkdtemp();
+    assert_true(asprintf(&cmd, "cp '%s/limits.lua' '%s/slots.lua' '%s/'", src, src, policy_dir) >
+                0);
+    assert_int_equal(system(cmd), 0);
+    assert_true(asprintf(&text,
+                         "local want = \"b.test:%d\"\n"
+                         "for _, a in ipairs(job.argv) do\n"
+                         "  if string.find(a, \"side-a\", 1, true) then want = \"a.test:%d\" end\n"
+                         "end\n"
+                         "return { allow = { want }, reason = \"test: one side\" }\n",
+                         port, port) > 0);
+    p = test_write_file(policy_dir, "egress.lua", text);
+    free(p);
+    free(text);
+    free(cmd);
+    free(src);
+}
+
+static void use_config(int warm, int port)
+{
+    char cfg[2048];
+
+    snprintf(cfg, sizeof(cfg),
+             "policy_dir = \"%s\";\n"
+             "runner = { listen = \"unix:%s/runner.sock\"; worktree_roots = [\"%s\"]; };\n"
+             "box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n"
+             "limits = { cpus = 0.25; memory = \"256M\"; };\n"
+             "pools = { ci = { warm = %d; warm_max_age = \"30m\"; }; };\n"
+             "egress = { system_dns = false;\n"
+             "  hosts = ( { name = \"a.test\"; address = \"127.0.0.1\"; },\n"
+             "            { name = \"b.test\"; address = \"127.0.0.1\"; } ); };\n",
+             policy_dir, rt_state, wt_root, warm);
+    (void)port;
+    rt_use_config(cfg);
+}
+
+static char *make_worktree(const char *name, const char *marker)
+{
+    char *d = NULL;
+    char *f;
+
+    assert_true(asprintf(&d, "%s/%s", wt_root, name) > 0);
+    assert_int_equal(mkdir(d, 0755), 0);
+    assert_int_equal(chown(d, 1000, 1000), 0);
+    f = test_write_file(d, "marker", marker);
+    assert_int_equal(chown(f, 1000, 1000), 0);
+    free(f);
+    return d;
+}
+
+/* Runs one side's command in a claimed warm sandbox and checks what it saw. */
+static void run_side(const char *side, const char *wt, int port)
+{
+    char script[1024];
+    const char *other = strcmp(side, "a") == 0 ? "b" : "a";
+    struct spawn_result r;
+    json_t *rec;
+    const char *out;
+    char want[256];
+    char *made = NULL;
+    struct stat st;
+
+    snprintf(script, sizeof(script),
+             "# side-%s\n"
+             "curl -s -m 10 -o /dev/null -w 'mine %%{http_code}\\n' http://%s.test:%d/; "
+             "curl -s -m 10 -o /dev/null -w 'other %%{http_code}\\n' http://%s.test:%d/; "
+             "echo \"env $SIDE\"; echo \"wt $(cat /workspace/marker)\"; "
+             "echo \"mem $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes)\"; "
+             "echo made > /workspace/made-%s",
+             side, side, port, other, port, side);
+    {
+        char env[32];
+
+        snprintf(env, sizeof(env), "SIDE=%s", side);
+        r = RT_SBX("run", "--json", "--pool", "ci", "--worktree", wt, "--env", env, "--", "sh",
+                   "-c", script);
+    }
+    if (r.rc != 0) {
+        fail_msg("side %s: rc %d: %s %s", side, r.rc, r.out, r.err);
+    }
+    rec = json_loads(r.out, 0, NULL);
+    assert_non_null(rec);
+    out = json_string_value(json_object_get(rec, "stdout"));
+    assert_non_null(out);
+    assert_contains(out, "mine 200\n");
+    assert_contains(out, "other 403\n"); /* the proxy refuses the other side's host */
+    snprintf(want, sizeof(want), "env %s\n", side);
+    assert_contains(out, want);
+    snprintf(want, sizeof(want), "wt %s\n", side);
+    assert_contains(out, want);
+    assert_contains(out, "mem 268435456\n");
+    assert_true(json_is_true(json_object_get(rec, "warm")));
+    assert_string_equal(json_string_value(json_object_get(rec, "worktree")), wt);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "egress"), "allowed")),
+                     1);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(rec, "egress"), "denied")),
+                     1);
+    json_decref(rec);
+    spawn_result_free(&r);
+    /* written through the idmapped view: the worktree's owner owns it */
+    assert_true(asprintf(&made, "%s/made-%s", wt, side) > 0);
+    assert_int_equal(stat(made, &st), 0);
+    assert_int_equal((int)st.st_uid, 1000);
+    free(made);
+}
+
+static void test_claimed_sandbox_is_its_tasks(void **state)
+{
+    char *script = rt_source_path("tests/support/egress_origin.py");
+    char *argv[] = {"python3", script, "http", NULL};
+    int port = 0;
+    char *wa;
+    char *wb;
+    pid_t pid;
+
+    (void)state;
+    origin_pid = rt_spawn_server(argv, &port);
+    assert_true(origin_pid > 0);
+    wt_root = test_mkdtemp();
+    make_policies(port);
+    wa = make_worktree("wa", "a");
+    wb = make_worktree("wb", "b");
+    use_config(2, port);
+    serve_start();
+    pid = serve_pid;
+    wait_warm(2);
+    run_side("a", wa, port);
+    run_side("b", wb, port);
+    assert_true(warm_get("claims") >= 2);
+
+    /* an empty pool still serves: claim the one ready, then run at once */
+    wait_warm(1);
+    {
+        struct spawn_result s = RT_SBX("submit", "--pool", "ci", "--", "sleep", "3");
+        struct spawn_result r;
+        json_t *rec;
+
+        assert_int_equal(s.rc, 0);
+        r = RT_SBX("run", "--json", "--pool", "ci", "--", "echo", "cold");
+        assert_int_equal(r.rc, 0);
+        rec = json_loads(r.out, 0, NULL);
+        assert_non_null(rec);
+        assert_string_equal(json_string_value(json_object_get(rec, "stdout")), "cold\n");
+        assert_true(json_is_false(json_object_get(rec, "warm")));
+        json_decref(rec);
+        spawn_result_free(&r);
+        spawn_result_free(&s);
+    }
+    assert_true(warm_get("misses") >= 1);
+    {
+        /* /metrics carries the warm counters */
+        char *cmd = NULL;
+        char *sock = NULL;
+        char *argv2[] = {"/bin/sh", "-c", NULL, NULL};
+        char *env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+        struct spawn_result m;
+
+        assert_true(asprintf(&sock, "%s/runner.sock", rt_state) > 0);
+        assert_true(asprintf(&cmd, "curl -s --unix-socket '%s' http://l/metrics", sock) > 0);
+        argv2[2] = cmd;
+        m = spawn_run(argv2, env);
+        assert_int_equal(m.rc, 0);
+        assert_contains(m.out, "sbx_warm_claims_total{pool=\"ci\"}");
+        assert_contains(m.out, "sbx_warm_misses_total{pool=\"ci\"}");
+        assert_contains(m.out, "sbx_warm_sandboxes{pool=\"ci\"}");
+        assert_contains(m.out, "sbx_warm_refill_seconds_total{pool=\"ci\"}");
+        spawn_result_free(&m);
+        free(cmd);
+        free(sock);
+    }
+    serve_kill(SIGTERM);
+    assert_int_equal(owned_by(pid), 0);
+    rt_stop_server(&origin_pid);
+    free(wa);
+    free(wb);
+    free(script);
+}
+
+/* kill -9 with a claimed sandbox running and warm ones ready: after a restart
+ * none of them is left, nor their directories. */
+static void test_kill9_leaves_none(void **state)
+{
+    struct spawn_result s;
+    char *tasks = NULL;
+    char *cmd = NULL;
+    pid_t first;
+
+    (void)state;
+    if (policy_dir == NULL) {
+        make_policies(1);
+    }
+    if (wt_root == NULL) {
+        wt_root = test_mkdtemp();
+    }
+    use_config(2, 1);
+    serve_start();
+    first = serve_pid;
+    wait_warm(2);
+    s = RT_SBX("submit", "--pool", "ci", "--", "sleep", "60");
+    assert_int_equal(s.rc, 0);
+    spawn_result_free(&s);
+    for (int i = 0; i < 300 && warm_get("claims") < 1; i++) {
+        usleep(100 * 1000);
+    }
+    assert_true(warm_get("claims") >= 1);
+    assert_true(owned_by(first) >= 2);
+    serve_kill(SIGKILL);
+    use_config(0, 1); /* no new warm sandboxes: what is left is the old runner's */
+    serve_start();
+    /* the recovery removes what it lists; a create in flight at the kill can
+     * land after that, and the runner's periodic sweep (20 s) removes it */
+    for (int i = 0; i < 900 && owned_by(first) > 0; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(owned_by(first), 0);
+    assert_true(asprintf(&tasks, "%s/tasks", rt_state) > 0);
+    assert_true(asprintf(&cmd, "ls '%s' 2>/dev/null | grep -q '^w-'", tasks) > 0);
+    assert_int_not_equal(system(cmd), 0); /* no warm directory left */
+    serve_kill(SIGTERM);
+    free(cmd);
+    free(tasks);
+}
+
+/* Bad configuration: one line naming the key, non-zero exit. */
+static void expect_config_error(const char *pools, const char *want)
+{
+    char cfg[1024];
+    struct spawn_result r;
+
+    snprintf(cfg, sizeof(cfg),
+             "runner = { listen = \"unix:%s/bad.sock\"; };\n"
+             "box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n"
+             "limits = { cpus = 0.25; memory = \"256M\"; };\n%s\n",
+             rt_state, pools);
+    rt_use_config(cfg);
+    r = RT_SBX("serve");
+    assert_int_not_equal(r.rc, 0);
+    assert_contains(r.err, want);
+    {
+        int lines = 0;
+
+        for (const char *c = r.err; *c != '\0'; c++) {
+            lines += *c == '\n';
+        }
+        if (lines != 1) {
+            fail_msg("not one line: %s", r.err);
+        }
+    }
+    spawn_result_free(&r);
+}
+
+static void test_bad_config(void **state)
+{
+    (void)state;
+    expect_config_error("pools = { ci = { warm = -1; }; };", "'pools.ci.warm' must be 0 or more");
+    expect_config_error("pools = { ci = { warm = 3; max_sandboxes = 2; }; };",
+                        "'pools.ci.warm' = 3 is more than the pool's 2 sandboxes");
+    expect_config_error("pools = { ci = { warm = 1; warm_max_age = \"0s\"; }; };",
+                        "'pools.ci.warm_max_age' must be greater than 0");
+}
+
+static int cleanup(void **state)
+{
+    char *cmd = NULL;
+
+    (void)state;
+    serve_kill(SIGTERM);
+    rt_stop_server(&origin_pid);
+    if (asprintf(&cmd, "tail -n 30 '%s/serve.log' >&2; rm -f '%s/serve.log'", rt_state, rt_state) >
+            0 &&
+        system(cmd) != 0) {
+        fprintf(stderr, "(no serve.log)\n");
+    }
+    free(cmd);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    if (wt_root != NULL) {
+        test_rm_rf(wt_root);
+        free(wt_root);
+    }
+    if (policy_dir != NULL) {
+        test_rm_rf(policy_dir);
+        free(policy_dir);
+    }
+    return rt_teardown(state);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_claimed_sandbox_is_its_tasks, cleanup),
+        cmocka_unit_test_teardown(test_kill9_leaves_none, cleanup),
+        cmocka_unit_test_teardown(test_bad_config, cleanup),
+    };
+
+    return cmocka_run_group_tests_name("warm_pool", tests, rt_setup, group_teardown);
+}
