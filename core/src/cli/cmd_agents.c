@@ -9,6 +9,7 @@
 #include "agents/agents.h"
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "util/paths.h"
 #include "util/xalloc.h"
 
 void sbx_cmd_agents_help(FILE *out)
@@ -99,7 +100,7 @@ int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv)
     if (sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
-    self = realpath("/proc/self/exe", NULL);
+    self = sbx_exe_path();
     program = command ? xstrdup(command) : sbx_agents_program(getenv("PATH"), self, &note);
     free(self);
     if (sbx_agents_plan(project, (unsigned)clients, program, &plan, &err) < 0) {

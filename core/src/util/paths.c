@@ -9,25 +9,34 @@
 #include "sbx_build.h"
 #include "util/xalloc.h"
 
-char *sbx_exe_dir(void)
+char *sbx_exe_path(void)
 {
     char buf[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    char *slash;
 
     if (n <= 0) {
         return NULL;
     }
     buf[n] = '\0';
-    slash = strrchr(buf, '/');
+    return xstrdup(buf);
+}
+
+char *sbx_exe_dir(void)
+{
+    char *path = sbx_exe_path();
+    char *slash = path ? strrchr(path, '/') : NULL;
+
     if (slash == NULL) {
+        free(path);
         return NULL;
     }
-    if (slash == buf) {
-        return xstrdup("/");
+    if (slash == path) {
+        slash[1] = '\0'; /* "/" */
     }
-    *slash = '\0';
-    return xstrdup(buf);
+    else {
+        *slash = '\0';
+    }
+    return path;
 }
 
 int sbx_exe_in_build_tree(void)

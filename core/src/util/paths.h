@@ -14,6 +14,9 @@ enum sbx_asset {
     SBX_ASSET_IMAGE,    /* the shipped devcontainer.json */
 };
 
+/* The running sbx binary's path (caller frees), or NULL: the one reader of
+ * /proc/self/exe. */
+char *sbx_exe_path(void);
 /* The directory holding the running sbx binary (caller frees), or NULL. */
 char *sbx_exe_dir(void);
 /* 1 when the running binary is in a CMake build tree (CMakeCache.txt beside it). */
