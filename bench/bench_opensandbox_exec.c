@@ -38,7 +38,8 @@ int main(int argc, char **argv)
     int n = argc > 1 ? atoi(argv[1]) : 10;
     const char *cmd[] = {"true", NULL};
     char *dir = test_mkdtemp(), *text = NULL, *path, id[128], *url = NULL;
-    struct sbx_sandbox_spec spec = {.task_id = "bench", .job_id = "bench",
+    struct sbx_sandbox_spec spec = {.task_id = "bench",
+                                    .job_id = "bench",
                                     .limits = {.cpus = 1, .memory = 1LL << 30, .max = 3600}};
     struct sbx_exec_spec es = {.argv = cmd, .on_output = sink};
     sbx_error_t *err = NULL;
@@ -53,9 +54,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: SBX_SOURCE_DIR=... SBX_PLUGIN_DIR=... %s [N]\n", argv[0]);
         return 2;
     }
-    if (asprintf(&text, "providers = { osb = { plugin = \"provider_opensandbox\"; "
-                        "url = \"http://127.0.0.1:%d\"; api_key_env = \"SBX_BENCH_NO_KEY\"; "
-                        "image = \"bench\"; }; };\n", contract_port) < 0) {
+    if (asprintf(&text,
+                 "providers = { osb = { plugin = \"provider_opensandbox\"; "
+                 "url = \"http://127.0.0.1:%d\"; api_key_env = \"SBX_BENCH_NO_KEY\"; "
+                 "image = \"bench\"; }; };\n",
+                 contract_port) < 0) {
         return 2;
     }
     path = test_write_file(dir, "sbx.conf", text);
@@ -85,16 +88,19 @@ int main(int argc, char **argv)
     /* the peer: the same request, read until the server closes */
     snprintf(epath, sizeof(epath), "/v1/sandboxes/%s/endpoints/44772", id);
     contract_server_call("GET", epath, NULL, &ep);
-    if (asprintf(&url, "http://%s/command", json_string_value(json_object_get(ep, "endpoint")))
-        < 0) {
+    if (asprintf(&url, "http://%s/command", json_string_value(json_object_get(ep, "endpoint"))) <
+        0) {
         return 1;
     }
     for (int i = 0; i < n; i++) {
         char route[160];
         const char *hdrs[] = {route, "Content-Type: application/json", NULL};
         const char *body = "{\"command\": \"'true'\", \"envs\": {}}";
-        struct sbx_http_request req = {.method = "POST", .url = url, .headers = hdrs,
-                                       .body = body, .body_len = strlen(body),
+        struct sbx_http_request req = {.method = "POST",
+                                       .url = url,
+                                       .headers = hdrs,
+                                       .body = body,
+                                       .body_len = strlen(body),
                                        .on_data = discard};
         struct sbx_http_response resp;
         sbx_error_t *e = NULL;

@@ -41,8 +41,11 @@ static double post_loop(const char *sock, const char *path, const char *body, in
     snprintf(url, sizeof(url), "http://localhost%s", path);
     t0 = now_s();
     for (int i = 0; i < n; i++) {
-        struct sbx_http_request req = {.method = "POST", .url = url, .unix_socket = sock,
-                                       .body = body, .body_len = strlen(body)};
+        struct sbx_http_request req = {.method = "POST",
+                                       .url = url,
+                                       .unix_socket = sock,
+                                       .body = body,
+                                       .body_len = strlen(body)};
         struct sbx_http_response resp = {0};
         sbx_error_t *err = NULL;
 
@@ -142,9 +145,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "serve_bench: %s\n", sbx_error_msg(err));
         return 1;
     }
-    r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugins,
-                                                    .capacity = &cap},
-                          &err);
+    r = sbx_runner_create(
+        &(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugins, .capacity = &cap}, &err);
     if (r == NULL) {
         fprintf(stderr, "serve_bench: %s\n", sbx_error_msg(err));
         return 1;
@@ -162,7 +164,8 @@ int main(int argc, char **argv)
     t_submit += post_loop(sock, "/v1/jobs", "{\"argv\":[\"sleep\",\"600000\"]}", n - n / 2);
     t_peer += post_loop(peer_sock, "/v1/jobs", "{\"argv\":[\"sleep\",\"600000\"]}", n - n / 2);
     printf("submit over the API: %d jobs in %.3f s = %.0f jobs/s (%.0f us each; durable, "
-           "synchronous=FULL)\n", n, t_submit, n / t_submit, t_submit / n * 1e6);
+           "synchronous=FULL)\n",
+           n, t_submit, n / t_submit, t_submit / n * 1e6);
     printf("peer, trivial evhttp round trip: %.0f req/s (%.0f us each)\n", n / t_peer,
            t_peer / n * 1e6);
     printf("ratio submit/peer: %.1fx the time of a trivial local round trip\n", t_submit / t_peer);

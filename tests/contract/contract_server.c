@@ -20,8 +20,7 @@ int contract_start_server(const char *name, const char *api_key)
     int fds[2];
     FILE *f;
 
-    if (src == NULL || pipe(fds) < 0 ||
-        asprintf(&script, "%s/tests/contract/%s", src, name) < 0) {
+    if (src == NULL || pipe(fds) < 0 || asprintf(&script, "%s/tests/contract/%s", src, name) < 0) {
         return -1;
     }
     server_pid = fork();
@@ -33,8 +32,7 @@ int contract_start_server(const char *name, const char *api_key)
         close(fds[0]);
         close(fds[1]);
         if (api_key != NULL) {
-            execlp("python3", "python3", script, "--port", "0", "--api-key", api_key,
-                   (char *)NULL);
+            execlp("python3", "python3", script, "--port", "0", "--api-key", api_key, (char *)NULL);
         }
         else {
             execlp("python3", "python3", script, "--port", "0", (char *)NULL);
@@ -67,8 +65,11 @@ long contract_server_call(const char *method, const char *path, const char *body
 {
     char url[512];
     const char *hdrs[] = {"Content-Type: application/json", NULL};
-    struct sbx_http_request req = {.method = method, .url = url, .headers = hdrs,
-                                   .body = body, .body_len = body ? strlen(body) : 0,
+    struct sbx_http_request req = {.method = method,
+                                   .url = url,
+                                   .headers = hdrs,
+                                   .body = body,
+                                   .body_len = body ? strlen(body) : 0,
                                    .timeout_ms = 10000};
     struct sbx_http_response resp;
     sbx_error_t *err = NULL;
@@ -108,7 +109,8 @@ json_t *contract_find_call(json_t *all, const char *method, const char *frag)
     size_t i;
     json_t *c;
 
-    json_array_foreach(all, i, c) {
+    json_array_foreach(all, i, c)
+    {
         if (strcmp(json_string_value(json_object_get(c, "method")), method) == 0 &&
             strstr(json_string_value(json_object_get(c, "path")), frag) != NULL) {
             return c;
@@ -123,7 +125,8 @@ int contract_count_calls(json_t *all, const char *method, const char *frag)
     json_t *c;
     int n = 0;
 
-    json_array_foreach(all, i, c) {
+    json_array_foreach(all, i, c)
+    {
         if (strcmp(json_string_value(json_object_get(c, "method")), method) == 0 &&
             strstr(json_string_value(json_object_get(c, "path")), frag) != NULL) {
             n++;
@@ -131,4 +134,3 @@ int contract_count_calls(json_t *all, const char *method, const char *frag)
     }
     return n;
 }
-

@@ -23,8 +23,9 @@ int group_setup(void **state)
     setenv("SBX_TEST_OSB_KEY", OSB_TEST_KEY, 1);
     setenv("SBX_TEST_OSB_BADKEY", "not-the-key-9z", 1);
     dir = test_mkdtemp();
-#define COMMON "plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d/\"; " \
-               "image = \"sbx-test:1\"; poll_interval = 100; "
+#define COMMON                                                                                     \
+    "plugin = \"provider_opensandbox\"; url = \"http://127.0.0.1:%d/\"; "                          \
+    "image = \"sbx-test:1\"; poll_interval = 100; "
 #define KEY "api_key_env = \"SBX_TEST_OSB_KEY\";"
     if (asprintf(&text,
                  "providers = {\n"
@@ -75,8 +76,8 @@ int group_teardown(void **state)
 struct sbx_open_instance *open_other(const char *name)
 {
     sbx_error_t *err = NULL;
-    struct sbx_open_instance *oi = sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), name,
-                                                     SBX_PLUGIN_PROVIDER, &err);
+    struct sbx_open_instance *oi =
+        sbx_instance_open(cfg, getenv("SBX_PLUGIN_DIR"), name, SBX_PLUGIN_PROVIDER, &err);
 
     if (oi == NULL) {
         fail_msg("opening %s: %s", name, err->msg);
@@ -94,8 +95,7 @@ static const struct sbx_kv test_env[] = {
     {"PLAIN", "visible"},
 };
 
-static const char *const test_egress[] = {"pkgs.example.org", "*.example.com:443",
-                                          "10.0.0.0/8"};
+static const char *const test_egress[] = {"pkgs.example.org", "*.example.com:443", "10.0.0.0/8"};
 
 struct sbx_sandbox_spec make_spec(const char *task, const char *job)
 {
@@ -103,8 +103,12 @@ struct sbx_sandbox_spec make_spec(const char *task, const char *job)
         .task_id = task,
         .job_id = job,
         .image = "sbx-sandbox:current",
-        .limits = {.cpus = 1.5, .memory = 512LL << 20, .disk = 1LL << 30, .pids = 100,
-                   .idle = 3600, .max = 7200},
+        .limits = {.cpus = 1.5,
+                   .memory = 512LL << 20,
+                   .disk = 1LL << 30,
+                   .pids = 100,
+                   .idle = 3600,
+                   .max = 7200},
         .env = test_env,
         .n_env = 1,
         .egress_allow = test_egress,
@@ -127,8 +131,8 @@ int collect(void *ud, int stream, const char *data, size_t len)
     return 0;
 }
 
-void create_ok(const struct sbx_provider_ops *p, void *ctx,
-                      const struct sbx_sandbox_spec *spec, char *id, size_t n)
+void create_ok(const struct sbx_provider_ops *p, void *ctx, const struct sbx_sandbox_spec *spec,
+               char *id, size_t n)
 {
     sbx_error_t *err = NULL;
 
@@ -137,12 +141,16 @@ void create_ok(const struct sbx_provider_ops *p, void *ctx,
     }
 }
 
-int run(const struct sbx_provider_ops *p, void *ctx, const char *id,
-               const char *const *argv, const struct sbx_kv *env, size_t n_env,
-               const char *workdir, struct out *o, int *status, sbx_error_t **err)
+int run(const struct sbx_provider_ops *p, void *ctx, const char *id, const char *const *argv,
+        const struct sbx_kv *env, size_t n_env, const char *workdir, struct out *o, int *status,
+        sbx_error_t **err)
 {
-    struct sbx_exec_spec es = {.argv = argv, .env = env, .n_env = n_env, .workdir = workdir,
-                               .on_output = collect, .output_userdata = o};
+    struct sbx_exec_spec es = {.argv = argv,
+                               .env = env,
+                               .n_env = n_env,
+                               .workdir = workdir,
+                               .on_output = collect,
+                               .output_userdata = o};
     struct sbx_exec_ctl ctl = {0};
 
     memset(o, 0, sizeof(*o));

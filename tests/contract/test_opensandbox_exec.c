@@ -67,8 +67,8 @@ static void test_osb_run_out_err_exit3(void **state)
         json_string_value(json_object_get(json_object_get(body, "resourceLimits"), "memory")),
         "512Mi");
     assert_int_equal(json_integer_value(json_object_get(body, "timeout")), 7200);
-    assert_string_equal(
-        json_string_value(json_object_get(json_object_get(body, "env"), "PLAIN")), "visible");
+    assert_string_equal(json_string_value(json_object_get(json_object_get(body, "env"), "PLAIN")),
+                        "visible");
     assert_null(json_object_get(json_object_get(body, "env"), "SECRET_TOKEN"));
     meta = json_object_get(body, "metadata");
     assert_string_equal(json_string_value(json_object_get(meta, "sbx.task")), "task-1");
@@ -78,8 +78,9 @@ static void test_osb_run_out_err_exit3(void **state)
                         "boot_1234_5678-cfd57a4d");
     assert_non_null(json_object_get(meta, "sbx.deadline"));
     rules = json_object_get(json_object_get(body, "networkPolicy"), "egress");
-    assert_string_equal(json_string_value(json_object_get(json_object_get(body, "networkPolicy"),
-                                                          "defaultAction")), "deny");
+    assert_string_equal(
+        json_string_value(json_object_get(json_object_get(body, "networkPolicy"), "defaultAction")),
+        "deny");
     assert_int_equal(json_array_size(rules), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(rules, 0), "target")),
                         "pkgs.example.org");
@@ -142,9 +143,8 @@ static void test_osb_dropped_stream(void **state)
     json_t *all;
 
     (void)state;
-    assert_int_equal(quirk_run("{\"drop_midstream\": true}", "task-11", argv, NULL, id, sizeof(id),
-                               &o),
-                     5);
+    assert_int_equal(
+        quirk_run("{\"drop_midstream\": true}", "task-11", argv, NULL, id, sizeof(id), &o), 5);
     assert_string_equal(o.text[0], "before\n");
     all = contract_calls();
     assert_true(contract_count_calls(all, "GET", "/command/status/") >= 1);
@@ -166,8 +166,8 @@ static void test_osb_exec_from_other_instance(void **state)
     (void)state;
     contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
-    if (run(sbx_instance_provider(other), other->ctx, id, argv, NULL, 0, NULL, &o, &status,
-            &err) < 0) {
+    if (run(sbx_instance_provider(other), other->ctx, id, argv, NULL, 0, NULL, &o, &status, &err) <
+        0) {
         fail_msg("exec: %s", err->msg);
     }
     assert_string_equal(o.text[0], "again\n");
@@ -249,8 +249,8 @@ static void *par_thread(void *arg)
     struct sbx_exec_spec es = {.argv = argv, .on_output = collect, .output_userdata = &pr->o};
     struct sbx_exec_ctl ctl = {0};
 
-    snprintf(script, sizeof(script), "echo %s; sleep 0.3; echo %s >&2; exit %d", pr->word,
-             pr->word, (int)strlen(pr->word));
+    snprintf(script, sizeof(script), "echo %s; sleep 0.3; echo %s >&2; exit %d", pr->word, pr->word,
+             (int)strlen(pr->word));
     pr->r = ops->exec(osb->ctx, pr->id, &es, &ctl, &pr->status, &pr->err);
     return NULL;
 }
@@ -300,8 +300,7 @@ static void test_osb_start_failure(void **state)
     (void)state;
     contract_quirks("{}");
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
-    assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, "/no/such/dir", &o, &status, &err),
-                     -1);
+    assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, "/no/such/dir", &o, &status, &err), -1);
     assert_int_equal(err->code, SBX_E_NOEXEC);
     expect_msg(err, "execd could not start the command", "CommandExecError");
     sbx_error_free(&err);
@@ -323,8 +322,10 @@ static void test_osb_execd_errors(void **state)
     create_ok(ops, osb->ctx, &spec, id, sizeof(id));
     contract_quirks("{\"command_error\": true}");
     assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), -1);
-    expect_msg(err, "opensandbox 'osb': POST /command (execd): HTTP 400: INVALID_REQUEST_BODY: "
-               "error parsing request", NULL);
+    expect_msg(err,
+               "opensandbox 'osb': POST /command (execd): HTTP 400: INVALID_REQUEST_BODY: "
+               "error parsing request",
+               NULL);
     sbx_error_free(&err);
     contract_quirks("{\"command_garbage\": true}");
     assert_int_equal(run(ops, osb->ctx, id, argv, NULL, 0, NULL, &o, &status, &err), -1);

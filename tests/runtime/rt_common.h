@@ -11,11 +11,11 @@
 
 #include "http/http.h"
 
-static char *rt_state;   /* a fresh state dir per test file */
-static char *rt_sbx;     /* the sbx binary */
-static char *rt_host;    /* DOCKER_HOST=... */
-static char *rt_statev;  /* SBX_STATE_DIR=... */
-static char *rt_config;  /* SBX_CONFIG=... or NULL */
+static char *rt_state;  /* a fresh state dir per test file */
+static char *rt_sbx;    /* the sbx binary */
+static char *rt_host;   /* DOCKER_HOST=... */
+static char *rt_statev; /* SBX_STATE_DIR=... */
+static char *rt_config; /* SBX_CONFIG=... or NULL */
 static const char *rt_sock;
 
 static inline int rt_setup(void **state)
@@ -26,7 +26,7 @@ static inline int rt_setup(void **state)
     (void)state;
     if (host == NULL || strncmp(host, "unix://", 7) != 0 || build == NULL) {
         fprintf(stderr, "runtime tests need SBX_TEST_DOCKER_HOST=unix://... (run scripts/test.sh, "
-                "which starts the test engine)\n");
+                        "which starts the test engine)\n");
         return -1;
     }
     rt_sock = host + 7;
@@ -113,7 +113,8 @@ static inline json_t *rt_engine_get(const char *path)
 /* How many containers carry an sbx.task label. */
 static inline size_t rt_sandboxes(void)
 {
-    json_t *j = rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *j =
+        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
     size_t n = json_array_size(j);
 
     json_decref(j);
@@ -202,11 +203,11 @@ static inline void rt_stop_server(pid_t *pid)
     }
 }
 
-#define assert_contains(hay, needle)                                                         \
-    do {                                                                                     \
-        if (strstr((hay), (needle)) == NULL) {                                               \
-            fail_msg("'%s' not found in: %s", (needle), (hay));                              \
-        }                                                                                    \
+#define assert_contains(hay, needle)                                                               \
+    do {                                                                                           \
+        if (strstr((hay), (needle)) == NULL) {                                                     \
+            fail_msg("'%s' not found in: %s", (needle), (hay));                                    \
+        }                                                                                          \
     } while (0)
 
 #endif

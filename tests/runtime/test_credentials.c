@@ -13,8 +13,8 @@ static int server_port;
 static int start_server(void)
 {
     char *script = rt_source_path("tests/contract/infisical_server.py");
-    char *argv[] = {"python3", script, "--port", "0", "--secret",
-                    "dev:/tasks/cred-t:API_KEY=" SECRET, NULL};
+    char *argv[] = {
+        "python3", script, "--port", "0", "--secret", "dev:/tasks/cred-t:API_KEY=" SECRET, NULL};
 
     server_pid = rt_spawn_server(argv, &server_port);
     free(script);
@@ -65,10 +65,10 @@ static char *server_calls(void)
 
 static void test_cred_value_in_env_and_redacted(void **state)
 {
-    struct spawn_result r = RT_SBX("run", "--credentials", "infisical", "--task", "cred-t", "--",
-                                   "sh", "-c",
-                                   "test \"$API_KEY\" = '" SECRET "' && echo match; "
-                                   "echo \"$API_KEY\"; echo \"x$API_KEY\" >&2");
+    struct spawn_result r =
+        RT_SBX("run", "--credentials", "infisical", "--task", "cred-t", "--", "sh", "-c",
+               "test \"$API_KEY\" = '" SECRET "' && echo match; "
+               "echo \"$API_KEY\"; echo \"x$API_KEY\" >&2");
     char *calls;
     const char *login;
     const char *fetch;
@@ -121,8 +121,8 @@ static void test_cred_guard_refuses_env_dump(void **state)
 
 static void test_cred_value_nowhere_else(void **state)
 {
-    struct spawn_result r = RT_SBX("task", "start", "--credentials", "infisical", "--task",
-                                   "cred-t");
+    struct spawn_result r =
+        RT_SBX("task", "start", "--credentials", "infisical", "--task", "cred-t");
     json_t *inspect;
     char *text;
     char *grep_argv[] = {"/bin/grep", "-r", "-l", "-a", SECRET, rt_state, NULL};

@@ -74,8 +74,7 @@ static void test_egress_allow_deny_and_no_route(void **state)
                         "200\n403\ndirect-failed\ndns-failed\nv6-failed\n");
     assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "allowed")) >=
                 1);
-    assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "denied")) >=
-                1);
+    assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "denied")) >= 1);
     json_decref(rec);
     spawn_result_free(&r);
     f = fopen(log_path, "r");
@@ -123,7 +122,8 @@ static void test_egress_log_unwritable_fails_closed(void **state)
     struct spawn_result r;
 
     (void)state;
-    snprintf(cfg, sizeof(cfg), "egress = { log = \"/nonexistent-dir/egress.jsonl\"; "
+    snprintf(cfg, sizeof(cfg),
+             "egress = { log = \"/nonexistent-dir/egress.jsonl\"; "
              "system_dns = false; };\n");
     rt_use_config(cfg);
     r = RT_SBX("run", "--", "true");

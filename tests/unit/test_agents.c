@@ -15,7 +15,6 @@
 
 #define dir test_dir
 
-
 static char *slurp(const char *rel)
 {
     char *path = xasprintf("%s/%s", dir, rel);

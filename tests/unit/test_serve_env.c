@@ -122,7 +122,8 @@ static void test_env_reaches_the_command(void **state)
     assert_int_equal(total, 38);
     both_free(&b);
     /* an unknown job: the runner's message, not a framing error */
-    assert_int_equal(sbx_runner_follow(rh_cfg, "j-000000000000", collect, &b, NULL, NULL, &err), -1);
+    assert_int_equal(sbx_runner_follow(rh_cfg, "j-000000000000", collect, &b, NULL, NULL, &err),
+                     -1);
     assert_non_null(strstr(sbx_error_msg(err), "no job 'j-000000000000'"));
     sbx_error_free(&err);
     both_free(&b);
@@ -173,13 +174,13 @@ static void test_env_survives_restart(void **state)
     sbx_runner_stop(rh_runner);
     pthread_join(rh_thread, NULL);
     sbx_runner_destroy(rh_runner);
-    rh_runner = sbx_runner_create(&(struct sbx_runner_opts){.cfg = rh_cfg,
-                                                            .plugin_dir =
-                                                                getenv("SBX_TEST_PLUGINS"),
-                                                            .capacity = &cap,
-                                                            .clock = rh_clock,
-                                                            .alert_interval_ms = 50},
-                                  &err);
+    rh_runner =
+        sbx_runner_create(&(struct sbx_runner_opts){.cfg = rh_cfg,
+                                                    .plugin_dir = getenv("SBX_TEST_PLUGINS"),
+                                                    .capacity = &cap,
+                                                    .clock = rh_clock,
+                                                    .alert_interval_ms = 50},
+                          &err);
     if (rh_runner == NULL) {
         fail_msg("runner: %s", sbx_error_msg(err));
     }
@@ -277,8 +278,8 @@ static void test_output_runs(void **state)
             unsigned char want = (unsigned char)(k - (j->out_len - 1 - b));
 
             if ((unsigned char)runner_output_bytes(j)[b] != want) {
-                fail_msg("kept byte %zu is %u, not %u", b,
-                         (unsigned char)runner_output_bytes(j)[b], want);
+                fail_msg("kept byte %zu is %u, not %u", b, (unsigned char)runner_output_bytes(j)[b],
+                         want);
             }
         }
         assert_true(j->out_moved - moved0 <= j->out_total - total0);
@@ -287,8 +288,7 @@ static void test_output_runs(void **state)
         runner_output_settle(j);
         assert_int_equal(j->out_cap, j->out_len);
         assert_int_equal(j->out_off, 0);
-        assert_int_equal((unsigned char)runner_output_bytes(j)[j->out_len - 1],
-                         (unsigned char)k);
+        assert_int_equal((unsigned char)runner_output_bytes(j)[j->out_len - 1], (unsigned char)k);
     }
     free(chunk);
     free(j->out);
@@ -459,8 +459,10 @@ static void test_sbx_run_through_runner(void **state)
             size_t a;
             size_t b;
 
-            json_array_foreach(json_object_get(q, "pools"), a, p) {
-                json_array_foreach(json_object_get(p, "slots"), b, slot) {
+            json_array_foreach(json_object_get(q, "pools"), a, p)
+            {
+                json_array_foreach(json_object_get(p, "slots"), b, slot)
+                {
                     const char *jid = json_string_value(json_object_get(slot, "job"));
 
                     if (jid != NULL && running == NULL) {

@@ -10,22 +10,21 @@
 
 #include "runner_harness.h"
 
-static const char webhook_py[] =
-    "import http.server, sys\n"
-    "out = sys.argv[1]\n"
-    "class H(http.server.BaseHTTPRequestHandler):\n"
-    "    def do_POST(self):\n"
-    "        n = int(self.headers.get('Content-Length', '0'))\n"
-    "        body = self.rfile.read(n)\n"
-    "        with open(out, 'ab') as f:\n"
-    "            f.write(body + b'\\n')\n"
-    "        self.send_response(204)\n"
-    "        self.end_headers()\n"
-    "    def log_message(self, *a):\n"
-    "        pass\n"
-    "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
-    "print(s.server_address[1], flush=True)\n"
-    "s.serve_forever()\n";
+static const char webhook_py[] = "import http.server, sys\n"
+                                 "out = sys.argv[1]\n"
+                                 "class H(http.server.BaseHTTPRequestHandler):\n"
+                                 "    def do_POST(self):\n"
+                                 "        n = int(self.headers.get('Content-Length', '0'))\n"
+                                 "        body = self.rfile.read(n)\n"
+                                 "        with open(out, 'ab') as f:\n"
+                                 "            f.write(body + b'\\n')\n"
+                                 "        self.send_response(204)\n"
+                                 "        self.end_headers()\n"
+                                 "    def log_message(self, *a):\n"
+                                 "        pass\n"
+                                 "s = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+                                 "print(s.server_address[1], flush=True)\n"
+                                 "s.serve_forever()\n";
 
 static int webhook_fd = -1; /* its stdout, kept open while it runs */
 
@@ -157,7 +156,7 @@ static void test_alert_at_600s(void **state)
     assert_non_null(strstr(s, "SBX_ALERT_POOL=ci\n"));
     assert_non_null(strstr(s, "SBX_ALERT_CLASS=light\n"));
     assert_null(strstr(s, "s3cret")); /* the token never reaches a hook */
-    assert_non_null(strstr(s, "SBX_AUTOSCALE=")); 
+    assert_non_null(strstr(s, "SBX_AUTOSCALE="));
     free(s);
     s = wait_file(hook_out, "\"event\":\"job_wait_alert\"");
     assert_non_null(strstr(s, waiter));

@@ -27,11 +27,11 @@ struct sbx_options;
 
 /* One HTTP exchange through the core's libcurl wrapper. */
 struct sbx_http_request {
-    const char *method;      /* "GET", "POST", "DELETE", ... */
-    const char *url;         /* full URL; with unix_socket, "http://localhost/..." */
-    const char *unix_socket; /* path of a unix socket to connect to, or NULL */
+    const char *method;         /* "GET", "POST", "DELETE", ... */
+    const char *url;            /* full URL; with unix_socket, "http://localhost/..." */
+    const char *unix_socket;    /* path of a unix socket to connect to, or NULL */
     const char *const *headers; /* "Name: value" strings, NULL-terminated, or NULL */
-    const char *body;        /* request body or NULL */
+    const char *body;           /* request body or NULL */
     size_t body_len;
     long timeout_ms;         /* whole transfer; 0 = none (streams) */
     long connect_timeout_ms; /* 0 = 10 s */
@@ -46,8 +46,8 @@ struct sbx_http_request {
 };
 
 struct sbx_http_response {
-    long status;  /* HTTP status code */
-    char *body;   /* NUL-terminated body (when not streamed), owned by the core */
+    long status; /* HTTP status code */
+    char *body;  /* NUL-terminated body (when not streamed), owned by the core */
     size_t body_len;
     char *content_type;
 };

@@ -45,12 +45,11 @@ static const struct sbx_cmd commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx [GLOBAL OPTIONS] COMMAND [ARGS]\n"
-            "\n"
-            "Runs each task in its own fresh, limited, egress-filtered sandbox.\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "usage: sbx [GLOBAL OPTIONS] COMMAND [ARGS]\n"
+                 "\n"
+                 "Runs each task in its own fresh, limited, egress-filtered sandbox.\n"
+                 "\n"
+                 "Commands:\n");
     for (const struct sbx_cmd *c = commands; c->name != NULL; c++) {
         fprintf(out, "  %-10s %s\n", c->name, c->summary);
     }

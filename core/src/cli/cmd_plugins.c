@@ -96,8 +96,8 @@ int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
 
             snprintf(abi, sizeof(abi), "%u.%u", p->desc.abi_major, p->desc.abi_minor);
             json_array_append_new(
-                arr, json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:s}", "name", p->desc.name,
-                               "kind", sbx_plugin_kind_name(p->desc.kind), "state",
+                arr, json_pack("{s:s, s:s, s:s, s:s?, s:s, s:s, s:s}", "name", p->desc.name, "kind",
+                               sbx_plugin_kind_name(p->desc.kind), "state",
                                sbx_plugin_state_name(p->desc.state), "reason", p->desc.reason,
                                "abi", abi, "version", p->desc.version, "path", p->path));
         }

@@ -13,28 +13,27 @@
 
 void sbx_cmd_spike_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx spike [--provider NAME]... [--runs N] [--credentials NAME] [--json]\n"
-            "                 [--out FILE]\n"
-            "\n"
-            "Measures ADR 0287 decision 13 for each provider and prints, per criterion,\n"
-            "the bar, the measured value and pass, fail or cannot-measure (with why):\n"
-            "warm start (request to the end of `true`: p50, p95, max over N runs),\n"
-            "concurrent sandboxes (spike.concurrent at once with a CPU and memory load,\n"
-            "with the box's headroom), Testcontainers, the egress allow-list,\n"
-            "short-lived credentials only, cost per agent-hour (formula and inputs\n"
-            "printed), and Agent Vault (deferred: its plugin's reason).\n"
-            "Bars come from config `spike { warm_start; concurrent; concurrent_cpus;\n"
-            "concurrent_memory; agent_hour_cost; }` and runner.box_hour_price.\n"
-            "\n"
-            "  --provider NAME    a provider instance (repeatable; default: config provider)\n"
-            "  --runs N           warm-start samples (default 5)\n"
-            "  --credentials NAME credential instance for the credentials criterion\n"
-            "  --json             the report as JSON on stdout (every raw measurement)\n"
-            "  --out FILE         also write FILE.json and FILE.md\n"
-            "\n"
-            "Exit status: 0 when nothing failed (cannot-measure is not a failure), 1 when a\n"
-            "criterion failed, 2 usage or configuration error.\n");
+    fprintf(out, "usage: sbx spike [--provider NAME]... [--runs N] [--credentials NAME] [--json]\n"
+                 "                 [--out FILE]\n"
+                 "\n"
+                 "Measures ADR 0287 decision 13 for each provider and prints, per criterion,\n"
+                 "the bar, the measured value and pass, fail or cannot-measure (with why):\n"
+                 "warm start (request to the end of `true`: p50, p95, max over N runs),\n"
+                 "concurrent sandboxes (spike.concurrent at once with a CPU and memory load,\n"
+                 "with the box's headroom), Testcontainers, the egress allow-list,\n"
+                 "short-lived credentials only, cost per agent-hour (formula and inputs\n"
+                 "printed), and Agent Vault (deferred: its plugin's reason).\n"
+                 "Bars come from config `spike { warm_start; concurrent; concurrent_cpus;\n"
+                 "concurrent_memory; agent_hour_cost; }` and runner.box_hour_price.\n"
+                 "\n"
+                 "  --provider NAME    a provider instance (repeatable; default: config provider)\n"
+                 "  --runs N           warm-start samples (default 5)\n"
+                 "  --credentials NAME credential instance for the credentials criterion\n"
+                 "  --json             the report as JSON on stdout (every raw measurement)\n"
+                 "  --out FILE         also write FILE.json and FILE.md\n"
+                 "\n"
+                 "Exit status: 0 when nothing failed (cannot-measure is not a failure), 1 when a\n"
+                 "criterion failed, 2 usage or configuration error.\n");
 }
 
 static int write_text(const char *path, const char *text)
@@ -53,9 +52,9 @@ static int write_text(const char *path, const char *text)
 int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"provider", required_argument, NULL, 'p'}, {"runs", required_argument, NULL, 'r'},
+        {"provider", required_argument, NULL, 'p'},    {"runs", required_argument, NULL, 'r'},
         {"credentials", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"out", required_argument, NULL, 'o'},       {NULL, 0, NULL, 0},
+        {"out", required_argument, NULL, 'o'},         {NULL, 0, NULL, 0},
     };
     const char *providers[MAX_PROVIDERS];
     struct sbx_spike_column cols[MAX_PROVIDERS];

@@ -14,8 +14,8 @@ int sbx_env_arg_parse(char *s, struct sbx_kv *kv, sbx_error_t **err)
     char *eq = strchr(s, '=');
 
     if (eq == NULL || eq == s) {
-        return sbx_error_set(err, SBX_E_USAGE, "bad --env '%.*s': expected NAME=VALUE",
-                             eq ? 0 : 64, s);
+        return sbx_error_set(err, SBX_E_USAGE, "bad --env '%.*s': expected NAME=VALUE", eq ? 0 : 64,
+                             s);
     }
     if (!sbx_env_name_valid(s, (size_t)(eq - s))) {
         return sbx_error_set(err, SBX_E_USAGE, "bad --env name '%.*s': " SBX_ENV_NAME_RULE,
@@ -106,8 +106,8 @@ int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
             goto fail;
         }
         if (strcmp(argv[optind - 1], "--") != 0) {
-            fprintf(stderr, "sbx: error: %s: put the command after '--' (sbx %s ... -- %s)\n",
-                    name, name, argv[optind]);
+            fprintf(stderr, "sbx: error: %s: put the command after '--' (sbx %s ... -- %s)\n", name,
+                    name, argv[optind]);
             goto fail;
         }
         o->cmd = argv + optind;

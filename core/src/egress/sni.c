@@ -12,8 +12,8 @@
 #define RECORD_MAX 16384 /* a plaintext record's payload */
 #define HS_CLIENT_HELLO 1
 #define EXT_SERVER_NAME 0
-#define EXT_ECH 0xfe0d      /* encrypted_client_hello (RFC 9849 draft numbering) */
-#define EXT_ESNI 0xffce     /* the older encrypted_server_name draft */
+#define EXT_ECH 0xfe0d  /* encrypted_client_hello (RFC 9849 draft numbering) */
+#define EXT_ESNI 0xffce /* the older encrypted_server_name draft */
 #define NAME_HOST 0
 
 struct reader {
@@ -70,8 +70,7 @@ static enum sbx_egress_sni server_name(struct reader ext, char *host, size_t hos
         size_t len;
         const unsigned char *name;
 
-        if (take_u8(&ext, &type) < 0 || take_u16(&ext, &len) < 0 ||
-            take(&ext, len, &name) < 0) {
+        if (take_u8(&ext, &type) < 0 || take_u16(&ext, &len) < 0 || take(&ext, len, &name) < 0) {
             return SBX_SNI_MALFORMED;
         }
         if (type != NAME_HOST) {
@@ -95,7 +94,7 @@ static enum sbx_egress_sni client_hello(struct reader r, char *host, size_t host
     int seen = 0;
     enum sbx_egress_sni res = SBX_SNI_ABSENT;
 
-    if (take(&r, 2 + 32, NULL) < 0 ||                       /* version, random */
+    if (take(&r, 2 + 32, NULL) < 0 ||                                   /* version, random */
         take_u8(&r, &len) < 0 || len > 32 || take(&r, len, NULL) < 0 || /* session id */
         take_u16(&r, &len) < 0 || len < 2 || len % 2 != 0 || take(&r, len, NULL) < 0 ||
         take_u8(&r, &len) < 0 || len < 1 || take(&r, len, NULL) < 0) {
@@ -207,9 +206,9 @@ size_t sbx_egress_sni_want(const unsigned char *p, size_t n)
 
 int sbx_egress_http_start(const unsigned char *p, size_t n)
 {
-    static const char *const methods[] = {"GET ",     "POST ",    "PUT ",   "HEAD ",
-                                          "DELETE ",  "OPTIONS ", "PATCH ", "CONNECT ",
-                                          "TRACE ",   "PRI ",     NULL};
+    static const char *const methods[] = {"GET ",    "POST ",    "PUT ",   "HEAD ",
+                                          "DELETE ", "OPTIONS ", "PATCH ", "CONNECT ",
+                                          "TRACE ",  "PRI ",     NULL};
     int maybe = 0;
 
     for (size_t i = 0; methods[i] != NULL; i++) {

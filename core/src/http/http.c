@@ -131,12 +131,12 @@ int sbx_http_request(const struct sbx_http_request *req, struct sbx_http_respons
         ret = sbx_error_set(err, SBX_E_CANCELLED, "%s %s: cancelled", req->method, req->url);
     }
     else if (rc == CURLE_WRITE_ERROR && x.too_big) {
-        ret = sbx_error_set(err, SBX_E_PROTOCOL, "%s %s: reply larger than %u bytes",
-                            req->method, req->url, SBX_HTTP_MAX_BODY);
+        ret = sbx_error_set(err, SBX_E_PROTOCOL, "%s %s: reply larger than %u bytes", req->method,
+                            req->url, SBX_HTTP_MAX_BODY);
     }
     else if (rc == CURLE_WRITE_ERROR && x.aborted_by_callback) {
-        ret = sbx_error_set(err, SBX_E_PROTOCOL, "%s %s: stream aborted by its reader",
-                            req->method, req->url);
+        ret = sbx_error_set(err, SBX_E_PROTOCOL, "%s %s: stream aborted by its reader", req->method,
+                            req->url);
     }
     else if (rc != CURLE_OK) {
         ret = sbx_error_set(err, rc == CURLE_OPERATION_TIMEDOUT ? SBX_E_TIMEOUT : SBX_E_ENGINE,

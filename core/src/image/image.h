@@ -6,14 +6,14 @@
 #include "util/error.h"
 
 struct sbx_image_def {
-    char *path;        /* the devcontainer.json read */
-    char *suite;       /* Debian suite, default bookworm */
-    char **packages;   /* NULL-terminated: required ones + customizations.sbx.packages */
-    char **env;        /* "K=V" from containerEnv */
-    char *workdir;     /* workspaceFolder, default /workspace */
-    char *mise;        /* mise.toml content beside .devcontainer, or NULL */
-    char **npm;        /* NULL-terminated "name@version" from customizations.sbx.npm */
-    char *canonical;   /* the canonical spec the content hash is taken of */
+    char *path;      /* the devcontainer.json read */
+    char *suite;     /* Debian suite, default bookworm */
+    char **packages; /* NULL-terminated: required ones + customizations.sbx.packages */
+    char **env;      /* "K=V" from containerEnv */
+    char *workdir;   /* workspaceFolder, default /workspace */
+    char *mise;      /* mise.toml content beside .devcontainer, or NULL */
+    char **npm;      /* NULL-terminated "name@version" from customizations.sbx.npm */
+    char *canonical; /* the canonical spec the content hash is taken of */
 };
 
 /* Finds the definition: explicit path, else ./.devcontainer/devcontainer.json,

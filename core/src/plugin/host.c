@@ -49,8 +49,8 @@ static const struct sbx_opt_value *value(const struct sbx_options *o, const char
     const struct sbx_opt_value *v = sbx_options_get(o, key);
 
     if (v == NULL) {
-        sbx_log(SBX_LOG_WARN, "plugin %s asked for undeclared option '%s'",
-                o ? o->plugin : "?", key);
+        sbx_log(SBX_LOG_WARN, "plugin %s asked for undeclared option '%s'", o ? o->plugin : "?",
+                key);
     }
     return v;
 }
@@ -118,8 +118,10 @@ static int host_lease_add_secret(struct sbx_lease *lease, const char *name, cons
     for (const char *p = name; *p; p++) {
         if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
               *p == '_')) {
-            return sbx_error_set(err, SBX_E_PROTOCOL, "lease: secret name '%s' is not a valid "
-                                 "environment variable name", name);
+            return sbx_error_set(err, SBX_E_PROTOCOL,
+                                 "lease: secret name '%s' is not a valid "
+                                 "environment variable name",
+                                 name);
         }
     }
     lease->secrets = xrealloc(lease->secrets, (lease->n_secrets + 1) * sizeof(*lease->secrets));

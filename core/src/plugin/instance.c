@@ -48,8 +48,8 @@ struct sbx_open_instance *sbx_instance_open(const struct sbx_config *c, const ch
     d = &oi->plugin->desc;
     if (d->state != SBX_PLUGIN_READY) {
         sbx_error_set(err, SBX_E_STUB, "%s instance '%s' (%s) is %s: %s",
-                      sbx_plugin_kind_name(kind), name, d->name,
-                      sbx_plugin_state_name(d->state), d->reason ? d->reason : "no reason given");
+                      sbx_plugin_kind_name(kind), name, d->name, sbx_plugin_state_name(d->state),
+                      d->reason ? d->reason : "no reason given");
         sbx_instance_close(oi);
         return NULL;
     }

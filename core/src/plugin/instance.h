@@ -26,14 +26,14 @@ struct sbx_open_instance *sbx_instance_open(const struct sbx_config *c, const ch
                                             sbx_error_t **err);
 void sbx_instance_close(struct sbx_open_instance *oi);
 
-static inline const struct sbx_provider_ops *sbx_instance_provider(
-    const struct sbx_open_instance *oi)
+static inline const struct sbx_provider_ops *
+sbx_instance_provider(const struct sbx_open_instance *oi)
 {
     return &oi->plugin->ops.provider;
 }
 
-static inline const struct sbx_credential_ops *sbx_instance_credential(
-    const struct sbx_open_instance *oi)
+static inline const struct sbx_credential_ops *
+sbx_instance_credential(const struct sbx_open_instance *oi)
 {
     return &oi->plugin->ops.credential;
 }

@@ -8,8 +8,8 @@
 #include "util/error.h"
 
 struct sbx_plugin {
-    char *path;   /* absolute, canonical */
-    void *handle; /* dlopen handle */
+    char *path;                  /* absolute, canonical */
+    void *handle;                /* dlopen handle */
     struct sbx_plugin_desc desc; /* zeroed core-owned copy */
     union {
         struct sbx_provider_ops provider;

@@ -11,12 +11,12 @@
 
 struct sbx_opt_value {
     const struct sbx_option *decl;
-    int present;     /* set in config or by default */
-    char *str;       /* STRING */
-    int64_t i;       /* INT, SIZE, DURATION, BOOL */
-    double d;        /* FLOAT */
-    char **strv;     /* STRINGS, NULL-terminated */
-    char *where;     /* "FILE:LINE" */
+    int present; /* set in config or by default */
+    char *str;   /* STRING */
+    int64_t i;   /* INT, SIZE, DURATION, BOOL */
+    double d;    /* FLOAT */
+    char **strv; /* STRINGS, NULL-terminated */
+    char *where; /* "FILE:LINE" */
 };
 
 struct sbx_options {

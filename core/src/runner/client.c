@@ -17,9 +17,8 @@ int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char
 }
 
 int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, const char *path,
-                           const char *body,
-                           int (*on_data)(void *ud, const char *data, size_t len), void *ud,
-                           const volatile int *cancel, struct sbx_http_response *resp,
+                           const char *body, int (*on_data)(void *ud, const char *data, size_t len),
+                           void *ud, const volatile int *cancel, struct sbx_http_response *resp,
                            sbx_error_t **err)
 {
     struct sbx_runner_endpoint ep;
@@ -130,8 +129,8 @@ static int demux_feed(void *ud, const char *data, size_t len)
                 break;
             }
             d->stream = d->hdr[0];
-            d->left = (size_t)d->hdr[4] << 24 | (size_t)d->hdr[5] << 16 |
-                      (size_t)d->hdr[6] << 8 | (size_t)d->hdr[7];
+            d->left = (size_t)d->hdr[4] << 24 | (size_t)d->hdr[5] << 16 | (size_t)d->hdr[6] << 8 |
+                      (size_t)d->hdr[7];
             continue;
         }
         {
@@ -200,8 +199,10 @@ int sbx_runner_output(const struct sbx_config *cfg, const char *job_id, int foll
     }
     sbx_http_response_free(&resp);
     if (d.hlen != 0 || d.left != 0) {
-        return sbx_error_set(err, SBX_E_PROTOCOL, "runner: the output of job %s ends inside a "
-                             "frame", job_id);
+        return sbx_error_set(err, SBX_E_PROTOCOL,
+                             "runner: the output of job %s ends inside a "
+                             "frame",
+                             job_id);
     }
     if (total != NULL) {
         *total = d.total;

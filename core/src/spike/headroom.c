@@ -32,8 +32,8 @@ static int cpu_ticks(unsigned long long *busy, unsigned long long *all)
     if (f == NULL) {
         return -1;
     }
-    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-               &v[4], &v[5], &v[6], &v[7]);
+    n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+               &v[5], &v[6], &v[7]);
     fclose(f);
     if (n < 5) {
         return -1;

@@ -18,7 +18,7 @@ struct sbx_spike_ctx {
     int runs;
     const char *credentials;
     struct sbx_spike_bar bar;
-    uint32_t flags;                 /* the provider's enum sbx_provider_flags */
+    uint32_t flags; /* the provider's enum sbx_provider_flags */
     struct sbx_provider_info info;
     struct sbx_spike_results results;
     struct sbx_spike_results *out;

@@ -16,16 +16,18 @@ int sbx_size_parse(const char *s, int64_t *out, sbx_error_t **err)
         const char *suffix;
         int shift;
     } units[] = {
-        {"", 0},    {"B", 0},    {"K", 10},   {"Ki", 10}, {"KiB", 10}, {"M", 20},
-        {"Mi", 20}, {"MiB", 20}, {"G", 30},   {"Gi", 30}, {"GiB", 30}, {"T", 40},
-        {"Ti", 40}, {"TiB", 40}, {"k", 10},   {"m", 20},  {"g", 30},   {"t", 40},
+        {"", 0},    {"B", 0},    {"K", 10}, {"Ki", 10}, {"KiB", 10}, {"M", 20},
+        {"Mi", 20}, {"MiB", 20}, {"G", 30}, {"Gi", 30}, {"GiB", 30}, {"T", 40},
+        {"Ti", 40}, {"TiB", 40}, {"k", 10}, {"m", 20},  {"g", 30},   {"t", 40},
     };
     char *end = NULL;
     long long v;
 
     if (s == NULL || !isdigit((unsigned char)s[0])) {
-        return sbx_error_set(err, EINVAL, "bad size '%s': expected a number with an optional "
-                             "binary suffix K, M, G or T (e.g. 8G)", s ? s : "");
+        return sbx_error_set(err, EINVAL,
+                             "bad size '%s': expected a number with an optional "
+                             "binary suffix K, M, G or T (e.g. 8G)",
+                             s ? s : "");
     }
     errno = 0;
     v = strtoll(s, &end, 10);
@@ -44,10 +46,12 @@ int sbx_size_parse(const char *s, int64_t *out, sbx_error_t **err)
             return 0;
         }
     }
-    if (strcasecmp(end, "GB") == 0 || strcasecmp(end, "MB") == 0 ||
-        strcasecmp(end, "KB") == 0 || strcasecmp(end, "TB") == 0) {
-        return sbx_error_set(err, EINVAL, "bad size '%s': decimal unit '%s' is ambiguous; use a "
-                             "binary suffix (%.1s = %.1siB)", s, end, end, end);
+    if (strcasecmp(end, "GB") == 0 || strcasecmp(end, "MB") == 0 || strcasecmp(end, "KB") == 0 ||
+        strcasecmp(end, "TB") == 0) {
+        return sbx_error_set(err, EINVAL,
+                             "bad size '%s': decimal unit '%s' is ambiguous; use a "
+                             "binary suffix (%.1s = %.1siB)",
+                             s, end, end, end);
     }
     return sbx_error_set(err, EINVAL, "bad size '%s': unknown unit '%s' (use K, M, G or T)", s,
                          end);
@@ -65,8 +69,10 @@ int sbx_cpus_parse(const char *s, double *out, sbx_error_t **err)
     v = strtod(s, &end);
     if (errno != 0 || *end != '\0' || !isfinite(v) || v <= 0.0 || end == s ||
         !(isdigit((unsigned char)s[0]) || s[0] == '.')) {
-        return sbx_error_set(err, EINVAL, "bad CPU count '%s': expected a positive decimal "
-                             "such as 2.0", s);
+        return sbx_error_set(err, EINVAL,
+                             "bad CPU count '%s': expected a positive decimal "
+                             "such as 2.0",
+                             s);
     }
     if (v > 4096.0) {
         return sbx_error_set(err, ERANGE, "bad CPU count '%s': more than 4096", s);
@@ -118,12 +124,16 @@ int sbx_duration_parse(const char *s, int64_t *out, sbx_error_t **err)
             end++;
             break;
         default:
-            return sbx_error_set(err, EINVAL, "bad duration '%s': unknown unit '%c' (use s, m, "
-                                 "h or d)", s, *end);
+            return sbx_error_set(err, EINVAL,
+                                 "bad duration '%s': unknown unit '%c' (use s, m, "
+                                 "h or d)",
+                                 s, *end);
         }
         if (mul < 0) {
-            return sbx_error_set(err, EINVAL, "bad duration '%s': a number without a unit "
-                                 "after another part", s);
+            return sbx_error_set(err, EINVAL,
+                                 "bad duration '%s': a number without a unit "
+                                 "after another part",
+                                 s);
         }
         if (v > (INT64_MAX - total) / mul) {
             return sbx_error_set(err, ERANGE, "bad duration '%s': out of range", s);
