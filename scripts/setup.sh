@@ -17,7 +17,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(
-    build-essential cmake pkg-config git
+    build-essential cmake pkg-config git clang-format
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus chromium
     docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps busybox-static

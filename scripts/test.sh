@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
+# every tracked C file matches .clang-format (the tree was formatted once)
+scripts/check-format.sh
+
 engine=/tmp/sbx-test-docker
 sock=$engine/docker.sock
 stop_engine() { "$root/scripts/dockerd.sh" stop --socket "$sock" --root "$engine" || true; }
