@@ -556,6 +556,9 @@ static void test_runner_restart(void **state)
     serve_start();
     /* the running job's task was cleaned up, view included; the kept one adopted */
     wait_views(1);
+    /* past the runner's periodic orphan sweep (every 20 s, runner/warm.c): the
+     * re-adopted task's sandbox still names the killed runner as its owner */
+    sleep(21);
     k2 = SUBMIT("--pool", "agent", "--task", "idm-keep", "--", "sh", "-c",
                 "cat /workspace/k; touch /workspace/k2");
     r = RT_SBX("job", k2, "--follow");

@@ -193,19 +193,45 @@ static void *filler_main(void *arg)
 
 struct orphans {
     char **ids;
+    char **tasks; /* each one's sbx.task label, or NULL */
     size_t n;
 };
 
 static void on_listed(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
 {
     struct orphans *o = ud;
+    const char *task = NULL;
+    int gone = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (strcmp(labels[i].name, "sbx.owner") == 0 && !sbx_owner_alive(labels[i].value)) {
-            o->ids = xrealloc(o->ids, (o->n + 1) * sizeof(char *));
-            o->ids[o->n++] = xstrdup(id);
+        if (strcmp(labels[i].name, "sbx.owner") == 0) {
+            gone = !sbx_owner_alive(labels[i].value);
+        }
+        else if (strcmp(labels[i].name, "sbx.task") == 0) {
+            task = labels[i].value;
         }
     }
+    if (gone) {
+        o->ids = xrealloc(o->ids, (o->n + 1) * sizeof(char *));
+        o->tasks = xrealloc(o->tasks, (o->n + 1) * sizeof(char *));
+        o->ids[o->n] = xstrdup(id);
+        o->tasks[o->n++] = task ? xstrdup(task) : NULL;
+    }
+}
+
+/* 1 when this runner holds the task (a kept task re-adopted at recovery: its
+ * sandbox still names the previous runner as owner, labels being fixed). */
+static int held(struct sbx_runner *r, const char *task)
+{
+    int yes;
+
+    if (task == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&r->mu);
+    yes = runner_task_find(r, task) != NULL;
+    pthread_mutex_unlock(&r->mu);
+    return yes;
 }
 
 static void *sweeper_main(void *arg)
@@ -220,7 +246,8 @@ static void *sweeper_main(void *arg)
     if (pi != NULL &&
         sbx_instance_provider(pi)->list(pi->ctx, "sbx.owner", NULL, on_listed, &o, &err) == 0) {
         for (size_t i = 0; i < o.n; i++) {
-            if (sbx_instance_provider(pi)->destroy(pi->ctx, o.ids[i], NULL) == 0) {
+            if (!held(r, o.tasks[i]) &&
+                sbx_instance_provider(pi)->destroy(pi->ctx, o.ids[i], NULL) == 0) {
                 sbx_info("runner: removed sandbox %.12s (its owner is gone)", o.ids[i]);
             }
         }
@@ -231,8 +258,10 @@ static void *sweeper_main(void *arg)
     }
     for (size_t i = 0; i < o.n; i++) {
         free(o.ids[i]);
+        free(o.tasks[i]);
     }
     free(o.ids);
+    free(o.tasks);
     sbx_instance_close(pi);
     pthread_mutex_lock(&r->mu);
     r->warm->sweeping = 0;
