@@ -55,25 +55,30 @@ static void test_run_goes_through_the_runner(void **state)
     r = RT_SBX("queue", "--json");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    /* the MCP tools go through the runner too (stdin stays open while the
-     * call runs: closing it cancels the call, as a client that leaves would) */
+    /* the MCP tools go through the runner too (stdin stays open until the
+     * call's reply is out, at most 60 s: closing it cancels the call, as a
+     * client that leaves would; a fixed 4 s was too short once in CI) */
     {
         char *script = NULL;
         char *argv[] = {"/bin/sh", "-c", NULL, NULL};
         char *env[] = {rt_host, rt_statev, rt_config, NULL};
         struct spawn_result m;
 
-        assert_true(asprintf(&script,
-                             "{ printf '%%s\\n' "
-                             "'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
-                             "\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
-                             "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' "
-                             "'{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' "
-                             "'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
-                             "\"params\":{\"name\":\"sandbox_run\",\"arguments\":{\"argv\":"
-                             "[\"sh\",\"-c\",\"echo via mcp; exit 4\"],\"pool\":\"ci\"}}}' "
-                             "; sleep 4; } | %s mcp",
-                             rt_sbx) > 0);
+        assert_true(
+            asprintf(
+                &script,
+                "{ printf '%%s\\n' "
+                "'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+                "\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},"
+                "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}' "
+                "'{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}' "
+                "'{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\","
+                "\"params\":{\"name\":\"sandbox_run\",\"arguments\":{\"argv\":"
+                "[\"sh\",\"-c\",\"echo via mcp; exit 4\"],\"pool\":\"ci\"}}}' "
+                "; i=0; while [ $i -lt 600 ] && ! grep -q '\"id\":2' '%s/mcp.out' 2>/dev/null; "
+                "do sleep 0.1; i=$((i+1)); done; } | %s mcp > '%s/mcp.out'; "
+                "cat '%s/mcp.out'",
+                rt_state, rt_sbx, rt_state, rt_state) > 0);
         argv[2] = script;
         m = spawn_run(argv, env);
         assert_int_equal(m.rc, 0);
