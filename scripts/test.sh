@@ -17,15 +17,17 @@ engine=/tmp/sbx-test-docker
 sock=$engine/docker.sock
 stop_engine() { "$root/scripts/dockerd.sh" stop --socket "$sock" --root "$engine" || true; }
 trap stop_engine EXIT
-# a fresh btrfs each run: with quotas on, the kernel cleans a deleted
-# subvolume in seconds, and the last run's backlog (hundreds of sandboxes)
-# would hold up this run's quota test ('btrfs subvolume sync') for minutes;
-# the images are imported again below from the root filesystem cache
-stop_engine
-if ! mountpoint -q "$engine/btrfs"; then
-    rm -f "$engine/btrfs.img"
-fi
-scripts/dockerd.sh start --socket "$sock" --root "$engine" --btrfs 40G
+# a fresh btrfs for each suite: with quotas on, the kernel cleans a deleted
+# subvolume in seconds, and the last suite's backlog (a hundred sandboxes and
+# more) would hold up the quota test ('btrfs subvolume sync') for minutes;
+# the images are imported again in suite() from the root filesystem cache
+fresh_engine() {
+    stop_engine
+    if ! mountpoint -q "$engine/btrfs"; then
+        rm -f "$engine/btrfs.img"
+    fi
+    scripts/dockerd.sh start --socket "$sock" --root "$engine" --btrfs 40G
+}
 export SBX_TEST_DOCKER_HOST=unix://$sock
 
 # the MCP SDK for tests/mcp (pinned by its package-lock.json; npm's configured registry)
@@ -44,6 +46,7 @@ suite() {
     echo "== $dir: configure and build ($*)" >&2
     cmake -S . -B "$dir" -DSBX_WERROR=ON "$@" >/dev/null
     cmake --build "$dir" -j2 >/dev/null
+    fresh_engine
     # the inotify pool the abuse tests need (idempotent; docs/operations.md)
     scripts/kernel-limits.sh "$dir/sbx"
     # the warm image in the test engine (from the cached root filesystem)
