@@ -29,6 +29,7 @@
 
 #define WARM_DEFAULT_MAX_AGE 600 /* s */
 #define WARM_RETRY_MS 5000       /* after a failed start */
+#define WARM_HOLD_MS 1000        /* the longest a claim holds back a refill (warm.h) */
 
 struct warm_box {
     struct sbx_task *t;
@@ -42,7 +43,9 @@ struct warm_pool {
     struct warm_box *ready; /* oldest first */
     int n_ready;
     int n_filling;
-    int64_t retry_at; /* ms */
+    int64_t retry_at;   /* ms */
+    int claiming;       /* taken, before their first output (runner_warm_claim_done) */
+    int64_t hold_until; /* ms: no refill before, while claiming */
     uint64_t claims, misses, refills, expired, evicted, failed;
     int64_t refill_last_ms;
     double refill_sum_s;
@@ -129,6 +132,24 @@ void runner_warm_end(struct sbx_runner *r, struct sbx_task *t)
     pthread_mutex_unlock(&r->mu);
 }
 
+/* (added) One command in a new warm sandbox before it counts as ready: the
+ * exec agent's control connection (waited for at a sandbox's first exec) is
+ * made now, not at the claim, and the shell and C library of the sandbox's
+ * own filesystem (a copy-on-write snapshot per sandbox with btrfs) are read
+ * once before a claimed command needs them. A failure only means a slower
+ * first command. */
+static void prime(struct sbx_task *t)
+{
+    static const char *const argv[] = {"/bin/sh", "-c", ":", NULL};
+    sbx_error_t *err = NULL;
+    int status = 0;
+
+    if (sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err) < 0) {
+        sbx_debug("runner: warm sandbox %s: priming: %s", sbx_task_id(t), sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+}
+
 static void *filler_main(void *arg)
 {
     struct warm_job *w = arg;
@@ -155,6 +176,9 @@ static void *filler_main(void *arg)
         };
 
         rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &t, &err);
+    }
+    if (rc == 0) {
+        prime(t);
     }
     pthread_mutex_lock(&r->mu);
     p->n_filling--;
@@ -401,6 +425,7 @@ void runner_warm_tick(struct sbx_runner *r)
         }
         if (r->stopping || p->want == 0 || s->n_queued > 0 || snap->draining ||
             p->n_ready + p->n_filling >= p->want || p->n_filling > 0 || now < p->retry_at ||
+            (p->claiming > 0 && now < p->hold_until) ||
             !fits(s, p->n_ready + p->n_filling + 1, mem, cpus)) {
             continue;
         }
@@ -437,6 +462,8 @@ struct sbx_task *runner_warm_take(struct sbx_runner *r, enum sbx_pool pool)
         if (now - b->ready_ms < p->max_age_ms) {
             t = b->t;
             free(b);
+            p->claiming++;
+            p->hold_until = now + WARM_HOLD_MS;
             break;
         }
         p->expired++;
@@ -445,6 +472,18 @@ struct sbx_task *runner_warm_take(struct sbx_runner *r, enum sbx_pool pool)
     }
     pthread_mutex_unlock(&r->mu);
     return t;
+}
+
+void runner_warm_claim_done(struct sbx_runner *r, enum sbx_pool pool)
+{
+    if (r->warm == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    if (r->warm->p[pool].claiming > 0) {
+        r->warm->p[pool].claiming--;
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 void runner_warm_count(struct sbx_runner *r, enum sbx_pool pool, int claimed)

@@ -24,6 +24,13 @@ void runner_warm_tick(struct sbx_runner *r);
 /* Loop thread, at a grant: a ready warm sandbox of the pool for the job to
  * claim (the caller owns it now), or NULL. */
 struct sbx_task *runner_warm_take(struct sbx_runner *r, enum sbx_pool pool);
+/* (added) The job that took a warm sandbox of the pool reached its first
+ * output (or its end): the refill held back for it may start. A refill's
+ * create and start on the engine (cgroup moves, the storage driver's
+ * snapshot) stall the claimed sandbox's first fork for up to a second on a
+ * small box, so a pool is not refilled while one of its claims is between
+ * its take and its first output (at most WARM_HOLD_MS). Any thread. */
+void runner_warm_claim_done(struct sbx_runner *r, enum sbx_pool pool);
 /* Ends a warm task that was taken and not claimed, in the background. */
 void runner_warm_end(struct sbx_runner *r, struct sbx_task *t);
 /* Counts a claim (1) or a miss (0) of a pool that has a warm pool. */

@@ -19,6 +19,14 @@ struct worker {
     struct rtask *t;
     int64_t t0;     /* the worker started (ms, monotonic) */
     int got_output; /* its first output was logged */
+    /* (added) the steps from the grant to the first output (us, monotonic;
+     * 0: not reached), logged once at debug level (docs/runner.md, Warm pool) */
+    int64_t us_grant, us_claim, us_claimed, us_stored, us_exec;
+    /* (added) this job started the task's sandbox: its READY row goes in the
+     * job's ready batch */
+    int put_ready;
+    struct sbx_task_rec tr;
+    int warm_held; /* (added) it took a warm sandbox: runner_warm_claim_done is due */
 };
 
 static int seg_stream(const struct rjob *j, size_t i)
@@ -140,14 +148,49 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int64_t mono_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* One line per job at its first output (or its exit status when it printed
+ * nothing): where the time from the grant went. The bench reads the
+ * "warm claim to first output" of its lines (bench/warm_vs_docker.sh). */
+static void log_first_output(struct worker *w, const char *what)
+{
+    int64_t now = mono_us();
+    int64_t from = w->us_claim ? w->us_claim : w->us_grant;
+
+    if (w->got_output) {
+        return;
+    }
+    w->got_output = 1;
+    if (w->warm_held) {
+        w->warm_held = 0;
+        runner_warm_claim_done(w->r, w->j->pool);
+    }
+    sbx_debug("runner: job %s: %s to first output %.1f ms (%s; grant to claim %.1f ms, claim "
+              "%.1f ms, store %.1f ms, exec start %.1f ms, first output %.1f ms after the grant)",
+              w->j->id, w->us_claim && w->t->t && sbx_task_warm(w->t->t) ? "warm claim" : "ready",
+              (double)(now - from) / 1000.0, what,
+              w->us_claim ? (double)(w->us_claim - w->us_grant) / 1000.0 : 0.0,
+              w->us_claimed ? (double)(w->us_claimed - w->us_claim) / 1000.0 : 0.0,
+              w->us_exec
+                  ? (double)(w->us_stored - (w->us_claimed ? w->us_claimed : w->us_grant)) / 1000.0
+                  : 0.0,
+              w->us_exec ? (double)(w->us_exec - w->us_stored) / 1000.0 : 0.0,
+              (double)(now - w->us_grant) / 1000.0);
+}
+
 static int on_output(void *ud, int stream, const char *data, size_t len)
 {
     struct worker *w = ud;
 
     if (!w->got_output) {
-        w->got_output = 1;
-        sbx_debug("runner: job %s: first output %lld ms after its grant", w->j->id,
-                  (long long)(mono_ms() - w->t0));
+        log_first_output(w, "output");
     }
     runner_output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
@@ -223,7 +266,9 @@ static int claim_warm(struct worker *w, const struct sbx_task_opts *o, struct sb
     }
     int64_t t0 = mono_ms();
 
+    w->us_claim = mono_us();
     rc = sbx_task_claim(warm, r->plugin_dir, o, &err);
+    w->us_claimed = mono_us();
     if (rc == 0) {
         sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id,
                   sbx_task_sandbox(warm), (long long)(mono_ms() - t0));
@@ -277,12 +322,20 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         struct sbx_task *task = NULL;
         int rc;
 
-        sbx_store_task_put(st, &tr, &err);
-        store_warn(&err);
+        /* (changed) a claim writes no row before it: the sandbox is there, the
+         * job's grant is durable, and the task's READY row goes with the job's
+         * ready writes (worker_main); a cold start's STARTING row comes first,
+         * for recovery to find a start cut short */
         rc = worktree_still_ok(r, j, &err) < 0 ? -1 : claim_warm(w, &o, &task);
         if (rc < 0 && j->warm != NULL) { /* refused before the claim: the warm one goes */
             runner_warm_end(r, j->warm);
             j->warm = NULL;
+        }
+        if (rc != 0) {
+            sbx_error_t *perr = NULL;
+
+            sbx_store_task_put(st, &tr, &perr);
+            store_warn(&perr);
         }
         if (rc == 1) {
             rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
@@ -299,10 +352,10 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         pthread_cond_broadcast(&r->cond);
         pthread_mutex_unlock(&r->mu);
         if (rc == 0) {
-            tr.sandbox_id = (char *)sbx_task_sandbox(task);
-            tr.state = SBX_TASK_READY;
-            sbx_store_task_put(st, &tr, &err);
-            store_warn(&err);
+            w->tr = tr;
+            w->tr.sandbox_id = (char *)sbx_task_sandbox(task);
+            w->tr.state = SBX_TASK_READY;
+            w->put_ready = 1;
         }
         else {
             sbx_store_task_end(st, t->id, SBX_TASK_ENDED, sbx_error_msg(err), 0, NULL);
@@ -320,6 +373,60 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
     }
     pthread_mutex_unlock(&r->mu);
     return 0;
+}
+
+/* (changed) The job's ready writes, one transaction and one commit before
+ * its command starts: the task's READY row (when this job started or claimed
+ * the sandbox), the job's ready step (fenced: a box that lost the job learns
+ * it here), its isolation and "warm", its lease id, the exec in flight. The
+ * commit is relaxed for a one-command task (docs/runner.md, Store and
+ * recovery): its grant is durable already, and these rows go together or not
+ * at all, so a recovery finds the job running and interrupts it either way;
+ * for a kept task, which recovery may re-adopt, it is a full commit. */
+static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task *task)
+{
+    struct rjob *j = w->j;
+    struct rtask *t = w->t;
+    sbx_error_t *err = NULL;
+    int relaxed = !t->keep;
+    int batch = sbx_store_batch_begin(st, relaxed, &err) == 0;
+
+    store_warn(&err);
+    if (w->put_ready) {
+        sbx_store_task_put(st, &w->tr, &err);
+        store_warn(&err);
+    }
+    sbx_store_job_move(st,
+                       &(struct sbx_job_move){.id = j->id,
+                                              .token = j->token,
+                                              .step = SBX_JOB_STEP_READY,
+                                              .task = t->id,
+                                              .provider = sbx_task_provider_name(task),
+                                              .image = sbx_task_image(task)},
+                       &err);
+    store_warn(&err);
+    {
+        json_t *iso = json_object();
+
+        sbx_task_isolation(task, iso);
+        /* (added) the record's "warm" (store/record.c) */
+        json_object_set_new(iso, "warm", json_boolean(sbx_task_warm(task)));
+        sbx_store_job_set_isolation(st, j->id, iso, &err);
+        store_warn(&err);
+        json_decref(iso);
+    }
+    if (sbx_task_lease_id(task) != NULL) { /* the lease id only, never a value */
+        const char *ids[1] = {sbx_task_lease_id(task)};
+
+        sbx_store_job_set_leases(st, j->id, ids, 1, &err);
+        store_warn(&err);
+    }
+    sbx_store_task_exec(st, t->id, 1, 0, &err);
+    store_warn(&err);
+    if (batch) {
+        sbx_store_batch_end(st, relaxed, &err);
+        store_warn(&err);
+    }
 }
 
 /* task_ready, and the sandbox start time when this job started the sandbox */
@@ -367,6 +474,8 @@ static void *worker_main(void *arg)
     int64_t denied = 0;
     int64_t allowed0 = 0;
     int64_t denied0 = 0;
+    int exec_marked = 0;          /* the task's exec in flight is to be cleared */
+    const char *exec_path = NULL; /* how the command ran (static text) */
     int last;
 
     if (st == NULL) {
@@ -381,33 +490,8 @@ static void *worker_main(void *arg)
 
         sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", j->id,
                   (long long)(mono_ms() - w->t0));
-        sbx_store_job_move(st,
-                           &(struct sbx_job_move){.id = j->id,
-                                                  .token = j->token,
-                                                  .step = SBX_JOB_STEP_READY,
-                                                  .task = t->id,
-                                                  .provider = sbx_task_provider_name(task),
-                                                  .image = sbx_task_image(task)},
-                           &err);
-        store_warn(&err);
-        {
-            json_t *iso = json_object();
-
-            sbx_task_isolation(task, iso);
-            /* (added) the record's "warm" (store/record.c) */
-            json_object_set_new(iso, "warm", json_boolean(sbx_task_warm(task)));
-            sbx_store_job_set_isolation(st, j->id, iso, &err);
-            store_warn(&err);
-            json_decref(iso);
-        }
-        if (sbx_task_lease_id(task) != NULL) { /* the lease id only, never a value */
-            const char *ids[1] = {sbx_task_lease_id(task)};
-
-            sbx_store_job_set_leases(st, j->id, ids, 1, &err);
-            store_warn(&err);
-        }
-        sbx_store_task_exec(st, t->id, 1, 0, &err);
-        store_warn(&err);
+        ready_batch(w, st, task);
+        w->us_stored = mono_us();
         /* this job's egress: its log lines carry its id, its record its own counts */
         sbx_task_set_job(task, j->id);
         sbx_task_egress_counts(task, &allowed0, &denied0);
@@ -420,15 +504,12 @@ static void *worker_main(void *arg)
             ran = 1;
             struct sbx_kv *env = env_kv(j->env, &n_env);
 
+            w->us_exec = mono_us();
             rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
                                &j->slot, &status, &err);
             free(env);
-            if (sbx_task_last_exec_path(task) != NULL) { /* its own error: err is the exec's */
-                sbx_error_t *perr = NULL;
-
-                sbx_store_job_set_exec_path(st, j->id, sbx_task_last_exec_path(task), &perr);
-                store_warn(&perr);
-            }
+            log_first_output(w, "its exit status");
+            exec_path = sbx_task_last_exec_path(task); /* written with the end */
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
             pthread_mutex_unlock(&r->mu);
@@ -449,8 +530,7 @@ static void *worker_main(void *arg)
         if (ran) {
             rm_job_run(&r->metrics, j->pool, sbx_mono_ms() - run0);
         }
-        sbx_store_task_exec(st, t->id, 0, 0, &err);
-        store_warn(&err);
+        exec_marked = 1;
         sbx_task_egress_counts(task, &allowed, &denied);
         /* a connection decided before this job and refused during it moves a count
          * from allowed to denied: never below 0 */
@@ -466,8 +546,24 @@ static void *worker_main(void *arg)
                                : "cancelled by request");
         status = -1;
     }
+    if (w->warm_held) { /* it never ran its command */
+        w->warm_held = 0;
+        runner_warm_claim_done(r, j->pool);
+    }
     rm_egress(&r->metrics, j->pool, allowed, denied);
     if (st != NULL) {
+        /* (changed) the exec's end and the job's end: one full commit */
+        int batch = sbx_store_batch_begin(st, 0, &err) == 0;
+
+        store_warn(&err);
+        if (exec_marked) {
+            sbx_store_task_exec(st, t->id, 0, 0, &err);
+            store_warn(&err);
+        }
+        if (exec_path != NULL) {
+            sbx_store_job_set_exec_path(st, j->id, exec_path, &err);
+            store_warn(&err);
+        }
         /* fenced: a box that lost the job learns it here; the record stays the
          * survivor's */
         sbx_store_job_move(
@@ -479,6 +575,10 @@ static void *worker_main(void *arg)
                 .end = {end_state, status, reason[0] ? reason : NULL, allowed, denied, 0}},
             &err);
         store_warn(&err);
+        if (batch) {
+            sbx_store_batch_end(st, 0, &err);
+            store_warn(&err);
+        }
     }
     pthread_mutex_lock(&r->mu);
     j->exit_status = status;
@@ -586,6 +686,8 @@ int runner_worker_start(struct sbx_runner *r, struct rjob *j)
     w->j = j;
     w->t = j->rt;
     w->t0 = mono_ms();
+    w->us_grant = mono_us();
+    w->warm_held = j->warm != NULL;
     return spawn(r, worker_main, w, 0);
 }
 

@@ -347,6 +347,39 @@ int sbx_store_commit(struct sbx_store *st, sbx_error_t **err)
     return sbx_store_exec(st, "COMMIT", err);
 }
 
+int sbx_store_batch_begin(struct sbx_store *st, int relaxed, sbx_error_t **err)
+{
+    if (relaxed && st->pg == NULL && sbx_store_exec(st, "PRAGMA synchronous = NORMAL", err) < 0) {
+        return -1;
+    }
+    if (sbx_store_begin(st, err) < 0) {
+        if (relaxed && st->pg == NULL) {
+            sbx_store_exec(st, "PRAGMA synchronous = FULL", NULL);
+        }
+        return -1;
+    }
+    if (relaxed && st->pg != NULL &&
+        sbx_store_exec(st, "SET LOCAL synchronous_commit = off", err) < 0) {
+        sbx_store_rollback(st);
+        return -1;
+    }
+    return 0;
+}
+
+int sbx_store_batch_end(struct sbx_store *st, int relaxed, sbx_error_t **err)
+{
+    int r = sbx_store_commit(st, err);
+
+    if (r < 0) {
+        sbx_store_rollback(st);
+    }
+    if (relaxed && st->pg == NULL &&
+        sbx_store_exec(st, "PRAGMA synchronous = FULL", r < 0 ? NULL : err) < 0) {
+        r = -1;
+    }
+    return r;
+}
+
 void sbx_store_rollback(struct sbx_store *st)
 {
     sbx_store_exec(st, "ROLLBACK", NULL);

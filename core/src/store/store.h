@@ -261,6 +261,18 @@ int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **e
  * PostgreSQL, recovery touches only its rows. NULL (SQLite, one box): all. */
 void sbx_store_set_box(struct sbx_store *st, const char *box);
 
+/* (added) Several writes as one transaction, one commit (the runner's job
+ * path, docs/runner.md "Store and recovery"): between batch_begin and
+ * batch_end each write joins it. relaxed: the commit need not reach the disk
+ * before it returns (SQLite synchronous = NORMAL under WAL, PostgreSQL
+ * synchronous_commit off for it): still atomic, and never lost when only the
+ * process dies; lost only with the machine, and then only with the writes
+ * after it. Use it only for writes that recovery handles when missing. On a
+ * failed begin nothing is open; batch_end commits (and, after relaxed,
+ * restores full durability for the connection's next writes). */
+int sbx_store_batch_begin(struct sbx_store *st, int relaxed, sbx_error_t **err);
+int sbx_store_batch_end(struct sbx_store *st, int relaxed, sbx_error_t **err);
+
 /* Tasks. */
 /* Creates or replaces a task row. */
 int sbx_store_task_put(struct sbx_store *st, const struct sbx_task_rec *task, sbx_error_t **err);
