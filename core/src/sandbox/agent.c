@@ -21,7 +21,6 @@
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
-#include "util/log.h"
 
 #define OUT_CHUNK 65536
 #define DRAIN_MAX 64
@@ -400,7 +399,6 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
     int rc = SBX_AGENT_ABSENT;
     int w;
 
-    int64_t tdbg = sbx_mono_ms();
     why[0] = '\0';
     devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (devnull < 0 || pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
@@ -452,7 +450,6 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                            printable(type) ? type : '?', (int)v);
         goto out;
     }
-    sbx_debug("TMPDBG agent pid after %lld ms", (long long)(sbx_mono_ms() - tdbg));
     if (await_exit(l, &r, cancel_fd, &v, err) < 0) {
         rc = -1;
         goto out;
