@@ -51,7 +51,8 @@ static struct sbx_open_instance *prov_get(struct provs *p, const char *name)
 struct found {
     const char *want; /* sandbox id to find */
     int present;
-    char **ids; /* orphans collected (owner gone) */
+    char **ids;   /* orphans collected (owner gone) */
+    char **tasks; /* each one's sbx.task label, or NULL */
     size_t n;
 };
 
@@ -59,6 +60,7 @@ static void on_sandbox(void *ud, const char *id, const struct sbx_kv *labels, si
 {
     struct found *f = ud;
     const char *owner = NULL;
+    const char *task = NULL;
 
     if (f->want != NULL && (strcmp(id, f->want) == 0 || strncmp(id, f->want, strlen(id)) == 0 ||
                             strncmp(f->want, id, strlen(f->want)) == 0)) {
@@ -68,10 +70,15 @@ static void on_sandbox(void *ud, const char *id, const struct sbx_kv *labels, si
         if (strcmp(labels[i].name, "sbx.owner") == 0) {
             owner = labels[i].value;
         }
+        else if (strcmp(labels[i].name, "sbx.task") == 0) {
+            task = labels[i].value;
+        }
     }
-    if (owner != NULL && !sbx_owner_alive(owner)) {
+    if (owner != NULL && f->want == NULL && !sbx_owner_alive(owner)) {
         f->ids = xrealloc(f->ids, (f->n + 1) * sizeof(char *));
-        f->ids[f->n++] = xstrdup(id);
+        f->tasks = xrealloc(f->tasks, (f->n + 1) * sizeof(char *));
+        f->ids[f->n] = xstrdup(id);
+        f->tasks[f->n++] = task ? xstrdup(task) : NULL;
     }
 }
 
@@ -79,8 +86,10 @@ static void found_clear(struct found *f)
 {
     for (size_t i = 0; i < f->n; i++) {
         free(f->ids[i]);
+        free(f->tasks[i]);
     }
     free(f->ids);
+    free(f->tasks);
 }
 
 static int present(void *ctx, const char *provider, const char *sandbox_id)
@@ -102,36 +111,60 @@ static int present(void *ctx, const char *provider, const char *sandbox_id)
     return f.present;
 }
 
-/* Destroys the sandboxes with label key=value whose owner is gone. */
-static void destroy_orphans(struct sbx_open_instance *pi, const char *key, const char *value,
-                            const char *const *keep, size_t n_keep)
+/* 1 when this runner holds the task (a kept task re-adopted at recovery:
+ * its sandbox's labels still name the runner that is gone). */
+static int held(struct sbx_runner *r, const char *task)
+{
+    int yes;
+
+    if (task == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&r->mu);
+    yes = runner_task_find(r, task) != NULL;
+    pthread_mutex_unlock(&r->mu);
+    return yes;
+}
+
+int runner_destroy_orphans(struct sbx_runner *r, struct sbx_open_instance *pi, const char *key,
+                           const char *value, sbx_error_t **err)
 {
     struct found f = {0};
-    sbx_error_t *err = NULL;
+    sbx_error_t *e = NULL;
+    int removed = 0;
 
-    if (sbx_instance_provider(pi)->list(pi->ctx, key, value, on_sandbox, &f, &err) < 0) {
-        sbx_warn("runner: recovery: listing sandboxes: %s", sbx_error_msg(err));
-        sbx_error_free(&err);
-        return;
+    if (sbx_instance_provider(pi)->list(pi->ctx, key, value, on_sandbox, &f, err) < 0) {
+        found_clear(&f);
+        return sbx_error_wrap(err, "listing sandboxes");
     }
     for (size_t i = 0; i < f.n; i++) {
-        int kept = 0;
-
-        for (size_t k = 0; k < n_keep; k++) {
-            kept |= keep[k] != NULL && strncmp(keep[k], f.ids[i], strlen(f.ids[i])) == 0;
-        }
-        if (kept) {
+        if (held(r, f.tasks[i])) {
             continue;
         }
-        if (sbx_instance_provider(pi)->destroy(pi->ctx, f.ids[i], &err) < 0) {
-            sbx_warn("runner: recovery: removing sandbox %.12s: %s", f.ids[i], sbx_error_msg(err));
-            sbx_error_free(&err);
+        if (sbx_instance_provider(pi)->destroy(pi->ctx, f.ids[i], &e) < 0) {
+            sbx_warn("runner: removing sandbox %.12s (its runner is gone): %s", f.ids[i],
+                     sbx_error_msg(e));
+            sbx_error_free(&e);
         }
         else {
-            sbx_info("runner: recovery: removed sandbox %.12s (its runner is gone)", f.ids[i]);
+            sbx_info("runner: removed sandbox %.12s (its runner is gone)", f.ids[i]);
+            removed++;
         }
     }
     found_clear(&f);
+    return removed;
+}
+
+/* At recovery: a failed list is a warning (the periodic sweep tries again). */
+static void destroy_orphans(struct sbx_runner *r, struct sbx_open_instance *pi, const char *key,
+                            const char *value)
+{
+    sbx_error_t *err = NULL;
+
+    if (runner_destroy_orphans(r, pi, key, value, &err) < 0) {
+        sbx_warn("runner: recovery: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
 }
 
 struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
@@ -256,7 +289,6 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
 {
     struct sbx_recovery rec = {0};
     struct provs p = {.r = r};
-    const char **keep;
 
     if (sbx_store_recover(r->store, present, &p, &rec, err) < 0) {
         return -1;
@@ -269,23 +301,19 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             continue;
         }
         if (c->task_id != NULL) {
-            destroy_orphans(pi, "sbx.task", c->task_id, NULL, 0);
+            destroy_orphans(r, pi, "sbx.task", c->task_id);
         }
         if (c->job_id != NULL) {
-            destroy_orphans(pi, "sbx.job", c->job_id, NULL, 0);
+            destroy_orphans(r, pi, "sbx.job", c->job_id);
         }
     }
     adopt(r, &rec);
     prov_get(&p, NULL);
-    /* every other sandbox of a gone owner (a previous runner's) goes too */
-    keep = xcalloc(rec.n_adopt + 1, sizeof(char *));
-    for (size_t i = 0; i < rec.n_adopt; i++) {
-        keep[i] = rec.adopt[i].sandbox_id;
-    }
+    /* every other sandbox of a gone owner (a previous runner's) goes too,
+     * but those of the tasks just re-adopted */
     for (size_t i = 0; i < p.n; i++) {
-        destroy_orphans(p.inst[i], "sbx.owner", NULL, keep, rec.n_adopt);
+        destroy_orphans(r, p.inst[i], "sbx.owner", NULL);
     }
-    free(keep);
     {
         /* worktree views of the tasks not re-adopted (theirs now name this runner) */
         sbx_error_t *e = NULL;

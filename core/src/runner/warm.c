@@ -55,6 +55,7 @@ struct runner_warm {
     struct warm_pool p[SBX_POOL_COUNT];
     int64_t sweep_at; /* ms: the next orphan sweep */
     int sweeping;
+    struct sbx_open_instance *sweep_pi; /* the sweeper's provider, kept (sweeper_main) */
 };
 
 /* A sandbox whose create was in flight when a runner was killed can appear
@@ -215,78 +216,25 @@ static void *filler_main(void *arg)
     return NULL;
 }
 
-struct orphans {
-    char **ids;
-    char **tasks; /* each one's sbx.task label, or NULL */
-    size_t n;
-};
-
-static void on_listed(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
-{
-    struct orphans *o = ud;
-    const char *task = NULL;
-    int gone = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(labels[i].name, "sbx.owner") == 0) {
-            gone = !sbx_owner_alive(labels[i].value);
-        }
-        else if (strcmp(labels[i].name, "sbx.task") == 0) {
-            task = labels[i].value;
-        }
-    }
-    if (gone) {
-        o->ids = xrealloc(o->ids, (o->n + 1) * sizeof(char *));
-        o->tasks = xrealloc(o->tasks, (o->n + 1) * sizeof(char *));
-        o->ids[o->n] = xstrdup(id);
-        o->tasks[o->n++] = task ? xstrdup(task) : NULL;
-    }
-}
-
-/* 1 when this runner holds the task (a kept task re-adopted at recovery: its
- * sandbox still names the previous runner as owner, labels being fixed). */
-static int held(struct sbx_runner *r, const char *task)
-{
-    int yes;
-
-    if (task == NULL) {
-        return 0;
-    }
-    pthread_mutex_lock(&r->mu);
-    yes = runner_task_find(r, task) != NULL;
-    pthread_mutex_unlock(&r->mu);
-    return yes;
-}
-
 static void *sweeper_main(void *arg)
 {
     struct warm_job *w = arg;
     struct sbx_runner *r = w->r;
     sbx_error_t *err = NULL;
-    struct sbx_open_instance *pi =
-        sbx_instance_open(r->cfg, r->plugin_dir, r->cfg->provider, SBX_PLUGIN_PROVIDER, &err);
-    struct orphans o = {0};
 
-    if (pi != NULL &&
-        sbx_instance_provider(pi)->list(pi->ctx, "sbx.owner", NULL, on_listed, &o, &err) == 0) {
-        for (size_t i = 0; i < o.n; i++) {
-            if (!held(r, o.tasks[i]) &&
-                sbx_instance_provider(pi)->destroy(pi->ctx, o.ids[i], NULL) == 0) {
-                sbx_info("runner: removed sandbox %.12s (its owner is gone)", o.ids[i]);
-            }
-        }
+    /* one provider instance for every sweep (r->warm->sweep_pi: only this
+     * thread uses it, one sweep at a time) */
+    if (r->warm->sweep_pi == NULL) {
+        r->warm->sweep_pi =
+            sbx_instance_open(r->cfg, r->plugin_dir, r->cfg->provider, SBX_PLUGIN_PROVIDER, &err);
+    }
+    if (r->warm->sweep_pi != NULL) {
+        runner_destroy_orphans(r, r->warm->sweep_pi, "sbx.owner", NULL, &err);
     }
     if (err != NULL) {
         sbx_debug("runner: orphan sweep: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
-    for (size_t i = 0; i < o.n; i++) {
-        free(o.ids[i]);
-        free(o.tasks[i]);
-    }
-    free(o.ids);
-    free(o.tasks);
-    sbx_instance_close(pi);
     pthread_mutex_lock(&r->mu);
     r->warm->sweeping = 0;
     r->workers--;
@@ -362,6 +310,7 @@ void runner_warm_free(struct sbx_runner *r)
             free(b);
         }
     }
+    sbx_instance_close(r->warm->sweep_pi);
     free(r->warm);
     r->warm = NULL;
 }
