@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "serve_harness.h"
+
 #define OWNER 1000
 #define OTHER 2000
 
@@ -436,50 +438,6 @@ static void test_refused_worktrees(void **state)
 
 /* ---- the runner: sbx submit and the API, kill -9 and a restart ---------- */
 
-static pid_t serve_pid;
-
-static void serve_start(void)
-{
-    char *log = NULL;
-
-    assert_true(asprintf(&log, "%s/serve.log", rt_state) > 0);
-    serve_pid = fork();
-    if (serve_pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-        dup2(fd, 2);
-        dup2(fd, 1);
-        putenv(rt_host);
-        putenv(rt_statev);
-        putenv(rt_config);
-        execl(rt_sbx, rt_sbx, "--log-level", "info", "serve", (char *)NULL);
-        _exit(127);
-    }
-    free(log);
-    for (int i = 0; i < 600; i++) {
-        struct spawn_result r = RT_SBX("queue", "--json");
-        int ok = r.rc == 0;
-
-        spawn_result_free(&r);
-        if (ok) {
-            return;
-        }
-        usleep(50 * 1000);
-    }
-    fail_msg("sbx serve did not come up (see %s/serve.log)", rt_state);
-}
-
-static void serve_kill(int sig)
-{
-    int st = 0;
-
-    if (serve_pid > 0) {
-        kill(serve_pid, sig);
-        waitpid(serve_pid, &st, 0);
-        serve_pid = 0;
-    }
-}
-
 static char *submit(const char *const *args)
 {
     const char *argv[32] = {"submit"};
@@ -579,16 +537,8 @@ static void test_runner_restart(void **state)
 
 static int serve_cleanup(void **state)
 {
-    char *cmd = NULL;
-
     (void)state;
-    serve_kill(SIGTERM);
-    if (asprintf(&cmd, "tail -n 40 '%s/serve.log' >&2 2>/dev/null; rm -f '%s/serve.log'", rt_state,
-                 rt_state) > 0 &&
-        system(cmd) != 0) {
-        fprintf(stderr, "(no serve.log)\n");
-    }
-    free(cmd);
+    serve_stop_show_log(40);
     return 0;
 }
 

@@ -9,59 +9,7 @@
 #include <sys/stat.h>
 
 #include "prom_check.h"
-
-static pid_t serve_pid;
-/* The sbx serve processes this test started: a sandbox is the test's when its
- * sbx.owner names one of them (other sessions may hold sandboxes on a shared
- * engine). */
-static pid_t serve_pids[16];
-static size_t n_serve_pids;
-static char *serve_sock;
-
-static void serve_start(void)
-{
-    char *log = NULL;
-
-    assert_true(asprintf(&log, "%s/serve.log", rt_state) > 0);
-    free(serve_sock);
-    assert_true(asprintf(&serve_sock, "%s/runner.sock", rt_state) > 0);
-    serve_pid = fork();
-    if (serve_pid > 0 && n_serve_pids < sizeof(serve_pids) / sizeof(serve_pids[0])) {
-        serve_pids[n_serve_pids++] = serve_pid;
-    }
-    if (serve_pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-        dup2(fd, 2);
-        dup2(fd, 1);
-        putenv(rt_host);
-        putenv(rt_statev);
-        putenv(rt_config);
-        execl(rt_sbx, rt_sbx, "--log-level", "info", "serve", (char *)NULL);
-        _exit(127);
-    }
-    free(log);
-    for (int i = 0; i < 600; i++) {
-        struct spawn_result r = RT_SBX("queue", "--json");
-        int ok = r.rc == 0;
-
-        spawn_result_free(&r);
-        if (ok) {
-            return;
-        }
-        usleep(50 * 1000);
-    }
-    fail_msg("sbx serve did not come up (see %s/serve.log)", rt_state);
-}
-
-static void serve_kill(int sig)
-{
-    int st = 0;
-
-    kill(serve_pid, sig);
-    waitpid(serve_pid, &st, 0);
-    serve_pid = 0;
-}
+#include "serve_harness.h"
 
 static char *submit(const char *const *args)
 {
@@ -518,19 +466,8 @@ static void test_serve_egress_and_readopt(void **state)
 
 static int serve_cleanup(void **state)
 {
-    char *cmd = NULL;
-
     (void)state;
-    if (serve_pid > 0) {
-        serve_kill(SIGTERM);
-    }
-    /* shown by ctest --output-on-failure only */
-    if (asprintf(&cmd, "tail -n 40 '%s/serve.log' >&2; rm -f '%s/serve.log'", rt_state, rt_state) >
-            0 &&
-        system(cmd) != 0) {
-        fprintf(stderr, "(no serve.log)\n");
-    }
-    free(cmd);
+    serve_stop_show_log(40); /* shown by ctest --output-on-failure only */
     return 0;
 }
 

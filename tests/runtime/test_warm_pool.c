@@ -9,50 +9,11 @@
 
 #include <sys/stat.h>
 
-static pid_t serve_pid;
+#include "serve_harness.h"
+
 static pid_t origin_pid;
 static char *policy_dir;
 static char *wt_root;
-
-static void serve_start(void)
-{
-    char *log = NULL;
-
-    assert_true(asprintf(&log, "%s/serve.log", rt_state) > 0);
-    serve_pid = fork();
-    if (serve_pid == 0) {
-        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-
-        dup2(fd, 2);
-        dup2(fd, 1);
-        putenv(rt_host);
-        putenv(rt_statev);
-        putenv(rt_config);
-        execl(rt_sbx, rt_sbx, "--log-level", "info", "serve", (char *)NULL);
-        _exit(127);
-    }
-    free(log);
-    for (int i = 0; i < 1200; i++) {
-        struct spawn_result r = RT_SBX("queue", "--json");
-        int ok = r.rc == 0;
-
-        spawn_result_free(&r);
-        if (ok) {
-            return;
-        }
-        usleep(50 * 1000);
-    }
-    fail_msg("sbx serve did not come up (see %s/serve.log)", rt_state);
-}
-
-static void serve_kill(int sig)
-{
-    if (serve_pid > 0) {
-        kill(serve_pid, sig);
-        waitpid(serve_pid, NULL, 0);
-        serve_pid = 0;
-    }
-}
 
 /* The queue's "warm" object of pool ci (a new reference). */
 static json_t *warm_ci(void)
@@ -387,17 +348,9 @@ static void test_bad_config(void **state)
 
 static int cleanup(void **state)
 {
-    char *cmd = NULL;
-
     (void)state;
-    serve_kill(SIGTERM);
     rt_stop_server(&origin_pid);
-    if (asprintf(&cmd, "tail -n 30 '%s/serve.log' >&2; rm -f '%s/serve.log'", rt_state, rt_state) >
-            0 &&
-        system(cmd) != 0) {
-        fprintf(stderr, "(no serve.log)\n");
-    }
-    free(cmd);
+    serve_stop_show_log(30);
     return 0;
 }
 
