@@ -167,6 +167,10 @@ json_t *dk_bind_mount_rslave(const char *src, const char *dst);
 /* docker_claim.c (added): a warm sandbox's shared /workspace mount point, and
  * the worktree mounted on it at claim time (docs/runner.md, Warm pool) */
 int dk_claim_prepare(struct dk_ctx *c, const char *view_dir, sbx_error_t **err);
+/* (added) POST /containers/{id}/update: memory (no swap), CPUs, pids, as at
+ * create (docker_claim.c). */
+int dk_update_limits(void *ctx, const char *sandbox_id, const struct sbx_limits *limits,
+                     sbx_error_t **err);
 int dk_claim_worktree(void *ctx, const char *sandbox_id, const char *worktree, const char *view_dir,
                       sbx_error_t **err);
 

@@ -32,6 +32,7 @@ static const struct abi_size recorded[] = {
     {1, "sbx_scan_hits", 32},      {2, "sbx_provider_ops", 104}, /* 1.2: claim_worktree (the
                                                                     runner's warm pool) */
     {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
+    {3, "sbx_provider_ops", 112}, /* 1.3: update_limits (a warm sandbox resized at its claim) */
 };
 
 #define ACTUAL(t)                                                                                  \

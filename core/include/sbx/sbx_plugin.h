@@ -21,8 +21,9 @@
  * core and plugins share (the descriptor, the ops, the host vtable, the
  * sandbox, exec and info structs, the structs they point to) bumps it, in the
  * same change (docs/plugins.md, Versioning). 1.1: image_build, scan_secrets.
- * 1.2: claim_worktree, sbx_sandbox_spec.view_later (the runner's warm pool). */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 2u
+ * 1.2: claim_worktree, sbx_sandbox_spec.view_later (the runner's warm pool).
+ * 1.3: update_limits (a warm sandbox resized at its claim). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 3u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif

@@ -285,6 +285,14 @@ struct sbx_provider_ops {
      * warm sandbox (docs/runner.md, "Warm pool"). */
     int (*claim_worktree)(void *ctx, const char *sandbox_id, const char *worktree,
                           const char *view_dir, sbx_error_t **err);
+    /* Optional (added, ABI 1.3). A warm sandbox is claimed by a task whose
+     * memory, CPUs or pids differ from the ones it was created with: set
+     * them on the running sandbox (limits->memory, cpus, pids; its disk, idle
+     * and max are not read: a claim with another disk starts cold). -1: the
+     * core ends that sandbox and starts one cold. NULL: a claim with other
+     * limits always starts cold (docs/runner.md, "Warm pool"). */
+    int (*update_limits)(void *ctx, const char *sandbox_id, const struct sbx_limits *limits,
+                         sbx_error_t **err);
 };
 
 #endif

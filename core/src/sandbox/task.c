@@ -257,6 +257,8 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
                         t->last_exec_path ? json_string(t->last_exec_path) : json_null());
     /* (added) a warm sandbox of the runner's pool claimed by this task */
     json_object_set_new(rec, "warm", json_boolean(t->warm));
+    /* (added) ... and given other limits by the engine's update call */
+    json_object_set_new(rec, "resized", json_boolean(t->resized));
     sbx_caps_record(rec, &t->limits, t->unenforced);
     {
         char owner[160];

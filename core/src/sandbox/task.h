@@ -73,6 +73,9 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
                    sbx_error_t **err);
 /* (added) 1 when t is a claimed warm sandbox (the records' "warm") */
 int sbx_task_warm(const struct sbx_task *t);
+/* (added) 1 when its claim set other memory, CPUs or pids on the running
+ * sandbox (the records' "resized") */
+int sbx_task_resized(const struct sbx_task *t);
 /* Runs one command; *status is its exit status. -1 when sbx failed (the
  * command may have been cut off: cancelled, sandbox lost, limit reached). */
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,

@@ -48,6 +48,33 @@ static int same_shape(const struct sbx_limits *a, const struct sbx_limits *b)
            a->disk == b->disk;
 }
 
+/* (added) Only the memory, CPUs or pids differ: the provider's update call
+ * sets the task's on the running sandbox (the record says "resized"). 0:
+ * resized; 1: another shape (the disk differs, or no update op): start cold;
+ * -1 with *err: the update failed (the caller ends the sandbox, starts cold). */
+static int resize(struct sbx_task *t, const struct sbx_limits *created, sbx_error_t **err)
+{
+    const struct sbx_provider_ops *ops = sbx_instance_provider(t->prov);
+    int64_t t0 = claim_ms();
+
+    if (created->disk != t->limits.disk || ops->update_limits == NULL) {
+        sbx_debug("task %s: warm sandbox %.12s has another shape (disk %lld/%lld%s)", t->id,
+                  t->sandbox, (long long)created->disk, (long long)t->limits.disk,
+                  ops->update_limits == NULL ? ", the provider cannot resize" : "");
+        return 1;
+    }
+    if (ops->update_limits(t->prov->ctx, t->sandbox, &t->limits, err) < 0) {
+        return sbx_error_wrap(err, "task %s: resizing warm sandbox %.12s", t->id, t->sandbox);
+    }
+    t->resized = 1;
+    sbx_debug("task %s: claim: warm sandbox %.12s resized in %lld ms (cpus %.3g -> %.3g, memory "
+              "%lld -> %lld, pids %lld -> %lld)",
+              t->id, t->sandbox, (long long)(claim_ms() - t0), created->cpus, t->limits.cpus,
+              (long long)created->memory, (long long)t->limits.memory, (long long)created->pids,
+              (long long)t->limits.pids);
+    return 0;
+}
+
 /* The task's worktree, checked as at start, mounted by the provider on the
  * sandbox's shared /workspace mount point (its view directory). */
 static int claim_worktree(struct sbx_task *t, const char *worktree, sbx_error_t **err)
@@ -94,11 +121,11 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     }
     sbx_debug("task %s: claim: policy decided in %lld ms", t->id, (long long)(claim_ms() - t0));
     if (!same_shape(&created, &t->limits)) {
-        sbx_debug("task %s: warm sandbox %.12s has another shape (cpus %.3g/%.3g, memory "
-                  "%lld/%lld)",
-                  t->id, t->sandbox, created.cpus, t->limits.cpus, (long long)created.memory,
-                  (long long)t->limits.memory);
-        return 1;
+        int rs = resize(t, &created, err); /* 1: another shape (cold), -1: failed */
+
+        if (rs != 0) {
+            return rs;
+        }
     }
     if (o->slot_class != NULL) {
         snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class);
@@ -130,4 +157,9 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
 int sbx_task_warm(const struct sbx_task *t)
 {
     return t->warm;
+}
+
+int sbx_task_resized(const struct sbx_task *t)
+{
+    return t->resized;
 }

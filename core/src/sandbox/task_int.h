@@ -17,6 +17,7 @@ struct sbx_task {
     char job[80];
     char dir_id[80]; /* (added) the name of dir: the id it started with (warm: w-...) */
     int warm;        /* (added) 1: a warm sandbox claimed by this task */
+    int resized;     /* (added) warm, claimed with other limits set by the engine's update */
     int warm_view;   /* (added) warm: its view dir is /workspace's shared mount point */
     char sandbox[256];
     char pool[16];
