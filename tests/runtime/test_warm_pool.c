@@ -98,6 +98,21 @@ static void make_policies(int port)
                          port, port) > 0);
     p = test_write_file(policy_dir, "egress.lua", text);
     free(p);
+    /* (added) limits: the caps, but another shape for a command that names
+     * one (the warm sandboxes are decided with no command: the caps) */
+    p = test_write_file(policy_dir, "limits.lua",
+                        "for _, a in ipairs(job.argv) do\n"
+                        "  if string.find(a, \"shape-b\", 1, true) then\n"
+                        "    return { cpus = 0.125, memory = \"128M\", pids = 200,\n"
+                        "             reason = \"test: another shape\" }\n"
+                        "  end\n"
+                        "  if string.find(a, \"shape-tiny\", 1, true) then\n"
+                        "    return { memory = \"4M\", reason = \"test: below the engine's "
+                        "minimum\" }\n"
+                        "  end\n"
+                        "end\n"
+                        "return { reason = \"test: the caps\" }\n");
+    free(p);
     free(text);
     free(cmd);
     free(src);
@@ -308,6 +323,72 @@ static void test_kill9_leaves_none(void **state)
     free(tasks);
 }
 
+/* (added) A job whose memory, CPUs and pids differ from the warm sandbox's
+ * claims it all the same: the engine's update call sets its own, seen from
+ * inside (cgroup v1 or v2); the record says warm and resized. An update the
+ * engine refuses (4M: below Docker's minimum) ends that warm sandbox and
+ * starts cold, with the reason in the log. */
+static void test_other_shape_resized(void **state)
+{
+    static const char script[] =
+        "# shape-b\n"
+        "if [ -f /sys/fs/cgroup/memory.max ]; then c=/sys/fs/cgroup; "
+        "echo \"mem $(cat $c/memory.max)\"; echo \"cpu $(cat $c/cpu.max)\"; "
+        "echo \"pids $(cat $c/pids.max)\"; "
+        "else c=/sys/fs/cgroup; echo \"mem $(cat $c/memory/memory.limit_in_bytes)\"; "
+        "echo \"cpu $(cat $c/cpu/cpu.cfs_quota_us) $(cat $c/cpu/cpu.cfs_period_us)\"; "
+        "echo \"pids $(cat $c/pids/pids.max)\"; fi";
+    struct spawn_result r;
+    json_t *rec;
+    const char *out;
+    char *cmd = NULL;
+    pid_t pid;
+
+    (void)state;
+    if (policy_dir == NULL) {
+        make_policies(1);
+    }
+    if (wt_root == NULL) {
+        wt_root = test_mkdtemp();
+    }
+    use_config(1, 1);
+    serve_start();
+    pid = serve_pid;
+    wait_warm(1);
+    r = RT_SBX("run", "--json", "--pool", "ci", "--", "sh", "-c", script);
+    if (r.rc != 0) {
+        fail_msg("rc %d: %s %s", r.rc, r.out, r.err);
+    }
+    rec = json_loads(r.out, 0, NULL);
+    assert_non_null(rec);
+    out = json_string_value(json_object_get(rec, "stdout"));
+    assert_non_null(out);
+    assert_contains(out, "mem 134217728\n");
+    assert_contains(out, "cpu 12500 100000\n");
+    assert_contains(out, "pids 200\n");
+    assert_true(json_is_true(json_object_get(rec, "warm")));
+    assert_true(json_is_true(json_object_get(rec, "resized")));
+    json_decref(rec);
+    spawn_result_free(&r);
+
+    /* an update the engine refuses: that warm sandbox goes, the job starts
+     * cold (and fails there too: the engine refuses 4M at create as well) */
+    wait_warm(1);
+    r = RT_SBX("run", "--json", "--pool", "ci", "--", "echo", "shape-tiny");
+    assert_int_not_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_true(asprintf(&cmd,
+                         "grep -q 'resizing warm sandbox.*HTTP 400.*starting one cold' "
+                         "'%s/serve.log'",
+                         rt_state) > 0);
+    if (system(cmd) != 0) {
+        fail_msg("no failed update in the log: %s", cmd);
+    }
+    free(cmd);
+    serve_kill(SIGTERM);
+    assert_int_equal(owned_by(pid), 0);
+}
+
 /* Bad configuration: one line naming the key, non-zero exit. */
 static void expect_config_error(const char *pools, const char *want)
 {
@@ -372,6 +453,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_claimed_sandbox_is_its_tasks, cleanup),
         cmocka_unit_test_teardown(test_kill9_leaves_none, cleanup),
+        cmocka_unit_test_teardown(test_other_shape_resized, cleanup),
         cmocka_unit_test_teardown(test_bad_config, cleanup),
     };
 
