@@ -168,7 +168,7 @@ static void test_store_record(void **state)
         "\"labels\":{\"repo\":\"stackra\"},\"limits\":{"
         "\"cpus\":2.0,\"disk\":42949672960,\"idle\":3600,\"max\":28800,\"memory\":"
         "8589934592,\"pids\":4096},\"pool\":\"ci\",\"provider\":\"docker\",\"reason\":"
-        "\"exit status 3\",\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
+        "\"exit status 3\",\"resized\":null,\"started_at\":1005.0,\"state\":\"finished\",\"task\":"
         "\"task-9\",\"timings\":{\"finished_at\":1090.0,\"granted_at\":1005.0,"
         "\"queued_at\":1000.0,\"ready_at\":1007.0},\"unenforced\":[\"disk\"],"
         "\"warm\":null,\"worktree\":\"/srv/wt/1\"}");

@@ -411,9 +411,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
         sbx_task_isolation(task, iso);
         /* (added) the record's "warm" (store/record.c) */
         json_object_set_new(iso, "warm", json_boolean(sbx_task_warm(task)));
-        if (sbx_task_resized(task)) {
-            json_object_set_new(iso, "resized", json_true());
-        }
+        json_object_set_new(iso, "resized", json_boolean(sbx_task_resized(task)));
         sbx_store_job_set_isolation(st, j->id, iso, &err);
         store_warn(&err);
         json_decref(iso);

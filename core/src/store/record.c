@@ -217,10 +217,11 @@ json_t *sbx_job_rec_to_json(const struct sbx_job_rec *rec)
                         ? json_object_get(rec->isolation, "warm")
                         : json_null());
     /* (added) "resized": a warm sandbox given the job's memory, CPUs or pids
-     * by the engine's update call at the claim (absent otherwise) */
-    if (rec->isolation != NULL && json_is_true(json_object_get(rec->isolation, "resized"))) {
-        json_object_set_new(o, "resized", json_true());
-    }
+     * by the engine's update call at the claim (null before the task ran) */
+    json_object_set(o, "resized",
+                    rec->isolation && json_object_get(rec->isolation, "resized")
+                        ? json_object_get(rec->isolation, "resized")
+                        : json_null());
     if (rec->isolation != NULL && json_object_get(rec->isolation, "unenforced") != NULL) {
         json_object_set(o, "unenforced", json_object_get(rec->isolation, "unenforced"));
     }
