@@ -100,6 +100,12 @@ done
 mapfile -t claim_times < <(grep -o 'warm claim to first output [0-9.]* ms' "$dir/serve.log" |
     tail -n +$((skip + 1)) | awk '{printf "%d\n", $6 * 1000}')
 claimed=${#claim_times[@]}
+# the runner's breakdown of the median and the slowest claim (grant to claim,
+# claim, store, exec start), to see where the time went
+grep 'warm claim to first output' "$dir/serve.log" | tail -n +$((skip + 1)) |
+    sed 's/.*runner: job [^:]*: //' | sort -t' ' -k6,6n >"$dir/claims"
+echo "median claim: $(sed -n "$(( (claimed + 1) / 2 ))p" "$dir/claims")"
+echo "slowest claim: $(tail -n 1 "$dir/claims")"
 [ "$claimed" -gt 0 ] || { echo "bench: no warm claim in the runner's log" >&2; tail -n 20 "$dir/serve.log" >&2; exit 1; }
 # pct P VALUES...: nearest-rank percentile, in ms with one decimal
 pct() { local p=$1; shift; printf '%s\n' "$@" | sort -n |

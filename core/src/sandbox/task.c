@@ -270,7 +270,7 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     return rec;
 }
 
-int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err)
+static int record_write(struct sbx_task *t, const char *state, int sync, sbx_error_t **err)
 {
     json_t *rec = sbx_task_record(t, state);
     cleanup_free char *path = xasprintf("%s/task.json", t->dir);
@@ -282,7 +282,8 @@ int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **e
         json_decref(rec);
         return sbx_error_set(err, errno, "writing %s: %s", tmp, strerror(errno));
     }
-    if (json_dumpfd(rec, fd, JSON_INDENT(2)) < 0 || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
+    if (json_dumpfd(rec, fd, JSON_INDENT(2)) < 0 || write(fd, "\n", 1) != 1 ||
+        (sync && fsync(fd) < 0)) {
         r = sbx_error_set(err, EIO, "writing %s: %s", tmp, strerror(errno));
     }
     close(fd);
@@ -291,6 +292,16 @@ int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **e
         r = sbx_error_set(err, errno, "rename %s: %s", tmp, strerror(errno));
     }
     return r;
+}
+
+int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err)
+{
+    return record_write(t, state, 1, err);
+}
+
+int sbx_task_record_write_nosync(struct sbx_task *t, const char *state, sbx_error_t **err)
+{
+    return record_write(t, state, 0, err);
 }
 
 /* ---- read-only views (task.h) ------------------------------------------- */

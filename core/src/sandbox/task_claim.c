@@ -147,7 +147,10 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     t->started_at = time(NULL);
     t->last_activity = t->started_at;
     pthread_mutex_unlock(&t->mu);
-    if (sbx_task_record_write(t, "running", err) < 0) {
+    /* not synced: a claimed task is not re-adopted after a crash, and the
+     * recovery removes a w- directory whose record names a dead owner or
+     * does not parse (runner_warm_sweep) */
+    if (sbx_task_record_write_nosync(t, "running", err) < 0) {
         return -1;
     }
     sbx_info("task %s: claimed warm sandbox %.12s (%s)", t->id, t->sandbox, t->dir_id);

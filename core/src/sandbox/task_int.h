@@ -74,6 +74,9 @@ void sbx_task_agent_free(struct sbx_task *t);
 /* Writes <task dir>/task.json (the record of docs/architecture.md, Records) with the
  * state given, atomically (a temporary file renamed). */
 int sbx_task_record_write(struct sbx_task *t, const char *state, sbx_error_t **err);
+/* (added) The same, not synced to the disk (a claimed warm sandbox's record:
+ * recovery removes its directory whatever it holds, docs/runner.md). */
+int sbx_task_record_write_nosync(struct sbx_task *t, const char *state, sbx_error_t **err);
 /* The timer thread (task.c): maximum lifetime, idle, lease renewal. */
 void *sbx_task_timer_main(void *arg);
 
