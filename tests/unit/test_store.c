@@ -55,8 +55,9 @@ static int setup(void **state)
     dir = test_mkdtemp();
     if (on_pg) {
         db = xstrdup(getenv("SBX_TEST_PG_DSN"));
-        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta CASCADE;"
-               "DROP SEQUENCE IF EXISTS sbx_fence");
+        pg_sql(
+            "DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta, fleet_scale, fleet_spend CASCADE;"
+            "DROP SEQUENCE IF EXISTS sbx_fence");
         return 0;
     }
     assert_true(asprintf(&db, "%s/state.db", dir) > 0);
@@ -691,12 +692,12 @@ static void test_store_pg_version(void **state)
     sbx_store_close(st);
     st = open_ok(); /* the same version opens again */
     sbx_store_close(st);
-    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
+    pg_sql("UPDATE sbx_meta SET value = '3' WHERE key = 'schema_version'");
     assert_null(sbx_store_open_ex(db, PW_ENV, &err));
     expect_err(-1, &err, SBX_E_CONFIG,
-               "the database's schema version is 2, this sbx uses 1: every box of a fleet must "
+               "the database's schema version is 3, this sbx uses 2: every box of a fleet must "
                "run the same sbx");
-    pg_sql("UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
     st = open_ok();
     expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
     sbx_store_close(st);
