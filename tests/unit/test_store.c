@@ -9,6 +9,7 @@
 #include "test_common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -903,6 +904,98 @@ static void test_store_pg_fleet(void **state)
 }
 
 /* SQLite holds one box: the fleet calls say what they need. */
+/* (added) The fleet autoscaler's shared rows (store/scale.c): one holder of
+ * the leader lock, each job alerted once, and two connections deciding at the
+ * same moment record one scale-up: the second sees the first's row. */
+struct race {
+    struct sbx_store *st;
+    int rc;
+    int saw_scaled;
+};
+
+static void decide_once(void *ctx, struct sbx_fleet_scale *fs)
+{
+    struct race *r = ctx;
+
+    r->saw_scaled = fs->scaled;
+    usleep(200 * 1000); /* both deciders are in here at once, unless locked out */
+    fs->up = !fs->scaled && fs->queued > 0;
+    fs->current = fs->pool_live;
+    fs->wanted = fs->pool_live + 1;
+    fs->paid = fs->live + 1;
+    fs->spend_day += 1.0;
+    fs->spend_month += 1.0;
+    snprintf(fs->reason, sizeof(fs->reason), "test");
+}
+
+static void *race_main(void *arg)
+{
+    struct race *r = arg;
+    struct sbx_fleet_scale fs;
+    sbx_error_t *err = NULL;
+
+    r->rc = sbx_store_fleet_scale(r->st, "ci", "box-a", 600000, decide_once, r, &fs, &err);
+    sbx_error_free(&err);
+    return NULL;
+}
+
+static void test_store_pg_fleet_scale(void **state)
+{
+    struct sbx_store *a = open_ok();
+    struct sbx_store *b = open_ok();
+    struct sbx_fleet_alert al[4];
+    struct race ra = {.st = a}, rb = {.st = b};
+    struct sbx_fleet_scale fs;
+    pthread_t ta, tb;
+    size_t n = 0;
+    int64_t ea;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(a, "box-a", "[\"ci\"]", &ea);
+    /* the leader lock: one holder; the holder asks again; it goes with the connection */
+    assert_int_equal(sbx_store_leader_hold(a, &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, &err), 0);
+    assert_int_equal(sbx_store_leader_hold(a, &err), 1);
+    sbx_store_close(a);
+    a = open_ok();
+    ra.st = a;
+    assert_int_equal(sbx_store_leader_hold(b, &err), 1);
+    assert_int_equal(sbx_store_leader_hold(a, &err), 0);
+    /* each waiting job is alerted once, whoever asks */
+    insert_ok(a, "w1", "ci", "light", 1000);
+    ok(sbx_store_fleet_alerts(a, INT64_MAX / 2, "box-a", al, 4, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(al[0].id, "w1");
+    assert_string_equal(al[0].pool, "ci");
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 0);
+    /* two deciders at once: one scale-up row */
+    assert_int_equal(pthread_create(&ta, NULL, race_main, &ra), 0);
+    assert_int_equal(pthread_create(&tb, NULL, race_main, &rb), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(ra.rc + rb.rc, 1);
+    assert_true(ra.rc >= 0 && rb.rc >= 0);
+    assert_int_equal(ra.saw_scaled + rb.saw_scaled, 1); /* the second saw the first's row */
+    /* the rows a new leader continues from: the scale-up, the spend of both */
+    ra.saw_scaled = 0;
+    assert_int_equal(sbx_store_fleet_scale(a, "ci", "box-a", 600000, decide_once, &ra, &fs, &err),
+                     0);
+    assert_int_equal(ra.saw_scaled, 1);
+    assert_int_equal(fs.scale_ups, 1);
+    assert_int_equal(fs.live, 1);
+    assert_int_equal(fs.pool_live, 1);
+    assert_int_equal(fs.promised, 2);
+    assert_int_equal(fs.queued, 1);
+    assert_int_equal(fs.oldest, 1000);
+    assert_true(fs.spend_day > 2.5 && fs.spend_day < 3.5); /* 2 before, +1 here */
+    expect_err(sbx_store_fleet_scale(a, "gpu", "box-a", 0, decide_once, &ra, &fs, &err), &err,
+               EINVAL, "a scale decision needs a pool");
+    sbx_store_close(a);
+    sbx_store_close(b);
+}
+
 static void test_store_fleet_needs_pg(void **state)
 {
     struct sbx_store *st = open_ok();
@@ -934,6 +1027,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_fleet_scale, setup, teardown),
     };
     const char *backend = getenv("SBX_TEST_STORE");
     int failed;
