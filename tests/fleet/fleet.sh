@@ -25,7 +25,8 @@
 #   scale  the fleet's one autoscaler: a wait in the shared queue makes only
 #          the leader alert and run scale_up_command, once; after kill -9 of
 #          the leader another box leads and does not repeat the scale-up; the
-#          day spend cap recorded in the shared rows holds for the new leader.
+#          day spend cap recorded in the shared rows holds for the new leader;
+#          a paused leader (SIGSTOP) is deposed once its lease lapsed.
 #   docker two boxes with the real Docker provider (SBX_TEST_DOCKER_HOST, label
 #          runtime) run real sandboxed jobs that each end once.
 set -euo pipefail
@@ -458,8 +459,25 @@ scale)
     grep -q "allowed by the day spend cap" "$work/$new/log" ||
         fail "the spend cap did not hold: $(grep autoscaler "$work/$new/log" | tail -3)"
     [ "$(grep -c "^scale" "$work/calls")" = 1 ] || fail "a scale-up past the spend cap: $(cat "$work/calls")"
+    # a paused leader keeps its session and the lock; once its lease lapsed
+    # the third box deposes it (its backend ends) and leads
+    third=$(echo $rest | tr ' ' '\n' | grep -v "^$new$")
+    kill -STOP "${pid[$new]}"
+    for _ in $(seq 1 100); do
+        [ "$(leader_of "$third")" = "$third" ] && break
+        sleep 0.1
+    done
+    [ "$(leader_of "$third")" = "$third" ] || fail "no box took over from the paused leader $new"
+    kill -CONT "${pid[$new]}"
+    for _ in $(seq 1 50); do
+        grep -q "box $new is no longer the fleet's leader" "$work/$new/log" && break
+        sleep 0.1
+    done
+    grep -q "box $new is no longer the fleet's leader" "$work/$new/log" ||
+        fail "the paused leader $new did not learn that it no longer leads"
+    [ "$(leader_of "$new")" = "" ] || fail "two leaders: $new and $third"
     wait_ended 70 60
-    echo "fleet: one leader ($lead, then $new) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
+    echo "fleet: one leader ($lead, then $new, then $third) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
     ;;
 docker)
     # the real Docker provider: two boxes on the test engine, real sandboxes

@@ -56,9 +56,9 @@ static int setup(void **state)
     dir = test_mkdtemp();
     if (on_pg) {
         db = xstrdup(getenv("SBX_TEST_PG_DSN"));
-        pg_sql(
-            "DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta, fleet_scale, fleet_spend CASCADE;"
-            "DROP SEQUENCE IF EXISTS sbx_fence");
+        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta, fleet_scale, fleet_spend, "
+               "fleet_leader CASCADE;"
+               "DROP SEQUENCE IF EXISTS sbx_fence");
         return 0;
     }
     assert_true(asprintf(&db, "%s/state.db", dir) > 0);
@@ -954,14 +954,28 @@ static void test_store_pg_fleet_scale(void **state)
     (void)state;
     box_register(a, "box-a", "[\"ci\"]", &ea);
     /* the leader lock: one holder; the holder asks again; it goes with the connection */
-    assert_int_equal(sbx_store_leader_hold(a, &err), 1);
-    assert_int_equal(sbx_store_leader_hold(b, &err), 0);
-    assert_int_equal(sbx_store_leader_hold(a, &err), 1);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
     sbx_store_close(a);
     a = open_ok();
     ra.st = a;
-    assert_int_equal(sbx_store_leader_hold(b, &err), 1);
-    assert_int_equal(sbx_store_leader_hold(a, &err), 0);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 1);
+    /* b's box has no live row: it is a dead leader. a's try finds the lock
+     * held and deposes b (its session ends, the lock is free); a takes it */
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 0);
+    for (int i = 0; i < 50 && sbx_store_leader_hold(a, "box-a", &err) != 1; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    sbx_store_close(b); /* its backend was terminated */
+    b = open_ok();
+    rb.st = b;
+    /* box-a is alive: nobody deposes it */
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    usleep(300 * 1000);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
     /* each waiting job is alerted once, whoever asks */
     insert_ok(a, "w1", "ci", "light", 1000);
     ok(sbx_store_fleet_alerts(a, INT64_MAX / 2, "box-a", al, 4, &n, &err), &err);

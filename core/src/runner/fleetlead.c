@@ -205,7 +205,7 @@ void runner_lead_beat(struct sbx_runner *r, struct runner_lead **lp)
             return;
         }
     }
-    rc = sbx_store_leader_hold(l->conn, &err);
+    rc = sbx_store_leader_hold(l->conn, runner_fleet_box(r), &err);
     if (rc < 0) {
         sbx_error_log("runner: the fleet's leader lock: %s", sbx_error_msg(err));
         sbx_error_free(&err);

@@ -64,7 +64,8 @@ static const char pg_schema[] =
     "CREATE SEQUENCE IF NOT EXISTS sbx_fence;";
 
 /* Version 2 (added): the fleet autoscaler's shared rows (store/scale.c):
- * the alerts and scale-ups its leader decided, and the fleet's spend. */
+ * the alerts and scale-ups its leader decided, the fleet's spend, and which
+ * box leads. */
 static const char pg_schema_2[] =
     "CREATE TABLE IF NOT EXISTS fleet_scale ("
     " seq BIGSERIAL PRIMARY KEY,"
@@ -83,7 +84,12 @@ static const char pg_schema_2[] =
     "CREATE TABLE IF NOT EXISTS fleet_spend ("
     " id INTEGER PRIMARY KEY CHECK (id = 1),"
     " at BIGINT NOT NULL," /* ms, spend accrued up to here */
-    " day DOUBLE PRECISION NOT NULL, month DOUBLE PRECISION NOT NULL);";
+    " day DOUBLE PRECISION NOT NULL, month DOUBLE PRECISION NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS fleet_leader ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " box TEXT NOT NULL,"    /* the box that took the leader lock last */
+    " pid INTEGER NOT NULL," /* its backend, which holds the lock */
+    " since BIGINT NOT NULL);";
 
 static void quiet(void *arg, const char *message)
 {

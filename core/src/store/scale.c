@@ -28,26 +28,77 @@ static int need_pg(struct sbx_store *st, const char *what, sbx_error_t **err)
     return 0;
 }
 
-int sbx_store_leader_hold(struct sbx_store *st, sbx_error_t **err)
+/* A leader whose box is dead (its lease lapsed: paused, cut off) but whose
+ * session still holds the lock is deposed: its backend is terminated, which
+ * frees the lock; a box takes it at its next beat. Only the backend that
+ * holds the lock and that fleet_leader names is touched. 1 when it did. */
+static int depose(struct sbx_store *st, int64_t now, sbx_error_t **err)
 {
     cleanup_q struct sbx_q *q = NULL;
+    char sql[600];
+    int rc;
+
+    snprintf(sql, sizeof(sql),
+             "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN fleet_leader f ON f.pid = "
+             "l.pid WHERE l.locktype = 'advisory' AND l.classid = 0 AND l.objid = %d AND "
+             "l.objsubid = 1 AND l.granted AND NOT EXISTS (SELECT 1 FROM boxes b WHERE b.id = "
+             "f.box AND b.lease_until > $1)",
+             SBX_LEADER_LOCK);
+    q = sbx_q_prepare(st, sql, err);
+    if (q == NULL) {
+        return -1;
+    }
+    sbx_q_int64(q, 1, now);
+    rc = sbx_q_step(q, "depose a dead leader", err);
+    return rc < 0 ? -1 : rc;
+}
+
+int sbx_store_leader_hold(struct sbx_store *st, const char *box, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *q = NULL;
+    cleanup_q struct sbx_q *m = NULL;
     char sql[400];
+    int rc;
 
     if (need_pg(st, "the fleet's leader lock", err) < 0) {
         return -1;
     }
-    /* held already (pg_locks of this session), else try: a second try by the
-     * holder would stack the lock, never needed */
+    if (!sbx_store_id_ok(box)) {
+        return sbx_error_set(err, EINVAL, "store: the leader lock needs a box id");
+    }
+    /* held already (pg_locks of this session: 2), else try (1 got it, 0 not):
+     * a second try by the holder would stack the lock, never needed */
     snprintf(sql, sizeof(sql),
              "SELECT CASE WHEN EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND "
              "classid = 0 AND objid = %d AND objsubid = 1 AND pid = pg_backend_pid() AND granted) "
-             "THEN 1 WHEN pg_try_advisory_lock(%d) THEN 1 ELSE 0 END",
+             "THEN 2 WHEN pg_try_advisory_lock(%d) THEN 1 ELSE 0 END",
              SBX_LEADER_LOCK, SBX_LEADER_LOCK);
     q = sbx_q_prepare(st, sql, err);
     if (q == NULL || sbx_q_step(q, "take the leader lock", err) != 1) {
         return -1;
     }
-    return (int)sbx_q_col_int64(q, 0);
+    rc = (int)sbx_q_col_int64(q, 0);
+    if (rc == 2) {
+        return 1;
+    }
+    if (rc == 0) {
+        return depose(st, sbx_store_now(), err) < 0 ? -1 : 0;
+    }
+    /* a new leader: which box, on which backend (for depose) */
+    m = sbx_q_prepare(st,
+                      "INSERT INTO fleet_leader (id, box, pid, since) VALUES (1, $1, "
+                      "pg_backend_pid(), $2) ON CONFLICT (id) DO UPDATE SET box = excluded.box, "
+                      "pid = excluded.pid, since = excluded.since",
+                      err);
+    if (m == NULL) {
+        return -1;
+    }
+    sbx_q_text(m, 1, box);
+    sbx_q_int64(m, 2, sbx_store_now());
+    if (sbx_q_step(m, "record the leader", err) < 0) {
+        return -1;
+    }
+    return 1;
 }
 
 static int decide_lock(struct sbx_store *st, sbx_error_t **err)

@@ -265,10 +265,13 @@ int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **e
  * One leader decides for the fleet: the box whose connection holds the
  * session advisory lock SBX_LEADER_LOCK (docs/runner.md, "Several boxes"). */
 #define SBX_LEADER_LOCK 0x73627820
-/* 1: this connection holds the leader lock (it took it now or held it
- * already), 0: another connection holds it, -1: the database failed. A
- * connection that was opened again lost the lock: this takes it again if free. */
-int sbx_store_leader_hold(struct sbx_store *st, sbx_error_t **err);
+/* 1: this connection holds the leader lock (it took it now, recording box as
+ * the leader in fleet_leader, or held it already), 0: another connection
+ * holds it (when fleet_leader names a box whose lease lapsed, that holder's
+ * backend is terminated, which frees the lock for the next try), -1: the
+ * database failed. A connection opened again lost the lock: this takes it
+ * again if free. */
+int sbx_store_leader_hold(struct sbx_store *st, const char *box, sbx_error_t **err);
 /* A queued job whose wait passed the fleet's alert_after, alerted once. */
 struct sbx_fleet_alert {
     char id[64], task[64], pool[16], cls[16];
