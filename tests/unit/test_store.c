@@ -104,6 +104,22 @@ static void job_init(struct sbx_job_rec *j, const char *id, const char *pool, co
     j->limits.max = 8 * 3600;
 }
 
+/* (added) sql's one integer, read through libpq directly, is want. */
+static void expect_count(const char *sql, long want)
+{
+    const char *keys[] = {"dbname", "password", NULL};
+    const char *vals[] = {getenv("SBX_TEST_PG_DSN"), getenv(PW_ENV), NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGresult *res = PQexec(c, sql);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        fail_msg("pg: %s: %s", sql, PQresultErrorMessage(res));
+    }
+    assert_int_equal(atol(PQgetvalue(res, 0, 0)), want);
+    PQclear(res);
+    PQfinish(c);
+}
+
 static void insert_ok(struct sbx_store *st, const char *id, const char *pool, const char *cls,
                       int64_t at)
 {
@@ -706,6 +722,26 @@ static void test_store_pg_version(void **state)
 
 /* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
  * at start), and the password never appears in it. */
+/* (added) A database of schema version 1 (an older sbx) gets version 2's
+ * tables once, its rows kept. */
+static void test_store_pg_migrate_1(void **state)
+{
+    struct sbx_store *st = open_ok();
+
+    (void)state;
+    insert_ok(st, "old", "ci", "light", 0);
+    sbx_store_close(st);
+    pg_sql("DROP TABLE fleet_scale, fleet_spend, fleet_leader;"
+           "UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    st = open_ok();
+    expect_job(st, "old", SBX_JOB_QUEUED, NULL);
+    sbx_store_close(st);
+    expect_count("SELECT count(*) FROM sbx_meta WHERE key = 'schema_version' AND value = '2'", 1);
+    expect_count("SELECT count(*) FROM fleet_scale", 0);
+    expect_count("SELECT count(*) FROM fleet_spend", 0);
+    expect_count("SELECT count(*) FROM fleet_leader", 0);
+}
+
 static void test_store_pg_bad_dsn(void **state)
 {
     sbx_error_t *err = NULL;
@@ -984,6 +1020,17 @@ static void test_store_pg_fleet_scale(void **state)
     assert_string_equal(al[0].pool, "ci");
     ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
     assert_int_equal(n, 0);
+    /* an ended job's alert row goes; a new waiting job is alerted */
+    insert_ok(a, "w2", "ci", "light", 1001);
+    pg_sql("UPDATE jobs SET state = 'cancelled' WHERE id = 'w2'");
+    insert_ok(a, "w3", "ci", "light", 1002);
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(al[0].id, "w3");
+    pg_sql("UPDATE jobs SET state = 'cancelled' WHERE id = 'w3'");
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 0);
+    expect_count("SELECT count(*) FROM fleet_scale WHERE kind = 'alert'", 1); /* w1's */
     /* two deciders at once: one scale-up row */
     assert_int_equal(pthread_create(&ta, NULL, race_main, &ra), 0);
     assert_int_equal(pthread_create(&tb, NULL, race_main, &rb), 0);
@@ -1040,6 +1087,7 @@ int main(void)
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_migrate_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet_scale, setup, teardown),
     };

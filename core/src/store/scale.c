@@ -127,6 +127,14 @@ int sbx_store_fleet_alerts(struct sbx_store *st, int64_t before, const char *lea
     if (need_pg(st, "a fleet alert", err) < 0 || decide_lock(st, err) < 0) {
         return -1;
     }
+    /* an alert row lives while its job waits: the table holds at most the
+     * queued jobs that were alerted */
+    if (sbx_store_exec(st,
+                       "DELETE FROM fleet_scale a WHERE a.kind = 'alert' AND NOT EXISTS (SELECT 1 "
+                       "FROM jobs j WHERE j.id = a.job AND j.state = 'queued')",
+                       err) < 0) {
+        goto fail;
+    }
     q = sbx_q_prepare(st,
                       "SELECT id, task, pool, class, queued_at FROM jobs j WHERE state = 'queued' "
                       "AND queued_at <= $1 AND NOT EXISTS (SELECT 1 FROM fleet_scale a WHERE "
