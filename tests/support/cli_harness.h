@@ -5,6 +5,8 @@
 #ifndef SBX_TEST_CLI_HARNESS_H
 #define SBX_TEST_CLI_HARNESS_H
 
+#include <jansson.h>
+
 #include "fake_config.h"
 
 static char *sbx_bin;
@@ -23,6 +25,18 @@ static struct spawn_result sbx_run(const char *const *args)
 }
 
 #define SBX_RUN(...) sbx_run((const char *const[]){__VA_ARGS__, NULL})
+
+/* A command's standard output as JSON; fails the test when it is not. */
+__attribute__((unused)) static json_t *parse_out(const struct spawn_result *r)
+{
+    json_error_t e;
+    json_t *j = json_loads(r->out, 0, &e);
+
+    if (j == NULL) {
+        fail_msg("not JSON (%s): %s / stderr: %s", e.text, r->out, r->err);
+    }
+    return j;
+}
 
 /* The client's configuration: through the runner at unix:LISTEN, or
  * embedded (LISTEN NULL), state in rh_dir. */

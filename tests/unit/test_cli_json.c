@@ -9,17 +9,6 @@
 #include "spawn.h"
 #include "cli_harness.h"
 
-static json_t *parse_out(const struct spawn_result *r)
-{
-    json_error_t e;
-    json_t *j = json_loads(r->out, 0, &e);
-
-    if (j == NULL) {
-        fail_msg("not JSON (%s): %s / stderr: %s", e.text, r->out, r->err);
-    }
-    return j;
-}
-
 static const char *str(json_t *o, const char *k)
 {
     const char *s = json_string_value(json_object_get(o, k));

@@ -330,17 +330,6 @@ static void test_env_conflicts(void **state)
 
 /* ---- the sbx binary through the runner ---- */
 
-static json_t *parse_out(const struct spawn_result *r)
-{
-    json_error_t e;
-    json_t *j = json_loads(r->out, 0, &e);
-
-    if (j == NULL) {
-        fail_msg("not JSON (%s): %s / stderr: %s", e.text, r->out, r->err);
-    }
-    return j;
-}
-
 static void test_sbx_run_through_runner(void **state)
 {
     struct spawn_result r;
