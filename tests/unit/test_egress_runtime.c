@@ -19,6 +19,7 @@
 #include "egress/egress.h"
 #include "egress/egress_int.h"
 #include "util/xalloc.h"
+#include "jsonl.h"
 
 #define JOB "job-42"
 
@@ -364,21 +365,8 @@ static void test_slowloris(void **state)
 
 static json_t *log_lines(size_t *n)
 {
-    json_t *arr = json_array();
-    FILE *f = fopen(t.log, "r");
-    char line[8192];
+    json_t *arr = test_jsonl_read(t.log);
 
-    assert_non_null(f);
-    while (fgets(line, sizeof(line), f) != NULL) {
-        json_error_t jerr;
-        json_t *o = json_loads(line, 0, &jerr);
-
-        if (o == NULL) {
-            fail_msg("log line is not JSON: %s (%s)", line, jerr.text);
-        }
-        json_array_append_new(arr, o);
-    }
-    fclose(f);
     *n = json_array_size(arr);
     return arr;
 }
