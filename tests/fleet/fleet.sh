@@ -26,7 +26,8 @@
 #          the leader alert and run scale_up_command, once; after kill -9 of
 #          the leader another box leads and does not repeat the scale-up; the
 #          day spend cap recorded in the shared rows holds for the new leader;
-#          a paused leader (SIGSTOP) is deposed once its lease lapsed.
+#          a paused leader (SIGSTOP) is deposed once its lease lapsed; a box
+#          started with the same configuration joins and is counted.
 #   docker two boxes with the real Docker provider (SBX_TEST_DOCKER_HOST, label
 #          runtime) run real sandboxed jobs that each end once.
 set -euo pipefail
@@ -432,6 +433,24 @@ scale)
     [ "$(sql "SELECT count(*) FROM fleet_scale WHERE kind = 'scale_up'")" = 1 ] || fail "scale-up rows"
     m=$(curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics)
     echo "$m" | grep -q '^sbx_fleet_wait_seconds{pool="ci"}' || fail "the leader's /metrics has no fleet wait"
+    # what scale_up_command would start: a box with the same configuration
+    # (its own state dir, a generated id) joins by itself: the leader counts it
+    mkdir -p "$work/b4"
+    sed "s|$work/b1|$work/b4|; s|id = \"b1\"; ||" "$work/b1/sbx.conf" >"$work/b4/sbx.conf"
+    start b4
+    wait_socket b4
+    for _ in $(seq 1 50); do
+        m=$(curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics)
+        echo "$m" | grep -q '^sbx_fleet_boxes{pool="ci"} 3$' && break
+        sleep 0.1
+    done
+    echo "$m" | grep -q '^sbx_fleet_boxes_live 4$' || fail "the added box did not join: $(echo "$m" | grep fleet_boxes)"
+    grep -q "joined the fleet" "$work/b4/log" || fail "b4 did not log its joining"
+    kill -TERM "${pid[b4]}"
+    rc=0
+    wait "${pid[b4]}" || rc=$?
+    unset "pid[b4]"
+    [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM"
     # kill -9 of the leader: another box takes the lock at its next beat
     kill -9 "${pid[$lead]}"
     wait "${pid[$lead]}" 2>/dev/null || true
