@@ -317,6 +317,11 @@ bench)
     done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
         fail "submit"
     wait_ended "$n" 120
+    conns=""
+    for b in b1 b2 b3; do
+        m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics)
+        conns="$conns $b $(echo "$m" | grep '^sbx_fleet_store_connections_total' | sed 's/.*how="\([a-z]*\)"} \([0-9]*\)/\1 \2/' | tr '\n' ' ')"
+    done
     pg=$(sql "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ready_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ready_at - queued_at)) FROM jobs WHERE state = 'finished'")
     mkdir -p "$work/one"
     grep -v "database\|lease = 2" "$work/b2/sbx.conf" | sed "s|$work/b2|$work/one|; s|id = \"b2\"; ||" >"$work/one/sbx.conf"
@@ -341,6 +346,7 @@ PY
 )
     set -- $pg
     echo "bench: $n jobs, one every 20 ms, fake provider"
+    echo "bench: workers' store connections:$conns"
     echo "bench: 3 boxes, PostgreSQL: submit->grant p50 $1 ms p95 $2 ms; submit->ready p50 $3 ms p95 $4 ms"
     set -- $lite
     echo "bench: 1 box, SQLite ($1 finished): submit->grant p50 $2 ms p95 $3 ms; submit->ready p50 $4 ms p95 $5 ms"
