@@ -28,6 +28,19 @@ void sbx_store_one_line(char *msg);
 int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *password_env,
                       sbx_error_t **err);
 
+/* (added) The tables both engines keep, written once (schema.c). */
+enum sbx_dialect { SBX_DIALECT_SQLITE, SBX_DIALECT_PG };
+/* The SQLite schema's version (PRAGMA user_version) this sbx writes; each
+ * column of schema.c names the version that added it. */
+#define SBX_STORE_SQLITE_VERSION 6
+/* CREATE TABLE / CREATE INDEX statements of the shared tables with the
+ * columns of SQLite versions <= version (PostgreSQL: pass INT_MAX).
+ * Caller frees. */
+char *sbx_store_schema_create(enum sbx_dialect d, int version);
+/* ALTER TABLE ... ADD COLUMN statements for the columns that SQLite version
+ * `version` (> 1) added; "" for none. Caller frees. */
+char *sbx_store_schema_add(enum sbx_dialect d, int version);
+
 /* the job columns in the order record.c reads them */
 #define SBX_JOB_COLUMNS                                                                            \
     "seq, id, task, pool, class, argv, labels, worktree, provider, image, cpus, memory, "          \
