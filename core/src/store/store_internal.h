@@ -23,6 +23,10 @@ int sbx_store_text_ok(const char *s);
 /* An engine's message made one line, in place. */
 void sbx_store_one_line(char *msg);
 
+/* (added) 0 on PostgreSQL; else -1 with "store: PATH: WHAT needs the shared
+ * PostgreSQL store (runner.database)" (fleet.c). */
+int sbx_store_need_pg(struct sbx_store *st, const char *what, sbx_error_t **err);
+
 /* PostgreSQL (pg.c): connects to dsn with the password from the variable
  * named password_env (may be NULL) and checks or creates the schema. */
 int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *password_env,
