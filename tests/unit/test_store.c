@@ -4,124 +4,13 @@
  * One suite, two backends: plain it runs on SQLite (test_store); with
  * SBX_TEST_STORE=pg it runs on the private PostgreSQL cluster that
  * tests/support/pg_harness.sh started (test_store_pg), each test on an empty
- * schema. The tests of opening (a file, a DSN) and of schema versions are
- * each backend's own. */
-#include "test_common.h"
+ * schema (store_fixture.h). Opening a file and the SQLite schema versions are
+ * SQLite's own here; PostgreSQL's own cases and the fleet's are in
+ * test_store_fleet.c. */
+#include "store_fixture.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <sys/wait.h>
-
-#include "store/store_internal.h"
-
-static void quiet_notice(void *arg, const char *message)
-{
-    (void)arg;
-    (void)message;
-}
-#include "util/xalloc.h"
-
-#define G (1LL << 30)
-
-static char *dir;
-static char *db;
-static int on_pg;
-
-#define PW_ENV "SBX_TEST_PG_PASSWORD"
-
-/* Runs sql on the test database directly (not through the store). */
-static void pg_sql(const char *sql)
-{
-    const char *keys[] = {"dbname", "password", NULL};
-    const char *vals[] = {getenv("SBX_TEST_PG_DSN"), getenv(PW_ENV), NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    PGresult *res;
-
-    if (PQstatus(c) != CONNECTION_OK) {
-        fail_msg("pg: %s", PQerrorMessage(c));
-    }
-    PQsetNoticeProcessor(c, quiet_notice, NULL);
-    res = PQexec(c, sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        fail_msg("pg: %s: %s", sql, PQresultErrorMessage(res));
-    }
-    PQclear(res);
-    PQfinish(c);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    dir = test_mkdtemp();
-    if (on_pg) {
-        db = xstrdup(getenv("SBX_TEST_PG_DSN"));
-        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta CASCADE;"
-               "DROP SEQUENCE IF EXISTS sbx_fence");
-        return 0;
-    }
-    assert_true(asprintf(&db, "%s/state.db", dir) > 0);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    test_rm_rf(dir);
-    free(dir);
-    free(db);
-    return 0;
-}
-
-static struct sbx_store *open_ok(void)
-{
-    sbx_error_t *err = NULL;
-    struct sbx_store *st = sbx_store_open_ex(db, on_pg ? PW_ENV : NULL, &err);
-
-    if (st == NULL) {
-        fail_msg("open: %s", err->msg);
-    }
-    return st;
-}
-
-/* A valid job; the caller may spoil a field. Free with sbx_job_rec_clear(). */
-static void job_init(struct sbx_job_rec *j, const char *id, const char *pool, const char *cls)
-{
-    memset(j, 0, sizeof(*j));
-    j->id = xstrdup(id);
-    j->pool = xstrdup(pool);
-    j->cls = xstrdup(cls);
-    j->argv = json_pack("[s, s]", "make", "test");
-    j->labels = json_pack("{s:s}", "repo", "stackra");
-    j->worktree = xstrdup("/srv/wt/1");
-    j->env = json_pack("{s:s, s:s}", "CI", "1", "LANG", "C.UTF-8");
-    j->limits.cpus = 2.0;
-    j->limits.memory = 8 * G;
-    j->limits.disk = 40 * G;
-    j->limits.pids = 4096;
-    j->limits.idle = 3600;
-    j->limits.max = 8 * 3600;
-}
-
-static void insert_ok(struct sbx_store *st, const char *id, const char *pool, const char *cls,
-                      int64_t at)
-{
-    struct sbx_job_rec j;
-    sbx_error_t *err = NULL;
-
-    job_init(&j, id, pool, cls);
-    j.queued_at = at;
-    if (sbx_store_job_insert(st, &j, &err) < 0) {
-        fail_msg("insert %s: %s", id, err->msg);
-    }
-    sbx_job_rec_clear(&j);
-}
-
-static void ok(int r, sbx_error_t **err)
-{
-    if (r < 0) {
-        fail_msg("%s", (*err)->msg);
-    }
-}
 
 static void test_store_record(void **state)
 {
@@ -188,16 +77,6 @@ static void test_store_record(void **state)
     json_decref(o);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
-}
-
-static void expect_err(int r, sbx_error_t **err, int code, const char *fragment)
-{
-    assert_int_equal(r, -1);
-    assert_non_null(*err);
-    if ((code != 0 && (*err)->code != code) || strstr((*err)->msg, fragment) == NULL) {
-        fail_msg("got %d '%s', wanted %d '%s'", (*err)->code, (*err)->msg, code, fragment);
-    }
-    sbx_error_free(err);
 }
 
 static void test_store_transitions(void **state)
@@ -469,23 +348,6 @@ static int present_cb(void *ctx, const char *provider, const char *sandbox)
     return 0;
 }
 
-static void task_put(struct sbx_store *st, const char *id, const char *sandbox,
-                     enum sbx_task_state state, int in_flight)
-{
-    struct sbx_task_rec t = {0};
-    sbx_error_t *err = NULL;
-
-    t.id = (char *)id;
-    t.sandbox_id = (char *)sandbox;
-    t.provider = "docker";
-    t.pool = "agent";
-    t.state = state;
-    ok(sbx_store_task_put(st, &t, &err), &err);
-    if (in_flight) {
-        ok(sbx_store_task_exec(st, id, 1, 0, &err), &err);
-    }
-}
-
 static void running_in(struct sbx_store *st, const char *job, const char *task)
 {
     struct sbx_job_rec j;
@@ -539,23 +401,6 @@ static const struct sbx_recovered_task *find_rt(const struct sbx_recovered_task 
         }
     }
     return NULL;
-}
-
-static void expect_job(struct sbx_store *st, const char *id, enum sbx_job_state state,
-                       const char *reason)
-{
-    struct sbx_job_rec j = {0};
-    sbx_error_t *err = NULL;
-
-    ok(sbx_store_job_get(st, id, &j, &err), &err);
-    if (j.state != state || (reason && (j.reason == NULL || strcmp(j.reason, reason) != 0))) {
-        fail_msg("job %s: %s '%s', wanted %s '%s'", id, sbx_job_state_name(j.state),
-                 j.reason ? j.reason : "", sbx_job_state_name(state), reason ? reason : "");
-    }
-    if (state == SBX_JOB_INTERRUPTED) {
-        assert_true(j.finished_at > 0);
-    }
-    sbx_job_rec_clear(&j);
 }
 
 static void test_store_sigkill_recover(void **state)
@@ -679,242 +524,6 @@ static void test_store_exit_without_close(void **state)
     sbx_store_close(st);
 }
 
-/* PostgreSQL: a database whose schema version differs from this sbx's is
- * refused (every box of a fleet runs the same sbx), and left as it is. */
-static void test_store_pg_version(void **state)
-{
-    struct sbx_store *st = open_ok();
-    sbx_error_t *err = NULL;
-
-    (void)state;
-    insert_ok(st, "keep", "ci", "light", 0);
-    sbx_store_close(st);
-    st = open_ok(); /* the same version opens again */
-    sbx_store_close(st);
-    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
-    assert_null(sbx_store_open_ex(db, PW_ENV, &err));
-    expect_err(-1, &err, SBX_E_CONFIG,
-               "the database's schema version is 2, this sbx uses 1: every box of a fleet must "
-               "run the same sbx");
-    pg_sql("UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
-    st = open_ok();
-    expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
-    sbx_store_close(st);
-}
-
-/* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
- * at start), and the password never appears in it. */
-static void test_store_pg_bad_dsn(void **state)
-{
-    sbx_error_t *err = NULL;
-    char *dsn = NULL;
-    const char *pw = getenv(PW_ENV);
-
-    (void)state;
-    /* nothing listens there */
-    assert_true(asprintf(&dsn, "postgresql://sbx@/sbx?host=%s/nosuchdir", dir) > 0);
-    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
-    assert_null(strchr(err->msg, '\n'));
-    expect_err(-1, &err, SBX_E_CONFIG, "cannot connect: connection to server on socket");
-    free(dsn);
-    /* no such database */
-    dsn = xstrdup(db);
-    memcpy(strstr(dsn, "/sbx?") + 1, "xyz", 3);
-    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "database \"xyz\" does not exist");
-    free(dsn);
-    /* a wrong password */
-    setenv("SBX_TEST_WRONG_PW", "not-the-password", 1);
-    assert_null(sbx_store_open_ex(db, "SBX_TEST_WRONG_PW", &err));
-    assert_null(strstr(err->msg, "not-the-password"));
-    expect_err(-1, &err, SBX_E_CONFIG, "password authentication failed for user \"sbx\"");
-    /* the variable is not set */
-    unsetenv("SBX_TEST_NO_SUCH_PW");
-    assert_null(sbx_store_open_ex(db, "SBX_TEST_NO_SUCH_PW", &err));
-    expect_err(-1, &err, SBX_E_CONFIG,
-               "runner.database_password_env names SBX_TEST_NO_SUCH_PW, which is not set");
-    /* a password in the DSN is refused, and not echoed */
-    assert_true(asprintf(&dsn, "postgresql://sbx:%s@/sbx?host=/tmp", pw) > 0);
-    assert_null(sbx_store_open_ex(dsn, NULL, &err));
-    assert_null(strstr(err->msg, pw));
-    expect_err(-1, &err, SBX_E_CONFIG,
-               "runner.database holds a password; put it in the "
-               "environment variable named by "
-               "runner.database_password_env");
-    free(dsn);
-    /* not a DSN at all */
-    assert_null(sbx_store_open_ex("postgresql://[::1", NULL, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "runner.database is not a valid DSN");
-}
-
-/* ---- fleet (PostgreSQL) ---- */
-
-static int fit_all(void *ctx, const struct sbx_job_rec *job)
-{
-    (void)ctx;
-    (void)job;
-    return 1;
-}
-
-static int fit_none(void *ctx, const struct sbx_job_rec *job)
-{
-    (void)ctx;
-    (void)job;
-    return -1;
-}
-
-/* the box's heavy slot is busy: a heavy job is passed over, light ones fit */
-static int fit_light(void *ctx, const struct sbx_job_rec *job)
-{
-    (void)ctx;
-    return strcmp(job->cls, "heavy") == 0 ? 0 : 1;
-}
-
-static void box_register(struct sbx_store *st, const char *id, const char *pools, int64_t *epoch)
-{
-    struct sbx_box_rec b = {0};
-    sbx_error_t *err = NULL;
-
-    b.id = (char *)id;
-    b.pools = json_loads(pools, 0, NULL);
-    b.capacity = json_pack("{s:f, s:I}", "cpus", 2.0, "memory", (json_int_t)(4 * G));
-    b.api = "unix:/run/sbx.sock";
-    b.version = "test";
-    ok(sbx_store_box_register(st, &b, 60000, epoch, &err), &err);
-    json_decref(b.pools);
-    json_decref(b.capacity);
-}
-
-static int64_t claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
-                     const char *want)
-{
-    struct sbx_job_rec j = {0};
-    sbx_error_t *err = NULL;
-    int rc = sbx_store_claim(st, box, pool, fit, NULL, &j, &err);
-    int64_t token;
-
-    ok(rc, &err);
-    if (want == NULL) {
-        assert_int_equal(rc, 0);
-        return 0;
-    }
-    assert_int_equal(rc, 1);
-    assert_string_equal(j.id, want);
-    assert_string_equal(j.box, box);
-    assert_true(j.token > 0);
-    token = j.token;
-    sbx_job_rec_clear(&j);
-    return token;
-}
-
-static void test_store_pg_fleet(void **state)
-{
-    struct sbx_store *st = open_ok();
-    struct sbx_box_rec *boxes = NULL;
-    struct sbx_task_rec t = {0};
-    struct sbx_reap reap;
-    size_t n = 0;
-    int64_t ea, eb, t1, t2, t3, t4;
-    sbx_error_t *err = NULL;
-
-    (void)state;
-    box_register(st, "box-a", "[\"ci\"]", &ea);
-    box_register(st, "box-b", "[\"ci\", \"agent\"]", &eb);
-    ok(sbx_store_box_list(st, &boxes, &n, &err), &err);
-    assert_int_equal(n, 2);
-    assert_string_equal(boxes[1].id, "box-b");
-    assert_int_equal(json_array_size(boxes[1].pools), 2);
-    assert_true(boxes[0].lease_until >= boxes[0].heartbeat + 60000);
-    sbx_box_rec_free_array(boxes, n);
-    insert_ok(st, "c1", "ci", "light", 1000);
-    insert_ok(st, "c2", "ci", "heavy", 1001);
-    insert_ok(st, "c3", "ci", "light", 1002);
-    insert_ok(st, "c4", "ci", "light", 1003);
-    insert_ok(st, "a1", "agent", "light", 1004);
-    /* oldest first across boxes; tokens only grow */
-    t1 = claim(st, "box-a", "ci", fit_all, "c1");
-    claim(st, "box-b", "ci", fit_none, NULL);       /* c2 does not fit yet: nothing passes it */
-    t3 = claim(st, "box-b", "ci", fit_light, "c3"); /* a parked heavy is passed */
-    t2 = claim(st, "box-b", "ci", fit_all, "c2");
-    assert_true(t1 < t3 && t3 < t2);
-    claim(st, "box-a", "agent", fit_all, "a1");
-    /* fenced writes: the claim's token passes, another is refused */
-    ok(sbx_store_job_move(
-           st, &(struct sbx_job_move){.id = "c1", .token = t1, .step = SBX_JOB_STEP_GRANTED}, &err),
-       &err);
-    expect_err(
-        sbx_store_job_move(
-            st, &(struct sbx_job_move){.id = "c1", .token = t1 + 1000, .step = SBX_JOB_STEP_READY},
-            &err),
-        &err, ESTALE, "store: job c1 was taken over");
-    expect_err(sbx_store_job_move(st, &(struct sbx_job_move){.id = "c1", .token = -1}, &err), &err,
-               EINVAL, "negative claim token");
-    /* box-a claims c4 (not started) and holds a task; then its lease lapses */
-    t4 = claim(st, "box-a", "ci", fit_all, "c4");
-    sbx_store_set_box(st, "box-a");
-    task_put(st, "ta", "sbx-ta", SBX_TASK_READY, 1);
-    sbx_store_set_box(st, NULL);
-    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
-    ok(sbx_store_reap(st, 0, &reap, &err), &err);
-    assert_int_equal(reap.boxes, 0); /* alive: nothing happens */
-    pg_sql("UPDATE boxes SET lease_until = 5 WHERE id = 'box-a'");
-    ok(sbx_store_reap(st, 0, &reap, &err), &err);
-    assert_int_equal(reap.boxes, 1);
-    assert_int_equal(reap.requeued, 2); /* c4, and a1 (claimed, never granted) */
-    assert_int_equal(reap.interrupted, 1);
-    assert_int_equal(reap.tasks, 1);
-    expect_job(st, "c1", SBX_JOB_INTERRUPTED, "box lost");
-    ok(sbx_store_task_get(st, "ta", &t, &err), &err);
-    assert_int_equal(t.state, SBX_TASK_INTERRUPTED);
-    assert_string_equal(t.reason, "box lost");
-    sbx_task_rec_clear(&t);
-    /* the lost box learns it: its renewal and its writes are refused */
-    expect_err(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err, ESTALE,
-               "box box-a lost its lease");
-    expect_err(sbx_store_job_end(st, "c1",
-                                 &(struct sbx_job_end){.state = SBX_JOB_FINISHED, .exit_status = 0},
-                                 &err),
-               &err, EINVAL, "job c1 is interrupted, not queued or running");
-    expect_err(sbx_store_job_move(
-                   st,
-                   &(struct sbx_job_move){.id = "c4", .token = t4, .step = SBX_JOB_STEP_GRANTED},
-                   &err),
-               &err, ESTALE, "job c4 was taken over");
-    /* a second reap finds nothing; c4 goes to a live box */
-    ok(sbx_store_reap(st, 0, &reap, &err), &err);
-    assert_int_equal(reap.boxes, 0);
-    assert_true(claim(st, "box-b", "ci", fit_all, "c4") > t4);
-    /* the lost box comes back: registering again gives it a new epoch */
-    box_register(st, "box-a", "[\"ci\"]", &ea);
-    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
-    /* bad input */
-    expect_err(sbx_store_claim(st, "box b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
-               &err, EINVAL, "a claim needs a box id and a pool");
-    expect_err(sbx_store_claim(st, "box-b", "gpu", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
-               &err, EINVAL, "a claim needs a box id and a pool");
-    {
-        struct sbx_box_rec b = {.id = "x/y"};
-
-        expect_err(sbx_store_box_register(st, &b, 1000, &ea, &err), &err, EINVAL,
-                   "a box needs an id, pools");
-    }
-    sbx_store_close(st);
-}
-
-/* SQLite holds one box: the fleet calls say what they need. */
-static void test_store_fleet_needs_pg(void **state)
-{
-    struct sbx_store *st = open_ok();
-    struct sbx_reap reap;
-    sbx_error_t *err = NULL;
-
-    (void)state;
-    expect_err(sbx_store_claim(st, "b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err), &err,
-               EINVAL, "claiming a job needs the shared PostgreSQL store (runner.database)");
-    expect_err(sbx_store_reap(st, 0, &reap, &err), &err, EINVAL, "needs the shared PostgreSQL");
-    sbx_store_close(st);
-}
-
 int main(void)
 {
     const struct CMUnitTest both[] = {
@@ -927,28 +536,15 @@ int main(void)
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test_setup_teardown(test_store_open_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_migration, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_fleet_needs_pg, setup, teardown),
     };
-    const struct CMUnitTest pg_only[] = {
-        cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
-    };
-    const char *backend = getenv("SBX_TEST_STORE");
     int failed;
 
-    on_pg = backend != NULL && strcmp(backend, "pg") == 0;
-    if (on_pg && (getenv("SBX_TEST_PG_DSN") == NULL || getenv(PW_ENV) == NULL)) {
-        fprintf(stderr, "test_store: SBX_TEST_STORE=pg needs the cluster of "
-                        "tests/support/pg_harness.sh (SBX_TEST_PG_DSN, " PW_ENV ")\n");
+    if (store_fixture_backend("test_store") != 0) {
         return 1;
     }
     failed = cmocka_run_group_tests_name(on_pg ? "store on PostgreSQL" : "store on SQLite", both,
                                          NULL, NULL);
-    if (on_pg) {
-        failed += cmocka_run_group_tests_name("PostgreSQL", pg_only, NULL, NULL);
-    }
-    else {
+    if (!on_pg) {
         failed += cmocka_run_group_tests_name("SQLite", sqlite_only, NULL, NULL);
     }
     return failed;

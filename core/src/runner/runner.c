@@ -453,14 +453,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         runner_fit_limits(r, j->pool, &rec.limits);
     }
     if (!direct) {
-        struct sbx_sched_job sj = {
-            .id = j->id,
-            .task = j->task,
-            .pool = j->pool,
-            .cls = j->cls,
-            .cpus = rec.limits.cpus,
-            .memory = rec.limits.memory,
-        };
+        struct sbx_sched_job sj = runner_sched_job(j, rec.limits.cpus, rec.limits.memory, 0);
 
         /* docs/runner.md: sched first (a refusal stores nothing), then the store;
          * a fleet box checks the job against its shape and queues it in the
