@@ -22,6 +22,14 @@
 #          (bench/fleet_bench.sh).
 #   bad    a DSN of another engine, a wrong DSN and a schema version that
 #          differs: one line, exit 2.
+#   fwd    (added) a job on b2 followed, read and cancelled through b1: the
+#          bytes are b2's, the cancel ends it; a request with the forward
+#          marker is not forwarded again.
+#   fwdtask  (added) a kept task's commands submitted to other boxes run in
+#          the task's box; its end through another box ends it.
+#   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
+#   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
+#          started again, every accepted job finishes.
 set -euo pipefail
 
 sbx=$1
@@ -178,6 +186,38 @@ three_boxes() {
 check_pools() {
     bad=$(sql "SELECT count(*) FROM jobs WHERE (pool = 'ci' AND box = 'b3') OR (pool = 'agent' AND box = 'b1')")
     [ "$bad" = 0 ] || fail "$bad job(s) ran on a box that does not serve their pool"
+}
+
+# (added) forwarding cases: b1 serves ci, b2 ci and agent (an agent job
+# submitted to b1 runs on b2)
+two_boxes() {
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    for b in b1 b2; do start $b; done
+    for b in b1 b2; do wait_socket $b; done
+}
+
+api() { # box method path [body]: the body of a 2xx answer
+    local out code
+    out=$(mktemp "$work/api.XXXXXX")
+    if [ $# -ge 4 ]; then
+        code=$(curl -sS -m 60 --unix-socket "$work/$1/runner.sock" -X "$2" -o "$out" -w '%{http_code}' \
+            -H 'Content-Type: application/json' -d "$4" "http://sbx$3")
+    else
+        code=$(curl -sS -m 60 --unix-socket "$work/$1/runner.sock" -X "$2" -o "$out" -w '%{http_code}' \
+            "http://sbx$3")
+    fi
+    case "$code" in 2??) cat "$out" ;; *) fail "$2 $3 on $1: HTTP $code $(cat "$out")" ;; esac
+}
+
+jid() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
+
+wait_state() { # job state timeout_s
+    for _ in $(seq 1 $(($3 * 10))); do
+        [ "$(sql "SELECT state FROM jobs WHERE id = '$1'")" = "$2" ] && return 0
+        sleep 0.1
+    done
+    fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
 }
 
 case "$case_" in
@@ -367,6 +407,135 @@ bad)
     [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
     echo "$out" | grep -q "schema version is 9, this sbx uses 1" || fail "schema: $out"
     echo "fleet: bad DSN and schema version refused with exit 2"
+    ;;
+fwd)
+    # (added) a job running on b2 read, followed and cancelled through b1's
+    # API: the request is forwarded to b2 and its answer relayed; one hop only
+    two_boxes
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "16", "100"], "pool": "agent"}' | jid)
+    wait_state "$id" running 30
+    [ "$(sql "SELECT box FROM jobs WHERE id = '$id'")" = b2 ] || fail "job $id is not on b2"
+    "$sbx" --config "$work/b1/sbx.conf" job --follow "$id" >"$work/f1.out" 2>"$work/f1.err" &
+    f1=$!
+    "$sbx" --config "$work/b2/sbx.conf" job --follow "$id" >"$work/f2.out" 2>"$work/f2.err" &
+    f2=$!
+    wait $f1 || fail "sbx job --follow through b1: exit $? ($(cat "$work/f1.err"))"
+    wait $f2 || fail "sbx job --follow on b2: exit $? ($(cat "$work/f2.err"))"
+    [ "$(wc -l <"$work/f1.out")" = 8 ] || fail "follow through b1: $(wc -l <"$work/f1.out") stdout lines, want 8"
+    cmp "$work/f1.out" "$work/f2.out" || fail "the followed stdout differs between b1 and b2"
+    cmp "$work/f1.err" "$work/f2.err" || fail "the followed stderr differs between b1 and b2"
+    for b in b1 b2; do
+        curl -sS --unix-socket "$work/$b/runner.sock" -o "$work/$b.frames" -w '%{http_code}' \
+            "http://sbx/v1/jobs/$id/output?frames=1" >"$work/$b.code"
+        [ "$(cat "$work/$b.code")" = 200 ] || fail "output through $b: HTTP $(cat "$work/$b.code")"
+    done
+    cmp "$work/b1.frames" "$work/b2.frames" || fail "the output frames differ between b1 and b2"
+    grep -q "is held by box b2: forwarding GET /v1/jobs/$id/output" "$work/b1/log" ||
+        fail "b1 did not log its forward"
+    # one hop: a request that says it was forwarded is answered, not forwarded
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/loop.out" -w '%{http_code}' \
+        -H 'X-Sbx-Forwarded-By: b3' "http://sbx/v1/jobs/$id/output")
+    [ "$code" = 409 ] || fail "a forwarded request on b1: HTTP $code, want 409"
+    grep -q "forwarded by box b3 and is not forwarded again" "$work/loop.out" ||
+        fail "a forwarded request on b1: $(cat "$work/loop.out")"
+    n=$(grep -c "forwarding GET /v1/jobs/$id/output" "$work/b1/log")
+    [ "$n" = 2 ] || fail "b1 forwarded $n output requests, want 2 (the marked one is not)"
+    # cancel through b1 of a job that runs on b2
+    id2=$(api b1 POST /v1/jobs '{"argv": ["fake-say-wait"], "pool": "agent"}' | jid)
+    wait_state "$id2" running 30
+    "$sbx" --config "$work/b1/sbx.conf" cancel "$id2" >/dev/null || fail "sbx cancel through b1"
+    wait_state "$id2" cancelled 30
+    grep -q "job $id2 cancelled" "$work/b2/log" || fail "b2 did not cancel $id2"
+    echo "fleet: follow, output and cancel of a job on b2 through b1: identical bytes, cancelled"
+    ;;
+fwdtask)
+    # (added) a kept task's next command, submitted to another box, runs in
+    # the task's box; its end through another box ends it there
+    three_boxes
+    api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt1"}' >/dev/null
+    for _ in $(seq 1 300); do
+        [ "$(sql "SELECT state FROM tasks WHERE id = 'kt1'")" = ready ] && break
+        sleep 0.1
+    done
+    owner=$(sql "SELECT box FROM tasks WHERE id = 'kt1' AND state = 'ready'")
+    [ -n "$owner" ] || fail "task kt1 did not start"
+    other=b3
+    [ "$owner" = b3 ] && other=b2
+    for b in b1 $other; do
+        id=$(api $b POST /v1/jobs '{"argv": ["fake-env", "HOME"], "pool": "agent", "task": "kt1"}' | jid)
+        wait_state "$id" finished 30
+        box=$(sql "SELECT box FROM jobs WHERE id = '$id'")
+        [ "$box" = "$owner" ] || fail "a command for task kt1 submitted to $b ran on $box, not on $owner"
+    done
+    n=$(sql "SELECT count(*) FROM tasks WHERE id = 'kt1'")
+    [ "$n" = 1 ] || fail "$n task rows for kt1"
+    "$sbx" --config "$work/b1/sbx.conf" cancel --task kt1 >/dev/null || fail "sbx cancel --task through b1"
+    for _ in $(seq 1 300); do
+        [ "$(sql "SELECT state FROM tasks WHERE id = 'kt1'")" = ended ] && break
+        sleep 0.1
+    done
+    [ "$(sql "SELECT state FROM tasks WHERE id = 'kt1'")" = ended ] || fail "task kt1 did not end"
+    echo "fleet: task kt1 on $owner: commands through b1 and $other ran there; ended through b1"
+    ;;
+fwdkill)
+    # (added) the owner killed while b1 relays its followed output: a clean
+    # error, b1 goes on
+    two_boxes
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-say-wait"], "pool": "agent"}' | jid)
+    wait_state "$id" running 30
+    "$sbx" --config "$work/b1/sbx.conf" job --follow "$id" >"$work/f.out" 2>"$work/f.err" &
+    f=$!
+    for _ in $(seq 1 100); do
+        grep -q waiting "$work/f.out" && break
+        sleep 0.1
+    done
+    grep -q waiting "$work/f.out" || fail "no output through b1"
+    kill -9 "${pid[b2]}"
+    wait "${pid[b2]}" 2>/dev/null || true
+    unset "pid[b2]"
+    rc=0
+    wait $f || rc=$?
+    [ "$rc" != 0 ] || fail "the follow through b1 ended cleanly after its owner was killed"
+    grep -q "box b2 went away in the middle of the output of job $id" "$work/f.err" ||
+        fail "the follow through b1: $(cat "$work/f.err")"
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/o.out" -w '%{http_code}' \
+        "http://sbx/v1/jobs/$id/output?follow=1")
+    { [ "$code" = 502 ] || [ "$code" = 503 ]; } || fail "output of a dead box's job: HTTP $code"
+    grep -q "box b2" "$work/o.out" || fail "output of a dead box's job: $(cat "$work/o.out")"
+    kill -0 "${pid[b1]}" || fail "b1 died"
+    echo "fleet: owner killed mid-follow: '$(cat "$work/f.err")'; then HTTP $code"
+    ;;
+db503)
+    # (added) PostgreSQL stopped: the API answers 503 with one line, at once;
+    # started again: what was accepted finishes, new submits run
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    sed -i 's/lease = 2;/lease = 8;/' "$work/b1/sbx.conf" "$work/b2/sbx.conf"
+    for b in b1 b2; do start $b; done
+    for b in b1 b2; do wait_socket $b; done
+    ids=""
+    for i in 1 2 3 4; do
+        ids="$ids $(api b$((i % 2 + 1)) POST /v1/jobs '{"argv": ["sleep", "3500"], "pool": "ci"}' | jid)"
+    done
+    for id in $ids; do wait_state "$id" running 30; done
+    $SBX_TEST_PG_CTL stop
+    t0=$(date +%s%N)
+    code=$(curl -sS -m 20 --unix-socket "$work/b1/runner.sock" -o "$work/s.out" -w '%{http_code}' \
+        -d '{"argv": ["hello"]}' http://sbx/v1/jobs)
+    [ "$code" = 503 ] || fail "a submit with the database down: HTTP $code ($(cat "$work/s.out"))"
+    [ "$(wc -l <"$work/s.out")" = 1 ] || fail "a submit with the database down: not one line"
+    grep -q '"error":"the database is unavailable' "$work/s.out" || fail "submit: $(cat "$work/s.out")"
+    set -- $ids
+    code=$(curl -sS -m 20 --unix-socket "$work/b2/runner.sock" -o "$work/g.out" -w '%{http_code}' \
+        "http://sbx/v1/jobs/$1")
+    [ "$code" = 503 ] || fail "a GET with the database down: HTTP $code ($(cat "$work/g.out"))"
+    t1=$(date +%s%N)
+    [ $(((t1 - t0) / 1000000)) -lt 5000 ] || fail "the 503s took $(((t1 - t0) / 1000000)) ms"
+    sleep 3 # the running jobs end while the database is down
+    $SBX_TEST_PG_CTL start
+    after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
+    for id in $ids $after; do wait_state "$id" finished 30; done
+    echo "fleet: database down: submit and GET answered 503 in $(((t1 - t0) / 1000000)) ms; all 5 jobs finished"
     ;;
 *)
     fail "unknown case '$case_'"
