@@ -28,6 +28,8 @@
 #   fwdtask  (added) a kept task's commands submitted to other boxes run in
 #          the task's box; its end through another box ends it.
 #   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
+#   fwdbad (added) a hostile owner: a huge head, garbage, a cut stream, an
+#          endless body: one bounded error each, b1 goes on.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
 #          started again, every accepted job finishes.
 set -euo pipefail
@@ -536,6 +538,69 @@ db503)
     after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
     for id in $ids $after; do wait_state "$id" finished 30; done
     echo "fleet: database down: submit and GET answered 503 in $(((t1 - t0) / 1000000)) ms; all 5 jobs finished"
+    ;;
+fwdbad)
+    # (added) a hostile owner (b2's row pointed at a fake server): a huge
+    # head, garbage, a stream cut short, an endless body: b1 answers each
+    # with one bounded error and goes on
+    two_boxes
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}' | jid)
+    wait_state "$id" running 30
+    python3 - "$work/evil.sock" <<'PY' &
+import socket, sys, threading
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sys.argv[1])
+srv.listen(16)
+def serve(c):
+    try:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = c.recv(4096)
+            if not d:
+                return
+            head += d
+        line = head.split(b"\r\n")[0].decode()
+        if "mode=head" in line:
+            c.sendall(b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 200000 + b"\r\n\r\n")
+        elif "mode=garbage" in line:
+            c.sendall(b"\x00\xff\xfe garbage\r\n\r\n")
+        elif "mode=cut" in line:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.sbx.output-frames\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\nd\r\n\x01\x00\x00\x00\x00\x00\x00\x05hello\r\n")
+        else:  # the cancel: a body without end
+            c.sendall(b"HTTP/1.1 202 OK\r\nContent-Length: 999999999\r\n\r\n")
+            for _ in range(400):
+                c.sendall(b"x" * 8192)
+    except OSError:
+        pass
+    finally:
+        c.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+evil=$!
+for _ in $(seq 1 50); do [ -S "$work/evil.sock" ] && break; sleep 0.1; done
+sql "UPDATE boxes SET api = 'unix:$work/evil.sock' WHERE id = 'b2'"
+get() { curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o "$work/bad.out" -w '%{http_code}' "$@"; }
+code=$(get "http://sbx/v1/jobs/$id/output?mode=head")
+[ "$code" = 502 ] && grep -q "larger than 16384 bytes" "$work/bad.out" ||
+    fail "a huge head: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get "http://sbx/v1/jobs/$id/output?mode=garbage")
+[ "$code" = 502 ] && grep -q "box b2 holds job $id and did not answer: the owner's reply does not start with an HTTP/1.x status line" "$work/bad.out" ||
+    fail "garbage: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get "http://sbx/v1/jobs/$id/output?follow=1&frames=1&mode=cut")
+[ "$code" = 200 ] && grep -aq "hello{\"error\":\"box b2 went away in the middle of the output of job $id" "$work/bad.out" ||
+    fail "a cut stream: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get -X POST "http://sbx/v1/jobs/$id/cancel")
+[ "$code" = 502 ] && grep -q "larger than 1 MiB" "$work/bad.out" ||
+    fail "an endless body: HTTP $code $(head -c 300 "$work/bad.out")"
+kill "$evil"
+wait "$evil" 2>/dev/null || true
+kill -0 "${pid[b1]}" || fail "b1 died"
+"$sbx" --config "$work/b2/sbx.conf" cancel "$id" >/dev/null || fail "cancel on b2"
+wait_state "$id" cancelled 30
+echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each"
     ;;
 *)
     fail "unknown case '$case_'"
