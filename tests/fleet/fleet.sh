@@ -28,8 +28,9 @@
 #   fwdtask  (added) a kept task's commands submitted to other boxes run in
 #          the task's box; its end through another box ends it.
 #   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
-#   fwdbad (added) a hostile owner: a huge head, garbage, a cut stream, an
-#          endless body: one bounded error each, b1 goes on.
+#   fwdbad (added) a slow client pauses the relay; a hostile owner: a huge
+#          head, garbage, a cut stream, an endless body: one bounded error
+#          each, b1 goes on.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
 #          started again, every accepted job finishes.
 set -euo pipefail
@@ -540,10 +541,38 @@ db503)
     echo "fleet: database down: submit and GET answered 503 in $(((t1 - t0) / 1000000)) ms; all 5 jobs finished"
     ;;
 fwdbad)
-    # (added) a hostile owner (b2's row pointed at a fake server): a huge
-    # head, garbage, a stream cut short, an endless body: b1 answers each
-    # with one bounded error and goes on
-    two_boxes
+    # (added) a client that reads slower than the owner sends: b1's relay
+    # pauses once 1 MiB waits for it, and resumes. Then a hostile owner (b2's
+    # row pointed at a fake server): a huge head, garbage, a stream cut short,
+    # an endless body: b1 answers each with one bounded error and goes on
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    SBX_LOG_LEVEL=debug "$sbx" --config "$work/b1/sbx.conf" serve >>"$work/b1/log" 2>&1 &
+    pid[b1]=$!
+    start b2
+    for b in b1 b2; do wait_socket $b; done
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "400000", "0"], "pool": "agent"}' | jid)
+    got=$(python3 - "$work/b1/runner.sock" "$id" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/jobs/%s/output?follow=1&frames=1 HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2].encode())
+time.sleep(3)  # reads nothing meanwhile
+n = 0
+s.settimeout(30)
+while True:
+    d = s.recv(65536)
+    if not d or d.endswith(b"\r\n0\r\n\r\n"):
+        break
+    n += len(d)
+print(n)
+PY
+)
+    [ "$got" -gt 1048576 ] || fail "the slow client got $got bytes"
+    grep -q "forward of job $id from box b2 paused: [0-9]* bytes wait for the client" "$work/b1/log" ||
+        fail "b1's relay did not pause for the slow client"
+    grep -q "forward of job $id from box b2 resumed" "$work/b1/log" || fail "b1's relay did not resume"
+    wait_state "$id" finished 60
     id=$(api b1 POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}' | jid)
     wait_state "$id" running 30
     python3 - "$work/evil.sock" <<'PY' &

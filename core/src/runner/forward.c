@@ -269,6 +269,8 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (caller_unsent(f) <= FWD_BUFFERED / 2) {
+        sbx_debug("runner: forward of %s from box %s resumed after %d ms", f->what, f->box,
+                  f->paused_ms);
         f->paused_ms = 0;
         bufferevent_enable(f->bev, EV_READ);
         owner_read(f->bev, f); /* what arrived meanwhile */
@@ -307,6 +309,8 @@ static void owner_read(struct bufferevent *bev, void *arg)
         if (f->started && caller_unsent(f) > FWD_BUFFERED) {
             struct timeval tv = {0, FWD_POLL_MS * 1000};
 
+            sbx_debug("runner: forward of %s from box %s paused: %zu bytes wait for the client",
+                      f->what, f->box, caller_unsent(f));
             bufferevent_disable(bev, EV_READ);
             evtimer_add(f->poll, &tv);
             return;
