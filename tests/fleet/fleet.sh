@@ -31,6 +31,8 @@
 #   fwdbad (added) a slow client pauses the relay; a hostile owner: a huge
 #          head, garbage, a cut stream, an endless body: one bounded error
 #          each, b1 goes on.
+#   fwdtcp (added) boxes on TCP: the caller's token goes to the owner; scopes
+#          hold across the hop; the unix socket gets a 502 for a TCP owner.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
 #          started again, every accepted job finishes.
 set -euo pipefail
@@ -630,6 +632,59 @@ kill -0 "${pid[b1]}" || fail "b1 died"
 "$sbx" --config "$work/b2/sbx.conf" cancel "$id" >/dev/null || fail "cancel on b2"
 wait_state "$id" cancelled 30
 echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each"
+    ;;
+fwdtcp)
+    # (added) boxes on TCP: the caller's own bearer token goes to the owner,
+    # which checks it; scopes hold across the hop; a request from the unix
+    # socket has no token to forward to a TCP owner
+    read -r p1 p2 < <(python3 -c 'import socket
+s = [socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')
+    export SBX_FWD_TOKEN_CI=ci-$RANDOM$RANDOM$RANDOM SBX_FWD_TOKEN_RO=ro-$RANDOM$RANDOM$RANDOM
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    for b in b1 b2; do
+        port=$p1
+        [ $b = b2 ] && port=$p2
+        sed -i "s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$port\"; clients = ( { name = \"ci\"; token_env = \"SBX_FWD_TOKEN_CI\"; scopes = [\"submit\", \"read-own\"]; }, { name = \"ro\"; token_env = \"SBX_FWD_TOKEN_RO\"; scopes = [\"read-own\"]; } ); };|" "$work/$b/sbx.conf"
+        start $b
+    done
+    for b in b1 b2; do wait_socket $b; done
+    tcp() { # port token method path [body]
+        curl -sS -m 60 -o "$work/tcp.out" -w '%{http_code}' -X "$3" -H "Authorization: Bearer $2" \
+            ${5:+-H 'Content-Type: application/json' -d "$5"} "http://127.0.0.1:$1$4"
+    }
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["fake-drip", "10", "100"], "pool": "agent"}')
+    [ "$code" = 201 ] || fail "submit over TCP: HTTP $code $(cat "$work/tcp.out")"
+    id=$(jid <"$work/tcp.out")
+    wait_state "$id" running 30
+    [ "$(sql "SELECT box || ' ' || client FROM jobs WHERE id = '$id'")" = "b2 ci" ] || fail "job $id: $(sql "SELECT box, client FROM jobs WHERE id = '$id'")"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" GET "/v1/jobs/$id/output?follow=1")
+    [ "$code" = 200 ] || fail "follow through b1 over TCP: HTTP $code"
+    cp "$work/tcp.out" "$work/t1.out"
+    code=$(tcp $p2 "$SBX_FWD_TOKEN_CI" GET "/v1/jobs/$id/output")
+    cmp "$work/t1.out" "$work/tcp.out" || fail "the output through b1 over TCP differs from b2's"
+    [ "$(grep -c '^line' "$work/t1.out")" = 10 ] || fail "follow through b1 over TCP: $(cat "$work/t1.out")"
+    grep -q "forwarding GET /v1/jobs/$id/output?follow=1 for client 'ci' to tcp:127.0.0.1:$p2" "$work/b1/log" ||
+        fail "b1 did not forward over TCP"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_RO" GET "/v1/jobs/$id/output")
+    [ "$code" = 403 ] || fail "another client's output through b1: HTTP $code, want 403"
+    code=$(tcp $p1 wrong-token GET "/v1/jobs/$id/output")
+    [ "$code" = 401 ] || fail "a wrong token on b1: HTTP $code, want 401"
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/u.out" -w '%{http_code}' "http://sbx/v1/jobs/$id/output")
+    [ "$code" = 502 ] && grep -q "no bearer token to forward" "$work/u.out" ||
+        fail "the unix socket to a TCP owner: HTTP $code $(cat "$work/u.out")"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}')
+    id2=$(jid <"$work/tcp.out")
+    wait_state "$id2" running 30
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_RO" POST "/v1/jobs/$id2/cancel")
+    [ "$code" = 403 ] || fail "another client's cancel through b1: HTTP $code, want 403"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST "/v1/jobs/$id2/cancel")
+    [ "$code" = 202 ] || fail "cancel through b1 over TCP: HTTP $code $(cat "$work/tcp.out")"
+    wait_state "$id2" cancelled 30
+    if grep -q "$SBX_FWD_TOKEN_CI\|$SBX_FWD_TOKEN_RO" "$work"/b*/log; then fail "a token in a box's log"; fi
+    echo "fleet: over TCP: follow and cancel through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
     ;;
 *)
     fail "unknown case '$case_'"
