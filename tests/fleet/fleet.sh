@@ -217,9 +217,9 @@ api() { # box method path [body]: the body of a 2xx answer
 
 jid() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
 
-wait_state() { # job state timeout_s
+wait_state() { # job state(s: "running|finished") timeout_s
     for _ in $(seq 1 $(($3 * 10))); do
-        [ "$(sql "SELECT state FROM jobs WHERE id = '$1'")" = "$2" ] && return 0
+        sql "SELECT state FROM jobs WHERE id = '$1'" | grep -Eqx "$2" && return 0
         sleep 0.1
     done
     fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
@@ -418,7 +418,7 @@ fwd)
     # API: the request is forwarded to b2 and its answer relayed; one hop only
     two_boxes
     id=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "16", "100"], "pool": "agent"}' | jid)
-    wait_state "$id" running 30
+    wait_state "$id" 'running|finished' 30
     [ "$(sql "SELECT box FROM jobs WHERE id = '$id'")" = b2 ] || fail "job $id is not on b2"
     "$sbx" --config "$work/b1/sbx.conf" job --follow "$id" >"$work/f1.out" 2>"$work/f1.err" &
     f1=$!
@@ -658,7 +658,7 @@ print(*[x.getsockname()[1] for x in s])')
     code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["fake-drip", "10", "100"], "pool": "agent"}')
     [ "$code" = 201 ] || fail "submit over TCP: HTTP $code $(cat "$work/tcp.out")"
     id=$(jid <"$work/tcp.out")
-    wait_state "$id" running 30
+    wait_state "$id" 'running|finished' 30
     [ "$(sql "SELECT box || ' ' || client FROM jobs WHERE id = '$id'")" = "b2 ci" ] || fail "job $id: $(sql "SELECT box, client FROM jobs WHERE id = '$id'")"
     code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" GET "/v1/jobs/$id/output?follow=1")
     [ "$code" = 200 ] || fail "follow through b1 over TCP: HTTP $code"

@@ -113,6 +113,7 @@ static void test_hostile_replies(void **state)
     } cases[] = {
         {"SSH-2.0-OpenSSH\r\n\r\n", "status line"},
         {"HTTP/1.1 099 Low\r\n\r\n", "bad status code"},
+        {"HTTP/1.1 101 Switching Protocols\r\n\r\n", "bad status code"},
         {"HTTP/1.1 99 Low\r\n\r\n", "status line"},
         {"HTTP/1.1 2x0 OK\r\n\r\n", "bad status code"},
         {"HTTP/2.0 200 OK\r\n\r\n", "status line"},

@@ -77,7 +77,8 @@ static int parse_head(struct fwd_reply *p)
     {
         uint64_t st;
 
-        if (parse_num(s + 9, 3, 10, 3, &st) < 0 || st < 100 || st > 599) {
+        /* no 1xx: the forward asks for none (no Expect, no Upgrade) */
+        if (parse_num(s + 9, 3, 10, 3, &st) < 0 || st < 200 || st > 599) {
             return bad(p, "the owner's reply has a bad status code");
         }
         p->status = (int)st;

@@ -27,7 +27,7 @@ enum fwd_phase {
 
 struct fwd_reply {
     enum fwd_phase phase;
-    int status;      /* 100..599 once the head is read */
+    int status;      /* 200..599 once the head is read */
     char ctype[128]; /* Content-Type ("" none); printable ASCII only */
     uint64_t left;   /* bytes left in a chunk or of Content-Length */
     char head[FWD_HEAD_MAX];
