@@ -445,6 +445,18 @@ fwd)
         fail "a forwarded request on b1: $(cat "$work/loop.out")"
     n=$(grep -c "forwarding GET /v1/jobs/$id/output" "$work/b1/log")
     [ "$n" = 2 ] || fail "b1 forwarded $n output requests, want 2 (the marked one is not)"
+    # a follow through b1 of a job still in the shared queue (b2, the only
+    # agent box, paused for 1 s, well within its lease) waits for its claim
+    kill -STOP "${pid[b2]}"
+    id3=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "4", "10"], "pool": "agent"}' | jid)
+    "$sbx" --config "$work/b1/sbx.conf" job --follow "$id3" >"$work/q.out" 2>"$work/q.err" &
+    q=$!
+    sleep 1
+    [ "$(sql "SELECT state || coalesce(box, '-') FROM jobs WHERE id = '$id3'")" = "queued-" ] ||
+        fail "job $id3 was claimed while b2 was paused"
+    kill -CONT "${pid[b2]}"
+    wait $q || fail "follow of a queued job through b1: exit $? ($(cat "$work/q.err"))"
+    [ "$(cat "$work/q.out")" = "$(printf 'line 0\nline 2')" ] || fail "follow of a queued job: '$(cat "$work/q.out")'"
     # cancel through b1 of a job that runs on b2
     id2=$(api b1 POST /v1/jobs '{"argv": ["fake-say-wait"], "pool": "agent"}' | jid)
     wait_state "$id2" running 30

@@ -540,14 +540,31 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
             sbx_error_free(&err);
             return;
         }
+        int unclaimed;
+
         if (read_denied(req, who, what, rec.client)) {
             sbx_job_rec_clear(&rec);
             return;
         }
+        unclaimed = rec.box == NULL; /* never claimed: queued, or cancelled there */
+        follow = follow && rec.state == SBX_JOB_QUEUED;
         sbx_job_rec_clear(&rec);
         if (elsewhere(r, 0, id, &o)) { /* (added) its output is on the box that ran it */
             runner_forward(r, req, who, &o, what, 1, frames);
             sbx_store_owner_clear(&o);
+            return;
+        }
+        if (unclaimed && runner_fleet_box(r) != NULL) {
+            /* (added) never claimed: no output; a follow of a job still in
+             * the shared queue waits for the box that claims it (forward.c) */
+            if (follow) {
+                runner_forward_wait(r, req, who, id, frames);
+                return;
+            }
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                              frames ? "application/vnd.sbx.output-frames"
+                                     : "text/plain; charset=utf-8");
+            evhttp_send_reply(req, 200, "OK", NULL);
             return;
         }
         runner_reply_error(req, 410, "the output of job %s is no longer kept (see its record)", id);

@@ -36,6 +36,9 @@
 #define FWD_BUFFERED (1u << 20) /* unsent to a slow caller before the relay pauses */
 #define FWD_STALL_S 30          /* paused that long: the forward is dropped */
 #define FWD_POLL_MS 50          /* while paused */
+#define FWD_WAIT_MS 500         /* a follow of a queued job checks its record */
+#define FWD_WAIT_MAX_S 3600     /* ... and gives up */
+#define FWD_WAIT_PER_CLIENT 32  /* follows of queued jobs per client */
 
 struct runner_fwd {
     struct sbx_runner *r;
@@ -53,6 +56,10 @@ struct runner_fwd {
     struct fwd_reply p;
     struct fwd_frames fr;
     struct evbuffer *body; /* a reply that is not streamed */
+    /* (a follow waiting for a claim: no bev, box "") */
+    int waiting;
+    char id[SBX_SCHED_ID_MAX + 1];
+    struct runner_client who;
     struct runner_fwd *next;
 };
 
@@ -197,7 +204,12 @@ static void caller_closed(struct evhttp_connection *c, void *arg)
     struct runner_fwd *f = arg;
 
     (void)c;
-    sbx_info("runner: forward of %s to box %s: the client went away", f->what, f->box);
+    if (f->waiting) {
+        sbx_info("runner: follow of %s (in the shared queue): the client went away", f->what);
+    }
+    else {
+        sbx_info("runner: forward of %s to box %s: the client went away", f->what, f->box);
+    }
     if (evhttp_request_get_connection(f->req) == NULL) {
         if (f->started) {
             evhttp_send_reply_end(f->req);
@@ -438,8 +450,8 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
         return;
     }
     for (struct runner_fwd *g = r->fwds; g != NULL; g = g->next) {
-        per_box += strcmp(g->box, o->box) == 0;
-        per_client += strcmp(g->client, who->name) == 0;
+        per_box += !g->waiting && strcmp(g->box, o->box) == 0;
+        per_client += !g->waiting && strcmp(g->client, who->name) == 0;
     }
     if (per_box >= FWD_PER_BOX || per_client >= FWD_PER_CLIENT) {
         int box_cap = per_box >= FWD_PER_BOX;
@@ -505,6 +517,83 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
         bufferevent_enable(f->bev, EV_READ | EV_WRITE) < 0) {
         fwd_fail(f, why);
     }
+}
+
+static void on_wait(evutil_socket_t fd, short what, void *arg)
+{
+    struct runner_fwd *f = arg;
+    struct sbx_runner *r = f->r;
+    struct sbx_job_rec rec = {0};
+    sbx_error_t *err = NULL;
+    struct timeval tv = {0, FWD_WAIT_MS * 1000};
+    int queued = 1; /* the database down: wait on */
+
+    (void)fd;
+    (void)what;
+    if (sbx_store_job_get(r->store, f->id, &rec, &err) == 0) {
+        queued = rec.state == SBX_JOB_QUEUED && rec.box == NULL;
+        sbx_job_rec_clear(&rec);
+    }
+    sbx_error_free(&err);
+    f->paused_ms += FWD_WAIT_MS;
+    if (queued && f->paused_ms < FWD_WAIT_MAX_S * 1000) {
+        evtimer_add(f->poll, &tv);
+        return;
+    }
+    {
+        struct evhttp_request *req = f->req;
+        struct runner_client who = f->who;
+        char id[sizeof(f->id)];
+        int frames = f->frames;
+
+        memcpy(id, f->id, sizeof(id));
+        fwd_free(f); /* the request is the caller's again */
+        if (queued) {
+            runner_reply_error(req, 409,
+                               "job %s still waits in the shared queue after %d s; follow it again",
+                               id, FWD_WAIT_MAX_S);
+            return;
+        }
+        runner_handle_output(r, req, id, 1, frames, &who);
+    }
+}
+
+void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
+                         const struct runner_client *who, const char *id, int frames)
+{
+    struct timeval tv = {0, FWD_WAIT_MS * 1000};
+    struct runner_fwd *f;
+    int n = 0;
+
+    for (struct runner_fwd *g = r->fwds; g != NULL; g = g->next) {
+        n += g->waiting && strcmp(g->client, who->name) == 0;
+    }
+    if (n >= FWD_WAIT_PER_CLIENT) {
+        runner_reply_error(req, 429,
+                           "job %s waits in the shared queue: this client already follows %d "
+                           "queued jobs (limit %d)",
+                           id, n, FWD_WAIT_PER_CLIENT);
+        return;
+    }
+    f = xcalloc(1, sizeof(*f));
+    f->r = r;
+    f->req = req;
+    f->conn = evhttp_request_get_connection(req);
+    f->waiting = 1;
+    f->frames = frames;
+    f->who = *who;
+    snprintf(f->id, sizeof(f->id), "%s", id);
+    snprintf(f->client, sizeof(f->client), "%s", who->name);
+    snprintf(f->what, sizeof(f->what), "job %s", id);
+    f->next = r->fwds;
+    r->fwds = f;
+    f->poll = evtimer_new(r->base, on_wait, f);
+    if (f->poll == NULL || f->conn == NULL) {
+        fwd_fail(f, "out of memory");
+        return;
+    }
+    evhttp_connection_set_closecb(f->conn, caller_closed, f);
+    evtimer_add(f->poll, &tv);
 }
 
 void runner_forward_drop_all(struct sbx_runner *r)

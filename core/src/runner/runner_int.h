@@ -201,6 +201,10 @@ struct runner_fwd;
 void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
                     const struct runner_client *who, const struct sbx_store_owner *o,
                     const char *what, int stream, int frames);
+/* A follow of a job still in the shared queue: checks the record every
+ * 500 ms and, once a box claimed it, answers req as runner_handle_output. */
+void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
+                         const struct runner_client *who, const char *id, int frames);
 int runner_forwarded(struct evhttp_request *req);
 /* The client a forwarded request on the unix socket names (every scope: the
  * forwarding box checked them), else the local client. */
