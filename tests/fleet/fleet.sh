@@ -7,7 +7,7 @@
 # Boxes (fake provider, separate state dirs and box ids, lease 2 s):
 #   b1 serves ci, b2 serves ci and agent, b3 serves agent.
 # Cases:
-#   jobs   N jobs (SBX_FLEET_JOBS, default 300) submitted round-robin to the
+#   jobs   N jobs (SBX_FLEET_JOBS, default 1000) submitted round-robin to the
 #          three APIs, alternating pools: each ends exactly once (finished),
 #          none on a box that does not serve its pool, claims FIFO per pool;
 #          `sbx queue` on every box shows all three boxes.
@@ -227,7 +227,7 @@ wait_state() { # job state(s: "running|finished") timeout_s
 
 case "$case_" in
 jobs)
-    n=${SBX_FLEET_JOBS:-300}
+    n=${SBX_FLEET_JOBS:-1000}
     three_boxes
     t0=$(date +%s%N)
     for i in $(seq 1 "$n"); do

@@ -7,50 +7,7 @@
 #include "runner/runner_int.h"
 #include "runner_harness.h"
 #include "spawn.h"
-
-static char *sbx_bin;
-static char *client_conf;
-
-static struct spawn_result sbx_run(const char *const *args)
-{
-    char *argv[16] = {sbx_bin, "--config", client_conf};
-    int n = 3;
-
-    for (size_t i = 0; args[i] != NULL && n < 15; i++) {
-        argv[n++] = (char *)args[i];
-    }
-    argv[n] = NULL;
-    return spawn_run(argv, NULL);
-}
-
-#define SBX_RUN(...) sbx_run((const char *const[]){__VA_ARGS__, NULL})
-
-static void write_client_conf(const char *listen)
-{
-    char *text = NULL;
-
-    assert_true(asprintf(&text,
-                         "plugin_dir = \"%s\";\nstate_dir = \"%s\";\nprovider = \"fake\";\n"
-                         "providers = { fake = { plugin = \"provider_good\"; }; };\n"
-                         "limits = { cpus = 0.5; memory = \"256M\"; idle = \"1h\"; };\n%s%s%s",
-                         getenv("SBX_TEST_PLUGINS"), rh_dir,
-                         listen ? "runner = { listen = \"unix:" : "", listen ? listen : "",
-                         listen ? "\"; };\n" : "") > 0);
-    free(client_conf);
-    client_conf = test_write_file(rh_dir, listen ? "client.conf" : "embedded.conf", text);
-    free(text);
-}
-
-static json_t *parse_out(const struct spawn_result *r)
-{
-    json_error_t e;
-    json_t *j = json_loads(r->out, 0, &e);
-
-    if (j == NULL) {
-        fail_msg("not JSON (%s): %s / stderr: %s", e.text, r->out, r->err);
-    }
-    return j;
-}
+#include "cli_harness.h"
 
 static const char *str(json_t *o, const char *k)
 {

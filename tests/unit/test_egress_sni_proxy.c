@@ -23,6 +23,7 @@
 #include "egress/egress_int.h"
 #include "egress/sni.h"
 #include "util/xalloc.h"
+#include "jsonl.h"
 
 static struct {
     char *dir;
@@ -205,31 +206,14 @@ static char *exchange(int u, const void *p, size_t n)
     return reply;
 }
 
-/* The log's lines so far. */
 static json_t *log_lines(void)
 {
-    FILE *f = fopen(t.log, "r");
-    char line[2048];
-    json_t *arr = json_array();
-
-    assert_non_null(f);
-    while (fgets(line, sizeof(line), f) != NULL) {
-        json_t *o = json_loads(line, 0, NULL);
-
-        assert_non_null(o);
-        json_array_append_new(arr, o);
-    }
-    fclose(f);
-    return arr;
+    return test_jsonl_read(t.log);
 }
 
 static size_t mark(void)
 {
-    json_t *arr = log_lines();
-    size_t n = json_array_size(arr);
-
-    json_decref(arr);
-    return n;
+    return test_jsonl_count(t.log);
 }
 
 /* Line number `at` (the connection after mark() == at): the proxy writes it when the

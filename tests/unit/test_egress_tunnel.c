@@ -29,6 +29,7 @@
 #include "egress/egress_int.h"
 #include "egress/request.h"
 #include "util/xalloc.h"
+#include "jsonl.h"
 
 static struct {
     char *dir;
@@ -225,30 +226,12 @@ static char *sink_got(void)
 
 static json_t *log_lines(void)
 {
-    FILE *f = fopen(t.log, "r");
-    char line[4096];
-    json_t *arr = json_array();
-
-    if (f == NULL) {
-        return arr;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        json_t *o = json_loads(line, 0, NULL);
-
-        assert_non_null(o);
-        json_array_append_new(arr, o);
-    }
-    fclose(f);
-    return arr;
+    return test_jsonl_read(t.log);
 }
 
 static size_t mark(void)
 {
-    json_t *arr = log_lines();
-    size_t n = json_array_size(arr);
-
-    json_decref(arr);
-    return n;
+    return test_jsonl_count(t.log);
 }
 
 /* The one line of the connection after mark() == at: decision, reason, opaque, and

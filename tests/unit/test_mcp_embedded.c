@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "config/config.h"
+#include "fake_config.h"
 #include "mcp/backend.h"
 #include "util/xalloc.h"
 
@@ -17,20 +17,11 @@ static struct sbx_mcp_backend b;
 
 static void open_backend(const char *extra)
 {
-    char *text = xasprintf("state_dir = \"%s/state\";\nprovider = \"fake\";\n"
-                           "providers = { fake = { plugin = \"provider_good\"; }; };\n%s",
-                           dir, extra ? extra : "");
-    char *path = test_write_file(dir, "sbx.conf", text);
     sbx_error_t *err = NULL;
 
-    cfg = sbx_config_load_file(path, &err);
-    if (cfg == NULL) {
-        fail_msg("config: %s", err->msg);
-    }
+    cfg = test_fake_config(dir, extra);
     assert_int_equal(sbx_mcp_backend_embedded(cfg, getenv("SBX_TEST_PLUGINS"), &b, &err), 0);
     assert_string_equal(b.ops->mode, "embedded");
-    free(text);
-    free(path);
 }
 
 static int setup(void **state)

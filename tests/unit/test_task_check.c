@@ -9,46 +9,9 @@
 #include <jansson.h>
 #include <time.h>
 
-#include "config/config.h"
+#include "fake_config.h"
 #include "sandbox/task.h"
 #include "util/xalloc.h"
-
-static char *dir;
-static struct sbx_config *cfg;
-
-static int setup(void **state)
-{
-    char *text;
-    char *path;
-    sbx_error_t *err = NULL;
-
-    (void)state;
-    if (getenv("SBX_TEST_PLUGINS") == NULL) {
-        fprintf(stderr, "needs SBX_TEST_PLUGINS (run under ctest)\n");
-        return -1;
-    }
-    dir = test_mkdtemp();
-    text = xasprintf("state_dir = \"%s/state\";\nprovider = \"fake\";\n"
-                     "providers = { fake = { plugin = \"provider_good\"; }; };\n",
-                     dir);
-    path = test_write_file(dir, "sbx.conf", text);
-    cfg = sbx_config_load_file(path, &err);
-    if (cfg == NULL) {
-        fail_msg("config: %s", err->msg);
-    }
-    free(text);
-    free(path);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sbx_config_destroy(cfg);
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
 
 static struct sbx_task *start(const char *id)
 {
@@ -56,7 +19,7 @@ static struct sbx_task *start(const char *id)
     struct sbx_task *t = NULL;
     sbx_error_t *err = NULL;
 
-    if (sbx_task_start(cfg, getenv("SBX_TEST_PLUGINS"), &o, &t, &err) < 0) {
+    if (sbx_task_start(test_fake_cfg, getenv("SBX_TEST_PLUGINS"), &o, &t, &err) < 0) {
         fail_msg("task start %s: %s", id, err->msg);
     }
     return t;
@@ -142,5 +105,5 @@ int main(void)
         cmocka_unit_test(test_passing_checks_change_nothing),
     };
 
-    return cmocka_run_group_tests_name("task_check", tests, setup, teardown);
+    return cmocka_run_group_tests_name("task_check", tests, test_fake_setup, test_fake_teardown);
 }

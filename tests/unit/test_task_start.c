@@ -11,54 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config/config.h"
+#include "fake_config.h"
 #include "sandbox/task_int.h"
 #include "util/log.h"
 #include "util/xalloc.h"
-
-static char *dir;
-static struct sbx_config *cfg;
-
-static int setup(void **state)
-{
-    char *text;
-    char *path;
-    sbx_error_t *err = NULL;
-
-    (void)state;
-    if (getenv("SBX_TEST_PLUGINS") == NULL) {
-        fprintf(stderr, "needs SBX_TEST_PLUGINS (run under ctest)\n");
-        return -1;
-    }
-    dir = test_mkdtemp();
-    text = xasprintf("state_dir = \"%s/state\";\nprovider = \"fake\";\n"
-                     "providers = { fake = { plugin = \"provider_good\"; }; };\n",
-                     dir);
-    path = test_write_file(dir, "sbx.conf", text);
-    cfg = sbx_config_load_file(path, &err);
-    if (cfg == NULL) {
-        fail_msg("config: %s", err->msg);
-    }
-    free(text);
-    free(path);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    sbx_config_destroy(cfg);
-    test_rm_rf(dir);
-    free(dir);
-    return 0;
-}
 
 /* Starts a task with stderr (the log, at info) captured; returns sbx_task_start's
  * result, *log gets what was logged (free it). */
 static int start_logged(const struct sbx_task_opts *o, struct sbx_task **t, sbx_error_t **err,
                         char **log)
 {
-    char *path = xasprintf("%s/stderr.log", dir);
+    char *path = xasprintf("%s/stderr.log", test_fake_dir);
     int saved = dup(2);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int rc;
@@ -70,7 +33,7 @@ static int start_logged(const struct sbx_task_opts *o, struct sbx_task **t, sbx_
     dup2(fd, 2);
     close(fd);
     sbx_log_setup(SBX_LOG_INFO, SBX_LOG_TEXT);
-    rc = sbx_task_start(cfg, getenv("SBX_TEST_PLUGINS"), o, t, err);
+    rc = sbx_task_start(test_fake_cfg, getenv("SBX_TEST_PLUGINS"), o, t, err);
     sbx_log_setup(SBX_LOG_WARN, SBX_LOG_TEXT);
     fflush(stderr);
     dup2(saved, 2);
@@ -89,7 +52,7 @@ static int start_logged(const struct sbx_task_opts *o, struct sbx_task **t, sbx_
 
 static int task_dir_exists(const char *id)
 {
-    char *p = xasprintf("%s/state/tasks/%s", dir, id);
+    char *p = xasprintf("%s/state/tasks/%s", test_fake_dir, id);
     int r = access(p, F_OK) == 0;
 
     free(p);
@@ -199,7 +162,7 @@ static void test_phase_range_runs_and_undoes(void **state)
     sbx_error_t *err = NULL;
 
     (void)state;
-    sbx_task_init(s.t, cfg, &o);
+    sbx_task_init(s.t, test_fake_cfg, &o);
     if (sbx_task_phases_run(&s, SBX_TASK_PHASE_IDENTITY, SBX_TASK_PHASE_CREDENTIALS, &err) < 0) {
         fail_msg("phases: %s", err->msg);
     }
@@ -229,5 +192,5 @@ int main(void)
         cmocka_unit_test(test_phase_range_runs_and_undoes),
     };
 
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, test_fake_setup, test_fake_teardown);
 }

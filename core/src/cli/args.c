@@ -95,3 +95,19 @@ int sbx_args_operands(const struct sbx_args *a, int min, int max, const char *wh
     }
     return 0;
 }
+
+int sbx_args_json_only(struct sbx_args *a, int min, int max, const char *what, int *json)
+{
+    static const struct option json_opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    int c;
+
+    a->opts = json_opts;
+    *json = 0;
+    while ((c = sbx_args_next(a)) != -1) {
+        if (c != 'j') {
+            return -1;
+        }
+        *json = 1;
+    }
+    return sbx_args_operands(a, min, max, what);
+}

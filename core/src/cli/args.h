@@ -30,5 +30,8 @@ int sbx_args_error(const struct sbx_args *a, const char *fmt, ...)
 /* Checks the operands left after the options: at least min, at most max
  * (max < 0: any). Prints the error; returns 0 or -1. */
 int sbx_args_operands(const struct sbx_args *a, int min, int max, const char *what);
+/* For a command whose only option is --json: sets a->opts, parses, sets *json
+ * and checks the operands as sbx_args_operands. Returns 0 or -1 (printed). */
+int sbx_args_json_only(struct sbx_args *a, int min, int max, const char *what, int *json);
 
 #endif

@@ -374,17 +374,9 @@ int sbx_cmd_queue(struct sbx_cli *cli, int argc, char **argv)
     sbx_error_t *err = NULL;
     int json = 0;
     json_t *q;
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-    struct sbx_args a = {.cmd = "queue", .opts = opts, .argc = argc, .argv = argv};
-    int c;
+    struct sbx_args a = {.cmd = "queue", .argc = argc, .argv = argv};
 
-    while ((c = sbx_args_next(&a)) != -1) {
-        if (c != 'j') {
-            return SBX_EXIT_USAGE;
-        }
-        json = 1;
-    }
-    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+    if (sbx_args_json_only(&a, 0, 0, "", &json) < 0) {
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);

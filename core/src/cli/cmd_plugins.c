@@ -32,30 +32,20 @@ static int cmp_str(const void *a, const void *b)
 
 int sbx_cmd_plugins(struct sbx_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "plugins", .argc = argc, .argv = argv};
     const char *dir_path;
-    json_t *arr = json_array();
+    json_t *arr;
     char **names = NULL;
     size_t n = 0;
     int json = 0;
     int refused = 0;
     struct dirent *de;
     DIR *dir;
-    int c;
 
-    struct sbx_args a = {.cmd = "plugins", .opts = opts, .argc = argc, .argv = argv};
-
-    while ((c = sbx_args_next(&a)) != -1) {
-        if (c != 'j') {
-            json_decref(arr);
-            return SBX_EXIT_USAGE;
-        }
-        json = 1;
-    }
-    if (sbx_args_operands(&a, 0, 0, "") < 0) {
-        json_decref(arr);
+    if (sbx_args_json_only(&a, 0, 0, "", &json) < 0) {
         return SBX_EXIT_USAGE;
     }
+    arr = json_array();
     dir_path = sbx_cli_plugin_dir(cli);
     if (dir_path == NULL) {
         json_decref(arr);

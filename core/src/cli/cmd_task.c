@@ -136,23 +136,14 @@ static int task_start(struct sbx_cli *cli, int argc, char **argv)
 
 static int task_end(struct sbx_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-    struct sbx_args a = {
-        .cmd = "task end", .help = "task", .opts = opts, .argc = argc, .argv = argv};
+    struct sbx_args a = {.cmd = "task end", .help = "task", .argc = argc, .argv = argv};
     sbx_error_t *err = NULL;
     const char *task;
     char *state;
     int rc = SBX_EXIT_OK;
     int json = 0;
-    int c;
 
-    while ((c = sbx_args_next(&a)) != -1) {
-        if (c != 'j') {
-            return SBX_EXIT_USAGE;
-        }
-        json = 1;
-    }
-    if (sbx_args_operands(&a, 1, 1, "TASK") < 0) {
+    if (sbx_args_json_only(&a, 1, 1, "TASK", &json) < 0) {
         return SBX_EXIT_USAGE;
     }
     task = a.argv[optind];

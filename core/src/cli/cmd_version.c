@@ -29,19 +29,11 @@ void sbx_cli_print_version(void)
 
 int sbx_cmd_version(struct sbx_cli *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'}, {NULL, 0, NULL, 0}};
-    struct sbx_args a = {.cmd = "version", .opts = opts, .argc = argc, .argv = argv};
+    struct sbx_args a = {.cmd = "version", .argc = argc, .argv = argv};
     int json = 0;
-    int c;
 
     (void)cli;
-    while ((c = sbx_args_next(&a)) != -1) {
-        if (c != 'j') {
-            return SBX_EXIT_USAGE;
-        }
-        json = 1;
-    }
-    if (sbx_args_operands(&a, 0, 0, "") < 0) {
+    if (sbx_args_json_only(&a, 0, 0, "", &json) < 0) {
         return SBX_EXIT_USAGE;
     }
     if (json) {
