@@ -351,7 +351,15 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
             return;
         }
     }
-    if ((code = runner_submit(r, j, labels, &err)) < 0) {
+    code = runner_submit(r, j, labels, &err);
+    if (code < 0 && sbx_store_down(r->store)) {
+        /* (added) a connection the server dropped (a restart of the
+         * database) is opened again before the next statement: one more try;
+         * nothing was stored by the first */
+        sbx_error_free(&err);
+        code = runner_submit(r, j, labels, &err);
+    }
+    if (code < 0) {
         code = http_code_for(err);
 
         json_decref(labels);
