@@ -295,6 +295,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
         snprintf(why, sizeof(why),
                  "the client read nothing for %d s with %zu bytes unsent (limit %u): dropped",
                  FWD_STALL_S, caller_unsent(f), FWD_BUFFERED);
+        f->frames = 0; /* no error line for a client that does not read: closed */
         fwd_fail(f, why);
         return;
     }
@@ -308,9 +309,12 @@ static void owner_read(struct bufferevent *bev, void *arg)
     char buf[16384];
 
     while (evbuffer_get_length(in) > 0) {
-        size_t n = (size_t)evbuffer_remove(in, buf, sizeof(buf));
+        int got = evbuffer_remove(in, buf, sizeof(buf));
 
-        if (fwd_reply_feed(&f->p, buf, n, on_head, on_body, f) < 0) {
+        if (got <= 0) {
+            break;
+        }
+        if (fwd_reply_feed(&f->p, buf, (size_t)got, on_head, on_body, f) < 0) {
             fwd_fail(f, f->p.phase == FWD_BAD ? f->p.err : "its reply is larger than 1 MiB");
             return;
         }
