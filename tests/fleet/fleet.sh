@@ -22,6 +22,14 @@
 #          (bench/fleet_bench.sh).
 #   bad    a DSN of another engine, a wrong DSN and a schema version that
 #          differs: one line, exit 2.
+#   scale  the fleet's one autoscaler: a wait in the shared queue makes only
+#          the leader alert and run scale_up_command, once; after kill -9 of
+#          the leader another box leads and does not repeat the scale-up; the
+#          day spend cap recorded in the shared rows holds for the new leader;
+#          a paused leader (SIGSTOP) is deposed once its lease lapsed; a box
+#          started with the same configuration joins and is counted.
+#   docker two boxes with the real Docker provider (SBX_TEST_DOCKER_HOST, label
+#          runtime) run real sandboxed jobs that each end once.
 #   fwd    (added) a job on b2 followed, read and cancelled through b1: the
 #          bytes are b2's, the cancel ends it; a request with the forward
 #          marker is not forwarded again.
@@ -137,6 +145,8 @@ def post(c, jid, pool, ms):
     if ms.startswith("pace"):
         time.sleep(int(ms[4:]) / 1000.0)
         argv = ["hello"]
+    elif ms.startswith("echo"):  # a real shell in a real sandbox (the docker case)
+        argv = ["sh", "-c", "echo " + ms[4:]]
     else:
         argv = ["sleep", ms]
     body = json.dumps({"argv": argv, "pool": pool, "labels": {"n": jid}})
@@ -352,6 +362,11 @@ bench)
     done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" ||
         fail "submit"
     wait_ended "$n" 120
+    conns=""
+    for b in b1 b2 b3; do
+        m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics)
+        conns="$conns $b $(echo "$m" | grep '^sbx_fleet_store_connections_total' | sed 's/.*how="\([a-z]*\)"} \([0-9]*\)/\1 \2/' | tr '\n' ' ')"
+    done
     pg=$(sql "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ready_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ready_at - queued_at)) FROM jobs WHERE state = 'finished'")
     mkdir -p "$work/one"
     grep -v "database\|lease = 2" "$work/b2/sbx.conf" | sed "s|$work/b2|$work/one|; s|id = \"b2\"; ||" >"$work/one/sbx.conf"
@@ -376,6 +391,7 @@ PY
 )
     set -- $pg
     echo "bench: $n jobs, one every 20 ms, fake provider"
+    echo "bench: workers' store connections:$conns"
     echo "bench: 3 boxes, PostgreSQL: submit->grant p50 $1 ms p95 $2 ms; submit->ready p50 $3 ms p95 $4 ms"
     set -- $lite
     echo "bench: 1 box, SQLite ($1 finished): submit->grant p50 $2 ms p95 $3 ms; submit->ready p50 $4 ms p95 $5 ms"
@@ -410,8 +426,177 @@ bad)
     set -e
     [ "$rc" = 2 ] || fail "another schema version: exit $rc, want 2: $out"
     [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
-    echo "$out" | grep -q "schema version is 9, this sbx uses 1" || fail "schema: $out"
+    echo "$out" | grep -q "schema version is 9, this sbx uses 2" || fail "schema: $out"
     echo "fleet: bad DSN and schema version refused with exit 2"
+    ;;
+scale)
+    # every box runs the same hooks; each call is recorded with the box's id
+    rec="$work/rec.sh"
+    printf '#!/bin/sh\necho "$* ${SBX_ALERT_JOB:-}" >>"%s/calls"\n' "$work" >"$rec"
+    chmod +x "$rec"
+    : >"$work/calls"
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    conf b3 '"agent"'
+    for b in b1 b2 b3; do
+        sed -i "s|lease = 2;|lease = 2; alert_after = 1; cooldown = \"10m\"; max_boxes = 10; box_hour_price = 0.01; alert_command = \"$rec alert $b\"; scale_up_command = \"$rec scale $b\";|" "$work/$b/sbx.conf"
+    done
+    leader_of() { # the box whose /metrics says it leads, or ""
+        for b in "$@"; do
+            m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics || true)
+            if echo "$m" | grep -q "^sbx_fleet_leader{box=\"$b\"} 1"; then
+                echo "$b"
+                return
+            fi
+        done
+        echo ""
+    }
+    # b1 first, so that it leads (the case's times assume that b2's 4 ci slots
+    # are what is left after the leader is killed)
+    start b1
+    wait_socket b1
+    for _ in $(seq 1 50); do
+        [ "$(leader_of b1)" = b1 ] && break
+        sleep 0.1
+    done
+    start b2
+    start b3
+    wait_socket b2
+    wait_socket b3
+    # more ci jobs than the ci slots of b1 and b2: some wait past alert_after
+    for i in $(seq 1 20); do echo "a$i ci 2000"; done |
+        submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" || fail "submit"
+    for _ in $(seq 1 100); do
+        grep -q "^scale" "$work/calls" && break
+        sleep 0.1
+    done
+    sleep 1.5 # two more beats: nothing may repeat it
+    [ "$(grep -c "^scale" "$work/calls")" = 1 ] ||
+        fail "scale_up_command ran $(grep -c "^scale" "$work/calls") times, want once: $(cat "$work/calls")"
+    lead=$(grep "^scale" "$work/calls" | cut -d' ' -f2)
+    [ "$(leader_of b1 b2 b3)" = "$lead" ] ||
+        fail "the scale-up came from $lead, /metrics names '$(leader_of b1 b2 b3)'"
+    grep -q "^scale $lead ci [0-9]" "$work/calls" || fail "scale_up_command args: $(cat "$work/calls")"
+    others=$(grep -cv "^[a-z]* $lead " "$work/calls" || true)
+    [ "$others" = 0 ] || fail "a box other than the leader $lead alerted or scaled: $(cat "$work/calls")"
+    dup=$(grep "^alert" "$work/calls" | awk '{print $NF}' | sort | uniq -d | wc -l)
+    [ "$dup" = 0 ] || fail "a job was alerted twice: $(cat "$work/calls")"
+    [ "$(sql "SELECT count(*) FROM fleet_scale WHERE kind = 'scale_up'")" = 1 ] || fail "scale-up rows"
+    m=$(curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics)
+    echo "$m" | grep -q '^sbx_fleet_wait_seconds{pool="ci"}' || fail "the leader's /metrics has no fleet wait"
+    # what scale_up_command would start: a box with the same configuration
+    # (its own state dir, a generated id) joins by itself: the leader counts it
+    mkdir -p "$work/b4"
+    sed "s|$work/b1|$work/b4|; s|id = \"b1\"; ||" "$work/b1/sbx.conf" >"$work/b4/sbx.conf"
+    start b4
+    wait_socket b4
+    for _ in $(seq 1 50); do
+        m=$(curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics)
+        echo "$m" | grep -q '^sbx_fleet_boxes{pool="ci"} 3$' && break
+        sleep 0.1
+    done
+    echo "$m" | grep -q '^sbx_fleet_boxes_live 4$' || fail "the added box did not join: $(echo "$m" | grep fleet_boxes)"
+    grep -q "joined the fleet" "$work/b4/log" || fail "b4 did not log its joining"
+    kill -TERM "${pid[b4]}"
+    rc=0
+    wait "${pid[b4]}" || rc=$?
+    unset "pid[b4]"
+    [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM"
+    # kill -9 of the leader: another box takes the lock at its next beat
+    kill -9 "${pid[$lead]}"
+    wait "${pid[$lead]}" 2>/dev/null || true
+    unset "pid[$lead]"
+    rest=$(echo b1 b2 b3 | tr ' ' '\n' | grep -v "^$lead$" | tr '\n' ' ')
+    new=""
+    for _ in $(seq 1 50); do
+        # shellcheck disable=SC2086
+        new=$(leader_of $rest)
+        [ -n "$new" ] && break
+        sleep 0.1
+    done
+    [ -n "$new" ] || fail "no box took over from the killed leader $lead"
+    socks=""
+    for b in $rest; do socks="$socks $work/$b/runner.sock"; done
+    n0=$(grep -c "^alert $new" "$work/calls" || true)
+    # shellcheck disable=SC2086
+    for i in $(seq 1 10); do echo "b$i ci 1000"; done | submit $socks || fail "submit after failover"
+    for _ in $(seq 1 100); do
+        [ "$(grep -c "^alert $new" "$work/calls" || true)" -gt "$n0" ] && break
+        sleep 0.1
+    done
+    [ "$(grep -c "^alert $new" "$work/calls" || true)" -gt "$n0" ] || fail "the new leader $new did not alert"
+    [ "$(grep -c "^scale" "$work/calls")" = 1 ] || fail "the new leader repeated the scale-up: $(cat "$work/calls")"
+    grep -q "autoscaler: cooldown" "$work/$new/log" || fail "the new leader did not see the recorded cooldown"
+    # the spend so far is a shared row: at the day cap, the leader adds nothing
+    sql "UPDATE fleet_scale SET at = at - 3600000 WHERE kind = 'scale_up'"
+    sql "UPDATE fleet_spend SET day = 150, month = 150"
+    # shellcheck disable=SC2086
+    for i in $(seq 1 10); do echo "c$i ci 1000"; done | submit $socks || fail "submit at the cap"
+    for _ in $(seq 1 100); do
+        grep -q "allowed by the day spend cap" "$work/$new/log" && break
+        sleep 0.1
+    done
+    grep -q "allowed by the day spend cap" "$work/$new/log" ||
+        fail "the spend cap did not hold: $(grep autoscaler "$work/$new/log" | tail -3)"
+    [ "$(grep -c "^scale" "$work/calls")" = 1 ] || fail "a scale-up past the spend cap: $(cat "$work/calls")"
+    # a paused leader keeps its session and the lock; once its lease lapsed
+    # the third box deposes it (its backend ends) and leads
+    third=$(echo $rest | tr ' ' '\n' | grep -v "^$new$")
+    kill -STOP "${pid[$new]}"
+    for _ in $(seq 1 100); do
+        [ "$(leader_of "$third")" = "$third" ] && break
+        sleep 0.1
+    done
+    [ "$(leader_of "$third")" = "$third" ] || fail "no box took over from the paused leader $new"
+    kill -CONT "${pid[$new]}"
+    for _ in $(seq 1 50); do
+        grep -q "box $new is no longer the fleet's leader" "$work/$new/log" && break
+        sleep 0.1
+    done
+    grep -q "box $new is no longer the fleet's leader" "$work/$new/log" ||
+        fail "the paused leader $new did not learn that it no longer leads"
+    [ "$(leader_of "$new")" = "" ] || fail "two leaders: $new and $third"
+    out=$("$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
+    echo "$out" | grep -q "leader (autoscaler) $third" || fail "sbx queue does not name the leader $third: $out"
+    wait_ended 40 60
+    echo "fleet: one leader ($lead, then $new, then $third) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
+    ;;
+docker)
+    # the real Docker provider: two boxes on the test engine, real sandboxes
+    : "${SBX_TEST_DOCKER_HOST:?the docker case needs SBX_TEST_DOCKER_HOST=unix://... (scripts/test.sh starts a test engine)}"
+    export DOCKER_HOST=$SBX_TEST_DOCKER_HOST
+    engine=${SBX_TEST_DOCKER_HOST#unix://}
+    for b in b1 b2; do
+        mkdir -p "$work/$b"
+        cat >"$work/$b/sbx.conf" <<EOF
+state_dir = "$work/$b";
+limits = { cpus = 0.25; memory = "128M"; idle = "1h"; };
+box = { id = "$b"; pools = ["ci", "agent"]; max_sandboxes = 4; };
+runner = { database = "$SBX_TEST_PG_DSN"; database_password_env = "SBX_TEST_PG_PASSWORD";
+           lease = 5; };
+EOF
+        start $b
+    done
+    for b in b1 b2; do wait_socket $b; done
+    for i in $(seq 1 6); do
+        if [ $((i % 2)) = 0 ]; then echo "d$i ci echofleet-$i"; else echo "d$i agent echofleet-$i"; fi
+    done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" || fail "submit"
+    wait_ended 6 120
+    fin=$(sql "SELECT count(*) FROM jobs WHERE state = 'finished' AND exit_status = 0 AND provider = 'docker' AND ready_at > 0")
+    [ "$fin" = 6 ] || fail "$fin of 6 finished in a Docker sandbox ($(sql "SELECT id, state, provider, reason FROM jobs" | tr '\n' ' '))"
+    twice=$(grep -h "granted a" "$work"/b*/log | sed 's/.*job \([^ ]*\) granted.*/\1/' | sort | uniq -d | wc -l)
+    [ "$twice" = 0 ] || fail "$twice job(s) were granted twice"
+    # each job's output, on the box that ran it
+    for id in $(sql "SELECT id FROM jobs"); do
+        box=$(sql "SELECT box FROM jobs WHERE id = '$id'")
+        n=$(sql "SELECT substring(labels from 'd([0-9]+)') FROM jobs WHERE id = '$id'")
+        out=$(curl -s --unix-socket "$work/$box/runner.sock" "http://localhost/v1/jobs/$id/output")
+        echo "$out" | grep -q "fleet-$n" || fail "job $id (d$n) on $box: output '$out'"
+    done
+    stop_all
+    left=$(curl -s --unix-socket "$engine" 'http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D')
+    [ "$left" = "[]" ] || fail "sbx containers left on the engine: $left"
+    echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once"
     ;;
 fwd)
     # (added) a job running on b2 read, followed and cancelled through b1's

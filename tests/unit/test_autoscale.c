@@ -3,6 +3,7 @@
 #include "sched_fixture.h"
 
 #include <errno.h>
+#include <string.h>
 
 #include "config/config.h"
 #include "sched/sched.h"
@@ -188,6 +189,75 @@ static void test_autoscale_spend_caps(void **state)
     sbx_sched_destroy(s);
 }
 
+/* (added) The decision as the fleet's leader takes it from the shared rows
+ * (sbx_scale_decide) and the spend it accrues (sbx_spend_accrue). */
+static void test_autoscale_fleet_pure(void **state)
+{
+    /* 2026-12-01 12:00 UTC: 12 h left in the day */
+    const int64_t noon = 1796126400000LL;
+    struct sbx_scale_in in = {
+        .now = noon,
+        .queued = 10,
+        .heavy = 1,
+        .oldest = noon - 700000,
+        .current = 2,
+        .paid = 3,
+        .max_sandboxes = 4,
+        .alert_after_ms = 600000,
+        .cooldown_ms = 600000,
+        .max_boxes = 10,
+        .price = 1.0,
+        .day_cap = 150.0,
+        .month_cap = 45000.0,
+    };
+    struct sbx_scale_decision d = {.pool = SBX_POOL_CI};
+    struct sbx_spend sp = {.at = noon - 3600000, .day = 1.0, .month = 5.0};
+
+    (void)state;
+    sbx_scale_decide(&in, &d);
+    assert_int_equal(d.action, SBX_SCALE_UP);
+    assert_int_equal(d.pool, SBX_POOL_CI); /* left as is */
+    assert_int_equal(d.current, 2);
+    assert_int_equal(d.wanted, 5); /* ceil(10 / 4) = 3 more */
+    /* a scale-up recorded by another leader 5 min ago: its cooldown holds */
+    in.scaled = 1;
+    in.last_scale_up = noon - 300000;
+    sbx_scale_decide(&in, &d);
+    assert_int_equal(d.action, SBX_SCALE_NONE);
+    assert_string_equal(d.reason, "cooldown: 300s left of runner.cooldown (600s)");
+    /* the fleet's spend so far: $140 of $150 leaves 10 $/12 h: 0 boxes over the 3 paid */
+    in.scaled = 0;
+    in.spent_day = 140.0;
+    sbx_scale_decide(&in, &d);
+    assert_int_equal(d.action, SBX_SCALE_NONE);
+    assert_true(d.capped);
+    assert_non_null(strstr(d.reason, "allowed by the day spend cap (paid boxes 3 of max 10"));
+    /* max_boxes counts the paid boxes of the fleet */
+    in.spent_day = 0;
+    in.paid = 9;
+    sbx_scale_decide(&in, &d);
+    assert_int_equal(d.action, SBX_SCALE_UP);
+    assert_int_equal(d.wanted, 3);
+    assert_true(d.capped);
+    /* under alert_after, or nothing queued: nothing */
+    in.oldest = noon - 1000;
+    sbx_scale_decide(&in, &d);
+    assert_int_equal(d.action, SBX_SCALE_NONE);
+    in.queued = 0;
+    sbx_scale_decide(&in, &d);
+    assert_string_equal(d.reason, "queue empty");
+    /* 3 boxes at $1/h for an hour; across midnight the day resets, the month goes on */
+    sbx_spend_accrue(&sp, 3.0 / 3600000.0, noon);
+    assert_true(sp.day > 3.999 && sp.day < 4.001);
+    assert_true(sp.month > 7.999 && sp.month < 8.001);
+    assert_int_equal(sp.at, noon);
+    sbx_spend_accrue(&sp, 1.0 / 3600000.0, noon + 13 * 3600000LL);
+    assert_true(sp.day > 0.999 && sp.day < 1.001);       /* 1 h after midnight */
+    assert_true(sp.month > 20.999 && sp.month < 21.001); /* + 13 h */
+    sbx_spend_accrue(&sp, 1.0, noon);                    /* the past: nothing */
+    assert_int_equal(sp.at, noon + 13 * 3600000LL);
+}
+
 static void test_autoscale_bad_input(void **state)
 {
     struct sbx_sched *s = make("box = { pools = [\"ci\"]; };\n");
@@ -214,6 +284,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_autoscale_max_boxes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_autoscale_spend_caps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_autoscale_bad_input, setup, teardown),
+        cmocka_unit_test(test_autoscale_fleet_pure),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,6 +9,7 @@
 #include "test_common.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -55,7 +56,8 @@ static int setup(void **state)
     dir = test_mkdtemp();
     if (on_pg) {
         db = xstrdup(getenv("SBX_TEST_PG_DSN"));
-        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta CASCADE;"
+        pg_sql("DROP TABLE IF EXISTS jobs, tasks, boxes, sbx_meta, fleet_scale, fleet_spend, "
+               "fleet_leader CASCADE;"
                "DROP SEQUENCE IF EXISTS sbx_fence");
         return 0;
     }
@@ -100,6 +102,22 @@ static void job_init(struct sbx_job_rec *j, const char *id, const char *pool, co
     j->limits.pids = 4096;
     j->limits.idle = 3600;
     j->limits.max = 8 * 3600;
+}
+
+/* (added) sql's one integer, read through libpq directly, is want. */
+static void expect_count(const char *sql, long want)
+{
+    const char *keys[] = {"dbname", "password", NULL};
+    const char *vals[] = {getenv("SBX_TEST_PG_DSN"), getenv(PW_ENV), NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    PGresult *res = PQexec(c, sql);
+
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        fail_msg("pg: %s: %s", sql, PQresultErrorMessage(res));
+    }
+    assert_int_equal(atol(PQgetvalue(res, 0, 0)), want);
+    PQclear(res);
+    PQfinish(c);
 }
 
 static void insert_ok(struct sbx_store *st, const char *id, const char *pool, const char *cls,
@@ -691,12 +709,12 @@ static void test_store_pg_version(void **state)
     sbx_store_close(st);
     st = open_ok(); /* the same version opens again */
     sbx_store_close(st);
-    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
+    pg_sql("UPDATE sbx_meta SET value = '3' WHERE key = 'schema_version'");
     assert_null(sbx_store_open_ex(db, PW_ENV, &err));
     expect_err(-1, &err, SBX_E_CONFIG,
-               "the database's schema version is 2, this sbx uses 1: every box of a fleet must "
+               "the database's schema version is 3, this sbx uses 2: every box of a fleet must "
                "run the same sbx");
-    pg_sql("UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
     st = open_ok();
     expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
     sbx_store_close(st);
@@ -704,6 +722,26 @@ static void test_store_pg_version(void **state)
 
 /* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
  * at start), and the password never appears in it. */
+/* (added) A database of schema version 1 (an older sbx) gets version 2's
+ * tables once, its rows kept. */
+static void test_store_pg_migrate_1(void **state)
+{
+    struct sbx_store *st = open_ok();
+
+    (void)state;
+    insert_ok(st, "old", "ci", "light", 0);
+    sbx_store_close(st);
+    pg_sql("DROP TABLE fleet_scale, fleet_spend, fleet_leader;"
+           "UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    st = open_ok();
+    expect_job(st, "old", SBX_JOB_QUEUED, NULL);
+    sbx_store_close(st);
+    expect_count("SELECT count(*) FROM sbx_meta WHERE key = 'schema_version' AND value = '2'", 1);
+    expect_count("SELECT count(*) FROM fleet_scale", 0);
+    expect_count("SELECT count(*) FROM fleet_spend", 0);
+    expect_count("SELECT count(*) FROM fleet_leader", 0);
+}
+
 static void test_store_pg_bad_dsn(void **state)
 {
     sbx_error_t *err = NULL;
@@ -902,6 +940,123 @@ static void test_store_pg_fleet(void **state)
 }
 
 /* SQLite holds one box: the fleet calls say what they need. */
+/* (added) The fleet autoscaler's shared rows (store/scale.c): one holder of
+ * the leader lock, each job alerted once, and two connections deciding at the
+ * same moment record one scale-up: the second sees the first's row. */
+struct race {
+    struct sbx_store *st;
+    int rc;
+    int saw_scaled;
+};
+
+static void decide_once(void *ctx, struct sbx_fleet_scale *fs)
+{
+    struct race *r = ctx;
+
+    r->saw_scaled = fs->scaled;
+    usleep(200 * 1000); /* both deciders are in here at once, unless locked out */
+    fs->up = !fs->scaled && fs->queued > 0;
+    fs->current = fs->pool_live;
+    fs->wanted = fs->pool_live + 1;
+    fs->paid = fs->live + 1;
+    fs->spend_day += 1.0;
+    fs->spend_month += 1.0;
+    snprintf(fs->reason, sizeof(fs->reason), "test");
+}
+
+static void *race_main(void *arg)
+{
+    struct race *r = arg;
+    struct sbx_fleet_scale fs;
+    sbx_error_t *err = NULL;
+
+    r->rc = sbx_store_fleet_scale(r->st, "ci", "box-a", 600000, decide_once, r, &fs, &err);
+    sbx_error_free(&err);
+    return NULL;
+}
+
+static void test_store_pg_fleet_scale(void **state)
+{
+    struct sbx_store *a = open_ok();
+    struct sbx_store *b = open_ok();
+    struct sbx_fleet_alert al[4];
+    struct race ra = {.st = a}, rb = {.st = b};
+    struct sbx_fleet_scale fs;
+    pthread_t ta, tb;
+    size_t n = 0;
+    int64_t ea;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(a, "box-a", "[\"ci\"]", &ea);
+    /* the leader lock: one holder; the holder asks again; it goes with the connection */
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    sbx_store_close(a);
+    a = open_ok();
+    ra.st = a;
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 1);
+    /* b's box has no live row: it is a dead leader. a's try finds the lock
+     * held and deposes b (its session ends, the lock is free); a takes it */
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 0);
+    for (int i = 0; i < 50 && sbx_store_leader_hold(a, "box-a", &err) != 1; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    sbx_store_close(b); /* its backend was terminated */
+    b = open_ok();
+    rb.st = b;
+    /* box-a is alive: nobody deposes it */
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    usleep(300 * 1000);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    /* each waiting job is alerted once, whoever asks */
+    insert_ok(a, "w1", "ci", "light", 1000);
+    ok(sbx_store_fleet_alerts(a, INT64_MAX / 2, "box-a", al, 4, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(al[0].id, "w1");
+    assert_string_equal(al[0].pool, "ci");
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 0);
+    /* an ended job's alert row goes; a new waiting job is alerted */
+    insert_ok(a, "w2", "ci", "light", 1001);
+    pg_sql("UPDATE jobs SET state = 'cancelled' WHERE id = 'w2'");
+    insert_ok(a, "w3", "ci", "light", 1002);
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(al[0].id, "w3");
+    pg_sql("UPDATE jobs SET state = 'cancelled' WHERE id = 'w3'");
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 0);
+    expect_count("SELECT count(*) FROM fleet_scale WHERE kind = 'alert'", 1); /* w1's */
+    /* two deciders at once: one scale-up row */
+    assert_int_equal(pthread_create(&ta, NULL, race_main, &ra), 0);
+    assert_int_equal(pthread_create(&tb, NULL, race_main, &rb), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(ra.rc + rb.rc, 1);
+    assert_true(ra.rc >= 0 && rb.rc >= 0);
+    assert_int_equal(ra.saw_scaled + rb.saw_scaled, 1); /* the second saw the first's row */
+    /* the rows a new leader continues from: the scale-up, the spend of both */
+    ra.saw_scaled = 0;
+    assert_int_equal(sbx_store_fleet_scale(a, "ci", "box-a", 600000, decide_once, &ra, &fs, &err),
+                     0);
+    assert_int_equal(ra.saw_scaled, 1);
+    assert_int_equal(fs.scale_ups, 1);
+    assert_int_equal(fs.live, 1);
+    assert_int_equal(fs.pool_live, 1);
+    assert_int_equal(fs.promised, 2);
+    assert_int_equal(fs.queued, 1);
+    assert_int_equal(fs.oldest, 1000);
+    assert_true(fs.spend_day > 2.5 && fs.spend_day < 3.5); /* 2 before, +1 here */
+    expect_err(sbx_store_fleet_scale(a, "gpu", "box-a", 0, decide_once, &ra, &fs, &err), &err,
+               EINVAL, "a scale decision needs a pool");
+    sbx_store_close(a);
+    sbx_store_close(b);
+}
+
 static void test_store_fleet_needs_pg(void **state)
 {
     struct sbx_store *st = open_ok();
@@ -932,7 +1087,9 @@ int main(void)
     const struct CMUnitTest pg_only[] = {
         cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_migrate_1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_fleet_scale, setup, teardown),
     };
     const char *backend = getenv("SBX_TEST_STORE");
     int failed;

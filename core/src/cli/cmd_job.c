@@ -256,8 +256,9 @@ static void print_fleet(json_t *fl)
         printf("\nfleet: %s\n", str(fl, "error"));
         return;
     }
-    printf("\nfleet: %zu box(es); this is %s\n", json_array_size(json_object_get(fl, "boxes")),
-           str(fl, "box"));
+    printf("\nfleet: %zu box(es); this is %s; leader (autoscaler) %s\n",
+           json_array_size(json_object_get(fl, "boxes")), str(fl, "box"),
+           json_is_string(json_object_get(fl, "leader")) ? str(fl, "leader") : "none");
     json_array_foreach(json_object_get(fl, "boxes"), i, b)
     {
         char *pools = json_dumps(json_object_get(b, "pools"), JSON_COMPACT);

@@ -209,7 +209,7 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "none: every `worktree` is refused (docs/runner.md, Worktree roots)"),
     KEY("runner.alert_after", DURATION, runner.alert_after, .def = "10m",
         .help = "a queued job waiting this long raises an alert and may trigger a scale-up "
-                "(*scheduler*)"),
+                "(*scheduler*); on a fleet the leader alerts each job of the shared queue once"),
     KEY("runner.alert_webhook", STRING, runner.alert_webhook,
         .help = "URL that gets a JSON POST when a queued job waits past `alert_after`"),
     KEY("runner.alert_command", STRING, runner.alert_command,
@@ -217,7 +217,8 @@ const struct sbx_key_def sbx_config_keys[] = {
                 "`alert_after`"),
     KEY("runner.scale_up_command", STRING, runner.scale_up_command,
         .help = "command run with the pool and the wanted box count when the autoscaler "
-                "decides to add a box"),
+                "decides to add a box; on a fleet only its leader runs it, once per decision "
+                "(docs/runner.md, Several boxes)"),
     KEY("runner.max_boxes", INT, runner.max_boxes, .def = "1", AT_LEAST(1),
         .help = "paid boxes never pass this (1: no autoscaling) (*scheduler*)"),
     KEY("runner.cooldown", DURATION, runner.cooldown, .def = "10m",

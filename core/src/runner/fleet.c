@@ -27,6 +27,9 @@ struct runner_fleet {
     struct sbx_store *listen; /* LISTEN sbx_queue */
     struct event *listen_ev, *beat_ev;
     uint64_t claims, lost;
+    struct runner_store_pool *pool; /* (added) the workers' connections */
+    struct runner_lead *lead;       /* (added) fleetlead.c */
+    json_t *view;                   /* (added) sbx_store_fleet_json at the last beat */
 };
 
 /* box.id, else the id this box generated once and kept in its state dir. */
@@ -236,6 +239,7 @@ static void fleet_lost(struct sbx_runner *r)
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
+    runner_lead_resign(r, f->lead);
     if (fleet_register(r, &err) < 0) {
         sbx_error_log("%s", sbx_error_msg(err));
         sbx_error_free(&err);
@@ -243,6 +247,21 @@ static void fleet_lost(struct sbx_runner *r)
 }
 
 static int fleet_listen(struct sbx_runner *r, sbx_error_t **err);
+
+/* The fleet as /metrics shows it, read once per beat: a scrape never queries
+ * the database. */
+static void fleet_view(struct sbx_runner *r)
+{
+    sbx_error_t *err = NULL;
+    json_t *v = sbx_store_fleet_json(r->store, &err);
+
+    if (v == NULL) {
+        sbx_error_free(&err); /* the last view stays until the database is back */
+        return;
+    }
+    json_decref(r->fleet->view);
+    r->fleet->view = v;
+}
 
 /* Every lease/3: renew, reap the boxes whose lease lapsed, claim. */
 static void on_beat(evutil_socket_t fd, short what, void *arg)
@@ -277,6 +296,8 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
         sbx_error_free(&err); /* the database is still away: the next beat */
     }
     runner_fleet_claim(r);
+    runner_lead_beat(r, &f->lead);
+    fleet_view(r);
 }
 
 static void listen_close(struct runner_fleet *f)
@@ -338,6 +359,7 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
     }
     f = xcalloc(1, sizeof(*f));
     r->fleet = f;
+    f->pool = runner_store_pool_new();
     if (box_id(r, f->id, sizeof(f->id), err) < 0) {
         return -1;
     }
@@ -370,6 +392,7 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
     event_add(f->beat_ev, &beat);
     sbx_info("runner: box %s joined the fleet (epoch %lld, lease %llds)", f->id,
              (long long)f->epoch, (long long)r->cfg->runner.lease);
+    fleet_view(r);
     return 0;
 }
 
@@ -387,8 +410,16 @@ void runner_fleet_free(struct sbx_runner *r)
     json_decref(f->row.pools);
     json_decref(f->row.capacity);
     free(f->row.api);
+    runner_lead_free(f->lead); /* its connection closes: the lock is free */
+    runner_store_pool_free(f->pool);
+    json_decref(f->view);
     free(f);
     r->fleet = NULL;
+}
+
+struct runner_store_pool *runner_fleet_pool(const struct sbx_runner *r)
+{
+    return r->fleet ? r->fleet->pool : NULL;
 }
 
 const char *runner_fleet_box(const struct sbx_runner *r)
@@ -413,28 +444,35 @@ void runner_fleet_queue(struct sbx_runner *r, json_t *queue)
     json_object_set_new(queue, "fleet", fleet);
 }
 
-/* Per-box series of the fleet (docs/runner.md, "Several boxes"). */
+/* Per-box series of the fleet (docs/runner.md, "Several boxes"), from the
+ * view of the last beat, and the leader's fleet series (fleetlead.c). */
 void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
 {
-    sbx_error_t *err = NULL;
     json_t *fleet;
     json_t *b;
     json_t *q;
     const char *pool;
     size_t i;
+    uint64_t opened, reused;
 
     if (r->fleet == NULL) {
         return;
     }
+    runner_store_pool_counts(r->fleet->pool, &opened, &reused);
     fprintf(f,
             "# HELP sbx_fleet_claims_total Jobs this box claimed from the shared queue.\n"
             "# TYPE sbx_fleet_claims_total counter\nsbx_fleet_claims_total %llu\n"
             "# HELP sbx_fleet_lost_total Times this box learnt that it was reaped.\n"
-            "# TYPE sbx_fleet_lost_total counter\nsbx_fleet_lost_total %llu\n",
-            (unsigned long long)r->fleet->claims, (unsigned long long)r->fleet->lost);
-    fleet = sbx_store_fleet_json(r->store, &err);
+            "# TYPE sbx_fleet_lost_total counter\nsbx_fleet_lost_total %llu\n"
+            "# HELP sbx_fleet_store_connections_total Workers' store connections: opened, or "
+            "reused from the pool.\n# TYPE sbx_fleet_store_connections_total counter\n"
+            "sbx_fleet_store_connections_total{how=\"opened\"} %llu\n"
+            "sbx_fleet_store_connections_total{how=\"reused\"} %llu\n",
+            (unsigned long long)r->fleet->claims, (unsigned long long)r->fleet->lost,
+            (unsigned long long)opened, (unsigned long long)reused);
+    runner_lead_metrics(r, r->fleet->lead, f);
+    fleet = r->fleet->view;
     if (fleet == NULL) {
-        sbx_error_free(&err);
         return;
     }
     fprintf(f, "# HELP sbx_fleet_box_up 1 while the box's lease runs.\n"
@@ -467,5 +505,4 @@ void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
         fprintf(f, "sbx_fleet_queued{pool=\"%s\"} %lld\n", pool,
                 (long long)json_integer_value(json_object_get(q, "queued")));
     }
-    json_decref(fleet);
 }

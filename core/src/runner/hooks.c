@@ -186,19 +186,23 @@ static void *alert_main(void *arg)
     return NULL;
 }
 
-static void fire(struct sbx_runner *r, const struct sbx_sched_alert *al,
-                 const struct sbx_scale_decision *d)
+void runner_alert_fire(struct sbx_runner *r, const struct sbx_sched_alert *al, const char *task,
+                       const struct sbx_scale_decision *d)
 {
     const struct sbx_config *c = r->cfg;
     struct alert_job *a = xcalloc(1, sizeof(*a));
-    struct rjob *j = runner_job_find(r, al->id);
+    struct rjob *j = task == NULL ? runner_job_find(r, al->id) : NULL;
     json_t *o;
     pthread_t th;
     size_t e = 0;
 
+    if (task == NULL) {
+        task = j ? j->task : al->id;
+    }
+
     o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:I, s:{s:s, s:i, s:i, s:b, s:s}}", "event",
-                  "job_wait_alert", "job", al->id, "task", j ? j->task : al->id, "pool",
-                  sbx_pool_name(al->pool), "class", sbx_job_class_name(al->cls), "enqueued_at",
+                  "job_wait_alert", "job", al->id, "task", task, "pool", sbx_pool_name(al->pool),
+                  "class", sbx_job_class_name(al->cls), "enqueued_at",
                   (double)al->enqueued_at / 1000.0, "wait_seconds", (double)al->wait_ms / 1000.0,
                   "alert_after", (json_int_t)c->runner.alert_after, "autoscaler", "action",
                   d->action == SBX_SCALE_UP ? "scale_up" : "none", "current", d->current, "wanted",
@@ -206,7 +210,7 @@ static void fire(struct sbx_runner *r, const struct sbx_sched_alert *al,
     a->body = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     a->env[e++] = xasprintf("SBX_ALERT_JOB=%s", al->id);
-    a->env[e++] = xasprintf("SBX_ALERT_TASK=%s", j ? j->task : al->id);
+    a->env[e++] = xasprintf("SBX_ALERT_TASK=%s", task);
     a->env[e++] = xasprintf("SBX_ALERT_POOL=%s", sbx_pool_name(al->pool));
     a->env[e++] = xasprintf("SBX_ALERT_CLASS=%s", sbx_job_class_name(al->cls));
     a->env[e++] = xasprintf("SBX_ALERT_WAIT_SECONDS=%.0f", (double)al->wait_ms / 1000.0);
@@ -261,6 +265,9 @@ void runner_alerts_tick(struct sbx_runner *r)
     struct sbx_sched_alert al[16];
     size_t n;
 
+    if (runner_fleet_box(r) != NULL) {
+        return; /* a fleet box: the fleet's leader alerts and scales (fleetlead.c) */
+    }
     do {
         n = sbx_sched_due_alerts(r->sched, al, 16);
         for (size_t i = 0; i < n; i++) {
@@ -284,7 +291,7 @@ void runner_alerts_tick(struct sbx_runner *r)
                     sbx_error_free(&err);
                 }
             }
-            fire(r, &al[i], &d);
+            runner_alert_fire(r, &al[i], NULL, &d);
         }
     } while (n == 16);
 }

@@ -292,6 +292,11 @@ int runner_may_cancel(const struct runner_client *who, const char *owner);
 
 /* hooks.c */
 void runner_alerts_tick(struct sbx_runner *r);
+/* (added) Fires one wait alert (webhook, alert_command) with the autoscaler's
+ * decision d, and runs scale_up_command when d is a scale-up; in detached
+ * threads. task: the job's task, NULL to look it up on this box. */
+void runner_alert_fire(struct sbx_runner *r, const struct sbx_sched_alert *al, const char *task,
+                       const struct sbx_scale_decision *d);
 /* Runs argv (no shell) with extra env "K=V" strings and without the variables
  * named in hide (NULL-terminated, may be NULL: the tokens); waits up to 60 s. */
 int runner_run_hook(const char *what, char *const argv[], char *const env[], char *const *hide);
@@ -319,5 +324,26 @@ void runner_fleet_queue(struct sbx_runner *r, json_t *queue);
 void runner_fleet_metrics(struct sbx_runner *r, FILE *f);
 /* This box's id, NULL on one box. */
 const char *runner_fleet_box(const struct sbx_runner *r);
+/* (added) The pool of the workers' store connections, NULL on one box. */
+struct runner_store_pool *runner_fleet_pool(const struct sbx_runner *r);
+
+/* fleetlead.c (added): the fleet's one autoscaler, the box holding the
+ * leader lock. beat: at each fleet beat (creates *l); resign: this box lost
+ * its lease (it gives the lock up); metrics: sbx_fleet_leader and, on the
+ * leader, the fleet series read at the last beat. */
+struct runner_lead;
+void runner_lead_beat(struct sbx_runner *r, struct runner_lead **l);
+void runner_lead_resign(struct sbx_runner *r, struct runner_lead *l);
+void runner_lead_metrics(struct sbx_runner *r, struct runner_lead *l, FILE *f);
+void runner_lead_free(struct runner_lead *l);
+
+/* storepool.c (added): a worker's own connection to the store, its rows
+ * carrying this box's id: a new one on SQLite, a reused one (or a new one when
+ * none is idle) on a fleet box; put gives it back (or closes it). */
+struct runner_store_pool *runner_store_pool_new(void);
+void runner_store_pool_free(struct runner_store_pool *p);
+void runner_store_pool_counts(struct runner_store_pool *p, uint64_t *opened, uint64_t *reused);
+struct sbx_store *runner_store_get(struct sbx_runner *r, sbx_error_t **err);
+void runner_store_put(struct sbx_runner *r, struct sbx_store *st);
 
 #endif

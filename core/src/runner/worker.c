@@ -339,18 +339,6 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     return rc;
 }
 
-/* A worker's own connection to the store; a fleet box's rows carry its id. */
-static struct sbx_store *runner_store_open(struct sbx_runner *r, sbx_error_t **err)
-{
-    struct sbx_store *st =
-        sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
-
-    if (st != NULL) {
-        sbx_store_set_box(st, runner_fleet_box(r));
-    }
-    return st;
-}
-
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -358,7 +346,7 @@ static void *worker_main(void *arg)
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = runner_store_open(r, &err);
+    struct sbx_store *st = runner_store_get(r, &err);
     enum sbx_job_state end_state = SBX_JOB_FINISHED;
     enum sbx_job_result result = SBX_RESULT_FAILED;
     char reason[512] = "";
@@ -508,7 +496,7 @@ static void *worker_main(void *arg)
             store_warn(&err);
         }
     }
-    sbx_store_close(st);
+    runner_store_put(r, st);
     if (last) {
         runner_post(r, RMSG_TASK_ENDED, t->id, result);
     }
@@ -525,7 +513,7 @@ static void *ender_main(void *arg)
     struct sbx_runner *r = w->r;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = runner_store_open(r, &err);
+    struct sbx_store *st = runner_store_get(r, &err);
     char reason[256];
 
     if (!sbx_task_stopped(t->t, reason, sizeof(reason))) {
@@ -537,7 +525,7 @@ static void *ender_main(void *arg)
         sbx_store_task_end(st, t->id, SBX_TASK_ENDED, reason, 0, &err);
     }
     store_warn(&err);
-    sbx_store_close(st);
+    runner_store_put(r, st);
     sbx_info("runner: task %s ended: %s", t->id, reason);
     runner_post(r, RMSG_TASK_ENDED, t->id, SBX_RESULT_OK);
     pthread_mutex_lock(&r->mu);

@@ -55,29 +55,37 @@ static int64_t next_month_start(int64_t t_ms)
     return (int64_t)timegm(&tm) * 1000;
 }
 
-void sbx_sched_spend_accrue(struct sbx_sched *s, int64_t now)
+void sbx_spend_accrue(struct sbx_spend *sp, double rate, int64_t now)
 {
-    double rate = s->box_hour_price * (double)sbx_sched_paid_boxes(s) / 3600000.0; /* $/ms */
-
-    while (now > s->spend_at) {
-        int64_t day_end = (floor_div(s->spend_at, DAY_MS) + 1) * DAY_MS;
-        int64_t month_end = next_month_start(s->spend_at);
+    while (now > sp->at) {
+        int64_t day_end = (floor_div(sp->at, DAY_MS) + 1) * DAY_MS;
+        int64_t month_end = next_month_start(sp->at);
 
         if (now < day_end) {
-            double add = rate * (double)(now - s->spend_at);
+            double add = rate * (double)(now - sp->at);
 
-            s->spend_day += add;
-            s->spend_month += add;
-            s->spend_at = now;
+            sp->day += add;
+            sp->month += add;
+            sp->at = now;
             break;
         }
-        s->spend_month += rate * (double)(day_end - s->spend_at);
-        s->spend_day = 0;
+        sp->month += rate * (double)(day_end - sp->at);
+        sp->day = 0;
         if (day_end >= month_end) {
-            s->spend_month = 0;
+            sp->month = 0;
         }
-        s->spend_at = day_end;
+        sp->at = day_end;
     }
+}
+
+void sbx_sched_spend_accrue(struct sbx_sched *s, int64_t now)
+{
+    struct sbx_spend sp = {.at = s->spend_at, .day = s->spend_day, .month = s->spend_month};
+
+    sbx_spend_accrue(&sp, s->box_hour_price * (double)sbx_sched_paid_boxes(s) / 3600000.0, now);
+    s->spend_at = sp.at;
+    s->spend_day = sp.day;
+    s->spend_month = sp.month;
 }
 
 int sbx_sched_boxes_set(struct sbx_sched *s, enum sbx_pool pool, int boxes, sbx_error_t **err)
@@ -113,72 +121,53 @@ static int64_t cap_boxes(double cap, double spent, double price, int64_t ms_left
     return n > INT_MAX ? INT_MAX : (int64_t)n;
 }
 
-static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out)
+void sbx_scale_decide(const struct sbx_scale_in *in, struct sbx_scale_decision *out)
 {
-    int64_t now = s->clock(s->clock_ctx);
-    struct sched_pool *p;
-    size_t queued, heavy;
-    int64_t oldest = 0, extra, room, by_day, by_month, by_max;
-    int paid;
+    int64_t now = in->now;
+    int64_t extra, room, by_day, by_month, by_max;
     const char *why = NULL;
 
-    memset(out, 0, sizeof(*out));
     out->action = SBX_SCALE_NONE;
-    out->pool = pool;
-    if ((unsigned)pool >= SBX_POOL_COUNT || !s->pools[pool].served) {
-        snprintf(out->reason, sizeof(out->reason), "pool is not served by this box");
-        return;
-    }
-    p = &s->pools[pool];
-    out->current = out->wanted = p->boxes;
-    queued = p->queue[0].n + p->queue[1].n;
-    heavy = p->queue[SBX_CLASS_HEAVY].n;
-    if (queued == 0) {
+    out->capped = 0;
+    out->reason[0] = '\0';
+    out->current = out->wanted = in->current;
+    if (in->queued == 0) {
         snprintf(out->reason, sizeof(out->reason), "queue empty");
         return;
     }
-    for (int c = 0; c < 2; c++) {
-        const struct sched_job *h = p->queue[c].head;
-
-        if (h != NULL && (oldest == 0 || h->enqueued_at < oldest)) {
-            oldest = h->enqueued_at;
-        }
-    }
-    if (now - oldest < s->alert_after_ms) {
+    if (now - in->oldest < in->alert_after_ms) {
         snprintf(out->reason, sizeof(out->reason),
                  "oldest wait %llds is under "
                  "runner.alert_after (%llds)",
-                 (long long)((now - oldest) / 1000), (long long)(s->alert_after_ms / 1000));
+                 (long long)((now - in->oldest) / 1000), (long long)(in->alert_after_ms / 1000));
         return;
     }
-    if (p->scaled && now - p->last_scale_up < s->cooldown_ms) {
+    if (in->scaled && now - in->last_scale_up < in->cooldown_ms) {
         snprintf(out->reason, sizeof(out->reason),
                  "cooldown: %llds left of runner.cooldown "
                  "(%llds)",
-                 (long long)((s->cooldown_ms - (now - p->last_scale_up) + 999) / 1000),
-                 (long long)(s->cooldown_ms / 1000));
+                 (long long)((in->cooldown_ms - (now - in->last_scale_up) + 999) / 1000),
+                 (long long)(in->cooldown_ms / 1000));
         return;
     }
-    extra = ((int64_t)queued + p->max_sandboxes - 1) / p->max_sandboxes;
-    if ((int64_t)heavy > extra) {
-        extra = (int64_t)heavy;
+    extra = ((int64_t)in->queued + in->max_sandboxes - 1) /
+            (in->max_sandboxes > 0 ? in->max_sandboxes : 1);
+    if ((int64_t)in->heavy > extra) {
+        extra = (int64_t)in->heavy;
     }
-    if (!(s->box_hour_price > 0)) {
+    if (!(in->price > 0)) {
         out->capped = 1;
         snprintf(out->reason, sizeof(out->reason),
                  "runner.box_hour_price is not set: the "
                  "spend caps cannot be checked, so no box is added");
         return;
     }
-    sbx_sched_spend_accrue(s, now);
-    paid = sbx_sched_paid_boxes(s);
-    by_max = (int64_t)s->max_boxes - paid;
-    by_day = cap_boxes(s->spend_day_cap, s->spend_day, s->box_hour_price,
+    by_max = (int64_t)in->max_boxes - in->paid;
+    by_day = cap_boxes(in->day_cap, in->spent_day, in->price,
                        (floor_div(now, DAY_MS) + 1) * DAY_MS - now) -
-             paid;
-    by_month = cap_boxes(s->spend_month_cap, s->spend_month, s->box_hour_price,
-                         next_month_start(now) - now) -
-               paid;
+             in->paid;
+    by_month = cap_boxes(in->month_cap, in->spent_month, in->price, next_month_start(now) - now) -
+               in->paid;
     room = extra;
     if (by_max < room) {
         room = by_max;
@@ -202,22 +191,65 @@ static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_dec
                  "(paid boxes %d of max %d; spent $%.2f of $%.2f today, $%.2f of $%.2f this "
                  "month)",
                  room > 0 ? "capped:" : "no scale-up:", (long long)extra, (long long)room, why,
-                 paid, s->max_boxes, s->spend_day, s->spend_day_cap, s->spend_month,
-                 s->spend_month_cap);
+                 in->paid, in->max_boxes, in->spent_day, in->day_cap, in->spent_month,
+                 in->month_cap);
     }
     else {
         snprintf(out->reason, sizeof(out->reason),
                  "%zu queued (%zu heavy), oldest waited %llds: "
                  "add %lld box(es)",
-                 queued, heavy, (long long)((now - oldest) / 1000), (long long)extra);
+                 in->queued, in->heavy, (long long)((now - in->oldest) / 1000), (long long)extra);
     }
     if (room == 0) {
         return;
     }
     out->action = SBX_SCALE_UP;
-    out->wanted = p->boxes + (int)room;
-    p->last_scale_up = now;
-    p->scaled = 1;
+    out->wanted = in->current + (int)room;
+}
+
+static void decide(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out)
+{
+    int64_t now = s->clock(s->clock_ctx);
+    struct sched_pool *p;
+    struct sbx_scale_in in = {0};
+
+    memset(out, 0, sizeof(*out));
+    out->action = SBX_SCALE_NONE;
+    out->pool = pool;
+    if ((unsigned)pool >= SBX_POOL_COUNT || !s->pools[pool].served) {
+        snprintf(out->reason, sizeof(out->reason), "pool is not served by this box");
+        return;
+    }
+    p = &s->pools[pool];
+    for (int c = 0; c < 2; c++) {
+        const struct sched_job *h = p->queue[c].head;
+
+        if (h != NULL && (in.oldest == 0 || h->enqueued_at < in.oldest)) {
+            in.oldest = h->enqueued_at;
+        }
+    }
+    sbx_sched_spend_accrue(s, now);
+    in.now = now;
+    in.queued = p->queue[0].n + p->queue[1].n;
+    in.heavy = p->queue[SBX_CLASS_HEAVY].n;
+    in.current = p->boxes;
+    in.paid = sbx_sched_paid_boxes(s);
+    in.max_sandboxes = p->max_sandboxes;
+    in.scaled = p->scaled;
+    in.last_scale_up = p->last_scale_up;
+    in.alert_after_ms = s->alert_after_ms;
+    in.cooldown_ms = s->cooldown_ms;
+    in.max_boxes = s->max_boxes;
+    in.price = s->box_hour_price;
+    in.day_cap = s->spend_day_cap;
+    in.month_cap = s->spend_month_cap;
+    in.spent_day = s->spend_day;
+    in.spent_month = s->spend_month;
+    sbx_scale_decide(&in, out);
+    if (out->action == SBX_SCALE_UP) {
+        p->last_scale_up = now;
+        p->scaled = 1;
+    }
 }
 
 void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out)

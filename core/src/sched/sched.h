@@ -199,6 +199,31 @@ struct sbx_scale_decision {
  * cooldown; the caller runs the hook and reports boxes with
  * sbx_sched_boxes_set(). Never returns a scale-in: see sbx_sched_drain(). */
 void sbx_sched_autoscale(struct sbx_sched *s, enum sbx_pool pool, struct sbx_scale_decision *out);
+/* (added) The decision itself, pure: what sbx_sched_autoscale decides from
+ * this box's scheduler and the fleet's leader decides from the shared rows
+ * (docs/runner.md, "Several boxes"). current: boxes serving the pool; paid:
+ * boxes paid for (all pools); spent_*: accrued so far (sbx_spend_accrue). */
+struct sbx_scale_in {
+    int64_t now;
+    size_t queued, heavy; /* queued jobs of the pool, heavy ones among them */
+    int64_t oldest;       /* enqueued_at of its oldest queued job (ms) */
+    int current, paid;
+    int max_sandboxes; /* slots of the pool per box */
+    int scaled;        /* 1: last_scale_up holds the pool's last scale-up (ms) */
+    int64_t last_scale_up;
+    int64_t alert_after_ms, cooldown_ms;
+    int max_boxes;
+    double price, day_cap, month_cap, spent_day, spent_month;
+};
+/* Fills action, current, wanted, capped and reason; out->pool is left as is. */
+void sbx_scale_decide(const struct sbx_scale_in *in, struct sbx_scale_decision *out);
+/* (added) Spend so far: accrues rate ($ per ms) from at to now, resetting the
+ * day at UTC midnight and the month on the 1st (UTC). */
+struct sbx_spend {
+    int64_t at; /* ms */
+    double day, month;
+};
+void sbx_spend_accrue(struct sbx_spend *sp, double rate, int64_t now);
 /* The caller's count of boxes serving a pool (>= 1 for a served pool). Spend
  * is accrued up to now at the old count first. */
 int sbx_sched_boxes_set(struct sbx_sched *s, enum sbx_pool pool, int boxes, sbx_error_t **err);

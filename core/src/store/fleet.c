@@ -483,6 +483,25 @@ int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **e
 
 #define VIEW_MAX_HELD 2000
 
+/* (added) The box whose session holds the leader lock now (store/scale.c),
+ * or null: none, or the database could not tell. */
+static json_t *fleet_leader(struct sbx_store *st)
+{
+    cleanup_q struct sbx_q *q = NULL;
+    char sql[400];
+    json_t *v = json_null();
+
+    snprintf(sql, sizeof(sql),
+             "SELECT f.box FROM fleet_leader f JOIN pg_locks l ON l.pid = f.pid WHERE l.locktype "
+             "= 'advisory' AND l.classid = 0 AND l.objid = %d AND l.objsubid = 1 AND l.granted",
+             SBX_LEADER_LOCK);
+    q = sbx_q_prepare(st, sql, NULL);
+    if (q != NULL && sbx_q_step(q, "read the leader", NULL) == 1 && sbx_q_col_text(q, 0) != NULL) {
+        v = json_string(sbx_q_col_text(q, 0));
+    }
+    return v;
+}
+
 json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err)
 {
     cleanup_q struct sbx_q *held = NULL;
@@ -557,6 +576,7 @@ json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err)
     }
     sbx_box_rec_free_array(boxes, n);
     out = json_pack("{s:o, s:o}", "boxes", arr, "queue", qs);
+    json_object_set_new(out, "leader", fleet_leader(st));
     return out;
 fail:
     sbx_box_rec_free_array(boxes, n);

@@ -11,7 +11,7 @@
 /* The schema's version, kept in sbx_meta. Every box of a fleet must run the
  * same one: a database of another version is refused at start, never
  * migrated behind the back of the boxes that use it. */
-#define PG_SCHEMA_VERSION 1
+#define PG_SCHEMA_VERSION 2
 /* pg_advisory_xact_lock key that serialises creating the schema */
 #define PG_SCHEMA_LOCK 0x73627801
 
@@ -62,6 +62,34 @@ static const char pg_schema[] =
     " lease_until BIGINT NOT NULL," /* ms; past it the box is dead to the others */
     " epoch BIGINT NOT NULL DEFAULT 0);"
     "CREATE SEQUENCE IF NOT EXISTS sbx_fence;";
+
+/* Version 2 (added): the fleet autoscaler's shared rows (store/scale.c):
+ * the alerts and scale-ups its leader decided, the fleet's spend, and which
+ * box leads. */
+static const char pg_schema_2[] =
+    "CREATE TABLE IF NOT EXISTS fleet_scale ("
+    " seq BIGSERIAL PRIMARY KEY,"
+    " at BIGINT NOT NULL," /* ms */
+    " kind TEXT NOT NULL CHECK (kind IN ('alert', 'scale_up')),"
+    " pool TEXT NOT NULL,"
+    " job TEXT,"             /* an alert's job */
+    " leader TEXT NOT NULL," /* the box that decided */
+    " current INTEGER NOT NULL DEFAULT 0, wanted INTEGER NOT NULL DEFAULT 0,"
+    " paid INTEGER NOT NULL DEFAULT 0," /* boxes paid for once the scale-up is done */
+    " reason TEXT NOT NULL DEFAULT '');"
+    "CREATE UNIQUE INDEX IF NOT EXISTS fleet_scale_alert ON fleet_scale (job) WHERE kind = "
+    "'alert';"
+    "CREATE INDEX IF NOT EXISTS fleet_scale_up ON fleet_scale (pool, seq) WHERE kind = "
+    "'scale_up';"
+    "CREATE TABLE IF NOT EXISTS fleet_spend ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " at BIGINT NOT NULL," /* ms, spend accrued up to here */
+    " day DOUBLE PRECISION NOT NULL, month DOUBLE PRECISION NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS fleet_leader ("
+    " id INTEGER PRIMARY KEY CHECK (id = 1),"
+    " box TEXT NOT NULL,"    /* the box that took the leader lock last */
+    " pid INTEGER NOT NULL," /* its backend, which holds the lock */
+    " since BIGINT NOT NULL);";
 
 static void quiet(void *arg, const char *message)
 {
@@ -142,11 +170,24 @@ static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
     if (rc == 1) {
         have = (int)sbx_q_col_int64(q, 0);
     }
-    else if (sbx_store_exec(st, "INSERT INTO sbx_meta (key, value) VALUES ('schema_version', '1')",
-                            err) < 0) {
+    /* a new database gets every version's tables; one of version 1 (an older
+     * sbx made it) gets those of version 2 once, under the lock */
+    if ((rc == 0 || have == 1) && sbx_store_exec(st, pg_schema_2, err) < 0) {
+        sbx_error_wrap(err, "store: %s: creating the schema (version 2)", st->path);
         goto fail;
     }
-    else {
+    if (rc == 0) {
+        if (sbx_store_exec(st, "INSERT INTO sbx_meta (key, value) VALUES ('schema_version', '2')",
+                           err) < 0) {
+            goto fail;
+        }
+        have = PG_SCHEMA_VERSION;
+    }
+    else if (have == 1) {
+        if (sbx_store_exec(st, "UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'",
+                           err) < 0) {
+            goto fail;
+        }
         have = PG_SCHEMA_VERSION;
     }
     if (have != PG_SCHEMA_VERSION) {

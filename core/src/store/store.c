@@ -201,6 +201,21 @@ struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, 
     return st;
 }
 
+int sbx_store_reusable(struct sbx_store *st)
+{
+    if (st == NULL) {
+        return 0;
+    }
+    if (st->pg != NULL) {
+        /* reads what the server sent meanwhile without waiting (libpq's socket
+         * never blocks here): a server that restarted closed the connection,
+         * which this turns into CONNECTION_BAD */
+        PQconsumeInput(st->pg);
+        return PQstatus(st->pg) == CONNECTION_OK && PQtransactionStatus(st->pg) == PQTRANS_IDLE;
+    }
+    return st->db != NULL && sqlite3_get_autocommit(st->db);
+}
+
 void sbx_store_close(struct sbx_store *st)
 {
     if (st == NULL) {

@@ -119,6 +119,10 @@ struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, 
 /* (added) 1 when location is a PostgreSQL DSN. */
 int sbx_store_location_is_pg(const char *location);
 void sbx_store_close(struct sbx_store *st);
+/* (added) 1 when the connection can serve another caller as it is: connected
+ * (on PostgreSQL, what the server sent meanwhile is read first, so a restart
+ * of the server shows), and no transaction left open. A pool of connections keeps only those. */
+int sbx_store_reusable(struct sbx_store *st);
 
 /* Jobs. */
 /* Accepts a new job: state queued; queued_at 0 means now. Validates every
@@ -276,6 +280,59 @@ int sbx_store_job_cancel_queued(struct sbx_store *st, const char *id, const char
 json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err);
 /* (added) How many live boxes serve pool (their lease runs). */
 int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **err);
+/* ---- (added) the fleet autoscaler's shared rows (store/scale.c) ----
+ * One leader decides for the fleet: the box whose connection holds the
+ * session advisory lock SBX_LEADER_LOCK (docs/runner.md, "Several boxes"). */
+#define SBX_LEADER_LOCK 0x73627820
+/* 1: this connection holds the leader lock (it took it now, recording box as
+ * the leader in fleet_leader, or held it already), 0: another connection
+ * holds it (when fleet_leader names a box whose lease lapsed, that holder's
+ * backend is terminated, which frees the lock for the next try), -1: the
+ * database failed. A connection opened again lost the lock: this takes it
+ * again if free. */
+int sbx_store_leader_hold(struct sbx_store *st, const char *box, sbx_error_t **err);
+/* A queued job whose wait passed the fleet's alert_after, alerted once. */
+struct sbx_fleet_alert {
+    char id[64], task[64], pool[16], cls[16];
+    int64_t queued_at; /* ms */
+};
+/* In one transaction under the fleet's lock: the queued jobs (oldest first)
+ * enqueued at or before `before` that no leader alerted yet, up to max, each
+ * recorded as alerted by `leader`: every job is alerted once in the fleet. */
+int sbx_store_fleet_alerts(struct sbx_store *st, int64_t before, const char *leader,
+                           struct sbx_fleet_alert *out, size_t max, size_t *n, sbx_error_t **err);
+/* What a scale decision reads from the shared rows, and what it writes. */
+struct sbx_fleet_scale {
+    /* read (under the lock) */
+    int64_t now;
+    int64_t queued, heavy; /* the pool's queued jobs (claimed or not) */
+    int64_t oldest;        /* queued_at of the oldest, 0 if none */
+    int live;              /* boxes whose lease runs */
+    int pool_live;         /* those serving the pool */
+    int promised;          /* paid boxes after the last scale-up younger than window */
+    int scaled;            /* 1: last_scale_up is the pool's last scale-up */
+    int64_t last_scale_up;
+    int64_t scale_ups;             /* scale-ups recorded in the fleet */
+    int64_t spend_at;              /* ms; == now when no spend row exists yet */
+    double spend_day, spend_month; /* in: recorded; out: accrued to now */
+    /* written by decide */
+    int up;              /* 1: record a scale-up */
+    int current, wanted; /* boxes of the pool before and wanted */
+    int paid;            /* boxes paid for once it is done */
+    char reason[200];
+};
+/* decide reads the fields above and sets spend_*, up, current, wanted, paid
+ * and reason; it must not call the store. */
+typedef void (*sbx_fleet_decide_fn)(void *ctx, struct sbx_fleet_scale *fs);
+/* In one transaction under the fleet's lock (pg_advisory_xact_lock): reads the
+ * pool's queue, the live boxes, the pool's last scale-up and the spend row,
+ * calls decide, writes the spend and, when decide says up, the scale-up row.
+ * So two connections never both record a scale-up on the same rows: the
+ * second sees the first's row. window_ms: how long a scale-up's boxes count
+ * as paid before they join (runner.cooldown). 1 up, 0 not, -1 error. */
+int sbx_store_fleet_scale(struct sbx_store *st, const char *pool, const char *leader,
+                          int64_t window_ms, sbx_fleet_decide_fn decide, void *ctx,
+                          struct sbx_fleet_scale *fs, sbx_error_t **err);
 /* (added) The box this connection writes for: task rows carry it and, on
  * PostgreSQL, recovery touches only its rows. NULL (SQLite, one box): all. */
 void sbx_store_set_box(struct sbx_store *st, const char *box);
