@@ -169,6 +169,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 void runner_job_free(struct rjob *j);
+/* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */
+void runner_trim_finished(struct sbx_runner *r);
 
 /* worker.c */
 static inline const char *runner_output_bytes(const struct rjob *j)
