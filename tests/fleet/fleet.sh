@@ -264,6 +264,14 @@ jobs)
         for o in b1 b2 b3; do
             echo "$out" | grep -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
         done
+        # each box's /metrics has the per-box series of every box
+        m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics) || fail "/metrics on $b"
+        for o in b1 b2 b3; do
+            echo "$m" | grep -q "^sbx_fleet_box_up{box=\"$o\"} 1$" &&
+                echo "$m" | grep -Eq "^sbx_fleet_box_heartbeat_age_seconds{box=\"$o\"} [0-9]+\.[0-9]{3}$" &&
+                echo "$m" | grep -Eq "^sbx_fleet_box_jobs{box=\"$o\"} [0-9]+$" ||
+                fail "/metrics on $b lacks box $o's series: $(echo "$m" | grep '^sbx_fleet_box')"
+        done
     done
     echo "fleet: $n jobs over 3 boxes in $(((t1 - t0) / 1000000)) ms"
     ;;

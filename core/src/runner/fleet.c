@@ -138,15 +138,8 @@ void runner_fleet_claim(struct sbx_runner *r)
             j = runner_job_from_rec(&rec);
             j->token = rec.token;
             {
-                struct sbx_sched_job sj = {
-                    .id = j->id,
-                    .task = j->task,
-                    .pool = j->pool,
-                    .cls = j->cls,
-                    .cpus = rec.limits.cpus,
-                    .memory = rec.limits.memory,
-                    .enqueued_at = rec.queued_at,
-                };
+                struct sbx_sched_job sj =
+                    runner_sched_job(j, rec.limits.cpus, rec.limits.memory, rec.queued_at);
 
                 if (runner_job_find(r, j->id) != NULL ||
                     sbx_sched_submit(r->sched, &sj, &err) < 0) {
@@ -444,15 +437,43 @@ void runner_fleet_queue(struct sbx_runner *r, json_t *queue)
     json_object_set_new(queue, "fleet", fleet);
 }
 
+static double box_up(json_t *b)
+{
+    return json_is_true(json_object_get(b, "alive"));
+}
+
+static double box_heartbeat_age(json_t *b)
+{
+    return json_number_value(json_object_get(b, "heartbeat_age"));
+}
+
+static double box_jobs(json_t *b)
+{
+    return (double)json_array_size(json_object_get(b, "holds"));
+}
+
+/* One gauge with a series per box of the view: value(box), with prec decimals. */
+static void box_series(FILE *f, json_t *fleet, const char *name, const char *help,
+                       double (*value)(json_t *b), int prec)
+{
+    json_t *b;
+    size_t i;
+
+    fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
+    {
+        fprintf(f, "%s{box=\"%s\"} %.*f\n", name, json_string_value(json_object_get(b, "id")), prec,
+                value(b));
+    }
+}
+
 /* Per-box series of the fleet (docs/runner.md, "Several boxes"), from the
  * view of the last beat, and the leader's fleet series (fleetlead.c). */
 void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
 {
     json_t *fleet;
-    json_t *b;
     json_t *q;
     const char *pool;
-    size_t i;
     uint64_t opened, reused;
 
     if (r->fleet == NULL) {
@@ -475,29 +496,11 @@ void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
     if (fleet == NULL) {
         return;
     }
-    fprintf(f, "# HELP sbx_fleet_box_up 1 while the box's lease runs.\n"
-               "# TYPE sbx_fleet_box_up gauge\n");
-    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
-    {
-        fprintf(f, "sbx_fleet_box_up{box=\"%s\"} %d\n", json_string_value(json_object_get(b, "id")),
-                json_is_true(json_object_get(b, "alive")));
-    }
-    fprintf(f, "# HELP sbx_fleet_box_heartbeat_age_seconds Since the box last renewed its lease.\n"
-               "# TYPE sbx_fleet_box_heartbeat_age_seconds gauge\n");
-    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
-    {
-        fprintf(f, "sbx_fleet_box_heartbeat_age_seconds{box=\"%s\"} %.3f\n",
-                json_string_value(json_object_get(b, "id")),
-                json_number_value(json_object_get(b, "heartbeat_age")));
-    }
-    fprintf(f, "# HELP sbx_fleet_box_jobs Jobs a box holds (claimed or running).\n"
-               "# TYPE sbx_fleet_box_jobs gauge\n");
-    json_array_foreach(json_object_get(fleet, "boxes"), i, b)
-    {
-        fprintf(f, "sbx_fleet_box_jobs{box=\"%s\"} %zu\n",
-                json_string_value(json_object_get(b, "id")),
-                json_array_size(json_object_get(b, "holds")));
-    }
+    box_series(f, fleet, "sbx_fleet_box_up", "1 while the box's lease runs.", box_up, 0);
+    box_series(f, fleet, "sbx_fleet_box_heartbeat_age_seconds",
+               "Since the box last renewed its lease.", box_heartbeat_age, 3);
+    box_series(f, fleet, "sbx_fleet_box_jobs", "Jobs a box holds (claimed or running).", box_jobs,
+               0);
     fprintf(f, "# HELP sbx_fleet_queued Jobs in the shared queue that no box claimed yet.\n"
                "# TYPE sbx_fleet_queued gauge\n");
     json_object_foreach(json_object_get(fleet, "queue"), pool, q)

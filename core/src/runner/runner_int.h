@@ -170,6 +170,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 void runner_job_free(struct rjob *j);
+/* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */
+void runner_trim_finished(struct sbx_runner *r);
 
 /* worker.c */
 static inline const char *runner_output_bytes(const struct rjob *j)
@@ -308,6 +310,21 @@ void runner_strv_free(char **v);
 int runner_recover(struct sbx_runner *r, sbx_error_t **err);
 /* A job of the store as an rjob (queued or running; no token). */
 struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec);
+/* (added) The scheduler's view of j: its policy limits and when it was
+ * queued (0: now). One shape for a submit, a claim and a recovered job. */
+static inline struct sbx_sched_job runner_sched_job(const struct rjob *j, double cpus,
+                                                    int64_t memory, int64_t enqueued_at)
+{
+    return (struct sbx_sched_job){
+        .id = j->id,
+        .task = j->task,
+        .pool = j->pool,
+        .cls = j->cls,
+        .cpus = cpus,
+        .memory = memory,
+        .enqueued_at = enqueued_at,
+    };
+}
 
 /* fleet.c (added): a box of a fleet on PostgreSQL (docs/runner.md, "Several
  * boxes"). Start registers the box (nothing on SQLite); claim takes what this

@@ -25,7 +25,7 @@
 
 #define BOX_COLUMNS "id, pools, capacity, api, version, started_at, heartbeat, lease_until, epoch"
 
-static int need_pg(struct sbx_store *st, const char *what, sbx_error_t **err)
+int sbx_store_need_pg(struct sbx_store *st, const char *what, sbx_error_t **err)
 {
     if (st->pg == NULL) {
         return sbx_error_set(err, EINVAL,
@@ -83,7 +83,7 @@ int sbx_store_box_register(struct sbx_store *st, const struct sbx_box_rec *b, in
     int64_t now = sbx_store_now();
     int rc;
 
-    if (need_pg(st, "registering a box", err) < 0) {
+    if (sbx_store_need_pg(st, "registering a box", err) < 0) {
         return -1;
     }
     if (b == NULL || !sbx_store_id_ok(b->id) || !json_is_array(b->pools) ||
@@ -130,7 +130,7 @@ int sbx_store_box_renew(struct sbx_store *st, const char *id, int64_t epoch, int
     cleanup_q struct sbx_q *q = NULL;
     int64_t now = sbx_store_now();
 
-    if (need_pg(st, "renewing a box's lease", err) < 0) {
+    if (sbx_store_need_pg(st, "renewing a box's lease", err) < 0) {
         return -1;
     }
     q = sbx_q_prepare(
@@ -166,7 +166,7 @@ int sbx_store_box_list(struct sbx_store *st, struct sbx_box_rec **out, size_t *n
 
     *out = NULL;
     *n = 0;
-    if (need_pg(st, "listing boxes", err) < 0) {
+    if (sbx_store_need_pg(st, "listing boxes", err) < 0) {
         return -1;
     }
     q = sbx_q_prepare(st, "SELECT " BOX_COLUMNS " FROM boxes ORDER BY id", err);
@@ -215,7 +215,7 @@ int sbx_store_reap(struct sbx_store *st, int64_t now, struct sbx_reap *out, sbx_
     int r = 0;
 
     memset(out, 0, sizeof(*out));
-    if (need_pg(st, "reaping lost boxes", err) < 0) {
+    if (sbx_store_need_pg(st, "reaping lost boxes", err) < 0) {
         return -1;
     }
     if (now == 0) {
@@ -296,7 +296,7 @@ int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx
     char lock[96];
     int rc;
 
-    if (need_pg(st, "claiming a job", err) < 0) {
+    if (sbx_store_need_pg(st, "claiming a job", err) < 0) {
         return -1;
     }
     if (!sbx_store_id_ok(box) || pool == NULL ||
@@ -381,7 +381,7 @@ fail:
 
 int sbx_store_notify(struct sbx_store *st, sbx_error_t **err)
 {
-    if (need_pg(st, "notifying the fleet", err) < 0) {
+    if (sbx_store_need_pg(st, "notifying the fleet", err) < 0) {
         return -1;
     }
     return sbx_store_exec(st, "NOTIFY " CHANNEL, err);
@@ -389,7 +389,7 @@ int sbx_store_notify(struct sbx_store *st, sbx_error_t **err)
 
 int sbx_store_listen(struct sbx_store *st, sbx_error_t **err)
 {
-    if (need_pg(st, "listening to the fleet", err) < 0) {
+    if (sbx_store_need_pg(st, "listening to the fleet", err) < 0) {
         return -1;
     }
     if (sbx_store_exec(st, "LISTEN " CHANNEL, err) < 0) {
@@ -403,7 +403,7 @@ int sbx_store_drain(struct sbx_store *st, sbx_error_t **err)
     PGnotify *n;
     int count = 0;
 
-    if (need_pg(st, "reading notifications", err) < 0) {
+    if (sbx_store_need_pg(st, "reading notifications", err) < 0) {
         return -1;
     }
     if (!PQconsumeInput(st->pg)) {
@@ -463,7 +463,7 @@ int sbx_store_pool_boxes(struct sbx_store *st, const char *pool, sbx_error_t **e
     char *needle;
     int rc;
 
-    if (need_pg(st, "counting boxes", err) < 0) {
+    if (sbx_store_need_pg(st, "counting boxes", err) < 0) {
         return -1;
     }
     q = sbx_q_prepare(st, "SELECT count(*) FROM boxes WHERE lease_until > $2 AND pools LIKE $1",

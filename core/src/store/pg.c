@@ -1,6 +1,7 @@
 /* pg.c - the PostgreSQL store: connecting and the schema (docs/runner.md,
  * "Several boxes"). The statements themselves are shared with SQLite (db.h). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,42 +16,11 @@
 /* pg_advisory_xact_lock key that serialises creating the schema */
 #define PG_SCHEMA_LOCK 0x73627801
 
+/* Version 1, besides the tables both engines keep (schema.c, made with every
+ * column): the schema's version, the boxes, the fencing tokens. */
 static const char pg_schema[] =
     "CREATE TABLE IF NOT EXISTS sbx_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS jobs ("
-    " seq BIGSERIAL PRIMARY KEY,"
-    " id TEXT NOT NULL UNIQUE,"
-    " task TEXT NOT NULL,"
-    " pool TEXT NOT NULL CHECK (pool IN ('ci', 'agent')),"
-    " class TEXT NOT NULL CHECK (class IN ('light', 'heavy')),"
-    " argv TEXT NOT NULL,"
-    " labels TEXT,"
-    " worktree TEXT, provider TEXT, image TEXT,"
-    " cpus DOUBLE PRECISION NOT NULL, memory BIGINT NOT NULL, disk BIGINT NOT NULL,"
-    " pids BIGINT NOT NULL, idle BIGINT NOT NULL, max_life BIGINT NOT NULL,"
-    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'finished', 'cancelled',"
-    "  'interrupted')),"
-    " queued_at BIGINT NOT NULL, granted_at BIGINT NOT NULL DEFAULT 0,"
-    " ready_at BIGINT NOT NULL DEFAULT 0, finished_at BIGINT NOT NULL DEFAULT 0,"
-    " exit_status INTEGER, reason TEXT,"
-    " egress_allowed BIGINT NOT NULL DEFAULT 0, egress_denied BIGINT NOT NULL DEFAULT 0,"
-    " leases TEXT NOT NULL DEFAULT '[]',"
-    " env TEXT NOT NULL DEFAULT '{}',"
-    " client TEXT NOT NULL DEFAULT '',"
-    " isolation TEXT, exec_path TEXT,"
-    " box TEXT,"                         /* the box that holds it (granted..end) */
-    " token BIGINT NOT NULL DEFAULT 0);" /* its fencing token (the last claim) */
-    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq);"
-    "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);"
     "CREATE INDEX IF NOT EXISTS jobs_box ON jobs (box) WHERE state = 'running';"
-    "CREATE TABLE IF NOT EXISTS tasks ("
-    " id TEXT PRIMARY KEY,"
-    " sandbox_id TEXT, provider TEXT, pool TEXT,"
-    " state TEXT NOT NULL CHECK (state IN ('starting', 'ready', 'ended', 'interrupted')),"
-    " in_flight INTEGER NOT NULL DEFAULT 0,"
-    " created_at BIGINT NOT NULL, last_activity BIGINT NOT NULL,"
-    " ended_at BIGINT NOT NULL DEFAULT 0, reason TEXT,"
-    " box TEXT);"
     "CREATE TABLE IF NOT EXISTS boxes ("
     " id TEXT PRIMARY KEY,"
     " pools TEXT NOT NULL,"    /* JSON array */
@@ -144,6 +114,7 @@ static int pg_version_fast(struct sbx_store *st)
 static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
 {
     cleanup_q struct sbx_q *q = NULL;
+    cleanup_free char *shared = NULL;
     char lock[64];
     int have = -1;
     int rc;
@@ -155,7 +126,8 @@ static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
     if (sbx_store_begin(st, err) < 0 || sbx_store_exec(st, lock, err) < 0) {
         goto fail;
     }
-    if (sbx_store_exec(st, pg_schema, err) < 0) {
+    shared = sbx_store_schema_create(SBX_DIALECT_PG, INT_MAX);
+    if (sbx_store_exec(st, shared, err) < 0 || sbx_store_exec(st, pg_schema, err) < 0) {
         sbx_error_wrap(err, "store: %s: creating the schema", st->path);
         goto fail;
     }

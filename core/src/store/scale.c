@@ -18,16 +18,6 @@
 /* pg_advisory_xact_lock key of the decisions */
 #define DECIDE_LOCK 0x73627821
 
-static int need_pg(struct sbx_store *st, const char *what, sbx_error_t **err)
-{
-    if (st->pg == NULL) {
-        return sbx_error_set(err, EINVAL,
-                             "store: %s: %s needs the shared PostgreSQL store (runner.database)",
-                             st->path, what);
-    }
-    return 0;
-}
-
 /* A leader whose box is dead (its lease lapsed: paused, cut off) but whose
  * session still holds the lock is deposed: its backend is terminated, which
  * frees the lock; a box takes it at its next beat. Only the backend that
@@ -60,7 +50,7 @@ int sbx_store_leader_hold(struct sbx_store *st, const char *box, sbx_error_t **e
     char sql[400];
     int rc;
 
-    if (need_pg(st, "the fleet's leader lock", err) < 0) {
+    if (sbx_store_need_pg(st, "the fleet's leader lock", err) < 0) {
         return -1;
     }
     if (!sbx_store_id_ok(box)) {
@@ -124,7 +114,7 @@ int sbx_store_fleet_alerts(struct sbx_store *st, int64_t before, const char *lea
     int rc;
 
     *n = 0;
-    if (need_pg(st, "a fleet alert", err) < 0 || decide_lock(st, err) < 0) {
+    if (sbx_store_need_pg(st, "a fleet alert", err) < 0 || decide_lock(st, err) < 0) {
         return -1;
     }
     /* an alert row lives while its job waits: the table holds at most the
@@ -222,7 +212,7 @@ int sbx_store_fleet_scale(struct sbx_store *st, const char *pool, const char *le
     int rc;
 
     memset(fs, 0, sizeof(*fs));
-    if (need_pg(st, "a fleet scale decision", err) < 0) {
+    if (sbx_store_need_pg(st, "a fleet scale decision", err) < 0) {
         return -1;
     }
     if (pool == NULL || (strcmp(pool, "ci") != 0 && strcmp(pool, "agent") != 0)) {

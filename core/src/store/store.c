@@ -18,61 +18,16 @@
 #define MAX_LEASES 64
 #define MAX_TEXT 4096
 
-static const char schema[] =
-    "CREATE TABLE IF NOT EXISTS jobs ("
-    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " id TEXT NOT NULL UNIQUE,"
-    " task TEXT NOT NULL,"
-    " pool TEXT NOT NULL CHECK (pool IN ('ci', 'agent')),"
-    " class TEXT NOT NULL CHECK (class IN ('light', 'heavy')),"
-    " argv TEXT NOT NULL,"
-    " labels TEXT,"
-    " worktree TEXT, provider TEXT, image TEXT,"
-    " cpus REAL NOT NULL, memory INTEGER NOT NULL, disk INTEGER NOT NULL,"
-    " pids INTEGER NOT NULL, idle INTEGER NOT NULL, max_life INTEGER NOT NULL,"
-    " state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'finished', 'cancelled',"
-    "  'interrupted')),"
-    " queued_at INTEGER NOT NULL, granted_at INTEGER NOT NULL DEFAULT 0,"
-    " ready_at INTEGER NOT NULL DEFAULT 0, finished_at INTEGER NOT NULL DEFAULT 0,"
-    " exit_status INTEGER, reason TEXT,"
-    " egress_allowed INTEGER NOT NULL DEFAULT 0, egress_denied INTEGER NOT NULL DEFAULT 0,"
-    " leases TEXT NOT NULL DEFAULT '[]');"
-    "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq);"
-    "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);"
-    "CREATE TABLE IF NOT EXISTS tasks ("
-    " id TEXT PRIMARY KEY,"
-    " sandbox_id TEXT, provider TEXT, pool TEXT,"
-    " state TEXT NOT NULL CHECK (state IN ('starting', 'ready', 'ended', 'interrupted')),"
-    " in_flight INTEGER NOT NULL DEFAULT 0,"
-    " created_at INTEGER NOT NULL, last_activity INTEGER NOT NULL,"
-    " ended_at INTEGER NOT NULL DEFAULT 0, reason TEXT);"
-    "";
-
-/* The schema's version (PRAGMA user_version). 1: the tables above. 2: jobs.env,
- * the command's variables as a JSON object (docs/runner.md, Store). 3:
- * jobs.client, the API client that submitted the job ('' before).
- * 4: jobs.isolation, {"isolation", "unenforced"} of the job's task (sandbox/caps.h).
- * 5: jobs.exec_path, how the job's command ran ("agent" or "engine").
- * 6: jobs.box, jobs.token and tasks.box: the fleet's claim columns, kept the
- * same on both engines (NULL and 0 on one box; store/pg.c). Each
- * migration keeps every row; a newer file than this code is refused. */
-#define SCHEMA_VERSION 6
-
-static const char *const migrations[SCHEMA_VERSION + 1] = {
-    [1] = "PRAGMA user_version = 1;",
-    [2] = "ALTER TABLE jobs ADD COLUMN env TEXT NOT NULL DEFAULT '{}';"
-          "PRAGMA user_version = 2;",
-    [3] = "ALTER TABLE jobs ADD COLUMN client TEXT NOT NULL DEFAULT '';"
-          "PRAGMA user_version = 3;",
-    [4] = "ALTER TABLE jobs ADD COLUMN isolation TEXT;"
-          "PRAGMA user_version = 4;",
-    [5] = "ALTER TABLE jobs ADD COLUMN exec_path TEXT;"
-          "PRAGMA user_version = 5;",
-    [6] = "ALTER TABLE jobs ADD COLUMN box TEXT;"
-          "ALTER TABLE jobs ADD COLUMN token INTEGER NOT NULL DEFAULT 0;"
-          "ALTER TABLE tasks ADD COLUMN box TEXT;"
-          "PRAGMA user_version = 6;",
-};
+/* The schema's version (PRAGMA user_version, SBX_STORE_SQLITE_VERSION).
+ * 1: the first tables. 2: jobs.env, the command's variables as a JSON object
+ * (docs/runner.md, Store). 3: jobs.client, the API client that submitted the
+ * job ('' before). 4: jobs.isolation, {"isolation", "unenforced"} of the
+ * job's task (sandbox/caps.h). 5: jobs.exec_path, how the job's command ran
+ * ("agent" or "engine"). 6: jobs.box, jobs.token and tasks.box: the fleet's
+ * claim columns, kept the same on both engines (NULL and 0 on one box;
+ * store/pg.c). The columns are schema.c's; each migration adds the columns
+ * of its version and keeps every row; a newer file than this code is refused. */
+#define SCHEMA_VERSION SBX_STORE_SQLITE_VERSION
 
 int64_t sbx_store_now(void)
 {
@@ -133,11 +88,21 @@ static int migrate(struct sbx_store *st, sbx_error_t **err)
                       st->path, v, SCHEMA_VERSION);
         goto fail;
     }
-    if (v == 0 && sbx_store_exec(st, schema, err) < 0) {
-        goto fail;
+    if (v == 0) {
+        /* a new file is made as version 1 was, then migrated like an old one */
+        cleanup_free char *schema = sbx_store_schema_create(SBX_DIALECT_SQLITE, 1);
+
+        if (sbx_store_exec(st, schema, err) < 0) {
+            goto fail;
+        }
     }
     for (int i = v + 1; i <= SCHEMA_VERSION; i++) {
-        if (sbx_store_exec(st, migrations[i], err) < 0) {
+        cleanup_free char *add = sbx_store_schema_add(SBX_DIALECT_SQLITE, i);
+        char pragma[64];
+
+        snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d;", i);
+        if ((add[0] != '\0' && sbx_store_exec(st, add, err) < 0) ||
+            sbx_store_exec(st, pragma, err) < 0) {
             sbx_error_wrap(err, "store: %s: migrating the schema to version %d", st->path, i);
             goto fail;
         }

@@ -23,10 +23,27 @@ int sbx_store_text_ok(const char *s);
 /* An engine's message made one line, in place. */
 void sbx_store_one_line(char *msg);
 
+/* (added) 0 on PostgreSQL; else -1 with "store: PATH: WHAT needs the shared
+ * PostgreSQL store (runner.database)" (fleet.c). */
+int sbx_store_need_pg(struct sbx_store *st, const char *what, sbx_error_t **err);
+
 /* PostgreSQL (pg.c): connects to dsn with the password from the variable
  * named password_env (may be NULL) and checks or creates the schema. */
 int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *password_env,
                       sbx_error_t **err);
+
+/* (added) The tables both engines keep, written once (schema.c). */
+enum sbx_dialect { SBX_DIALECT_SQLITE, SBX_DIALECT_PG };
+/* The SQLite schema's version (PRAGMA user_version) this sbx writes; each
+ * column of schema.c names the version that added it. */
+#define SBX_STORE_SQLITE_VERSION 6
+/* CREATE TABLE / CREATE INDEX statements of the shared tables with the
+ * columns of SQLite versions <= version (PostgreSQL: pass INT_MAX).
+ * Caller frees. */
+char *sbx_store_schema_create(enum sbx_dialect d, int version);
+/* ALTER TABLE ... ADD COLUMN statements for the columns that SQLite version
+ * `version` (> 1) added; "" for none. Caller frees. */
+char *sbx_store_schema_add(enum sbx_dialect d, int version);
 
 /* the job columns in the order record.c reads them */
 #define SBX_JOB_COLUMNS                                                                            \

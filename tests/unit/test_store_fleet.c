@@ -1,0 +1,406 @@
+/* test_store_fleet.c - the PostgreSQL store's own cases (its schema
+ * version, a DSN that cannot work, an older schema) and the fleet's (boxes,
+ * claims and fencing, reaping a lost box, the autoscaler's leader and shared
+ * rows; docs/runner.md, "Several boxes").
+ *
+ * With SBX_TEST_STORE=pg (test_store_fleet_pg) they run on the private
+ * PostgreSQL cluster of tests/support/pg_harness.sh, each on an empty schema;
+ * plain (test_store_fleet) the SQLite store refuses the fleet calls. */
+#include "store_fixture.h"
+
+#include <pthread.h>
+
+/* PostgreSQL: a database whose schema version differs from this sbx's is
+ * refused (every box of a fleet runs the same sbx), and left as it is. */
+static void test_store_pg_version(void **state)
+{
+    struct sbx_store *st = open_ok();
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    insert_ok(st, "keep", "ci", "light", 0);
+    sbx_store_close(st);
+    st = open_ok(); /* the same version opens again */
+    sbx_store_close(st);
+    pg_sql("UPDATE sbx_meta SET value = '3' WHERE key = 'schema_version'");
+    assert_null(sbx_store_open_ex(db, PW_ENV, &err));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "the database's schema version is 3, this sbx uses 2: every box of a fleet must "
+               "run the same sbx");
+    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
+    st = open_ok();
+    expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
+    sbx_store_close(st);
+}
+
+/* (added) A database of schema version 1 (an older sbx) gets version 2's
+ * tables once, its rows kept. */
+static void test_store_pg_migrate_1(void **state)
+{
+    struct sbx_store *st = open_ok();
+
+    (void)state;
+    insert_ok(st, "old", "ci", "light", 0);
+    sbx_store_close(st);
+    pg_sql("DROP TABLE fleet_scale, fleet_spend, fleet_leader;"
+           "UPDATE sbx_meta SET value = '1' WHERE key = 'schema_version'");
+    st = open_ok();
+    expect_job(st, "old", SBX_JOB_QUEUED, NULL);
+    sbx_store_close(st);
+    expect_count("SELECT count(*) FROM sbx_meta WHERE key = 'schema_version' AND value = '2'", 1);
+    expect_count("SELECT count(*) FROM fleet_scale", 0);
+    expect_count("SELECT count(*) FROM fleet_spend", 0);
+    expect_count("SELECT count(*) FROM fleet_leader", 0);
+}
+
+/* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
+ * at start), and the password never appears in it. */
+static void test_store_pg_bad_dsn(void **state)
+{
+    sbx_error_t *err = NULL;
+    char *dsn = NULL;
+    const char *pw = getenv(PW_ENV);
+
+    (void)state;
+    /* nothing listens there */
+    assert_true(asprintf(&dsn, "postgresql://sbx@/sbx?host=%s/nosuchdir", dir) > 0);
+    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
+    assert_null(strchr(err->msg, '\n'));
+    expect_err(-1, &err, SBX_E_CONFIG, "cannot connect: connection to server on socket");
+    free(dsn);
+    /* no such database */
+    dsn = xstrdup(db);
+    memcpy(strstr(dsn, "/sbx?") + 1, "xyz", 3);
+    assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "database \"xyz\" does not exist");
+    free(dsn);
+    /* a wrong password */
+    setenv("SBX_TEST_WRONG_PW", "not-the-password", 1);
+    assert_null(sbx_store_open_ex(db, "SBX_TEST_WRONG_PW", &err));
+    assert_null(strstr(err->msg, "not-the-password"));
+    expect_err(-1, &err, SBX_E_CONFIG, "password authentication failed for user \"sbx\"");
+    /* the variable is not set */
+    unsetenv("SBX_TEST_NO_SUCH_PW");
+    assert_null(sbx_store_open_ex(db, "SBX_TEST_NO_SUCH_PW", &err));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "runner.database_password_env names SBX_TEST_NO_SUCH_PW, which is not set");
+    /* a password in the DSN is refused, and not echoed */
+    assert_true(asprintf(&dsn, "postgresql://sbx:%s@/sbx?host=/tmp", pw) > 0);
+    assert_null(sbx_store_open_ex(dsn, NULL, &err));
+    assert_null(strstr(err->msg, pw));
+    expect_err(-1, &err, SBX_E_CONFIG,
+               "runner.database holds a password; put it in the "
+               "environment variable named by "
+               "runner.database_password_env");
+    free(dsn);
+    /* not a DSN at all */
+    assert_null(sbx_store_open_ex("postgresql://[::1", NULL, &err));
+    expect_err(-1, &err, SBX_E_CONFIG, "runner.database is not a valid DSN");
+}
+
+/* ---- fleet (PostgreSQL) ---- */
+
+static int fit_all(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    (void)job;
+    return 1;
+}
+
+static int fit_none(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    (void)job;
+    return -1;
+}
+
+/* the box's heavy slot is busy: a heavy job is passed over, light ones fit */
+static int fit_light(void *ctx, const struct sbx_job_rec *job)
+{
+    (void)ctx;
+    return strcmp(job->cls, "heavy") == 0 ? 0 : 1;
+}
+
+static void box_register(struct sbx_store *st, const char *id, const char *pools, int64_t *epoch)
+{
+    struct sbx_box_rec b = {0};
+    sbx_error_t *err = NULL;
+
+    b.id = (char *)id;
+    b.pools = json_loads(pools, 0, NULL);
+    b.capacity = json_pack("{s:f, s:I}", "cpus", 2.0, "memory", (json_int_t)(4 * G));
+    b.api = "unix:/run/sbx.sock";
+    b.version = "test";
+    ok(sbx_store_box_register(st, &b, 60000, epoch, &err), &err);
+    json_decref(b.pools);
+    json_decref(b.capacity);
+}
+
+static int64_t claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
+                     const char *want)
+{
+    struct sbx_job_rec j = {0};
+    sbx_error_t *err = NULL;
+    int rc = sbx_store_claim(st, box, pool, fit, NULL, &j, &err);
+    int64_t token;
+
+    ok(rc, &err);
+    if (want == NULL) {
+        assert_int_equal(rc, 0);
+        return 0;
+    }
+    assert_int_equal(rc, 1);
+    assert_string_equal(j.id, want);
+    assert_string_equal(j.box, box);
+    assert_true(j.token > 0);
+    token = j.token;
+    sbx_job_rec_clear(&j);
+    return token;
+}
+
+static void test_store_pg_fleet(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_box_rec *boxes = NULL;
+    struct sbx_task_rec t = {0};
+    struct sbx_reap reap;
+    size_t n = 0;
+    int64_t ea, eb, t1, t2, t3, t4;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(st, "box-a", "[\"ci\"]", &ea);
+    box_register(st, "box-b", "[\"ci\", \"agent\"]", &eb);
+    ok(sbx_store_box_list(st, &boxes, &n, &err), &err);
+    assert_int_equal(n, 2);
+    assert_string_equal(boxes[1].id, "box-b");
+    assert_int_equal(json_array_size(boxes[1].pools), 2);
+    assert_true(boxes[0].lease_until >= boxes[0].heartbeat + 60000);
+    sbx_box_rec_free_array(boxes, n);
+    insert_ok(st, "c1", "ci", "light", 1000);
+    insert_ok(st, "c2", "ci", "heavy", 1001);
+    insert_ok(st, "c3", "ci", "light", 1002);
+    insert_ok(st, "c4", "ci", "light", 1003);
+    insert_ok(st, "a1", "agent", "light", 1004);
+    /* oldest first across boxes; tokens only grow */
+    t1 = claim(st, "box-a", "ci", fit_all, "c1");
+    claim(st, "box-b", "ci", fit_none, NULL);       /* c2 does not fit yet: nothing passes it */
+    t3 = claim(st, "box-b", "ci", fit_light, "c3"); /* a parked heavy is passed */
+    t2 = claim(st, "box-b", "ci", fit_all, "c2");
+    assert_true(t1 < t3 && t3 < t2);
+    claim(st, "box-a", "agent", fit_all, "a1");
+    /* fenced writes: the claim's token passes, another is refused */
+    ok(sbx_store_job_move(
+           st, &(struct sbx_job_move){.id = "c1", .token = t1, .step = SBX_JOB_STEP_GRANTED}, &err),
+       &err);
+    expect_err(
+        sbx_store_job_move(
+            st, &(struct sbx_job_move){.id = "c1", .token = t1 + 1000, .step = SBX_JOB_STEP_READY},
+            &err),
+        &err, ESTALE, "store: job c1 was taken over");
+    expect_err(sbx_store_job_move(st, &(struct sbx_job_move){.id = "c1", .token = -1}, &err), &err,
+               EINVAL, "negative claim token");
+    /* box-a claims c4 (not started) and holds a task; then its lease lapses */
+    t4 = claim(st, "box-a", "ci", fit_all, "c4");
+    sbx_store_set_box(st, "box-a");
+    task_put(st, "ta", "sbx-ta", SBX_TASK_READY, 1);
+    sbx_store_set_box(st, NULL);
+    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 0); /* alive: nothing happens */
+    pg_sql("UPDATE boxes SET lease_until = 5 WHERE id = 'box-a'");
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 1);
+    assert_int_equal(reap.requeued, 2); /* c4, and a1 (claimed, never granted) */
+    assert_int_equal(reap.interrupted, 1);
+    assert_int_equal(reap.tasks, 1);
+    expect_job(st, "c1", SBX_JOB_INTERRUPTED, "box lost");
+    ok(sbx_store_task_get(st, "ta", &t, &err), &err);
+    assert_int_equal(t.state, SBX_TASK_INTERRUPTED);
+    assert_string_equal(t.reason, "box lost");
+    sbx_task_rec_clear(&t);
+    /* the lost box learns it: its renewal and its writes are refused */
+    expect_err(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err, ESTALE,
+               "box box-a lost its lease");
+    expect_err(sbx_store_job_end(st, "c1",
+                                 &(struct sbx_job_end){.state = SBX_JOB_FINISHED, .exit_status = 0},
+                                 &err),
+               &err, EINVAL, "job c1 is interrupted, not queued or running");
+    expect_err(sbx_store_job_move(
+                   st,
+                   &(struct sbx_job_move){.id = "c4", .token = t4, .step = SBX_JOB_STEP_GRANTED},
+                   &err),
+               &err, ESTALE, "job c4 was taken over");
+    /* a second reap finds nothing; c4 goes to a live box */
+    ok(sbx_store_reap(st, 0, &reap, &err), &err);
+    assert_int_equal(reap.boxes, 0);
+    assert_true(claim(st, "box-b", "ci", fit_all, "c4") > t4);
+    /* the lost box comes back: registering again gives it a new epoch */
+    box_register(st, "box-a", "[\"ci\"]", &ea);
+    ok(sbx_store_box_renew(st, "box-a", ea, 60000, &err), &err);
+    /* bad input */
+    expect_err(sbx_store_claim(st, "box b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
+               &err, EINVAL, "a claim needs a box id and a pool");
+    expect_err(sbx_store_claim(st, "box-b", "gpu", fit_all, NULL, &(struct sbx_job_rec){0}, &err),
+               &err, EINVAL, "a claim needs a box id and a pool");
+    {
+        struct sbx_box_rec b = {.id = "x/y"};
+
+        expect_err(sbx_store_box_register(st, &b, 1000, &ea, &err), &err, EINVAL,
+                   "a box needs an id, pools");
+    }
+    sbx_store_close(st);
+}
+
+/* (added) The fleet autoscaler's shared rows (store/scale.c): one holder of
+ * the leader lock, each job alerted once, and two connections deciding at the
+ * same moment record one scale-up: the second sees the first's row. */
+struct race {
+    struct sbx_store *st;
+    int rc;
+    int saw_scaled;
+};
+
+static void decide_once(void *ctx, struct sbx_fleet_scale *fs)
+{
+    struct race *r = ctx;
+
+    r->saw_scaled = fs->scaled;
+    usleep(200 * 1000); /* both deciders are in here at once, unless locked out */
+    fs->up = !fs->scaled && fs->queued > 0;
+    fs->current = fs->pool_live;
+    fs->wanted = fs->pool_live + 1;
+    fs->paid = fs->live + 1;
+    fs->spend_day += 1.0;
+    fs->spend_month += 1.0;
+    snprintf(fs->reason, sizeof(fs->reason), "test");
+}
+
+static void *race_main(void *arg)
+{
+    struct race *r = arg;
+    struct sbx_fleet_scale fs;
+    sbx_error_t *err = NULL;
+
+    r->rc = sbx_store_fleet_scale(r->st, "ci", "box-a", 600000, decide_once, r, &fs, &err);
+    sbx_error_free(&err);
+    return NULL;
+}
+
+static void test_store_pg_fleet_scale(void **state)
+{
+    struct sbx_store *a = open_ok();
+    struct sbx_store *b = open_ok();
+    struct sbx_fleet_alert al[4];
+    struct race ra = {.st = a}, rb = {.st = b};
+    struct sbx_fleet_scale fs;
+    pthread_t ta, tb;
+    size_t n = 0;
+    int64_t ea;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(a, "box-a", "[\"ci\"]", &ea);
+    /* the leader lock: one holder; the holder asks again; it goes with the connection */
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    sbx_store_close(a);
+    a = open_ok();
+    ra.st = a;
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 1);
+    /* b's box has no live row: it is a dead leader. a's try finds the lock
+     * held and deposes b (its session ends, the lock is free); a takes it */
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 0);
+    for (int i = 0; i < 50 && sbx_store_leader_hold(a, "box-a", &err) != 1; i++) {
+        usleep(100 * 1000);
+    }
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    sbx_store_close(b); /* its backend was terminated */
+    b = open_ok();
+    rb.st = b;
+    /* box-a is alive: nobody deposes it */
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    usleep(300 * 1000);
+    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    assert_int_equal(sbx_store_leader_hold(b, "box-b", &err), 0);
+    /* each waiting job is alerted once, whoever asks */
+    insert_ok(a, "w1", "ci", "light", 1000);
+    ok(sbx_store_fleet_alerts(a, INT64_MAX / 2, "box-a", al, 4, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(al[0].id, "w1");
+    assert_string_equal(al[0].pool, "ci");
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 0);
+    /* an ended job's alert row goes; a new waiting job is alerted */
+    insert_ok(a, "w2", "ci", "light", 1001);
+    pg_sql("UPDATE jobs SET state = 'cancelled' WHERE id = 'w2'");
+    insert_ok(a, "w3", "ci", "light", 1002);
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 1);
+    assert_string_equal(al[0].id, "w3");
+    pg_sql("UPDATE jobs SET state = 'cancelled' WHERE id = 'w3'");
+    ok(sbx_store_fleet_alerts(b, INT64_MAX / 2, "box-b", al, 4, &n, &err), &err);
+    assert_int_equal(n, 0);
+    expect_count("SELECT count(*) FROM fleet_scale WHERE kind = 'alert'", 1); /* w1's */
+    /* two deciders at once: one scale-up row */
+    assert_int_equal(pthread_create(&ta, NULL, race_main, &ra), 0);
+    assert_int_equal(pthread_create(&tb, NULL, race_main, &rb), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    assert_int_equal(ra.rc + rb.rc, 1);
+    assert_true(ra.rc >= 0 && rb.rc >= 0);
+    assert_int_equal(ra.saw_scaled + rb.saw_scaled, 1); /* the second saw the first's row */
+    /* the rows a new leader continues from: the scale-up, the spend of both */
+    ra.saw_scaled = 0;
+    assert_int_equal(sbx_store_fleet_scale(a, "ci", "box-a", 600000, decide_once, &ra, &fs, &err),
+                     0);
+    assert_int_equal(ra.saw_scaled, 1);
+    assert_int_equal(fs.scale_ups, 1);
+    assert_int_equal(fs.live, 1);
+    assert_int_equal(fs.pool_live, 1);
+    assert_int_equal(fs.promised, 2);
+    assert_int_equal(fs.queued, 1);
+    assert_int_equal(fs.oldest, 1000);
+    assert_true(fs.spend_day > 2.5 && fs.spend_day < 3.5); /* 2 before, +1 here */
+    expect_err(sbx_store_fleet_scale(a, "gpu", "box-a", 0, decide_once, &ra, &fs, &err), &err,
+               EINVAL, "a scale decision needs a pool");
+    sbx_store_close(a);
+    sbx_store_close(b);
+}
+
+/* SQLite holds one box: the fleet calls say what they need. */
+static void test_store_fleet_needs_pg(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_reap reap;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    expect_err(sbx_store_claim(st, "b", "ci", fit_all, NULL, &(struct sbx_job_rec){0}, &err), &err,
+               EINVAL, "claiming a job needs the shared PostgreSQL store (runner.database)");
+    expect_err(sbx_store_reap(st, 0, &reap, &err), &err, EINVAL, "needs the shared PostgreSQL");
+    sbx_store_close(st);
+}
+
+int main(void)
+{
+    const struct CMUnitTest sqlite_only[] = {
+        cmocka_unit_test_setup_teardown(test_store_fleet_needs_pg, setup, teardown),
+    };
+    const struct CMUnitTest pg_only[] = {
+        cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_migrate_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_fleet_scale, setup, teardown),
+    };
+
+    if (store_fixture_backend("test_store_fleet") != 0) {
+        return 1;
+    }
+    if (on_pg) {
+        return cmocka_run_group_tests_name("PostgreSQL and the fleet", pg_only, NULL, NULL);
+    }
+    return cmocka_run_group_tests_name("fleet on SQLite", sqlite_only, NULL, NULL);
+}
