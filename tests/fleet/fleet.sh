@@ -53,10 +53,33 @@ bindir=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 work=$(mktemp -d /tmp/sbx-fleet.XXXXXX)
 declare -A pid
 
+# Nothing in a case may wait forever (a hung box would hold ctest to its
+# timeout and lose every log): every curl has a deadline unless the call sets
+# a shorter one (curl takes the last -m), and processes are waited for with
+# wait_pid.
+curl() { command curl -m 90 "$@"; }
+
+# wait_pid PID SECONDS: PID's exit status; one still running after SECONDS is
+# killed (-9) and gives 124.
+wait_pid() {
+    local p=$1 i
+    for ((i = 0; i < $2 * 10; i++)); do
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$p" 2>/dev/null; then
+        echo "fleet: pid $p still running after $2 s: killed" >&2
+        kill -9 "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+        return 124
+    fi
+    wait "$p"
+}
+
 fail() {
     echo "fleet: FAIL: $*" >&2
-    for b in b1 b2 b3; do
-        [ -f "$work/$b/log" ] && { echo "--- $b log (last 30 lines)" >&2; tail -30 "$work/$b/log" >&2; }
+    for l in "$work"/*/log; do
+        [ -f "$l" ] && { echo "--- $(basename "$(dirname "$l")") log (last 30 lines)" >&2; tail -30 "$l" >&2; }
     done
     exit 1
 }
@@ -67,7 +90,7 @@ cleanup() {
         kill -TERM "${pid[$b]}" 2>/dev/null || true
     done
     for b in "${!pid[@]}"; do
-        wait "${pid[$b]}" 2>/dev/null || true
+        wait_pid "${pid[$b]}" 30 2>/dev/null || true
     done
     rm -rf "$work"
 }
@@ -81,9 +104,9 @@ stop_all() {
     done
     for b in "${!pid[@]}"; do
         rc=0
-        wait "${pid[$b]}" || rc=$?
+        wait_pid "${pid[$b]}" 60 || rc=$?
         unset "pid[$b]"
-        [ "$rc" = 0 ] || fail "box $b exited $rc after SIGTERM"
+        [ "$rc" = 0 ] || fail "box $b exited $rc after SIGTERM (124: did not stop within 60 s)"
     done
     if grep -l "AddressSanitizer\|LeakSanitizer\|runtime error:" "$work"/*/log 2>/dev/null; then
         fail "a sanitizer report in a box's log"
@@ -260,7 +283,7 @@ jobs)
     used=$(sql "SELECT count(DISTINCT box) FROM jobs")
     [ "$used" = 3 ] || fail "only $used box(es) ran jobs"
     for b in b1 b2 b3; do
-        out=$("$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
+        out=$(timeout 60 "$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
         for o in b1 b2 b3; do
             echo "$out" | grep -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
         done
@@ -507,9 +530,9 @@ scale)
     grep -q "joined the fleet" "$work/b4/log" || fail "b4 did not log its joining"
     kill -TERM "${pid[b4]}"
     rc=0
-    wait "${pid[b4]}" || rc=$?
+    wait_pid "${pid[b4]}" 60 || rc=$?
     unset "pid[b4]"
-    [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM"
+    [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM (124: did not stop within 60 s)"
     # kill -9 of the leader: another box takes the lock at its next beat
     kill -9 "${pid[$lead]}"
     wait "${pid[$lead]}" 2>/dev/null || true
@@ -564,7 +587,7 @@ scale)
     grep -q "box $new is no longer the fleet's leader" "$work/$new/log" ||
         fail "the paused leader $new did not learn that it no longer leads"
     [ "$(leader_of "$new")" = "" ] || fail "two leaders: $new and $third"
-    out=$("$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
+    out=$(timeout 60 "$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
     echo "$out" | grep -q "leader (autoscaler) $third" || fail "sbx queue does not name the leader $third: $out"
     wait_ended 40 60
     echo "fleet: one leader ($lead, then $new, then $third) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
@@ -617,8 +640,8 @@ fwd)
     f1=$!
     "$sbx" --config "$work/b2/sbx.conf" job --follow "$id" >"$work/f2.out" 2>"$work/f2.err" &
     f2=$!
-    wait $f1 || fail "sbx job --follow through b1: exit $? ($(cat "$work/f1.err"))"
-    wait $f2 || fail "sbx job --follow on b2: exit $? ($(cat "$work/f2.err"))"
+    wait_pid $f1 90 || fail "sbx job --follow through b1: exit $? ($(cat "$work/f1.err"))"
+    wait_pid $f2 90 || fail "sbx job --follow on b2: exit $? ($(cat "$work/f2.err"))"
     [ "$(wc -l <"$work/f1.out")" = 8 ] || fail "follow through b1: $(wc -l <"$work/f1.out") stdout lines, want 8"
     cmp "$work/f1.out" "$work/f2.out" || fail "the followed stdout differs between b1 and b2"
     cmp "$work/f1.err" "$work/f2.err" || fail "the followed stderr differs between b1 and b2"
@@ -648,7 +671,7 @@ fwd)
     [ "$(sql "SELECT state || coalesce(box, '-') FROM jobs WHERE id = '$id3'")" = "queued-" ] ||
         fail "job $id3 was claimed while b2 was paused"
     kill -CONT "${pid[b2]}"
-    wait $q || fail "follow of a queued job through b1: exit $? ($(cat "$work/q.err"))"
+    wait_pid $q 90 || fail "follow of a queued job through b1: exit $? ($(cat "$work/q.err"))"
     [ "$(cat "$work/q.out")" = "$(printf 'line 0\nline 2')" ] || fail "follow of a queued job: '$(cat "$work/q.out")'"
     # cancel through b1 of a job that runs on b2
     id2=$(api b1 POST /v1/jobs '{"argv": ["fake-say-wait"], "pool": "agent"}' | jid)
@@ -704,7 +727,7 @@ fwdkill)
     wait "${pid[b2]}" 2>/dev/null || true
     unset "pid[b2]"
     rc=0
-    wait $f || rc=$?
+    wait_pid $f 90 || rc=$?
     [ "$rc" != 0 ] || fail "the follow through b1 ended cleanly after its owner was killed"
     grep -q "box b2 went away in the middle of the output of job $id" "$work/f.err" ||
         fail "the follow through b1: $(cat "$work/f.err")"
