@@ -30,6 +30,19 @@
 #          started with the same configuration joins and is counted.
 #   docker two boxes with the real Docker provider (SBX_TEST_DOCKER_HOST, label
 #          runtime) run real sandboxed jobs that each end once.
+#   fwd    (added) a job on b2 followed, read and cancelled through b1: the
+#          bytes are b2's, the cancel ends it; a request with the forward
+#          marker is not forwarded again.
+#   fwdtask  (added) a kept task's commands submitted to other boxes run in
+#          the task's box; its end through another box ends it.
+#   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
+#   fwdbad (added) a slow client pauses the relay; a hostile owner: a huge
+#          head, garbage, a cut stream, an endless body: one bounded error
+#          each, b1 goes on.
+#   fwdtcp (added) boxes on TCP: the caller's token goes to the owner; scopes
+#          hold across the hop; the unix socket gets a 502 for a TCP owner.
+#   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
+#          started again, every accepted job finishes.
 set -euo pipefail
 
 sbx=$1
@@ -40,10 +53,33 @@ bindir=${PG_BINDIR:-/usr/lib/postgresql/15/bin}
 work=$(mktemp -d /tmp/sbx-fleet.XXXXXX)
 declare -A pid
 
+# Nothing in a case may wait forever (a hung box would hold ctest to its
+# timeout and lose every log): every curl has a deadline unless the call sets
+# a shorter one (curl takes the last -m), and processes are waited for with
+# wait_pid.
+curl() { command curl -m 90 "$@"; }
+
+# wait_pid PID SECONDS: PID's exit status; one still running after SECONDS is
+# killed (-9) and gives 124.
+wait_pid() {
+    local p=$1 i
+    for ((i = 0; i < $2 * 10; i++)); do
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$p" 2>/dev/null; then
+        echo "fleet: pid $p still running after $2 s: killed" >&2
+        kill -9 "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+        return 124
+    fi
+    wait "$p"
+}
+
 fail() {
     echo "fleet: FAIL: $*" >&2
-    for b in b1 b2 b3; do
-        [ -f "$work/$b/log" ] && { echo "--- $b log (last 30 lines)" >&2; tail -30 "$work/$b/log" >&2; }
+    for l in "$work"/*/log; do
+        [ -f "$l" ] && { echo "--- $(basename "$(dirname "$l")") log (last 30 lines)" >&2; tail -30 "$l" >&2; }
     done
     exit 1
 }
@@ -54,7 +90,7 @@ cleanup() {
         kill -TERM "${pid[$b]}" 2>/dev/null || true
     done
     for b in "${!pid[@]}"; do
-        wait "${pid[$b]}" 2>/dev/null || true
+        wait_pid "${pid[$b]}" 30 2>/dev/null || true
     done
     rm -rf "$work"
 }
@@ -68,9 +104,9 @@ stop_all() {
     done
     for b in "${!pid[@]}"; do
         rc=0
-        wait "${pid[$b]}" || rc=$?
+        wait_pid "${pid[$b]}" 60 || rc=$?
         unset "pid[$b]"
-        [ "$rc" = 0 ] || fail "box $b exited $rc after SIGTERM"
+        [ "$rc" = 0 ] || fail "box $b exited $rc after SIGTERM (124: did not stop within 60 s)"
     done
     if grep -l "AddressSanitizer\|LeakSanitizer\|runtime error:" "$work"/*/log 2>/dev/null; then
         fail "a sanitizer report in a box's log"
@@ -190,6 +226,38 @@ check_pools() {
     [ "$bad" = 0 ] || fail "$bad job(s) ran on a box that does not serve their pool"
 }
 
+# (added) forwarding cases: b1 serves ci, b2 ci and agent (an agent job
+# submitted to b1 runs on b2)
+two_boxes() {
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    for b in b1 b2; do start $b; done
+    for b in b1 b2; do wait_socket $b; done
+}
+
+api() { # box method path [body]: the body of a 2xx answer
+    local out code
+    out=$(mktemp "$work/api.XXXXXX")
+    if [ $# -ge 4 ]; then
+        code=$(curl -sS -m 60 --unix-socket "$work/$1/runner.sock" -X "$2" -o "$out" -w '%{http_code}' \
+            -H 'Content-Type: application/json' -d "$4" "http://sbx$3")
+    else
+        code=$(curl -sS -m 60 --unix-socket "$work/$1/runner.sock" -X "$2" -o "$out" -w '%{http_code}' \
+            "http://sbx$3")
+    fi
+    case "$code" in 2??) cat "$out" ;; *) fail "$2 $3 on $1: HTTP $code $(cat "$out")" ;; esac
+}
+
+jid() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
+
+wait_state() { # job state(s: "running|finished") timeout_s
+    for _ in $(seq 1 $(($3 * 10))); do
+        sql "SELECT state FROM jobs WHERE id = '$1'" | grep -Eqx "$2" && return 0
+        sleep 0.1
+    done
+    fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
+}
+
 case "$case_" in
 jobs)
     n=${SBX_FLEET_JOBS:-1000}
@@ -215,7 +283,7 @@ jobs)
     used=$(sql "SELECT count(DISTINCT box) FROM jobs")
     [ "$used" = 3 ] || fail "only $used box(es) ran jobs"
     for b in b1 b2 b3; do
-        out=$("$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
+        out=$(timeout 60 "$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
         for o in b1 b2 b3; do
             echo "$out" | grep -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
         done
@@ -462,9 +530,9 @@ scale)
     grep -q "joined the fleet" "$work/b4/log" || fail "b4 did not log its joining"
     kill -TERM "${pid[b4]}"
     rc=0
-    wait "${pid[b4]}" || rc=$?
+    wait_pid "${pid[b4]}" 60 || rc=$?
     unset "pid[b4]"
-    [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM"
+    [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM (124: did not stop within 60 s)"
     # kill -9 of the leader: another box takes the lock at its next beat
     kill -9 "${pid[$lead]}"
     wait "${pid[$lead]}" 2>/dev/null || true
@@ -519,7 +587,7 @@ scale)
     grep -q "box $new is no longer the fleet's leader" "$work/$new/log" ||
         fail "the paused leader $new did not learn that it no longer leads"
     [ "$(leader_of "$new")" = "" ] || fail "two leaders: $new and $third"
-    out=$("$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
+    out=$(timeout 60 "$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
     echo "$out" | grep -q "leader (autoscaler) $third" || fail "sbx queue does not name the leader $third: $out"
     wait_ended 40 60
     echo "fleet: one leader ($lead, then $new, then $third) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
@@ -560,6 +628,291 @@ EOF
     left=$(curl -s --unix-socket "$engine" 'http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D')
     [ "$left" = "[]" ] || fail "sbx containers left on the engine: $left"
     echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once"
+    ;;
+fwd)
+    # (added) a job running on b2 read, followed and cancelled through b1's
+    # API: the request is forwarded to b2 and its answer relayed; one hop only
+    two_boxes
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "16", "100"], "pool": "agent"}' | jid)
+    wait_state "$id" 'running|finished' 30
+    [ "$(sql "SELECT box FROM jobs WHERE id = '$id'")" = b2 ] || fail "job $id is not on b2"
+    "$sbx" --config "$work/b1/sbx.conf" job --follow "$id" >"$work/f1.out" 2>"$work/f1.err" &
+    f1=$!
+    "$sbx" --config "$work/b2/sbx.conf" job --follow "$id" >"$work/f2.out" 2>"$work/f2.err" &
+    f2=$!
+    wait_pid $f1 90 || fail "sbx job --follow through b1: exit $? ($(cat "$work/f1.err"))"
+    wait_pid $f2 90 || fail "sbx job --follow on b2: exit $? ($(cat "$work/f2.err"))"
+    [ "$(wc -l <"$work/f1.out")" = 8 ] || fail "follow through b1: $(wc -l <"$work/f1.out") stdout lines, want 8"
+    cmp "$work/f1.out" "$work/f2.out" || fail "the followed stdout differs between b1 and b2"
+    cmp "$work/f1.err" "$work/f2.err" || fail "the followed stderr differs between b1 and b2"
+    for b in b1 b2; do
+        curl -sS --unix-socket "$work/$b/runner.sock" -o "$work/$b.frames" -w '%{http_code}' \
+            "http://sbx/v1/jobs/$id/output?frames=1" >"$work/$b.code"
+        [ "$(cat "$work/$b.code")" = 200 ] || fail "output through $b: HTTP $(cat "$work/$b.code")"
+    done
+    cmp "$work/b1.frames" "$work/b2.frames" || fail "the output frames differ between b1 and b2"
+    grep -q "is held by box b2: forwarding GET /v1/jobs/$id/output" "$work/b1/log" ||
+        fail "b1 did not log its forward"
+    # one hop: a request that says it was forwarded is answered, not forwarded
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/loop.out" -w '%{http_code}' \
+        -H 'X-Sbx-Forwarded-By: b3' "http://sbx/v1/jobs/$id/output")
+    [ "$code" = 409 ] || fail "a forwarded request on b1: HTTP $code, want 409"
+    grep -q "forwarded by box b3 and is not forwarded again" "$work/loop.out" ||
+        fail "a forwarded request on b1: $(cat "$work/loop.out")"
+    n=$(grep -c "forwarding GET /v1/jobs/$id/output" "$work/b1/log")
+    [ "$n" = 2 ] || fail "b1 forwarded $n output requests, want 2 (the marked one is not)"
+    # a follow through b1 of a job still in the shared queue (b2, the only
+    # agent box, paused for 1 s, well within its lease) waits for its claim
+    kill -STOP "${pid[b2]}"
+    id3=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "4", "10"], "pool": "agent"}' | jid)
+    "$sbx" --config "$work/b1/sbx.conf" job --follow "$id3" >"$work/q.out" 2>"$work/q.err" &
+    q=$!
+    sleep 1
+    [ "$(sql "SELECT state || coalesce(box, '-') FROM jobs WHERE id = '$id3'")" = "queued-" ] ||
+        fail "job $id3 was claimed while b2 was paused"
+    kill -CONT "${pid[b2]}"
+    wait_pid $q 90 || fail "follow of a queued job through b1: exit $? ($(cat "$work/q.err"))"
+    [ "$(cat "$work/q.out")" = "$(printf 'line 0\nline 2')" ] || fail "follow of a queued job: '$(cat "$work/q.out")'"
+    # cancel through b1 of a job that runs on b2
+    id2=$(api b1 POST /v1/jobs '{"argv": ["fake-say-wait"], "pool": "agent"}' | jid)
+    wait_state "$id2" running 30
+    "$sbx" --config "$work/b1/sbx.conf" cancel "$id2" >/dev/null || fail "sbx cancel through b1"
+    wait_state "$id2" cancelled 30
+    grep -q "job $id2 cancelled" "$work/b2/log" || fail "b2 did not cancel $id2"
+    echo "fleet: follow, output and cancel of a job on b2 through b1: identical bytes, cancelled"
+    ;;
+fwdtask)
+    # (added) a kept task's next command, submitted to another box, runs in
+    # the task's box; its end through another box ends it there
+    three_boxes
+    api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt1"}' >/dev/null
+    for _ in $(seq 1 300); do
+        [ "$(sql "SELECT state FROM tasks WHERE id = 'kt1'")" = ready ] && break
+        sleep 0.1
+    done
+    owner=$(sql "SELECT box FROM tasks WHERE id = 'kt1' AND state = 'ready'")
+    [ -n "$owner" ] || fail "task kt1 did not start"
+    other=b3
+    [ "$owner" = b3 ] && other=b2
+    for b in b1 $other; do
+        id=$(api $b POST /v1/jobs '{"argv": ["fake-env", "HOME"], "pool": "agent", "task": "kt1"}' | jid)
+        wait_state "$id" finished 30
+        box=$(sql "SELECT box FROM jobs WHERE id = '$id'")
+        [ "$box" = "$owner" ] || fail "a command for task kt1 submitted to $b ran on $box, not on $owner"
+    done
+    n=$(sql "SELECT count(*) FROM tasks WHERE id = 'kt1'")
+    [ "$n" = 1 ] || fail "$n task rows for kt1"
+    "$sbx" --config "$work/b1/sbx.conf" cancel --task kt1 >/dev/null || fail "sbx cancel --task through b1"
+    for _ in $(seq 1 300); do
+        [ "$(sql "SELECT state FROM tasks WHERE id = 'kt1'")" = ended ] && break
+        sleep 0.1
+    done
+    [ "$(sql "SELECT state FROM tasks WHERE id = 'kt1'")" = ended ] || fail "task kt1 did not end"
+    echo "fleet: task kt1 on $owner: commands through b1 and $other ran there; ended through b1"
+    ;;
+fwdkill)
+    # (added) the owner killed while b1 relays its followed output: a clean
+    # error, b1 goes on
+    two_boxes
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-say-wait"], "pool": "agent"}' | jid)
+    wait_state "$id" running 30
+    "$sbx" --config "$work/b1/sbx.conf" job --follow "$id" >"$work/f.out" 2>"$work/f.err" &
+    f=$!
+    for _ in $(seq 1 100); do
+        grep -q waiting "$work/f.out" && break
+        sleep 0.1
+    done
+    grep -q waiting "$work/f.out" || fail "no output through b1"
+    kill -9 "${pid[b2]}"
+    wait "${pid[b2]}" 2>/dev/null || true
+    unset "pid[b2]"
+    rc=0
+    wait_pid $f 90 || rc=$?
+    [ "$rc" != 0 ] || fail "the follow through b1 ended cleanly after its owner was killed"
+    grep -q "box b2 went away in the middle of the output of job $id" "$work/f.err" ||
+        fail "the follow through b1: $(cat "$work/f.err")"
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/o.out" -w '%{http_code}' \
+        "http://sbx/v1/jobs/$id/output?follow=1")
+    { [ "$code" = 502 ] || [ "$code" = 503 ]; } || fail "output of a dead box's job: HTTP $code"
+    grep -q "box b2" "$work/o.out" || fail "output of a dead box's job: $(cat "$work/o.out")"
+    kill -0 "${pid[b1]}" || fail "b1 died"
+    echo "fleet: owner killed mid-follow: '$(cat "$work/f.err")'; then HTTP $code"
+    ;;
+db503)
+    # (added) PostgreSQL stopped: the API answers 503 with one line, at once;
+    # started again: what was accepted finishes, new submits run
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    sed -i 's/lease = 2;/lease = 8;/' "$work/b1/sbx.conf" "$work/b2/sbx.conf"
+    for b in b1 b2; do start $b; done
+    for b in b1 b2; do wait_socket $b; done
+    ids=""
+    for i in 1 2 3 4; do
+        ids="$ids $(api b$((i % 2 + 1)) POST /v1/jobs '{"argv": ["sleep", "3500"], "pool": "ci"}' | jid)"
+    done
+    for id in $ids; do wait_state "$id" running 30; done
+    $SBX_TEST_PG_CTL stop
+    t0=$(date +%s%N)
+    code=$(curl -sS -m 20 --unix-socket "$work/b1/runner.sock" -o "$work/s.out" -w '%{http_code}' \
+        -d '{"argv": ["hello"]}' http://sbx/v1/jobs)
+    [ "$code" = 503 ] || fail "a submit with the database down: HTTP $code ($(cat "$work/s.out"))"
+    [ "$(wc -l <"$work/s.out")" = 1 ] || fail "a submit with the database down: not one line"
+    grep -q '"error":"the database is unavailable' "$work/s.out" || fail "submit: $(cat "$work/s.out")"
+    set -- $ids
+    code=$(curl -sS -m 20 --unix-socket "$work/b2/runner.sock" -o "$work/g.out" -w '%{http_code}' \
+        "http://sbx/v1/jobs/$1")
+    [ "$code" = 503 ] || fail "a GET with the database down: HTTP $code ($(cat "$work/g.out"))"
+    t1=$(date +%s%N)
+    [ $(((t1 - t0) / 1000000)) -lt 5000 ] || fail "the 503s took $(((t1 - t0) / 1000000)) ms"
+    sleep 3 # the running jobs end while the database is down
+    $SBX_TEST_PG_CTL start
+    after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
+    for id in $ids $after; do wait_state "$id" finished 30; done
+    echo "fleet: database down: submit and GET answered 503 in $(((t1 - t0) / 1000000)) ms; all 5 jobs finished"
+    ;;
+fwdbad)
+    # (added) a client that reads slower than the owner sends: b1's relay
+    # pauses once 1 MiB waits for it, and resumes. Then a hostile owner (b2's
+    # row pointed at a fake server): a huge head, garbage, a stream cut short,
+    # an endless body: b1 answers each with one bounded error and goes on
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    SBX_LOG_LEVEL=debug "$sbx" --config "$work/b1/sbx.conf" serve >>"$work/b1/log" 2>&1 &
+    pid[b1]=$!
+    start b2
+    for b in b1 b2; do wait_socket $b; done
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "400000", "0"], "pool": "agent"}' | jid)
+    got=$(python3 - "$work/b1/runner.sock" "$id" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/jobs/%s/output?follow=1&frames=1 HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2].encode())
+time.sleep(3)  # reads nothing meanwhile
+n = 0
+s.settimeout(30)
+while True:
+    d = s.recv(65536)
+    if not d or d.endswith(b"\r\n0\r\n\r\n"):
+        break
+    n += len(d)
+print(n)
+PY
+)
+    [ "$got" -gt 1048576 ] || fail "the slow client got $got bytes"
+    grep -q "forward of job $id from box b2 paused: [0-9]* bytes wait for the client" "$work/b1/log" ||
+        fail "b1's relay did not pause for the slow client"
+    grep -q "forward of job $id from box b2 resumed" "$work/b1/log" || fail "b1's relay did not resume"
+    wait_state "$id" finished 60
+    id=$(api b1 POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}' | jid)
+    wait_state "$id" running 30
+    python3 - "$work/evil.sock" <<'PY' &
+import socket, sys, threading
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sys.argv[1])
+srv.listen(16)
+def serve(c):
+    try:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            d = c.recv(4096)
+            if not d:
+                return
+            head += d
+        line = head.split(b"\r\n")[0].decode()
+        if "mode=head" in line:
+            c.sendall(b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 200000 + b"\r\n\r\n")
+        elif "mode=garbage" in line:
+            c.sendall(b"\x00\xff\xfe garbage\r\n\r\n")
+        elif "mode=cut" in line:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/vnd.sbx.output-frames\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\nd\r\n\x01\x00\x00\x00\x00\x00\x00\x05hello\r\n")
+        else:  # the cancel: a body without end
+            c.sendall(b"HTTP/1.1 202 OK\r\nContent-Length: 999999999\r\n\r\n")
+            for _ in range(400):
+                c.sendall(b"x" * 8192)
+    except OSError:
+        pass
+    finally:
+        c.close()
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+evil=$!
+for _ in $(seq 1 50); do [ -S "$work/evil.sock" ] && break; sleep 0.1; done
+sql "UPDATE boxes SET api = 'unix:$work/evil.sock' WHERE id = 'b2'"
+get() { curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o "$work/bad.out" -w '%{http_code}' "$@"; }
+code=$(get "http://sbx/v1/jobs/$id/output?mode=head")
+[ "$code" = 502 ] && grep -q "larger than 16384 bytes" "$work/bad.out" ||
+    fail "a huge head: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get "http://sbx/v1/jobs/$id/output?mode=garbage")
+[ "$code" = 502 ] && grep -q "box b2 holds job $id and did not answer: the owner's reply does not start with an HTTP/1.x status line" "$work/bad.out" ||
+    fail "garbage: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get "http://sbx/v1/jobs/$id/output?follow=1&frames=1&mode=cut")
+[ "$code" = 200 ] && grep -aq "hello{\"error\":\"box b2 went away in the middle of the output of job $id" "$work/bad.out" ||
+    fail "a cut stream: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get -X POST "http://sbx/v1/jobs/$id/cancel")
+[ "$code" = 502 ] && grep -q "larger than 1 MiB" "$work/bad.out" ||
+    fail "an endless body: HTTP $code $(head -c 300 "$work/bad.out")"
+kill "$evil"
+wait "$evil" 2>/dev/null || true
+kill -0 "${pid[b1]}" || fail "b1 died"
+"$sbx" --config "$work/b2/sbx.conf" cancel "$id" >/dev/null || fail "cancel on b2"
+wait_state "$id" cancelled 30
+echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each"
+    ;;
+fwdtcp)
+    # (added) boxes on TCP: the caller's own bearer token goes to the owner,
+    # which checks it; scopes hold across the hop; a request from the unix
+    # socket has no token to forward to a TCP owner
+    read -r p1 p2 < <(python3 -c 'import socket
+s = [socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')
+    export SBX_FWD_TOKEN_CI=ci-$RANDOM$RANDOM$RANDOM SBX_FWD_TOKEN_RO=ro-$RANDOM$RANDOM$RANDOM
+    conf b1 '"ci"'
+    conf b2 '"ci", "agent"'
+    for b in b1 b2; do
+        port=$p1
+        [ $b = b2 ] && port=$p2
+        sed -i "s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$port\"; clients = ( { name = \"ci\"; token_env = \"SBX_FWD_TOKEN_CI\"; scopes = [\"submit\", \"read-own\"]; }, { name = \"ro\"; token_env = \"SBX_FWD_TOKEN_RO\"; scopes = [\"read-own\"]; } ); };|" "$work/$b/sbx.conf"
+        start $b
+    done
+    for b in b1 b2; do wait_socket $b; done
+    tcp() { # port token method path [body]
+        curl -sS -m 60 -o "$work/tcp.out" -w '%{http_code}' -X "$3" -H "Authorization: Bearer $2" \
+            ${5:+-H 'Content-Type: application/json' -d "$5"} "http://127.0.0.1:$1$4"
+    }
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["fake-drip", "10", "100"], "pool": "agent"}')
+    [ "$code" = 201 ] || fail "submit over TCP: HTTP $code $(cat "$work/tcp.out")"
+    id=$(jid <"$work/tcp.out")
+    wait_state "$id" 'running|finished' 30
+    [ "$(sql "SELECT box || ' ' || client FROM jobs WHERE id = '$id'")" = "b2 ci" ] || fail "job $id: $(sql "SELECT box, client FROM jobs WHERE id = '$id'")"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" GET "/v1/jobs/$id/output?follow=1")
+    [ "$code" = 200 ] || fail "follow through b1 over TCP: HTTP $code"
+    cp "$work/tcp.out" "$work/t1.out"
+    code=$(tcp $p2 "$SBX_FWD_TOKEN_CI" GET "/v1/jobs/$id/output")
+    cmp "$work/t1.out" "$work/tcp.out" || fail "the output through b1 over TCP differs from b2's"
+    [ "$(grep -c '^line' "$work/t1.out")" = 10 ] || fail "follow through b1 over TCP: $(cat "$work/t1.out")"
+    grep -q "forwarding GET /v1/jobs/$id/output?follow=1 for client 'ci' to tcp:127.0.0.1:$p2" "$work/b1/log" ||
+        fail "b1 did not forward over TCP"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_RO" GET "/v1/jobs/$id/output")
+    [ "$code" = 403 ] || fail "another client's output through b1: HTTP $code, want 403"
+    code=$(tcp $p1 wrong-token GET "/v1/jobs/$id/output")
+    [ "$code" = 401 ] || fail "a wrong token on b1: HTTP $code, want 401"
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/u.out" -w '%{http_code}' "http://sbx/v1/jobs/$id/output")
+    [ "$code" = 502 ] && grep -q "no bearer token to forward" "$work/u.out" ||
+        fail "the unix socket to a TCP owner: HTTP $code $(cat "$work/u.out")"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}')
+    id2=$(jid <"$work/tcp.out")
+    wait_state "$id2" running 30
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_RO" POST "/v1/jobs/$id2/cancel")
+    [ "$code" = 403 ] || fail "another client's cancel through b1: HTTP $code, want 403"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST "/v1/jobs/$id2/cancel")
+    [ "$code" = 202 ] || fail "cancel through b1 over TCP: HTTP $code $(cat "$work/tcp.out")"
+    wait_state "$id2" cancelled 30
+    if grep -q "$SBX_FWD_TOKEN_CI\|$SBX_FWD_TOKEN_RO" "$work"/b*/log; then fail "a token in a box's log"; fi
+    echo "fleet: over TCP: follow and cancel through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
     ;;
 *)
     fail "unknown case '$case_'"

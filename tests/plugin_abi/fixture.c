@@ -103,6 +103,29 @@ static int p_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec,
         *status = 0;
         return 0;
     }
+    /* "fake-drip N MS": N lines "line I", stdout for even I and stderr for
+     * odd, MS apart (until cancelled); status 0 (the fleet's forwarding test) */
+    if (strcmp(spec->argv[0], "fake-drip") == 0 && spec->argv[1] != NULL && spec->argv[2] != NULL) {
+        long n = atol(spec->argv[1]);
+        long ms = atol(spec->argv[2]);
+
+        for (long i = 0; i < n && !ctl->cancelled; i++) {
+            char line[32];
+            int k = snprintf(line, sizeof(line), "line %ld\n", i);
+
+            if (spec->on_output != NULL) {
+                spec->on_output(spec->output_userdata, i % 2 ? 2 : 1, line, (size_t)k);
+            }
+            for (long t = 0; t < ms && !ctl->cancelled; t += 10) {
+                usleep(10 * 1000);
+            }
+        }
+        if (ctl->cancelled) {
+            return host->error_set(err, 4, "cancelled");
+        }
+        *status = 0;
+        return 0;
+    }
     if (strcmp(spec->argv[0], "fake-nocmd") == 0) {
         return host->error_set(err, SBX_E_NOCMD, "fake-nocmd: command not found in the sandbox");
     }

@@ -65,6 +65,25 @@ static int http_code_for(const sbx_error_t *err)
     }
 }
 
+/* (added) The box that holds a job or a live task, when it is another live
+ * or dead box of the fleet: 1 and *o (clear it), else 0 (here, queued with no
+ * box, or one box). A store failure: 0 (the local path answers it). */
+static int elsewhere(struct sbx_runner *r, int task, const char *id, struct sbx_store_owner *o)
+{
+    sbx_error_t *err = NULL;
+    const char *me = runner_fleet_box(r);
+
+    if (me == NULL || sbx_store_where(r->store, task, id, o, &err) <= 0) {
+        sbx_error_free(&err);
+        return 0;
+    }
+    if (strcmp(o->box, me) == 0) {
+        sbx_store_owner_clear(o);
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- submit ------------------------------------------------------------ */
 
 static const char *const submit_fields[] = {
@@ -316,17 +335,51 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     }
     snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     free(body);
-    if ((code = runner_submit(r, j, labels, &err)) < 0) {
+    if (strcmp(j->task, j->id) != 0 && runner_task_find(r, j->task) == NULL) {
+        struct sbx_store_owner o;
+
+        /* (added) a command for a kept task that lives on another box runs
+         * there: the box that holds the task gets the request */
+        if (elsewhere(r, 1, j->task, &o)) {
+            char what[96];
+
+            snprintf(what, sizeof(what), "task %s", j->task);
+            json_decref(labels);
+            runner_job_free(j);
+            runner_forward(r, req, who, &o, what, 0, 0);
+            sbx_store_owner_clear(&o);
+            return;
+        }
+    }
+    code = runner_submit(r, j, labels, &err);
+    if (code < 0 && sbx_store_down(r->store)) {
+        /* (added) a connection the server dropped (a restart of the
+         * database) is opened again before the next statement: one more try;
+         * nothing was stored by the first */
+        sbx_error_free(&err);
+        code = runner_submit(r, j, labels, &err);
+    }
+    if (code < 0) {
         code = http_code_for(err);
 
         json_decref(labels);
         runner_job_free(j);
         rm_refused(&r->metrics, rm_refusal_of(code));
-        runner_reply_error(req, code, "%s", sbx_error_msg(err));
+        if (!runner_reply_store_down(r, req, err)) {
+            runner_reply_error(req, code, "%s", sbx_error_msg(err));
+        }
         sbx_error_free(&err);
         return;
     }
     json_decref(labels);
+    if (code == 0 && runner_fleet_box(r) != NULL) {
+        /* (added) a command run at once in a kept task of this box: its
+         * record names the box, for the others' forwards */
+        if (sbx_store_job_own(r->store, j->id, &err) < 0) {
+            sbx_error_log("runner: %s", sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+    }
     runner_reply_json(req, 201,
                       json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
                                 sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls),
@@ -365,7 +418,10 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     json_t *o;
 
     if (sbx_store_job_get(r->store, id, &rec, &err) < 0) {
-        runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s", sbx_error_msg(err));
+        if (!runner_reply_store_down(r, req, err)) {
+            runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
+                               sbx_error_msg(err));
+        }
         sbx_error_free(&err);
         return;
     }
@@ -482,17 +538,44 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     if (j == NULL) {
         sbx_error_t *err = NULL;
 
+        struct sbx_store_owner o;
+
         if (sbx_store_job_get(r->store, id, &rec, &err) < 0) {
-            runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
-                               sbx_error_msg(err));
+            if (!runner_reply_store_down(r, req, err)) {
+                runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
+                                   sbx_error_msg(err));
+            }
             sbx_error_free(&err);
             return;
         }
-        if (!read_denied(req, who, what, rec.client)) {
-            runner_reply_error(req, 410, "the output of job %s is no longer kept (see its record)",
-                               id);
+        int unclaimed;
+
+        if (read_denied(req, who, what, rec.client)) {
+            sbx_job_rec_clear(&rec);
+            return;
         }
+        unclaimed = rec.box == NULL; /* never claimed: queued, or cancelled there */
+        follow = follow && rec.state == SBX_JOB_QUEUED;
         sbx_job_rec_clear(&rec);
+        if (elsewhere(r, 0, id, &o)) { /* (added) its output is on the box that ran it */
+            runner_forward(r, req, who, &o, what, 1, frames);
+            sbx_store_owner_clear(&o);
+            return;
+        }
+        if (unclaimed && runner_fleet_box(r) != NULL) {
+            /* (added) never claimed: no output; a follow of a job still in
+             * the shared queue waits for the box that claims it (forward.c) */
+            if (follow) {
+                runner_forward_wait(r, req, who, id, frames);
+                return;
+            }
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                              frames ? "application/vnd.sbx.output-frames"
+                                     : "text/plain; charset=utf-8");
+            evhttp_send_reply(req, 200, "OK", NULL);
+            return;
+        }
+        runner_reply_error(req, 410, "the output of job %s is no longer kept (see its record)", id);
         return;
     }
     if (read_denied(req, who, what, j->owner)) {
@@ -524,7 +607,24 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
     }
     else if (sbx_store_job_get(r->store, id, &rec, &err) == 0) {
         mine = runner_may_cancel(who, rec.client);
+        if (mine && rec.state < SBX_JOB_FINISHED) {
+            struct sbx_store_owner o;
+
+            if (elsewhere(r, 0, id, &o)) { /* (added) the box that holds it cancels it */
+                char what[96];
+
+                snprintf(what, sizeof(what), "job %s", id);
+                sbx_job_rec_clear(&rec);
+                runner_forward(r, req, who, &o, what, 0, 0);
+                sbx_store_owner_clear(&o);
+                return;
+            }
+        }
         sbx_job_rec_clear(&rec);
+    }
+    else if (runner_reply_store_down(r, req, err)) {
+        sbx_error_free(&err);
+        return;
     }
     else {
         mine = 1; /* not found: runner_cancel says so */
@@ -539,7 +639,9 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
     }
 
     if (runner_cancel(r, id, &err) < 0) {
-        runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
+        if (!runner_reply_store_down(r, req, err)) {
+            runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
+        }
         sbx_error_free(&err);
         return;
     }
@@ -567,6 +669,18 @@ void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, co
         return;
     }
 
+    if (t == NULL) {
+        struct sbx_store_owner o;
+
+        if (elsewhere(r, 1, id, &o)) { /* (added) the box that holds the task ends it */
+            char what[96];
+
+            snprintf(what, sizeof(what), "task %s", id);
+            runner_forward(r, req, who, &o, what, 0, 0);
+            sbx_store_owner_clear(&o);
+            return;
+        }
+    }
     if (runner_task_end(r, id, &err) < 0) {
         runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
         sbx_error_free(&err);

@@ -227,6 +227,7 @@ static void route(struct evhttp_request *req, void *arg)
     int get = m == EVHTTP_REQ_GET;
     int post = m == EVHTTP_REQ_POST;
     const struct runner_client *who;
+    struct runner_client fwd_who;
     const char *authz;
     char id[SBX_SCHED_ID_MAX + 1] = "";
     char rest[32] = "";
@@ -245,7 +246,9 @@ static void route(struct evhttp_request *req, void *arg)
         return; /* the status page (status.c) */
     }
     authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    who = l->tcp ? runner_authenticate(r, authz) : runner_local_client();
+    /* (changed) on the unix socket, a request another box forwarded acts for
+     * the client it names, with that client's scopes (forward.c) */
+    who = l->tcp ? runner_authenticate(r, authz) : runner_forwarded_client(req, &fwd_who);
     if (who == NULL && authz == NULL && path != NULL) {
         who = runner_status_session(r, req, path); /* the page's GETs, by its cookie */
     }

@@ -181,4 +181,7 @@ void runner_api_limits_free(struct runner_listener *l)
     while (l->guards != NULL) {
         guard_drop(l->guards);
     }
+    if (l->r != NULL && l == &l->r->lis[0]) {
+        runner_forward_drop_all(l->r); /* (added) forward.c */
+    }
 }

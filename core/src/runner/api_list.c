@@ -149,7 +149,9 @@ void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
     }
     f.limit++; /* one more tells whether a next page exists */
     if (sbx_store_job_page(r->store, &f, &recs, &n, &err) < 0) {
-        runner_reply_error(req, 500, "%s", sbx_error_msg(err));
+        if (!runner_reply_store_down(r, req, err)) {
+            runner_reply_error(req, 500, "%s", sbx_error_msg(err));
+        }
         sbx_error_free(&err);
         return;
     }

@@ -19,149 +19,10 @@
 #include "util/rlimit.h"
 #include "util/xalloc.h"
 
-/* Finished jobs whose output stays in memory (their records stay in the store). */
-#define KEEP_FINISHED 1000
-
 int64_t runner_now(struct sbx_runner *r)
 {
     (void)r;
     return sbx_clock_real(NULL);
-}
-
-char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err)
-{
-    char *state;
-    char *path;
-
-    if (cfg->runner.database != NULL) {
-        return xstrdup(cfg->runner.database); /* a fleet's PostgreSQL (store.h) */
-    }
-    if (cfg->runner.state != NULL) {
-        return xstrdup(cfg->runner.state);
-    }
-    state = sbx_state_dir(cfg->state_dir, err);
-    if (state == NULL) {
-        return NULL;
-    }
-    if (sbx_mkdirs(state, 0700, err) < 0) {
-        free(state);
-        return NULL;
-    }
-    path = xasprintf("%s/runner.db", state);
-    free(state);
-    return path;
-}
-
-void sbx_runner_endpoint_clear(struct sbx_runner_endpoint *ep)
-{
-    free(ep->unix_path);
-    free(ep->tcp_host);
-    memset(ep, 0, sizeof(*ep));
-}
-
-int sbx_runner_endpoint(const struct sbx_config *cfg, struct sbx_runner_endpoint *out,
-                        sbx_error_t **err)
-{
-    const char *l = cfg->runner.listen;
-    char *state;
-
-    memset(out, 0, sizeof(*out));
-    if (l != NULL && strncmp(l, "unix:", 5) == 0) {
-        if (l[5] != '/') {
-            return sbx_error_set(err, SBX_E_CONFIG,
-                                 "runner.listen '%s': a unix socket needs an absolute path", l);
-        }
-        out->unix_path = xstrdup(l + 5);
-        return 0;
-    }
-    if (l != NULL && strncmp(l, "tcp:", 4) == 0) {
-        const char *colon = strrchr(l + 4, ':');
-        char *end = NULL;
-        long port = colon ? strtol(colon + 1, &end, 10) : 0;
-
-        if (colon == NULL || colon == l + 4 || end == NULL || *end != '\0' || port < 1 ||
-            port > 65535) {
-            return sbx_error_set(err, SBX_E_CONFIG,
-                                 "runner.listen '%s': use tcp:HOST:PORT (port 1-65535)", l);
-        }
-        out->tcp_host = xstrndup(l + 4, (size_t)(colon - (l + 4)));
-        out->tcp_port = (int)port;
-    }
-    else if (l != NULL) {
-        return sbx_error_set(err, SBX_E_CONFIG,
-                             "runner.listen '%s': use unix:/PATH or tcp:HOST:PORT", l);
-    }
-    state = sbx_state_dir(cfg->state_dir, err);
-    if (state == NULL) {
-        sbx_runner_endpoint_clear(out);
-        return -1;
-    }
-    out->unix_path = xasprintf("%s/runner.sock", state);
-    free(state);
-    return 0;
-}
-
-static size_t bucket_of(const char *id)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-
-    for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++) {
-        h = (h ^ *p) * 16777619u;
-    }
-    return h % RUNNER_BUCKETS;
-}
-
-struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
-{
-    for (struct rjob *j = r->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
-        if (strcmp(j->id, id) == 0) {
-            return j;
-        }
-    }
-    return NULL;
-}
-
-void runner_job_link(struct sbx_runner *r, struct rjob *j)
-{
-    size_t b = bucket_of(j->id);
-
-    j->next = r->jobs;
-    r->jobs = j;
-    j->hnext = r->buckets[b];
-    r->buckets[b] = j;
-    r->n_jobs++;
-}
-
-static void job_unhash(struct sbx_runner *r, struct rjob *j)
-{
-    for (struct rjob **pp = &r->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
-        if (*pp == j) {
-            *pp = j->hnext;
-            return;
-        }
-    }
-}
-
-struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
-{
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
-        if (strcmp(t->id, id) == 0) {
-            return t;
-        }
-    }
-    return NULL;
-}
-
-void runner_job_free(struct rjob *j)
-{
-    runner_strv_free(j->argv);
-    free(j->worktree);
-    free(j->provider);
-    free(j->credentials);
-    json_decref(j->env);
-    free(j->out);
-    free(j->seg);
-    free(j);
 }
 
 void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
@@ -177,29 +38,6 @@ void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
     r->msgs_tail = &m->next;
     pthread_mutex_unlock(&r->mu);
     event_active(r->wake, EV_READ, 0);
-}
-
-/* Drops the output of ended jobs past the newest KEEP_FINISHED (their records
- * stay in the store). Loop thread, from the tick: O(jobs in memory). */
-static void trim_finished(struct sbx_runner *r)
-{
-    size_t ended = 0;
-
-    pthread_mutex_lock(&r->mu);
-    for (struct rjob **pp = &r->jobs; *pp != NULL;) {
-        struct rjob *j = *pp;
-
-        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL &&
-            ++ended > KEEP_FINISHED) {
-            *pp = j->next;
-            job_unhash(r, j);
-            runner_job_free(j);
-            r->n_jobs--;
-            continue;
-        }
-        pp = &j->next;
-    }
-    pthread_mutex_unlock(&r->mu);
 }
 
 static void task_remove(struct sbx_runner *r, struct rtask *t)
@@ -605,7 +443,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     pthread_mutex_unlock(&r->mu);
     runner_warm_tick(r);
-    trim_finished(r);
+    runner_trim_finished(r);
 }
 
 static void on_alert_timer(evutil_socket_t fd, short what, void *arg)

@@ -114,6 +114,7 @@ struct runner_listener {
 
 struct sbx_runner {
     struct runner_listener lis[2]; /* unix, tcp */
+    struct runner_fwd *fwds;       /* (added) forwards in flight (forward.c) */
     const struct sbx_config *cfg;
     char *plugin_dir;
     char *store_path;
@@ -169,6 +170,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 void runner_job_free(struct rjob *j);
+/* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */
+void runner_trim_finished(struct sbx_runner *r);
 
 /* worker.c */
 static inline const char *runner_output_bytes(const struct rjob *j)
@@ -185,6 +188,40 @@ void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, cons
 /* The stream (1 or 2) of the byte at absolute offset off (>= the first kept
  * byte, < out_total) and where its run ends (absolute). Under r->mu. */
 int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end);
+
+/* forward.c (added): a request about a job or task that another box of the
+ * fleet holds goes to that box (docs/runner.md, "Several boxes"). */
+#define RUNNER_FWD_HEADER "X-Sbx-Forwarded-By" /* the forwarding box: never forwarded again */
+#define RUNNER_FWD_CLIENT "X-Sbx-Client"       /* the client, honoured on the unix socket */
+#define RUNNER_FWD_SCOPES "X-Sbx-Scopes"       /* ... and its scopes (enum sbx_scope bits) */
+struct runner_fwd;
+/* Sends req (its method, URI and body) to o's box and relays the answer,
+ * streamed when stream (the output; frames: ?frames=1). Always answers req:
+ * 409 when req was already forwarded once, 503 when o's box is not alive,
+ * 502 when it cannot be reached or its reply is bad. who was checked against
+ * the shared record by the caller. */
+void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
+                    const struct runner_client *who, const struct sbx_store_owner *o,
+                    const char *what, int stream, int frames);
+/* A follow of a job still in the shared queue: checks the record every
+ * 500 ms and, once a box claimed it, answers req as runner_handle_output. */
+void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
+                         const struct runner_client *who, const char *id, int frames);
+int runner_forwarded(struct evhttp_request *req);
+/* The client a forwarded request on the unix socket names (every scope: the
+ * forwarding box checked them), else the local client. */
+const struct runner_client *runner_forwarded_client(struct evhttp_request *req,
+                                                    struct runner_client *buf);
+/* After evhttp_free: ends the forwards still in flight. */
+void runner_forward_drop_all(struct sbx_runner *r);
+/* 1 after answering 503 (the database is down), else 0. */
+int runner_reply_store_down(struct sbx_runner *r, struct evhttp_request *req,
+                            const sbx_error_t *err);
+
+/* dbwait.c (added): a job's end, written again while the database is down;
+ * 0, or -1 with *err (another failure, or the database stayed down). */
+int runner_job_end_write(struct sbx_runner *r, struct sbx_store *st, const struct sbx_job_move *mv,
+                         sbx_error_t **err);
 
 /* api.c: the handlers, for a client `who` already authenticated */
 void runner_reply_json(struct evhttp_request *req, int code, json_t *body);

@@ -555,8 +555,9 @@ static void *worker_main(void *arg)
         }
         /* fenced: a box that lost the job learns it here; the record stays the
          * survivor's */
-        sbx_store_job_move(
-            st,
+        /* (changed) written again while the database is down (dbwait.c) */
+        runner_job_end_write(
+            r, st,
             &(struct sbx_job_move){
                 .id = j->id,
                 .token = j->token,

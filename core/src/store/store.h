@@ -227,6 +227,25 @@ int sbx_store_box_renew(struct sbx_store *st, const char *id, int64_t epoch, int
                         sbx_error_t **err);
 int sbx_store_box_list(struct sbx_store *st, struct sbx_box_rec **out, size_t *n,
                        sbx_error_t **err);
+/* (added) Which box holds a job (task 0: any state, its output stays there)
+ * or a live task (task 1: starting or ready), its API address and whether
+ * its lease runs (store/where.c). 1 found on a box, 0 none (not found, not
+ * claimed, or SQLite: one box), -1 error. */
+struct sbx_store_owner {
+    char *box, *api; /* api NULL: the box row is gone */
+    int64_t lease_until;
+    int alive;
+};
+int sbx_store_where(struct sbx_store *st, int task, const char *id, struct sbx_store_owner *out,
+                    sbx_error_t **err);
+void sbx_store_owner_clear(struct sbx_store_owner *o);
+/* (added) A command that runs at once in a task of this box (no claim):
+ * its record names this box (sbx_store_set_box), so that the other boxes
+ * find it. 0 on SQLite. */
+int sbx_store_job_own(struct sbx_store *st, const char *id, sbx_error_t **err);
+/* (added) 1 when the store is PostgreSQL and its connection is down now (the
+ * last statement could not reach the server): the API answers 503. */
+int sbx_store_down(struct sbx_store *st);
 /* Reaps every box whose lease lapsed before now (ms, 0 = now), in one
  * transaction: its claimed queued jobs go back to the queue, its running jobs
  * end interrupted "box lost" and its live tasks end interrupted; each such job

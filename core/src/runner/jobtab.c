@@ -1,0 +1,97 @@
+/* jobtab.c - the runner's jobs and tasks in memory: a hash of jobs by id over
+ * the list the loop walks, the list of tasks, and the trim of ended jobs' output.
+ * Callers hold r->mu where runner_int.h says so. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runner/runner_int.h"
+
+/* Finished jobs whose output stays in memory (their records stay in the store). */
+#define KEEP_FINISHED 1000
+
+static size_t bucket_of(const char *id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+
+    for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++) {
+        h = (h ^ *p) * 16777619u;
+    }
+    return h % RUNNER_BUCKETS;
+}
+
+struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
+{
+    for (struct rjob *j = r->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
+        if (strcmp(j->id, id) == 0) {
+            return j;
+        }
+    }
+    return NULL;
+}
+
+void runner_job_link(struct sbx_runner *r, struct rjob *j)
+{
+    size_t b = bucket_of(j->id);
+
+    j->next = r->jobs;
+    r->jobs = j;
+    j->hnext = r->buckets[b];
+    r->buckets[b] = j;
+    r->n_jobs++;
+}
+
+static void job_unhash(struct sbx_runner *r, struct rjob *j)
+{
+    for (struct rjob **pp = &r->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
+        if (*pp == j) {
+            *pp = j->hnext;
+            return;
+        }
+    }
+}
+
+struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
+{
+    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+        if (strcmp(t->id, id) == 0) {
+            return t;
+        }
+    }
+    return NULL;
+}
+
+void runner_job_free(struct rjob *j)
+{
+    runner_strv_free(j->argv);
+    free(j->worktree);
+    free(j->provider);
+    free(j->credentials);
+    json_decref(j->env);
+    free(j->out);
+    free(j->seg);
+    free(j);
+}
+
+/* Drops the output of ended jobs past the newest KEEP_FINISHED (their records
+ * stay in the store). Loop thread, from the tick: O(jobs in memory). */
+void runner_trim_finished(struct sbx_runner *r)
+{
+    size_t ended = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (struct rjob **pp = &r->jobs; *pp != NULL;) {
+        struct rjob *j = *pp;
+
+        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL &&
+            ++ended > KEEP_FINISHED) {
+            *pp = j->next;
+            job_unhash(r, j);
+            runner_job_free(j);
+            r->n_jobs--;
+            continue;
+        }
+        pp = &j->next;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
