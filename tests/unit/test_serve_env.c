@@ -431,7 +431,22 @@ static void test_sbx_run_through_runner(void **state)
             }
         }
         assert_non_null(running);
-        usleep(200000); /* the client is following by now */
+        /* the client is following once it printed the job's first line (a
+         * fixed wait lost that race under load: an interrupt before the client
+         * knew its job cancelled nothing) */
+        for (int i = 0; i < 3000; i++) {
+            FILE *f = fopen(out_path, "r");
+            char got[16] = "";
+
+            if (f != NULL) {
+                got[fread(got, 1, sizeof(got) - 1, f)] = '\0';
+                fclose(f);
+            }
+            if (strcmp(got, "waiting\n") == 0) {
+                break;
+            }
+            usleep(10000);
+        }
         kill(pid, SIGINT);
         assert_int_equal(waitpid(pid, &st, 0), pid);
         assert_true(WIFEXITED(st));
