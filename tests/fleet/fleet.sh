@@ -726,6 +726,14 @@ fwdkill)
     kill -9 "${pid[b2]}"
     wait "${pid[b2]}" 2>/dev/null || true
     unset "pid[b2]"
+    # its socket gone while its lease still runs (a box stopped cleanly unlinks
+    # it): the connect fails at once (ENOENT); b1 answers and goes on
+    rm -f "$work/b2/runner.sock"
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/n.out" -w '%{http_code}' \
+        "http://sbx/v1/jobs/$id/output")
+    { [ "$code" = 502 ] || [ "$code" = 503 ]; } || fail "output with the owner's socket gone: HTTP $code"
+    kill -0 "${pid[b1]}" || fail "b1 died when the owner's socket was gone"
+    echo "fleet: the owner's socket gone: HTTP $code $(cat "$work/n.out")"
     rc=0
     wait_pid $f 90 || rc=$?
     [ "$rc" != 0 ] || fail "the follow through b1 ended cleanly after its owner was killed"

@@ -484,7 +484,10 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
     snprintf(f->what, sizeof(f->what), "%s", what);
     fwd_reply_init(&f->p);
     f->poll = evtimer_new(r->base, on_poll, f);
-    f->bev = bufferevent_socket_new(r->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    /* deferred callbacks: a connect or name lookup that fails inside
+     * owner_connect reports it from the loop, never while f is still being
+     * set up here (and bufferevent_free drops a pending one) */
+    f->bev = bufferevent_socket_new(r->base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     f->next = r->fwds;
     r->fwds = f;
     if (f->poll == NULL || f->bev == NULL || f->conn == NULL) {
