@@ -53,6 +53,33 @@ static void test_store_pg_migrate_1(void **state)
     expect_count("SELECT count(*) FROM fleet_leader", 0);
 }
 
+/* (added) The connection dropped inside a batch (a database restart): the
+ * writes after it fail rather than commit alone on a new session, the batch
+ * ends in an error with none of its writes, and the next write opens the
+ * connection again. */
+static void test_store_pg_drop_in_batch(void **state)
+{
+    struct sbx_store *st = open_ok();
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    insert_ok(st, "a", "ci", "light", 0);
+    insert_ok(st, "b", "ci", "light", 0);
+    ok(sbx_store_batch_begin(st, 0, &err), &err);
+    ok(sbx_store_job_granted(st, "a", 1, &err), &err);
+    pg_sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+           "WHERE pid <> pg_backend_pid() AND datname = current_database()");
+    assert_int_equal(sbx_store_job_granted(st, "b", 1, &err), -1);
+    sbx_error_free(&err);
+    assert_int_equal(sbx_store_batch_end(st, 0, &err), -1);
+    sbx_error_free(&err);
+    expect_job(st, "a", SBX_JOB_QUEUED, NULL);
+    expect_job(st, "b", SBX_JOB_QUEUED, NULL);
+    ok(sbx_store_job_granted(st, "b", 2, &err), &err);
+    expect_job(st, "b", SBX_JOB_RUNNING, NULL);
+    sbx_store_close(st);
+}
+
 /* PostgreSQL: a DSN that cannot work is one clear line (SBX_E_CONFIG: exit 2
  * at start), and the password never appears in it. */
 static void test_store_pg_bad_dsn(void **state)
@@ -392,6 +419,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_pg_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_bad_dsn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_migrate_1, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_drop_in_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet_scale, setup, teardown),
     };

@@ -1,6 +1,7 @@
 /* dbwait.c - a job's end is not lost while the fleet's database is down
  * (docs/runner.md, "Several boxes"): a worker whose end write failed because
- * the connection is down writes it again every DBWAIT_STEP_MS until the
+ * the connection is down writes it again, the whole transaction it belongs
+ * to, every DBWAIT_STEP_MS until the
  * database is back (at most DBWAIT_MAX_S; DBWAIT_STOP_S once the runner
  * stops). Worker threads only: they hold their own store connection. */
 #include <stdlib.h>
@@ -13,18 +14,19 @@
 #define DBWAIT_MAX_S 300
 #define DBWAIT_STOP_S 5
 
-int runner_job_end_write(struct sbx_runner *r, struct sbx_store *st, const struct sbx_job_move *mv,
-                         sbx_error_t **err)
+int runner_store_retry(struct sbx_runner *r, struct sbx_store *st, const char *job_id,
+                       int (*write)(struct sbx_store *st, void *arg, sbx_error_t **err), void *arg,
+                       sbx_error_t **err)
 {
     long waited = 0;
 
     for (;;) {
         int stopping;
 
-        if (sbx_store_job_move(st, mv, err) == 0) {
+        if (write(st, arg, err) == 0) {
             if (waited > 0) {
                 sbx_info("runner: job %s: its end was written once the database was back (%.1f s)",
-                         mv->id, (double)waited / 1000);
+                         job_id, (double)waited / 1000);
             }
             return 0;
         }
@@ -37,7 +39,7 @@ int runner_job_end_write(struct sbx_runner *r, struct sbx_store *st, const struc
         if (waited == 0) {
             sbx_warn("runner: job %s: the database is unavailable (%s); its end is written again "
                      "every %d ms until it is back",
-                     mv->id, sbx_error_msg(*err), DBWAIT_STEP_MS);
+                     job_id, sbx_error_msg(*err), DBWAIT_STEP_MS);
         }
         sbx_error_free(err);
         {

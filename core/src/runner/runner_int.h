@@ -218,10 +218,13 @@ void runner_forward_drop_all(struct sbx_runner *r);
 int runner_reply_store_down(struct sbx_runner *r, struct evhttp_request *req,
                             const sbx_error_t *err);
 
-/* dbwait.c (added): a job's end, written again while the database is down;
- * 0, or -1 with *err (another failure, or the database stayed down). */
-int runner_job_end_write(struct sbx_runner *r, struct sbx_store *st, const struct sbx_job_move *mv,
-                         sbx_error_t **err);
+/* dbwait.c (added): write(st, arg, err), a job's end in one transaction of
+ * its own (it rolls back what it began when it fails), run again while the
+ * database is down; 0, or -1 with *err (another failure, such as a fenced
+ * write, or the database stayed down). */
+int runner_store_retry(struct sbx_runner *r, struct sbx_store *st, const char *job_id,
+                       int (*write)(struct sbx_store *st, void *arg, sbx_error_t **err), void *arg,
+                       sbx_error_t **err);
 
 /* api.c: the handlers, for a client `who` already authenticated */
 void runner_reply_json(struct evhttp_request *req, int code, json_t *body);

@@ -383,6 +383,46 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
  * recovery): its grant is durable already, and these rows go together or not
  * at all, so a recovery finds the job running and interrupts it either way;
  * for a kept task, which recovery may re-adopt, it is a full commit. */
+/* A job's end with its task's exec cleared and the path it ran by: one
+ * transaction. The job's end failing (a fenced write, or the database gone)
+ * rolls it back whole; the two task/record writes failing only warn (their
+ * rows may have moved on, say a task the core interrupted), unless the
+ * database is gone: then all of it is written again (runner_store_retry). */
+struct end_batch {
+    const char *task_id;
+    int exec_marked;
+    const char *exec_path;
+    struct sbx_job_move mv;
+};
+
+static int end_batch_write(struct sbx_store *st, void *arg, sbx_error_t **err)
+{
+    struct end_batch *b = arg;
+
+    if (sbx_store_batch_begin(st, 0, err) < 0) {
+        return -1;
+    }
+    if (b->exec_marked && sbx_store_task_exec(st, b->task_id, 0, 0, err) < 0) {
+        if (sbx_store_down(st)) {
+            goto abort;
+        }
+        store_warn(err);
+    }
+    if (b->exec_path != NULL && sbx_store_job_set_exec_path(st, b->mv.id, b->exec_path, err) < 0) {
+        if (sbx_store_down(st)) {
+            goto abort;
+        }
+        store_warn(err);
+    }
+    if (sbx_store_job_move(st, &b->mv, err) < 0) {
+        goto abort;
+    }
+    return sbx_store_batch_end(st, 0, err);
+abort:
+    sbx_store_batch_abort(st, 0);
+    return -1;
+}
+
 static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task *task)
 {
     struct rjob *j = w->j;
@@ -541,33 +581,25 @@ static void *worker_main(void *arg)
     }
     rm_egress(&r->metrics, j->pool, allowed, denied);
     if (st != NULL) {
-        /* (changed) the exec's end and the job's end: one full commit */
-        int batch = sbx_store_batch_begin(st, 0, &err) == 0;
+        /* (changed) the exec's end and the job's end: one full commit,
+         * written again as a whole while the database is down (dbwait.c) */
+        struct end_batch b = {
+            .task_id = t->id,
+            .exec_marked = exec_marked,
+            .exec_path = exec_path,
+            .mv = {.id = j->id,
+                   .token = j->token,
+                   .step = SBX_JOB_STEP_END,
+                   .end = {end_state, status, reason[0] ? reason : NULL, allowed, denied, 0}}};
 
-        store_warn(&err);
-        if (exec_marked) {
-            sbx_store_task_exec(st, t->id, 0, 0, &err);
+        if (runner_store_retry(r, st, j->id, end_batch_write, &b, &err) < 0) {
+            /* fenced: a box that lost the job learns it here; the record
+             * stays the survivor's; the task's own row is still this box's */
             store_warn(&err);
-        }
-        if (exec_path != NULL) {
-            sbx_store_job_set_exec_path(st, j->id, exec_path, &err);
-            store_warn(&err);
-        }
-        /* fenced: a box that lost the job learns it here; the record stays the
-         * survivor's */
-        /* (changed) written again while the database is down (dbwait.c) */
-        runner_job_end_write(
-            r, st,
-            &(struct sbx_job_move){
-                .id = j->id,
-                .token = j->token,
-                .step = SBX_JOB_STEP_END,
-                .end = {end_state, status, reason[0] ? reason : NULL, allowed, denied, 0}},
-            &err);
-        store_warn(&err);
-        if (batch) {
-            sbx_store_batch_end(st, 0, &err);
-            store_warn(&err);
+            if (exec_marked) {
+                sbx_store_task_exec(st, t->id, 0, 0, &err);
+                store_warn(&err);
+            }
         }
     }
     pthread_mutex_lock(&r->mu);

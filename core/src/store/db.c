@@ -197,10 +197,14 @@ void sbx_q_null(struct sbx_q *q, int i)
 }
 
 /* A connection the server dropped (a restart of the database) is opened again
- * before the next statement; that statement fails if it cannot be. */
+ * before the next statement; that statement fails if it cannot be. Never
+ * inside a transaction: the server ended it with the connection, and a
+ * statement on a new session would commit alone, outside what the caller
+ * meant as one unit; it fails instead, the caller rolls back, and the
+ * statement after the rollback opens the connection again. */
 static void pg_revive(struct sbx_store *st)
 {
-    if (PQstatus(st->pg) == CONNECTION_BAD) {
+    if (PQstatus(st->pg) == CONNECTION_BAD && !st->tx) {
         PQreset(st->pg);
     }
 }
@@ -339,12 +343,19 @@ int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err)
 
 int sbx_store_begin(struct sbx_store *st, sbx_error_t **err)
 {
-    return sbx_store_exec(st, st->pg ? "BEGIN" : "BEGIN IMMEDIATE", err);
+    if (sbx_store_exec(st, st->pg ? "BEGIN" : "BEGIN IMMEDIATE", err) < 0) {
+        return -1;
+    }
+    st->tx = 1;
+    return 0;
 }
 
 int sbx_store_commit(struct sbx_store *st, sbx_error_t **err)
 {
-    return sbx_store_exec(st, "COMMIT", err);
+    int r = sbx_store_exec(st, "COMMIT", err);
+
+    st->tx = 0; /* a COMMIT that failed ended the transaction too */
+    return r;
 }
 
 int sbx_store_batch_begin(struct sbx_store *st, int relaxed, sbx_error_t **err)
@@ -380,7 +391,16 @@ int sbx_store_batch_end(struct sbx_store *st, int relaxed, sbx_error_t **err)
     return r;
 }
 
+void sbx_store_batch_abort(struct sbx_store *st, int relaxed)
+{
+    sbx_store_rollback(st);
+    if (relaxed && st->pg == NULL) {
+        sbx_store_exec(st, "PRAGMA synchronous = FULL", NULL);
+    }
+}
+
 void sbx_store_rollback(struct sbx_store *st)
 {
     sbx_store_exec(st, "ROLLBACK", NULL);
+    st->tx = 0;
 }

@@ -348,6 +348,8 @@ void sbx_store_set_box(struct sbx_store *st, const char *box);
  * restores full durability for the connection's next writes). */
 int sbx_store_batch_begin(struct sbx_store *st, int relaxed, sbx_error_t **err);
 int sbx_store_batch_end(struct sbx_store *st, int relaxed, sbx_error_t **err);
+/* (added) Rolls the batch back: none of its writes stay. */
+void sbx_store_batch_abort(struct sbx_store *st, int relaxed);
 
 /* Tasks. */
 /* Creates or replaces a task row. */

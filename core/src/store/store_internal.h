@@ -13,6 +13,7 @@ struct sbx_store {
     PGconn *pg;  /* PostgreSQL, or NULL */
     char *path;  /* the file, or the DSN (which never holds a password) */
     char *box;   /* sbx_store_set_box, or NULL */
+    int tx;      /* a transaction is open (sbx_store_begin .. commit or rollback) */
 };
 
 /* -1 with "store: PATH: WHAT: engine message" */
