@@ -7,14 +7,16 @@
 #   scripts/dockerd.sh stop  [--socket PATH] [--root DIR]
 #   scripts/dockerd.sh status [--socket PATH]
 #
-# --btrfs SIZE  the engine's data root is a btrfs filesystem with quotas in a
-#               sparse file ROOT/btrfs.img of SIZE (e.g. 40G), loop-mounted at
-#               ROOT/btrfs, and the engine runs --storage-driver=btrfs: each
-#               sandbox's disk cap is then a real quota (docs/operations.md,
-#               "The disk cap"). Made once; reused after a restart or a killed
-#               engine; a larger SIZE grows it (when start runs the engine).
-#               Once ROOT/btrfs.img exists, start uses it without --btrfs too.
-# --overlay2    overlay2 on ROOT/data even when ROOT/btrfs.img exists (no quota).
+# Default: overlay2 on ROOT/data; sbx caps each sandbox's disk with a
+#               filesystem of its own (docs/operations.md, "The disk cap").
+# --btrfs SIZE  (the older layout) the engine's data root is a btrfs with
+#               quotas in a sparse file ROOT/btrfs.img of SIZE (e.g. 40G),
+#               loop-mounted at ROOT/btrfs, --storage-driver=btrfs; a new one
+#               gets simple quotas where the kernel has them (6.7+), else
+#               qgroups. Made once; reused after a restart or a killed engine;
+#               a larger SIZE grows it (when start runs the engine). Once
+#               ROOT/btrfs.img exists, start uses it without --btrfs too.
+# --overlay2    overlay2 on ROOT/data even when ROOT/btrfs.img exists.
 # stop          stops the engine, then unmounts ROOT/btrfs and detaches its
 #               loop device when it is mounted.
 #
@@ -24,7 +26,7 @@ set -euo pipefail
 
 cmd=${1:-}
 shift || true
-case "$cmd" in -h|--help) sed -n '2,22p' "$0"; exit 0 ;; esac
+case "$cmd" in -h|--help) sed -n '2,24p' "$0"; exit 0 ;; esac
 socket=/var/run/docker.sock
 root=""
 btrfs_size=""
@@ -35,7 +37,7 @@ while [ $# -gt 0 ]; do
     --root) root=$2; shift 2 ;;
     --btrfs) btrfs_size=$2; shift 2 ;;
     --overlay2) overlay2=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "dockerd.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -130,7 +132,19 @@ btrfs_prepare() {
             say "grew $img to $btrfs_size"
         fi
     fi
-    btrfs quota enable "$mnt"
+    # quotas once: simple quotas (accounted at allocation, no backref walks
+    # on removal) where the kernel has them; Debian's btrfs-progs 6.2 has no
+    # `quota enable --simple`, so BTRFS_IOC_QUOTA_CTL with command 4
+    if ! btrfs qgroup show "$mnt" >/dev/null 2>&1; then
+        if python3 -c 'import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.ioctl(fd, 0xC0109428, bytearray(struct.pack("QQ", 4, 0)))' "$mnt" 2>/dev/null; then
+            say "btrfs simple quotas on $mnt"
+        else
+            btrfs quota enable "$mnt"
+            say "btrfs qgroups on $mnt (no simple quotas in this kernel)"
+        fi
+    fi
     clear_stale
 }
 

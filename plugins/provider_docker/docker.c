@@ -25,8 +25,9 @@ static const struct sbx_option options[] = {
      "capabilities kept after dropping all (default CHOWN DAC_OVERRIDE FOWNER FSETID KILL "
      "SETGID SETUID)"},
     {"disk_enforcement", SBX_OPT_STRING, "auto", 0,
-     "auto (a quota where the storage driver has one: btrfs, zfs, overlay2 on xfs; else the "
-     "watchdog), storage-opt or watchdog"},
+     "auto (a quota where the storage driver has one: btrfs, zfs, overlay2 on xfs; on other "
+     "overlay2 a per-sandbox loop-mounted ext4; else the watchdog), storage-opt, loop or "
+     "watchdog"},
     {"disk_check_interval", SBX_OPT_DURATION, "2s", 0,
      "how often the disk watchdog measures each sandbox's writable layer (it also measures at "
      "each command's end)"},
@@ -160,7 +161,9 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
               "%s on %s, user namespaces %s, disk cap "
               "by %s",
               c->engine, c->socket, c->userns ? "on" : "OFF",
-              dk_disk_quota(c) ? "a quota (storage-opt)" : "the watchdog");
+              dk_disk_quota(c)                  ? "a quota (storage-opt)"
+              : dk_disk_mode(c) == DK_DISK_LOOP ? "a per-sandbox filesystem (loop)"
+                                                : "the watchdog");
     *out = c;
     return 0;
 }
@@ -348,6 +351,10 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     }
     json_decref(reply);
     reply = NULL;
+    if (dk_disk_after_create(c, id_out, s->limits.disk, err) < 0) {
+        cb_docker_destroy(c, id_out, NULL);
+        return -1;
+    }
     snprintf(path, sizeof(path), "/containers/%s/start", id_out);
     if (dk_request(c, "POST", path, NULL, &status, &reply, err) < 0 ||
         (status != 204 && status != 304)) {

@@ -45,6 +45,8 @@ struct dk_ctx {
     int disk_mode;            /* DK_DISK_* */
     int disk_fallback;        /* auto on overlay2/xfs: a refused quota turns to the watchdog */
     int disk_forced;          /* disk_enforcement = "watchdog" */
+    int disk_fallback_to;     /* DK_DISK_LOOP or DK_DISK_WATCHDOG */
+    char disk_loop_why[160];  /* why the per-sandbox filesystem cannot work, or "" */
     int disk_counts_image;    /* btrfs, zfs: the quota counts the image's bytes */
     int64_t disk_interval;    /* seconds between watchdog measurements */
     struct dk_watch *watches; /* sandboxes the watchdog measures, most recent first */
@@ -78,6 +80,7 @@ enum {
 enum {
     DK_DISK_WATCHDOG = 1,
     DK_DISK_STORAGE_OPT = 2,
+    DK_DISK_LOOP = 3, /* (added) a per-sandbox ext4 under the overlay2 layer */
 };
 
 /* docker_api.c */
@@ -193,6 +196,19 @@ int dk_disk_fallback(struct dk_ctx *c, long status, json_t *reply);
 int dk_disk_check(void *ctx, const char *id, int after_exec, sbx_error_t **err);
 /* Forgets a removed sandbox. */
 void dk_disk_forget(struct dk_ctx *c, const char *id);
+/* (added) DK_DISK_*: the mechanism now. */
+int dk_disk_mode(struct dk_ctx *c);
+/* (added) Between create and start: the per-sandbox filesystem when the
+ * mechanism is DK_DISK_LOOP and disk > 0 (else nothing). */
+int dk_disk_after_create(struct dk_ctx *c, const char *id, int64_t disk, sbx_error_t **err);
+
+/* docker_loopcap.c (added): the per-sandbox ext4 under the overlay2 layer. */
+/* 1 when it can work here (root, /dev/loop-control, mkfs.ext4), else 0 and why. */
+int dk_loopcap_available(char *why, size_t len);
+/* Mounts a fresh ext4 of `bytes` on container id's layer directory (the
+ * container created, not started); nothing is left when the engine removes
+ * the container. */
+int dk_loopcap_apply(struct dk_ctx *c, const char *id, int64_t bytes, sbx_error_t **err);
 
 /* docker_exec.c */
 int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,

@@ -3,7 +3,11 @@
  * Where the engine's storage driver has a per-container quota (btrfs, zfs,
  * overlay2 on xfs mounted with pquota), each container is created with
  * HostConfig.StorageOpt {"size"}: writes past it fail inside the sandbox at
- * once. Elsewhere the watchdog is the last resort: the core calls the check
+ * once. On overlay2 elsewhere (ext4: no project quotas in the kernel), each
+ * container's writable layer gets its own ext4 of the cap's size
+ * (docker_loopcap.c), which fails writes past it at once too. Where neither
+ * works (sbx not root, no loop devices, another driver) the watchdog is the
+ * last resort: the core calls the check
  * op about once a second and at each command's end; it measures the
  * sandbox's writable layer every disk_check_interval (and at every command's
  * end), and ends the task when the layer is over the cap or cannot be
@@ -24,7 +28,15 @@ int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err)
 {
     const char *drv = c->storage_driver;
     int quota_driver = strcmp(drv, "btrfs") == 0 || strcmp(drv, "zfs") == 0;
-    int overlay_xfs = strcmp(drv, "overlay2") == 0 && strcmp(c->backing_fs, "xfs") == 0;
+    int overlay = strcmp(drv, "overlay2") == 0;
+    int overlay_xfs = overlay && strcmp(c->backing_fs, "xfs") == 0;
+    char why[160];
+    int loop_ok = overlay && dk_loopcap_available(why, sizeof(why));
+
+    if (!overlay) {
+        snprintf(why, sizeof(why), "storage driver %.32s is not overlay2", drv[0] ? drv : "?");
+    }
+    snprintf(c->disk_loop_why, sizeof(c->disk_loop_why), "%s", why);
 
     pthread_mutex_init(&c->disk_mu, NULL);
     c->disk_mu_init = 1;
@@ -38,16 +50,28 @@ int dk_disk_init(struct dk_ctx *c, const char *mode, sbx_error_t **err)
         c->disk_mode = DK_DISK_WATCHDOG;
         c->disk_forced = 1;
     }
+    else if (strcmp(mode, "loop") == 0) {
+        if (!loop_ok) {
+            return c->host->error_set(err, SBX_E_CONFIG,
+                                      "%s: disk_enforcement 'loop' cannot work here: %s",
+                                      c->host->opt_where(c->opts, "disk_enforcement"), why);
+        }
+        c->disk_mode = DK_DISK_LOOP;
+    }
     else if (strcmp(mode, "auto") == 0) {
-        c->disk_mode = quota_driver || overlay_xfs ? DK_DISK_STORAGE_OPT : DK_DISK_WATCHDOG;
+        c->disk_mode = quota_driver || overlay_xfs ? DK_DISK_STORAGE_OPT
+                       : loop_ok                   ? DK_DISK_LOOP
+                                                   : DK_DISK_WATCHDOG;
         /* the engine does not say whether xfs is mounted with pquota: the
-         * first create it refuses turns this context to the watchdog */
+         * first create it refuses turns this context to the per-sandbox
+         * filesystem (or the watchdog) */
         c->disk_fallback = overlay_xfs;
+        c->disk_fallback_to = loop_ok ? DK_DISK_LOOP : DK_DISK_WATCHDOG;
     }
     else {
         return c->host->error_set(err, SBX_E_CONFIG,
                                   "%s: disk_enforcement '%s': use auto, "
-                                  "storage-opt or watchdog",
+                                  "storage-opt, loop or watchdog",
                                   c->host->opt_where(c->opts, "disk_enforcement"), mode);
     }
     return 0;
@@ -82,9 +106,22 @@ int dk_disk_quota(struct dk_ctx *c)
     return disk_mode(c) == DK_DISK_STORAGE_OPT;
 }
 
+int dk_disk_mode(struct dk_ctx *c)
+{
+    return disk_mode(c);
+}
+
+int dk_disk_after_create(struct dk_ctx *c, const char *id, int64_t disk, sbx_error_t **err)
+{
+    if (disk <= 0 || disk_mode(c) != DK_DISK_LOOP) {
+        return 0;
+    }
+    return dk_loopcap_apply(c, id, disk, err);
+}
+
 void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
 {
-    char why[96];
+    char why[256];
 
     if (disk_mode(c) == DK_DISK_STORAGE_OPT) {
         if (strcmp(c->storage_driver, "btrfs") == 0) {
@@ -99,13 +136,20 @@ void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
         }
         return;
     }
+    if (disk_mode(c) == DK_DISK_LOOP) {
+        snprintf(buf, size,
+                 "per-sandbox ext4 (a sparse loop-mounted filesystem of the cap under the "
+                 "overlay2 upper layer; overlay2 on %.32s)",
+                 c->backing_fs[0] ? c->backing_fs : "?");
+        return;
+    }
     if (c->disk_forced) {
         snprintf(why, sizeof(why), "disk_enforcement = watchdog");
     }
     else {
-        snprintf(why, sizeof(why), "no quota in storage driver %.32s%s%.32s",
+        snprintf(why, sizeof(why), "no quota in storage driver %.32s%s%.32s; %.64s",
                  c->storage_driver[0] ? c->storage_driver : "?", c->backing_fs[0] ? " on " : "",
-                 c->backing_fs);
+                 c->backing_fs, c->disk_loop_why);
     }
     snprintf(buf, size,
              "watchdog: writable layer measured every %" PRId64 "s and after each command, "
@@ -180,16 +224,16 @@ int dk_disk_fallback(struct dk_ctx *c, long status, json_t *reply)
     }
     pthread_mutex_lock(&c->disk_mu);
     if (c->disk_fallback && c->disk_mode == DK_DISK_STORAGE_OPT) {
-        c->disk_mode = DK_DISK_WATCHDOG;
+        c->disk_mode = c->disk_fallback_to;
         turned = 1;
     }
     pthread_mutex_unlock(&c->disk_mu);
     if (turned) {
         c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
                      "the engine cannot apply a "
-                     "disk quota (%s): the disk cap falls back to the watchdog (mount the data "
-                     "root's xfs with pquota for a real quota)",
-                     m);
+                     "disk quota (%s): the disk cap falls back to %s (mount the data "
+                     "root's xfs with pquota for the engine's quota)",
+                     m, c->disk_mode == DK_DISK_LOOP ? "a per-sandbox filesystem" : "the watchdog");
     }
     return turned;
 }

@@ -432,6 +432,9 @@ int dk_sidecar_start(struct dk_ctx *c, const char *id, const struct sbx_sandbox_
     snprintf(sid, sizeof(sid), "%s", rid);
     json_decref(reply);
     reply = NULL;
+    if (dk_disk_after_create(c, sid, s->limits.disk, err) < 0) {
+        return -1;
+    }
     snprintf(path, sizeof(path), "/containers/%s/start", sid);
     if (dk_request(c, "POST", path, NULL, &status, &reply, err) < 0) {
         return -1;

@@ -54,6 +54,24 @@ static void engine(long status, const char *body)
     next_body = body;
 }
 
+/* docker_loopcap.c is not linked here: its probe says what each test sets */
+static int loop_ok;
+
+int dk_loopcap_available(char *why, size_t len)
+{
+    snprintf(why, len, "%s", loop_ok ? "" : "sbx does not run as root");
+    return loop_ok;
+}
+
+int dk_loopcap_apply(struct dk_ctx *c, const char *id, int64_t bytes, sbx_error_t **err)
+{
+    (void)c;
+    (void)id;
+    (void)bytes;
+    (void)err;
+    return 0;
+}
+
 static void ctx_for(struct dk_ctx *c, const char *driver, const char *fs, const char *mode)
 {
     sbx_error_t *err = NULL;
@@ -71,7 +89,7 @@ static void ctx_for(struct dk_ctx *c, const char *driver, const char *fs, const 
 
 static const char *describe(struct dk_ctx *c)
 {
-    static char buf[128];
+    static char buf[320];
 
     dk_disk_describe(c, buf, sizeof(buf));
     return buf;
@@ -88,12 +106,50 @@ static void test_mechanism_per_driver(void **state)
     assert_string_equal(describe(&c), "btrfs quota (storage-opt size)");
     dk_disk_free(&c);
 
+    /* overlay2 on ext4 as root with loop devices: a filesystem per sandbox */
+    loop_ok = 1;
     ctx_for(&c, "overlay2", "extfs", "auto");
     assert_false(dk_disk_quota(&c));
+    assert_int_equal(dk_disk_mode(&c), DK_DISK_LOOP);
+    assert_non_null(strstr(describe(&c), "per-sandbox ext4 (a sparse loop-mounted filesystem"));
+    dk_disk_free(&c);
+    ctx_for(&c, "overlay2", "extfs", "loop");
+    assert_int_equal(dk_disk_mode(&c), DK_DISK_LOOP);
+    dk_disk_free(&c);
+    /* btrfs keeps its quota under auto */
+    ctx_for(&c, "btrfs", "btrfs", "auto");
+    assert_true(dk_disk_quota(&c));
+    dk_disk_free(&c);
+
+    /* without them: the watchdog, saying why */
+    loop_ok = 0;
+    ctx_for(&c, "overlay2", "extfs", "auto");
+    assert_false(dk_disk_quota(&c));
+    assert_int_equal(dk_disk_mode(&c), DK_DISK_WATCHDOG);
     assert_non_null(strstr(describe(&c), "watchdog: writable layer measured every 60s and after "
                                          "each command, fails closed"));
-    assert_non_null(strstr(describe(&c), "(no quota in storage driver overlay2 on extfs)"));
+    assert_non_null(strstr(describe(&c), "(no quota in storage driver overlay2 on extfs; sbx does "
+                                         "not run as root)"));
     dk_disk_free(&c);
+    memset(&c, 0, sizeof(c));
+    c.host = sbx_host_api_get();
+    c.opts = &opts;
+    snprintf(c.storage_driver, sizeof(c.storage_driver), "overlay2");
+    assert_int_equal(dk_disk_init(&c, "loop", &err), -1);
+    assert_non_null(strstr(err->msg, "disk_enforcement 'loop' cannot work here: sbx does not run "
+                                     "as root"));
+    sbx_error_free(&err);
+    dk_disk_free(&c);
+    memset(&c, 0, sizeof(c));
+    c.host = sbx_host_api_get();
+    c.opts = &opts;
+    snprintf(c.storage_driver, sizeof(c.storage_driver), "btrfs");
+    loop_ok = 1;
+    assert_int_equal(dk_disk_init(&c, "loop", &err), -1);
+    assert_non_null(strstr(err->msg, "storage driver btrfs is not overlay2"));
+    sbx_error_free(&err);
+    dk_disk_free(&c);
+    loop_ok = 0;
 
     ctx_for(&c, "overlay2", "xfs", "auto");
     assert_true(dk_disk_quota(&c));
@@ -109,7 +165,7 @@ static void test_mechanism_per_driver(void **state)
     c.host = sbx_host_api_get();
     c.opts = &opts;
     assert_int_equal(dk_disk_init(&c, "quota", &err), -1);
-    assert_non_null(strstr(err->msg, "disk_enforcement 'quota': use auto, storage-opt or "
+    assert_non_null(strstr(err->msg, "disk_enforcement 'quota': use auto, storage-opt, loop or "
                                      "watchdog"));
     sbx_error_free(&err);
     dk_disk_free(&c);
@@ -168,6 +224,21 @@ static void test_quota_size(void **state)
     assert_null(json_object_get(hc, "StorageOpt"));
     dk_disk_free(&c);
     json_decref(hc);
+
+    /* with loop devices the fall-back is the per-sandbox filesystem */
+    loop_ok = 1;
+    ctx_for(&c, "overlay2", "xfs", "auto");
+    {
+        json_t *reply = json_pack("{s:s}", "message",
+                                  "--storage-opt is supported only for "
+                                  "overlay over xfs with 'pquota' mount option");
+
+        assert_int_equal(dk_disk_fallback(&c, 500, reply), 1);
+        assert_int_equal(dk_disk_mode(&c), DK_DISK_LOOP);
+        json_decref(reply);
+    }
+    dk_disk_free(&c);
+    loop_ok = 0;
 
     /* btrfs never falls back: a refused quota fails the create */
     ctx_for(&c, "btrfs", "btrfs", "auto");

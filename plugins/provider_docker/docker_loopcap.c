@@ -1,0 +1,330 @@
+/* docker_loopcap.c - the disk cap on overlay2 without a quota in the engine
+ * (docs/operations.md, "The disk cap"): a per-sandbox ext4 of the cap's size,
+ * in a sparse anonymous file, loop-mounted on the container's overlay2 layer
+ * directory between create and start. The layer's upper and work
+ * directories (and the overlay's mount point) then live on that filesystem,
+ * so a write past the cap fails inside at once with ENOSPC, on the root
+ * filesystem, /tmp and every other path of the writable layer.
+ *
+ * Nothing is left behind: the file is made with O_TMPFILE (it never has a
+ * name), the loop device is set to clear itself on its last close, and the
+ * engine's own removal of the layer directory unmounts the filesystem (moby's
+ * EnsureRemoveAll unmounts a busy directory), which releases the device and
+ * with it the file's blocks. A crash before the mount releases both as the
+ * process exits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/loop.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "docker.h"
+
+#ifndef LOOP_CONFIGURE
+#define LOOP_CONFIGURE 0x4C0A
+struct loop_config {
+    uint32_t fd;
+    uint32_t block_size;
+    struct loop_info64 info;
+    uint64_t __reserved[8];
+};
+#endif
+
+#define LC_SMALL 65536 /* link and lower files of a layer */
+#define LC_MIN_BYTES (16LL << 20)
+
+int dk_loopcap_available(char *why, size_t len)
+{
+    int fd;
+
+    if (geteuid() != 0) {
+        snprintf(why, len, "sbx does not run as root");
+        return 0;
+    }
+    fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, len, "/dev/loop-control: %s", strerror(errno));
+        return 0;
+    }
+    close(fd);
+    if (access("/sbin/mkfs.ext4", X_OK) < 0 && access("/usr/sbin/mkfs.ext4", X_OK) < 0) {
+        snprintf(why, len, "no mkfs.ext4 (apt-get install e2fsprogs)");
+        return 0;
+    }
+    why[0] = '\0';
+    return 1;
+}
+
+/* Reads a small regular file of the layer directory (no symlink). */
+static ssize_t read_small(int dirfd, const char *name, char *buf, size_t size, struct stat *st)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n, got = 0;
+
+    if (fd < 0) {
+        return errno == ENOENT ? -2 : -1;
+    }
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
+    }
+    while ((size_t)got < size && (n = read(fd, buf + got, size - (size_t)got)) > 0) {
+        got += n;
+    }
+    close(fd);
+    if ((size_t)got == size) {
+        errno = EFBIG;
+        return -1;
+    }
+    return got;
+}
+
+static int write_small(int dirfd, const char *name, const char *buf, size_t len,
+                       const struct stat *st)
+{
+    int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                    st->st_mode & 07777);
+    int rc = 0;
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (write(fd, buf, len) != (ssize_t)len || fchown(fd, st->st_uid, st->st_gid) < 0 ||
+        fchmod(fd, st->st_mode & 07777) < 0) {
+        rc = -1;
+    }
+    if (close(fd) < 0) {
+        rc = -1;
+    }
+    return rc;
+}
+
+static int mkdir_as(int dirfd, const char *name, const struct stat *st)
+{
+    if (mkdirat(dirfd, name, st->st_mode & 07777) < 0 ||
+        fchownat(dirfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+        fchmodat(dirfd, name, st->st_mode & 07777, 0) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* mkfs.ext4 on the anonymous file (through /proc/self/fd of the child). */
+static int make_fs(int fd, uid_t uid, gid_t gid, char *why, size_t len)
+{
+    char path[64], owner[64];
+    int status = 0;
+    pid_t pid;
+
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    snprintf(owner, sizeof(owner), "lazy_itable_init=1,nodiscard,root_owner=%u:%u", (unsigned)uid,
+             (unsigned)gid);
+    pid = fork();
+    if (pid < 0) {
+        snprintf(why, len, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_RDWR);
+
+        /* the child keeps fd (no O_CLOEXEC on it) */
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+        }
+        /* no journal (the filesystem dies with the sandbox), no reserved
+         * blocks, an inode per 8 KiB (many small files), no zeroing */
+        execle("/sbin/mkfs.ext4", "mkfs.ext4", "-q", "-F", "-O", "^has_journal", "-m", "0", "-i",
+               "8192", "-E", owner, "-L", "sbx-disk", path, (char *)NULL, (char *[]){NULL});
+        _exit(127);
+    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        snprintf(why, len, "mkfs.ext4 failed (status %d)", status);
+        return -1;
+    }
+    return 0;
+}
+
+/* Attaches fd to a free loop device that clears itself on its last close;
+ * returns the device's descriptor and its path in dev. */
+static int attach(int fd, char *dev, size_t dlen, char *why, size_t len)
+{
+    int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+
+    if (ctl < 0) {
+        snprintf(why, len, "/dev/loop-control: %s", strerror(errno));
+        return -1;
+    }
+    for (int attempt = 0; attempt < 16; attempt++) {
+        struct loop_config cfg;
+        int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+        int lfd;
+
+        if (n < 0) {
+            snprintf(why, len, "no free loop device: %s", strerror(errno));
+            break;
+        }
+        snprintf(dev, dlen, "/dev/loop%d", n);
+        lfd = open(dev, O_RDWR | O_CLOEXEC);
+        if (lfd < 0) {
+            snprintf(why, len, "%s: %s", dev, strerror(errno));
+            break;
+        }
+        memset(&cfg, 0, sizeof(cfg));
+        cfg.fd = (uint32_t)fd;
+        cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+        snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "sbx-disk");
+        if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0) {
+            close(ctl);
+            return lfd;
+        }
+        snprintf(why, len, "%s: LOOP_CONFIGURE: %s", dev, strerror(errno));
+        close(lfd);
+        if (errno != EBUSY) {
+            break;
+        }
+        /* another process took it between GET_FREE and CONFIGURE */
+    }
+    close(ctl);
+    return -1;
+}
+
+/* The layer directory of the container's writable layer: the parent of
+ * GraphDriver.Data.UpperDir, which must also hold WorkDir. */
+static int layer_dir(struct dk_ctx *c, const char *id, char *out, size_t size, sbx_error_t **err)
+{
+    char path[256];
+    json_t *reply = NULL;
+    json_t *data;
+    const char *up, *wk;
+    long status = 0;
+    size_t n;
+    int rc = -1;
+
+    snprintf(path, sizeof(path), "/containers/%s/json", id);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {
+        return -1;
+    }
+    data = json_object_get(json_object_get(reply, "GraphDriver"), "Data");
+    up = json_string_value(json_object_get(data, "UpperDir"));
+    wk = json_string_value(json_object_get(data, "WorkDir"));
+    if (status != 200 || up == NULL || wk == NULL || up[0] != '/' || strstr(up, "/../") ||
+        strlen(up) < 6 || strlen(up) >= size || strcmp(up + strlen(up) - 5, "/diff") != 0) {
+        c->host->error_set(err, SBX_E_ENGINE,
+                           "disk cap: the engine reported no overlay2 upper directory for "
+                           "%.12s (HTTP %ld)",
+                           id, status);
+        goto out;
+    }
+    n = strlen(up) - 5;
+    if (strncmp(wk, up, n) != 0 || strcmp(wk + n, "/work") != 0) {
+        c->host->error_set(err, SBX_E_ENGINE,
+                           "disk cap: %.12s: upper and work directories not side by side", id);
+        goto out;
+    }
+    memcpy(out, up, n);
+    out[n] = '\0';
+    rc = 0;
+out:
+    json_decref(reply);
+    return rc;
+}
+
+int dk_loopcap_apply(struct dk_ctx *c, const char *id, int64_t bytes, sbx_error_t **err)
+{
+    char layer[4096], parent[4096], dev[32], why[512] = "";
+    char *link = xmalloc(LC_SMALL), *lower = xmalloc(LC_SMALL);
+    struct stat st_l, st_diff, st_work, st_link, st_lower;
+    ssize_t nlink, nlower;
+    int dfd = -1, fd = -1, lfd = -1, mfd = -1, mounted = 0, rc = -1;
+    char *slash;
+
+    if (bytes < LC_MIN_BYTES) {
+        bytes = LC_MIN_BYTES;
+    }
+    if (layer_dir(c, id, layer, sizeof(layer), err) < 0) {
+        goto out;
+    }
+    dfd = open(layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 || fstat(dfd, &st_l) < 0 || fstatat(dfd, "diff", &st_diff, AT_SYMLINK_NOFOLLOW) ||
+        fstatat(dfd, "work", &st_work, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st_diff.st_mode) ||
+        !S_ISDIR(st_work.st_mode)) {
+        snprintf(why, sizeof(why), "%.200s: %s", layer, errno ? strerror(errno) : "not a layer");
+        goto fail;
+    }
+    nlink = read_small(dfd, "link", link, LC_SMALL, &st_link);
+    nlower = read_small(dfd, "lower", lower, LC_SMALL, &st_lower);
+    if (nlink < 0 || nlower == -1) {
+        snprintf(why, sizeof(why), "%.200s: link or lower: %s", layer, strerror(errno));
+        goto fail;
+    }
+    /* the file's blocks come from the filesystem of the engine's data root */
+    snprintf(parent, sizeof(parent), "%s", layer);
+    slash = strrchr(parent, '/');
+    *(slash == parent ? slash + 1 : slash) = '\0';
+    fd = open(parent, O_TMPFILE | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, bytes) < 0) {
+        snprintf(why, sizeof(why), "an anonymous file in %.200s: %s", parent, strerror(errno));
+        goto fail;
+    }
+    if (make_fs(fd, st_l.st_uid, st_l.st_gid, why, sizeof(why)) < 0) {
+        goto fail;
+    }
+    lfd = attach(fd, dev, sizeof(dev), why, sizeof(why));
+    if (lfd < 0) {
+        goto fail;
+    }
+    close(fd);
+    fd = -1;
+    /* noinit_itable: the file is sparse, its inode tables read as zeros */
+    if (mount(dev, layer, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "noinit_itable") < 0) {
+        snprintf(why, sizeof(why), "mount %s on %.200s: %s", dev, layer, strerror(errno));
+        goto fail;
+    }
+    mounted = 1;
+    close(lfd); /* the mount holds the device now: it goes at the unmount */
+    lfd = -1;
+    mfd = open(layer, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (mfd < 0 || fchmod(mfd, st_l.st_mode & 07777) < 0 ||
+        unlinkat(mfd, "lost+found", AT_REMOVEDIR) < 0 || mkdir_as(mfd, "diff", &st_diff) < 0 ||
+        mkdir_as(mfd, "work", &st_work) < 0 ||
+        write_small(mfd, "link", link, (size_t)nlink, &st_link) < 0 ||
+        (nlower >= 0 && write_small(mfd, "lower", lower, (size_t)nlower, &st_lower) < 0)) {
+        snprintf(why, sizeof(why), "filling %.200s: %s", layer, strerror(errno));
+        goto fail;
+    }
+    rc = 0;
+    goto out;
+fail:
+    if (mounted) {
+        umount2(layer, MNT_DETACH);
+    }
+    c->host->error_set(err, SBX_E_ENGINE, "disk cap: a %" PRId64 "-byte filesystem for %.12s: %s",
+                       bytes, id, why);
+out:
+    if (mfd >= 0) {
+        close(mfd);
+    }
+    if (lfd >= 0) {
+        close(lfd);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (dfd >= 0) {
+        close(dfd);
+    }
+    free(link);
+    free(lower);
+    return rc;
+}
