@@ -31,6 +31,9 @@ static const struct sbx_option options[] = {
     {"disk_check_interval", SBX_OPT_DURATION, "2s", 0,
      "how often the disk watchdog measures each sandbox's writable layer (it also measures at "
      "each command's end)"},
+    {"remove_in_background", SBX_OPT_BOOL, "true", 0,
+     "a sandbox's end kills it and returns; the engine removes it in the background (its "
+     "backlog shows in sbx info and /healthz)"},
     {"docker_sidecar", SBX_OPT_BOOL, "false", 0,
      "give every sandbox its own Docker daemon in a sidecar (docs/testcontainers.md)"},
     {"sidecar_image", SBX_OPT_STRING, "sbx-dind:current", 0,
@@ -115,6 +118,7 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
     c->socket = strdup(sock ? sock : "/var/run/docker.sock");
     c->cap_add = dup_strv(caps ? caps : default_caps);
     c->disk_interval = host->opt_int(opts, "disk_check_interval");
+    c->rm_background = host->opt_bool(opts, "remove_in_background");
     if (c->disk_interval <= 0) {
         c->disk_interval = 5;
     }
@@ -418,38 +422,14 @@ static int cb_docker_create(void *ctx, const struct sbx_sandbox_spec *s, char *i
 static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
-    json_t *reply = NULL;
-    long status = 0;
-    char path[256];
 
     /* the sidecar first: it lives in the sandbox's network namespace */
     if (dk_sidecar_remove(c, id, err) < 0) {
         return -1;
     }
     dk_disk_forget(c, id);
-    snprintf(path, sizeof(path), "/containers/%s?force=1&v=1", id);
-    for (int attempt = 0; attempt < 20; attempt++) {
-        if (dk_request(c, "DELETE", path, NULL, &status, &reply, err) < 0) {
-            return -1;
-        }
-        /* 409: removal already in progress */
-        if (status != 409) {
-            break;
-        }
-        json_decref(reply);
-        reply = NULL;
-        struct timespec ts = {0, 100 * 1000 * 1000};
-
-        nanosleep(&ts, NULL);
-    }
-    if (status != 204 && status != 404 && status != 409) {
-        c->host->error_set(err, SBX_E_ENGINE, "docker: remove %.12s: HTTP %ld: %s", id, status,
-                           dk_reply_message(reply));
-        json_decref(reply);
-        return -1;
-    }
-    json_decref(reply);
-    return 0;
+    /* killed now; the engine's removal in the background (docker_remove.c) */
+    return c->rm_background ? dk_remove_later(c, id, err) : dk_remove_now(c, id, err);
 }
 
 static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_sandbox_fn fn,
@@ -492,17 +472,24 @@ static int cb_docker_list(void *ctx, const char *key, const char *value, sbx_san
     {
         json_t *labels = json_object_get(item, "Labels");
         size_t n = json_object_size(labels);
-        struct sbx_kv *kv = xcalloc(n ? n : 1, sizeof(*kv));
+        struct sbx_kv *kv = xcalloc(n + 1, sizeof(*kv));
         const char *k;
         json_t *v;
         size_t j = 0;
 
         json_object_foreach(labels, k, v)
         {
+            if (strcmp(k, "sbx.engine.state") == 0) {
+                continue; /* only the engine says that */
+            }
             kv[j].name = k;
             kv[j].value = json_string_value(v) ?: "";
             j++;
         }
+        /* (added) the container's state: running, exited, removing, ... */
+        kv[j].name = "sbx.engine.state";
+        kv[j].value = json_string_value(json_object_get(item, "State")) ?: "";
+        j++;
         fn(ud, json_string_value(json_object_get(item, "Id")) ?: "", kv, j);
         free(kv);
     }

@@ -63,12 +63,13 @@ struct dk_ctx {
     char *seccomp;           /* "seccomp=<profile JSON>" for the sandbox, or NULL (engine's) */
     char seccomp_desc[160];  /* what sbx info shows */
     /* the worktree (docker_worktree.c, docs/tasks.md) */
-    int wt_mode;      /* DK_WT_*: option worktree_idmap */
-    unsigned wt_uid;  /* the sandbox's root on the host: the remap user's first */
-    unsigned wt_gid;  /* ids in /etc/subuid and /etc/subgid */
-    char wt_why[256]; /* why idmapped worktrees cannot work on this box, or "" */
-    char wt_fix[128]; /* what fixes that */
-    int wt_pin;       /* a plain worktree goes through a pinned view (dk_pinned_bind) */
+    int wt_mode;       /* DK_WT_*: option worktree_idmap */
+    unsigned wt_uid;   /* the sandbox's root on the host: the remap user's first */
+    unsigned wt_gid;   /* ids in /etc/subuid and /etc/subgid */
+    char wt_why[256];  /* why idmapped worktrees cannot work on this box, or "" */
+    char wt_fix[128];  /* what fixes that */
+    int wt_pin;        /* a plain worktree goes through a pinned view (dk_pinned_bind) */
+    int rm_background; /* (added) option remove_in_background */
 };
 
 enum {
@@ -201,6 +202,14 @@ int dk_disk_mode(struct dk_ctx *c);
 /* (added) Between create and start: the per-sandbox filesystem when the
  * mechanism is DK_DISK_LOOP and disk > 0 (else nothing). */
 int dk_disk_after_create(struct dk_ctx *c, const char *id, int64_t disk, sbx_error_t **err);
+
+/* docker_remove.c (added): removal off the job's path. */
+/* DELETE ?force=1&v=1 now (a removal in progress is waited for). */
+int dk_remove_now(struct dk_ctx *c, const char *id, sbx_error_t **err);
+/* Kills the container now and queues its removal for the process's worker. */
+int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err);
+/* Removals queued or in progress in this process. */
+int dk_remove_pending(void);
 
 /* docker_loopcap.c (added): the per-sandbox ext4 under the overlay2 layer. */
 /* 1 when it can work here (root, /dev/loop-control, mkfs.ext4), else 0 and why. */

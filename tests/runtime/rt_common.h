@@ -113,12 +113,29 @@ static inline json_t *rt_engine_get(const char *path)
 /* How many containers carry an sbx.task label. */
 static inline size_t rt_sandboxes(void)
 {
-    json_t *j =
-        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
-    size_t n = json_array_size(j);
+    /* a sandbox that ended is killed at once and removed in the background
+     * (remove_in_background): wait, with a deadline, for those to go */
+    for (int i = 0;; i++) {
+        json_t *j = rt_engine_get(
+            "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+        size_t n = json_array_size(j);
+        size_t ending = 0;
+        json_t *c;
+        size_t k;
 
-    json_decref(j);
-    return n;
+        json_array_foreach(j, k, c)
+        {
+            const char *st = json_string_value(json_object_get(c, "State"));
+
+            ending += st != NULL && (strcmp(st, "exited") == 0 || strcmp(st, "dead") == 0 ||
+                                     strcmp(st, "removing") == 0);
+        }
+        json_decref(j);
+        if (ending == 0 || i >= 600) {
+            return n;
+        }
+        usleep(100 * 1000);
+    }
 }
 
 /* A busybox image FROM scratch (the host's busybox-static) in the test engine. */

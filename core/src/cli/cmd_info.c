@@ -13,6 +13,7 @@
 #include "plugin/instance.h"
 #include "policy/policy.h"
 #include "sandbox/caps.h"
+#include "sandbox/backlog.h"
 #include "sandbox/statedir.h"
 #include "sbx_build.h"
 #include "util/paths.h"
@@ -64,6 +65,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     char unenforced[160] = "";
     json_t *j;
     int json = 0;
+    int backlog = -1;
     int rc = SBX_EXIT_OK;
     int c;
 
@@ -114,6 +116,9 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         json_object_set_new(j, "engine", json_string(info.engine));
         json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
         json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
+        backlog = sbx_removal_backlog(oi, NULL);
+        json_object_set_new(j, "removal_backlog",
+                            backlog < 0 ? json_null() : json_integer(backlog));
         json_object_set_new(j, "nested_containers",
                             info.nested[0] ? json_string(info.nested) : json_null());
         json_object_set_new(j, "seccomp",
@@ -155,6 +160,11 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                    : info.userns   ? "on"
                                    : "OFF (see docs/operations.md)",
                    info.disk_limit[0] ? info.disk_limit : "not reported");
+            if (backlog >= 0) {
+                printf("removal:     %d sandbox%s killed and waiting for the engine's removal "
+                       "(in the background; /healthz says so past %d)\n",
+                       backlog, backlog == 1 ? "" : "es", SBX_REMOVAL_BACKLOG_MAX);
+            }
             printf("nested:      %s\n", info.nested[0] ? info.nested : "none");
             printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
             printf("isolation:   %s\n", isolation);

@@ -139,6 +139,11 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
         rm_write(&r->metrics, f, served);
         runner_fleet_metrics(r, f);
         runner_warm_metrics(r, f);
+        /* (added) docs/operations.md, "Removal in the background" */
+        fprintf(f,
+                "# HELP sbx_removal_backlog Sandboxes killed and waiting for the engine's removal "
+                "(-1: unknown).\n# TYPE sbx_removal_backlog gauge\nsbx_removal_backlog %d\n",
+                runner_health_backlog(r));
         if (fclose(f) == 0) {
             evbuffer_add(b, more, more_len);
         }

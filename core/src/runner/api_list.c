@@ -10,6 +10,7 @@
 #include <sys/queue.h>
 
 #include "runner/runner_int.h"
+#include "sandbox/backlog.h"
 #include "util/xalloc.h"
 
 #define LIST_DEFAULT 50
@@ -180,6 +181,7 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
     json_t *o = json_object();
     json_t *down = json_array();
     int draining = 0;
+    int backlog;
 
     json_object_set_new(o, "store", json_string(store_ok ? "ok" : sbx_error_msg(err)));
     json_object_set_new(o, "engine", json_string(engine_ok ? "ok" : engine));
@@ -188,6 +190,11 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
     }
     if (!engine_ok) {
         json_array_append_new(down, json_string("engine"));
+    }
+    backlog = runner_health_backlog(r);
+    json_object_set_new(o, "removal_backlog", backlog < 0 ? json_null() : json_integer(backlog));
+    if (backlog > SBX_REMOVAL_BACKLOG_MAX) {
+        json_array_append_new(down, json_string("removal-backlog"));
     }
     sbx_error_free(&err);
     if (ready) {

@@ -1,12 +1,14 @@
 /* health.c - the engine side of GET /healthz (docs/api.md, "Health"): a
- * thread lists the default provider's sandboxes by a label none carries every
- * interval, and keeps the answer. A request reads it and never waits on the
- * engine: a probe without an answer after 5 s is the engine down. */
+ * thread lists the default provider's sandboxes every interval, and keeps
+ * the answer and the removal backlog (sandboxes killed, not yet removed:
+ * sandbox/backlog.h). A request reads it and never waits on the engine: a
+ * probe without an answer after 5 s is the engine down. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "plugin/instance.h"
+#include "sandbox/backlog.h"
 #include "runner/runner_int.h"
 #include "util/xalloc.h"
 
@@ -22,38 +24,33 @@ struct runner_health {
     int64_t in_flight_since; /* ms, 0: no probe running */
     int64_t done_at;         /* ms of the last answer, 0: none yet */
     char msg[400];           /* "" ok, else why */
+    int backlog;             /* (added) sandboxes waiting for removal, -1: unknown */
     struct sbx_open_instance *prov;
 };
 
-static void probe_seen(void *ud, const char *id, const struct sbx_kv *labels, size_t n)
-{
-    (void)ud;
-    (void)id;
-    (void)labels;
-    (void)n;
-}
-
-static void probe(struct runner_health *h, char *msg, size_t len)
+static int probe(struct runner_health *h, char *msg, size_t len)
 {
     const struct sbx_config *cfg = h->r->cfg;
     sbx_error_t *err = NULL;
+    int backlog = -1;
 
     msg[0] = '\0';
     if (h->prov == NULL) {
         h->prov =
             sbx_instance_open(cfg, h->r->plugin_dir, cfg->provider, SBX_PLUGIN_PROVIDER, &err);
     }
-    if (h->prov == NULL || sbx_instance_provider(h->prov)->list(h->prov->ctx, "sbx.health", "probe",
-                                                                probe_seen, NULL, &err) < 0) {
+    if (h->prov == NULL || (backlog = sbx_removal_backlog(h->prov, &err)) < 0) {
         snprintf(msg, len, "provider '%s': %s", cfg->provider, sbx_error_msg(err));
         sbx_error_free(&err);
     }
+    return backlog;
 }
 
 static void *health_main(void *arg)
 {
     struct runner_health *h = arg;
     char msg[sizeof(h->msg)];
+    int backlog;
 
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
@@ -62,8 +59,9 @@ static void *health_main(void *arg)
 
         h->in_flight_since = sbx_mono_ms();
         pthread_mutex_unlock(&h->mu);
-        probe(h, msg, sizeof(msg));
+        backlog = probe(h, msg, sizeof(msg));
         pthread_mutex_lock(&h->mu);
+        h->backlog = backlog;
         h->in_flight_since = 0;
         h->done_at = sbx_mono_ms();
         memcpy(h->msg, msg, sizeof(h->msg));
@@ -85,6 +83,7 @@ int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err
 
     h->r = r;
     h->interval_ms = interval_ms;
+    h->backlog = -1;
     pthread_mutex_init(&h->mu, NULL);
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -145,4 +144,18 @@ int runner_health_engine(struct sbx_runner *r, char *why, size_t len)
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
+}
+
+int runner_health_backlog(struct sbx_runner *r)
+{
+    struct runner_health *h = r->health;
+    int n;
+
+    if (h == NULL) {
+        return -1;
+    }
+    pthread_mutex_lock(&h->mu);
+    n = h->backlog;
+    pthread_mutex_unlock(&h->mu);
+    return n;
 }

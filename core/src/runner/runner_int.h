@@ -266,6 +266,9 @@ int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err
 void runner_health_free(struct sbx_runner *r);
 /* 0 when the last probe answered in time, else -1 with why */
 int runner_health_engine(struct sbx_runner *r, char *why, size_t len);
+/* (added) sandboxes killed and waiting for the engine's removal at the last
+ * probe, -1: unknown (sandbox/backlog.h) */
+int runner_health_backlog(struct sbx_runner *r);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);

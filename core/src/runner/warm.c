@@ -21,6 +21,7 @@
 
 #include "plugin/instance.h"
 #include "runner/runner_int.h"
+#include "sandbox/backlog.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
 #include "sandbox/statedir.h"
@@ -372,7 +373,10 @@ void runner_warm_tick(struct sbx_runner *r)
             p->evicted++;
             drop_oldest(r, p);
         }
+        /* nor while the engine has more than SBX_REMOVAL_BACKLOG_MAX
+         * sandboxes to remove (a new one would wait behind them) */
         if (r->stopping || p->want == 0 || s->n_queued > 0 || snap->draining ||
+            runner_health_backlog(r) > SBX_REMOVAL_BACKLOG_MAX ||
             p->n_ready + p->n_filling >= p->want || p->n_filling > 0 || now < p->retry_at ||
             (p->claiming > 0 && now < p->hold_until) ||
             !fits(s, p->n_ready + p->n_filling + 1, mem, cpus)) {
