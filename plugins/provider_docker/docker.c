@@ -168,6 +168,7 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
               dk_disk_quota(c)                  ? "a quota (storage-opt)"
               : dk_disk_mode(c) == DK_DISK_LOOP ? "a per-sandbox filesystem (loop)"
                                                 : "the watchdog");
+    dk_remove_hold();
     *out = c;
     return 0;
 }
@@ -175,6 +176,7 @@ static int cb_docker_init(const struct sbx_host_api *host, const struct sbx_opti
 static void cb_docker_destroy_ctx(void *ctx)
 {
     free_ctx(ctx);
+    dk_remove_release();
 }
 
 json_t *dk_strv_json(const char *const *v)

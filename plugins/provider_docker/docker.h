@@ -210,6 +210,9 @@ int dk_remove_now(struct dk_ctx *c, const char *id, sbx_error_t **err);
 int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err);
 /* Removals queued or in progress in this process. */
 int dk_remove_pending(void);
+/* An instance opens / closes; the last close waits for the queue. */
+void dk_remove_hold(void);
+void dk_remove_release(void);
 
 /* docker_loopcap.c (added): the per-sandbox ext4 under the overlay2 layer. */
 /* 1 when it can work here (root, /dev/loop-control, mkfs.ext4), else 0 and why. */

@@ -4,10 +4,12 @@
  * (DELETE ?force=1&v=1: its writable layer, its filesystem, its anonymous
  * volumes) to one worker thread of the process. The queue is bounded: past
  * DK_REMOVE_QUEUE a destroy removes at once itself. Creation never waits on
- * it. What is still queued when the process ends is removed before it exits
- * (at most DK_REMOVE_DRAIN_S); a sandbox whose owner died unremoved is an
+ * it. When the process's last instance of the provider closes (the CLI at
+ * its end; a runner's health probe keeps one open), what is still queued is
+ * removed first (at most DK_REMOVE_DRAIN_S); a sandbox whose owner died unremoved is an
  * orphan the next sbx removes. The backlog shows in sbx info and /healthz
  * from the engine (killed sandboxes still there, core/src/sandbox/backlog.c). */
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +37,7 @@ static pthread_cond_t rm_done = PTHREAD_COND_INITIALIZER; /* queue emptied */
 static struct rm_item *rm_head, *rm_tail;
 static int rm_n;       /* queued + in progress */
 static int rm_started; /* the worker runs */
+static int rm_users;   /* open instances (dk_remove_hold) */
 static pthread_t rm_th;
 
 /* DELETE with retries while the engine says a removal is in progress. */
@@ -134,8 +137,14 @@ int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err)
         return dk_remove_now(c, id, err);
     }
     if (!rm_started) {
+        Dl_info di;
+
         pthread_detach(rm_th);
         rm_started = 1;
+        /* the worker's code stays mapped after the plugin's dlclose */
+        if (dladdr((void *)rm_main, &di) != 0 && di.dli_fname != NULL) {
+            dlopen(di.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
+        }
     }
     it = xcalloc(1, sizeof(*it));
     snprintf(it->id, sizeof(it->id), "%s", id);
@@ -166,17 +175,26 @@ int dk_remove_pending(void)
     return n;
 }
 
-/* At exit (or the plugin's unload): what is queued is removed first. */
-__attribute__((destructor)) static void rm_drain(void)
+void dk_remove_hold(void)
+{
+    pthread_mutex_lock(&rm_mu);
+    rm_users++;
+    pthread_mutex_unlock(&rm_mu);
+}
+
+void dk_remove_release(void)
 {
     struct timespec until;
 
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += DK_REMOVE_DRAIN_S;
     pthread_mutex_lock(&rm_mu);
-    while (rm_n > 0) {
-        if (pthread_cond_timedwait(&rm_done, &rm_mu, &until) == ETIMEDOUT) {
-            break;
+    if (--rm_users == 0) {
+        /* the last instance: what is queued goes before it closes */
+        while (rm_n > 0) {
+            if (pthread_cond_timedwait(&rm_done, &rm_mu, &until) == ETIMEDOUT) {
+                break;
+            }
         }
     }
     pthread_mutex_unlock(&rm_mu);
