@@ -42,7 +42,7 @@ engine() { # kind -> root
     fi
     mkdir -p "$root/state"
     if ! DOCKER_HOST=unix://$root/docker.sock docker image inspect sbx-sandbox:current >/dev/null 2>&1; then
-        DOCKER_HOST=unix://$root/docker.sock SBX_STATE_DIR=$root/state \
+        DOCKER_HOST=unix://$root/docker.sock SBX_STATE_DIR=$root/state SBX_CONFIG=/dev/null \
             "$sbx" image build --cache /var/cache/sbx/image >&2
     fi
     echo "$root"
@@ -55,12 +55,17 @@ conf() { # enforcement -> config file
     echo "$f"
 }
 
-# what the engine still has to clean, one line
+# what the engine still has to clean, one line (live sandboxes not counted:
+# another mode may run on the same engine 60 s later)
 backlog() { # root
-    local root=$1 loops mounts subs=- qg=- ctrs files
+    local root=$1 loops mounts subs=- qg=- ctrs files live
     loops=$(losetup -a -n -O NAME,BACK-FILE 2>/dev/null | grep -v "$root/btrfs.img" | grep -c "$root" || true)
     mounts=$(findmnt -rn -o TARGET | grep -c "^$root/.*/\(overlay2/[^/]*\|btrfs/subvolumes/[^/]*\)$" || true)
+    live=$(DOCKER_HOST=unix://$root/docker.sock docker ps -q | grep -c . || true)
     ctrs=$(DOCKER_HOST=unix://$root/docker.sock docker ps -aq | grep -c . || true)
+    ctrs=$((ctrs - live))
+    loops=$((loops > live ? loops - live : 0))
+    mounts=$((mounts > live ? mounts - live : 0))
     files=$(find "$root" -xdev -maxdepth 4 -name '*.img' ! -path "$root/btrfs.img" 2>/dev/null | grep -c . || true)
     if mountpoint -q "$root/btrfs"; then
         subs=$(btrfs subvolume list -d "$root/btrfs" 2>/dev/null | grep -c . || true)

@@ -2,9 +2,10 @@
 # setup.sh - sets up sbx on a fresh Debian 12 machine: the Debian packages it
 # needs, the build (build/sbx and build/plugins), a Docker engine when none
 # answers on /var/run/docker.sock (started with scripts/dockerd.sh: user
-# namespaces on, no forwarding or NAT, its data root a btrfs with quotas in a
-# sparse file of SBX_ENGINE_DISK, default 40G, so each sandbox's disk cap is a
-# real quota), and the warm sandbox image.
+# namespaces on, no forwarding or NAT, overlay2; sbx gives each sandbox's
+# writable layer a filesystem of its cap, docs/operations.md "The disk cap"),
+# and the warm sandbox image. A box already on a btrfs data root
+# (/var/lib/sbx-docker/btrfs.img) keeps it.
 # Safe to run twice. Run as root (sudo scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ packages=(
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus chromium
     docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps busybox-static
-    btrfs-progs util-linux postgresql-15 libpq-dev
+    btrfs-progs util-linux e2fsprogs postgresql-15 libpq-dev
     dpkg-dev fakeroot help2man man-db bash-completion zsh
 )
 missing=()
@@ -51,17 +52,17 @@ say "raising the kernel's shared inotify pool for box.max_sandboxes (scripts/ker
 scripts/kernel-limits.sh build/sbx
 
 if ! scripts/dockerd.sh status >/dev/null 2>&1; then
-    say "no Docker engine answers on /var/run/docker.sock: starting one on a btrfs data root" \
-        "of ${SBX_ENGINE_DISK:-40G} (scripts/dockerd.sh --btrfs)"
-    scripts/dockerd.sh start --btrfs "${SBX_ENGINE_DISK:-40G}"
+    say "no Docker engine answers on /var/run/docker.sock: starting one (scripts/dockerd.sh;" \
+        "overlay2, or the btrfs data root already there)"
+    scripts/dockerd.sh start
 else
     driver=$(curl -s --max-time 5 --unix-socket /var/run/docker.sock http://localhost/info |
         sed -n 's/.*"Driver":"\([^"]*\)".*/\1/p')
     say "Docker engine answering on /var/run/docker.sock (storage driver ${driver:-?})"
     case "$driver" in
-    btrfs|zfs) ;;
-    *) say "warning: storage driver ${driver:-?} has no per-container quota here: the disk cap is" \
-           "the watchdog; docs/operations.md, \"The disk cap\", says how to move it to btrfs" ;;
+    btrfs|zfs|overlay2) ;;
+    *) say "warning: storage driver ${driver:-?}: the disk cap is the watchdog here;" \
+           "docs/operations.md, \"The disk cap\", says how to move to overlay2" ;;
     esac
 fi
 
