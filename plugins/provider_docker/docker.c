@@ -294,10 +294,32 @@ static int valid_name(const char *s)
 
 static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err);
 
+/* 1 when the container of task `task` no longer runs (exited, dead or being
+ * removed): a removal in the background, not a live sandbox. */
+static int ending(struct dk_ctx *c, const char *task)
+{
+    char path[256];
+    json_t *reply = NULL;
+    long status = 0;
+    const char *st;
+    int r;
+
+    snprintf(path, sizeof(path), "/containers/sbx-%s/json", task);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, NULL) < 0) {
+        return 0;
+    }
+    st = json_string_value(json_object_get(json_object_get(reply, "State"), "Status"));
+    r = status == 200 && st != NULL &&
+        (strcmp(st, "exited") == 0 || strcmp(st, "dead") == 0 || strcmp(st, "removing") == 0);
+    json_decref(reply);
+    return r;
+}
+
 /* Creates and starts the container; on failure removes what it made. */
 static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
                             const char *workspace, char *id_out, size_t id_size, sbx_error_t **err)
 {
+    int retried = 0;
     json_t *body;
     json_t *reply = NULL;
     json_t *warnings;
@@ -306,6 +328,7 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     const char *id;
 
     snprintf(path, sizeof(path), "/containers/create?name=sbx-%s", s->task_id);
+again:
     for (int attempt = 0;; attempt++) {
         body = create_body(c, s, workspace, err);
         if (body == NULL) {
@@ -331,6 +354,20 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
                            s->image);
         json_decref(reply);
         return -1;
+    }
+    if (status == 409 && !retried && ending(c, s->task_id)) {
+        /* a sandbox of this name killed and waiting for its removal in the
+         * background (an orphan just reaped, a task id reused): removed now */
+        char name[96];
+
+        json_decref(reply);
+        reply = NULL;
+        snprintf(name, sizeof(name), "sbx-%s", s->task_id);
+        if (dk_remove_now(c, name, err) < 0) {
+            return -1;
+        }
+        retried = 1;
+        goto again;
     }
     if (status == 409) {
         c->host->error_set(err, SBX_E_ENGINE, "docker: a sandbox for task '%s' already exists",
