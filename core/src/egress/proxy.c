@@ -372,9 +372,9 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
     bufferevent_disable(c->up, EV_READ | EV_WRITE);
     bufferevent_free(c->up);
     c->up = NULL;
-    c->tunnel =
-        sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix, client_prefix,
-                              SBX_EGRESS_PIPE_SIZE, &c->sb->e->n_tunnels, tunnel_done, c, &why);
+    c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
+                                      client_prefix, SBX_EGRESS_PIPE_SIZE, &c->sb->e->n_tunnels,
+                                      &c->sb->e->n_busy, &c->sb->n_tunnels, tunnel_done, c, &why);
     evbuffer_free(up_prefix);
     evbuffer_free(client_prefix);
     if (c->tunnel == NULL) {
