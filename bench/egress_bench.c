@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +59,7 @@ static void cleanup(void)
 }
 static int origin_port;
 static int64_t bulk_bytes;
+static int flood_nice; /* SBX_BENCH_FLOOD_NICE: the floods' client and origin threads */
 
 static double now(void)
 {
@@ -86,6 +89,9 @@ static void *origin_conn(void *arg)
             if (cmd == 'B') {
                 int64_t left = bulk_bytes;
 
+                if (flood_nice > 0) {
+                    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), flood_nice);
+                }
                 while (left > 0) {
                     ssize_t n = write(c, buf, left < CHUNK ? (size_t)left : CHUNK);
 
@@ -507,6 +513,9 @@ static void *flood_main(void *arg)
 {
     struct lane *l = arg;
 
+    if (flood_nice > 0) {
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), flood_nice);
+    }
     while (!flood_stop) {
         l->mibs = bulk(l->port);
     }
@@ -604,9 +613,9 @@ static int fair(struct sbx_config *cfg, int n, int connects, int rounds)
     qsort(f90, (size_t)rounds, sizeof(double), cmp_double);
     r50 = f50[rounds / 2] / q50[rounds / 2];
     r90 = f90[rounds / 2] / q90[rounds / 2];
-    printf("egress fairness: 1 quiet sandbox, %d flooding (%lld MiB streams), %d connects, "
-           "median of %d rounds\n",
-           n, (long long)(bulk_bytes >> 20), connects, rounds);
+    printf("egress fairness: 1 quiet sandbox, %d flooding (%lld MiB streams, their threads at "
+           "nice %d), %d connects, median of %d rounds\n",
+           n, (long long)(bulk_bytes >> 20), flood_nice, connects, rounds);
     printf("  quiet p50 %.0f us p90 %.0f us; flood p50 %.0f us p90 %.0f us\n", q50[rounds / 2],
            q90[rounds / 2], f50[rounds / 2], f90[rounds / 2]);
     printf("  ratio p50 %.2f (target <= 1.50: %s), p90 %.2f\n", r50, r50 <= 1.5 ? "met" : "MISSED",
@@ -678,6 +687,7 @@ int main(int argc, char **argv)
         return multi(cfg, sandboxes, connects, rounds);
     }
     if (flooders > 0) {
+        flood_nice = getenv("SBX_BENCH_FLOOD_NICE") ? atoi(getenv("SBX_BENCH_FLOOD_NICE")) : 0;
         return fair(cfg, flooders, connects, rounds);
     }
     e = sbx_egress_start(cfg, &err);

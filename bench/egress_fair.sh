@@ -6,7 +6,7 @@
 # in it, each sandbox has its own sbx-relay.
 #
 #   bench/egress_fair.sh [FLOODERS] [CONNECTS] [ROUNDS] [MIB]   (defaults 6 300 5 64)
-#   BUILD=build-dir (default build)
+#   BUILD=build-dir (default build); SBX_BENCH_FLOOD_NICE=N runs the floods' threads at nice N
 set -eu
 case "${1:-}" in -h | --help)
     sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
