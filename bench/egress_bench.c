@@ -3,9 +3,10 @@
  * proxy connects to the destination) against a direct loopback connection, measured in
  * the same run: a download (the origin sends) and an upload (the client sends).
  *
- *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N]
+ *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N | fair=N]
  *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy;
- *   "sandboxes=N": N sandboxes at once, one shared proxy against one proxy each)
+ *   "sandboxes=N": N sandboxes at once, one shared proxy against one proxy each;
+ *   "fair=N": a quiet sandbox's connect latency alone and next to N flooding ones)
  *
  * The destination is a thread of this program on 127.0.0.1; the proxy runs in this
  * process through its API; the relay is ../libexec/sbx-relay next to this binary (or
@@ -22,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +59,7 @@ static void cleanup(void)
 }
 static int origin_port;
 static int64_t bulk_bytes;
+static int flood_nice; /* SBX_BENCH_FLOOD_NICE: the floods' client and origin threads */
 
 static double now(void)
 {
@@ -85,6 +89,9 @@ static void *origin_conn(void *arg)
             if (cmd == 'B') {
                 int64_t left = bulk_bytes;
 
+                if (flood_nice > 0) {
+                    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), flood_nice);
+                }
                 while (left > 0) {
                     ssize_t n = write(c, buf, left < CHUNK ? (size_t)left : CHUNK);
 
@@ -498,6 +505,138 @@ static int multi(struct sbx_config *cfg, int n, int connects, int rounds)
     return 0;
 }
 
+/* ---- fairness: one quiet sandbox next to N flooding ones, in one shared proxy ---- */
+
+static volatile int flood_stop;
+
+static void *flood_main(void *arg)
+{
+    struct lane *l = arg;
+
+    if (flood_nice > 0) {
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), flood_nice);
+    }
+    while (!flood_stop) {
+        l->mibs = bulk(l->port);
+    }
+    return NULL;
+}
+
+/* connect-to-first-byte of `count` connections through relay `port`: p50 and p90, us */
+static void latency_pct(int port, int count, double *p50, double *p90)
+{
+    double *v = xcalloc((size_t)count, sizeof(double));
+
+    for (int i = 0; i < count; i++) {
+        double t0 = now();
+        int fd = open_stream(port, 'L');
+        char x;
+
+        if (read(fd, &x, 1) != 1) {
+            die("read first byte");
+        }
+        v[i] = (now() - t0) * 1e6;
+        close(fd);
+    }
+    qsort(v, (size_t)count, sizeof(double), cmp_double);
+    *p50 = v[count / 2];
+    *p90 = v[count * 9 / 10];
+    free(v);
+}
+
+/* `egress_bench MIB CONNECTS ROUNDS fair=N`: N + 1 sandboxes in one shared proxy (what
+ * `sbx serve` runs), each behind its own relay. Each round measures the last one's
+ * connect-to-first-byte (CONNECTS connections) while the others are idle ("quiet"),
+ * then while the N others download MIB-sized streams one after another without pause
+ * ("flood"). Prints each round and the ratio of the medians of the rounds' p50 (the
+ * target: at most 1.5) and p90. */
+static int fair(struct sbx_config *cfg, int n, int connects, int rounds)
+{
+    struct sbx_egress *e;
+    int *ports = xcalloc((size_t)n + 1, sizeof(int));
+    pid_t *relays = xcalloc((size_t)n + 1, sizeof(*relays));
+    struct lane *l = xcalloc((size_t)n, sizeof(*l));
+    char *rule = xasprintf("bench.test:%d opaque", origin_port);
+    const char *rules[] = {rule, NULL};
+    sbx_error_t *err = NULL;
+    double *q50 = xcalloc((size_t)rounds, sizeof(double));
+    double *q90 = xcalloc((size_t)rounds, sizeof(double));
+    double *f50 = xcalloc((size_t)rounds, sizeof(double));
+    double *f90 = xcalloc((size_t)rounds, sizeof(double));
+    double r50;
+    double r90;
+
+    e = sbx_egress_start(cfg, &err);
+    if (e == NULL) {
+        fprintf(stderr, "egress_bench: %s\n", err->msg);
+        return 1;
+    }
+    for (int i = 0; i <= n; i++) {
+        char *d = xasprintf("%s/fair-%d", bench_dir, i);
+        char *sock = xasprintf("%s/%s", d, SBX_EGRESS_SOCKET);
+        char *name = xasprintf("sb%d", i);
+
+        if (sbx_egress_add(e, d, name, name, name, rules, &err) < 0) {
+            fprintf(stderr, "egress_bench: %s\n", err->msg);
+            return 1;
+        }
+        relays[i] = start_relay(sock, &ports[i]);
+        free(d);
+        free(sock);
+        free(name);
+    }
+    latency(ports[n], 20); /* warm up */
+    for (int r = 0; r < rounds; r++) {
+        double agg = 0.0;
+
+        latency_pct(ports[n], connects, &q50[r], &q90[r]);
+        flood_stop = 0;
+        for (int i = 0; i < n; i++) {
+            l[i].port = ports[i];
+            l[i].cmd = 'B';
+            pthread_create(&l[i].th, NULL, flood_main, &l[i]);
+        }
+        usleep(200000); /* the floods under way */
+        latency_pct(ports[n], connects, &f50[r], &f90[r]);
+        flood_stop = 1;
+        for (int i = 0; i < n; i++) {
+            pthread_join(l[i].th, NULL);
+            agg += l[i].mibs;
+        }
+        printf("  round %d: quiet p50 %.0f us p90 %.0f us; with %d sandboxes flooding "
+               "(%.0f MiB/s together) p50 %.0f us p90 %.0f us\n",
+               r + 1, q50[r], q90[r], n, agg, f50[r], f90[r]);
+    }
+    qsort(q50, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(q90, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(f50, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(f90, (size_t)rounds, sizeof(double), cmp_double);
+    r50 = f50[rounds / 2] / q50[rounds / 2];
+    r90 = f90[rounds / 2] / q90[rounds / 2];
+    printf("egress fairness: 1 quiet sandbox, %d flooding (%lld MiB streams, their threads at "
+           "nice %d), %d connects, median of %d rounds\n",
+           n, (long long)(bulk_bytes >> 20), flood_nice, connects, rounds);
+    printf("  quiet p50 %.0f us p90 %.0f us; flood p50 %.0f us p90 %.0f us\n", q50[rounds / 2],
+           q90[rounds / 2], f50[rounds / 2], f90[rounds / 2]);
+    printf("  ratio p50 %.2f (target <= 1.50: %s), p90 %.2f\n", r50, r50 <= 1.5 ? "met" : "MISSED",
+           r90);
+    for (int i = 0; i <= n; i++) {
+        kill(relays[i], SIGTERM);
+        waitpid(relays[i], NULL, 0);
+    }
+    sbx_egress_stop(e);
+    free(ports);
+    free(relays);
+    free(l);
+    free(rule);
+    free(q50);
+    free(q90);
+    free(f50);
+    free(f90);
+    sbx_config_destroy(cfg);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long mib = argc > 1 ? atol(argv[1]) : 1024;
@@ -506,6 +645,7 @@ int main(int argc, char **argv)
 
     relay_copy = argc > 4 && strcmp(argv[4], "copy") == 0;
     int sandboxes = argc > 4 && strncmp(argv[4], "sandboxes=", 10) == 0 ? atoi(argv[4] + 10) : 0;
+    int flooders = argc > 4 && strncmp(argv[4], "fair=", 5) == 0 ? atoi(argv[4] + 5) : 0;
     char *dir = bench_dir;
     struct sbx_config *cfg = sbx_config_defaults();
     struct sbx_egress *e;
@@ -523,8 +663,10 @@ int main(int argc, char **argv)
     double p_lat;
 
     if (mib <= 0 || connects <= 0 || rounds <= 0 ||
-        (argc > 4 && !relay_copy && (sandboxes < 1 || sandboxes > 64))) {
-        fprintf(stderr, "usage: egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N]\n");
+        (argc > 4 && !relay_copy && (sandboxes < 1 || sandboxes > 64) &&
+         (flooders < 1 || flooders > 64))) {
+        fprintf(stderr,
+                "usage: egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N | fair=N]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -543,6 +685,10 @@ int main(int argc, char **argv)
     cfg->egress.n_hosts = 1;
     if (sandboxes > 0) {
         return multi(cfg, sandboxes, connects, rounds);
+    }
+    if (flooders > 0) {
+        flood_nice = getenv("SBX_BENCH_FLOOD_NICE") ? atoi(getenv("SBX_BENCH_FLOOD_NICE")) : 0;
+        return fair(cfg, flooders, connects, rounds);
     }
     e = sbx_egress_start(cfg, &err);
     if (e == NULL) {

@@ -28,8 +28,8 @@ static const char *const allowed[] = {
     /* file descriptors and I/O */
     "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "preadv2", "pwritev",
     "pwritev2", "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "_llseek",
-    "dup", "dup2", "dup3", "fcntl", "fcntl64", "ioctl", "flock", "fsync", "fdatasync", "sync",
-    "syncfs", "sync_file_range", "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64",
+    "dup", "dup2", "dup3", "fcntl", "fcntl64", "flock", "fsync", "fdatasync", "sync", "syncfs",
+    "sync_file_range", "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64",
     "sendfile", "sendfile64", "copy_file_range", "splice", "tee", "vmsplice", "readahead",
     "fadvise64", "fadvise64_64", "pipe", "pipe2",
     /* paths and metadata */
@@ -91,6 +91,7 @@ static const char *const allowed[] = {
     "recvmmsg", "recvmmsg_time64", "shutdown",
     /* randomness */
     "getrandom", NULL};
+/* (ioctl: by request, ioctl_rules below) */
 
 /* The only socket families a sandbox may open (linux/socket.h). AF_PACKET needs
  * CAP_NET_RAW, which sandboxes lack unless provider_docker.cap_add gives it. */
@@ -139,12 +140,60 @@ static json_t *arg(int index, json_int_t value, json_int_t two, const char *op)
                      op);
 }
 
+/* The disk cap counts everything (docs/operations.md, "The disk cap"): ioctl is allowed
+ * by request, and btrfs's own requests (type 0x94 in bits 8-15) only when listed here.
+ * A nested subvolume or snapshot (BTRFS_IOC_SUBVOL_CREATE 0x5000940e, _V2 0x50009418,
+ * BTRFS_IOC_SNAP_CREATE 0x50009401, _V2 0x50009417) is a qgroup of its own that the
+ * container's limit does not count; destroying one (0x5000940f, _V2 0x5000943f) and the
+ * quota and qgroup calls (QUOTA_CTL 0xc0109428, QGROUP_ASSIGN 0x40189429, QGROUP_CREATE
+ * 0x4010942a, QGROUP_LIMIT 0x8030942b, QUOTA_RESCAN 0x4040942c) go with them, as does
+ * every other btrfs request: they are denied (EPERM, the profile's default). Listed:
+ * the VFS's reflink and dedupe calls, which share the type (cp --reflink), and the
+ * read-only filesystem info. The kernel takes the request as an unsigned int, so a
+ * filter comparing all 64 bits could be passed by setting the high half: every
+ * comparison masks the low 32 bits (on the 32-bit ARM compat entry the argument is 32
+ * bits anyway). A rule holds one comparison per argument (the engine splits several on
+ * one argument into rules OR'ed together), so "type is not 0x94" is eight rules, one
+ * per bit of the type that differs. */
+#define IOCTL_TYPE_SHIFT 8
+#define BTRFS_IOCTL_TYPE 0x94
+static const json_int_t btrfs_ioctls_allowed[] = {
+    0x40049409, /* FICLONE */
+    0x4020940d, /* FICLONERANGE */
+    0xc0189436, /* FIDEDUPERANGE */
+    0x8400941f, /* BTRFS_IOC_FS_INFO */
+    0x80189439, /* BTRFS_IOC_GET_FEATURES */
+};
+
+static void ioctl_rules(json_t *calls)
+{
+    json_t *r;
+
+    for (int bit = 0; bit < 8; bit++) {
+        json_int_t mask = (json_int_t)1 << (IOCTL_TYPE_SHIFT + bit);
+        json_int_t differs = (BTRFS_IOCTL_TYPE >> bit & 1) ? 0 : mask;
+
+        r = rule(json_pack("[s]", "ioctl"), "SCMP_ACT_ALLOW");
+        json_object_set_new(r, "args",
+                            json_pack("[o]", arg(1, mask, differs, "SCMP_CMP_MASKED_EQ")));
+        json_array_append_new(calls, r);
+    }
+    for (size_t i = 0; i < sizeof(btrfs_ioctls_allowed) / sizeof(btrfs_ioctls_allowed[0]); i++) {
+        r = rule(json_pack("[s]", "ioctl"), "SCMP_ACT_ALLOW");
+        json_object_set_new(
+            r, "args",
+            json_pack("[o]", arg(1, 0xffffffff, btrfs_ioctls_allowed[i], "SCMP_CMP_MASKED_EQ")));
+        json_array_append_new(calls, r);
+    }
+}
+
 json_t *dk_seccomp_profile(void)
 {
     json_t *calls = json_array();
     json_t *r;
 
     json_array_append_new(calls, rule(dk_strv_json(allowed), "SCMP_ACT_ALLOW"));
+    ioctl_rules(calls);
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
         r = rule(json_pack("[s]", "socket"), "SCMP_ACT_ALLOW");
         json_object_set_new(r, "args", json_pack("[o]", arg(0, families[i], 0, "SCMP_CMP_EQ")));
@@ -212,7 +261,7 @@ int dk_seccomp_init(struct dk_ctx *c, sbx_error_t **err)
         profile = dk_seccomp_profile();
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),
                  "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall, "
-                 "32-bit x86");
+                 "32-bit x86, btrfs subvolume/quota ioctls");
     }
     else if (strcmp(opt, "default") == 0) {
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),

@@ -5,8 +5,9 @@
  * limits.disk fail inside it at once: fallocate and dd past the cap, nothing
  * left behind when the sandbox is removed (loop devices and mounts, or btrfs
  * qgroups and space), the Docker sidecar's cap, nothing to escape it with
- * from inside. Then the watchdog, the last resort: it measures at each
- * command's end and between commands, and ends the task with the reason. */
+ * from inside (the seccomp profile refuses the btrfs subvolume, snapshot and
+ * quota ioctls, so no nested subvolume escapes a btrfs quota). Then the watchdog, the last resort:
+ * it measures at each command's end and between commands, and ends the task with the reason. */
 #include "rt_common.h"
 
 #include <inttypes.h>
@@ -239,6 +240,86 @@ static void test_writes_past_cap_fail_at_once(void **state)
     }
 }
 
+/* perl (in the image) calls ioctl(2) through syscall(), so the request keeps all 64 bits:
+ * each btrfs subvolume, snapshot and quota request, and each again with the high half
+ * set (the kernel reads an unsigned int), on the root directory; prints "NAME errno"
+ * per call. The arguments are what the kernel would act on: a subvolume "nested", a
+ * snapshot "snap" of /, quota enable, a qgroup 0/4242. */
+#define BTRFS_PROBE                                                                                \
+    "use Fcntl; sysopen(D, '/', O_RDONLY) or die \"open /: $!\\n\"; my $fd = fileno(D); "          \
+    "my $v1 = pack('q a4088', 0, 'nested'); my $s1 = pack('q a4088', $fd, 'snap'); "               \
+    "my $v2 = pack('q q q a32 a4040', 0, 0, 0, '', 'nested'); "                                    \
+    "my $s2 = pack('q q q a32 a4040', $fd, 0, 0, '', 'snap'); "                                    \
+    "my @c = (['subvol_create', 0x5000940e, $v1], ['subvol_create_v2', 0x50009418, $v2], "         \
+    "['snap_create', 0x50009401, $s1], ['snap_create_v2', 0x50009417, $s2], "                      \
+    "['snap_destroy', 0x5000940f, $v1], ['snap_destroy_v2', 0x5000943f, $v2], "                    \
+    "['quota_ctl', 0xc0109428, pack('Q Q', 1, 0)], "                                               \
+    "['qgroup_assign', 0x40189429, pack('Q Q Q', 1, 4242, 1 << 48)], "                             \
+    "['qgroup_create', 0x4010942a, pack('Q Q', 1, 4242)], "                                        \
+    "['qgroup_limit', 0x8030942b, pack('Q Q Q Q Q Q', 0, 1, 1 << 40, 0, 0, 0)]); "                 \
+    "for my $c (@c) { for my $hi (0, 0xffffffff00000000) { my $b = $c->[2]; "                      \
+    "my $r = syscall(16, $fd, $c->[1] | $hi, $b); "                                                \
+    "printf(\"%s%s %d\\n\", $c->[0], $hi ? '_hi' : '', $r < 0 ? $! + 0 : 0); } }"
+
+/* The disk cap counts everything: from inside, every btrfs subvolume, snapshot and
+ * quota ioctl fails with EPERM (a nested subvolume would be a qgroup of its own, not
+ * counted in the container's), nothing was made, and a directory where the nested
+ * subvolume would have been fills only to limits.disk. */
+static void test_no_nested_subvolume(void **state)
+{
+    struct spawn_result r;
+    char *line;
+    char *save = NULL;
+    size_t n = 0;
+    long long size = -1;
+    int rc = -1;
+
+    (void)state;
+    require_quota_engine();
+    rt_use_config("limits = { disk = \"256M\"; };\n");
+    r = RT_SBX("task", "start", "--task", "quota-nest");
+    if (r.rc != 0) {
+        fail_msg("task start: %s", r.err);
+    }
+    spawn_result_free(&r);
+
+    r = RT_SBX("exec", "quota-nest", "--", "perl", "-e", BTRFS_PROBE);
+    if (r.rc != 0) {
+        fail_msg("probe: rc %d: %s%s", r.rc, r.out, r.err);
+    }
+    for (line = strtok_r(r.out, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char name[64];
+        int err = -1;
+
+        assert_int_equal(sscanf(line, "%63s %d", name, &err), 2);
+        fprintf(stderr, "ioctl %s from inside: errno %d\n", name, err);
+        if (err != EPERM) {
+            fail_msg("ioctl %s from inside: errno %d, not EPERM (%d)", name, err, EPERM);
+        }
+        n++;
+    }
+    assert_int_equal(n, 20);
+    spawn_result_free(&r);
+
+    /* nothing was made, and the place of the nested subvolume is counted */
+    r = RT_SBX("exec", "quota-nest", "--", "sh", "-c",
+               "test -e /nested || test -e /snap && echo made; mkdir /nested && "
+               "dd if=/dev/zero of=/nested/f bs=1M count=512 2>/dev/null; "
+               "echo $? $(stat -c %s /nested/f)");
+    assert_int_equal(r.rc, 0);
+    assert_int_equal(sscanf(r.out, "%d %lld", &rc, &size), 2);
+    fprintf(stderr, "dd of 512 MiB into /nested under a 256M cap: status %d, %lld bytes\n", rc,
+            size);
+    assert_int_not_equal(rc, 0);
+    assert_true(size <= (256LL << 20));
+    spawn_result_free(&r);
+
+    r = RT_SBX("task", "end", "quota-nest");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    rt_use_config(NULL);
+}
+
 static int64_t image_size(const char *name)
 {
     char path[256];
@@ -409,6 +490,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_info_says_quota),
         cmocka_unit_test(test_writes_past_cap_fail_at_once),
+        cmocka_unit_test(test_no_nested_subvolume),
         cmocka_unit_test(test_sidecar_gets_quota),
         cmocka_unit_test(test_watchdog_at_command_end),
         cmocka_unit_test(test_watchdog_between_commands),

@@ -33,6 +33,7 @@ static struct {
     char *sock;
     int sink_port;   /* reads what comes, answers "got N" at its first pause */
     int banner_port; /* speaks first */
+    int tls_port;    /* answers a hello with a ServerHello, then "tls got N" */
 } t;
 
 static int tcp_listen(int *port)
@@ -97,6 +98,68 @@ static void *banner_main(void *arg)
     return NULL;
 }
 
+/* Reads exactly n bytes (0 at an end). */
+static int read_full(int fd, void *p, size_t n)
+{
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, (char *)p + got, n - got);
+
+        if (r <= 0) {
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* The ServerHello record the TLS-ish destination sends (45 bytes). */
+static const unsigned char server_hello_rec[] = {
+    0x16, 0x03, 0x03, 0x00, 0x28, 0x02, 0x00, 0x00, 0x24, 0x03, 0x03, 0x11, 0x11, 0x11, 0x11,
+    0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11,
+    0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x00, 0x13};
+
+/* A TLS-ish destination: reads one record (the hello), answers a ServerHello, then
+ * reads until a read ends in a newline and answers "tls got N" (N: bytes after the
+ * hello). */
+static void *tls_main(void *arg)
+{
+    int l = (int)(intptr_t)arg;
+
+    for (;;) {
+        int c = accept(l, NULL, NULL);
+        unsigned char hdr[5];
+        char buf[16384];
+        size_t total = 0;
+        char reply[32];
+        int m;
+
+        if (c < 0) {
+            continue;
+        }
+        if (read_full(c, hdr, 5) == 0 && read_full(c, buf, (size_t)hdr[3] << 8 | hdr[4]) == 0 &&
+            write(c, server_hello_rec, sizeof(server_hello_rec)) ==
+                (ssize_t)sizeof(server_hello_rec)) {
+            for (;;) {
+                ssize_t n = read(c, buf, sizeof(buf));
+
+                if (n <= 0) {
+                    break;
+                }
+                total += (size_t)n;
+                if (buf[n - 1] == '\n') {
+                    m = snprintf(reply, sizeof(reply), "tls got %zu\n", total);
+                    if (write(c, reply, (size_t)m) != m) {
+                        /* the client went away */
+                    }
+                    break;
+                }
+            }
+        }
+        close(c);
+    }
+    return NULL;
+}
+
 static struct sbx_egress *start_egress(int check_sni, const char *sockdir)
 {
     static const char *rules[] = {"front.test:*", "127.0.0.1/32:*", NULL};
@@ -139,6 +202,9 @@ static int setup(void **state)
     pthread_detach(th);
     l = tcp_listen(&t.banner_port);
     pthread_create(&th, NULL, banner_main, (void *)(intptr_t)l);
+    pthread_detach(th);
+    l = tcp_listen(&t.tls_port);
+    pthread_create(&th, NULL, tls_main, (void *)(intptr_t)l);
     pthread_detach(th);
     sockdir = xasprintf_test("%s/sb", t.dir);
     t.egress = start_egress(1, sockdir);
@@ -321,10 +387,17 @@ static void test_proxy_not_tls(void **state)
     (void)state;
     /* neither TLS nor HTTP, and no opaque rule: refused (test_egress_tunnel.c) */
     through_front("plain\n", 6, "", "deny", "tunnel-protocol", NULL);
-    /* TLS without a name passes (and logs no name). */
+    /* TLS without a name to a named host needs an opaque rule (it names no host the
+     * proxy can hold it to); to an IP literal a CIDR rule allowed, it passes (and logs
+     * no name). */
     client_hello(&o, NULL);
+    through_front(o.b, o.n, "", "deny", "sni-absent", NULL);
     snprintf(want, sizeof(want), "got %zu\n", o.n);
-    through_front(o.b, o.n, want, "allow", NULL, NULL);
+    m = mark();
+    reply = exchange(tunnel_to(t.sock, "127.0.0.1", t.sink_port), o.b, o.n);
+    assert_string_equal(reply, want);
+    free(reply);
+    expect_line(m, t.sink_port, "allow", NULL, NULL);
     /* The destination speaks first (SSH): the client waits for it, and gets it. */
     m = mark();
     u = tunnel_to(t.sock, "front.test", t.banner_port);
@@ -519,6 +592,69 @@ static void test_proxy_check_off(void **state)
     free(sockdir);
 }
 
+/* The handshake is followed to its end (issue 25, item 5): after a hello for the
+ * allowed name, a second ClientHello naming another host, an HTTP request with another
+ * Host, an SSH banner, or data before the server's reply end the tunnel, logged with
+ * the reason and the first hello's name; a handshake that goes as TLS does (the
+ * ServerHello, then the client's CCS and encrypted records) becomes a pipe, and what
+ * follows goes through. */
+static void test_proxy_follows_handshake(void **state)
+{
+    struct {
+        const char *what;
+        size_t len;
+        const char *reason;
+    } smuggled[] = {
+        {NULL, 0, "tls-second-hello"},
+        {"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n", 37, "tls-record-type"},
+        {"SSH-2.0-OpenSSH_9.6\r\n", 21, "tls-record-type"},
+        {"\x17\x03\x03\x00\x02hi", 7, "tls-data-before-server"},
+    };
+    const unsigned char after[] = {0x14, 0x03, 0x03, 0x00, 0x01, 0x01, /* CCS */
+                                   0x17, 0x03, 0x03, 0x00, 0x03, 'a',  'b', 'c', '\n'};
+    unsigned char got_sh[sizeof(server_hello_rec)];
+    char want[32];
+    char *reply;
+    size_t m;
+    int u;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(smuggled) / sizeof(smuggled[0]); i++) {
+        struct buf o = {{0}, 0};
+
+        client_hello(&o, "front.test");
+        if (smuggled[i].what == NULL) {
+            client_hello(&o, "other.test");
+        }
+        else {
+            put(&o, smuggled[i].what, smuggled[i].len);
+        }
+        m = mark();
+        u = tunnel_to(t.sock, "front.test", t.tls_port);
+        reply = exchange(u, o.b, o.n);
+        /* the destination may have answered the hello before the cut: never more */
+        assert_true(strlen(reply) == 0 || strncmp(reply, "\x16\x03\x03", 3) == 0);
+        free(reply);
+        expect_line(m, t.tls_port, "deny", smuggled[i].reason, "front.test");
+    }
+    /* a handshake: hello, the ServerHello back, then CCS and data: piped */
+    {
+        struct buf o = {{0}, 0};
+
+        client_hello(&o, "front.test");
+        m = mark();
+        u = tunnel_to(t.sock, "front.test", t.tls_port);
+        assert_int_equal(write(u, o.b, o.n), (ssize_t)o.n);
+        assert_int_equal(read_full(u, got_sh, sizeof(got_sh)), 0);
+        assert_memory_equal(got_sh, server_hello_rec, sizeof(got_sh));
+        snprintf(want, sizeof(want), "tls got %zu\n", sizeof(after));
+        reply = exchange(u, after, sizeof(after));
+        assert_string_equal(reply, want);
+        free(reply);
+        expect_line(m, t.tls_port, "allow", NULL, "front.test");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_proxy_http_in_tunnel_and_ech),
         cmocka_unit_test(test_proxy_silent_then_dribble),
         cmocka_unit_test(test_proxy_check_off),
+        cmocka_unit_test(test_proxy_follows_handshake),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

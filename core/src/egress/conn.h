@@ -13,6 +13,7 @@
 
 #include "egress/egress_int.h"
 #include "egress/request.h"
+#include "egress/tls_record.h"
 
 #define MAX_CANDIDATES 16
 
@@ -22,6 +23,7 @@ enum conn_state {
     ST_RESOLVING,
     ST_CONNECTING,
     ST_SNI,
+    ST_TLS,
     ST_PIPE,
     ST_CLOSING,
 };
@@ -57,8 +59,10 @@ struct sbx_egress_conn {
     int opaque;           /* an opaque rule let client-first bytes through unchecked */
     char sni[256];
     struct sbx_egress_tunnel *tunnel;
-    uint64_t prefix_up;
-    uint64_t reserved; /* its share of the sandbox's egress.max_buffer */
+    uint64_t prefix_up;        /* bytes sent up before the tunnel (head, checked records) */
+    uint64_t prefix_down;      /* bytes sent down before the tunnel (ST_TLS) */
+    struct sbx_tls_follow tls; /* ST_TLS: the handshake followed */
+    uint64_t reserved;         /* its share of the sandbox's egress.max_buffer */
     struct sbx_egress_conn *prev;
     struct sbx_egress_conn *next;
 };
@@ -74,12 +78,21 @@ void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg);
  * both sockets to a splice tunnel (ST_PIPE). */
 void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c);
 
+/* Sends what the client's output holds, then closes (ST_CLOSING, at most 5 s). */
+void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason);
+
 /* sni_check.c */
 /* A CONNECT's destination is connected: answer 200, then let the first bytes of either
  * side decide (ST_SNI). */
 void sbx_egress_conn_start_sni(struct sbx_egress_conn *c);
 /* The tunnel's first bytes break its rules: close both ends, logged as a deny. */
 void sbx_egress_conn_deny_tunnel(struct sbx_egress_conn *c, const char *reason);
+
+/* tls_check.c */
+/* The first ClientHello (hello_len bytes at the front of the client's input) passed:
+ * send it on and follow the records both ways until the handshake is done (ST_TLS),
+ * then sbx_egress_conn_start_pipe. */
+void sbx_egress_conn_start_tls(struct sbx_egress_conn *c, size_t hello_len);
 
 /* accept.c */
 /* "out-of-descriptors" for EMFILE and ENFILE, else "out-of-memory". */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "egress/egress_int.h"
+#include "egress/tunnel.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -148,7 +149,20 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     }
     e->base = base;
     if (e->base == NULL) {
-        e->base = event_base_new();
+        /* Its own loop: tunnels at the lowest priority, and a look for new events
+         * after each tunnel callback, so that setting up a connection never waits
+         * behind every busy tunnel's turn (docs/egress.md, Fairness). */
+        struct event_config *ec = event_config_new();
+
+        if (ec != NULL) {
+            event_config_set_max_dispatch_interval(ec, NULL, 1, SBX_EGRESS_PRIO_BULK);
+            e->base = event_base_new_with_config(ec);
+            event_config_free(ec);
+        }
+        if (e->base != NULL && event_base_priority_init(e->base, SBX_EGRESS_PRIORITIES) < 0) {
+            event_base_free(e->base);
+            e->base = NULL;
+        }
         e->own_base = 1;
         if (e->base == NULL) {
             egress_free(e);

@@ -53,6 +53,7 @@ struct sbx_egress_sandbox {
     uint64_t denied;
     uint64_t reserved;      /* buffer bytes its tunnels reserved (egress.max_buffer) */
     uint64_t refused;       /* connections refused over a budget or for resources */
+    size_t n_tunnels;       /* its tunnels open (they share its part of a turn) */
     double tokens;          /* new connections it may still open now */
     struct timespec refill; /* when tokens were last refilled */
     struct sbx_egress_sandbox *next;
@@ -81,7 +82,8 @@ struct sbx_egress {
     int socket_buffer;    /* egress.socket_buffer: a destination socket's buffers */
     double conn_rate;     /* egress.connection_rate: new connections/s per sandbox */
     int reserve_fd;       /* given up to accept (and refuse) at EMFILE */
-    size_t n_tunnels;     /* tunnels open on this loop (they share a turn) */
+    size_t n_tunnels;     /* tunnels open on this loop */
+    size_t n_busy;        /* sandboxes with a tunnel open (they share a turn) */
     time_t accept_warned; /* when an accept failure was last logged */
     struct sbx_egress_sandbox *sandboxes;
 };

@@ -135,6 +135,11 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     if (c->tunnel != NULL) {
         sbx_egress_tunnel_counts(c->tunnel, &rec.bytes_up, &rec.bytes_down);
         rec.bytes_up += c->prefix_up;
+        rec.bytes_down += c->prefix_down;
+    }
+    else if (c->tls.hellos > 0) { /* ended while the handshake was followed */
+        rec.bytes_up = c->prefix_up;
+        rec.bytes_down = c->prefix_down;
     }
     sbx_egress_log_write(&sb->e->log, &rec);
 
@@ -149,10 +154,14 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     if (c->next != NULL) {
         c->next->prev = c->prev;
     }
+    /* Disabled first: inside its own callback a bufferevent is freed only after the
+     * callback returns, when its descriptor is closed (and may be another's). */
     if (c->client != NULL) {
+        bufferevent_disable(c->client, EV_READ | EV_WRITE);
         bufferevent_free(c->client);
     }
     if (c->up != NULL) {
+        bufferevent_disable(c->up, EV_READ | EV_WRITE);
         bufferevent_free(c->up);
     }
     sbx_egress_tunnel_free(c->tunnel);
@@ -246,6 +255,32 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
     evtimer_add(c->timer, &flush);
 }
 
+void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason)
+{
+    struct timeval flush = {FLUSH_TIMEOUT, 0};
+
+    c->reason = reason;
+    c->state = ST_CLOSING;
+    if (c->up != NULL) {
+        bufferevent_disable(c->up, EV_READ | EV_WRITE);
+        bufferevent_free(c->up);
+        c->up = NULL;
+    }
+    if (c->up_fd >= 0) {
+        close(c->up_fd);
+        c->up_fd = -1;
+    }
+    bufferevent_disable(c->client, EV_READ);
+    if (evbuffer_get_length(bufferevent_get_output(c->client)) == 0) {
+        sbx_egress_conn_finish(c);
+        return;
+    }
+    bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
+    bufferevent_setcb(c->client, NULL, closing_write, closing_event, c);
+    bufferevent_enable(c->client, EV_WRITE);
+    evtimer_add(c->timer, &flush);
+}
+
 static void tunnel_done(void *arg, const char *reason)
 {
     struct sbx_egress_conn *c = arg;
@@ -287,6 +322,15 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
         event_free(c->up_spoke);
         c->up_spoke = NULL;
     }
+    if (c->up != NULL) {
+        /* ST_TLS: records checked and not yet sent up go before anything else (their
+         * bytes are counted in prefix_up already); what the destination sent and the
+         * client has not got follows the client's output below. */
+        struct evbuffer *out = bufferevent_get_output(c->up);
+
+        evbuffer_unfreeze(out, 1);
+        evbuffer_add_buffer(up_prefix, out);
+    }
     if (c->replied) {
         /* What is left of the 200 goes first. A bufferevent freezes its output's front
          * (only it drains it); it is about to go, so thaw it and move the rest. */
@@ -294,6 +338,9 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
 
         evbuffer_unfreeze(out, 1);
         evbuffer_add_buffer(client_prefix, out);
+        if (c->up != NULL) {
+            evbuffer_add_buffer(client_prefix, bufferevent_get_input(c->up));
+        }
     }
     else if (c->req.connect) {
         c->status = 200;
@@ -319,13 +366,15 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
     c->prefix_up += keep;
     evbuffer_remove_buffer(in, up_prefix, keep);
     dropped = evbuffer_get_length(in);
+    bufferevent_disable(c->client, EV_READ | EV_WRITE);
     bufferevent_free(c->client);
     c->client = NULL;
+    bufferevent_disable(c->up, EV_READ | EV_WRITE);
     bufferevent_free(c->up);
     c->up = NULL;
-    c->tunnel =
-        sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix, client_prefix,
-                              SBX_EGRESS_PIPE_SIZE, &c->sb->e->n_tunnels, tunnel_done, c, &why);
+    c->tunnel = sbx_egress_tunnel_new(c->sb->e->base, c->client_fd, c->up_fd, up_prefix,
+                                      client_prefix, SBX_EGRESS_PIPE_SIZE, &c->sb->e->n_tunnels,
+                                      &c->sb->e->n_busy, &c->sb->n_tunnels, tunnel_done, c, &why);
     evbuffer_free(up_prefix);
     evbuffer_free(client_prefix);
     if (c->tunnel == NULL) {
@@ -606,6 +655,10 @@ void sbx_egress_conn_timer(evutil_socket_t fd, short what, void *arg)
     }
     if (c->state == ST_SNI) {
         sbx_egress_conn_deny_tunnel(c, "sni-timeout");
+        return;
+    }
+    if (c->state == ST_TLS) {
+        sbx_egress_conn_deny_tunnel(c, "tls-timeout");
         return;
     }
     sbx_egress_conn_finish(c);

@@ -186,6 +186,33 @@ enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char 
     }
 }
 
+size_t sbx_egress_sni_hello_len(const unsigned char *p, size_t n)
+{
+    unsigned char head[4];
+    size_t head_n = 0;
+    size_t payload = 0;
+    size_t off = 0;
+
+    /* the records parse checked: handshake records holding exactly the message */
+    while (n - off >= 5) {
+        size_t rec_len = (size_t)p[off + 3] << 8 | p[off + 4];
+
+        if (n - off - 5 < rec_len) {
+            break;
+        }
+        for (size_t i = 0; i < rec_len && head_n < 4; i++) {
+            head[head_n++] = p[off + 5 + i];
+        }
+        payload += rec_len;
+        off += 5 + rec_len;
+        if (head_n == 4 &&
+            payload >= 4 + ((size_t)head[1] << 16 | (size_t)head[2] << 8 | head[3])) {
+            return off;
+        }
+    }
+    return off;
+}
+
 size_t sbx_egress_sni_want(const unsigned char *p, size_t n)
 {
     size_t off = 0;

@@ -29,6 +29,10 @@ enum sbx_egress_sni {
 enum sbx_egress_sni sbx_egress_sni_parse(const unsigned char *p, size_t n, char *host,
                                          size_t host_size);
 
+/* After sbx_egress_sni_parse said SBX_SNI_FOUND or SBX_SNI_ABSENT for p, n: how many
+ * of those bytes the ClientHello's records take (what follows is the next record). */
+size_t sbx_egress_sni_hello_len(const unsigned char *p, size_t n);
+
 /* With SBX_SNI_MORE: how many bytes must be there before parsing again can get
  * further (the end of the record under way), so a client dribbling a hello byte by
  * byte is parsed once per record, not once per byte. */

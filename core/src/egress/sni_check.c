@@ -84,15 +84,16 @@ static void tunnel_http(struct sbx_egress_conn *c, const char *p, size_t n)
 }
 
 /* ST_SNI: client-first bytes that are neither TLS nor an HTTP/1 request (a leading
- * empty line, an unknown method, SSH's banner): the proxy cannot tell which host they
- * reach, so they pass only when an opaque rule allows the destination. */
-static void opaque_or_deny(struct sbx_egress_conn *c)
+ * empty line, an unknown method, SSH's banner), or a ClientHello without a name to a
+ * named host: the proxy cannot tell which host they reach, so they pass (unchecked)
+ * only when an opaque rule allows the destination; else a deny with `reason`. */
+static void opaque_or_deny(struct sbx_egress_conn *c, const char *reason)
 {
     const struct sbx_egress_rule *rule = sbx_egress_rules_match_opaque(
         &c->sb->rules, c->req.host_is_ip ? NULL : c->req.host, &c->req.ip, c->req.port);
 
     if (rule == NULL) {
-        sbx_egress_conn_deny_tunnel(c, "tunnel-protocol");
+        sbx_egress_conn_deny_tunnel(c, reason);
         return;
     }
     c->opaque = 1;
@@ -102,8 +103,9 @@ static void opaque_or_deny(struct sbx_egress_conn *c)
 
 /* ST_SNI: the client's first bytes. A TLS ClientHello must name the CONNECT host (a
  * different name on an allowed address is domain fronting) and must not hide its real
- * name (ECH); an HTTP request must go as a proxy request, where its Host is checked;
- * TLS without a name goes through; anything else needs an opaque rule. */
+ * name (ECH), and its handshake is then followed (tls_check.c); an HTTP request must go
+ * as a proxy request, where its Host is checked; TLS without a name and anything else
+ * need an opaque rule (TLS without a name to an IP literal is followed). */
 static void sni_read(struct bufferevent *bev, void *arg)
 {
     struct sbx_egress_conn *c = arg;
@@ -133,11 +135,18 @@ static void sni_read(struct bufferevent *bev, void *arg)
             sni_wait(c, want + 1);
         }
         else {
-            opaque_or_deny(c);
+            opaque_or_deny(c, "tunnel-protocol");
         }
         return;
     case SBX_SNI_ABSENT:
-        sbx_egress_conn_start_pipe(c);
+        /* No name: nothing to hold it to. A CIDR rule allowed an IP-literal tunnel's
+         * address itself (TLS never names an address), so its handshake is followed;
+         * a tunnel to a name needs an opaque rule. */
+        if (c->req.host_is_ip) {
+            sbx_egress_conn_start_tls(c, sbx_egress_sni_hello_len(p, want));
+            return;
+        }
+        opaque_or_deny(c, "sni-absent");
         return;
     case SBX_SNI_FOUND:
         snprintf(c->sni, sizeof(c->sni), "%s", host);
@@ -146,7 +155,7 @@ static void sni_read(struct bufferevent *bev, void *arg)
             sbx_egress_conn_deny_tunnel(c, "sni-mismatch");
             return;
         }
-        sbx_egress_conn_start_pipe(c);
+        sbx_egress_conn_start_tls(c, sbx_egress_sni_hello_len(p, want));
         return;
     case SBX_SNI_ECH:
         sbx_egress_conn_deny_tunnel(c, "sni-ech");

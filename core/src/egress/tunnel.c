@@ -34,7 +34,9 @@ struct dir {
 struct sbx_egress_tunnel {
     struct dir d[2]; /* d[0]: a -> b, d[1]: b -> a */
     size_t pipe_cap;
-    size_t *active; /* tunnels open in this proxy (they share a turn) */
+    size_t *active; /* tunnels open in this proxy */
+    size_t *busy;   /* sandboxes with a tunnel open (they share a turn) */
+    size_t *mine;   /* this tunnel's sandbox's open tunnels (they share its part) */
     void (*done)(void *arg, const char *reason);
     void *arg;
 };
@@ -67,12 +69,17 @@ static int pump(struct dir *d)
 {
     struct sbx_egress_tunnel *t = d->t;
     /* Bounded work per wake-up, then every other ready connection (of any sandbox)
-     * has its turn: four pipes' worth shared by the proxy's open tunnels, at least one
-     * pipe each. One tunnel alone moves 1 MiB per turn (throughput); with several, a
-     * loop turn stays near 1 MiB, so a new connection of another sandbox waits little
-     * (docs/egress.md, Budgets). */
-    size_t share = *t->active > 0 ? 4 * t->pipe_cap / *t->active : 4 * t->pipe_cap;
-    size_t budget = share > t->pipe_cap ? share : t->pipe_cap;
+     * has its turn: four pipes' worth per turn, shared equally by the sandboxes that
+     * have tunnels open, and a sandbox's part by its tunnels (a sandbox with fifty
+     * tunnels moves no more per turn than one with one), at least SBX_EGRESS_TURN_MIN
+     * each. One tunnel alone moves 1 MiB per turn (throughput). The tunnels' events
+     * run at the loop's lowest priority, one callback between looks for new events,
+     * so a new connection of another sandbox waits for at most one such share
+     * (docs/egress.md, Fairness). */
+    size_t groups = *t->busy > 0 ? *t->busy : 1;
+    size_t part = *t->mine > 0 ? *t->mine : 1;
+    size_t share = 4 * t->pipe_cap / groups / part;
+    size_t budget = share > SBX_EGRESS_TURN_MIN ? share : SBX_EGRESS_TURN_MIN;
     ssize_t n;
 
     while (evbuffer_get_length(d->prefix) > 0) {
@@ -175,7 +182,8 @@ static const char *exhausted(int err)
 
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
                                                 struct evbuffer *a_to_b, struct evbuffer *b_to_a,
-                                                size_t pipe_size, size_t *active,
+                                                size_t pipe_size, size_t *active, size_t *busy,
+                                                size_t *mine,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why)
 {
@@ -190,7 +198,12 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
     t->arg = arg;
     t->pipe_cap = pipe_size;
     t->active = active;
+    t->busy = busy;
+    t->mine = mine;
     (*active)++;
+    if ((*mine)++ == 0) {
+        (*busy)++;
+    }
     /* Everything free() looks at is valid before anything can fail: a half-built
      * tunnel is freed by the same code as a whole one, and closes no fd it does not
      * own (a zeroed pipe[] would be fd 0). */
@@ -211,6 +224,12 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         d->prefix = evbuffer_new();
         d->rd = event_new(base, d->src, EV_READ | EV_PERSIST, on_event, d);
         d->wr = event_new(base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
+        if (d->rd != NULL) {
+            event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK); /* fails on a base without */
+        }
+        if (d->wr != NULL) {
+            event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK);
+        }
         if (d->prefix == NULL || d->rd == NULL || d->wr == NULL) {
             *why = "out-of-memory";
             sbx_egress_tunnel_free(t);
@@ -291,5 +310,8 @@ void sbx_egress_tunnel_free(struct sbx_egress_tunnel *t)
         }
     }
     (*t->active)--;
+    if (--(*t->mine) == 0) {
+        (*t->busy)--;
+    }
     free(t);
 }

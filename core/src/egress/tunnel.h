@@ -6,6 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The event loop's priorities when the proxy owns it: connections being set up run at
+ * the default (1), tunnels at the lowest (SBX_EGRESS_PRIO_BULK), and the loop looks for
+ * new events after each tunnel callback (docs/egress.md, Fairness). */
+#define SBX_EGRESS_PRIORITIES 3
+#define SBX_EGRESS_PRIO_BULK 2
+/* The least a tunnel moves per wake-up, whatever its share (syscalls per byte). */
+#define SBX_EGRESS_TURN_MIN (64 * 1024)
+
 struct event_base;
 struct evbuffer;
 struct sbx_egress_tunnel;
@@ -16,14 +24,16 @@ struct sbx_egress_tunnel;
  * (may be NULL) are sent first: a_to_b to fd_b, b_to_a to fd_a; their bytes are
  * taken (the evbuffers are left empty). Each direction's pipe is asked for pipe_size
  * bytes: that is all the proxy holds per direction (it stops reading a side whose
- * pipe is full). *active counts the tunnels sharing one event loop (the tunnel adds
- * itself and removes itself when freed): a wake-up moves four pipes' worth shared
- * among them, at least one pipe. NULL when a pipe, event or buffer cannot be made; *why is then
- * "out-of-descriptors" (EMFILE, ENFILE) or "out-of-memory", and nothing is left
- * open (the caller still owns fd_a, fd_b and the prefixes). */
+ * pipe is full). *active counts the tunnels of one event loop, *mine those of the
+ * tunnel's sandbox and *busy the sandboxes with any (the tunnel adds itself and removes
+ * itself when freed): a wake-up moves four pipes' worth shared equally among the busy
+ * sandboxes, and a sandbox's part among its tunnels, at least SBX_EGRESS_TURN_MIN. NULL when a
+ * pipe, event or buffer cannot be made; *why is then "out-of-descriptors" (EMFILE, ENFILE) or
+ * "out-of-memory", and nothing is left open (the caller still owns fd_a, fd_b and the prefixes). */
 struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_a, int fd_b,
                                                 struct evbuffer *a_to_b, struct evbuffer *b_to_a,
-                                                size_t pipe_size, size_t *active,
+                                                size_t pipe_size, size_t *active, size_t *busy,
+                                                size_t *mine,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why);
 /* Forwards at most a_to_b more bytes from fd_a (after its prefix); a byte fd_a sends
