@@ -97,7 +97,8 @@ enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
 
 struct rmsg {
     enum rmsg_kind kind;
-    char id[SBX_SCHED_ID_MAX]; /* job or task */
+    char id[SBX_SCHED_ID_MAX]; /* the job (RMSG_JOB_DONE, RMSG_OUTPUT) */
+    struct rtask *rt;          /* (changed) RMSG_TASK_ENDED: the task itself, never its id */
     enum sbx_job_result result;
     struct rmsg *next;
 };
@@ -158,9 +159,15 @@ struct rjob *runner_job_find(struct sbx_runner *r, const char *id);
 /* Adds a job to the list and the table (caller holds r->mu or is the loop
  * before workers exist). */
 void runner_job_link(struct sbx_runner *r, struct rjob *j);
+/* The task of id on this box: at most one exists (runner_schedule refuses a
+ * second, docs/runner.md "Task ids"). */
 struct rtask *runner_task_find(struct sbx_runner *r, const char *id);
 void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
                  enum sbx_job_result result);
+/* (added) RMSG_TASK_ENDED for t: the loop removes that task, found by its
+ * address (two tasks of one id never live on one box, and a message must
+ * not meet the wrong one if they did). */
+void runner_post_task_ended(struct sbx_runner *r, struct rtask *t, enum sbx_job_result result);
 void runner_schedule(struct sbx_runner *r);
 int64_t runner_now(struct sbx_runner *r);
 /* Accepts a job (policy/sched, then store); fills its id. 0: j is the
