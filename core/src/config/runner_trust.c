@@ -75,12 +75,21 @@ static int read_client(struct sbx_config *c, const config_setting_t *e,
         return bad(err, c, e, "runner.clients: 'name' %s%s", name ? name : "is missing",
                    name ? " must be 1-63 of [A-Za-z0-9._-]" : " (1-63 of [A-Za-z0-9._-])");
     }
-    if (strcmp(name, "local") == 0 || strcmp(name, "default") == 0) {
+    if (strcmp(name, "default") == 0) {
         return bad(err, c, e, "runner.clients '%s': the name is reserved (%s)", name,
-                   "'local' is the unix socket, 'default' is runner.token_env");
+                   "'default' is runner.token_env");
     }
     cl->name = xstrdup(name);
-    if ((tenv == NULL) == (tfile == NULL)) {
+    if (strcmp(name, "local") == 0) {
+        /* (added) the unix socket's scopes: no token, the socket's
+         * permissions decide who connects */
+        if (tenv != NULL || tfile != NULL) {
+            return bad(err, c, e,
+                       "runner.clients 'local': the unix socket's client takes no token_env or "
+                       "token_file (the socket's permissions decide who connects)");
+        }
+    }
+    else if ((tenv == NULL) == (tfile == NULL)) {
         return bad(err, c, e, "runner.clients '%s': give exactly one of token_env or token_file%s",
                    name, " (the token is never in the configuration)");
     }

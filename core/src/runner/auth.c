@@ -13,12 +13,11 @@
 
 #define TOKEN_MAX 4096
 
-/* The unix socket: local root (and the socket's group), every scope. */
-static const struct runner_client local_client = {.name = "local", .scopes = SBX_SCOPE_ALL};
-
-const struct runner_client *runner_local_client(void)
+/* The unix socket: local root and the socket's group, with the scopes of the
+ * "local" entry of runner.clients, every scope without one (runner_clients_load). */
+const struct runner_client *runner_local_client(const struct sbx_runner *r)
 {
-    return &local_client;
+    return &r->local;
 }
 
 /* A token is printable ASCII without spaces (it travels in a header). */
@@ -115,6 +114,8 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
 {
     const struct sbx_config *cfg = r->cfg;
 
+    snprintf(r->local.name, sizeof(r->local.name), "local");
+    r->local.scopes = SBX_SCOPE_ALL;
     /* runner.token_env alone: one client, every scope (as before clients) */
     if (cfg->runner.token_env != NULL) {
         const char *tok = getenv(cfg->runner.token_env);
@@ -140,6 +141,10 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
         char *tok = NULL;
         int rc;
 
+        if (strcmp(c->name, "local") == 0) { /* (added) the unix socket's scopes */
+            r->local.scopes = c->scopes;
+            continue;
+        }
         if (c->token_env != NULL) {
             const char *v = getenv(c->token_env);
 

@@ -121,6 +121,7 @@ struct sbx_runner {
     char *store_path;
     struct sbx_runner_endpoint ep;
     struct runner_client *clients; /* TCP clients (auth.c) */
+    struct runner_client local;    /* (added) the unix socket's client (auth.c) */
     size_t n_clients;
     struct sbx_confine confine; /* runner.worktree_roots */
     struct event_base *base;
@@ -215,10 +216,15 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
 void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
                          const struct runner_client *who, const char *id, int frames);
 int runner_forwarded(struct evhttp_request *req);
-/* The client a forwarded request on the unix socket names (every scope: the
- * forwarding box checked them), else the local client. */
-const struct runner_client *runner_forwarded_client(struct evhttp_request *req,
-                                                    struct runner_client *buf);
+/* (changed) Who a request on the unix socket is: the local client (the
+ * scopes runner.clients gives "local") when it carries no forwarding header;
+ * the client a forwarded request names, with the scopes it carries, only on a
+ * fleet box and from a peer of the runner's own user (SO_PEERCRED); else NULL
+ * with why (the caller answers 400 and logs it). */
+const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
+                                                    struct evhttp_request *req,
+                                                    struct runner_client *buf, char *why,
+                                                    size_t wlen);
 /* After evhttp_free: ends the forwards still in flight. */
 void runner_forward_drop_all(struct sbx_runner *r);
 /* 1 after answering 503 (the database is down), else 0. */
@@ -294,7 +300,9 @@ void runner_roots_deny(struct sbx_runner *r);
 /* auth.c */
 int runner_clients_load(struct sbx_runner *r, sbx_error_t **err);
 void runner_clients_free(struct sbx_runner *r);
-const struct runner_client *runner_local_client(void);
+/* (changed) The unix socket's client: "local", with the scopes of the
+ * runner.clients entry named "local" (every scope without one). */
+const struct runner_client *runner_local_client(const struct sbx_runner *r);
 /* The client whose token is in `Authorization: Bearer ...`, or NULL. Constant
  * time in the token's bytes. */
 const struct runner_client *runner_authenticate(struct sbx_runner *r, const char *authz);
