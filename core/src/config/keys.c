@@ -234,8 +234,9 @@ const struct sbx_key_def sbx_config_keys[] = {
 
     /* runner.clients */
     NODE("runner.clients[].name", STRING,
-         .help = "1-63 of `[A-Za-z0-9._-]`, unique; `local` (the unix socket) and `default` "
-                 "(`token_env`) are taken"),
+         .help = "1-63 of `[A-Za-z0-9._-]`, unique; `default` (`token_env`) is taken; "
+                 "(changed) `local` is the unix socket's client: no token, its `scopes` are "
+                 "what the socket's peers get (every scope without the entry)"),
     NODE("runner.clients[].token_env", STRING,
          .help = "the variable holding the client's token, read when `sbx serve` starts (unset "
                  "or empty: the runner refuses to start, naming FILE:LINE)"),
