@@ -668,12 +668,12 @@ fwd)
         -H 'X-Sbx-Forwarded-By: b3' -H 'X-Sbx-Client: local' -H 'X-Sbx-Scopes: 31' \
         "http://sbx/v1/jobs/$id/output")
     [ "$code" = 409 ] || fail "a forwarded request on b1: HTTP $code, want 409"
-    # (added, issue 25) the marker without the client it acts for: 400
-    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/loop.out" -w '%{http_code}' \
-        -H 'X-Sbx-Forwarded-By: b3' "http://sbx/v1/jobs/$id/output")
-    [ "$code" = 400 ] || fail "a bare forward marker on b1: HTTP $code, want 400"
     grep -q "forwarded by box b3 and is not forwarded again" "$work/loop.out" ||
         fail "a forwarded request on b1: $(cat "$work/loop.out")"
+    # (added, issue 25) the marker without the client it acts for: 400
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/bare.out" -w '%{http_code}' \
+        -H 'X-Sbx-Forwarded-By: b3' "http://sbx/v1/jobs/$id/output")
+    [ "$code" = 400 ] || fail "a bare forward marker on b1: HTTP $code, want 400"
     n=$(grep -c "forwarding GET /v1/jobs/$id/output" "$work/b1/log")
     [ "$n" = 2 ] || fail "b1 forwarded $n output requests, want 2 (the marked one is not)"
     # a follow through b1 of a job still in the shared queue (b2, the only

@@ -565,6 +565,40 @@ static void test_trust_forged_forward(void **state)
     rh_stop();
 }
 
+/* (added, issue 25) A client may use only the credential instances its
+ * runner.clients entry names: another one is 403 naming it, before anything
+ * is stored or leased. */
+static void test_trust_credentials(void **state)
+{
+    char *conf = NULL;
+    json_t *j;
+
+    (void)state;
+    setenv("SBX_TEST_TOK_A", TOK_A, 1);
+    setenv("SBX_TEST_TOK_B", TOK_B, 1);
+    tc_port = free_port();
+    assert_true(asprintf(&conf,
+                         "credentials = { vault = { plugin = \"cred_wrongkind\"; }; };\n"
+                         "runner = { listen = \"tcp:127.0.0.1:%d\"; clients = (\n"
+                         "  { name = \"a\"; token_env = \"SBX_TEST_TOK_A\"; scopes = [\"submit\", "
+                         "\"read-own\"]; credentials = [\"vault\"]; },\n"
+                         "  { name = \"b\"; token_env = \"SBX_TEST_TOK_B\"; scopes = [\"submit\", "
+                         "\"read-own\"]; }\n); };\n",
+                         tc_port) > 0);
+    rh_start(conf);
+    j = tc_want(TOK_B, "POST", "/v1/jobs",
+                "{\"argv\":[\"exit\",\"0\"],\"credentials\":\"vault\",\"task\":\"b-t\"}", 403,
+                "client 'b' may not use credential instance 'vault'");
+    json_decref(j);
+    j = rh_json("GET", "/v1/jobs", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(j, "jobs")), 0);
+    json_decref(j);
+    rh_stop();
+    unsetenv("SBX_TEST_TOK_A");
+    unsetenv("SBX_TEST_TOK_B");
+    free(conf);
+}
+
 static void test_trust_bad_config(void **state)
 {
     char *dir = test_mkdtemp();
@@ -860,6 +894,7 @@ int main(void)
         cmocka_unit_test(test_trust_clients),
         cmocka_unit_test(test_trust_queued_task_private),
         cmocka_unit_test(test_trust_forged_forward),
+        cmocka_unit_test(test_trust_credentials),
         cmocka_unit_test(test_trust_bad_config),
         cmocka_unit_test(test_trust_header_caps),
     };

@@ -247,6 +247,11 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "or others (mode 0644): chmod 600 it`)"),
     NODE("runner.clients[].scopes", STRINGS,
          .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`"),
+    NODE("runner.clients[].credentials", STRINGS, .doc_type = "array of instance names",
+         .help = "(added) the credential instances (`credentials` of a submit) the client's "
+                 "jobs may use; none: every submit naming one is refused (403) before any "
+                 "lease; `local` without the key: every one (docs/credentials.md, Who may use "
+                 "which secrets)"),
 
     /* spike */
     KEY("spike.warm_start", DURATION, spike.warm_start, .def = "10s",

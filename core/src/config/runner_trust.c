@@ -120,6 +120,25 @@ static int read_client(struct sbx_config *c, const config_setting_t *e,
         }
         cl->scopes |= bit;
     }
+    {
+        const config_setting_t *creds = config_setting_get_member(e, "credentials");
+        int nc = creds ? config_setting_length(creds) : 0;
+
+        if (creds == NULL) {
+            return 0;
+        }
+        cl->credentials = xcalloc((size_t)nc + 1, sizeof(char *));
+        for (int i = 0; i < nc; i++) {
+            const char *cn = config_setting_get_string_elem(creds, i);
+
+            if (cn == NULL || !name_ok(cn)) {
+                return bad(err, c, config_setting_get_elem(creds, (unsigned)i),
+                           "runner.clients '%.63s': credentials: '%s' is not an instance name",
+                           name, cn ? cn : "(not a string)");
+            }
+            cl->credentials[i] = xstrdup(cn);
+        }
+    }
     return 0;
 }
 
@@ -175,6 +194,11 @@ void sbx_config_clear_runner_trust(struct sbx_config *c)
         free(c->runner.clients[i].token_env);
         free(c->runner.clients[i].token_file);
         free(c->runner.clients[i].where);
+        for (size_t k = 0; c->runner.clients[i].credentials && c->runner.clients[i].credentials[k];
+             k++) {
+            free(c->runner.clients[i].credentials[k]);
+        }
+        free(c->runner.clients[i].credentials);
     }
     free(c->runner.clients);
     for (size_t i = 0; i < c->runner.n_worktree_roots; i++) {

@@ -364,6 +364,19 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     }
     snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     free(body);
+    if (j->credentials != NULL && !runner_may_use_credentials(r, who->name, j->credentials)) {
+        /* (added, issue 25) before anything is stored or leased */
+        rm_refused(&r->metrics, rm_refusal_of(403));
+        sbx_warn("runner: client '%s' may not use credential instance '%s': refused", who->name,
+                 j->credentials);
+        runner_reply_error(req, 403,
+                           "client '%s' may not use credential instance '%s' (runner.clients "
+                           "credentials)",
+                           who->name, j->credentials);
+        json_decref(labels);
+        runner_job_free(j);
+        return;
+    }
     if (task_of_another(r, req, j, who)) {
         json_decref(labels);
         runner_job_free(j);

@@ -228,3 +228,26 @@ int runner_may_cancel(const struct runner_client *who, const char *owner)
     return (who->scopes & SBX_SCOPE_CANCEL_ANY) != 0 ||
            (owner != NULL && strcmp(owner, who->name) == 0);
 }
+
+int runner_may_use_credentials(const struct sbx_runner *r, const char *client, const char *name)
+{
+    const struct sbx_config *cfg = r->cfg;
+
+    if (strcmp(client, "default") == 0) { /* runner.token_env: every scope, every instance */
+        return 1;
+    }
+    for (size_t i = 0; i < cfg->runner.n_clients; i++) {
+        const struct sbx_runner_client *c = &cfg->runner.clients[i];
+
+        if (strcmp(c->name, client) != 0) {
+            continue;
+        }
+        for (size_t k = 0; c->credentials != NULL && c->credentials[k] != NULL; k++) {
+            if (strcmp(c->credentials[k], name) == 0) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    return strcmp(client, "local") == 0; /* the unix socket without a `local` entry */
+}
