@@ -467,7 +467,7 @@ bad)
     set -e
     [ "$rc" = 2 ] || fail "another schema version: exit $rc, want 2: $out"
     [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
-    echo "$out" | grep -q "schema version is 9, this sbx uses 2" || fail "schema: $out"
+    echo "$out" | grep -q "schema version is 9, this sbx uses 3" || fail "schema: $out"
     echo "fleet: bad DSN and schema version refused with exit 2"
     ;;
 scale)
