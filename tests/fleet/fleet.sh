@@ -43,6 +43,16 @@
 #          hold across the hop; the unix socket gets a 502 for a TCP owner.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
 #          started again, every accepted job finishes.
+#   taskdup (added, issue 25) one task id, two jobs: alice's queued behind the
+#          pool's busy heavy slot and a light one of the task that the API
+#          did not see (two boxes' submits at once, written
+#          into the shared queue): the claim passes over alice's until the
+#          other one's task is gone, so the two never run at once, each ends
+#          once, and the box stops on SIGTERM with no sanitizer report
+#          (before: two live tasks of one id, the first task end freed the
+#          other's, heap-use-after-free in runner_cancel); then over TCP
+#          mallory naming alice's task gets 403 and alice's own second job
+#          while the first waits 409.
 set -euo pipefail
 
 sbx=$1
@@ -457,7 +467,7 @@ bad)
     set -e
     [ "$rc" = 2 ] || fail "another schema version: exit $rc, want 2: $out"
     [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
-    echo "$out" | grep -q "schema version is 9, this sbx uses 2" || fail "schema: $out"
+    echo "$out" | grep -q "schema version is 9, this sbx uses 3" || fail "schema: $out"
     echo "fleet: bad DSN and schema version refused with exit 2"
     ;;
 scale)
@@ -655,10 +665,15 @@ fwd)
         fail "b1 did not log its forward"
     # one hop: a request that says it was forwarded is answered, not forwarded
     code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/loop.out" -w '%{http_code}' \
-        -H 'X-Sbx-Forwarded-By: b3' "http://sbx/v1/jobs/$id/output")
+        -H 'X-Sbx-Forwarded-By: b3' -H 'X-Sbx-Client: local' -H 'X-Sbx-Scopes: 31' \
+        "http://sbx/v1/jobs/$id/output")
     [ "$code" = 409 ] || fail "a forwarded request on b1: HTTP $code, want 409"
     grep -q "forwarded by box b3 and is not forwarded again" "$work/loop.out" ||
         fail "a forwarded request on b1: $(cat "$work/loop.out")"
+    # (added, issue 25) the marker without the client it acts for: 400
+    code=$(curl -sS --unix-socket "$work/b1/runner.sock" -o "$work/bare.out" -w '%{http_code}' \
+        -H 'X-Sbx-Forwarded-By: b3' "http://sbx/v1/jobs/$id/output")
+    [ "$code" = 400 ] || fail "a bare forward marker on b1: HTTP $code, want 400"
     n=$(grep -c "forwarding GET /v1/jobs/$id/output" "$work/b1/log")
     [ "$n" = 2 ] || fail "b1 forwarded $n output requests, want 2 (the marked one is not)"
     # a follow through b1 of a job still in the shared queue (b2, the only
@@ -921,6 +936,77 @@ print(*[x.getsockname()[1] for x in s])')
     wait_state "$id2" cancelled 30
     if grep -q "$SBX_FWD_TOKEN_CI\|$SBX_FWD_TOKEN_RO" "$work"/b*/log; then fail "a token in a box's log"; fi
     echo "fleet: over TCP: follow and cancel through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
+    ;;
+taskdup)
+    read -r p1 < <(python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+    export SBX_TD_ALICE=al-$RANDOM$RANDOM$RANDOM SBX_TD_MALLORY=ma-$RANDOM$RANDOM$RANDOM
+    conf b1 '"ci", "agent"'
+    sed -i "s|max_sandboxes = 8; };|max_sandboxes = 8; heavy_min_memory = \"1G\"; };|; s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$p1\"; clients = ( { name = \"alice\"; token_env = \"SBX_TD_ALICE\"; scopes = [\"submit\", \"read-own\"]; }, { name = \"mallory\"; token_env = \"SBX_TD_MALLORY\"; scopes = [\"submit\", \"read-own\"]; } ); };|" "$work/b1/sbx.conf"
+    start b1
+    wait_socket b1
+    tcp() { # token method path [body]
+        curl -sS -m 60 -o "$work/tcp.out" -w '%{http_code}' -X "$2" -H "Authorization: Bearer $1" \
+            ${4:+-H 'Content-Type: application/json' -d "$4"} "http://127.0.0.1:$p1$3"
+    }
+    # the ci pool's heavy slot busy until h is cancelled
+    code=$(tcp "$SBX_TD_ALICE" POST /v1/jobs '{"argv": ["fake-wait"], "pool": "ci", "class": "heavy"}')
+    [ "$code" = 201 ] || fail "submit h: HTTP $code $(cat "$work/tcp.out")"
+    h=$(jid <"$work/tcp.out")
+    wait_state "$h" running 30
+    # alice's job in task alice-deploy waits behind it, unclaimed
+    code=$(tcp "$SBX_TD_ALICE" POST /v1/jobs '{"argv": ["fake-wait"], "pool": "ci", "class": "heavy", "task": "alice-deploy"}')
+    [ "$code" = 201 ] || fail "submit a: HTTP $code $(cat "$work/tcp.out")"
+    a=$(jid <"$work/tcp.out")
+    [ "$(sql "SELECT state || coalesce(box, '-') FROM jobs WHERE id = '$a'")" = "queued-" ] ||
+        fail "job $a is not waiting in the shared queue: $(sql "SELECT state, box FROM jobs WHERE id = '$a'")"
+    # a second job of the task, light, as two boxes' submits at once leave it
+    # (neither saw the other's): it passes the parked heavy one, claimed and
+    # running at once
+    sql "INSERT INTO jobs (id, task, pool, class, argv, cpus, memory, disk, pids, idle, max_life, state, queued_at, client) SELECT 'race-b', task, 'ci', 'light', '[\"fake-wait\"]', cpus, memory, disk, pids, idle, max_life, 'queued', queued_at + 1, client FROM jobs WHERE id = '$a'; NOTIFY sbx_queue"
+    wait_state race-b running 30
+    # the heavy slot frees: a may start only once race-b's task is gone
+    [ "$(tcp "$SBX_TD_ALICE" POST "/v1/jobs/$h/cancel")" = 202 ] || fail "cancel h: $(cat "$work/tcp.out")"
+    wait_state "$h" cancelled 30
+    # two of b1's beats (each renews, then claims) after h ended
+    for _ in $(seq 1 300); do
+        [ "$(sql "SELECT count(*) FROM boxes b, jobs j WHERE b.id = 'b1' AND j.id = '$h' AND b.heartbeat > j.finished_at + 1500")" = 1 ] && break
+        sleep 0.1
+    done
+    a_then=$(sql "SELECT state FROM jobs WHERE id = '$a'")
+    # race-b's task ends first, then a runs and is cancelled (before the fix:
+    # the first task end freed a's task, and its cancel used it)
+    [ "$(tcp "$SBX_TD_ALICE" POST /v1/jobs/race-b/cancel)" = 202 ] || fail "cancel race-b: $(cat "$work/tcp.out")"
+    wait_state race-b cancelled 30
+    wait_state "$a" running 30
+    [ "$(tcp "$SBX_TD_ALICE" POST "/v1/jobs/$a/cancel")" = 202 ] || fail "cancel a: $(cat "$work/tcp.out")"
+    wait_state "$a" cancelled 30
+    kill -0 "${pid[b1]}" 2>/dev/null || fail "b1 died"
+    grep -q "AddressSanitizer" "$work/b1/log" && fail "a sanitizer report in b1's log"
+    [ "$a_then" = queued ] || fail "job $a of task alice-deploy was $a_then while race-b of the task ran"
+    overlap=$(sql "SELECT count(*) FROM jobs x, jobs y WHERE x.id = '$a' AND y.id = 'race-b' AND x.granted_at < y.finished_at AND y.granted_at < x.finished_at")
+    [ "$overlap" = 0 ] || fail "two jobs of task alice-deploy ran at once on one box"
+    # over the API: mallory naming alice's (ended) task: 403, nothing stored;
+    # alice's own second job while her first one waits: 409
+    code=$(tcp "$SBX_TD_MALLORY" POST /v1/jobs '{"argv": ["sleep", "10"], "pool": "agent", "task": "alice-deploy"}')
+    [ "$code" = 403 ] && grep -q "task alice-deploy belongs to another client" "$work/tcp.out" ||
+        fail "mallory in alice's task: HTTP $code $(cat "$work/tcp.out"), want 403"
+    [ "$(sql "SELECT count(*) FROM jobs WHERE client = 'mallory'")" = 0 ] || fail "mallory's job was stored"
+    code=$(tcp "$SBX_TD_ALICE" POST /v1/jobs '{"argv": ["fake-wait"], "pool": "ci", "class": "heavy"}')
+    h2=$(jid <"$work/tcp.out")
+    wait_state "$h2" running 30
+    code=$(tcp "$SBX_TD_ALICE" POST /v1/jobs '{"argv": ["sleep", "10"], "pool": "ci", "class": "heavy", "task": "alice-2"}')
+    [ "$code" = 201 ] || fail "submit alice-2: HTTP $code $(cat "$work/tcp.out")"
+    code=$(tcp "$SBX_TD_ALICE" POST /v1/jobs '{"argv": ["sleep", "10"], "pool": "agent", "task": "alice-2"}')
+    [ "$code" = 409 ] && grep -q "task alice-2 is still queued" "$work/tcp.out" ||
+        fail "alice's second job while the first waits: HTTP $code $(cat "$work/tcp.out"), want 409"
+    code=$(tcp "$SBX_TD_MALLORY" POST /v1/jobs '{"argv": ["sleep", "10"], "pool": "agent", "task": "alice-2"}')
+    [ "$code" = 403 ] || fail "mallory in alice's queued task: HTTP $code, want 403"
+    [ "$(tcp "$SBX_TD_ALICE" POST "/v1/jobs/$h2/cancel")" = 202 ] || fail "cancel h2: $(cat "$work/tcp.out")"
+    wait_ended 5 30
+    echo "fleet: one task id, two jobs: never at once, each ended once; mallory 403, alice 409"
     ;;
 *)
     fail "unknown case '$case_'"

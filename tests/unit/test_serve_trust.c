@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "runner/runner_int.h"
@@ -479,8 +480,9 @@ static void test_trust_queued_task_private(void **state)
                 NULL);
     qa = strdup(json_string_value(json_object_get(j, "id")));
     json_decref(j);
-    j = tc_want(TOK_B, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 409,
-                "task tq is still queued");
+    /* (changed) tq is a's task: b may not see a's work, 403 (issue 25) */
+    j = tc_want(TOK_B, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}", 403,
+                "task tq belongs to another client");
     if (strstr(err_of(j), qa) != NULL) {
         fail_msg("b learned a's job id: %s", err_of(j));
     }
@@ -491,12 +493,109 @@ static void test_trust_queued_task_private(void **state)
     assert_true(asprintf(&path, "/v1/jobs/%s/cancel", hold) > 0);
     json_decref(rh_json("POST", path, "{}", 202));
     json_decref(rh_wait_state(qa, "finished"));
+    /* (added) an ended task stays a's: b naming it is refused, nothing stored */
+    json_decref(tc_want(TOK_B, "POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"],\"task\":\"tq\"}",
+                        403, "task tq belongs to another client"));
     rh_stop();
     unsetenv("SBX_TEST_TOK_A");
     unsetenv("SBX_TEST_TOK_B");
     free(path);
     free(hold);
     free(qa);
+    free(conf);
+}
+
+/* (added, issue 25) Forged forwarding headers on the unix socket of a box in
+ * no fleet: 400 with one line, logged, nothing stored or run; the socket's
+ * own client gets the scopes of runner.clients' "local" entry. */
+static long unix_raw(const char *req, char *reply, size_t len)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    size_t got = 0;
+    ssize_t n;
+    long code = -1;
+
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", rh_sock);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    while (got + 1 < len && (n = read(fd, reply + got, len - 1 - got)) > 0) {
+        got += (size_t)n;
+    }
+    reply[got] = '\0';
+    close(fd);
+    sscanf(reply, "HTTP/1.1 %ld", &code);
+    return code;
+}
+
+static void test_trust_forged_forward(void **state)
+{
+    static const char body[] = "{\"argv\":[\"exit\",\"0\"],\"task\":\"alice-kept\"}";
+    const char *forged[] = {
+        "X-Sbx-Forwarded-By: b9\r\nX-Sbx-Client: alice\r\nX-Sbx-Scopes: 31\r\n",
+        "X-Sbx-Client: alice\r\n",
+        "X-Sbx-Scopes: 31\r\n",
+        "X-Sbx-Forwarded-By: b9\r\n",
+    };
+    char reply[4096];
+    char *req = NULL;
+    json_t *j;
+
+    (void)state;
+    rh_start("runner = { clients = ( { name = \"local\"; scopes = [\"read-own\"]; } ); };\n");
+    for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+        assert_true(asprintf(&req,
+                             "POST /v1/jobs HTTP/1.1\r\nHost: sbx\r\nConnection: close\r\n%s"
+                             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+                             forged[i], strlen(body), body) > 0);
+        assert_int_equal(unix_raw(req, reply, sizeof(reply)), 400);
+        assert_non_null(strstr(reply, "taken only from a box of a fleet"));
+        free(req);
+        req = NULL;
+    }
+    /* nothing stored, nothing ran */
+    j = rh_json("GET", "/v1/jobs", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(j, "jobs")), 0);
+    json_decref(j);
+    /* the socket's own client has read-own only: no submit */
+    j = rh_json("POST", "/v1/jobs", "{\"argv\":[\"exit\",\"0\"]}", 403);
+    assert_non_null(strstr(err_of(j), "submit"));
+    json_decref(j);
+    rh_stop();
+}
+
+/* (added, issue 25) A client may use only the credential instances its
+ * runner.clients entry names: another one is 403 naming it, before anything
+ * is stored or leased. */
+static void test_trust_credentials(void **state)
+{
+    char *conf = NULL;
+    json_t *j;
+
+    (void)state;
+    setenv("SBX_TEST_TOK_A", TOK_A, 1);
+    setenv("SBX_TEST_TOK_B", TOK_B, 1);
+    tc_port = free_port();
+    assert_true(asprintf(&conf,
+                         "credentials = { vault = { plugin = \"cred_wrongkind\"; }; };\n"
+                         "runner = { listen = \"tcp:127.0.0.1:%d\"; clients = (\n"
+                         "  { name = \"a\"; token_env = \"SBX_TEST_TOK_A\"; scopes = [\"submit\", "
+                         "\"read-own\"]; credentials = [\"vault\"]; },\n"
+                         "  { name = \"b\"; token_env = \"SBX_TEST_TOK_B\"; scopes = [\"submit\", "
+                         "\"read-own\"]; }\n); };\n",
+                         tc_port) > 0);
+    rh_start(conf);
+    j = tc_want(TOK_B, "POST", "/v1/jobs",
+                "{\"argv\":[\"exit\",\"0\"],\"credentials\":\"vault\",\"task\":\"b-t\"}", 403,
+                "client 'b' may not use credential instance 'vault'");
+    json_decref(j);
+    j = rh_json("GET", "/v1/jobs", NULL, 200);
+    assert_int_equal(json_array_size(json_object_get(j, "jobs")), 0);
+    json_decref(j);
+    rh_stop();
+    unsetenv("SBX_TEST_TOK_A");
+    unsetenv("SBX_TEST_TOK_B");
     free(conf);
 }
 
@@ -524,6 +623,9 @@ static void test_trust_bad_config(void **state)
     config_refused("runner = { clients = ( { name = \"ci\"; token_env = \"X\"; } ); };\n", 0,
                    "'scopes' is missing or empty");
     config_refused("runner = { clients = ( { name = \"local\"; token_env = \"X\"; scopes = "
+                   "[\"submit\"]; } ); };\n",
+                   0, "the unix socket's client takes no token_env or token_file");
+    config_refused("runner = { clients = ( { name = \"default\"; token_env = \"X\"; scopes = "
                    "[\"submit\"]; } ); };\n",
                    0, "the name is reserved");
     config_refused("runner = { clients = ( { token_env = \"X\"; scopes = [\"submit\"]; } ); };\n",
@@ -787,9 +889,14 @@ static void test_trust_header_caps(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_trust_worktree),   cmocka_unit_test(test_trust_worktree_deny),
-        cmocka_unit_test(test_trust_clients),    cmocka_unit_test(test_trust_queued_task_private),
-        cmocka_unit_test(test_trust_bad_config), cmocka_unit_test(test_trust_header_caps),
+        cmocka_unit_test(test_trust_worktree),
+        cmocka_unit_test(test_trust_worktree_deny),
+        cmocka_unit_test(test_trust_clients),
+        cmocka_unit_test(test_trust_queued_task_private),
+        cmocka_unit_test(test_trust_forged_forward),
+        cmocka_unit_test(test_trust_credentials),
+        cmocka_unit_test(test_trust_bad_config),
+        cmocka_unit_test(test_trust_header_caps),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

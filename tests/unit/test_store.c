@@ -294,7 +294,7 @@ static void test_store_migration(void **state)
     db_exec(db, schema_v1);
     assert_int_equal(db_version(db), 1);
     st = open_ok();
-    assert_int_equal(db_version(db), 6);
+    assert_int_equal(db_version(db), 7);
     ok(sbx_store_job_list(st, -1, &list, &n, &err), &err);
     assert_int_equal(n, 2);
     assert_string_equal(list[0].id, "old-q");
@@ -306,6 +306,13 @@ static void test_store_migration(void **state)
     assert_int_equal(list[1].exit_status, 4);
     assert_string_equal(list[1].reason, "exit 4");
     assert_int_equal(list[1].finished_at, 3000);
+    {
+        /* (added) version 7: the old jobs' task ids are owned by their client */
+        char o[64] = "x";
+
+        assert_int_equal(sbx_store_task_owner(st, list[0].task, o, sizeof(o), &err), 1);
+        assert_string_equal(o, "");
+    }
     sbx_job_rec_free_array(list, n);
     ok(sbx_store_task_get(st, "old-t", &t, &err), &err);
     assert_string_equal(t.sandbox_id, "sbx-old");
@@ -319,16 +326,16 @@ static void test_store_migration(void **state)
     sbx_store_close(st);
     /* opening again changes nothing */
     st = open_ok();
-    assert_int_equal(db_version(db), 6);
+    assert_int_equal(db_version(db), 7);
     ok(sbx_store_job_get(st, "new-1", &j, &err), &err);
     assert_int_equal(json_object_size(j.env), 2);
     sbx_job_rec_clear(&j);
     sbx_store_close(st);
     /* a newer file is refused, not downgraded */
-    db_exec(db, "PRAGMA user_version = 7;");
+    db_exec(db, "PRAGMA user_version = 8;");
     assert_null(sbx_store_open(db, &err));
-    expect_err(-1, &err, SBX_E_CONFIG, "schema version 7 is newer than this sbx knows (6)");
-    assert_int_equal(db_version(db), 7);
+    expect_err(-1, &err, SBX_E_CONFIG, "schema version 8 is newer than this sbx knows (7)");
+    assert_int_equal(db_version(db), 8);
 }
 
 /* ---- durability ---- */
@@ -524,6 +531,73 @@ static void test_store_exit_without_close(void **state)
     sbx_store_close(st);
 }
 
+/* (added) Task ids are owned (docs/runner.md, "Task ids"): the first job
+ * that names a task makes its client the owner, in the insert's transaction;
+ * another client's job naming it is EPERM and stores nothing; the owner's
+ * next job goes in; what else holds a task is told (queued, live). */
+static void owned_job(struct sbx_store *st, const char *id, const char *task, const char *client,
+                      int want)
+{
+    struct sbx_job_rec j;
+    sbx_error_t *err = NULL;
+
+    job_init(&j, id, "agent", "light");
+    free(j.task);
+    j.task = xstrdup(task);
+    free(j.client);
+    j.client = xstrdup(client);
+    if (want == 0) {
+        ok(sbx_store_job_insert(st, &j, &err), &err);
+    }
+    else {
+        expect_err(sbx_store_job_insert(st, &j, &err), &err, want, "belongs to another client");
+    }
+    sbx_job_rec_clear(&j);
+}
+
+static void test_store_task_owner(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_task_busy b;
+    struct sbx_job_rec j = {0};
+    sbx_error_t *err = NULL;
+    char o[64];
+
+    (void)state;
+    assert_int_equal(sbx_store_task_owner(st, "deploy", o, sizeof(o), &err), 0);
+    owned_job(st, "a1", "deploy", "alice", 0);
+    assert_int_equal(sbx_store_task_owner(st, "deploy", o, sizeof(o), &err), 1);
+    assert_string_equal(o, "alice");
+    owned_job(st, "m1", "deploy", "mallory", EPERM);
+    assert_int_equal(sbx_store_job_get(st, "m1", &j, &err), -1);
+    sbx_error_free(&err);
+    /* a job id is its own task unless it names one: owned the same way */
+    owned_job(st, "a0", "a0", "alice", 0);
+    owned_job(st, "m2", "a0", "mallory", EPERM);
+    /* alice's next job: in; busy tells the queued one */
+    owned_job(st, "a2", "deploy", "alice", 0);
+    ok(sbx_store_task_busy(st, "deploy", "a2", &b, &err), &err);
+    assert_string_equal(b.job, "a1");
+    assert_true(b.queued);
+    assert_false(b.live);
+    /* ended jobs leave it free, its owner stays */
+    ok(sbx_store_job_end(st, "a1", &(struct sbx_job_end){SBX_JOB_FINISHED, 0, NULL, 0, 0, 0}, &err),
+       &err);
+    ok(sbx_store_job_end(st, "a2", &(struct sbx_job_end){SBX_JOB_FINISHED, 0, NULL, 0, 0, 0}, &err),
+       &err);
+    assert_int_equal(sbx_store_task_busy(st, "deploy", "a3", &b, &err), 0);
+    owned_job(st, "m3", "deploy", "mallory", EPERM);
+    /* a live sandbox of the task holds it */
+    task_put(st, "deploy", "sbx-d", SBX_TASK_READY, 0);
+    assert_int_equal(sbx_store_task_busy(st, "deploy", "a3", &b, &err), 1);
+    assert_true(b.live);
+    /* the unix socket's "local" may use a task from before clients (owner "") */
+    owned_job(st, "o1", "old", "", 0);
+    owned_job(st, "l1", "old", "local", 0);
+    owned_job(st, "x1", "old", "alice", EPERM);
+    sbx_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest both[] = {
@@ -532,6 +606,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_sigkill_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_exit_without_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_task_owner, setup, teardown),
     };
     const struct CMUnitTest sqlite_only[] = {
         cmocka_unit_test_setup_teardown(test_store_open_file, setup, teardown),

@@ -22,12 +22,12 @@ static void test_store_pg_version(void **state)
     sbx_store_close(st);
     st = open_ok(); /* the same version opens again */
     sbx_store_close(st);
-    pg_sql("UPDATE sbx_meta SET value = '3' WHERE key = 'schema_version'");
+    pg_sql("UPDATE sbx_meta SET value = '4' WHERE key = 'schema_version'");
     assert_null(sbx_store_open_ex(db, PW_ENV, &err));
     expect_err(-1, &err, SBX_E_CONFIG,
-               "the database's schema version is 3, this sbx uses 2: every box of a fleet must "
+               "the database's schema version is 4, this sbx uses 3: every box of a fleet must "
                "run the same sbx");
-    pg_sql("UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'");
+    pg_sql("UPDATE sbx_meta SET value = '3' WHERE key = 'schema_version'");
     st = open_ok();
     expect_job(st, "keep", SBX_JOB_QUEUED, NULL);
     sbx_store_close(st);
@@ -47,7 +47,7 @@ static void test_store_pg_migrate_1(void **state)
     st = open_ok();
     expect_job(st, "old", SBX_JOB_QUEUED, NULL);
     sbx_store_close(st);
-    expect_count("SELECT count(*) FROM sbx_meta WHERE key = 'schema_version' AND value = '2'", 1);
+    expect_count("SELECT count(*) FROM sbx_meta WHERE key = 'schema_version' AND value = '3'", 1);
     expect_count("SELECT count(*) FROM fleet_scale", 0);
     expect_count("SELECT count(*) FROM fleet_spend", 0);
     expect_count("SELECT count(*) FROM fleet_leader", 0);
@@ -397,6 +397,113 @@ static void test_store_pg_fleet_scale(void **state)
 }
 
 /* SQLite holds one box: the fleet calls say what they need. */
+/* (added) Task ids across boxes (docs/runner.md, "Task ids"): the claim
+ * passes over a job whose task another job holds (claimed or running, in any
+ * pool) or whose task is live, and takes it once the task is free; a job of
+ * another client in a task (a row written behind the API's back) ends
+ * cancelled in the claim's transaction, never claimed. */
+static void task_job(struct sbx_store *st, const char *id, const char *pool, const char *task,
+                     const char *client, int64_t at)
+{
+    struct sbx_job_rec j;
+    sbx_error_t *err = NULL;
+
+    job_init(&j, id, pool, "light");
+    j.task = xstrdup(task);
+    j.client = xstrdup(client);
+    j.queued_at = at;
+    ok(sbx_store_job_insert(st, &j, &err), &err);
+    sbx_job_rec_clear(&j);
+}
+
+static void test_store_pg_claim_task(void **state)
+{
+    struct sbx_store *st = open_ok();
+    int64_t e;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    box_register(st, "box-a", "[\"ci\", \"agent\"]", &e);
+    box_register(st, "box-b", "[\"ci\", \"agent\"]", &e);
+    task_job(st, "alice-1", "ci", "T", "alice", 1000);
+    task_job(st, "alice-2", "agent", "T", "alice", 1001); /* a race of two submits */
+    task_job(st, "other", "agent", "U", "alice", 1002);
+    claim(st, "box-a", "agent", fit_all, "alice-2");
+    claim(st, "box-b", "ci", fit_all, NULL); /* alice-1's task is held by alice-2 */
+    claim(st, "box-b", "agent", fit_all, "other");
+    ok(sbx_store_job_granted(st, "alice-2", 0, &err), &err);
+    sbx_store_set_box(st, "box-a");
+    task_put(st, "T", "sbx-T", SBX_TASK_READY, 1);
+    sbx_store_set_box(st, NULL);
+    ok(sbx_store_job_end(st, "alice-2", &(struct sbx_job_end){SBX_JOB_FINISHED, 0, NULL, 0, 0, 0},
+                         &err),
+       &err);
+    claim(st, "box-b", "ci", fit_all, NULL); /* its sandbox still lives */
+    ok(sbx_store_task_end(st, "T", SBX_TASK_ENDED, NULL, 0, &err), &err);
+    claim(st, "box-b", "ci", fit_all, "alice-1");
+    /* mallory's row in alice's task, written behind the API: refused at the claim */
+    pg_sql("INSERT INTO jobs (id, task, pool, class, argv, cpus, memory, disk, pids, idle, "
+           "max_life, state, queued_at, client) VALUES ('mal-1', 'T', 'agent', 'light', "
+           "'[\"x\"]', 1, 1, 1, 1, 1, 1, 'queued', 2000, 'mallory')");
+    claim(st, "box-a", "agent", fit_all, NULL);
+    expect_count("SELECT count(*) FROM jobs WHERE id = 'mal-1' AND state = 'cancelled' AND box IS "
+                 "NULL",
+                 1);
+    sbx_store_close(st);
+}
+
+/* (added) The fleet's view lists what each box holds (claimed and running
+ * jobs): "holds" and sbx_fleet_box_jobs come from it; and a page of jobs
+ * with and without each filter reads on PostgreSQL as on SQLite. */
+static void test_store_pg_view_and_page(void **state)
+{
+    struct sbx_store *st = open_ok();
+    struct sbx_job_rec *page = NULL;
+    size_t n = 0;
+    int64_t e;
+    sbx_error_t *err = NULL;
+    json_t *v;
+    json_t *holds;
+
+    (void)state;
+    box_register(st, "box-a", "[\"ci\"]", &e);
+    insert_ok(st, "v1", "ci", "light", 1000);
+    insert_ok(st, "v2", "ci", "light", 1001);
+    insert_ok(st, "v3", "ci", "light", 1002);
+    claim(st, "box-a", "ci", fit_all, "v1");
+    claim(st, "box-a", "ci", fit_all, "v2");
+    ok(sbx_store_job_granted(st, "v1", 0, &err), &err);
+    v = sbx_store_fleet_json(st, &err);
+    ok(v != NULL ? 0 : -1, &err);
+    holds = json_object_get(json_array_get(json_object_get(v, "boxes"), 0), "holds");
+    assert_int_equal(json_array_size(holds), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(holds, 0), "job")), "v1");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(holds, 0), "state")),
+                        "running");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(holds, 1), "state")),
+                        "claimed");
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(json_object_get(v, "queue"), "ci"), "queued")),
+                     1);
+    json_decref(v);
+    ok(sbx_store_job_page(st, &(struct sbx_job_filter){.state = -1, .limit = 10}, &page, &n, &err),
+       &err);
+    assert_int_equal(n, 3);
+    assert_string_equal(page[0].id, "v3");
+    sbx_job_rec_free_array(page, n);
+    ok(sbx_store_job_page(
+           st,
+           &(struct sbx_job_filter){
+               .state = SBX_JOB_QUEUED, .pool = "ci", .client = "", .since = 1001, .limit = 10},
+           &page, &n, &err),
+       &err);
+    assert_int_equal(n, 2);
+    assert_string_equal(page[0].id, "v3");
+    assert_string_equal(page[1].id, "v2");
+    sbx_job_rec_free_array(page, n);
+    sbx_store_close(st);
+}
+
 static void test_store_fleet_needs_pg(void **state)
 {
     struct sbx_store *st = open_ok();
@@ -422,6 +529,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_store_pg_drop_in_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_pg_fleet_scale, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_claim_task, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_pg_view_and_page, setup, teardown),
     };
 
     if (store_fixture_backend("test_store_fleet") != 0) {

@@ -76,6 +76,9 @@ struct sbx_runner_client {
     char *token_file;
     unsigned scopes; /* enum sbx_scope bits */
     char *where;     /* "FILE:LINE" */
+    /* (added, issue 25) the credential instances its jobs may name
+     * (NULL-terminated); NULL: none (for `local`: every one) */
+    char **credentials;
 };
 
 /* The scope of a name ("read-own"), or 0. */

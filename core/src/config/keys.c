@@ -234,8 +234,9 @@ const struct sbx_key_def sbx_config_keys[] = {
 
     /* runner.clients */
     NODE("runner.clients[].name", STRING,
-         .help = "1-63 of `[A-Za-z0-9._-]`, unique; `local` (the unix socket) and `default` "
-                 "(`token_env`) are taken"),
+         .help = "1-63 of `[A-Za-z0-9._-]`, unique; `default` (`token_env`) is taken; "
+                 "(changed) `local` is the unix socket's client: no token, its `scopes` are "
+                 "what the socket's peers get (every scope without the entry)"),
     NODE("runner.clients[].token_env", STRING,
          .help = "the variable holding the client's token, read when `sbx serve` starts (unset "
                  "or empty: the runner refuses to start, naming FILE:LINE)"),
@@ -246,6 +247,11 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "or others (mode 0644): chmod 600 it`)"),
     NODE("runner.clients[].scopes", STRINGS,
          .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`"),
+    NODE("runner.clients[].credentials", STRINGS, .doc_type = "array of instance names",
+         .help = "(added) the credential instances (`credentials` of a submit) the client's "
+                 "jobs may use; none: every submit naming one is refused (403) before any "
+                 "lease; `local` without the key: every one (docs/credentials.md, Who may use "
+                 "which secrets)"),
 
     /* spike */
     KEY("spike.warm_start", DURATION, spike.warm_start, .def = "10s",

@@ -75,12 +75,21 @@ static int read_client(struct sbx_config *c, const config_setting_t *e,
         return bad(err, c, e, "runner.clients: 'name' %s%s", name ? name : "is missing",
                    name ? " must be 1-63 of [A-Za-z0-9._-]" : " (1-63 of [A-Za-z0-9._-])");
     }
-    if (strcmp(name, "local") == 0 || strcmp(name, "default") == 0) {
+    if (strcmp(name, "default") == 0) {
         return bad(err, c, e, "runner.clients '%s': the name is reserved (%s)", name,
-                   "'local' is the unix socket, 'default' is runner.token_env");
+                   "'default' is runner.token_env");
     }
     cl->name = xstrdup(name);
-    if ((tenv == NULL) == (tfile == NULL)) {
+    if (strcmp(name, "local") == 0) {
+        /* (added) the unix socket's scopes: no token, the socket's
+         * permissions decide who connects */
+        if (tenv != NULL || tfile != NULL) {
+            return bad(err, c, e,
+                       "runner.clients 'local': the unix socket's client takes no token_env or "
+                       "token_file (the socket's permissions decide who connects)");
+        }
+    }
+    else if ((tenv == NULL) == (tfile == NULL)) {
         return bad(err, c, e, "runner.clients '%s': give exactly one of token_env or token_file%s",
                    name, " (the token is never in the configuration)");
     }
@@ -110,6 +119,25 @@ static int read_client(struct sbx_config *c, const config_setting_t *e,
                        "%s '%s' (scopes: " SBX_SCOPE_NAMES ")", what, sn);
         }
         cl->scopes |= bit;
+    }
+    {
+        const config_setting_t *creds = config_setting_get_member(e, "credentials");
+        int nc = creds ? config_setting_length(creds) : 0;
+
+        if (creds == NULL) {
+            return 0;
+        }
+        cl->credentials = xcalloc((size_t)nc + 1, sizeof(char *));
+        for (int i = 0; i < nc; i++) {
+            const char *cn = config_setting_get_string_elem(creds, i);
+
+            if (cn == NULL || !name_ok(cn)) {
+                return bad(err, c, config_setting_get_elem(creds, (unsigned)i),
+                           "runner.clients '%.63s': credentials: '%s' is not an instance name",
+                           name, cn ? cn : "(not a string)");
+            }
+            cl->credentials[i] = xstrdup(cn);
+        }
     }
     return 0;
 }
@@ -166,6 +194,11 @@ void sbx_config_clear_runner_trust(struct sbx_config *c)
         free(c->runner.clients[i].token_env);
         free(c->runner.clients[i].token_file);
         free(c->runner.clients[i].where);
+        for (size_t k = 0; c->runner.clients[i].credentials && c->runner.clients[i].credentials[k];
+             k++) {
+            free(c->runner.clients[i].credentials[k]);
+        }
+        free(c->runner.clients[i].credentials);
     }
     free(c->runner.clients);
     for (size_t i = 0; i < c->runner.n_worktree_roots; i++) {

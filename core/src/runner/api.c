@@ -302,6 +302,35 @@ out:
     return rc == 0 ? 0 : code;
 }
 
+/* (added) The task id belongs to another client (docs/runner.md, "Task
+ * ids"): 403 when who may not see that client's work, else 409 naming it; 1
+ * when answered. A store that cannot tell: 0 (the submit's own transaction
+ * checks again). */
+static int task_of_another(struct sbx_runner *r, struct evhttp_request *req, const struct rjob *j,
+                           const struct runner_client *who)
+{
+    char owner[128];
+    sbx_error_t *err = NULL;
+    int rc = sbx_store_task_owner(r->store, j->task, owner, sizeof(owner), &err);
+
+    sbx_error_free(&err);
+    if (rc != 1 || sbx_store_owner_ok(owner, j->owner)) {
+        return 0;
+    }
+    rm_refused(&r->metrics, rm_refusal_of(403));
+    sbx_warn("runner: client '%s' named task %s, which belongs to another client: refused",
+             who->name, j->task);
+    if (!runner_may_read(who, owner)) {
+        runner_reply_error(req, 403, "task %s belongs to another client; use another task id",
+                           j->task);
+    }
+    else {
+        runner_reply_error(req, 409, "task %s belongs to client '%s'; use another task id", j->task,
+                           owner[0] ? owner : "(from before clients)");
+    }
+    return 1;
+}
+
 void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
                           const struct runner_client *who)
 {
@@ -335,6 +364,24 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     }
     snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     free(body);
+    if (j->credentials != NULL && !runner_may_use_credentials(r, who->name, j->credentials)) {
+        /* (added, issue 25) before anything is stored or leased */
+        rm_refused(&r->metrics, rm_refusal_of(403));
+        sbx_warn("runner: client '%s' may not use credential instance '%s': refused", who->name,
+                 j->credentials);
+        runner_reply_error(req, 403,
+                           "client '%s' may not use credential instance '%s' (runner.clients "
+                           "credentials)",
+                           who->name, j->credentials);
+        json_decref(labels);
+        runner_job_free(j);
+        return;
+    }
+    if (task_of_another(r, req, j, who)) {
+        json_decref(labels);
+        runner_job_free(j);
+        return;
+    }
     if (strcmp(j->task, j->id) != 0 && runner_task_find(r, j->task) == NULL) {
         struct sbx_store_owner o;
 

@@ -236,6 +236,7 @@ static void route(struct evhttp_request *req, void *arg)
     const char *authz;
     char id[SBX_SCHED_ID_MAX + 1] = "";
     char rest[32] = "";
+    char why[256] = "";
     int lines = header_lines(req);
 
     runner_conn_request_done(l, req);
@@ -253,7 +254,15 @@ static void route(struct evhttp_request *req, void *arg)
     authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     /* (changed) on the unix socket, a request another box forwarded acts for
      * the client it names, with that client's scopes (forward.c) */
-    who = l->tcp ? runner_authenticate(r, authz) : runner_forwarded_client(req, &fwd_who);
+    who = l->tcp ? runner_authenticate(r, authz)
+                 : runner_forwarded_client(r, req, &fwd_who, why, sizeof(why));
+    if (who == NULL && why[0] != '\0') {
+        /* (added) forged or malformed forwarding headers: refused, logged */
+        sbx_warn("runner: a request on the unix socket refused: %s", why);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+        runner_reply_error(req, 400, "%s", why);
+        return;
+    }
     if (who == NULL && authz == NULL && path != NULL) {
         who = runner_status_session(r, req, path); /* the page's GETs, by its cookie */
     }

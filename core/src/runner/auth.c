@@ -13,12 +13,11 @@
 
 #define TOKEN_MAX 4096
 
-/* The unix socket: local root (and the socket's group), every scope. */
-static const struct runner_client local_client = {.name = "local", .scopes = SBX_SCOPE_ALL};
-
-const struct runner_client *runner_local_client(void)
+/* The unix socket: local root and the socket's group, with the scopes of the
+ * "local" entry of runner.clients, every scope without one (runner_clients_load). */
+const struct runner_client *runner_local_client(const struct sbx_runner *r)
 {
-    return &local_client;
+    return &r->local;
 }
 
 /* A token is printable ASCII without spaces (it travels in a header). */
@@ -115,6 +114,8 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
 {
     const struct sbx_config *cfg = r->cfg;
 
+    snprintf(r->local.name, sizeof(r->local.name), "local");
+    r->local.scopes = SBX_SCOPE_ALL;
     /* runner.token_env alone: one client, every scope (as before clients) */
     if (cfg->runner.token_env != NULL) {
         const char *tok = getenv(cfg->runner.token_env);
@@ -140,6 +141,10 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
         char *tok = NULL;
         int rc;
 
+        if (strcmp(c->name, "local") == 0) { /* (added) the unix socket's scopes */
+            r->local.scopes = c->scopes;
+            continue;
+        }
         if (c->token_env != NULL) {
             const char *v = getenv(c->token_env);
 
@@ -222,4 +227,27 @@ int runner_may_cancel(const struct runner_client *who, const char *owner)
 {
     return (who->scopes & SBX_SCOPE_CANCEL_ANY) != 0 ||
            (owner != NULL && strcmp(owner, who->name) == 0);
+}
+
+int runner_may_use_credentials(const struct sbx_runner *r, const char *client, const char *name)
+{
+    const struct sbx_config *cfg = r->cfg;
+
+    if (strcmp(client, "default") == 0) { /* runner.token_env: every scope, every instance */
+        return 1;
+    }
+    for (size_t i = 0; i < cfg->runner.n_clients; i++) {
+        const struct sbx_runner_client *c = &cfg->runner.clients[i];
+
+        if (strcmp(c->name, client) != 0) {
+            continue;
+        }
+        for (size_t k = 0; c->credentials != NULL && c->credentials[k] != NULL; k++) {
+            if (strcmp(c->credentials[k], name) == 0) {
+                return 1;
+            }
+        }
+        return 0;
+    }
+    return strcmp(client, "local") == 0; /* the unix socket without a `local` entry */
 }

@@ -104,6 +104,11 @@ static int claim_fit(void *ctx, const struct sbx_job_rec *job)
 {
     struct sbx_runner *r = ctx;
 
+    /* (added) its task still lives on this box (ending, say): passed over
+     * until the loop removed it; never a second task of one id here */
+    if (runner_task_find(r, job->task ? job->task : job->id) != NULL) {
+        return 0;
+    }
     return sbx_sched_claim_fit(r->sched, (enum sbx_pool)sbx_pool_parse(job->pool),
                                (enum sbx_job_class)sbx_job_class_parse(job->cls), job->limits.cpus,
                                job->limits.memory);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "runner/fwd_parse.h"
 #include "runner/runner_int.h"
@@ -97,26 +98,70 @@ int runner_forwarded(struct evhttp_request *req)
     return evhttp_find_header(evhttp_request_get_input_headers(req), RUNNER_FWD_HEADER) != NULL;
 }
 
-const struct runner_client *runner_forwarded_client(struct evhttp_request *req,
-                                                    struct runner_client *buf)
+/* (added) The peer of req's connection is a process of the runner's own
+ * user (SO_PEERCRED: the kernel's word, not the peer's); *uid gets its uid. */
+static int peer_is_runner(struct evhttp_request *req, unsigned *uid)
 {
-    const char *name = evhttp_find_header(evhttp_request_get_input_headers(req), RUNNER_FWD_CLIENT);
+    struct evhttp_connection *c = evhttp_request_get_connection(req);
+    struct bufferevent *b = c ? evhttp_connection_get_bufferevent(c) : NULL;
+    evutil_socket_t fd = b ? bufferevent_getfd(b) : -1;
+    struct ucred uc;
+    socklen_t len = sizeof(uc);
+
+    *uid = (unsigned)-1;
+    if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
+        return 0;
+    }
+    *uid = (unsigned)uc.uid;
+    return uc.uid == geteuid();
+}
+
+const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
+                                                    struct evhttp_request *req,
+                                                    struct runner_client *buf, char *why,
+                                                    size_t wlen)
+{
+    struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+    const char *name = evhttp_find_header(h, RUNNER_FWD_CLIENT);
+    const char *scopes = evhttp_find_header(h, RUNNER_FWD_SCOPES);
     size_t n = name ? strlen(name) : 0;
-    const char *scopes;
     unsigned long v;
+    unsigned uid;
     char *end;
 
-    if (!runner_forwarded(req) || n == 0 || n >= sizeof(buf->name) ||
-        strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n) {
-        return runner_local_client();
+    why[0] = '\0';
+    if (!runner_forwarded(req) && name == NULL && scopes == NULL) {
+        return runner_local_client(r);
     }
-    scopes = evhttp_find_header(evhttp_request_get_input_headers(req), RUNNER_FWD_SCOPES);
-    if (scopes == NULL || scopes[0] < '0' || scopes[0] > '9') {
-        return runner_local_client();
+    /* (changed) only a box of this fleet forwards: a box of one is never
+     * forwarded to, and on a fleet box the peer must be the runner's own
+     * user (docs/runner.md, "Forwarded identity") */
+    if (r->fleet == NULL) {
+        snprintf(why, wlen,
+                 "forwarding headers (" RUNNER_FWD_HEADER ", " RUNNER_FWD_CLIENT
+                 ", " RUNNER_FWD_SCOPES ") are taken only from a box of a fleet, and "
+                 "this box is in none");
+        return NULL;
+    }
+    if (!peer_is_runner(req, &uid)) {
+        snprintf(why, wlen,
+                 "forwarding headers from uid %u: only a box of the fleet running as the runner's "
+                 "own user may send them",
+                 uid);
+        return NULL;
+    }
+    if (!runner_forwarded(req) || n == 0 || n >= sizeof(buf->name) ||
+        strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n ||
+        scopes == NULL || scopes[0] < '0' || scopes[0] > '9') {
+        snprintf(why, wlen,
+                 "a forwarded request needs " RUNNER_FWD_HEADER ", " RUNNER_FWD_CLIENT
+                 " (a client name) and " RUNNER_FWD_SCOPES " (a number)");
+        return NULL;
     }
     v = strtoul(scopes, &end, 10);
     if (*end != '\0' || v > SBX_SCOPE_ALL) {
-        return runner_local_client();
+        snprintf(why, wlen, RUNNER_FWD_SCOPES ": not a set of scopes");
+        return NULL;
     }
     memset(buf, 0, sizeof(*buf));
     memcpy(buf->name, name, n);

@@ -1,5 +1,6 @@
 /* runner.c - the runner's loop: create, messages from workers, grants,
  * submit, cancel, task ends, stop. */
+#include <assert.h>
 #include <errno.h>
 #include <event2/thread.h>
 #include <signal.h>
@@ -33,6 +34,20 @@ void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
     m->kind = kind;
     m->result = result;
     snprintf(m->id, sizeof(m->id), "%s", id);
+    pthread_mutex_lock(&r->mu);
+    *r->msgs_tail = m;
+    r->msgs_tail = &m->next;
+    pthread_mutex_unlock(&r->mu);
+    event_active(r->wake, EV_READ, 0);
+}
+
+void runner_post_task_ended(struct sbx_runner *r, struct rtask *t, enum sbx_job_result result)
+{
+    struct rmsg *m = xcalloc(1, sizeof(*m));
+
+    m->kind = RMSG_TASK_ENDED;
+    m->result = result;
+    m->rt = t;
     pthread_mutex_lock(&r->mu);
     *r->msgs_tail = m;
     r->msgs_tail = &m->next;
@@ -75,7 +90,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     while (m != NULL) {
         struct rmsg *next = m->next;
         struct rjob *j = m->kind == RMSG_TASK_ENDED ? NULL : runner_job_find(r, m->id);
-        struct rtask *t = m->kind == RMSG_TASK_ENDED ? runner_task_find(r, m->id) : NULL;
+        struct rtask *t = m->kind == RMSG_TASK_ENDED ? m->rt : NULL;
 
         if (j != NULL) {
             j->released |= m->kind == RMSG_JOB_DONE;
@@ -89,6 +104,31 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     }
     runner_schedule(r);
     runner_fleet_claim(r);
+}
+
+/* (added) A granted job that must not start: it ends cancelled, its slot goes. */
+static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
+{
+    sbx_error_t *err = NULL;
+
+    sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
+    sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+    if (sbx_store_job_move(
+            r->store,
+            &(struct sbx_job_move){
+                .id = j->id,
+                .token = j->token,
+                .step = SBX_JOB_STEP_END,
+                .end = {.state = SBX_JOB_CANCELLED, .exit_status = -1, .reason = why}},
+            &err) < 0) {
+        sbx_error_log("runner: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    pthread_mutex_lock(&r->mu);
+    j->state = SBX_JOB_CANCELLED;
+    j->released = 1;
+    pthread_mutex_unlock(&r->mu);
+    runner_streams_flush(r, j, 1);
 }
 
 /* Starts every job the scheduler grants now. Loop thread. */
@@ -126,6 +166,15 @@ void runner_schedule(struct sbx_runner *r)
                 j->released = 1;
                 continue;
             }
+        }
+        if (runner_task_find(r, j->task) != NULL) {
+            /* (added) two live tasks of one id on one box must not exist:
+             * the store's claim and the submit's checks keep it so
+             * (docs/runner.md, "Task ids"); should one slip through, its job
+             * ends here rather than share or free the other's task */
+            assert(!"two live tasks of one id on one box");
+            refuse_grant(r, j, "refused: its task is live on this box already");
+            continue;
         }
         t = xcalloc(1, sizeof(*t));
         snprintf(t->id, sizeof(t->id), "%s", j->task);
@@ -230,6 +279,35 @@ int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
     return 0;
 }
 
+/* (changed) An explicit task id that is not live on this box: refused while
+ * another job of it waits in the queue (this box's or the fleet's), runs, or
+ * its sandbox lives on another box (a ready one there got the request
+ * forwarded before this; docs/runner.md, "Task ids"). */
+static int task_busy(struct sbx_runner *r, const struct rjob *j, sbx_error_t **err)
+{
+    struct sbx_task_busy b;
+    int rc = sbx_store_task_busy(r->store, j->task, j->id, &b, err);
+
+    if (rc <= 0) {
+        return rc;
+    }
+    if (b.queued && b.box[0] == '\0') {
+        return sbx_error_set(err, EBUSY,
+                             "task %s is still queued (job %s); submit its next command once it "
+                             "runs",
+                             j->task, b.job);
+    }
+    if (b.queued) {
+        return sbx_error_set(err, EBUSY,
+                             "task %s is still queued (job %s, claimed by box %s); submit its "
+                             "next command once it runs",
+                             j->task, b.job, b.box);
+    }
+    return sbx_error_set(err, EBUSY,
+                         "task %s is starting%s%s; submit its next command once it runs", j->task,
+                         b.box[0] ? " on box " : "", b.box);
+}
+
 int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err)
 {
     struct sbx_job_rec rec = {0};
@@ -249,23 +327,9 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         return sbx_error_set(err, EPERM, "task %s belongs to another client", j->task);
     }
     direct = t != NULL;
-    if (!direct && strcmp(j->task, j->id) != 0) { /* an explicit task id */
-        for (struct rjob *o = r->jobs; o != NULL; o = o->next) {
-            if (o->state == SBX_JOB_QUEUED && strcmp(o->task, j->task) == 0) {
-                json_decref(argv);
-                /* another client's job id is not for this one to learn */
-                if (strcmp(o->owner, j->owner) != 0) {
-                    return sbx_error_set(err, EBUSY,
-                                         "task %s is still queued for another client; use "
-                                         "another task id",
-                                         j->task);
-                }
-                return sbx_error_set(err, EBUSY,
-                                     "task %s is still queued (job %s); submit its next "
-                                     "command once it runs",
-                                     j->task, o->id);
-            }
-        }
+    if (!direct && strcmp(j->task, j->id) != 0 && task_busy(r, j, err) < 0) {
+        json_decref(argv);
+        return -1;
     }
     for (size_t i = 0; j->argv[i] != NULL; i++) {
         json_array_append_new(argv, json_string(j->argv[i]));

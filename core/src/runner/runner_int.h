@@ -97,7 +97,8 @@ enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
 
 struct rmsg {
     enum rmsg_kind kind;
-    char id[SBX_SCHED_ID_MAX]; /* job or task */
+    char id[SBX_SCHED_ID_MAX]; /* the job (RMSG_JOB_DONE, RMSG_OUTPUT) */
+    struct rtask *rt;          /* (changed) RMSG_TASK_ENDED: the task itself, never its id */
     enum sbx_job_result result;
     struct rmsg *next;
 };
@@ -120,6 +121,7 @@ struct sbx_runner {
     char *store_path;
     struct sbx_runner_endpoint ep;
     struct runner_client *clients; /* TCP clients (auth.c) */
+    struct runner_client local;    /* (added) the unix socket's client (auth.c) */
     size_t n_clients;
     struct sbx_confine confine; /* runner.worktree_roots */
     struct event_base *base;
@@ -158,9 +160,15 @@ struct rjob *runner_job_find(struct sbx_runner *r, const char *id);
 /* Adds a job to the list and the table (caller holds r->mu or is the loop
  * before workers exist). */
 void runner_job_link(struct sbx_runner *r, struct rjob *j);
+/* The task of id on this box: at most one exists (runner_schedule refuses a
+ * second, docs/runner.md "Task ids"). */
 struct rtask *runner_task_find(struct sbx_runner *r, const char *id);
 void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
                  enum sbx_job_result result);
+/* (added) RMSG_TASK_ENDED for t: the loop removes that task, found by its
+ * address (two tasks of one id never live on one box, and a message must
+ * not meet the wrong one if they did). */
+void runner_post_task_ended(struct sbx_runner *r, struct rtask *t, enum sbx_job_result result);
 void runner_schedule(struct sbx_runner *r);
 int64_t runner_now(struct sbx_runner *r);
 /* Accepts a job (policy/sched, then store); fills its id. 0: j is the
@@ -208,10 +216,15 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
 void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
                          const struct runner_client *who, const char *id, int frames);
 int runner_forwarded(struct evhttp_request *req);
-/* The client a forwarded request on the unix socket names (every scope: the
- * forwarding box checked them), else the local client. */
-const struct runner_client *runner_forwarded_client(struct evhttp_request *req,
-                                                    struct runner_client *buf);
+/* (changed) Who a request on the unix socket is: the local client (the
+ * scopes runner.clients gives "local") when it carries no forwarding header;
+ * the client a forwarded request names, with the scopes it carries, only on a
+ * fleet box and from a peer of the runner's own user (SO_PEERCRED); else NULL
+ * with why (the caller answers 400 and logs it). */
+const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
+                                                    struct evhttp_request *req,
+                                                    struct runner_client *buf, char *why,
+                                                    size_t wlen);
 /* After evhttp_free: ends the forwards still in flight. */
 void runner_forward_drop_all(struct sbx_runner *r);
 /* 1 after answering 503 (the database is down), else 0. */
@@ -290,10 +303,16 @@ void runner_roots_deny(struct sbx_runner *r);
 /* auth.c */
 int runner_clients_load(struct sbx_runner *r, sbx_error_t **err);
 void runner_clients_free(struct sbx_runner *r);
-const struct runner_client *runner_local_client(void);
+/* (changed) The unix socket's client: "local", with the scopes of the
+ * runner.clients entry named "local" (every scope without one). */
+const struct runner_client *runner_local_client(const struct sbx_runner *r);
 /* The client whose token is in `Authorization: Bearer ...`, or NULL. Constant
  * time in the token's bytes. */
 const struct runner_client *runner_authenticate(struct sbx_runner *r, const char *authz);
+/* (added, issue 25) client's jobs may use the credential instance name: it
+ * is in its runner.clients entry's `credentials` (`default`, and `local`
+ * without an entry: every one). */
+int runner_may_use_credentials(const struct sbx_runner *r, const char *client, const char *name);
 /* The client may see (cancel) a job or task of owner. */
 int runner_may_read(const struct runner_client *who, const char *owner);
 int runner_may_cancel(const struct runner_client *who, const char *owner);

@@ -631,7 +631,7 @@ static void *worker_main(void *arg)
     }
     runner_store_put(r, st);
     if (last) {
-        runner_post(r, RMSG_TASK_ENDED, t->id, result);
+        runner_post_task_ended(r, t, result);
     }
     pthread_mutex_lock(&r->mu);
     r->workers--;
@@ -660,7 +660,7 @@ static void *ender_main(void *arg)
     store_warn(&err);
     runner_store_put(r, st);
     sbx_info("runner: task %s ended: %s", t->id, reason);
-    runner_post(r, RMSG_TASK_ENDED, t->id, SBX_RESULT_OK);
+    runner_post_task_ended(r, t, SBX_RESULT_OK);
     pthread_mutex_lock(&r->mu);
     r->workers--;
     pthread_mutex_unlock(&r->mu);

@@ -336,7 +336,16 @@ int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx
         int f = fit(ctx, &rows[i]);
 
         if (f > 0) {
-            pick = (int64_t)i;
+            /* (added) its task id: the client's, and held by no other job
+             * nor live anywhere (store/owner.c), else passed over */
+            int t = sbx_store_claim_task_check(st, &rows[i], err);
+
+            if (t < 0) {
+                goto fail;
+            }
+            if (t == 1) {
+                pick = (int64_t)i;
+            }
         }
         else if (f < 0) {
             break;
@@ -557,7 +566,8 @@ json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err)
                               sbx_q_col_text(held, 2), "class", sbx_q_col_text(held, 3), "state",
                               strcmp(sbx_q_col_text(held, 4), "queued") == 0 ? "claimed"
                                                                              : "running",
-                              g > 0 ? (double)(now - g) / 1000.0 : 0.0));
+                              /* (changed) the key was missing: every hold was dropped */
+                              "held_for", g > 0 ? (double)(now - g) / 1000.0 : 0.0));
                 break;
             }
         }

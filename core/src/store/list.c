@@ -23,12 +23,15 @@ int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
     if (f->state >= 0 && sbx_job_state_name((enum sbx_job_state)f->state)[0] == 'u') {
         return sbx_error_set(err, EINVAL, "store: unknown job state %d", f->state);
     }
-    /* every filter is bound; NULL (or 0) leaves it out */
+    /* every filter is bound; NULL (or 0) leaves it out. (changed) Each
+     * optional one is CAST: PostgreSQL cannot infer the type of a parameter
+     * that is only tested for NULL ("could not determine data type") */
     s = sbx_q_prepare(st,
                       "SELECT " SBX_JOB_COLUMNS " FROM jobs"
-                      " WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR pool = $2)"
-                      " AND ($3 IS NULL OR client = $3) AND queued_at >= $4"
-                      " AND ($5 = 0 OR seq < $5) ORDER BY seq DESC LIMIT $6",
+                      " WHERE (CAST($1 AS TEXT) IS NULL OR state = $1)"
+                      " AND (CAST($2 AS TEXT) IS NULL OR pool = $2)"
+                      " AND (CAST($3 AS TEXT) IS NULL OR client = $3) AND queued_at >= $4"
+                      " AND (CAST($5 AS BIGINT) = 0 OR seq < $5) ORDER BY seq DESC LIMIT $6",
                       err);
     if (s == NULL) {
         return -1;

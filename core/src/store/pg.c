@@ -12,7 +12,9 @@
 /* The schema's version, kept in sbx_meta. Every box of a fleet must run the
  * same one: a database of another version is refused at start, never
  * migrated behind the back of the boxes that use it. */
-#define PG_SCHEMA_VERSION 2
+/* 3 (added): task_owners (schema.c), who owns each task id, filled from the
+ * jobs of an older database once, under the lock. */
+#define PG_SCHEMA_VERSION 3
 /* pg_advisory_xact_lock key that serialises creating the schema */
 #define PG_SCHEMA_LOCK 0x73627801
 
@@ -148,15 +150,20 @@ static int pg_schema_check(struct sbx_store *st, sbx_error_t **err)
         sbx_error_wrap(err, "store: %s: creating the schema (version 2)", st->path);
         goto fail;
     }
+    if (rc == 1 && (have == 1 || have == 2) &&
+        sbx_store_exec(st, SBX_STORE_OWNERS_BACKFILL, err) < 0) {
+        sbx_error_wrap(err, "store: %s: filling task_owners (version 3)", st->path);
+        goto fail;
+    }
     if (rc == 0) {
-        if (sbx_store_exec(st, "INSERT INTO sbx_meta (key, value) VALUES ('schema_version', '2')",
+        if (sbx_store_exec(st, "INSERT INTO sbx_meta (key, value) VALUES ('schema_version', '3')",
                            err) < 0) {
             goto fail;
         }
         have = PG_SCHEMA_VERSION;
     }
-    else if (have == 1) {
-        if (sbx_store_exec(st, "UPDATE sbx_meta SET value = '2' WHERE key = 'schema_version'",
+    else if (have == 1 || have == 2) {
+        if (sbx_store_exec(st, "UPDATE sbx_meta SET value = '3' WHERE key = 'schema_version'",
                            err) < 0) {
             goto fail;
         }

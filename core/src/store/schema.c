@@ -78,15 +78,28 @@ static const struct column tasks_columns[] = {
     {NULL, 0},
 };
 
+/* (added) Who owns each task id, for good (docs/runner.md, "Task ids"): the
+ * client of the job that named it first; every later job of the id must be
+ * that client's. A row is never removed while a job names the id. */
+static const struct column task_owners_columns[] = {
+    {"id TEXT PRIMARY KEY", 7},
+    {"client TEXT NOT NULL", 7},
+    {"created_at {int} NOT NULL", 7},
+    {NULL, 0},
+};
+
 static const struct {
     const char *name;
     const struct column *columns;
     const char *indexes;
+    int since; /* (added) the SQLite schema version that added the table */
 } tables[] = {
     {"jobs", jobs_columns,
      "CREATE INDEX IF NOT EXISTS jobs_state ON jobs (state, seq);"
-     "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);"},
-    {"tasks", tasks_columns, ""},
+     "CREATE INDEX IF NOT EXISTS jobs_task ON jobs (task);",
+     1},
+    {"tasks", tasks_columns, "", 1},
+    {"task_owners", task_owners_columns, "", 7},
 };
 
 /* A text that grows (xrealloc: out of memory aborts). */
@@ -132,25 +145,34 @@ static void put_def(struct text *t, enum sbx_dialect d, const char *def)
     }
 }
 
+/* CREATE TABLE (and its indexes) of table i with the columns of versions <= version. */
+static void put_table(struct text *t, enum sbx_dialect d, size_t i, int version)
+{
+    const char *sep = " ";
+
+    puts_(t, "CREATE TABLE IF NOT EXISTS ");
+    puts_(t, tables[i].name);
+    puts_(t, " (");
+    for (const struct column *c = tables[i].columns; c->def != NULL; c++) {
+        if (c->since <= version) {
+            puts_(t, sep);
+            put_def(t, d, c->def);
+            sep = ", ";
+        }
+    }
+    puts_(t, ");");
+    puts_(t, tables[i].indexes);
+}
+
 char *sbx_store_schema_create(enum sbx_dialect d, int version)
 {
     struct text t = {0};
 
+    puts_(&t, "");
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-        const char *sep = " ";
-
-        puts_(&t, "CREATE TABLE IF NOT EXISTS ");
-        puts_(&t, tables[i].name);
-        puts_(&t, " (");
-        for (const struct column *c = tables[i].columns; c->def != NULL; c++) {
-            if (c->since <= version) {
-                puts_(&t, sep);
-                put_def(&t, d, c->def);
-                sep = ", ";
-            }
+        if (tables[i].since <= version) {
+            put_table(&t, d, i, version);
         }
-        puts_(&t, ");");
-        puts_(&t, tables[i].indexes);
     }
     return t.s;
 }
@@ -161,6 +183,10 @@ char *sbx_store_schema_add(enum sbx_dialect d, int version)
 
     puts_(&t, "");
     for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]) && version > 1; i++) {
+        if (tables[i].since == version) { /* (added) a table of this version, whole */
+            put_table(&t, d, i, version);
+            continue;
+        }
         for (const struct column *c = tables[i].columns; c->def != NULL; c++) {
             if (c->since == version) {
                 puts_(&t, "ALTER TABLE ");

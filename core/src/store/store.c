@@ -25,8 +25,9 @@
  * job's task (sandbox/caps.h). 5: jobs.exec_path, how the job's command ran
  * ("agent" or "engine"). 6: jobs.box, jobs.token and tasks.box: the fleet's
  * claim columns, kept the same on both engines (NULL and 0 on one box;
- * store/pg.c). The columns are schema.c's; each migration adds the columns
- * of its version and keeps every row; a newer file than this code is refused. */
+ * store/pg.c). 7: the task_owners table, who owns each task id (docs/runner.md,
+ * "Task ids"), filled from the jobs of older files. The columns are schema.c's; each migration adds
+ * the columns of its version and keeps every row; a newer file than this code is refused. */
 #define SCHEMA_VERSION SBX_STORE_SQLITE_VERSION
 
 int64_t sbx_store_now(void)
@@ -102,6 +103,7 @@ static int migrate(struct sbx_store *st, sbx_error_t **err)
 
         snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d;", i);
         if ((add[0] != '\0' && sbx_store_exec(st, add, err) < 0) ||
+            (i == 7 && sbx_store_exec(st, SBX_STORE_OWNERS_BACKFILL, err) < 0) ||
             sbx_store_exec(st, pragma, err) < 0) {
             sbx_error_wrap(err, "store: %s: migrating the schema to version %d", st->path, i);
             goto fail;
@@ -345,7 +347,7 @@ static char *leases_json(const char *const *leases, size_t n)
     return s;
 }
 
-int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err)
+static int job_insert_row(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err)
 {
     cleanup_q struct sbx_q *s = NULL;
     cleanup_free char *argv = NULL;
@@ -409,6 +411,31 @@ int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sb
         }
     }
     return 0;
+}
+
+/* (changed) The row and its task's owner in one transaction (or in the
+ * caller's batch). */
+int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err)
+{
+    /* a transaction already open (a batch, or the caller's BEGIN) holds it */
+    int own = !st->tx && (st->db != NULL ? sqlite3_get_autocommit(st->db) != 0
+                                         : PQtransactionStatus(st->pg) == PQTRANS_IDLE);
+
+    if (check_job(job, err) < 0) {
+        return -1;
+    }
+    if (own && sbx_store_begin(st, err) < 0) {
+        return -1;
+    }
+    if (sbx_store_owner_take(st, job->task ? job->task : job->id, job->client ? job->client : "",
+                             job->queued_at, err) < 0 ||
+        job_insert_row(st, job, err) < 0) {
+        if (own) {
+            sbx_store_rollback(st);
+        }
+        return -1;
+    }
+    return own ? sbx_store_commit(st, err) : 0;
 }
 
 int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *out,

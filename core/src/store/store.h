@@ -126,7 +126,10 @@ int sbx_store_reusable(struct sbx_store *st);
 
 /* Jobs. */
 /* Accepts a new job: state queued; queued_at 0 means now. Validates every
- * field (one clear line on bad input); a duplicate id is EEXIST. */
+ * field (one clear line on bad input); a duplicate id is EEXIST. (changed) In
+ * the same transaction its task id gets its owner, the job's client, unless
+ * it has one: a task of another client is EPERM and nothing is stored
+ * (docs/runner.md, "Task ids"). */
 int sbx_store_job_insert(struct sbx_store *st, const struct sbx_job_rec *job, sbx_error_t **err);
 /* Loads a job into *out (cleared first). Unknown id: SBX_E_NOTFOUND. */
 int sbx_store_job_get(struct sbx_store *st, const char *id, struct sbx_job_rec *out,
@@ -150,6 +153,24 @@ struct sbx_job_filter {
 };
 int sbx_store_job_page(struct sbx_store *st, const struct sbx_job_filter *f,
                        struct sbx_job_rec **out, size_t *n, sbx_error_t **err);
+/* (added) Task ids are owned (store/owner.c; docs/runner.md, "Task ids").
+ * The client that owns task: 1 and out, 0 none yet, -1 error. */
+int sbx_store_task_owner(struct sbx_store *st, const char *task, char *out, size_t len,
+                         sbx_error_t **err);
+/* (added) A job of client may use a task of owner: the same client, or the
+ * unix socket's "local" for a task from before clients (owner ""). */
+int sbx_store_owner_ok(const char *owner, const char *client);
+/* (added) What holds task besides job: another job of it queued (claimed or
+ * not) or running, anywhere, or its live sandbox (starting or ready). 1 and
+ * *out, 0 nothing, -1 error. */
+struct sbx_task_busy {
+    char job[64]; /* the other job ("" for a live task with none) */
+    char box[64]; /* the box that holds it ("": none, or one box) */
+    int queued;   /* that job is queued */
+    int live;     /* the task's sandbox is starting or ready */
+};
+int sbx_store_task_busy(struct sbx_store *st, const char *task, const char *job,
+                        struct sbx_task_busy *out, sbx_error_t **err);
 /* (added) The database answers a read (GET /healthz). */
 int sbx_store_ping(struct sbx_store *st, sbx_error_t **err);
 /* (added) How a job ends: finished, cancelled or interrupted. exit_status < 0:
@@ -259,7 +280,10 @@ int sbx_store_reap(struct sbx_store *st, int64_t now, struct sbx_reap *out, sbx_
  * oldest job waits for room, nothing younger passes it). */
 typedef int (*sbx_claim_fit_fn)(void *ctx, const struct sbx_job_rec *job);
 /* Claims for box the oldest queued unclaimed job of pool that fit() takes:
- * sets its box and a new token from one sequence. 1 and *out (cleared first,
+ * sets its box and a new token from one sequence. (changed) In the same
+ * transaction, under a lock of the task id: a job whose task another job
+ * holds (claimed or running) or whose task is live is passed over, and a job
+ * whose task belongs to another client ends cancelled (store/owner.c). 1 and *out (cleared first,
  * with box and token), 0 nothing to claim, -1 error. */
 int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
                     void *ctx, struct sbx_job_rec *out, sbx_error_t **err);

@@ -37,7 +37,23 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
 enum sbx_dialect { SBX_DIALECT_SQLITE, SBX_DIALECT_PG };
 /* The SQLite schema's version (PRAGMA user_version) this sbx writes; each
  * column of schema.c names the version that added it. */
-#define SBX_STORE_SQLITE_VERSION 6
+#define SBX_STORE_SQLITE_VERSION 7
+/* (added) Version 7 / PostgreSQL 3: every task id named by a job before
+ * task_owners existed gets the client of its jobs as its owner (the first
+ * row wins); run once, with the table's creation. */
+#define SBX_STORE_OWNERS_BACKFILL                                                                  \
+    "INSERT INTO task_owners (id, client, created_at) SELECT task, MIN(client), MIN(queued_at) "   \
+    "FROM jobs WHERE 1 = 1 GROUP BY task ON CONFLICT (id) DO NOTHING"
+/* (added) The claim's check of a task (owner.c, inside the claim's
+ * transaction on PostgreSQL): 1 the job may start its task now, 0 another
+ * job or a live task holds the id (pass over it), 2 the task belongs to
+ * another client (the job was ended cancelled in the transaction), -1 error. */
+int sbx_store_claim_task_check(struct sbx_store *st, const struct sbx_job_rec *job,
+                               sbx_error_t **err);
+/* (added) The owner check of a job insert, in its transaction (owner.c). */
+int sbx_store_owner_take(struct sbx_store *st, const char *task, const char *client, int64_t at,
+                         sbx_error_t **err);
+
 /* CREATE TABLE / CREATE INDEX statements of the shared tables with the
  * columns of SQLite versions <= version (PostgreSQL: pass INT_MAX).
  * Caller frees. */
