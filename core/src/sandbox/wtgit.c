@@ -145,7 +145,7 @@ static int repo_read(const struct sbx_gitrun *g, struct repo_info *r, char *why,
 /* The sandbox's git dir: config by sbx, HEAD, the refs, the index, objects with an
  * alternate to the host's store. */
 static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, const char *dir,
-                     char *why, size_t n)
+                     const char *alt, const char *extra, char *why, size_t n)
 {
     static const char *const refs[] = {"for-each-ref", "--format=%(objectname) %(refname)", NULL};
     static const char *const uname[] = {"config", "user.name", NULL};
@@ -168,12 +168,13 @@ static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, cons
             return -1;
         }
     }
-    config = xasprintf("[core]\n\trepositoryformatversion = %d\n\tfilemode = true\n"
-                       "\tbare = false\n\tlogallrefupdates = true\n%s[safe]\n\tdirectory = *\n"
-                       "%s%s%s%s%s%s",
-                       sha256 ? 1 : 0, sha256 ? "[extensions]\n\tobjectformat = sha256\n" : "",
-                       name || mail ? "[user]\n" : "", name ? "\tname = " : "", name ? name : "",
-                       name ? "\n" : "", mail ? "\temail = " : "", mail ? mail : "");
+    config =
+        xasprintf("[core]\n\trepositoryformatversion = %d\n\tfilemode = true\n"
+                  "\tbare = false\n\tlogallrefupdates = true\n%s%s[safe]\n\tdirectory = *\n"
+                  "%s%s%s%s%s%s",
+                  sha256 ? 1 : 0, extra, sha256 ? "[extensions]\n\tobjectformat = sha256\n" : "",
+                  name || mail ? "[user]\n" : "", name ? "\tname = " : "", name ? name : "",
+                  name ? "\n" : "", mail ? "\temail = " : "", mail ? mail : "");
     if (mail != NULL) {
         char *more = xasprintf("%s\n", config);
 
@@ -189,7 +190,7 @@ static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, cons
         cleanup_free char *p_desc = xasprintf("%s/description", dir);
 
         if (write_text(p_cfg, config, 0644, 0, 0) < 0 || write_text(p_head, head, 0644, 0, 0) < 0 ||
-            write_text(p_alt, SBX_WTGIT_INSIDE_OBJECTS "\n", 0644, 0, 0) < 0 ||
+            write_text(p_alt, alt, 0644, 0, 0) < 0 ||
             write_text(p_desc, "the sandbox's git dir (sbx)\n", 0644, 0, 0) < 0) {
             snprintf(why, n, "%s: %s", dir, strerror(errno));
             return -1;
@@ -218,6 +219,139 @@ static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, cons
             return -1;
         }
     }
+    return 0;
+}
+
+/* The sandbox's git dirs of the submodules: one for each git dir below the host's
+ * modules/ (nested too), its objects' alternate the host's, mounted read-only at
+ * SBX_WTGIT_INSIDE_MODULES. Nothing is taken back from them. */
+/* The host's submodule.NAME.url and .active, so that the submodules count as
+ * initialised inside (values quoted; a name with a quote is left out). */
+static void submodule_config(const struct sbx_gitrun *g, const char *repo)
+{
+    static const char *const get[] = {"config", "--get-regexp", "^submodule\\..*\\.(url|active)$",
+                                      NULL};
+    cleanup_free char *path = xasprintf("%s/config", repo);
+    struct sbx_gitout o;
+    char *save = NULL;
+    FILE *f;
+
+    if (sbx_gitrun(g, get, &o) != 0 || (f = fopen(path, "ae")) == NULL) {
+        free(o.out);
+        return;
+    }
+    for (char *line = strtok_r(o.out, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *val = strchr(line, ' ');
+        char *dot;
+
+        if (val == NULL) {
+            continue;
+        }
+        *val++ = '\0';
+        dot = strrchr(line, '.');
+        if (dot == NULL || dot <= line + 10 || strpbrk(line, "\"\\") != NULL) {
+            continue;
+        }
+        *dot = '\0';
+        fprintf(f, "[submodule \"%s\"]\n\t%s = \"", line + 10, dot + 1);
+        for (const char *c = val; *c; c++) {
+            if (*c == '"' || *c == '\\') {
+                fputc('\\', f);
+            }
+            fputc(*c, f);
+        }
+        fputs("\"\n", f);
+    }
+    fclose(f);
+    free(o.out);
+}
+
+struct mods {
+    const char *worktree;
+    const char *top; /* <task dir>/git */
+    struct sbx_mount **mounts;
+    size_t *n;
+};
+
+static void add_mount(struct sbx_mount **v, size_t *n, char *host, const char *path, int ro);
+
+static int modules_make(const struct mods *ms, const char *host_modules, const char *dst,
+                        const char *rel, int depth, uid_t uid, gid_t gid, int *count)
+{
+    cleanup_free char *src = xasprintf("%s%s%s", host_modules, rel[0] ? "/" : "", rel);
+    DIR *d = opendir(src);
+    struct dirent *e;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL && *count < 64) {
+        cleanup_free char *r2 = xasprintf("%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+        cleanup_free char *m = xasprintf("%s/%s", host_modules, r2);
+        cleanup_free char *head = xasprintf("%s/HEAD", m);
+        cleanup_free char *sub = xasprintf("%s/modules", m);
+        struct stat st;
+
+        if (e->d_name[0] == '.' || lstat(m, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            continue;
+        }
+        if (lstat(head, &st) == 0 && S_ISREG(st.st_mode)) {
+            struct sbx_gitrun g = {.uid = uid, .gid = gid, .dir = m};
+            static const char *const wt[] = {"config", "core.worktree", NULL};
+            cleanup_free char *cwt = git_line(&g, wt, NULL, 0);
+            cleanup_free char *to = xasprintf("%s/modules/%s", dst, r2);
+            cleanup_free char *alt = xasprintf("%s/%s/objects\n", SBX_WTGIT_INSIDE_MODULES, r2);
+            cleanup_free char *extra = cwt ? xasprintf("\tworktree = %s\n", cwt) : xstrdup("");
+            struct repo_info r = {0};
+            char why[256];
+
+            if (cwt != NULL && strpbrk(cwt, "\"\\\n") != NULL) {
+                continue;
+            }
+            if (repo_read(&g, &r, why, sizeof(why)) == 0) {
+                free(r.gitdir);
+                r.gitdir = xstrdup(m);
+                if (sbx_mkdirs(to, 0755, NULL) == 0 &&
+                    repo_make(&g, &r, to, alt, extra, why, sizeof(why)) == 0) {
+                    size_t wl = strlen(ms->worktree);
+                    cleanup_free char *gf = xasprintf("%s/.git", r.top);
+                    struct stat gst;
+
+                    (*count)++;
+                    /* its .git file in the working tree, read-only inside: it says
+                     * where the host's git finds the submodule's config */
+                    if (strncmp(r.top, ms->worktree, wl) == 0 && r.top[wl] == '/' &&
+                        lstat(gf, &gst) == 0 && S_ISREG(gst.st_mode)) {
+                        cleanup_free char *in = xasprintf("/workspace%s/.git", r.top + wl);
+                        char *copy = xasprintf("%s/gitfile-%d", ms->top, *count);
+                        cleanup_free char *text =
+                            xasprintf("gitdir: %s/.git/modules/%s\n", "/workspace", r2);
+
+                        /* sbx's own copy over it (the sandbox may write that copy;
+                         * the host never reads it) */
+                        if (write_text(copy, text, 0644, 0, 0) == 0) {
+                            add_mount(ms->mounts, ms->n, copy, in, 0);
+                        }
+                        else {
+                            free(copy);
+                        }
+                    }
+                }
+            }
+            info_free(&r);
+            if (depth < 4 && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+                cleanup_free char *srel = xasprintf("%s/modules", r2);
+
+                modules_make(ms, host_modules, dst, srel, depth + 1, uid, gid, count);
+            }
+            continue;
+        }
+        if (depth < 4) {
+            modules_make(ms, host_modules, dst, r2, depth + 1, uid, gid, count); /* a/b names */
+        }
+    }
+    closedir(d);
     return 0;
 }
 
@@ -283,8 +417,11 @@ int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mou
     else if (why[0] == '\0' && mkdir(repo, 0755) < 0) {
         snprintf(why, sizeof(why), "%s: %s", repo, strerror(errno));
     }
-    else if (why[0] == '\0' && repo_make(&g, &r, repo, why, sizeof(why)) == 0) {
+    else if (why[0] == '\0' &&
+             repo_make(&g, &r, repo, SBX_WTGIT_INSIDE_OBJECTS "\n", "", why, sizeof(why)) == 0) {
         cleanup_free char *p_branch = xasprintf("%s/branch", top);
+
+        submodule_config(&g, repo);
         cleanup_free char *p_base = xasprintf("%s/base", top);
         cleanup_free char *p_obj = xasprintf("%s/objects", top);
         cleanup_free char *p_file = xasprintf("%s/gitfile", top);
@@ -308,6 +445,16 @@ int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mou
                           0); /* never read by the host */
             }
             add_mount(mounts, n, xasprintf("%s/objects", r.common), SBX_WTGIT_INSIDE_OBJECTS, 1);
+            {
+                cleanup_free char *hm = xasprintf("%s/modules", r.common);
+                int count = 0;
+                struct mods ms = {worktree, top, mounts, n};
+
+                modules_make(&ms, hm, repo, "", 0, g.uid, g.gid, &count);
+                if (count > 0) {
+                    add_mount(mounts, n, xstrdup(hm), SBX_WTGIT_INSIDE_MODULES, 1);
+                }
+            }
             sbx_debug("worktree %s: the sandbox's git dir is %s (branch %s at %s)", worktree, repo,
                       r.head_ref ? r.head_ref : "(detached)", r.head ? r.head : "(none)");
             info_free(&r);

@@ -21,8 +21,9 @@
 
 #define SBX_WTGIT_INSIDE_REPO "/run/sbx-git/repo"
 #define SBX_WTGIT_INSIDE_OBJECTS "/run/sbx-git/objects"
+#define SBX_WTGIT_INSIDE_MODULES "/run/sbx-git/modules"
 
-/* The mounts that replace the worktree's .git inside (at most 3, in *mounts,
+/* The mounts that replace the worktree's .git inside (at most 4, in *mounts,
  * the strings owned by the task dir's lifetime: free with sbx_wtgit_mounts_free).
  * 0 with *n = 0 when the worktree has no .git; -1 when its .git cannot be given
  * safely (a symlink). When the host's git cannot read the repository, the
