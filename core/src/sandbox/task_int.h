@@ -85,6 +85,12 @@ void *sbx_task_timer_main(void *arg);
 /* (added) After a command (and at the end): the host takes back the task's branch
  * and quarantines what it must not run (task_wt.c; docs/tasks.md, "Worktrees"). */
 void sbx_task_worktree_after(struct sbx_task *t);
+/* (added) <task dir>/since: when the task's directories were made (CLOCK_REALTIME),
+ * what the worktree's scan counts changes from. */
+int sbx_task_since_write(const char *dir);
+int sbx_task_since_read(const char *dir, struct timespec *ts);
+/* (added) The task's worktree.protect globs (the configuration's, else the default). */
+const char *const *sbx_task_protect(const struct sbx_task *t);
 /* (added) Logs one finding about the worktree and adds it to the record, once. */
 void sbx_task_worktree_note(struct sbx_task *t, const char *what);
 

@@ -22,6 +22,7 @@
 #include "sandbox/task_int.h"
 #include "sandbox/view.h"
 #include "sandbox/wtgit.h"
+#include "sandbox/wtscan.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -325,6 +326,10 @@ static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
             goto fail;
         }
     }
+    if (t->worktree != NULL && sbx_task_since_write(t->dir) < 0) {
+        sbx_error_set(err, SBX_E_GENERIC, "%s/since: %s", t->dir, strerror(errno));
+        goto fail;
+    }
     /* (added) the caches, then what replaces the worktree's .git inside (wtgit.h) */
     {
         struct sbx_mount *git = NULL;
@@ -332,6 +337,9 @@ static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
 
         if (t->worktree != NULL && sbx_wtgit_prepare(t->worktree, t->dir, &git, &n_git, err) < 0) {
             goto fail;
+        }
+        if (t->worktree != NULL) {
+            sbx_protect_mounts(t->worktree, sbx_task_protect(t), &git, &n_git);
         }
         s->n_mounts = t->cfg->n_caches + n_git;
         s->n_git_mounts = n_git;

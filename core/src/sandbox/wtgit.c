@@ -16,6 +16,7 @@
 
 #include "sandbox/gitrun.h"
 #include "sandbox/statedir.h"
+#include "sandbox/wtscan.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -364,12 +365,19 @@ static void add_mount(struct sbx_mount **v, size_t *n, char *host, const char *p
     (*n)++;
 }
 
-int sbx_wtgit_is_repo(const char *worktree)
+int sbx_wtgit_needs_cold(const char *worktree, const char *const *protect)
 {
     cleanup_free char *dotgit = xasprintf("%s/.git", worktree);
+    struct sbx_mount *v = NULL;
+    size_t n = 0;
     struct stat st;
 
-    return lstat(dotgit, &st) == 0;
+    if (lstat(dotgit, &st) == 0) {
+        return 1;
+    }
+    sbx_protect_mounts(worktree, protect, &v, &n);
+    sbx_wtgit_mounts_free(v, n);
+    return n > 0;
 }
 
 void sbx_wtgit_mounts_free(struct sbx_mount *mounts, size_t n)

@@ -30,8 +30,9 @@
  * worktree's .git is mounted read-only instead (one warning). */
 int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mount **mounts,
                       size_t *n, sbx_error_t **err);
-/* The worktree has a .git of any type (a warm sandbox cannot take it: cold start). */
-int sbx_wtgit_is_repo(const char *worktree);
+/* The worktree has a .git of any type, or a protected path: its mounts are made at
+ * create, so a warm sandbox cannot take it (a cold start). */
+int sbx_wtgit_needs_cold(const char *worktree, const char *const *protect);
 void sbx_wtgit_mounts_free(struct sbx_mount *mounts, size_t n);
 
 /* After a command: takes back the objects reachable from the task's branch in the
