@@ -27,22 +27,20 @@
 static const char *const allowed[] = {
     /* file descriptors and I/O */
     "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "preadv2", "pwritev",
-    "pwritev2", "close", "close_range", "lseek", "_llseek",
-    "dup", "dup2", "dup3", "fcntl", "fcntl64", "ioctl", "flock", "fsync", "fdatasync", "sync",
-    "syncfs", "sync_file_range", "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64",
-    "sendfile", "sendfile64", "copy_file_range", "splice", "tee", "vmsplice", "readahead",
-    "fadvise64", "fadvise64_64", "pipe", "pipe2",
+    "pwritev2", "close", "close_range", "lseek", "_llseek", "dup", "dup2", "dup3", "fcntl",
+    "fcntl64", "ioctl", "flock", "fsync", "fdatasync", "sync", "syncfs", "sync_file_range",
+    "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64", "sendfile", "sendfile64",
+    "copy_file_range", "splice", "tee", "vmsplice", "readahead", "fadvise64", "fadvise64_64",
+    "pipe", "pipe2",
     /* paths and metadata */
     "stat", "stat64", "fstat", "fstat64", "lstat", "lstat64", "newfstatat", "fstatat64", "statx",
     "statfs", "statfs64", "fstatfs", "fstatfs64", "access", "faccessat", "faccessat2", "readlink",
     "readlinkat", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "rename", "renameat",
-    "renameat2", "link", "linkat", "symlink", "symlinkat", "unlink", "unlinkat", 
-    "chown", "chown32", "fchown", "fchown32", "lchown",
-    "lchown32", "fchownat", "umask", "utime", "utimes", "utimensat", "utimensat_time64",
-    "futimesat", "getdents", "getdents64", "getxattr", "lgetxattr", "fgetxattr", 
-    "listxattr", "llistxattr", "flistxattr", "removexattr",
-    "lremovexattr", "fremovexattr", "inotify_init", "inotify_init1", "inotify_add_watch",
-    "inotify_rm_watch", "fanotify_mark",
+    "renameat2", "link", "linkat", "symlink", "symlinkat", "unlink", "unlinkat", "chown", "chown32",
+    "fchown", "fchown32", "lchown", "lchown32", "fchownat", "umask", "utime", "utimes", "utimensat",
+    "utimensat_time64", "futimesat", "getdents", "getdents64", "getxattr", "lgetxattr", "fgetxattr",
+    "listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
     /* memory */
     "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "mincore", "msync", "mlock",
     "mlock2", "munlock", "mlockall", "munlockall", "membarrier", "memfd_create", "memfd_secret",
@@ -154,8 +152,8 @@ static const struct {
     const char *name;
     int mode_arg; /* the index of the mode argument */
 } mode_calls[] = {
-    {"open", 2},     {"openat", 3},   {"creat", 1},     {"chmod", 1},
-    {"fchmod", 1},   {"fchmodat", 2}, {"fchmodat2", 2},
+    {"open", 2},   {"openat", 3},   {"creat", 1},     {"chmod", 1},
+    {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2},
 };
 
 static void worktree_rules(json_t *calls)
@@ -168,9 +166,9 @@ static void worktree_rules(json_t *calls)
 
     for (size_t i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]); i++) {
         r = rule(json_pack("[s]", mode_calls[i].name), "SCMP_ACT_ALLOW");
-        json_object_set_new(r, "args",
-                            json_pack("[o]", arg(mode_calls[i].mode_arg, SETID_BITS, 0,
-                                                 "SCMP_CMP_MASKED_EQ")));
+        json_object_set_new(
+            r, "args",
+            json_pack("[o]", arg(mode_calls[i].mode_arg, SETID_BITS, 0, "SCMP_CMP_MASKED_EQ")));
         json_array_append_new(calls, r);
     }
     for (size_t i = 0; i < sizeof(mknods) / sizeof(mknods[0]); i++) {
