@@ -3,7 +3,7 @@
 -- In:  job    (read-only) id, task, pool, argv, workdir, repository,
 --             provider, labels, requested {cpus, memory, disk, pids, idle, max}
 --      config (read-only) caps {cpus, memory, disk, pids, idle, max},
---             registries
+--             registries, worktree_protect (the protected paths, globs)
 -- Out: { cpus = N, memory = B, disk = B, pids = N, idle = S, max = S,
 --        reason = "..." }   (bytes and seconds, or "8G" / "60m" strings)
 -- A limit left out gets the configured cap. The core clamps every value to

@@ -234,7 +234,16 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
         json_array_append_new(mounts, dk_bind_mount(workspace, "/workspace", 0));
     }
     for (size_t i = 0; i < s->n_mounts; i++) {
-        json_array_append_new(mounts, dk_bind_mount(s->mounts[i].host, s->mounts[i].path, 1));
+        /* (changed) a read-write mount (the worktree's git dir, wtgit) is given to the
+         * sandbox's root; the caches stay read-only */
+        if (!s->mounts[i].read_only && dk_worktree_give(c, s->mounts[i].host, err) < 0) {
+            json_decref(mounts);
+            json_decref(env);
+            json_decref(labels);
+            return NULL;
+        }
+        json_array_append_new(
+            mounts, dk_bind_mount(s->mounts[i].host, s->mounts[i].path, s->mounts[i].read_only));
     }
     if (s->egress_dir != NULL) {
         json_array_append_new(mounts, dk_bind_mount(s->egress_dir, SBX_EGRESS_DIR, 1));

@@ -154,6 +154,9 @@ int dk_worktree_probe(struct dk_ctx *c, const char *user, const struct dk_probe_
 int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const char **src,
                        int *viewed, sbx_error_t **err);
 void dk_worktree_release(const char *view);
+/* (added) Gives a read-write mount's directory (the worktree's git dir, core wtgit.h) to
+ * the sandbox's root on the host: the remap user's first id, or root. */
+int dk_worktree_give(struct dk_ctx *c, const char *dir, sbx_error_t **err);
 /* Which applies, for struct sbx_provider_info.worktree. */
 void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size);
 

@@ -27,22 +27,20 @@
 static const char *const allowed[] = {
     /* file descriptors and I/O */
     "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "preadv2", "pwritev",
-    "pwritev2", "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "_llseek",
-    "dup", "dup2", "dup3", "fcntl", "fcntl64", "flock", "fsync", "fdatasync", "sync", "syncfs",
-    "sync_file_range", "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64",
-    "sendfile", "sendfile64", "copy_file_range", "splice", "tee", "vmsplice", "readahead",
-    "fadvise64", "fadvise64_64", "pipe", "pipe2",
+    "pwritev2", "close", "close_range", "lseek", "_llseek", "dup", "dup2", "dup3", "fcntl",
+    "fcntl64", "flock", "fsync", "fdatasync", "sync", "syncfs", "sync_file_range", "fallocate",
+    "ftruncate", "ftruncate64", "truncate", "truncate64", "sendfile", "sendfile64",
+    "copy_file_range", "splice", "tee", "vmsplice", "readahead", "fadvise64", "fadvise64_64",
+    "pipe", "pipe2",
     /* paths and metadata */
     "stat", "stat64", "fstat", "fstat64", "lstat", "lstat64", "newfstatat", "fstatat64", "statx",
     "statfs", "statfs64", "fstatfs", "fstatfs64", "access", "faccessat", "faccessat2", "readlink",
     "readlinkat", "getcwd", "chdir", "fchdir", "mkdir", "mkdirat", "rmdir", "rename", "renameat",
-    "renameat2", "link", "linkat", "symlink", "symlinkat", "unlink", "unlinkat", "mknod", "mknodat",
-    "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "chown32", "fchown", "fchown32", "lchown",
-    "lchown32", "fchownat", "umask", "utime", "utimes", "utimensat", "utimensat_time64",
-    "futimesat", "getdents", "getdents64", "getxattr", "lgetxattr", "fgetxattr", "setxattr",
-    "lsetxattr", "fsetxattr", "listxattr", "llistxattr", "flistxattr", "removexattr",
-    "lremovexattr", "fremovexattr", "inotify_init", "inotify_init1", "inotify_add_watch",
-    "inotify_rm_watch", "fanotify_mark",
+    "renameat2", "link", "linkat", "symlink", "symlinkat", "unlink", "unlinkat", "chown", "chown32",
+    "fchown", "fchown32", "lchown", "lchown32", "fchownat", "umask", "utime", "utimes", "utimensat",
+    "utimensat_time64", "futimesat", "getdents", "getdents64", "getxattr", "lgetxattr", "fgetxattr",
+    "listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
+    "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
     /* memory */
     "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "mincore", "msync", "mlock",
     "mlock2", "munlock", "mlockall", "munlockall", "membarrier", "memfd_create", "memfd_secret",
@@ -187,6 +185,58 @@ static void ioctl_rules(json_t *calls)
     }
 }
 
+/* ---- no privilege out of the worktree (docs/operations.md) -----------------------
+ * The calls that make a file or give it a mode, allowed only without the set-uid and
+ * set-gid bits (and mknod only for a regular file): a file the sandbox writes in the
+ * worktree never becomes a set-id program on the host. No extended attribute is set
+ * (a file capability, security.capability, or an ACL): EOPNOTSUPP, which cp -a, tar
+ * and rsync take as "not supported here" and go on. openat2 (its mode is in memory
+ * the filter cannot read) says ENOSYS, and callers fall back to openat. */
+#define SETID_BITS 06000
+#define MKNOD_MASK (0170000 | SETID_BITS)
+#define MKNOD_REG 0100000
+
+static const struct {
+    const char *name;
+    int mode_arg; /* the index of the mode argument */
+} mode_calls[] = {
+    {"open", 2},   {"openat", 3},   {"creat", 1},     {"chmod", 1},
+    {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2},
+};
+
+static void worktree_rules(json_t *calls)
+{
+    static const struct {
+        const char *name;
+        int mode_arg;
+    } mknods[] = {{"mknod", 1}, {"mknodat", 2}};
+    json_t *r;
+
+    for (size_t i = 0; i < sizeof(mode_calls) / sizeof(mode_calls[0]); i++) {
+        r = rule(json_pack("[s]", mode_calls[i].name), "SCMP_ACT_ALLOW");
+        json_object_set_new(
+            r, "args",
+            json_pack("[o]", arg(mode_calls[i].mode_arg, SETID_BITS, 0, "SCMP_CMP_MASKED_EQ")));
+        json_array_append_new(calls, r);
+    }
+    for (size_t i = 0; i < sizeof(mknods) / sizeof(mknods[0]); i++) {
+        /* a regular file: S_IFREG, or no type at all */
+        for (int k = 0; k < 2; k++) {
+            r = rule(json_pack("[s]", mknods[i].name), "SCMP_ACT_ALLOW");
+            json_object_set_new(r, "args",
+                                json_pack("[o]", arg(mknods[i].mode_arg, MKNOD_MASK,
+                                                     k ? MKNOD_REG : 0, "SCMP_CMP_MASKED_EQ")));
+            json_array_append_new(calls, r);
+        }
+    }
+    r = rule(json_pack("[s,s,s]", "setxattr", "lsetxattr", "fsetxattr"), "SCMP_ACT_ERRNO");
+    json_object_set_new(r, "errnoRet", json_integer(EOPNOTSUPP));
+    json_array_append_new(calls, r);
+    r = rule(json_pack("[s]", "openat2"), "SCMP_ACT_ERRNO");
+    json_object_set_new(r, "errnoRet", json_integer(ENOSYS));
+    json_array_append_new(calls, r);
+}
+
 json_t *dk_seccomp_profile(void)
 {
     json_t *calls = json_array();
@@ -194,6 +244,7 @@ json_t *dk_seccomp_profile(void)
 
     json_array_append_new(calls, rule(dk_strv_json(allowed), "SCMP_ACT_ALLOW"));
     ioctl_rules(calls);
+    worktree_rules(calls);
     for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
         r = rule(json_pack("[s]", "socket"), "SCMP_ACT_ALLOW");
         json_object_set_new(r, "args", json_pack("[o]", arg(0, families[i], 0, "SCMP_CMP_EQ")));
@@ -259,9 +310,10 @@ int dk_seccomp_init(struct dk_ctx *c, sbx_error_t **err)
 
     if (opt == NULL || strcmp(opt, "sbx") == 0) {
         profile = dk_seccomp_profile();
-        snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),
-                 "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall, "
-                 "32-bit x86, btrfs subvolume/quota ioctls");
+        snprintf(
+            c->seccomp_desc, sizeof(c->seccomp_desc),
+            "sbx: sockets only UNIX, INET, INET6, NETLINK, PACKET; no io_uring, socketcall, "
+            "32-bit x86, btrfs subvolume/quota ioctls; no set-id bits, xattrs or device nodes");
     }
     else if (strcmp(opt, "default") == 0) {
         snprintf(c->seccomp_desc, sizeof(c->seccomp_desc),

@@ -2,9 +2,12 @@
  * idmapped view (docker_idmap.c) when the engine remaps users, else a plain
  * bind mount; option worktree_idmap = auto | required | off (docs/tasks.md,
  * "The worktree and user namespaces"). */
+#include <errno.h>
+#include <ftw.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "docker.h"
 #include "docker_idmap.h"
@@ -206,4 +209,27 @@ void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size)
         snprintf(buf, size, "idmapped: its owner is root inside (host %u:%u) (%s)", c->wt_uid,
                  c->wt_gid, mode);
     }
+}
+
+/* nftw has no user data: the ids of the walk under way (one walk at a time) */
+static __thread uid_t give_uid;
+static __thread gid_t give_gid;
+
+static int give_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+    (void)st;
+    (void)type;
+    (void)f;
+    return lchown(path, give_uid, give_gid) < 0 ? -1 : 0;
+}
+
+int dk_worktree_give(struct dk_ctx *c, const char *dir, sbx_error_t **err)
+{
+    give_uid = c->userns ? (c->remap_uid ? c->remap_uid : c->wt_uid) : 0;
+    give_gid = c->userns ? (c->remap_gid ? c->remap_gid : c->wt_gid) : 0;
+    if (nftw(dir, give_one, 16, FTW_PHYS | FTW_MOUNT) < 0) {
+        return c->host->error_set(err, SBX_E_ENGINE, "docker: giving %s to the sandbox's root: %s",
+                                  dir, strerror(errno));
+    }
+    return 0;
 }

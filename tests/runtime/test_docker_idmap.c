@@ -176,7 +176,7 @@ static void test_owner_is_root_inside(void **state)
 
     (void)state;
     fresh_worktree();
-    r = RT_SBX("run", "--worktree", wt, "--", "sh", "-c",
+    r = RT_SBX("run", "--task", "idmap-own-1", "--worktree", wt, "--", "sh", "-c",
                "set -e; cd /workspace; stat -c %u:%g .; "
                "echo a > new; mv new renamed; chmod 640 renamed; stat -c %a renamed; "
                "mkdir -p d/e; echo z > d/e/z; rm d/e/z; rmdir d/e; "
@@ -196,8 +196,10 @@ static void test_owner_is_root_inside(void **state)
     host_owner("hl", OWNER, OWNER);
     host_owner("sl", OWNER, OWNER);
     host_owner("d", OWNER, OWNER);
-    host_owner(".git", OWNER, OWNER);
-    host_owner(".git/HEAD", OWNER, OWNER);
+    /* (changed, issue 24) a repository made inside a worktree that was none is
+     * quarantined after the command (docs/tasks.md, "Worktrees"), still the owner's */
+    host_owner(".git.sbx-quarantine-idmap-own-1", OWNER, OWNER);
+    host_owner(".git.sbx-quarantine-idmap-own-1/HEAD.sbx-quarantine-idmap-own-1", OWNER, OWNER);
     host_owner("theirs", OTHER, OTHER);
     assert_true(asprintf(&theirs, "%s/theirs", wt) > 0);
     f = fopen(theirs, "r");

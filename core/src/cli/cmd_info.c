@@ -16,6 +16,7 @@
 #include "sandbox/backlog.h"
 #include "sandbox/statedir.h"
 #include "sbx_build.h"
+#include "sandbox/wtscan.h"
 #include "util/paths.h"
 #include "util/units.h"
 
@@ -62,6 +63,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     char mem[32];
     char disk[32];
     char isolation[384] = "";
+    char protected_text[1024] = "";
     char unenforced[160] = "";
     json_t *j;
     int json = 0;
@@ -112,6 +114,22 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     json_object_set_new(j, "libexec_dir", libexec ? json_string(libexec) : json_null());
     json_object_set_new(j, "image_definition", definition ? json_string(definition) : json_null());
     sbx_info_box(cfg, state, j, 0);
+    /* (added) what a worktree keeps from the sandbox (docs/tasks.md, "Worktrees") */
+    {
+        const char *const *g = cfg->worktree_protect ? (const char *const *)cfg->worktree_protect
+                                                     : sbx_protect_default;
+        json_t *arr = json_array();
+
+        protected_text[0] = '\0';
+        for (size_t i = 0; g[i] != NULL; i++) {
+            size_t used = strlen(protected_text);
+
+            json_array_append_new(arr, json_string(g[i]));
+            snprintf(protected_text + used, sizeof(protected_text) - used, "%s%s", i ? " " : "",
+                     g[i]);
+        }
+        json_object_set_new(j, "worktree_protect", arr);
+    }
     if (oi != NULL) {
         json_object_set_new(j, "engine", json_string(info.engine));
         json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
@@ -169,6 +187,10 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
             printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
             printf("isolation:   %s\n", isolation);
             printf("worktree:    %s\n", info.worktree[0] ? info.worktree : "plain bind mount");
+            printf("protected:   %s (read-only inside; made inside: quarantined)\n",
+                   protected_text[0] ? protected_text : "none (worktree.protect = [])");
+            printf("git:         the sandbox's own .git; the host takes back the task's branch "
+                   "only\n");
         }
         else {
             printf("engine:      unreachable: %s\n", sbx_error_msg(err));

@@ -13,7 +13,9 @@
     "                       environment (values are redacted from output)\n"                       \
     "  --worktree DIR       host directory mounted at /workspace (the only host mount\n"           \
     "                       besides the read-only caches); under user remapping its\n"             \
-    "                       owner is root inside (idmapped mount, docs/tasks.md)\n"                \
+    "                       owner is root inside (idmapped mount, docs/tasks.md); a\n"             \
+    "                       repository gets its own .git inside and the host takes\n"              \
+    "                       back only its branch; worktree.protect paths read-only\n"              \
     "  --pool ci|agent      slot pool (default agent)\n"
 
 struct sbx_task_cli {

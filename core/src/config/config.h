@@ -113,6 +113,7 @@ struct sbx_config {
     struct sbx_limits limits;
     struct sbx_mount *caches;
     size_t n_caches;
+    char **worktree_protect; /* (added) worktree.protect; NULL: the default (wtscan.h) */
 
     struct sbx_instance *instances;
     size_t n_instances;

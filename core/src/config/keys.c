@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "config/runner_trust.h"
 #include "egress/rules.h"
+#include "sandbox/wtscan.h"
 #include "util/cleanup.h"
 #include "util/units.h"
 #include "util/xalloc.h"
@@ -41,6 +42,19 @@ static int check_database(struct sbx_config *c, const config_setting_t *s, sbx_e
 }
 
 /* box.id: 1-63 of [A-Za-z0-9._-] (it names a row and a file). */
+static int check_protect(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    for (size_t i = 0; s != NULL && c->worktree_protect && c->worktree_protect[i] != NULL; i++) {
+        if (!sbx_protect_glob_ok(c->worktree_protect[i])) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: worktree.protect '%s': a glob relative to the worktree "
+                                 "(no leading '/', no '..', no empty part, at most 200 bytes)",
+                                 c->path, config_setting_source_line(s), c->worktree_protect[i]);
+        }
+    }
+    return 0;
+}
+
 static int check_box_id(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
 {
     const char *v = c->box.id;
@@ -102,6 +116,8 @@ const struct sbx_key_def sbx_config_keys[] = {
          .help = "per-pool capacity for the runner, and per-pool caps on CPUs and memory"),
     NODE("runner", GROUP, .doc_def = "see below",
          .help = "the runner daemon (`sbx serve`) and its clients"),
+    NODE("worktree", GROUP, .doc_def = "see below",
+         .help = "**(added)** a task's worktree: the paths protected from the sandbox"),
     NODE("spike", GROUP, .doc_def = "see below",
          .help = "the bars of `sbx spike` (ADR 0287 decision 13)"),
     NODE("egress", GROUP, .doc_def = "see below",
@@ -162,6 +178,16 @@ const struct sbx_key_def sbx_config_keys[] = {
         .help = "**(added)** the box's id in a fleet (`runner.database`): 1-63 of "
                 "`[A-Za-z0-9._-]`; two boxes of one fleet must not share it (docs/runner.md, "
                 "Several boxes)"),
+
+    /* worktree */
+    KEY("worktree.protect", STRINGS, worktree_protect, .check = {.fn = check_protect},
+        .doc_def = "`.gitconfig .gitmodules .bashrc .bash_profile .zshrc .zprofile .profile "
+                   ".ripgreprc .mcp.json .vscode .idea .claude/commands .claude/agents "
+                   ".claude/settings.json .claude/settings.local.json .envrc .devcontainer`",
+        .help = "**(added)** paths of the worktree (globs, relative to it; a directory covers "
+                "what is below it) that tools on the host load and run: read-only inside the "
+                "sandbox, and one made there is quarantined after the command (docs/tasks.md, "
+                "\"Worktrees\"). Set it to narrow or widen the default; `[]` protects none"),
 
     /* pools.ci, pools.agent */
     NODE("pools.*.cpus", CPUS, .doc_def = "a share of the box", .help = "CPUs of the pool"),

@@ -12,6 +12,7 @@
 #include "policy/convert.h"
 #include "policy/policy_internal.h"
 #include "policy/sandbox.h"
+#include "sandbox/wtscan.h"
 #include "util/cleanup.h"
 #include "util/paths.h"
 #include "util/xalloc.h"
@@ -39,6 +40,7 @@ struct sbx_policy {
     struct pool_cap *pools;
     size_t n_pools;
     char **registries; /* canonical rules, NULL-terminated */
+    char **protect;    /* (added) worktree.protect, or its default; NULL-terminated */
     struct sbx_rule_cache rules;
 };
 
@@ -71,6 +73,7 @@ void sbx_policy_destroy(struct sbx_policy *p)
     }
     free(p->pools);
     free_strv(p->registries);
+    free_strv(p->protect);
     free(p);
 }
 
@@ -79,7 +82,7 @@ static int push_config(lua_State *L)
     struct sbx_policy *p = lua_touserdata(L, 1);
     size_t n = 0;
 
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 3);
     while (p->registries[n] != NULL) {
         n++;
     }
@@ -90,6 +93,17 @@ static int push_config(lua_State *L)
     }
     sbx_lua_push_readonly(L, -1);
     lua_setfield(L, -3, "registries");
+    lua_pop(L, 1);
+    /* (added) the worktree's protected paths (docs/tasks.md, "Worktrees") */
+    for (n = 0; p->protect != NULL && p->protect[n] != NULL; n++) {
+    }
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, p->protect[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    sbx_lua_push_readonly(L, -1);
+    lua_setfield(L, -3, "worktree_protect");
     lua_pop(L, 1);
 
     lua_createtable(L, 0, 6);
@@ -143,6 +157,19 @@ struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config
                           cfg->path ? cfg->path : "config", registries[i], why);
             sbx_policy_destroy(p);
             return NULL;
+        }
+    }
+    {
+        const char *const *g = cfg->worktree_protect ? (const char *const *)cfg->worktree_protect
+                                                     : sbx_protect_default;
+        size_t k = 0;
+
+        while (g[k] != NULL) {
+            k++;
+        }
+        p->protect = xcalloc(k + 1, sizeof(char *));
+        for (size_t i = 0; i < k; i++) {
+            p->protect[i] = xstrdup(g[i]);
         }
     }
     p->lua = sbx_lua_new(&sbx_policy_caps, err);

@@ -2,6 +2,7 @@
 #include "sandbox/statedir.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,39 @@ void sbx_task_id_new(char *buf, unsigned long len)
     snprintf(buf, len, "t-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
 }
 
+/* Removes name below dfd and everything in it, following no symlink and staying on
+ * dfd's filesystem (the sandbox wrote part of it: <task dir>/git/repo). */
+static void remove_below(int dfd, const char *name, int depth)
+{
+    struct stat st;
+    int fd;
+    DIR *d;
+    struct dirent *e;
+
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        return;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        unlinkat(dfd, name, 0);
+        return;
+    }
+    fd = depth < 64 ? openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (d == NULL) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            remove_below(dirfd(d), e->d_name, depth + 1);
+        }
+    }
+    closedir(d);
+    unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
 void sbx_task_dir_remove(const char *state, const char *task)
 {
     cleanup_free char *dir = sbx_task_dir(state, task);
@@ -110,6 +144,15 @@ void sbx_task_dir_remove(const char *state, const char *task)
     rmdir(provider);
     rmdir(docker);
     rmdir(egress);
+    {
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (dfd >= 0) {
+            remove_below(dfd, "git", 0); /* (added) the worktree's git dir (wtgit.h) */
+            unlinkat(dfd, "since", 0);
+            close(dfd);
+        }
+    }
     if (rmdir(dir) < 0 && errno != ENOENT) {
         sbx_debug("task dir %s not removed: %s", dir, strerror(errno));
     }

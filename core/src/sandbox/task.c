@@ -260,6 +260,10 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     /* (added) ... and given other limits by the engine's update call */
     json_object_set_new(rec, "resized", json_boolean(t->resized));
     sbx_caps_record(rec, &t->limits, t->unenforced);
+    /* (added) what the worktree's checks found (docs/tasks.md, "Worktrees") */
+    if (t->wt_events != NULL) {
+        json_object_set_new(rec, "worktree_events", json_deep_copy(t->wt_events));
+    }
     {
         char owner[160];
 

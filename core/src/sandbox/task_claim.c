@@ -14,6 +14,7 @@
 #include "plugin/host.h"
 #include "sandbox/task.h"
 #include "sandbox/task_int.h"
+#include "sandbox/wtgit.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
@@ -85,6 +86,7 @@ static int claim_worktree(struct sbx_task *t, const char *worktree, sbx_error_t 
     if (sbx_worktree_check(worktree, t->state, &t->worktree, err) < 0) {
         return -1;
     }
+    sbx_task_since_write(t->dir); /* (added) the worktree's scan counts from here */
     view = xasprintf("%s/" SBX_VIEW_NAME, t->dir);
     rc = sbx_instance_provider(t->prov)->claim_worktree(t->prov->ctx, t->sandbox, t->worktree, view,
                                                         err);
@@ -103,8 +105,12 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     pthread_mutex_lock(&t->mu);
     stopped = t->stop || t->running > 0;
     pthread_mutex_unlock(&t->mu);
-    if (stopped || (o->worktree != NULL && !t->warm_view) || o->nested_containers ||
-        strcmp(provider, t->prov->cfg->name) != 0 || strcmp(o->pool ? o->pool : "agent", t->pool)) {
+    /* (added) a repository's worktree needs its git mounts at create (wtgit.h): cold */
+    if (stopped ||
+        (o->worktree != NULL &&
+         (!t->warm_view || sbx_wtgit_needs_cold(o->worktree, sbx_task_protect(t)))) ||
+        o->nested_containers || strcmp(provider, t->prov->cfg->name) != 0 ||
+        strcmp(o->pool ? o->pool : "agent", t->pool)) {
         return 1;
     }
     if (o->task_id == NULL || !sbx_id_valid(o->task_id, SBX_ID_TASK)) {

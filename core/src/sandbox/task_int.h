@@ -5,6 +5,7 @@
 #ifndef SBX_SANDBOX_TASK_INT_H
 #define SBX_SANDBOX_TASK_INT_H
 
+#include <jansson.h>
 #include <time.h>
 
 #include "sandbox/task.h"
@@ -59,6 +60,7 @@ struct sbx_task {
     int timer_on;
     volatile int timer_quit;
     pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
+    json_t *wt_events;       /* (added) what the worktree's checks found, each once (task_wt.c) */
 };
 
 /* (added) Runs one prepared exec: through the sandbox's exec agent when it
@@ -80,6 +82,18 @@ int sbx_task_record_write_nosync(struct sbx_task *t, const char *state, sbx_erro
 /* The timer thread (task.c): maximum lifetime, idle, lease renewal. */
 void *sbx_task_timer_main(void *arg);
 
+/* (added) After a command (and at the end): the host takes back the task's branch
+ * and quarantines what it must not run (task_wt.c; docs/tasks.md, "Worktrees"). */
+void sbx_task_worktree_after(struct sbx_task *t);
+/* (added) <task dir>/since: when the task's directories were made (CLOCK_REALTIME),
+ * what the worktree's scan counts changes from. */
+int sbx_task_since_write(const char *dir);
+int sbx_task_since_read(const char *dir, struct timespec *ts);
+/* (added) The task's worktree.protect globs (the configuration's, else the default). */
+const char *const *sbx_task_protect(const struct sbx_task *t);
+/* (added) Logs one finding about the worktree and adds it to the record, once. */
+void sbx_task_worktree_note(struct sbx_task *t, const char *what);
+
 /* ---- shared by task_life.c and task_start.c ------------------------------- */
 
 /* What a started and an adopted task share before anything can fail. */
@@ -100,11 +114,14 @@ struct sbx_task_start {
     struct sbx_task *t;
     const struct sbx_task_opts *o;
     const char *plugin_dir;
-    const char *provider; /* the provider instance's name */
-    time_t now;           /* the start's time: created_at, the sbx.created label */
-    char *provider_dir;   /* the provider's own host-side files of the sandbox */
-    char *view_dir;       /* where the provider may mount its view of the worktree, or NULL */
-    char *relay;          /* the host path of sbx-relay once the egress is bound */
+    const char *provider;     /* the provider instance's name */
+    time_t now;               /* the start's time: created_at, the sbx.created label */
+    char *provider_dir;       /* the provider's own host-side files of the sandbox */
+    char *view_dir;           /* where the provider may mount its view of the worktree, or NULL */
+    char *relay;              /* the host path of sbx-relay once the egress is bound */
+    struct sbx_mount *mounts; /* (added) the caches, then the worktree's git mounts (wtgit.h) */
+    size_t n_mounts;
+    size_t n_git_mounts; /* (added) the last n_git_mounts of mounts are wtgit's */
 };
 
 /* In the order sbx_task_start runs them. */

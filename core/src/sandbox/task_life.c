@@ -69,6 +69,7 @@ void sbx_task_free(struct sbx_task *t)
     }
     free(t->egress_allow);
     free(t->decided_by);
+    json_decref(t->wt_events);
     free(t->image);
     free(t->worktree);
     free(t->state);
@@ -223,6 +224,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     pthread_mutex_unlock(&t->mu);
 
     r = sbx_task_exec_run(t, &spec, slotp, status, err);
+    sbx_task_worktree_after(t); /* (added) the task's branch back; what the host must not run */
     /* a command that took the sandbox past a measured limit (the disk
      * watchdog) fails, and the task ends */
     if (sbx_task_check(t, 1) < 0 && r == 0) {
@@ -281,6 +283,9 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         r = -1;
     }
     sbx_view_release(t->dir); /* the sandbox is gone: its view of the worktree too */
+    if (t->sandbox[0] != '\0') {
+        sbx_task_worktree_after(t); /* (added) once more, with nothing left running inside */
+    }
     if (t->have_lease) {
         if (sbx_instance_credential(t->cred)->revoke(t->cred->ctx, &t->lease, &e) < 0) {
             sbx_error_log("task %s: revoking credential lease %s: %s", t->id, t->lease.id,

@@ -21,6 +21,8 @@
 #include "sandbox/task_egress.h"
 #include "sandbox/task_int.h"
 #include "sandbox/view.h"
+#include "sandbox/wtgit.h"
+#include "sandbox/wtscan.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -324,6 +326,32 @@ static int phase_dirs(struct sbx_task_start *s, sbx_error_t **err)
             goto fail;
         }
     }
+    if (t->worktree != NULL && sbx_task_since_write(t->dir) < 0) {
+        sbx_error_set(err, SBX_E_GENERIC, "%s/since: %s", t->dir, strerror(errno));
+        goto fail;
+    }
+    /* (added) the caches, then what replaces the worktree's .git inside (wtgit.h) */
+    {
+        struct sbx_mount *git = NULL;
+        size_t n_git = 0;
+
+        if (t->worktree != NULL && sbx_wtgit_prepare(t->worktree, t->dir, &git, &n_git, err) < 0) {
+            goto fail;
+        }
+        if (t->worktree != NULL) {
+            sbx_protect_mounts(t->worktree, sbx_task_protect(t), &git, &n_git);
+        }
+        s->n_mounts = t->cfg->n_caches + n_git;
+        s->n_git_mounts = n_git;
+        s->mounts = xcalloc(s->n_mounts + 1, sizeof(*s->mounts));
+        for (size_t i = 0; i < t->cfg->n_caches; i++) {
+            s->mounts[i] = t->cfg->caches[i];
+        }
+        for (size_t i = 0; i < n_git; i++) {
+            s->mounts[t->cfg->n_caches + i] = git[i];
+        }
+        free(git); /* the strings are s->mounts' now */
+    }
     return 0;
 
 fail:
@@ -445,8 +473,8 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
         .job_id = t->job,
         .image = t->image,
         .worktree = t->worktree,
-        .mounts = t->cfg->caches,
-        .n_mounts = t->cfg->n_caches,
+        .mounts = s->mounts,
+        .n_mounts = s->n_mounts,
         .limits = t->limits,
         .labels = labels,
         .n_labels = sizeof(labels) / sizeof(labels[0]),
@@ -561,6 +589,17 @@ int sbx_task_phases_run(struct sbx_task_start *s, enum sbx_task_phase_id first,
 
 void sbx_task_start_fini(struct sbx_task_start *s)
 {
+    if (s->mounts != NULL) {
+        size_t first = s->n_mounts - s->n_git_mounts;
+
+        for (size_t i = first; i < s->n_mounts; i++) {
+            free((char *)s->mounts[i].host);
+            free((char *)s->mounts[i].path);
+        }
+        free(s->mounts);
+        s->mounts = NULL;
+        s->n_mounts = s->n_git_mounts = 0;
+    }
     free(s->provider_dir);
     free(s->relay);
     free(s->view_dir);

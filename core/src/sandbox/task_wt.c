@@ -1,0 +1,117 @@
+/* task_wt.c - the worktree after each command of a task (docs/tasks.md,
+ * "Worktrees"): the host takes back the task's branch (wtgit.h) and quarantines
+ * what the sandbox made there that the host would run or that would give a
+ * privilege (wtscan.h); each finding is logged and recorded once. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "sandbox/task_int.h"
+#include "sandbox/wtgit.h"
+#include "sandbox/wtscan.h"
+#include "util/cleanup.h"
+#include "util/xalloc.h"
+#include "util/log.h"
+
+void sbx_task_worktree_note(struct sbx_task *t, const char *what)
+{
+    size_t i;
+    json_t *v;
+
+    pthread_mutex_lock(&t->mu);
+    if (t->wt_events == NULL) {
+        t->wt_events = json_array();
+    }
+    json_array_foreach(t->wt_events, i, v)
+    {
+        if (strcmp(json_string_value(v), what) == 0) {
+            pthread_mutex_unlock(&t->mu);
+            return; /* once */
+        }
+    }
+    if (json_array_size(t->wt_events) < 200) {
+        json_array_append_new(t->wt_events, json_string(what));
+    }
+    pthread_mutex_unlock(&t->mu);
+    sbx_warn("task %s: worktree %s: %s", t->id, t->worktree, what);
+}
+
+static void note_cb(void *ud, const char *what)
+{
+    sbx_task_worktree_note(ud, what);
+}
+
+const char *const *sbx_task_protect(const struct sbx_task *t)
+{
+    return t->cfg != NULL && t->cfg->worktree_protect != NULL
+               ? (const char *const *)t->cfg->worktree_protect
+               : sbx_protect_default;
+}
+
+int sbx_task_since_write(const char *dir)
+{
+    cleanup_free char *path = xasprintf("%s/since", dir);
+    struct timespec now;
+    char text[64];
+    FILE *f;
+
+    clock_gettime(CLOCK_REALTIME, &now);
+    snprintf(text, sizeof(text), "%lld.%09ld\n", (long long)now.tv_sec, now.tv_nsec);
+    f = fopen(path, "we");
+    if (f == NULL) {
+        return -1;
+    }
+    fputs(text, f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int sbx_task_since_read(const char *dir, struct timespec *ts)
+{
+    cleanup_free char *path = xasprintf("%s/since", dir);
+    FILE *f = fopen(path, "re");
+    long long sec = 0;
+    long nsec = 0;
+    int ok;
+
+    if (f == NULL) {
+        return -1;
+    }
+    ok = fscanf(f, "%lld.%ld", &sec, &nsec) == 2 && nsec >= 0 && nsec < 1000000000L;
+    fclose(f);
+    if (!ok) {
+        return -1;
+    }
+    ts->tv_sec = (time_t)sec;
+    ts->tv_nsec = nsec;
+    return 0;
+}
+
+void sbx_task_worktree_after(struct sbx_task *t)
+{
+    cleanup_free char *gitdir = NULL;
+    struct timespec since;
+
+    char msg[768];
+    int r;
+
+    if (t->worktree == NULL || t->dir == NULL) {
+        return;
+    }
+    r = sbx_wtgit_harvest(t->worktree, t->dir, t->id, msg, sizeof(msg));
+    if (r > 0) {
+        sbx_info("task %s: worktree %s: %s", t->id, t->worktree, msg);
+    }
+    else if (r < 0) {
+        sbx_task_worktree_note(t, msg);
+    }
+    gitdir = xasprintf("%s/git", t->dir);
+    if (sbx_task_since_read(t->dir, &since) < 0) {
+        since.tv_sec = (time_t)t->created_at - 1; /* no file: the record's second */
+        since.tv_nsec = 0;
+    }
+    sbx_wtscan(t->worktree, &since, access(gitdir, F_OK) == 0, t->id, sbx_task_protect(t), note_cb,
+               t);
+}

@@ -1,0 +1,478 @@
+/* wtgit.c - the sandbox's own git directory, and what the host takes back from
+ * it (wtgit.h; docs/tasks.md, "Worktrees"). */
+#include "sandbox/wtgit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandbox/gitrun.h"
+#include "sandbox/statedir.h"
+#include "sandbox/wtscan.h"
+#include "util/cleanup.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+/* What the host takes back at most in one harvest (objects the sandbox wrote). */
+#define ZERO_OID "0000000000000000000000000000000000000000"
+
+static int write_text(const char *path, const char *text, unsigned mode, uid_t uid, gid_t gid)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+    size_t len = strlen(text);
+    int ok;
+
+    if (fd < 0) {
+        return -1;
+    }
+    ok = write(fd, text, len) == (ssize_t)len && fchown(fd, uid, gid) == 0;
+    ok = close(fd) == 0 && ok;
+    return ok ? 0 : -1;
+}
+
+/* Copies a file the host owns (the index, shallow) into the sandbox's dir. */
+static int copy_plain(const char *from, const char *to)
+{
+    char buf[65536];
+    int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int out;
+    ssize_t r;
+    int ok = 1;
+
+    if (in < 0) {
+        return errno == ENOENT ? 0 : -1;
+    }
+    out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0) {
+        close(in);
+        return -1;
+    }
+    while ((r = read(in, buf, sizeof(buf))) > 0) {
+        if (write(out, buf, (size_t)r) != r) {
+            ok = 0;
+            break;
+        }
+    }
+    ok = ok && r == 0;
+    close(in);
+    ok = close(out) == 0 && ok;
+    return ok ? 0 : -1;
+}
+
+/* One line of output, trimmed, or NULL when git failed. */
+static char *git_line(const struct sbx_gitrun *g, const char *const *argv, char *why, size_t n)
+{
+    struct sbx_gitout o;
+    char *s = NULL;
+
+    if (sbx_gitrun(g, argv, &o) == 0) {
+        o.out[strcspn(o.out, "\n")] = '\0';
+        s = xstrdup(o.out);
+    }
+    else if (why != NULL) {
+        snprintf(why, n, "git %s: %s", argv[0], o.err[0] ? o.err : "failed");
+    }
+    free(o.out);
+    return s;
+}
+
+struct repo_info {
+    char *top;
+    char *gitdir;
+    char *common;
+    char *format;
+    char *head_ref; /* refs/heads/X, or NULL (detached) */
+    char *head;     /* its value, or NULL (unborn) */
+};
+
+static void info_free(struct repo_info *r)
+{
+    free(r->top);
+    free(r->gitdir);
+    free(r->common);
+    free(r->format);
+    free(r->head_ref);
+    free(r->head);
+}
+
+static int repo_read(const struct sbx_gitrun *g, struct repo_info *r, char *why, size_t n)
+{
+    static const char *const rp[] = {"rev-parse", "--path-format=absolute", "--show-toplevel",
+                                     "--git-dir", "--git-common-dir",       "--show-object-format",
+                                     NULL};
+    static const char *const sym[] = {"symbolic-ref", "-q", "HEAD", NULL};
+    static const char *const head[] = {"rev-parse", "-q", "--verify", "HEAD^{commit}", NULL};
+    struct sbx_gitout o;
+    char *line[4] = {0};
+    char *save = NULL;
+
+    if (sbx_gitrun(g, rp, &o) != 0) {
+        snprintf(why, n, "git rev-parse: %s", o.err[0] ? o.err : "failed");
+        free(o.out);
+        return -1;
+    }
+    line[0] = strtok_r(o.out, "\n", &save);
+    for (int i = 1; i < 4 && line[i - 1] != NULL; i++) {
+        line[i] = strtok_r(NULL, "\n", &save);
+    }
+    if (line[3] == NULL) {
+        snprintf(why, n, "git rev-parse: short output");
+        free(o.out);
+        return -1;
+    }
+    r->top = xstrdup(line[0]);
+    r->gitdir = xstrdup(line[1]);
+    r->common = xstrdup(line[2]);
+    r->format = xstrdup(line[3]);
+    free(o.out);
+    r->head_ref = git_line(g, sym, NULL, 0);
+    if (r->head_ref != NULL &&
+        (strncmp(r->head_ref, "refs/heads/", 11) != 0 || !sbx_git_refname_ok(r->head_ref + 11))) {
+        free(r->head_ref);
+        r->head_ref = NULL;
+    }
+    r->head = git_line(g, head, NULL, 0);
+    return 0;
+}
+
+/* The sandbox's git dir: config by sbx, HEAD, the refs, the index, objects with an
+ * alternate to the host's store. */
+static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, const char *dir,
+                     const char *alt, const char *extra, char *why, size_t n)
+{
+    static const char *const refs[] = {"for-each-ref", "--format=%(objectname) %(refname)", NULL};
+    static const char *const uname[] = {"config", "user.name", NULL};
+    static const char *const umail[] = {"config", "user.email", NULL};
+    static const char *const sub[] = {"refs",         "refs/heads",   "refs/tags", "objects",
+                                      "objects/info", "objects/pack", "info",      NULL};
+    cleanup_free char *name = git_line(g, uname, NULL, 0);
+    cleanup_free char *mail = git_line(g, umail, NULL, 0);
+    cleanup_free char *config = NULL;
+    cleanup_free char *head = NULL;
+    struct sbx_gitout o;
+    int sha256 = strcmp(r->format, "sha256") == 0;
+    int rc = -1;
+
+    for (size_t i = 0; sub[i] != NULL; i++) {
+        cleanup_free char *p = xasprintf("%s/%s", dir, sub[i]);
+
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+            snprintf(why, n, "%s: %s", p, strerror(errno));
+            return -1;
+        }
+    }
+    config =
+        xasprintf("[core]\n\trepositoryformatversion = %d\n\tfilemode = true\n"
+                  "\tbare = false\n\tlogallrefupdates = true\n%s%s[safe]\n\tdirectory = *\n"
+                  "%s%s%s%s%s%s",
+                  sha256 ? 1 : 0, extra, sha256 ? "[extensions]\n\tobjectformat = sha256\n" : "",
+                  name || mail ? "[user]\n" : "", name ? "\tname = " : "", name ? name : "",
+                  name ? "\n" : "", mail ? "\temail = " : "", mail ? mail : "");
+    if (mail != NULL) {
+        char *more = xasprintf("%s\n", config);
+
+        free(config);
+        config = more;
+    }
+    head = r->head_ref ? xasprintf("ref: %s\n", r->head_ref)
+                       : xasprintf("%s\n", r->head ? r->head : ZERO_OID);
+    {
+        cleanup_free char *p_cfg = xasprintf("%s/config", dir);
+        cleanup_free char *p_head = xasprintf("%s/HEAD", dir);
+        cleanup_free char *p_alt = xasprintf("%s/objects/info/alternates", dir);
+        cleanup_free char *p_desc = xasprintf("%s/description", dir);
+
+        if (write_text(p_cfg, config, 0644, 0, 0) < 0 || write_text(p_head, head, 0644, 0, 0) < 0 ||
+            write_text(p_alt, alt, 0644, 0, 0) < 0 ||
+            write_text(p_desc, "the sandbox's git dir (sbx)\n", 0644, 0, 0) < 0) {
+            snprintf(why, n, "%s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    if (sbx_gitrun(g, refs, &o) != 0) {
+        snprintf(why, n, "git for-each-ref: %s", o.err[0] ? o.err : "failed");
+        free(o.out);
+        return -1;
+    }
+    {
+        cleanup_free char *p = xasprintf("%s/packed-refs", dir);
+        cleanup_free char *text = xasprintf("# pack-refs with: peeled \n%s", o.out);
+
+        rc = write_text(p, text, 0644, 0, 0);
+    }
+    free(o.out);
+    {
+        cleanup_free char *idx_from = xasprintf("%s/index", r->gitdir);
+        cleanup_free char *idx_to = xasprintf("%s/index", dir);
+        cleanup_free char *sh_from = xasprintf("%s/shallow", r->common);
+        cleanup_free char *sh_to = xasprintf("%s/shallow", dir);
+
+        if (rc < 0 || copy_plain(idx_from, idx_to) < 0 || copy_plain(sh_from, sh_to) < 0) {
+            snprintf(why, n, "%s: %s", dir, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The sandbox's git dirs of the submodules: one for each git dir below the host's
+ * modules/ (nested too), its objects' alternate the host's, mounted read-only at
+ * SBX_WTGIT_INSIDE_MODULES. Nothing is taken back from them. */
+/* The host's submodule.NAME.url and .active, so that the submodules count as
+ * initialised inside (values quoted; a name with a quote is left out). */
+static void submodule_config(const struct sbx_gitrun *g, const char *repo)
+{
+    static const char *const get[] = {"config", "--get-regexp", "^submodule\\..*\\.(url|active)$",
+                                      NULL};
+    cleanup_free char *path = xasprintf("%s/config", repo);
+    struct sbx_gitout o;
+    char *save = NULL;
+    FILE *f;
+
+    if (sbx_gitrun(g, get, &o) != 0 || (f = fopen(path, "ae")) == NULL) {
+        free(o.out);
+        return;
+    }
+    for (char *line = strtok_r(o.out, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *val = strchr(line, ' ');
+        char *dot;
+
+        if (val == NULL) {
+            continue;
+        }
+        *val++ = '\0';
+        dot = strrchr(line, '.');
+        if (dot == NULL || dot <= line + 10 || strpbrk(line, "\"\\") != NULL) {
+            continue;
+        }
+        *dot = '\0';
+        fprintf(f, "[submodule \"%s\"]\n\t%s = \"", line + 10, dot + 1);
+        for (const char *c = val; *c; c++) {
+            if (*c == '"' || *c == '\\') {
+                fputc('\\', f);
+            }
+            fputc(*c, f);
+        }
+        fputs("\"\n", f);
+    }
+    fclose(f);
+    free(o.out);
+}
+
+struct mods {
+    const char *worktree;
+    const char *top; /* <task dir>/git */
+    struct sbx_mount **mounts;
+    size_t *n;
+};
+
+static void add_mount(struct sbx_mount **v, size_t *n, char *host, const char *path, int ro);
+
+static int modules_make(const struct mods *ms, const char *host_modules, const char *dst,
+                        const char *rel, int depth, uid_t uid, gid_t gid, int *count)
+{
+    cleanup_free char *src = xasprintf("%s%s%s", host_modules, rel[0] ? "/" : "", rel);
+    DIR *d = opendir(src);
+    struct dirent *e;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL && *count < 64) {
+        cleanup_free char *r2 = xasprintf("%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
+        cleanup_free char *m = xasprintf("%s/%s", host_modules, r2);
+        cleanup_free char *head = xasprintf("%s/HEAD", m);
+        cleanup_free char *sub = xasprintf("%s/modules", m);
+        struct stat st;
+
+        if (e->d_name[0] == '.' || lstat(m, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            continue;
+        }
+        if (lstat(head, &st) == 0 && S_ISREG(st.st_mode)) {
+            struct sbx_gitrun g = {.uid = uid, .gid = gid, .dir = m};
+            static const char *const wt[] = {"config", "core.worktree", NULL};
+            cleanup_free char *cwt = git_line(&g, wt, NULL, 0);
+            cleanup_free char *to = xasprintf("%s/modules/%s", dst, r2);
+            cleanup_free char *alt = xasprintf("%s/%s/objects\n", SBX_WTGIT_INSIDE_MODULES, r2);
+            cleanup_free char *extra = cwt ? xasprintf("\tworktree = %s\n", cwt) : xstrdup("");
+            struct repo_info r = {0};
+            char why[256];
+
+            if (cwt != NULL && strpbrk(cwt, "\"\\\n") != NULL) {
+                continue;
+            }
+            if (repo_read(&g, &r, why, sizeof(why)) == 0) {
+                free(r.gitdir);
+                r.gitdir = xstrdup(m);
+                if (sbx_mkdirs(to, 0755, NULL) == 0 &&
+                    repo_make(&g, &r, to, alt, extra, why, sizeof(why)) == 0) {
+                    size_t wl = strlen(ms->worktree);
+                    cleanup_free char *gf = xasprintf("%s/.git", r.top);
+                    struct stat gst;
+
+                    (*count)++;
+                    /* its .git file in the working tree, read-only inside: it says
+                     * where the host's git finds the submodule's config */
+                    if (strncmp(r.top, ms->worktree, wl) == 0 && r.top[wl] == '/' &&
+                        lstat(gf, &gst) == 0 && S_ISREG(gst.st_mode)) {
+                        cleanup_free char *in = xasprintf("/workspace%s/.git", r.top + wl);
+                        char *copy = xasprintf("%s/gitfile-%d", ms->top, *count);
+                        cleanup_free char *text =
+                            xasprintf("gitdir: %s/.git/modules/%s\n", "/workspace", r2);
+
+                        /* sbx's own copy over it (the sandbox may write that copy;
+                         * the host never reads it) */
+                        if (write_text(copy, text, 0644, 0, 0) == 0) {
+                            add_mount(ms->mounts, ms->n, copy, in, 0);
+                        }
+                        else {
+                            free(copy);
+                        }
+                    }
+                }
+            }
+            info_free(&r);
+            if (depth < 4 && lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+                cleanup_free char *srel = xasprintf("%s/modules", r2);
+
+                modules_make(ms, host_modules, dst, srel, depth + 1, uid, gid, count);
+            }
+            continue;
+        }
+        if (depth < 4) {
+            modules_make(ms, host_modules, dst, r2, depth + 1, uid, gid, count); /* a/b names */
+        }
+    }
+    closedir(d);
+    return 0;
+}
+
+static void add_mount(struct sbx_mount **v, size_t *n, char *host, const char *path, int ro)
+{
+    *v = xrealloc(*v, (*n + 1) * sizeof(**v));
+    (*v)[*n].host = host;
+    (*v)[*n].path = xstrdup(path);
+    (*v)[*n].read_only = ro;
+    (*n)++;
+}
+
+int sbx_wtgit_needs_cold(const char *worktree, const char *const *protect)
+{
+    cleanup_free char *dotgit = xasprintf("%s/.git", worktree);
+    struct sbx_mount *v = NULL;
+    size_t n = 0;
+    struct stat st;
+
+    if (lstat(dotgit, &st) == 0) {
+        return 1;
+    }
+    sbx_protect_mounts(worktree, protect, &v, &n);
+    sbx_wtgit_mounts_free(v, n);
+    return n > 0;
+}
+
+void sbx_wtgit_mounts_free(struct sbx_mount *mounts, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free((char *)mounts[i].host);
+        free((char *)mounts[i].path);
+    }
+    free(mounts);
+}
+
+int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mount **mounts,
+                      size_t *n, sbx_error_t **err)
+{
+    cleanup_free char *dotgit = xasprintf("%s/.git", worktree);
+    cleanup_free char *top = xasprintf("%s/git", task_dir);
+    cleanup_free char *repo = xasprintf("%s/git/repo", task_dir);
+    struct repo_info r = {0};
+    struct stat wst;
+    struct stat gst;
+    struct sbx_gitrun g;
+    char why[512] = "";
+
+    *mounts = NULL;
+    *n = 0;
+    if (lstat(dotgit, &gst) < 0) {
+        return 0; /* not a repository's top: the scan after each command watches it */
+    }
+    if (!S_ISDIR(gst.st_mode) && !S_ISREG(gst.st_mode)) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "worktree %s: .git is neither a directory nor a file (a symlink?): "
+                             "refused",
+                             worktree);
+    }
+    if (stat(worktree, &wst) < 0) {
+        return sbx_error_set(err, SBX_E_USAGE, "worktree %s: %s", worktree, strerror(errno));
+    }
+    g = (struct sbx_gitrun){.uid = wst.st_uid, .gid = wst.st_gid, .dir = worktree};
+    if (mkdir(top, 0700) < 0 && errno != EEXIST) {
+        return sbx_error_set(err, SBX_E_GENERIC, "%s: %s", top, strerror(errno));
+    }
+    if (repo_read(&g, &r, why, sizeof(why)) == 0 && strcmp(r.top, worktree) != 0) {
+        snprintf(why, sizeof(why), "its repository's top is %s", r.top);
+    }
+    else if (why[0] == '\0' && mkdir(repo, 0755) < 0) {
+        snprintf(why, sizeof(why), "%s: %s", repo, strerror(errno));
+    }
+    else if (why[0] == '\0' &&
+             repo_make(&g, &r, repo, SBX_WTGIT_INSIDE_OBJECTS "\n", "", why, sizeof(why)) == 0) {
+        cleanup_free char *p_branch = xasprintf("%s/branch", top);
+
+        submodule_config(&g, repo);
+        cleanup_free char *p_base = xasprintf("%s/base", top);
+        cleanup_free char *p_obj = xasprintf("%s/objects", top);
+        cleanup_free char *p_file = xasprintf("%s/gitfile", top);
+        cleanup_free char *b = xasprintf("%s\n", r.head_ref ? r.head_ref : "");
+        cleanup_free char *base = xasprintf("%s\n", r.head ? r.head : "");
+        cleanup_free char *obj = xasprintf("%s/objects\n", r.common);
+
+        if (write_text(p_branch, b, 0600, 0, 0) < 0 || write_text(p_base, base, 0600, 0, 0) < 0 ||
+            write_text(p_obj, obj, 0600, 0, 0) < 0 ||
+            (S_ISREG(gst.st_mode) &&
+             write_text(p_file, "gitdir: " SBX_WTGIT_INSIDE_REPO "\n", 0644, 0, 0) < 0)) {
+            snprintf(why, sizeof(why), "%s: %s", top, strerror(errno));
+        }
+        else {
+            if (S_ISDIR(gst.st_mode)) {
+                add_mount(mounts, n, xstrdup(repo), "/workspace/.git", 0);
+            }
+            else {
+                add_mount(mounts, n, xstrdup(repo), SBX_WTGIT_INSIDE_REPO, 0);
+                add_mount(mounts, n, xstrdup(p_file), "/workspace/.git",
+                          0); /* never read by the host */
+            }
+            add_mount(mounts, n, xasprintf("%s/objects", r.common), SBX_WTGIT_INSIDE_OBJECTS, 1);
+            {
+                cleanup_free char *hm = xasprintf("%s/modules", r.common);
+                int count = 0;
+                struct mods ms = {worktree, top, mounts, n};
+
+                modules_make(&ms, hm, repo, "", 0, g.uid, g.gid, &count);
+                if (count > 0) {
+                    add_mount(mounts, n, xstrdup(hm), SBX_WTGIT_INSIDE_MODULES, 1);
+                }
+            }
+            sbx_debug("worktree %s: the sandbox's git dir is %s (branch %s at %s)", worktree, repo,
+                      r.head_ref ? r.head_ref : "(detached)", r.head ? r.head : "(none)");
+            info_free(&r);
+            return 0;
+        }
+    }
+    info_free(&r);
+    /* the host's git cannot read it: the sandbox gets its .git read-only */
+    sbx_warn("worktree %s: its .git is read-only inside and nothing is taken back: %s", worktree,
+             why);
+    add_mount(mounts, n, xstrdup(dotgit), "/workspace/.git", 1);
+    return 0;
+}

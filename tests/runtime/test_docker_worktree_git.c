@@ -1,0 +1,277 @@
+/* test_docker_worktree_git.c - worktrees that are repositories, against a real
+ * engine (docs/tasks.md, "Worktrees"): agent work in a linked worktree and in a
+ * repository with a submodule reaches the task's branch on the host and nothing
+ * else moves; a hostile sandbox tries every way we know to make the host run its
+ * code or gain a privilege, then the host runs its ordinary git commands and a
+ * marker shows that nothing ran. Only local paths are used (no network). */
+#include "rt_common.h"
+
+#include <sys/stat.h>
+
+static char *dir;  /* the repositories (outside the state directory) */
+static char *mark; /* a command that leaves a marker if the host ever runs it */
+
+static int setup(void **state)
+{
+    if (rt_setup(state) < 0) {
+        return -1;
+    }
+    dir = test_mkdtemp();
+    assert_true(asprintf(&mark, "touch %s/MARK", dir) > 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    test_rm_rf(dir);
+    free(dir);
+    free(mark);
+    return rt_teardown(state);
+}
+
+/* A shell script on the host, in dir, as root with a clean git environment; the
+ * host's own pager and editor are cat and true. */
+static struct spawn_result host_sh(const char *script)
+{
+    char *home = NULL;
+    char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                   NULL,
+                   "GIT_CONFIG_NOSYSTEM=1",
+                   "GIT_AUTHOR_NAME=h",
+                   "GIT_AUTHOR_EMAIL=h@example.invalid",
+                   "GIT_COMMITTER_NAME=h",
+                   "GIT_COMMITTER_EMAIL=h@example.invalid",
+                   "PAGER=cat",
+                   "GIT_EDITOR=true",
+                   NULL};
+    char *full = NULL;
+    struct spawn_result r;
+
+    assert_true(asprintf(&home, "HOME=%s", dir) > 0);
+    env[1] = home;
+    assert_true(asprintf(&full, "set -e; cd '%s'; %s", dir, script) > 0);
+    r = spawn_run((char *const[]){"/bin/sh", "-c", full, NULL}, env);
+    if (r.rc != 0) {
+        fprintf(stderr, "host script failed (%d): %s\n%s%s", r.rc, script, r.out, r.err);
+    }
+    free(full);
+    free(home);
+    return r;
+}
+
+static void host_ok(const char *script)
+{
+    struct spawn_result r = host_sh(script);
+
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+}
+
+/* stdout of a host script, trimmed of its last newline (caller frees). */
+static char *host_out(const char *script)
+{
+    struct spawn_result r = host_sh(script);
+    char *s = strdup(r.out);
+
+    assert_int_equal(r.rc, 0);
+    s[strcspn(s, "\n")] = '\0';
+    spawn_result_free(&r);
+    return s;
+}
+
+static struct spawn_result in_sandbox(const char *task, const char *wt, const char *script)
+{
+    char *path = NULL;
+    struct spawn_result r;
+
+    assert_true(asprintf(&path, "%s/%s", dir, wt) > 0);
+    r = RT_SBX("run", "--task", task, "--json", "--worktree", path, "--", "sh", "-c", script);
+    free(path);
+    return r;
+}
+
+static void no_marker(void)
+{
+    char *p = NULL;
+
+    assert_true(asprintf(&p, "%s/MARK", dir) > 0);
+    if (access(p, F_OK) == 0) {
+        fail_msg("the host ran a command the sandbox planted (%s exists)", p);
+    }
+    free(p);
+}
+
+/* A linked worktree: edit, commit, stash, switch -c inside; the commit is on the
+ * worktree's branch on the host, main and every other ref are as they were. */
+static void test_linked_worktree(void **state)
+{
+    struct spawn_result r;
+    char *main_before;
+    char *refs_before;
+    char *s;
+
+    (void)state;
+    host_ok("git init -q -b main main && cd main && echo a > a && git add a && "
+            "git commit -q -m a && git worktree add -q ../wt -b feature");
+    main_before = host_out("git -C main rev-parse main");
+    r = in_sandbox("wt-linked", "wt",
+                   "set -e; git config user.name s; git config user.email s@example.invalid; "
+                   "git status --short; git log --oneline | grep -q ' a$'; "
+                   "echo b > b; git add b; git commit -q -m inside; "
+                   "echo c > c; git add c; git stash -q; git stash list | grep -q stash; "
+                   "git switch -q -c side; git commit -q --allow-empty -m side; "
+                   "git switch -q feature; git stash pop -q; git diff --cached --stat | grep -q c; "
+                   "git reset -q; rm c; git submodule status; echo done");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "done"));
+    spawn_result_free(&r);
+    s = host_out("git -C wt log -1 --format=%s feature");
+    assert_string_equal(s, "inside");
+    free(s);
+    s = host_out("git -C main rev-parse main");
+    assert_string_equal(s, main_before);
+    free(s);
+    /* only refs/heads/feature moved: no side branch, no stash on the host */
+    refs_before = host_out("git -C main for-each-ref --format='%(refname)' | tr '\\n' ' '");
+    assert_string_equal(refs_before, "refs/heads/feature refs/heads/main ");
+    free(refs_before);
+    s = host_out("git -C wt status --porcelain | wc -l");
+    assert_string_equal(s, "0");
+    free(s);
+    /* the objects are the host's, checked: fsck is clean */
+    host_ok("git -C main fsck --no-progress --no-dangling 2>&1");
+    free(main_before);
+}
+
+/* A repository with a submodule: the submodule works inside; the superproject's
+ * commit comes back. */
+static void test_submodule(void **state)
+{
+    struct spawn_result r;
+    char *s;
+
+    (void)state;
+    host_ok("git init -q -b main lib && git -C lib commit -q --allow-empty -m lib && "
+            "git init -q -b main super && cd super && "
+            "git -c protocol.file.allow=always submodule -q add ../lib lib && "
+            "git commit -q -m 'add lib'");
+    r = in_sandbox("wt-sub", "super",
+                   "set -e; git config user.name s; git config user.email s@example.invalid; "
+                   "git submodule status | grep -q '^ .* lib'; git -C lib log --oneline | "
+                   "grep -q lib; echo x > x; git add x; git commit -q -m 'super inside'; "
+                   "echo done");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "done"));
+    spawn_result_free(&r);
+    s = host_out("git -C super log -1 --format=%s");
+    assert_string_equal(s, "super inside");
+    free(s);
+    host_ok("cd super && git submodule foreach -q 'git status --short' && "
+            "git status --porcelain | wc -l | grep -qx 0");
+}
+
+/* Every vector we know, from inside; then the host's ordinary git commands. */
+static void test_hostile(void **state)
+{
+    struct spawn_result r;
+    char *script = NULL;
+    char *main_before;
+    char *s;
+    struct stat st;
+    char *p = NULL;
+
+    (void)state;
+    host_ok("git init -q -b main repo && cd repo && echo 'echo hi' > .bashrc && "
+            "printf '[submodule \"x\"]\\n' > .gitmodules && git add . && git commit -q -m base && "
+            "git branch other");
+    main_before = host_out("git -C repo rev-parse main");
+    assert_true(
+        asprintf(
+            &script,
+            "M='%s'; cd /workspace; "
+            /* the repository's configuration and hooks */
+            "git config core.fsmonitor \"$M\"; git config core.pager \"$M\"; "
+            "git config core.hooksPath /workspace/h; mkdir -p h; printf '#!/bin/sh\\n%%s\\n' "
+            "\"$M\" > h/pre-commit; chmod +x h/pre-commit; "
+            "mkdir -p .git/hooks; for k in pre-commit post-checkout pre-push post-index-change "
+            "reference-transaction; do printf '#!/bin/sh\\n%%s\\n' \"$M\" > .git/hooks/$k; "
+            "chmod +x .git/hooks/$k; done; "
+            "git config diff.external \"$M\"; git config core.editor \"$M\"; "
+            "git config include.path /workspace/inc; printf '[core]\\n\\tfsmonitor = %%s\\n' "
+            "\"$M\" > inc; "
+            "echo /workspace/evil > .git/commondir; "
+            "echo /workspace/evil/objects > .git/objects/info/alternates; "
+            /* refs other than the task's branch */
+            "git update-ref refs/heads/other HEAD~0 2>/dev/null; git tag evil; "
+            "git push -q . HEAD:refs/heads/planted 2>/dev/null; "
+            /* nested repositories */
+            "mkdir -p n && git -C n init -q && git -C n config core.fsmonitor \"$M\"; "
+            "git init -q --bare b.git && git -C b.git config core.pager \"$M\"; "
+            /* protected paths, new and existing */
+            "mkdir -p .vscode; echo '{}' > .vscode/tasks.json; echo '{}' > .mcp.json; "
+            "echo \"$M\" >> .bashrc; echo '[x]' >> .gitmodules; "
+            /* privileges */
+            "cp /bin/sh rootsh; chmod 4755 rootsh; chmod g+s rootsh; mkfifo fifo; "
+            "perl -e 'my $v=\"\\x01\\x00\\x00\\x02\"; my $p=\"rootsh\"; my "
+            "$n=\"security.capability\"; syscall(188, $p, $n, $v, 4, 0) == 0 and print "
+            "\"xattr set\\n\"'; "
+            "echo done",
+            mark) > 0);
+    r = in_sandbox("wt-hostile", "repo", script);
+    free(script);
+    assert_non_null(strstr(r.out, "done"));
+
+    /* the host user's ordinary commands, in the worktree and in the nested ones */
+    host_ok("cd repo && git status >/dev/null && git diff >/dev/null && git -p log -p >/dev/null "
+            "&& git commit -q --allow-empty -m host && git submodule foreach -q true && "
+            "git stash list >/dev/null && git checkout -q -b review && git checkout -q main");
+    host_ok("cd repo/n && (git status >/dev/null 2>&1 || true); cd ../b.git && "
+            "(git log >/dev/null 2>&1 || true)");
+    no_marker();
+    /* refused inside; what was made there recorded in the task's record */
+    assert_null(strstr(r.out, "xattr set"));
+    assert_non_null(strstr(r.out, "worktree_events"));
+    assert_non_null(strstr(r.out, "protected path .mcp.json"));
+    assert_non_null(strstr(r.out, "repository n/.git"));
+    spawn_result_free(&r);
+    /* no ref but the task's branch moved (main: the host's own commit on top) */
+    s = host_out("git -C repo rev-parse main~1");
+    assert_string_equal(s, main_before);
+    free(s);
+    s = host_out("git -C repo rev-parse other");
+    assert_string_equal(s, main_before);
+    free(s);
+    s = host_out("git -C repo tag | wc -l; git -C repo branch --list planted | wc -l");
+    assert_string_equal(s, "0");
+    free(s);
+    /* protected files: the existing ones unchanged, the new ones not in place */
+    s = host_out("cat repo/.bashrc");
+    assert_string_equal(s, "echo hi");
+    free(s);
+    assert_true(asprintf(&p, "%s/repo/.mcp.json", dir) > 0);
+    assert_int_not_equal(access(p, F_OK), 0);
+    free(p);
+    assert_true(asprintf(&p, "%s/repo/.vscode", dir) > 0);
+    assert_int_not_equal(access(p, F_OK), 0);
+    free(p);
+    /* no set-id program, no FIFO */
+    assert_true(asprintf(&p, "%s/repo/rootsh", dir) > 0);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 06000, 0);
+    free(p);
+    assert_true(asprintf(&p, "%s/repo/fifo", dir) > 0);
+    assert_int_not_equal(access(p, F_OK), 0);
+    free(p);
+    free(main_before);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_linked_worktree),
+        cmocka_unit_test(test_submodule),
+        cmocka_unit_test(test_hostile),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
