@@ -152,6 +152,53 @@ static inline size_t rt_sandboxes(void)
     return n;
 }
 
+/* 1 when a process whose command line holds WHAT runs in one of this test's
+ * sandboxes (the engine's /containers/ID/top). */
+static inline int rt_process_running(const char *what)
+{
+    json_t *list = rt_containers();
+    size_t i;
+    json_t *c;
+    int found = 0;
+
+    json_array_foreach(list, i, c)
+    {
+        char path[256];
+        json_t *top;
+        json_t *procs;
+        size_t k;
+        json_t *row;
+
+        snprintf(path, sizeof(path), "/containers/%.64s/top",
+                 json_string_value(json_object_get(c, "Id")));
+        top = rt_engine_get(path);
+        procs = json_object_get(top, "Processes");
+        json_array_foreach(procs, k, row)
+        {
+            json_t *cmd = json_array_get(row, json_array_size(row) - 1);
+
+            found |= json_is_string(cmd) && strstr(json_string_value(cmd), what) != NULL;
+        }
+        json_decref(top);
+    }
+    json_decref(list);
+    return found;
+}
+
+/* Waits (at most SECS) until a process whose command line holds WHAT runs in
+ * one of this test's sandboxes: the exec has started. */
+static inline void rt_wait_process(const char *what, int secs)
+{
+    for (int i = 0; i < secs * 10; i++) {
+        if (rt_process_running(what)) {
+            return;
+        }
+        usleep(100 * 1000);
+    }
+    fail_msg("waited %d s for '%s' to run in a sandbox of %s (%zu sandboxes)", secs, what, rt_scope,
+             rt_sandboxes());
+}
+
 /* A busybox image FROM scratch (the host's busybox-static) in the test engine. */
 static inline void rt_busybox_image(const char *name)
 {

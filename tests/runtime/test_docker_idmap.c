@@ -231,7 +231,7 @@ static pid_t background_run(void)
         usleep(50 * 1000);
     }
     assert_int_equal(views(), 1);
-    usleep(300 * 1000); /* the exec has started */
+    rt_wait_process("sleep 30", 60); /* the exec has started */
     return pid;
 }
 
