@@ -20,16 +20,19 @@
 # TIMEOUT = 3 x this, at least 60 s. Tests without a row get their class's
 # default below until measured.
 set(SBX_TEST_SECONDS
-  # the first side-by-side run (ctest -j3, load average 14-22 from other
+  # the first side-by-side run (ctest -j3, load average 11-22 from other
   # builds on the 2 cores; tests under 10 s keep their class's default)
-  test_serve_api=171 test_fleet_scale=134 test_cli=128 runtime_test_credentials=98
-  test_fleet_jobs=90 test_fleet_docker=68 test_fleet_fwdtcp=50 test_fleet_stop=43
-  test_fleet_fwdkill=37 test_serve_env=34 test_fleet_bad=33 test_provider_host=33
-  test_cli_json=33 test_store_fleet_pg=31 test_serve_trust=29 test_egress_relay=27
-  test_egress_abuse=25 test_agents=22 test_store_pg=21 test_serve_ops=20 test_serve_hooks=16
-  test_egress_runtime=16 test_store=14 test_mcp_runner=12 test_config_keys=11 test_policy=11
+  runtime_test_docker_idmap=244 test_serve_api=171 test_fleet_scale=134 test_cli=128
+  runtime_test_docker_run=115 runtime_test_credentials=98 runtime_test_docker_sidecar=96
+  test_fleet_jobs=90 test_fleet_docker=68 runtime_test_exec_agent_docker=50 test_fleet_fwdtcp=50
+  test_fleet_stop=43 test_fleet_fwdkill=37 test_serve_env=34 test_fleet_bad=33
+  test_provider_host=33 test_cli_json=33 runtime_test_run_via_runner=32
+  runtime_test_egress_docker=32 test_store_fleet_pg=31 test_serve_trust=29 test_egress_relay=27
+  test_egress_abuse=25 runtime_test_egress_tunnel_docker=24 test_agents=22 test_store_pg=21
+  test_serve_ops=20 runtime_test_opensandbox_cli=19 test_serve_hooks=16 test_egress_runtime=16
+  test_store=14 test_mcp_runner=12 test_config_keys=11 test_policy=11
   # alone, same machine
-  test_fleet_fwdtask=44 completion=61 man_pages=62 install_layout=36
+  test_fleet_fwdtask=44 completion=61 man_pages=62 install_layout=36 runtime_test_docker_task=151
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 300)
