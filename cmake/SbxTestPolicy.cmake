@@ -35,8 +35,8 @@ set(SBX_TEST_SECONDS
   test_fleet_fwdtask=44 completion=61 man_pages=62 install_layout=36 runtime_test_docker_task=151
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
-set(SBX_TEST_DEFAULT_TIMEOUT_service 300)
-set(SBX_TEST_DEFAULT_TIMEOUT_engine 300)
+set(SBX_TEST_DEFAULT_TIMEOUT_service 600)
+set(SBX_TEST_DEFAULT_TIMEOUT_engine 600)
 
 # The engine tests that need the box to themselves (RUN_SERIAL: nothing else
 # runs beside them). docs/testing.md says why for each.
