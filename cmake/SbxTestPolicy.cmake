@@ -27,7 +27,7 @@ set(SBX_TEST_SECONDS
   runtime_test_credentials=98 runtime_test_docker_sidecar=96 mcp_sdk_client=94 completion=76
   test_fleet_docker=68 runtime_test_spike=63 man_pages=61 runtime_test_exec_agent_docker=50
   test_fleet_fwdtcp=50 test_fleet_stop=43 test_fleet_fwdkill=37 test_serve_env=34
-  test_fleet_jobs=34 test_fleet_bad=33 test_provider_host=33 test_cli_json=33 install_layout=33
+  test_fleet_jobs=90 test_fleet_bad=33 test_provider_host=33 test_cli_json=33 install_layout=33
   runtime_test_run_via_runner=32 web_status_page=32 runtime_test_egress_docker=32
   test_store_fleet_pg=31 test_serve_trust=29 test_egress_relay=27 test_egress_abuse=25
   runtime_test_egress_tunnel_docker=24 runtime_test_docker_quota=23 test_agents=22
@@ -35,7 +35,7 @@ set(SBX_TEST_SECONDS
   test_serve_hooks=16 test_egress_runtime=16 test_opensandbox=15 test_store=14 test_infisical=13
   test_opensandbox_exec=12 test_mcp_runner=12 test_config_keys=11 test_policy=11
   # alone, same machine
-  test_fleet_fwdtask=44 completion=61 man_pages=62 install_layout=36 runtime_test_docker_task=151
+  test_fleet_fwdtask=44 runtime_test_docker_task=151
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)
