@@ -6,7 +6,7 @@ function(sbx_add_cmocka_test name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
   add_test(NAME ${name} COMMAND ${name})
   if(NOT T_LABELS)
-    set(T_LABELS unit)
+    set(T_LABELS fast)  # cmake/SbxTestPolicy.cmake
   endif()
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}"

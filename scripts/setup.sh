@@ -18,7 +18,7 @@ if [ "$(id -u)" != 0 ]; then
 fi
 
 packages=(
-    build-essential cmake pkg-config git clang-format
+    build-essential cmake pkg-config git clang-format ccache
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus chromium
     docker.io debootstrap curl ca-certificates openssl python3 iproute2 procps busybox-static
@@ -45,7 +45,11 @@ if ! command -v npm >/dev/null; then
 fi
 
 say "building (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# through ccache when installed (scripts/build-cache.sh); SBX_CMAKE_ARGS adds
+# configure arguments (.ci/run: -DSBX_WERROR=ON, so scripts/test.sh reuses this build)
+. scripts/build-cache.sh
+# shellcheck disable=SC2086
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo "${sbx_launcher[@]}" ${SBX_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j2 >/dev/null
 
 say "raising the kernel's shared inotify pool for box.max_sandboxes (scripts/kernel-limits.sh)"

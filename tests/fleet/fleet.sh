@@ -94,6 +94,18 @@ fail() {
     exit 1
 }
 
+# wait_until SECONDS WHAT CMD [ARG...]: runs CMD every 0.1 s until it succeeds;
+# after SECONDS, fails naming WHAT it waited for (fail shows the boxes' logs).
+wait_until() {
+    local secs=$1 what=$2 i
+    shift 2
+    for ((i = 0; i < secs * 10; i++)); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    fail "waited $secs s for $what"
+}
+
 cleanup() {
     for b in "${!pid[@]}"; do
         kill -CONT "${pid[$b]}" 2>/dev/null || true
@@ -349,10 +361,8 @@ stop)
     for i in $(seq 1 12); do
         if [ $((i % 2)) = 0 ]; then echo "s$i ci 3000"; else echo "s$i agent 3000"; fi
     done | submit "$work/b2/runner.sock" "$work/b1/runner.sock" "$work/b3/runner.sock" || fail "submit"
-    for _ in $(seq 1 100); do
-        [ "$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state = 'running'")" -gt 0 ] && break
-        sleep 0.1
-    done
+    b2_running() { [ "$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state = 'running'")" -gt 0 ]; }
+    wait_until 30 "a job running on b2" b2_running
     kill -STOP "${pid[b2]}"
     for _ in $(seq 1 80); do
         left=$(sql "SELECT count(*) FROM jobs WHERE box = 'b2' AND state IN ('queued', 'running')")
@@ -368,7 +378,8 @@ stop)
     done
     grep -q "lost its lease" "$work/b2/log" || fail "b2 did not learn it was lost"
     wait_ended 12 60
-    sleep 1
+    # b2 tried to write and was refused: what the records hold now is final
+    wait_until 30 "b2's refused write ('was taken over' in its log)" grep -q "was taken over" "$work/b2/log"
     after=$(sql "SELECT string_agg(id || state || coalesce(reason, '') || finished_at, ',' ORDER BY id) FROM jobs WHERE reason = 'box lost'")
     [ "$before" = "$after" ] || fail "the lost box overwrote records: '$before' -> '$after'"
     grep -q "was taken over" "$work/b2/log" || fail "b2's writes were not refused"
@@ -381,7 +392,8 @@ pgrestart)
     for i in $(seq 1 20); do
         if [ $((i % 2)) = 0 ]; then echo "r$i ci 2500"; else echo "r$i agent 2500"; fi
     done | submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" || fail "submit"
-    sleep 0.5
+    some_running() { [ "$(sql "SELECT count(*) FROM jobs WHERE state = 'running'")" -gt 0 ]; }
+    wait_until 30 "a job running before the restart" some_running
     $SBX_TEST_PG_CTL restart
     for i in $(seq 21 30); do
         if [ $((i % 2)) = 0 ]; then echo "r$i ci 20"; else echo "r$i agent 20"; fi
@@ -607,6 +619,9 @@ docker)
     : "${SBX_TEST_DOCKER_HOST:?the docker case needs SBX_TEST_DOCKER_HOST=unix://... (scripts/test.sh starts a test engine)}"
     export DOCKER_HOST=$SBX_TEST_DOCKER_HOST
     engine=${SBX_TEST_DOCKER_HOST#unix://}
+    # this test's scope (docs/testing.md): every sandbox the boxes make carries
+    # sbx.test=<scope>, and only those are counted or swept as orphans
+    export SBX_TEST_LABEL=${SBX_TEST_LABEL:-fleet-$$}
     for b in b1 b2; do
         mkdir -p "$work/$b"
         cat >"$work/$b/sbx.conf" <<EOF
@@ -635,7 +650,7 @@ EOF
         echo "$out" | grep -q "fleet-$n" || fail "job $id (d$n) on $box: output '$out'"
     done
     stop_all
-    left=$(curl -s --unix-socket "$engine" 'http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D')
+    left=$(curl -s --unix-socket "$engine" "http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%2C%22sbx.test%3D$SBX_TEST_LABEL%22%5D%7D")
     [ "$left" = "[]" ] || fail "sbx containers left on the engine: $left"
     echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once"
     ;;

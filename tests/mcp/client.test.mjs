@@ -40,9 +40,12 @@ chmodSync(project, 0o755);
 chownSync(join(project, 'wt'), 1000, 1000);
 chownSync(join(project, 'wt', 'hello.txt'), 1000, 1000);
 
-/* Containers carrying an sbx.task label on the test engine. */
+/* This test's sandboxes on the test engine: an sbx.task label and
+ * sbx.test=<SBX_TEST_LABEL> (docs/testing.md; set by ctest, inherited by sbx mcp). */
+const scope = process.env.SBX_TEST_LABEL || `mcp-${process.pid}`;
+process.env.SBX_TEST_LABEL = scope;
 function sandboxes() {
-    const filters = encodeURIComponent(JSON.stringify({ label: ['sbx.task'] }));
+    const filters = encodeURIComponent(JSON.stringify({ label: ['sbx.task', `sbx.test=${scope}`] }));
     return new Promise((resolve, reject) => {
         http.get({ socketPath, path: `/containers/json?all=1&filters=${filters}` }, res => {
             let body = '';
@@ -69,6 +72,7 @@ function connect() {
         DOCKER_HOST: host,
         SBX_STATE_DIR: state,
         SBX_MCP_PROGRESS_MS: '300',
+        SBX_TEST_LABEL: scope,
     };
     if (process.env.SBX_PLUGIN_DIR) {
         env.SBX_PLUGIN_DIR = process.env.SBX_PLUGIN_DIR;

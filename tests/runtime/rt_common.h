@@ -17,6 +17,11 @@ static char *rt_host;   /* DOCKER_HOST=... */
 static char *rt_statev; /* SBX_STATE_DIR=... */
 static char *rt_config; /* SBX_CONFIG=... or NULL */
 static const char *rt_sock;
+/* This test's scope (docs/testing.md): SBX_TEST_LABEL, set by ctest to the
+ * test's name (or here to rt-<pid>), inherited by every sbx the test starts,
+ * so each sandbox carries sbx.test=<scope> and sbx's orphan sweeps touch only
+ * this test's. Every count of sandboxes below is of this scope only. */
+static char rt_scope[64];
 
 static inline int rt_setup(void **state)
 {
@@ -30,6 +35,13 @@ static inline int rt_setup(void **state)
         return -1;
     }
     rt_sock = host + 7;
+    if (getenv("SBX_TEST_LABEL") != NULL && *getenv("SBX_TEST_LABEL") != '\0') {
+        snprintf(rt_scope, sizeof(rt_scope), "%s", getenv("SBX_TEST_LABEL"));
+    }
+    else {
+        snprintf(rt_scope, sizeof(rt_scope), "rt-%d", (int)getpid());
+        setenv("SBX_TEST_LABEL", rt_scope, 1);
+    }
     rt_state = test_mkdtemp();
     assert_true(asprintf(&rt_sbx, "%s/sbx", build) > 0);
     assert_true(asprintf(&rt_host, "DOCKER_HOST=%s", host) > 0);
@@ -110,14 +122,33 @@ static inline json_t *rt_engine_get(const char *path)
     return j;
 }
 
-/* How many containers carry an sbx.task label. */
+/* The containers of this test's scope with label LABEL ("key" or "key=value"). */
+static inline json_t *rt_containers_with(const char *label)
+{
+    char path[512];
+
+    /* {"label":["LABEL","sbx.test=SCOPE"]}: both (the scope is [A-Za-z0-9_.-]) */
+    snprintf(
+        path, sizeof(path),
+        "/containers/json?all=1&filters=%%7B%%22label%%22%%3A%%5B%%22%s%%22%%2C%%22sbx.test%%3D"
+        "%s%%22%%5D%%7D",
+        label, rt_scope);
+    return rt_engine_get(path);
+}
+
+/* This test's sandboxes (an sbx.task label and sbx.test=<scope>). */
+static inline json_t *rt_containers(void)
+{
+    return rt_containers_with("sbx.task");
+}
+
+/* How many sandboxes of this test exist. */
 static inline size_t rt_sandboxes(void)
 {
     /* a sandbox that ended is killed at once and removed in the background
      * (remove_in_background): wait, with a deadline, for those to go */
     for (int i = 0;; i++) {
-        json_t *j = rt_engine_get(
-            "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+        json_t *j = rt_containers();
         size_t n = json_array_size(j);
         size_t ending = 0;
         json_t *c;
@@ -136,6 +167,53 @@ static inline size_t rt_sandboxes(void)
         }
         usleep(100 * 1000);
     }
+}
+
+/* 1 when a process whose command line holds WHAT runs in one of this test's
+ * sandboxes (the engine's /containers/ID/top). */
+static inline int rt_process_running(const char *what)
+{
+    json_t *list = rt_containers();
+    size_t i;
+    json_t *c;
+    int found = 0;
+
+    json_array_foreach(list, i, c)
+    {
+        char path[256];
+        json_t *top;
+        json_t *procs;
+        size_t k;
+        json_t *row;
+
+        snprintf(path, sizeof(path), "/containers/%.64s/top",
+                 json_string_value(json_object_get(c, "Id")));
+        top = rt_engine_get(path);
+        procs = json_object_get(top, "Processes");
+        json_array_foreach(procs, k, row)
+        {
+            json_t *cmd = json_array_get(row, json_array_size(row) - 1);
+
+            found |= json_is_string(cmd) && strstr(json_string_value(cmd), what) != NULL;
+        }
+        json_decref(top);
+    }
+    json_decref(list);
+    return found;
+}
+
+/* Waits (at most SECS) until a process whose command line holds WHAT runs in
+ * one of this test's sandboxes: the exec has started. */
+static inline void rt_wait_process(const char *what, int secs)
+{
+    for (int i = 0; i < secs * 10; i++) {
+        if (rt_process_running(what)) {
+            return;
+        }
+        usleep(100 * 1000);
+    }
+    fail_msg("waited %d s for '%s' to run in a sandbox of %s (%zu sandboxes)", secs, what, rt_scope,
+             rt_sandboxes());
 }
 
 /* A busybox image FROM scratch (the host's busybox-static) in the test engine. */

@@ -12,8 +12,7 @@
 /* Sandboxes of this file's tasks (ids "abx-..."): the engine may be shared. */
 static size_t ours(void)
 {
-    json_t *j =
-        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *j = rt_containers();
     size_t n = 0, i;
     json_t *c;
 

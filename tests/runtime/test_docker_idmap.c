@@ -47,8 +47,7 @@ static int teardown(void **state)
  * its state directory (every sandbox's egress socket directory is there). */
 static size_t sandboxes(void)
 {
-    json_t *j =
-        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *j = rt_containers();
     size_t n = 0;
     size_t i;
     json_t *c;
@@ -234,7 +233,7 @@ static pid_t background_run(void)
         usleep(50 * 1000);
     }
     assert_int_equal(views(), 1);
-    usleep(300 * 1000); /* the exec has started */
+    rt_wait_process("sleep 30", 60); /* the exec has started */
     return pid;
 }
 

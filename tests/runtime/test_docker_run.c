@@ -170,6 +170,14 @@ static void test_run_bad_input(void **state)
     assert_int_equal(r.rc, 125);
     assert_contains(r.err, "task id");
     spawn_result_free(&r);
+    /* a bad test scope (docs/testing.md) is one line, and nothing runs */
+    setenv("SBX_TEST_LABEL", "not a label", 1);
+    r = RT_SBX("run", "--", "true");
+    setenv("SBX_TEST_LABEL", rt_scope, 1);
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "SBX_TEST_LABEL: 1 to 63 characters");
+    spawn_result_free(&r);
+    assert_int_equal(rt_sandboxes(), 0);
     rt_use_config("image = \"sbx-no-such-image:1\";\n");
     r = RT_SBX("run", "--", "true");
     rt_use_config(NULL);

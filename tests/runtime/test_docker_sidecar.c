@@ -57,17 +57,21 @@ static char *label_filter(const char *label)
     return out;
 }
 
-/* Containers of the test engine carrying LABEL ("key" or "key=value"). */
+/* Containers of this test's scope carrying LABEL ("key" or "key=value"). */
 static json_t *containers_with(const char *label)
 {
-    char *enc = label_filter(label);
+    char *scoped = NULL;
+    char *enc;
     char *path = NULL;
     json_t *j;
 
+    assert_true(asprintf(&scoped, "%s\",\"sbx.test=%s", label, rt_scope) > 0);
+    enc = label_filter(scoped);
     assert_true(asprintf(&path, "/containers/json?all=1&filters=%s", enc) > 0);
     j = rt_engine_get(path);
     free(path);
     free(enc);
+    free(scoped);
     assert_true(json_is_array(j));
     return j;
 }

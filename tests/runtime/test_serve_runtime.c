@@ -75,8 +75,7 @@ static json_t *wait_job(const char *id, const char *state, int ready)
 
 static size_t serve_sandboxes(void)
 {
-    json_t *j =
-        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *j = rt_containers();
     json_t *c;
     size_t i, n = 0;
 
@@ -98,14 +97,9 @@ static size_t serve_sandboxes(void)
 
 static size_t sandboxes_with(const char *label)
 {
-    char path[512];
-    json_t *j;
-    size_t n;
+    json_t *j = rt_containers_with(label);
+    size_t n = json_array_size(j);
 
-    snprintf(path, sizeof(path),
-             "/containers/json?all=1&filters=%%7B%%22label%%22%%3A%%5B%%22%s%%22%%5D%%7D", label);
-    j = rt_engine_get(path);
-    n = json_array_size(j);
     json_decref(j);
     return n;
 }

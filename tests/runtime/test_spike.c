@@ -74,8 +74,7 @@ static int teardown(void **state)
  * spike left behind has a dead owner (the spike process ended). */
 static size_t orphans(void)
 {
-    json_t *j =
-        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%5D%7D");
+    json_t *j = rt_containers();
     size_t n = 0;
     size_t i;
     json_t *c;

@@ -57,8 +57,7 @@ static void wait_warm(int n)
  * last (other sessions may hold sandboxes on a shared engine). */
 static size_t owned_by(pid_t pid)
 {
-    json_t *j =
-        rt_engine_get("/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.owner%22%5D%7D");
+    json_t *j = rt_containers_with("sbx.owner");
     char want[32];
     size_t n = 0;
     size_t i;

@@ -222,10 +222,17 @@ static void test_host_ops(void **state)
     b.oi = oi;
     b.id = id;
     assert_true(asprintf(&pidfile, "%s/pgid", test_dir) > 0);
-    assert_true(asprintf(&script, "echo $$ > %s; sleep 60 & sleep 60", pidfile) > 0);
+    /* the pid file appears (whole) once the background sleep runs */
+    assert_true(asprintf(&script, "sleep 60 & echo $$ > %s.tmp && mv %s.tmp %s; sleep 60", pidfile,
+                         pidfile, pidfile) > 0);
     b.script = script;
     pthread_create(&th, NULL, bg_main, &b);
-    usleep(300 * 1000);
+    for (int i = 0; i < 600 && stat(pidfile, &st) != 0; i++) {
+        usleep(50 * 1000);
+    }
+    if (stat(pidfile, &st) != 0) {
+        fail_msg("waited 30 s for %s (the command's pid file): it never started", pidfile);
+    }
     b.ctl.cancelled = 1;
     sbx_instance_provider(oi)->cancel(oi->ctx, &b.ctl);
     pthread_join(th, NULL);

@@ -96,8 +96,9 @@ static void test_store_pg_bad_dsn(void **state)
     expect_err(-1, &err, SBX_E_CONFIG, "cannot connect: connection to server on socket");
     free(dsn);
     /* no such database */
-    dsn = xstrdup(db);
-    memcpy(strstr(dsn, "/sbx?") + 1, "xyz", 3);
+    /* (the harness names the database: postgresql://sbx@/<db>?host=...) */
+    assert_non_null(strchr(db, '?'));
+    assert_true(asprintf(&dsn, "postgresql://sbx@/xyz%s", strchr(db, '?')) > 0);
     assert_null(sbx_store_open_ex(dsn, PW_ENV, &err));
     expect_err(-1, &err, SBX_E_CONFIG, "database \"xyz\" does not exist");
     free(dsn);

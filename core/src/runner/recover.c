@@ -132,7 +132,16 @@ int runner_destroy_orphans(struct sbx_runner *r, struct sbx_open_instance *pi, c
     struct found f = {0};
     sbx_error_t *e = NULL;
     int removed = 0;
+    int bad_scope = 0;
+    const char *scope = sbx_owner_test_scope(&bad_scope);
 
+    if (bad_scope && value == NULL) {
+        return 0; /* a bad test scope sweeps nothing (its tasks fail on it) */
+    }
+    if (scope != NULL && value == NULL) {
+        key = "sbx.test"; /* every gone owner's: under a test scope, only that test's (owner.h) */
+        value = scope;
+    }
     if (sbx_instance_provider(pi)->list(pi->ctx, key, value, on_sandbox, &f, err) < 0) {
         found_clear(&f);
         return sbx_error_wrap(err, "listing sandboxes");

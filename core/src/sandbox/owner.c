@@ -71,6 +71,27 @@ int sbx_owner_self(char *buf, size_t len)
     return 0;
 }
 
+const char *sbx_owner_test_scope(int *bad)
+{
+    const char *v = getenv("SBX_TEST_LABEL");
+    size_t n;
+
+    if (bad != NULL) {
+        *bad = 0;
+    }
+    if (v == NULL || *v == '\0') {
+        return NULL;
+    }
+    n = strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
+    if (n != strlen(v) || n > 63) {
+        if (bad != NULL) {
+            *bad = 1;
+        }
+        return NULL;
+    }
+    return v;
+}
+
 int sbx_owner_alive(const char *label)
 {
     char boot[64];

@@ -12,6 +12,12 @@
 int sbx_owner_self(char *buf, size_t len);
 /* 1 alive (or unknown format: never touch), 0 provably gone. */
 int sbx_owner_alive(const char *label);
+/* The test scope (docs/testing.md): SBX_TEST_LABEL's value when it is set
+ * and valid (1-63 of [A-Za-z0-9_.-]), else NULL. Every sandbox this process
+ * creates then carries sbx.test=<value>, and its orphan sweeps look only at
+ * sandboxes with that label, so tests side by side on one engine never
+ * count or remove each other's. Set but invalid: NULL and *bad set to 1. */
+const char *sbx_owner_test_scope(int *bad);
 /* Start time of a process in clock ticks since boot, or 0. */
 unsigned long long sbx_proc_start_time(pid_t pid);
 

@@ -464,9 +464,12 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
     gmtime_r(&s->now, &tm);
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 
+    int bad_scope = 0;
+    const char *scope = sbx_owner_test_scope(&bad_scope);
     struct sbx_kv labels[] = {
         {"sbx.task", t->id},  {"sbx.job", t->job},   {"sbx.created", created},
         {"sbx.owner", owner}, {"sbx.pool", t->pool}, {"sbx.class", t->slot_class},
+        {"sbx.test", scope},
     };
     struct sbx_sandbox_spec spec = {
         .task_id = t->id,
@@ -477,7 +480,7 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
         .n_mounts = s->n_mounts,
         .limits = t->limits,
         .labels = labels,
-        .n_labels = sizeof(labels) / sizeof(labels[0]),
+        .n_labels = sizeof(labels) / sizeof(labels[0]) - (scope == NULL),
         .egress_allow = (const char *const *)t->egress_allow,
         .egress_dir = t->egress_dir,
         .egress_relay = egress ? s->relay : NULL,
@@ -490,6 +493,10 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
         .view_later = t->worktree == NULL && s->view_dir != NULL,
     };
 
+    if (bad_scope) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "SBX_TEST_LABEL: 1 to 63 characters of A-Z a-z 0-9 _ . - expected");
+    }
     while (t->egress_allow[spec.n_egress_allow] != NULL) {
         spec.n_egress_allow++;
     }
