@@ -163,6 +163,38 @@ static void test_config_pools(void **state)
     (void)state;
     expect_error("box = { pools = [\"ci\", \"gpu\"]; };\n", 1, "may hold only");
     expect_error("pools = {\n  gpu = { cpus = 2.0; };\n};\n", 2, "unknown pool 'gpu'");
+    /* (added) a pool's own protected paths: the same globs, FILE:LINE of the list */
+    expect_error("pools = {\n  ci = {\n worktree_protect = [\"../x\"]; };\n};\n", 3,
+                 "'pools.ci.worktree_protect' '../x': a glob relative to the worktree");
+    expect_error("pools = { ci = { worktree_protect = [1]; }; };\n", 1, "must be a string");
+}
+
+/* (added) pools.NAME.worktree_protect in place of worktree.protect for that pool's tasks */
+static void test_config_pool_protect(void **state)
+{
+    char *path = test_write_file(dir, "protect.conf",
+                                 "worktree = { protect = [\".vscode\", \".gitmodules\"]; };\n"
+                                 "pools = { ci = { worktree_protect = [\".vscode\"]; };\n"
+                                 "          agent = { warm = 0; }; };\n");
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+    const char *const *g;
+
+    (void)state;
+    assert_non_null(c);
+    g = sbx_config_protect(c, "ci");
+    assert_non_null(g);
+    assert_string_equal(g[0], ".vscode");
+    assert_null(g[1]);
+    g = sbx_config_protect(c, "agent"); /* no list of its own: worktree.protect */
+    assert_non_null(g);
+    assert_string_equal(g[1], ".gitmodules");
+    assert_ptr_equal(sbx_config_protect(c, NULL), g);
+    sbx_config_destroy(c);
+    c = sbx_config_defaults();
+    assert_null(sbx_config_protect(c, "ci")); /* nothing set: the default list */
+    sbx_config_destroy(c);
+    free(path);
 }
 
 static void test_config_egress(void **state)
@@ -348,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_config_instances),
         cmocka_unit_test(test_config_unisolated_credentials),
         cmocka_unit_test(test_config_pools),
+        cmocka_unit_test(test_config_pool_protect),
         cmocka_unit_test(test_config_missing_file),
         cmocka_unit_test(test_config_search_env),
         cmocka_unit_test(test_config_plugin_options),

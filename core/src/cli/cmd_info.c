@@ -64,6 +64,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
     char disk[32];
     char isolation[384] = "";
     char protected_text[1024] = "";
+    json_t *pools_json = NULL;
     char unenforced[160] = "";
     json_t *j;
     int json = 0;
@@ -129,6 +130,22 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
                      g[i]);
         }
         json_object_set_new(j, "worktree_protect", arr);
+        /* (added) a pool's own list (pools.NAME.worktree_protect) */
+        pools_json = json_object();
+        for (size_t p = 0; p < cfg->n_pools; p++) {
+            char **pg = cfg->pools[p].worktree_protect;
+            json_t *parr;
+
+            if (pg == NULL) {
+                continue;
+            }
+            parr = json_array();
+            for (size_t i = 0; pg[i] != NULL; i++) {
+                json_array_append_new(parr, json_string(pg[i]));
+            }
+            json_object_set_new(pools_json, cfg->pools[p].name, parr);
+        }
+        json_object_set(j, "worktree_protect_pools", pools_json);
     }
     if (oi != NULL) {
         json_object_set_new(j, "engine", json_string(info.engine));
@@ -189,6 +206,23 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
             printf("worktree:    %s\n", info.worktree[0] ? info.worktree : "plain bind mount");
             printf("protected:   %s (read-only inside; made inside: quarantined)\n",
                    protected_text[0] ? protected_text : "none (worktree.protect = [])");
+            {
+                const char *pname;
+                json_t *parr;
+
+                json_object_foreach(pools_json, pname, parr)
+                {
+                    size_t i;
+                    json_t *g;
+
+                    printf("protected:   pool %s:", pname);
+                    json_array_foreach(parr, i, g)
+                    {
+                        printf(" %s", json_string_value(g));
+                    }
+                    printf("%s\n", json_array_size(parr) ? "" : " none");
+                }
+            }
             printf("git:         the sandbox's own .git; the host takes back the task's branch "
                    "only\n");
         }
@@ -197,6 +231,7 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         }
     }
     json_decref(j);
+    json_decref(pools_json);
     sbx_error_free(&err);
     sbx_instance_close(oi);
     free(state);

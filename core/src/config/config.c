@@ -184,6 +184,19 @@ const struct sbx_instance *sbx_config_instance(const struct sbx_config *c, const
     return NULL;
 }
 
+const char *const *sbx_config_protect(const struct sbx_config *c, const char *pool)
+{
+    if (c == NULL) {
+        return NULL;
+    }
+    for (size_t i = 0; pool != NULL && i < c->n_pools; i++) {
+        if (strcmp(c->pools[i].name, pool) == 0 && c->pools[i].worktree_protect != NULL) {
+            return (const char *const *)c->pools[i].worktree_protect;
+        }
+    }
+    return (const char *const *)c->worktree_protect;
+}
+
 void sbx_config_destroy(struct sbx_config *c)
 {
     if (c == NULL) {
@@ -202,6 +215,10 @@ void sbx_config_destroy(struct sbx_config *c)
     free(c->caches);
     for (size_t i = 0; i < c->n_pools; i++) {
         free(c->pools[i].name);
+        for (size_t k = 0; c->pools[i].worktree_protect && c->pools[i].worktree_protect[k]; k++) {
+            free(c->pools[i].worktree_protect[k]);
+        }
+        free(c->pools[i].worktree_protect);
     }
     free(c->pools);
     sbx_config_clear_runner_trust(c);

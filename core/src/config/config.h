@@ -97,6 +97,8 @@ struct sbx_pool_cfg {
     int warm;
     int64_t warm_max_age; /* seconds; 0: the default (10m) */
     int warm_line;
+    /* (added) pools.NAME.worktree_protect; NULL: worktree.protect */
+    char **worktree_protect;
 };
 
 struct sbx_config {
@@ -193,6 +195,10 @@ void sbx_config_destroy(struct sbx_config *c);
 
 const struct sbx_instance *sbx_config_instance(const struct sbx_config *c, const char *name,
                                                enum sbx_plugin_kind kind);
+/* (added) The protected paths of a worktree for a task of POOL: the pool's
+ * worktree_protect, else worktree.protect; NULL when neither is set (then the
+ * default list, sbx_protect_default). */
+const char *const *sbx_config_protect(const struct sbx_config *c, const char *pool);
 /* Adds or replaces the instances of a `providers` or `credentials` group
  * (the key table's reader of those keys). */
 int sbx_config_read_instances(struct sbx_config *c, const config_setting_t *group,

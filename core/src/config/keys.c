@@ -41,7 +41,7 @@ static int check_database(struct sbx_config *c, const config_setting_t *s, sbx_e
                          c->path, config_setting_source_line(s));
 }
 
-/* box.id: 1-63 of [A-Za-z0-9._-] (it names a row and a file). */
+/* worktree.protect: each entry a glob relative to the worktree. */
 static int check_protect(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
 {
     for (size_t i = 0; s != NULL && c->worktree_protect && c->worktree_protect[i] != NULL; i++) {
@@ -55,6 +55,7 @@ static int check_protect(struct sbx_config *c, const config_setting_t *s, sbx_er
     return 0;
 }
 
+/* box.id: 1-63 of [A-Za-z0-9._-] (it names a row and a file). */
 static int check_box_id(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
 {
     const char *v = c->box.id;
@@ -202,6 +203,10 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "default limits) hold, refuses to start naming the key"),
     NODE("pools.*.warm_max_age", DURATION, .doc_def = "`10m`",
          .help = "(added) a warm sandbox older than this is replaced; greater than 0"),
+    NODE("pools.*.worktree_protect", STRINGS, .doc_def = "`worktree.protect`",
+         .help = "**(added)** the pool's own protected paths of a worktree, in place of "
+                 "`worktree.protect` for its tasks (e.g. a CI pool that must write "
+                 "`.gitmodules`); same globs, `[]` protects none (docs/tasks.md, \"Worktrees\")"),
 
     /* runner */
     KEY("runner.listen", STRING, runner.listen, .doc_def = "`unix:<state_dir>/runner.sock`",
@@ -439,6 +444,19 @@ static int read_pools(struct sbx_config *c, const config_setting_t *s, sbx_error
             if (v.i <= 0) {
                 return where_error(c, m, err, "'pools.%s.warm_max_age' must be greater than 0",
                                    name);
+            }
+        }
+        if ((m = config_setting_get_member(e, "worktree_protect")) != NULL) { /* (added) */
+            sbx_value_read(m, SBX_KEY_STRINGS, &v);
+            c->pools[i].worktree_protect = v.strv;
+            for (size_t k = 0; v.strv[k] != NULL; k++) {
+                if (!sbx_protect_glob_ok(v.strv[k])) {
+                    return where_error(c, m, err,
+                                       "'pools.%s.worktree_protect' '%s': a glob relative to the "
+                                       "worktree (no leading '/', no '..', no empty part, at most "
+                                       "200 bytes)",
+                                       name, v.strv[k]);
+                }
             }
         }
         if (strcmp(name, "ci") != 0 && strcmp(name, "agent") != 0) {

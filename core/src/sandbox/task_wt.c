@@ -46,9 +46,9 @@ static void note_cb(void *ud, const char *what)
 
 const char *const *sbx_task_protect(const struct sbx_task *t)
 {
-    return t->cfg != NULL && t->cfg->worktree_protect != NULL
-               ? (const char *const *)t->cfg->worktree_protect
-               : sbx_protect_default;
+    const char *const *g = sbx_config_protect(t->cfg, t->pool);
+
+    return g != NULL ? g : sbx_protect_default;
 }
 
 int sbx_task_since_write(const char *dir)
