@@ -152,20 +152,35 @@ static void test_x86_entry_killed(void **state)
 {
     char *script = NULL;
     char *out;
+    int x86_entry = 1; /* the kernel runs int 0x80 from 64-bit code */
 
     (void)state;
     assert_true(asprintf(&script,
                          "perl -e 'print pack(\"H*\", \"%s\")' > /tmp/p32 && chmod +x /tmp/p32 "
                          "&& /tmp/p32; echo \"x86: $?\"",
                          p32_hex) > 0);
-    use_config("");
-    out = run_stdout("sc-5", script);
-    assert_string_equal(out, "x86: 159\n");
-    free(out);
-    /* the engine's profile lets it open AF_VSOCK: the probe works */
+    /* the engine's profile lets it open AF_VSOCK: the probe works, where the
+     * kernel has the 32-bit entry from 64-bit code at all (some virtual
+     * machines' kernels fault on int 0x80: status 139 outside any filter) */
     use_config("seccomp = \"default\";");
     out = run_stdout("sc-6", script);
-    assert_string_equal(out, "x86: 0\n");
+    if (strcmp(out, "x86: 139\n") == 0) {
+        fprintf(stderr, "int 0x80 faults on this kernel even under the engine's profile: the "
+                        "32-bit entry does not exist here; checking only that it never works\n");
+        x86_entry = 0;
+    }
+    else {
+        assert_string_equal(out, "x86: 0\n");
+    }
+    free(out);
+    use_config("");
+    out = run_stdout("sc-5", script);
+    if (x86_entry) {
+        assert_string_equal(out, "x86: 159\n"); /* killed by the filter (SIGSYS) */
+    }
+    else {
+        assert_true(strcmp(out, "x86: 159\n") == 0 || strcmp(out, "x86: 139\n") == 0);
+    }
     free(out);
     free(script);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runner/runner_int.h"
@@ -30,6 +31,12 @@ struct runner_fleet {
     struct runner_store_pool *pool; /* (added) the workers' connections */
     struct runner_lead *lead;       /* (added) fleetlead.c */
     json_t *view;                   /* (added) sbx_store_fleet_json at the last beat */
+    /* (added) since when (monotonic ms) every renewal of this box's lease has
+     * succeeded; 0 after a failed one. Another box is reaped only after one
+     * whole lease of those: when the database comes back from an outage, no
+     * box could renew meanwhile, and the first to reconnect must not take the
+     * others' jobs before they had a beat of their own to renew. */
+    int64_t renewed_since;
 };
 
 /* box.id, else the id this box generated once and kept in its state dir. */
@@ -261,7 +268,16 @@ static void fleet_view(struct sbx_runner *r)
     r->fleet->view = v;
 }
 
-/* Every lease/3: renew, reap the boxes whose lease lapsed, claim. */
+static int64_t fleet_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Every lease/3: renew, reap the boxes whose lease lapsed (once this box has
+ * renewed its own for a whole lease), claim. */
 static void on_beat(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_runner *r = arg;
@@ -272,6 +288,7 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     if (sbx_store_box_renew(r->store, f->id, f->epoch, f->lease_ms, &err) < 0) {
+        f->renewed_since = 0;
         if (err->code == ESTALE) {
             sbx_error_free(&err);
             fleet_lost(r);
@@ -281,7 +298,14 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
             sbx_error_free(&err);
         }
     }
-    if (sbx_store_reap(r->store, 0, &reap, &err) < 0) {
+    else if (f->renewed_since == 0) {
+        f->renewed_since = fleet_mono_ms();
+    }
+    if (f->renewed_since == 0 || fleet_mono_ms() - f->renewed_since < f->lease_ms) {
+        /* not one whole lease of renewals yet (started, or back from an
+         * outage): reaping waits */
+    }
+    else if (sbx_store_reap(r->store, 0, &reap, &err) < 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
