@@ -44,7 +44,7 @@ set(SBX_TEST_DEFAULT_TIMEOUT_engine 600)
 # The engine tests that need the box to themselves (RUN_SERIAL: nothing else
 # runs beside them). docs/testing.md says why for each.
 set(SBX_TEST_ALONE
-  runtime_test_docker_quota   # btrfs quotas and 'btrfs subvolume sync' of every deleted sandbox
+  runtime_test_docker_quota   # counts the box's loop devices and mounts (or qgroups) before and after
   runtime_test_abuse_box      # memory admission against the host, fork bomb, CPU, inotify pool
   runtime_test_spike          # measures warm start and concurrency: timings of the box
 )

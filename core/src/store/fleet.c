@@ -19,6 +19,8 @@
 #include "util/xalloc.h"
 
 /* pg_advisory_xact_lock key base of the claim of a pool (+ pool index) */
+/* (added) a claim's transaction idle this long: its box stopped mid-claim */
+#define CLAIM_IDLE "3s"
 #define CLAIM_LOCK 0x73627810
 /* rows a claim looks at past a parked heavy job */
 #define CLAIM_WINDOW 64
@@ -290,6 +292,7 @@ int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx
 {
     cleanup_q struct sbx_q *q = NULL;
     cleanup_q struct sbx_q *u = NULL;
+    cleanup_q struct sbx_q *lk = NULL;
     struct sbx_job_rec *rows = NULL;
     size_t n = 0;
     int64_t pick = -1;
@@ -308,11 +311,24 @@ int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx
     }
     /* One claimer of a pool at a time (a few ms): every claim takes the oldest
      * job the box can run, so the pool's claims follow submit order across
-     * boxes. SKIP LOCKED passes over a row a cancel is ending right now. */
-    snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d)",
-             CLAIM_LOCK + (strcmp(pool, "agent") == 0));
-    if (sbx_store_exec(st, lock, err) < 0) {
+     * boxes. SKIP LOCKED passes over a row a cancel is ending right now.
+     * (changed) The lock is tried, never waited for: a box whose claim holds
+     * it while paused (SIGSTOP, a partition) must not stall every other box's
+     * loop behind it; the others claim at their next beat or notification.
+     * And a claim's transaction never idles: the server ends one that idles
+     * CLAIM_IDLE (its box stopped mid-claim), which frees the lock. */
+    if (sbx_store_exec(st, "SET LOCAL idle_in_transaction_session_timeout = '" CLAIM_IDLE "'",
+                       err) < 0) {
         goto fail;
+    }
+    snprintf(lock, sizeof(lock), "SELECT CASE WHEN pg_try_advisory_xact_lock(%d) THEN 1 ELSE 0 END",
+             CLAIM_LOCK + (strcmp(pool, "agent") == 0));
+    lk = sbx_q_prepare(st, lock, err);
+    if (lk == NULL || sbx_q_step(lk, "take the pool's claim lock", err) != 1) {
+        goto fail;
+    }
+    if (sbx_q_col_int64(lk, 0) == 0) {
+        return sbx_store_commit(st, err) < 0 ? -1 : 0; /* another box is claiming */
     }
     q = sbx_q_prepare(st,
                       "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = 'queued' AND box IS NULL "

@@ -111,14 +111,21 @@ int sbx_store_claim_task_check(struct sbx_store *st, const struct sbx_job_rec *j
     char lock[128];
     int rc;
 
-    snprintf(lock, sizeof(lock), "SELECT pg_advisory_xact_lock(%d, hashtext($1))", TASK_LOCK);
+    /* (changed) tried, never waited for (store/fleet.c, the claim): a task id
+     * another claim holds right now is passed over, claimed at a later turn */
+    snprintf(lock, sizeof(lock),
+             "SELECT CASE WHEN pg_try_advisory_xact_lock(%d, hashtext($1)) THEN 1 ELSE 0 END",
+             TASK_LOCK);
     l = sbx_q_prepare(st, lock, err);
     if (l == NULL) {
         return -1;
     }
     sbx_q_text(l, 1, task);
-    if (sbx_q_step(l, "lock a task id", err) < 0) {
+    if (sbx_q_step(l, "lock a task id", err) != 1) {
         return -1;
+    }
+    if (sbx_q_col_int64(l, 0) == 0) {
+        return 0;
     }
     rc = sbx_store_task_owner(st, task, owner, sizeof(owner), err);
     if (rc < 0) {
