@@ -229,20 +229,25 @@ static void test_claimed_sandbox_is_its_tasks(void **state)
     run_side("b", wb, port);
     assert_true(warm_get("claims") >= 2);
 
-    /* an empty pool still serves: claim the one ready, then run at once. A
-     * refill may win the race on a fast engine (the run then claims the new
-     * warm sandbox): try again, a few times, until one run met an empty pool */
+    /* an empty pool still serves: claim both ready (the pool keeps 2), then
+     * run at once. A refill waits up to 1 s for its claim's first output (a
+     * sleep prints none) and may still win the race on a fast engine (the run
+     * then claims the new warm sandbox): try again, a few times, until one
+     * run met an empty pool */
     {
         int cold = 0;
 
         for (int attempt = 0; attempt < 5 && !cold; attempt++) {
             struct spawn_result s;
+            struct spawn_result s2;
             struct spawn_result r;
             json_t *rec;
 
-            wait_warm(1);
+            wait_warm(2);
             s = RT_SBX("submit", "--pool", "ci", "--", "sleep", "3");
             assert_int_equal(s.rc, 0);
+            s2 = RT_SBX("submit", "--pool", "ci", "--", "sleep", "3");
+            assert_int_equal(s2.rc, 0);
             r = RT_SBX("run", "--json", "--pool", "ci", "--", "echo", "cold");
             assert_int_equal(r.rc, 0);
             rec = json_loads(r.out, 0, NULL);
@@ -255,6 +260,7 @@ static void test_claimed_sandbox_is_its_tasks(void **state)
             json_decref(rec);
             spawn_result_free(&r);
             spawn_result_free(&s);
+            spawn_result_free(&s2);
         }
         assert_true(cold);
     }
