@@ -225,34 +225,17 @@ static void closing_event(struct bufferevent *bev, short events, void *arg)
  * rules allowed keeps decision "allow" (a 502 after an allow is not a denial). */
 static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
 {
-    struct evbuffer *out = bufferevent_get_output(c->client);
-    struct timeval flush = {FLUSH_TIMEOUT, 0};
-
     if (c->decision == NULL) {
         c->decision = "deny";
         c->sb->denied++;
     }
     c->status = status;
-    c->reason = reason;
-    c->state = ST_CLOSING;
-    if (c->up != NULL) {
-        bufferevent_free(c->up);
-        c->up = NULL;
-    }
-    if (c->up_fd >= 0) {
-        close(c->up_fd);
-        c->up_fd = -1;
-    }
-    bufferevent_disable(c->client, EV_READ);
-    evbuffer_add_printf(out,
+    evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
                         status, status_text(status), reason,
                         strlen("sbx egress: \n") + strlen(reason), reason);
-    bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
-    bufferevent_setcb(c->client, NULL, closing_write, closing_event, c);
-    bufferevent_enable(c->client, EV_WRITE);
-    evtimer_add(c->timer, &flush);
+    sbx_egress_conn_flush_close(c, reason); /* the answer is queued: sent, then closed */
 }
 
 void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason)
