@@ -15,6 +15,11 @@
 #include <unistd.h>
 
 #include "docker.h"
+#include "docker_seedtar.h"
+
+/* The size of the engine's remapped range (dockremap's 65536 in
+ * /etc/subuid): ids a seeded layer may carry, shifted back by the base. */
+#define DK_REMAP_COUNT 65536u
 
 /* Added to the engine's default set; under user remapping they apply only
  * inside the sidecar's user namespace. Never --privileged: it fails on the
@@ -22,10 +27,18 @@
 static const char *const sidecar_caps[] = {"SYS_ADMIN", "NET_ADMIN",  "MKNOD",       "SYS_PTRACE",
                                            "SETFCAP",   "SYS_CHROOT", "AUDIT_WRITE", NULL};
 
+/* The inner bridge (docker0) lives in the sandbox's network namespace,
+ * which has no other interface: inner containers reach the sandbox's
+ * addresses on it and nothing beyond (no forwarding, no route out). A
+ * published port is Docker's userland proxy listening in that namespace,
+ * so it answers on the sandbox's 127.0.0.1 (Testcontainers' host). The plain
+ * docker-proxy: rootless mode would pick rootlesskit-docker-proxy, which
+ * needs a RootlessKit that does not run here. */
 #define DK_DAEMON_ARGS                                                                             \
     "dockerd --host unix://" DK_DOCKER_SOCKET " --data-root /var/lib/docker "                      \
     "--exec-root /run/docker --pidfile /run/docker.pid --iptables=false "                          \
-    "--ip-forward=false --ip-masq=false --bridge=none --storage-driver=vfs"
+    "--ip-forward=false --ip-masq=false --userland-proxy=true "                                    \
+    "--userland-proxy-path=/usr/sbin/docker-proxy --storage-driver=vfs"
 
 /* Rootless mode: dockerd sees ROOTLESSKIT_STATE_DIR and runs as it would
  * under RootlessKit; no cgroup is touched (inner --memory is not applied on
@@ -154,9 +167,9 @@ void dk_sidecar_sandbox_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     json_array_append_new(env, json_string("DOCKER_HOST=unix://" DK_DOCKER_SOCKET));
     /* the daemon and all it holds die with the sandbox: no reaper needed */
     json_array_append_new(env, json_string("TESTCONTAINERS_RYUK_DISABLED=true"));
-    /* inner containers on the host network share the sandbox's loopback;
-     * without this Testcontainers looks for a "bridge" gateway, which the
-     * inner daemon (--bridge=none) has not */
+    /* published ports answer on the sandbox's loopback (the userland proxy
+     * runs in its network namespace); without this Testcontainers would use
+     * the inner bridge's gateway */
     json_array_append_new(env, json_string("TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1"));
     json_object_set_new(labels, "sbx.docker_sidecar", json_string("1"));
 }
@@ -254,6 +267,28 @@ static int wait_daemon(struct dk_ctx *c, const char *sid, const char *sock, sbx_
     }
 }
 
+/* Layers of the host engine may carry its remapped ids (files a sandbox
+ * wrote, imported or added); the inner daemon knows only 0..65535. */
+static int shift_ids(struct dk_ctx *c, const char *image, struct sbx_http_response *got,
+                     sbx_error_t **err)
+{
+    char msg[400];
+    int changed = 0;
+
+    if (dk_seed_shift((unsigned char *)got->body, got->body_len, c->remap_uid, c->remap_gid,
+                      DK_REMAP_COUNT, &changed, msg, sizeof(msg)) < 0) {
+        return c->host->error_set(err, SBX_E_ENGINE,
+                                  "docker sidecar: image '%s' (option sidecar_images): %s", image,
+                                  msg);
+    }
+    if (changed) {
+        c->host->log(c->host->instance_name(c->opts), SBX_LOG_DEBUG,
+                     "docker sidecar: image '%s': owners shifted back by %u:%u", image,
+                     c->remap_uid, c->remap_gid);
+    }
+    return 0;
+}
+
 /* docker save IMAGE on the host engine | docker load in the sidecar. The
  * archive is held in memory: meant for the small images tests start. */
 static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx_error_t **err)
@@ -275,6 +310,9 @@ static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx
                                "sidecar_images): HTTP %ld from the host engine: %.200s",
                                image, got.status, got.body ? got.body : "");
     }
+    else if (c->userns && c->remap_uid != 0 && shift_ids(c, image, &got, err) < 0) {
+        r = -1;
+    }
     else if (dk_raw(c, sock, "POST", "/images/load?quiet=1", got.body, got.body_len,
                     "application/x-tar", 600000, &put, err) < 0) {
         r = c->host->error_wrap(err, "docker sidecar: loading image '%s'", image);
@@ -288,6 +326,29 @@ static int seed_image(struct dk_ctx *c, const char *sock, const char *image, sbx
     c->host->http_response_free(&got);
     c->host->http_response_free(&put);
     return r;
+}
+
+/* The inner daemon pulls through the sandbox's relay (it shares the
+ * sandbox's 127.0.0.1): the proxy variables the core gave the sandbox. */
+static json_t *sidecar_env(const struct sbx_sandbox_spec *s)
+{
+    static const char *const proxy_vars[] = {"HTTP_PROXY",  "HTTPS_PROXY", "NO_PROXY", "http_proxy",
+                                             "https_proxy", "no_proxy",    NULL};
+    json_t *env = json_pack("[s,s,s,s]", "ROOTLESSKIT_STATE_DIR=/run/rk",
+                            "XDG_RUNTIME_DIR=/run/user/0", "HOME=/root",
+                            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+
+    for (size_t i = 0; s->egress_dir != NULL && i < s->n_env; i++) {
+        for (size_t k = 0; proxy_vars[k] != NULL; k++) {
+            if (strcmp(s->env[i].name, proxy_vars[k]) == 0) {
+                char *kv = xasprintf("%s=%s", s->env[i].name, s->env[i].value);
+
+                json_array_append_new(env, json_string(kv));
+                free(kv);
+            }
+        }
+    }
+    return env;
 }
 
 static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_sandbox_spec *s,
@@ -339,12 +400,9 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
         json_decref(labels);
         return NULL;
     }
-    return json_pack("{s:s, s:[s,s,s], s:[s,s,s,s], s:o, s:b, s:o}", "Image", c->sidecar_image,
-                     "Cmd", "sh", "-c", c->sidecar_rootless ? rootless_script : rootful_script,
-                     "Env", "ROOTLESSKIT_STATE_DIR=/run/rk", "XDG_RUNTIME_DIR=/run/user/0",
-                     "HOME=/root",
-                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "Labels",
-                     labels, "Tty", 1, "HostConfig", hc);
+    return json_pack("{s:s, s:[s,s,s], s:o, s:o, s:b, s:o}", "Image", c->sidecar_image, "Cmd", "sh",
+                     "-c", c->sidecar_rootless ? rootless_script : rootful_script, "Env",
+                     sidecar_env(s), "Labels", labels, "Tty", 1, "HostConfig", hc);
 }
 
 /* The sidecar's root is the engine's remapped root: it must own the
