@@ -6,8 +6,48 @@
 #include "rt_common.h"
 
 #define SEED_IMAGE "sbx-busybox:test"
+#define WEB_IMAGE "sbx-tc-web:test"
 
 static char *tc_dir; /* tests/runtime/tc, mounted as the worktree */
+
+/* WEB_IMAGE: a base imported from files owned by the engine's remapped root
+ * (100000, as a root filesystem a sandbox wrote would be on the host), then
+ * `docker build` with COPY: busybox httpd serving /www on 8080. Seeding it
+ * needs its owners shifted back (docker_seedtar.c). */
+static void web_image(void)
+{
+    char *dir = test_mkdtemp();
+    char *script = NULL;
+    char *argv[] = {"/bin/sh", "-c", NULL, NULL};
+    char *env[] = {rt_host, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "DOCKER_BUILDKIT=0", NULL};
+    struct spawn_result r;
+
+    assert_true(asprintf(&script,
+                         "set -e; d='%s'; mkdir -p $d/base/bin $d/ctx/www; "
+                         "cp /bin/busybox $d/base/bin/busybox; "
+                         "for a in sh httpd cat awk grep nc sleep echo; do "
+                         "ln -s busybox $d/base/bin/$a; done; "
+                         "tar --numeric-owner --owner=100000 --group=100000 -C $d/base -c . | "
+                         "docker import - sbx-tc-base:test >/dev/null; "
+                         "echo tc-web-ok > $d/ctx/www/index.html; "
+                         "printf 'FROM sbx-tc-base:test\nCOPY www /www\n"
+                         "CMD [\"httpd\",\"-f\",\"-p\",\"8080\",\"-h\",\"/www\"]\n' "
+                         "> $d/ctx/Dockerfile; "
+                         "docker build -q -t " WEB_IMAGE " $d/ctx >/dev/null 2>$d/err || "
+                         "{ cat $d/err >&2; exit 1; }; "
+                         "docker save " WEB_IMAGE " | tar -xOf - --wildcards '*/layer.tar' | "
+                         "tar -tvf - --numeric-owner | grep -q ' 100000/100000 '",
+                         dir) > 0);
+    argv[2] = script;
+    r = spawn_run_as(argv, env, 0);
+    if (r.rc != 0) {
+        fail_msg("building " WEB_IMAGE " (its base must carry ids 100000): rc %d: %s", r.rc, r.err);
+    }
+    spawn_result_free(&r);
+    free(script);
+    test_rm_rf(dir);
+    free(dir);
+}
 
 static int setup(void **state)
 {
@@ -18,6 +58,7 @@ static int setup(void **state)
     }
     assert_true(asprintf(&tc_dir, "%s/tests/runtime/tc", src) > 0);
     rt_busybox_image(SEED_IMAGE);
+    web_image();
     return 0;
 }
 
@@ -84,7 +125,8 @@ static void use_sidecar_config(const char *extra)
                          "provider = \"dind\";\n"
                          "providers = {\n"
                          "  dind = { plugin = \"provider_docker\"; docker_sidecar = true;\n"
-                         "           sidecar_images = [\"" SEED_IMAGE "\"]; %s };\n"
+                         "           sidecar_images = [\"" SEED_IMAGE "\", \"" WEB_IMAGE
+                         "\"]; %s };\n"
                          "};\n",
                          extra) > 0);
     rt_use_config(text);
@@ -202,6 +244,28 @@ static void test_sidecar_testcontainers(void **state)
                "http://localhost/containers/json?all=1");
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "[]\n");
+    spawn_result_free(&r);
+
+    /* an exposed port (Testcontainers' random host port) answers from the
+     * sandbox at the host Testcontainers asks for, after the listening-ports
+     * wait strategy, from the image built with COPY */
+    r = RT_SBX("exec", "tc-1", "--env", "TC_IMAGE=" WEB_IMAGE, "--", "node",
+               "/workspace/testcontainers_ports.js");
+    if (r.rc != 0) {
+        fail_msg("testcontainers ports rc %d: %s%s", r.rc, r.out, r.err);
+    }
+    assert_contains(r.out, "TESTCONTAINERS PORTS OK host=127.0.0.1 port=");
+    assert_contains(r.out, "body=tc-web-ok");
+    fprintf(stderr, "%s", r.out);
+    spawn_result_free(&r);
+    /* the inner bridge adds no way out: the sandbox's namespace has no
+     * default route and does not forward */
+    r = RT_SBX("exec", "tc-1", "--", "sh", "-c",
+               "awk '$2 == \"00000000\" { print \"DEFAULT-ROUTE\" }' /proc/net/route; "
+               "grep -q docker0 /proc/net/dev && echo bridge; "
+               "cat /proc/sys/net/ipv4/ip_forward");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "bridge\n0\n");
     spawn_result_free(&r);
 
     r = RT_SBX("info", "--json");
