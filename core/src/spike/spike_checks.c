@@ -31,17 +31,30 @@ static int capture_out(void *ud, int stream, const char *data, size_t len)
 }
 
 /* Inside the sandbox: Testcontainers (Ryuk off: the daemon dies with the
- * sandbox) starts a container from the seeded image, runs a command in it,
- * stops it. */
+ * sandbox) starts a container from the seeded image with an exposed port
+ * and the listening-ports wait strategy (as every database module does),
+ * fetches from its mapped port on the host Testcontainers names, runs a
+ * command in it, stops it. The image needs only busybox: the container
+ * links its applets (the wait strategy's check runs awk, grep and nc in it)
+ * and serves with busybox httpd. */
 static const char tc_script[] =
     "process.env.TESTCONTAINERS_RYUK_DISABLED='true';"
-    "(async()=>{const {GenericContainer}=require('testcontainers');"
-    "const c=await new GenericContainer(process.env.TC_IMAGE).withCommand(['sleep','300'])"
-    ".withNetworkMode('none').start();"
+    "(async()=>{const {GenericContainer,Wait}=require('testcontainers');"
+    "const http=require('http');"
+    "const c=await new GenericContainer(process.env.TC_IMAGE).withCommand(['sh','-c',"
+    "'busybox --install -s /bin; mkdir -p /www; echo spike-port-ok >/www/index.html; "
+    "exec busybox httpd -f -p 8080 -h /www'])"
+    ".withExposedPorts(8080).withWaitStrategy(Wait.forListeningPorts())"
+    ".withStartupTimeout(60000).start();"
+    "const h=c.getHost(),p=c.getMappedPort(8080);"
+    "const b=await new Promise((ok,no)=>{http.get({host:h,port:p,path:'/',timeout:5000},"
+    "(res)=>{let d='';res.on('data',(x)=>d+=x);res.on('end',()=>ok(res.statusCode+' '+d.trim()));})"
+    ".on('error',no);});"
+    "if(b!=='200 spike-port-ok')throw new Error('GET http://'+h+':'+p+'/ gave '+b);"
     "const r=await c.exec(['sh','-c','cat /proc/self/uid_map']);"
     "await c.stop();"
-    "console.log('TESTCONTAINERS OK '+c.getId().slice(0,12)+' uid_map:'+"
-    "r.output.trim().replace(/\\s+/g,' '));})()"
+    "console.log('TESTCONTAINERS OK '+c.getId().slice(0,12)+' port 8080 -> '+h+':'+p+"
+    "' answered; uid_map:'+r.output.trim().replace(/\\s+/g,' '));})()"
     ".catch(e=>{console.log('TESTCONTAINERS FAILED '+e);process.exit(1);});";
 
 void sbx_spike_testcontainers(const struct sbx_spike_ctx *s, struct sbx_spike_row *row)
