@@ -36,6 +36,8 @@ set(SBX_TEST_SECONDS
   test_opensandbox_exec=12 test_mcp_runner=12 test_config_keys=11 test_policy=11
   # alone, same machine
   test_fleet_fwdtask=44 runtime_test_docker_task=151
+  # issue 27 (alone, plain build; ASan below)
+  runtime_test_docker_sidecar_pull=25
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)

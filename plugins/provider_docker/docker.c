@@ -46,6 +46,9 @@ static const struct sbx_option options[] = {
      "how long create waits for the inner daemon to answer"},
     {"sidecar_images", SBX_OPT_STRINGS, NULL, 0,
      "images of the host's engine loaded into every sidecar at create (docker save/load)"},
+    {"sidecar_insecure_registries", SBX_OPT_STRINGS, NULL, 0,
+     "registries (host or host:port) the inner daemon may pull from over plain HTTP; pulls still "
+     "go through the sandbox's egress proxy and its policy"},
     {"seccomp", SBX_OPT_STRING, "sbx", 0,
      "the sandbox's seccomp profile: sbx (the engine's default minus socket families and "
      "io_uring, docs/operations.md), default (the engine's own) or an absolute path to a "

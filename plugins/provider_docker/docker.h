@@ -60,6 +60,7 @@ struct dk_ctx {
     int64_t sidecar_data;    /* tmpfs bytes for the inner data root */
     int64_t sidecar_timeout; /* seconds to wait for the inner daemon */
     char **sidecar_images;   /* host engine images loaded into each sidecar, or NULL */
+    char **sidecar_insecure; /* --insecure-registry values of the inner daemon, or NULL */
     char *seccomp;           /* "seccomp=<profile JSON>" for the sandbox, or NULL (engine's) */
     char seccomp_desc[160];  /* what sbx info shows */
     /* the worktree (docker_worktree.c, docs/tasks.md) */

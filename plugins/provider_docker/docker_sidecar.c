@@ -45,7 +45,7 @@ static const char *const sidecar_caps[] = {"SYS_ADMIN", "NET_ADMIN",  "MKNOD",  
  * cgroup v1; the sidecar's own limits bound inner containers). */
 static const char rootless_script[] =
     "set -e; mkdir -p /run/rk /run/user/0 /root; rm -f " DK_DOCKER_SOCKET "; "
-    "exec " DK_DAEMON_ARGS;
+    "exec " DK_DAEMON_ARGS " \"$@\"";
 
 /* Rootful: the cgroup v1 hierarchies are mounted read-only in a container;
  * mount them afresh so the inner runc can create cgroups. */
@@ -57,7 +57,7 @@ static const char rootful_script[] =
     "for c in memory blkio cpu cpuacct cpuset devices freezer pids; do "
     "mkdir -p /sys/fs/cgroup/$c; mount -t cgroup -o $c cgroup /sys/fs/cgroup/$c || "
     "rmdir /sys/fs/cgroup/$c; done; "
-    "exec " DK_DAEMON_ARGS;
+    "exec " DK_DAEMON_ARGS " \"$@\"";
 
 static void sleep_ms(long ms)
 {
@@ -72,6 +72,56 @@ static void free_strv(char **v)
         free(v[i]);
     }
     free(v);
+}
+
+/* host or host:port: letters, digits, '-', '.', one ':' and a port. The
+ * values reach dockerd as arguments ("$@"), never through the shell's
+ * parser; checked anyway. */
+static int registry_ok(const char *r)
+{
+    const char *colon = strchr(r, ':');
+    size_t host = colon ? (size_t)(colon - r) : strlen(r);
+
+    if (host == 0 || host > 253 || r[0] == '-' || r[0] == '.') {
+        return 0;
+    }
+    for (size_t i = 0; i < host; i++) {
+        if (!((r[i] >= 'a' && r[i] <= 'z') || (r[i] >= 'A' && r[i] <= 'Z') ||
+              (r[i] >= '0' && r[i] <= '9') || r[i] == '-' || r[i] == '.')) {
+            return 0;
+        }
+    }
+    if (colon != NULL) {
+        char *end = NULL;
+        long port = strtol(colon + 1, &end, 10);
+
+        if (colon[1] < '1' || colon[1] > '9' || *end != '\0' || port > 65535) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int insecure_init(struct dk_ctx *c, sbx_error_t **err)
+{
+    const struct sbx_host_api *h = c->host;
+    const char *const *regs = h->opt_strings(c->opts, "sidecar_insecure_registries");
+    size_t n = 0;
+
+    while (regs != NULL && regs[n] != NULL) {
+        if (!registry_ok(regs[n])) {
+            return h->error_set(err, SBX_E_CONFIG,
+                                "%s: sidecar_insecure_registries[%zu] '%.80s' is not host or "
+                                "host:port",
+                                h->opt_where(c->opts, "sidecar_insecure_registries"), n, regs[n]);
+        }
+        n++;
+    }
+    c->sidecar_insecure = xcalloc(n + 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++) {
+        c->sidecar_insecure[i] = xasprintf("--insecure-registry=%s", regs[i]);
+    }
+    return 0;
 }
 
 int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err)
@@ -111,6 +161,9 @@ int dk_sidecar_init(struct dk_ctx *c, sbx_error_t **err)
     if (c->sidecar_timeout <= 0) {
         c->sidecar_timeout = 60;
     }
+    if (insecure_init(c, err) < 0) {
+        return -1;
+    }
     c->sidecar_image = strdup(image);
     while (images != NULL && images[n] != NULL) {
         if (images[n][0] == '\0' || strchr(images[n], ' ') != NULL) {
@@ -135,8 +188,10 @@ void dk_sidecar_free(struct dk_ctx *c)
 {
     free(c->sidecar_image);
     free_strv(c->sidecar_images);
+    free_strv(c->sidecar_insecure);
     c->sidecar_image = NULL;
     c->sidecar_images = NULL;
+    c->sidecar_insecure = NULL;
 }
 
 void dk_sidecar_describe(struct dk_ctx *c, char *buf, size_t size)
@@ -358,6 +413,7 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
     json_t *mounts = json_array();
     json_t *tmpfs;
     json_t *hc;
+    json_t *cmd;
     char caps[160] = "";
     char netmode[128];
     char size[96];
@@ -400,8 +456,12 @@ static json_t *sidecar_body(struct dk_ctx *c, const char *id, const struct sbx_s
         json_decref(labels);
         return NULL;
     }
-    return json_pack("{s:s, s:[s,s,s], s:o, s:o, s:b, s:o}", "Image", c->sidecar_image, "Cmd", "sh",
-                     "-c", c->sidecar_rootless ? rootless_script : rootful_script, "Env",
+    cmd = json_pack("[s,s,s,s]", "sh", "-c", c->sidecar_rootless ? rootless_script : rootful_script,
+                    "sh");
+    for (size_t i = 0; c->sidecar_insecure != NULL && c->sidecar_insecure[i] != NULL; i++) {
+        json_array_append_new(cmd, json_string(c->sidecar_insecure[i]));
+    }
+    return json_pack("{s:s, s:o, s:o, s:o, s:b, s:o}", "Image", c->sidecar_image, "Cmd", cmd, "Env",
                      sidecar_env(s), "Labels", labels, "Tty", 1, "HostConfig", hc);
 }
 
