@@ -24,7 +24,7 @@ set(SBX_TEST_SECONDS
   # builds on the 2 cores; tests under 10 s keep their class's default)
   runtime_test_docker_idmap=244 runtime_test_warm_pool=229 test_serve_api=171
   test_fleet_scale=134 test_cli=128 runtime_test_docker_run=115 runtime_test_abuse_box=100
-  runtime_test_credentials=98 runtime_test_docker_sidecar=96 mcp_sdk_client=94 completion=76
+  runtime_test_credentials=98 runtime_test_docker_sidecar=144 mcp_sdk_client=94 completion=76
   test_fleet_docker=68 runtime_test_spike=63 man_pages=61 runtime_test_exec_agent_docker=50
   test_fleet_fwdtcp=50 test_fleet_stop=43 test_fleet_fwdkill=37 test_serve_env=34
   test_fleet_jobs=90 test_fleet_bad=33 test_provider_host=33 test_cli_json=33 install_layout=33
@@ -36,8 +36,8 @@ set(SBX_TEST_SECONDS
   test_opensandbox_exec=12 test_mcp_runner=12 test_config_keys=11 test_policy=11
   # alone, same machine
   test_fleet_fwdtask=44 runtime_test_docker_task=151
-  # issue 27 (alone, plain build; ASan below)
-  runtime_test_docker_sidecar_pull=25
+  # issue 27 (ASan+UBSan, alone, one engine shared with five other builds)
+  runtime_test_docker_sidecar_pull=38
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)

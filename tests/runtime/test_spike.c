@@ -163,6 +163,11 @@ static void test_spike_side_by_side(void **state)
                  measured_of(report, 0, "short-lived credentials only"),
                  measured_of(report, 0, "egress allow-list"));
     }
+    /* (issue 27) the criterion's container has an exposed port that answered
+     * from the sandbox after the listening-ports wait strategy */
+    assert_contains(measured_of(report, 0, "Testcontainers"), "port 8080 -> 127.0.0.1:");
+    assert_contains(measured_of(report, 0, "Testcontainers"), "answered");
+    fprintf(stderr, "spike Testcontainers: %s\n", measured_of(report, 0, "Testcontainers"));
     assert_string_equal(result_of(report, 0, "cost per agent-hour"), "pass");
     assert_string_equal(result_of(report, 0, "Agent Vault"), "cannot-measure");
     /* the contract double shows nothing real: never a pass */
