@@ -36,7 +36,7 @@ static void web_image(void)
                          "docker build -q -t " WEB_IMAGE " $d/ctx >/dev/null 2>$d/err || "
                          "{ cat $d/err >&2; exit 1; }; "
                          "docker save " WEB_IMAGE " | tar -xOf - --wildcards '*/layer.tar' | "
-                         "tar -tvf - --numeric-owner | grep -q ' 100000/100000 '",
+                         "tar -tvif - --numeric-owner | grep -q ' 100000/100000 '",
                          dir) > 0);
     argv[2] = script;
     r = spawn_run_as(argv, env, 0);
