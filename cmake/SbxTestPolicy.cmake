@@ -25,7 +25,7 @@ set(SBX_TEST_SECONDS
   runtime_test_docker_idmap=244 runtime_test_warm_pool=229 test_serve_api=171
   test_fleet_scale=134 test_cli=128 runtime_test_docker_run=115 runtime_test_abuse_box=100
   runtime_test_credentials=98 runtime_test_docker_sidecar=144 mcp_sdk_client=94 completion=76
-  test_fleet_docker=68 runtime_test_spike=63 man_pages=61 runtime_test_exec_agent_docker=50
+  test_fleet_docker=68 runtime_test_spike=130 man_pages=61 runtime_test_exec_agent_docker=50
   test_fleet_fwdtcp=50 test_fleet_stop=43 test_fleet_fwdkill=37 test_serve_env=34
   test_fleet_jobs=90 test_fleet_bad=33 test_provider_host=33 test_cli_json=33 install_layout=33
   runtime_test_run_via_runner=32 web_status_page=32 runtime_test_egress_docker=32
