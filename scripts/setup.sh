@@ -37,6 +37,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
     say "Debian packages already installed"
 fi
+# docker-registry is there for the tests, which start their own on loopback
+# (tests/support/registry.sh); the package's own service (:5000 on every
+# address) is not wanted on a box
+if command -v systemctl >/dev/null && systemctl is-enabled --quiet docker-registry 2>/dev/null; then
+    say "disabling the docker-registry service (the tests start their own)"
+    systemctl disable --now docker-registry >/dev/null 2>&1 || true
+fi
 
 # npm installs the sandbox image's Node packages (customizations.sbx.npm); a
 # machine with a Node.js that ships npm already has it
