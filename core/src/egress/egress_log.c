@@ -90,6 +90,8 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "job", str_or_null(r->job));
     json_object_set_new(o, "task", str_or_null(r->task));
     json_object_set_new(o, "sandbox", str_or_null(r->sandbox));
+    json_object_set_new(o, "exec", str_or_null(r->exec));
+    json_object_set_new(o, "pid", r->pid > 0 ? json_integer(r->pid) : json_null());
     json_object_set_new(o, "method", str_or_null(r->method));
     json_object_set_new(o, "host", str_or_null(r->host));
     json_object_set_new(o, "port", r->port ? json_integer(r->port) : json_null());

@@ -20,6 +20,8 @@ struct sbx_egress_record {
     const char *job;
     const char *task;
     const char *sandbox;
+    const char *exec;   /* the exec the relay reported (the sandbox's word), or NULL */
+    int pid;            /* the pid inside the relay reported, or 0 */
     const char *method; /* NULL before a request line was read */
     const char *host;
     unsigned port;

@@ -92,6 +92,7 @@
 #include <unistd.h>
 
 #include "egress/conn.h"
+#include "egress/deny.h"
 #include "egress/egress_int.h"
 #include "egress/request.h"
 #include "egress/tunnel.h"
@@ -122,6 +123,8 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     rec.job = c->job;
     rec.task = sb->task;
     rec.sandbox = sb->name;
+    rec.exec = c->exec[0] ? c->exec : NULL;
+    rec.pid = c->pid;
     rec.method = c->req.method[0] ? c->req.method : NULL;
     rec.host = c->req.host[0] ? c->req.host : NULL;
     rec.port = c->req.port;
@@ -186,28 +189,6 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     free(c);
 }
 
-static const char *status_text(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 408:
-        return "Request Timeout";
-    case 411:
-        return "Length Required";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return "Error";
-    }
-}
-
 static void closing_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
@@ -221,20 +202,35 @@ static void closing_event(struct bufferevent *bev, short events, void *arg)
     sbx_egress_conn_finish(arg);
 }
 
-/* Answers STATUS with the reason header and closes once it is sent. A connection the
- * rules allowed keeps decision "allow" (a 502 after an allow is not a denial). */
+/* Answers STATUS and closes once it is sent. The status line's reason phrase and the
+ * body say what happened and what to ask for (deny.c), where clients show them (curl
+ * prints a refused CONNECT's status line, npm and Node the reason phrase); X-Sbx-Deny
+ * carries the bare reason. A connection the rules allowed keeps decision "allow" (a
+ * 502 after an allow is not a denial). */
 static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
 {
+    char text[SBX_EGRESS_DENY_TEXT_MAX];
+    char why[SBX_EGRESS_HOST_MAX + 200] = "";
+    size_t n;
+
     if (c->decision == NULL) {
         c->decision = "deny";
         c->sb->denied++;
     }
     c->status = status;
+    n = sbx_egress_deny_text(reason, c->req.host[0] ? c->req.host : NULL, c->req.port,
+                             c->req.host_is_ip, text, sizeof(text));
+    if (c->req.host[0] != '\0' && c->req.port != 0 && c->sb->task != NULL &&
+        strchr(text, ':') != NULL && strstr(text, c->req.host) != NULL) {
+        snprintf(why, sizeof(why), "explain on the host: sbx egress why %s%s%s:%u --task %s\n",
+                 c->req.host_is_ip && strchr(c->req.host, ':') ? "[" : "", c->req.host,
+                 c->req.host_is_ip && strchr(c->req.host, ':') ? "]" : "", c->req.port,
+                 c->sb->task);
+    }
     evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
-                        "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
-                        status, status_text(status), reason,
-                        strlen("sbx egress: \n") + strlen(reason), reason);
+                        "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n%s",
+                        status, text, reason, n + 1 + strlen(why), text, why);
     sbx_egress_conn_flush_close(c, reason); /* the answer is queued: sent, then closed */
 }
 
