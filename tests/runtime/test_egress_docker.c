@@ -116,6 +116,65 @@ static void test_egress_allow_deny_and_no_route(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+/* Two execs in one kept task each fetch from the local server: their log lines name
+ * two different execs (the agent's SBX_EXEC_ID, which each command sees) and the pid
+ * inside. */
+static void test_egress_attribution(void **state)
+{
+    char script[512];
+    char *ids[2] = {NULL, NULL};
+    struct spawn_result r = RT_SBX("task", "start", "--task", "eg-attr");
+    char *line = NULL;
+    size_t len = 0;
+    size_t seen = 0;
+    FILE *f;
+
+    (void)state;
+    if (r.rc != 0) {
+        fail_msg("task start rc %d: %s", r.rc, r.err);
+    }
+    spawn_result_free(&r);
+    snprintf(script, sizeof(script),
+             "echo $SBX_EXEC_ID; curl -sS -m 10 -o /dev/null http://allowed.test:%d/x",
+             origin_port);
+    for (int i = 0; i < 2; i++) {
+        r = RT_SBX("exec", "eg-attr", "--", "sh", "-c", script);
+        if (r.rc != 0) {
+            fail_msg("exec rc %d: %s %s", r.rc, r.out, r.err);
+        }
+        r.out[strcspn(r.out, "\n")] = '\0';
+        assert_true(strncmp(r.out, "exec-", 5) == 0);
+        ids[i] = strdup(r.out);
+        spawn_result_free(&r);
+    }
+    assert_string_not_equal(ids[0], ids[1]);
+    r = RT_SBX("task", "end", "eg-attr");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    f = fopen(log_path, "r");
+    assert_non_null(f);
+    while (getline(&line, &len, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *task = json_string_value(json_object_get(o, "task"));
+        const char *exec = json_string_value(json_object_get(o, "exec"));
+
+        if (task != NULL && strcmp(task, "eg-attr") == 0) {
+            assert_non_null(exec);
+            assert_true(json_integer_value(json_object_get(o, "pid")) > 1);
+            assert_non_null(json_string_value(json_object_get(o, "job")));
+            assert_string_equal(exec, ids[seen < 2 ? seen : 1]);
+            seen++;
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    assert_int_equal(seen, 2);
+    free(ids[0]);
+    free(ids[1]);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
 static void test_egress_log_unwritable_fails_closed(void **state)
 {
     char cfg[512];
@@ -137,6 +196,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_egress_allow_deny_and_no_route),
+        cmocka_unit_test(test_egress_attribution),
         cmocka_unit_test(test_egress_log_unwritable_fails_closed),
     };
 
