@@ -105,6 +105,8 @@ static void test_denied(void **state)
     free(args);
 }
 
+static json_t *log_lines(size_t *n);
+
 /* What real clients print for a refused CONNECT: curl -v shows the status line, Node's
  * CONNECT request the reason phrase, npm its own error line with it. */
 static void test_denial_clients(void **state)
@@ -156,6 +158,57 @@ static void test_denial_clients(void **state)
     free(want);
     free(out);
     free(cmd);
+}
+
+/* egress.private_allow: an allowed name reaches its listed private address; the log
+ * line says what let the private address through (and egress.hosts' do too). */
+static void test_private_allow(void **state)
+{
+    char *args = xasprintf_test("http://mirror.wild.test:%d/m", t.http_port);
+    struct sbx_egress_summary sum;
+    int found = 0;
+    int st;
+    char *out = curl(args, &st);
+    size_t n;
+    size_t i;
+    json_t *arr;
+    json_t *o;
+
+    (void)state;
+    assert_int_equal(st, 0);
+    expect_in(out, "code=200");
+    free(out);
+    free(args);
+    for (int k = 0; k < 1000; k++) {
+        assert_int_equal(sbx_egress_summary(t.egress, t.sockdir, &sum), 0);
+        if (sum.open == 0) {
+            break;
+        }
+        usleep(10000);
+    }
+    arr = log_lines(&n);
+    json_array_foreach(arr, i, o)
+    {
+        const char *host = json_string_value(json_object_get(o, "host"));
+        const char *priv = json_string_value(json_object_get(o, "private"));
+
+        if (host != NULL && strcmp(host, "mirror.wild.test") == 0) {
+            assert_string_equal(json_string_value(json_object_get(o, "decision")), "allow");
+            assert_non_null(priv);
+            assert_string_equal(priv, "egress.private_allow");
+            found++;
+        }
+        if (host != NULL && strcmp(host, "allowed.test") == 0 &&
+            json_string_value(json_object_get(o, "address")) != NULL) {
+            assert_non_null(priv);
+            assert_string_equal(priv, "egress.hosts");
+        }
+        if (json_string_value(json_object_get(o, "address")) == NULL) {
+            assert_null(priv); /* nothing was connected */
+        }
+    }
+    assert_int_equal(found, 1);
+    json_decref(arr);
 }
 
 static void raw_expect(const char *req, size_t len, const char *status, const char *reason)
@@ -575,6 +628,7 @@ int main(void)
         cmocka_unit_test(test_netns_bypass),    cmocka_unit_test(test_sni_real_client),
         cmocka_unit_test(test_bad_handover),    cmocka_unit_test(test_log_and_summary),
         cmocka_unit_test(test_log_fail_closed), cmocka_unit_test(test_denial_clients),
+        cmocka_unit_test(test_private_allow),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -51,6 +51,27 @@ static void test_texts_distinct(void **state)
     assert_null(strstr(texts[0], "evil"));
 }
 
+/* egress.private_allow addresses: IPs and CIDRs, v4 and v6; bad ones are refused. */
+static void test_private_match(void **state)
+{
+    struct sbx_egress_addr a;
+
+    (void)state;
+    assert_true(sbx_egress_private_addr_ok("10.1.2.3"));
+    assert_true(sbx_egress_private_addr_ok("10.1.0.0/16"));
+    assert_true(sbx_egress_private_addr_ok("fd00::/8"));
+    assert_false(sbx_egress_private_addr_ok("10.1.0.0/33"));
+    assert_false(sbx_egress_private_addr_ok("mirror.test"));
+    assert_false(sbx_egress_private_addr_ok("[fd00::]/8"));
+    assert_false(sbx_egress_private_addr_ok(""));
+    assert_true(sbx_egress_addr_parse("10.1.200.7", &a));
+    assert_true(sbx_egress_private_match("10.1.0.0/16", &a));
+    assert_false(sbx_egress_private_match("10.2.0.0/16", &a));
+    assert_false(sbx_egress_private_match("10.1.200.8", &a));
+    assert_true(sbx_egress_addr_parse("fd12::5", &a));
+    assert_true(sbx_egress_private_match("fd00::/8", &a));
+}
+
 static char *sbx_cmd(const char *dir, const char *args, int *st)
 {
     char *cmd = xasprintf_test("%s/sbx --config %s/sbx.conf egress %s 2>&1",
@@ -142,6 +163,42 @@ static void test_why(void **state)
     out = sbx_cmd(dir, "why a.test --pool big", &st);
     assert_int_equal(st, 2);
     free(out);
+    /* egress.private_allow in the config: why shows it; bad entries are FILE:LINE */
+    free(conf);
+    conf = xasprintf_test("state_dir = \"%s/state\";\negress = { log = \"%s/e.log\";\n"
+                          "  private_allow = ( { name = \"mirror.test\"; addresses = "
+                          "[\"10.1.2.3\", \"10.1.0.0/16\"]; } ); };\n",
+                          dir, dir);
+    free(test_write_file(dir, "sbx.conf", conf));
+    free(test_write_file(dir, "rules2", "mirror.test\n"));
+    args = xasprintf_test("why mirror.test --policy %s/rules2", dir);
+    out = sbx_cmd(dir, args, &st);
+    assert_int_equal(st, 0);
+    assert_non_null(strstr(out, "address: 10.1.2.3 (egress.private_allow; private, trusted)"));
+    assert_non_null(strstr(out, "address: 10.1.0.0/16 (egress.private_allow; private, trusted)"));
+    free(out);
+    free(conf);
+    conf = xasprintf_test("egress = {\n  log = \"%s/e.log\";\n"
+                          "  private_allow = ( { name = \"mirror.test\";\n"
+                          "    addresses = [\"10.1.2.3\", \"mirror.other\"]; } ); };\n",
+                          dir);
+    free(test_write_file(dir, "sbx.conf", conf));
+    out = sbx_cmd(dir, args, &st);
+    assert_int_equal(st, 2);
+    assert_non_null(strstr(out, "sbx.conf:4: 'egress.private_allow' 'mirror.test': address "
+                                "'mirror.other' is not an IP address or CIDR"));
+    free(out);
+    free(conf);
+    conf = xasprintf_test("egress = {\n  log = \"%s/e.log\";\n"
+                          "  private_allow = ( { name = \"10.0.0.1\"; addresses = [\"10.0.0.1\"]; "
+                          "} ); };\n",
+                          dir);
+    free(test_write_file(dir, "sbx.conf", conf));
+    out = sbx_cmd(dir, args, &st);
+    assert_int_equal(st, 2);
+    assert_non_null(strstr(out, "sbx.conf:3: 'egress.private_allow' name '10.0.0.1'"));
+    free(out);
+    free(args);
     out = sbx_cmd(dir, "--help", &st);
     assert_int_equal(st, 0);
     assert_non_null(strstr(out, "Exit status: 0 allowed, 1 denied, 2"));
@@ -156,6 +213,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_texts_distinct),
         cmocka_unit_test(test_why),
+        cmocka_unit_test(test_private_match),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

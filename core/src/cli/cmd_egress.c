@@ -28,7 +28,7 @@ void sbx_cmd_egress_help(FILE *out)
             "443; an IPv6 literal in brackets) and why: the rule that allows it, or the deny\n"
             "reason and what to ask for; whether a tunnel to it may carry bytes other than\n"
             "TLS or HTTP (an opaque rule); where its addresses come from and whether\n"
-            "private ones are allowed (egress.hosts, CIDR rules).\n"
+            "private ones are allowed (egress.hosts, egress.private_allow, CIDR rules).\n"
             "\n"
             "  --task T         the allow-list of task T (<state_dir>/tasks/T/egress.rules)\n"
             "  --pool P         what the policy decides for a job of pool P (ci or agent)\n"
@@ -232,6 +232,14 @@ static int explain(struct sbx_config *c, const char *dest, char **texts, const c
                                  "egress.hosts", "private", !sbx_egress_addr_is_public(&a)));
         }
     }
+    for (size_t i = 0; rule != NULL && !is_ip && i < c->egress.n_private_allow; i++) {
+        const struct sbx_egress_private *p = &c->egress.private_allow[i];
+
+        for (size_t k = 0; strcmp(p->name, norm) == 0 && p->addresses[k] != NULL; k++) {
+            json_array_append_new(addrs, json_pack("{s:s, s:s, s:b}", "address", p->addresses[k],
+                                                   "from", "egress.private_allow", "private", 1));
+        }
+    }
     for (size_t i = 0; i < rules.n; i++) {
         if (rules.v[i].kind == SBX_RULE_CIDR) {
             json_array_append_new(cidrs, json_string(rules.v[i].text));
@@ -268,14 +276,15 @@ static int explain(struct sbx_config *c, const char *dest, char **texts, const c
             for (size_t i = 0; i < json_array_size(addrs); i++) {
                 json_t *a = json_array_get(addrs, i);
 
-                printf("address: %s (egress.hosts%s)\n",
-                       json_string_value(json_object_get(a, "address")),
+                printf("address: %s (%s%s)\n", json_string_value(json_object_get(a, "address")),
+                       json_string_value(json_object_get(a, "from")),
                        json_is_true(json_object_get(a, "private")) ? "; private, trusted" : "");
             }
         }
         else {
             printf("addresses: resolved by the proxy at connect time; private answers are "
-                   "dropped (403 private-address) unless a CIDR rule covers them (%zu here)\n",
+                   "dropped (403 private-address) unless a CIDR rule (%zu here) or "
+                   "egress.private_allow covers them\n",
                    json_array_size(cidrs));
         }
     }

@@ -44,6 +44,8 @@ struct sbx_egress_conn {
     struct timespec t0;
     struct evdns_getaddrinfo_request *dns;
     struct sbx_egress_addr cand[MAX_CANDIDATES];
+    const char *cand_src[MAX_CANDIDATES]; /* a private candidate: what allowed it */
+    const char *private_src;              /* the connected address was private: why */
     size_t n_cand;
     size_t next_cand;
     char address[INET6_ADDRSTRLEN + 8];

@@ -119,8 +119,8 @@ size_t sbx_egress_deny_text(const char *reason, const char *host, unsigned port,
     else if (host != NULL && strcmp(reason, "private-address") == 0) {
         n = snprintf(out, size,
                      "sbx egress private-address: %s resolves only to private addresses (ask "
-                     "for an egress.allow CIDR rule covering its address, e.g. \"10.0.0.0/8:%u\")",
-                     dest, port);
+                     "for egress.private_allow \"%s\" with its addresses)",
+                     dest, host);
     }
     else if (host != NULL && strcmp(reason, "resolve-failed") == 0) {
         n = snprintf(out, size, "sbx egress resolve-failed: %s is allowed but does not resolve",

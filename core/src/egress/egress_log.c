@@ -100,6 +100,7 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "opaque", json_boolean(r->opaque));
     json_object_set_new(o, "decision", json_string(r->decision));
     json_object_set_new(o, "rule", str_or_null(r->rule));
+    json_object_set_new(o, "private", str_or_null(r->priv));
     json_object_set_new(o, "reason", str_or_null(r->reason));
     json_object_set_new(o, "status", json_integer(r->status));
     json_object_set_new(o, "bytes_up", json_integer((json_int_t)r->bytes_up));

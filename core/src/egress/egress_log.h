@@ -30,6 +30,7 @@ struct sbx_egress_record {
     int opaque;           /* an opaque rule passed the tunnel's first bytes unchecked */
     const char *decision; /* "allow" or "deny" */
     const char *rule;     /* the rule that allowed it, or NULL */
+    const char *priv;     /* a private address connected to: what allowed it, or NULL */
     const char *reason;   /* why it was denied or failed, or NULL */
     int status;           /* the proxy's own reply status, 0 when relayed */
     uint64_t bytes_up;    /* client to destination */

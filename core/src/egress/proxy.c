@@ -133,6 +133,7 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     rec.opaque = c->opaque;
     rec.decision = c->decision;
     rec.rule = c->rule;
+    rec.priv = c->address[0] ? c->private_src : NULL;
     rec.reason = c->reason;
     rec.status = c->status;
     if (c->tunnel != NULL) {
@@ -405,6 +406,7 @@ static void connect_next(struct sbx_egress_conn *c)
         refuse(c, 502, "connect-failed");
         return;
     }
+    c->private_src = c->cand_src[c->next_cand];
     a = &c->cand[c->next_cand++];
     memset(&ss, 0, sizeof(ss));
     sbx_egress_addr_format(a, ip, sizeof(ip));
@@ -462,15 +464,35 @@ static void connect_next(struct sbx_egress_conn *c)
     }
 }
 
-/* Keeps an address if it is public, or a CIDR rule allows it (private ranges need
- * one: DNS may answer with an internal address). */
-static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a, int trusted)
+/* Keeps an address if it is public, or a CIDR rule allows it, or it came from a trusted
+ * source (egress.hosts, egress.private_allow: src), or egress.private_allow lists a CIDR
+ * for the name that holds it (DNS may answer with an internal address). A private
+ * candidate remembers what allowed it, for the log's "private". */
+static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a,
+                          const char *src)
 {
+    const struct sbx_egress *e = c->sb->e;
+    const struct sbx_egress_rule *r;
+
     if (c->n_cand == MAX_CANDIDATES) {
         return;
     }
-    if (trusted || sbx_egress_addr_is_public(a) ||
-        sbx_egress_rules_match_addr(&c->sb->rules, a, c->req.port) != NULL) {
+    if (sbx_egress_addr_is_public(a)) {
+        c->cand_src[c->n_cand] = NULL;
+        c->cand[c->n_cand++] = *a;
+        return;
+    }
+    if (src == NULL && (r = sbx_egress_rules_match_addr(&c->sb->rules, a, c->req.port)) != NULL) {
+        src = r->text;
+    }
+    for (size_t i = 0; src == NULL && i < e->n_private_nets; i++) {
+        if (strcmp(e->private_nets[i].name, c->req.host) == 0 &&
+            sbx_egress_private_match(e->private_nets[i].cidr, a)) {
+            src = "egress.private_allow";
+        }
+    }
+    if (src != NULL) {
+        c->cand_src[c->n_cand] = src;
         c->cand[c->n_cand++] = *a;
     }
 }
@@ -491,7 +513,7 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
         struct sbx_egress_addr a;
 
         if (sbx_egress_addr_from_sockaddr(ai->ai_addr, &a) == 0) {
-            add_candidate(c, &a, 0);
+            add_candidate(c, &a, NULL);
         }
     }
     evutil_freeaddrinfo(res);
@@ -542,13 +564,14 @@ static void decide(struct sbx_egress_conn *c)
     c->rule = rule->text;
     c->sb->allowed++;
     if (c->req.host_is_ip) {
+        c->cand_src[0] = sbx_egress_addr_is_public(&c->req.ip) ? NULL : rule->text;
         c->cand[c->n_cand++] = c->req.ip;
         connect_next(c);
         return;
     }
     for (size_t i = 0; i < e->n_hosts; i++) {
         if (strcmp(e->hosts[i].name, c->req.host) == 0) {
-            add_candidate(c, &e->hosts[i].addr, 1);
+            add_candidate(c, &e->hosts[i].addr, e->hosts[i].src);
         }
     }
     if (c->n_cand > 0) {
