@@ -97,7 +97,7 @@ long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t le
         c->pid = (int)v;
     }
     if (strcmp(exec, "-") != 0) {
-        snprintf(c->exec, sizeof(c->exec), "%s", exec);
+        memcpy(c->exec, exec, strlen(exec) + 1); /* at most SBX_EGRESS_EXEC_MAX, checked */
     }
     return (long)(end - buf) + 1;
 }
