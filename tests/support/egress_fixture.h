@@ -127,14 +127,17 @@ __attribute__((unused)) static int setup(void **state)
     free(key);
 
     /* system_dns = false: only the names below resolve; no query leaves */
-    conf = xasprintf_test("egress = {\n  log = \"%s\";\n  header_timeout = \"1s\";\n"
-                          "  system_dns = false;\n"
-                          "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
-                          "            { name = \"denied.test\"; address = \"127.0.0.1\"; },\n"
-                          "            { name = \"a.wild.test\"; address = \"127.0.0.1\"; },\n"
-                          "            { name = \"wild.test\"; address = \"127.0.0.1\"; } );\n"
-                          "};\n",
-                          t.log);
+    conf =
+        xasprintf_test("egress = {\n  log = \"%s\";\n  header_timeout = \"1s\";\n"
+                       "  system_dns = false;\n"
+                       "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
+                       "            { name = \"denied.test\"; address = \"127.0.0.1\"; },\n"
+                       "            { name = \"a.wild.test\"; address = \"127.0.0.1\"; },\n"
+                       "            { name = \"wild.test\"; address = \"127.0.0.1\"; } );\n"
+                       "  private_allow = ( { name = \"mirror.wild.test\";\n"
+                       "                      addresses = [\"127.0.0.1\", \"10.9.0.0/16\"]; } );\n"
+                       "};\n",
+                       t.log);
     free(test_write_file(t.dir, "sbx.conf", conf));
     free(conf);
     conf = xasprintf_test("%s/sbx.conf", t.dir);

@@ -212,7 +212,8 @@ static void test_cli_unknown_option(void **state)
         {"cancel", "j-1"},   {"serve", NULL},     {"mcp", NULL},     {"task", "start"},
         {"task", "end"},     {"task", "list"},    {"run", NULL},     {"exec", "t-1"},
         {"submit", NULL},    {"image", "build"},  {"info", NULL},    {"spike", NULL},
-        {"policy", "check"}, {"agents", "setup"}, {"version", NULL}, {NULL, NULL},
+        {"policy", "check"}, {"agents", "setup"}, {"version", NULL}, {"egress", "why"},
+        {NULL, NULL},
     };
 
     (void)state;

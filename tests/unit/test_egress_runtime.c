@@ -71,8 +71,19 @@ static void test_denied(void **state)
     int st;
     char *out = curl(args, &st);
 
+    char *want;
+
     (void)state;
-    expect_in(out, "HTTP/1.1 403 Forbidden");
+    /* the reason and what to ask for, in the status line and the body */
+    want = xasprintf_test("HTTP/1.1 403 sbx egress not-allowed: denied.test:%d is not in this "
+                          "task's egress allow-list (ask for egress.allow \"denied.test:%d\")\r\n",
+                          t.http_port, t.http_port);
+    expect_in(out, want);
+    free(want);
+    want = xasprintf_test("explain on the host: sbx egress why denied.test:%d --task task-1\n",
+                          t.http_port);
+    expect_in(out, want);
+    free(want);
     expect_in(out, "X-Sbx-Deny: not-allowed");
     expect_in(out, "code=403");
     free(out);
@@ -92,6 +103,112 @@ static void test_denied(void **state)
     expect_in(out, "X-Sbx-Deny: not-allowed");
     free(out);
     free(args);
+}
+
+static json_t *log_lines(size_t *n);
+
+/* What real clients print for a refused CONNECT: curl -v shows the status line, Node's
+ * CONNECT request the reason phrase, npm its own error line with it. */
+static void test_denial_clients(void **state)
+{
+    char *cmd;
+    char *out;
+    char *want;
+    int st;
+
+    (void)state;
+    want = xasprintf_test("sbx egress not-allowed: denied.test:%d is not in this task's egress "
+                          "allow-list (ask for egress.allow \"denied.test:%d\")",
+                          t.https_port, t.https_port);
+    cmd = xasprintf_test("curl -sS -v -m 20 -x http://127.0.0.1:%d https://denied.test:%d/ 2>&1",
+                         t.relay_port, t.https_port);
+    out = test_run(cmd, &st);
+    assert_int_not_equal(st, 0);
+    expect_in(out, "< HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    expect_in(out, want);
+    expect_in(out, "CONNECT tunnel failed, response 403");
+    free(out);
+    free(cmd);
+
+    cmd = xasprintf_test(
+        "node -e \"require('http').request({host: '127.0.0.1', port: %d, method: 'CONNECT', "
+        "path: 'denied.test:%d', headers: {host: 'denied.test:%d'}}).on('connect', (res) => { "
+        "console.log(res.statusCode + ' ' + "
+        "res.statusMessage); process.exit(0); }).on('error', (e) => { console.log('error ' + e); "
+        "process.exit(1); }).end()\" 2>&1",
+        t.relay_port, t.https_port, t.https_port);
+    out = test_run(cmd, &st);
+    assert_int_equal(st, 0);
+    expect_in(out, "403 ");
+    expect_in(out, want);
+    free(out);
+    free(cmd);
+    free(want);
+
+    /* npm through the relay to a registry on a name the policy does not allow */
+    cmd = xasprintf_test("cd %s && HOME=%s npm_config_cache=%s/npm-cache npm view sbx-no-such-pkg "
+                         "--registry https://denied.test:%d/ --https-proxy http://127.0.0.1:%d "
+                         "--proxy http://127.0.0.1:%d --fetch-retries 0 --no-update-notifier "
+                         "--loglevel error 2>&1",
+                         t.dir, t.dir, t.dir, t.https_port, t.relay_port, t.relay_port);
+    out = test_run(cmd, &st);
+    assert_int_not_equal(st, 0);
+    want = xasprintf_test("denied.test:%d is not in this task's egress allow-list", t.https_port);
+    expect_in(out, want);
+    free(want);
+    free(out);
+    free(cmd);
+}
+
+/* egress.private_allow: an allowed name reaches its listed private address; the log
+ * line says what let the private address through (and egress.hosts' do too). */
+static void test_private_allow(void **state)
+{
+    char *args = xasprintf_test("http://mirror.wild.test:%d/m", t.http_port);
+    struct sbx_egress_summary sum;
+    int found = 0;
+    int st;
+    char *out = curl(args, &st);
+    size_t n;
+    size_t i;
+    json_t *arr;
+    json_t *o;
+
+    (void)state;
+    assert_int_equal(st, 0);
+    expect_in(out, "code=200");
+    free(out);
+    free(args);
+    for (int k = 0; k < 1000; k++) {
+        assert_int_equal(sbx_egress_summary(t.egress, t.sockdir, &sum), 0);
+        if (sum.open == 0) {
+            break;
+        }
+        usleep(10000);
+    }
+    arr = log_lines(&n);
+    json_array_foreach(arr, i, o)
+    {
+        const char *host = json_string_value(json_object_get(o, "host"));
+        const char *priv = json_string_value(json_object_get(o, "private"));
+
+        if (host != NULL && strcmp(host, "mirror.wild.test") == 0) {
+            assert_string_equal(json_string_value(json_object_get(o, "decision")), "allow");
+            assert_non_null(priv);
+            assert_string_equal(priv, "egress.private_allow");
+            found++;
+        }
+        if (host != NULL && strcmp(host, "allowed.test") == 0 &&
+            json_string_value(json_object_get(o, "address")) != NULL) {
+            assert_non_null(priv);
+            assert_string_equal(priv, "egress.hosts");
+        }
+        if (json_string_value(json_object_get(o, "address")) == NULL) {
+            assert_null(priv); /* nothing was connected */
+        }
+    }
+    assert_int_equal(found, 1);
+    json_decref(arr);
 }
 
 static void raw_expect(const char *req, size_t len, const char *status, const char *reason)
@@ -510,7 +627,8 @@ int main(void)
         cmocka_unit_test(test_bypass_requests), cmocka_unit_test(test_slowloris),
         cmocka_unit_test(test_netns_bypass),    cmocka_unit_test(test_sni_real_client),
         cmocka_unit_test(test_bad_handover),    cmocka_unit_test(test_log_and_summary),
-        cmocka_unit_test(test_log_fail_closed),
+        cmocka_unit_test(test_log_fail_closed), cmocka_unit_test(test_denial_clients),
+        cmocka_unit_test(test_private_allow),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

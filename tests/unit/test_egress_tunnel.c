@@ -399,7 +399,8 @@ static void test_plain_http_one_request(void **state)
              t.sink_port);
     m = mark();
     reply = exchange(sandbox_connect(), req, strlen(req));
-    assert_non_null(strstr(reply, "HTTP/1.1 411 Length Required\r\n"));
+    assert_non_null(strstr(reply, "HTTP/1.1 411 sbx egress chunked-body: a chunked request body "
+                                  "cannot be forwarded (send a Content-Length)\r\n"));
     assert_non_null(strstr(reply, "X-Sbx-Deny: chunked-body\r\n"));
     expect_line(m, "deny", "chunked-body", 0, 411);
     free(reply);

@@ -27,6 +27,7 @@
 #include "sbx/sbx_agent_proto.h"
 
 #include "agent.h"
+#include "attr.h"
 
 extern char **environ;
 
@@ -227,9 +228,11 @@ static int read_request(int ctlfd, int fds[4], char **payloadp, size_t *lenp, ch
     return 0;
 }
 
-/* Runs one command and reports on its channel c; runs in its own process. */
+/* Runs one command and reports on its channel c; runs in its own process. exec_id
+ * ("SBX_EXEC_ID=ID") goes into its environment, and (pid, ID) into the table the relay
+ * reads to name the exec of each connection (attr.c). */
 static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t envc,
-                      char **base_env)
+                      char **base_env, char *exec_id)
 {
     char **env;
     int ep[2];
@@ -238,6 +241,12 @@ static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t e
     ssize_t n;
 
     env = merge_env(base_env, req_env, envc);
+    if (env != NULL) {
+        char **with_id = merge_env(env, &exec_id, 1);
+
+        free(env);
+        env = with_id;
+    }
     if (env == NULL || pipe2(ep, O_CLOEXEC) < 0) {
         send_rec(c, 'F', ENOMEM);
         _exit(1);
@@ -252,6 +261,8 @@ static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t e
         close(ep[0]);
         child(fds, strs[0], strs + 1, env, ep[1]);
     }
+    /* named before the command can connect anywhere */
+    sbx_attr_set(pid, exec_id + strlen("SBX_EXEC_ID="));
     close(ep[1]);
     for (int i = 0; i < 3; i++) {
         close(fds[i]);
@@ -262,6 +273,7 @@ static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t e
     close(ep[0]);
     if (n == (ssize_t)sizeof(e)) {
         waitpid(pid, NULL, 0);
+        sbx_attr_clear(pid);
         send_rec(c, 'F', e);
         _exit(0);
     }
@@ -285,6 +297,7 @@ static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t e
         unsigned char rec[SBX_AGENT_REC];
 
         if (waitpid(pid, &st, WNOHANG) == pid) {
+            sbx_attr_clear(pid);
             send_rec(c, 'X', WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
             _exit(0);
         }
@@ -302,6 +315,7 @@ static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t e
                 /* the host went away: the command goes with it */
                 kill(-pid, SIGKILL);
                 waitpid(pid, NULL, 0);
+                sbx_attr_clear(pid);
                 _exit(0);
             }
             if (rec[0] == 'K') {
@@ -319,6 +333,7 @@ void sbx_agent_run(const char *path)
     char **base_env;
     size_t n = 0;
     int ctlfd = -1;
+    unsigned long execs = 0;
 
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     /* command processes are reaped by the kernel; each reaps its command */
@@ -353,6 +368,7 @@ void sbx_agent_run(const char *path)
         uint32_t envc = 0;
         size_t payload_len = 0;
         int r = read_request(ctlfd, fds, &payload, &payload_len, &strs, &req_env, &envc);
+        char exec_id[sizeof("SBX_EXEC_ID=") + SBX_ATTR_ID_MAX];
         pid_t pid;
 
         if (r != 0) {
@@ -361,11 +377,14 @@ void sbx_agent_run(const char *path)
             }
             _exit(r < 0 ? 1 : 0);
         }
+        /* the sandbox's agent numbers its commands: with the task and job of the log
+         * line, "exec-N" names one command */
+        snprintf(exec_id, sizeof(exec_id), "SBX_EXEC_ID=exec-%lu", ++execs);
         pid = fork();
         if (pid == 0) {
             close(ctlfd);
             signal(SIGCHLD, SIG_DFL);
-            serve_one(fds[3], fds, strs, req_env, envc, base_env);
+            serve_one(fds[3], fds, strs, req_env, envc, base_env, exec_id);
             _exit(0);
         }
         if (pid < 0) {

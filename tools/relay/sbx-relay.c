@@ -9,9 +9,11 @@
  * dependency beyond libc, so it runs in any image.
  *
  *   sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port]
- *             [--agent SOCK] [-- CMD [ARG]...]
+ *             [--agent SOCK] [--attribute] [-- CMD [ARG]...]
  *
- * --agent SOCK also starts the exec agent (agent.c) in its own process.
+ * --agent SOCK also starts the exec agent (agent.c) in its own process. With --agent
+ * or --attribute each connection goes to the proxy with one line naming the pid inside
+ * and the agent's exec it belongs to (attr.c).
  *
  * --print-port writes the bound port on stdout (for --listen 127.0.0.1:0). With a
  * command, the relay forks into the background (dying with its parent) and the
@@ -33,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "attr.h"
 
 #define BUF_SIZE (256 * 1024)
 #define MAX_PAIRS 1024
@@ -52,13 +55,15 @@ struct pair {
 
 static struct pair *pairs[MAX_PAIRS];
 static size_t n_pairs;
+static int attribute; /* --agent or --attribute: name each connection's pid and exec */
 
 /* Hands the client socket c to the proxy; the relay keeps no copy. */
 static void hand_over(int c, const struct sockaddr_un *sun)
 {
     int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    char byte = '\0';
-    struct iovec iov = {&byte, 1};
+    char head[1 + SBX_ATTR_LINE_MAX] = {'\0'};
+    size_t n = 1 + (attribute ? sbx_attr_line(c, head + 1) : 0);
+    struct iovec iov = {head, n};
     union {
         char buf[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -81,7 +86,8 @@ static void hand_over(int c, const struct sockaddr_un *sun)
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cm), &c, sizeof(int));
-    if (sendmsg(u, &msg, MSG_NOSIGNAL) != 1) {
+    /* one message: the NUL byte with the descriptor, then the attribution line */
+    if (sendmsg(u, &msg, MSG_NOSIGNAL) != (ssize_t)n) {
         fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path, strerror(errno));
     }
 out:
@@ -114,11 +120,13 @@ static int hand_over_loop(int lfd, const struct sockaddr_un *sun)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port] "
-               "[--agent SOCK] [-- CMD [ARG]...]\n"
+               "[--agent SOCK] [--attribute] [-- CMD [ARG]...]\n"
                "Hands each TCP connection on ADDR:PORT (default 127.0.0.1:3128) to the egress\n"
                "proxy on the unix socket PATH (default /run/sbx-egress/proxy.sock); with\n"
                "--copy, copies the bytes instead. --agent also serves exec requests from the\n"
-               "host on the unix socket SOCK (docs/tasks.md, \"The exec agent\").\n");
+               "host on the unix socket SOCK (docs/tasks.md, \"The exec agent\"). With --agent\n"
+               "or --attribute, each connection is sent to the proxy with the pid inside and\n"
+               "the exec it comes from (docs/egress.md, \"Attribution\").\n");
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *sin)
@@ -183,6 +191,17 @@ static void accept_one(int lfd, const struct sockaddr_un *sun)
         }
         close(c);
         return;
+    }
+    if (attribute) {
+        char line[SBX_ATTR_LINE_MAX];
+        size_t n = sbx_attr_line(c, line);
+
+        /* ahead of the client's bytes, on a socket still blocking */
+        if (n > 0 && send(u, line, n, MSG_NOSIGNAL) != (ssize_t)n) {
+            close(u);
+            close(c);
+            return;
+        }
     }
     set_nonblock(u);
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -290,13 +309,10 @@ static int relay_loop(int lfd, const struct sockaddr_un *sun)
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"socket", required_argument, NULL, 's'},
-        {"print-port", no_argument, NULL, 'p'},
-        {"copy", no_argument, NULL, 'c'},
-        {"agent", required_argument, NULL, 'a'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"listen", required_argument, NULL, 'l'}, {"socket", required_argument, NULL, 's'},
+        {"print-port", no_argument, NULL, 'p'},   {"copy", no_argument, NULL, 'c'},
+        {"agent", required_argument, NULL, 'a'},  {"attribute", no_argument, NULL, 'A'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     const char *listen_at = "127.0.0.1:3128";
     const char *sock = "/run/sbx-egress/proxy.sock";
@@ -310,7 +326,7 @@ int main(int argc, char **argv)
     int one = 1;
     int ch;
 
-    while ((ch = getopt_long(argc, argv, "+l:s:pcha:", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+l:s:pcha:A", opts, NULL)) != -1) {
         switch (ch) {
         case 'l':
             listen_at = optarg;
@@ -326,6 +342,10 @@ int main(int argc, char **argv)
             break;
         case 'a':
             agent = optarg;
+            attribute = 1;
+            break;
+        case 'A':
+            attribute = 1;
             break;
         case 'h':
             usage(stdout);
@@ -358,6 +378,9 @@ int main(int argc, char **argv)
     if (print_port) {
         printf("%u\n", ntohs(sin.sin_port));
         fflush(stdout);
+    }
+    if (attribute && sbx_attr_init() < 0) {
+        attribute = 0; /* connections go on, unattributed */
     }
     if (agent != NULL) {
         pid_t parent = getpid();

@@ -37,6 +37,8 @@ static const struct sbx_cmd commands[] = {
     {"plugins", "list the plugins in the plugin dir", sbx_cmd_plugins, sbx_cmd_plugins_help},
     {"config", "check a configuration file", sbx_cmd_config, sbx_cmd_config_help},
     {"policy", "check, evaluate and test policy scripts", sbx_cmd_policy, sbx_cmd_policy_help},
+    {"egress", "explain the egress decision for a host (egress why)", sbx_cmd_egress,
+     sbx_cmd_egress_help},
     {"version", "print the version, git commit and plugin ABI", sbx_cmd_version,
      sbx_cmd_version_help},
     {"help", "show help for sbx or a command", NULL, help_help},

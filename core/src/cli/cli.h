@@ -63,6 +63,8 @@ int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_spike_help(FILE *out);
 int sbx_cmd_policy(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_policy_help(FILE *out);
+int sbx_cmd_egress(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_egress_help(FILE *out);
 int sbx_cmd_mcp(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_mcp_help(FILE *out);
 int sbx_cmd_agents(struct sbx_cli *cli, int argc, char **argv);

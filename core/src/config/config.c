@@ -219,6 +219,7 @@ void sbx_config_destroy(struct sbx_config *c)
             free(c->pools[i].worktree_protect[k]);
         }
         free(c->pools[i].worktree_protect);
+        free(c->pools[i].ca_bundle);
     }
     free(c->pools);
     sbx_config_clear_runner_trust(c);
@@ -227,6 +228,14 @@ void sbx_config_destroy(struct sbx_config *c)
         free(c->egress.hosts[i].address);
     }
     free(c->egress.hosts);
+    for (size_t i = 0; i < c->egress.n_private_allow; i++) {
+        free(c->egress.private_allow[i].name);
+        for (size_t k = 0; c->egress.private_allow[i].addresses[k] != NULL; k++) {
+            free(c->egress.private_allow[i].addresses[k]);
+        }
+        free(c->egress.private_allow[i].addresses);
+    }
+    free(c->egress.private_allow);
     sbx_config_keys_free(c); /* every string field of the key table */
     free(c->path);
     config_destroy(&c->cfg);

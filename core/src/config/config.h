@@ -44,6 +44,16 @@ struct sbx_egress_host {
     char *address; /* an IPv4 or IPv6 literal */
 };
 
+/* egress.private_allow = ( { name = "mirror.corp"; addresses = ["10.1.2.3", "10.1.0.0/16"]; } ):
+ * the documented exception for a private destination (docs/egress.md, "Private
+ * destinations"): an address without a prefix is where the name goes (as in
+ * egress.hosts), a CIDR lets the name's DNS answers in it through. Each connection it
+ * lets through is logged with "private". */
+struct sbx_egress_private {
+    char *name;       /* normal form */
+    char **addresses; /* "10.1.2.3", "10.1.0.0/16", "fd00::/8"; NULL-terminated */
+};
+
 #define SBX_DEFAULT_EGRESS_HEADER_TIMEOUT 10
 #define SBX_DEFAULT_EGRESS_CONNECT_TIMEOUT 10
 /* Per-sandbox budgets of the egress proxy (docs/egress.md, "Budgets"). */
@@ -97,6 +107,7 @@ struct sbx_pool_cfg {
     int warm;
     int64_t warm_max_age; /* seconds; 0: the default (10m) */
     int warm_line;
+    char *ca_bundle; /* (added) pools.NAME.ca_bundle; NULL: egress.ca_bundle */
     /* (added) pools.NAME.worktree_protect; NULL: worktree.protect */
     char **worktree_protect;
 };
@@ -163,6 +174,9 @@ struct sbx_config {
         char **registries;
         struct sbx_egress_host *hosts; /* egress.hosts: the proxy's static names */
         size_t n_hosts;
+        struct sbx_egress_private *private_allow; /* egress.private_allow */
+        size_t n_private_allow;
+        char *ca_bundle;         /* egress.ca_bundle: extra CAs (PEM) for the sandboxes */
         int64_t header_timeout;  /* seconds for a client's request head */
         int64_t connect_timeout; /* seconds to connect to a destination */
         int system_dns;          /* names outside `hosts` use the system's resolvers */

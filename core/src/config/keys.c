@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "config/runner_trust.h"
+#include "egress/ca_bundle.h"
 #include "egress/rules.h"
 #include "sandbox/wtscan.h"
 #include "util/cleanup.h"
@@ -20,11 +21,25 @@
 static int read_caches(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int read_pools(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int read_hosts(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
+static int read_private_allow(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int read_providers(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int read_credentials(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int check_provider(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int check_host_reserve(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
 static int check_max_buffer(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err);
+
+/* egress.ca_bundle: a readable PEM file of certificates. */
+static int check_ca_bundle(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    char why[600];
+
+    if (s == NULL || c->egress.ca_bundle == NULL ||
+        sbx_ca_bundle_check(c->egress.ca_bundle, why, sizeof(why)) == 0) {
+        return 0;
+    }
+    return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'egress.ca_bundle': %s", c->path,
+                         config_setting_source_line(s), why);
+}
 
 static const char *const pool_names[] = {"ci", "agent", NULL};
 
@@ -203,6 +218,9 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "default limits) hold, refuses to start naming the key"),
     NODE("pools.*.warm_max_age", DURATION, .doc_def = "`10m`",
          .help = "(added) a warm sandbox older than this is replaced; greater than 0"),
+    NODE("pools.*.ca_bundle", STRING, .doc_def = "`egress.ca_bundle`",
+         .help = "**(added)** extra CAs (a PEM file) for the pool's sandboxes, in place of "
+                 "`egress.ca_bundle` (docs/egress.md, \"Extra CAs\")"),
     NODE("pools.*.worktree_protect", STRINGS, .doc_def = "`worktree.protect`",
          .help = "**(added)** the pool's own protected paths of a worktree, in place of "
                  "`worktree.protect` for its tasks (e.g. a CI pool that must write "
@@ -314,6 +332,18 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("egress.hosts", GROUP_LIST, .read = read_hosts, .doc_type = "list of `{ name; address; }`",
          .help = "names the proxy resolves itself before DNS (trusted: may be private or "
                  "loopback; the tests point names at local servers this way)"),
+    KEY("egress.ca_bundle", STRING, egress.ca_bundle, .check = {.fn = check_ca_bundle},
+        .help = "(added) extra CAs (a PEM file, checked at load) the sandboxes trust: installed "
+                "read-only at `/run/sbx-egress/extra-ca.pem` (`NODE_EXTRA_CA_CERTS`) and, with "
+                "the host's system store, at `/run/sbx-egress/ca-bundle.pem` (`SSL_CERT_FILE`, "
+                "`REQUESTS_CA_BUNDLE`, `GIT_SSL_CAINFO`, `CURL_CA_BUNDLE`; docs/egress.md, "
+                "\"Extra CAs\")"),
+    NODE("egress.private_allow", GROUP_LIST, .read = read_private_allow,
+         .doc_type = "list of `{ name; addresses; }`",
+         .help = "(added) the exception for private destinations (a mirror on 10.x): the "
+                 "name, still allowed by the task's rules, may reach these private addresses; "
+                 "each such connection is logged with `private` (docs/egress.md, \"Private "
+                 "destinations\")"),
     KEY("egress.header_timeout", DURATION, egress.header_timeout, .def = "10s", AT_LEAST(1),
         .help = "a client must send its whole request head in this, counted from the "
                 "connection's arrival (slow-loris; `408`), and a tunnel's first TLS record or "
@@ -350,6 +380,12 @@ const struct sbx_key_def sbx_config_keys[] = {
     /* egress.hosts */
     NODE("egress.hosts[].name", STRING, .help = "a host name (not an IP literal)"),
     NODE("egress.hosts[].address", STRING, .help = "the IPv4 or IPv6 address it resolves to"),
+
+    /* egress.private_allow */
+    NODE("egress.private_allow[].name", STRING, .help = "a host name (not an IP literal)"),
+    NODE("egress.private_allow[].addresses", STRINGS,
+         .help = "IP addresses (the proxy connects there, as with `hosts`) and CIDRs (its DNS "
+                 "answers in them are kept); at least one"),
 };
 
 const size_t sbx_config_n_keys = sizeof(sbx_config_keys) / sizeof(sbx_config_keys[0]);
@@ -446,6 +482,16 @@ static int read_pools(struct sbx_config *c, const config_setting_t *s, sbx_error
                                    name);
             }
         }
+        if ((m = config_setting_get_member(e, "ca_bundle")) != NULL) { /* (added) */
+            char why[600];
+
+            sbx_value_read(m, SBX_KEY_STRING, &v);
+            c->pools[i].ca_bundle = v.str;
+            if (v.str == NULL || sbx_ca_bundle_check(v.str, why, sizeof(why)) < 0) {
+                return where_error(c, m, err, "'pools.%s.ca_bundle': %s", name,
+                                   v.str != NULL ? why : "a PEM file path");
+            }
+        }
         if ((m = config_setting_get_member(e, "worktree_protect")) != NULL) { /* (added) */
             sbx_value_read(m, SBX_KEY_STRINGS, &v);
             c->pools[i].worktree_protect = v.strv;
@@ -492,6 +538,54 @@ static int read_hosts(struct sbx_config *c, const config_setting_t *s, sbx_error
         if (!sbx_egress_addr_parse(c->egress.hosts[i].address, &a)) {
             return where_error(c, e, err, "'egress.hosts' address '%s' is not an IP address",
                                c->egress.hosts[i].address);
+        }
+    }
+    return 0;
+}
+
+/* egress.private_allow: a host name and its private addresses or CIDRs. */
+static int read_private_allow(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    c->egress.n_private_allow = (size_t)config_setting_length(s);
+    c->egress.private_allow =
+        xcalloc(c->egress.n_private_allow + 1, sizeof(*c->egress.private_allow));
+    for (size_t i = 0; i < c->egress.n_private_allow; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        const config_setting_t *list = config_setting_get_member(e, "addresses");
+        struct sbx_egress_private *p = &c->egress.private_allow[i];
+        cleanup_free char *name = member_string(e, "name");
+        char norm[SBX_EGRESS_HOST_MAX + 1];
+        struct sbx_egress_addr a;
+        const char *why;
+        size_t n;
+
+        p->addresses = xcalloc(1, sizeof(char *));
+        if (name == NULL || list == NULL || !config_setting_is_array(list) ||
+            (n = (size_t)config_setting_length(list)) == 0) {
+            return where_error(c, e, err,
+                               "an 'egress.private_allow' entry needs 'name' and 'addresses' "
+                               "(a non-empty array of IP addresses and CIDRs)");
+        }
+        why = sbx_egress_addr_parse(name, &a) ? "an IP literal"
+                                              : sbx_egress_host_normalize(name, strlen(name), norm);
+        if (why != NULL) {
+            return where_error(c, e, err,
+                               "'egress.private_allow' name '%s' is not a valid host name (%s)",
+                               name, why);
+        }
+        p->name = xstrdup(norm);
+        free(p->addresses);
+        p->addresses = xcalloc(n + 1, sizeof(char *));
+        for (size_t k = 0; k < n; k++) {
+            const char *v = config_setting_get_string_elem(list, (unsigned)k);
+
+            if (v == NULL || !sbx_egress_private_addr_ok(v)) {
+                return where_error(c, list, err,
+                                   "'egress.private_allow' '%s': address '%s' is not an IP "
+                                   "address or CIDR (10.1.0.0/16, fd00::/8)",
+                                   norm, v != NULL ? v : "(not a string)");
+            }
+            p->addresses[k] = xstrdup(v);
         }
     }
     return 0;

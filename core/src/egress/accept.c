@@ -65,13 +65,53 @@ static int is_inet_stream(int fd)
     return v == AF_INET || v == AF_INET6;
 }
 
-/* The first byte on a sandbox socket: either a relay handing over its client's TCP
- * socket (one NUL byte with SCM_RIGHTS), or the start of a plain request stream. */
+long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t len)
+{
+    size_t plen = strlen(SBX_EGRESS_ATTR_PREFIX);
+    const char *end;
+    char line[SBX_EGRESS_ATTR_MAX];
+    char pid[16];
+    char exec[SBX_EGRESS_EXEC_MAX + 2];
+    int used = 0;
+
+    if (len < plen || memcmp(buf, SBX_EGRESS_ATTR_PREFIX, plen) != 0) {
+        return 0;
+    }
+    end = memchr(buf, '\n', len < SBX_EGRESS_ATTR_MAX ? len : SBX_EGRESS_ATTR_MAX);
+    if (end == NULL || end == buf || end[-1] != '\r') {
+        return -1;
+    }
+    memcpy(line, buf, (size_t)(end - buf) - 1);
+    line[end - buf - 1] = '\0';
+    if (sscanf(line + plen, "pid=%15[-0-9] exec=%41[-A-Za-z0-9._]%n", pid, exec, &used) != 2 ||
+        line[plen + (size_t)used] != '\0' || strlen(exec) > SBX_EGRESS_EXEC_MAX) {
+        return -1;
+    }
+    if (strcmp(pid, "-") != 0) {
+        char *e;
+        long v = strtol(pid, &e, 10);
+
+        if (*e != '\0' || v < 1 || v > 4194304) {
+            return -1;
+        }
+        c->pid = (int)v;
+    }
+    if (strcmp(exec, "-") != 0) {
+        memcpy(c->exec, exec, strlen(exec) + 1); /* at most SBX_EGRESS_EXEC_MAX, checked */
+    }
+    return (long)(end - buf) + 1;
+}
+
+/* The first bytes on a sandbox socket: either a relay handing over its client's TCP
+ * socket (one NUL byte with SCM_RIGHTS, then the relay's attribution line), or the
+ * start of a plain request stream (a relay in --copy mode puts its attribution line
+ * first). Whoever connects to the socket writes these bytes: what they report is the
+ * sandbox's word (docs/egress.md, "Attribution"). */
 static void hello_read(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_egress_conn *c = arg;
-    char byte;
-    struct iovec iov = {&byte, 1};
+    char bytes[1 + SBX_EGRESS_ATTR_MAX];
+    struct iovec iov = {bytes, sizeof(bytes)};
     union {
         char buf[CMSG_SPACE(4 * sizeof(int))];
         struct cmsghdr align;
@@ -80,6 +120,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     int fds[4];
     size_t n_fds = 0;
     int buf = SBX_EGRESS_CLIENT_BUF;
+    long attr = 0;
     ssize_t n;
 
     (void)what;
@@ -114,7 +155,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_finish(c);
         return;
     }
-    if (n_fds == 0 && byte == '\0' && (msg.msg_flags & MSG_CTRUNC)) {
+    if (n_fds == 0 && bytes[0] == '\0' && (msg.msg_flags & MSG_CTRUNC)) {
         /* A handover whose descriptor the kernel could not install here (EMFILE). */
         c->reason = "out-of-descriptors";
         c->sb->refused++;
@@ -123,15 +164,25 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         return;
     }
     if (n_fds == 0) {
-        sbx_egress_conn_start_head(c, &byte, 1);
+        attr = sbx_egress_attr_parse(c, bytes, (size_t)n);
+        if (attr < 0) {
+            c->reason = "bad-attribution";
+            sbx_egress_conn_finish(c);
+            return;
+        }
+        sbx_egress_conn_start_head(c, bytes + attr, (size_t)(n - attr));
         return;
     }
     for (size_t i = 1; i < n_fds; i++) {
         close(fds[i]);
     }
-    if (byte != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || !is_inet_stream(fds[0])) {
+    if (n > 1) {
+        attr = sbx_egress_attr_parse(c, bytes + 1, (size_t)n - 1);
+    }
+    if (bytes[0] != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || attr != n - 1 ||
+        !is_inet_stream(fds[0])) {
         close(fds[0]);
-        c->reason = "bad-handover";
+        c->reason = attr != n - 1 ? "bad-attribution" : "bad-handover";
         sbx_egress_conn_finish(c);
         return;
     }

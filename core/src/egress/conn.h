@@ -16,6 +16,11 @@
 #include "egress/tls_record.h"
 
 #define MAX_CANDIDATES 16
+/* The relay's attribution line ahead of a connection (tools/relay/attr.h):
+ * "Sbx-Relay: pid=N|- exec=ID|-\r\n". */
+#define SBX_EGRESS_ATTR_PREFIX "Sbx-Relay: "
+#define SBX_EGRESS_ATTR_MAX 96
+#define SBX_EGRESS_EXEC_MAX 40
 
 enum conn_state {
     ST_HELLO,
@@ -39,6 +44,8 @@ struct sbx_egress_conn {
     struct timespec t0;
     struct evdns_getaddrinfo_request *dns;
     struct sbx_egress_addr cand[MAX_CANDIDATES];
+    const char *cand_src[MAX_CANDIDATES]; /* a private candidate: what allowed it */
+    const char *private_src;              /* the connected address was private: why */
     size_t n_cand;
     size_t next_cand;
     char address[INET6_ADDRSTRLEN + 8];
@@ -58,6 +65,8 @@ struct sbx_egress_conn {
     size_t head_scanned;  /* how far the head being read was scanned for its end */
     int opaque;           /* an opaque rule let client-first bytes through unchecked */
     char sni[256];
+    char exec[SBX_EGRESS_EXEC_MAX + 1]; /* reported by the relay (attribution), or "" */
+    int pid;                            /* reported by the relay, or 0 */
     struct sbx_egress_tunnel *tunnel;
     uint64_t prefix_up;        /* bytes sent up before the tunnel (head, checked records) */
     uint64_t prefix_down;      /* bytes sent down before the tunnel (ST_TLS) */
@@ -95,6 +104,9 @@ void sbx_egress_conn_deny_tunnel(struct sbx_egress_conn *c, const char *reason);
 void sbx_egress_conn_start_tls(struct sbx_egress_conn *c, size_t hello_len);
 
 /* accept.c */
+/* Parses an attribution line at buf[0..len) into c->pid and c->exec. Returns the
+ * line's length, 0 when buf does not start with one, -1 when it is malformed. */
+long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t len);
 /* "out-of-descriptors" for EMFILE and ENFILE, else "out-of-memory". */
 const char *sbx_egress_exhausted(int err);
 /* One stderr line per second at most about resource failures. */

@@ -113,6 +113,11 @@ static void egress_free(struct sbx_egress *e)
         free(e->hosts[i].name);
     }
     free(e->hosts);
+    for (size_t i = 0; i < e->n_private_nets; i++) {
+        free(e->private_nets[i].name);
+        free(e->private_nets[i].cidr);
+    }
+    free(e->private_nets);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cond);
     free(e);
@@ -137,11 +142,43 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     /* A spare descriptor, given up when accept() hits EMFILE to take the pending
      * connection and close it with a logged reason (proxy.c). */
     e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    e->hosts = xcalloc(cfg->egress.n_hosts + 1, sizeof(*e->hosts));
+    {
+        size_t n = cfg->egress.n_hosts;
+
+        for (size_t i = 0; i < cfg->egress.n_private_allow; i++) {
+            for (char **a = cfg->egress.private_allow[i].addresses; *a != NULL; a++) {
+                n++;
+            }
+        }
+        e->hosts = xcalloc(n + 1, sizeof(*e->hosts));
+        e->private_nets = xcalloc(n + 1, sizeof(*e->private_nets));
+    }
     for (size_t i = 0; i < cfg->egress.n_hosts; i++) {
         e->hosts[i].name = xstrdup(cfg->egress.hosts[i].name);
         sbx_egress_addr_parse(cfg->egress.hosts[i].address, &e->hosts[i].addr);
+        e->hosts[i].src = "egress.hosts";
         e->n_hosts++;
+    }
+    /* egress.private_allow: an address is where the name goes, a CIDR filters its DNS
+     * answers (config.h) */
+    for (size_t i = 0; i < cfg->egress.n_private_allow; i++) {
+        const struct sbx_egress_private *p = &cfg->egress.private_allow[i];
+
+        for (char **a = p->addresses; *a != NULL; a++) {
+            if (strchr(*a, '/') == NULL) {
+                struct sbx_egress_static_host *h = &e->hosts[e->n_hosts++];
+
+                h->name = xstrdup(p->name);
+                sbx_egress_addr_parse(*a, &h->addr);
+                h->src = "egress.private_allow";
+            }
+            else {
+                struct sbx_egress_private_net *pn = &e->private_nets[e->n_private_nets++];
+
+                pn->name = xstrdup(p->name);
+                pn->cidr = xstrdup(*a);
+            }
+        }
     }
     if (sbx_egress_log_open(&e->log, log, err) < 0) {
         egress_free(e);

@@ -35,6 +35,13 @@ struct sbx_egress_conn;
 struct sbx_egress_static_host {
     char *name;
     struct sbx_egress_addr addr;
+    const char *src; /* "egress.hosts" or "egress.private_allow" (logged as "private") */
+};
+
+/* egress.private_allow CIDRs: the name's DNS answers in cidr are kept. */
+struct sbx_egress_private_net {
+    char *name;
+    char *cidr;
 };
 
 struct sbx_egress_sandbox {
@@ -74,6 +81,8 @@ struct sbx_egress {
     struct sbx_egress_log log;
     struct sbx_egress_static_host *hosts;
     size_t n_hosts;
+    struct sbx_egress_private_net *private_nets;
+    size_t n_private_nets;
     struct timeval header_timeout;
     struct timeval connect_timeout;
     int check_sni;

@@ -90,6 +90,8 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "job", str_or_null(r->job));
     json_object_set_new(o, "task", str_or_null(r->task));
     json_object_set_new(o, "sandbox", str_or_null(r->sandbox));
+    json_object_set_new(o, "exec", str_or_null(r->exec));
+    json_object_set_new(o, "pid", r->pid > 0 ? json_integer(r->pid) : json_null());
     json_object_set_new(o, "method", str_or_null(r->method));
     json_object_set_new(o, "host", str_or_null(r->host));
     json_object_set_new(o, "port", r->port ? json_integer(r->port) : json_null());
@@ -98,6 +100,7 @@ int sbx_egress_log_write(struct sbx_egress_log *l, const struct sbx_egress_recor
     json_object_set_new(o, "opaque", json_boolean(r->opaque));
     json_object_set_new(o, "decision", json_string(r->decision));
     json_object_set_new(o, "rule", str_or_null(r->rule));
+    json_object_set_new(o, "private", str_or_null(r->priv));
     json_object_set_new(o, "reason", str_or_null(r->reason));
     json_object_set_new(o, "status", json_integer(r->status));
     json_object_set_new(o, "bytes_up", json_integer((json_int_t)r->bytes_up));

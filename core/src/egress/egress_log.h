@@ -20,6 +20,8 @@ struct sbx_egress_record {
     const char *job;
     const char *task;
     const char *sandbox;
+    const char *exec;   /* the exec the relay reported (the sandbox's word), or NULL */
+    int pid;            /* the pid inside the relay reported, or 0 */
     const char *method; /* NULL before a request line was read */
     const char *host;
     unsigned port;
@@ -28,6 +30,7 @@ struct sbx_egress_record {
     int opaque;           /* an opaque rule passed the tunnel's first bytes unchecked */
     const char *decision; /* "allow" or "deny" */
     const char *rule;     /* the rule that allowed it, or NULL */
+    const char *priv;     /* a private address connected to: what allowed it, or NULL */
     const char *reason;   /* why it was denied or failed, or NULL */
     int status;           /* the proxy's own reply status, 0 when relayed */
     uint64_t bytes_up;    /* client to destination */

@@ -92,6 +92,7 @@
 #include <unistd.h>
 
 #include "egress/conn.h"
+#include "egress/deny.h"
 #include "egress/egress_int.h"
 #include "egress/request.h"
 #include "egress/tunnel.h"
@@ -122,6 +123,8 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     rec.job = c->job;
     rec.task = sb->task;
     rec.sandbox = sb->name;
+    rec.exec = c->exec[0] ? c->exec : NULL;
+    rec.pid = c->pid;
     rec.method = c->req.method[0] ? c->req.method : NULL;
     rec.host = c->req.host[0] ? c->req.host : NULL;
     rec.port = c->req.port;
@@ -130,6 +133,7 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     rec.opaque = c->opaque;
     rec.decision = c->decision;
     rec.rule = c->rule;
+    rec.priv = c->address[0] ? c->private_src : NULL;
     rec.reason = c->reason;
     rec.status = c->status;
     if (c->tunnel != NULL) {
@@ -186,28 +190,6 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
     free(c);
 }
 
-static const char *status_text(int status)
-{
-    switch (status) {
-    case 400:
-        return "Bad Request";
-    case 403:
-        return "Forbidden";
-    case 408:
-        return "Request Timeout";
-    case 411:
-        return "Length Required";
-    case 431:
-        return "Request Header Fields Too Large";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    default:
-        return "Error";
-    }
-}
-
 static void closing_write(struct bufferevent *bev, void *arg)
 {
     (void)bev;
@@ -221,20 +203,35 @@ static void closing_event(struct bufferevent *bev, short events, void *arg)
     sbx_egress_conn_finish(arg);
 }
 
-/* Answers STATUS with the reason header and closes once it is sent. A connection the
- * rules allowed keeps decision "allow" (a 502 after an allow is not a denial). */
+/* Answers STATUS and closes once it is sent. The status line's reason phrase and the
+ * body say what happened and what to ask for (deny.c), where clients show them (curl
+ * prints a refused CONNECT's status line, npm and Node the reason phrase); X-Sbx-Deny
+ * carries the bare reason. A connection the rules allowed keeps decision "allow" (a
+ * 502 after an allow is not a denial). */
 static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
 {
+    char text[SBX_EGRESS_DENY_TEXT_MAX];
+    char why[SBX_EGRESS_HOST_MAX + 200] = "";
+    size_t n;
+
     if (c->decision == NULL) {
         c->decision = "deny";
         c->sb->denied++;
     }
     c->status = status;
+    n = sbx_egress_deny_text(reason, c->req.host[0] ? c->req.host : NULL, c->req.port,
+                             c->req.host_is_ip, text, sizeof(text));
+    if (c->req.host[0] != '\0' && c->req.port != 0 && c->sb->task != NULL &&
+        strchr(text, ':') != NULL && strstr(text, c->req.host) != NULL) {
+        snprintf(why, sizeof(why), "explain on the host: sbx egress why %s%s%s:%u --task %s\n",
+                 c->req.host_is_ip && strchr(c->req.host, ':') ? "[" : "", c->req.host,
+                 c->req.host_is_ip && strchr(c->req.host, ':') ? "]" : "", c->req.port,
+                 c->sb->task);
+    }
     evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
-                        "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
-                        status, status_text(status), reason,
-                        strlen("sbx egress: \n") + strlen(reason), reason);
+                        "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n%s",
+                        status, text, reason, n + 1 + strlen(why), text, why);
     sbx_egress_conn_flush_close(c, reason); /* the answer is queued: sent, then closed */
 }
 
@@ -409,6 +406,7 @@ static void connect_next(struct sbx_egress_conn *c)
         refuse(c, 502, "connect-failed");
         return;
     }
+    c->private_src = c->cand_src[c->next_cand];
     a = &c->cand[c->next_cand++];
     memset(&ss, 0, sizeof(ss));
     sbx_egress_addr_format(a, ip, sizeof(ip));
@@ -466,15 +464,35 @@ static void connect_next(struct sbx_egress_conn *c)
     }
 }
 
-/* Keeps an address if it is public, or a CIDR rule allows it (private ranges need
- * one: DNS may answer with an internal address). */
-static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a, int trusted)
+/* Keeps an address if it is public, or a CIDR rule allows it, or it came from a trusted
+ * source (egress.hosts, egress.private_allow: src), or egress.private_allow lists a CIDR
+ * for the name that holds it (DNS may answer with an internal address). A private
+ * candidate remembers what allowed it, for the log's "private". */
+static void add_candidate(struct sbx_egress_conn *c, const struct sbx_egress_addr *a,
+                          const char *src)
 {
+    const struct sbx_egress *e = c->sb->e;
+    const struct sbx_egress_rule *r;
+
     if (c->n_cand == MAX_CANDIDATES) {
         return;
     }
-    if (trusted || sbx_egress_addr_is_public(a) ||
-        sbx_egress_rules_match_addr(&c->sb->rules, a, c->req.port) != NULL) {
+    if (sbx_egress_addr_is_public(a)) {
+        c->cand_src[c->n_cand] = NULL;
+        c->cand[c->n_cand++] = *a;
+        return;
+    }
+    if (src == NULL && (r = sbx_egress_rules_match_addr(&c->sb->rules, a, c->req.port)) != NULL) {
+        src = r->text;
+    }
+    for (size_t i = 0; src == NULL && i < e->n_private_nets; i++) {
+        if (strcmp(e->private_nets[i].name, c->req.host) == 0 &&
+            sbx_egress_private_match(e->private_nets[i].cidr, a)) {
+            src = "egress.private_allow";
+        }
+    }
+    if (src != NULL) {
+        c->cand_src[c->n_cand] = src;
         c->cand[c->n_cand++] = *a;
     }
 }
@@ -495,7 +513,7 @@ static void resolved(int result, struct evutil_addrinfo *res, void *arg)
         struct sbx_egress_addr a;
 
         if (sbx_egress_addr_from_sockaddr(ai->ai_addr, &a) == 0) {
-            add_candidate(c, &a, 0);
+            add_candidate(c, &a, NULL);
         }
     }
     evutil_freeaddrinfo(res);
@@ -546,13 +564,14 @@ static void decide(struct sbx_egress_conn *c)
     c->rule = rule->text;
     c->sb->allowed++;
     if (c->req.host_is_ip) {
+        c->cand_src[0] = sbx_egress_addr_is_public(&c->req.ip) ? NULL : rule->text;
         c->cand[c->n_cand++] = c->req.ip;
         connect_next(c);
         return;
     }
     for (size_t i = 0; i < e->n_hosts; i++) {
         if (strcmp(e->hosts[i].name, c->req.host) == 0) {
-            add_candidate(c, &e->hosts[i].addr, 1);
+            add_candidate(c, &e->hosts[i].addr, e->hosts[i].src);
         }
     }
     if (c->n_cand > 0) {

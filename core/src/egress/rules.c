@@ -432,3 +432,54 @@ const struct sbx_egress_rule *sbx_egress_rules_match_opaque(const struct sbx_egr
     }
     return NULL;
 }
+
+/* "ADDR" or "ADDR/PREFIX" (IPv6 without brackets) as a CIDR rule on any port. */
+static int private_rule(const char *s, struct sbx_egress_rules *out)
+{
+    char text[128];
+    const char *slash = strchr(s, '/');
+    size_t alen = slash != NULL ? (size_t)(slash - s) : strlen(s);
+    char addr[64];
+    struct sbx_egress_addr a;
+    const char *texts[2] = {text, NULL};
+    sbx_error_t *err = NULL;
+    int rc;
+
+    if (alen == 0 || alen >= sizeof(addr) || strlen(s) > 80) {
+        return -1;
+    }
+    memcpy(addr, s, alen);
+    addr[alen] = '\0';
+    if (!sbx_egress_addr_parse(addr, &a)) {
+        return -1;
+    }
+    snprintf(text, sizeof(text), a.family == AF_INET6 ? "[%s]%s:*" : "%s%s:*", addr,
+             slash != NULL ? slash : "");
+    rc = sbx_egress_rules_parse(texts, out, &err);
+    sbx_error_free(&err);
+    return rc;
+}
+
+int sbx_egress_private_addr_ok(const char *s)
+{
+    struct sbx_egress_rules r = {0};
+
+    if (private_rule(s, &r) < 0) {
+        return 0;
+    }
+    sbx_egress_rules_free(&r);
+    return 1;
+}
+
+int sbx_egress_private_match(const char *s, const struct sbx_egress_addr *a)
+{
+    struct sbx_egress_rules r = {0};
+    int hit;
+
+    if (private_rule(s, &r) < 0) {
+        return 0;
+    }
+    hit = sbx_egress_rules_match_addr(&r, a, 1) != NULL;
+    sbx_egress_rules_free(&r);
+    return hit;
+}

@@ -76,4 +76,9 @@ const struct sbx_egress_rule *sbx_egress_rules_match_opaque(const struct sbx_egr
                                                             const struct sbx_egress_addr *a,
                                                             unsigned port);
 
+/* egress.private_allow addresses: "10.1.2.3" or "10.1.0.0/16", "fd00::/8" (no
+ * brackets). ok: 1 when S is one; match: 1 when the address a is in S. */
+int sbx_egress_private_addr_ok(const char *s);
+int sbx_egress_private_match(const char *s, const struct sbx_egress_addr *a);
+
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "egress/ca_bundle.h"
 #include "egress/egress.h"
 #include "util/cleanup.h"
 #include "util/log.h"
@@ -176,4 +177,29 @@ void sbx_task_egress_counts(struct sbx_task *t, int64_t *allowed, int64_t *denie
     *allowed = t->egress_allowed;
     *denied = t->egress_denied;
     pthread_mutex_unlock(&t->mu);
+}
+
+int sbx_task_egress_env(struct sbx_task *t, struct sbx_kv *env, size_t *n, sbx_error_t **err)
+{
+    const char *bundle = t->cfg->egress.ca_bundle;
+
+    *n = 0;
+    for (size_t i = 0; i < sbx_task_n_proxy_env; i++) {
+        env[(*n)++] = sbx_task_proxy_env[i];
+    }
+    for (size_t i = 0; i < t->cfg->n_pools; i++) {
+        if (strcmp(t->cfg->pools[i].name, t->pool) == 0 && t->cfg->pools[i].ca_bundle != NULL) {
+            bundle = t->cfg->pools[i].ca_bundle;
+        }
+    }
+    if (bundle == NULL || t->egress_dir == NULL) {
+        return 0;
+    }
+    if (sbx_ca_bundle_install(bundle, t->egress_dir, err) < 0) {
+        return sbx_error_wrap(err, "task %s: extra CAs", t->id);
+    }
+    for (size_t i = 0; i < sbx_ca_bundle_n_env; i++) {
+        env[(*n)++] = sbx_ca_bundle_env[i];
+    }
+    return 0;
 }

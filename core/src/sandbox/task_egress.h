@@ -17,5 +17,10 @@ int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o, sb
 /* (added) A claimed warm sandbox: the socket's rules become t->egress_allow (saved
  * too), its log lines name t's job and task, its counts start at zero. */
 int sbx_task_egress_claim(struct sbx_task *t, sbx_error_t **err);
+/* (added) The sandbox's environment: the proxy variables and, when the pool's or
+ * egress.ca_bundle is set, the CA variables after its files are installed in the
+ * egress directory (docs/egress.md, "Extra CAs"). env has room for 32 entries; *n is
+ * set. */
+int sbx_task_egress_env(struct sbx_task *t, struct sbx_kv *env, size_t *n, sbx_error_t **err);
 
 #endif

@@ -13,6 +13,7 @@
 #include "cred/guard.h"
 #include "cred/redact.h"
 #include "plugin/host.h"
+#include "egress/ca_bundle.h"
 #include "egress/egress.h"
 #include "policy/policy.h"
 #include "sandbox/admit.h"
@@ -46,6 +47,7 @@ void sbx_task_free(struct sbx_task *t)
     sbx_task_timer_quit(t);
     if (t->egress != NULL && t->egress_dir != NULL) {
         sbx_egress_remove(t->egress, t->egress_dir, NULL);
+        sbx_ca_bundle_remove(t->egress_dir);
         rmdir(t->egress_dir);
     }
     if (t->own_egress) {
@@ -301,6 +303,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
             t->egress_allowed = (int64_t)sum.allowed;
             t->egress_denied = (int64_t)sum.denied;
         }
+        sbx_ca_bundle_remove(t->egress_dir);
         rmdir(t->egress_dir);
         free(t->egress_dir);
         t->egress_dir = NULL;

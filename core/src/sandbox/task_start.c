@@ -459,7 +459,12 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
     char created[32];
     struct tm tm;
     int egress = t->egress_dir != NULL;
+    struct sbx_kv env[32];
+    size_t n_env = 0;
 
+    if (egress && sbx_task_egress_env(t, env, &n_env, err) < 0) {
+        return -1;
+    }
     sbx_owner_self(owner, sizeof(owner));
     gmtime_r(&s->now, &tm);
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -484,8 +489,8 @@ static int phase_create(struct sbx_task_start *s, sbx_error_t **err)
         .egress_allow = (const char *const *)t->egress_allow,
         .egress_dir = t->egress_dir,
         .egress_relay = egress ? s->relay : NULL,
-        .env = egress ? sbx_task_proxy_env : NULL,
-        .n_env = egress ? sbx_task_n_proxy_env : 0,
+        .env = egress ? env : NULL,
+        .n_env = n_env,
         .nested_containers = s->o->nested_containers,
         .provider_dir = s->provider_dir,
         .agent_dir = t->agent_dir,
