@@ -157,7 +157,7 @@ static void test_pull_allowed_and_denied(void **state)
     assert_contains(r.out, "pulled-runs");
     /* refused by the proxy, its reason in the daemon's error */
     assert_contains(r.out, "403");
-    assert_contains(r.out, "sbx egress: not-allowed");
+    assert_contains(r.out, "sbx egress not-allowed");
     spawn_result_free(&r);
     assert_int_equal(rt_sandboxes(), 0);
 
