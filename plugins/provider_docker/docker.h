@@ -85,7 +85,7 @@ enum {
 };
 
 /* (added) Milliseconds on the monotonic clock, for the phase timings logged
- * at debug level (docs/operations.md, "Where the time goes"). */
+ * at debug level (docs/operations.md, "Where the tail came from"). */
 int64_t dk_now_ms(void);
 
 /* docker_api.c */
