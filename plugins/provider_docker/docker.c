@@ -338,6 +338,7 @@ static int create_container(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     long status = 0;
     char path[256];
     const char *id;
+    int64_t t0 = dk_now_ms(), t1, t2, t3;
 
     snprintf(path, sizeof(path), "/containers/create?name=sbx-%s", s->task_id);
 again:
@@ -406,10 +407,12 @@ again:
     }
     json_decref(reply);
     reply = NULL;
+    t1 = dk_now_ms();
     if (dk_disk_after_create(c, id_out, s->limits.disk, err) < 0) {
         cb_docker_destroy(c, id_out, NULL);
         return -1;
     }
+    t2 = dk_now_ms();
     snprintf(path, sizeof(path), "/containers/%s/start", id_out);
     if (dk_request(c, "POST", path, NULL, &status, &reply, err) < 0 ||
         (status != 204 && status != 304)) {
@@ -422,6 +425,11 @@ again:
         return -1;
     }
     json_decref(reply);
+    t3 = dk_now_ms();
+    c->host->log(c->host->instance_name(c->opts), SBX_LOG_DEBUG,
+                 "task %s: engine create %" PRId64 " ms, disk cap %" PRId64
+                 " ms, engine start %" PRId64 " ms",
+                 s->task_id, t1 - t0, t2 - t1, t3 - t2);
     if (c->userns) {
         sbx_error_t *uerr = NULL;
 

@@ -85,6 +85,10 @@ enum {
     DK_DISK_LOOP = 3, /* (added) a per-sandbox ext4 under the overlay2 layer */
 };
 
+/* (added) Milliseconds on the monotonic clock, for the phase timings logged
+ * at debug level (docs/operations.md, "Where the tail came from"). */
+int64_t dk_now_ms(void);
+
 /* docker_api.c */
 /* The pid of the sandbox's init as the engine reports it (State.Pid), or 0. */
 pid_t dk_init_pid(struct dk_ctx *c, const char *id);

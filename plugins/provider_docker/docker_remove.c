@@ -11,6 +11,7 @@
  * from the engine (killed sandboxes still there, core/src/sandbox/backlog.c). */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,7 +96,12 @@ static void *rm_main(void *arg)
         c.opts = it->opts;
         c.socket = it->socket;
         snprintf(c.api, sizeof(c.api), "%s", it->api);
-        if (dk_remove_now(&c, it->id, &err) < 0) {
+        int64_t t0 = dk_now_ms();
+        int rc = dk_remove_now(&c, it->id, &err);
+
+        it->host->log(DK_NAME, SBX_LOG_DEBUG, "removed %.12s in the background in %" PRId64 " ms",
+                      it->id, dk_now_ms() - t0);
+        if (rc < 0) {
             /* the sandbox is killed; the next orphan sweep retries */
             it->host->log(DK_NAME, SBX_LOG_WARN, "removing sandbox %.12s in the background: %s",
                           it->id, err ? err->msg : "?");

@@ -379,6 +379,18 @@ static void test_sidecar_gets_quota(void **state)
         /* two filesystems: the sandbox's and its sidecar's (each a loop
          * device and a mount) */
         assert_true(loop_leftovers() >= 4);
+        /* the sidecar's filesystem is the process's formatted template
+         * copied (the sandbox's ran mkfs): it holds the cap as well */
+        char *argv[] = {"/bin/sh", "-c",
+                        "docker exec sbx-quota-sc-docker sh -c 'fallocate -l 2G /x; echo rc=$?'",
+                        NULL};
+        char *env[] = {rt_host, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+
+        r = spawn_run_as(argv, env, 0);
+        fprintf(stderr, "fallocate -l 2G in the sidecar: %s%s", r.out, r.err);
+        assert_non_null(strstr(r.out, "rc=1\n"));
+        assert_non_null(strstr(r.err, "No space left on device"));
+        spawn_result_free(&r);
     }
     r = RT_SBX("task", "end", "quota-sc");
     assert_int_equal(r.rc, 0);
