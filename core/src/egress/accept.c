@@ -66,7 +66,9 @@ static int is_inet_stream(int fd)
 }
 
 /* The first byte on a sandbox socket: either a relay handing over its client's TCP
- * socket (one NUL byte with SCM_RIGHTS), or the start of a plain request stream. */
+ * socket (one NUL byte with SCM_RIGHTS; (added) or "\x01HOST:PORT\n" with it, a
+ * transparent connection), (added) a name query ("\x02NAME\n", names.c), or the
+ * start of a plain request stream. */
 static void hello_read(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_egress_conn *c = arg;
@@ -80,6 +82,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     int fds[4];
     size_t n_fds = 0;
     int buf = SBX_EGRESS_CLIENT_BUF;
+    char line[SBX_EGRESS_NAME_LINE];
     ssize_t n;
 
     (void)what;
@@ -122,6 +125,10 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_finish(c);
         return;
     }
+    if (n_fds == 0 && byte == '\x02') {
+        sbx_egress_conn_name_query(c); /* names.c */
+        return;
+    }
     if (n_fds == 0) {
         sbx_egress_conn_start_head(c, &byte, 1);
         return;
@@ -129,7 +136,9 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 1; i < n_fds; i++) {
         close(fds[i]);
     }
-    if (byte != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || !is_inet_stream(fds[0])) {
+    if ((byte != '\0' && byte != '\x01') || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) ||
+        !is_inet_stream(fds[0]) ||
+        (byte == '\x01' && sbx_egress_name_line(c->client_fd, line, sizeof(line)) < 0)) {
         close(fds[0]);
         c->reason = "bad-handover";
         sbx_egress_conn_finish(c);
@@ -143,6 +152,10 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         setsockopt(c->client_fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0) {
         c->reason = "bad-handover";
         sbx_egress_conn_finish(c);
+        return;
+    }
+    if (byte == '\x01') {
+        sbx_egress_conn_transparent(c, line); /* names.c */
         return;
     }
     sbx_egress_conn_start_head(c, NULL, 0);

@@ -141,7 +141,9 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
         rec.bytes_up = c->prefix_up;
         rec.bytes_down = c->prefix_down;
     }
-    sbx_egress_log_write(&sb->e->log, &rec);
+    if (!c->quiet) {
+        sbx_egress_log_write(&sb->e->log, &rec);
+    }
 
     sb->reserved -= c->reserved;
     sb->n_conns--;
@@ -230,6 +232,10 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
         c->sb->denied++;
     }
     c->status = status;
+    if (c->transparent) { /* (added) the client sent no request: it gets no answer */
+        sbx_egress_conn_flush_close(c, reason);
+        return;
+    }
     evbuffer_add_printf(bufferevent_get_output(c->client),
                         "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
                         "Content-Length: %zu\r\nConnection: close\r\n\r\nsbx egress: %s\n",
@@ -327,7 +333,8 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
     }
     else if (c->req.connect) {
         c->status = 200;
-        evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
+        if (!c->transparent) /* (added) nothing asked for it */
+            evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
     }
     else {
         evbuffer_add(up_prefix, c->req.forward, c->req.forward_len);
