@@ -333,8 +333,9 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
     }
     else if (c->req.connect) {
         c->status = 200;
-        if (!c->transparent) /* (added) nothing asked for it */
+        if (!c->transparent) { /* (added) nothing asked for it */
             evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
+        }
     }
     else {
         evbuffer_add(up_prefix, c->req.forward, c->req.forward_len);
