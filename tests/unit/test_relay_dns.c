@@ -101,9 +101,11 @@ static void test_allowed_names_get_addresses(void **state)
     assert_int_equal(count(a, 1), 1);
     assert_memory_equal(a + len - 4, ((unsigned char[]){127, 100, 0, 1}), 4);
     assert_string_equal(sbx_relay_name_of(0x7f640001u), "allowed.test");
-    /* the same name keeps its address; another gets the next */
+    /* the same name keeps its address, without asking the proxy again; another gets
+     * the next */
     len = reply(q, n, a);
     assert_memory_equal(a + len - 4, ((unsigned char[]){127, 100, 0, 1}), 4);
+    assert_int_equal(asked, 1);
     n = query(q, "b.test", SBX_DNS_TYPE_A, 1);
     len = reply(q, n, a);
     assert_int_equal(count(a, 3), 1); /* the OPT record */

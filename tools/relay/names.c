@@ -1,8 +1,9 @@
 /* names.c - the relay's transparent path (names.h). Everything a program in the
  * sandbox sends here is hostile: a query is read into a fixed buffer and parsed by
  * dns.c; the name table is bounded (SBX_RELAY_NAMES_MAX, then SERVFAIL); the proxy
- * decides every name, every time (its rules may change when a warm sandbox is
- * claimed), and checks every connection again as a CONNECT. */
+ * decides every name the first time it is asked for, and checks every connection
+ * again as a CONNECT (against the rules of that moment: they change when a warm
+ * sandbox is claimed). */
 #include "names.h"
 
 #include <arpa/inet.h>
@@ -47,13 +48,24 @@ const char *sbx_relay_name_of(unsigned a)
     return names[i - 1];
 }
 
-/* The address of name (host order), given one if it has none; 0 when the table is full. */
-static unsigned address_of(const char *name)
+/* The address name has (host order), or 0. */
+static unsigned address_known(const char *name)
 {
     for (size_t i = 0; i < n_names; i++) {
         if (strcmp(names[i], name) == 0) {
             return NAME_BASE + (unsigned)i + 1;
         }
+    }
+    return 0;
+}
+
+/* The address of name (host order), given one if it has none; 0 when the table is full. */
+static unsigned address_of(const char *name)
+{
+    unsigned a = address_known(name);
+
+    if (a != 0) {
+        return a;
     }
     if (n_names == SBX_RELAY_NAMES_MAX || (names[n_names] = strdup(name)) == NULL) {
         return 0;
@@ -137,7 +149,10 @@ size_t sbx_relay_dns_reply(const unsigned char *q, size_t n, unsigned char *out,
                                   "sbx egress: no reverse lookups in the sandbox", out, size);
         }
     }
-    r = ask(sun, dq.name, text, sizeof(text));
+    /* A name the proxy allowed once keeps its address without asking again (the AAAA
+     * query beside the A, the next lookup): every connection to it is still checked
+     * by the proxy against the policy of that moment. */
+    r = address_known(dq.name) != 0 ? 1 : ask(sun, dq.name, text, sizeof(text));
     if (r < 0) {
         return sbx_dns_answer(q, &dq, SBX_DNS_SERVFAIL, NULL, SBX_DNS_EDE_OTHER, text, out, size);
     }

@@ -75,7 +75,10 @@ void sbx_egress_conn_name_query(struct sbx_egress_conn *c)
         why = name_decision(&c->sb->rules, name);
     }
     else {
-        snprintf(name, sizeof(name), "%s", line);
+        size_t l = strnlen(line, sizeof(name) - 1);
+
+        memcpy(name, line, l);
+        name[l] = '\0';
     }
     if (why == NULL) {
         n = snprintf(answer, sizeof(answer), "allow\n");
