@@ -21,8 +21,8 @@ packages=(
     build-essential cmake pkg-config git clang-format ccache
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus chromium
-    docker.io docker-registry debootstrap curl ca-certificates openssl python3 iproute2 procps
-    busybox-static
+    docker.io docker-registry debootstrap curl ca-certificates openssl python3 iproute2 iptables
+    procps busybox-static
     btrfs-progs util-linux e2fsprogs postgresql-15 libpq-dev
     dpkg-dev fakeroot help2man man-db bash-completion zsh
 )

@@ -253,6 +253,16 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
         if (s->egress_relay != NULL) {
             json_array_append_new(mounts, dk_bind_mount(s->egress_relay, SBX_RELAY_PATH, 1));
         }
+        if (s->egress_relay != NULL) {
+            /* (added) the relay's resolver is the only nameserver: sbx-resolv.conf
+             * lies next to sbx-relay (docs/egress.md, "Without proxy variables") */
+            char *conf = dk_resolv_conf_path(s->egress_relay);
+
+            if (conf != NULL) {
+                json_array_append_new(mounts, dk_bind_mount(conf, "/etc/resolv.conf", 1));
+                free(conf);
+            }
+        }
         if (s->egress_relay != NULL && s->agent_dir != NULL) {
             json_array_append_new(mounts, dk_bind_mount(s->agent_dir, SBX_AGENT_DIR, 1));
         }
@@ -282,9 +292,12 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     return json_pack(
         "{s:s, s:o, s:[s,s], s:o, s:o, s:s, s:b, s:b, s:b, s:o}", "Image", s->image, "Entrypoint",
         s->egress_dir != NULL && s->egress_relay != NULL
-            ? (s->agent_dir != NULL ? json_pack("[s,s,s,s]", SBX_RELAY_PATH, "--agent",
-                                                SBX_AGENT_DIR "/" SBX_AGENT_SOCK, "--")
-                                    : json_pack("[s,s]", SBX_RELAY_PATH, "--"))
+            ? (s->agent_dir != NULL
+                   ? json_pack("[s,s,s,s,s,s,s,s]", SBX_RELAY_PATH, "--dns", SBX_RELAY_DNS_LISTEN,
+                               "--redirect", SBX_RELAY_REDIRECT_LISTEN, "--agent",
+                               SBX_AGENT_DIR "/" SBX_AGENT_SOCK, "--")
+                   : json_pack("[s,s,s,s,s,s]", SBX_RELAY_PATH, "--dns", SBX_RELAY_DNS_LISTEN,
+                               "--redirect", SBX_RELAY_REDIRECT_LISTEN, "--"))
             : json_array(),
         "Cmd", "sleep", "infinity", "Env", env, "Labels", labels, "WorkingDir", "/workspace",
         "AttachStdout", 0, "AttachStderr", 0, "NetworkDisabled", 1, "HostConfig", hc);
@@ -440,6 +453,17 @@ again:
                          "(docs/operations.md)",
                          s->task_id, uerr ? uerr->msg : "?");
             c->host->error_free(&uerr);
+        }
+    }
+    if (s->egress_dir != NULL && s->egress_relay != NULL) {
+        sbx_error_t *nerr = NULL;
+
+        if (dk_netns_redirect(c, id_out, &nerr) < 0) {
+            c->host->log(c->host->instance_name(c->opts), SBX_LOG_WARN,
+                         "task %s: no transparent egress (%s): only programs that use "
+                         "HTTP(S)_PROXY get out (docs/egress.md)",
+                         s->task_id, nerr ? nerr->msg : "?");
+            c->host->error_free(&nerr);
         }
     }
     if ((s->nested_containers || c->sidecar) && dk_sidecar_start(c, id_out, s, err) < 0) {

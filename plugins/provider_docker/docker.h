@@ -124,6 +124,16 @@ int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char 
  * namespace (SBX_SANDBOX_INOTIFY_*); call right after the start. */
 int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err);
 
+/* (added) docker_netns.c: the sandbox's netns redirects TCP to names and off-loopback
+ * addresses to the relay, and rejects other packets off loopback (docs/egress.md,
+ * "Without proxy variables"); call right after the start, before any exec. */
+int dk_netns_redirect(struct dk_ctx *c, const char *id, sbx_error_t **err);
+/* (added) The host path of sbx-resolv.conf beside the relay at relay (malloc'd), or
+ * NULL when there is none. */
+char *dk_resolv_conf_path(const char *relay);
+/* docker_userns.c: 1 when /proc/PID/cgroup names the container id. */
+int dk_pid_is_container(pid_t pid, const char *id);
+
 /* docker_seccomp.c: the sandbox's seccomp profile (option seccomp). */
 json_t *dk_seccomp_profile(void);
 int dk_seccomp_init(struct dk_ctx *c, sbx_error_t **err);

@@ -25,7 +25,7 @@
 
 /* 1 when /proc/<pid>/cgroup names the container: the pid is the sandbox's in
  * our pid namespace (not some other process of that number). */
-static int pid_is_container(pid_t pid, const char *id)
+int dk_pid_is_container(pid_t pid, const char *id)
 {
     char path[64];
     char buf[8192];
@@ -82,7 +82,7 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
     if (pidfd < 0) {
         return c->host->error_set(err, errno, "pidfd_open %d: %s", (int)pid, strerror(errno));
     }
-    if (!pid_is_container(pid, id)) {
+    if (!dk_pid_is_container(pid, id)) {
         close(pidfd);
         return c->host->error_set(err, SBX_E_ENGINE,
                                   "pid %d is not the sandbox's in this pid "

@@ -71,7 +71,7 @@ static void test_egress_allow_deny_and_no_route(void **state)
     rec = json_loads(r.out, 0, NULL);
     assert_non_null(rec);
     assert_string_equal(json_string_value(json_object_get(rec, "stdout")),
-                        "200\n403\ndirect-failed\ndns-failed\nv6-failed\n");
+                        "200\n403\ndirect-failed\ndns-reached\nv6-failed\n");
     assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "allowed")) >=
                 1);
     assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "denied")) >= 1);

@@ -9,7 +9,12 @@
  * dependency beyond libc, so it runs in any image.
  *
  *   sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port]
- *             [--agent SOCK] [--attribute] [-- CMD [ARG]...]
+ *             [--dns ADDR:PORT] [--redirect ADDR:PORT] [--agent SOCK] [--attribute]
+ *             [-- CMD [ARG]...]
+ *
+ * (added) --dns and --redirect are the transparent path (names.c): a resolver on UDP
+ * ADDR:PORT that answers names the policy allows with loopback addresses of their own,
+ * and the listener the sandbox's netns redirects TCP to.
  *
  * --agent SOCK also starts the exec agent (agent.c) in its own process. With --agent
  * or --attribute each connection goes to the proxy with one line naming the pid inside
@@ -36,6 +41,7 @@
 
 #include "agent.h"
 #include "attr.h"
+#include "names.h"
 
 #define BUF_SIZE (256 * 1024)
 #define MAX_PAIRS 1024
@@ -97,22 +103,31 @@ out:
     close(c);
 }
 
-static int hand_over_loop(int lfd, const struct sockaddr_un *sun)
+/* The hand-over loop: the proxy port, and (added) the resolver and the redirect
+ * listener when asked for (-1 otherwise). */
+static int hand_over_loop(int lfd, int ufd, int tfd, const struct sockaddr_un *sun)
 {
-    struct pollfd p = {lfd, POLLIN, 0};
+    struct pollfd p[3] = {{lfd, POLLIN, 0}, {ufd, POLLIN, 0}, {tfd, POLLIN, 0}};
     int one = 1;
 
     for (;;) {
-        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-
-        if (c < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                poll(&p, 1, -1);
-            }
+        if (poll(p, 3, -1) < 0) {
             continue;
         }
-        setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        hand_over(c, sun);
+        if (p[1].revents & POLLIN) {
+            sbx_relay_dns_serve(ufd, sun);
+        }
+        if (p[2].revents & POLLIN) {
+            sbx_relay_transparent_accept(tfd, sun, attribute);
+        }
+        if (p[0].revents & POLLIN) {
+            int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+            if (c >= 0) {
+                setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                hand_over(c, sun);
+            }
+        }
     }
     return 1; /* not reached */
 }
@@ -120,13 +135,21 @@ static int hand_over_loop(int lfd, const struct sockaddr_un *sun)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: sbx-relay [--listen ADDR:PORT] [--socket PATH] [--copy] [--print-port] "
-               "[--agent SOCK] [--attribute] [-- CMD [ARG]...]\n"
+               "[--dns ADDR:PORT] [--redirect ADDR:PORT] [--agent SOCK] [--attribute]\n"
+               "       [-- CMD [ARG]...]\n"
                "Hands each TCP connection on ADDR:PORT (default 127.0.0.1:3128) to the egress\n"
                "proxy on the unix socket PATH (default /run/sbx-egress/proxy.sock); with\n"
                "--copy, copies the bytes instead. --agent also serves exec requests from the\n"
                "host on the unix socket SOCK (docs/tasks.md, \"The exec agent\"). With --agent\n"
                "or --attribute, each connection is sent to the proxy with the pid inside and\n"
-               "the exec it comes from (docs/egress.md, \"Attribution\").\n");
+               "the exec it comes from (docs/egress.md, \"Attribution\").\n"
+               "--dns serves DNS on UDP ADDR:PORT: a name the proxy's policy allows gets an\n"
+               "address of its own in " SBX_RELAY_NAME_NET " (AAAA: none); any other name\n"
+               "gets NXDOMAIN with an Extended DNS Error naming the policy. --redirect takes\n"
+               "the TCP connections the sandbox's netns redirects to ADDR:PORT and hands each\n"
+               "to the proxy as a CONNECT to the name (or address) and port it was opened to,\n"
+               "so programs that ignore HTTP(S)_PROXY reach the proxy's checks too\n"
+               "(docs/egress.md, \"Without proxy variables\"). Not with --copy.\n");
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *sin)
@@ -150,6 +173,31 @@ static int parse_listen(const char *s, struct sockaddr_in *sin)
     sin->sin_family = AF_INET;
     sin->sin_port = htons((unsigned short)port);
     return inet_pton(AF_INET, host, &sin->sin_addr) == 1 ? 0 : -1;
+}
+
+/* (added) A bound UDP (the resolver) or listening TCP socket (the redirect) on
+ * ADDR:PORT; -2 for a bad ADDR:PORT, -1 when it cannot be bound (both said). */
+static int open_socket(const char *at, const char *opt, int type)
+{
+    struct sockaddr_in sin;
+    int one = 1;
+    int fd;
+
+    if (parse_listen(at, &sin) < 0) {
+        fprintf(stderr, "sbx-relay: %s '%s': want IPV4:PORT\n", opt, at);
+        return -2;
+    }
+    fd = socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+        (type == SOCK_STREAM && listen(fd, 256) < 0)) {
+        fprintf(stderr, "sbx-relay: cannot bind %s %s: %s\n", opt, at, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
 }
 
 static void set_nonblock(int fd)
@@ -312,11 +360,16 @@ int main(int argc, char **argv)
         {"listen", required_argument, NULL, 'l'}, {"socket", required_argument, NULL, 's'},
         {"print-port", no_argument, NULL, 'p'},   {"copy", no_argument, NULL, 'c'},
         {"agent", required_argument, NULL, 'a'},  {"attribute", no_argument, NULL, 'A'},
+        {"dns", required_argument, NULL, 'd'},    {"redirect", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     const char *listen_at = "127.0.0.1:3128";
     const char *sock = "/run/sbx-egress/proxy.sock";
     const char *agent = NULL;
+    const char *dns_at = NULL;
+    const char *redirect_at = NULL;
+    int ufd = -1;
+    int tfd = -1;
     int print_port = 0;
     int copy = 0;
     struct sockaddr_in sin;
@@ -326,7 +379,7 @@ int main(int argc, char **argv)
     int one = 1;
     int ch;
 
-    while ((ch = getopt_long(argc, argv, "+l:s:pcha:A", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+l:s:pcha:Ad:r:", opts, NULL)) != -1) {
         switch (ch) {
         case 'l':
             listen_at = optarg;
@@ -347,6 +400,12 @@ int main(int argc, char **argv)
         case 'A':
             attribute = 1;
             break;
+        case 'd':
+            dns_at = optarg;
+            break;
+        case 'r':
+            redirect_at = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -358,6 +417,14 @@ int main(int argc, char **argv)
     if (parse_listen(listen_at, &sin) < 0) {
         fprintf(stderr, "sbx-relay: --listen '%s': want IPV4:PORT\n", listen_at);
         return 2;
+    }
+    if ((dns_at != NULL || redirect_at != NULL) && copy) {
+        fprintf(stderr, "sbx-relay: --dns and --redirect hand sockets over: not with --copy\n");
+        return 2;
+    }
+    if ((dns_at != NULL && (ufd = open_socket(dns_at, "--dns", SOCK_DGRAM)) < 0) ||
+        (redirect_at != NULL && (tfd = open_socket(redirect_at, "--redirect", SOCK_STREAM)) < 0)) {
+        return ufd == -2 || tfd == -2 ? 2 : 1;
     }
     if (strlen(sock) >= sizeof(sun.sun_path)) {
         fprintf(stderr, "sbx-relay: --socket '%s' is too long\n", sock);
@@ -392,6 +459,12 @@ int main(int argc, char **argv)
         }
         if (pid == 0) {
             close(lfd);
+            if (ufd >= 0) {
+                close(ufd);
+            }
+            if (tfd >= 0) {
+                close(tfd);
+            }
             if (getppid() != parent) {
                 return 0;
             }
@@ -408,6 +481,12 @@ int main(int argc, char **argv)
         }
         if (pid > 0) {
             close(lfd);
+            if (ufd >= 0) {
+                close(ufd);
+            }
+            if (tfd >= 0) {
+                close(tfd);
+            }
             execvp(argv[optind], argv + optind);
             fprintf(stderr, "sbx-relay: cannot run %s: %s\n", argv[optind], strerror(errno));
             return 127;
@@ -417,5 +496,5 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    return copy ? relay_loop(lfd, &sun) : hand_over_loop(lfd, &sun);
+    return copy ? relay_loop(lfd, &sun) : hand_over_loop(lfd, ufd, tfd, &sun);
 }

@@ -126,6 +126,14 @@ struct sbx_sandbox_spec {
 
 #define SBX_EGRESS_DIR "/run/sbx-egress"
 #define SBX_RELAY_PATH "/run/sbx-relay"
+/* (added) The relay's transparent path (docs/egress.md, "Without proxy variables"): its
+ * resolver (the sandbox's only nameserver), the port the sandbox's netns redirects TCP
+ * to, and the addresses the resolver gives names (tools/relay/names.h). */
+#define SBX_RELAY_DNS_ADDR "127.0.0.53"
+#define SBX_RELAY_DNS_LISTEN SBX_RELAY_DNS_ADDR ":53"
+#define SBX_RELAY_REDIRECT_PORT "3129"
+#define SBX_RELAY_REDIRECT_LISTEN "127.0.0.1:" SBX_RELAY_REDIRECT_PORT
+#define SBX_RELAY_NAME_NET "127.100.0.0/16"
 
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);

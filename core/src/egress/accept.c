@@ -102,15 +102,20 @@ long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t le
     return (long)(end - buf) + 1;
 }
 
-/* The first bytes on a sandbox socket: either a relay handing over its client's TCP
- * socket (one NUL byte with SCM_RIGHTS, then the relay's attribution line), or the
- * start of a plain request stream (a relay in --copy mode puts its attribution line
- * first). Whoever connects to the socket writes these bytes: what they report is the
- * sandbox's word (docs/egress.md, "Attribution"). */
+/* The first bytes on a sandbox socket, one message:
+ *   "\0" + a descriptor [+ attribution line]      a relay handing over its client's TCP
+ *                                                 socket (the client speaks to a proxy)
+ *   "\x01HOST:PORT\n" + a descriptor [+ attr.]    (added) a transparent connection
+ *                                                 (names.c)
+ *   "\x02NAME\n"                                  (added) a name query (names.c)
+ *   [attribution line +] a request                a plain request stream (a relay in
+ *                                                 --copy mode puts its line first)
+ * Whoever connects to the socket writes these bytes: what they report is the sandbox's
+ * word (docs/egress.md, "Attribution"). */
 static void hello_read(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_egress_conn *c = arg;
-    char bytes[1 + SBX_EGRESS_ATTR_MAX];
+    char bytes[1 + SBX_EGRESS_NAME_LINE + SBX_EGRESS_ATTR_MAX];
     struct iovec iov = {bytes, sizeof(bytes)};
     union {
         char buf[CMSG_SPACE(4 * sizeof(int))];
@@ -120,7 +125,9 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     int fds[4];
     size_t n_fds = 0;
     int buf = SBX_EGRESS_CLIENT_BUF;
+    char line[SBX_EGRESS_NAME_LINE];
     long attr = 0;
+    long used = 1;
     ssize_t n;
 
     (void)what;
@@ -163,6 +170,10 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_finish(c);
         return;
     }
+    if (n_fds == 0 && bytes[0] == '\x02') {
+        sbx_egress_conn_name_query(c, bytes + 1, (size_t)n - 1); /* names.c */
+        return;
+    }
     if (n_fds == 0) {
         attr = sbx_egress_attr_parse(c, bytes, (size_t)n);
         if (attr < 0) {
@@ -176,13 +187,18 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 1; i < n_fds; i++) {
         close(fds[i]);
     }
-    if (n > 1) {
-        attr = sbx_egress_attr_parse(c, bytes + 1, (size_t)n - 1);
+    if (bytes[0] == '\x01') {
+        long l = sbx_egress_name_line(bytes + 1, (size_t)n - 1, line, sizeof(line));
+
+        used = l < 0 ? -1 : 1 + l;
     }
-    if (bytes[0] != '\0' || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) || attr != n - 1 ||
-        !is_inet_stream(fds[0])) {
+    if (used > 0 && used < n) {
+        attr = sbx_egress_attr_parse(c, bytes + used, (size_t)(n - used));
+    }
+    if ((bytes[0] != '\0' && bytes[0] != '\x01') || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) ||
+        used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
         close(fds[0]);
-        c->reason = attr != n - 1 ? "bad-attribution" : "bad-handover";
+        c->reason = used > 0 && attr != n - used ? "bad-attribution" : "bad-handover";
         sbx_egress_conn_finish(c);
         return;
     }
@@ -194,6 +210,10 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         setsockopt(c->client_fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0) {
         c->reason = "bad-handover";
         sbx_egress_conn_finish(c);
+        return;
+    }
+    if (bytes[0] == '\x01') {
+        sbx_egress_conn_transparent(c, line); /* names.c */
         return;
     }
     sbx_egress_conn_start_head(c, NULL, 0);

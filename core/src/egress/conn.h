@@ -72,6 +72,9 @@ struct sbx_egress_conn {
     uint64_t prefix_down;      /* bytes sent down before the tunnel (ST_TLS) */
     struct sbx_tls_follow tls; /* ST_TLS: the handshake followed */
     uint64_t reserved;         /* its share of the sandbox's egress.max_buffer */
+    int transparent;           /* (added) handed over by the relay's transparent path: no 200, no
+                                * refusal text on the socket (names.c) */
+    int quiet;                 /* (added) a name query the policy allowed: no log line */
     struct sbx_egress_conn *prev;
     struct sbx_egress_conn *next;
 };
@@ -102,6 +105,18 @@ void sbx_egress_conn_deny_tunnel(struct sbx_egress_conn *c, const char *reason);
  * send it on and follow the records both ways until the handshake is done (ST_TLS),
  * then sbx_egress_conn_start_pipe. */
 void sbx_egress_conn_start_tls(struct sbx_egress_conn *c, size_t hello_len);
+
+/* names.c (added): the relay's name queries and transparent connections */
+#define SBX_EGRESS_NAME_LINE 300
+/* The line at buf[0..len) after a message's control byte, into line[size] without its
+ * '\n': its length with the '\n', or -1 when there is no '\n' within size bytes or a
+ * byte outside printable ASCII. */
+long sbx_egress_name_line(const char *buf, size_t len, char *line, size_t size);
+/* "\x02NAME\n" (buf: what followed the control byte): answers whether the sandbox's
+ * policy allows NAME, then finishes c. */
+void sbx_egress_conn_name_query(struct sbx_egress_conn *c, const char *buf, size_t len);
+/* "\x01HOST:PORT\n" came with the client socket (now c->client_fd): CONNECT to it. */
+void sbx_egress_conn_transparent(struct sbx_egress_conn *c, const char *line);
 
 /* accept.c */
 /* Parses an attribution line at buf[0..len) into c->pid and c->exec. Returns the

@@ -145,7 +145,9 @@ void sbx_egress_conn_finish(struct sbx_egress_conn *c)
         rec.bytes_up = c->prefix_up;
         rec.bytes_down = c->prefix_down;
     }
-    sbx_egress_log_write(&sb->e->log, &rec);
+    if (!c->quiet) {
+        sbx_egress_log_write(&sb->e->log, &rec);
+    }
 
     sb->reserved -= c->reserved;
     sb->n_conns--;
@@ -219,6 +221,10 @@ static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
         c->sb->denied++;
     }
     c->status = status;
+    if (c->transparent) { /* (added) the client sent no request: it gets no answer */
+        sbx_egress_conn_flush_close(c, reason);
+        return;
+    }
     n = sbx_egress_deny_text(reason, c->req.host[0] ? c->req.host : NULL, c->req.port,
                              c->req.host_is_ip, text, sizeof(text));
     if (c->req.host[0] != '\0' && c->req.port != 0 && c->sb->task != NULL &&
@@ -324,7 +330,9 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
     }
     else if (c->req.connect) {
         c->status = 200;
-        evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
+        if (!c->transparent) { /* (added) nothing asked for it */
+            evbuffer_add_printf(client_prefix, "HTTP/1.1 200 Connection established\r\n\r\n");
+        }
     }
     else {
         evbuffer_add(up_prefix, c->req.forward, c->req.forward_len);

@@ -206,8 +206,10 @@ void sbx_egress_conn_start_sni(struct sbx_egress_conn *c)
     c->status = 200;
     c->head_scanned = 0; /* a request in the tunnel is a head of its own */
     c->replied = 1;
-    evbuffer_add_printf(bufferevent_get_output(c->client),
-                        "HTTP/1.1 200 Connection established\r\n\r\n");
+    if (!c->transparent) { /* (added) the relay's transparent path asked for nothing */
+        evbuffer_add_printf(bufferevent_get_output(c->client),
+                            "HTTP/1.1 200 Connection established\r\n\r\n");
+    }
     bufferevent_setwatermark(c->client, EV_READ, 0, SBX_EGRESS_SNI_MAX + 1);
     bufferevent_setcb(c->client, sni_read, NULL, sni_event, c);
     bufferevent_enable(c->client, EV_READ | EV_WRITE);
