@@ -190,8 +190,9 @@ static void test_submodule(void **state)
     free(lib_main);
 }
 
-/* A worktree whose HEAD is detached: the host's detached HEAD of that worktree
- * moves (compare-and-swap); a branch made inside stays there, recorded. */
+/* A worktree whose HEAD is detached, owned by a user who is not root: the
+ * host's detached HEAD of that worktree moves (compare-and-swap), every new
+ * object is that user's; a branch made inside stays there, recorded. */
 static void test_detached(void **state)
 {
     struct spawn_result r;
@@ -199,8 +200,9 @@ static void test_detached(void **state)
     char *s;
 
     (void)state;
-    host_ok("git init -q -b main det && cd det && git commit -q --allow-empty -m a && "
-            "git checkout -q --detach");
+    host_ok("git config --global safe.directory '*' && chmod 755 . && "
+            "git init -q -b main det && cd det && git commit -q --allow-empty -m a && "
+            "git checkout -q --detach && chown -R nobody: .");
     main_before = host_out("git -C det rev-parse main");
     r = in_sandbox("wt-det", "det",
                    "set -e; git config user.name s; git config user.email s@example.invalid; "
@@ -217,6 +219,9 @@ static void test_detached(void **state)
             "&& ! git rev-parse -q --verify mine");
     s = host_out("git -C det rev-parse main");
     assert_string_equal(s, main_before);
+    free(s);
+    s = host_out("find det ! -user nobody | wc -l");
+    assert_string_equal(s, "0");
     free(s);
     free(main_before);
 }

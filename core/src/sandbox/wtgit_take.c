@@ -113,8 +113,7 @@ static int sandbox_value(int repofd, const char *target, char oid[65])
 }
 
 /* Copies one object file (regular, no symlink) into the take dir. */
-static int copy_object(int from_dir, const char *rel, const char *to_root, uid_t uid, gid_t gid,
-                       long long *budget)
+static int copy_object(int from_dir, const char *rel, const char *to_root, long long *budget)
 {
     cleanup_free char *to = xasprintf("%s/%s", to_root, rel);
     struct stat st;
@@ -137,22 +136,22 @@ static int copy_object(int from_dir, const char *rel, const char *to_root, uid_t
     }
     got = sbx_fd_copy(in, out, *budget);
     *budget = got < 0 ? 0 : *budget - got;
-    ok = got >= 0 && fchown(out, uid, gid) == 0;
+    ok = got >= 0;
     close(in);
     ok = close(out) == 0 && ok;
     return ok ? 0 : -1;
 }
 
-static int mkdir_owned(const char *p, uid_t uid, gid_t gid)
+/* The take dir is root's and only root writes in it: the owner's git reads it
+ * (dirs 0755, files 0444/0644), nobody can plant a symlink there for root to
+ * follow while it copies or removes. */
+static int mkdir_ro(const char *p)
 {
-    if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-        return -1;
-    }
-    return chown(p, uid, gid);
+    return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
 
 /* The sandbox's loose objects and packs, copied into take/objects. */
-static int copy_objects(int repofd, const char *take, uid_t uid, gid_t gid, char *why, size_t n)
+static int copy_objects(int repofd, const char *take, char *why, size_t n)
 {
     int objfd = sbx_wtgit_open_below(repofd, "objects", O_RDONLY | O_DIRECTORY);
     long long budget = TAKE_MAX;
@@ -188,15 +187,14 @@ static int copy_objects(int repofd, const char *take, uid_t uid, gid_t gid, char
         {
             cleanup_free char *p = xasprintf("%s/%s", take, e->d_name);
 
-            if (mkdir_owned(p, uid, gid) < 0) {
+            if (mkdir_ro(p) < 0) {
                 rc = -1;
             }
         }
         while (rc == 0 && (f = readdir(sd)) != NULL) {
             cleanup_free char *rel = xasprintf("%s/%s", e->d_name, f->d_name);
 
-            if (sbx_git_object_path_ok(rel) &&
-                copy_object(objfd, rel, take, uid, gid, &budget) < 0) {
+            if (sbx_git_object_path_ok(rel) && copy_object(objfd, rel, take, &budget) < 0) {
                 rc = -1;
             }
         }
@@ -232,8 +230,8 @@ static char *read_ours(const char *dir, const char *name)
 
 /* take/: a bare repository of sbx's making with the one ref and the copied objects,
  * its alternate the host's store; the host's git fetches from it. */
-static int take_repo(const char *take, const char *host_objects, const char *oid, uid_t uid,
-                     gid_t gid, char *why, size_t n)
+static int take_repo(const char *take, const char *host_objects, const char *oid, char *why,
+                     size_t n)
 {
     static const char *const dirs[] = {"",         "/refs",         "/refs/heads",
                                        "/objects", "/objects/info", NULL};
@@ -250,15 +248,15 @@ static int take_repo(const char *take, const char *host_objects, const char *oid
     for (size_t i = 0; dirs[i] != NULL; i++) {
         cleanup_free char *p = xasprintf("%s%s", take, dirs[i]);
 
-        if (mkdir_owned(p, uid, gid) < 0) {
+        if (mkdir_ro(p) < 0) {
             snprintf(why, n, "%s: %s", p, strerror(errno));
             return -1;
         }
     }
-    if (sbx_file_write_text(p_head, "ref: refs/heads/take\n", 0644, uid, gid) < 0 ||
-        sbx_file_write_text(p_cfg, cfg, 0644, uid, gid) < 0 ||
-        sbx_file_write_text(p_ref, val, 0644, uid, gid) < 0 ||
-        sbx_file_write_text(p_alt, alt, 0644, uid, gid) < 0) {
+    if (sbx_file_write_text(p_head, "ref: refs/heads/take\n", 0644, 0, 0) < 0 ||
+        sbx_file_write_text(p_cfg, cfg, 0644, 0, 0) < 0 ||
+        sbx_file_write_text(p_ref, val, 0644, 0, 0) < 0 ||
+        sbx_file_write_text(p_alt, alt, 0644, 0, 0) < 0) {
         snprintf(why, n, "%s: %s", take, strerror(errno));
         return -1;
     }
@@ -294,7 +292,17 @@ static int take_back(const struct sbx_gitrun *g, const char *take, const char *t
     int detached = strcmp(target, "HEAD") == 0;
     int on_head = detached;
 
-    if (run(g, fetch, why, n) < 0 || run(g, detached ? upd_head : upd, why, n) < 0) {
+    cleanup_free char *global = xasprintf("%s/safe.gitconfig", take);
+    struct sbx_gitrun gf = *g;
+
+    /* the take repository is root's: the owner's git reads it, and its upload-pack
+     * side checks ownership with its own configuration (the -c ones are dropped) */
+    gf.global = global;
+    if (sbx_file_write_text(global, "[safe]\n\tdirectory = *\n", 0644, 0, 0) < 0) {
+        snprintf(why, n, "%s: %s", global, strerror(errno));
+        return -1;
+    }
+    if (run(&gf, fetch, why, n) < 0 || run(g, detached ? upd_head : upd, why, n) < 0) {
         return -1;
     }
     if (!detached) {
@@ -367,13 +375,14 @@ static int take_one(const char *spec, int rootfd, const char *task_id, sbx_wtgit
     {
         struct sbx_gitrun g = {.uid = st.st_uid, .gid = st.st_gid, .dir = rundir};
 
-        if (mkdtemp(take) == NULL || chown(take, g.uid, g.gid) < 0) {
+        /* 0711: the owner's git enters it by its (random) name, nobody lists it */
+        if (mkdtemp(take) == NULL || chmod(take, 0711) < 0) {
             snprintf(why, sizeof(why), "%s: %s", take, strerror(errno));
         }
-        else if (take_repo(take, objects, oid, g.uid, g.gid, why, sizeof(why)) == 0) {
+        else if (take_repo(take, objects, oid, why, sizeof(why)) == 0) {
             cleanup_free char *objs = xasprintf("%s/objects", take);
 
-            if (copy_objects(repofd, objs, g.uid, g.gid, why, sizeof(why)) == 0 &&
+            if (copy_objects(repofd, objs, why, sizeof(why)) == 0 &&
                 take_back(&g, take, target, base, oid, task_id, why, sizeof(why)) == 0) {
                 cleanup_free char *p_base = xasprintf("%s/base", spec);
                 cleanup_free char *nb = xasprintf("%s\n", oid);
