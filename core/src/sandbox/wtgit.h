@@ -34,7 +34,9 @@
 /* The mounts that replace the worktree's .git inside (in *mounts,
  * the strings owned by the task dir's lifetime: free with sbx_wtgit_mounts_free).
  * 0 with *n = 0 when the worktree has no .git; -1 when its .git cannot be given
- * safely (a symlink). When the host's git cannot read the repository, the
+ * safely (a symlink) or (added) an alternate object store of the host's cannot
+ * (absent, not a directory, not the owner's to open: one line naming the file
+ * and line). When the host's git cannot read the repository, the
  * worktree's .git is mounted read-only instead (one warning). */
 int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mount **mounts,
                       size_t *n, sbx_error_t **err);
