@@ -36,6 +36,7 @@ set(SBX_TEST_SECONDS
   test_opensandbox_exec=12 test_mcp_runner=12 test_config_keys=11 test_policy=11
   # alone, same machine
   test_fleet_fwdtask=44 runtime_test_docker_task=151
+  runtime_test_docker_worktree_git=107
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)
