@@ -39,6 +39,7 @@ set(SBX_TEST_SECONDS
   test_fleet_fwdtask=44 runtime_test_docker_task=151
   # issue 27 (ASan+UBSan, alone, one engine shared with five other builds)
   runtime_test_docker_sidecar_pull=38
+  runtime_test_docker_worktree_git=107
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)

@@ -173,7 +173,8 @@ static json_t *create_body(struct osb_ctx *c, const struct sbx_sandbox_spec *spe
             snprintf(name, sizeof(name), "cache-%zu", i);
             json_array_append_new(vols, json_pack("{s:s, s:s, s:{s:s}, s:b}", "name", name,
                                                   "mountPath", spec->mounts[i].path, "host", "path",
-                                                  spec->mounts[i].host, "readOnly", 1));
+                                                  spec->mounts[i].host, "readOnly",
+                                                  spec->mounts[i].read_only != 0));
         }
         json_object_set_new(b, "volumes", vols);
     }

@@ -277,7 +277,11 @@ static void test_osb_option_mapping(void **state)
     const struct sbx_provider_ops *p = sbx_instance_provider(oi);
     const char *argv[] = {"pwd", NULL};
     const char *const star[] = {"*"};
-    const struct sbx_mount cache = {.host = "/var/cache/sbx", .path = "/cache", .read_only = 1};
+    /* a read-only cache and the sandbox's own git dir (read-write, docs/tasks.md) */
+    const struct sbx_mount cache[] = {
+        {.host = "/var/cache/sbx", .path = "/cache", .read_only = 1},
+        {.host = "/var/lib/sbx/tasks/task-20/git/repo", .path = "/workspace/.git", .read_only = 0},
+    };
     struct sbx_sandbox_spec spec = make_spec("task-20", "job-20");
     char id[128];
     struct out o;
@@ -288,8 +292,8 @@ static void test_osb_option_mapping(void **state)
     (void)state;
     contract_quirks("{}");
     spec.worktree = "/srv/work/task-20";
-    spec.mounts = &cache;
-    spec.n_mounts = 1;
+    spec.mounts = cache;
+    spec.n_mounts = 2;
     spec.egress_allow = star;
     spec.n_egress_allow = 1;
     spec.limits.cpus = 2.0;
@@ -317,13 +321,17 @@ static void test_osb_option_mapping(void **state)
     assert_string_equal(json_string_value(json_object_get(np, "defaultAction")), "allow");
     assert_int_equal(json_array_size(json_object_get(np, "egress")), 0);
     vols = json_object_get(body, "volumes");
-    assert_int_equal(json_array_size(vols), 2);
+    assert_int_equal(json_array_size(vols), 3);
     assert_string_equal(json_string_value(json_object_get(
                             json_object_get(json_array_get(vols, 0), "host"), "path")),
                         "/srv/work/task-20");
     assert_string_equal(json_string_value(json_object_get(json_array_get(vols, 0), "mountPath")),
                         "/workspace");
     assert_true(json_is_true(json_object_get(json_array_get(vols, 1), "readOnly")));
+    /* (added) each mount's own read_only: the sandbox's git dir is writable */
+    assert_string_equal(json_string_value(json_object_get(json_array_get(vols, 2), "mountPath")),
+                        "/workspace/.git");
+    assert_true(json_is_false(json_object_get(json_array_get(vols, 2), "readOnly")));
     assert_string_equal(
         json_string_value(json_object_get(
             json_object_get(contract_find_call(all, "POST", "/command"), "body"), "cwd")),

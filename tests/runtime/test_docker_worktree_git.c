@@ -124,6 +124,9 @@ static void test_linked_worktree(void **state)
                    "git reset -q; rm c; git submodule status; echo done");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "done"));
+    /* the branch made inside stays there, recorded once */
+    assert_non_null(
+        strstr(r.out, "branch refs/heads/side made or moved inside .git: stays inside"));
     spawn_result_free(&r);
     s = host_out("git -C wt log -1 --format=%s feature");
     assert_string_equal(s, "inside");
@@ -143,31 +146,152 @@ static void test_linked_worktree(void **state)
     free(main_before);
 }
 
-/* A repository with a submodule: the submodule works inside; the superproject's
- * commit comes back. */
+/* A repository with a submodule on a detached HEAD (as `git submodule update`
+ * leaves it): commits in the submodule and in the superproject come back; the
+ * host's submodule HEAD moved (compare-and-swap), none of its branches. */
 static void test_submodule(void **state)
 {
     struct spawn_result r;
+    char *lib_main;
     char *s;
 
     (void)state;
     host_ok("git init -q -b main lib && git -C lib commit -q --allow-empty -m lib && "
             "git init -q -b main super && cd super && "
             "git -c protocol.file.allow=always submodule -q add ../lib lib && "
-            "git commit -q -m 'add lib'");
+            "git commit -q -m 'add lib' && git -C lib checkout -q --detach");
+    lib_main = host_out("git -C super/lib rev-parse main");
     r = in_sandbox("wt-sub", "super",
                    "set -e; git config user.name s; git config user.email s@example.invalid; "
                    "git submodule status | grep -q '^ .* lib'; git -C lib log --oneline | "
-                   "grep -q lib; echo x > x; git add x; git commit -q -m 'super inside'; "
-                   "echo done");
+                   "grep -q lib; git -C lib config user.name s; "
+                   "git -C lib config user.email s@example.invalid; echo l > lib/l; "
+                   "git -C lib add l; git -C lib commit -q -m 'lib inside'; git add lib; "
+                   "echo x > x; git add x; git commit -q -m 'super inside'; echo done");
     assert_int_equal(r.rc, 0);
     assert_non_null(strstr(r.out, "done"));
     spawn_result_free(&r);
     s = host_out("git -C super log -1 --format=%s");
     assert_string_equal(s, "super inside");
     free(s);
-    host_ok("cd super && git submodule foreach -q 'git status --short' && "
-            "git status --porcelain | wc -l | grep -qx 0");
+    s = host_out("git -C super/lib log -1 --format=%s");
+    assert_string_equal(s, "lib inside");
+    free(s);
+    /* the superproject's gitlink and the submodule's HEAD agree; all clean */
+    host_ok("cd super && git submodule status | grep -q '^ ' && "
+            "git submodule foreach -q 'git status --short' && "
+            "git status --porcelain | wc -l | grep -qx 0 && git diff --exit-code && "
+            "git -C lib status --porcelain | wc -l | grep -qx 0 && "
+            "! git -C lib symbolic-ref -q HEAD");
+    s = host_out("git -C super/lib rev-parse main");
+    assert_string_equal(s, lib_main);
+    free(s);
+    host_ok("git -C super/lib fsck --no-progress --no-dangling 2>&1");
+    free(lib_main);
+}
+
+/* A worktree whose HEAD is detached, owned by a user who is not root: the
+ * host's detached HEAD of that worktree moves (compare-and-swap), every new
+ * object is that user's; a branch made inside stays there, recorded. */
+static void test_detached(void **state)
+{
+    struct spawn_result r;
+    char *main_before;
+    char *s;
+
+    (void)state;
+    host_ok("git config --global safe.directory '*' && chmod 755 . && "
+            "git init -q -b main det && cd det && git commit -q --allow-empty -m a && "
+            "git checkout -q --detach && chown -R nobody: .");
+    main_before = host_out("git -C det rev-parse main");
+    r = in_sandbox("wt-det", "det",
+                   "set -e; git config user.name s; git config user.email s@example.invalid; "
+                   "echo d > d; git add d; git commit -q -m d1; git switch -q -c mine; "
+                   "git commit -q --allow-empty -m d2; echo done");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "done"));
+    assert_non_null(strstr(r.out, "branch refs/heads/mine made or moved inside .git"));
+    spawn_result_free(&r);
+    s = host_out("git -C det log -2 --format=%s HEAD | tr '\\n' ' '");
+    assert_string_equal(s, "d2 d1 ");
+    free(s);
+    host_ok("cd det && ! git symbolic-ref -q HEAD && git status --porcelain | wc -l | grep -qx 0 "
+            "&& ! git rev-parse -q --verify mine");
+    s = host_out("git -C det rev-parse main");
+    assert_string_equal(s, main_before);
+    free(s);
+    s = host_out("find det ! -user nobody | wc -l");
+    assert_string_equal(s, "0");
+    free(s);
+    free(main_before);
+}
+
+/* A linked worktree of a repository with a submodule: commits in both come back. */
+static void test_linked_submodule(void **state)
+{
+    struct spawn_result r;
+    char *s;
+
+    (void)state;
+    host_ok("git init -q -b main lib2 && git -C lib2 commit -q --allow-empty -m lib && "
+            "git init -q -b main sm && cd sm && "
+            "git -c protocol.file.allow=always submodule -q add ../lib2 lib && "
+            "git commit -q -m 'add lib' && git worktree add -q ../lsm -b feat && cd ../lsm && "
+            "git -c protocol.file.allow=always submodule -q update --init");
+    r = in_sandbox("wt-lsm", "lsm",
+                   "set -e; git config user.name s; git config user.email s@example.invalid; "
+                   "git -C lib config user.name s; git -C lib config user.email s@example.invalid; "
+                   "echo l > lib/l; git -C lib add l; git -C lib commit -q -m 'lib linked'; "
+                   "git add lib; git commit -q -m 'super linked'; echo done");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "done"));
+    spawn_result_free(&r);
+    s = host_out("git -C lsm log -1 --format=%s feat");
+    assert_string_equal(s, "super linked");
+    free(s);
+    s = host_out("git -C lsm/lib log -1 --format=%s");
+    assert_string_equal(s, "lib linked");
+    free(s);
+    host_ok("cd lsm && git status --porcelain | wc -l | grep -qx 0 && "
+            "git submodule status | grep -q '^ '");
+    s = host_out("git -C sm log -1 --format=%s main");
+    assert_string_equal(s, "add lib");
+    free(s);
+}
+
+/* A repository that borrows objects (clone --shared, chained, one relative
+ * path): the sandbox reads them and its commit comes back; an alternate that
+ * does not exist refuses the task with one line naming the file and line. */
+static void test_alternates(void **state)
+{
+    struct spawn_result r;
+    char *s;
+
+    (void)state;
+    host_ok("git init -q -b main am && git -C am commit -q --allow-empty -m base && "
+            "git clone -q --shared am ac && git clone -q --shared ac ac2 && "
+            "echo ../../../ac/.git/objects > ac2/.git/objects/info/alternates && "
+            "git -C ac2 log -q >/dev/null");
+    r = in_sandbox("wt-alt", "ac2",
+                   "set -e; git config user.name s; git config user.email s@example.invalid; "
+                   "git log --oneline | grep -q base; git fsck --no-progress --connectivity-only; "
+                   "git commit -q --allow-empty -m 'alt inside' 2>&1; git status >/dev/null 2>e; "
+                   "! grep . e; echo done");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "done"));
+    spawn_result_free(&r);
+    s = host_out("git -C ac2 log -1 --format=%s");
+    assert_string_equal(s, "alt inside");
+    free(s);
+    host_ok("git -C ac2 fsck --no-progress --no-dangling 2>&1");
+    host_ok("git clone -q --shared am ab && echo '# x' > ab/.git/objects/info/alternates && "
+            "echo /nonexistent/objects >> ab/.git/objects/info/alternates");
+    r = in_sandbox("wt-altbad", "ab", "echo ran");
+    assert_int_not_equal(r.rc, 0);
+    assert_null(strstr(r.out, "ran"));
+    assert_non_null(strstr(r.err, "objects/info/alternates line 2: /nonexistent/objects"));
+    assert_non_null(strstr(r.err, "refused"));
+    spawn_result_free(&r);
 }
 
 /* Every vector we know, from inside; then the host's ordinary git commands. */
@@ -233,6 +357,17 @@ static void test_hostile(void **state)
     assert_non_null(strstr(r.out, "worktree_events"));
     assert_non_null(strstr(r.out, "protected path .mcp.json"));
     assert_non_null(strstr(r.out, "repository n/.git"));
+    /* the sandbox's own git dir: what it changed there is recorded once each */
+    {
+        const char *cfg = "protected path .git/config: changed inside, not taken back";
+        const char *first = strstr(r.out, cfg);
+
+        assert_non_null(first);
+        assert_null(strstr(first + 1, cfg));
+    }
+    assert_non_null(strstr(r.out, "protected path .git/hooks/pre-commit: changed inside"));
+    assert_non_null(strstr(r.out, "protected path .git/commondir: changed inside"));
+    assert_non_null(strstr(r.out, "protected path .git/objects/info/alternates: changed inside"));
     spawn_result_free(&r);
     /* no ref but the task's branch moved (main: the host's own commit on top) */
     s = host_out("git -C repo rev-parse main~1");
@@ -268,9 +403,9 @@ static void test_hostile(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_linked_worktree),
-        cmocka_unit_test(test_submodule),
-        cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_linked_worktree), cmocka_unit_test(test_submodule),
+        cmocka_unit_test(test_detached),        cmocka_unit_test(test_linked_submodule),
+        cmocka_unit_test(test_alternates),      cmocka_unit_test(test_hostile),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,6 +1,7 @@
 /* test_wtgit.c - the pure checks of the worktree's git and scan (gitrun.h,
  * wtscan.h): object names, branch names, object paths the host takes back, the
  * worktree.protect globs and their matching, and the scan on a directory. */
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +16,9 @@
 #include <cmocka.h>
 
 #include "sandbox/gitrun.h"
+#include "sandbox/wtgit_int.h"
 #include "sandbox/wtscan.h"
+#include "util/fileio.h"
 
 static void test_oid(void **state)
 {
@@ -172,12 +175,177 @@ static void test_scan(void **state)
     assert_int_equal(system(p), 0);
 }
 
+static void mkdir_p(const char *dir, const char *rel)
+{
+    char p[1200];
+
+    snprintf(p, sizeof(p), "mkdir -p '%s/%s'", dir, rel);
+    assert_int_equal(system(p), 0);
+}
+
+static void rm_rf(const char *dir)
+{
+    char p[1200];
+
+    snprintf(p, sizeof(p), "rm -rf '%s'", dir);
+    assert_int_equal(system(p), 0);
+}
+
+/* The one copy loop: everything up to the bound, EFBIG past it; the one
+ * whole-file write never follows a symlink. */
+static void test_fileio(void **state)
+{
+    char dir[] = "/tmp/sbx-fileio-XXXXXX";
+    char a[1200];
+    char b[1200];
+    char l[1200];
+    char *big = malloc(200001);
+    int in;
+    int out;
+    struct stat st;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    memset(big, 'x', 200000);
+    big[200000] = '\0';
+    snprintf(a, sizeof(a), "%s/a", dir);
+    snprintf(b, sizeof(b), "%s/b", dir);
+    snprintf(l, sizeof(l), "%s/l", dir);
+    assert_int_equal(sbx_file_write_text(a, big, 0600, getuid(), getgid()), 0);
+    in = open(a, O_RDONLY);
+    out = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(sbx_fd_copy(in, out, 1LL << 30) == 200000);
+    assert_int_equal(fstat(out, &st), 0);
+    assert_int_equal(st.st_size, 200000);
+    assert_int_equal(lseek(in, 0, SEEK_SET), 0);
+    errno = 0;
+    assert_true(sbx_fd_copy(in, out, 1000) == -1);
+    assert_int_equal(errno, EFBIG);
+    close(in);
+    close(out);
+    assert_int_equal(symlink(a, l), 0);
+    assert_int_equal(sbx_file_write_text(l, "evil", 0600, getuid(), getgid()), -1);
+    assert_int_equal(stat(a, &st), 0);
+    assert_int_equal(st.st_size, 200000);
+    free(big);
+    rm_rf(dir);
+}
+
+/* The host's alternates: chained (a relative line, an absolute one), comments
+ * skipped, each store mounted read-only with an empty file over its own
+ * alternates; a path that cannot be given refuses with the file and line. */
+static void test_alternates(void **state)
+{
+    char dir[] = "/tmp/sbx-wtalt-XXXXXX";
+    char objs[1200];
+    char text[1200];
+    struct sbx_mount *v = NULL;
+    size_t n = 0;
+    char *alt = NULL;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    mkdir_p(dir, "a/objects/info");
+    mkdir_p(dir, "b/objects/info");
+    mkdir_p(dir, "c/objects");
+    write_file(dir, "a/objects/info/alternates", "# borrowed\n\n../../b/objects\n");
+    snprintf(text, sizeof(text), "%s/c/objects\n%s/c/objects/\n", dir, dir);
+    write_file(dir, "b/objects/info/alternates", text);
+    write_file(dir, "empty", "");
+    snprintf(objs, sizeof(objs), "%s/a/objects", dir);
+    snprintf(text, sizeof(text), "%s/empty", dir);
+    assert_int_equal(sbx_wtgit_alternates(objs, text, 0, 0, &v, &n, &alt, &err), 0);
+    assert_string_equal(alt, "/run/sbx-git/objects\n/run/sbx-git/alt/0\n/run/sbx-git/alt/1\n");
+    assert_int_equal(n, 4);
+    assert_string_equal(v[0].path, "/run/sbx-git/objects/info/alternates");
+    assert_string_equal(v[0].host, text);
+    assert_string_equal(v[1].path, "/run/sbx-git/alt/0");
+    assert_non_null(strstr(v[1].host, "/b/objects"));
+    assert_string_equal(v[2].path, "/run/sbx-git/alt/0/info/alternates");
+    assert_string_equal(v[3].path, "/run/sbx-git/alt/1");
+    for (size_t i = 0; i < n; i++) {
+        assert_true(v[i].read_only);
+    }
+    sbx_wtgit_mounts_free(v, n);
+    free(alt);
+    /* refused: absent, not a directory */
+    write_file(dir, "a/objects/info/alternates", "../../b/objects\n/nonexistent/objects\n");
+    alt = NULL;
+    assert_int_equal(sbx_wtgit_alternates(objs, text, 0, 0, &v, &n, &alt, &err), -1);
+    assert_non_null(strstr(err->msg, "objects/info/alternates line 2: /nonexistent/objects"));
+    assert_non_null(strstr(err->msg, "refused"));
+    assert_null(strchr(err->msg, '\n'));
+    assert_null(alt);
+    assert_int_equal(n, 0);
+    sbx_error_free(&err);
+
+    write_file(dir, "a/objects/info/alternates", "../../empty\n");
+    assert_int_equal(sbx_wtgit_alternates(objs, text, 0, 0, &v, &n, &alt, &err), -1);
+    assert_non_null(strstr(err->msg, "line 1: ../../empty: not a directory"));
+    sbx_error_free(&err);
+    rm_rf(dir);
+}
+
+/* What the sandbox changed in its git dir: nothing, then its config (changed,
+ * replaced by a symlink), a hook, attributes and a branch other than the task's. */
+static void test_check(void **state)
+{
+    char dir[] = "/tmp/sbx-wtcheck-XXXXXX";
+    char repo[1200];
+    char spec[1200];
+    char p[1200];
+    int fd;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    mkdir_p(dir, "repo/refs/heads");
+    mkdir_p(dir, "repo/objects/info");
+    mkdir_p(dir, "spec");
+    write_file(dir, "repo/config", "[core]\n\tbare = false\n");
+    write_file(dir, "spec/orig-config", "[core]\n\tbare = false\n");
+    write_file(dir, "repo/objects/info/alternates", "/run/sbx-git/objects\n");
+    write_file(dir, "spec/orig-objects-info-alternates", "/run/sbx-git/objects\n");
+    write_file(dir, "repo/refs/heads/main", "0123456789abcdef0123456789abcdef01234567\n");
+    snprintf(repo, sizeof(repo), "%s/repo", dir);
+    snprintf(spec, sizeof(spec), "%s/spec", dir);
+    fd = open(repo, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    n_notes = 0;
+    sbx_wtgit_check(fd, spec, ".git", "refs/heads/main", note, NULL);
+    assert_int_equal(n_notes, 0);
+    write_file(dir, "repo/config", "[core]\n\tfsmonitor = touch /tmp/x\n");
+    sbx_wtgit_check(fd, spec, ".git", "refs/heads/main", note, NULL);
+    assert_int_equal(n_notes, 1);
+    assert_string_equal(last_note, "protected path .git/config: changed inside, not taken back");
+    snprintf(p, sizeof(p), "%s/repo/config", dir);
+    assert_int_equal(unlink(p), 0);
+    assert_int_equal(symlink("/etc/passwd", p), 0);
+    n_notes = 0;
+    sbx_wtgit_check(fd, spec, ".git/modules/lib", "HEAD", note, NULL);
+    assert_int_equal(n_notes, 2); /* the symlink; main, a branch other than HEAD */
+    mkdir_p(dir, "repo/hooks");
+    mkdir_p(dir, "repo/info");
+    write_file(dir, "repo/hooks/pre-commit", "#!/bin/sh\n");
+    write_file(dir, "repo/info/attributes", "* diff=x\n");
+    write_file(dir, "repo/refs/heads/side", "0123456789abcdef0123456789abcdef01234567\n");
+    n_notes = 0;
+    sbx_wtgit_check(fd, spec, ".git", "refs/heads/main", note, NULL);
+    assert_int_equal(n_notes, 4); /* config, attributes, the hook, side */
+    assert_string_equal(last_note,
+                        "branch refs/heads/side made or moved inside .git: stays inside, not "
+                        "taken back");
+    close(fd);
+    rm_rf(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_oid),         cmocka_unit_test(test_refname),
         cmocka_unit_test(test_object_path), cmocka_unit_test(test_protect_globs),
-        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_scan),        cmocka_unit_test(test_fileio),
+        cmocka_unit_test(test_alternates),  cmocka_unit_test(test_check),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,9 @@
     "                       besides the read-only caches); under user remapping its\n"             \
     "                       owner is root inside (idmapped mount, docs/tasks.md); a\n"             \
     "                       repository gets its own .git inside and the host takes\n"              \
-    "                       back only its branch; worktree.protect paths read-only\n"              \
+    "                       back only its branch (or detached HEAD) and each\n"                    \
+    "                       submodule's HEAD; worktree.protect paths read-only;\n"                 \
+    "                       on opensandbox only with its option host_mounts\n"                     \
     "  --pool ci|agent      slot pool (default agent)\n"
 
 struct sbx_task_cli {

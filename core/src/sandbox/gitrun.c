@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util/cleanup.h"
 #include "util/xalloc.h"
 
 static int is_hex(char c)
@@ -139,12 +140,16 @@ int sbx_gitrun(const struct sbx_gitrun *g, const char *const *argv, struct sbx_g
                    "LC_ALL=C",
                    "GIT_TERMINAL_PROMPT=0",
                    "GIT_CONFIG_NOSYSTEM=1",
+                   NULL,
                    NULL};
     int outp[2];
     int efd;
     pid_t pid;
     int wst = 0;
 
+    cleanup_free char *global = g->global ? xasprintf("GIT_CONFIG_GLOBAL=%s", g->global) : NULL;
+
+    env[6] = global;
     memset(o, 0, sizeof(*o));
     o->status = -1;
     while (argv[na] != NULL) {

@@ -11,7 +11,10 @@
 struct sbx_gitrun {
     uid_t uid;
     gid_t gid;
-    const char *dir; /* git -C DIR */
+    const char *dir;    /* git -C DIR */
+    const char *global; /* (added) GIT_CONFIG_GLOBAL for this run, or NULL: the
+                         * owner's (a local fetch drops -c settings for the
+                         * other side, so its safe.directory comes from here) */
 };
 
 /* Output of one run: stdout (NUL-terminated, up to SBX_GITRUN_MAX bytes) and the

@@ -93,20 +93,10 @@ void sbx_task_worktree_after(struct sbx_task *t)
 {
     cleanup_free char *gitdir = NULL;
     struct timespec since;
-
-    char msg[768];
-    int r;
-
     if (t->worktree == NULL || t->dir == NULL) {
         return;
     }
-    r = sbx_wtgit_harvest(t->worktree, t->dir, t->id, msg, sizeof(msg));
-    if (r > 0) {
-        sbx_info("task %s: worktree %s: %s", t->id, t->worktree, msg);
-    }
-    else if (r < 0) {
-        sbx_task_worktree_note(t, msg);
-    }
+    sbx_wtgit_harvest(t->worktree, t->dir, t->id, note_cb, t); /* each finding noted */
     gitdir = xasprintf("%s/git", t->dir);
     if (sbx_task_since_read(t->dir, &since) < 0) {
         since.tv_sec = (time_t)t->created_at - 1; /* no file: the record's second */

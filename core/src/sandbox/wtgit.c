@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,35 +18,18 @@
 #include "sandbox/gitrun.h"
 #include "sandbox/statedir.h"
 #include "sandbox/wtscan.h"
+#include "sandbox/wtgit_int.h"
 #include "util/cleanup.h"
+#include "util/fileio.h"
 #include "util/log.h"
 #include "util/xalloc.h"
-
-/* What the host takes back at most in one harvest (objects the sandbox wrote). */
-#define ZERO_OID "0000000000000000000000000000000000000000"
-
-static int write_text(const char *path, const char *text, unsigned mode, uid_t uid, gid_t gid)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-    size_t len = strlen(text);
-    int ok;
-
-    if (fd < 0) {
-        return -1;
-    }
-    ok = write(fd, text, len) == (ssize_t)len && fchown(fd, uid, gid) == 0;
-    ok = close(fd) == 0 && ok;
-    return ok ? 0 : -1;
-}
 
 /* Copies a file the host owns (the index, shallow) into the sandbox's dir. */
 static int copy_plain(const char *from, const char *to)
 {
-    char buf[65536];
     int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     int out;
-    ssize_t r;
-    int ok = 1;
+    int ok;
 
     if (in < 0) {
         return errno == ENOENT ? 0 : -1;
@@ -55,13 +39,7 @@ static int copy_plain(const char *from, const char *to)
         close(in);
         return -1;
     }
-    while ((r = read(in, buf, sizeof(buf))) > 0) {
-        if (write(out, buf, (size_t)r) != r) {
-            ok = 0;
-            break;
-        }
-    }
-    ok = ok && r == 0;
+    ok = sbx_fd_copy(in, out, LLONG_MAX) >= 0;
     close(in);
     ok = close(out) == 0 && ok;
     return ok ? 0 : -1;
@@ -183,16 +161,17 @@ static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, cons
         config = more;
     }
     head = r->head_ref ? xasprintf("ref: %s\n", r->head_ref)
-                       : xasprintf("%s\n", r->head ? r->head : ZERO_OID);
+                       : xasprintf("%s\n", r->head ? r->head : SBX_WTGIT_ZERO_OID);
     {
         cleanup_free char *p_cfg = xasprintf("%s/config", dir);
         cleanup_free char *p_head = xasprintf("%s/HEAD", dir);
         cleanup_free char *p_alt = xasprintf("%s/objects/info/alternates", dir);
         cleanup_free char *p_desc = xasprintf("%s/description", dir);
 
-        if (write_text(p_cfg, config, 0644, 0, 0) < 0 || write_text(p_head, head, 0644, 0, 0) < 0 ||
-            write_text(p_alt, alt, 0644, 0, 0) < 0 ||
-            write_text(p_desc, "the sandbox's git dir (sbx)\n", 0644, 0, 0) < 0) {
+        if (sbx_file_write_text(p_cfg, config, 0644, 0, 0) < 0 ||
+            sbx_file_write_text(p_head, head, 0644, 0, 0) < 0 ||
+            sbx_file_write_text(p_alt, alt, 0644, 0, 0) < 0 ||
+            sbx_file_write_text(p_desc, "the sandbox's git dir (sbx)\n", 0644, 0, 0) < 0) {
             snprintf(why, n, "%s: %s", dir, strerror(errno));
             return -1;
         }
@@ -206,7 +185,7 @@ static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, cons
         cleanup_free char *p = xasprintf("%s/packed-refs", dir);
         cleanup_free char *text = xasprintf("# pack-refs with: peeled \n%s", o.out);
 
-        rc = write_text(p, text, 0644, 0, 0);
+        rc = sbx_file_write_text(p, text, 0644, 0, 0);
     }
     free(o.out);
     {
@@ -223,9 +202,42 @@ static int repo_make(const struct sbx_gitrun *g, const struct repo_info *r, cons
     return 0;
 }
 
-/* The sandbox's git dirs of the submodules: one for each git dir below the host's
- * modules/ (nested too), its objects' alternate the host's, mounted read-only at
- * SBX_WTGIT_INSIDE_MODULES. Nothing is taken back from them. */
+/* A take spec (wtgit.h): the ref the task moves and where, and copies of the
+ * files sbx wrote in the sandbox's git dir (repo_dir) to notice a change. */
+static int spec_write(const char *spec, const struct repo_info *r, const char *objects,
+                      const char *rundir, const char *path, const char *repo_dir)
+{
+    static const char *const names[] = {"target", "base", "objects", "rundir", "path", NULL};
+    const char *vals[] = {r->head_ref ? r->head_ref : (r->head ? "HEAD" : ""),
+                          r->head ? r->head : "", objects, rundir, path};
+
+    if (sbx_mkdirs(spec, 0700, NULL) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; names[i] != NULL; i++) {
+        cleanup_free char *p = xasprintf("%s/%s", spec, names[i]);
+        cleanup_free char *text = xasprintf("%s\n", vals[i]);
+
+        if (sbx_file_write_text(p, text, 0600, 0, 0) < 0) {
+            return -1;
+        }
+    }
+    for (size_t i = 0; sbx_wtgit_own_files[i] != NULL; i++) {
+        cleanup_free char *from = xasprintf("%s/%s", repo_dir, sbx_wtgit_own_files[i]);
+        cleanup_free char *name = xstrdup(sbx_wtgit_own_files[i]);
+        cleanup_free char *to = NULL;
+
+        for (char *c = name; *c; c++) {
+            *c = *c == '/' ? '-' : *c;
+        }
+        to = xasprintf("%s/orig-%s", spec, name);
+        if (copy_plain(from, to) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The host's submodule.NAME.url and .active, so that the submodules count as
  * initialised inside (values quoted; a name with a quote is left out). */
 static void submodule_config(const struct sbx_gitrun *g, const char *repo)
@@ -270,12 +282,11 @@ static void submodule_config(const struct sbx_gitrun *g, const char *repo)
 
 struct mods {
     const char *worktree;
-    const char *top; /* <task dir>/git */
+    const char *inside; /* the sandbox's git dir inside */
+    const char *top;    /* <task dir>/git */
     struct sbx_mount **mounts;
     size_t *n;
 };
-
-static void add_mount(struct sbx_mount **v, size_t *n, char *host, const char *path, int ro);
 
 static int modules_make(const struct mods *ms, const char *host_modules, const char *dst,
                         const char *rel, int depth, uid_t uid, gid_t gid, int *count)
@@ -287,7 +298,7 @@ static int modules_make(const struct mods *ms, const char *host_modules, const c
     if (d == NULL) {
         return 0;
     }
-    while ((e = readdir(d)) != NULL && *count < 64) {
+    while ((e = readdir(d)) != NULL && *count < SBX_WTGIT_SUBS_MAX) {
         cleanup_free char *r2 = xasprintf("%s%s%s", rel, rel[0] ? "/" : "", e->d_name);
         cleanup_free char *m = xasprintf("%s/%s", host_modules, r2);
         cleanup_free char *head = xasprintf("%s/HEAD", m);
@@ -299,27 +310,34 @@ static int modules_make(const struct mods *ms, const char *host_modules, const c
         }
         if (lstat(head, &st) == 0 && S_ISREG(st.st_mode)) {
             struct sbx_gitrun g = {.uid = uid, .gid = gid, .dir = m};
-            static const char *const wt[] = {"config", "core.worktree", NULL};
-            cleanup_free char *cwt = git_line(&g, wt, NULL, 0);
             cleanup_free char *to = xasprintf("%s/modules/%s", dst, r2);
             cleanup_free char *alt = xasprintf("%s/%s/objects\n", SBX_WTGIT_INSIDE_MODULES, r2);
-            cleanup_free char *extra = cwt ? xasprintf("\tworktree = %s\n", cwt) : xstrdup("");
+            cleanup_free char *extra = NULL;
+            size_t wl = strlen(ms->worktree);
             struct repo_info r = {0};
             char why[256];
 
-            if (cwt != NULL && strpbrk(cwt, "\"\\\n") != NULL) {
-                continue;
-            }
-            if (repo_read(&g, &r, why, sizeof(why)) == 0) {
+            /* (changed) its working tree inside, absolute: the host's core.worktree is
+             * relative to a git dir that is elsewhere inside (a linked worktree's) */
+            if (repo_read(&g, &r, why, sizeof(why)) == 0 && strncmp(r.top, ms->worktree, wl) == 0 &&
+                r.top[wl] == '/' && strpbrk(r.top, "\"\\\n") == NULL) {
+                extra = xasprintf("\tworktree = \"/workspace%s\"\n", r.top + wl);
                 free(r.gitdir);
                 r.gitdir = xstrdup(m);
                 if (sbx_mkdirs(to, 0755, NULL) == 0 &&
                     repo_make(&g, &r, to, alt, extra, why, sizeof(why)) == 0) {
-                    size_t wl = strlen(ms->worktree);
                     cleanup_free char *gf = xasprintf("%s/.git", r.top);
+                    cleanup_free char *spec = xasprintf("%s/sub/%d", ms->top, *count + 1);
+                    cleanup_free char *objs = xasprintf("%s/objects", m);
+                    cleanup_free char *path = xasprintf("modules/%s", r2);
                     struct stat gst;
 
                     (*count)++;
+                    /* (added) its take spec: its HEAD's branch, or its detached HEAD */
+                    if (spec_write(spec, &r, objs, m, path, to) < 0) {
+                        sbx_warn("worktree %s: submodule %s: %s: %s (nothing is taken back)",
+                                 ms->worktree, r2, spec, strerror(errno));
+                    }
                     /* its .git file in the working tree, read-only inside: it says
                      * where the host's git finds the submodule's config */
                     if (strncmp(r.top, ms->worktree, wl) == 0 && r.top[wl] == '/' &&
@@ -327,12 +345,12 @@ static int modules_make(const struct mods *ms, const char *host_modules, const c
                         cleanup_free char *in = xasprintf("/workspace%s/.git", r.top + wl);
                         char *copy = xasprintf("%s/gitfile-%d", ms->top, *count);
                         cleanup_free char *text =
-                            xasprintf("gitdir: %s/.git/modules/%s\n", "/workspace", r2);
+                            xasprintf("gitdir: %s/modules/%s\n", ms->inside, r2);
 
                         /* sbx's own copy over it (the sandbox may write that copy;
                          * the host never reads it) */
-                        if (write_text(copy, text, 0644, 0, 0) == 0) {
-                            add_mount(ms->mounts, ms->n, copy, in, 0);
+                        if (sbx_file_write_text(copy, text, 0644, 0, 0) == 0) {
+                            sbx_wtgit_add_mount(ms->mounts, ms->n, copy, in, 0);
                         }
                         else {
                             free(copy);
@@ -356,7 +374,7 @@ static int modules_make(const struct mods *ms, const char *host_modules, const c
     return 0;
 }
 
-static void add_mount(struct sbx_mount **v, size_t *n, char *host, const char *path, int ro)
+void sbx_wtgit_add_mount(struct sbx_mount **v, size_t *n, char *host, const char *path, int ro)
 {
     *v = xrealloc(*v, (*n + 1) * sizeof(**v));
     (*v)[*n].host = host;
@@ -425,46 +443,71 @@ int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mou
     else if (why[0] == '\0' && mkdir(repo, 0755) < 0) {
         snprintf(why, sizeof(why), "%s: %s", repo, strerror(errno));
     }
-    else if (why[0] == '\0' &&
-             repo_make(&g, &r, repo, SBX_WTGIT_INSIDE_OBJECTS "\n", "", why, sizeof(why)) == 0) {
-        cleanup_free char *p_branch = xasprintf("%s/branch", top);
-
-        submodule_config(&g, repo);
-        cleanup_free char *p_base = xasprintf("%s/base", top);
-        cleanup_free char *p_obj = xasprintf("%s/objects", top);
+    else if (why[0] == '\0') {
+        cleanup_free char *objects = xasprintf("%s/objects", r.common);
+        cleanup_free char *empty = xasprintf("%s/empty", top);
         cleanup_free char *p_file = xasprintf("%s/gitfile", top);
-        cleanup_free char *b = xasprintf("%s\n", r.head_ref ? r.head_ref : "");
-        cleanup_free char *base = xasprintf("%s\n", r.head ? r.head : "");
-        cleanup_free char *obj = xasprintf("%s/objects\n", r.common);
+        cleanup_free char *alt = NULL;
+        struct sbx_mount *av = NULL;
+        size_t an = 0;
 
-        if (write_text(p_branch, b, 0600, 0, 0) < 0 || write_text(p_base, base, 0600, 0, 0) < 0 ||
-            write_text(p_obj, obj, 0600, 0, 0) < 0 ||
-            (S_ISREG(gst.st_mode) &&
-             write_text(p_file, "gitdir: " SBX_WTGIT_INSIDE_REPO "\n", 0644, 0, 0) < 0)) {
-            snprintf(why, sizeof(why), "%s: %s", top, strerror(errno));
+        /* (added) the host's own alternates, chained, read-only inside */
+        if (sbx_file_write_text(empty, "", 0644, 0, 0) < 0) {
+            info_free(&r);
+            return sbx_error_set(err, SBX_E_GENERIC, "%s: %s", empty, strerror(errno));
+        }
+        if (sbx_wtgit_alternates(objects, empty, g.uid, g.gid, &av, &an, &alt, err) < 0) {
+            info_free(&r);
+            return -1;
+        }
+        int made = repo_make(&g, &r, repo, alt, "", why, sizeof(why)) == 0;
+
+        if (made) {
+            submodule_config(&g, repo);
+            if (spec_write(top, &r, objects, worktree, ".", repo) < 0 ||
+                (S_ISREG(gst.st_mode) &&
+                 sbx_file_write_text(p_file, "gitdir: " SBX_WTGIT_INSIDE_REPO "\n", 0644, 0, 0) <
+                     0)) {
+                snprintf(why, sizeof(why), "%s: %s", top, strerror(errno));
+                made = 0;
+            }
+        }
+        if (!made) {
+            sbx_wtgit_mounts_free(av, an);
         }
         else {
+            cleanup_free char *hm = xasprintf("%s/modules", r.gitdir);
+            int count = 0;
+            struct mods ms = {worktree,
+                              S_ISDIR(gst.st_mode) ? "/workspace/.git" : SBX_WTGIT_INSIDE_REPO, top,
+                              mounts, n};
+            struct stat mst;
+
             if (S_ISDIR(gst.st_mode)) {
-                add_mount(mounts, n, xstrdup(repo), "/workspace/.git", 0);
+                sbx_wtgit_add_mount(mounts, n, xstrdup(repo), "/workspace/.git", 0);
             }
             else {
-                add_mount(mounts, n, xstrdup(repo), SBX_WTGIT_INSIDE_REPO, 0);
-                add_mount(mounts, n, xstrdup(p_file), "/workspace/.git",
-                          0); /* never read by the host */
+                sbx_wtgit_add_mount(mounts, n, xstrdup(repo), SBX_WTGIT_INSIDE_REPO, 0);
+                /* never read by the host */
+                sbx_wtgit_add_mount(mounts, n, xstrdup(p_file), "/workspace/.git", 0);
             }
-            add_mount(mounts, n, xasprintf("%s/objects", r.common), SBX_WTGIT_INSIDE_OBJECTS, 1);
-            {
-                cleanup_free char *hm = xasprintf("%s/modules", r.common);
-                int count = 0;
-                struct mods ms = {worktree, top, mounts, n};
-
-                modules_make(&ms, hm, repo, "", 0, g.uid, g.gid, &count);
-                if (count > 0) {
-                    add_mount(mounts, n, xstrdup(hm), SBX_WTGIT_INSIDE_MODULES, 1);
-                }
+            sbx_wtgit_add_mount(mounts, n, xstrdup(objects), SBX_WTGIT_INSIDE_OBJECTS, 1);
+            for (size_t i = 0; i < an; i++) {
+                sbx_wtgit_add_mount(mounts, n, (char *)av[i].host, av[i].path, 1);
+                free((char *)av[i].path);
             }
-            sbx_debug("worktree %s: the sandbox's git dir is %s (branch %s at %s)", worktree, repo,
-                      r.head_ref ? r.head_ref : "(detached)", r.head ? r.head : "(none)");
+            free(av);
+            /* a linked worktree's submodules are in its own git dir's modules/ */
+            if (stat(hm, &mst) < 0) {
+                free(hm);
+                hm = xasprintf("%s/modules", r.common);
+            }
+            modules_make(&ms, hm, repo, "", 0, g.uid, g.gid, &count);
+            if (count > 0) {
+                sbx_wtgit_add_mount(mounts, n, xstrdup(hm), SBX_WTGIT_INSIDE_MODULES, 1);
+            }
+            sbx_debug("worktree %s: the sandbox's git dir is %s (%s at %s)", worktree, repo,
+                      r.head_ref ? r.head_ref : "detached HEAD", r.head ? r.head : "(none)");
             info_free(&r);
             return 0;
         }
@@ -473,6 +516,6 @@ int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mou
     /* the host's git cannot read it: the sandbox gets its .git read-only */
     sbx_warn("worktree %s: its .git is read-only inside and nothing is taken back: %s", worktree,
              why);
-    add_mount(mounts, n, xstrdup(dotgit), "/workspace/.git", 1);
+    sbx_wtgit_add_mount(mounts, n, xstrdup(dotgit), "/workspace/.git", 1);
     return 0;
 }
