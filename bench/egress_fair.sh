@@ -8,10 +8,12 @@
 # in it, each sandbox has its own sbx-relay.
 #
 #   bench/egress_fair.sh [FLOODERS] [CONNECTS] [ROUNDS] [MIB]   (defaults 6 300 5 64)
-#   BUILD=build-dir (default build); SBX_BENCH_FLOOD_NICE=N runs the floods' threads at nice N
+#   BUILD=build-dir (default build); SBX_BENCH_FLOOD_NICE=N runs the floods' threads at nice N;
+#   SBX_BENCH_QUIET_OWN_PROXY=1 gives the quiet sandbox a proxy of its own (the shared
+#   proxy's loop out of its path: what remains is the CPU the floods take)
 set -eu
 case "${1:-}" in -h | --help)
-    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac
