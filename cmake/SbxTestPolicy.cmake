@@ -30,7 +30,7 @@ set(SBX_TEST_SECONDS
   test_fleet_jobs=90 test_fleet_bad=33 test_provider_host=33 test_cli_json=33 install_layout=33
   runtime_test_run_via_runner=32 web_status_page=32 runtime_test_egress_docker=77
   test_store_fleet_pg=31 test_serve_trust=29 test_egress_relay=27 test_egress_abuse=25
-  runtime_test_egress_tunnel_docker=24 runtime_test_docker_quota=23 test_agents=22
+  runtime_test_egress_tunnel_docker=24 runtime_test_docker_quota=40 test_agents=22
   runtime_test_egress_transparent=30 test_egress_names=15
   test_store_pg=21 test_serve_ops=20 runtime_test_opensandbox_cli=19 prometheus_dashboard=18
   test_serve_hooks=16 test_egress_runtime=16 test_opensandbox=15 test_store=14 test_infisical=13

@@ -8,8 +8,11 @@
  *   init     read the same machine-identity options as cred_infisical (url,
  *            client_id_env, client_secret_env or client_secret_file) plus
  *            `proxy` (the enrolled Agent Vault proxy, port 17323 by default),
- *            `access_bundle` (exactly one bundle per session) and `ttl`
- *            (at least 1m; the task's limits.max by default).
+ *            `access_bundle` (exactly one bundle per session; a template
+ *            of {client} and {pool}, the scope's client and pool of plugin
+ *            ABI 1.4, default "{client}-{pool}", so each client's sessions
+ *            carry only its own bundle) and `ttl` (at least 1m; the task's
+ *            limits.max by default).
  *   acquire  log in (Universal Auth), then
  *            POST /api/v1/agent-vault/sessions {"accessBundles":[B],"ttl":T}
  *            and revoke the login token at once (a session does not depend on
@@ -29,6 +32,10 @@
  * egress proxy must chain (the sandbox has one way out); the Agent Vault
  * proxy terminates TLS and cuts streams at 30 min; HTTP/2-only clients and
  * WebSockets do not work through it.
+ *
+ * Built against plugin ABI 1.4 (SBX_STUB_CREDENTIAL takes the header's
+ * minor): its acquire receives the scope's client and pool, and fails with
+ * the reason below like every other call.
  */
 #include "sbx/sbx_stub.h"
 

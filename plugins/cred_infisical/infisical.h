@@ -18,7 +18,7 @@ struct inf_config {
     char *client_secret_file;
     char *project;
     char *environment;
-    char *path; /* template: {task}, {job} */
+    char *path; /* template: {client}, {pool}, {task}, {job} */
     long timeout_ms;
     int64_t renew_before;   /* seconds */
     int64_t login_cooldown; /* seconds without logins after a rejected login */

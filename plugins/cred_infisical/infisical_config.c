@@ -23,8 +23,9 @@ const struct sbx_option inf_options[] = {
      "file holding the client secret (mode 0600 or 0400, owned by sbx's user)"},
     {"project", SBX_OPT_STRING, NULL, 1, "project id"},
     {"environment", SBX_OPT_STRING, NULL, 1, "environment slug (dev, staging, prod, ...)"},
-    {"path", SBX_OPT_STRING, "/tasks/{task}", 0,
-     "secrets path of a task; {task} and {job} are replaced"},
+    {"path", SBX_OPT_STRING, "/clients/{client}/{pool}", 0,
+     "secrets path of a task; {client} (the API client), {pool} (ci or agent), {task} and "
+     "{job} are replaced"},
     {"timeout", SBX_OPT_DURATION, "30s", 0, "time limit of each call to Infisical"},
     {"renew_before", SBX_OPT_DURATION, "60s", 0,
      "renew the access token this long before it expires (at most a third of its TTL)"},
@@ -85,46 +86,94 @@ static int valid_path(const char *s)
     return 1;
 }
 
-/* Expands {task} and {job}; NULL with *err on an unknown or missing one. */
-static char *expand(const struct sbx_host_api *host, const char *tpl, const char *task,
-                    const char *job, const char *where, sbx_error_t **err)
+/* The placeholders of the path template, with the scope field each takes
+ * (indexed by the field). */
+enum inf_field { INF_CLIENT, INF_POOL, INF_TASK, INF_JOB };
+
+static const struct {
+    const char *name; /* with its braces */
+    const char *what; /* for errors */
+    enum inf_field field;
+} inf_placeholders[] = {
+    {"{client}", "client", INF_CLIENT},
+    {"{pool}", "pool", INF_POOL},
+    {"{task}", "task id", INF_TASK},
+    {"{job}", "job id", INF_JOB},
+};
+
+#define INF_PLACEHOLDER_NAMES "{client}, {pool}, {task}, {job}"
+
+static const char *field_value(const struct sbx_cred_scope *scope, enum inf_field f)
 {
-    size_t lt = task ? strlen(task) : 0;
-    size_t lj = job ? strlen(job) : 0;
-    size_t cap = strlen(tpl) * ((lt > lj ? lt : lj) + 1) + 1; /* every char replaced, at worst */
-    char *out = xcalloc(1, cap);
+    switch (f) {
+    case INF_TASK:
+        return scope->task_id;
+    case INF_JOB:
+        return scope->job_id;
+    case INF_CLIENT:
+        return scope->client;
+    case INF_POOL:
+        return scope->pool;
+    }
+    return NULL;
+}
+
+/* Why a scope's value cannot fill placeholder f (value NULL, empty or not an id). */
+static int bad_value(const struct sbx_host_api *host, const char *where, enum inf_field f,
+                     const char *v, sbx_error_t **err)
+{
+    if (v == NULL || v[0] == '\0') {
+        return host->error_set(err, SBX_E_USAGE, "%s: path uses %s but the task has no %s", where,
+                               inf_placeholders[f].name,
+                               f == INF_JOB ? "job" : inf_placeholders[f].what);
+    }
+    return host->error_set(err, SBX_E_USAGE,
+                           "%s: %s '%.80s' cannot be used in a secrets path (letters, digits, "
+                           "'.', '_', '-')",
+                           where, inf_placeholders[f].what, v);
+}
+
+/* Expands the template's placeholders with the scope's values; NULL with
+ * *err on an unknown placeholder (SBX_E_CONFIG) or a missing or unusable
+ * value (SBX_E_USAGE). Every value is an id (valid_id): no '/', no "..". */
+static char *expand(const struct sbx_host_api *host, const char *tpl,
+                    const struct sbx_cred_scope *scope, const char *where, sbx_error_t **err)
+{
+    size_t cap = strlen(tpl) + 1;
+    char *out;
     size_t n = 0;
 
+    for (size_t i = 0; i < sizeof(inf_placeholders) / sizeof(inf_placeholders[0]); i++) {
+        const char *v = field_value(scope, inf_placeholders[i].field);
+
+        cap += strlen(tpl) * (v != NULL ? strlen(v) : 0); /* every char replaced, at worst */
+    }
+    out = xcalloc(1, cap);
     for (const char *p = tpl; *p;) {
         const char *val = NULL;
 
-        if (strncmp(p, "{task}", 6) == 0) {
-            if (!valid_id(task)) {
-                host->error_set(err, SBX_E_USAGE,
-                                "%s: task id '%s' cannot be used in a "
-                                "secrets path (letters, digits, '.', '_', '-')",
-                                where, task ? task : "");
-                free(out);
-                return NULL;
+        for (size_t i = 0;
+             val == NULL && *p == '{' && i < sizeof(inf_placeholders) / sizeof(inf_placeholders[0]);
+             i++) {
+            size_t l = strlen(inf_placeholders[i].name);
+
+            if (strncmp(p, inf_placeholders[i].name, l) == 0) {
+                val = field_value(scope, inf_placeholders[i].field);
+                if (!valid_id(val)) {
+                    bad_value(host, where, inf_placeholders[i].field, val, err);
+                    free(out);
+                    return NULL;
+                }
+                p += l;
             }
-            val = task;
-            p += 6;
         }
-        else if (strncmp(p, "{job}", 5) == 0) {
-            if (!valid_id(job)) {
-                host->error_set(err, SBX_E_USAGE, "%s: path uses {job} but the task has %s", where,
-                                job ? "an unusable job id" : "no job");
-                free(out);
-                return NULL;
-            }
-            val = job;
-            p += 5;
-        }
-        else if (*p == '{' || *p == '}') {
+        if (val == NULL && (*p == '{' || *p == '}')) {
+            size_t l = strcspn(p + 1, "{}/");
+
             host->error_set(err, SBX_E_CONFIG,
-                            "%s: path template '%s': only {task} and {job} "
-                            "may be replaced",
-                            where, tpl);
+                            "%s: path '%s': unknown placeholder '%.*s' (use " INF_PLACEHOLDER_NAMES
+                            ")",
+                            where, tpl, (int)(l > 40 ? 40 : l) + (p[1 + l] == '}' ? 2 : 1), p);
             free(out);
             return NULL;
         }
@@ -241,7 +290,17 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
                         host->instance_name(opts));
         goto fail;
     }
-    probe = expand(host, cfg->path, "task", "job", host->opt_where(opts, "path"), err);
+    {
+        const struct sbx_cred_scope sample = {
+            .task_id = "task", .job_id = "job", .client = "client", .pool = "ci"};
+
+        char where[512];
+
+        /* FILE:LINE: credentials.NAME, the key's place */
+        snprintf(where, sizeof(where), "%s: credentials.%s", host->opt_where(opts, "path"),
+                 host->instance_name(opts));
+        probe = expand(host, cfg->path, &sample, where, err);
+    }
     if (probe == NULL) {
         goto fail;
     }
@@ -254,6 +313,13 @@ int inf_config_init(struct inf_config *cfg, const struct sbx_host_api *host,
         goto fail;
     }
     free(probe);
+    if (strstr(cfg->path, "{client}") == NULL) {
+        host->log(host->instance_name(opts), SBX_LOG_WARN,
+                  "%s: path '%s' has no {client}: every client that may use this instance "
+                  "reads the same secrets paths (give each client its own instance, "
+                  "runner.clients[].credentials; docs/credentials.md, The model)",
+                  host->opt_where(opts, "path"), cfg->path);
+    }
     if (cfg->timeout_ms <= 0) {
         host->error_set(err, SBX_E_CONFIG, "%s: timeout must be at least 1s",
                         host->opt_where(opts, "timeout"));
@@ -376,7 +442,7 @@ char *inf_config_path(const struct inf_config *cfg, const struct sbx_host_api *h
         p = xstrdup(scope->path);
     }
     else {
-        p = expand(host, cfg->path, scope->task_id, scope->job_id, "cred_infisical", err);
+        p = expand(host, cfg->path, scope, "cred_infisical", err);
         if (p == NULL) {
             return NULL;
         }

@@ -225,6 +225,16 @@ int dk_disk_after_create(struct dk_ctx *c, const char *id, int64_t disk, sbx_err
 /* DELETE ?force=1&v=1 now (a removal in progress is waited for). */
 int dk_remove_now(struct dk_ctx *c, const char *id, sbx_error_t **err);
 /* Kills the container now and queues its removal for the process's worker. */
+/* docker_qgroup.c (added, issue 25): stale btrfs qgroups removed after
+ * removals. setup: after /info (root: DockerRootDir); describe: "" or the
+ * "; stale qgroups ..." tail of sbx info's disk line; removed: a removal
+ * finished; wait: seconds until a run is due (-1: none); run_due: runs
+ * `btrfs qgroup clear-stale` when due (force: now, if any is pending). */
+void dk_qgroup_setup(struct dk_ctx *c, const char *root);
+void dk_qgroup_describe(char *buf, size_t size);
+void dk_qgroup_removed(void);
+int64_t dk_qgroup_wait(void);
+void dk_qgroup_run_due(const struct sbx_host_api *host, int force);
 int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err);
 /* Removals queued or in progress in this process. */
 int dk_remove_pending(void);

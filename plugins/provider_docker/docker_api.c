@@ -188,6 +188,8 @@ int dk_negotiate(struct dk_ctx *c, sbx_error_t **err)
         }
         snprintf(c->storage_driver, sizeof(c->storage_driver), "%s",
                  json_string_value(json_object_get(info, "Driver")) ?: "");
+        /* (added) stale btrfs qgroups go after removals (docker_qgroup.c) */
+        dk_qgroup_setup(c, json_string_value(json_object_get(info, "DockerRootDir")));
         json_array_foreach(ds, i, v)
         {
             const char *k = json_string_value(json_array_get(v, 0));

@@ -125,7 +125,10 @@ void dk_disk_describe(struct dk_ctx *c, char *buf, size_t size)
 
     if (disk_mode(c) == DK_DISK_STORAGE_OPT) {
         if (strcmp(c->storage_driver, "btrfs") == 0) {
-            snprintf(buf, size, "btrfs quota (storage-opt size)");
+            char qg[400];
+
+            dk_qgroup_describe(qg, sizeof(qg));
+            snprintf(buf, size, "btrfs quota (storage-opt size)%s", qg);
         }
         else if (strcmp(c->storage_driver, "overlay2") == 0) {
             snprintf(buf, size, "xfs project quota (storage-opt size, overlay2 on %.32s%s)",

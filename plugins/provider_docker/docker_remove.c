@@ -8,7 +8,9 @@
  * its end; a runner's health probe keeps one open), what is still queued is
  * removed first (at most DK_REMOVE_DRAIN_S); a sandbox whose owner died unremoved is an
  * orphan the next sbx removes. The backlog shows in sbx info and /healthz
- * from the engine (killed sandboxes still there, core/src/sandbox/backlog.c). */
+ * from the engine (killed sandboxes still there, core/src/sandbox/backlog.c).
+ * (added) Between removals the worker removes stale btrfs qgroups when due
+ * (docker_qgroup.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +42,7 @@ static int rm_n;       /* queued + in progress */
 static int rm_started; /* the worker runs */
 static int rm_users;   /* open instances (dk_remove_hold) */
 static pthread_t rm_th;
+static const struct sbx_host_api *rm_host; /* the core's host API (static) */
 
 /* DELETE with retries while the engine says a removal is in progress. */
 int dk_remove_now(struct dk_ctx *c, const char *id, sbx_error_t **err)
@@ -83,7 +86,24 @@ static void *rm_main(void *arg)
         sbx_error_t *err = NULL;
 
         while (rm_head == NULL) {
-            pthread_cond_wait(&rm_cv, &rm_mu);
+            /* (added) between removals: stale btrfs qgroups when due */
+            int64_t w = dk_qgroup_wait();
+
+            if (w < 0) {
+                pthread_cond_wait(&rm_cv, &rm_mu);
+            }
+            else if (w == 0) {
+                pthread_mutex_unlock(&rm_mu);
+                dk_qgroup_run_due(rm_host, 0);
+                pthread_mutex_lock(&rm_mu);
+            }
+            else {
+                struct timespec until;
+
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_sec += w;
+                pthread_cond_timedwait(&rm_cv, &rm_mu, &until);
+            }
         }
         it = rm_head;
         rm_head = it->next;
@@ -106,6 +126,9 @@ static void *rm_main(void *arg)
             it->host->log(DK_NAME, SBX_LOG_WARN, "removing sandbox %.12s in the background: %s",
                           it->id, err ? err->msg : "?");
             it->host->error_free(&err);
+        }
+        else {
+            dk_qgroup_removed();
         }
         free(it);
         pthread_mutex_lock(&rm_mu);
@@ -157,6 +180,7 @@ int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err)
     snprintf(it->socket, sizeof(it->socket), "%s", c->socket);
     snprintf(it->api, sizeof(it->api), "%s", c->api);
     it->host = c->host;
+    rm_host = c->host;
     it->opts = NULL; /* the instance's options may be gone by then */
     if (rm_tail != NULL) {
         rm_tail->next = it;
@@ -194,8 +218,11 @@ void dk_remove_release(void)
 
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += DK_REMOVE_DRAIN_S;
+    int last;
+
     pthread_mutex_lock(&rm_mu);
-    if (--rm_users == 0) {
+    last = --rm_users == 0;
+    if (last) {
         /* the last instance: what is queued goes before it closes */
         while (rm_n > 0) {
             if (pthread_cond_timedwait(&rm_done, &rm_mu, &until) == ETIMEDOUT) {
@@ -204,4 +231,7 @@ void dk_remove_release(void)
         }
     }
     pthread_mutex_unlock(&rm_mu);
+    if (last) {
+        dk_qgroup_run_due(rm_host, 1); /* the process may end now: one run, if pending */
+    }
 }

@@ -12,7 +12,8 @@ in a window (401 "locked out"), expired token, renew past the Max TTL,
 malformed JSON, v4 missing (404, so the client falls back to v3 raw).
 
 Test control (never part of Infisical):
-  GET  /_test/calls   -> {"calls": [{"method", "path", "status"}, ...]} in order
+  GET  /_test/calls   -> {"calls": [{"method", "path", "status"[, "secret_path"]}, ...]}
+                         in order (secret_path: the secretPath a secrets call asked for)
   GET  /_test/tokens  -> {"live": n, "revoked": n}
   POST /_test/reset   -> forget calls, tokens and lockouts; default settings
   POST /_test/config  -> merge JSON settings: ttl, max_ttl, v4 (bool),
@@ -91,12 +92,18 @@ class Handler(BaseHTTPRequestHandler):
     # -- helpers -------------------------------------------------------
     def reply(self, status, obj=None, raw=None):
         body = raw if raw is not None else json.dumps(obj if obj is not None else {}).encode()
-        path = urllib.parse.urlsplit(self.path).path
+        url = urllib.parse.urlsplit(self.path)
+        path = url.path
         # recorded before the reply is sent: the client's next call cannot
-        # overtake this one in the log
+        # overtake this one in the log; a secrets call also records its
+        # secretPath (which client's secrets were asked for)
         if not path.startswith("/_test/"):
+            call = {"method": self.command, "path": path, "status": status}
+            sp = urllib.parse.parse_qs(url.query).get("secretPath")
+            if sp:
+                call["secret_path"] = sp[0]
             with STATE.lock:
-                STATE.calls.append({"method": self.command, "path": path, "status": status})
+                STATE.calls.append(call)
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))

@@ -145,7 +145,9 @@ struct inst {
 };
 
 /* Opens instance "infisical" from a config whose group holds `extra`
- * (url defaults to the test server). NULL with *err on failure. */
+ * (url defaults to the test server; path to "/tasks/{task}", the path of
+ * the server's default secrets, unless extra mentions "path"). NULL with
+ * *err on failure. */
 static struct sbx_config *load_config(const char *extra, sbx_error_t **err)
 {
     struct sbx_config *c;
@@ -161,9 +163,11 @@ static struct sbx_config *load_config(const char *extra, sbx_error_t **err)
                          "    environment = \"dev\";\n"
                          "    %s\n"
                          "    %surl = \"http://127.0.0.1:%d\";\n"
+                         "    %s\n"
                          "  };\n"
                          "};\n",
-                         extra, strstr(extra, "url =") ? "# default: " : "", server_port) > 0);
+                         extra, strstr(extra, "url =") ? "# default: " : "", server_port,
+                         strstr(extra, "path") ? "" : "path = \"/tasks/{task}\";") > 0);
     path = test_write_file(tmpdir, "sbx.conf", text);
     free(text);
     c = sbx_config_load_file(path, err);
@@ -583,7 +587,7 @@ static void test_secrets_errors(void **state)
     (void)state;
     expect_acquire_error(in, "T2", "path /tasks/T2 in environment dev");
     expect_acquire_error(in, "../etc", "cannot be used in a secrets path");
-    expect_acquire_error(in, "", "cannot be used in a secrets path");
+    expect_acquire_error(in, "", "path uses {task} but the task has no task id");
     ctl_config("{\"hidden\": true}");
     expect_acquire_error(in, "T1", "lacks the readValue permission");
     ctl_config("{\"hidden\": false, \"project\": \"other\"}");
@@ -626,6 +630,62 @@ static void test_path_template(void **state)
     assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
     assert_non_null(strstr(err->msg, "path uses {job} but the task has no job"));
     sbx_error_free(&err);
+    sbx_lease_clear(&lease);
+    close_inst(in);
+}
+
+/* (added, ABI 1.4) The default template /clients/{client}/{pool}: each
+ * client and pool its own path, whatever the task is called; a client or
+ * pool that is no id, or none, is refused before any login. */
+static void test_client_pool_template(void **state)
+{
+    struct inst *in = open_ok(WITH_ENV " # the default path");
+    struct sbx_cred_scope scope = {
+        .task_id = "alice-deploy", .job_id = "J1", .path = NULL, .client = "mallory", .pool = "ci"};
+    struct sbx_lease lease = {0};
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    ctl_config(
+        "{\"secrets\": {\"dev\": {\"/clients/alice/ci\": {\"ALICE_KEY\": \"alice-value-1\"}, "
+        "\"/clients/mallory/ci\": {\"MALLORY_KEY\": \"mallory-value-1\"}}}}");
+    /* mallory naming alice's task gets her own path */
+    if (in->ops->acquire(in->oi->ctx, &scope, &lease, &err) != 0) {
+        fail_msg("acquire: %s", err->msg);
+    }
+    assert_string_equal(lease_value(&lease, "MALLORY_KEY"), "mallory-value-1");
+    assert_null(lease_value(&lease, "ALICE_KEY"));
+    revoke_ok(in, &lease);
+    scope.client = "alice";
+    memset(&lease, 0, sizeof(lease));
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), 0);
+    assert_string_equal(lease_value(&lease, "ALICE_KEY"), "alice-value-1");
+    revoke_ok(in, &lease);
+    /* alice's agent pool is another path (none here: not found) */
+    scope.pool = "agent";
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
+    assert_non_null(strstr(err->msg, "/clients/alice/agent"));
+    sbx_error_free(&err);
+    expect_calls(LOGIN_OK "|" V4_OK "|" REVOKE_OK "|" LOGIN_OK "|" V4_OK "|" REVOKE_OK "|" LOGIN_OK
+                          "|GET /api/v4/secrets 404|GET /api/v3/secrets/raw 404|" REVOKE_OK);
+    free(ctl("POST", "/_test/reset", "{}"));
+    /* no client (a job from before clients), or one that is no id: refused
+     * before any login */
+    scope.pool = "ci";
+    scope.client = "";
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
+    assert_non_null(strstr(err->msg, "path uses {client} but the task has no client"));
+    sbx_error_free(&err);
+    scope.client = "..";
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
+    assert_non_null(strstr(err->msg, "client '..' cannot be used in a secrets path"));
+    sbx_error_free(&err);
+    scope.client = "alice";
+    scope.pool = NULL;
+    assert_int_equal(in->ops->acquire(in->oi->ctx, &scope, &lease, &err), -1);
+    assert_non_null(strstr(err->msg, "path uses {pool} but the task has no pool"));
+    sbx_error_free(&err);
+    expect_calls("");
     sbx_lease_clear(&lease);
     close_inst(in);
 }
@@ -707,7 +767,11 @@ static void test_config_errors(void **state)
     expect_open_error("client_secret_env = \"SBX_TEST_UNSET_VAR\";",
                       "environment variable SBX_TEST_UNSET_VAR is not set");
     expect_open_error(WITH_ENV " url = \"ftp://127.0.0.1\";", "must be an http:// or https://");
-    expect_open_error(WITH_ENV " path = \"/tasks/{user}\";", "only {task} and {job}");
+    expect_open_error(WITH_ENV " path = \"/tasks/{user}\";",
+                      "sbx.conf:7: credentials.infisical: path '/tasks/{user}': unknown "
+                      "placeholder '{user}' (use {client}, {pool}, {task}, {job})");
+    expect_open_error(WITH_ENV " path = \"/c/{client}/{pool\";", "unknown placeholder '{pool'");
+    expect_open_error(WITH_ENV " path = \"/c/}\";", "unknown placeholder '}'");
     expect_open_error(WITH_ENV " path = \"tasks/{task}\";", "absolute secrets path");
     expect_open_error(WITH_ENV " colour = 1;", "colour");
     expect_open_error("client_secret_file = \"/nonexistent/secret\";", "No such file");
@@ -748,6 +812,8 @@ static void test_logs_hold_no_secret(void **state)
     buf[n] = '\0';
     assert_true(n > 0); /* the plugin did log (leases, warnings) */
     assert_non_null(strstr(buf, "lease infisical-"));
+    /* a template without {client} is warned about at start */
+    assert_non_null(strstr(buf, "path '/tasks/{task}' has no {client}"));
     assert_null(strstr(buf, SECRET_API));
     assert_null(strstr(buf, SECRET_DB));
     assert_null(strstr(buf, CLIENT_SECRET));
@@ -770,6 +836,7 @@ int main(void)
         cmocka_unit_test_setup(test_malformed_replies, reset),
         cmocka_unit_test_setup(test_secrets_errors, reset),
         cmocka_unit_test_setup(test_path_template, reset),
+        cmocka_unit_test_setup(test_client_pool_template, reset),
         cmocka_unit_test_setup(test_session, reset),
         cmocka_unit_test_setup(test_crashed_lease, reset),
         cmocka_unit_test_setup(test_config_errors, reset),

@@ -1,6 +1,8 @@
 /* test_credentials.c - credentials end to end: the Infisical plugin against
  * the local contract server, values only in each exec's environment,
- * redacted output, the guard, revocation, and no value anywhere sbx wrote. */
+ * redacted output, the guard, revocation, and no value anywhere sbx wrote.
+ * The default path /clients/{client}/{pool}: the CLI is client "local", its
+ * tasks pool "agent" (docs/credentials.md, The model). */
 #include "rt_common.h"
 
 #include <signal.h>
@@ -13,8 +15,9 @@ static int server_port;
 static int start_server(void)
 {
     char *script = rt_source_path("tests/contract/infisical_server.py");
-    char *argv[] = {
-        "python3", script, "--port", "0", "--secret", "dev:/tasks/cred-t:API_KEY=" SECRET, NULL};
+    char *argv[] = {"python3", script,     "--port",
+                    "0",       "--secret", "dev:/clients/local/agent:API_KEY=" SECRET,
+                    NULL};
 
     server_pid = rt_spawn_server(argv, &server_port);
     free(script);

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#include "plugin/host.h"
 #include "plugin/loader.h"
 #include "sbx/sbx_credential.h"
 #include "sbx/sbx_host.h"
@@ -33,6 +34,7 @@ static const struct abi_size recorded[] = {
                                                                     runner's warm pool) */
     {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
     {3, "sbx_provider_ops", 112}, /* 1.3: update_limits (a warm sandbox resized at its claim) */
+    {4, "sbx_cred_scope", 40},    /* 1.4: client, pool (secrets bound to the client) */
 };
 
 #define ACTUAL(t)                                                                                  \
@@ -119,12 +121,74 @@ static void test_abi_older_minor_loads(void **state)
     free(path);
 }
 
+/* The value of NAME in a lease, or NULL. */
+static const char *lease_get(const struct sbx_lease *l, const char *name)
+{
+    for (size_t i = 0; i < l->n_secrets; i++) {
+        if (strcmp(l->secrets[i].name, name) == 0) {
+            return l->secrets[i].value;
+        }
+    }
+    return NULL;
+}
+
+/* Loads credential fixture NAME (built against ABI 1.MINOR) and leases the
+ * scope of client alice, pool ci, task T1 through it. */
+static void lease_through(const char *name, unsigned minor, struct sbx_lease *lease)
+{
+    const char *fixtures = getenv("SBX_TEST_PLUGINS");
+    const struct sbx_cred_scope scope = {
+        .task_id = "T1", .job_id = "J1", .path = NULL, .client = "alice", .pool = "ci"};
+    char *path = NULL;
+    sbx_error_t *err = NULL;
+    struct sbx_plugin *p;
+    void *ctx = NULL;
+
+    assert_non_null(fixtures);
+    assert_true(asprintf(&path, "%s/%s.so", fixtures, name) > 0);
+    p = sbx_plugin_load(fixtures, path, SBX_PLUGIN_CREDENTIAL, NULL, &err);
+    if (p == NULL) {
+        fail_msg("%s", err->msg);
+    }
+    assert_int_equal(p->desc.abi_minor, minor);
+    assert_int_equal(p->ops.credential.init(sbx_host_api_get(), NULL, &ctx, &err), 0);
+    memset(lease, 0, sizeof(*lease));
+    if (p->ops.credential.acquire(ctx, &scope, lease, &err) != 0) {
+        fail_msg("%s: %s", name, err->msg);
+    }
+    assert_int_equal(p->ops.credential.revoke(ctx, lease, &err), 0);
+    p->ops.credential.destroy_ctx(ctx);
+    sbx_plugin_unload(p);
+    free(path);
+}
+
+/* (added, 1.4) A credential plugin built against 1.3 loads and leases on
+ * this core (it reads the scope's first three fields only); one built
+ * against 1.4 also gets the client and the pool. */
+static void test_abi_credential_scope_13_and_14(void **state)
+{
+    struct sbx_lease lease;
+
+    (void)state;
+    lease_through("cred_scope13", 3, &lease);
+    assert_string_equal(lease_get(&lease, "SCOPE_TASK"), "T1");
+    assert_null(lease_get(&lease, "SCOPE_CLIENT"));
+    assert_int_equal(lease.n_secrets, 1);
+    sbx_lease_clear(&lease);
+    lease_through("cred_scope14", 4, &lease);
+    assert_string_equal(lease_get(&lease, "SCOPE_TASK"), "T1");
+    assert_string_equal(lease_get(&lease, "SCOPE_CLIENT"), "alice");
+    assert_string_equal(lease_get(&lease, "SCOPE_POOL"), "ci");
+    sbx_lease_clear(&lease);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_abi_sizes_match_the_minor),
         cmocka_unit_test(test_abi_structs_only_grow),
         cmocka_unit_test(test_abi_older_minor_loads),
+        cmocka_unit_test(test_abi_credential_scope_13_and_14),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,10 +16,22 @@
 #include "sbx_error.h"
 #include "sbx_host.h"
 
+/* (added 1.4) The client of a lease taken on the unix socket or by the CLI
+ * (`sbx run`, `sbx task start` without serve). */
+#define SBX_CRED_CLIENT_LOCAL "local"
+
 struct sbx_cred_scope {
     const char *task_id;
     const char *job_id;
     const char *path; /* the secrets path for this task, from the plugin's template */
+    /* (added 1.4) who the lease is for: the API client that submitted the job
+     * ("local" for the unix socket and the CLI, "default" for
+     * runner.token_env) and the task's pool ("ci" or "agent"). A plugin
+     * built against 1.3 or older never reads them; one built against 1.4
+     * always gets them (the core refuses a plugin newer than itself). An
+     * empty client: the job has none (it predates clients). */
+    const char *client;
+    const char *pool;
 };
 
 /* Core-owned. The plugin sets id (never a secret: it is written to records),

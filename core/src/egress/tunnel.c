@@ -27,6 +27,7 @@ struct dir {
     struct event *wr; /* dst writable */
     int rd_on;        /* whether rd / wr are added: epoll_ctl only on change */
     int wr_on;
+    int bulk; /* (added) rd and wr run at SBX_EGRESS_PRIO_BULK (past the first bytes) */
     const char *src_error;
     const char *dst_error;
 };
@@ -146,6 +147,15 @@ static int pump(struct dir *d)
         }
         break; /* src is empty */
     }
+    /* (added) A new tunnel's first bytes (a handshake, a reply's head) run at the
+     * default priority, before every busy tunnel's bulk; past SBX_EGRESS_FIRST_BYTES
+     * its events drop to the bulk priority (retried while one is queued: libevent
+     * refuses to move an active event). New tunnels per sandbox stay bounded by
+     * egress.connection_rate, so first bytes cannot be a way to jump the queue for good. */
+    if (!d->bulk && d->bytes >= SBX_EGRESS_FIRST_BYTES) {
+        d->bulk = (event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK) == 0) &
+                  (event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK) == 0);
+    }
     if (d->in_pipe > 0) {
         watch(d->wr, &d->wr_on, 1);
         watch(d->rd, &d->rd_on, 0);
@@ -224,12 +234,7 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         d->prefix = evbuffer_new();
         d->rd = event_new(base, d->src, EV_READ | EV_PERSIST, on_event, d);
         d->wr = event_new(base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
-        if (d->rd != NULL) {
-            event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK); /* fails on a base without */
-        }
-        if (d->wr != NULL) {
-            event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK);
-        }
+        /* (changed) at the default priority until its first bytes are through (pump) */
         if (d->prefix == NULL || d->rd == NULL || d->wr == NULL) {
             *why = "out-of-memory";
             sbx_egress_tunnel_free(t);

@@ -13,6 +13,8 @@
 #define SBX_EGRESS_PRIO_BULK 2
 /* The least a tunnel moves per wake-up, whatever its share (syscalls per byte). */
 #define SBX_EGRESS_TURN_MIN (64 * 1024)
+/* (added) A tunnel direction's first bytes run at the default priority (tunnel.c). */
+#define SBX_EGRESS_FIRST_BYTES (64 * 1024)
 
 struct event_base;
 struct evbuffer;

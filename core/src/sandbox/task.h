@@ -16,10 +16,13 @@
 struct sbx_egress;
 
 struct sbx_task_opts {
-    const char *task_id;        /* NULL: generated */
-    const char *job_id;         /* NULL: same as the task id */
-    const char *provider;       /* instance name; NULL: config `provider` */
-    const char *credentials;    /* credential instance name, or NULL */
+    const char *task_id;     /* NULL: generated */
+    const char *job_id;      /* NULL: same as the task id */
+    const char *provider;    /* instance name; NULL: config `provider` */
+    const char *credentials; /* credential instance name, or NULL */
+    /* (added) the API client the lease is for ({client} of the path
+     * template); NULL: "local" (the CLI, `sbx run` without serve) */
+    const char *client;
     const char *worktree;       /* host directory mounted at /workspace, or NULL */
     const char *pool;           /* "ci" or "agent"; NULL: "agent" */
     const char *const *argv;    /* the first command, for policy; may be NULL */

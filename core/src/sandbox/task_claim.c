@@ -142,7 +142,8 @@ int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_
     if (sbx_task_egress_claim(t, err) < 0) {
         return -1;
     }
-    if (o->credentials != NULL && sbx_task_lease(t, plugin_dir, o->credentials, err) < 0) {
+    if (o->credentials != NULL &&
+        sbx_task_lease(t, plugin_dir, o->credentials, o->client, err) < 0) {
         return -1;
     }
     sbx_debug("task %s: claim: egress and lease after %lld ms", t->id,

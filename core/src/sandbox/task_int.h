@@ -174,7 +174,10 @@ void sbx_task_start_fini(struct sbx_task_start *s);
 int sbx_task_decide(struct sbx_task *t, const struct sbx_task_opts *o, const char *provider,
                     sbx_error_t **err);
 int sbx_task_clamp_cpus(struct sbx_task *t, sbx_error_t **err);
-int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err);
+/* Takes the lease of credential instance `name` for t, on behalf of client
+ * (NULL: "local", the CLI; "": a job that predates clients). */
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, const char *client,
+                   sbx_error_t **err);
 
 /* The binding phases, callable apart from creating a sandbox (a sandbox started ahead
  * of its task gets its task's lease, egress socket and exec agent when it is claimed):

@@ -148,9 +148,16 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     return t->slot_fd < 0 ? -1 : 0;
 }
 
-int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, sbx_error_t **err)
+int sbx_task_lease(struct sbx_task *t, const char *plugin_dir, const char *name, const char *client,
+                   sbx_error_t **err)
 {
-    struct sbx_cred_scope scope = {.task_id = t->id, .job_id = t->job, .path = NULL};
+    /* (changed, ABI 1.4) the client and the pool go to the plugin: its path
+     * template binds the secrets to them (docs/credentials.md, The model) */
+    struct sbx_cred_scope scope = {.task_id = t->id,
+                                   .job_id = t->job,
+                                   .path = NULL,
+                                   .client = client != NULL ? client : SBX_CRED_CLIENT_LOCAL,
+                                   .pool = t->pool};
 
     t->cred = sbx_instance_open(t->cfg, plugin_dir, name, SBX_PLUGIN_CREDENTIAL, err);
     if (t->cred == NULL) {
@@ -382,7 +389,7 @@ int sbx_task_bind_credentials(struct sbx_task_start *s, sbx_error_t **err)
     if (s->o->credentials == NULL) {
         return 0;
     }
-    if (sbx_task_lease(s->t, s->plugin_dir, s->o->credentials, err) < 0) {
+    if (sbx_task_lease(s->t, s->plugin_dir, s->o->credentials, s->o->client, err) < 0) {
         sbx_task_unbind_credentials(s);
         return -1;
     }
