@@ -122,7 +122,7 @@ PY
 ended_in_logs() {
     local id
     for id in "$@"; do
-        grep -Eqh "runner: job $id ([a-z]+ \(exit|: the database is unavailable)" "$work"/*/log ||
+        grep -Eqh "runner: job $id( [a-z]+ \(exit|: the database is unavailable)" "$work"/*/log ||
             return 1
     done
 }
