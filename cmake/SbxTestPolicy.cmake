@@ -22,7 +22,7 @@
 set(SBX_TEST_SECONDS
   # the first side-by-side run (ctest -j3, load average 11-22 from other
   # builds on the 2 cores; tests under 10 s keep their class's default)
-  runtime_test_docker_idmap=244 runtime_test_warm_pool=229 test_serve_api=171
+  runtime_test_docker_idmap=244 runtime_test_warm_pool=229
   test_fleet_scale=134 test_cli=128 runtime_test_docker_run=115 runtime_test_abuse_box=100
   runtime_test_credentials=98 runtime_test_docker_sidecar=144 mcp_sdk_client=94 completion=76
   test_fleet_docker=68 runtime_test_spike=130 man_pages=61 runtime_test_exec_agent_docker=50

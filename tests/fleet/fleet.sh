@@ -106,6 +106,37 @@ wait_until() {
     fail "waited $secs s for $what"
 }
 
+# lite_finished N: the SQLite box "one" has N finished jobs.
+lite_finished() {
+    local got
+    got=$(python3 - "$work/one/runner.db" <<'PY' 2>/dev/null
+import sqlite3, sys
+print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM jobs WHERE state = 'finished'").fetchone()[0])
+PY
+    ) || return 1
+    [ "$got" -ge "$1" ]
+}
+
+# ended_in_logs ID...: each job has ended, as a box's log says: its end
+# line, or (the database down) its end waiting to be written.
+ended_in_logs() {
+    local id
+    for id in "$@"; do
+        grep -Eqh "runner: job $id( [a-z]+ \(exit|: the database is unavailable)" "$work"/*/log ||
+            return 1
+    done
+}
+
+# beats_all BOX...: waits (30 s at most) until each box has written a new
+# heartbeat row (every third of its lease).
+hb_moved() { [ "$(sql "SELECT heartbeat FROM boxes WHERE id = '$1'")" != "$2" ]; }
+beats_all() {
+    local b
+    declare -A h0
+    for b in "$@"; do h0[$b]=$(sql "SELECT heartbeat FROM boxes WHERE id = '$b'"); done
+    for b in "$@"; do wait_until 30 "a heartbeat of box $b" hb_moved "$b" "${h0[$b]}"; done
+}
+
 cleanup() {
     for b in "${!pid[@]}"; do
         kill -CONT "${pid[$b]}" 2>/dev/null || true
@@ -429,7 +460,7 @@ bench)
     for i in $(seq 1 "$n"); do
         if [ $((i % 2)) = 0 ]; then echo "q$i ci pace20"; else echo "q$i agent pace20"; fi
     done | submit "$work/one/runner.sock" || fail "submit (SQLite)"
-    sleep 2
+    wait_until 120 "the $n jobs of the SQLite box to finish" lite_finished "$n"
     lite=$(python3 - "$work/one/runner.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
@@ -523,7 +554,8 @@ scale)
         grep -q "^scale" "$work/calls" && break
         sleep 0.1
     done
-    sleep 1.5 # two more beats: nothing may repeat it
+    beats_all b1 b2 b3 # two more beats of every box: nothing may repeat it
+    beats_all b1 b2 b3
     [ "$(grep -c "^scale" "$work/calls")" = 1 ] ||
         fail "scale_up_command ran $(grep -c "^scale" "$work/calls") times, want once: $(cat "$work/calls")"
     lead=$(grep "^scale" "$work/calls" | cut -d' ' -f2)
@@ -703,7 +735,8 @@ fwd)
     id3=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "4", "10"], "pool": "agent"}' | jid)
     "$sbx" --config "$work/b1/sbx.conf" job --follow "$id3" >"$work/q.out" 2>"$work/q.err" &
     q=$!
-    sleep 1
+    wait_until 30 "b1 to hold the follow of $id3 while it is queued (its log)" \
+        grep -q "follow of job $id3 waits for its claim" "$work/b1/log"
     [ "$(sql "SELECT state || coalesce(box, '-') FROM jobs WHERE id = '$id3'")" = "queued-" ] ||
         fail "job $id3 was claimed while b2 was paused"
     kill -CONT "${pid[b2]}"
@@ -810,7 +843,8 @@ db503)
     [ "$code" = 503 ] || fail "a GET with the database down: HTTP $code ($(cat "$work/g.out"))"
     t1=$(date +%s%N)
     [ $(((t1 - t0) / 1000000)) -lt 5000 ] || fail "the 503s took $(((t1 - t0) / 1000000)) ms"
-    sleep 3 # the running jobs end while the database is down
+    # the running jobs end while the database is down
+    wait_until 30 "jobs$ids to end (their end lines in the boxes' logs)" ended_in_logs $ids
     $SBX_TEST_PG_CTL start
     after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
     for id in $ids $after; do wait_state "$id" finished 30; done
@@ -828,12 +862,18 @@ fwdbad)
     start b2
     for b in b1 b2; do wait_socket $b; done
     id=$(api b1 POST /v1/jobs '{"argv": ["fake-drip", "400000", "0"], "pool": "agent"}' | jid)
-    got=$(python3 - "$work/b1/runner.sock" "$id" <<'PY'
+    got=$(python3 - "$work/b1/runner.sock" "$id" "$work/b1/log" <<'PY'
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.connect(sys.argv[1])
 s.sendall(b"GET /v1/jobs/%s/output?follow=1&frames=1 HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2].encode())
-time.sleep(3)  # reads nothing meanwhile
+# reads nothing until b1's relay paused for it (its log), 60 s at most
+want = "forward of job %s from box b2 paused" % sys.argv[2]
+end = time.monotonic() + 60
+while want not in open(sys.argv[3], errors="replace").read():
+    if time.monotonic() > end:
+        sys.exit("waited 60 s for b1's log to say: " + want)
+    time.sleep(0.1)
 n = 0
 s.settimeout(30)
 while True:

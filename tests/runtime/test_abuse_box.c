@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "wait.h"
+
 /* Sandboxes of this file's tasks (ids "abx-..."): the engine may be shared. */
 static size_t ours(void)
 {
@@ -40,30 +42,55 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* sbx ARGS in a child process; its stdout/stderr land in <state>/NAME.out/.err */
+/* The path <state>/NAME.EXT (caller frees). */
+static char *bg_path(const char *name, const char *ext)
+{
+    char *path = NULL;
+
+    assert_true(asprintf(&path, "%s/%s.%s", rt_state, name, ext) > 0);
+    return path;
+}
+
+/* sbx ARGS in a child process; its stdout/stderr go to <state>/NAME.out/.err
+ * as it writes them (a test waits for a line there). */
 static pid_t sbx_bg(const char *name, const char *const *args)
 {
+    char *o = bg_path(name, "out");
+    char *e = bg_path(name, "err");
     pid_t pid = fork();
 
     if (pid == 0) {
-        struct spawn_result r = rt_sbx_argv(args, 0);
-        char *o = NULL, *e = NULL;
+        char *argv[64] = {rt_sbx};
+        size_t n = 1;
+        int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 
-        assert_true(asprintf(&o, "%s.out", name) > 0 && asprintf(&e, "%s.err", name) > 0);
-        free(test_write_file(rt_state, o, r.out ? r.out : ""));
-        free(test_write_file(rt_state, e, r.err ? r.err : ""));
-        _exit(r.rc);
+        for (size_t i = 0; args[i] != NULL && n < 63; i++) {
+            argv[n++] = (char *)args[i];
+        }
+        argv[n] = NULL;
+        if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0) {
+            _exit(127);
+        }
+        putenv(rt_host);
+        putenv(rt_statev);
+        if (rt_config != NULL) {
+            putenv(rt_config);
+        }
+        execv(rt_sbx, argv);
+        _exit(127);
     }
+    free(o);
+    free(e);
     return pid;
 }
 
 static char *bg_file(const char *name, const char *ext)
 {
-    char *path = NULL, *buf;
+    char *path = bg_path(name, ext), *buf;
     FILE *f;
     long n;
 
-    assert_true(asprintf(&path, "%s/%s.%s", rt_state, name, ext) > 0);
     f = fopen(path, "r");
     free(path);
     assert_non_null(f);
@@ -124,7 +151,18 @@ static void test_admission_memory(void **state)
     run = sbx_bg("run", (const char *const[]){"run", "--json", "--task", "abx-run", "--", "echo",
                                               "hi", NULL});
     start = sbx_bg("start", (const char *const[]){"task", "start", "--task", "abx-d", NULL});
-    sleep(3);
+    /* both wait: each says so on its stderr */
+    {
+        char *rerr = bg_path("run", "err");
+        char *derr = bg_path("start", "err");
+
+        wait_until(test_file_has(rerr, "task abx-run waits for memory"), 60, rerr,
+                   "sbx run --task abx-run to say it waits for memory");
+        wait_until(test_file_has(derr, "task abx-d waits for memory"), 60, derr,
+                   "sbx task start --task abx-d to say it waits for memory");
+        free(rerr);
+        free(derr);
+    }
     assert_int_equal(ours(), 2); /* both still wait */
     assert_int_equal(waitpid(run, NULL, WNOHANG), 0);
     assert_int_equal(waitpid(start, NULL, WNOHANG), 0);
@@ -200,11 +238,18 @@ static void test_admission_memory(void **state)
         assert_int_equal(r.rc, 124);
         assert_contains(r.err, "task abx-gone waits for memory");
         spawn_result_free(&r);
-        sleep(1);
+        /* its keeper stops waiting: it says so in its log as it exits */
+        {
+            char *glog = NULL;
+
+            assert_true(asprintf(&glog, "%s/logs/abx-gone.log", rt_state) > 0);
+            wait_until(test_file_has(glog, "cancelled while waiting for memory"), 60, glog,
+                       "the keeper of abx-gone to stop waiting (its log)");
+            free(glog);
+        }
         r = RT_SBX("task", "end", "abx-d"); /* memory frees: nobody may take it now */
         assert_int_equal(r.rc, 0);
         spawn_result_free(&r);
-        sleep(3);
         assert_int_equal(ours(), 1);
         r = RT_SBX("task", "end", "abx-gone");
         assert_int_equal(r.rc, 1);
@@ -347,11 +392,16 @@ static void test_fork_bomb_and_cpu(void **state)
 }
 
 /* Counts the inotify instances of a task's processes (each `tail -f` holds
- * one; one that gets none falls back to polling). */
+ * one; one that gets none says so on its stderr and falls back to polling),
+ * once every tail holds one or has said so (at most 60 s, else what it saw). */
 #define INOTIFY_FLOOD(n)                                                                           \
-    "for i in $(seq " #n "); do tail -f /etc/hostname >/dev/null 2>&1 & done; sleep 3; "           \
-    "c=0; for f in /proc/[0-9]*/fd/*; do "                                                         \
-    "[ \"$(readlink $f 2>/dev/null)\" = anon_inode:inotify ] && c=$((c+1)); done; echo $c"
+    "for i in $(seq " #n "); do tail -f /etc/hostname >/dev/null 2>/tmp/ino.$i & done; "           \
+    "d=$(($(date +%s) + 60)); while :; do "                                                        \
+    "c=$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c 'anon_inode:inotify'); "                      \
+    "p=0; for f in /tmp/ino.*; do [ -s $f ] && p=$((p+1)); done; "                                 \
+    "[ $((c+p)) -ge " #n " ] && break; "                                                           \
+    "[ $(date +%s) -ge $d ] && { echo \"waited 60 s for " #n " tails to hold inotify or say "      \
+    "they poll: $c hold, $p poll\"; exit; }; sleep 0.1; done; echo $c"
 
 /* inotify: one sandbox asking for 300 instances gets its cap (128); a second
  * sandbox and host root still get theirs. */

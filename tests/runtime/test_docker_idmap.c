@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "serve_harness.h"
+#include "wait.h"
 
 #define OWNER 1000
 #define OTHER 2000
@@ -123,10 +124,8 @@ static int views(void)
 
 static void wait_views(int want)
 {
-    for (int i = 0; i < 300 && views() != want; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(views(), want);
+    wait_until(views() == want, 30, NULL, "%d idmapped view(s) of the worktree (%d now)", want,
+               views());
 }
 
 /* Entries in <state>/tasks (an ended `sbx run` leaves none). */
@@ -229,9 +228,8 @@ static pid_t background_run(void)
         execl(rt_sbx, rt_sbx, "run", "--worktree", wt, "--", "sleep", "30", (char *)NULL);
         _exit(98);
     }
-    for (int i = 0; i < 300 && (sandboxes() == 0 || views() == 0); i++) {
-        usleep(50 * 1000);
-    }
+    wait_until(sandboxes() > 0 && views() > 0, 15, NULL,
+               "the sandbox and view of `sbx run --worktree ... sleep 30`");
     assert_int_equal(views(), 1);
     rt_wait_process("sleep 30", 60); /* the exec has started */
     return pid;
@@ -332,9 +330,7 @@ static void test_task_end_paths(void **state)
     pid = keeper_pid("idm-wb");
     assert_true(pid > 1);
     kill(pid, SIGKILL);
-    for (int i = 0; i < 50 && kill(pid, 0) == 0; i++) {
-        usleep(100 * 1000);
-    }
+    wait_until(kill(pid, 0) != 0, 5, NULL, "the keeper of idm-wb (pid %d) to die of SIGKILL", pid);
     assert_int_equal(views(), 1);
     rt_use_config("limits = { idle = \"3s\"; };\n");
     r = RT_SBX("task", "start", "--task", "idm-wc", "--worktree", wt);
@@ -342,11 +338,9 @@ static void test_task_end_paths(void **state)
     spawn_result_free(&r);
     assert_int_equal(views(), 1); /* wb's went, wc's is there */
     /* ... and idle ends wc, view included */
-    for (int i = 0; i < 200 && sandboxes() > 0; i++) {
-        usleep(100 * 1000);
-    }
+    wait_until(sandboxes() == 0, 20, NULL, "task idm-wc to end after 3 s idle (%zu sandboxes)",
+               (size_t)sandboxes());
     rt_use_config(NULL);
-    assert_int_equal(sandboxes(), 0);
     wait_views(0);
     host_owner("a", OWNER, OWNER);
     drop_worktree();
@@ -481,6 +475,20 @@ static void wait_state(const char *id, const char *want)
     fail_msg("job %s never reached %s", id, want);
 }
 
+/* orphan_sweeps of `sbx queue --json`: the runner's background orphan sweeps
+ * done since it started (runner.orphan_sweep); -1 when it does not answer. */
+static long orphan_sweeps(void)
+{
+    struct spawn_result r = RT_SBX("queue", "--json");
+    json_t *j = json_loads(r.out, 0, NULL);
+    json_t *n = json_object_get(j, "orphan_sweeps");
+    long v = r.rc == 0 && json_is_integer(n) ? (long)json_integer_value(n) : -1;
+
+    json_decref(j);
+    spawn_result_free(&r);
+    return v;
+}
+
 static void test_runner_restart(void **state)
 {
     struct spawn_result r;
@@ -496,7 +504,7 @@ static void test_runner_restart(void **state)
         /* the runner takes worktrees below its roots only */
         assert_true(asprintf(&cfg,
                              "limits = { cpus = 0.25; memory = \"128M\"; idle = \"1h\"; };\n"
-                             "runner = { worktree_roots = [\"%s\"]; };\n",
+                             "runner = { worktree_roots = [\"%s\"]; orphan_sweep = \"1s\"; };\n",
                              wt_parent) > 0);
         rt_use_config(cfg);
         free(cfg);
@@ -515,9 +523,17 @@ static void test_runner_restart(void **state)
     serve_start();
     /* the running job's task was cleaned up, view included; the kept one adopted */
     wait_views(1);
-    /* past the runner's periodic orphan sweep (every 20 s, runner/warm.c): the
-     * re-adopted task's sandbox still names the killed runner as its owner */
-    sleep(21);
+    /* past the runner's periodic orphan sweep (runner.orphan_sweep, 1 s here;
+     * runner/warm.c): the re-adopted task's sandbox still names the killed
+     * runner as its owner. The first sweep may run beside the recovery, so
+     * two: the second began after the adoption. */
+    {
+        char *log = NULL;
+
+        assert_true(asprintf(&log, "%s/serve.log", rt_state) > 0);
+        wait_until(orphan_sweeps() >= 2, 60, log, "two orphan sweeps of the restarted runner");
+        free(log);
+    }
     k2 = SUBMIT("--pool", "agent", "--task", "idm-keep", "--", "sh", "-c",
                 "cat /workspace/k; touch /workspace/k2");
     r = RT_SBX("job", k2, "--follow");

@@ -4,6 +4,20 @@
 
 #include <sys/stat.h>
 
+#include "wait.h"
+
+/* Loads the task record at PATH into *REC (dropping the last): 1 when its
+ * state is "ended". */
+static int record_ended(json_t **rec, const char *path)
+{
+    const char *st;
+
+    json_decref(*rec);
+    *rec = json_load_file(path, 0, NULL);
+    st = json_string_value(json_object_get(*rec, "state"));
+    return st != NULL && strcmp(st, "ended") == 0;
+}
+
 static void chomp(char *s)
 {
     s[strcspn(s, "\n")] = '\0';
@@ -98,26 +112,14 @@ static void test_task_idle_timeout(void **state)
     r = RT_SBX("exec", "idle-1", "--", "sleep", "5");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    for (int i = 0; i < 600 && rt_sandboxes() > 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(rt_sandboxes(), 0); /* then 3 s without an exec ends it (within 60 s) */
+    /* then 3 s without an exec ends it (within 60 s) */
+    wait_until(rt_sandboxes() == 0, 60, NULL, "task idle-1 to end after 3 s idle (%zu sandboxes)",
+               rt_sandboxes());
     rt_use_config(NULL);
     assert_true(asprintf(&path, "%s/tasks/idle-1/task.json", rt_state) > 0);
     /* the keeper writes the final record just after the sandbox is gone */
     rec = NULL;
-    for (int i = 0; i < 100; i++) {
-        const char *st;
-
-        json_decref(rec);
-        rec = json_load_file(path, 0, NULL);
-        st = json_string_value(json_object_get(rec, "state"));
-        if (st != NULL && strcmp(st, "ended") == 0) {
-            break;
-        }
-        usleep(100 * 1000);
-    }
-    assert_non_null(rec);
+    wait_until(record_ended(&rec, path), 10, NULL, "the final record (state ended) in %s", path);
     assert_string_equal(json_string_value(json_object_get(rec, "state")), "ended");
     assert_string_equal(json_string_value(json_object_get(rec, "reason")), "idle for 3s");
     json_decref(rec);
@@ -155,9 +157,7 @@ static pid_t background_run(void)
         execl(rt_sbx, rt_sbx, "run", "--", "sleep", "30", (char *)NULL);
         _exit(98);
     }
-    for (int i = 0; i < 1200 && rt_sandboxes() == 0; i++) { /* 60 s */
-        usleep(50 * 1000);
-    }
+    wait_until(rt_sandboxes() > 0, 60, NULL, "the sandbox of `sbx run -- sleep 30`");
     assert_int_equal(rt_sandboxes(), 1);
     rt_wait_process("sleep 30", 60); /* the exec has started */
     return pid;
@@ -217,9 +217,7 @@ static void test_two_runs_never_touch_each_other(void **state)
 
         _exit(c.rc == 0 && strcmp(c.out, "done\n") == 0 ? 0 : 1);
     }
-    for (int i = 0; i < 1200 && rt_sandboxes() == 0; i++) { /* 60 s */
-        usleep(50 * 1000);
-    }
+    wait_until(rt_sandboxes() > 0, 60, NULL, "the sandbox of task twin-a");
     r = RT_SBX("run", "--", "true"); /* reaps orphans: must leave the live one */
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
@@ -319,9 +317,7 @@ static void test_task_id_reused_after_keeper_killed(void **state)
     json_decref(c);
     assert_true(pid > 1);
     kill(pid, SIGKILL);
-    for (int i = 0; i < 50 && kill(pid, 0) == 0; i++) {
-        usleep(100 * 1000);
-    }
+    wait_until(kill(pid, 0) != 0, 5, NULL, "the keeper (pid %d) to die of SIGKILL", pid);
     r = RT_SBX("task", "start", "--task", "reuse-1");
     if (r.rc != 0) {
         fail_msg("restart after kill -9 of the keeper: %s", r.err);

@@ -4,6 +4,8 @@
  * `sbx exec` / `sbx task` refuse instead of falling back. */
 #include "rt_common.h"
 
+#include "wait.h"
+
 static pid_t serve_pid;
 
 static void start_serve(void)
@@ -23,10 +25,7 @@ static void start_serve(void)
         _exit(98);
     }
     assert_true(asprintf(&sock, "%s/runner.sock", rt_state) > 0);
-    for (int i = 0; i < 100 && access(sock, F_OK) != 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(access(sock, F_OK), 0);
+    wait_until(access(sock, F_OK) == 0, 30, NULL, "the runner's socket %s", sock);
     free(sock);
 }
 
@@ -97,10 +96,8 @@ static void test_run_goes_through_the_runner(void **state)
     assert_contains(r.err, "does not fall back");
     spawn_result_free(&r);
     rt_stop_server(&serve_pid);
-    for (int i = 0; i < 50 && rt_sandboxes() > 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(rt_sandboxes(), 0);
+    wait_until(rt_sandboxes() == 0, 5, NULL, "the runner's sandboxes to go (%zu left)",
+               rt_sandboxes());
 }
 
 /* The runner never outlives the test, also when an assertion failed. */

@@ -10,6 +10,10 @@
 
 #include "prom_check.h"
 #include "serve_harness.h"
+#include "wait.h"
+
+/* <state>/serve.log, the runner's log (the tail a failed wait shows) */
+static char serve_log[600];
 
 static char *submit(const char *const *args)
 {
@@ -55,22 +59,25 @@ static const char *jstr(json_t *j, const char *k)
     return s ? s : "";
 }
 
+/* Reads job ID into *J (dropping the last read): 1 when it is in STATE and,
+ * when READY is set, its sandbox is ready. */
+static int job_is(json_t **j, const char *id, const char *state, int ready)
+{
+    json_decref(*j);
+    *j = job(id);
+    return strcmp(jstr(*j, "state"), state) == 0 &&
+           (!ready || json_is_number(json_object_get(json_object_get(*j, "timings"), "ready_at")));
+}
+
 /* Waits (up to 120 s) for a job's state; when ready is set, also for its sandbox. */
 static json_t *wait_job(const char *id, const char *state, int ready)
 {
-    for (int i = 0; i < 1200; i++) {
-        json_t *j = job(id);
+    json_t *j = NULL;
 
-        if (strcmp(jstr(j, "state"), state) == 0 &&
-            (!ready ||
-             json_is_number(json_object_get(json_object_get(j, "timings"), "ready_at")))) {
-            return j;
-        }
-        json_decref(j);
-        usleep(100 * 1000);
-    }
-    fail_msg("job %s never reached %s", id, state);
-    return NULL;
+    snprintf(serve_log, sizeof(serve_log), "%s/serve.log", rt_state);
+    wait_until(job_is(&j, id, state, ready), 120, serve_log, "job %s to be %s%s (last seen %s)", id,
+               state, ready ? " with its sandbox ready" : "", jstr(j, "state"));
+    return j;
 }
 
 static size_t serve_sandboxes(void)
@@ -111,10 +118,30 @@ static void end_task(const char *task)
 
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    for (int i = 0; i < 300 && serve_sandboxes() > 0; i++) {
-        usleep(100 * 1000);
+    snprintf(serve_log, sizeof(serve_log), "%s/serve.log", rt_state);
+    wait_until(serve_sandboxes() == 0, 30, serve_log,
+               "the sandbox of task %s to go after its cancel (%zu of the runner's left)", task,
+               serve_sandboxes());
+}
+
+/* The length of POOL's queue in `sbx queue --json` (-1: not answered). */
+static long queue_length(const char *pool)
+{
+    struct spawn_result r = RT_SBX("queue", "--json");
+    json_t *q = json_loads(r.out, 0, NULL);
+    json_t *p;
+    size_t i;
+    long n = -1;
+
+    json_array_foreach(json_object_get(q, "pools"), i, p)
+    {
+        if (strcmp(jstr(p, "pool"), pool) == 0) {
+            n = (long)json_integer_value(json_object_get(p, "queue_length"));
+        }
     }
-    assert_int_equal(serve_sandboxes(), 0);
+    json_decref(q);
+    spawn_result_free(&r);
+    return n;
 }
 
 static void test_serve_kill9_restart(void **state)
@@ -139,7 +166,10 @@ static void test_serve_kill9_restart(void **state)
     json_decref(j);
     b = SUBMIT("--", "sh", "-c", "echo b");
     c = SUBMIT("--", "sh", "-c", "echo c");
-    usleep(500 * 1000);
+    /* both wait behind the one slot: the scheduler has queued them */
+    snprintf(serve_log, sizeof(serve_log), "%s/serve.log", rt_state);
+    wait_until(queue_length("ci") == 2, 30, serve_log,
+               "jobs %s and %s in the ci queue (queue_length %ld)", b, c, queue_length("ci"));
     j = job(b);
     assert_string_equal(jstr(j, "state"), "queued");
     json_decref(j);
@@ -264,7 +294,8 @@ static void test_serve_ten_light_two_heavy(void **state)
     assert_contains(r.out, "so far");
     assert_contains(r.out, "since 20");
     spawn_result_free(&r);
-    while (!done) {
+    snprintf(serve_log, sizeof(serve_log), "%s/serve.log", rt_state);
+    for (double end = test_now() + 300; !done; usleep(100 * 1000)) {
         check_queue(&seen);
         done = 1;
         for (size_t i = 5; i < n; i++) {
@@ -273,7 +304,9 @@ static void test_serve_ten_light_two_heavy(void **state)
             done &= strcmp(jstr(j, "state"), "finished") == 0;
             json_decref(j);
         }
-        usleep(100 * 1000);
+        if (!done && test_now() > end) {
+            test_wait_failed(300, serve_log, "the 7 CI jobs to finish");
+        }
     }
     assert_true(seen); /* CI jobs ran while agent jobs waited */
     /* the heavy jobs never overlapped */
@@ -321,10 +354,8 @@ static void test_serve_ten_light_two_heavy(void **state)
         assert_int_equal(r.rc, 0);
         spawn_result_free(&r);
     }
-    for (int i = 0; i < 300 && serve_sandboxes() > 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(serve_sandboxes(), 0);
+    wait_until(serve_sandboxes() == 0, 30, serve_log,
+               "the runner's sandboxes to go after the cancels (%zu left)", serve_sandboxes());
     serve_kill(SIGTERM);
     for (size_t i = 0; i < n; i++) {
         free(ids[i]);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "serve_harness.h"
+#include "wait.h"
 
 static pid_t origin_pid;
 static char *policy_dir;
@@ -44,13 +45,10 @@ static int64_t warm_get(const char *key)
 /* Waits up to 180 s for n warm sandboxes of pool ci. */
 static void wait_warm(int n)
 {
-    for (int i = 0; i < 1800; i++) {
-        if (warm_get("ready") >= n) {
-            return;
-        }
-        usleep(100 * 1000);
-    }
-    fail_msg("no %d warm sandbox(es) after 180 s (see %s/serve.log)", n, rt_state);
+    char log[600];
+
+    snprintf(log, sizeof(log), "%s/serve.log", rt_state);
+    wait_until(warm_get("ready") >= n, 180, log, "%d warm sandbox(es) of pool ci", n);
 }
 
 /* Sandboxes on the engine whose sbx.owner is the runner this test started
@@ -123,7 +121,8 @@ static void use_config(int warm, int port)
 
     snprintf(cfg, sizeof(cfg),
              "policy_dir = \"%s\";\n"
-             "runner = { listen = \"unix:%s/runner.sock\"; worktree_roots = [\"%s\"]; };\n"
+             "runner = { listen = \"unix:%s/runner.sock\"; worktree_roots = [\"%s\"];\n"
+             "  orphan_sweep = \"2s\"; };\n"
              "box = { pools = [\"ci\"]; heavy_min_memory = \"1G\"; };\n"
              "limits = { cpus = 0.25; memory = \"256M\"; };\n"
              "pools = { ci = { warm = %d; warm_max_age = \"30m\"; }; };\n"
@@ -317,20 +316,17 @@ static void test_kill9_leaves_none(void **state)
     s = RT_SBX("submit", "--pool", "ci", "--", "sleep", "60");
     assert_int_equal(s.rc, 0);
     spawn_result_free(&s);
-    for (int i = 0; i < 300 && warm_get("claims") < 1; i++) {
-        usleep(100 * 1000);
-    }
-    assert_true(warm_get("claims") >= 1);
+    wait_until(warm_get("claims") >= 1, 30, NULL, "the job to claim a warm sandbox");
     assert_true(owned_by(first) >= 2);
     serve_kill(SIGKILL);
     use_config(0, 1); /* no new warm sandboxes: what is left is the old runner's */
     serve_start();
     /* the recovery removes what it lists; a create in flight at the kill can
-     * land after that, and the runner's periodic sweep (20 s) removes it */
-    for (int i = 0; i < 900 && owned_by(first) > 0; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(owned_by(first), 0);
+     * land after that, and the runner's periodic sweep (runner.orphan_sweep,
+     * 2 s here) removes it */
+    wait_until(owned_by(first) == 0, 60, NULL,
+               "the killed runner's sandboxes to go (%zu left; recovery, then the orphan sweep)",
+               owned_by(first));
     assert_true(asprintf(&tasks, "%s/tasks", rt_state) > 0);
     assert_true(asprintf(&cmd, "ls '%s' 2>/dev/null | grep -q '^w-'", tasks) > 0);
     assert_int_not_equal(system(cmd), 0); /* no warm directory left */

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "util/log.h"
+#include "wait.h"
 
 static char *dir;
 
@@ -143,7 +144,7 @@ static void test_log_serve_sigterm(void **state)
 {
     const char *build = getenv("SBX_BUILD_DIR");
     const char *plugins = getenv("SBX_TEST_PLUGINS");
-    char *conf = NULL, *cfgpath, *logpath = NULL, *t, *line;
+    char *conf = NULL, *cfgpath, *logpath = NULL, *t;
     pid_t pid;
     int st = 0;
 
@@ -174,15 +175,8 @@ static void test_log_serve_sigterm(void **state)
         execl(sbx, sbx, "--log-level", "debug", "serve", (char *)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 600; i++) {
-        t = slurp(logpath);
-        line = strstr(t, "runner: listening on");
-        free(t);
-        if (line != NULL) {
-            break;
-        }
-        usleep(50 * 1000);
-    }
+    wait_until(test_file_has(logpath, "runner: listening on"), 30, logpath,
+               "sbx serve to log 'runner: listening on'");
     assert_int_equal(kill(pid, SIGTERM), 0);
     assert_int_equal(waitpid(pid, &st, 0), pid);
     assert_true(WIFEXITED(st));

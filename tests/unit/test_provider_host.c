@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "plugin/instance.h"
+#include "wait.h"
 
 static char *sbx;
 static char *refused_conf;
@@ -227,12 +228,7 @@ static void test_host_ops(void **state)
                          pidfile, pidfile) > 0);
     b.script = script;
     pthread_create(&th, NULL, bg_main, &b);
-    for (int i = 0; i < 600 && stat(pidfile, &st) != 0; i++) {
-        usleep(50 * 1000);
-    }
-    if (stat(pidfile, &st) != 0) {
-        fail_msg("waited 30 s for %s (the command's pid file): it never started", pidfile);
-    }
+    wait_until(stat(pidfile, &st) == 0, 30, NULL, "%s (the command's pid file)", pidfile);
     b.ctl.cancelled = 1;
     sbx_instance_provider(oi)->cancel(oi->ctx, &b.ctl);
     pthread_join(th, NULL);
@@ -242,10 +238,9 @@ static void test_host_ops(void **state)
     assert_non_null(f);
     assert_int_equal(fscanf(f, "%d", &pgid), 1);
     fclose(f);
-    for (int i = 0; i < 100 && kill(-pgid, 0) == 0; i++) {
-        usleep(50 * 1000); /* the orphaned sleep is reaped by whoever adopts it */
-    }
-    assert_int_equal(kill(-pgid, 0), -1);
+    /* the orphaned sleep is reaped by whoever adopts it */
+    wait_until(kill(-pgid, 0) == -1, 5, NULL, "process group %d (the cancelled command) to go",
+               pgid);
     free(script);
     free(pidfile);
 

@@ -10,6 +10,17 @@
 #include "prom_check.h"
 #include "runner_harness.h"
 #include "store/store.h"
+#include "wait.h"
+
+/* The length of /v1/queue's tasks[]. */
+static long queue_tasks(void)
+{
+    json_t *j = rh_json("GET", "/v1/queue", NULL, 200);
+    long n = (long)json_array_size(json_object_get(j, "tasks"));
+
+    json_decref(j);
+    return n;
+}
 
 struct bad {
     const char *method, *path, *body;
@@ -253,16 +264,8 @@ static void test_api_jobs(void **state)
     free(text);
     json_decref(j);
     json_decref(rh_json("POST", "/v1/tasks/ag-1/end", "{}", 202));
-    for (int i = 0; i < 2000; i++) {
-        j = rh_json("GET", "/v1/queue", NULL, 200);
-        st = (long)json_array_size(json_object_get(j, "tasks"));
-        json_decref(j);
-        if (st == 0) {
-            break;
-        }
-        usleep(10 * 1000);
-    }
-    assert_int_equal(st, 0);
+    wait_until(queue_tasks() == 0, 20, NULL, "task ag-1 to leave /v1/queue's tasks (%ld left)",
+               queue_tasks());
 
     /* metrics: the exposition passes the strict checker and promtool */
     text = rh_call("GET", "/metrics", NULL, &st);
@@ -301,7 +304,8 @@ static void test_api_conflicts(void **state)
     rh_stop();
 }
 
-/* The output of ended jobs is kept for the newest 1000 only; records stay. */
+/* The output of ended jobs is kept for the newest runner.keep_output only
+ * (10 here, 1000 by default); records stay. */
 static void test_api_output_bounded(void **state)
 {
     char *first = NULL;
@@ -311,8 +315,9 @@ static void test_api_output_bounded(void **state)
     char *text;
 
     (void)state;
-    rh_start("box = { max_sandboxes = 4; heavy_min_memory = \"1G\"; };\n");
-    for (int i = 0; i < 1003; i++) {
+    rh_start("box = { max_sandboxes = 4; heavy_min_memory = \"1G\"; };\n"
+             "runner = { keep_output = 10; };\n");
+    for (int i = 0; i < 13; i++) {
         char *id = rh_submit("{\"argv\":[\"exit\",\"0\"]}");
 
         if (i == 0) {
@@ -325,15 +330,8 @@ static void test_api_output_bounded(void **state)
     }
     json_decref(rh_wait_state(last, "finished"));
     snprintf(path, sizeof(path), "/v1/jobs/%s/output", first);
-    for (int i = 0; i < 2000; i++) {
-        text = rh_call("GET", path, NULL, &st);
-        free(text);
-        if (st == 410) {
-            break;
-        }
-        usleep(10 * 1000);
-    }
-    assert_int_equal(st, 410);
+    wait_until((free(rh_call("GET", path, NULL, &st)), st == 410), 20, NULL,
+               "GET %s to answer 410 (its output dropped; last HTTP %ld)", path, st);
     json_decref(rh_wait_state(first, "finished")); /* the record stays */
     snprintf(path, sizeof(path), "/v1/jobs/%s/output", last);
     text = rh_call("GET", path, NULL, &st);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "runner_harness.h"
+#include "wait.h"
 
 static const char webhook_py[] = "import http.server, sys\n"
                                  "out = sys.argv[1]\n"
@@ -102,6 +103,7 @@ static void test_alert_at_600s(void **state)
     pid_t web;
     int port = 0;
     struct stat st;
+    unsigned long ticks;
 
     (void)state;
     assert_true(asprintf(&alert_out, "%s/alert.env", hookdir) > 0);
@@ -140,7 +142,9 @@ static void test_alert_at_600s(void **state)
     waiter = rh_submit("{\"argv\":[\"exit\",\"0\"]}");
 
     rh_advance(599 * 1000);
-    usleep(300 * 1000); /* several alert ticks */
+    ticks = sbx_runner_alert_ticks(rh_runner); /* several alert ticks: none alerts yet */
+    wait_until(sbx_runner_alert_ticks(rh_runner) >= ticks + 4, 30, NULL,
+               "four alert ticks of the runner");
     assert_int_not_equal(stat(alert_out, &st), 0);
     assert_int_not_equal(stat(hook_out, &st), 0);
 
@@ -168,7 +172,9 @@ static void test_alert_at_600s(void **state)
 
     /* once per job: more time passes, no second alert */
     rh_advance(60 * 1000);
-    usleep(300 * 1000);
+    ticks = sbx_runner_alert_ticks(rh_runner);
+    wait_until(sbx_runner_alert_ticks(rh_runner) >= ticks + 4, 30, NULL,
+               "four alert ticks of the runner");
     s = slurp(hook_out);
     assert_non_null(s);
     assert_null(strstr(strstr(s, "job_wait_alert") + 1, "job_wait_alert"));

@@ -12,6 +12,7 @@
 #include "fake_config.h"
 #include "sandbox/task.h"
 #include "util/xalloc.h"
+#include "wait.h"
 
 static struct sbx_task *start(const char *id)
 {
@@ -43,12 +44,8 @@ static void test_unmeasurable_sandbox_ends_its_task(void **state)
     char why[256] = "";
 
     (void)state;
-    for (int i = 0; i < 100 && !sbx_task_stopped(t, NULL, 0); i++) {
-        struct timespec ts = {0, 50 * 1000 * 1000};
-
-        nanosleep(&ts, NULL);
-    }
-    assert_true(sbx_task_stopped(t, why, sizeof(why)));
+    wait_until(sbx_task_stopped(t, why, sizeof(why)), 10, NULL,
+               "the timer's check to stop task checkfail-1");
     assert_non_null(strstr(why, "cannot measure sandbox fake-checkfail-1: fails closed"));
     /* a command after that is refused with the reason */
     assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), -1);
@@ -86,11 +83,11 @@ static void test_passing_checks_change_nothing(void **state)
     struct sbx_task *t = start("fine-1");
     const char *const argv[] = {"fake-exit", "3", NULL};
     sbx_error_t *err = NULL;
-    struct timespec ts = {1, 500 * 1000 * 1000}; /* the timer checks at least once */
     int status = -1;
 
     (void)state;
-    nanosleep(&ts, NULL);
+    /* the timer checks at least once (and passes) */
+    wait_until(sbx_task_timer_checks(t) >= 1, 10, NULL, "the timer's first check of task fine-1");
     assert_int_equal(sbx_task_exec(t, argv, NULL, 0, NULL, NULL, NULL, &status, &err), 0);
     assert_int_equal(status, 3);
     assert_false(sbx_task_stopped(t, NULL, 0));

@@ -152,6 +152,8 @@ struct sbx_config {
         char *database;
         char *database_password_env; /* (added) the variable that holds its password */
         int64_t lease;               /* (added) runner.lease, seconds: a box's lease */
+        int64_t orphan_sweep;        /* (added) runner.orphan_sweep, seconds (runner/warm.c) */
+        int keep_output;             /* (added) runner.keep_output: ended jobs' output kept */
         char *token_env;
         struct sbx_runner_client *clients; /* runner.clients */
         size_t n_clients;

@@ -245,6 +245,13 @@ const struct sbx_key_def sbx_config_keys[] = {
         .help = "**(added)** a fleet box's lease: it renews it every third of this; a box "
                 "silent this long is lost to the others (its jobs go back to the queue or end "
                 "`interrupted: box lost`)"),
+    KEY("runner.keep_output", INT, runner.keep_output, .def = "1000", AT_LEAST(1),
+        .help = "**(added)** how many ended jobs keep their output in memory (the newest; "
+                "older ones answer `410` for their output, their records stay)"),
+    KEY("runner.orphan_sweep", DURATION, runner.orphan_sweep, .def = "20s", AT_LEAST(1),
+        .help = "**(added)** how often the runner applies the orphan rule again in the "
+                "background (docs/runner.md, Warm pools: orphans and restarts); the tests "
+                "shorten it to see one sweep in seconds"),
     KEY("runner.token_env", STRING, runner.token_env,
         .help = "the environment variable holding a bearer token for the TCP listener: one API "
                 "client named `default` with every scope (the value is never logged, and hooks "

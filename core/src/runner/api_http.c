@@ -97,6 +97,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     pthread_mutex_unlock(&r->mu);
     json_object_set_new(o, "tasks", tasks);
     json_object_set_new(o, "warm", runner_warm_json(r)); /* (added) warm.c */
+    json_object_set_new(o, "orphan_sweeps", json_integer((json_int_t)runner_warm_sweeps(r)));
     queue_filter(r, o, who);
     runner_fleet_queue(r, o);
     return o;

@@ -646,6 +646,7 @@ void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
     }
     evhttp_connection_set_closecb(f->conn, caller_closed, f);
     evtimer_add(f->poll, &tv);
+    sbx_info("runner: follow of %s waits for its claim (in the shared queue)", f->what);
 }
 
 void runner_forward_drop_all(struct sbx_runner *r)

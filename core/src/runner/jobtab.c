@@ -7,7 +7,8 @@
 
 #include "runner/runner_int.h"
 
-/* Finished jobs whose output stays in memory (their records stay in the store). */
+/* Finished jobs whose output stays in memory (their records stay in the
+ * store): runner.keep_output, this without a configuration. */
 #define KEEP_FINISHED 1000
 
 static size_t bucket_of(const char *id)
@@ -73,18 +74,19 @@ void runner_job_free(struct rjob *j)
     free(j);
 }
 
-/* Drops the output of ended jobs past the newest KEEP_FINISHED (their records
+/* Drops the output of ended jobs past the newest runner.keep_output (their records
  * stay in the store). Loop thread, from the tick: O(jobs in memory). */
 void runner_trim_finished(struct sbx_runner *r)
 {
     size_t ended = 0;
+    size_t keep =
+        r->cfg->runner.keep_output > 0 ? (size_t)r->cfg->runner.keep_output : KEEP_FINISHED;
 
     pthread_mutex_lock(&r->mu);
     for (struct rjob **pp = &r->jobs; *pp != NULL;) {
         struct rjob *j = *pp;
 
-        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL &&
-            ++ended > KEEP_FINISHED) {
+        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL && ++ended > keep) {
             *pp = j->next;
             job_unhash(r, j);
             runner_job_free(j);

@@ -512,9 +512,17 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
 {
+    struct sbx_runner *r = arg;
+
     (void)fd;
     (void)what;
-    runner_alerts_tick(arg);
+    runner_alerts_tick(r);
+    __atomic_add_fetch(&r->alert_ticks, 1, __ATOMIC_RELEASE);
+}
+
+unsigned long sbx_runner_alert_ticks(struct sbx_runner *r)
+{
+    return __atomic_load_n(&r->alert_ticks, __ATOMIC_ACQUIRE);
 }
 
 /* One egress proxy for the whole box, on its own thread: every task's socket is on it

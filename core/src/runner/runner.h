@@ -53,6 +53,9 @@ void sbx_runner_stop(struct sbx_runner *r);
 /* Loads the policy dir again (SIGHUP): an invalid new policy is refused with
  * the error, and the old one stays in force. Any thread. */
 int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err);
+/* (added) How many times the alert timer has run (every alert_interval_ms):
+ * a test waits for ticks instead of sleeping. Any thread. */
+unsigned long sbx_runner_alert_ticks(struct sbx_runner *r);
 void sbx_runner_destroy(struct sbx_runner *r);
 
 /* Where the runner listens. */

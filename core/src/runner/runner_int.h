@@ -128,6 +128,7 @@ struct sbx_runner {
     struct evhttp *http_unix, *http_tcp;
     struct event *wake, *tick, *alert_ev;
     int alert_interval_ms;
+    unsigned long alert_ticks; /* (added) alert timer runs done (atomic: sbx_runner_alert_ticks) */
     struct sbx_sched *sched;
     struct sbx_store *store;
     struct sbx_egress *egress; /* the box's egress proxy: every task's socket is on it */

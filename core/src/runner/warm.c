@@ -56,6 +56,7 @@ struct runner_warm {
     struct warm_pool p[SBX_POOL_COUNT];
     int64_t sweep_at; /* ms: the next orphan sweep */
     int sweeping;
+    uint64_t sweeps; /* orphan sweeps done since start (queue_json: orphan_sweeps) */
     struct sbx_open_instance *sweep_pi; /* the sweeper's provider, kept (sweeper_main) */
 };
 
@@ -63,7 +64,7 @@ struct runner_warm {
  * after the next runner's recovery listed the engine; with a warm pool a
  * create is often in flight (and the next runner may have no warm pool). So
  * the orphan rule (docs/architecture.md, Labels) is applied again every
- * WARM_SWEEP_MS. */
+ * runner.orphan_sweep (default 20 s; WARM_SWEEP_MS without a configuration). */
 #define WARM_SWEEP_MS 20000
 
 struct warm_job {
@@ -238,6 +239,7 @@ static void *sweeper_main(void *arg)
     }
     pthread_mutex_lock(&r->mu);
     r->warm->sweeping = 0;
+    r->warm->sweeps++;
     r->workers--;
     pthread_mutex_unlock(&r->mu);
     free(w);
@@ -349,7 +351,9 @@ void runner_warm_tick(struct sbx_runner *r)
         struct warm_job *w = xcalloc(1, sizeof(*w));
 
         w->r = r;
-        r->warm->sweep_at = now + WARM_SWEEP_MS;
+        r->warm->sweep_at =
+            now +
+            (r->cfg->runner.orphan_sweep > 0 ? r->cfg->runner.orphan_sweep * 1000 : WARM_SWEEP_MS);
         r->warm->sweeping = 1;
         if (spawn(r, sweeper_main, w) < 0) {
             r->warm->sweeping = 0;
@@ -489,6 +493,18 @@ json_t *runner_warm_json(struct sbx_runner *r)
     }
     pthread_mutex_unlock(&r->mu);
     return o;
+}
+
+uint64_t runner_warm_sweeps(struct sbx_runner *r)
+{
+    uint64_t n = 0;
+
+    if (r->warm != NULL) {
+        pthread_mutex_lock(&r->mu);
+        n = r->warm->sweeps;
+        pthread_mutex_unlock(&r->mu);
+    }
+    return n;
 }
 
 void runner_warm_metrics(struct sbx_runner *r, FILE *f)

@@ -40,6 +40,9 @@ int runner_warm_idle(struct sbx_runner *r);
 /* `GET /v1/queue` "warm": per pool wanted, ready, starting, claims, misses,
  * refills, expired, evicted, refill times. */
 json_t *runner_warm_json(struct sbx_runner *r);
+/* (added) Orphan sweeps done since the runner started (runner.orphan_sweep):
+ * `orphan_sweeps` of GET /v1/queue. */
+uint64_t runner_warm_sweeps(struct sbx_runner *r);
 /* The sbx_warm_* lines of /metrics. */
 void runner_warm_metrics(struct sbx_runner *r, FILE *f);
 /* Recovery: the directories of warm sandboxes whose runner is gone. */

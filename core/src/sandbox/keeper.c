@@ -380,6 +380,8 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     opts.on_wait = keeper_on_wait;
     opts.wait_ud = &ready_fd;
     if (sbx_task_start(cfg, plugin_dir, o, &t, &err) < 0) {
+        /* in the keeper's log too: a starter that went away reads no ERR line */
+        sbx_warn("task %s did not start: %s", o->task_id, sbx_error_msg(err));
         snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
                  sbx_error_msg(err));
         if (write(ready_fd, msg, strlen(msg)) < 0) {

@@ -156,6 +156,9 @@ void *sbx_task_timer_main(void *arg)
         if (now >= next_check) {
             next_check = now + 1;
             sbx_task_check(t, 0);
+            pthread_mutex_lock(&t->mu);
+            t->timer_checks++;
+            pthread_mutex_unlock(&t->mu);
         }
 
         pthread_mutex_lock(&t->mu);
@@ -390,6 +393,16 @@ int sbx_task_stopped(struct sbx_task *t, char *buf, size_t len)
     }
     pthread_mutex_unlock(&t->mu);
     return stopped;
+}
+
+unsigned sbx_task_timer_checks(struct sbx_task *t)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&t->mu);
+    n = t->timer_checks;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 int sbx_task_scan_secrets(struct sbx_task *t, struct sbx_secret_scan *scan, sbx_error_t **err)

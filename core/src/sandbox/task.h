@@ -130,6 +130,9 @@ int sbx_task_scan_secrets(struct sbx_task *t, struct sbx_secret_scan *scan, sbx_
 /* 1 when the core decided to end the task (timer, check, stop), with the reason
  * copied to buf when buf is not NULL; else 0. */
 int sbx_task_stopped(struct sbx_task *t, char *buf, size_t len);
+/* (added) How many times the task's timer has asked the provider's check op
+ * (about once a second; a test waits for one instead of sleeping). */
+unsigned sbx_task_timer_checks(struct sbx_task *t);
 /* Cancels one exec started with that slot (from any thread). */
 void sbx_task_exec_cancel(struct sbx_task *t, struct sbx_exec_slot *slot);
 /* Asks the provider's optional check op whether the sandbox may go on (the

@@ -59,6 +59,7 @@ struct sbx_task {
     pthread_t timer;
     int timer_on;
     volatile int timer_quit;
+    unsigned timer_checks;   /* (added) the timer's provider checks done (under mu) */
     pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
     json_t *wt_events;       /* (added) what the worktree's checks found, each once (task_wt.c) */
 };
