@@ -21,7 +21,7 @@
 #               loop device when it is mounted.
 #
 # Tests use a private engine: --socket /tmp/sbx-test-docker/docker.sock
-# --root /tmp/sbx-test-docker --btrfs 40G (scripts/test.sh does this). Needs root.
+# --root /tmp/sbx-test-docker --overlay2 (scripts/test.sh does this). Needs root.
 set -euo pipefail
 
 cmd=${1:-}

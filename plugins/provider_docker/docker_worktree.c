@@ -4,6 +4,7 @@
  * "The worktree and user namespaces"). */
 #include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -211,9 +212,13 @@ void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size)
     }
 }
 
-/* nftw has no user data: the ids of the walk under way (one walk at a time) */
-static __thread uid_t give_uid;
-static __thread gid_t give_gid;
+/* nftw has no user data: the ids of the walk under way, one walk at a time
+ * (give_mu). Not thread-local: a dlopen'ed plugin's TLS outlives its dlclose
+ * in threads that touched it, and LeakSanitizer then reads a freed block at
+ * exit (seen as "Tracer caught signal 11"). */
+static pthread_mutex_t give_mu = PTHREAD_MUTEX_INITIALIZER;
+static uid_t give_uid;
+static gid_t give_gid;
 
 static int give_one(const char *path, const struct stat *st, int type, struct FTW *f)
 {
@@ -225,11 +230,18 @@ static int give_one(const char *path, const struct stat *st, int type, struct FT
 
 int dk_worktree_give(struct dk_ctx *c, const char *dir, sbx_error_t **err)
 {
+    int rc;
+    int e;
+
+    pthread_mutex_lock(&give_mu);
     give_uid = c->userns ? (c->remap_uid ? c->remap_uid : c->wt_uid) : 0;
     give_gid = c->userns ? (c->remap_gid ? c->remap_gid : c->wt_gid) : 0;
-    if (nftw(dir, give_one, 16, FTW_PHYS | FTW_MOUNT) < 0) {
+    rc = nftw(dir, give_one, 16, FTW_PHYS | FTW_MOUNT);
+    e = errno;
+    pthread_mutex_unlock(&give_mu);
+    if (rc < 0) {
         return c->host->error_set(err, SBX_E_ENGINE, "docker: giving %s to the sandbox's root: %s",
-                                  dir, strerror(errno));
+                                  dir, strerror(e));
     }
     return 0;
 }
