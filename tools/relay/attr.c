@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define SLOTS 512       /* commands running at once that can be named */
@@ -321,4 +323,48 @@ size_t sbx_attr_line(int fd, char *line)
         n = snprintf(line, SBX_ATTR_LINE_MAX, SBX_ATTR_PREFIX "pid=- exec=-\r\n");
     }
     return n > 0 && n < SBX_ATTR_LINE_MAX ? (size_t)n : 0;
+}
+
+void sbx_attr_hand_over(int c, const struct sockaddr_un *sun, const char *head, size_t n,
+                        int attribute)
+{
+    char buf[SBX_ATTR_HEAD_MAX + SBX_ATTR_LINE_MAX];
+    int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct iovec iov = {buf, 0};
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr msg;
+    struct cmsghdr *cm;
+
+    if (n > SBX_ATTR_HEAD_MAX) {
+        goto out;
+    }
+    memcpy(buf, head, n);
+    iov.iov_len = n + (attribute ? sbx_attr_line(c, buf + n) : 0);
+    if (u < 0 || connect(u, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
+        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path, strerror(errno));
+        goto out;
+    }
+    memset(&msg, 0, sizeof(msg));
+    memset(&ctl, 0, sizeof(ctl));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.buf;
+    msg.msg_controllen = sizeof(ctl.buf);
+    cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(cm), &c, sizeof(int));
+    /* one message: the head with the descriptor, then the attribution line */
+    if (sendmsg(u, &msg, MSG_NOSIGNAL) != (ssize_t)iov.iov_len) {
+        fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path, strerror(errno));
+    }
+out:
+    if (u >= 0) {
+        close(u);
+    }
+    close(c);
 }

@@ -200,65 +200,35 @@ void sbx_relay_transparent_accept(int fd, const struct sockaddr_un *sun, int att
 {
     struct sockaddr_in dst;
     socklen_t dl = sizeof(dst);
-    char line[SBX_DNS_NAME_MAX + 16 + SBX_ATTR_LINE_MAX];
+    char line[SBX_ATTR_HEAD_MAX];
     char ip[INET_ADDRSTRLEN];
     const char *host;
     int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
-    int u = -1;
     int one = 1;
     int len;
-    struct iovec iov;
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct msghdr msg;
-    struct cmsghdr *cm;
 
     if (c < 0) {
         return;
     }
     if (getsockopt(c, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) < 0 || dst.sin_family != AF_INET) {
-        goto out; /* not redirected: nothing to forward it to */
+        close(c); /* not redirected: nothing to forward it to */
+        return;
     }
     if ((ntohl(dst.sin_addr.s_addr) >> 24) == 127) {
         host = sbx_relay_name_of(ntohl(dst.sin_addr.s_addr));
         if (host == NULL) {
-            goto out; /* an address the resolver never gave out */
+            close(c); /* an address the resolver never gave out */
+            return;
         }
     }
     else { /* an IP literal off loopback: the proxy's CIDR rules decide */
         host = inet_ntop(AF_INET, &dst.sin_addr, ip, sizeof(ip));
     }
-    len = snprintf(line, SBX_DNS_NAME_MAX + 16, "\x01%s:%u\n", host, ntohs(dst.sin_port));
-    if (attribute) { /* the same line as a proxied connection's (attr.c) */
-        len += (int)sbx_attr_line(c, line + len);
+    len = snprintf(line, sizeof(line), "\x01%s:%u\n", host, ntohs(dst.sin_port));
+    if (len < 0 || (size_t)len >= sizeof(line)) {
+        close(c);
+        return;
     }
     setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (u < 0 || connect(u, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
-        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path, strerror(errno));
-        goto out;
-    }
-    iov.iov_base = line;
-    iov.iov_len = (size_t)len;
-    memset(&msg, 0, sizeof(msg));
-    memset(&ctl, 0, sizeof(ctl));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &c, sizeof(int));
-    if (sendmsg(u, &msg, MSG_NOSIGNAL) != len) {
-        fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path, strerror(errno));
-    }
-out:
-    if (u >= 0) {
-        close(u);
-    }
-    close(c);
+    sbx_attr_hand_over(c, sun, line, (size_t)len, attribute); /* attr.c; closes c */
 }

@@ -63,46 +63,6 @@ static struct pair *pairs[MAX_PAIRS];
 static size_t n_pairs;
 static int attribute; /* --agent or --attribute: name each connection's pid and exec */
 
-/* Hands the client socket c to the proxy; the relay keeps no copy. */
-static void hand_over(int c, const struct sockaddr_un *sun)
-{
-    int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    char head[1 + SBX_ATTR_LINE_MAX] = {'\0'};
-    size_t n = 1 + (attribute ? sbx_attr_line(c, head + 1) : 0);
-    struct iovec iov = {head, n};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } ctl;
-    struct msghdr msg;
-    struct cmsghdr *cm;
-
-    if (u < 0 || connect(u, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
-        fprintf(stderr, "sbx-relay: cannot connect to %s: %s\n", sun->sun_path, strerror(errno));
-        goto out;
-    }
-    memset(&msg, 0, sizeof(msg));
-    memset(&ctl, 0, sizeof(ctl));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctl.buf;
-    msg.msg_controllen = sizeof(ctl.buf);
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &c, sizeof(int));
-    /* one message: the NUL byte with the descriptor, then the attribution line */
-    if (sendmsg(u, &msg, MSG_NOSIGNAL) != (ssize_t)n) {
-        fprintf(stderr, "sbx-relay: cannot hand over to %s: %s\n", sun->sun_path, strerror(errno));
-    }
-out:
-    if (u >= 0) {
-        close(u);
-    }
-    close(c);
-}
-
 /* The hand-over loop: the proxy port, and (added) the resolver and the redirect
  * listener when asked for (-1 otherwise). */
 static int hand_over_loop(int lfd, int ufd, int tfd, const struct sockaddr_un *sun)
@@ -125,7 +85,7 @@ static int hand_over_loop(int lfd, int ufd, int tfd, const struct sockaddr_un *s
 
             if (c >= 0) {
                 setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-                hand_over(c, sun);
+                sbx_attr_hand_over(c, sun, "", 1, attribute); /* a NUL byte */
             }
         }
     }
