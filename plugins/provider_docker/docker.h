@@ -133,6 +133,14 @@ int dk_netns_redirect(struct dk_ctx *c, const char *id, sbx_error_t **err);
 char *dk_resolv_conf_path(const char *relay);
 /* docker_userns.c: 1 when /proc/PID/cgroup names the container id. */
 int dk_pid_is_container(pid_t pid, const char *id);
+/* docker_userns.c: a descriptor of the sandbox id's namespace NS ("user", "net") of
+ * its init, pinned by a pidfd and checked to be the sandbox's; -1 with err. */
+int dk_open_ns(struct dk_ctx *c, const char *id, const char *ns, sbx_error_t **err);
+/* Forks child_main(nsfd, arg) (async-signal-safe code that enters nsfd and exits
+ * with a code naming its step), closes nsfd and waits: the child's exit code (128
+ * for a signal), or -1 with err when it could not fork. */
+int dk_run_in_ns(struct dk_ctx *c, int nsfd, void (*child_main)(int nsfd, const void *arg),
+                 const void *arg, sbx_error_t **err);
 
 /* docker_seccomp.c: the sandbox's seccomp profile (option seccomp). */
 json_t *dk_seccomp_profile(void);

@@ -114,72 +114,41 @@ static void child_setup(int nsfd, const char *ip, const char *restore)
     _exit(14);
 }
 
+static void setup_child(int nsfd, const void *arg)
+{
+    const char *const *tools = arg;
+
+    child_setup(nsfd, tools[0], tools[1]);
+}
+
 int dk_netns_redirect(struct dk_ctx *c, const char *id, sbx_error_t **err)
 {
     static const char *const ips[] = {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip", NULL};
     static const char *const restores[] = {"/usr/sbin/iptables-restore", "/sbin/iptables-restore",
                                            NULL};
-    const char *ip = find_tool(ips);
-    const char *restore = find_tool(restores);
-    pid_t pid = dk_init_pid(c, id);
-    char path[64];
-    pid_t child;
-    int pidfd, nsfd, status = 0;
+    const char *tools[] = {find_tool(ips), find_tool(restores)};
+    int nsfd;
+    int code;
 
-    if (ip == NULL || restore == NULL) {
+    if (tools[0] == NULL || tools[1] == NULL) {
         return c->host->error_set(err, SBX_E_ENGINE, "%s not found (packages iproute2, iptables)",
-                                  ip == NULL ? "ip" : "iptables-restore");
+                                  tools[0] == NULL ? "ip" : "iptables-restore");
     }
     if (geteuid() != 0) {
         return c->host->error_set(err, SBX_E_ENGINE, "sbx is not root");
     }
-    if (pid <= 0) {
-        return c->host->error_set(err, SBX_E_ENGINE, "the engine reports no pid for it");
-    }
-    pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (pidfd < 0) {
-        return c->host->error_set(err, errno, "pidfd_open %d: %s", (int)pid, strerror(errno));
-    }
-    if (!dk_pid_is_container(pid, id)) {
-        close(pidfd);
-        return c->host->error_set(err, SBX_E_ENGINE, "pid %d is not the sandbox's", (int)pid);
-    }
-    snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-    nsfd = open(path, O_RDONLY | O_CLOEXEC);
+    nsfd = dk_open_ns(c, id, "net", err);
     if (nsfd < 0) {
-        int e = errno;
-
-        close(pidfd);
-        return c->host->error_set(err, e, "%s: %s", path, strerror(e));
+        return -1;
     }
-    /* the pidfd pinned the process: still alive now means nsfd is its namespace */
-    if (syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
-        close(nsfd);
-        close(pidfd);
-        return c->host->error_set(err, SBX_E_ENGINE, "the sandbox's init ended while starting");
-    }
-    close(pidfd);
-    child = fork();
-    if (child < 0) {
-        int e = errno;
-
-        close(nsfd);
-        return c->host->error_set(err, e, "fork: %s", strerror(e));
-    }
-    if (child == 0) {
-        child_setup(nsfd, ip, restore);
-    }
-    close(nsfd);
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-
-        return c->host->error_set(err, SBX_E_ENGINE, "%s failed in the sandbox's netns",
-                                  code == 10   ? "setns"
-                                  : code == 12 ? "ip route"
-                                  : code == 14 ? "exec iptables-restore"
-                                               : "iptables-restore");
+    code = dk_run_in_ns(c, nsfd, setup_child, tools, err);
+    if (code != 0) {
+        return code < 0 ? -1
+                        : c->host->error_set(err, SBX_E_ENGINE, "%s failed in the sandbox's netns",
+                                             code == 10   ? "setns"
+                                             : code == 12 ? "ip route"
+                                             : code == 14 ? "exec iptables-restore"
+                                                          : "iptables-restore");
     }
     return 0;
 }

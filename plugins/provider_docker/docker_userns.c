@@ -64,16 +64,11 @@ static void child_write(int nsfd, const char *const *paths, const char *const *v
     _exit(0);
 }
 
-int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
+int dk_open_ns(struct dk_ctx *c, const char *id, const char *ns, sbx_error_t **err)
 {
-    static const char *const paths[] = {"/proc/sys/user/max_inotify_instances",
-                                        "/proc/sys/user/max_inotify_watches", NULL};
-    char inst[24], watches[24], path[64];
-    const char *const values[] = {inst, watches, NULL};
-    struct stat ours, theirs;
     pid_t pid = dk_init_pid(c, id);
-    pid_t child;
-    int pidfd, nsfd, status = 0;
+    char path[64];
+    int pidfd, nsfd;
 
     if (pid <= 0) {
         return c->host->error_set(err, SBX_E_ENGINE, "the engine reports no pid for it");
@@ -85,18 +80,13 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
     if (!dk_pid_is_container(pid, id)) {
         close(pidfd);
         return c->host->error_set(err, SBX_E_ENGINE,
-                                  "pid %d is not the sandbox's in this pid "
-                                  "namespace",
-                                  (int)pid);
+                                  "pid %d is not the sandbox's in this pid namespace", (int)pid);
     }
-    snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+    snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns);
     nsfd = open(path, O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0 || fstat(nsfd, &theirs) < 0 || stat("/proc/self/ns/user", &ours) < 0) {
+    if (nsfd < 0) {
         int e = errno;
 
-        if (nsfd >= 0) {
-            close(nsfd);
-        }
         close(pidfd);
         return c->host->error_set(err, e, "%s: %s", path, strerror(e));
     }
@@ -107,6 +97,58 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
         return c->host->error_set(err, SBX_E_ENGINE, "the sandbox's init ended while starting");
     }
     close(pidfd);
+    return nsfd;
+}
+
+int dk_run_in_ns(struct dk_ctx *c, int nsfd, void (*child_main)(int nsfd, const void *arg),
+                 const void *arg, sbx_error_t **err)
+{
+    pid_t child = fork();
+    int status = 0;
+
+    if (child < 0) {
+        int e = errno;
+
+        close(nsfd);
+        return c->host->error_set(err, e, "fork: %s", strerror(e));
+    }
+    if (child == 0) {
+        child_main(nsfd, arg); /* never returns */
+        _exit(127);
+    }
+    close(nsfd);
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void caps_child(int nsfd, const void *arg)
+{
+    const char *const *const *pv = arg;
+
+    child_write(nsfd, pv[0], pv[1]);
+}
+
+int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
+{
+    static const char *const paths[] = {"/proc/sys/user/max_inotify_instances",
+                                        "/proc/sys/user/max_inotify_watches", NULL};
+    char inst[24], watches[24];
+    const char *const values[] = {inst, watches, NULL};
+    const char *const *pv[] = {paths, values};
+    struct stat ours, theirs;
+    int nsfd = dk_open_ns(c, id, "user", err);
+    int code;
+
+    if (nsfd < 0) {
+        return -1;
+    }
+    if (fstat(nsfd, &theirs) < 0 || stat("/proc/self/ns/user", &ours) < 0) {
+        int e = errno;
+
+        close(nsfd);
+        return c->host->error_set(err, e, "the sandbox's user namespace: %s", strerror(e));
+    }
     if (theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino) {
         close(nsfd);
         return c->host->error_set(err, SBX_E_ENGINE,
@@ -115,27 +157,15 @@ int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err)
     }
     snprintf(inst, sizeof(inst), "%d", SBX_SANDBOX_INOTIFY_INSTANCES);
     snprintf(watches, sizeof(watches), "%d", SBX_SANDBOX_INOTIFY_WATCHES);
-    child = fork();
-    if (child < 0) {
-        int e = errno;
-
-        close(nsfd);
-        return c->host->error_set(err, e, "fork: %s", strerror(e));
-    }
-    if (child == 0) {
-        child_write(nsfd, paths, values);
-    }
-    close(nsfd);
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-
-        return c->host->error_set(err, SBX_E_ENGINE, "%s failed in the sandbox's user namespace",
-                                  code == 10   ? "setns"
-                                  : code == 20 ? paths[0]
-                                  : code == 21 ? paths[1]
-                                               : "the child");
+    code = dk_run_in_ns(c, nsfd, caps_child, pv, err);
+    if (code != 0) {
+        return code < 0 ? -1
+                        : c->host->error_set(err, SBX_E_ENGINE,
+                                             "%s failed in the sandbox's user namespace",
+                                             code == 10   ? "setns"
+                                             : code == 20 ? paths[0]
+                                             : code == 21 ? paths[1]
+                                                          : "the child");
     }
     return 0;
 }
