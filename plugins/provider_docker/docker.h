@@ -183,6 +183,8 @@ int dk_worktree_give(struct dk_ctx *c, const char *dir, sbx_error_t **err);
 /* Which applies, for struct sbx_provider_info.worktree. */
 void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size);
 
+/* docker_push.c: the image_op (push, pull by digest, list, remove, inspect) */
+int dk_image_op(void *ctx, const struct sbx_image_op *op, sbx_error_t **err);
 /* docker_image.c: the image_build op */
 int dk_image_build(void *ctx, const struct sbx_image_request *req, char *ref_out, size_t ref_size,
                    sbx_error_t **err);

@@ -9,7 +9,8 @@
  * cancel() may be called from any thread while exec() runs.
  *
  * Required: init, destroy_ctx, create, exec, destroy, list.
- * Optional (may be NULL): cancel, info, check, image_build, scan_secrets.
+ * Optional (may be NULL): cancel, info, check, image_build, scan_secrets,
+ * claim_worktree, update_limits, image_op.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -214,6 +215,41 @@ struct sbx_image_request {
     const char *const *changes; /* "WORKDIR /workspace", "ENV K=V"; NULL-terminated */
 };
 
+/* (added, ABI 1.5) One image as the engine describes it (the image_op's fn). */
+struct sbx_image_info {
+    const char *ref;          /* the name asked for (INSPECT, PULL), one tag (LIST), or the
+                                 registry reference pushed (PUSH) */
+    const char *id;           /* the engine's image id ("sha256:...") */
+    const char *digest;       /* the registry manifest digest ("sha256:..."), or NULL */
+    const char *labels;       /* the image's labels as a JSON object text, or NULL */
+    int64_t created;          /* unix seconds, 0 unknown */
+    const char *const *tags;  /* every "repo:tag" of the image, NULL-terminated */
+    int in_use;               /* LIST: a container (running or not) is made from it */
+};
+typedef int (*sbx_image_fn)(void *userdata, const struct sbx_image_info *info);
+
+enum sbx_image_action {
+    SBX_IMAGE_INSPECT = 1, /* ref: calls fn once, or SBX_E_NOTFOUND */
+    SBX_IMAGE_PUSH = 2,    /* ref tagged as target ("host:port/path:tag") and pushed; fn once
+                              with the manifest digest */
+    SBX_IMAGE_PULL = 3,    /* ref ("host:port/path@sha256:...") pulled; fn once */
+    SBX_IMAGE_LIST = 4,    /* every image with a tag of repository ref ("sbx-sandbox"); fn each */
+    SBX_IMAGE_REMOVE = 5,  /* the tag ref removed (the image goes with its last tag, never
+                              one a container uses) */
+};
+
+/* (added, ABI 1.5) What the image_op does. */
+struct sbx_image_op {
+    int action;         /* enum sbx_image_action */
+    const char *ref;    /* see the actions */
+    const char *target; /* PUSH only */
+    const char *auth;   /* PUSH, PULL: the engine's X-Registry-Auth value, or NULL for none.
+                           A secret: never logged, never kept */
+    sbx_image_fn fn;    /* may be NULL */
+    void *userdata;
+    const volatile int *cancel; /* non-NULL: set from another thread to stop a PUSH or PULL */
+};
+
 /* (added, ABI 1.1) Where the values of one needle were found in a sandbox. */
 struct sbx_scan_hits {
     long exec_env;  /* environments of processes running exec_args */
@@ -301,6 +337,12 @@ struct sbx_provider_ops {
      * limits always starts cold (docs/runner.md, "Warm pool"). */
     int (*update_limits)(void *ctx, const char *sandbox_id, const struct sbx_limits *limits,
                          sbx_error_t **err);
+    /* Optional (added, ABI 1.5). Registry work on the provider's engine for
+     * `sbx image push|pull|gc|inspect` and the runner's image check at start
+     * (docs/image.md, "Publishing and pulling"). Returns 0, or -1 with *err;
+     * an image that is not there is SBX_E_NOTFOUND. NULL: the provider has
+     * no images to publish or pull. */
+    int (*image_op)(void *ctx, const struct sbx_image_op *op, sbx_error_t **err);
 };
 
 #endif

@@ -57,6 +57,9 @@ int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_task_help(FILE *out);
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_image_help(FILE *out);
+/* (added) cmd_image_reg.c: push, pull, gc, inspect; -1 when argv[1] is none of them */
+int sbx_cmd_image_reg(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_image_reg_help(FILE *out);
 int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_info_help(FILE *out);
 int sbx_cmd_spike(struct sbx_cli *cli, int argc, char **argv);

@@ -43,6 +43,7 @@ void sbx_cmd_image_help(FILE *out)
                  "  --json             print {\"image\", \"current\", \"definition\", ...}\n"
                  "\n"
                  "Exit status: 0 built or up to date, 1 failed, 2 usage or definition error.\n");
+    sbx_cmd_image_reg_help(out); /* push, pull, gc, inspect */
 }
 
 /* The provider instance that builds the image; refuses one without the
@@ -118,6 +119,9 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     struct sbx_args a = {
         .cmd = "image build", .help = "image", .opts = opts, .argc = argc - 1, .argv = argv + 1};
 
+    if (argc >= 2 && (rc = sbx_cmd_image_reg(cli, argc, argv)) >= 0) {
+        return rc; /* push, pull, gc, inspect: cmd_image_reg.c */
+    }
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         fprintf(stderr, "sbx: error: usage: sbx image build [OPTIONS] (see 'sbx image --help')\n");
         return SBX_EXIT_USAGE;

@@ -199,6 +199,16 @@ struct sbx_config {
         char *egress_allowed_url;   /* a local test server the allow-list admits */
         char *egress_denied_url;    /* a local test server it refuses */
     } spike;
+
+    /* (added) image_registry: where `sbx image push` publishes the warm image
+     * and a box pulls it from (image/registry.h, docs/image.md) */
+    struct {
+        char *url;          /* https://HOST[:PORT]/PATH */
+        char *credential;   /* a credential instance, or NULL: the engine's login */
+        char *username_key; /* the names of its lease's values */
+        char *password_key;
+        int keep; /* sbx image gc keeps this many images */
+    } image_registry;
 };
 
 /* Finds and loads the configuration. explicit_path may be NULL. */

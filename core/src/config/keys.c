@@ -13,6 +13,7 @@
 #include "config/runner_trust.h"
 #include "egress/ca_bundle.h"
 #include "egress/rules.h"
+#include "image/registry.h"
 #include "sandbox/wtscan.h"
 #include "util/cleanup.h"
 #include "util/units.h"
@@ -88,6 +89,33 @@ static int check_box_id(struct sbx_config *c, const config_setting_t *s, sbx_err
                          config_setting_source_line(s));
 }
 
+/* image_registry.url: https://HOST[:PORT]/PATH (image/registry.c). */
+static int check_registry_url(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    struct sbx_registry reg;
+    char why[256];
+
+    if (s == NULL || c->image_registry.url == NULL ||
+        sbx_registry_parse(c->image_registry.url, &reg, why, sizeof(why)) == 0) {
+        return 0;
+    }
+    return sbx_error_set(err, SBX_E_CONFIG, "%s:%u: 'image_registry.url' %s", c->path,
+                         config_setting_source_line(s), why);
+}
+
+/* image_registry.credential: a credential instance. */
+static int check_registry_credential(struct sbx_config *c, const config_setting_t *s,
+                                     sbx_error_t **err)
+{
+    if (s == NULL || c->image_registry.credential == NULL ||
+        sbx_config_instance(c, c->image_registry.credential, SBX_PLUGIN_CREDENTIAL) != NULL) {
+        return 0;
+    }
+    return sbx_error_set(err, SBX_E_CONFIG,
+                         "%s:%u: 'image_registry.credential' '%s' is not a credential instance",
+                         c->path, config_setting_source_line(s), c->image_registry.credential);
+}
+
 /* A row with a field of struct sbx_config, and a row without one. */
 #define KEY(PATH, TYPE, FIELD, ...)                                                                \
     {                                                                                              \
@@ -136,6 +164,9 @@ const struct sbx_key_def sbx_config_keys[] = {
          .help = "**(added)** a task's worktree: the paths protected from the sandbox"),
     NODE("spike", GROUP, .doc_def = "see below",
          .help = "the bars of `sbx spike` (ADR 0287 decision 13)"),
+    NODE("image_registry", GROUP, .doc_def = "see below",
+         .help = "**(added)** the registry `sbx image push` publishes the warm image to and a "
+                 "box pulls it from by digest (`docs/image.md`, \"Publishing and pulling\")"),
     NODE("egress", GROUP, .doc_def = "see below",
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
@@ -327,6 +358,22 @@ const struct sbx_key_def sbx_config_keys[] = {
         .help = "a local test server the egress allow-list admits (the egress criterion)"),
     KEY("spike.egress_denied_url", STRING, spike.egress_denied_url,
         .help = "a local test server the egress allow-list refuses (the egress criterion)"),
+
+    /* image_registry */
+    KEY("image_registry.url", STRING, image_registry.url, .check = {.fn = check_registry_url},
+        .help = "`https://HOST[:PORT]/PATH`: the image repository (e.g. "
+                "`https://127.0.0.1:5443/team/sbx-sandbox`); no credentials in it"),
+    KEY("image_registry.credential", STRING, image_registry.credential,
+        .check = {.fn = check_registry_credential},
+        .doc_def = "none: the engine's login (`docker login`)",
+        .help = "a credential instance whose lease holds the registry's user name and password"),
+    KEY("image_registry.username_key", STRING, image_registry.username_key,
+        .def = "REGISTRY_USERNAME", .help = "the name of the user name in that lease"),
+    KEY("image_registry.password_key", STRING, image_registry.password_key,
+        .def = "REGISTRY_PASSWORD", .help = "the name of the password (or token) in that lease"),
+    KEY("image_registry.keep", INT, image_registry.keep, .def = "5", AT_LEAST(1),
+        .help = "`sbx image gc` keeps this many of the newest `sbx-sandbox` images in the engine "
+                "(and every image a container or `current` uses)"),
 
     /* egress */
     KEY("egress.log", STRING, egress.log, .doc_def = "`<state_dir>/egress.log`",

@@ -1,0 +1,243 @@
+/* test_image_registry.c - image_registry (core/src/image/registry.c): the
+ * URL's checks, each bad value one FILE:LINE error naming the key; the
+ * engine's X-Registry-Auth from the Docker client's login, never from the
+ * file; references by digest (image/push.c); base64 both ways. */
+#include "test_common.h"
+
+#include <jansson.h>
+
+#include "config/config.h"
+#include "image/push.h"
+#include "image/registry.h"
+
+static char *dir;
+
+static int setup(void **state)
+{
+    (void)state;
+    dir = test_mkdtemp();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    test_rm_rf(dir);
+    free(dir);
+    return 0;
+}
+
+static void test_parse_good(void **state)
+{
+    struct sbx_registry r;
+    char why[256];
+
+    (void)state;
+    assert_int_equal(sbx_registry_parse("https://127.0.0.1:5443/team/sbx-sandbox", &r, why,
+                                        sizeof(why)),
+                     0);
+    assert_string_equal(r.host, "127.0.0.1:5443");
+    assert_string_equal(r.repo, "127.0.0.1:5443/team/sbx-sandbox");
+    assert_int_equal(sbx_registry_parse("https://ghcr.example/org/sbx_sandbox.v2", &r, why,
+                                        sizeof(why)),
+                     0);
+    assert_string_equal(r.host, "ghcr.example");
+}
+
+/* Each bad URL, and the phrase its error must hold. */
+static void test_parse_bad(void **state)
+{
+    static const char *const cases[][2] = {
+        {"127.0.0.1:5443/team/sbx", "must start with https://"},
+        {"http://127.0.0.1:5443/team/sbx", "must start with https://"},
+        {"https://127.0.0.1:5443", "no repository path"},
+        {"https://127.0.0.1:5443/", "no repository path"},
+        {"https://127.0.0.1:/team", "empty port"},
+        {"https://127.0.0.1:99999/team", "bad port"},
+        {"https://127.0.0.1:0/team", "bad port"},
+        {"https://127.0.0.1:54a/team", "bad port"},
+        {"https://:5443/team", "no host"},
+        {"https://user:secret@127.0.0.1:5443/team", "holds credentials"},
+        {"https://Reg.example/team", "bad host"},
+        {"https://reg.example/Team", "bad repository path"},
+        {"https://reg.example/team:tag", "bad repository path"},
+        {"https://reg.example/team//x", "bad repository path"},
+        {"https://reg.example/team/", "bad repository path"},
+        {"", "is empty"},
+    };
+    struct sbx_registry r;
+    char why[256];
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        why[0] = '\0';
+        if (sbx_registry_parse(cases[i][0], &r, why, sizeof(why)) == 0) {
+            fail_msg("'%s' was accepted", cases[i][0]);
+        }
+        if (strstr(why, cases[i][1]) == NULL) {
+            fail_msg("'%s': '%s' does not say '%s'", cases[i][0], why, cases[i][1]);
+        }
+    }
+}
+
+/* A configuration with text: NULL with the one-line error in *msg. */
+static struct sbx_config *load(const char *text, char **msg)
+{
+    char *path = test_write_file(dir, "sbx.conf", text);
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+
+    *msg = err ? strdup(sbx_error_msg(err)) : NULL;
+    sbx_error_free(&err);
+    free(path);
+    return c;
+}
+
+static void test_config_errors(void **state)
+{
+    static const char *const cases[][2] = {
+        {"image_registry = {\n  url = \"127.0.0.1:5443/sbx\";\n};\n",
+         "sbx.conf:2: 'image_registry.url' must start with https://"},
+        {"image_registry = {\n  url = \"https://127.0.0.1:70000/sbx\";\n};\n",
+         "sbx.conf:2: 'image_registry.url' has a bad port"},
+        {"image_registry = {\n  url = \"https://u:p@127.0.0.1:5443/sbx\";\n};\n",
+         "sbx.conf:2: 'image_registry.url' holds credentials"},
+        {"image_registry = {\n  url = \"https://127.0.0.1:5443/sbx\";\n  keep = 0;\n};\n",
+         "'image_registry.keep' must be greater than 0"},
+        {"image_registry = {\n  url = \"https://127.0.0.1:5443/sbx\";\n  credential = "
+         "\"nope\";\n};\n",
+         "sbx.conf:3: 'image_registry.credential' 'nope' is not a credential instance"},
+        {"image_registry = {\n  password = \"hunter2\";\n};\n", "unknown key 'password' in 'image_registry'"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *msg = NULL;
+        struct sbx_config *c = load(cases[i][0], &msg);
+
+        if (c != NULL) {
+            fail_msg("case %zu was accepted", i);
+        }
+        assert_non_null(msg);
+        if (strstr(msg, cases[i][1]) == NULL || strchr(msg, '\n') != NULL) {
+            fail_msg("case %zu: '%s' does not say '%s' on one line", i, msg, cases[i][1]);
+        }
+        assert_null(strstr(msg, "hunter2"));
+        free(msg);
+    }
+}
+
+static void test_config_defaults_and_unset(void **state)
+{
+    char *msg = NULL;
+    struct sbx_config *c = load("image_registry = {\n  url = \"https://127.0.0.1:5443/t/s\";\n};\n",
+                                &msg);
+    struct sbx_registry r;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    assert_non_null(c);
+    assert_int_equal(c->image_registry.keep, 5);
+    assert_string_equal(c->image_registry.username_key, "REGISTRY_USERNAME");
+    assert_int_equal(sbx_registry_from_config(c, &r, &err), 0);
+    assert_string_equal(r.repo, "127.0.0.1:5443/t/s");
+    sbx_config_destroy(c);
+    c = sbx_config_defaults();
+    assert_int_equal(sbx_registry_from_config(c, &r, &err), -1);
+    assert_non_null(strstr(sbx_error_msg(err), "'image_registry.url' is not set"));
+    sbx_error_free(&err);
+    sbx_config_destroy(c);
+}
+
+/* The engine's login: the Docker client's config.json under $DOCKER_CONFIG. */
+static void test_auth_from_docker_login(void **state)
+{
+    struct sbx_config *c = sbx_config_defaults();
+    struct sbx_registry r;
+    const char *source = NULL;
+    sbx_error_t *err = NULL;
+    char *path;
+    char *auth;
+    char *json;
+    json_t *o;
+
+    (void)state;
+    setenv("DOCKER_CONFIG", dir, 1);
+    assert_int_equal(sbx_registry_parse("https://127.0.0.1:5443/t/s", &r, NULL, 0), 0);
+    /* no config.json: anonymous, no error */
+    auth = sbx_registry_auth(c, "/nonexistent", &r, &source, &err);
+    assert_null(auth);
+    assert_null(err);
+    assert_string_equal(source, "none");
+    /* "sbx:s3cret" */
+    path = test_write_file(dir, "config.json",
+                           "{\"auths\": {\"127.0.0.1:5443\": {\"auth\": \"c2J4OnMzY3JldA==\"}}}");
+    auth = sbx_registry_auth(c, "/nonexistent", &r, &source, &err);
+    assert_non_null(auth);
+    assert_string_equal(source, "docker login");
+    for (char *p = auth; *p; p++) { /* URL-safe alphabet */
+        if (*p == '-') {
+            *p = '+';
+        }
+        else if (*p == '_') {
+            *p = '/';
+        }
+    }
+    json = sbx_base64_decode(auth, NULL);
+    assert_non_null(json);
+    o = json_loads(json, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(o, "username")), "sbx");
+    assert_string_equal(json_string_value(json_object_get(o, "password")), "s3cret");
+    assert_string_equal(json_string_value(json_object_get(o, "serveraddress")), "127.0.0.1:5443");
+    json_decref(o);
+    free(json);
+    sbx_registry_auth_free(auth);
+    /* a credential helper sbx does not run: said so, not anonymous */
+    free(path);
+    path = test_write_file(dir, "config.json", "{\"credsStore\": \"pass\"}");
+    auth = sbx_registry_auth(c, "/nonexistent", &r, &source, &err);
+    assert_null(auth);
+    assert_non_null(err);
+    assert_non_null(strstr(sbx_error_msg(err), "credential helper"));
+    sbx_error_free(&err);
+    free(path);
+    unsetenv("DOCKER_CONFIG");
+    sbx_config_destroy(c);
+}
+
+static void test_base64_and_digest(void **state)
+{
+    char *e = sbx_base64((const unsigned char *)"ab?", 3, 0);
+    char *u = sbx_base64((const unsigned char *)"ab?", 3, 1);
+    char *d;
+
+    (void)state;
+    assert_string_equal(e, "YWI/");
+    assert_string_equal(u, "YWI_");
+    d = sbx_base64_decode("YWI/", NULL);
+    assert_string_equal(d, "ab?");
+    free(d);
+    assert_null(sbx_base64_decode("Y!", NULL));
+    free(e);
+    free(u);
+    assert_true(sbx_image_ref_by_digest(
+        "127.0.0.1:5443/t/s@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+    assert_false(sbx_image_ref_by_digest("sbx-sandbox:current"));
+    assert_false(sbx_image_ref_by_digest("127.0.0.1:5443/t/s@sha256:0123"));
+    assert_false(sbx_image_ref_by_digest(
+        "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_good),
+        cmocka_unit_test(test_parse_bad),
+        cmocka_unit_test(test_config_errors),
+        cmocka_unit_test(test_config_defaults_and_unset),
+        cmocka_unit_test(test_auth_from_docker_login),
+        cmocka_unit_test(test_base64_and_digest),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
