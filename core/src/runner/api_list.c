@@ -197,6 +197,14 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
         json_array_append_new(down, json_string("removal-backlog"));
     }
     sbx_error_free(&err);
+    if (ready) { /* (added) the image before work (image_check.c) */
+        char why[512];
+
+        if (!runner_image_ready(r, why, sizeof(why))) {
+            json_object_set_new(o, "image", json_string(why));
+            json_array_append_new(down, json_string("image"));
+        }
+    }
     if (ready) {
         struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
         int stopping;

@@ -128,8 +128,8 @@ void runner_fleet_claim(struct sbx_runner *r)
     struct runner_fleet *f = r->fleet;
     int claimed = 0;
 
-    if (f == NULL || r->stopping) {
-        return;
+    if (f == NULL || r->stopping || !runner_image_ready(r, NULL, 0)) {
+        return; /* (added) a box without its image claims nothing */
     }
     for (int p = 0; p < SBX_POOL_COUNT; p++) {
         for (;;) {

@@ -137,8 +137,8 @@ void runner_schedule(struct sbx_runner *r)
     struct sbx_sched_grant g;
     int granted = 0;
 
-    if (r->stopping) {
-        return;
+    if (r->stopping || !runner_image_ready(r, NULL, 0)) {
+        return; /* (added) no grant before the image is there (image_check.c) */
     }
     while (sbx_sched_next_grant(r->sched, &g)) {
         struct rjob *j = runner_job_find(r, g.id);
@@ -506,7 +506,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(r->base);
     }
     pthread_mutex_unlock(&r->mu);
-    runner_warm_tick(r);
+    if (runner_image_ready(r, NULL, 0)) {
+        runner_warm_tick(r);
+    }
     runner_trim_finished(r);
 }
 
@@ -631,7 +633,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
     if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
-        runner_warm_init(r, err) < 0) {
+        runner_warm_init(r, err) < 0 || runner_image_start(r, err) < 0) {
         goto fail;
     }
     if (runner_api_bind(r, err) < 0 ||
@@ -687,6 +689,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r == NULL) {
         return;
     }
+    runner_image_free(r); /* (added) before the loop its thread posts to */
     sbx_policy_destroy(r->policy);
     free(r->policy_dir);
     if (r->http_unix != NULL) {

@@ -154,7 +154,15 @@ struct sbx_runner {
     struct runner_fleet *fleet;   /* (added) fleet.c: NULL on SQLite (one box) */
     struct runner_status *status; /* (added) status.c: the status page's sessions */
     struct runner_warm *warm;     /* (added) warm.c, under mu */
+    struct runner_image *image;   /* (added) image_check.c: the image before work */
 };
+
+/* (added) image_check.c: the configured image is in the engine (pulled by
+ * digest when missing) before the box grants or claims a job. ready: 1, else
+ * 0 with what it waits for in why (may be NULL). */
+int runner_image_start(struct sbx_runner *r, sbx_error_t **err);
+int runner_image_ready(struct sbx_runner *r, char *why, size_t len);
+void runner_image_free(struct sbx_runner *r);
 
 /* runner.c */
 struct rjob *runner_job_find(struct sbx_runner *r, const char *id);

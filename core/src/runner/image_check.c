@@ -1,0 +1,176 @@
+/* image_check.c - the box's image before it takes work (docs/image.md,
+ * "Publishing and pulling"; docs/operations.md, "The image at start"): a
+ * thread makes sure the configured `image` is in the default provider's
+ * engine. A missing reference by digest is pulled (`pulling image ...`);
+ * meanwhile the box grants and claims no job and /readyz says `image`. A
+ * failed pull is retried every 30 s. An image never gets built here. A
+ * missing image that is not a reference by digest is logged and the box goes
+ * on (its tasks fail at create, as they did before this check). */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "image/push.h"
+#include "plugin/instance.h"
+#include "runner/runner_int.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#define IMAGE_RETRY_MS 30000
+
+struct runner_image {
+    struct sbx_runner *r;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    volatile int stop;
+    int ready;
+    char why[512]; /* what the box waits for, "" when ready */
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void set_state(struct runner_image *im, int ready, const char *why)
+{
+    pthread_mutex_lock(&im->mu);
+    im->ready = ready;
+    snprintf(im->why, sizeof(im->why), "%s", why);
+    pthread_mutex_unlock(&im->mu);
+}
+
+/* One attempt: 1 done (ready), 0 retry later. */
+static int attempt(struct runner_image *im)
+{
+    struct sbx_runner *r = im->r;
+    const struct sbx_config *cfg = r->cfg;
+    sbx_error_t *err = NULL;
+    struct sbx_open_instance *oi =
+        sbx_instance_open(cfg, r->plugin_dir, cfg->provider, SBX_PLUGIN_PROVIDER, &err);
+    char why[sizeof(im->why)];
+    int pulled = 0;
+    int rc;
+
+    if (oi == NULL || sbx_instance_provider(oi)->image_op == NULL) {
+        /* a provider without images (or none yet): nothing to check here;
+         * the health probe reports an engine that cannot be opened */
+        sbx_error_free(&err);
+        sbx_instance_close(oi);
+        return 1;
+    }
+    if (sbx_image_ref_by_digest(cfg->image)) {
+        snprintf(why, sizeof(why), "checking image %s", cfg->image);
+        set_state(im, 0, why);
+    }
+    rc = sbx_image_ensure(cfg, r->plugin_dir, oi, cfg->image, &im->stop, &pulled, &err);
+    sbx_instance_close(oi);
+    if (rc == 0) {
+        return 1;
+    }
+    if (err->code == SBX_E_NOTFOUND && !sbx_image_ref_by_digest(cfg->image)) {
+        sbx_warn("runner: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        return 1;
+    }
+    snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", cfg->image,
+             sbx_error_msg(err), IMAGE_RETRY_MS / 1000);
+    sbx_error_log("runner: %s", why);
+    sbx_error_free(&err);
+    set_state(im, 0, why);
+    return 0;
+}
+
+static void *image_main(void *arg)
+{
+    struct runner_image *im = arg;
+
+    while (!im->stop) {
+        int64_t at;
+        struct timespec until;
+
+        if (attempt(im)) {
+            set_state(im, 1, "");
+            runner_post(im->r, RMSG_OUTPUT, "", SBX_RESULT_OK); /* the loop schedules */
+            break;
+        }
+        at = mono_ms() + IMAGE_RETRY_MS;
+        until.tv_sec = (time_t)(at / 1000);
+        until.tv_nsec = (long)(at % 1000) * 1000000;
+        pthread_mutex_lock(&im->mu);
+        while (!im->stop && mono_ms() < at) {
+            pthread_cond_timedwait(&im->cv, &im->mu, &until);
+        }
+        pthread_mutex_unlock(&im->mu);
+    }
+    return NULL;
+}
+
+int runner_image_start(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct runner_image *im = xcalloc(1, sizeof(*im));
+    pthread_condattr_t ca;
+
+    im->r = r;
+    snprintf(im->why, sizeof(im->why), "checking image %s", r->cfg->image ? r->cfg->image : "");
+    pthread_mutex_init(&im->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&im->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (r->cfg->image == NULL) {
+        im->ready = 1;
+        im->why[0] = '\0';
+        r->image = im;
+        return 0;
+    }
+    if (pthread_create(&im->th, NULL, image_main, im) != 0) {
+        pthread_mutex_destroy(&im->mu);
+        pthread_cond_destroy(&im->cv);
+        free(im);
+        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the image thread");
+    }
+    r->image = im;
+    return 0;
+}
+
+int runner_image_ready(struct sbx_runner *r, char *why, size_t len)
+{
+    struct runner_image *im = r->image;
+    int ready;
+
+    if (im == NULL) {
+        return 1; /* a runner made without the check (tests' harnesses) */
+    }
+    pthread_mutex_lock(&im->mu);
+    ready = im->ready;
+    if (why != NULL) {
+        snprintf(why, len, "%s", im->why);
+    }
+    pthread_mutex_unlock(&im->mu);
+    return ready;
+}
+
+void runner_image_free(struct sbx_runner *r)
+{
+    struct runner_image *im = r->image;
+
+    if (im == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&im->mu);
+    im->stop = 1; /* also cancels a pull in flight */
+    pthread_cond_signal(&im->cv);
+    pthread_mutex_unlock(&im->mu);
+    if (r->cfg->image != NULL) {
+        pthread_join(im->th, NULL);
+    }
+    pthread_mutex_destroy(&im->mu);
+    pthread_cond_destroy(&im->cv);
+    free(im);
+    r->image = NULL;
+}
