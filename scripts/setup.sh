@@ -22,7 +22,7 @@ packages=(
     liblua5.4-dev libconfig-dev libcurl4-openssl-dev libjansson-dev libcmocka-dev
     libevent-dev libsqlite3-dev prometheus chromium
     docker.io docker-registry debootstrap curl ca-certificates openssl python3 iproute2 iptables
-    procps busybox-static
+    procps busybox-static apache2-utils
     btrfs-progs util-linux e2fsprogs postgresql-15 libpq-dev
     dpkg-dev fakeroot help2man man-db bash-completion zsh
 )
@@ -38,6 +38,7 @@ else
     say "Debian packages already installed"
 fi
 # docker-registry is there for the tests, which start their own on loopback
+# (apache2-utils: htpasswd -B for the image registry test's basic auth)
 # (tests/support/registry.sh); the package's own service (:5000 on every
 # address) is not wanted on a box
 if command -v systemctl >/dev/null && systemctl is-enabled --quiet docker-registry 2>/dev/null; then

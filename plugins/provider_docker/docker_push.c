@@ -96,8 +96,7 @@ static int xfer(struct dk_ctx *c, const char *what, const char *path, const char
         char *nl = strchr(line, '\n');
         json_t *o = json_loadb(line, nl ? (size_t)(nl - line) : strlen(line), 0, NULL);
         const char *e = json_string_value(json_object_get(o, "error"));
-        const char *d =
-            json_string_value(json_object_get(json_object_get(o, "aux"), "Digest"));
+        const char *d = json_string_value(json_object_get(json_object_get(o, "aux"), "Digest"));
 
         if (e != NULL) {
             r = c->host->error_set(err, SBX_E_ENGINE, "docker: %s: %.400s", what, e);

@@ -33,14 +33,12 @@ static void test_parse_good(void **state)
     char why[256];
 
     (void)state;
-    assert_int_equal(sbx_registry_parse("https://127.0.0.1:5443/team/sbx-sandbox", &r, why,
-                                        sizeof(why)),
-                     0);
+    assert_int_equal(
+        sbx_registry_parse("https://127.0.0.1:5443/team/sbx-sandbox", &r, why, sizeof(why)), 0);
     assert_string_equal(r.host, "127.0.0.1:5443");
     assert_string_equal(r.repo, "127.0.0.1:5443/team/sbx-sandbox");
-    assert_int_equal(sbx_registry_parse("https://ghcr.example/org/sbx_sandbox.v2", &r, why,
-                                        sizeof(why)),
-                     0);
+    assert_int_equal(
+        sbx_registry_parse("https://ghcr.example/org/sbx_sandbox.v2", &r, why, sizeof(why)), 0);
     assert_string_equal(r.host, "ghcr.example");
 }
 
@@ -107,7 +105,8 @@ static void test_config_errors(void **state)
         {"image_registry = {\n  url = \"https://127.0.0.1:5443/sbx\";\n  credential = "
          "\"nope\";\n};\n",
          "sbx.conf:3: 'image_registry.credential' 'nope' is not a credential instance"},
-        {"image_registry = {\n  password = \"hunter2\";\n};\n", "unknown key 'password' in 'image_registry'"},
+        {"image_registry = {\n  password = \"hunter2\";\n};\n",
+         "unknown key 'password' in 'image_registry'"},
     };
 
     (void)state;
@@ -130,8 +129,8 @@ static void test_config_errors(void **state)
 static void test_config_defaults_and_unset(void **state)
 {
     char *msg = NULL;
-    struct sbx_config *c = load("image_registry = {\n  url = \"https://127.0.0.1:5443/t/s\";\n};\n",
-                                &msg);
+    struct sbx_config *c =
+        load("image_registry = {\n  url = \"https://127.0.0.1:5443/t/s\";\n};\n", &msg);
     struct sbx_registry r;
     sbx_error_t *err = NULL;
 
@@ -221,7 +220,8 @@ static void test_base64_and_digest(void **state)
     free(e);
     free(u);
     assert_true(sbx_image_ref_by_digest(
-        "127.0.0.1:5443/t/s@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
+        "127.0.0.1:5443/t/"
+        "s@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"));
     assert_false(sbx_image_ref_by_digest("sbx-sandbox:current"));
     assert_false(sbx_image_ref_by_digest("127.0.0.1:5443/t/s@sha256:0123"));
     assert_false(sbx_image_ref_by_digest(

@@ -217,14 +217,14 @@ struct sbx_image_request {
 
 /* (added, ABI 1.5) One image as the engine describes it (the image_op's fn). */
 struct sbx_image_info {
-    const char *ref;          /* the name asked for (INSPECT, PULL), one tag (LIST), or the
-                                 registry reference pushed (PUSH) */
-    const char *id;           /* the engine's image id ("sha256:...") */
-    const char *digest;       /* the registry manifest digest ("sha256:..."), or NULL */
-    const char *labels;       /* the image's labels as a JSON object text, or NULL */
-    int64_t created;          /* unix seconds, 0 unknown */
-    const char *const *tags;  /* every "repo:tag" of the image, NULL-terminated */
-    int in_use;               /* LIST: a container (running or not) is made from it */
+    const char *ref;         /* the name asked for (INSPECT, PULL), one tag (LIST), or the
+                                registry reference pushed (PUSH) */
+    const char *id;          /* the engine's image id ("sha256:...") */
+    const char *digest;      /* the registry manifest digest ("sha256:..."), or NULL */
+    const char *labels;      /* the image's labels as a JSON object text, or NULL */
+    int64_t created;         /* unix seconds, 0 unknown */
+    const char *const *tags; /* every "repo:tag" of the image, NULL-terminated */
+    int in_use;              /* LIST: a container (running or not) is made from it */
 };
 typedef int (*sbx_image_fn)(void *userdata, const struct sbx_image_info *info);
 

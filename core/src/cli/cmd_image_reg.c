@@ -128,12 +128,11 @@ static int cmd_inspect(struct sbx_open_instance *oi, const char *ref, int json, 
     json_t *list = json_array();
     json_t *o;
 
-    if (sbx_instance_provider(oi)->image_op(oi->ctx,
-                                            &(struct sbx_image_op){.action = SBX_IMAGE_INSPECT,
-                                                                   .ref = ref,
-                                                                   .fn = on_info,
-                                                                   .userdata = list},
-                                            err) < 0) {
+    if (sbx_instance_provider(oi)->image_op(
+            oi->ctx,
+            &(struct sbx_image_op){
+                .action = SBX_IMAGE_INSPECT, .ref = ref, .fn = on_info, .userdata = list},
+            err) < 0) {
         json_decref(list);
         return -1;
     }
@@ -149,10 +148,9 @@ static int cmd_inspect(struct sbx_open_instance *oi, const char *ref, int json, 
     {
         json_t *sbom = json_object_get(o, "sbom");
 
-        printf("sbom    %s\n",
-               json_is_object(sbom)
-                   ? "yes (sbx image inspect --json)"
-                   : "none (built before SBOMs, or not by sbx image build)");
+        printf("sbom    %s\n", json_is_object(sbom)
+                                   ? "yes (sbx image inspect --json)"
+                                   : "none (built before SBOMs, or not by sbx image build)");
         if (json_is_object(sbom)) {
             printf("  definition hash %s, %zu Debian packages, %zu npm packages, %zu mise "
                    "tools\n",
@@ -186,12 +184,11 @@ static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
     int kept = 0;
     int rc = 0;
 
-    if (ops->image_op(oi->ctx,
-                      &(struct sbx_image_op){.action = SBX_IMAGE_LIST,
-                                             .ref = "sbx-sandbox",
-                                             .fn = on_info,
-                                             .userdata = list},
-                      err) < 0) {
+    if (ops->image_op(
+            oi->ctx,
+            &(struct sbx_image_op){
+                .action = SBX_IMAGE_LIST, .ref = "sbx-sandbox", .fn = on_info, .userdata = list},
+            err) < 0) {
         json_decref(list);
         json_decref(removed);
         return -1;
@@ -224,10 +221,10 @@ static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
             }
             json_array_append(removed, t);
             if (!o->dry) {
-                rc = ops->image_op(oi->ctx,
-                                   &(struct sbx_image_op){.action = SBX_IMAGE_REMOVE,
-                                                          .ref = json_string_value(t)},
-                                   err);
+                rc = ops->image_op(
+                    oi->ctx,
+                    &(struct sbx_image_op){.action = SBX_IMAGE_REMOVE, .ref = json_string_value(t)},
+                    err);
             }
             if (rc < 0) {
                 break;
@@ -239,8 +236,8 @@ static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
     }
     free(v);
     if (rc == 0 && o->json) {
-        print_json(json_pack("{s:i, s:O, s:b}", "keep", keep, "removed", removed, "dry_run",
-                             o->dry));
+        print_json(
+            json_pack("{s:i, s:O, s:b}", "keep", keep, "removed", removed, "dry_run", o->dry));
     }
     json_decref(removed);
     json_decref(list);
@@ -294,7 +291,7 @@ int sbx_cmd_image_reg(struct sbx_cli *cli, int argc, char **argv)
     else if (strcmp(sub, "pull") == 0) {
         int pulled = 0;
 
-        rc = sbx_image_ensure(cfg, sbx_cli_plugin_dir(cli), oi, ref, NULL, &pulled, &err);
+        rc = sbx_image_ensure(cfg, sbx_cli_plugin_dir(cli), oi, ref, NULL, 1, &pulled, &err);
         if (rc == 0 && o.json) {
             print_json(json_pack("{s:s, s:b}", "image", ref, "pulled", pulled));
         }

@@ -20,8 +20,8 @@ int sbx_image_op_supported(struct sbx_open_instance *oi, sbx_error_t **err)
     if (sbx_instance_provider(oi)->image_op != NULL) {
         return 1;
     }
-    sbx_error_set(err, SBX_E_USAGE, "provider '%s' (%s) cannot push or pull images",
-                  oi->cfg->name, oi->cfg->plugin);
+    sbx_error_set(err, SBX_E_USAGE, "provider '%s' (%s) cannot push or pull images", oi->cfg->name,
+                  oi->cfg->plugin);
     return 0;
 }
 
@@ -98,9 +98,8 @@ static void record(const struct sbx_config *c, const struct sbx_pushed *p)
         root = json_object();
     }
     json_object_set_new(root, p->hash,
-                        json_pack("{s:s, s:s, s:s, s:I}", "target", p->target, "digest",
-                                  p->digest, "pull_ref", p->pull_ref, "pushed_at",
-                                  (json_int_t)time(NULL)));
+                        json_pack("{s:s, s:s, s:s, s:I}", "target", p->target, "digest", p->digest,
+                                  "pull_ref", p->pull_ref, "pushed_at", (json_int_t)time(NULL)));
     if (json_dump_file(root, tmp, JSON_INDENT(2) | JSON_SORT_KEYS) < 0 || rename(tmp, path) < 0) {
         sbx_warn("image push: cannot write %s: %s", path, strerror(errno));
         unlink(tmp);
@@ -112,9 +111,8 @@ static void record(const struct sbx_config *c, const struct sbx_pushed *p)
     free(state);
 }
 
-int sbx_image_push(const struct sbx_config *c, const char *plugin_dir,
-                   struct sbx_open_instance *oi, const char *ref, struct sbx_pushed *out,
-                   sbx_error_t **err)
+int sbx_image_push(const struct sbx_config *c, const char *plugin_dir, struct sbx_open_instance *oi,
+                   const char *ref, struct sbx_pushed *out, sbx_error_t **err)
 {
     const struct sbx_provider_ops *ops = sbx_instance_provider(oi);
     struct sbx_registry reg;
@@ -127,10 +125,11 @@ int sbx_image_push(const struct sbx_config *c, const char *plugin_dir,
     if (!sbx_image_op_supported(oi, err) || sbx_registry_from_config(c, &reg, err) < 0) {
         return -1;
     }
-    if (ops->image_op(oi->ctx,
-                      &(struct sbx_image_op){
-                          .action = SBX_IMAGE_INSPECT, .ref = ref, .fn = on_inspect, .userdata = &f},
-                      err) < 0) {
+    if (ops->image_op(
+            oi->ctx,
+            &(struct sbx_image_op){
+                .action = SBX_IMAGE_INSPECT, .ref = ref, .fn = on_inspect, .userdata = &f},
+            err) < 0) {
         return sbx_error_wrap(err, "image push");
     }
     if (f.hash[0] == '\0') {
@@ -146,6 +145,10 @@ int sbx_image_push(const struct sbx_config *c, const char *plugin_dir,
         return -1;
     }
     sbx_info("image push: %s to %s (credentials: %s)", ref, out->target, out->auth_source);
+    if (sbx_log_get_level() < SBX_LOG_INFO) {
+        fprintf(stderr, "sbx: pushing image %s to %s (credentials: %s)\n", ref, out->target,
+                out->auth_source);
+    }
     rc = ops->image_op(oi->ctx,
                        &(struct sbx_image_op){.action = SBX_IMAGE_PUSH,
                                               .ref = ref,
@@ -183,7 +186,8 @@ static char *auth_for(const struct sbx_config *c, const char *plugin_dir, const 
         return NULL;
     }
     snprintf(reg.host, sizeof(reg.host), "%.*s", (int)hl, ref);
-    if (c->image_registry.url != NULL && sbx_registry_parse(c->image_registry.url, &conf, NULL, 0) == 0 &&
+    if (c->image_registry.url != NULL &&
+        sbx_registry_parse(c->image_registry.url, &conf, NULL, 0) == 0 &&
         strcmp(conf.host, reg.host) == 0) {
         return sbx_registry_auth(c, plugin_dir, &reg, source, err);
     }
@@ -195,7 +199,7 @@ static char *auth_for(const struct sbx_config *c, const char *plugin_dir, const 
 
 int sbx_image_ensure(const struct sbx_config *c, const char *plugin_dir,
                      struct sbx_open_instance *oi, const char *ref, const volatile int *cancel,
-                     int *pulled, sbx_error_t **err)
+                     int say, int *pulled, sbx_error_t **err)
 {
     const struct sbx_provider_ops *ops = sbx_instance_provider(oi);
     sbx_error_t *e = NULL;
@@ -230,6 +234,9 @@ int sbx_image_ensure(const struct sbx_config *c, const char *plugin_dir,
         return -1;
     }
     sbx_info("pulling image %s (credentials: %s)", ref, source);
+    if (say && sbx_log_get_level() < SBX_LOG_INFO) {
+        fprintf(stderr, "sbx: pulling image %s (credentials: %s)\n", ref, source);
+    }
     t0 = (int64_t)time(NULL);
     rc = ops->image_op(oi->ctx,
                        &(struct sbx_image_op){

@@ -173,8 +173,8 @@ int sbx_registry_parse(const char *url, struct sbx_registry *out, char *why, siz
         int sep = *p == '/' || *p == '.' || *p == '_' || *p == '-';
 
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || sep) ||
-            (sep && (p[1] == '\0' || p[-1] == '/' || p[-1] == '.' || p[-1] == '_' ||
-                     p[-1] == '-'))) {
+            (sep &&
+             (p[1] == '\0' || p[-1] == '/' || p[-1] == '.' || p[-1] == '_' || p[-1] == '-'))) {
             return fail(why, size,
                         "has a bad repository path (lower-case letters and digits, parts "
                         "separated by '/', '.', '_' or '-'; no query, tag or digest)");

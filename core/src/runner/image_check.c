@@ -67,7 +67,7 @@ static int attempt(struct runner_image *im)
         snprintf(why, sizeof(why), "checking image %s", cfg->image);
         set_state(im, 0, why);
     }
-    rc = sbx_image_ensure(cfg, r->plugin_dir, oi, cfg->image, &im->stop, &pulled, &err);
+    rc = sbx_image_ensure(cfg, r->plugin_dir, oi, cfg->image, &im->stop, 0, &pulled, &err);
     sbx_instance_close(oi);
     if (rc == 0) {
         return 1;
@@ -77,8 +77,8 @@ static int attempt(struct runner_image *im)
         sbx_error_free(&err);
         return 1;
     }
-    snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", cfg->image,
-             sbx_error_msg(err), IMAGE_RETRY_MS / 1000);
+    snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", cfg->image, sbx_error_msg(err),
+             IMAGE_RETRY_MS / 1000);
     sbx_error_log("runner: %s", why);
     sbx_error_free(&err);
     set_state(im, 0, why);

@@ -1,0 +1,119 @@
+#!/bin/bash
+# image_registry.sh - `sbx image push`, `sbx image pull` by digest and the
+# runner's pull before work (docs/image.md, "Publishing and pulling"),
+# against Debian's docker-registry on loopback with TLS (a CA made here) and
+# basic auth (htpasswd -B). Run by test_image_registry.c with:
+#   SBX=build/sbx  SRC=source dir  WORK=a fresh directory
+#   HOST1=unix://... (SBX_TEST_DOCKER_HOST)  HOST2=unix://... a second engine, or
+#   the same engine again (then the image's digest reference is removed
+#   there and pulled back: the manifest comes from the registry)
+# Traffic goes to 127.0.0.1 only. Prints what it does; exit 0 all passed.
+set -euo pipefail
+: "${SBX:?}" "${SRC:?}" "${WORK:?}" "${HOST1:?}" "${HOST2:?}"
+say() { echo "image_registry.sh: $*" >&2; }
+die() { say "FAIL: $*"; exit 1; }
+# a condition with a deadline (no fixed sleep as a wait)
+wait_until() { # SECONDS CMD...
+    local end=$((SECONDS + $1)); shift
+    until "$@"; do [ $SECONDS -lt $end ] || return 1; sleep 0.1; done
+}
+command -v htpasswd >/dev/null || die "no htpasswd: apt-get install apache2-utils (scripts/setup.sh)"
+command -v docker-registry >/dev/null || die "no docker-registry (scripts/setup.sh)"
+
+cd "$WORK"
+# the test CA and the registry's certificate for 127.0.0.1
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=sbx-test-ca \
+    -keyout ca.key -out ca.crt 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout reg.key -out reg.csr 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >ext.cnf
+openssl x509 -req -in reg.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
+    -extfile ext.cnf -out reg.crt 2>/dev/null
+htpasswd -Bbn sbxtest 's3cret-pw' >htpasswd 2>/dev/null
+mkdir -p reg
+sh "$SRC/tests/support/registry.sh" "$WORK/reg" "$WORK/reg.crt" "$WORK/reg.key" "$WORK/htpasswd" \
+    >reg.port &
+regpid=$!
+trap 'kill $regpid 2>/dev/null || true' EXIT
+wait_until 20 grep -q . reg.port || die "the registry printed no port"
+port=$(head -n1 reg.port)
+# TLS with the test CA, and basic auth: 401 without credentials
+code() { curl -s -o /dev/null -w '%{http_code}' --cacert ca.crt "$@" "https://127.0.0.1:$port/v2/" || true; }
+wait_until 20 test "$(code)" = 401 || die "registry on :$port not up (log: $(cat reg/registry.log))"
+[ "$(code -u sbxtest:s3cret-pw)" = 200 ] || die "basic auth refused"
+say "registry up on https://127.0.0.1:$port (TLS from the test CA, basic auth)"
+
+# the image: a tiny one with a content-hash tag, unique to this run
+hash=$(printf '%s' "$WORK" | sha256sum | cut -c1-16)
+repo=sbx-imgtest-$$
+export DOCKER_HOST=$HOST1
+docker tag sbx-busybox:test "$repo:$hash"
+cleanup_local() {
+    DOCKER_HOST=$HOST1 docker rmi "$repo:$hash" "127.0.0.1:$port/team/imgtest:$hash" >/dev/null 2>&1 || true
+}
+trap 'kill $regpid 2>/dev/null || true; cleanup_local' EXIT
+
+cat >sbx.conf <<CONF
+image_registry = {
+  url = "https://127.0.0.1:$port/team/imgtest";
+};
+CONF
+export SBX_CONFIG=$WORK/sbx.conf SBX_STATE_DIR=$WORK/state
+mkdir -p dockercfg-none dockercfg
+# without a login: refused by the registry, exit 1, no secret printed
+set +e
+DOCKER_CONFIG=$WORK/dockercfg-none "$SBX" image push --image "$repo:$hash" >out 2>err
+rc=$?
+set -e
+[ $rc = 1 ] || die "push without credentials: exit $rc ($(cat err))"
+grep -q 'image push to 127.0.0.1' err || die "push without credentials: $(cat err)"
+say "push without credentials refused: $(tail -n1 err)"
+
+# the engine's login (the Docker client's config.json), never the file
+printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$port" \
+    "$(printf 'sbxtest:s3cret-pw' | base64 -w0)" >dockercfg/config.json
+export DOCKER_CONFIG=$WORK/dockercfg
+"$SBX" image push --image "$repo:$hash" --json >push.json 2>err || die "push: $(cat err)"
+grep -q 's3cret' push.json err && die "the password was printed"
+digest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["digest"])' push.json)
+ref=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_ref"])' push.json)
+[ "$ref" = "127.0.0.1:$port/team/imgtest@$digest" ] || die "pull_ref $ref"
+grep -q "\"$digest\"" state/images/pushed.json || die "digest not recorded in pushed.json"
+# the registry has it under the content hash, with that digest (checked with the CA)
+got=$(curl -s --cacert ca.crt -u sbxtest:s3cret-pw -o /dev/null -D - \
+    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+    -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+    "https://127.0.0.1:$port/v2/team/imgtest/manifests/$hash" |
+    tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p')
+[ "$got" = "$digest" ] || die "registry digest '$got', pushed '$digest'"
+say "pushed $repo:$hash as $ref"
+
+# delete locally, then pull by digest on the second engine (or this one again)
+export DOCKER_HOST=$HOST2
+if [ "$HOST2" = "$HOST1" ]; then
+    docker rmi "127.0.0.1:$port/team/imgtest:$hash" >/dev/null
+fi
+docker rmi "$ref" >/dev/null 2>&1 || true
+docker image inspect "$ref" >/dev/null 2>&1 && die "$ref still in the engine"
+"$SBX" image pull --image "$ref" >pull.out 2>err || die "pull: $(cat err)"
+grep -q "pulled" pull.out || die "pull: $(cat pull.out)"
+grep -q "pulling image $ref" err || die "no 'pulling image' line: $(cat err)"
+"$SBX" image pull --image "$ref" >pull.out 2>err || die "second pull: $(cat err)"
+grep -q "already in the engine" pull.out || die "second pull: $(cat pull.out)"
+# run it
+[ "$(docker run --rm --network none "$ref" echo ran-from-digest)" = ran-from-digest ] ||
+    die "cannot run $ref"
+"$SBX" image inspect --image "$ref" --json >inspect.json 2>err || die "inspect: $(cat err)"
+grep -q "$digest" inspect.json || die "inspect: $(cat inspect.json)"
+say "pulled by digest on $HOST2 and ran it"
+
+# a reference not by digest is never pulled (nor built): exit 1 naming it
+set +e
+"$SBX" image pull --image "sbx-imgtest-missing:$hash" >out 2>err
+rc=$?
+set -e
+[ $rc = 1 ] && grep -q "not a reference by digest" err || die "missing tag: exit $rc $(cat err)"
+# gc never removes current or in-use images (dry run: the engine is shared)
+"$SBX" image gc --dry-run --keep 1000 --json >gc.json 2>err || die "gc: $(cat err)"
+grep -q '"removed": \[\]' gc.json || die "gc --keep 1000 would remove: $(cat gc.json)"
+[ "$HOST2" = "$HOST1" ] || docker rmi "$ref" >/dev/null 2>&1 || true
+say "all passed"
