@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "image/mise.h"
 #include "util/log.h"
 #include "util/paths.h"
 #include "util/xalloc.h"
@@ -163,6 +164,7 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     json_t *pkgs;
     json_t *env;
     json_t *canon;
+    json_t *mise_tools = NULL;
     const char *k;
     json_t *v;
     size_t n = 0;
@@ -281,6 +283,10 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         }
         json_decref(t);
     }
+    /* (added) mise.toml's tools: Debian packages and npm specs (image/mise.c) */
+    if (sbx_mise_apply(d->mise, "mise.toml", &d->packages, &d->npm, &mise_tools, err) < 0) {
+        goto fail;
+    }
     /* the content hash covers exactly what shapes the image */
     canon = json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite, "packages",
                       json_array(), "env", json_array(), "workdir", d->workdir, "mise", d->mise);
@@ -298,6 +304,9 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
             json_array_append_new(a, json_string(d->npm[i]));
         }
         json_object_set_new(canon, "npm", a);
+    }
+    if (mise_tools != NULL) { /* (added) only with tools: other hashes stay */
+        json_object_set_new(canon, "mise_tools", mise_tools);
     }
     d->canonical = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(canon);
