@@ -106,6 +106,41 @@ grep -q "already in the engine" pull.out || die "second pull: $(cat pull.out)"
 grep -q "$digest" inspect.json || die "inspect: $(cat inspect.json)"
 say "pulled by digest on $HOST2 and ran it"
 
+# the runner: a box whose image is missing pulls it by digest before it takes
+# work, and /readyz says "image" meanwhile (here: while the registry is down)
+cat >serve.conf <<CONF
+image = "$ref";
+image_registry = {
+  url = "https://127.0.0.1:$port/team/imgtest";
+};
+CONF
+readyz() { curl -s -m 5 --unix-socket "$1/runner.sock" http://localhost/readyz || true; }
+readyz_has() { readyz "$1" | grep -q "$2"; } # STATE PATTERN
+servepid=""
+serve() { # STATE
+    mkdir -p "$1"
+    SBX_CONFIG=$WORK/serve.conf SBX_STATE_DIR=$1 "$SBX" --log-level info serve >"$1/serve.log" 2>&1 &
+    servepid=$!
+}
+stop_serve() { kill "$servepid" 2>/dev/null || true; wait "$servepid" 2>/dev/null || true; servepid=""; }
+trap 'stop_serve; kill $regpid 2>/dev/null || true; cleanup_local' EXIT
+docker rmi "$ref" >/dev/null
+serve "$WORK/serve1"
+wait_until 120 readyz_has "$WORK/serve1" '"status": *"ok"' ||
+    die "the runner is not ready: $(readyz "$WORK/serve1") $(cat "$WORK/serve1/serve.log")"
+grep -q "pulling image $ref" "$WORK/serve1/serve.log" || die "no 'pulling image': $(cat "$WORK/serve1/serve.log")"
+grep -q "pulled image $ref" "$WORK/serve1/serve.log" || die "no 'pulled image'"
+docker image inspect "$ref" >/dev/null || die "the runner did not pull $ref"
+stop_serve
+say "the runner pulled $ref before it was ready"
+docker rmi "$ref" >/dev/null
+kill $regpid; wait $regpid 2>/dev/null || true
+serve "$WORK/serve2"
+wait_until 60 readyz_has "$WORK/serve2" '"down": *\[.*"image"' ||
+    die "/readyz does not say image: $(readyz "$WORK/serve2") $(cat "$WORK/serve2/serve.log")"
+say "registry down: /readyz $(readyz "$WORK/serve2" | tr -d '\n' | cut -c1-300)"
+stop_serve
+
 # a reference not by digest is never pulled (nor built): exit 1 naming it
 set +e
 "$SBX" image pull --image "sbx-imgtest-missing:$hash" >out 2>err
