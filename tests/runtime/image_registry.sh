@@ -28,9 +28,9 @@ openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout reg.key -out reg
 printf 'subjectAltName=IP:127.0.0.1\n' >ext.cnf
 openssl x509 -req -in reg.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
     -extfile ext.cnf -out reg.crt 2>/dev/null
-htpasswd -Bbn sbxtest 's3cret-pw' >htpasswd 2>/dev/null
+htpasswd -Bbn sbxtest 's3cret-pw' >users.htpasswd 2>/dev/null
 mkdir -p reg
-sh "$SRC/tests/support/registry.sh" "$WORK/reg" "$WORK/reg.crt" "$WORK/reg.key" "$WORK/htpasswd" \
+sh "$SRC/tests/support/registry.sh" "$WORK/reg" "$WORK/reg.crt" "$WORK/reg.key" "$WORK/users.htpasswd" \
     >reg.port &
 regpid=$!
 trap 'kill $regpid 2>/dev/null || true' EXIT

@@ -123,7 +123,8 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         return rc; /* push, pull, gc, inspect: cmd_image_reg.c */
     }
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
-        fprintf(stderr, "sbx: error: usage: sbx image build [OPTIONS] (see 'sbx image --help')\n");
+        fprintf(stderr, "sbx: error: usage: sbx image build|push|pull|gc|inspect [OPTIONS] (see "
+                        "'sbx image --help')\n");
         return SBX_EXIT_USAGE;
     }
     while ((c = sbx_args_next(&a)) != -1) {
