@@ -204,6 +204,70 @@ static void test_auth_from_docker_login(void **state)
     sbx_config_destroy(c);
 }
 
+/* image_registry.credential: a credential instance's lease (the fixture
+ * cred_scope14 holds the scope: SCOPE_CLIENT "local", SCOPE_TASK
+ * "image-registry"), never the file. */
+static void test_auth_from_credential(void **state)
+{
+    const char *plugins = getenv("SBX_TEST_PLUGINS");
+    char *text = NULL;
+    char *msg = NULL;
+    struct sbx_config *c;
+    struct sbx_registry r;
+    const char *source = NULL;
+    sbx_error_t *err = NULL;
+    char *auth;
+    char *json;
+    json_t *o;
+
+    (void)state;
+    assert_non_null(plugins);
+    assert_true(asprintf(&text,
+                         "plugin_dir = \"%s\";\n"
+                         "credentials = { reg = { plugin = \"cred_scope14\"; }; };\n"
+                         "image_registry = {\n  url = \"https://127.0.0.1:5443/t/s\";\n"
+                         "  credential = \"reg\";\n  username_key = \"SCOPE_CLIENT\";\n"
+                         "  password_key = \"SCOPE_TASK\";\n};\n",
+                         plugins) > 0);
+    c = load(text, &msg);
+    if (c == NULL) {
+        fail_msg("%s", msg);
+    }
+    assert_int_equal(sbx_registry_from_config(c, &r, &err), 0);
+    auth = sbx_registry_auth(c, plugins, &r, &source, &err);
+    if (auth == NULL) {
+        fail_msg("%s", err ? sbx_error_msg(err) : "no auth");
+    }
+    assert_string_equal(source, "credential");
+    for (char *p = auth; *p; p++) {
+        *p = *p == '-' ? '+' : *p == '_' ? '/' : *p;
+    }
+    json = sbx_base64_decode(auth, NULL);
+    o = json_loads(json, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(o, "username")), "local");
+    assert_string_equal(json_string_value(json_object_get(o, "password")), "image-registry");
+    json_decref(o);
+    free(json);
+    sbx_registry_auth_free(auth);
+    sbx_config_destroy(c);
+    free(text);
+    /* a lease without the named values: said so, no anonymous fallback */
+    assert_true(asprintf(&text,
+                         "plugin_dir = \"%s\";\n"
+                         "credentials = { reg = { plugin = \"cred_scope14\"; }; };\n"
+                         "image_registry = {\n  url = \"https://127.0.0.1:5443/t/s\";\n"
+                         "  credential = \"reg\";\n};\n",
+                         plugins) > 0);
+    c = load(text, &msg);
+    assert_non_null(c);
+    assert_null(sbx_registry_auth(c, plugins, &r, &source, &err));
+    assert_non_null(err);
+    assert_non_null(strstr(sbx_error_msg(err), "has no 'REGISTRY_USERNAME'"));
+    sbx_error_free(&err);
+    sbx_config_destroy(c);
+    free(text);
+}
+
 static void test_base64_and_digest(void **state)
 {
     char *e = sbx_base64((const unsigned char *)"ab?", 3, 0);
@@ -236,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_config_errors),
         cmocka_unit_test(test_config_defaults_and_unset),
         cmocka_unit_test(test_auth_from_docker_login),
+        cmocka_unit_test(test_auth_from_credential),
         cmocka_unit_test(test_base64_and_digest),
     };
 
