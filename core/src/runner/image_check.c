@@ -56,9 +56,17 @@ static int attempt(struct runner_image *im)
     int pulled = 0;
     int rc;
 
+    if (oi == NULL && sbx_image_ref_by_digest(cfg->image)) {
+        /* the engine is not up yet: the image is still owed */
+        snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", cfg->image,
+                 sbx_error_msg(err), IMAGE_RETRY_MS / 1000);
+        sbx_error_free(&err);
+        set_state(im, 0, why);
+        return 0;
+    }
     if (oi == NULL || sbx_instance_provider(oi)->image_op == NULL) {
-        /* a provider without images (or none yet): nothing to check here;
-         * the health probe reports an engine that cannot be opened */
+        /* a provider without images: nothing to check here; the health
+         * probe reports an engine that cannot be opened */
         sbx_error_free(&err);
         sbx_instance_close(oi);
         return 1;
