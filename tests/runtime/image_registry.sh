@@ -34,11 +34,11 @@ sh "$SRC/tests/support/registry.sh" "$WORK/reg" "$WORK/reg.crt" "$WORK/reg.key" 
     >reg.port &
 regpid=$!
 trap 'kill $regpid 2>/dev/null || true' EXIT
-wait_until 20 grep -q . reg.port || die "the registry printed no port"
+wait_until 60 grep -qs . reg.port || die "the registry printed no port"
 port=$(head -n1 reg.port)
 # TLS with the test CA, and basic auth: 401 without credentials
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert ca.crt "$@" "https://127.0.0.1:$port/v2/" || true; }
-wait_until 20 test "$(code)" = 401 || die "registry on :$port not up (log: $(cat reg/registry.log))"
+wait_until 60 test "$(code)" = 401 || die "registry on :$port not up (curl: $(code) log: $(cat reg/registry.log))"
 [ "$(code -u sbxtest:s3cret-pw)" = 200 ] || die "basic auth refused"
 say "registry up on https://127.0.0.1:$port (TLS from the test CA, basic auth)"
 
