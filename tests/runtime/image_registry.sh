@@ -139,6 +139,13 @@ serve "$WORK/serve2"
 wait_until 60 readyz_has "$WORK/serve2" '"down": *\[.*"image"' ||
     die "/readyz does not say image: $(readyz "$WORK/serve2") $(cat "$WORK/serve2/serve.log")"
 say "registry down: /readyz $(readyz "$WORK/serve2" | tr -d '\n' | cut -c1-300)"
+# the queue says so too
+SBX_CONFIG=$WORK/serve.conf SBX_STATE_DIR=$WORK/serve2 "$SBX" queue >queue.out 2>&1 ||
+    die "sbx queue: $(cat queue.out)"
+grep -q "box not ready, no job starts: image $ref" queue.out || die "sbx queue: $(cat queue.out)"
+SBX_CONFIG=$WORK/serve.conf SBX_STATE_DIR=$WORK/serve2 "$SBX" queue --json >queue.json 2>&1
+python3 -c 'import json,sys; i=json.load(open(sys.argv[1]))["box"]["image"]; sys.exit(0 if i["ready"] is False and i["ref"] == sys.argv[2] else 1)' \
+    queue.json "$ref" || die "sbx queue --json: $(cat queue.json)"
 stop_serve
 
 # a reference not by digest is never pulled (nor built): exit 1 naming it

@@ -297,6 +297,10 @@ static void print_queue(json_t *q)
            json_number_value(json_object_get(box, "memory")) / (1024.0 * 1024 * 1024),
            (long long)json_integer_value(json_object_get(box, "max_sandboxes")),
            json_is_true(json_object_get(box, "draining")) ? " (draining)" : "");
+    if (json_is_false(json_object_get(json_object_get(box, "image"), "ready"))) { /* (added) */
+        printf("box not ready, no job starts: %s\n",
+               str(json_object_get(box, "image"), "waiting_for"));
+    }
     if (!json_is_true(json_object_get(box, "heavy_allowed"))) {
         printf("heavy jobs: refused on this box: %s\n", str(box, "heavy_refusal"));
     }

@@ -98,6 +98,14 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     json_object_set_new(o, "tasks", tasks);
     json_object_set_new(o, "warm", runner_warm_json(r)); /* (added) warm.c */
     json_object_set_new(o, "orphan_sweeps", json_integer((json_int_t)runner_warm_sweeps(r)));
+    { /* (added) the box's image before work (image_check.c) */
+        char why[512];
+        int ready = runner_image_ready(r, why, sizeof(why));
+
+        json_object_set_new(json_object_get(o, "box"), "image",
+                            json_pack("{s:s?, s:b, s:s?}", "ref", r->cfg->image, "ready", ready,
+                                      "waiting_for", ready ? NULL : why));
+    }
     queue_filter(r, o, who);
     runner_fleet_queue(r, o);
     return o;
