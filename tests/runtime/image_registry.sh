@@ -157,5 +157,25 @@ set -e
 # gc never removes current or in-use images (dry run: the engine is shared)
 "$SBX" image gc --dry-run --keep 1000 --json >gc.json 2>err || die "gc: $(cat err)"
 grep -q '"removed": \[\]' gc.json || die "gc --keep 1000 would remove: $(cat gc.json)"
-[ "$HOST2" = "$HOST1" ] || docker rmi "$ref" >/dev/null 2>&1 || true
+if [ "$HOST2" != "$HOST1" ]; then
+    # gc on the second engine (the test's own): 4 images, current + 3 more;
+    # --keep 1 removes 2 of the 3, never current
+    mkdir -p gcimg
+    for i in 1 2 3 4; do
+        echo "$i" >gcimg/n
+        tar -C gcimg -c n | docker import - "sbx-sandbox:00000000000000a$i" >/dev/null
+    done
+    docker tag sbx-sandbox:00000000000000a4 sbx-sandbox:current
+    "$SBX" image gc --keep 1 --json >gc.json 2>err || die "gc: $(cat err)"
+    n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["removed"]))' gc.json)
+    [ "$n" = 2 ] || die "gc --keep 1 removed $n: $(cat gc.json)"
+    docker image inspect sbx-sandbox:current >/dev/null || die "gc removed current"
+    [ "$(docker images -q --filter reference=sbx-sandbox | sort -u | wc -l)" = 2 ] ||
+        die "gc left: $(docker images --filter reference=sbx-sandbox)"
+    docker rmi sbx-sandbox:current sbx-sandbox:00000000000000a4 >/dev/null 2>&1 || true
+    docker images --format '{{.Repository}}:{{.Tag}}' --filter reference=sbx-sandbox |
+        xargs -r docker rmi >/dev/null 2>&1 || true
+    docker rmi "$ref" >/dev/null 2>&1 || true
+    say "gc kept current and the newest 1 of 3"
+fi
 say "all passed"
