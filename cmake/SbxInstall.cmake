@@ -4,7 +4,7 @@
 #
 #   bin/sbx                               the binary
 #   lib/sbx/plugins/*.so                  plugins (SBX_INSTALL_PLUGINDIR)
-#   libexec/sbx/                          sbx-relay, sbx-image-build
+#   libexec/sbx/                          sbx-relay, sbx-image-build, sbx-image-sbom
 #   share/sbx/policies/                   limits.lua, egress.lua, slots.lua (no tests)
 #   share/sbx/devcontainer/               the warm image's definition
 #   share/sbx/prometheus/sbx-rules.yml    alert rules
@@ -75,7 +75,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "docker.io, debootstrap, ca-certificates, iproute2, iptables")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "docker.io, debootstrap, ca-certificates, iproute2, iptables, python3")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bash-completion")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/scripts/debian/postinst ${PROJECT_SOURCE_DIR}/scripts/debian/postrm)
