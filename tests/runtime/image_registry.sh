@@ -38,7 +38,8 @@ wait_until 60 grep -qs . reg.port || die "the registry printed no port"
 port=$(head -n1 reg.port)
 # TLS with the test CA, and basic auth: 401 without credentials
 code() { curl -s -o /dev/null -w '%{http_code}' --cacert ca.crt "$@" "https://127.0.0.1:$port/v2/" || true; }
-wait_until 60 test "$(code)" = 401 || die "registry on :$port not up (curl: $(code) log: $(cat reg/registry.log))"
+reg_up() { [ "$(code)" = 401 ]; } # evaluated at each try
+wait_until 60 reg_up || die "registry on :$port not up (curl: $(code) log: $(cat reg/registry.log))"
 [ "$(code -u sbxtest:s3cret-pw)" = 200 ] || die "basic auth refused"
 say "registry up on https://127.0.0.1:$port (TLS from the test CA, basic auth)"
 
@@ -78,6 +79,7 @@ digest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["digest
 ref=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pull_ref"])' push.json)
 [ "$ref" = "127.0.0.1:$port/team/imgtest@$digest" ] || die "pull_ref $ref"
 grep -q "\"$digest\"" state/images/pushed.json || die "digest not recorded in pushed.json"
+grep -rq 's3cret' state sbx.conf && die "the password was written under the state dir or the config"
 # the registry has it under the content hash, with that digest (checked with the CA)
 got=$(curl -s --cacert ca.crt -u sbxtest:s3cret-pw -o /dev/null -D - \
     -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
