@@ -1,5 +1,7 @@
 /* cmd_image.c - `sbx image build`: the warm image from devcontainer.json. */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -89,13 +91,22 @@ static char *join_strv(const char *const *v, const char *sep)
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"definition", required_argument, NULL, 'd'}, {"provider", required_argument, NULL, 'p'},
-        {"cache", required_argument, NULL, 'c'},      {"json", no_argument, NULL, 'j'},
-        {"sidecar", no_argument, NULL, 's'},          {NULL, 0, NULL, 0},
+        {"definition", required_argument, NULL, 'd'},
+        {"provider", required_argument, NULL, 'p'},
+        {"cache", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"sidecar", no_argument, NULL, 's'},
+        {"tag", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0},
     };
     const char *definition = NULL;
     const char *provider = NULL;
     const char *cache_opt = NULL;
+    const char *tag_opt = NULL;
+    char *tags[3] = {NULL, NULL, NULL};
+    char **options = NULL;
+    char *layer = NULL;
+    int moved = 0;
     cleanup_free char *def_path = NULL;
     cleanup_free char *script = NULL;
     cleanup_free char *cache = NULL;
@@ -139,11 +150,22 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         case 's':
             sidecar = 1;
             break;
+        case 't':
+            tag_opt = optarg;
+            break;
         default:
             return SBX_EXIT_USAGE;
         }
     }
     if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    if (tag_opt != NULL && (tag_opt[0] == '\0' || tag_opt[0] == '-' || strlen(tag_opt) > 128 ||
+                            strspn(tag_opt, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-:/") != strlen(tag_opt))) {
+        fprintf(stderr,
+                "sbx: error: --tag '%s': an image name or tag (letters, digits, . _ - : /)\n",
+                tag_opt);
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
@@ -191,6 +213,37 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         pkgv = (const char *const *)d->packages;
         canonical = xstrdup(d->canonical);
     }
+    /* no silent re-tag: <repo>:current moves for the configured definition
+     * (the one found without --definition) or when --tag names it */
+    moved = sidecar || sbx_devc_is_configured(d->path);
+    if (moved) {
+        tags[0] = xasprintf("%s:current", repo);
+    }
+    if (tag_opt != NULL) {
+        tags[moved] = strchr(tag_opt, ':') ? xstrdup(tag_opt) : xasprintf("%s:%s", repo, tag_opt);
+        cleanup_free char *cur = xasprintf("%s:current", repo);
+
+        moved |= strcmp(tags[moved], cur) == 0;
+    }
+    if (!sidecar && d->devc != NULL) {
+        /* the spec's top layer: its build context, in the cache */
+        mkdir(cache, 0700);
+        layer = xasprintf("%s/layer-XXXXXX", cache);
+        if (mkdtemp(layer) == NULL || sbx_devc_write_layer(d->devc, layer, &err) < 0) {
+            if (err == NULL) {
+                sbx_error_set(&err, SBX_E_GENERIC, "%s: %s", layer, strerror(errno));
+            }
+            sbx_cli_print_error(err);
+            rc = sbx_cli_exit_for(err);
+            sbx_error_free(&err);
+            sbx_devc_remove_layer(layer);
+            free(layer);
+            sbx_instance_close(oi);
+            sbx_image_def_free(d);
+            return rc;
+        }
+    }
+    options = sbx_devc_options(sidecar ? NULL : d, layer, (const char *const *)tags);
     packages = join_strv(pkgv, ",");
     if (!sidecar && d->npm != NULL) {
         npm = join_strv((const char *const *)d->npm, " ");
@@ -215,6 +268,7 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
             .npm = npm,
             .cache = cache,
             .changes = (const char *const *)changes,
+            .options = (const char *const *)options,
         };
 
         rc = sbx_instance_provider(oi)->image_build(oi->ctx, &req, tag, sizeof(tag), &err);
@@ -223,18 +277,28 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         free(changes[i]);
     }
     free(changes);
+    sbx_devc_options_free(options);
+    sbx_devc_remove_layer(layer);
+    free(layer);
     sbx_instance_close(oi);
     if (rc < 0) {
         sbx_cli_print_error(err);
+        rc = sbx_cli_exit_for(err);
         sbx_error_free(&err);
         sbx_image_def_free(d);
-        return SBX_EXIT_FAIL;
+        free(tags[0]);
+        free(tags[1]);
+        return rc;
     }
     if (json) {
-        cleanup_free char *current = xasprintf("%s:current", repo);
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:[], s:[]}", "image", tag, "current", current,
-                              "definition", d->path, "suite", d->suite, "packages", "npm");
+        cleanup_free char *current = moved ? xasprintf("%s:current", repo) : NULL;
+        json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:[], s:[], s:[], s:b}", "image", tag,
+                              "current", current, "definition", d->path, "suite", d->suite,
+                              "packages", "npm", "tags", "spec_layer", !sidecar && d->devc != NULL);
 
+        for (size_t i = 0; tags[i] != NULL; i++) {
+            json_array_append_new(json_object_get(o, "tags"), json_string(tags[i]));
+        }
         for (size_t i = 0; pkgv[i] != NULL; i++) {
             json_array_append_new(json_object_get(o, "packages"), json_string(pkgv[i]));
         }
@@ -251,5 +315,7 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         printf("%s\n", tag);
     }
     sbx_image_def_free(d);
+    free(tags[0]);
+    free(tags[1]);
     return SBX_EXIT_OK;
 }

@@ -88,4 +88,19 @@ void sbx_devc_cmds_free(struct sbx_devc_cmd *cmds, size_t n);
  * leading run of digits/underscores become '_', upper-cased. */
 char *sbx_devc_safe_id(const char *id);
 
+/* devc_opts.c */
+/* The helper's options for the definition d (image.h) and the tags to give
+ * the result: "--base-spec", "--definition", "--base-image" or
+ * "--dockerfile"..., "--layer" layer_dir (when d->devc), "--tag" each.
+ * NULL-terminated; free with sbx_devc_options_free. */
+struct sbx_image_def;
+char **sbx_devc_options(const struct sbx_image_def *d, const char *layer_dir,
+                        const char *const *tags);
+void sbx_devc_options_free(char **v);
+/* Removes a layer folder made by sbx_devc_write_layer (no links followed). */
+void sbx_devc_remove_layer(const char *dir);
+/* 1 when the definition at path is the one sbx uses without --definition
+ * (./.devcontainer/devcontainer.json, else the shipped one): the build of
+ * that one moves <repo>:current. */
+int sbx_devc_is_configured(const char *path);
 #endif
