@@ -453,35 +453,14 @@ static int order(struct sbx_devc *dc, json_t *override, sbx_error_t **err)
     size_t i;
     json_t *x;
 
-    for (i = 0; i < n; i++) {
-        struct sbx_devc_feature *f = &dc->features[i];
-
-        prio[i] = (long)n + (long)i;
-        for (size_t j = 0; f->depends != NULL && f->depends[j] != NULL; j++) {
-            long d = find_feature(dc, f->depends[j]);
-
-            if (d < 0) {
-                free(out);
-                return sbx_error_set(err, SBX_E_CONFIG,
-                                     "%s: features[\"%s\"]: dependsOn \"%.128s\" is not in "
-                                     "features (sbx installs only the features listed)",
-                                     dc->path, f->ref, f->depends[j]);
-            }
-            edge[d][i] = 1;
-        }
-        for (size_t j = 0; f->after != NULL && f->after[j] != NULL; j++) {
-            long d = find_feature(dc, f->after[j]);
-
-            if (d >= 0) {
-                edge[d][i] = 1; /* soft: only when present */
-            }
-        }
-    }
     if (override != NULL && !json_is_array(override)) {
         free(out);
         return sbx_error_set(err, SBX_E_CONFIG,
                              "%s: overrideFeatureInstallOrder must be an array of features",
                              dc->path);
+    }
+    for (i = 0; i < n; i++) {
+        prio[i] = (long)n + (long)i;
     }
     json_array_foreach(override, i, x)
     {
@@ -494,6 +473,31 @@ static int order(struct sbx_devc *dc, json_t *override, sbx_error_t **err)
                                  dc->path, i);
         }
         prio[f] = (long)i;
+    }
+    for (i = 0; i < n; i++) {
+        struct sbx_devc_feature *f = &dc->features[i];
+
+        for (size_t j = 0; f->depends != NULL && f->depends[j] != NULL; j++) {
+            long d = find_feature(dc, f->depends[j]);
+
+            if (d < 0) {
+                free(out);
+                return sbx_error_set(err, SBX_E_CONFIG,
+                                     "%s: features[\"%s\"]: dependsOn \"%.128s\" is not in "
+                                     "features (sbx installs only the features listed)",
+                                     dc->path, f->ref, f->depends[j]);
+            }
+            edge[d][i] = 1;
+        }
+        for (size_t j = 0; prio[i] >= (long)n && f->after != NULL && f->after[j] != NULL; j++) {
+            long d = find_feature(dc, f->after[j]);
+
+            /* soft: only when present, and overrideFeatureInstallOrder's
+             * features are ordered by it instead */
+            if (d >= 0) {
+                edge[d][i] = 1;
+            }
+        }
     }
     for (size_t k = 0; k < n; k++) {
         long best = -1;
