@@ -152,7 +152,7 @@ static void test_refusals(void **state)
     refused("{\"remoteUser\": \"a b\"}", "remoteUser must be a user name");
     refused("{\"postCreateCommand\": 5}", "postCreateCommand must be a command string");
     refused("{\"postCreateCommand\": {\"a\": [1]}}", "postCreateCommand.a[0] must be a string");
-    refused("{\"features\": {\"ghcr.io/devcontainers/features/node:1\": {}}}",
+    refused("{\"features\": {\"registry.example/features/node:1\": {}}}",
             "features from an OCI registry are not fetched");
     refused("{\"features\": {\"https://x/f.tgz\": {}}}", "features from a URL are not fetched");
     refused("{\"features\": {\"./missing\": {}}}", "features[\"./missing\"]: no folder");

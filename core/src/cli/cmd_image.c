@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "image/image.h"
 #include "plugin/instance.h"
+#include "plugin/loader.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
 #include "util/paths.h"
@@ -77,6 +78,15 @@ static struct sbx_open_instance *builder_of(struct sbx_cli *cli, const char *pro
     if (oi != NULL && sbx_instance_provider(oi)->image_build == NULL) {
         sbx_error_set(err, SBX_E_USAGE, "provider '%s' (%s) cannot build images", oi->cfg->name,
                       oi->cfg->plugin);
+        sbx_instance_close(oi);
+        return NULL;
+    }
+    if (oi != NULL && oi->plugin->desc.abi_minor < 5) {
+        /* sbx_image_request.options (1.5) carries the tags and the spec's build */
+        sbx_error_set(err, SBX_E_USAGE,
+                      "provider '%s' (%s) is built for plugin ABI 1.%u: sbx image build needs "
+                      "1.5 (docs/plugins.md)",
+                      oi->cfg->name, oi->cfg->plugin, (unsigned)oi->plugin->desc.abi_minor);
         sbx_instance_close(oi);
         return NULL;
     }
