@@ -35,10 +35,14 @@ ws=$tmp/ws
 mkdir -p "$ws/.devcontainer/greet" "$tmp/state" "$tmp/cwd"
 cleanup() {
     docker ps -aq --filter "label=sbx.test=$label" | xargs -r docker rm -f >/dev/null 2>&1
+    docker ps -aq --filter "label=sbx.test=$label-2" | xargs -r docker rm -f >/dev/null 2>&1
     [ -z "${sbx_image:-}" ] || docker rmi "$sbx_image" >/dev/null 2>&1
     docker rmi "devc-ref-$label:test" >/dev/null 2>&1
     # the reference's own names for this workspace's images
-    docker images --format '{{.Repository}}' | grep -E "^vsc-ws-[0-9a-f]+" | sort -u |
+    docker images --format '{{.Repository}}' | grep -E "^vsc-ws2?-[0-9a-f]+" | sort -u |
+        xargs -r docker rmi >/dev/null 2>&1
+    # the bases sbx built from this test's Dockerfile
+    cat "$tmp"/*.err 2>/dev/null | grep -o 'sbx-sandbox-base:[0-9a-f]*' | sort -u |
         xargs -r docker rmi >/dev/null 2>&1
     rm -rf "$tmp"
 }
@@ -131,6 +135,37 @@ fi
 grep -q '^uid=1234(dev)' "$tmp/sbx.out" && ok "remoteUser" || not_ok "remoteUser: $(head -n 1 "$tmp/sbx.out")"
 grep -q '^who=world loud=true color=green remote=dev home=/home/dev$' "$tmp/sbx.out" &&
     ok "feature options" || not_ok "feature options"
+
+# 1c. a second definition: `image` (the engine's), containerUser, the array
+# form and updateContentCommand, a value with a '$'
+ws2=$tmp/ws2
+mkdir -p "$ws2/.devcontainer"
+cat >"$ws2/.devcontainer/devcontainer.json" <<EOF
+{
+  "image": "$base",
+  "containerUser": "root",
+  "onCreateCommand": ["sh", "-c", "echo on-create > /lifecycle.txt"],
+  "updateContentCommand": "echo update-content >> /lifecycle.txt",
+  "containerEnv": { "X": "a\$b \\"q\\"" }
+}
+EOF
+probe2='id; cat /lifecycle.txt; echo "X=$X"'
+img2=$(cd "$tmp/cwd" && SBX_STATE_DIR=$tmp/state "$sbx" image build \
+    --definition "$ws2/.devcontainer/devcontainer.json" --cache "$tmp/cache" 2>"$tmp/build2.err") ||
+    { not_ok "sbx image build (image)"; cat "$tmp/build2.err" >&2; }
+printf 'image = "%s";\n' "$img2" >"$tmp/sbx2.conf"
+(cd "$ws2" && SBX_STATE_DIR=$tmp/state "$sbx" --config "$tmp/sbx2.conf" run -- sh -c "$probe2") \
+    >"$tmp/sbx2.out" 2>"$tmp/sbx2.err" || { not_ok "sbx run (image)"; cat "$tmp/sbx2.err" >&2; }
+"$devcontainer" up --workspace-folder "$ws2" --id-label "sbx.test=$label-2" >"$tmp/ref-up2.log" 2>&1 ||
+    { not_ok "devcontainer up (image)"; tail -n 20 "$tmp/ref-up2.log" >&2; }
+"$devcontainer" exec --workspace-folder "$ws2" --id-label "sbx.test=$label-2" sh -c "$probe2" \
+    >"$tmp/ref2.out" 2>"$tmp/ref2.err" || { not_ok "devcontainer exec (image)"; cat "$tmp/ref2.err" >&2; }
+if diff -u "$tmp/ref2.out" "$tmp/sbx2.out"; then
+    ok "image: the same as the reference ($(tr '\n' ' ' <"$tmp/sbx2.out"))"
+else
+    not_ok "image: sbx differs from the reference"
+fi
+[ -z "$img2" ] || docker rmi "$img2" >/dev/null 2>&1
 
 # 3. bad definitions: exit status, file and field
 bad() { # NAME WANT-RC WANT-TEXT: the definition is $tmp/bad/.devcontainer/devcontainer.json
