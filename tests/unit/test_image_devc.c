@@ -134,6 +134,9 @@ static void test_refusals(void **state)
 {
     (void)state;
     refused("{\"forwardPorts\": [3000]}", "forwardPorts is not honoured");
+    refused("{\"image\": \"--privileged\"}", "image must be an image reference");
+    refused("{\"build\": {\"dockerfile\": \"devcontainer.json\", \"cacheFrom\": \"-x\"}}",
+            "build.cacheFrom: '-x' is not an image reference");
     refused("{\"initializeCommand\": \"rm -rf /\"}", "initializeCommand is not honoured");
     refused("{\"mounts\": []}", "mounts is not honoured");
     refused("{\"dockerComposeFile\": \"x.yml\"}", "dockerComposeFile is not honoured");

@@ -228,6 +228,15 @@ static int string_array(const char *path, const char *field, json_t *v, char ***
     return 0;
 }
 
+/* An image reference as the engine takes it (no option-like leading '-'). */
+static int valid_ref(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n > 0 && n <= 256 && s[0] != '-' &&
+           strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/@-") == n;
+}
+
 static int build_fields(struct sbx_devc *dc, json_t *root, const char *base, sbx_error_t **err)
 {
     const char *path = dc->path;
@@ -238,8 +247,10 @@ static int build_fields(struct sbx_devc *dc, json_t *root, const char *base, sbx
     const char *ctx = NULL;
 
     v = json_object_get(root, "image");
-    if (v != NULL && (!json_is_string(v) || json_string_length(v) == 0)) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s: image must be an image reference", path);
+    if (v != NULL && (!json_is_string(v) || !valid_ref(json_string_value(v)))) {
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: image must be an image reference (letters, digits, . _ : / @ -)",
+                             path);
     }
     if (v != NULL) {
         dc->image = xstrdup(json_string_value(v));
@@ -309,6 +320,13 @@ static int build_fields(struct sbx_devc *dc, json_t *root, const char *base, sbx
     v = json_object_get(build, "cacheFrom");
     if (v != NULL && string_array(path, "build.cacheFrom", v, &dc->cache_from, err) < 0) {
         return -1;
+    }
+    for (size_t i = 0; dc->cache_from != NULL && dc->cache_from[i] != NULL; i++) {
+        if (!valid_ref(dc->cache_from[i])) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: build.cacheFrom: '%.64s' is not an image reference", path,
+                                 dc->cache_from[i]);
+        }
     }
     return 0;
 }

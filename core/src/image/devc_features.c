@@ -387,11 +387,14 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
         {
             char *kv;
 
-            if (!json_is_string(ev) || strchr(json_string_value(ev), '\n') != NULL ||
-                strchr(ek, '=') != NULL || *ek == '\0') {
+            if (!json_is_string(ev) || strchr(json_string_value(ev), '\n') != NULL || *ek == '\0' ||
+                strlen(ek) > 128 ||
+                strspn(ek, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+                    strlen(ek)) {
                 sbx_error_set(err, SBX_E_CONFIG,
-                              "%s: features[\"%s\"]: containerEnv.%.64s must be a string", path,
-                              ref, ek);
+                              "%s: features[\"%s\"]: containerEnv.%.64s must be a string named "
+                              "by letters, digits and _",
+                              path, ref, ek);
                 goto out;
             }
             kv = xasprintf("%s=%s", ek, json_string_value(ev));
