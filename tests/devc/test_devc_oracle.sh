@@ -132,6 +132,21 @@ if diff -u "$tmp/ref.out" "$tmp/sbx.out"; then
 else
     not_ok "sbx's environment differs from the reference's (diff above: - reference, + sbx)"
 fi
+# the build-time parts (the Dockerfile's and the feature's files, the image's
+# environment) of both tools' images, both through `sbx run`
+probe_img='cat /etc/greet.txt /etc/greeting; echo "GREET_DONE=$GREET_DONE TEAM=$TEAM"'
+printf 'image = "%s";\n' "devc-ref-$label:test" >"$tmp/ref.conf"
+for who in sbx ref; do
+    conf=$tmp/sbx.conf
+    [ $who = sbx ] || conf=$tmp/ref.conf
+    (cd "$ws" && SBX_STATE_DIR=$tmp/state "$sbx" --config "$conf" run -- sh -c "$probe_img") \
+        >"$tmp/img-$who.out" 2>"$tmp/img-$who.err" || { not_ok "sbx run ($who's image)"; cat "$tmp/img-$who.err" >&2; }
+done
+if diff -u "$tmp/img-ref.out" "$tmp/img-sbx.out"; then
+    ok "sbx run in the reference's image and in sbx's: the same files and environment"
+else
+    not_ok "the images differ through sbx run (diff above: - reference, + sbx)"
+fi
 grep -q '^uid=1234(dev)' "$tmp/sbx.out" && ok "remoteUser" || not_ok "remoteUser: $(head -n 1 "$tmp/sbx.out")"
 grep -q '^who=world loud=true color=green remote=dev home=/home/dev$' "$tmp/sbx.out" &&
     ok "feature options" || not_ok "feature options"
