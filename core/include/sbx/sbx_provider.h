@@ -212,6 +212,11 @@ struct sbx_image_request {
     const char *npm;            /* space-separated npm packages, or NULL */
     const char *cache;          /* the root filesystem cache directory */
     const char *const *changes; /* "WORKDIR /workspace", "ENV K=V"; NULL-terminated */
+    /* (added, ABI 1.5) more options for the helper, in pairs ("--tag", "sbx-sandbox:current";
+     * the Dev Container build's "--base-image", "--dockerfile", "--layer", ...:
+     * docs/image.md), NULL-terminated; NULL for none. The core refuses a
+     * provider built before 1.5 for a build that needs them. */
+    const char *const *options;
 };
 
 /* (added, ABI 1.1) Where the values of one needle were found in a sandbox. */
