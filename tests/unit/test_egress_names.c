@@ -127,8 +127,9 @@ static void tcp_pair(int *client, int *server)
 }
 
 /* Hands a fresh connection over with the line msg; sends req on it (NULL: nothing,
- * only the end); returns what came back before the close. */
-static char *transparent(const char *msg, const char *req)
+ * only the end; with half_close, then the end); returns what came back before the
+ * close. */
+static char *transparent_as(const char *msg, const char *req, int half_close)
 {
     int c, s, u;
     char *reply;
@@ -139,13 +140,18 @@ static char *transparent(const char *msg, const char *req)
     if (req != NULL) {
         assert_int_equal(write(c, req, strlen(req)), (ssize_t)strlen(req));
     }
-    else {
+    if (req == NULL || half_close) {
         shutdown(c, SHUT_WR);
     }
     reply = test_read_all(c);
     close(c);
     close(u);
     return reply;
+}
+
+static char *transparent(const char *msg, const char *req)
+{
+    return transparent_as(msg, req, 0);
 }
 
 /* A line of the egress log holding every one of the strings given (NULL-ended). */
@@ -254,6 +260,16 @@ static void test_denied_address(void **state)
     expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
     expect_in(r, "is not in this task's egress allow-list (ask for egress.allow");
     expect_in(r, "X-Sbx-Deny: not-allowed\r\n");
+    free(r);
+    /* the request, then the client's end at once: still answered (a head cut short too) */
+    r = transparent_as(msg, req, 1);
+    expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    free(r);
+    r = transparent_as(msg, "GET / HTTP/1.1\r\nHost: den", 1);
+    expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    free(r);
+    r = transparent_as(msg, "GE", 1); /* not even a method: closed */
+    assert_string_equal(r, "");
     free(r);
     wait_until(
         log_has("\"exec\":\"exec-9\"", "\"host\":\"denied.test\"", "\"reason\":\"not-allowed\""),

@@ -78,6 +78,7 @@ struct sbx_egress_conn {
     int quiet;                 /* (added) a name query the policy allowed: no log line */
     int name_denied;           /* (added) "\x03": a denied name's address, refused always */
     size_t answer_dropped;     /* (added) bytes dropped after a refusal's answer */
+    int client_eof;            /* (added) the client half-closed while being answered */
     struct sbx_egress_conn *prev;
     struct sbx_egress_conn *next;
 };

@@ -74,13 +74,23 @@ static void linger_write(struct bufferevent *bev, void *arg)
 
     (void)bev;
     shutdown(c->client_fd, SHUT_WR); /* the answer is out: the client reads it, then EOF */
+    if (c->client_eof) {
+        sbx_egress_conn_finish(c); /* and it has sent all it will */
+    }
 }
 
 static void linger_event(struct bufferevent *bev, short events, void *arg)
 {
-    (void)bev;
-    (void)events;
-    sbx_egress_conn_finish(arg); /* the client closed (or failed): done */
+    struct sbx_egress_conn *c = arg;
+
+    if ((events & BEV_EVENT_EOF) && !(events & BEV_EVENT_ERROR) &&
+        evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        /* the client half-closed before the answer was out: it still reads */
+        c->client_eof = 1;
+        bufferevent_disable(bev, EV_READ);
+        return;
+    }
+    sbx_egress_conn_finish(c); /* the client closed (or failed), the answer out: done */
 }
 
 /* The answer is in the client's output: send it, shut, drop what still comes. */
@@ -95,7 +105,7 @@ static void linger(struct sbx_egress_conn *c)
     bufferevent_setwatermark(c->client, EV_READ, 0, 0);
     bufferevent_setwatermark(c->client, EV_WRITE, 0, 0);
     bufferevent_setcb(c->client, linger_read, linger_write, linger_event, c);
-    bufferevent_enable(c->client, EV_READ | EV_WRITE);
+    bufferevent_enable(c->client, c->client_eof ? EV_WRITE : EV_READ | EV_WRITE);
     evtimer_add(c->timer, &tv);
 }
 
@@ -128,6 +138,10 @@ static void answer_read(struct bufferevent *bev, void *arg)
         return;
     }
     p = evbuffer_pullup(in, (ev_ssize_t)want);
+    kind = http_start(p, want);
+    if (c->client_eof && kind == 0) {
+        kind = -1; /* the client has ended: no more of the request line comes */
+    }
     if (p[0] == 0x16) { /* a TLS handshake record: a fatal alert (RFC 8446, 6.2) */
         unsigned char alert[7] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, TLS_ALERT_INTERNAL_ERROR};
 
@@ -138,7 +152,6 @@ static void answer_read(struct bufferevent *bev, void *arg)
         linger(c);
         return;
     }
-    kind = http_start(p, want);
     if (kind < 0) {
         sbx_egress_conn_finish(c); /* bytes of another protocol: no answer it could read */
         return;
@@ -147,7 +160,7 @@ static void answer_read(struct bufferevent *bev, void *arg)
         return;
     }
     end = sbx_egress_head_scan((const char *)p, want, &c->head_scanned);
-    if (end == 0 && want <= SBX_EGRESS_HEAD_MAX) {
+    if (end == 0 && want <= SBX_EGRESS_HEAD_MAX && !c->client_eof) {
         return; /* the rest of the head */
     }
     sbx_egress_refusal_http(c, c->status, c->reason); /* a malformed or long head too */
@@ -156,9 +169,17 @@ static void answer_read(struct bufferevent *bev, void *arg)
 
 static void answer_event(struct bufferevent *bev, short events, void *arg)
 {
-    (void)bev;
-    (void)events;
-    sbx_egress_conn_finish(arg); /* the client ended before it sent a byte */
+    struct sbx_egress_conn *c = arg;
+
+    if ((events & BEV_EVENT_EOF) && !(events & BEV_EVENT_ERROR) &&
+        evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+        /* a request (or hello) and then the client's half-close: answer what came */
+        c->client_eof = 1;
+        bufferevent_disable(bev, EV_READ);
+        answer_read(bev, c);
+        return;
+    }
+    sbx_egress_conn_finish(c); /* the client ended before it sent a byte, or failed */
 }
 
 void sbx_egress_conn_answer(struct sbx_egress_conn *c, const char *reason)
