@@ -223,6 +223,19 @@ static void test_transparent_connections(void **state)
     expect_in(r, "HTTP/1.1 403 sbx egress ip-literal: 127.0.0.1:");
     free(r);
     free(msg);
+    /* an allowed name that does not resolve (no resolver here): its 502 answered too,
+     * a ClientHello with a fatal internal_error alert (80) */
+    r = transparent("\x01"
+                    "x.wild.test:80\n",
+                    "GET / HTTP/1.1\r\nHost: x.wild.test\r\n\r\n");
+    expect_in(r, "HTTP/1.1 502 sbx egress resolve-failed: x.wild.test:80 is allowed but does "
+                 "not resolve");
+    free(r);
+    r = transparent("\x01"
+                    "x.wild.test:443\n",
+                    "\x16\x03\x01\x02\x00\x01");
+    assert_memory_equal(r, "\x15\x03\x03\x00\x02\x02\x50", 7);
+    free(r);
     /* a line without its end, or with a control byte: a bad handover */
     msg = xasprintf_test("\x01"
                          "allowed.test:%d",
