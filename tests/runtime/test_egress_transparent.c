@@ -255,6 +255,7 @@ static void test_no_proxy_variables(void **state)
                          "this task's egress allow-list (ask for egress.allow \"denied.test\")] "
                          "sbx egress not-allowed: denied.test:80 ");
     assert_contains(out, "fetch-denied-tls error fetch failed: ");
+    assert_contains(out, "SSL alert number 49"); /* Node's cause: access_denied */
     assert_contains(out, "dns-denied rcode=0 sbx egress: denied.test not allowed by policy of "
                          "task tp-1 (not-allowed)\n");
     assert_contains(out, "udp-other failed ");
