@@ -299,19 +299,20 @@ static pid_t peer_pid(int fd)
 
         return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.pid : 0;
     }
-    inode = find_inode(&peer, &self);
-    if (inode == 0) {
+    if (self.ss_family == AF_INET) {
         /* (added) A connection the sandbox's netns redirected to us (names.c): the
-         * client's socket is connected to its original destination, not to us. */
+         * client's socket is connected to its original destination, not to us. For
+         * one not redirected, conntrack's original destination is us anyway; without
+         * conntrack the call fails and self stays. */
         struct sockaddr_storage dst;
         socklen_t dl = sizeof(struct sockaddr_in);
 
         memset(&dst, 0, sizeof(dst));
-        if (self.ss_family == AF_INET && getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) == 0 &&
-            dst.ss_family == AF_INET) {
-            inode = find_inode(&peer, &dst);
+        if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) == 0 && dst.ss_family == AF_INET) {
+            self = dst;
         }
     }
+    inode = find_inode(&peer, &self);
     return inode != 0 ? find_holder(inode) : 0;
 }
 
