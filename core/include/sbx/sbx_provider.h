@@ -134,6 +134,9 @@ struct sbx_sandbox_spec {
 #define SBX_RELAY_REDIRECT_PORT "3129"
 #define SBX_RELAY_REDIRECT_LISTEN "127.0.0.1:" SBX_RELAY_REDIRECT_PORT
 #define SBX_RELAY_NAME_NET "127.100.0.0/16"
+/* (added) the addresses it gives denied names: a connection there is answered with the
+ * refusal (docs/egress.md, "What an agent sees on denial") */
+#define SBX_RELAY_DENY_NET "127.101.0.0/16"
 
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);

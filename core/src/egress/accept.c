@@ -107,6 +107,8 @@ long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t le
  *                                                 socket (the client speaks to a proxy)
  *   "\x01HOST:PORT\n" + a descriptor [+ attr.]    (added) a transparent connection
  *                                                 (names.c)
+ *   "\x03HOST:PORT\n" + a descriptor [+ attr.]    (added) a transparent connection to a
+ *                                                 denied name's address: refused
  *   "\x02NAME\n"                                  (added) a name query (names.c)
  *   [attribution line +] a request                a plain request stream (a relay in
  *                                                 --copy mode puts its line first)
@@ -187,7 +189,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 1; i < n_fds; i++) {
         close(fds[i]);
     }
-    if (bytes[0] == '\x01') {
+    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
         long l = sbx_egress_name_line(bytes + 1, (size_t)n - 1, line, sizeof(line));
 
         used = l < 0 ? -1 : 1 + l;
@@ -195,8 +197,8 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     if (used > 0 && used < n) {
         attr = sbx_egress_attr_parse(c, bytes + used, (size_t)(n - used));
     }
-    if ((bytes[0] != '\0' && bytes[0] != '\x01') || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) ||
-        used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
+    if ((bytes[0] != '\0' && bytes[0] != '\x01' && bytes[0] != '\x03') || n_fds != 1 ||
+        (msg.msg_flags & MSG_CTRUNC) || used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
         close(fds[0]);
         c->reason = used > 0 && attr != n - used ? "bad-attribution" : "bad-handover";
         sbx_egress_conn_finish(c);
@@ -212,8 +214,8 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_finish(c);
         return;
     }
-    if (bytes[0] == '\x01') {
-        sbx_egress_conn_transparent(c, line); /* names.c */
+    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
+        sbx_egress_conn_transparent(c, line, bytes[0] == '\x03'); /* names.c */
         return;
     }
     sbx_egress_conn_start_head(c, NULL, 0);
