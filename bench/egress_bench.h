@@ -17,7 +17,7 @@ extern int64_t bulk_bytes;       /* what a 'B' stream sends */
 extern int flood_nice;           /* SBX_BENCH_FLOOD_NICE: the floods' threads */
 extern atomic_int origin_active; /* origin connections still open (their threads) */
 
-extern int origin_fd;             /* the origin's listening socket */
+extern int origin_fd; /* the origin's listening socket */
 
 /* The origin: accepts on origin_fd, a thread per connection (started by main). */
 void *origin_main(void *arg);

@@ -158,8 +158,10 @@ static double wait_idle(struct sbx_egress *e, char **dirs, int n)
             return now() - t0;
         }
         if (now() - t0 > WAIT_DEADLINE) {
-            fprintf(stderr, "egress_bench: the proxy is not idle after %.0f s (%ld connections "
-                    "open, %d at the origin)\n", WAIT_DEADLINE, open, origin);
+            fprintf(stderr,
+                    "egress_bench: the proxy is not idle after %.0f s (%ld connections "
+                    "open, %d at the origin)\n",
+                    WAIT_DEADLINE, open, origin);
             exit(1);
         }
         nanosleep(&step, NULL);
@@ -312,8 +314,7 @@ int egress_fair(struct sbx_config *cfg, int n, int connects, int rounds)
 
         dirs[i] = xasprintf("%s/fair-%d", bench_dir, i);
         sock = xasprintf("%s/%s", dirs[i], SBX_EGRESS_SOCKET);
-        if (sbx_egress_add(e, dirs[i], name, name, name, i == n ? rules : flood_rules, &err) <
-            0) {
+        if (sbx_egress_add(e, dirs[i], name, name, name, i == n ? rules : flood_rules, &err) < 0) {
             fprintf(stderr, "egress_bench: %s\n", err->msg);
             return 1;
         }
@@ -323,11 +324,13 @@ int egress_fair(struct sbx_config *cfg, int n, int connects, int rounds)
     }
     loadavg(la);
     printf("egress fairness: 1 quiet sandbox and %d flooding (%lld MiB streams, their threads "
-           "at nice %d, %s) on one proxy, %d connects per phase, %d rounds; egress.bandwidth %lld B/s; load average %.2f %.2f %.2f at the start; %d of %ld "
+           "at nice %d, %s) on one proxy, %d connects per phase, %d rounds; egress.bandwidth %lld "
+           "B/s; load average %.2f %.2f %.2f at the start; %d of %ld "
            "CPUs\n",
            n, (long long)(bulk_bytes >> 20), flood_nice,
            in_process ? "in this process" : "in a process of their own", connects, rounds,
-           (long long)cfg->egress.bandwidth, la[0], la[1], la[2], allowed, sysconf(_SC_NPROCESSORS_ONLN));
+           (long long)cfg->egress.bandwidth, la[0], la[1], la[2], allowed,
+           sysconf(_SC_NPROCESSORS_ONLN));
     latency(ports[n], 20); /* warm up */
     for (int r = 0; r < rounds; r++) {
         double idle;
@@ -390,8 +393,7 @@ int egress_fair(struct sbx_config *cfg, int n, int connects, int rounds)
                "%.2f s loaded phase (slowest %.0f%s); idle waits %.3f s; load "
                "%.2f %.2f %.2f\n",
                r + 1, v[0][r], v[1][r], v[2][r], v[3][r], v[4][r], v[5][r], v[6][r], v[7][r],
-               t1 - t0, slowest, stalled ? ", SOME FLOOD STALLED" : "", idle, la[0],
-               la[1], la[2]);
+               t1 - t0, slowest, stalled ? ", SOME FLOOD STALLED" : "", idle, la[0], la[1], la[2]);
     }
     {
         double lone = median(v[0], rounds);

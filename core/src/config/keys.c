@@ -385,7 +385,7 @@ const struct sbx_key_def sbx_config_keys[] = {
                 "refused); `0`: no limit"),
     KEY("egress.bandwidth", SIZE, egress.bandwidth, .def = "512M", RANGE(0, 1024 * 1024 * MB),
         .help = "bytes per second the proxy shares out while several sandboxes move bytes: "
-                "each of the N sandboxes that moved bytes in the last 100-200 ms may move "
+                "each of the N sandboxes that moved bytes in the last 25-50 ms may move "
                 "`bandwidth` / N (a token bucket per sandbox, 20 ms of its rate deep); a "
                 "sandbox alone is never limited; `0`: no shares (docs/egress.md, \"Fair "
                 "shares\")"),

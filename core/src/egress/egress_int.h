@@ -64,9 +64,11 @@ struct sbx_egress_sandbox {
     size_t n_tunnels;       /* its tunnels open (they share its part of a turn) */
     double tokens;          /* new connections it may still open now */
     struct timespec refill; /* when tokens were last refilled */
-    struct sbx_egress_bucket bucket; /* (added) its part of egress.bandwidth (share.h) */
-    unsigned accepts;                /* (added) accepted in this listener turn */
-    struct event *next_turn;         /* (added) its listener's next turn (accept.c) */
+    /* (added) its part of egress.bandwidth (share.h); connections accepted in its
+     * listener's turn, and the event that gives it the next turn (accept.c) */
+    struct sbx_egress_bucket bucket;
+    unsigned accepts;
+    struct event *next_turn;
     struct sbx_egress_sandbox *next;
 };
 
@@ -94,11 +96,12 @@ struct sbx_egress {
     uint64_t max_buffer;  /* egress.max_buffer, per sandbox */
     int socket_buffer;    /* egress.socket_buffer: a destination socket's buffers */
     double conn_rate;     /* egress.connection_rate: new connections/s per sandbox */
-    struct sbx_egress_share share; /* (added) egress.bandwidth and who shares it */
     int reserve_fd;       /* given up to accept (and refuse) at EMFILE */
     size_t n_tunnels;     /* tunnels open on this loop */
     size_t n_busy;        /* sandboxes with a tunnel open (they share a turn) */
     time_t accept_warned; /* when an accept failure was last logged */
+    /* (added) egress.bandwidth and the sandboxes sharing it (share.h) */
+    struct sbx_egress_share share;
     struct sbx_egress_sandbox *sandboxes;
 };
 

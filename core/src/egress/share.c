@@ -5,12 +5,12 @@ size_t sbx_egress_share_active(struct sbx_egress_share *s, int64_t now_ns)
 {
     int64_t w = now_ns / SBX_EGRESS_SHARE_WINDOW_NS;
 
-    if (w == s->window + 1) {
+    if (w > s->window && w <= s->window + SBX_EGRESS_SHARE_GAP) {
         s->n_prev = s->n_now;
         s->n_now = 0;
         s->window = w;
     }
-    else if (w > s->window + 1) {
+    else if (w > s->window) {
         s->n_prev = 0;
         s->n_now = 0;
         s->window = w;
@@ -28,12 +28,12 @@ double sbx_egress_share_rate(struct sbx_egress_share *s, int64_t now_ns)
     return (double)s->bandwidth / (double)n;
 }
 
-/* The most b may hold at rate. */
-static double burst(double rate)
+/* rate's worth of ns, at least SBX_EGRESS_SHARE_BYTES_MIN bytes */
+static double worth(double rate, int64_t ns)
 {
-    double b = rate * (double)SBX_EGRESS_SHARE_BURST_NS / 1e9;
+    double b = rate * (double)ns / 1e9;
 
-    return b > SBX_EGRESS_SHARE_BURST_MIN ? b : SBX_EGRESS_SHARE_BURST_MIN;
+    return b > SBX_EGRESS_SHARE_BYTES_MIN ? b : SBX_EGRESS_SHARE_BYTES_MIN;
 }
 
 uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bucket *b,
@@ -41,6 +41,7 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
 {
     double rate;
     double cap;
+    double step;
 
     sbx_egress_share_active(s, now_ns);
     if (b->window != s->window + 1) {
@@ -49,12 +50,15 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
     }
     rate = sbx_egress_share_rate(s, now_ns);
     if (rate <= 0.0) {
-        /* No limit: the bucket stays full, for when the limit comes back. */
-        b->tokens = burst((double)s->bandwidth);
+        /* No limit: the clock moves on, so that no credit piles up for later. */
         b->last_ns = now_ns;
+        if (b->tokens < 0) {
+            b->tokens = 0;
+        }
         return want;
     }
-    cap = burst(rate);
+    cap = worth(rate, SBX_EGRESS_SHARE_BURST_NS);
+    step = worth(rate, SBX_EGRESS_SHARE_STEP_NS);
     if (b->last_ns == 0 || now_ns < b->last_ns) {
         b->tokens = cap;
     }
@@ -65,8 +69,7 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
         b->tokens = cap;
     }
     b->last_ns = now_ns;
-    if (b->tokens < (double)(want < SBX_EGRESS_SHARE_GRANT_MIN ? want : SBX_EGRESS_SHARE_GRANT_MIN) ||
-        b->tokens < 1.0) {
+    if (b->tokens < 1.0 || (b->tokens < step && b->tokens < (double)want)) {
         return 0;
     }
     return (double)want < b->tokens ? want : (uint64_t)b->tokens;
@@ -78,16 +81,17 @@ void sbx_egress_bucket_spend(struct sbx_egress_bucket *b, uint64_t used)
 }
 
 int64_t sbx_egress_share_wait_ns(struct sbx_egress_share *s, const struct sbx_egress_bucket *b,
-                                 int64_t now_ns, uint64_t need)
+                                 int64_t now_ns)
 {
     double rate = sbx_egress_share_rate(s, now_ns);
-    double missing = (double)need - b->tokens;
+    double missing;
 
-    if (rate <= 0.0 || missing <= 0.0) {
+    if (rate <= 0.0) {
         return 0;
     }
-    if (need > burst(rate)) { /* never more than a full bucket */
-        missing = burst(rate) - b->tokens;
+    missing = worth(rate, SBX_EGRESS_SHARE_STEP_NS) - b->tokens;
+    if (missing <= 0.0) {
+        return 0;
     }
     return (int64_t)(missing / rate * 1e9) + 1;
 }

@@ -9,15 +9,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A sandbox counts as active for the window in which it asked to move bytes and the
- * next one: between 100 and 200 ms after its last ask. */
-#define SBX_EGRESS_SHARE_WINDOW_NS (100LL * 1000 * 1000)
+/* A sandbox counts as active in the window in which it asked to move bytes and the
+ * next one: for 25 to 50 ms after its last ask. A gap of up to SBX_EGRESS_SHARE_GAP
+ * windows in which nobody asked (the proxy's thread did not run) counts as one window;
+ * after a longer one nobody is active. */
+#define SBX_EGRESS_SHARE_WINDOW_NS (25LL * 1000 * 1000)
+#define SBX_EGRESS_SHARE_GAP 4
 /* A bucket holds at most this long's worth of its rate (its burst)... */
 #define SBX_EGRESS_SHARE_BURST_NS (20LL * 1000 * 1000)
-/* ...and never less than this many bytes (a tunnel's smallest turn). */
-#define SBX_EGRESS_SHARE_BURST_MIN (64 * 1024)
-/* A grant is never smaller than this (or what was asked for): fewer, larger reads. */
-#define SBX_EGRESS_SHARE_GRANT_MIN (16 * 1024)
+/* ...and a dry one is read again once it holds this long's worth (a step): a limited
+ * tunnel wakes about 200 times a second, not once per few KiB... */
+#define SBX_EGRESS_SHARE_STEP_NS (5LL * 1000 * 1000)
+/* ...and both are at least this many bytes (a tunnel's smallest turn). */
+#define SBX_EGRESS_SHARE_BYTES_MIN (64 * 1024)
 
 /* The proxy's: what is shared, and who is sharing it. */
 struct sbx_egress_share {
@@ -29,26 +33,27 @@ struct sbx_egress_share {
 
 /* A sandbox's. Zeroed is a fresh bucket. */
 struct sbx_egress_bucket {
-    double tokens;   /* bytes it may move now */
+    double tokens;   /* bytes it may move now (below 0 after a read past its grant) */
     int64_t last_ns; /* when tokens were last refilled; 0: never */
     int64_t window;  /* the window it last asked in, plus one (0: never) */
 };
 
 /* The sandboxes that count as active at now_ns (the window moves on first). */
 size_t sbx_egress_share_active(struct sbx_egress_share *s, int64_t now_ns);
-/* b's rate at now_ns in bytes/s: bandwidth / active sandboxes, 0 (no limit) when the
- * share is off or fewer than two sandboxes are active. */
+/* A sandbox's rate at now_ns in bytes/s: bandwidth / active sandboxes, 0 (no limit)
+ * when the share is off or fewer than two sandboxes are active. */
 double sbx_egress_share_rate(struct sbx_egress_share *s, int64_t now_ns);
 /* b's sandbox asks to move up to want bytes at now_ns (it becomes active): how many it
- * may move now, at most want (want itself when there is no limit). Spend what was
- * really moved with sbx_egress_bucket_spend. */
+ * may move now, at most want (want itself when there is no limit); 0 when its bucket
+ * holds less than a step (and less than want). Spend what was really moved with
+ * sbx_egress_bucket_spend. */
 uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bucket *b,
                                 int64_t now_ns, uint64_t want);
 /* used bytes moved (after a grant). */
 void sbx_egress_bucket_spend(struct sbx_egress_bucket *b, uint64_t used);
-/* Nanoseconds from now_ns until b holds need bytes (0: it does, or no limit). Call after
- * a grant at now_ns. */
+/* Nanoseconds from now_ns until b holds a step (0: it does, or there is no limit).
+ * Call after a grant at now_ns. */
 int64_t sbx_egress_share_wait_ns(struct sbx_egress_share *s, const struct sbx_egress_bucket *b,
-                                 int64_t now_ns, uint64_t need);
+                                 int64_t now_ns);
 
 #endif

@@ -31,8 +31,10 @@ struct dir {
     int rd_on;        /* whether rd / wr are added: epoll_ctl only on change */
     int wr_on;
     int bulk; /* (added) rd and wr run at SBX_EGRESS_PRIO_BULK (past the first bytes) */
-    struct event *later; /* the sandbox's bucket ran dry: reading resumes then */
-    int waiting;         /* later is armed: src is not read */
+    /* (added) later: the sandbox's bucket ran dry, reading resumes then; waiting: it is
+     * armed (src is not read until it fires) */
+    struct event *later;
+    int waiting;
     const char *src_error;
     const char *dst_error;
 };
@@ -43,8 +45,10 @@ struct sbx_egress_tunnel {
     size_t *active; /* tunnels open in this proxy */
     size_t *busy;   /* sandboxes with a tunnel open (they share a turn) */
     size_t *mine;   /* this tunnel's sandbox's open tunnels (they share its part) */
-    struct sbx_egress_share *share;   /* the proxy's egress.bandwidth, or NULL */
-    struct sbx_egress_bucket *bucket; /* this tunnel's sandbox's part of it */
+    /* (added) the proxy's egress.bandwidth (NULL: not shared) and this tunnel's
+     * sandbox's bucket of it */
+    struct sbx_egress_share *share;
+    struct sbx_egress_bucket *bucket;
     void (*done)(void *arg, const char *reason);
     void *arg;
 };
@@ -105,7 +109,7 @@ static size_t granted(struct dir *d, size_t budget)
         }
         return (size_t)got;
     }
-    wait = sbx_egress_share_wait_ns(t->share, t->bucket, now, SBX_EGRESS_SHARE_BURST_MIN);
+    wait = sbx_egress_share_wait_ns(t->share, t->bucket, now);
     {
         struct timeval tv = {(time_t)(wait / 1000000000), (suseconds_t)(wait % 1000000000 / 1000)};
 
