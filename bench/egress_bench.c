@@ -557,14 +557,14 @@ int main(int argc, char **argv)
     cfg->egress.hosts[0].name = xstrdup("bench.test");
     cfg->egress.hosts[0].address = xstrdup("127.0.0.1");
     cfg->egress.n_hosts = 1;
+    if (getenv("SBX_BENCH_BANDWIDTH") != NULL) { /* egress.bandwidth, bytes/s; 0: off */
+        cfg->egress.bandwidth = atoll(getenv("SBX_BENCH_BANDWIDTH"));
+    }
     if (sandboxes > 0) {
         return multi(cfg, sandboxes, connects, rounds);
     }
     if (flooders > 0) {
         flood_nice = getenv("SBX_BENCH_FLOOD_NICE") ? atoi(getenv("SBX_BENCH_FLOOD_NICE")) : 0;
-        if (getenv("SBX_BENCH_BANDWIDTH") != NULL) { /* egress.bandwidth, bytes/s; 0: off */
-            cfg->egress.bandwidth = atoll(getenv("SBX_BENCH_BANDWIDTH"));
-        }
         return egress_fair(cfg, flooders, connects, rounds);
     }
     e = sbx_egress_start(cfg, &err);
