@@ -204,6 +204,49 @@ static void test_burst_is_bounded(void **state)
     assert_int_equal(take(&s, &b, t + 1000 * MS, 64 * MIB), 64 * 1024);
 }
 
+/* What a sandbox moved while it was alone is no debt once another comes: it starts
+ * from an empty bucket and has a step within a step's time. (With the debt it waited so
+ * long that it dropped out of the count, and the other ran unlimited.) */
+static void test_alone_leaves_no_debt(void **state)
+{
+    struct sbx_egress_share s = {.bandwidth = 4 * MIB};
+    struct sbx_egress_bucket a = {0};
+    struct sbx_egress_bucket b = {0};
+    uint64_t got;
+
+    (void)state;
+    assert_int_equal(take(&s, &a, T0, 512 * 1024), 512 * 1024); /* alone */
+    take(&s, &b, T0, 1);                                        /* now two: 2 MiB/s each */
+    assert_int_equal(take(&s, &a, T0, 512 * 1024), 0);
+    take(&s, &b, T0 + 20 * MS, 1);
+    /* 32 ms of 2 MiB/s: just over a step (64 KiB); with a debt of 512 KiB, nothing */
+    got = take(&s, &a, T0 + 32 * MS, 512 * 1024);
+    assert_true(got >= 64 * 1024 && got <= 68 * 1024);
+}
+
+/* A dry bucket at a low rate waits at most half a window before it asks again, so its
+ * sandbox never drops out of the count while it waits. */
+static void test_wait_is_at_most_half_a_window(void **state)
+{
+    struct sbx_egress_share s = {.bandwidth = 2 * MIB};
+    struct sbx_egress_bucket a = {0};
+    struct sbx_egress_bucket b = {0};
+    int64_t t = T0;
+
+    (void)state;
+    take(&s, &a, t, 1);
+    while (take(&s, &b, t, 1 * MIB) > 0) {
+    }
+    /* 64 KiB at 1 MiB/s is 62.5 ms */
+    assert_int_equal(sbx_egress_share_wait_ns(&s, &b, t), SBX_EGRESS_SHARE_WINDOW_NS / 2);
+    for (int i = 1; i <= 8; i++) { /* both keep asking every half window */
+        t += SBX_EGRESS_SHARE_WINDOW_NS / 2;
+        take(&s, &a, t, 1);
+        take(&s, &b, t, 1 * MIB);
+        assert_int_equal(sbx_egress_share_active(&s, t), 2);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +259,8 @@ int main(void)
         cmocka_unit_test(test_gaps),
         cmocka_unit_test(test_clock_backwards),
         cmocka_unit_test(test_burst_is_bounded),
+        cmocka_unit_test(test_alone_leaves_no_debt),
+        cmocka_unit_test(test_wait_is_at_most_half_a_window),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,8 +50,10 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
     }
     rate = sbx_egress_share_rate(s, now_ns);
     if (rate <= 0.0) {
-        /* No limit: the clock moves on, so that no credit piles up for later. */
+        /* No limit: the clock moves on, so that no credit piles up for later, and what
+         * is moved now is not a debt for later. */
         b->last_ns = now_ns;
+        b->limited = 0;
         if (b->tokens < 0) {
             b->tokens = 0;
         }
@@ -69,6 +71,7 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
         b->tokens = cap;
     }
     b->last_ns = now_ns;
+    b->limited = 1;
     if (b->tokens < 1.0 || (b->tokens < step && b->tokens < (double)want)) {
         return 0;
     }
@@ -77,7 +80,9 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
 
 void sbx_egress_bucket_spend(struct sbx_egress_bucket *b, uint64_t used)
 {
-    b->tokens -= (double)used;
+    if (b->limited) {
+        b->tokens -= (double)used;
+    }
 }
 
 int64_t sbx_egress_share_wait_ns(struct sbx_egress_share *s, const struct sbx_egress_bucket *b,
@@ -92,6 +97,9 @@ int64_t sbx_egress_share_wait_ns(struct sbx_egress_share *s, const struct sbx_eg
     missing = worth(rate, SBX_EGRESS_SHARE_STEP_NS) - b->tokens;
     if (missing <= 0.0) {
         return 0;
+    }
+    if (missing / rate * 1e9 >= (double)(SBX_EGRESS_SHARE_WINDOW_NS / 2)) {
+        return SBX_EGRESS_SHARE_WINDOW_NS / 2;
     }
     return (int64_t)(missing / rate * 1e9) + 1;
 }

@@ -36,6 +36,7 @@ struct sbx_egress_bucket {
     double tokens;   /* bytes it may move now (below 0 after a read past its grant) */
     int64_t last_ns; /* when tokens were last refilled; 0: never */
     int64_t window;  /* the window it last asked in, plus one (0: never) */
+    int limited;     /* its last grant was limited (only then is a spend counted) */
 };
 
 /* The sandboxes that count as active at now_ns (the window moves on first). */
@@ -51,8 +52,9 @@ uint64_t sbx_egress_share_grant(struct sbx_egress_share *s, struct sbx_egress_bu
                                 int64_t now_ns, uint64_t want);
 /* used bytes moved (after a grant). */
 void sbx_egress_bucket_spend(struct sbx_egress_bucket *b, uint64_t used);
-/* Nanoseconds from now_ns until b holds a step (0: it does, or there is no limit).
- * Call after a grant at now_ns. */
+/* Nanoseconds from now_ns until b holds a step (0: it does, or there is no limit), at
+ * most half a window: a tunnel waiting for its bucket asks again by then, so its
+ * sandbox stays in the count while it waits. Call after a grant at now_ns. */
 int64_t sbx_egress_share_wait_ns(struct sbx_egress_share *s, const struct sbx_egress_bucket *b,
                                  int64_t now_ns);
 
