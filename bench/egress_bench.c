@@ -6,7 +6,8 @@
  *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N | fair=N]
  *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy;
  *   "sandboxes=N": N sandboxes at once, one shared proxy against one proxy each;
- *   "fair=N": a quiet sandbox's connect latency alone and next to N flooding ones)
+ *   "fair=N": a quiet sandbox's connect latency alone and next to N flooding ones,
+ *   egress_fair.c)
  *
  * The destination is a thread of this program on 127.0.0.1; the proxy runs in this
  * process through its API; the relay is ../libexec/sbx-relay next to this binary (or
@@ -557,7 +558,8 @@ int main(int argc, char **argv)
     cfg->egress.hosts[0].name = xstrdup("bench.test");
     cfg->egress.hosts[0].address = xstrdup("127.0.0.1");
     cfg->egress.n_hosts = 1;
-    if (getenv("SBX_BENCH_BANDWIDTH") != NULL) { /* egress.bandwidth, bytes/s; 0: off */
+    if (getenv("SBX_BENCH_BANDWIDTH") != NULL && *getenv("SBX_BENCH_BANDWIDTH") != '\0') {
+        /* egress.bandwidth, bytes/s; 0: off */
         cfg->egress.bandwidth = atoll(getenv("SBX_BENCH_BANDWIDTH"));
     }
     if (sandboxes > 0) {
