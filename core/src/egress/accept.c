@@ -271,20 +271,37 @@ void sbx_egress_resume(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    sb->accepts = 0;
     evconnlistener_enable(sb->listener);
+}
+
+/* (added) Round-robin at the door: a listener takes at most SBX_EGRESS_ACCEPT_TURN
+ * connections per turn (libevent's would take its whole backlog in one callback), then
+ * goes to the back of the queue of ready events at its priority, behind the other
+ * sandboxes' listeners and connections being set up. */
+void sbx_egress_next_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_sandbox *sb = arg;
+
+    (void)fd;
+    (void)what;
+    sb->accepts = 0;
+    if (!evtimer_pending(sb->resume, NULL)) { /* not resting for its rate */
+        evconnlistener_enable(sb->listener);
+    }
 }
 
 /* egress.connection_rate: a token bucket per sandbox (burst: one second's worth). When
  * it runs dry the listener rests until the next token: a sandbox that opens
  * connections as fast as it can gets its rate, the others' turns are not taken. */
-static void take_token(struct sbx_egress_sandbox *sb)
+static int take_token(struct sbx_egress_sandbox *sb)
 {
     struct sbx_egress *e = sb->e;
     struct timespec now;
     double dt;
 
     if (e->conn_rate <= 0) {
-        return;
+        return 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &now);
     dt = (double)(now.tv_sec - sb->refill.tv_sec) + (now.tv_nsec - sb->refill.tv_nsec) / 1e9;
@@ -298,7 +315,9 @@ static void take_token(struct sbx_egress_sandbox *sb)
         long ms = (long)(-sb->tokens * 1000 / e->conn_rate) + 1;
 
         pause_listener(sb, ms);
+        return 1;
     }
+    return 0;
 }
 
 void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
@@ -309,7 +328,10 @@ void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, in
     (void)l;
     (void)sa;
     (void)len;
-    take_token(sb);
+    if (!take_token(sb) && ++sb->accepts >= SBX_EGRESS_ACCEPT_TURN) {
+        evconnlistener_disable(sb->listener); /* ends libevent's accept loop */
+        event_active(sb->next_turn, EV_TIMEOUT, 1);
+    }
     if (c == NULL) {
         return;
     }

@@ -364,6 +364,7 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
         sbx_egress_conn_finish(c);
         return;
     }
+    sbx_egress_tunnel_share(c->tunnel, &c->sb->e->share, &c->sb->bucket);
     if (framed) {
         sbx_egress_tunnel_limit(c->tunnel, body - keep, dropped);
     }
