@@ -228,8 +228,10 @@ static int pump(struct dir *d)
         sbx_egress_bucket_spend(t->bucket, moved);
     }
     if (!d->bulk && d->bytes >= SBX_EGRESS_FIRST_BYTES) {
-        d->bulk = (event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK) == 0) &
-                  (event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK) == 0);
+        /* both events are moved, whatever the first one answered */
+        int rd_ok = event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK) == 0;
+        int wr_ok = event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK) == 0;
+        d->bulk = rd_ok && wr_ok;
     }
     if (d->in_pipe > 0) {
         watch(d->wr, &d->wr_on, 1);
