@@ -6,7 +6,8 @@
  *   egress_bench [MIB] [CONNECTS] [ROUNDS] [copy | sandboxes=N | fair=N]
  *   (defaults: 1024 MiB, 200 connections, 3 rounds; "copy" runs the relay with --copy;
  *   "sandboxes=N": N sandboxes at once, one shared proxy against one proxy each;
- *   "fair=N": a quiet sandbox's connect latency alone and next to N flooding ones)
+ *   "fair=N": a quiet sandbox's connect latency alone and next to N flooding ones,
+ *   egress_fair.c)
  *
  * The destination is a thread of this program on 127.0.0.1; the proxy runs in this
  * process through its API; the relay is ../libexec/sbx-relay next to this binary (or
@@ -14,6 +15,7 @@
  * or =proxied measures one path only (for a profiler). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdint.h>
 #include <netinet/in.h>
@@ -35,11 +37,12 @@
 #include "egress/egress.h"
 #include "util/xalloc.h"
 
-#define CHUNK (1024 * 1024)
+#include "egress_bench.h"
 
-static int origin_fd;
+int origin_fd;
+atomic_int origin_active;
 static pid_t relay_pid;
-static char bench_dir[] = "/tmp/sbx-egress-bench-XXXXXX";
+char bench_dir[] = "/tmp/sbx-egress-bench-XXXXXX";
 
 /* On any exit: stop the relay and remove the scratch directory. */
 static void cleanup(void)
@@ -58,11 +61,11 @@ static void cleanup(void)
         }
     }
 }
-static int origin_port;
-static int64_t bulk_bytes;
-static int flood_nice; /* SBX_BENCH_FLOOD_NICE: the floods' client and origin threads */
+int origin_port;
+int64_t bulk_bytes;
+int flood_nice; /* SBX_BENCH_FLOOD_NICE: the floods' client and origin threads */
 
-static double now(void)
+double now(void)
 {
     struct timespec ts;
 
@@ -70,7 +73,7 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what)
+void die(const char *what)
 {
     fprintf(stderr, "egress_bench: %s: %s\n", what, strerror(errno));
     exit(1);
@@ -116,11 +119,12 @@ static void *origin_conn(void *arg)
         close(c);
     }
     free(buf);
+    atomic_fetch_sub(&origin_active, 1);
     return NULL;
 }
 
 /* The destination: a thread per connection (several sandboxes transfer at once). */
-static void *origin_main(void *arg)
+void *origin_main(void *arg)
 {
     (void)arg;
     for (;;) {
@@ -130,7 +134,9 @@ static void *origin_main(void *arg)
         if (c < 0) {
             continue;
         }
+        atomic_fetch_add(&origin_active, 1); /* until origin_conn is done with it */
         if (pthread_create(&th, NULL, origin_conn, (void *)(intptr_t)c) != 0) {
+            atomic_fetch_sub(&origin_active, 1);
             close(c);
             continue;
         }
@@ -139,7 +145,7 @@ static void *origin_main(void *arg)
     return NULL;
 }
 
-static int tcp_listen(int *port)
+int tcp_listen(int *port)
 {
     struct sockaddr_in sin;
     socklen_t sl = sizeof(sin);
@@ -175,7 +181,7 @@ static int tcp_connect(int port)
 
 /* Opens a stream to the origin, directly (relay_port 0) or through the relay with
  * CONNECT, and sends the command byte. */
-static int open_stream(int relay_port, char cmd)
+int open_stream(int relay_port, char cmd)
 {
     int fd;
 
@@ -217,7 +223,7 @@ static int open_stream(int relay_port, char cmd)
     return fd;
 }
 
-static double bulk(int relay_port)
+double bulk(int relay_port)
 {
     char *buf = xcalloc(1, CHUNK);
     int fd = open_stream(relay_port, 'B');
@@ -266,7 +272,7 @@ static double upload(int relay_port)
     return (double)bulk_bytes / (1024.0 * 1024.0) / (now() - t0);
 }
 
-static int cmp_double(const void *a, const void *b)
+int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a;
     double y = *(const double *)b;
@@ -275,7 +281,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Median microseconds from connect() to the origin's first byte. */
-static double latency(int relay_port, int count)
+double latency(int relay_port, int count)
 {
     double *v = xcalloc((size_t)count, sizeof(double));
     double m;
@@ -318,7 +324,7 @@ static char *relay_path(void)
 
 static int relay_copy; /* argv[4] == "copy": the relay copies bytes (--copy) */
 
-static pid_t start_relay(const char *sock, int *port)
+pid_t start_relay(const char *sock, int *port)
 {
     int fds[2];
     char line[32];
@@ -506,195 +512,6 @@ static int multi(struct sbx_config *cfg, int n, int connects, int rounds)
     return 0;
 }
 
-/* ---- fairness: one quiet sandbox next to N flooding ones, in one shared proxy ---- */
-
-static volatile int flood_stop;
-
-static void *flood_main(void *arg)
-{
-    struct lane *l = arg;
-
-    if (flood_nice > 0) {
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), flood_nice);
-    }
-    while (!flood_stop) {
-        l->mibs = bulk(l->port);
-    }
-    return NULL;
-}
-
-/* The 1-minute load average (/proc/loadavg), -1 when unreadable. */
-static double loadavg1(void)
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    double l = -1.0;
-
-    if (f != NULL) {
-        if (fscanf(f, "%lf", &l) != 1) {
-            l = -1.0;
-        }
-        fclose(f);
-    }
-    return l;
-}
-
-/* How many CPUs this process may run on (taskset), and how many the box has. */
-static void cpus_allowed(int *allowed, long *online)
-{
-    cpu_set_t set;
-
-    CPU_ZERO(&set);
-    *allowed = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : -1;
-    *online = sysconf(_SC_NPROCESSORS_ONLN);
-}
-
-/* connect-to-first-byte of `count` connections through relay `port`: p50 and p90, us */
-static void latency_pct(int port, int count, double *p50, double *p90)
-{
-    double *v = xcalloc((size_t)count, sizeof(double));
-
-    for (int i = 0; i < count; i++) {
-        double t0 = now();
-        int fd = open_stream(port, 'L');
-        char x;
-
-        if (read(fd, &x, 1) != 1) {
-            die("read first byte");
-        }
-        v[i] = (now() - t0) * 1e6;
-        close(fd);
-    }
-    qsort(v, (size_t)count, sizeof(double), cmp_double);
-    *p50 = v[count / 2];
-    *p90 = v[count * 9 / 10];
-    free(v);
-}
-
-/* `egress_bench MIB CONNECTS ROUNDS fair=N`: N + 1 sandboxes in one shared proxy (what
- * `sbx serve` runs), each behind its own relay. Each round measures the last one's
- * connect-to-first-byte (CONNECTS connections) while the others are idle ("quiet"),
- * then while the N others download MIB-sized streams one after another without pause
- * ("flood"). Prints each round and the ratio of the medians of the rounds' p50 (the
- * target: at most 1.5) and p90. */
-static int fair(struct sbx_config *cfg, int n, int connects, int rounds)
-{
-    struct sbx_egress *e;
-    int *ports = xcalloc((size_t)n + 1, sizeof(int));
-    pid_t *relays = xcalloc((size_t)n + 1, sizeof(*relays));
-    struct lane *l = xcalloc((size_t)n, sizeof(*l));
-    char *rule = xasprintf("bench.test:%d opaque", origin_port);
-    const char *rules[] = {rule, NULL};
-    sbx_error_t *err = NULL;
-    double *q50 = xcalloc((size_t)rounds, sizeof(double));
-    double *q90 = xcalloc((size_t)rounds, sizeof(double));
-    double *f50 = xcalloc((size_t)rounds, sizeof(double));
-    double *f90 = xcalloc((size_t)rounds, sizeof(double));
-    double r50;
-    double r90;
-    int quiet_own = getenv("SBX_BENCH_QUIET_OWN_PROXY") != NULL &&
-                    strcmp(getenv("SBX_BENCH_QUIET_OWN_PROXY"), "1") == 0;
-    struct sbx_egress *e_quiet = NULL;
-    double load0 = loadavg1();
-    double load_max = load0;
-    int allowed;
-    long online;
-
-    cpus_allowed(&allowed, &online);
-    e = sbx_egress_start(cfg, &err);
-    if (e == NULL) {
-        fprintf(stderr, "egress_bench: %s\n", err->msg);
-        return 1;
-    }
-    /* SBX_BENCH_QUIET_OWN_PROXY=1: the quiet sandbox gets a proxy (a loop thread) of its
-     * own, so the shared proxy's loop is out of its path: what is left of the ratio is the
-     * CPU the floods take, not the proxy's turns */
-    if (quiet_own) {
-        e_quiet = sbx_egress_start(cfg, &err);
-        if (e_quiet == NULL) {
-            fprintf(stderr, "egress_bench: %s\n", err->msg);
-            return 1;
-        }
-    }
-    for (int i = 0; i <= n; i++) {
-        char *d = xasprintf("%s/fair-%d", bench_dir, i);
-        char *sock = xasprintf("%s/%s", d, SBX_EGRESS_SOCKET);
-        char *name = xasprintf("sb%d", i);
-
-        if (sbx_egress_add(i == n && e_quiet ? e_quiet : e, d, name, name, name, rules, &err) < 0) {
-            fprintf(stderr, "egress_bench: %s\n", err->msg);
-            return 1;
-        }
-        relays[i] = start_relay(sock, &ports[i]);
-        free(d);
-        free(sock);
-        free(name);
-    }
-    latency(ports[n], 20); /* warm up */
-    for (int r = 0; r < rounds; r++) {
-        double agg = 0.0;
-
-        latency_pct(ports[n], connects, &q50[r], &q90[r]);
-        flood_stop = 0;
-        for (int i = 0; i < n; i++) {
-            l[i].port = ports[i];
-            l[i].cmd = 'B';
-            pthread_create(&l[i].th, NULL, flood_main, &l[i]);
-        }
-        usleep(200000); /* the floods under way */
-        latency_pct(ports[n], connects, &f50[r], &f90[r]);
-        flood_stop = 1;
-        for (int i = 0; i < n; i++) {
-            pthread_join(l[i].th, NULL);
-            agg += l[i].mibs;
-        }
-        {
-            double lr = loadavg1();
-
-            load_max = lr > load_max ? lr : load_max;
-            printf("  round %d: quiet p50 %.0f us p90 %.0f us; with %d sandboxes flooding "
-                   "(%.0f MiB/s together) p50 %.0f us p90 %.0f us; load average %.2f\n",
-                   r + 1, q50[r], q90[r], n, agg, f50[r], f90[r], lr);
-        }
-    }
-    qsort(q50, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(q90, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(f50, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(f90, (size_t)rounds, sizeof(double), cmp_double);
-    r50 = f50[rounds / 2] / q50[rounds / 2];
-    r90 = f90[rounds / 2] / q90[rounds / 2];
-    printf("egress fairness: 1 quiet sandbox%s, %d flooding (%lld MiB streams, their threads "
-           "at nice %d), %d connects, median of %d rounds\n",
-           quiet_own ? " (its own proxy)" : "", n, (long long)(bulk_bytes >> 20), flood_nice,
-           connects, rounds);
-    printf("  quiet p50 %.0f us p90 %.0f us; flood p50 %.0f us p90 %.0f us\n", q50[rounds / 2],
-           q90[rounds / 2], f50[rounds / 2], f90[rounds / 2]);
-    printf("  ratio p50 %.2f (target <= 1.50: %s), p90 %.2f\n", r50, r50 <= 1.5 ? "met" : "MISSED",
-           r90);
-    /* the noise: what else ran on the box (the 1-minute load average counts this bench's own
-     * threads and relays too: about N + 2 while it floods) */
-    printf("  load average (1 min) %.2f at the start, %.2f at most after a round; this bench on "
-           "%d of %ld CPUs\n",
-           load0, load_max, allowed, online);
-    for (int i = 0; i <= n; i++) {
-        kill(relays[i], SIGTERM);
-        waitpid(relays[i], NULL, 0);
-    }
-    sbx_egress_stop(e);
-    if (e_quiet != NULL) {
-        sbx_egress_stop(e_quiet);
-    }
-    free(ports);
-    free(relays);
-    free(l);
-    free(rule);
-    free(q50);
-    free(q90);
-    free(f50);
-    free(f90);
-    sbx_config_destroy(cfg);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     long mib = argc > 1 ? atol(argv[1]) : 1024;
@@ -741,12 +558,16 @@ int main(int argc, char **argv)
     cfg->egress.hosts[0].name = xstrdup("bench.test");
     cfg->egress.hosts[0].address = xstrdup("127.0.0.1");
     cfg->egress.n_hosts = 1;
+    if (getenv("SBX_BENCH_BANDWIDTH") != NULL && *getenv("SBX_BENCH_BANDWIDTH") != '\0') {
+        /* egress.bandwidth, bytes/s; 0: off */
+        cfg->egress.bandwidth = atoll(getenv("SBX_BENCH_BANDWIDTH"));
+    }
     if (sandboxes > 0) {
         return multi(cfg, sandboxes, connects, rounds);
     }
     if (flooders > 0) {
         flood_nice = getenv("SBX_BENCH_FLOOD_NICE") ? atoi(getenv("SBX_BENCH_FLOOD_NICE")) : 0;
-        return fair(cfg, flooders, connects, rounds);
+        return egress_fair(cfg, flooders, connects, rounds);
     }
     e = sbx_egress_start(cfg, &err);
     if (e == NULL) {

@@ -185,6 +185,11 @@ if [ ! -d tests/web/node_modules/playwright-core ]; then
     say "npm ci --prefix tests/web"
     npm ci --prefix tests/web --no-audit --no-fund >/dev/null
 fi
+# the Dev Containers reference CLI for tests/devc (the oracle of sbx image build; pinned likewise)
+if [ ! -d tests/devc/node_modules/@devcontainers/cli ]; then
+    say "npm ci --prefix tests/devc"
+    npm ci --prefix tests/devc --no-audit --no-fund >/dev/null
+fi
 
 if [ "$mode" = select ]; then
     build build-asan "${asan[@]}"

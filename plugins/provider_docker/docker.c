@@ -470,6 +470,10 @@ again:
         cb_docker_destroy(c, id_out, NULL);
         return -1;
     }
+    if (dk_post_start(c, id_out, s->image, err) < 0) {
+        cb_docker_destroy(c, id_out, NULL);
+        return -1;
+    }
     return 0;
 }
 

@@ -120,6 +120,10 @@ int dk_raw(struct dk_ctx *c, const char *socket, const char *method, const char 
            const char *body, size_t len, const char *ctype, long timeout_ms,
            struct sbx_http_response *resp, sbx_error_t **err);
 
+/* (added) docker_poststart.c: runs the image's postStartCommand (its label
+ * dev.sbx.post-start, docs/image.md) in the started sandbox; -1 when it fails. */
+int dk_post_start(struct dk_ctx *c, const char *id, const char *image, sbx_error_t **err);
+
 /* docker_userns.c: caps the sandbox's inotify counters in its own user
  * namespace (SBX_SANDBOX_INOTIFY_*); call right after the start. */
 int dk_userns_caps(struct dk_ctx *c, const char *id, sbx_error_t **err);

@@ -11,7 +11,7 @@
 
 #include "docker.h"
 
-#define DK_IMAGE_MAX_ARGS 160
+#define DK_IMAGE_MAX_ARGS 400
 
 /* Runs argv with stdout into out (its last line kept); returns the exit
  * status, 128+n for a signal, -1 when it could not be started. */
@@ -97,11 +97,22 @@ int dk_image_build(void *ctx, const struct sbx_image_request *req, char *ref_out
         argv[n++] = "--change";
         argv[n++] = (char *)req->changes[i];
     }
+    for (size_t i = 0; req->options != NULL && req->options[i] != NULL; i++) {
+        if (n + 2 > DK_IMAGE_MAX_ARGS) {
+            return c->host->error_set(err, SBX_E_USAGE, "image build: more than %d options",
+                                      DK_IMAGE_MAX_ARGS - 20);
+        }
+        argv[n++] = (char *)req->options[i];
+    }
     argv[n] = NULL;
     rc = run_builder(argv, ref_out, ref_size);
     if (rc < 0) {
         return c->host->error_set(err, SBX_E_GENERIC, "image build: cannot run %s: %s",
                                   req->builder, strerror(errno));
+    }
+    if (rc == 2) {
+        /* the helper's own refusal of a definition (it said why on stderr) */
+        return c->host->error_set(err, SBX_E_CONFIG, "image build refused the definition");
     }
     if (rc != 0 || ref_out[0] == '\0') {
         return c->host->error_set(err, SBX_E_GENERIC, "image build failed (exit %d)", rc);

@@ -6,11 +6,11 @@
  * it; the sandbox has no capability and cannot undo this) and sets:
  *
  *   ip -4 route replace default dev lo src 127.0.0.1     (an IP literal is routable)
- *   nat OUTPUT: TCP to SBX_RELAY_NAME_NET, and TCP leaving by lo to any address off
- *               127/8, REDIRECT to the relay's port (SBX_RELAY_REDIRECT_PORT); the
- *               relay reads the original destination (SO_ORIGINAL_DST)
- *   filter OUTPUT: anything else leaving by lo to an address off 127/8 (UDP, ICMP)
- *               REJECT: only the relay's resolver answers UDP
+ *   nat OUTPUT: TCP to SBX_RELAY_NAME_NET and SBX_RELAY_DENY_NET (the addresses the
+ *               relay's resolver gives allowed and denied names), and TCP leaving by lo to any
+ * address off 127/8, REDIRECT to the relay's port (SBX_RELAY_REDIRECT_PORT); the relay reads the
+ * original destination (SO_ORIGINAL_DST) filter OUTPUT: anything else leaving by lo to an address
+ * off 127/8 (UDP, ICMP) REJECT: only the relay's resolver answers UDP
  *
  * Interfaces other than lo (none today) are left alone. */
 #include "docker.h"
@@ -33,6 +33,8 @@ static const char rules[] =
     ":OUTPUT ACCEPT [0:0]\n"
     ":POSTROUTING ACCEPT [0:0]\n"
     "-A OUTPUT -p tcp -d " SBX_RELAY_NAME_NET " -j REDIRECT --to-ports " SBX_RELAY_REDIRECT_PORT
+    "\n"
+    "-A OUTPUT -p tcp -d " SBX_RELAY_DENY_NET " -j REDIRECT --to-ports " SBX_RELAY_REDIRECT_PORT
     "\n"
     "-A OUTPUT -o lo -p tcp ! -d 127.0.0.0/8 -j REDIRECT --to-ports " SBX_RELAY_REDIRECT_PORT "\n"
     "COMMIT\n"

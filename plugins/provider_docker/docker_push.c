@@ -1,4 +1,4 @@
-/* docker_push.c - the image_op (ABI 1.5): inspect, tag and push, pull by
+/* docker_push.c - the image_op (ABI 1.6): inspect, tag and push, pull by
  * digest, list and remove images of the engine, for `sbx image push|pull|gc|
  * inspect` and the runner's image check (docs/image.md, "Publishing and
  * pulling"). The registry credentials arrive as the engine's X-Registry-Auth

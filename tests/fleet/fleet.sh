@@ -72,9 +72,8 @@ curl() { command curl -m 90 "$@"; }
 # wait_pid PID SECONDS: PID's exit status; one still running after SECONDS is
 # killed (-9) and gives 124.
 wait_pid() {
-    local p=$1 i
-    for ((i = 0; i < $2 * 10; i++)); do
-        kill -0 "$p" 2>/dev/null || break
+    local p=$1 end=$((SECONDS + $2))
+    while kill -0 "$p" 2>/dev/null && [ "$SECONDS" -lt "$end" ]; do
         sleep 0.1
     done
     if kill -0 "$p" 2>/dev/null; then
@@ -86,24 +85,38 @@ wait_pid() {
     wait "$p"
 }
 
+# fail MESSAGE: the failure, first in one short line (a CI log shows only the
+# tail of a failing test's output, and long lines get cut), then every box's
+# log, then the same line again so that the tail shows it too.
 fail() {
-    echo "fleet: FAIL: $*" >&2
+    local msg=$* line
+    msg=${msg//$'\n'/ }
+    line="fleet $case_: FAIL after ${SECONDS}s: ${msg:0:240}"
+    [ ${#msg} -le 240 ] || line="$line [...]"
+    echo "$line" >&2
+    [ ${#msg} -le 240 ] || echo "fleet: the whole message: $msg" >&2
     for l in "$work"/*/log; do
         [ -f "$l" ] && { echo "--- $(basename "$(dirname "$l")") log (last 30 lines)" >&2; tail -30 "$l" >&2; }
     done
+    echo "$line" >&2
     exit 1
 }
 
+# note WHAT: a step of the case, with the seconds since it started (so a slow
+# step shows where a loaded machine spent the time)
+note() { echo "fleet: [${SECONDS}s] $*"; }
+
 # wait_until SECONDS WHAT CMD [ARG...]: runs CMD every 0.1 s until it succeeds;
-# after SECONDS, fails naming WHAT it waited for (fail shows the boxes' logs).
+# after SECONDS (of the clock, however long CMD takes), fails naming WHAT it
+# waited for (fail shows the boxes' logs).
 wait_until() {
-    local secs=$1 what=$2 i
+    local secs=$1 what=$2 end
     shift 2
-    for ((i = 0; i < secs * 10; i++)); do
-        "$@" && return 0
+    end=$((SECONDS + secs))
+    until "$@"; do
+        [ "$SECONDS" -lt "$end" ] || fail "waited $secs s for $what"
         sleep 0.1
     done
-    fail "waited $secs s for $what"
 }
 
 # lite_finished N: the SQLite box "one" has N finished jobs.
@@ -127,14 +140,14 @@ ended_in_logs() {
     done
 }
 
-# beats_all BOX...: waits (30 s at most) until each box has written a new
+# beats_all BOX...: waits (60 s at most) until each box has written a new
 # heartbeat row (every third of its lease).
 hb_moved() { [ "$(sql "SELECT heartbeat FROM boxes WHERE id = '$1'")" != "$2" ]; }
 beats_all() {
     local b
     declare -A h0
     for b in "$@"; do h0[$b]=$(sql "SELECT heartbeat FROM boxes WHERE id = '$b'"); done
-    for b in "$@"; do wait_until 30 "a heartbeat of box $b" hb_moved "$b" "${h0[$b]}"; done
+    for b in "$@"; do wait_until 60 "a heartbeat of box $b" hb_moved "$b" "${h0[$b]}"; done
 }
 
 cleanup() {
@@ -189,14 +202,14 @@ start() {
     pid[$1]=$!
 }
 
-wait_socket() {
-    for _ in $(seq 1 300); do
-        [ -S "$work/$1/runner.sock" ] && return 0
-        kill -0 "${pid[$1]}" 2>/dev/null || fail "box $1 exited at start"
-        sleep 0.1
-    done
-    fail "box $1 did not open its socket"
+# wait_socket BOX: its API socket, 60 s at most (an ASan box on a loaded
+# machine takes seconds to start)
+sock_up() {
+    [ -S "$work/$1/runner.sock" ] && return 0
+    kill -0 "${pid[$1]}" 2>/dev/null || fail "box $1 exited at start"
+    return 1
 }
+wait_socket() { wait_until 60 "box $1 to open its socket" sock_up "$1"; }
 
 # submit SOCKET... : reads "ID POOL MS" lines on stdin, posts each to the next socket
 submit_py=$(
@@ -258,9 +271,11 @@ submit() {
 }
 
 wait_ended() { # count timeout_s
-    for _ in $(seq 1 $(($2 * 10))); do
+    local n end=$((SECONDS + $2))
+    while :; do
         n=$(sql "SELECT count(*) FROM jobs WHERE state IN ('finished','cancelled','interrupted')")
         [ "$n" -ge "$1" ] && return 0
+        [ "$SECONDS" -lt "$end" ] || break
         sleep 0.1
     done
     fail "only $n of $1 jobs ended within $2 s ($(sql "SELECT state || ':' || count(*) FROM jobs GROUP BY state" | tr '\n' ' '))"
@@ -304,11 +319,12 @@ api() { # box method path [body]: the body of a 2xx answer
 jid() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
 
 wait_state() { # job state(s: "running|finished") timeout_s
-    for _ in $(seq 1 $(($3 * 10))); do
-        sql "SELECT state FROM jobs WHERE id = '$1'" | grep -Eqx "$2" && return 0
+    local end=$((SECONDS + $3))
+    until sql "SELECT state FROM jobs WHERE id = '$1'" | grep -Eqx "$2"; do
+        [ "$SECONDS" -lt "$end" ] ||
+            fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
         sleep 0.1
     done
-    fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
 }
 
 case "$case_" in
@@ -535,29 +551,49 @@ scale)
         done
         echo ""
     }
-    # b1 first, so that it leads (the case's times assume that b2's 4 ci slots
+    leads() { [ "$(leader_of "$1")" = "$1" ]; }
+    some_leads() { [ -n "$(leader_of "$@")" ]; }
+    calls_of() { grep -c "^$1" "$work/calls" || true; } # calls_of "scale" | "alert b2"
+    ci_queued() { sql "SELECT count(*) FROM jobs WHERE state = 'queued' AND pool = 'ci'"; }
+    # feed_until SECONDS WHAT N MS CMD...: a leader decides only when a job
+    # has waited past alert_after at one of its beats, and what it decides
+    # depends on the queue it reads then; so while CMD fails, whenever no ci
+    # job is queued, N more ci jobs of MS ms (more than the ci slots left)
+    # are submitted to $socks. Fails after SECONDS (a loaded sanitizer run
+    # can take a minute where an idle one takes a second).
+    batch=0
+    feed_until() {
+        local secs=$1 what=$2 n=$3 ms=$4 end
+        shift 4
+        end=$((SECONDS + secs))
+        until "$@"; do
+            [ "$SECONDS" -lt "$end" ] || fail "waited $secs s (feeding the ci queue, $batch batches) for $what"
+            if [ "$(ci_queued)" = 0 ]; then
+                batch=$((batch + 1))
+                # shellcheck disable=SC2086
+                for i in $(seq 1 "$n"); do echo "f$batch-$i ci $ms"; done | submit $socks ||
+                    fail "submit batch $batch ($what)"
+            fi
+            sleep 0.2
+        done
+    }
+    # b1 first, so that it leads (the case's steps assume that b2's ci slots
     # are what is left after the leader is killed)
     start b1
     wait_socket b1
-    for _ in $(seq 1 50); do
-        [ "$(leader_of b1)" = b1 ] && break
-        sleep 0.1
-    done
+    wait_until 60 "b1, the only box, to lead" leads b1
     start b2
     start b3
     wait_socket b2
     wait_socket b3
+    note "b1 leads; b2 and b3 up"
+    socks="$work/b1/runner.sock $work/b2/runner.sock $work/b3/runner.sock"
     # more ci jobs than the ci slots of b1 and b2: some wait past alert_after
-    for i in $(seq 1 20); do echo "a$i ci 2000"; done |
-        submit "$work/b1/runner.sock" "$work/b2/runner.sock" "$work/b3/runner.sock" || fail "submit"
-    for _ in $(seq 1 100); do
-        grep -q "^scale" "$work/calls" && break
-        sleep 0.1
-    done
+    feed_until 120 "the leader's scale_up_command" 20 2000 grep -q "^scale" "$work/calls"
+    note "scaled up"
     beats_all b1 b2 b3 # two more beats of every box: nothing may repeat it
     beats_all b1 b2 b3
-    [ "$(grep -c "^scale" "$work/calls")" = 1 ] ||
-        fail "scale_up_command ran $(grep -c "^scale" "$work/calls") times, want once: $(cat "$work/calls")"
+    [ "$(calls_of scale)" = 1 ] || fail "scale_up_command ran $(calls_of scale) times, want once: $(cat "$work/calls")"
     lead=$(grep "^scale" "$work/calls" | cut -d' ' -f2)
     [ "$(leader_of b1 b2 b3)" = "$lead" ] ||
         fail "the scale-up came from $lead, /metrics names '$(leader_of b1 b2 b3)'"
@@ -575,81 +611,60 @@ scale)
     sed "s|$work/b1|$work/b4|; s|id = \"b1\"; ||" "$work/b1/sbx.conf" >"$work/b4/sbx.conf"
     start b4
     wait_socket b4
-    for _ in $(seq 1 50); do
-        m=$(curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics)
-        echo "$m" | grep -q '^sbx_fleet_boxes{pool="ci"} 3$' && break
-        sleep 0.1
-    done
-    echo "$m" | grep -q '^sbx_fleet_boxes_live 4$' || fail "the added box did not join: $(echo "$m" | grep fleet_boxes)"
+    counts_b4() {
+        curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics | grep -q '^sbx_fleet_boxes_live 4$'
+    }
+    wait_until 60 "the leader $lead to count the added box b4 (sbx_fleet_boxes_live 4)" counts_b4
     grep -q "joined the fleet" "$work/b4/log" || fail "b4 did not log its joining"
     kill -TERM "${pid[b4]}"
     rc=0
     wait_pid "${pid[b4]}" 60 || rc=$?
     unset "pid[b4]"
     [ "$rc" = 0 ] || fail "b4 exited $rc after SIGTERM (124: did not stop within 60 s)"
+    note "b4 joined, counted and stopped"
     # kill -9 of the leader: another box takes the lock at its next beat
     kill -9 "${pid[$lead]}"
     wait "${pid[$lead]}" 2>/dev/null || true
     unset "pid[$lead]"
     rest=$(echo b1 b2 b3 | tr ' ' '\n' | grep -v "^$lead$" | tr '\n' ' ')
-    new=""
-    for _ in $(seq 1 50); do
-        # shellcheck disable=SC2086
-        new=$(leader_of $rest)
-        [ -n "$new" ] && break
-        sleep 0.1
-    done
-    [ -n "$new" ] || fail "no box took over from the killed leader $lead"
+    # shellcheck disable=SC2086
+    wait_until 60 "a box of $rest to take over from the killed leader $lead" some_leads $rest
+    # shellcheck disable=SC2086
+    new=$(leader_of $rest)
+    note "$new leads after kill -9 of $lead"
     socks=""
     for b in $rest; do socks="$socks $work/$b/runner.sock"; done
-    n0=$(grep -c "^alert $new" "$work/calls" || true)
-    # shellcheck disable=SC2086
-    for i in $(seq 1 10); do echo "b$i ci 1000"; done | submit $socks || fail "submit after failover"
-    for _ in $(seq 1 100); do
-        [ "$(grep -c "^alert $new" "$work/calls" || true)" -gt "$n0" ] && break
-        sleep 0.1
-    done
-    [ "$(grep -c "^alert $new" "$work/calls" || true)" -gt "$n0" ] || fail "the new leader $new did not alert"
-    [ "$(grep -c "^scale" "$work/calls")" = 1 ] || fail "the new leader repeated the scale-up: $(cat "$work/calls")"
-    grep -q "autoscaler: cooldown" "$work/$new/log" || fail "the new leader did not see the recorded cooldown"
-    # the spend so far is a shared row: at the day cap, the leader adds nothing
-    sql "UPDATE fleet_scale SET at = at - 3600000 WHERE kind = 'scale_up'"
-    sql "UPDATE fleet_spend SET day = 150, month = 150"
-    # jobs that wait past alert_after make the leader decide; on a loaded
-    # machine a round can find b2's ci slots free and none waits, so up to
-    # three rounds, each larger
-    for round in 1 2 3; do
-        # shellcheck disable=SC2086
-        for i in $(seq 1 $((round * 10))); do echo "c$round-$i ci 1000"; done | submit $socks ||
-            fail "submit at the cap"
-        for _ in $(seq 1 100); do
-            grep -q "allowed by the day spend cap" "$work/$new/log" && break 2
-            sleep 0.1
-        done
-    done
-    grep -q "allowed by the day spend cap" "$work/$new/log" ||
-        fail "the spend cap did not hold: $(grep autoscaler "$work/$new/log" | tail -3)"
-    [ "$(grep -c "^scale" "$work/calls")" = 1 ] || fail "a scale-up past the spend cap: $(cat "$work/calls")"
+    n0=$(calls_of "alert $new")
+    # the new leader alerts, and sees the scale-up recorded by the old one:
+    # it is in the cooldown and does not repeat it
+    feed_until 120 "the new leader $new to alert and name the recorded cooldown" 12 1500 \
+        grep -q "of the fleet .*autoscaler: cooldown" "$work/$new/log"
+    alerted_more() { [ "$(calls_of "alert $new")" -gt "$n0" ]; }
+    wait_until 60 "the new leader $new's alert_command" alerted_more
+    [ "$(calls_of scale)" = 1 ] || fail "the new leader repeated the scale-up: $(cat "$work/calls")"
+    note "$new alerted in the cooldown"
+    # the spend so far is a shared row: at the day cap, the leader adds nothing.
+    # Written under the leaders' decision lock (store/scale.c, DECIDE_LOCK) in
+    # one transaction: a decision between the two updates would scale up, and
+    # one under way would write the spend it read over this one.
+    sql "BEGIN; SELECT pg_advisory_xact_lock($((0x73627821))); UPDATE fleet_scale SET at = at - 3600000 WHERE kind = 'scale_up'; UPDATE fleet_spend SET day = 150, month = 150; COMMIT" >/dev/null
+    feed_until 120 "the new leader $new to hold the day spend cap" 12 1500 \
+        grep -q "allowed by the day spend cap" "$work/$new/log"
+    [ "$(calls_of scale)" = 1 ] || fail "a scale-up past the spend cap: $(cat "$work/calls")"
+    note "the spend cap held"
     # a paused leader keeps its session and the lock; once its lease lapsed
     # the third box deposes it (its backend ends) and leads
     third=$(echo $rest | tr ' ' '\n' | grep -v "^$new$")
     kill -STOP "${pid[$new]}"
-    for _ in $(seq 1 100); do
-        [ "$(leader_of "$third")" = "$third" ] && break
-        sleep 0.1
-    done
-    [ "$(leader_of "$third")" = "$third" ] || fail "no box took over from the paused leader $new"
+    wait_until 60 "$third to take over from the paused leader $new" leads "$third"
     kill -CONT "${pid[$new]}"
-    for _ in $(seq 1 50); do
-        grep -q "box $new is no longer the fleet's leader" "$work/$new/log" && break
-        sleep 0.1
-    done
-    grep -q "box $new is no longer the fleet's leader" "$work/$new/log" ||
-        fail "the paused leader $new did not learn that it no longer leads"
+    wait_until 60 "the paused leader $new to learn that it no longer leads (its log)" \
+        grep -q "box $new is no longer the fleet's leader" "$work/$new/log"
     [ "$(leader_of "$new")" = "" ] || fail "two leaders: $new and $third"
+    note "$third deposed the paused $new"
     out=$(timeout 60 "$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
     echo "$out" | grep -q "leader (autoscaler) $third" || fail "sbx queue does not name the leader $third: $out"
-    wait_ended "$(sql "SELECT count(*) FROM jobs")" 60
+    wait_ended "$(sql "SELECT count(*) FROM jobs")" 120
     echo "fleet: one leader ($lead, then $new, then $third) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
     ;;
 docker)

@@ -1,6 +1,7 @@
 /* test_docker_sidecar.c - a per-sandbox Docker daemon (docs/testcontainers.md):
  * Testcontainers (Node) inside the sandbox starts and stops a container from
- * an image seeded from the host's engine; the sidecar never sees the host's
+ * an image seeded from the host's engine, (added) and with a user-defined
+ * network, containers reaching each other by alias; the sidecar never sees the host's
  * socket, shares the sandbox's network namespace, reports its isolation, and
  * is gone with the sandbox. */
 #include "rt_common.h"
@@ -256,6 +257,18 @@ static void test_sidecar_testcontainers(void **state)
     }
     assert_contains(r.out, "TESTCONTAINERS PORTS OK host=127.0.0.1 port=");
     assert_contains(r.out, "body=tc-web-ok");
+    fprintf(stderr, "%s", r.out);
+    spawn_result_free(&r);
+    /* (added) a user-defined network (Testcontainers' Network): a container on it
+     * with an alias and an exposed port, reached by a sibling by the alias (the
+     * inner daemon's embedded DNS) and by the sandbox at the mapped port */
+    r = RT_SBX("exec", "tc-1", "--env", "TC_IMAGE=" WEB_IMAGE, "--", "node",
+               "/workspace/testcontainers_network.js");
+    if (r.rc != 0) {
+        fail_msg("testcontainers network rc %d: %s%s", r.rc, r.out, r.err);
+    }
+    assert_contains(r.out, "TESTCONTAINERS NETWORK OK alias=web sibling=tc-web-ok "
+                           "sandbox=tc-web-ok");
     fprintf(stderr, "%s", r.out);
     spawn_result_free(&r);
     /* the inner bridge adds no way out: the sandbox's namespace has no

@@ -1,13 +1,16 @@
 /* test_egress_transparent.c - egress without proxy variables from a real sandbox
  * (docs/egress.md, "Without proxy variables"; issue 27): with HTTP(S)_PROXY unset,
  * curl, Node 18's fetch and http.get reach an allowed local test host through the
- * relay's resolver and the netns redirect; a denied name does not resolve and the
- * resolver's answer names the policy (RFC 8914 Extended DNS Error); a TLS name other
- * than the resolved one is refused as on the proxy path; an IP literal reaches the
- * proxy's checks and is refused; UDP to anything but the resolver fails in the
- * sandbox. Only the loopback servers started here are ever reached (system_dns =
- * false); 192.0.2.1 (TEST-NET-1) is refused inside the sandbox's netns or by the
- * proxy before any connect. */
+ * relay's resolver and the netns redirect; (changed) a denied name resolves to a deny
+ * address, the resolver's answer names the policy (RFC 8914 Extended DNS Error), and
+ * a connection to it gets the proxy's refusal in words the client prints (curl and
+ * Node's fetch: the 403's reason phrase and body; TLS: an access_denied alert), never
+ * a connect; the deny's log line names the exec; a TLS name other than the resolved
+ * one is refused as on the proxy path; an IP literal reaches the proxy's checks and
+ * is refused (answered); UDP to anything but the resolver fails in the sandbox. Only
+ * the loopback servers started here are ever reached (system_dns = false);
+ * 192.0.2.1 (TEST-NET-1) is refused inside the sandbox's netns or by the proxy
+ * before any connect. */
 #include "rt_common.h"
 
 static pid_t origin_pid;
@@ -75,13 +78,14 @@ static const char script[] =
     "unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy NODE_USE_ENV_PROXY\n"
     "P=$1; T=$2\n"
     "getent hosts allowed.test | awk '{print \"getent-allowed \" $1}'\n"
-    "getent hosts denied.test >/dev/null; echo \"getent-denied rc=$?\"\n"
+    "getent hosts denied.test | awk '{print \"getent-denied \" $1}'\n"
     "echo \"curl-allowed $(curl -sS -m 5 http://allowed.test:$P/)\"\n"
     "curl -sS -m 5 http://denied.test:$P/ 2>&1 | sed 's/^/curl-denied /'\n"
+    "curl -sS -m 5 https://denied.test/ 2>&1 | sed 's/^/curl-denied-tls /'\n"
     "echo \"curl-tls $(curl -sS -k -m 5 https://allowed.test:$T/)\"\n"
     "curl -sS -k -m 5 --connect-to other.test:$T:allowed.test:$T https://other.test:$T/ "
     ">/dev/null 2>&1; echo \"curl-sni-mismatch rc=$?\"\n"
-    "curl -sS -m 5 http://192.0.2.1:$P/ >/dev/null 2>&1; echo \"curl-ip-literal rc=$?\"\n"
+    "curl -sS -m 5 http://192.0.2.1:$P/ 2>&1 | head -1 | sed 's/^/curl-ip-literal /'\n"
     "cat > /tmp/t.js <<'EOF'\n"
     "const P = process.argv[2];\n"
     "const dgram = require('dgram');\n"
@@ -123,6 +127,14 @@ static const char script[] =
     "    catch (e) { console.log(`fetch ${h} error ${e.cause && e.cause.code}`); }\n"
     "    await get(h);\n"
     "  }\n"
+    /* (added) the issue's case: default ports, nothing listens there (never connected) */
+    "  try { const r = await fetch('http://denied.test/'); console.log(`fetch-denied "
+    "${r.status} [${r.statusText}] ${(await r.text()).split('\\n')[0]}`); }\n"
+    "  catch (e) { console.log(`fetch-denied error ${e.cause && e.cause.code}`); }\n"
+    "  try { const r = await fetch('https://denied.test/'); console.log(`fetch-denied-tls "
+    "${r.status}`); }\n"
+    "  catch (e) { console.log(`fetch-denied-tls error ${e.message}: ${e.cause && "
+    "e.cause.message}`.replace(/\\n/g, ' ')); }\n"
     "  await ede('denied.test');\n"
     "  await udp();\n"
     "})();\n"
@@ -154,6 +166,39 @@ static int count_reason(const char *host, const char *reason)
     return n;
 }
 
+/* (added) The log lines of task's connections to the denied name (CONNECT lines, not
+ * the resolver's DNS ones): each refused as not-allowed, naming exec and a pid inside. */
+static int count_denied_attributed(const char *task, const char *exec)
+{
+    FILE *f = fopen(log_path, "r");
+    char *line = NULL;
+    size_t len = 0;
+    int n = 0;
+
+    assert_non_null(f);
+    while (getline(&line, &len, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *tk = json_string_value(json_object_get(o, "task"));
+        const char *h = json_string_value(json_object_get(o, "host"));
+        const char *m = json_string_value(json_object_get(o, "method"));
+        const char *r = json_string_value(json_object_get(o, "reason"));
+        const char *x = json_string_value(json_object_get(o, "exec"));
+
+        if (tk != NULL && strcmp(tk, task) == 0 && h != NULL && strcmp(h, "denied.test") == 0 &&
+            m != NULL && strcmp(m, "CONNECT") == 0) {
+            if (r == NULL || strcmp(r, "not-allowed") != 0 || x == NULL || strcmp(x, exec) != 0 ||
+                json_integer_value(json_object_get(o, "pid")) < 1) {
+                fail_msg("a denied connection's log line: %s", line);
+            }
+            n++;
+        }
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
 static void test_no_proxy_variables(void **state)
 {
     char p[16], t[16], want[160];
@@ -174,24 +219,48 @@ static void test_no_proxy_variables(void **state)
                  json_string_value(json_object_get(rec, "stderr")));
     }
     assert_contains(out, "getent-allowed 127.100.0.");
-    assert_contains(out, "getent-denied rc=2\n");
+    assert_contains(out, "getent-denied 127.101.0."); /* (changed) a deny address */
     snprintf(want, sizeof(want), "curl-allowed hello from http allowed.test:%d\n", origin_port);
     assert_contains(out, want);
-    assert_contains(out, "curl-denied curl: (6) Could not resolve host: denied.test\n");
+    /* (changed) a denied name: the proxy's refusal, as curl prints it (the body) */
+    snprintf(want, sizeof(want),
+             "curl-denied sbx egress not-allowed: denied.test:%d is not in this task's egress "
+             "allow-list (ask for egress.allow \"denied.test:%d\")\n",
+             origin_port, origin_port);
+    assert_contains(out, want);
+    snprintf(want, sizeof(want),
+             "curl-denied explain on the host: sbx egress why denied.test:%d --task tp-1\n",
+             origin_port);
+    assert_contains(out, want);
+    assert_contains(out, "curl-denied-tls curl: (35) ");
+    assert_contains(out, "alert access denied");
     assert_contains(out, "curl-tls hello from https allowed.test");
     assert_contains(out, "curl-sni-mismatch rc=35\n");
-    assert_contains(out, "curl-ip-literal rc=5"); /* 52 or 56: closed unanswered */
+    /* (changed) refused by the proxy and answered, as a denied name is */
+    snprintf(want, sizeof(want),
+             "curl-ip-literal sbx egress ip-literal: 192.0.2.1:%d is an IP address no rule "
+             "allows",
+             origin_port);
+    assert_contains(out, want);
     snprintf(want, sizeof(want), "fetch allowed.test 200 hello from http allowed.test:%d\n",
              origin_port);
     assert_contains(out, want);
     snprintf(want, sizeof(want), "http.get allowed.test 200 hello from http allowed.test:%d\n",
              origin_port);
     assert_contains(out, want);
-    assert_contains(out, "fetch denied.test error ENOTFOUND\n");
-    assert_contains(out, "http.get denied.test error ENOTFOUND\n");
-    assert_contains(out, "dns-denied rcode=3 sbx egress: denied.test not allowed by policy of "
+    assert_contains(out, "fetch denied.test 403 sbx egress not-allowed: denied.test:");
+    assert_contains(out, "http.get denied.test 403 sbx egress not-allowed: denied.test:");
+    /* the issue's "Done when": Node 18 fetch to a denied name names sbx's policy */
+    assert_contains(out, "fetch-denied 403 [sbx egress not-allowed: denied.test:80 is not in "
+                         "this task's egress allow-list (ask for egress.allow \"denied.test\")] "
+                         "sbx egress not-allowed: denied.test:80 ");
+    assert_contains(out, "fetch-denied-tls error fetch failed: ");
+    assert_contains(out, "SSL alert number 49"); /* Node's cause: access_denied */
+    assert_contains(out, "dns-denied rcode=0 sbx egress: denied.test not allowed by policy of "
                          "task tp-1 (not-allowed)\n");
     assert_contains(out, "udp-other failed ");
+    fputs(out, stdout); /* what each client printed, for the record */
+    fflush(stdout);
     json_decref(rec);
     spawn_result_free(&r);
     /* the proxy decided each: allowed ones logged as CONNECTs, refusals with reasons */
@@ -202,10 +271,81 @@ static void test_no_proxy_variables(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+/* (added) Lines of task's allowed connections to host naming exec. */
+static int count_exec(const char *task, const char *host, const char *exec)
+{
+    FILE *f = fopen(log_path, "r");
+    char *line = NULL;
+    size_t len = 0;
+    int n = 0;
+
+    assert_non_null(f);
+    while (getline(&line, &len, f) > 0) {
+        json_t *o = json_loads(line, 0, NULL);
+        const char *tk = json_string_value(json_object_get(o, "task"));
+        const char *h = json_string_value(json_object_get(o, "host"));
+        const char *d = json_string_value(json_object_get(o, "decision"));
+        const char *x = json_string_value(json_object_get(o, "exec"));
+
+        n += tk != NULL && strcmp(tk, task) == 0 && h != NULL && strcmp(h, host) == 0 &&
+             d != NULL && strcmp(d, "allow") == 0 && x != NULL && strcmp(x, exec) == 0 &&
+             json_integer_value(json_object_get(o, "pid")) > 1;
+        json_decref(o);
+    }
+    free(line);
+    fclose(f);
+    return n;
+}
+
+/* (added) In a kept task, an exec's Node 18 fetch to a denied name gets the 403 with
+ * the policy's text, and the deny's log line names that exec (the agent's id, which
+ * the command sees as SBX_EXEC_ID) and the pid inside; so does its allowed fetch's
+ * line (the relay finds a redirected client's socket by its original destination). */
+static void test_denied_names_the_exec(void **state)
+{
+    char js[512];
+    struct spawn_result r = RT_SBX("task", "start", "--task", "tp-2");
+    char id[64] = "";
+    const char *p;
+
+    (void)state;
+    snprintf(js, sizeof(js),
+             "unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy NODE_USE_ENV_PROXY\n"
+             "echo \"id $SBX_EXEC_ID\"\n"
+             "timeout 120 node -e \"(async () => { for (const u of ['http://denied.test/', "
+             "'http://allowed.test:%d/']) { try { const r = await fetch(u); "
+             "console.log('fetch', r.status, r.statusText); } catch (e) { console.log('error', "
+             "e.cause); } } })()\"\n",
+             origin_port);
+    if (r.rc != 0) {
+        fail_msg("task start rc %d: %s", r.rc, r.err);
+    }
+    spawn_result_free(&r);
+    r = RT_SBX("exec", "tp-2", "--", "sh", "-c", js);
+    if (r.rc != 0) {
+        fail_msg("exec rc %d: %s %s", r.rc, r.out, r.err);
+    }
+    fputs(r.out, stdout);
+    assert_contains(r.out, "fetch 403 sbx egress not-allowed: denied.test:80 is not in this "
+                           "task's egress allow-list (ask for egress.allow \"denied.test\")\n");
+    assert_contains(r.out, "fetch 200 OK\n"); /* the allowed one, attributed too */
+    p = strstr(r.out, "id exec-");
+    assert_non_null(p);
+    sscanf(p + 3, "%63s", id);
+    spawn_result_free(&r);
+    r = RT_SBX("task", "end", "tp-2");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_int_equal(count_denied_attributed("tp-2", id), 1);
+    assert_int_equal(count_exec("tp-2", "allowed.test", id), 1);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_proxy_variables),
+        cmocka_unit_test(test_denied_names_the_exec),
     };
 
     return cmocka_run_group_tests_name("egress_transparent", tests, setup, teardown);

@@ -35,8 +35,9 @@ static const struct abi_size recorded[] = {
     {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
     {3, "sbx_provider_ops", 112}, /* 1.3: update_limits (a warm sandbox resized at its claim) */
     {4, "sbx_cred_scope", 40},    /* 1.4: client, pool (secrets bound to the client) */
-    {5, "sbx_provider_ops", 120}, /* 1.5: image_op (publishing and pulling images) */
-    {5, "sbx_image_op", 56},       {5, "sbx_image_info", 56},
+    {5, "sbx_image_request", 72}, /* 1.5: options (the Dev Container build, the tags) */
+    {6, "sbx_provider_ops", 120}, /* 1.6: image_op (publishing and pulling images) */
+    {6, "sbx_image_op", 56},       {6, "sbx_image_info", 56},
 };
 
 #define ACTUAL(t)                                                                                  \

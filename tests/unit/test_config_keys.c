@@ -116,6 +116,7 @@ static void test_keys_table_consistent(void **state)
     assert_int_equal(c->egress.max_buffer, SBX_DEFAULT_EGRESS_MAX_BUFFER);
     assert_int_equal(c->egress.socket_buffer, SBX_DEFAULT_EGRESS_SOCKET_BUFFER);
     assert_int_equal(c->egress.connection_rate, SBX_DEFAULT_EGRESS_CONNECTION_RATE);
+    assert_int_equal(c->egress.bandwidth, SBX_DEFAULT_EGRESS_BANDWIDTH);
     assert_int_equal(c->box.host_reserve, -1);
     assert_true(c->box.cpu_reserve < 0);
     assert_true(c->spike.warm_start == 10.0);

@@ -1,11 +1,14 @@
 /* test_egress_names.c - the proxy's side of the transparent path (core/src/egress/
  * names.c; docs/egress.md, "Without proxy variables"), without Docker: name queries
  * ("\x02NAME\n") answered from the sandbox's rules, and transparent connections
- * ("\x01HOST:PORT\n" with a TCP socket) proxied as a CONNECT whose 200 is not sent;
- * malformed messages are closed unanswered. The relay's own half is
+ * ("\x01HOST:PORT\n" with a TCP socket) proxied as a CONNECT whose 200 is not sent,
+ * their refusals answered by the client's first bytes (refusal.c); connections to a
+ * denied name's address ("\x03") refused and answered, never connected; malformed
+ * messages are closed unanswered. The relay's own half is
  * test_relay_dns.c; both together, with the netns redirect, are
  * runtime_test_egress_transparent. */
 #include "egress_fixture.h"
+#include "wait.h"
 
 /* Sends msg (len bytes; with fd as SCM_RIGHTS when fd >= 0) to the sandbox's proxy
  * socket in one call; returns the unix socket. */
@@ -123,9 +126,10 @@ static void tcp_pair(int *client, int *server)
     close(l);
 }
 
-/* Hands a fresh connection over with the line msg; sends req on it; returns what came
- * back before the close. */
-static char *transparent(const char *msg, const char *req)
+/* Hands a fresh connection over with the line msg; sends req on it (NULL: nothing,
+ * only the end; with half_close, then the end); returns what came back before the
+ * close. */
+static char *transparent_as(const char *msg, const char *req, int half_close)
 {
     int c, s, u;
     char *reply;
@@ -136,10 +140,38 @@ static char *transparent(const char *msg, const char *req)
     if (req != NULL) {
         assert_int_equal(write(c, req, strlen(req)), (ssize_t)strlen(req));
     }
+    if (req == NULL || half_close) {
+        shutdown(c, SHUT_WR);
+    }
     reply = test_read_all(c);
     close(c);
     close(u);
     return reply;
+}
+
+static char *transparent(const char *msg, const char *req)
+{
+    return transparent_as(msg, req, 0);
+}
+
+/* A line of the egress log holding every one of the strings given (NULL-ended). */
+static int log_has(const char *a, const char *b, const char *c)
+{
+    FILE *f = fopen(t.log, "r");
+    char *line = NULL;
+    size_t len = 0;
+    int found = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    while (!found && getline(&line, &len, f) > 0) {
+        found = strstr(line, a) != NULL && (b == NULL || strstr(line, b) != NULL) &&
+                (c == NULL || strstr(line, c) != NULL);
+    }
+    free(line);
+    fclose(f);
+    return found;
 }
 
 static void test_transparent_connections(void **state)
@@ -165,12 +197,20 @@ static void test_transparent_connections(void **state)
     assert_null(strstr(r, "hello from"));
     free(r);
     free(msg);
-    /* a denied name, an IP literal: closed unanswered */
+    /* (changed) a denied name, an IP literal: closed when the client sends nothing */
     msg = xasprintf_test("\x01"
                          "denied.test:%d\n",
                          t.http_port);
     r = transparent(msg, NULL);
     assert_string_equal(r, "");
+    free(r);
+    /* ... and answered with the refusal when it sends a request */
+    r = transparent(msg, req);
+    expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    expect_in(r, "X-Sbx-Deny: not-allowed\r\n");
+    expect_in(r, "\r\n\r\nsbx egress not-allowed: denied.test:");
+    expect_in(r, "explain on the host: sbx egress why denied.test:");
+    assert_null(strstr(r, "hello from"));
     free(r);
     free(msg);
     msg = xasprintf_test("\x01"
@@ -179,7 +219,23 @@ static void test_transparent_connections(void **state)
     r = transparent(msg, NULL);
     assert_string_equal(r, "");
     free(r);
+    r = transparent(msg, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    expect_in(r, "HTTP/1.1 403 sbx egress ip-literal: 127.0.0.1:");
+    free(r);
     free(msg);
+    /* an allowed name that does not resolve (no resolver here): its 502 answered too,
+     * a ClientHello with a fatal internal_error alert (80) */
+    r = transparent("\x01"
+                    "x.wild.test:80\n",
+                    "GET / HTTP/1.1\r\nHost: x.wild.test\r\n\r\n");
+    expect_in(r, "HTTP/1.1 502 sbx egress resolve-failed: x.wild.test:80 is allowed but does "
+                 "not resolve");
+    free(r);
+    r = transparent("\x01"
+                    "x.wild.test:443\n",
+                    "\x16\x03\x01\x02\x00\x01");
+    assert_memory_equal(r, "\x15\x03\x03\x00\x02\x02\x50", 7);
+    free(r);
     /* a line without its end, or with a control byte: a bad handover */
     msg = xasprintf_test("\x01"
                          "allowed.test:%d",
@@ -196,11 +252,75 @@ static void test_transparent_connections(void **state)
     free(req);
 }
 
+/* (added) "\x03HOST:PORT\n": a connection to a denied name's address. Refused whatever
+ * the rules say (never connected: even an allowed name gets no origin answer), and
+ * answered by the client's first bytes: an HTTP request gets the 403 with the text, a
+ * TLS ClientHello a fatal access_denied alert, other bytes or nothing a close; each
+ * with its log line, attributed. */
+static void test_denied_address(void **state)
+{
+    char *msg = xasprintf_test("\x03"
+                               "denied.test:%d\nSbx-Relay: pid=77 exec=exec-9\r\n",
+                               t.http_port);
+    char *req = xasprintf_test("POST /x HTTP/1.1\r\nHost: denied.test:%d\r\n"
+                               "Content-Length: 5\r\n\r\nhello",
+                               t.http_port);
+    static const char hello[] = "\x16\x03\x01\x02\x00\x01\x01\xfc\x03\x03hello";
+    char *r;
+
+    (void)state;
+    r = transparent(msg, req);
+    expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    expect_in(r, "is not in this task's egress allow-list (ask for egress.allow");
+    expect_in(r, "X-Sbx-Deny: not-allowed\r\n");
+    free(r);
+    /* the request, then the client's end at once: still answered (a head cut short too) */
+    r = transparent_as(msg, req, 1);
+    expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    free(r);
+    r = transparent_as(msg, "GET / HTTP/1.1\r\nHost: den", 1);
+    expect_in(r, "HTTP/1.1 403 sbx egress not-allowed: denied.test:");
+    free(r);
+    r = transparent_as(msg, "GE", 1); /* not even a method: closed */
+    assert_string_equal(r, "");
+    free(r);
+    wait_until(
+        log_has("\"exec\":\"exec-9\"", "\"host\":\"denied.test\"", "\"reason\":\"not-allowed\""),
+        10, t.log, "the denied address's attributed log line");
+    assert_true(log_has("\"pid\":77", "\"decision\":\"deny\"", "\"status\":403"));
+    /* a TLS ClientHello: alert(21) TLS 1.2, length 2, fatal(2), access_denied(49) */
+    r = transparent(msg, hello);
+    assert_memory_equal(r, "\x15\x03\x03\x00\x02\x02\x31", 7);
+    free(r);
+    /* another protocol's bytes, or none: closed */
+    r = transparent(msg, "SSH-2.0-OpenSSH_9.2\r\n");
+    assert_string_equal(r, "");
+    free(r);
+    r = transparent(msg, NULL);
+    assert_string_equal(r, "");
+    free(r);
+    free(msg);
+    free(req);
+    /* an allowed name's request on a denied address: refused, never connected (the
+     * policy changed since the lookup) */
+    msg = xasprintf_test("\x03"
+                         "allowed.test:%d\n",
+                         t.http_port);
+    req = xasprintf_test("GET /hi HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n", t.http_port);
+    r = transparent(msg, req);
+    expect_in(r, "HTTP/1.1 403 sbx egress denied-at-lookup: ");
+    assert_null(strstr(r, "hello from"));
+    free(r);
+    free(msg);
+    free(req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_name_queries),
         cmocka_unit_test(test_transparent_connections),
+        cmocka_unit_test(test_denied_address),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

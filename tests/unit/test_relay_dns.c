@@ -1,8 +1,8 @@
 /* test_relay_dns.c - the relay's resolver (tools/relay/dns.c, names.c; docs/egress.md,
- * "Without proxy variables"): answers for allowed and denied names, the Extended DNS
- * Error, the bounded name table, and malformed queries (every byte comes from the
- * sandbox). The proxy's answer is a fake here; runtime_test_egress_transparent asks
- * the real one. */
+ * "Without proxy variables"): answers for allowed and denied names (each its own
+ * address; a denied one with the Extended DNS Error), the bounded name tables, and malformed
+ * queries (every byte comes from the sandbox). The proxy's answer is a fake here;
+ * runtime_test_egress_transparent asks the real one. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,29 +121,59 @@ static void test_allowed_names_get_addresses(void **state)
     assert_int_equal(count(a, 1), 0);
 }
 
+/* (changed) A denied name resolves to a deny address of its own (127.101/16, one per
+ * name) with the Extended DNS Error: the program connects and reads the refusal. */
 static void test_denied_names_say_why(void **state)
 {
     unsigned char q[512], a[SBX_DNS_MSG_MAX];
     const char *text = "sbx egress: denied.test not allowed by policy of task t-1";
     size_t n = query(q, "denied.test", SBX_DNS_TYPE_A, 1);
+    size_t qlen = n - 11 - 12;
     size_t len;
 
     (void)state;
     verdict = 0;
     len = reply(q, n, a);
-    assert_int_equal(rcode(a), SBX_DNS_NXDOMAIN);
-    assert_int_equal(count(a, 1), 0);
+    assert_int_equal(rcode(a), SBX_DNS_NOERROR);
+    assert_int_equal(count(a, 1), 1);
     assert_int_equal(count(a, 3), 1);
-    assert_int_equal(len, n + 6 + strlen(text));
+    assert_int_equal(len, n + 16 + 6 + strlen(text));
+    assert_memory_equal(a + 12 + qlen + 12, ((unsigned char[]){127, 101, 0, 1}), 4);
     /* OPT: ... option 15, length, info code 15 (Blocked), text */
     assert_int_equal(a[len - strlen(text) - 6 + 1], 15);
     assert_int_equal(a[len - strlen(text) - 2 + 1], SBX_DNS_EDE_BLOCKED);
     assert_memory_equal(a + len - strlen(text), text, strlen(text));
-    /* no EDNS in the query: no OPT in the answer (RFC 6891) */
+    /* the deny address maps back to the name only as a denied one: never a name to
+     * connect to */
+    assert_string_equal(sbx_relay_denied_name_of(0x7f650001u), "denied.test");
+    assert_null(sbx_relay_name_of(0x7f650001u));
+    assert_null(sbx_relay_denied_name_of(0x7f640001u));
+    assert_null(sbx_relay_denied_name_of(0x7f650002u));
+    assert_null(sbx_relay_denied_name_of(0x7f650000u));
+    /* asked again each time (the policy may allow it now); the same address */
+    len = reply(q, n, a);
+    assert_int_equal(asked, 2);
+    assert_memory_equal(a + 12 + qlen + 12, ((unsigned char[]){127, 101, 0, 1}), 4);
+    /* AAAA: no data, with the EDE */
+    n = query(q, "denied.test", SBX_DNS_TYPE_AAAA, 1);
+    len = reply(q, n, a);
+    assert_int_equal(rcode(a), SBX_DNS_NOERROR);
+    assert_int_equal(count(a, 1), 0);
+    assert_int_equal(len, n + 6 + strlen(text));
+    assert_memory_equal(a + len - strlen(text), text, strlen(text));
+    /* no EDNS in the query: no OPT in the answer (RFC 6891), the address all the same */
+    n = query(q, "other-denied.test", SBX_DNS_TYPE_A, 0);
+    len = reply(q, n, a);
+    assert_int_equal(len, n + 16);
+    assert_int_equal(rcode(a), SBX_DNS_NOERROR);
+    assert_memory_equal(a + len - 4, ((unsigned char[]){127, 101, 0, 2}), 4);
+    /* allowed later (a warm sandbox claimed): an allowed address; the deny address
+     * stays a denied one */
+    verdict = 1;
     n = query(q, "denied.test", SBX_DNS_TYPE_A, 0);
     len = reply(q, n, a);
-    assert_int_equal(len, n);
-    assert_int_equal(rcode(a), SBX_DNS_NXDOMAIN);
+    assert_memory_equal(a + len - 4, ((unsigned char[]){127, 100, 0, 1}), 4);
+    assert_string_equal(sbx_relay_denied_name_of(0x7f650001u), "denied.test");
     /* no answer from the proxy: SERVFAIL */
     verdict = -1;
     n = query(q, "x.test", SBX_DNS_TYPE_A, 0);
@@ -288,6 +318,39 @@ static void test_table_is_bounded(void **state)
     sbx_relay_names_reset();
 }
 
+/* (added) The deny table is bounded too: past it, a denied name gets NXDOMAIN with
+ * the EDE (the answer before deny addresses), and the known ones keep theirs. */
+static void test_denied_table_is_bounded(void **state)
+{
+    unsigned char q[512], a[SBX_DNS_MSG_MAX];
+    char name[32];
+    size_t n;
+
+    (void)state;
+    verdict = 0;
+    for (int i = 0; i < SBX_RELAY_DENIED_MAX; i++) {
+        snprintf(name, sizeof(name), "d%d.test", i);
+        n = query(q, name, SBX_DNS_TYPE_A, 0);
+        reply(q, n, a);
+        assert_int_equal(rcode(a), SBX_DNS_NOERROR);
+    }
+    assert_string_equal(sbx_relay_denied_name_of(0x7f650000u + SBX_RELAY_DENIED_MAX), "d4095.test");
+    n = query(q, "one-more.test", SBX_DNS_TYPE_A, 1);
+    reply(q, n, a);
+    assert_int_equal(rcode(a), SBX_DNS_NXDOMAIN);
+    assert_int_equal(count(a, 3), 1);
+    n = query(q, "d7.test", SBX_DNS_TYPE_A, 0);
+    reply(q, n, a);
+    assert_int_equal(rcode(a), SBX_DNS_NOERROR);
+    assert_memory_equal(a + n + 12, ((unsigned char[]){127, 101, 0, 8}), 4);
+    /* allowed names have their own table */
+    verdict = 1;
+    n = query(q, "ok.test", SBX_DNS_TYPE_A, 0);
+    reply(q, n, a);
+    assert_int_equal(rcode(a), SBX_DNS_NOERROR);
+    sbx_relay_names_reset();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +360,7 @@ int main(void)
         cmocka_unit_test_setup(test_malformed, setup),
         cmocka_unit_test_setup(test_random_bytes, setup),
         cmocka_unit_test_setup(test_table_is_bounded, setup),
+        cmocka_unit_test_setup(test_denied_table_is_bounded, setup),
     };
 
     return cmocka_run_group_tests_name("relay_dns", tests, NULL, NULL);

@@ -6,7 +6,8 @@
  * sandbox can reach it by name): its pid and its exec id (also SBX_EXEC_ID in the
  * command's environment). For each accepted TCP connection on loopback the relay
  * finds the client socket's inode in /proc/net/tcp{,6} (the entry whose local end is
- * our peer and whose remote end is us), the process holding that inode (a bounded
+ * our peer and whose remote end is us, or for a redirected connection its original
+ * destination), the process holding that inode (a bounded
  * scan of /proc/PID/fd), then walks that process's parents to a command of the
  * table. For a unix socket, SO_PEERCRED gives the pid. The result goes to the proxy
  * as one line ahead of the connection (SBX_ATTR_PREFIX); the proxy logs it as
@@ -27,6 +28,10 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80 /* linux/netfilter_ipv4.h */
+#endif
 
 #define SLOTS 512       /* commands running at once that can be named */
 #define MAX_PROCS 4096  /* processes looked at per connection */
@@ -293,6 +298,19 @@ static pid_t peer_pid(int fd)
         socklen_t cl = sizeof(cr);
 
         return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 ? cr.pid : 0;
+    }
+    if (self.ss_family == AF_INET) {
+        /* (added) A connection the sandbox's netns redirected to us (names.c): the
+         * client's socket is connected to its original destination, not to us. For
+         * one not redirected, conntrack's original destination is us anyway; without
+         * conntrack the call fails and self stays. */
+        struct sockaddr_storage dst;
+        socklen_t dl = sizeof(struct sockaddr_in);
+
+        memset(&dst, 0, sizeof(dst));
+        if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) == 0 && dst.ss_family == AF_INET) {
+            self = dst;
+        }
     }
     inode = find_inode(&peer, &self);
     return inode != 0 ? find_holder(inode) : 0;

@@ -1,9 +1,11 @@
 /* names.c - the relay's transparent path (names.h). Everything a program in the
  * sandbox sends here is hostile: a query is read into a fixed buffer and parsed by
- * dns.c; the name table is bounded (SBX_RELAY_NAMES_MAX, then SERVFAIL); the proxy
- * decides every name the first time it is asked for, and checks every connection
- * again as a CONNECT (against the rules of that moment: they change when a warm
- * sandbox is claimed). */
+ * dns.c; the name tables are bounded (SBX_RELAY_NAMES_MAX, then SERVFAIL;
+ * SBX_RELAY_DENIED_MAX, then NXDOMAIN); the proxy decides every name the first time it
+ * is asked for (a denied one each time), and checks every connection again as a
+ * CONNECT (against the rules of that moment: they change when a warm sandbox is
+ * claimed). A connection to a denied name's address goes to the proxy marked denied
+ * ("\x03"), which answers it and never connects it on. */
 #include "names.h"
 
 #include <arpa/inet.h>
@@ -25,55 +27,92 @@
 #define SO_ORIGINAL_DST 80 /* linux/netfilter_ipv4.h */
 #endif
 
-#define NAME_BASE 0x7f640000u /* 127.100.0.0 */
+#define NAME_BASE 0x7f640000u /* 127.100.0.0: allowed names */
+#define DENY_BASE 0x7f650000u /* 127.101.0.0: denied names (added) */
 #define ASK_TIMEOUT_S 2
 
-static char *names[SBX_RELAY_NAMES_MAX];
-static size_t n_names;
+/* A table of names, each with the address base + its index + 1, for the sandbox's
+ * life; bounded (max), so a sandbox asking for endless names gets SERVFAIL (allowed) or
+ * the plain NXDOMAIN (denied) once it is full, never more memory. */
+struct table {
+    char **v;
+    size_t n;
+    size_t max;
+    unsigned base;
+};
+
+static char *allowed_v[SBX_RELAY_NAMES_MAX];
+static char *denied_v[SBX_RELAY_DENIED_MAX];
+static struct table allowed = {allowed_v, 0, SBX_RELAY_NAMES_MAX, NAME_BASE};
+static struct table denied = {denied_v, 0, SBX_RELAY_DENIED_MAX, DENY_BASE};
+
+static void table_reset(struct table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->v[i]);
+        t->v[i] = NULL;
+    }
+    t->n = 0;
+}
 
 void sbx_relay_names_reset(void)
 {
-    for (size_t i = 0; i < n_names; i++) {
-        free(names[i]);
-        names[i] = NULL;
+    table_reset(&allowed);
+    table_reset(&denied);
+}
+
+static const char *table_name_of(const struct table *t, unsigned a)
+{
+    unsigned i = a - t->base;
+
+    if ((a & 0xffff0000u) != t->base || i == 0 || i > t->n) {
+        return NULL;
     }
-    n_names = 0;
+    return t->v[i - 1];
 }
 
 const char *sbx_relay_name_of(unsigned a)
 {
-    unsigned i = a - NAME_BASE;
-
-    if ((a & 0xffff0000u) != NAME_BASE || i == 0 || i > n_names) {
-        return NULL;
-    }
-    return names[i - 1];
+    return table_name_of(&allowed, a);
 }
 
-/* The address name has (host order), or 0. */
-static unsigned address_known(const char *name)
+const char *sbx_relay_denied_name_of(unsigned a)
 {
-    for (size_t i = 0; i < n_names; i++) {
-        if (strcmp(names[i], name) == 0) {
-            return NAME_BASE + (unsigned)i + 1;
+    return table_name_of(&denied, a);
+}
+
+/* The address name has in t (host order), or 0. */
+static unsigned address_known(const struct table *t, const char *name)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (strcmp(t->v[i], name) == 0) {
+            return t->base + (unsigned)i + 1;
         }
     }
     return 0;
 }
 
-/* The address of name (host order), given one if it has none; 0 when the table is full. */
-static unsigned address_of(const char *name)
+/* The address of name in t (host order), given one if it has none; 0 when t is full. */
+static unsigned address_of(struct table *t, const char *name)
 {
-    unsigned a = address_known(name);
+    unsigned a = address_known(t, name);
 
     if (a != 0) {
         return a;
     }
-    if (n_names == SBX_RELAY_NAMES_MAX || (names[n_names] = strdup(name)) == NULL) {
+    if (t->n == t->max || (t->v[t->n] = strdup(name)) == NULL) {
         return 0;
     }
-    n_names++;
-    return NAME_BASE + (unsigned)n_names;
+    t->n++;
+    return t->base + (unsigned)t->n;
+}
+
+static void address_bytes(unsigned a, unsigned char a4[4])
+{
+    a4[0] = (unsigned char)(a >> 24);
+    a4[1] = (unsigned char)(a >> 16);
+    a4[2] = (unsigned char)(a >> 8);
+    a4[3] = (unsigned char)a;
 }
 
 int sbx_relay_ask(const struct sockaddr_un *sun, const char *name, char *text, size_t size)
@@ -153,26 +192,38 @@ size_t sbx_relay_dns_reply(const unsigned char *q, size_t n, unsigned char *out,
     }
     /* A name the proxy allowed once keeps its address without asking again (the AAAA
      * query beside the A, the next lookup): every connection to it is still checked
-     * by the proxy against the policy of that moment. */
-    r = address_known(dq.name) != 0 ? 1 : ask(sun, dq.name, text, sizeof(text));
+     * by the proxy against the policy of that moment. A denied name is asked for each
+     * time (the policy may allow it now). */
+    r = address_known(&allowed, dq.name) != 0 ? 1 : ask(sun, dq.name, text, sizeof(text));
     if (r < 0) {
         return sbx_dns_answer(q, &dq, SBX_DNS_SERVFAIL, NULL, SBX_DNS_EDE_OTHER, text, out, size);
     }
     if (r == 0) {
-        return sbx_dns_answer(q, &dq, SBX_DNS_NXDOMAIN, NULL, SBX_DNS_EDE_BLOCKED, text, out, size);
+        /* (changed) A denied name resolves, to a deny address of its own, with the
+         * Extended DNS Error: a client that shows no EDE connects and gets the refusal
+         * from the proxy in words it prints (an HTTP 403, a TLS access_denied alert).
+         * AAAA: no data, with the EDE. A full table: NXDOMAIN as before. */
+        if (dq.qtype != SBX_DNS_TYPE_A) {
+            return sbx_dns_answer(q, &dq, SBX_DNS_NOERROR, NULL, SBX_DNS_EDE_BLOCKED, text, out,
+                                  size);
+        }
+        a = address_of(&denied, dq.name);
+        if (a == 0) {
+            return sbx_dns_answer(q, &dq, SBX_DNS_NXDOMAIN, NULL, SBX_DNS_EDE_BLOCKED, text, out,
+                                  size);
+        }
+        address_bytes(a, a4);
+        return sbx_dns_answer(q, &dq, SBX_DNS_NOERROR, a4, SBX_DNS_EDE_BLOCKED, text, out, size);
     }
     if (dq.qtype != SBX_DNS_TYPE_A) { /* AAAA and the rest: the name exists, no data */
         return sbx_dns_answer(q, &dq, SBX_DNS_NOERROR, NULL, 0, NULL, out, size);
     }
-    a = address_of(dq.name);
+    a = address_of(&allowed, dq.name);
     if (a == 0) {
         return sbx_dns_answer(q, &dq, SBX_DNS_SERVFAIL, NULL, SBX_DNS_EDE_OTHER,
                               "sbx egress: the sandbox's table of names is full", out, size);
     }
-    a4[0] = (unsigned char)(a >> 24);
-    a4[1] = (unsigned char)(a >> 16);
-    a4[2] = (unsigned char)(a >> 8);
-    a4[3] = (unsigned char)a;
+    address_bytes(a, a4);
     return sbx_dns_answer(q, &dq, SBX_DNS_NOERROR, a4, 0, NULL, out, size);
 }
 
@@ -203,6 +254,7 @@ void sbx_relay_transparent_accept(int fd, const struct sockaddr_un *sun, int att
     char line[SBX_ATTR_HEAD_MAX];
     char ip[INET_ADDRSTRLEN];
     const char *host;
+    char kind = '\x01'; /* a connection to decide; '\x03': to refuse */
     int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
     int one = 1;
     int len;
@@ -216,6 +268,9 @@ void sbx_relay_transparent_accept(int fd, const struct sockaddr_un *sun, int att
     }
     if ((ntohl(dst.sin_addr.s_addr) >> 24) == 127) {
         host = sbx_relay_name_of(ntohl(dst.sin_addr.s_addr));
+        if (host == NULL && (host = sbx_relay_denied_name_of(ntohl(dst.sin_addr.s_addr))) != NULL) {
+            kind = '\x03'; /* (added) a denied name's address: the proxy only answers it */
+        }
         if (host == NULL) {
             close(c); /* an address the resolver never gave out */
             return;
@@ -224,7 +279,7 @@ void sbx_relay_transparent_accept(int fd, const struct sockaddr_un *sun, int att
     else { /* an IP literal off loopback: the proxy's CIDR rules decide */
         host = inet_ntop(AF_INET, &dst.sin_addr, ip, sizeof(ip));
     }
-    len = snprintf(line, sizeof(line), "\x01%s:%u\n", host, ntohs(dst.sin_port));
+    len = snprintf(line, sizeof(line), "%c%s:%u\n", kind, host, ntohs(dst.sin_port));
     if (len < 0 || (size_t)len >= sizeof(line)) {
         close(c);
         return;

@@ -12,6 +12,11 @@
  * redirects TCP to that /16 (and to addresses off loopback) to the relay. */
 #define SBX_RELAY_NAME_NET "127.100.0.0/16"
 #define SBX_RELAY_NAMES_MAX 4096
+/* (added) Names the policy denies get 127.101.0.1 upwards, one each, bounded the same
+ * way: a connection to one is handed to the proxy marked denied ("\x03NAME:PORT\n"),
+ * which answers it with the refusal and never connects it anywhere. */
+#define SBX_RELAY_DENY_NET "127.101.0.0/16"
+#define SBX_RELAY_DENIED_MAX 4096
 
 /* The proxy's answer for NAME: 1 allowed, 0 denied (text: the reason to show), -1 no
  * answer (text says why). */
@@ -26,7 +31,9 @@ size_t sbx_relay_dns_reply(const unsigned char *q, size_t n, unsigned char *out,
 
 /* The name given the loopback address a (host order), or NULL. */
 const char *sbx_relay_name_of(unsigned a);
-/* Frees the table (tests). */
+/* (added) The denied name given the deny address a (host order), or NULL. */
+const char *sbx_relay_denied_name_of(unsigned a);
+/* Frees both tables (tests). */
 void sbx_relay_names_reset(void);
 
 /* Serves one datagram on the resolver's UDP socket fd. */

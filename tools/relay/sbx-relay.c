@@ -13,8 +13,9 @@
  *             [-- CMD [ARG]...]
  *
  * (added) --dns and --redirect are the transparent path (names.c): a resolver on UDP
- * ADDR:PORT that answers names the policy allows with loopback addresses of their own,
- * and the listener the sandbox's netns redirects TCP to.
+ * ADDR:PORT that answers names with loopback addresses of their own (allowed and
+ * denied names from separate ranges), and the listener the sandbox's netns redirects
+ * TCP to.
  *
  * --agent SOCK also starts the exec agent (agent.c) in its own process. With --agent
  * or --attribute each connection goes to the proxy with one line naming the pid inside
@@ -104,11 +105,13 @@ static void usage(FILE *f)
                "or --attribute, each connection is sent to the proxy with the pid inside and\n"
                "the exec it comes from (docs/egress.md, \"Attribution\").\n"
                "--dns serves DNS on UDP ADDR:PORT: a name the proxy's policy allows gets an\n"
-               "address of its own in " SBX_RELAY_NAME_NET " (AAAA: none); any other name\n"
-               "gets NXDOMAIN with an Extended DNS Error naming the policy. --redirect takes\n"
-               "the TCP connections the sandbox's netns redirects to ADDR:PORT and hands each\n"
-               "to the proxy as a CONNECT to the name (or address) and port it was opened to,\n"
-               "so programs that ignore HTTP(S)_PROXY reach the proxy's checks too\n"
+               "address of its own in " SBX_RELAY_NAME_NET " (AAAA: none); a denied name gets\n"
+               "one in " SBX_RELAY_DENY_NET " with an Extended DNS Error naming the policy.\n"
+               "--redirect takes the TCP connections the sandbox's netns redirects to\n"
+               "ADDR:PORT and hands each to the proxy as a CONNECT to the name (or address)\n"
+               "and port it was opened to, so programs that ignore HTTP(S)_PROXY reach the\n"
+               "proxy's checks too; one to a denied name's address is handed over to be\n"
+               "refused (an HTTP 403 or a TLS alert naming the policy), never connected\n"
                "(docs/egress.md, \"Without proxy variables\"). Not with --copy.\n");
 }
 

@@ -24,8 +24,9 @@
  * 1.2: claim_worktree, sbx_sandbox_spec.view_later (the runner's warm pool).
  * 1.3: update_limits (a warm sandbox resized at its claim).
  * 1.4: sbx_cred_scope.client and .pool (secrets bound to the client).
- * 1.5: image_op (sbx image push, pull, gc, inspect; the runner's image check). */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 5u
+ * 1.5: sbx_image_request.options (the Dev Container build, the tags).
+ * 1.6: image_op (sbx image push, pull, gc, inspect; the runner's image check). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 6u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif

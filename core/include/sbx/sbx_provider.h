@@ -135,6 +135,9 @@ struct sbx_sandbox_spec {
 #define SBX_RELAY_REDIRECT_PORT "3129"
 #define SBX_RELAY_REDIRECT_LISTEN "127.0.0.1:" SBX_RELAY_REDIRECT_PORT
 #define SBX_RELAY_NAME_NET "127.100.0.0/16"
+/* (added) the addresses it gives denied names: a connection there is answered with the
+ * refusal (docs/egress.md, "What an agent sees on denial") */
+#define SBX_RELAY_DENY_NET "127.101.0.0/16"
 
 /* Output sink: stream 1 is stdout, 2 is stderr. Return 0 to continue. */
 typedef int (*sbx_output_fn)(void *userdata, int stream, const char *data, size_t len);
@@ -213,9 +216,14 @@ struct sbx_image_request {
     const char *npm;            /* space-separated npm packages, or NULL */
     const char *cache;          /* the root filesystem cache directory */
     const char *const *changes; /* "WORKDIR /workspace", "ENV K=V"; NULL-terminated */
+    /* (added, ABI 1.5) more options for the helper, in pairs ("--tag", "sbx-sandbox:current";
+     * the Dev Container build's "--base-image", "--dockerfile", "--layer", ...:
+     * docs/image.md), NULL-terminated; NULL for none. The core refuses a
+     * provider built before 1.5 for a build that needs them. */
+    const char *const *options;
 };
 
-/* (added, ABI 1.5) One image as the engine describes it (the image_op's fn). */
+/* (added, ABI 1.6) One image as the engine describes it (the image_op's fn). */
 struct sbx_image_info {
     const char *ref;         /* the name asked for (INSPECT, PULL), one tag (LIST), or the
                                 registry reference pushed (PUSH) */
@@ -238,7 +246,7 @@ enum sbx_image_action {
                               one a container uses) */
 };
 
-/* (added, ABI 1.5) What the image_op does. */
+/* (added, ABI 1.6) What the image_op does. */
 struct sbx_image_op {
     int action;         /* enum sbx_image_action */
     const char *ref;    /* see the actions */
@@ -337,7 +345,7 @@ struct sbx_provider_ops {
      * limits always starts cold (docs/runner.md, "Warm pool"). */
     int (*update_limits)(void *ctx, const char *sandbox_id, const struct sbx_limits *limits,
                          sbx_error_t **err);
-    /* Optional (added, ABI 1.5). Registry work on the provider's engine for
+    /* Optional (added, ABI 1.6). Registry work on the provider's engine for
      * `sbx image push|pull|gc|inspect` and the runner's image check at start
      * (docs/image.md, "Publishing and pulling"). Returns 0, or -1 with *err;
      * an image that is not there is SBX_E_NOTFOUND. NULL: the provider has

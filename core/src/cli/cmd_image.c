@@ -1,5 +1,7 @@
 /* cmd_image.c - `sbx image build`: the warm image from devcontainer.json. */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "cli/cli.h"
 #include "image/image.h"
 #include "plugin/instance.h"
+#include "plugin/loader.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
 #include "util/paths.h"
@@ -19,30 +22,43 @@
 void sbx_cmd_image_help(FILE *out)
 {
     fprintf(out, "usage: sbx image build [--definition FILE] [--provider NAME] [--cache DIR] "
-                 "[--sidecar] [--json]\n"
+                 "[--tag TAG] [--sidecar] [--json]\n"
                  "\n"
-                 "Builds the warm sandbox image with no registry: a debootstrap minbase root\n"
-                 "filesystem with the packages from .devcontainer/devcontainer.json\n"
-                 "(customizations.sbx.packages, plus bash, ca-certificates, curl, git),\n"
-                 "imported into the provider's engine (its image_build op) and tagged\n"
-                 "sbx-sandbox:<content hash> and sbx-sandbox:current. When the image for the\n"
-                 "current definition exists, it only re-tags it. The root filesystem is cached\n"
-                 "(--cache, default <state dir>/image-cache). Needs root for debootstrap.\n"
-                 "customizations.sbx.npm ([\"name@version\"]) is installed with the host's npm\n"
-                 "(its configured registry) into /opt/sbx-node, NODE_PATH pointing there.\n"
-                 "The Debian mirror is read from this machine's apt sources\n"
-                 "($SBX_DEBIAN_MIRROR overrides). Fields read: docs/image.md.\n"
+                 "Builds the warm sandbox image from a Dev Container definition\n"
+                 "(.devcontainer/devcontainer.json; comments and trailing commas accepted) in\n"
+                 "the provider's engine (its image_build op), with no registry.\n"
+                 "The base: the definition's `image` (already in the engine: nothing is\n"
+                 "pulled), or its build.dockerfile (context, args, target, cacheFrom) built by\n"
+                 "the engine's own builder, or else sbx's debootstrap minbase root filesystem\n"
+                 "with customizations.sbx.packages (plus bash, ca-certificates, curl, git) and\n"
+                 "customizations.sbx.npm (the host's npm) - root is needed for debootstrap.\n"
+                 "On top, when the definition has them: local features (./folder, options as\n"
+                 "variables, dependsOn/installsAfter order), containerEnv, remoteEnv,\n"
+                 "remoteUser/containerUser, and onCreateCommand, updateContentCommand and\n"
+                 "postCreateCommand run at build time; postStartCommand runs at each sandbox\n"
+                 "start. A field sbx cannot honour is an error naming it (exit 2), never a\n"
+                 "warning: the table of every field is docs/image.md.\n"
+                 "The image is tagged sbx-sandbox:<content hash>. sbx-sandbox:current moves only\n"
+                 "for the configured definition (the one found without --definition) or with\n"
+                 "--tag current. When the image of a hash exists, nothing is rebuilt. Root\n"
+                 "filesystems and build logs are kept in --cache (default\n"
+                 "<state dir>/image-cache). The Debian mirror is read from this machine's apt\n"
+                 "sources ($SBX_DEBIAN_MIRROR overrides).\n"
                  "\n"
                  "  --definition FILE  devcontainer.json (default ./.devcontainer/, then the\n"
                  "                     one shipped with sbx, share/sbx/devcontainer)\n"
                  "  --provider NAME    a provider instance that builds images (default: config\n"
                  "                     'provider'; provider_docker does)\n"
+                 "  --tag TAG          also tag the result TAG (sbx-sandbox:TAG, or a full\n"
+                 "                     name:tag); --tag current moves sbx-sandbox:current\n"
                  "  --sidecar          build the Docker sidecar's image instead: sbx-dind:<hash>\n"
                  "                     and sbx-dind:current (docker.io, rootlesskit, uidmap,\n"
                  "                     iptables; docs/testcontainers.md)\n"
-                 "  --json             print {\"image\", \"current\", \"definition\", ...}\n"
+                 "  --json             print {\"image\", \"current\" (null when not moved),\n"
+                 "                     \"tags\", \"spec_layer\", \"definition\", ...}\n"
                  "\n"
-                 "Exit status: 0 built or up to date, 1 failed, 2 usage or definition error.\n");
+                 "Exit status: 0 built or up to date, 1 failed (a lifecycle command or a\n"
+                 "build step: the field is named), 2 usage or definition error.\n");
     sbx_cmd_image_reg_help(out); /* push, pull, gc, inspect */
 }
 
@@ -63,6 +79,15 @@ static struct sbx_open_instance *builder_of(struct sbx_cli *cli, const char *pro
     if (oi != NULL && sbx_instance_provider(oi)->image_build == NULL) {
         sbx_error_set(err, SBX_E_USAGE, "provider '%s' (%s) cannot build images", oi->cfg->name,
                       oi->cfg->plugin);
+        sbx_instance_close(oi);
+        return NULL;
+    }
+    if (oi != NULL && oi->plugin->desc.abi_minor < 5) {
+        /* sbx_image_request.options (1.5) carries the tags and the spec's build */
+        sbx_error_set(err, SBX_E_USAGE,
+                      "provider '%s' (%s) is built for plugin ABI 1.%u: sbx image build needs "
+                      "1.5 (docs/plugins.md)",
+                      oi->cfg->name, oi->cfg->plugin, (unsigned)oi->plugin->desc.abi_minor);
         sbx_instance_close(oi);
         return NULL;
     }
@@ -90,13 +115,22 @@ static char *join_strv(const char *const *v, const char *sep)
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"definition", required_argument, NULL, 'd'}, {"provider", required_argument, NULL, 'p'},
-        {"cache", required_argument, NULL, 'c'},      {"json", no_argument, NULL, 'j'},
-        {"sidecar", no_argument, NULL, 's'},          {NULL, 0, NULL, 0},
+        {"definition", required_argument, NULL, 'd'},
+        {"provider", required_argument, NULL, 'p'},
+        {"cache", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"sidecar", no_argument, NULL, 's'},
+        {"tag", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0},
     };
     const char *definition = NULL;
     const char *provider = NULL;
     const char *cache_opt = NULL;
+    const char *tag_opt = NULL;
+    char *tags[3] = {NULL, NULL, NULL};
+    char **options = NULL;
+    char *layer = NULL;
+    int moved = 0;
     cleanup_free char *def_path = NULL;
     cleanup_free char *script = NULL;
     cleanup_free char *cache = NULL;
@@ -144,11 +178,22 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         case 's':
             sidecar = 1;
             break;
+        case 't':
+            tag_opt = optarg;
+            break;
         default:
             return SBX_EXIT_USAGE;
         }
     }
     if (sbx_args_operands(&a, 0, 0, "") < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    if (tag_opt != NULL && (tag_opt[0] == '\0' || tag_opt[0] == '-' || strlen(tag_opt) > 128 ||
+                            strspn(tag_opt, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._-:/") != strlen(tag_opt))) {
+        fprintf(stderr,
+                "sbx: error: --tag '%s': an image name or tag (letters, digits, . _ - : /)\n",
+                tag_opt);
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
@@ -196,6 +241,37 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         pkgv = (const char *const *)d->packages;
         canonical = xstrdup(d->canonical);
     }
+    /* no silent re-tag: <repo>:current moves for the configured definition
+     * (the one found without --definition) or when --tag names it */
+    moved = sidecar || sbx_devc_is_configured(d->path);
+    if (moved) {
+        tags[0] = xasprintf("%s:current", repo);
+    }
+    if (tag_opt != NULL) {
+        tags[moved] = strchr(tag_opt, ':') ? xstrdup(tag_opt) : xasprintf("%s:%s", repo, tag_opt);
+        cleanup_free char *cur = xasprintf("%s:current", repo);
+
+        moved |= strcmp(tags[moved], cur) == 0;
+    }
+    if (!sidecar && d->devc != NULL) {
+        /* the spec's top layer: its build context, in the cache */
+        mkdir(cache, 0700);
+        layer = xasprintf("%s/layer-XXXXXX", cache);
+        if (mkdtemp(layer) == NULL || sbx_devc_write_layer(d->devc, layer, &err) < 0) {
+            if (err == NULL) {
+                sbx_error_set(&err, SBX_E_GENERIC, "%s: %s", layer, strerror(errno));
+            }
+            sbx_cli_print_error(err);
+            rc = sbx_cli_exit_for(err);
+            sbx_error_free(&err);
+            sbx_devc_remove_layer(layer);
+            free(layer);
+            sbx_instance_close(oi);
+            sbx_image_def_free(d);
+            return rc;
+        }
+    }
+    options = sbx_devc_options(sidecar ? NULL : d, layer, (const char *const *)tags);
     packages = join_strv(pkgv, ",");
     if (!sidecar && d->npm != NULL) {
         npm = join_strv((const char *const *)d->npm, " ");
@@ -220,6 +296,7 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
             .npm = npm,
             .cache = cache,
             .changes = (const char *const *)changes,
+            .options = (const char *const *)options,
         };
 
         rc = sbx_instance_provider(oi)->image_build(oi->ctx, &req, tag, sizeof(tag), &err);
@@ -228,18 +305,28 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         free(changes[i]);
     }
     free(changes);
+    sbx_devc_options_free(options);
+    sbx_devc_remove_layer(layer);
+    free(layer);
     sbx_instance_close(oi);
     if (rc < 0) {
         sbx_cli_print_error(err);
+        rc = sbx_cli_exit_for(err);
         sbx_error_free(&err);
         sbx_image_def_free(d);
-        return SBX_EXIT_FAIL;
+        free(tags[0]);
+        free(tags[1]);
+        return rc;
     }
     if (json) {
-        cleanup_free char *current = xasprintf("%s:current", repo);
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:[], s:[]}", "image", tag, "current", current,
-                              "definition", d->path, "suite", d->suite, "packages", "npm");
+        cleanup_free char *current = moved ? xasprintf("%s:current", repo) : NULL;
+        json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:[], s:[], s:[], s:b}", "image", tag,
+                              "current", current, "definition", d->path, "suite", d->suite,
+                              "packages", "npm", "tags", "spec_layer", !sidecar && d->devc != NULL);
 
+        for (size_t i = 0; tags[i] != NULL; i++) {
+            json_array_append_new(json_object_get(o, "tags"), json_string(tags[i]));
+        }
         for (size_t i = 0; pkgv[i] != NULL; i++) {
             json_array_append_new(json_object_get(o, "packages"), json_string(pkgv[i]));
         }
@@ -256,5 +343,7 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         printf("%s\n", tag);
     }
     sbx_image_def_free(d);
+    free(tags[0]);
+    free(tags[1]);
     return SBX_EXIT_OK;
 }

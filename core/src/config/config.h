@@ -61,6 +61,7 @@ struct sbx_egress_private {
 #define SBX_DEFAULT_EGRESS_MAX_BUFFER (256LL << 20)
 #define SBX_DEFAULT_EGRESS_SOCKET_BUFFER (1LL << 20)
 #define SBX_DEFAULT_EGRESS_CONNECTION_RATE 200
+#define SBX_DEFAULT_EGRESS_BANDWIDTH (1LL << 30)
 /* Each direction's splice pipe in a tunnel. */
 #define SBX_EGRESS_PIPE_SIZE (256 * 1024)
 /* What one tunnel reserves of egress.max_buffer at most: two pipes, and its destination
@@ -187,6 +188,7 @@ struct sbx_config {
         int64_t max_buffer;      /* bytes the proxy may hold for one sandbox */
         int64_t socket_buffer;   /* a destination socket's send/receive buffer */
         int64_t connection_rate; /* new connections per second per sandbox; 0: any */
+        int64_t bandwidth;       /* bytes/s shared by the sandboxes moving bytes; 0: off */
     } egress;
 
     struct {

@@ -430,6 +430,12 @@ const struct sbx_key_def sbx_config_keys[] = {
         .help = "new connections per second one sandbox may open (a burst of one second's "
                 "worth); past it the proxy takes its next connection later (they wait, none is "
                 "refused); `0`: no limit"),
+    KEY("egress.bandwidth", SIZE, egress.bandwidth, .def = "1G", RANGE(0, 1024 * 1024 * MB),
+        .help = "bytes per second the proxy shares out while several sandboxes move bytes: "
+                "each of the N sandboxes that moved bytes in the last 25-50 ms may move "
+                "`bandwidth` / N (a token bucket per sandbox, 20 ms of its rate deep); a "
+                "sandbox alone is never limited; `0`: no shares (docs/egress.md, \"Fair "
+                "shares\")"),
 
     /* egress.hosts */
     NODE("egress.hosts[].name", STRING, .help = "a host name (not an IP literal)"),

@@ -107,6 +107,8 @@ long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t le
  *                                                 socket (the client speaks to a proxy)
  *   "\x01HOST:PORT\n" + a descriptor [+ attr.]    (added) a transparent connection
  *                                                 (names.c)
+ *   "\x03HOST:PORT\n" + a descriptor [+ attr.]    (added) a transparent connection to a
+ *                                                 denied name's address: refused
  *   "\x02NAME\n"                                  (added) a name query (names.c)
  *   [attribution line +] a request                a plain request stream (a relay in
  *                                                 --copy mode puts its line first)
@@ -187,7 +189,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 1; i < n_fds; i++) {
         close(fds[i]);
     }
-    if (bytes[0] == '\x01') {
+    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
         long l = sbx_egress_name_line(bytes + 1, (size_t)n - 1, line, sizeof(line));
 
         used = l < 0 ? -1 : 1 + l;
@@ -195,8 +197,8 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
     if (used > 0 && used < n) {
         attr = sbx_egress_attr_parse(c, bytes + used, (size_t)(n - used));
     }
-    if ((bytes[0] != '\0' && bytes[0] != '\x01') || n_fds != 1 || (msg.msg_flags & MSG_CTRUNC) ||
-        used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
+    if ((bytes[0] != '\0' && bytes[0] != '\x01' && bytes[0] != '\x03') || n_fds != 1 ||
+        (msg.msg_flags & MSG_CTRUNC) || used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
         close(fds[0]);
         c->reason = used > 0 && attr != n - used ? "bad-attribution" : "bad-handover";
         sbx_egress_conn_finish(c);
@@ -212,8 +214,8 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_finish(c);
         return;
     }
-    if (bytes[0] == '\x01') {
-        sbx_egress_conn_transparent(c, line); /* names.c */
+    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
+        sbx_egress_conn_transparent(c, line, bytes[0] == '\x03'); /* names.c */
         return;
     }
     sbx_egress_conn_start_head(c, NULL, 0);
@@ -269,20 +271,37 @@ void sbx_egress_resume(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
+    sb->accepts = 0;
     evconnlistener_enable(sb->listener);
+}
+
+/* (added) Round-robin at the door: a listener takes at most SBX_EGRESS_ACCEPT_TURN
+ * connections per turn (libevent's would take its whole backlog in one callback), then
+ * goes to the back of the queue of ready events at its priority, behind the other
+ * sandboxes' listeners and connections being set up. */
+void sbx_egress_next_turn(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_egress_sandbox *sb = arg;
+
+    (void)fd;
+    (void)what;
+    sb->accepts = 0;
+    if (!evtimer_pending(sb->resume, NULL)) { /* not resting for its rate */
+        evconnlistener_enable(sb->listener);
+    }
 }
 
 /* egress.connection_rate: a token bucket per sandbox (burst: one second's worth). When
  * it runs dry the listener rests until the next token: a sandbox that opens
  * connections as fast as it can gets its rate, the others' turns are not taken. */
-static void take_token(struct sbx_egress_sandbox *sb)
+static int take_token(struct sbx_egress_sandbox *sb)
 {
     struct sbx_egress *e = sb->e;
     struct timespec now;
     double dt;
 
     if (e->conn_rate <= 0) {
-        return;
+        return 0;
     }
     clock_gettime(CLOCK_MONOTONIC, &now);
     dt = (double)(now.tv_sec - sb->refill.tv_sec) + (now.tv_nsec - sb->refill.tv_nsec) / 1e9;
@@ -296,7 +315,9 @@ static void take_token(struct sbx_egress_sandbox *sb)
         long ms = (long)(-sb->tokens * 1000 / e->conn_rate) + 1;
 
         pause_listener(sb, ms);
+        return 1;
     }
+    return 0;
 }
 
 void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg)
@@ -307,7 +328,10 @@ void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, in
     (void)l;
     (void)sa;
     (void)len;
-    take_token(sb);
+    if (!take_token(sb) && ++sb->accepts >= SBX_EGRESS_ACCEPT_TURN) {
+        evconnlistener_disable(sb->listener); /* ends libevent's accept loop */
+        event_active(sb->next_turn, EV_TIMEOUT, 1);
+    }
     if (c == NULL) {
         return;
     }

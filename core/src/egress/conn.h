@@ -31,6 +31,7 @@ enum conn_state {
     ST_TLS,
     ST_PIPE,
     ST_CLOSING,
+    ST_ANSWER, /* (added) a refused transparent connection: its first bytes awaited */
 };
 
 struct sbx_egress_conn {
@@ -72,9 +73,12 @@ struct sbx_egress_conn {
     uint64_t prefix_down;      /* bytes sent down before the tunnel (ST_TLS) */
     struct sbx_tls_follow tls; /* ST_TLS: the handshake followed */
     uint64_t reserved;         /* its share of the sandbox's egress.max_buffer */
-    int transparent;           /* (added) handed over by the relay's transparent path: no 200, no
-                                * refusal text on the socket (names.c) */
+    int transparent;           /* (added) handed over by the relay's transparent path: no 200;
+                                * a refusal is answered by the first bytes (refusal.c) */
     int quiet;                 /* (added) a name query the policy allowed: no log line */
+    int name_denied;           /* (added) "\x03": a denied name's address, refused always */
+    size_t answer_dropped;     /* (added) bytes dropped after a refusal's answer */
+    int client_eof;            /* (added) the client half-closed while being answered */
     struct sbx_egress_conn *prev;
     struct sbx_egress_conn *next;
 };
@@ -92,6 +96,16 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c);
 
 /* Sends what the client's output holds, then closes (ST_CLOSING, at most 5 s). */
 void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason);
+/* Frees the destination's side (connecting or connected), if any. */
+void sbx_egress_conn_drop_up(struct sbx_egress_conn *c);
+
+/* refusal.c */
+/* Queues the HTTP refusal STATUS REASON (deny.c's text as reason phrase and body,
+ * X-Sbx-Deny) in the client's output. */
+void sbx_egress_refusal_http(struct sbx_egress_conn *c, int status, const char *reason);
+/* (added) A transparent connection is refused (c->status set): answer what the client
+ * sends first (a TLS alert, the HTTP refusal) or close, then finish (ST_ANSWER). */
+void sbx_egress_conn_answer(struct sbx_egress_conn *c, const char *reason);
 
 /* sni_check.c */
 /* A CONNECT's destination is connected: answer 200, then let the first bytes of either
@@ -115,8 +129,12 @@ long sbx_egress_name_line(const char *buf, size_t len, char *line, size_t size);
 /* "\x02NAME\n" (buf: what followed the control byte): answers whether the sandbox's
  * policy allows NAME, then finishes c. */
 void sbx_egress_conn_name_query(struct sbx_egress_conn *c, const char *buf, size_t len);
-/* "\x01HOST:PORT\n" came with the client socket (now c->client_fd): CONNECT to it. */
-void sbx_egress_conn_transparent(struct sbx_egress_conn *c, const char *line);
+/* "\x01HOST:PORT\n" came with the client socket (now c->client_fd): CONNECT to it.
+ * (added) denied: "\x03HOST:PORT\n", a denied name's address: refused, never connected. */
+void sbx_egress_conn_transparent(struct sbx_egress_conn *c, const char *line, int denied);
+/* (added) Why a "\x03" connection is refused: not-allowed, or denied-at-lookup when the
+ * rules allow it now (the policy changed since the name was looked up). */
+const char *sbx_egress_conn_denied_reason(const struct sbx_egress_conn *c);
 
 /* accept.c */
 /* Parses an attribution line at buf[0..len) into c->pid and c->exec. Returns the

@@ -79,6 +79,8 @@ const char *sbx_egress_deny_hint(const char *reason)
         {"host-numeric", "a host name ending in a numeric label reads as an address (use the "
                          "address or a name)"},
         {"connect-in-tunnel", "CONNECT inside a tunnel is refused"},
+        {"denied-at-lookup", "the name was denied when it was looked up and the policy may "
+                             "allow it now (look it up again)"},
     };
 
     for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++) {

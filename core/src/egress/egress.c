@@ -139,6 +139,7 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     e->max_buffer = (uint64_t)cfg->egress.max_buffer;
     e->socket_buffer = (int)cfg->egress.socket_buffer;
     e->conn_rate = (double)cfg->egress.connection_rate;
+    e->share.bandwidth = (uint64_t)cfg->egress.bandwidth;
     /* A spare descriptor, given up when accept() hits EMFILE to take the pending
      * connection and close it with a logged reason (proxy.c). */
     e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -267,6 +268,9 @@ static void sandbox_free(struct sbx_egress_sandbox *sb)
         evconnlistener_free(sb->listener);
         unlink(sb->sock);
     }
+    if (sb->next_turn != NULL) {
+        event_free(sb->next_turn);
+    }
     if (sb->resume != NULL) {
         event_free(sb->resume);
     }
@@ -359,7 +363,8 @@ static void do_add(struct sbx_egress *e, void *arg)
     sb->tokens = e->conn_rate;
     clock_gettime(CLOCK_MONOTONIC, &sb->refill);
     sb->resume = evtimer_new(e->base, sbx_egress_resume, sb);
-    if (sb->resume == NULL) {
+    sb->next_turn = event_new(e->base, -1, 0, sbx_egress_next_turn, sb);
+    if (sb->resume == NULL || sb->next_turn == NULL) {
         sandbox_free(sb);
         sbx_error_set(a->err, SBX_E_GENERIC, "egress: cannot watch '%s': out of memory", a->dir);
         return;

@@ -12,6 +12,7 @@
 #include "egress/egress.h"
 #include "egress/egress_log.h"
 #include "egress/rules.h"
+#include "egress/share.h"
 
 /* How long a listener rests after accept() failed for lack of descriptors or memory
  * (a level-triggered listener would otherwise spin on the pending connection). */
@@ -63,6 +64,11 @@ struct sbx_egress_sandbox {
     size_t n_tunnels;       /* its tunnels open (they share its part of a turn) */
     double tokens;          /* new connections it may still open now */
     struct timespec refill; /* when tokens were last refilled */
+    /* (added) its part of egress.bandwidth (share.h); connections accepted in its
+     * listener's turn, and the event that gives it the next turn (accept.c) */
+    struct sbx_egress_bucket bucket;
+    unsigned accepts;
+    struct event *next_turn;
     struct sbx_egress_sandbox *next;
 };
 
@@ -94,6 +100,8 @@ struct sbx_egress {
     size_t n_tunnels;     /* tunnels open on this loop */
     size_t n_busy;        /* sandboxes with a tunnel open (they share a turn) */
     time_t accept_warned; /* when an accept failure was last logged */
+    /* (added) egress.bandwidth and the sandboxes sharing it (share.h) */
+    struct sbx_egress_share share;
     struct sbx_egress_sandbox *sandboxes;
 };
 
@@ -101,6 +109,10 @@ struct sbx_egress {
 void sbx_egress_accept(struct evconnlistener *l, int fd, struct sockaddr *sa, int len, void *arg);
 void sbx_egress_accept_error(struct evconnlistener *l, void *arg);
 void sbx_egress_resume(evutil_socket_t fd, short what, void *arg);
+/* (added) A sandbox's listener took SBX_EGRESS_ACCEPT_TURN connections in a row: it
+ * rests until the loop has run the other ready events (accept.c). */
+void sbx_egress_next_turn(evutil_socket_t fd, short what, void *arg);
+#define SBX_EGRESS_ACCEPT_TURN 4
 void sbx_egress_conn_close(struct sbx_egress_conn *c, const char *reason);
 /* Bytes the sandbox's connections hold in the proxy now: pipes, unsent prefixes and
  * head buffers, and the destination sockets' queues. */

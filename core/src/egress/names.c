@@ -9,6 +9,10 @@
  *                               socket a program opened to HOST:PORT (it learned HOST
  *                               from the address its resolver gave out), and the proxy
  *                               treats it as "CONNECT HOST:PORT" whose 200 is not sent
+ *   "\x03HOST:PORT\n" + a fd    (added) the same for an address the resolver gave a
+ *                               denied name: the proxy refuses it whatever the rules
+ *                               say (never connects it) and answers what the program
+ *                               sends first (refusal.c)
  *
  * Each message arrives whole in accept.c's first read (the relay writes it in one
  * call; a transparent connection's line may be followed by the relay's attribution
@@ -103,12 +107,22 @@ void sbx_egress_conn_name_query(struct sbx_egress_conn *c, const char *buf, size
     sbx_egress_conn_finish(c);
 }
 
-void sbx_egress_conn_transparent(struct sbx_egress_conn *c, const char *line)
+void sbx_egress_conn_transparent(struct sbx_egress_conn *c, const char *line, int denied)
 {
     char head[SBX_EGRESS_NAME_LINE * 2 + 64];
     int n;
 
     c->transparent = 1;
+    c->name_denied = denied;
     n = snprintf(head, sizeof(head), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", line, line);
     sbx_egress_conn_start_head(c, head, (size_t)n);
+}
+
+const char *sbx_egress_conn_denied_reason(const struct sbx_egress_conn *c)
+{
+    if (!c->req.host_is_ip &&
+        sbx_egress_rules_match_name(&c->sb->rules, c->req.host, c->req.port) != NULL) {
+        return "denied-at-lookup";
+    }
+    return "not-allowed";
 }

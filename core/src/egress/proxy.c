@@ -72,6 +72,10 @@
  *       error, or bytes past the one plain request (one-request), end it at once.
  *       Starting the pipe may end it: out-of-memory or out-of-descriptors while
  *       building the tunnel.
+ *  Refusals (3), (6), (7) of a transparent connection (the relay's redirect, no
+ *  request read yet) are answered by the client's first bytes instead, in
+ *  ST_ANSWER then ST_CLOSING (refusal.c); a "\x03" connection (a denied name's
+ *  address) is refused in decide() before any rule, never connected.
  */
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -92,7 +96,6 @@
 #include <unistd.h>
 
 #include "egress/conn.h"
-#include "egress/deny.h"
 #include "egress/egress_int.h"
 #include "egress/request.h"
 #include "egress/tunnel.h"
@@ -212,41 +215,21 @@ static void closing_event(struct bufferevent *bev, short events, void *arg)
  * 502 after an allow is not a denial). */
 static void refuse(struct sbx_egress_conn *c, int status, const char *reason)
 {
-    char text[SBX_EGRESS_DENY_TEXT_MAX];
-    char why[SBX_EGRESS_HOST_MAX + 200] = "";
-    size_t n;
-
     if (c->decision == NULL) {
         c->decision = "deny";
         c->sb->denied++;
     }
     c->status = status;
-    if (c->transparent) { /* (added) the client sent no request: it gets no answer */
-        sbx_egress_conn_flush_close(c, reason);
+    if (c->transparent) {                  /* (changed) answered by what the client sends first */
+        sbx_egress_conn_answer(c, reason); /* refusal.c */
         return;
     }
-    n = sbx_egress_deny_text(reason, c->req.host[0] ? c->req.host : NULL, c->req.port,
-                             c->req.host_is_ip, text, sizeof(text));
-    if (c->req.host[0] != '\0' && c->req.port != 0 && c->sb->task != NULL &&
-        strchr(text, ':') != NULL && strstr(text, c->req.host) != NULL) {
-        snprintf(why, sizeof(why), "explain on the host: sbx egress why %s%s%s:%u --task %s\n",
-                 c->req.host_is_ip && strchr(c->req.host, ':') ? "[" : "", c->req.host,
-                 c->req.host_is_ip && strchr(c->req.host, ':') ? "]" : "", c->req.port,
-                 c->sb->task);
-    }
-    evbuffer_add_printf(bufferevent_get_output(c->client),
-                        "HTTP/1.1 %d %s\r\nX-Sbx-Deny: %s\r\nContent-Type: text/plain\r\n"
-                        "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n%s",
-                        status, text, reason, n + 1 + strlen(why), text, why);
+    sbx_egress_refusal_http(c, status, reason);
     sbx_egress_conn_flush_close(c, reason); /* the answer is queued: sent, then closed */
 }
 
-void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason)
+void sbx_egress_conn_drop_up(struct sbx_egress_conn *c)
 {
-    struct timeval flush = {FLUSH_TIMEOUT, 0};
-
-    c->reason = reason;
-    c->state = ST_CLOSING;
     if (c->up != NULL) {
         bufferevent_disable(c->up, EV_READ | EV_WRITE);
         bufferevent_free(c->up);
@@ -256,6 +239,15 @@ void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason)
         close(c->up_fd);
         c->up_fd = -1;
     }
+}
+
+void sbx_egress_conn_flush_close(struct sbx_egress_conn *c, const char *reason)
+{
+    struct timeval flush = {FLUSH_TIMEOUT, 0};
+
+    c->reason = reason;
+    c->state = ST_CLOSING;
+    sbx_egress_conn_drop_up(c);
     bufferevent_disable(c->client, EV_READ);
     if (evbuffer_get_length(bufferevent_get_output(c->client)) == 0) {
         sbx_egress_conn_finish(c);
@@ -372,6 +364,7 @@ void sbx_egress_conn_start_pipe(struct sbx_egress_conn *c)
         sbx_egress_conn_finish(c);
         return;
     }
+    sbx_egress_tunnel_share(c->tunnel, &c->sb->e->share, &c->sb->bucket);
     if (framed) {
         sbx_egress_tunnel_limit(c->tunnel, body - keep, dropped);
     }
@@ -540,6 +533,10 @@ static void decide(struct sbx_egress_conn *c)
     struct sbx_egress *e = c->sb->e;
     const struct sbx_egress_rule *rule;
 
+    if (c->name_denied) { /* (added) a denied name's address: never connected (names.c) */
+        refuse(c, 403, sbx_egress_conn_denied_reason(c));
+        return;
+    }
     if (sbx_egress_log_ready(&e->log) < 0) {
         refuse(c, 403, "log-unavailable");
         return;
@@ -628,6 +625,9 @@ static void head_read(struct bufferevent *bev, void *arg)
         return;
     }
     if (sbx_egress_request_parse(p, (size_t)end, &c->req, &status, &reason) < 0) {
+        if (c->transparent) {
+            evbuffer_drain(in, (size_t)end); /* the relay's line, not the client's bytes */
+        }
         refuse(c, status, reason);
         return;
     }

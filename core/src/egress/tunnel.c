@@ -9,7 +9,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "egress/share.h"
 
 struct dir {
     struct sbx_egress_tunnel *t;
@@ -28,6 +31,10 @@ struct dir {
     int rd_on;        /* whether rd / wr are added: epoll_ctl only on change */
     int wr_on;
     int bulk; /* (added) rd and wr run at SBX_EGRESS_PRIO_BULK (past the first bytes) */
+    /* (added) later: the sandbox's bucket ran dry, reading resumes then; waiting: it is
+     * armed (src is not read until it fires) */
+    struct event *later;
+    int waiting;
     const char *src_error;
     const char *dst_error;
 };
@@ -38,6 +45,10 @@ struct sbx_egress_tunnel {
     size_t *active; /* tunnels open in this proxy */
     size_t *busy;   /* sandboxes with a tunnel open (they share a turn) */
     size_t *mine;   /* this tunnel's sandbox's open tunnels (they share its part) */
+    /* (added) the proxy's egress.bandwidth (NULL: not shared) and this tunnel's
+     * sandbox's bucket of it */
+    struct sbx_egress_share *share;
+    struct sbx_egress_bucket *bucket;
     void (*done)(void *arg, const char *reason);
     void *arg;
 };
@@ -58,11 +69,59 @@ static void finish(struct sbx_egress_tunnel *t, const char *reason)
     for (int i = 0; i < 2; i++) {
         watch(t->d[i].rd, &t->d[i].rd_on, 0);
         watch(t->d[i].wr, &t->d[i].wr_on, 0);
+        if (t->d[i].waiting) {
+            evtimer_del(t->d[i].later);
+            t->d[i].waiting = 0;
+        }
     }
     if (reason == NULL && (t->d[0].dropped > 0 || t->d[1].dropped > 0)) {
         reason = "one-request";
     }
     t->done(t->arg, reason);
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* (added) Fair shares (share.h): how much of budget the sandbox's bucket lets d read
+ * now; 0 arms d->later for when it may read again (src is not watched until then). */
+static size_t granted(struct dir *d, size_t budget)
+{
+    struct sbx_egress_tunnel *t = d->t;
+    int64_t now;
+    uint64_t got;
+    int64_t wait;
+
+    if (t->share == NULL || t->share->bandwidth == 0) {
+        return budget;
+    }
+    now = mono_ns();
+    got = sbx_egress_share_grant(t->share, t->bucket, now, budget);
+    if (got > 0) {
+        if (d->waiting) {
+            evtimer_del(d->later);
+            d->waiting = 0;
+        }
+        return (size_t)got;
+    }
+    wait = sbx_egress_share_wait_ns(t->share, t->bucket, now);
+    {
+        struct timeval tv = {(time_t)(wait / 1000000000), (suseconds_t)(wait % 1000000000 / 1000)};
+
+        if (d->bulk) {
+            (void)event_priority_set(d->later, SBX_EGRESS_PRIO_BULK); /* it is bulk work */
+        }
+        if (evtimer_add(d->later, &tv) == 0) {
+            d->waiting = 1;
+            return 0;
+        }
+    }
+    return budget; /* no timer: never stall a tunnel for good */
 }
 
 /* Moves what can be moved in direction d; returns -1 after finish(). */
@@ -81,6 +140,8 @@ static int pump(struct dir *d)
     size_t part = *t->mine > 0 ? *t->mine : 1;
     size_t share = 4 * t->pipe_cap / groups / part;
     size_t budget = share > SBX_EGRESS_TURN_MIN ? share : SBX_EGRESS_TURN_MIN;
+    int asked = 0; /* the bucket was asked (budget is what it granted) */
+    uint64_t moved = 0;
     ssize_t n;
 
     while (evbuffer_get_length(d->prefix) > 0) {
@@ -127,13 +188,24 @@ static int pump(struct dir *d)
         }
         else {
             uint64_t left = d->limit - d->bytes;
+            size_t want = left < t->pipe_cap ? (size_t)left : t->pipe_cap;
 
-            n = splice(d->src, NULL, d->pipe[1], NULL, left < t->pipe_cap ? left : t->pipe_cap,
-                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (!asked) {
+                asked = 1;
+                budget = granted(d, budget);
+                if (budget == 0) {
+                    break; /* d->later reads again */
+                }
+            }
+            if (t->share != NULL && t->share->bandwidth > 0 && want > budget) {
+                want = budget;
+            }
+            n = splice(d->src, NULL, d->pipe[1], NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         }
         if (n > 0) {
             d->in_pipe += (size_t)n;
             d->bytes += (uint64_t)n;
+            moved += (uint64_t)n;
             budget = (size_t)n < budget ? budget - (size_t)n : 0;
             continue;
         }
@@ -152,9 +224,14 @@ static int pump(struct dir *d)
      * its events drop to the bulk priority (retried while one is queued: libevent
      * refuses to move an active event). New tunnels per sandbox stay bounded by
      * egress.connection_rate, so first bytes cannot be a way to jump the queue for good. */
+    if (asked && t->share != NULL) {
+        sbx_egress_bucket_spend(t->bucket, moved);
+    }
     if (!d->bulk && d->bytes >= SBX_EGRESS_FIRST_BYTES) {
-        d->bulk = (event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK) == 0) &
-                  (event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK) == 0);
+        /* both events are moved, whatever the first one answered */
+        int rd_ok = event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK) == 0;
+        int wr_ok = event_priority_set(d->wr, SBX_EGRESS_PRIO_BULK) == 0;
+        d->bulk = rd_ok && wr_ok;
     }
     if (d->in_pipe > 0) {
         watch(d->wr, &d->wr_on, 1);
@@ -162,7 +239,7 @@ static int pump(struct dir *d)
     }
     else {
         watch(d->wr, &d->wr_on, 0);
-        watch(d->rd, &d->rd_on, !d->eof);
+        watch(d->rd, &d->rd_on, !d->eof && !d->waiting);
         if (d->eof) {
             if (!d->shut) {
                 d->shut = 1;
@@ -182,6 +259,17 @@ static void on_event(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pump(arg);
+}
+
+/* d's sandbox may read again (fair shares). */
+static void on_later(evutil_socket_t fd, short what, void *arg)
+{
+    struct dir *d = arg;
+
+    (void)fd;
+    (void)what;
+    d->waiting = 0;
+    pump(d);
 }
 
 /* The reason a tunnel could not be built, from errno. */
@@ -234,8 +322,9 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
         d->prefix = evbuffer_new();
         d->rd = event_new(base, d->src, EV_READ | EV_PERSIST, on_event, d);
         d->wr = event_new(base, d->dst, EV_WRITE | EV_PERSIST, on_event, d);
+        d->later = evtimer_new(base, on_later, d);
         /* (changed) at the default priority until its first bytes are through (pump) */
-        if (d->prefix == NULL || d->rd == NULL || d->wr == NULL) {
+        if (d->prefix == NULL || d->rd == NULL || d->wr == NULL || d->later == NULL) {
             *why = "out-of-memory";
             sbx_egress_tunnel_free(t);
             return NULL;
@@ -278,6 +367,13 @@ size_t sbx_egress_tunnel_held(const struct sbx_egress_tunnel *t)
     return n;
 }
 
+void sbx_egress_tunnel_share(struct sbx_egress_tunnel *t, struct sbx_egress_share *share,
+                             struct sbx_egress_bucket *bucket)
+{
+    t->share = share;
+    t->bucket = bucket;
+}
+
 void sbx_egress_tunnel_limit(struct sbx_egress_tunnel *t, uint64_t a_to_b, uint64_t dropped)
 {
     t->d[0].limit = a_to_b;
@@ -303,6 +399,9 @@ void sbx_egress_tunnel_free(struct sbx_egress_tunnel *t)
         }
         if (d->wr != NULL) {
             event_free(d->wr);
+        }
+        if (d->later != NULL) {
+            event_free(d->later);
         }
         if (d->pipe[0] >= 0) {
             close(d->pipe[0]);

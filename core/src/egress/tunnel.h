@@ -38,6 +38,13 @@ struct sbx_egress_tunnel *sbx_egress_tunnel_new(struct event_base *base, int fd_
                                                 size_t *mine,
                                                 void (*done)(void *arg, const char *reason),
                                                 void *arg, const char **why);
+/* (added) Reads from either side take bytes from the sandbox's bucket (share.h, docs/egress.md
+ * "Fair shares"): when it is dry the side is not read until it refills. Both outlive t.
+ * Call right after sbx_egress_tunnel_new; without it nothing is limited. */
+struct sbx_egress_share;
+struct sbx_egress_bucket;
+void sbx_egress_tunnel_share(struct sbx_egress_tunnel *t, struct sbx_egress_share *share,
+                             struct sbx_egress_bucket *bucket);
 /* Forwards at most a_to_b more bytes from fd_a (after its prefix); a byte fd_a sends
  * after them is dropped and ends the tunnel with reason "one-request" (one request
  * per connection: docs/egress.md). dropped counts bytes the caller dropped already:

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "image/jsonc.h"
 #include "image/mise.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -18,10 +19,6 @@ static const char *const required_packages[] = {"bash", "ca-certificates", "curl
 /* The Docker sidecar (docs/testcontainers.md): sorted. */
 const char *const sbx_image_sidecar_packages[] = {
     "ca-certificates", "docker.io", "iptables", "procps", "rootlesskit", "uidmap", NULL};
-
-/* Fields that change the environment but that sbx image build does not apply. */
-static const char *const unsupported_fields[] = {
-    "image", "build", "dockerFile", "features", "postCreateCommand", "onCreateCommand", NULL};
 
 char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err)
 {
@@ -159,7 +156,8 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
 {
     struct sbx_image_def *d = xcalloc(1, sizeof(*d));
     json_error_t jerr;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+    /* JSONC, as the spec allows: comments and trailing commas */
+    json_t *root = sbx_jsonc_load_file(path, SBX_IMAGE_DEF_MAX, JSON_REJECT_DUPLICATES, &jerr);
     json_t *sbx;
     json_t *pkgs;
     json_t *env;
@@ -179,11 +177,9 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         sbx_error_set(err, SBX_E_CONFIG, "%s: the top level must be an object", path);
         goto fail;
     }
-    for (i = 0; unsupported_fields[i] != NULL; i++) {
-        if (json_object_get(root, unsupported_fields[i]) != NULL) {
-            sbx_warn("%s: '%s' is not applied by sbx image build (see docs/image.md)", path,
-                     unsupported_fields[i]);
-        }
+    /* every other field of the spec: honoured or refused by name */
+    if (sbx_devc_parse(path, root, &d->devc, err) < 0) {
+        goto fail;
     }
     sbx = json_object_get(json_object_get(root, "customizations"), "sbx");
     if (sbx != NULL && !json_is_object(sbx)) {
@@ -305,6 +301,10 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         }
         json_object_set_new(canon, "npm", a);
     }
+    if (d->devc != NULL) {
+        /* only when present: definitions of the shortcut keep their hash */
+        json_object_set_new(canon, "devc", sbx_devc_canonical(d->devc));
+    }
     if (mise_tools != NULL) { /* (added) only with tools: other hashes stay */
         json_object_set_new(canon, "mise_tools", mise_tools);
     }
@@ -339,6 +339,7 @@ void sbx_image_def_free(struct sbx_image_def *d)
     free(d->mise);
     free_strv(d->npm);
     free(d->canonical);
+    sbx_devc_free(d->devc);
     free(d);
 }
 

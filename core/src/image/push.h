@@ -1,6 +1,6 @@
 /* push.h - publishing the warm image to the configured registry and pulling
  * it back by digest (docs/image.md, "Publishing and pulling"), through the
- * provider's optional image_op (ABI 1.5). Used by `sbx image push|pull|gc`
+ * provider's optional image_op (ABI 1.6). Used by `sbx image push|pull|gc`
  * (cli/cmd_image_reg.c) and by the runner before it takes work
  * (runner/image_check.c). */
 #ifndef SBX_IMAGE_PUSH_H
