@@ -613,6 +613,8 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .scan_secrets = dk_scan_secrets,
     .claim_worktree = dk_claim_worktree,
     .update_limits = dk_update_limits,
+    .snapshot = dk_snapshot, /* (added, ABI 1.5) */
+    .snapshot_remove = dk_snapshot_remove,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,
