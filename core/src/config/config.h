@@ -199,6 +199,11 @@ struct sbx_config {
         char *egress_allowed_url;   /* a local test server the allow-list admits */
         char *egress_denied_url;    /* a local test server it refuses */
     } spike;
+
+    struct { /* (added) snapshot.*: docs/tasks.md, "Snapshots and forks" */
+        int quota;       /* snapshots each pool may keep */
+        int64_t max_age; /* seconds; 0: kept until removed */
+    } snapshot;
 };
 
 /* Finds and loads the configuration. explicit_path may be NULL. */

@@ -139,6 +139,9 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("egress", GROUP, .doc_def = "see below",
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
+    NODE("snapshot", GROUP, .doc_def = "see below",
+         .help = "**(added)** snapshots of tasks (`sbx task snapshot`, `fork`): the per-pool "
+                 "quota and their age"),
     KEY("policy_dir", STRING, policy_dir,
         .doc_def = "`$SBX_POLICY_DIR`, else the binary's own: `share/sbx/policies` in its "
                    "build tree, `<prefix>/share/sbx/policies` installed",
@@ -393,6 +396,15 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("egress.private_allow[].addresses", STRINGS,
          .help = "IP addresses (the proxy connects there, as with `hosts`) and CIDRs (its DNS "
                  "answers in them are kept); at least one"),
+
+    /* snapshot (added: docs/tasks.md, "Snapshots and forks") */
+    KEY("snapshot.quota", INT, snapshot.quota, .def = "10", RANGE(0, 10000),
+        .help = "snapshots each pool may keep (a fork's own snapshot counts until it is "
+                "removed); one more is refused with `snapshot quota of pool P reached (N of "
+                "N)`; `0`: no snapshots"),
+    KEY("snapshot.max_age", DURATION, snapshot.max_age, .def = "7d", AT_LEAST(0),
+        .help = "a snapshot older than this is removed by the next snapshot, fork or `sbx "
+                "snapshot ls|rm`; `0`: kept until `sbx snapshot rm`"),
 };
 
 const size_t sbx_config_n_keys = sizeof(sbx_config_keys) / sizeof(sbx_config_keys[0]);
