@@ -403,8 +403,8 @@ const struct sbx_key_def sbx_config_keys[] = {
                 "removed); one more is refused with `snapshot quota of pool P reached (N of "
                 "N)`; `0`: no snapshots"),
     KEY("snapshot.max_age", DURATION, snapshot.max_age, .def = "7d", AT_LEAST(0),
-        .help = "a snapshot older than this is removed by the next snapshot, fork or `sbx "
-                "snapshot ls|rm`; `0`: kept until `sbx snapshot rm`"),
+        .help = "a snapshot older than this is removed by the next snapshot, fork, `sbx "
+                "snapshot ls` or `sbx snapshot rm`; `0`: kept until `sbx snapshot rm`"),
 };
 
 const size_t sbx_config_n_keys = sizeof(sbx_config_keys) / sizeof(sbx_config_keys[0]);

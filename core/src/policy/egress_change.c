@@ -57,8 +57,7 @@ static int push_args(lua_State *L)
     set_str(L, t, "pool", a->job->pool);
     set_str(L, t, "provider", a->job->provider);
     lua_createtable(L, 8, 0);
-    for (int i = 0; a->req->current != NULL && a->req->current[i] != NULL && i < MAX_CURRENT;
-         i++) {
+    for (int i = 0; a->req->current != NULL && a->req->current[i] != NULL && i < MAX_CURRENT; i++) {
         lua_pushstring(L, a->req->current[i]);
         lua_rawseti(L, -2, i + 1);
     }
@@ -115,14 +114,14 @@ static int read_str(lua_State *L, int idx, const char *key, char *out, size_t ma
     s = lua_tolstring(L, -1, &len);
     if (len == 0 || len >= max) {
         lua_pop(L, 1);
-        return sbx_error_set(err, SBX_E_POLICY, "%s: change(): '%s' must be 1 to %zu bytes",
-                             WHERE, key, max - 1);
+        return sbx_error_set(err, SBX_E_POLICY, "%s: change(): '%s' must be 1 to %zu bytes", WHERE,
+                             key, max - 1);
     }
     for (size_t i = 0; i < len; i++) {
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
             lua_pop(L, 1);
-            return sbx_error_set(err, SBX_E_POLICY,
-                                 "%s: change(): '%s' holds a control character", WHERE, key);
+            return sbx_error_set(err, SBX_E_POLICY, "%s: change(): '%s' holds a control character",
+                                 WHERE, key);
         }
     }
     memcpy(out, s, len);

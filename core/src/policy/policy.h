@@ -91,10 +91,10 @@ json_t *sbx_policy_decision_to_json(const struct sbx_policy_decision *d);
  * "Changing a running task's egress"): egress.lua's function change(task, request,
  * who) decides it (policy/egress_change.c). */
 struct sbx_egress_change {
-    const char *op;             /* "allow" or "deny" */
-    const char *rule;           /* the canonical rule asked, "host:p1,p2" */
-    const char *host;           /* its host ("*.example.com" for a wildcard) */
-    const int *ports;           /* its ports */
+    const char *op;   /* "allow" or "deny" */
+    const char *rule; /* the canonical rule asked, "host:p1,p2" */
+    const char *host; /* its host ("*.example.com" for a wildcard) */
+    const int *ports; /* its ports */
     size_t n_ports;
     const char *const *current; /* the task's rules now, NULL-terminated */
     const char *client;         /* who asks: "local" (the CLI) or the API client's name */
@@ -102,10 +102,10 @@ struct sbx_egress_change {
 };
 
 struct sbx_egress_verdict {
-    int allow;         /* 1: the change is made */
-    char rule[96];     /* the name of the policy's rule that decided ("default" without one) */
-    char reason[256];  /* its reason, or "" */
-    char where[160];   /* "policies/egress.lua" (the script that decided) */
+    int allow;        /* 1: the change is made */
+    char rule[96];    /* the name of the policy's rule that decided ("default" without one) */
+    char reason[256]; /* its reason, or "" */
+    char where[160];  /* "policies/egress.lua" (the script that decided) */
 };
 
 /* Runs egress.lua for job (its `job` and `config` as at start) and calls its change()

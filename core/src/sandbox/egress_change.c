@@ -184,8 +184,8 @@ static int decide(struct sbx_task *t, const char *jobid, const struct sbx_egress
     return r;
 }
 
-int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
-                           const char *client, const char *via, json_t **out, sbx_error_t **err)
+int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec, const char *client,
+                           const char *via, json_t **out, sbx_error_t **err)
 {
     char why[160];
     char host[SPEC_MAX];
@@ -241,15 +241,14 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
         sbx_warn("task %s: egress %s %s by %s (%s): refused by %s rule '%s': %s", t->id, op, rule,
                  req.client, req.via, v.where, v.rule, v.reason);
         return sbx_error_set(err, SBX_E_POLICY, "task %s: egress %s %s refused by %s rule '%s'%s%s",
-                             t->id, op, rule, v.where, v.rule, v.reason[0] ? ": " : "",
-                             v.reason);
+                             t->id, op, rule, v.where, v.rule, v.reason[0] ? ": " : "", v.reason);
     }
     if (strcmp(op, "allow") == 0) {
         next = rules_allow(t->egress_allow, rule, &changed);
     }
     else {
-        next = rules_deny(t->egress_allow, host, ports, n_ports, strchr(spec, ':') == NULL,
-                          &changed);
+        next =
+            rules_deny(t->egress_allow, host, ports, n_ports, strchr(spec, ':') == NULL, &changed);
     }
     if (count(next) > RULES_MAX) {
         pthread_mutex_unlock(&t->mu);
@@ -268,8 +267,8 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
         free_rules(next);
         return r;
     }
-    if (changed && sbx_egress_set_rules(t->egress, t->egress_dir, (const char *const *)next,
-                                        err) < 0) {
+    if (changed &&
+        sbx_egress_set_rules(t->egress, t->egress_dir, (const char *const *)next, err) < 0) {
         pthread_mutex_unlock(&t->mu);
         free_rules(next);
         return sbx_error_wrap(err, "task %s: egress %s %s", t->id, op, rule);
@@ -287,7 +286,7 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
     sbx_info("task %s: egress %s %s by %s (%s): %s by %s rule '%s'", t->id, op, rule, req.client,
              req.via, changed ? "changed" : "already so", v.where, v.rule);
     *out = json_pack("{s:s, s:s, s:s, s:b, s:o, s:s, s:s, s:s}", "task", t->id, "op", op, "rule",
-                     rule, "changed", changed, "allow", allow, "decided_by", v.where,
-                     "policy_rule", v.rule, "reason", v.reason);
+                     rule, "changed", changed, "allow", allow, "decided_by", v.where, "policy_rule",
+                     v.rule, "reason", v.reason);
     return 0;
 }

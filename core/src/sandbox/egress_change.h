@@ -12,7 +12,7 @@
  * ("local" or the API client), via "cli", "api" or "mcp". *out: {task, op, rule,
  * changed, allow[], decided_by, policy_rule, reason}. A refusal is SBX_E_POLICY and
  * names the rule; bad input SBX_E_USAGE. */
-int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
-                           const char *client, const char *via, json_t **out, sbx_error_t **err);
+int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec, const char *client,
+                           const char *via, json_t **out, sbx_error_t **err);
 
 #endif

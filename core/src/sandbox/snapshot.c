@@ -295,12 +295,12 @@ static json_t *make_record(struct sbx_task *t, const struct sbx_snapshot_out *ou
     snprintf(id, sizeof(id), "s-%.12s", out->digest + 7);
     gmtime_r(&now, &tm);
     strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:b, s:b}",
-                     "id", id, "digest", out->digest, "ref", out->ref, "task", t->id, "pool",
-                     t->pool, "provider", t->prov->cfg->name, "image", t->image, "created_at",
-                     created, "created", (json_int_t)now, "size", (json_int_t)out->size,
-                     "scanned_bytes", (json_int_t)out->scanned, "by", who, "fork", for_fork,
-                     "lease_scanned", t->have_lease);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:b, s:b}", "id",
+                     id, "digest", out->digest, "ref", out->ref, "task", t->id, "pool", t->pool,
+                     "provider", t->prov->cfg->name, "image", t->image, "created_at", created,
+                     "created", (json_int_t)now, "size", (json_int_t)out->size, "scanned_bytes",
+                     (json_int_t)out->scanned, "by", who, "fork", for_fork, "lease_scanned",
+                     t->have_lease);
 }
 
 int sbx_task_snapshot(struct sbx_task *t, const char *who, int for_fork, json_t **rec,
