@@ -33,7 +33,7 @@ static int engine_fail(struct dk_ctx *c, sbx_error_t **err, const char *what, co
 
 /* The commit's config: sbx's own run fields, the sandbox's labels blanked, req's labels. */
 static json_t *commit_config(struct dk_ctx *c, const char *id, const struct sbx_snapshot_req *req,
-                             sbx_error_t **err)
+                             char *base, size_t base_size, sbx_error_t **err)
 {
     char path[256];
     json_t *insp = NULL;
@@ -55,6 +55,7 @@ static json_t *commit_config(struct dk_ctx *c, const char *id, const struct sbx_
         json_decref(labels);
         return NULL;
     }
+    snprintf(base, base_size, "%s", json_string_value(json_object_get(insp, "Image")) ?: "");
     old = json_object_get(json_object_get(insp, "Config"), "Labels");
     json_object_foreach(old, k, v)
     {
@@ -153,7 +154,7 @@ static int tag(struct dk_ctx *c, const char *digest, const char *name, sbx_error
     return 0;
 }
 
-/* The image's own layer size and its config, scanned for the needles (metadata). */
+/* The image's size (with its parents') and its config, scanned for the needles (metadata). */
 static int inspect_image(struct dk_ctx *c, const char *digest, struct sbx_secret_scan *scan,
                          int64_t *size, sbx_error_t **err)
 {
@@ -226,9 +227,12 @@ static int scan_files(struct dk_ctx *c, const char *digest, struct sbx_secret_sc
     return r;
 }
 
-static int scan_image(struct dk_ctx *c, const char *digest, const struct sbx_snapshot_req *req,
-                      struct sbx_snapshot_out *out, sbx_error_t **err)
+static int scan_image(struct dk_ctx *c, const char *digest, const char *base,
+                      const struct sbx_snapshot_req *req, struct sbx_snapshot_out *out,
+                      sbx_error_t **err)
 {
+    struct sbx_secret_scan none = {0};
+    int64_t base_size = -1;
     struct sbx_scan_hits *hits = xcalloc(req->n_needles ? req->n_needles : 1, sizeof(*hits));
     struct sbx_secret_scan scan = {
         .needles = req->needles, .n_needles = req->n_needles, .hits = hits};
@@ -237,6 +241,11 @@ static int scan_image(struct dk_ctx *c, const char *digest, const struct sbx_sna
     int r;
 
     r = inspect_image(c, digest, &scan, &out->size, err);
+    if (r == 0 && base[0] != '\0' && out->size >= 0 &&
+        inspect_image(c, base, &none, &base_size, NULL) == 0 && base_size >= 0 &&
+        base_size <= out->size) {
+        out->size -= base_size; /* the snapshot's own layer */
+    }
     if (r == 0 && req->n_needles > 0) {
         r = scan_files(c, digest, &scan, err);
     }
@@ -263,7 +272,8 @@ int dk_snapshot(void *ctx, const char *id, const struct sbx_snapshot_req *req,
                 struct sbx_snapshot_out *out, sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
-    json_t *cfg = commit_config(c, id, req, err);
+    char base[80] = "";
+    json_t *cfg = commit_config(c, id, req, base, sizeof(base), err);
     char name[32];
     int64_t t0 = dk_now_ms();
 
@@ -278,7 +288,7 @@ int dk_snapshot(void *ctx, const char *id, const struct sbx_snapshot_req *req,
     json_decref(cfg);
     c->host->log(c->host->instance_name(c->opts), SBX_LOG_DEBUG, "docker: commit %s took %lld ms",
                  id, (long long)(dk_now_ms() - t0));
-    if (scan_image(c, out->digest, req, out, err) < 0) {
+    if (scan_image(c, out->digest, base, req, out, err) < 0) {
         sbx_error_t *e2 = NULL;
 
         if (image_delete(c, out->digest, &e2) < 0) {

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "egress/egress.h"
 #include "policy/convert.h"
@@ -158,6 +161,40 @@ static const char *still_allowed(char *const *rules, const char *host, const int
     return NULL;
 }
 
+/* One JSON line per change asked, made or refused, in <task dir>/egress.changes (mode
+ * 0600): the task's audit trail (docs/egress.md). Rules and names hold no secret. */
+static void note(const struct sbx_task *t, const struct sbx_egress_change *req, const char *outcome,
+                 const char *by, const char *why)
+{
+    cleanup_free char *path = xasprintf("%s/egress.changes", t->dir);
+    json_t *j =
+        json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "time", (json_int_t)time(NULL),
+                  "task", t->id, "op", req->op, "rule", req->rule, "client", req->client, "via",
+                  req->via, "outcome", outcome, "by", by ? by : "");
+    char *line;
+    FILE *f;
+    int fd;
+
+    if (j == NULL) {
+        return;
+    }
+    json_object_set_new(j, "reason", json_string(why ? why : ""));
+    line = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (f == NULL || line == NULL || fprintf(f, "%s\n", line) < 0) {
+        sbx_warn("task %s: %s: cannot note the egress change", t->id, path);
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    else if (fd >= 0) {
+        close(fd);
+    }
+    free(line);
+}
+
 static int decide(struct sbx_task *t, const char *jobid, const struct sbx_egress_change *req,
                   struct sbx_egress_verdict *v, sbx_error_t **err)
 {
@@ -234,12 +271,14 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
         pthread_mutex_unlock(&t->mu);
         sbx_warn("task %s: egress %s %s by %s (%s): refused, the policy failed: %s", t->id, op,
                  rule, req.client, req.via, (*err)->msg);
+        note(t, &req, "refused", "policies/egress.lua", (*err)->msg);
         return sbx_error_wrap(err, "task %s: egress %s %s refused (fail closed)", t->id, op, rule);
     }
     if (!v.allow) {
         pthread_mutex_unlock(&t->mu);
         sbx_warn("task %s: egress %s %s by %s (%s): refused by %s rule '%s': %s", t->id, op, rule,
                  req.client, req.via, v.where, v.rule, v.reason);
+        note(t, &req, "refused", v.rule, v.reason);
         return sbx_error_set(err, SBX_E_POLICY, "task %s: egress %s %s refused by %s rule '%s'%s%s",
                              t->id, op, rule, v.where, v.rule, v.reason[0] ? ": " : "", v.reason);
     }
@@ -265,6 +304,7 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
 
         pthread_mutex_unlock(&t->mu);
         free_rules(next);
+        note(t, &req, "refused", wider, "still allowed by this rule of the task");
         return r;
     }
     if (changed &&
@@ -283,6 +323,7 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
         json_array_append_new(allow, json_string(next[i]));
     }
     pthread_mutex_unlock(&t->mu);
+    note(t, &req, changed ? "changed" : "unchanged", v.rule, v.reason);
     sbx_info("task %s: egress %s %s by %s (%s): %s by %s rule '%s'", t->id, op, rule, req.client,
              req.via, changed ? "changed" : "already so", v.where, v.rule);
     *out = json_pack("{s:s, s:s, s:s, s:b, s:o, s:s, s:s, s:s}", "task", t->id, "op", op, "rule",
