@@ -35,6 +35,8 @@ static const struct abi_size recorded[] = {
     {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
     {3, "sbx_provider_ops", 112}, /* 1.3: update_limits (a warm sandbox resized at its claim) */
     {4, "sbx_cred_scope", 40},    /* 1.4: client, pool (secrets bound to the client) */
+    {5, "sbx_provider_ops", 128}, /* 1.5: snapshot, snapshot_remove (snapshot/fork) */
+    {5, "sbx_snapshot_req", 32},   {5, "sbx_snapshot_out", 256},
 };
 
 #define ACTUAL(t)                                                                                  \
@@ -52,7 +54,7 @@ static const struct {
     ACTUAL(sbx_limits),         ACTUAL(sbx_mount),         ACTUAL(sbx_kv),
     ACTUAL(sbx_http_request),   ACTUAL(sbx_http_response), ACTUAL(sbx_cred_scope),
     ACTUAL(sbx_lease),          ACTUAL(sbx_image_request), ACTUAL(sbx_secret_scan),
-    ACTUAL(sbx_scan_hits),
+    ACTUAL(sbx_scan_hits),      ACTUAL(sbx_snapshot_req),  ACTUAL(sbx_snapshot_out),
 };
 
 /* The recorded size of type at minor, or 0 when it did not exist yet. */
