@@ -158,8 +158,7 @@ static int export_chunk(void *ud, const char *data, size_t len)
     return 0;
 }
 
-int dk_scan_export(struct dk_ctx *c, const char *id, struct sbx_secret_scan *s,
-                   sbx_error_t **err)
+int dk_scan_export(struct dk_ctx *c, const char *id, struct sbx_secret_scan *s, sbx_error_t **err)
 {
     struct export_scan e = {.s = s};
     struct sbx_http_request req = {0};
