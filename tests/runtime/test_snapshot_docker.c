@@ -14,9 +14,10 @@ static int origin_port;
 static pid_t cred_pid;
 static int cred_port;
 
+static char cfg[2048]; /* the file's configuration (test_quota_and_age adds to it) */
+
 static int setup(void **state)
 {
-    char cfg[2048];
     char *origin = rt_source_path("tests/support/egress_origin.py");
     char *cred = rt_source_path("tests/contract/infisical_server.py");
     char *oargv[] = {"python3", origin, "http", NULL};
@@ -263,6 +264,44 @@ static void test_allow_takes_effect_on_next_connection(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+/* snapshot.quota per pool, and removal by age (sbx snapshot rm --older-than). */
+static void test_quota_and_age(void **state)
+{
+    char quota[2200];
+    struct spawn_result r;
+    char *first;
+    char *second;
+    int gone = 0;
+
+    (void)state;
+    snprintf(quota, sizeof(quota), "%ssnapshot = { quota = 1; max_age = 0; };\n", cfg);
+    rt_use_config(quota);
+    free(OK("task", "start", "--task", "qa"));
+    first = OK("task", "snapshot", "qa");
+    r = RT_SBX("task", "snapshot", "qa");
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "snapshot quota of pool agent reached (1 of 1, snapshot.quota)");
+    spawn_result_free(&r);
+    /* by age: once it is more than a second old (waited for, with a deadline) */
+    for (int i = 0; i < 100 && !gone; i++) {
+        r = RT_SBX("snapshot", "rm", "--older-than", "1s", "--json");
+        assert_int_equal(r.rc, 0);
+        gone = strstr(r.out, first) != NULL;
+        spawn_result_free(&r);
+        if (!gone) {
+            usleep(200 * 1000);
+        }
+    }
+    assert_true(gone);
+    second = OK("task", "snapshot", "qa");
+    end_task("qa");
+    rm_snapshot(second);
+    free(first);
+    free(second);
+    rt_use_config(cfg);
+    assert_int_equal(rt_sandboxes(), 0);
+}
+
 static void test_bad_input_one_line(void **state)
 {
     static const char *const cases[][5] = {
@@ -317,6 +356,7 @@ int main(void)
         cmocka_unit_test(test_fork_sees_parent_and_own_changes_only),
         cmocka_unit_test(test_snapshot_holds_no_leased_value),
         cmocka_unit_test(test_allow_takes_effect_on_next_connection),
+        cmocka_unit_test(test_quota_and_age),
         cmocka_unit_test(test_bad_input_one_line),
     };
 
