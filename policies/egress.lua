@@ -17,6 +17,14 @@
 -- Names compare case-insensitively and a trailing dot is ignored. Ports
 -- default to 80 and 443. IP literals and one-label names are refused.
 -- Everything not allowed is denied.
+--
+-- (added) change(task, request, who): decides `sbx task allow|deny` on a
+-- running task (docs/policy.md, "Changing a running task's egress").
+--   task    { id, job, pool, provider, allow = { RULE, ... } } (its rules now)
+--   request { op = "allow"|"deny", rule = "host:p1,p2", host, ports = {...} }
+--   who     { client = "local"|API client name, via = "cli"|"api"|"mcp" }
+-- Return { allow = true|false, rule = "NAME", reason = "..." }: NAME is what
+-- a refusal names. Without change(), only denies are allowed.
 
 local allow = {
   -- GitHub (git over HTTPS, the API, raw content and release downloads)
@@ -43,6 +51,22 @@ local allow = {
 -- The registries come from configuration, never from this script.
 for _, host in ipairs(config.registries) do
   allow[#allow + 1] = host
+end
+
+function change(task, request, who)
+  if request.op == "deny" then
+    return { allow = true, rule = "narrowing", reason = "removing access is always allowed" }
+  end
+  if task.pool == "ci" then
+    return { allow = false, rule = "ci-fixed",
+             reason = "a CI job's egress is the one decided at its start" }
+  end
+  if string.sub(request.host, 1, 2) == "*." then
+    return { allow = false, rule = "no-runtime-wildcards",
+             reason = "a running task may gain single hosts only, not *.domain" }
+  end
+  return { allow = true, rule = "agent-adds-hosts",
+           reason = "an agent task may add a single host while it runs" }
 end
 
 return {

@@ -618,6 +618,8 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .claim_worktree = dk_claim_worktree,
     .update_limits = dk_update_limits,
     .image_op = dk_image_op, /* docker_push.c */
+    .snapshot = dk_snapshot, /* (added, ABI 1.7) */
+    .snapshot_remove = dk_snapshot_remove,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

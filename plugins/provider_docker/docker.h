@@ -194,6 +194,12 @@ int dk_image_build(void *ctx, const struct sbx_image_request *req, char *ref_out
                    sbx_error_t **err);
 /* docker_scan.c: the scan_secrets op */
 int dk_scan_secrets(void *ctx, const char *id, struct sbx_secret_scan *s, sbx_error_t **err);
+/* (added) the filesystem part of it: container id's export, streamed (hits[].files) */
+int dk_scan_export(struct dk_ctx *c, const char *id, struct sbx_secret_scan *s, sbx_error_t **err);
+/* (added, ABI 1.7) docker_snapshot.c: the snapshot and snapshot_remove ops */
+int dk_snapshot(void *ctx, const char *id, const struct sbx_snapshot_req *req,
+                struct sbx_snapshot_out *out, sbx_error_t **err);
+int dk_snapshot_remove(void *ctx, const char *ref, sbx_error_t **err);
 
 /* docker.c */
 json_t *dk_strv_json(const char *const *v);

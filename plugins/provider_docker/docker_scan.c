@@ -158,8 +158,7 @@ static int export_chunk(void *ud, const char *data, size_t len)
     return 0;
 }
 
-static int scan_export(struct dk_ctx *c, const char *id, struct sbx_secret_scan *s,
-                       sbx_error_t **err)
+int dk_scan_export(struct dk_ctx *c, const char *id, struct sbx_secret_scan *s, sbx_error_t **err)
 {
     struct export_scan e = {.s = s};
     struct sbx_http_request req = {0};
@@ -190,7 +189,7 @@ int dk_scan_secrets(void *ctx, const char *id, struct sbx_secret_scan *s, sbx_er
     struct dk_ctx *c = ctx;
 
     if (scan_processes(c, id, s, err) < 0 || scan_inspect(c, id, s, err) < 0 ||
-        scan_export(c, id, s, err) < 0) {
+        dk_scan_export(c, id, s, err) < 0) {
         return c->host->error_wrap(err, "scanning sandbox %s for secrets", id);
     }
     return 0;

@@ -38,6 +38,8 @@ static const struct abi_size recorded[] = {
     {5, "sbx_image_request", 72}, /* 1.5: options (the Dev Container build, the tags) */
     {6, "sbx_provider_ops", 120}, /* 1.6: image_op (publishing and pulling images) */
     {6, "sbx_image_op", 56},       {6, "sbx_image_info", 56},
+    {7, "sbx_provider_ops", 136}, /* 1.7: snapshot, snapshot_remove (snapshot/fork) */
+    {7, "sbx_snapshot_req", 32},   {7, "sbx_snapshot_out", 256},
 };
 
 #define ACTUAL(t)                                                                                  \
@@ -56,6 +58,7 @@ static const struct {
     ACTUAL(sbx_http_request),   ACTUAL(sbx_http_response), ACTUAL(sbx_cred_scope),
     ACTUAL(sbx_lease),          ACTUAL(sbx_image_request), ACTUAL(sbx_secret_scan),
     ACTUAL(sbx_scan_hits),      ACTUAL(sbx_image_op),      ACTUAL(sbx_image_info),
+    ACTUAL(sbx_snapshot_req),   ACTUAL(sbx_snapshot_out),
 };
 
 /* The recorded size of type at minor, or 0 when it did not exist yet. */

@@ -10,7 +10,7 @@
  *
  * Required: init, destroy_ctx, create, exec, destroy, list.
  * Optional (may be NULL): cancel, info, check, image_build, scan_secrets,
- * claim_worktree, update_limits, image_op.
+ * claim_worktree, update_limits, image_op, snapshot, snapshot_remove.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -279,6 +279,26 @@ struct sbx_secret_scan {
     int64_t file_bytes;         /* out: filesystem bytes read */
 };
 
+/* (added, ABI 1.7) snapshot/fork: what the optional snapshot op is asked
+ * (docs/tasks.md, "Snapshots and forks"). */
+struct sbx_snapshot_req {
+    const struct sbx_kv *labels; /* the image's only labels (sbx.snapshot, ...) */
+    size_t n_labels;
+    /* Secret values (the task's lease) the image must not hold: its files
+     * and config are scanned for each (each at least 4 bytes) and an image
+     * holding one is removed and refused. Never log them or keep copies. */
+    const char *const *needles;
+    size_t n_needles;
+};
+
+/* (added, ABI 1.7) What the snapshot op made. */
+struct sbx_snapshot_out {
+    char digest[80]; /* the image's content address, "sha256:<64 hex>" */
+    char ref[160];   /* what a sandbox spec's image names to start from it */
+    int64_t size;    /* bytes the snapshot's own layer adds, -1 unknown */
+    int64_t scanned; /* bytes the secret scan read (0 without needles) */
+};
+
 struct sbx_provider_ops {
     uint32_t flags; /* enum sbx_provider_flags */
 
@@ -351,6 +371,20 @@ struct sbx_provider_ops {
      * an image that is not there is SBX_E_NOTFOUND. NULL: the provider has
      * no images to publish or pull. */
     int (*image_op)(void *ctx, const struct sbx_image_op *op, sbx_error_t **err);
+
+    /* (added, ABI 1.7) snapshot/fork (docs/tasks.md, "Snapshots and forks").
+     * Optional. Commits the running sandbox's own filesystem (never its mounts:
+     * the worktree, caches, egress and agent directories) as a content-addressed
+     * image. Its config is the provider's own (entrypoint, command, user, working
+     * directory, no health check, no ONBUILD), never anything the sandbox set;
+     * its labels are req->labels and neutralised copies of the sandbox's. With
+     * needles, a snapshot that holds one is removed and refused (-1, err says
+     * where, never the value). NULL: `sbx task snapshot` says the provider cannot. */
+    int (*snapshot)(void *ctx, const char *sandbox_id, const struct sbx_snapshot_req *req,
+                    struct sbx_snapshot_out *out, sbx_error_t **err);
+    /* Optional. Removes the image of a snapshot (ref or digest); one already
+     * gone succeeds; one a sandbox still runs from fails, saying so. */
+    int (*snapshot_remove)(void *ctx, const char *ref, sbx_error_t **err);
 };
 
 #endif

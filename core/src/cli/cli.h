@@ -55,6 +55,13 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_exec_help(FILE *out);
 int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_task_help(FILE *out);
+/* (added, cmd_snapshot.c) `sbx snapshot ls|rm`; `sbx task snapshot|fork|allow|deny`
+ * (-1: argv[1] is none of them); `task start --from` (struct sbx_task_cli, task_opts.h) */
+int sbx_cmd_snapshot(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_snapshot_help(FILE *out);
+int sbx_cmd_task_extra(struct sbx_cli *cli, int argc, char **argv);
+struct sbx_task_cli;
+int sbx_cli_task_from(struct sbx_cli *cli, struct sbx_task_cli *o);
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_image_help(FILE *out);
 /* (added) cmd_image_reg.c: push, pull, gc, inspect; -1 when argv[1] is none of them */

@@ -20,6 +20,10 @@ void sbx_cmd_task_help(FILE *out)
             "usage: sbx task start [OPTIONS] [--json]\n"
             "       sbx task end TASK [--json]\n"
             "       sbx task list [--all] [--json]\n"
+            "       sbx task snapshot TASK [--json]\n"
+            "       sbx task fork TASK [OPTIONS] [--json]\n"
+            "       sbx task allow TASK HOST[:PORT] [--json]\n"
+            "       sbx task deny TASK HOST[:PORT] [--json]\n"
             "\n"
             "A task is one sandbox for its whole life; its commands run with 'sbx exec'.\n"
             "'task start' starts a small keeper process that owns the sandbox, holds its\n"
@@ -30,6 +34,13 @@ void sbx_cmd_task_help(FILE *out)
             "'task start' waits, saying so on stderr with the numbers, while this box's\n"
             "sandbox slots (box.max_sandboxes) or memory (box.memory - box.host_reserve)\n"
             "are taken, and fails at once when limits.memory can never fit.\n"
+            "'task snapshot' makes a content-addressed image of the task's files (not its\n"
+            "worktree or other mounts, never a value of its lease; prints its id, see\n"
+            "'sbx snapshot'); 'task start --from SNAP' starts from one; 'task fork' does\n"
+            "both: a new task with its own id, limits, egress, lease and worktree (none\n"
+            "unless --worktree) from the task's current files. 'task allow|deny' changes a\n"
+            "running task's egress for its next connections, as egress.lua's change()\n"
+            "decides; a refusal names the policy's rule.\n"
             "\n"
             "%s"
             "  --json               print the task record as JSON (start, end: the ended\n"
@@ -95,6 +106,10 @@ static int task_start(struct sbx_cli *cli, int argc, char **argv)
     int rc = SBX_EXIT_OK;
 
     if (sbx_task_cli_parse(&o, argc, argv, 0) < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    if (o.from != NULL && sbx_cli_task_from(cli, &o) < 0) { /* (added) --from SNAP */
+        sbx_task_cli_fini(&o);
         return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
@@ -260,6 +275,7 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
 int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_config *cfg = argc >= 2 && strcmp(argv[1], "list") != 0 ? sbx_cli_config(cli) : NULL;
+    int rc;
 
     if (cfg != NULL && cfg->runner.listen != NULL) {
         fprintf(stderr, "sbx: error: task: runner.listen is set: the runner keeps agent tasks "
@@ -276,7 +292,13 @@ int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "list") == 0) {
         return task_list(cli, argc - 1, argv + 1);
     }
-    fprintf(stderr, "sbx: error: task: %s%s%s: use start, end or list (see 'sbx task --help')\n",
+    if (argc >= 2 &&
+        (rc = sbx_cmd_task_extra(cli, argc, argv)) >= 0) { /* (added) snapshot, fork, allow, deny */
+        return rc;
+    }
+    fprintf(stderr,
+            "sbx: error: task: %s%s%s: use start, end, list, snapshot, fork, allow or deny (see "
+            "'sbx task --help')\n",
             argc >= 2 ? "unknown subcommand '" : "no subcommand", argc >= 2 ? argv[1] : "",
             argc >= 2 ? "'" : "");
     return SBX_EXIT_USAGE;

@@ -37,6 +37,7 @@ int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
         {"pool", required_argument, NULL, 'P'},
         {"env", required_argument, NULL, 'e'},
         {"json", no_argument, NULL, 'j'},
+        {"from", required_argument, NULL, 'F'}, /* (added) task start --from SNAP */
         {NULL, 0, NULL, 0},
     };
     const char *name = mode == 0 ? "task start" : mode == 1 ? "run" : "exec";
@@ -95,6 +96,13 @@ int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
             break;
         case 'j':
             o->json = 1;
+            break;
+        case 'F':
+            if (mode != 0) {
+                fprintf(stderr, "sbx: error: %s: --from belongs to 'sbx task start'\n", name);
+                goto fail;
+            }
+            o->from = optarg;
             break;
         default:
             goto fail;

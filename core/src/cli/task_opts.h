@@ -18,7 +18,8 @@
     "                       back only its branch (or detached HEAD) and each\n"                    \
     "                       submodule's HEAD; worktree.protect paths read-only;\n"                 \
     "                       on opensandbox only with its option host_mounts\n"                     \
-    "  --pool ci|agent      slot pool (default agent)\n"
+    "  --pool ci|agent      slot pool (default agent)\n"                                           \
+    "  --from SNAP          (task start) start from snapshot SNAP's files (sbx snapshot ls)\n"
 
 struct sbx_task_cli {
     struct sbx_task_opts task;
@@ -26,6 +27,8 @@ struct sbx_task_cli {
     size_t n_env;
     char **cmd; /* after "--", NULL-terminated, or NULL */
     int json;
+    const char *from;   /* (added) task start --from SNAP */
+    char from_ref[160]; /* (added) its image, once resolved (cmd_snapshot.c) */
 };
 
 /* mode 0: task start (no command), 1: run, 2: exec (only --env, --json). Prints the

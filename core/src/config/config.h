@@ -76,7 +76,9 @@ enum sbx_scope {
     SBX_SCOPE_READ_ALL = 1 << 2,   /* every client's */
     SBX_SCOPE_CANCEL_ANY = 1 << 3, /* cancel any job, end any task */
     SBX_SCOPE_METRICS = 1 << 4,    /* GET /metrics */
-    SBX_SCOPE_ALL = (1 << 5) - 1,
+    SBX_SCOPE_SNAPSHOT = 1 << 5,   /* (added) snapshot its tasks, list and remove snapshots */
+    SBX_SCOPE_EGRESS = 1 << 6,     /* (added) change its running tasks' egress */
+    SBX_SCOPE_ALL = (1 << 7) - 1,
 };
 
 /* runner.clients = ( { name; token_env or token_file; scopes; } ): the
@@ -96,7 +98,7 @@ struct sbx_runner_client {
 unsigned sbx_scope_parse(const char *name);
 /* The name of one scope bit. */
 const char *sbx_scope_name(unsigned scope);
-#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics"
+#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics, snapshot, egress"
 
 struct sbx_pool_cfg {
     char *name;  /* "ci" or "agent" */
@@ -211,6 +213,11 @@ struct sbx_config {
         char *password_key;
         int keep; /* sbx image gc keeps this many images */
     } image_registry;
+
+    struct {             /* (added) snapshot.*: docs/tasks.md, "Snapshots and forks" */
+        int quota;       /* snapshots each pool may keep */
+        int64_t max_age; /* seconds; 0: kept until removed */
+    } snapshot;
 };
 
 /* Finds and loads the configuration. explicit_path may be NULL. */

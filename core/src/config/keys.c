@@ -170,6 +170,9 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("egress", GROUP, .doc_def = "see below",
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
+    NODE("snapshot", GROUP, .doc_def = "see below",
+         .help = "**(added)** snapshots of tasks (`sbx task snapshot`, `fork`): the per-pool "
+                 "quota and their age"),
     KEY("policy_dir", STRING, policy_dir,
         .doc_def = "`$SBX_POLICY_DIR`, else the binary's own: `share/sbx/policies` in its "
                    "build tree, `<prefix>/share/sbx/policies` installed",
@@ -333,7 +336,8 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "permission bits (else: `token_file ... is readable or writable by its group "
                  "or others (mode 0644): chmod 600 it`)"),
     NODE("runner.clients[].scopes", STRINGS,
-         .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`"),
+         .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`, "
+                 "(added) `snapshot`, `egress`"),
     NODE("runner.clients[].credentials", STRINGS, .doc_type = "array of instance names",
          .help = "(added) the credential instances (`credentials` of a submit) the client's "
                  "jobs may use; none: every submit naming one is refused (403) before any "
@@ -446,6 +450,15 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("egress.private_allow[].addresses", STRINGS,
          .help = "IP addresses (the proxy connects there, as with `hosts`) and CIDRs (its DNS "
                  "answers in them are kept); at least one"),
+
+    /* snapshot (added: docs/tasks.md, "Snapshots and forks") */
+    KEY("snapshot.quota", INT, snapshot.quota, .def = "10", RANGE(0, 10000),
+        .help = "snapshots each pool may keep (a fork's own snapshot counts until it is "
+                "removed); one more is refused with `snapshot quota of pool P reached (N of "
+                "N)`; `0`: no snapshots"),
+    KEY("snapshot.max_age", DURATION, snapshot.max_age, .def = "7d", AT_LEAST(0),
+        .help = "a snapshot older than this is removed by the next snapshot, fork, `sbx "
+                "snapshot ls` or `sbx snapshot rm`; `0`: kept until `sbx snapshot rm`"),
 };
 
 const size_t sbx_config_n_keys = sizeof(sbx_config_keys) / sizeof(sbx_config_keys[0]);

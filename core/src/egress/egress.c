@@ -535,6 +535,36 @@ int sbx_egress_rebind(struct sbx_egress *e, const char *dir, const char *job, co
     return a.rc;
 }
 
+/* (added) `sbx task allow|deny`: new rules for the next connection; open ones,
+ * the names and the counts stay. */
+static void do_set_rules(struct sbx_egress *e, void *arg)
+{
+    struct rebind_args *a = arg;
+    struct sbx_egress_sandbox *sb = find(e, a->dir, NULL);
+    struct sbx_egress_rules rules = {0};
+
+    a->rc = -1;
+    if (sb == NULL) {
+        sbx_error_set(a->err, SBX_E_GENERIC, "egress: '%s' has no sandbox", a->dir);
+        return;
+    }
+    if (sbx_egress_rules_parse(a->rules, &rules, a->err) < 0) {
+        return;
+    }
+    sbx_egress_rules_free(&sb->rules);
+    sb->rules = rules;
+    a->rc = 0;
+}
+
+int sbx_egress_set_rules(struct sbx_egress *e, const char *dir, const char *const *allow_rules,
+                         sbx_error_t **err)
+{
+    struct rebind_args a = {dir, NULL, NULL, allow_rules, err, -1};
+
+    run_on_loop(e, do_set_rules, &a);
+    return a.rc;
+}
+
 static void do_stop(struct sbx_egress *e, void *arg)
 {
     (void)arg;

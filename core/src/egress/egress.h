@@ -69,6 +69,12 @@ int sbx_egress_set_job(struct sbx_egress *e, const char *dir, const char *job);
  * *err if DIR is unknown or a rule does not parse (the old rules stay). */
 int sbx_egress_rebind(struct sbx_egress *e, const char *dir, const char *job, const char *task,
                       const char *const *allow_rules, sbx_error_t **err);
+/* (added) A running task's egress changed (`sbx task allow|deny`, docs/egress.md):
+ * the sandbox at DIR checks its next connections against allow_rules; open
+ * connections, names and counts stay. -1 with *err if DIR is unknown or a rule does
+ * not parse (the old rules stay). */
+int sbx_egress_set_rules(struct sbx_egress *e, const char *dir, const char *const *allow_rules,
+                         sbx_error_t **err);
 /* Counters of the sandbox at DIR so far. -1 if DIR is unknown. */
 int sbx_egress_summary(struct sbx_egress *e, const char *dir, struct sbx_egress_summary *out);
 /* Closes the sandbox's socket (unlinks DIR/proxy.sock, leaves DIR) and its open

@@ -200,6 +200,21 @@ struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config
     return p;
 }
 
+struct sbx_lua *sbx_policy_lua(struct sbx_policy *p)
+{
+    return p->lua;
+}
+
+int sbx_policy_part_ref(const struct sbx_policy *p, int part)
+{
+    return p->ref[part];
+}
+
+int sbx_policy_config_ref(const struct sbx_policy *p)
+{
+    return p->config_ref;
+}
+
 struct sbx_policy *sbx_policy_load(const char *dir, const struct sbx_config *cfg, sbx_error_t **err)
 {
     return sbx_policy_load_with(dir, cfg, NULL, err);

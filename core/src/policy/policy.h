@@ -87,6 +87,37 @@ void sbx_policy_decision_fini(struct sbx_policy_decision *d);
  * decided_by, reason}} (bytes, CPUs and seconds as numbers). */
 json_t *sbx_policy_decision_to_json(const struct sbx_policy_decision *d);
 
+/* (added) A change of a running task's egress (`sbx task allow|deny`, docs/policy.md,
+ * "Changing a running task's egress"): egress.lua's function change(task, request,
+ * who) decides it (policy/egress_change.c). */
+struct sbx_egress_change {
+    const char *op;   /* "allow" or "deny" */
+    const char *rule; /* the canonical rule asked, "host:p1,p2" */
+    const char *host; /* its host ("*.example.com" for a wildcard) */
+    const int *ports; /* its ports */
+    size_t n_ports;
+    const char *const *current; /* the task's rules now, NULL-terminated */
+    const char *client;         /* who asks: "local" (the CLI) or the API client's name */
+    const char *via;            /* "cli", "api" or "mcp" */
+};
+
+struct sbx_egress_verdict {
+    int allow;        /* 1: the change is made */
+    char rule[96];    /* the name of the policy's rule that decided ("default" without one) */
+    char reason[256]; /* its reason, or "" */
+    char where[160];  /* "policies/egress.lua" (the script that decided) */
+};
+
+/* Runs egress.lua for job (its `job` and `config` as at start) and calls its change()
+ * with read-only tables task {id, job, pool, provider, allow}, request {op, rule, host,
+ * ports} and who {client, via}; its result {allow = bool, rule = "NAME", reason = "..."}
+ * fills *out. Without change(): a deny is allowed, an allow refused (rule "default").
+ * -1 (the change refused, fail closed) when the script fails or its result is
+ * malformed. */
+int sbx_policy_egress_change(struct sbx_policy *p, const struct sbx_job_desc *job,
+                             const struct sbx_egress_change *req, struct sbx_egress_verdict *out,
+                             sbx_error_t **err);
+
 /* The policy dir: configured (config policy_dir), else $SBX_POLICY_DIR, else
  * the policies shipped with the binary (util/paths.h: build/share/sbx/policies
  * in a build tree, <prefix>/share/sbx/policies installed). Returns an absolute

@@ -12,4 +12,10 @@ extern const struct sbx_lua_caps sbx_policy_caps;
 struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config *cfg,
                                         const char *const *registries, sbx_error_t **err);
 
+/* (added) for egress_change.c: the state, a part's compiled chunk and the registry
+ * reference of the read-only `config` table. */
+struct sbx_lua *sbx_policy_lua(struct sbx_policy *p);
+int sbx_policy_part_ref(const struct sbx_policy *p, int part);
+int sbx_policy_config_ref(const struct sbx_policy *p);
+
 #endif

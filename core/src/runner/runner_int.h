@@ -260,6 +260,10 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
                           int follow, int frames, const struct runner_client *who);
 void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                           const struct runner_client *who);
+/* (added, api_snap.c) /v1/tasks/{id}/snapshot|egress and /v1/snapshots[/{id}]: 1 when
+ * path is one of them (answered), else 0 */
+int runner_route_snap(struct sbx_runner *r, struct evhttp_request *req, const char *path,
+                      const struct runner_client *who);
 void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                             const struct runner_client *who);
 /* Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and

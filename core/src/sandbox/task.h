@@ -47,6 +47,9 @@ struct sbx_task_opts {
     /* (added) a warm sandbox of the runner's pool (docs/runner.md, Warm pool):
      * no task yet, so its egress denies everything until sbx_task_claim() */
     int warm;
+    /* (added) `--from SNAP`, `fork`: the image of a snapshot (its "ref") instead of the
+     * configured image; NULL: config `image` (docs/tasks.md, "Snapshots and forks") */
+    const char *image;
 };
 
 struct sbx_agent_link;

@@ -22,7 +22,7 @@
 /* <task dir>/egress.rules: the allow-list, one rule per line (rules hold no newline
  * and no secret). A task that cannot save it still runs; it only cannot get its
  * egress back after a runner restart. */
-static void save_rules(const struct sbx_task *t)
+void sbx_task_egress_save(const struct sbx_task *t)
 {
     cleanup_free char *path = xasprintf("%s/%s", t->dir, RULES_FILE);
     cleanup_free char *tmp = xasprintf("%s.tmp", path);
@@ -110,7 +110,7 @@ int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char
         t->egress_dir = NULL;
         return -1;
     }
-    save_rules(t);
+    sbx_task_egress_save(t);
     return 0;
 }
 
@@ -147,7 +147,7 @@ int sbx_task_egress_claim(struct sbx_task *t, sbx_error_t **err)
                           (const char *const *)t->egress_allow, err) < 0) {
         return sbx_error_wrap(err, "task %s: egress rules of the claimed sandbox", t->id);
     }
-    save_rules(t);
+    sbx_task_egress_save(t);
     return 0;
 }
 

@@ -11,6 +11,9 @@
  * (the caller frees it). */
 int sbx_task_egress_wire(struct sbx_task *t, const struct sbx_task_opts *o, char **relay,
                          sbx_error_t **err);
+/* (added) Saves t->egress_allow to <task dir>/egress.rules (a changed allow-list,
+ * egress_change.c, survives a runner restart too). */
+void sbx_task_egress_save(const struct sbx_task *t);
 /* A re-adopted task: the socket again on the runner's proxy (o->egress), with the rules
  * saved at start. The sandbox mounts the directory, so it sees the new socket. */
 int sbx_task_egress_rewire(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t **err);
