@@ -9,7 +9,7 @@
 #include "docker.h"
 
 #define DK_POST_START_LABEL "dev.sbx.post-start"
-#define DK_POST_START_DIR "/usr/local/share/sbx/"
+#define DK_POST_START_DIR "/opt/sbx-devc/"
 
 struct tail {
     char buf[512];

@@ -74,7 +74,7 @@ json_t *sbx_devc_canonical(const struct sbx_devc *dc);
 int sbx_devc_write_layer(const struct sbx_devc *dc, const char *dir, sbx_error_t **err);
 /* The label the provider reads at each sandbox start, and the script it runs. */
 #define SBX_DEVC_POST_START_LABEL "dev.sbx.post-start"
-#define SBX_DEVC_SHARE "/usr/local/share/sbx"
+#define SBX_DEVC_SHARE "/opt/sbx-devc"
 
 /* devc_features.c */
 /* Reads the local features of `features` (an object), checks their options

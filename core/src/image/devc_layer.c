@@ -1,7 +1,7 @@
 /* devc_layer.c - the top layer's build context (devc.h): a Dockerfile FROM
  * the base (build arg SBX_BASE), the features copied with their options,
  * the lifecycle commands as RUN steps in exec form, and the scripts they
- * use, under /usr/local/share/sbx of the image. */
+ * use, under /opt/sbx-devc of the image. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@ static const char run_sh[] =
     "#!/bin/sh\n"
     "# sbx: installs one feature as the Dev Container spec does (docs/image.md)\n"
     "# usage: run.sh INDEX LABEL\n"
-    "cd \"/usr/local/share/sbx/features/$1\" || exit 1\n"
+    "cd \"/opt/sbx-devc/features/$1\" || exit 1\n"
     "set -a\n"
     ". ../builtin.env\n"
     ". ./devcontainer-features.env\n"
@@ -62,7 +62,7 @@ static const char builtin_sh[] =
     "    echo \"_REMOTE_USER='$ru'\"\n"
     "    echo \"_CONTAINER_USER_HOME='$(home \"$cu\")'\"\n"
     "    echo \"_REMOTE_USER_HOME='$(home \"$ru\")'\"\n"
-    "} >/usr/local/share/sbx/features/builtin.env\n";
+    "} >/opt/sbx-devc/features/builtin.env\n";
 
 static const char sleep_check[] =
     "command -v sleep >/dev/null 2>&1 || { echo 'sbx-lifecycle: the image has no sleep "
