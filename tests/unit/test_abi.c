@@ -23,23 +23,38 @@ struct abi_size {
 
 /* Append a row per struct that grows (or appears) with a minor bump. */
 static const struct abi_size recorded[] = {
-    {0, "sbx_plugin_desc", 72},    {0, "sbx_option", 40},        {0, "sbx_provider_ops", 80},
+    {0, "sbx_plugin_desc", 72},
+    {0, "sbx_option", 40},
+    {0, "sbx_provider_ops", 80},
     {1, "sbx_provider_ops", 96}, /* 1.1: image_build, scan_secrets */
-    {0, "sbx_credential_ops", 40}, {0, "sbx_host_api", 128},     {0, "sbx_sandbox_spec", 192},
-    {0, "sbx_exec_spec", 64},      {0, "sbx_exec_ctl", 16},      {0, "sbx_provider_info", 940},
-    {0, "sbx_limits", 48},         {0, "sbx_mount", 24},         {0, "sbx_kv", 16},
-    {0, "sbx_http_request", 88},   {0, "sbx_http_response", 32}, {0, "sbx_cred_scope", 24},
-    {0, "sbx_lease", 168},         {1, "sbx_image_request", 64}, {1, "sbx_secret_scan", 48},
-    {1, "sbx_scan_hits", 32},      {2, "sbx_provider_ops", 104}, /* 1.2: claim_worktree (the
-                                                                    runner's warm pool) */
-    {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
+    {0, "sbx_credential_ops", 40},
+    {0, "sbx_host_api", 128},
+    {0, "sbx_sandbox_spec", 192},
+    {0, "sbx_exec_spec", 64},
+    {0, "sbx_exec_ctl", 16},
+    {0, "sbx_provider_info", 940},
+    {0, "sbx_limits", 48},
+    {0, "sbx_mount", 24},
+    {0, "sbx_kv", 16},
+    {0, "sbx_http_request", 88},
+    {0, "sbx_http_response", 32},
+    {0, "sbx_cred_scope", 24},
+    {0, "sbx_lease", 168},
+    {1, "sbx_image_request", 64},
+    {1, "sbx_secret_scan", 48},
+    {1, "sbx_scan_hits", 32},
+    {2, "sbx_provider_ops", 104}, /* 1.2: claim_worktree (the
+                                     runner's warm pool) */
+    {2, "sbx_sandbox_spec", 200}, /* 1.2: view_later */
     {3, "sbx_provider_ops", 112}, /* 1.3: update_limits (a warm sandbox resized at its claim) */
     {4, "sbx_cred_scope", 40},    /* 1.4: client, pool (secrets bound to the client) */
     {5, "sbx_image_request", 72}, /* 1.5: options (the Dev Container build, the tags) */
     {6, "sbx_provider_ops", 120}, /* 1.6: image_op (publishing and pulling images) */
-    {6, "sbx_image_op", 56},       {6, "sbx_image_info", 56},
+    {6, "sbx_image_op", 56},
+    {6, "sbx_image_info", 56},
     {7, "sbx_provider_ops", 136}, /* 1.7: snapshot, snapshot_remove (snapshot/fork) */
-    {7, "sbx_snapshot_req", 32},   {7, "sbx_snapshot_out", 256},
+    {7, "sbx_snapshot_req", 32},
+    {7, "sbx_snapshot_out", 256},
 };
 
 #define ACTUAL(t)                                                                                  \
