@@ -613,6 +613,8 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .scan_secrets = dk_scan_secrets,
     .claim_worktree = dk_claim_worktree,
     .update_limits = dk_update_limits,
+    /* (added, ABI 1.5) terminals/ports */
+    .port_connect = dk_port_connect,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

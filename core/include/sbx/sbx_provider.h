@@ -301,6 +301,17 @@ struct sbx_provider_ops {
      * limits always starts cold (docs/runner.md, "Warm pool"). */
     int (*update_limits)(void *ctx, const char *sandbox_id, const struct sbx_limits *limits,
                          sbx_error_t **err);
+
+    /* (added, ABI 1.5) terminals/ports */
+    /* Optional. Connects to 127.0.0.1:port inside the sandbox's own network
+     * namespace, without giving the sandbox any network (the host end of
+     * `sbx port` and the API's /v1/tasks/T/ports/PORT, docs/tasks.md, "Ports"),
+     * and sets *fd_out to the connected socket (close-on-exec, blocking). Every
+     * byte read from it is the sandbox's data. -1 with err when nothing listens
+     * there (ECONNREFUSED) or the sandbox cannot be entered. NULL: the provider
+     * cannot forward ports. */
+    int (*port_connect)(void *ctx, const char *sandbox_id, int port, int *fd_out,
+                        sbx_error_t **err);
 };
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
+#include "sandbox/task_port.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
 #include "util/cleanup.h"
@@ -227,6 +228,9 @@ static void *conn_main(void *arg)
     op = json_string_value(json_object_get(req, "op"));
     if (op != NULL && strcmp(op, "exec") == 0) {
         handle_exec(c, req);
+    }
+    else if (op != NULL && strcmp(op, "port") == 0) {
+        sbx_keeper_port(c->t, c->fd, req); /* (added) sbx port */
     }
     else if (op != NULL && strcmp(op, "ping") == 0) {
         send_result(c->fd, 0, NULL, 0, NULL);

@@ -31,11 +31,11 @@ struct pump {
     struct sbx_exec_slot *slot;
     int client;
     int master;
-    int wake[2];      /* written once when the command ended */
-    char *in;         /* typed bytes not yet taken by the terminal */
+    int wake[2]; /* written once when the command ended */
+    char *in;    /* typed bytes not yet taken by the terminal */
     size_t in_len;
-    int client_gone;  /* the client closed: the command was cancelled */
-    int client_dead;  /* writing to the client failed: stop sending */
+    int client_gone; /* the client closed: the command was cancelled */
+    int client_dead; /* writing to the client failed: stop sending */
 };
 
 static void set_size(int master, unsigned rows, unsigned cols)
@@ -238,8 +238,8 @@ static int open_pty(int *master, int *slave, sbx_error_t **err)
     return 0;
 }
 
-int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int client_fd,
-                      int *status, sbx_error_t **err)
+int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int client_fd, int *status,
+                      sbx_error_t **err)
 {
     struct sbx_exec_slot slot = {0};
     struct pump p = {.t = t, .slot = &slot, .client = client_fd, .wake = {-1, -1}};

@@ -37,8 +37,8 @@ struct sbx_tty_req {
 /* Runs rq->argv on a new terminal, relaying client_fd's frames until the command
  * ends; *status is its exit status. -1 with err: sbx failed (no agent, the task
  * holds credentials, cancelled). Writes no 'X' frame: the caller does. */
-int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int client_fd,
-                      int *status, sbx_error_t **err);
+int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int client_fd, int *status,
+                      sbx_error_t **err);
 
 /* Parses a request's "tty" member ({"rows":R,"cols":C}, or true) into rq;
  * 0 when absent, 1 present, -1 with err when malformed. */
