@@ -75,7 +75,8 @@ enum sbx_scope {
     SBX_SCOPE_READ_ALL = 1 << 2,   /* every client's */
     SBX_SCOPE_CANCEL_ANY = 1 << 3, /* cancel any job, end any task */
     SBX_SCOPE_METRICS = 1 << 4,    /* GET /metrics */
-    SBX_SCOPE_ALL = (1 << 5) - 1,
+    SBX_SCOPE_EXEC = 1 << 5,       /* (added) its own tasks' terminal and ports */
+    SBX_SCOPE_ALL = (1 << 6) - 1,
 };
 
 /* runner.clients = ( { name; token_env or token_file; scopes; } ): the
@@ -95,7 +96,7 @@ struct sbx_runner_client {
 unsigned sbx_scope_parse(const char *name);
 /* The name of one scope bit. */
 const char *sbx_scope_name(unsigned scope);
-#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics"
+#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics, exec"
 
 struct sbx_pool_cfg {
     char *name;  /* "ci" or "agent" */

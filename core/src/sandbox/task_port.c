@@ -37,6 +37,15 @@ static void port_log(struct sbx_task *t, int port, const char *peer, const char 
                   via, "decision", error ? "failed" : "allow", "reason", error);
     line = json_dumps(j, JSON_COMPACT);
     json_decref(j);
+    {
+        char *logs = xasprintf("%s/logs", t->state);
+        sbx_error_t *e = NULL;
+
+        if (sbx_mkdirs(logs, 0700, &e) < 0) {
+            sbx_error_free(&e);
+        }
+        free(logs);
+    }
     fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (fd >= 0) {
         size_t n = strlen(line);
