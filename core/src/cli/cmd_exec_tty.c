@@ -216,7 +216,8 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
     sbx_error_t *err = NULL;
     cleanup_free char *state = NULL;
     cleanup_free char *sock = NULL;
-    char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
+    /* o.cmd points into it: freed when this returns */
+    cleanup_free char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
     const char *task = NULL;
     json_t *jargv = json_array();
     json_t *jenv = json_array();
@@ -245,18 +246,15 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
         rest[n++] = argv[i];
     }
     if (task == NULL) {
-        free(rest);
         json_decref(jargv);
         json_decref(jenv);
         return usage("no task");
     }
     if (sbx_task_cli_parse(&o, n, rest, 2) < 0) {
-        free(rest);
         json_decref(jargv);
         json_decref(jenv);
         return SBX_EXIT_SBX;
     }
-    free(rest);
     if (o.cmd == NULL || o.json) {
         sbx_task_cli_fini(&o);
         json_decref(jargv);
