@@ -41,7 +41,7 @@ set(SBX_TEST_SECONDS
   runtime_test_docker_sidecar_pull=38
   runtime_test_docker_worktree_git=107
   # issue 30 (terminals and ports)
-  runtime_test_term_port_docker=60
+  runtime_test_term_port_docker=100
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)

@@ -19,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "sandbox/keeper.h"
 #include "sandbox/proto.h"
@@ -253,35 +254,37 @@ int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv)
     struct sigaction sa = {0};
     int lfd;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        }
-        else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
-            listen_spec = argv[++i];
-        }
-        else if (strcmp(argv[i], "--unix") == 0 && i + 1 < argc) {
-            unix_path = argv[++i];
-        }
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, "sbx: error: port: unknown option '%s' (see 'sbx port --help')\n",
-                    argv[i]);
+    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"unix", required_argument, NULL, 'u'},
+                                         {NULL, 0, NULL, 0}};
+    struct sbx_args a = {.cmd = "port", .help = "port", .opts = opts, .argc = argc, .argv = argv};
+    int o;
+
+    while ((o = sbx_args_next(&a)) != -1) {
+        if (o == '?') {
             return SBX_EXIT_SBX;
         }
-        else if (task == NULL) {
-            task = argv[i];
+        if (o == 'j') {
+            json = 1;
         }
-        else if (port < 0) {
-            char *end = NULL;
+        else if (o == 'l') {
+            listen_spec = optarg;
+        }
+        else if (o == 'u') {
+            unix_path = optarg;
+        }
+    }
+    if (sbx_args_operands(&a, 2, 2, "TASK PORT") < 0) {
+        return SBX_EXIT_SBX;
+    }
+    task = argv[optind];
+    {
+        char *end = NULL;
 
-            port = strtol(argv[i], &end, 10);
-            if (end == argv[i] || *end != '\0' || port < 1 || port > 65535) {
-                fprintf(stderr, "sbx: error: port: '%s' is not a port (1-65535)\n", argv[i]);
-                return SBX_EXIT_SBX;
-            }
-        }
-        else {
-            fprintf(stderr, "sbx: error: port: unexpected argument '%s'\n", argv[i]);
+        port = strtol(argv[optind + 1], &end, 10);
+        if (end == argv[optind + 1] || *end != '\0' || port < 1 || port > 65535) {
+            fprintf(stderr, "sbx: error: port: '%s' is not a port (1-65535)\n", argv[optind + 1]);
             return SBX_EXIT_SBX;
         }
     }
