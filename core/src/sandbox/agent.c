@@ -388,8 +388,8 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                    const volatile int *cancelled, int answer_ms, int *status, char *why,
                    size_t why_size, sbx_error_t **err)
 {
-    return sbx_agent_exec_stdio(l, spec, -1, cancel_fd, cancelled, answer_ms, status, why,
-                                why_size, err);
+    return sbx_agent_exec_stdio(l, spec, -1, cancel_fd, cancelled, answer_ms, status, why, why_size,
+                                err);
 }
 
 int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, int stdio,
@@ -424,8 +424,8 @@ int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *s
         }
     }
     else if (devnull < 0 || pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+             pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
         snprintf(why, why_size, "pipes for the exec agent: %s", strerror(errno));
         goto out;
     }

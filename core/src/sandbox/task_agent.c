@@ -73,8 +73,8 @@ static int run_agent(void *ud, struct sbx_exec_ctl *ctl, int *status, sbx_error_
     close(cancel[1]);
     if (r == SBX_AGENT_ABSENT && a->slot->tty_slave1 > 0) {
         /* (added) a terminal runs through the agent only (docs/tasks.md, "Terminals") */
-        return sbx_error_set(err, SBX_E_ENGINE,
-                             "a terminal needs the sandbox's exec agent, and %s", why);
+        return sbx_error_set(err, SBX_E_ENGINE, "a terminal needs the sandbox's exec agent, and %s",
+                             why);
     }
     if (r == SBX_AGENT_ABSENT) {
         /* said once per reason kind is enough at debug level: the record says
