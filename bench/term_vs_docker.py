@@ -68,13 +68,19 @@ def session(argv):
             os.write(fd, c)
             read_until(fd, c, 10)
             echoes.append(time.monotonic() - a)
-        os.write(fd, b"\x04")  # Ctrl-D: cat ends
+        os.write(fd, b"\r\x04")  # Ctrl-D at the start of a line: cat ends
         return opened, echoes
     finally:
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        end = time.monotonic() + 10
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() > end:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                break
+            try:
+                os.read(fd, 4096)  # drain, so the client is never blocked writing
+            except OSError:
+                time.sleep(0.01)
         os.close(fd)
 
 
