@@ -395,6 +395,50 @@ static void test_runner_ports_and_terminal(void **state)
     /* 'O' frames with the output, then 'X' with the status */
     assert_true(memmem(buf, n, "20 70\r\n", 7) != NULL);
     assert_true(memmem(buf, n, "{\"status\":3}", 12) != NULL);
+
+    /* sbx exec -it with runner.listen: the runner's terminal, for a task of the
+     * unix socket's client (local) */
+    {
+        struct spawn_result sr =
+            RT_SBX("submit", "--pool", "agent", "--task", "tp-local", "--", "true");
+        struct term t = {0};
+        struct winsize ws = {.ws_row = 27, .ws_col = 91};
+        int st = 0;
+
+        assert_int_equal(sr.rc, 0);
+        spawn_result_free(&sr);
+        t.pid = forkpty(&t.master, NULL, NULL, &ws);
+        assert_true(t.pid >= 0);
+        if (t.pid == 0) {
+            char *env[] = {rt_host, rt_statev, rt_config, NULL};
+
+            /* the task may still be starting: asked again until it runs */
+            for (int i = 0; i < 120; i++) {
+                pid_t c = fork();
+                int cst = 0;
+
+                if (c == 0) {
+                    execle(rt_sbx, rt_sbx, "exec", "-it", "tp-local", "--", "sh", "-c",
+                           "stty size; exit 4", (char *)NULL, env);
+                    _exit(127);
+                }
+                waitpid(c, &cst, 0);
+                if (!WIFEXITED(cst) || WEXITSTATUS(cst) != 125) {
+                    _exit(WIFEXITED(cst) ? WEXITSTATUS(cst) : 99);
+                }
+                usleep(500 * 1000);
+            }
+            _exit(98);
+        }
+        if (!term_wait(&t, 0, "27 91\r\n", 120)) {
+            fail_msg("sbx exec -it through the runner showed:\n%s", t.buf);
+        }
+        term_wait(&t, t.len, "never", 2);
+        assert_int_equal(waitpid(t.pid, &st, 0), t.pid);
+        assert_true(WIFEXITED(st));
+        assert_int_equal(WEXITSTATUS(st), 4);
+        close(t.master);
+    }
     serve_stop_show_log(30);
 }
 

@@ -6,17 +6,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/task_opts.h"
+#include "runner/runner.h"
 #include "sandbox/keeper.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
@@ -202,6 +205,92 @@ static int relay(int fd)
     }
 }
 
+/* (runner.listen set) The runner's terminal for its task: the upgrade on its unix
+ * socket (or TCP with runner.token_env's token); the connection after the 101, or -1
+ * with the error printed. */
+static int runner_terminal(const struct sbx_config *cfg, const char *task)
+{
+    struct sbx_runner_endpoint ep;
+    sbx_error_t *err = NULL;
+    const char *tok = NULL;
+    char head[4096];
+    size_t n = 0;
+    int fd;
+
+    if (sbx_runner_endpoint(cfg, &ep, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return -1;
+    }
+    if (ep.tcp_host != NULL && access(ep.unix_path, F_OK) != 0) {
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+        struct addrinfo *ai = NULL;
+        char port[16];
+
+        tok = cfg->runner.token_env ? getenv(cfg->runner.token_env) : NULL;
+        snprintf(port, sizeof(port), "%d", ep.tcp_port);
+        fd = -1;
+        if (tok != NULL && *tok != '\0' && getaddrinfo(ep.tcp_host, port, &hints, &ai) == 0) {
+            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+                close(fd);
+                fd = -1;
+            }
+            freeaddrinfo(ai);
+        }
+        if (fd < 0) {
+            fprintf(stderr, "sbx: error: runner at %s:%d: %s\n", ep.tcp_host, ep.tcp_port,
+                    tok == NULL || *tok == '\0'
+                        ? "set the token in the variable named by runner.token_env"
+                        : "not reachable");
+        }
+    }
+    else {
+        fd = sbx_unix_connect(ep.unix_path, &err);
+        if (fd < 0) {
+            fprintf(stderr, "sbx: error: runner not reachable: %s\n", sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+    }
+    sbx_runner_endpoint_clear(&ep);
+    if (fd < 0) {
+        return -1;
+    }
+    snprintf(head, sizeof(head),
+             "GET /v1/tasks/%s/terminal HTTP/1.1\r\nHost: sbx\r\n%s%s%sConnection: Upgrade\r\n"
+             "Upgrade: sbx-terminal.v1\r\n\r\n",
+             task, tok ? "Authorization: Bearer " : "", tok ? tok : "", tok ? "\r\n" : "");
+    if (write_all(fd, head, strlen(head)) < 0) {
+        close(fd);
+        fprintf(stderr, "sbx: error: runner: %s\n", strerror(errno));
+        return -1;
+    }
+    explicit_bzero(head, sizeof(head)); /* the token */
+    /* the reply's head, byte by byte: the frames that follow are ours */
+    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
+        if (read(fd, head + n, 1) != 1) {
+            break;
+        }
+        n++;
+    }
+    head[n] = '\0';
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        char body[1024];
+        ssize_t k = read(fd, body, sizeof(body) - 1);
+        json_t *j = k > 0 ? json_loadb(body, (size_t)k, 0, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(j, "error"));
+
+        fprintf(stderr, "sbx: error: runner: %s\n",
+                msg     ? msg
+                : n > 0 ? strtok(head, "\r")
+                        : "no reply");
+        json_decref(j);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static int usage(const char *msg)
 {
     fprintf(stderr, "sbx: error: exec: %s (usage: sbx exec -it TASK [--env K=V]... -- CMD ...)\n",
@@ -279,6 +368,16 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
         json_array_append_new(jenv, json_pack("[s,s]", o.env[i].name, o.env[i].value));
     }
     window_size(&rows, &cols);
+    if (cfg->runner.listen != NULL) {
+        /* the runner's frame: env as an object, as its jobs' (docs/api.md) */
+        json_t *obj = json_object();
+
+        for (size_t i = 0; i < o.n_env; i++) {
+            json_object_set_new(obj, o.env[i].name, json_string(o.env[i].value));
+        }
+        json_decref(jenv);
+        jenv = obj;
+    }
     req = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "op", "exec", "argv", jargv, "env", jenv,
                     "tty", "rows", (int)rows, "cols", (int)cols);
     sbx_task_cli_fini(&o);
@@ -287,8 +386,18 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
         fprintf(stderr, "sbx: error: '%s' is not a valid task id\n", task);
         return SBX_EXIT_SBX;
     }
-    sock = sbx_keeper_socket(state, task);
-    fd = access(sock, F_OK) == 0 ? sbx_unix_connect(sock, &err) : -1;
+    if (cfg->runner.listen != NULL) {
+        /* a task of the runner: its API's terminal (same frames after the 101) */
+        fd = runner_terminal(cfg, task);
+        if (fd < 0) {
+            json_decref(req);
+            return SBX_EXIT_SBX;
+        }
+    }
+    else {
+        sock = sbx_keeper_socket(state, task);
+        fd = access(sock, F_OK) == 0 ? sbx_unix_connect(sock, &err) : -1;
+    }
     if (fd < 0) {
         json_decref(req);
         if (err != NULL) {

@@ -108,7 +108,8 @@ void sbx_cmd_exec_help(FILE *out)
             "              raw mode until CMD ends: window size changes follow, Ctrl-C\n"
             "              goes to CMD's foreground process group inside (docs/tasks.md,\n"
             "              \"Terminals\"). Needs the sandbox's exec agent; refused for a\n"
-            "              task holding credentials\n"
+            "              task holding credentials. With runner.listen set: the\n"
+            "              runner's terminal of its task (the client's own)\n"
             "\n"
             "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
 }
