@@ -46,6 +46,9 @@
 #define PREVIEW_CSP "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
 
 static int sessions;
+/* the terminals open now, so that a stopping runner can end them */
+static pthread_mutex_t terms_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct session *terms;
 
 struct session {
     struct sbx_runner *r;
@@ -57,7 +60,37 @@ struct session {
     char peer[96];
     char *head; /* ports: the request to send upstream (head and body) */
     size_t head_len;
+    struct session *next_term; /* in terms while a terminal runs */
 };
+
+static void term_list(struct session *s, int add)
+{
+    pthread_mutex_lock(&terms_mu);
+    if (add) {
+        s->next_term = terms;
+        terms = s;
+    }
+    else {
+        for (struct session **pp = &terms; *pp != NULL; pp = &(*pp)->next_term) {
+            if (*pp == s) {
+                *pp = s->next_term;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&terms_mu);
+}
+
+void runner_task_io_stop(struct sbx_runner *r)
+{
+    (void)r;
+    pthread_mutex_lock(&terms_mu);
+    for (struct session *s = terms; s != NULL; s = s->next_term) {
+        /* the task ends with the runner anyway: its commands are cancelled now */
+        sbx_task_stop(s->rt->t, "runner stopped");
+    }
+    pthread_mutex_unlock(&terms_mu);
+}
 
 static void free_evcon(evutil_socket_t fd, short what, void *arg)
 {
@@ -168,6 +201,7 @@ static void *term_main(void *arg)
     size_t n_env = 0;
     struct sbx_tty_req tr = {0};
     int status = 0;
+    int r;
 
     setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     if (sbx_frame_read(s->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
@@ -184,7 +218,10 @@ static void *term_main(void *arg)
     tr.env = env;
     tr.n_env = n_env;
     sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, argv[0]);
-    if (sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err) < 0) {
+    term_list(s, 1);
+    r = sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err);
+    term_list(s, 0);
+    if (r < 0) {
         send_x(s->fd, 0, sbx_error_msg(err),
                err->code == SBX_E_NOCMD    ? 127
                : err->code == SBX_E_NOEXEC ? 126
