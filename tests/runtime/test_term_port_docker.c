@@ -325,6 +325,7 @@ static void test_runner_ports_and_terminal(void **state)
              port);
     rt_use_config(cfg);
     serve_start();
+    snprintf(path, sizeof(path), "%s/serve.log", rt_state);
     {
         json_t *j = json_pack("{s:[s,s,s], s:s, s:s}", "argv", "sh", "-c",
                               NODE_SERVER " echo started", "pool", "agent", "task", "tp-api");
@@ -342,7 +343,7 @@ static void test_runner_ports_and_terminal(void **state)
                         "GET /v1/tasks/tp-api/ports/3000/p?q=2 HTTP/1.1\r\nHost: t\r\n"
                         "Authorization: Bearer tp-token-a-0123456789abcdef\r\n\r\n",
                         "hi /p?q=2 noauth"),
-               120, NULL, "the preview through the runner (last: %s)", got ? got : "(none)");
+               120, path, "the preview through the runner (last: %s)", got ? got : "(none)");
     assert_contains(got, "Content-Security-Policy: sandbox");
     free(got);
     got = NULL;
@@ -442,6 +443,13 @@ static void test_runner_ports_and_terminal(void **state)
     serve_stop_show_log(30);
 }
 
+/* A failed test leaves no runner behind (its sandboxes would outlive the test). */
+static int teardown(void **state)
+{
+    serve_kill(SIGTERM);
+    return rt_teardown(state);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -450,5 +458,5 @@ int main(void)
         cmocka_unit_test(test_runner_ports_and_terminal),
     };
 
-    return cmocka_run_group_tests(tests, rt_setup, rt_teardown);
+    return cmocka_run_group_tests(tests, rt_setup, teardown);
 }
