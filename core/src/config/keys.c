@@ -302,7 +302,7 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "permission bits (else: `token_file ... is readable or writable by its group "
                  "or others (mode 0644): chmod 600 it`)"),
     NODE("runner.clients[].scopes", STRINGS,
-         .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`"),
+         .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`, `exec`"),
     NODE("runner.clients[].credentials", STRINGS, .doc_type = "array of instance names",
          .help = "(added) the credential instances (`credentials` of a submit) the client's "
                  "jobs may use; none: every submit naming one is refused (403) before any "
