@@ -217,7 +217,15 @@ static void *term_main(void *arg)
     tr.argv = argv;
     tr.env = env;
     tr.n_env = n_env;
-    sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, argv[0]);
+    {
+        char shown[65]; /* the client's word in our log: printable, bounded */
+
+        snprintf(shown, sizeof(shown), "%s", argv[0]);
+        for (char *c = shown; *c; c++) {
+            *c = *c < 0x20 || *c > 0x7e ? '?' : *c;
+        }
+        sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, shown);
+    }
     term_list(s, 1);
     r = sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err);
     term_list(s, 0);

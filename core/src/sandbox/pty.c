@@ -283,7 +283,7 @@ int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int clie
     close(p.master);
     free(p.in);
     if (r == 0) {
-        sbx_info("task %s: terminal: %s ended with status %d", t->id, rq->argv[0], *status);
+        sbx_info("task %s: terminal: its command ended with status %d", t->id, *status);
     }
     return r;
 }
