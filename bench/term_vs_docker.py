@@ -29,6 +29,7 @@ rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200
 sbx = os.environ.get("SBX", "build/sbx")
 if shutil.which("docker") is None:
     sys.exit("bench: the docker CLI is needed (apt-get install docker.io)")
+own_state = "SBX_STATE_DIR" not in os.environ
 os.environ.setdefault("SBX_STATE_DIR", tempfile.mkdtemp(prefix="sbx-bench-"))
 task = "bench-term-%d" % os.getpid()
 subprocess.run([sbx, "task", "start", "--task", task], check=True, stdout=subprocess.DEVNULL)
@@ -105,6 +106,8 @@ try:
             res[k][1].extend(e)
 finally:
     subprocess.run([sbx, "task", "end", task], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if own_state:
+        shutil.rmtree(os.environ["SBX_STATE_DIR"], ignore_errors=True)
 
 for k, label in (("sbx", "sbx exec -it TASK"), ("docker", "docker exec -it CONTAINER")):
     o, e = res[k]
