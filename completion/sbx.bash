@@ -84,7 +84,7 @@ _sbx()
                 subs=$(_sbx_words "$sbx" subcommands "$cmd")
                 if [ -n "$subs" ] && [ -z "$sub" ]; then
                     words=$subs
-                elif [ "$cmd" = exec ] && [ -z "$sub" ]; then
+                elif { [ "$cmd" = exec ] || [ "$cmd" = port ]; } && [ -z "$sub" ]; then
                     words=$(_sbx_words "$sbx" tasks)
                 elif [ "$cmd" = task ] && [ "$sub" = end ]; then
                     words=$(_sbx_words "$sbx" tasks)

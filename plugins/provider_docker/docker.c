@@ -620,6 +620,8 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .image_op = dk_image_op, /* docker_push.c */
     .snapshot = dk_snapshot, /* (added, ABI 1.7) */
     .snapshot_remove = dk_snapshot_remove,
+    /* (added, ABI 1.8) terminals/ports */
+    .port_connect = dk_port_connect,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

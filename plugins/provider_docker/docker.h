@@ -135,6 +135,8 @@ int dk_netns_redirect(struct dk_ctx *c, const char *id, sbx_error_t **err);
 /* (added) The host path of sbx-resolv.conf beside the relay at relay (malloc'd), or
  * NULL when there is none. */
 char *dk_resolv_conf_path(const char *relay);
+/* (added) docker_port.c: the port_connect op (a socket made in the sandbox's netns). */
+int dk_port_connect(void *ctx, const char *id, int port, int *fd_out, sbx_error_t **err);
 /* docker_userns.c: 1 when /proc/PID/cgroup names the container id. */
 int dk_pid_is_container(pid_t pid, const char *id);
 /* docker_userns.c: a descriptor of the sandbox id's namespace NS ("user", "net") of

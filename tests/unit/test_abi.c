@@ -55,6 +55,7 @@ static const struct abi_size recorded[] = {
     {7, "sbx_provider_ops", 136}, /* 1.7: snapshot, snapshot_remove (snapshot/fork) */
     {7, "sbx_snapshot_req", 32},
     {7, "sbx_snapshot_out", 256},
+    {8, "sbx_provider_ops", 144}, /* 1.8: port_connect (terminals/ports) */
 };
 
 #define ACTUAL(t)                                                                                  \

@@ -610,7 +610,7 @@ static void test_trust_bad_config(void **state)
                    "[\"submit\", \"admin\"]; } ); };\n",
                    0,
                    "sbx.conf:2: runner.clients 'ci': unknown scope 'admin' (scopes: submit, "
-                   "read-own, read-all, cancel-any, metrics, snapshot, egress)");
+                   "read-own, read-all, cancel-any, metrics, snapshot, egress, exec)");
     config_refused("runner = { clients = (\n { name = \"ci\"; token_env = \"X\"; scopes = "
                    "[\"submit\"]; },\n { name = \"ci\"; token_env = \"Y\"; scopes = "
                    "[\"metrics\"]; } ); };\n",

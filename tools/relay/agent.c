@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -127,6 +128,12 @@ static void child(int fds[3], const char *cwd, char **argv, char **env, int errf
         if (dup2(fds[i], i) < 0) {
             goto fail;
         }
+    }
+    /* (added) a terminal (`sbx exec -it`): the host's pty slave becomes the
+     * controlling terminal of this new session, so Ctrl-C and SIGWINCH reach
+     * its foreground process group */
+    if (isatty(0) && ioctl(0, TIOCSCTTY, 0) < 0) {
+        goto fail;
     }
     /* what the entrypoint's children get: default dispositions, no mask */
     memset(&sa, 0, sizeof(sa));

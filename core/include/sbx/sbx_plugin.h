@@ -26,8 +26,9 @@
  * 1.4: sbx_cred_scope.client and .pool (secrets bound to the client).
  * 1.5: sbx_image_request.options (the Dev Container build, the tags).
  * 1.6: image_op (sbx image push, pull, gc, inspect; the runner's image check).
- * 1.7: snapshot, snapshot_remove (snapshot/fork of a task). */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 7u
+ * 1.7: snapshot, snapshot_remove (snapshot/fork of a task).
+ * 1.8: port_connect (terminals/ports: sbx port, the API's ports). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 8u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif

@@ -385,6 +385,17 @@ struct sbx_provider_ops {
     /* Optional. Removes the image of a snapshot (ref or digest); one already
      * gone succeeds; one a sandbox still runs from fails, saying so. */
     int (*snapshot_remove)(void *ctx, const char *ref, sbx_error_t **err);
+
+    /* (added, ABI 1.8) terminals/ports */
+    /* Optional. Connects to 127.0.0.1:port inside the sandbox's own network
+     * namespace, without giving the sandbox any network (the host end of
+     * `sbx port` and the API's /v1/tasks/T/ports/PORT, docs/tasks.md, "Ports"),
+     * and sets *fd_out to the connected socket (close-on-exec, blocking). Every
+     * byte read from it is the sandbox's data. -1 with err when nothing listens
+     * there (ECONNREFUSED) or the sandbox cannot be entered. NULL: the provider
+     * cannot forward ports. */
+    int (*port_connect)(void *ctx, const char *sandbox_id, int port, int *fd_out,
+                        sbx_error_t **err);
 };
 
 #endif

@@ -19,6 +19,8 @@ static const struct sbx_cmd commands[] = {
     {"exec", "run a command in a running task's sandbox", sbx_cmd_exec, sbx_cmd_exec_help},
     {"snapshot", "list or remove snapshots of tasks (sbx task snapshot, fork)", sbx_cmd_snapshot,
      sbx_cmd_snapshot_help},
+    {"port", "forward a host loopback port to a port inside a task", sbx_cmd_port,
+     sbx_cmd_port_help},
     {"mcp", "serve the sandbox tools to an AI agent (MCP over stdio)", sbx_cmd_mcp,
      sbx_cmd_mcp_help},
     {"agents", "set up Claude Code and OpenCode to use 'sbx mcp'", sbx_cmd_agents,

@@ -53,6 +53,12 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_run_help(FILE *out);
 int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_exec_help(FILE *out);
+/* (added, cmd_exec_tty.c) `sbx exec -it`: a command on a terminal */
+int sbx_exec_wants_tty(int argc, char **argv);
+int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv);
+/* (added, cmd_port.c) `sbx port TASK PORT` */
+int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_port_help(FILE *out);
 int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_task_help(FILE *out);
 /* (added, cmd_snapshot.c) `sbx snapshot ls|rm`; `sbx task snapshot|fork|allow|deny`

@@ -93,6 +93,7 @@ void sbx_cmd_exec_help(FILE *out)
 {
     fprintf(out,
             "usage: sbx exec TASK [--env K=V]... [--json] -- CMD [ARGS...]\n"
+            "       sbx exec -it TASK [--env K=V]... -- CMD [ARGS...]\n"
             "\n"
             "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
             "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
@@ -102,6 +103,13 @@ void sbx_cmd_exec_help(FILE *out)
             "  --json      print {\"task\", \"argv\", \"exit_status\", \"stdout\", \"stderr\"}\n"
             "              on stdout instead of streaming (1 MiB of each, then\n"
             "              \"output_truncated\"; \"error\" when sbx failed)\n"
+            "  -it, -t, --tty\n"
+            "              run CMD on a terminal (a pty) with this terminal's input, in\n"
+            "              raw mode until CMD ends: window size changes follow, Ctrl-C\n"
+            "              goes to CMD's foreground process group inside (docs/tasks.md,\n"
+            "              \"Terminals\"). Needs the sandbox's exec agent; refused for a\n"
+            "              task holding credentials. With runner.listen set: the\n"
+            "              runner's terminal of its task (the client's own)\n"
             "\n"
             "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
 }
@@ -519,6 +527,9 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
     int code = 125;
     int r;
 
+    if (sbx_exec_wants_tty(argc, argv)) {
+        return sbx_cmd_exec_tty(cli, argc, argv); /* (added) -it */
+    }
     if (argc < 2 || argv[1][0] == '-') {
         fprintf(stderr, "sbx: error: exec: usage: sbx exec TASK [--env K=V]... [--json] -- CMD "
                         "... (see 'sbx exec --help')\n");

@@ -78,7 +78,8 @@ enum sbx_scope {
     SBX_SCOPE_METRICS = 1 << 4,    /* GET /metrics */
     SBX_SCOPE_SNAPSHOT = 1 << 5,   /* (added) snapshot its tasks, list and remove snapshots */
     SBX_SCOPE_EGRESS = 1 << 6,     /* (added) change its running tasks' egress */
-    SBX_SCOPE_ALL = (1 << 7) - 1,
+    SBX_SCOPE_EXEC = 1 << 7,       /* (added) its own tasks' terminal and ports */
+    SBX_SCOPE_ALL = (1 << 8) - 1,
 };
 
 /* runner.clients = ( { name; token_env or token_file; scopes; } ): the
@@ -98,7 +99,7 @@ struct sbx_runner_client {
 unsigned sbx_scope_parse(const char *name);
 /* The name of one scope bit. */
 const char *sbx_scope_name(unsigned scope);
-#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics, snapshot, egress"
+#define SBX_SCOPE_NAMES "submit, read-own, read-all, cancel-any, metrics, snapshot, egress, exec"
 
 struct sbx_pool_cfg {
     char *name;  /* "ci" or "agent" */

@@ -337,7 +337,7 @@ const struct sbx_key_def sbx_config_keys[] = {
                  "or others (mode 0644): chmod 600 it`)"),
     NODE("runner.clients[].scopes", STRINGS,
          .help = "non-empty, of `submit`, `read-own`, `read-all`, `cancel-any`, `metrics`, "
-                 "(added) `snapshot`, `egress`"),
+                 "(added) `snapshot`, `egress`, `exec`"),
     NODE("runner.clients[].credentials", STRINGS, .doc_type = "array of instance names",
          .help = "(added) the credential instances (`credentials` of a submit) the client's "
                  "jobs may use; none: every submit naming one is refused (403) before any "

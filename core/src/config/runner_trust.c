@@ -12,8 +12,8 @@
 #include "util/envname.h"
 #include "util/xalloc.h"
 
-static const char *const scope_names[] = {"submit",  "read-own", "read-all", "cancel-any",
-                                          "metrics", "snapshot", "egress",   NULL};
+static const char *const scope_names[] = {
+    "submit", "read-own", "read-all", "cancel-any", "metrics", "snapshot", "egress", "exec", NULL};
 
 unsigned sbx_scope_parse(const char *name)
 {

@@ -342,6 +342,9 @@ static void route(struct evhttp_request *req, void *arg)
     if (runner_route_snap(r, req, path, who)) { /* (added) snapshots, egress changes */
         return;
     }
+    if (runner_task_io_route(l, req, path, who)) {
+        return; /* (added) a task's terminal and ports (api_term.c) */
+    }
     if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
         strcmp(rest, "end") == 0) {
         if (!post) {

@@ -676,6 +676,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
+    runner_task_io_stop(r); /* (added) open terminals (api_term.c) */
 }
 
 void sbx_runner_stop(struct sbx_runner *r)

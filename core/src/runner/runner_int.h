@@ -302,6 +302,13 @@ int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
 /* api_limits.c */
 /* Caps a listener's request heads and bodies and installs the deadline. */
 int runner_api_limits(struct runner_listener *l, struct evhttp *http, struct event_base *base);
+/* (added, api_term.c) /v1/tasks/ID/terminal and /v1/tasks/ID/ports/PORT/...: 1 when
+ * path is one of them (the reply is sent or the connection taken over), else 0. */
+int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, const char *path,
+                         const struct runner_client *who);
+/* (added, api_term.c) A stopping runner cancels the terminals open now (their tasks
+ * end with it). */
+void runner_task_io_stop(struct sbx_runner *r);
 /* After evhttp_free: drops what the listener still holds. */
 void runner_api_limits_free(struct runner_listener *l);
 /* The connection of req delivered a complete request: its deadline ends. */

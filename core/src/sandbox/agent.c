@@ -388,6 +388,14 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                    const volatile int *cancelled, int answer_ms, int *status, char *why,
                    size_t why_size, sbx_error_t **err)
 {
+    return sbx_agent_exec_stdio(l, spec, -1, cancel_fd, cancelled, answer_ms, status, why, why_size,
+                                err);
+}
+
+int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, int stdio,
+                         int cancel_fd, const volatile int *cancelled, int answer_ms, int *status,
+                         char *why, size_t why_size, sbx_error_t **err)
+{
     struct run r = {.conn = -1, .out = {-1, -1}, .spec = spec, .cancelled = cancelled};
     int po[2] = {-1, -1};
     int pe[2] = {-1, -1};
@@ -400,10 +408,24 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
     int w;
 
     why[0] = '\0';
-    devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull < 0 || pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+    devnull = stdio >= 0 ? dup(stdio) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (stdio >= 0) {
+        /* (added) a terminal (pty.c): its slave is stdin, stdout and stderr; the
+         * caller reads the master, so there is nothing to pump here */
+        if (devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+            snprintf(why, why_size, "a channel for the exec agent: %s", strerror(errno));
+            goto out;
+        }
+        po[1] = dup(stdio);
+        pe[1] = dup(stdio);
+        if (po[1] < 0 || pe[1] < 0) {
+            snprintf(why, why_size, "a channel for the exec agent: %s", strerror(errno));
+            goto out;
+        }
+    }
+    else if (devnull < 0 || pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
+             pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
         snprintf(why, why_size, "pipes for the exec agent: %s", strerror(errno));
         goto out;
     }

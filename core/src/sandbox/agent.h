@@ -45,4 +45,11 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                    const volatile int *cancelled, int answer_ms, int *status, char *why,
                    size_t why_size, sbx_error_t **err);
 
+/* (added) The same with stdio (a terminal's slave, pty.c) as the command's stdin,
+ * stdout and stderr instead of /dev/null and pipes; nothing is streamed to
+ * spec->on_output (the caller reads the terminal's master). */
+int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, int stdio,
+                         int cancel_fd, const volatile int *cancelled, int answer_ms, int *status,
+                         char *why, size_t why_size, sbx_error_t **err);
+
 #endif

@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "sandbox/proto.h"
+#include "sandbox/pty.h"
+#include "sandbox/task_port.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
 #include "util/cleanup.h"
@@ -146,6 +148,8 @@ static void handle_exec(struct conn *c, json_t *req)
     pthread_t th;
     int watching;
     int status = 0;
+    struct sbx_tty_req tr = {0};
+    int tty = sbx_tty_parse(json_object_get(req, "tty"), &tr, &err); /* (added) -it */
 
     for (size_t i = 0; i < n; i++) {
         argv[i] = json_string_value(json_array_get(jargv, i));
@@ -154,14 +158,26 @@ static void handle_exec(struct conn *c, json_t *req)
         env[i].name = json_string_value(json_array_get(json_array_get(jenv, i), 0));
         env[i].value = json_string_value(json_array_get(json_array_get(jenv, i), 1));
     }
-    watching = pipe2(hw.wake, O_CLOEXEC) == 0;
+    /* a terminal's client connection carries its input: the pump watches it */
+    watching = tty == 0 && pipe2(hw.wake, O_CLOEXEC) == 0;
     if (watching && pthread_create(&th, NULL, hangup_main, &hw) != 0) {
         close(hw.wake[0]);
         close(hw.wake[1]);
         watching = 0;
     }
-    if (n == 0 || argv[0] == NULL) {
+    if (tty < 0) {
+        /* err says what is wrong with "tty" */
+    }
+    else if (n == 0 || argv[0] == NULL) {
         sbx_error_set(&err, SBX_E_USAGE, "empty command");
+    }
+    else if (tty > 0) {
+        tr.argv = argv;
+        tr.env = env;
+        tr.n_env = ne;
+        if (sbx_task_exec_tty(c->t, &tr, c->fd, &status, &err) == 0) {
+            err = NULL;
+        }
     }
     else if (sbx_task_exec(c->t, argv, env, ne, out_frame, c, &slot, &status, &err) == 0) {
         err = NULL;
@@ -213,6 +229,9 @@ static void *conn_main(void *arg)
     op = json_string_value(json_object_get(req, "op"));
     if (op != NULL && strcmp(op, "exec") == 0) {
         handle_exec(c, req);
+    }
+    else if (op != NULL && strcmp(op, "port") == 0) {
+        sbx_keeper_port(c->t, c->fd, req); /* (added) sbx port */
     }
     else if (op != NULL && strcmp(op, "ping") == 0) {
         send_result(c->fd, 0, NULL, 0, NULL);

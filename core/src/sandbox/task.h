@@ -62,6 +62,9 @@ struct sbx_exec_slot {
      * cancels it (set under t->mu by task_agent.c), else 0 */
     int agent_cancel_fd;
     const char *path; /* (added) "agent" or "engine" once it ran */
+    /* (added) a terminal (pty.c): the pty slave's descriptor + 1, given to the
+     * command as stdin, stdout and stderr; 0: none. Only the exec agent runs it. */
+    int tty_slave1;
 };
 
 /* Opaque outside core/src/sandbox/ (task_int.h): read it with the accessors below. */

@@ -64,13 +64,18 @@ static int run_agent(void *ud, struct sbx_exec_ctl *ctl, int *status, sbx_error_
     pthread_mutex_lock(&a->t->mu);
     a->slot->agent_cancel_fd = cancel[1];
     pthread_mutex_unlock(&a->t->mu);
-    r = sbx_agent_exec(a->t->agent, a->spec, cancel[0], &ctl->cancelled, SBX_AGENT_ANSWER_MS,
-                       status, why, sizeof(why), err);
+    r = sbx_agent_exec_stdio(a->t->agent, a->spec, a->slot->tty_slave1 - 1, cancel[0],
+                             &ctl->cancelled, SBX_AGENT_ANSWER_MS, status, why, sizeof(why), err);
     pthread_mutex_lock(&a->t->mu);
     a->slot->agent_cancel_fd = 0;
     pthread_mutex_unlock(&a->t->mu);
     close(cancel[0]);
     close(cancel[1]);
+    if (r == SBX_AGENT_ABSENT && a->slot->tty_slave1 > 0) {
+        /* (added) a terminal runs through the agent only (docs/tasks.md, "Terminals") */
+        return sbx_error_set(err, SBX_E_ENGINE, "a terminal needs the sandbox's exec agent, and %s",
+                             why);
+    }
     if (r == SBX_AGENT_ABSENT) {
         /* said once per reason kind is enough at debug level: the record says
          * which path ran */
@@ -91,6 +96,11 @@ int sbx_task_exec_run(struct sbx_task *t, const struct sbx_exec_spec *spec,
     if (t->agent != NULL) {
         s.run_agent = run_agent;
         s.agent_userdata = &a;
+    }
+    else if (slot->tty_slave1 > 0) {
+        return sbx_error_set(err, SBX_E_ENGINE,
+                             "a terminal needs the sandbox's exec agent, and this task has none "
+                             "(no egress relay, SBX_EXEC_AGENT_OFF, or a re-adopted task)");
     }
     slot->path = NULL;
     r = sbx_instance_provider(t->prov)->exec(t->prov->ctx, t->sandbox, &s, &slot->ctl, status, err);

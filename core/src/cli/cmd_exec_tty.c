@@ -1,0 +1,447 @@
+/* cmd_exec_tty.c - `sbx exec -it TASK -- CMD`: a command on a terminal
+ * (docs/tasks.md, "Terminals"). The keeper allocates the pty and relays it
+ * (core/src/sandbox/pty.c); this side puts the user's terminal in raw mode,
+ * sends what is typed and each new window size, writes what comes back, and
+ * restores the terminal on every way out. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/task_opts.h"
+#include "runner/runner.h"
+#include "sandbox/keeper.h"
+#include "sandbox/proto.h"
+#include "sandbox/pty.h"
+#include "sandbox/statedir.h"
+#include "util/cleanup.h"
+#include "util/xalloc.h"
+
+static struct termios saved;
+static int raw_on;
+static int sig_pipe[2] = {-1, -1};
+static volatile sig_atomic_t got_signal;
+
+static void restore_tty(void)
+{
+    if (raw_on) {
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
+        raw_on = 0;
+    }
+}
+
+static void on_signal(int sig)
+{
+    int e = errno;
+    char c = (char)sig;
+
+    if (sig != SIGWINCH) {
+        got_signal = sig;
+    }
+    if (write(sig_pipe[1], &c, 1) < 0) {
+        /* full: a wake-up is pending already */
+    }
+    errno = e;
+}
+
+static int is_tty_flag(const char *a)
+{
+    return strcmp(a, "-it") == 0 || strcmp(a, "-ti") == 0 || strcmp(a, "-t") == 0 ||
+           strcmp(a, "-i") == 0 || strcmp(a, "--tty") == 0 || strcmp(a, "--interactive") == 0;
+}
+
+int sbx_exec_wants_tty(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "-it") == 0 || strcmp(argv[i], "-ti") == 0 ||
+            strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--tty") == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void window_size(unsigned *rows, unsigned *cols)
+{
+    struct winsize ws = {0};
+
+    *rows = 24;
+    *cols = 80;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) {
+        *rows = ws.ws_row > SBX_TTY_DIM_MAX ? SBX_TTY_DIM_MAX : ws.ws_row;
+        *cols = ws.ws_col > SBX_TTY_DIM_MAX ? SBX_TTY_DIM_MAX : ws.ws_col;
+    }
+}
+
+static int send_size(int fd)
+{
+    unsigned rows, cols;
+    unsigned char b[4];
+
+    window_size(&rows, &cols);
+    b[0] = (unsigned char)(rows >> 8);
+    b[1] = (unsigned char)rows;
+    b[2] = (unsigned char)(cols >> 8);
+    b[3] = (unsigned char)cols;
+    return sbx_frame_write(fd, 'W', b, sizeof(b));
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The result frame: the command's status, or 125/126/127 with the error printed. */
+static int result(const char *data)
+{
+    json_t *j = json_loads(data, 0, NULL);
+    json_t *st = json_object_get(j, "status");
+    int rc = 125;
+
+    if (json_is_integer(st)) {
+        rc = (int)json_integer_value(st);
+    }
+    else {
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        json_t *code = json_object_get(j, "code");
+
+        restore_tty();
+        fprintf(stderr, "sbx: error: %s\n", msg ? msg : "malformed reply from the keeper");
+        if (json_is_integer(code)) {
+            rc = (int)json_integer_value(code);
+        }
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Relays until the 'X' frame; the exit code of sbx. */
+static int relay(int fd)
+{
+    int stdin_open = 1;
+
+    for (;;) {
+        struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
+                              {.fd = stdin_open ? STDIN_FILENO : -1, .events = POLLIN},
+                              {.fd = sig_pipe[0], .events = POLLIN}};
+
+        if (poll(p, 3, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return 125;
+        }
+        if (p[2].revents != 0) {
+            char drain[16];
+
+            while (read(sig_pipe[0], drain, sizeof(drain)) > 0) {
+            }
+            if (got_signal) {
+                return 128 + got_signal; /* closing the connection cancels the command */
+            }
+            if (send_size(fd) < 0) {
+                return 125;
+            }
+        }
+        if (p[1].revents != 0) {
+            char buf[4096];
+            ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+            if (n > 0 && sbx_frame_write(fd, 'I', buf, (size_t)n) < 0) {
+                return 125;
+            }
+            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+                stdin_open = 0; /* not a terminal's EOF (that is Ctrl-D, a byte): stop reading */
+            }
+        }
+        if (p[0].revents != 0) {
+            char type = 0;
+            char *data = NULL;
+            size_t len = 0;
+            sbx_error_t *err = NULL;
+            int r = sbx_frame_read(fd, &type, &data, &len, &err);
+
+            if (r != 0) {
+                restore_tty();
+                fprintf(stderr, "sbx: error: %s\n",
+                        err ? sbx_error_msg(err) : "the keeper closed the connection");
+                sbx_error_free(&err);
+                free(data);
+                return 125;
+            }
+            if (type == 'O' || type == 'E') {
+                write_all(STDOUT_FILENO, data, len);
+            }
+            else if (type == 'X') {
+                int rc = result(data);
+
+                free(data);
+                return rc;
+            }
+            free(data);
+        }
+    }
+}
+
+/* (runner.listen set) The runner's terminal for its task: the upgrade on its unix
+ * socket (or TCP with runner.token_env's token); the connection after the 101, or -1
+ * with the error printed. */
+static int runner_terminal(const struct sbx_config *cfg, const char *task)
+{
+    struct sbx_runner_endpoint ep;
+    sbx_error_t *err = NULL;
+    const char *tok = NULL;
+    char head[4096];
+    size_t n = 0;
+    int fd;
+
+    if (sbx_runner_endpoint(cfg, &ep, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return -1;
+    }
+    if (ep.tcp_host != NULL && access(ep.unix_path, F_OK) != 0) {
+        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+        struct addrinfo *ai = NULL;
+        char port[16];
+
+        tok = cfg->runner.token_env ? getenv(cfg->runner.token_env) : NULL;
+        snprintf(port, sizeof(port), "%d", ep.tcp_port);
+        fd = -1;
+        if (tok != NULL && *tok != '\0' && getaddrinfo(ep.tcp_host, port, &hints, &ai) == 0) {
+            fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+                close(fd);
+                fd = -1;
+            }
+            freeaddrinfo(ai);
+        }
+        if (fd < 0) {
+            fprintf(stderr, "sbx: error: runner at %s:%d: %s\n", ep.tcp_host, ep.tcp_port,
+                    tok == NULL || *tok == '\0'
+                        ? "set the token in the variable named by runner.token_env"
+                        : "not reachable");
+        }
+    }
+    else {
+        fd = sbx_unix_connect(ep.unix_path, &err);
+        if (fd < 0) {
+            fprintf(stderr, "sbx: error: runner not reachable: %s\n", sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+    }
+    sbx_runner_endpoint_clear(&ep);
+    if (fd < 0) {
+        return -1;
+    }
+    snprintf(head, sizeof(head),
+             "GET /v1/tasks/%s/terminal HTTP/1.1\r\nHost: sbx\r\n%s%s%sConnection: Upgrade\r\n"
+             "Upgrade: sbx-terminal.v1\r\n\r\n",
+             task, tok ? "Authorization: Bearer " : "", tok ? tok : "", tok ? "\r\n" : "");
+    if (write_all(fd, head, strlen(head)) < 0) {
+        close(fd);
+        fprintf(stderr, "sbx: error: runner: %s\n", strerror(errno));
+        return -1;
+    }
+    explicit_bzero(head, sizeof(head)); /* the token */
+    /* the reply's head, byte by byte: the frames that follow are ours */
+    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
+        if (read(fd, head + n, 1) != 1) {
+            break;
+        }
+        n++;
+    }
+    head[n] = '\0';
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        char body[1024];
+        ssize_t k = read(fd, body, sizeof(body) - 1);
+        json_t *j = k > 0 ? json_loadb(body, (size_t)k, 0, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(j, "error"));
+
+        fprintf(stderr, "sbx: error: runner: %s\n",
+                msg     ? msg
+                : n > 0 ? strtok(head, "\r")
+                        : "no reply");
+        json_decref(j);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int usage(const char *msg)
+{
+    fprintf(stderr, "sbx: error: exec: %s (usage: sbx exec -it TASK [--env K=V]... -- CMD ...)\n",
+            msg);
+    return SBX_EXIT_SBX;
+}
+
+int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_task_cli o;
+    struct sbx_config *cfg;
+    sbx_error_t *err = NULL;
+    cleanup_free char *state = NULL;
+    cleanup_free char *sock = NULL;
+    /* o.cmd points into it: freed when this returns */
+    cleanup_free char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
+    const char *task = NULL;
+    json_t *jargv = json_array();
+    json_t *jenv = json_array();
+    json_t *req;
+    unsigned rows, cols;
+    char *s;
+    int n = 0;
+    int fd;
+    int rc;
+
+    /* argv without the -i/-t flags (before "--") and the task: what `sbx exec` parses */
+    rest[n++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        int before = 1;
+
+        for (int k = 1; k < i; k++) {
+            before = before && strcmp(argv[k], "--") != 0;
+        }
+        if (before && strcmp(argv[i], "--") != 0 && is_tty_flag(argv[i])) {
+            continue;
+        }
+        if (before && task == NULL && strcmp(argv[i], "--") != 0 && argv[i][0] != '-') {
+            task = argv[i];
+            continue;
+        }
+        rest[n++] = argv[i];
+    }
+    if (task == NULL) {
+        json_decref(jargv);
+        json_decref(jenv);
+        return usage("no task");
+    }
+    if (sbx_task_cli_parse(&o, n, rest, 2) < 0) {
+        json_decref(jargv);
+        json_decref(jenv);
+        return SBX_EXIT_SBX;
+    }
+    if (o.cmd == NULL || o.json) {
+        sbx_task_cli_fini(&o);
+        json_decref(jargv);
+        json_decref(jenv);
+        return usage(o.json ? "--json cannot go with a terminal (-t)" : "no command");
+    }
+    cfg = sbx_cli_config(cli);
+    if (cfg == NULL || (state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
+        if (err != NULL) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+        }
+        sbx_task_cli_fini(&o);
+        json_decref(jargv);
+        json_decref(jenv);
+        return SBX_EXIT_SBX;
+    }
+    for (size_t i = 0; o.cmd[i] != NULL; i++) {
+        json_array_append_new(jargv, json_string(o.cmd[i]));
+    }
+    for (size_t i = 0; i < o.n_env; i++) {
+        json_array_append_new(jenv, json_pack("[s,s]", o.env[i].name, o.env[i].value));
+    }
+    window_size(&rows, &cols);
+    if (cfg->runner.listen != NULL) {
+        /* the runner's frame: env as an object, as its jobs' (docs/api.md) */
+        json_t *obj = json_object();
+
+        for (size_t i = 0; i < o.n_env; i++) {
+            json_object_set_new(obj, o.env[i].name, json_string(o.env[i].value));
+        }
+        json_decref(jenv);
+        jenv = obj;
+    }
+    req = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "op", "exec", "argv", jargv, "env", jenv,
+                    "tty", "rows", (int)rows, "cols", (int)cols);
+    sbx_task_cli_fini(&o);
+    if (!sbx_id_valid(task, SBX_ID_TASK)) {
+        json_decref(req);
+        fprintf(stderr, "sbx: error: '%s' is not a valid task id\n", task);
+        return SBX_EXIT_SBX;
+    }
+    if (cfg->runner.listen != NULL) {
+        /* a task of the runner: its API's terminal (same frames after the 101) */
+        fd = runner_terminal(cfg, task);
+        if (fd < 0) {
+            json_decref(req);
+            return SBX_EXIT_SBX;
+        }
+    }
+    else {
+        sock = sbx_keeper_socket(state, task);
+        fd = access(sock, F_OK) == 0 ? sbx_unix_connect(sock, &err) : -1;
+    }
+    if (fd < 0) {
+        json_decref(req);
+        if (err != NULL) {
+            fprintf(stderr, "sbx: error: task '%s': its keeper is not answering: %s\n", task,
+                    sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+        else {
+            fprintf(stderr, "sbx: error: no running task '%s' (sbx task list)\n", task);
+        }
+        return SBX_EXIT_SBX;
+    }
+    s = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    rc = sbx_frame_write(fd, 'R', s, strlen(s));
+    explicit_bzero(s, strlen(s)); /* --env values */
+    free(s);
+    if (rc < 0) {
+        close(fd);
+        fprintf(stderr, "sbx: error: sending to the keeper: %s\n", strerror(errno));
+        return SBX_EXIT_SBX;
+    }
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+        struct sigaction sa = {0};
+
+        sa.sa_handler = on_signal;
+        sigaction(SIGWINCH, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+    }
+    if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
+        struct termios raw = saved;
+
+        /* Ctrl-C, Ctrl-Z, Ctrl-D travel as bytes to the terminal inside */
+        cfmakeraw(&raw);
+        if (tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw) == 0) {
+            raw_on = 1;
+            atexit(restore_tty);
+        }
+    }
+    rc = relay(fd);
+    restore_tty();
+    close(fd);
+    return rc;
+}

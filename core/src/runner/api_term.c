@@ -1,0 +1,543 @@
+/* api_term.c - a runner task's terminal and ports over the API (docs/api.md,
+ * "Terminals and ports"):
+ *
+ *   GET /v1/tasks/{id}/terminal   Upgrade: sbx-terminal.v1 -> 101, then the
+ *                                 frames of core/src/sandbox/pty.h
+ *   ANY /v1/tasks/{id}/ports/{port}[/PATH][?QUERY]
+ *                                 one HTTP request proxied to 127.0.0.1:port
+ *                                 inside the sandbox (Connection: close)
+ *
+ * Both need the scope `exec` and are the task's owner's alone (no scope reaches
+ * another client's task). Both take the connection over from evhttp: its
+ * bufferevent is disabled, a duplicate of the socket is served on a thread of
+ * its own, and evhttp frees the connection (shutdown, close) on the loop thread
+ * when that thread is done. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "runner/runner_int.h"
+#include "sandbox/proto.h"
+#include "sandbox/pty.h"
+#include "sandbox/task_port.h"
+#include "util/envname.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#define SESSIONS_MAX 64
+#define REQ_TIMEOUT_S 30
+#define UPSTREAM_TIMEOUT_S 300
+#define CLIENT_SEND_TIMEOUT_S 60
+#define COPY_CHUNK 65536
+#define STATUS_LINE_MAX 8192
+#define TERM_PROTO "sbx-terminal.v1"
+/* the preview's pages run in an opaque origin: never with the API's */
+#define PREVIEW_CSP "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
+
+static int sessions;
+/* the terminals open now, so that a stopping runner can end them */
+static pthread_mutex_t terms_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct session *terms;
+
+struct session {
+    struct sbx_runner *r;
+    struct evhttp_connection *evcon;
+    struct rtask *rt;
+    int fd;
+    int port;
+    char client[64];
+    char peer[96];
+    char *head; /* ports: the request to send upstream (head and body) */
+    size_t head_len;
+    struct session *next_term; /* in terms while a terminal runs */
+};
+
+static void term_list(struct session *s, int add)
+{
+    pthread_mutex_lock(&terms_mu);
+    if (add) {
+        s->next_term = terms;
+        terms = s;
+    }
+    else {
+        for (struct session **pp = &terms; *pp != NULL; pp = &(*pp)->next_term) {
+            if (*pp == s) {
+                *pp = s->next_term;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&terms_mu);
+}
+
+void runner_task_io_stop(struct sbx_runner *r)
+{
+    (void)r;
+    pthread_mutex_lock(&terms_mu);
+    for (struct session *s = terms; s != NULL; s = s->next_term) {
+        /* the task ends with the runner anyway: its commands are cancelled now */
+        sbx_task_stop(s->rt->t, "runner stopped");
+    }
+    pthread_mutex_unlock(&terms_mu);
+}
+
+static void free_evcon(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    evhttp_connection_free(arg);
+}
+
+static void session_end(struct session *s)
+{
+    close(s->fd);
+    pthread_mutex_lock(&s->r->mu);
+    if (s->rt != NULL) {
+        s->rt->running--;
+    }
+    pthread_mutex_unlock(&s->r->mu);
+    __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
+    /* thread-safe with evthread_use_pthreads() (runner.c) */
+    event_base_once(s->r->base, -1, EV_TIMEOUT, free_evcon, s->evcon, NULL);
+    free(s->head);
+    free(s);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w <= 0) {
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void send_x(int fd, int status, const char *error, int code)
+{
+    json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", code)
+                      : json_pack("{s:i}", "status", status);
+    char *s = json_dumps(j, JSON_COMPACT);
+
+    sbx_frame_write(fd, 'X', s, strlen(s));
+    free(s);
+    json_decref(j);
+}
+
+/* The terminal's request frame: {"argv":[...], "env":{"K":"V"}, "tty":{rows, cols}}. */
+static int parse_term(json_t *req, const char ***argv, struct sbx_kv **env, size_t *n_env,
+                      struct sbx_tty_req *tr, sbx_error_t **err)
+{
+    json_t *ja = json_object_get(req, "argv");
+    json_t *je = json_object_get(req, "env");
+    size_t n = json_array_size(ja);
+    const char *k;
+    json_t *v;
+    size_t i = 0;
+
+    if (!json_is_array(ja) || n == 0 || n > 4096) {
+        return sbx_error_set(err, SBX_E_USAGE, "field 'argv': a non-empty array of strings");
+    }
+    if (je != NULL && !json_is_object(je)) {
+        return sbx_error_set(err, SBX_E_USAGE, "field 'env': an object of strings");
+    }
+    if (sbx_tty_parse(json_object_get(req, "tty"), tr, err) < 0) {
+        return -1;
+    }
+    *argv = xcalloc(n + 1, sizeof(char *));
+    for (size_t a = 0; a < n; a++) {
+        (*argv)[a] = json_string_value(json_array_get(ja, a));
+        if ((*argv)[a] == NULL || (a == 0 && (*argv)[a][0] == '\0')) {
+            return sbx_error_set(err, SBX_E_USAGE, "field 'argv': item %zu is not a string", a);
+        }
+    }
+    *env = xcalloc(json_object_size(je) + 1, sizeof(**env));
+    json_object_foreach(je, k, v)
+    {
+        if (!sbx_env_name_valid(k, strlen(k)) || !json_is_string(v)) {
+            return sbx_error_set(err, SBX_E_USAGE,
+                                 "field 'env': '%.64s': a name of letters, digits and '_' with "
+                                 "a string value",
+                                 k);
+        }
+        (*env)[i].name = k;
+        (*env)[i].value = json_string_value(v);
+        i++;
+    }
+    *n_env = i;
+    return 0;
+}
+
+static void *term_main(void *arg)
+{
+    struct session *s = arg;
+    struct timeval tv = {REQ_TIMEOUT_S, 0};
+    struct timeval none = {0, 0};
+    char type = 0;
+    char *data = NULL;
+    size_t len = 0;
+    sbx_error_t *err = NULL;
+    json_t *req = NULL;
+    const char **argv = NULL;
+    struct sbx_kv *env = NULL;
+    size_t n_env = 0;
+    struct sbx_tty_req tr = {0};
+    int status = 0;
+    int r;
+
+    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (sbx_frame_read(s->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
+        (req = json_loads(data, 0, NULL)) == NULL) {
+        send_x(s->fd, 0, err ? sbx_error_msg(err) : "the first frame must be 'R' with JSON", 125);
+        goto out;
+    }
+    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    if (parse_term(req, &argv, &env, &n_env, &tr, &err) < 0) {
+        send_x(s->fd, 0, sbx_error_msg(err), 125);
+        goto out;
+    }
+    tr.argv = argv;
+    tr.env = env;
+    tr.n_env = n_env;
+    {
+        char shown[65]; /* the client's word in our log: printable, bounded */
+
+        snprintf(shown, sizeof(shown), "%s", argv[0]);
+        for (char *c = shown; *c; c++) {
+            *c = *c < 0x20 || *c > 0x7e ? '?' : *c;
+        }
+        sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, shown);
+    }
+    term_list(s, 1);
+    r = sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err);
+    term_list(s, 0);
+    if (r < 0) {
+        send_x(s->fd, 0, sbx_error_msg(err),
+               err->code == SBX_E_NOCMD    ? 127
+               : err->code == SBX_E_NOEXEC ? 126
+                                           : 125);
+    }
+    else {
+        send_x(s->fd, status, NULL, 0);
+    }
+out:
+    sbx_error_free(&err);
+    json_decref(req);
+    free(data);
+    free(argv);
+    free(env);
+    session_end(s);
+    return NULL;
+}
+
+static void reply_raw(int fd, int code, const char *reason, const char *msg)
+{
+    json_t *j = json_pack("{s:s}", "error", msg);
+    char *body = json_dumps(j, JSON_COMPACT);
+    char head[256];
+
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n",
+             code, reason, strlen(body) + 1);
+    if (write_all(fd, head, strlen(head)) == 0 && write_all(fd, body, strlen(body)) == 0) {
+        write_all(fd, "\n", 1);
+    }
+    free(body);
+    json_decref(j);
+}
+
+/* Copies the upstream's response to the client, with the preview's CSP added
+ * after its status line. */
+static void relay_response(int up, int client)
+{
+    char *buf = xmalloc(COPY_CHUNK);
+    size_t have = 0;
+    int head_done = 0;
+
+    for (;;) {
+        ssize_t n = read(up, buf + (head_done ? 0 : have), COPY_CHUNK - (head_done ? 0 : have));
+        char *eol;
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        if (head_done) {
+            if (write_all(client, buf, (size_t)n) < 0) {
+                break;
+            }
+            continue;
+        }
+        have += (size_t)n;
+        eol = memmem(buf, have, "\r\n", 2);
+        if (eol == NULL && have < STATUS_LINE_MAX) {
+            continue;
+        }
+        if (eol == NULL || strncmp(buf, "HTTP/1.", 7) != 0) {
+            reply_raw(client, 502, "Bad Gateway", "the server in the sandbox did not answer HTTP");
+            break;
+        }
+        head_done = 1;
+        if (write_all(client, buf, (size_t)(eol + 2 - buf)) < 0 ||
+            write_all(client, PREVIEW_CSP, strlen(PREVIEW_CSP)) < 0 ||
+            write_all(client, eol + 2, have - (size_t)(eol + 2 - buf)) < 0) {
+            break;
+        }
+    }
+    free(buf);
+}
+
+static void *port_main(void *arg)
+{
+    struct session *s = arg;
+    struct timeval tv = {UPSTREAM_TIMEOUT_S, 0};
+    sbx_error_t *err = NULL;
+    char via[96];
+    int up = -1;
+    int r;
+
+    snprintf(via, sizeof(via), "api client %s", s->client);
+    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &err);
+    /* the connection needs the task no more: it may end meanwhile (the socket then resets) */
+    pthread_mutex_lock(&s->r->mu);
+    s->rt->running--;
+    s->rt = NULL;
+    pthread_mutex_unlock(&s->r->mu);
+    if (r < 0) {
+        reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
+        sbx_error_free(&err);
+        session_end(s);
+        return NULL;
+    }
+    setsockopt(up, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (write_all(up, s->head, s->head_len) == 0) {
+        relay_response(up, s->fd);
+    }
+    close(up);
+    session_end(s);
+    return NULL;
+}
+
+/* The request for the server inside: the method, /PATH?QUERY, the client's headers
+ * without its credentials and hop-by-hop ones, then the body evhttp read. */
+static char *upstream_request(struct evhttp_request *req, const char *rest, size_t *len)
+{
+    static const char *const drop[] = {"Authorization",     "Cookie",
+                                       "Connection",        "Keep-Alive",
+                                       "Proxy-Connection",  "Proxy-Authorization",
+                                       "Upgrade",           "TE",
+                                       "Transfer-Encoding", "Content-Length",
+                                       "Trailer",           NULL};
+    static const char *const methods[] = {"GET",     "POST",  "HEAD",    "PUT",  "DELETE",
+                                          "OPTIONS", "TRACE", "CONNECT", "PATCH"};
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *query = evhttp_uri_get_query(uri);
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    size_t blen = evbuffer_get_length(body);
+    struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+    struct evbuffer *out = evbuffer_new();
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *mname = "GET";
+    char *s;
+
+    for (unsigned i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+        if ((unsigned)m == 1u << i) {
+            mname = methods[i];
+        }
+    }
+    evbuffer_add_printf(out, "%s /%s%s%s HTTP/1.1\r\n", mname, rest, query ? "?" : "",
+                        query ? query : "");
+    for (struct evkeyval *kv = h->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
+        int skip = strncasecmp(kv->key, "X-Sbx-", 6) == 0;
+
+        for (unsigned i = 0; drop[i] != NULL && !skip; i++) {
+            skip = strcasecmp(kv->key, drop[i]) == 0;
+        }
+        if (!skip) {
+            evbuffer_add_printf(out, "%s: %s\r\n", kv->key, kv->value);
+        }
+    }
+    evbuffer_add_printf(out, "Content-Length: %zu\r\nConnection: close\r\n\r\n", blen);
+    evbuffer_add_buffer(out, body);
+    *len = evbuffer_get_length(out);
+    s = xmalloc(*len + 1);
+    evbuffer_remove(out, s, *len);
+    evbuffer_free(out);
+    return s;
+}
+
+/* Takes the connection over from evhttp; -1 when it cannot (the reply is sent). */
+static int take_over(struct evhttp_request *req, struct session *s)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct timeval tv = {CLIENT_SEND_TIMEOUT_S, 0};
+    int fd = bev ? bufferevent_getfd(bev) : -1;
+
+    s->fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+    if (s->fd < 0) {
+        runner_reply_error(req, 500, "taking the connection over: %s", strerror(errno));
+        return -1;
+    }
+    bufferevent_disable(bev, EV_READ | EV_WRITE);
+    /* the socket is shared with evhttp's descriptor, which no longer uses it */
+    fcntl(s->fd, F_SETFL, fcntl(s->fd, F_GETFL) & ~O_NONBLOCK);
+    setsockopt(s->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    s->evcon = evcon;
+    return 0;
+}
+
+static int header_has(struct evhttp_request *req, const char *name, const char *token)
+{
+    const char *v = evhttp_find_header(evhttp_request_get_input_headers(req), name);
+
+    return v != NULL && strcasestr(v, token) != NULL;
+}
+
+int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, const char *path,
+                         const struct runner_client *who)
+{
+    struct sbx_runner *r = l->r;
+    char id[SBX_SCHED_ID_MAX + 1] = "";
+    char what[16] = "";
+    int consumed = 0;
+    const char *rest = "";
+    long port = 0;
+    struct session *s;
+    struct rtask *rt;
+    pthread_t th;
+
+    if (strncmp(path, "/v1/tasks/", 10) != 0 ||
+        sscanf(path + 10, "%64[^/]/%15[a-z]%n", id, what, &consumed) != 2 ||
+        (strcmp(what, "terminal") != 0 && strcmp(what, "ports") != 0)) {
+        return 0;
+    }
+    rest = path + 10 + consumed;
+    if (strcmp(what, "terminal") == 0 && *rest != '\0') {
+        return 0;
+    }
+    if (strcmp(what, "ports") == 0) {
+        char *end = NULL;
+
+        if (*rest != '/' || (port = strtol(rest + 1, &end, 10)) < 1 || port > 65535 ||
+            (*end != '\0' && *end != '/')) {
+            runner_reply_error(req, 400, "%s: use /v1/tasks/ID/ports/PORT[/PATH] (1-65535)", path);
+            return 1;
+        }
+        rest = *end == '/' ? end + 1 : "";
+    }
+    if (l->tcp &&
+        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
+        /* the status page's cookie is for its own GETs; a preview never rides on it */
+        runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)", path);
+        return 1;
+    }
+    if ((who->scopes & SBX_SCOPE_EXEC) == 0) {
+        runner_reply_error(req, 403, "client '%s' lacks scope 'exec'", who->name);
+        return 1;
+    }
+    if (strcmp(what, "terminal") == 0 &&
+        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+         !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade"))) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
+        runner_reply_error(req, 426,
+                           "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " TERM_PROTO
+                           "' (docs/api.md, \"Terminals and ports\")",
+                           path);
+        return 1;
+    }
+    pthread_mutex_lock(&r->mu);
+    rt = runner_task_find(r, id);
+    if (rt == NULL || strcmp(rt->owner, who->name) != 0) {
+        int other = rt != NULL;
+
+        pthread_mutex_unlock(&r->mu);
+        if (other) {
+            runner_reply_error(req, 403,
+                               "task %s belongs to another client (a task's terminal and ports "
+                               "are its owner's alone)",
+                               id);
+        }
+        else {
+            runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
+        }
+        return 1;
+    }
+    if (!rt->keep || rt->state != RT_READY || rt->t == NULL) {
+        pthread_mutex_unlock(&r->mu);
+        runner_reply_error(req, 409, "task %s is not a kept task that runs (state: %s)", id,
+                           rt->state == RT_STARTING ? "starting" : "not ready");
+        return 1;
+    }
+    if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
+        __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&r->mu);
+        runner_reply_error(req, 503, "%d terminals and port connections are open: try later",
+                           SESSIONS_MAX);
+        return 1;
+    }
+    rt->running++; /* the task is not ended under the session */
+    pthread_mutex_unlock(&r->mu);
+
+    s = xcalloc(1, sizeof(*s));
+    s->r = r;
+    s->rt = rt;
+    s->port = (int)port;
+    snprintf(s->client, sizeof(s->client), "%s", who->name);
+    {
+        char *host = NULL;
+        ev_uint16_t pp = 0;
+        struct evhttp_connection *c = evhttp_request_get_connection(req);
+
+        if (c != NULL && l->tcp) {
+            evhttp_connection_get_peer(c, &host, &pp);
+        }
+        snprintf(s->peer, sizeof(s->peer), "%s:%u", l->tcp && host ? host : "unix", (unsigned)pp);
+    }
+    if (port > 0) {
+        s->head = upstream_request(req, rest, &s->head_len);
+    }
+    if (take_over(req, s) < 0) {
+        pthread_mutex_lock(&r->mu);
+        rt->running--;
+        pthread_mutex_unlock(&r->mu);
+        __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
+        free(s->head);
+        free(s);
+        return 1;
+    }
+    if (port == 0) {
+        static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
+                                 "\r\nConnection: Upgrade\r\n\r\n";
+
+        write_all(s->fd, up, sizeof(up) - 1);
+    }
+    if (pthread_create(&th, NULL, port > 0 ? port_main : term_main, s) != 0) {
+        reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
+        session_end(s);
+        return 1;
+    }
+    pthread_detach(th);
+    return 1;
+}
