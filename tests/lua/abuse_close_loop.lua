@@ -1,5 +1,5 @@
 -- part: limits
--- expect: instruction limit reached|time limit reached
+-- expect: instruction limit reached
 local x <close> = setmetatable({}, { __close = function() while true do end end })
 while true do end
 return {}
