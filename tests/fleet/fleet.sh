@@ -161,6 +161,14 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+# a command of a case that fails outside a test (set -e) says where, as a
+# FAIL line with the boxes' logs (functions and $(...) exit without it; not
+# under set +e, where a case reads the status itself)
+on_err() {
+    local rc=$?
+    [[ $- != *e* ]] || fail "line $1: a command failed (exit $rc)"
+}
+trap 'on_err $LINENO' ERR
 
 # Stops every box still up (SIGTERM): each must exit 0 with no sanitizer report
 # in its log (the ASan build runs these boxes too).
