@@ -891,7 +891,7 @@ PY
     id=$(api b1 POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}' | jid)
     wait_state "$id" running 30
     python3 - "$work/evil.sock" <<'PY' &
-import socket, sys, threading
+import os, socket, sys, threading
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 srv.bind(sys.argv[1])
 srv.listen(16)
@@ -919,8 +919,16 @@ def serve(c):
         pass
     finally:
         c.close()
-while True:
-    c, _ = srv.accept()
+# it ends once its socket file is gone (the case removes it; cleanup removes
+# the work dir on any failure): $! may be a python3 wrapper that a kill leaves
+# the server behind
+srv.settimeout(1)
+while os.path.exists(sys.argv[1]):
+    try:
+        c, _ = srv.accept()
+    except socket.timeout:
+        continue
+    c.settimeout(None)
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 evil=$!
@@ -939,6 +947,7 @@ code=$(get "http://sbx/v1/jobs/$id/output?follow=1&frames=1&mode=cut")
 code=$(get -X POST "http://sbx/v1/jobs/$id/cancel")
 [ "$code" = 502 ] && grep -q "larger than 1 MiB" "$work/bad.out" ||
     fail "an endless body: HTTP $code $(head -c 300 "$work/bad.out")"
+rm -f "$work/evil.sock"
 kill "$evil"
 wait "$evil" 2>/dev/null || true
 kill -0 "${pid[b1]}" || fail "b1 died"
