@@ -2,7 +2,9 @@
 # test.sh - the test suite (docs/testing.md).
 #
 #   scripts/test.sh              everything, as CI runs it (needs root: the test engine)
-#   scripts/test.sh --fast       the `fast` label only (no engine, no services, no root)
+#   scripts/test.sh --fast       the `fast` label only (no engine, no services, no root),
+#                                SBX_TEST_JOBS (default 6) at a time: these tests mostly
+#                                wait on loopback servers and timers, not on the CPU
 #   scripts/test.sh -- ARGS...   ctest ARGS in the sanitizer build, e.g. -- -L engine,
 #                                -- -R '^runtime_test_docker_run$' (the engine is
 #                                started when the selection has an engine test)
@@ -49,6 +51,7 @@ while [ $# -gt 0 ]; do
     shift
 done
 jobs=${SBX_TEST_JOBS:-3}
+[ "$mode" != fast ] || jobs=${SBX_TEST_JOBS:-6}
 case "$jobs" in
 '' | *[!0-9]*) echo "test.sh: SBX_TEST_JOBS='$jobs': a number expected" >&2; exit 2 ;;
 esac

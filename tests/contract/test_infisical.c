@@ -4,6 +4,7 @@
 #include "test_common.h"
 
 #include "contract_server.h"
+#include "wait.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -803,8 +804,12 @@ static void test_logs_hold_no_secret(void **state)
     FILE *f;
 
     (void)state;
+    /* everything written so far is in the file once a mark written after it
+     * is (the tee copies in order; before: a fixed 200 ms) */
+    fprintf(stderr, "test_infisical: the scan starts\n");
     fflush(stderr);
-    usleep(200 * 1000); /* lets the tee catch up; the scan is not timed */
+    wait_until(test_file_has(log_path, "test_infisical: the scan starts"), 30, NULL,
+               "the tee to copy stderr into %s", log_path);
     f = fopen(log_path, "r");
     assert_non_null(f);
     n = fread(buf, 1, sizeof(buf) - 1, f);

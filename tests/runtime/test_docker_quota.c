@@ -519,10 +519,16 @@ static void test_watchdog_between_commands(void **state)
     r = RT_SBX("task", "start", "--task", "wd-bg");
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
+    /* a background writer that starts once its exec has ended: it waits
+     * (60 s at most) for the mark a second exec leaves (before: a fixed 2 s) */
     r = RT_SBX("exec", "wd-bg", "--", "sh", "-c",
-               "(sleep 2; head -c 40000000 /dev/zero > /tmp/big) >/dev/null 2>&1 & echo started");
+               "(i=0; while [ ! -e /tmp/go ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+               "head -c 40000000 /dev/zero > /tmp/big) >/dev/null 2>&1 & echo started");
     assert_int_equal(r.rc, 0);
     assert_string_equal(r.out, "started\n");
+    spawn_result_free(&r);
+    r = RT_SBX("exec", "wd-bg", "--", "touch", "/tmp/go");
+    assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     rec = ended_record("wd-bg", 60);
     reason = json_string_value(json_object_get(rec, "reason"));

@@ -5,6 +5,8 @@
  * execs fall back to the engine. */
 #include "rt_common.h"
 
+#include "wait.h"
+
 /* Everything a command could tell about what it was started with. $$ is the
  * probing shell itself, the process the exec started. */
 static const char probe[] =
@@ -39,6 +41,18 @@ static struct spawn_result docker_exec(const char *task, const char *script)
 
     snprintf(name, sizeof(name), "sbx-%s", task);
     return spawn_run_as(argv, env, 0);
+}
+
+/* How many exec agents run in the task's sandbox (-1: docker exec failed). */
+static int agents_left(const char *task)
+{
+    struct spawn_result d = docker_exec(
+        task, "n=0; for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
+              "grep -q -e '--age''nt'; then n=$((n+1)); fi; done; echo $n");
+    int n = d.rc == 0 ? atoi(d.out) : -1;
+
+    spawn_result_free(&d);
+    return n;
 }
 
 static void test_agent_same_as_docker_exec(void **state)
@@ -89,17 +103,19 @@ static void test_agent_same_as_docker_exec(void **state)
     assert_contains(a.err, "command not found");
     spawn_result_free(&a);
 
-    /* the agent goes away (a sandboxed process can kill it): execs fall back
-     * to the engine and the record says so. (A fixed wait still: the killer
-     * waits until the agent's own exec has answered, and the test until the
-     * agent is gone; docs/testing.md, Waiting) */
-    a = RT_SBX("exec", "agent-probe", "--", "sh", "-c",
-               "(sleep 1; for p in /proc/[0-9]*; do "
-               "if tr '\\0' ' ' < $p/cmdline 2>/dev/null | grep -q -e '--age''nt'; then "
-               "kill -9 ${p#/proc/}; fi; done) >/dev/null 2>&1 </dev/null &");
-    assert_int_equal(a.rc, 0);
-    spawn_result_free(&a);
-    sleep(3);
+    /* the agent goes away (a sandboxed process can kill it: here one the
+     * engine starts, the same user and namespaces as the agent's exec, as
+     * compared above): execs fall back to the engine and the record says so.
+     * The test waits until no agent process is left (before: the killer ran
+     * through the agent after a fixed 1 s and the test waited a fixed 3 s) */
+    d = docker_exec("agent-probe",
+                    "for p in /proc/[0-9]*; do "
+                    "if tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
+                    "grep -q -e '--age''nt'; then kill -9 ${p#/proc/}; fi; done; true");
+    assert_int_equal(d.rc, 0);
+    spawn_result_free(&d);
+    wait_until(agents_left("agent-probe") == 0, 60, NULL,
+               "the exec agent of task agent-probe to be gone after kill -9");
     a = RT_SBX("exec", "agent-probe", "--", "echo", "still");
     assert_int_equal(a.rc, 0);
     assert_string_equal(a.out, "still\n");

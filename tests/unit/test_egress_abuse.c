@@ -7,6 +7,7 @@
  * (what `sbx-relay --copy` does). Nothing leaves loopback. */
 #include "test_common.h"
 #include "test_proc.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -579,8 +580,10 @@ static void test_buffer_budget(void **state)
     assert_int_equal(n, (int)(max_buffer / per));
     assert_int_equal(refused, 12 - n);
     wait_log(&p, "sandbox-a", "budget-buffer", refused);
-    /* the destinations keep sending; give the queues time to fill */
-    sleep(2);
+    /* the destinations keep sending until the pipes are full: the proxy holds
+     * something for every tunnel (before: a fixed 2 s) */
+    wait_until(proxy_ask(&p, 'A').sum.held >= (uint64_t)n * 64 * 1024, 30, NULL,
+               "the proxy to hold %d x 64 KiB for sandbox A's unread tunnels", n);
     a = proxy_ask(&p, 'A');
     print_message("sandbox A: %d unread endless tunnels hold %llu bytes in the proxy "
                   "(reserved %llu, max_buffer %llu)\n",
@@ -590,8 +593,27 @@ static void test_buffer_budget(void **state)
     assert_true(a.sum.held <= a.sum.reserved);
     /* the pipes are full: the proxy holds something, and it stopped reading */
     assert_true(a.sum.held >= (uint64_t)n * 64 * 1024);
-    sleep(1);
-    assert_true(proxy_ask(&p, 'A').sum.held <= a.sum.reserved);
+    /* it stopped reading: what it holds stops growing (two asks 200 ms apart
+     * agree), under the reserve all along (before: one look after a fixed 1 s) */
+    {
+        uint64_t last = a.sum.held;
+        uint64_t held;
+        double end = test_now() + 30;
+
+        for (;;) {
+            usleep(200 * 1000);
+            held = proxy_ask(&p, 'A').sum.held;
+            assert_true(held <= a.sum.reserved);
+            if (held == last) {
+                break;
+            }
+            if (test_now() > end) {
+                fail_msg("waited 30 s for what the proxy holds for A to stop growing (%llu)",
+                         (unsigned long long)held);
+            }
+            last = held;
+        }
+    }
     /* B has its own budget */
     assert_int_equal(open_endless(&p, 1, &b_fd), 1);
     close(b_fd);

@@ -114,6 +114,25 @@ static void test_relay_copy_mode(void **state)
     free(sock);
 }
 
+/* Reads from FD until TEXT came, or EOF, or FD's SO_RCVTIMEO (the deadline);
+ * returns what came (caller frees). */
+static char *read_until(int fd, const char *text)
+{
+    size_t cap = 65536;
+    size_t len = 0;
+    char *out = malloc(cap);
+    ssize_t n;
+
+    assert_non_null(out);
+    out[0] = '\0';
+    while (strstr(out, text) == NULL && len + 1 < cap &&
+           (n = read(fd, out + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        out[len] = '\0';
+    }
+    return out;
+}
+
 /* A handed-over client socket gets the proxy's small fixed buffers (the sandbox's
  * loopback hop; see SBX_EGRESS_CLIENT_BUF), checked through this test's copy of it. */
 static void test_handover_buffers(void **state)
@@ -147,7 +166,10 @@ static void test_handover_buffers(void **state)
     assert_int_equal(send(client, "CONNECT denied.test:443 HTTP/1.1\r\n\r\n", 37, MSG_NOSIGNAL),
                      37);
     shutdown(client, SHUT_WR);
-    reply = test_read_all(client);
+    /* until the header, not EOF: this test's own copy of the served socket
+     * keeps the connection open after the proxy closed its copy (EOF came
+     * only with the 15 s timeout) */
+    reply = read_until(client, "X-Sbx-Deny: not-allowed");
     expect_in(reply, "X-Sbx-Deny: not-allowed");
     for (int opt = 0; opt < 2; opt++) {
         sl = sizeof(v);

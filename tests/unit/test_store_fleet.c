@@ -7,6 +7,7 @@
  * PostgreSQL cluster of tests/support/pg_harness.sh, each on an empty schema;
  * plain (test_store_fleet) the SQLite store refuses the fleet calls. */
 #include "store_fixture.h"
+#include "wait.h"
 
 #include <pthread.h>
 
@@ -340,10 +341,8 @@ static void test_store_pg_fleet_scale(void **state)
     /* b's box has no live row: it is a dead leader. a's try finds the lock
      * held and deposes b (its session ends, the lock is free); a takes it */
     assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 0);
-    for (int i = 0; i < 50 && sbx_store_leader_hold(a, "box-a", &err) != 1; i++) {
-        usleep(100 * 1000);
-    }
-    assert_int_equal(sbx_store_leader_hold(a, "box-a", &err), 1);
+    wait_until(sbx_store_leader_hold(a, "box-a", &err) == 1, 30, NULL,
+               "box-a to take the leader lock once the dead box-b's session ended");
     sbx_store_close(b); /* its backend was terminated */
     b = open_ok();
     rb.st = b;

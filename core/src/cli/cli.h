@@ -32,6 +32,10 @@ struct sbx_cmd {
 
 int sbx_cli_main(int argc, char **argv);
 
+/* The git commit sbx was built from: defined by the sbx binary (main.c), weak
+ * "unknown" in libsbx for the programs that link the library alone. */
+extern const char sbx_git_commit[];
+
 /* Loads the configuration once; on failure prints the error and returns NULL
  * (the caller exits with SBX_EXIT_USAGE, or 125 for run/exec). */
 struct sbx_config *sbx_cli_config(struct sbx_cli *cli);

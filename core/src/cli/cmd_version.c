@@ -7,7 +7,9 @@
 #include "cli/cli.h"
 #include "sbx/sbx_plugin.h"
 #include "sbx_build.h"
-#include "sbx_commit.h"
+
+/* the sbx binary's own (main.c) replaces this one */
+__attribute__((weak)) const char sbx_git_commit[] = "unknown";
 
 void sbx_cmd_version_help(FILE *out)
 {
@@ -23,7 +25,7 @@ void sbx_cmd_version_help(FILE *out)
 
 void sbx_cli_print_version(void)
 {
-    printf("sbx %s (commit %s, plugin ABI %u.%u)\n", SBX_VERSION, SBX_GIT_COMMIT,
+    printf("sbx %s (commit %s, plugin ABI %u.%u)\n", SBX_VERSION, sbx_git_commit,
            SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
 }
 
@@ -42,7 +44,7 @@ int sbx_cmd_version(struct sbx_cli *cli, int argc, char **argv)
         char *s;
 
         snprintf(abi, sizeof(abi), "%u.%u", SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
-        o = json_pack("{s:s, s:s, s:s}", "version", SBX_VERSION, "commit", SBX_GIT_COMMIT,
+        o = json_pack("{s:s, s:s, s:s}", "version", SBX_VERSION, "commit", sbx_git_commit,
                       "plugin_abi", abi);
         s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         printf("%s\n", s);

@@ -44,7 +44,7 @@ struct sbx_policy {
     struct sbx_rule_cache rules;
 };
 
-const struct sbx_lua_caps sbx_policy_caps = {
+struct sbx_lua_caps sbx_policy_caps = {
     .instructions = 1000000,
     .timeout_ms = 100,
     .memory = 32u << 20,

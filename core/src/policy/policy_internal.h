@@ -5,8 +5,11 @@
 #include "policy/policy.h"
 #include "policy/sandbox.h"
 
-/* Caps of one policy script evaluation. */
-extern const struct sbx_lua_caps sbx_policy_caps;
+/* Caps of one policy script evaluation. Not const for one reason: the unit
+ * tests raise timeout_ms, so that under the sanitizers on a loaded machine the
+ * deterministic caps (instructions, memory, pattern cost) are what stops a
+ * script, not the wall clock (tests/unit/test_policy_sandbox.c). */
+extern struct sbx_lua_caps sbx_policy_caps;
 
 /* sbx_policy_load with egress.registries replaced (NULL: cfg's own). */
 struct sbx_policy *sbx_policy_load_with(const char *dir, const struct sbx_config *cfg,
