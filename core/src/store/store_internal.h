@@ -14,7 +14,14 @@ struct sbx_store {
     char *path;  /* the file, or the DSN (which never holds a password) */
     char *box;   /* sbx_store_set_box, or NULL */
     int tx;      /* a transaction is open (sbx_store_begin .. commit or rollback) */
+    /* (added) PostgreSQL: a call passed its deadline; the connection is reset
+     * before the next statement outside a transaction (db.c) */
+    int timed_out;
+    struct sbx_store_gate *gate; /* (added) sbx_store_set_gate, or NULL */
 };
+
+/* (added) The client-side deadline of one PostgreSQL call, ms (pg.c). */
+int sbx_store_pg_deadline_ms(void);
 
 /* -1 with "store: PATH: WHAT: engine message" */
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what);
