@@ -123,6 +123,8 @@ struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, 
  * probes end the connection; also TCP_USER_TIMEOUT). 0 keeps a default (5 s,
  * 10 s). Set once at start, before any open. */
 void sbx_store_pg_limits(int timeout_ms, int keepalive_s);
+/* (added) The client-side deadline of one PostgreSQL call, ms. */
+int sbx_store_pg_deadline_ms(void);
 /* (added) A gate shared by connections and the thread that probes the
  * database: down_since (monotonic ms, 0 open) set when a call passed its
  * deadline; a connection with a closed gate fails every call at once

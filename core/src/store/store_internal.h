@@ -20,8 +20,6 @@ struct sbx_store {
     struct sbx_store_gate *gate; /* (added) sbx_store_set_gate, or NULL */
 };
 
-/* (added) The client-side deadline of one PostgreSQL call, ms (pg.c). */
-int sbx_store_pg_deadline_ms(void);
 
 /* -1 with "store: PATH: WHAT: engine message" */
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what);
