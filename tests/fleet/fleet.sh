@@ -43,6 +43,12 @@
 #          hold across the hop; the unix socket gets a 502 for a TCP owner.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
 #          started again, every accepted job finishes.
+#   dbstall (added, issue 31) the jobs table locked (a psql session holds
+#          ACCESS EXCLUSIVE): a submit answers 503 within its deadline
+#          (runner.database_timeout 1 s, + 1 s), GET /healthz and GET / within
+#          1 s (the times are printed; the 100 ms target is bench/dbstall_bench.sh);
+#          the lock released, the store is ok again, and every accepted job
+#          and a new one finish.
 #   taskdup (added, issue 25) one task id, two jobs: alice's queued behind the
 #          pool's busy heavy slot and a light one of the task that the API
 #          did not see (two boxes' submits at once, written
@@ -829,6 +835,64 @@ fwdkill)
     grep -q "box b2" "$work/o.out" || fail "output of a dead box's job: $(cat "$work/o.out")"
     kill -0 "${pid[b1]}" || fail "b1 died"
     echo "fleet: owner killed mid-follow: '$(cat "$work/f.err")'; then HTTP $code"
+    ;;
+dbstall)
+    conf b1 '"ci"'
+    sed -i 's/lease = 2;/lease = 8; database_timeout = 1;/' "$work/b1/sbx.conf"
+    start b1
+    wait_socket b1
+    ids=""
+    for i in 1 2; do
+        ids="$ids $(api b1 POST /v1/jobs '{"argv": ["sleep", "2500"], "pool": "ci"}' | jid)"
+    done
+    for id in $ids; do wait_state "$id" "running|finished" 30; done
+    # the stall: a session holds the jobs table until it is terminated
+    PGAPPNAME=sbxstall PGPASSWORD=$SBX_TEST_PG_PASSWORD "$bindir/psql" -X -q "$SBX_TEST_PG_DSN" \
+        -c "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600); COMMIT;" \
+        >/dev/null 2>&1 &
+    locker=$!
+    locked() {
+        [ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'jobs' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ]
+    }
+    wait_until 30 "the jobs table to be locked" locked
+    ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+    t0=$(date +%s%N)
+    code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/s.head" -o "$work/s.out" \
+        -w '%{http_code}' -d '{"argv": ["hello"], "pool": "ci"}' http://sbx/v1/jobs)
+    submit_ms=$(ms "$t0")
+    [ "$code" = 503 ] || fail "a submit with the database stalled: HTTP $code ($(cat "$work/s.out"))"
+    [ "$(wc -l <"$work/s.out")" = 1 ] || fail "the stalled submit's 503: not one line"
+    grep -qi '^Retry-After:' "$work/s.head" || fail "the stalled submit's 503 has no Retry-After"
+    [ "$submit_ms" -lt 6000 ] || fail "the stalled submit took $submit_ms ms (deadline 2000)"
+    worst_h=0
+    worst_p=0
+    for i in 1 2 3 4 5; do
+        t0=$(date +%s%N)
+        code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o "$work/h.out" -w '%{http_code}' \
+            http://sbx/healthz)
+        t=$(ms "$t0")
+        [ "$t" -gt "$worst_h" ] && worst_h=$t
+        [ "$code" = 503 ] || fail "/healthz with the database stalled: HTTP $code ($(cat "$work/h.out"))"
+        t0=$(date +%s%N)
+        code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null -w '%{http_code}' \
+            http://sbx/)
+        t=$(ms "$t0")
+        [ "$t" -gt "$worst_p" ] && worst_p=$t
+        case "$code" in 2??|3??) ;; *) fail "GET / with the database stalled: HTTP $code" ;; esac
+    done
+    if grep -q '"store":"ok"' "$work/h.out"; then
+        fail "/healthz says the stalled store is ok: $(cat "$work/h.out")"
+    fi
+    echo "fleet: database stalled: submit 503 in $submit_ms ms; /healthz worst $worst_h ms, GET / worst $worst_p ms (of 5)"
+    [ "$worst_h" -lt 1000 ] || fail "/healthz took $worst_h ms with the database stalled"
+    [ "$worst_p" -lt 1000 ] || fail "GET / took $worst_p ms with the database stalled"
+    sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sbxstall'" >/dev/null
+    wait_pid "$locker" 30 || true
+    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep -q '"store":"ok"'; }
+    wait_until 30 "/healthz to say the store is ok again" store_ok
+    after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
+    for id in $ids $after; do wait_state "$id" finished 60; done
+    echo "fleet: database stall ended: the 2 accepted jobs and a new one finished"
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;

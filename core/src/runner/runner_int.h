@@ -292,6 +292,9 @@ int runner_storeprobe_start(struct sbx_runner *r, int interval_ms, sbx_error_t *
 void runner_storeprobe_free(struct sbx_runner *r);
 /* 0 when the last read answered, else -1 with why; *age_s: seconds since */
 int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double *age_s);
+/* 1 while a call of the box passed its deadline and the probe has not seen
+ * the database answer since (the loop's calls fail at once meanwhile) */
+int runner_store_stalled(struct sbx_runner *r);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);

@@ -163,3 +163,8 @@ int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double 
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
+
+int runner_store_stalled(struct sbx_runner *r)
+{
+    return r->storeprobe != NULL && sbx_store_gate_down(&r->storeprobe->gate) != 0;
+}

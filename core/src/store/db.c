@@ -262,7 +262,7 @@ static const char *pg_refused(struct sbx_store *st, char *buf, size_t len)
                  sbx_store_pg_deadline_ms(), (long long)(mono_ms() - since));
         return buf;
     }
-    if (st->timed_out) {
+    if (st->timed_out && st->tx) {
         snprintf(buf, len, "an earlier call of this transaction passed its deadline (%d ms)",
                  sbx_store_pg_deadline_ms());
         return buf;
