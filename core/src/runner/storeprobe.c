@@ -34,26 +34,36 @@ struct runner_storeprobe {
 };
 
 /* One read of the store on the probe's connection; "" in msg when it
- * answered. */
+ * answered in time. */
 static void probe(struct runner_storeprobe *p, char *msg, size_t len)
 {
     struct sbx_runner *r = p->r;
     sbx_error_t *err = NULL;
+    int64_t t0 = sbx_mono_ms(), took;
 
     msg[0] = '\0';
     if (p->conn == NULL) {
         p->conn = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
     }
-    if (p->conn == NULL || sbx_store_ping(p->conn, &err) < 0) {
-        snprintf(msg, len, "%s", sbx_error_msg(err));
-        /* a connection past its deadline is reset by its next call; one the
-         * server dropped too: a new one at the next probe either way */
-        if (p->conn != NULL && sbx_store_down(p->conn)) {
-            sbx_store_close(p->conn);
-            p->conn = NULL;
+    if (p->conn != NULL && sbx_store_ping(p->conn, &err) == 0) {
+        /* an answer slower than half the deadline is no answer: the gate
+         * opens only for a database that answers in time again, else the
+         * loop would wait a whole deadline after each opening */
+        took = sbx_mono_ms() - t0;
+        if (took > sbx_store_pg_deadline_ms() / 2) {
+            snprintf(msg, len, "the store answered in %lld ms (slower than %d ms)", (long long)took,
+                     sbx_store_pg_deadline_ms() / 2);
         }
-        sbx_error_free(&err);
+        return;
     }
+    snprintf(msg, len, "%s", sbx_error_msg(err));
+    /* a connection past its deadline is reset by its next call; one the
+     * server dropped too: a new one at the next probe either way */
+    if (p->conn != NULL && sbx_store_down(p->conn)) {
+        sbx_store_close(p->conn);
+        p->conn = NULL;
+    }
+    sbx_error_free(&err);
 }
 
 static void *storeprobe_main(void *arg)

@@ -198,6 +198,14 @@ void sbx_q_null(struct sbx_q *q, int i)
     sbx_q_text(q, i, NULL);
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* A connection the server dropped (a restart of the database) is opened again
  * before the next statement; that statement fails if it cannot be. Never
  * inside a transaction: the server ended it with the connection, and a
@@ -209,18 +217,37 @@ void sbx_q_null(struct sbx_q *q, int i)
  * taken for the next one's. */
 static void pg_revive(struct sbx_store *st)
 {
-    if ((PQstatus(st->pg) == CONNECTION_BAD || st->timed_out) && !st->tx) {
-        st->timed_out = 0;
-        PQreset(st->pg);
+    int64_t deadline;
+
+    if ((PQstatus(st->pg) != CONNECTION_BAD && !st->timed_out) || st->tx) {
+        return;
     }
-}
+    /* (added) the new connection is made within the call's deadline too:
+     * a server that does not answer leaves it timed out, tried again by the
+     * next call */
+    st->timed_out = 0;
+    if (!PQresetStart(st->pg)) {
+        return;
+    }
+    deadline = mono_ms() + sbx_store_pg_deadline_ms();
+    for (;;) {
+        PostgresPollingStatusType ps = PQresetPoll(st->pg);
+        struct pollfd p = {PQsocket(st->pg), POLLIN, 0};
+        int64_t left = deadline - mono_ms();
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        if (ps == PGRES_POLLING_OK || ps == PGRES_POLLING_FAILED) {
+            return;
+        }
+        if (left <= 0) {
+            st->timed_out = 1;
+            sbx_store_gate_set(st->gate, 1);
+            return;
+        }
+        p.events = ps == PGRES_POLLING_WRITING ? POLLOUT : POLLIN;
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
+            return;
+        }
+    }
 }
 
 void sbx_store_set_gate(struct sbx_store *st, struct sbx_store_gate *g)
