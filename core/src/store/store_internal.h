@@ -20,7 +20,6 @@ struct sbx_store {
     struct sbx_store_gate *gate; /* (added) sbx_store_set_gate, or NULL */
 };
 
-
 /* -1 with "store: PATH: WHAT: engine message" */
 int sbx_store_fail(struct sbx_store *st, sbx_error_t **err, const char *what);
 int64_t sbx_store_now(void);
