@@ -33,9 +33,11 @@ struct runner_storeprobe {
     struct sbx_store_gate gate;
 };
 
-/* One read of the store on the probe's connection; "" in msg when it
- * answered in time. */
-static void probe(struct runner_storeprobe *p, char *msg, size_t len)
+/* One read of the store on the probe's connection: 0 it answered in time
+ * (msg ""), 1 it answered late or not at all (a stall: the gate closes), 2 it
+ * failed at once (a refused connection: nothing waits on it, the gate stays
+ * as it is). */
+static int probe(struct runner_storeprobe *p, char *msg, size_t len)
 {
     struct sbx_runner *r = p->r;
     sbx_error_t *err = NULL;
@@ -53,8 +55,9 @@ static void probe(struct runner_storeprobe *p, char *msg, size_t len)
         if (took > sbx_store_pg_deadline_ms() / 2) {
             snprintf(msg, len, "the store answered in %lld ms (slower than %d ms)", (long long)took,
                      sbx_store_pg_deadline_ms() / 2);
+            return 1;
         }
-        return;
+        return 0;
     }
     snprintf(msg, len, "%s", sbx_error_msg(err));
     /* a connection past its deadline is reset by its next call; one the
@@ -64,12 +67,14 @@ static void probe(struct runner_storeprobe *p, char *msg, size_t len)
         p->conn = NULL;
     }
     sbx_error_free(&err);
+    return sbx_mono_ms() - t0 > sbx_store_pg_deadline_ms() / 2 ? 1 : 2;
 }
 
 static void *storeprobe_main(void *arg)
 {
     struct runner_storeprobe *p = arg;
     char msg[sizeof(p->msg)];
+    int rc;
 
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
@@ -78,12 +83,14 @@ static void *storeprobe_main(void *arg)
 
         p->in_flight_since = sbx_mono_ms();
         pthread_mutex_unlock(&p->mu);
-        probe(p, msg, sizeof(msg));
+        rc = probe(p, msg, sizeof(msg));
         pthread_mutex_lock(&p->mu);
         p->in_flight_since = 0;
         p->done_at = sbx_mono_ms();
         memcpy(p->msg, msg, sizeof(p->msg));
-        sbx_store_gate_set(&p->gate, msg[0] != '\0');
+        if (rc != 2) {
+            sbx_store_gate_set(&p->gate, rc == 1);
+        }
         at =
             p->done_at + (msg[0] != '\0' && p->interval_ms > STOREPROBE_DOWN_MS ? STOREPROBE_DOWN_MS
                                                                                 : p->interval_ms);
