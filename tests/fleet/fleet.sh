@@ -43,6 +43,17 @@
 #          hold across the hop; the unix socket gets a 502 for a TCP owner.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
 #          started again, every accepted job finishes.
+#   dbstall (added, issue 31) the jobs table locked (a psql session holds
+#          ACCESS EXCLUSIVE): a submit answers 503 within its deadline
+#          (runner.database_timeout 1 s, + 1 s), GET /healthz and GET / within
+#          1 s (the times are printed; the 100 ms target is bench/dbstall_bench.sh);
+#          the lock released, the store is ok again, and every accepted job
+#          and a new one finish.
+#   dbbench (added, issue 31) the API's p50/p99 per route (GET /healthz, GET /,
+#          GET /v1/jobs/ID, POST /v1/jobs) under a steady stream of submits,
+#          with the database healthy and then answering every message after
+#          2 s (bench/pg_delay_proxy.py); runner.database_timeout 1 s
+#          (bench/dbstall_bench.sh).
 #   taskdup (added, issue 25) one task id, two jobs: alice's queued behind the
 #          pool's busy heavy slot and a light one of the task that the API
 #          did not see (two boxes' submits at once, written
@@ -813,6 +824,142 @@ fwdkill)
     grep -q "box b2" "$work/o.out" || fail "output of a dead box's job: $(cat "$work/o.out")"
     kill -0 "${pid[b1]}" || fail "b1 died"
     echo "fleet: owner killed mid-follow: '$(cat "$work/f.err")'; then HTTP $code"
+    ;;
+dbbench)
+    pgdir=${SBX_TEST_PG_DSN##*host=}
+    pgsock=$(ls "$pgdir"/.s.PGSQL.* | grep -v '\.lock$' | head -1)
+    mkdir -p "$work/px"
+    python3 "$(dirname "$0")/../../bench/pg_delay_proxy.py" "$work/px/$(basename "$pgsock")" \
+        "$pgsock" "$work/px/delay" 2 &
+    proxy=$!
+    trap 'kill $proxy 2>/dev/null || true; cleanup' EXIT
+    px_up() { [ -S "$work/px/$(basename "$pgsock")" ]; }
+    wait_until 10 "the delaying proxy" px_up
+    conf b1 '"ci"'
+    sed -i "s|host=$pgdir|host=$work/px|; s/lease = 2;/lease = 8; database_timeout = 1;/" "$work/b1/sbx.conf"
+    start b1
+    wait_socket b1
+    python3 - "$work/b1/runner.sock" "$work/px/delay" "$work/accepted" <<'PY'
+import http.client, json, os, socket, sys, threading, time
+sock, flag, accepted = sys.argv[1:4]
+class U(http.client.HTTPConnection):
+    def __init__(self):
+        super().__init__("localhost", timeout=60)
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(60)
+        self.sock.connect(sock)
+def call(c, method, path, body=None):
+    t = time.monotonic()
+    c.request(method, path, body, {"Content-Type": "application/json"} if body else {})
+    r = c.getresponse()
+    data = r.read()
+    return (time.monotonic() - t) * 1000, r.status, data
+ids = []
+def phase(name, secs):
+    lat = {"GET /healthz": [], "GET /": [], "GET /v1/jobs/ID": [], "POST /v1/jobs": []}
+    codes = {}
+    stop = time.monotonic() + secs
+    def submitter():
+        c = U()
+        while time.monotonic() < stop:
+            ms, code, data = call(c, "POST", "/v1/jobs", json.dumps({"argv": ["hello"], "pool": "ci"}))
+            lat["POST /v1/jobs"].append(ms)
+            codes[code] = codes.get(code, 0) + 1
+            if code == 201:
+                ids.append(json.loads(data)["id"])
+            time.sleep(0.05)
+    th = threading.Thread(target=submitter)
+    th.start()
+    c = U()
+    while time.monotonic() < stop:
+        for route, path in (("GET /healthz", "/healthz"), ("GET /", "/"),
+                            ("GET /v1/jobs/ID", "/v1/jobs/" + (ids[0] if ids else "j-000000000000"))):
+            ms, code, _ = call(c, "GET", path)
+            lat[route].append(ms)
+        time.sleep(0.02)
+    th.join()
+    out = {}
+    for route, v in lat.items():
+        v.sort()
+        p = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
+        out[route] = (p(0.5), p(0.99), len(v), v[-1] if v else float("nan"))
+    print("dbbench: %s: submits by HTTP code %s" % (name, json.dumps(codes, sort_keys=True)))
+    return out
+healthy = phase("healthy", 8)
+open(flag, "w").close()
+delayed = phase("delayed 2 s", 12)
+os.unlink(flag)
+print("dbbench: route             healthy p50/p99/max ms        delayed p50/p99/max ms        p99 ratio")
+for route in healthy:
+    h, d = healthy[route], delayed[route]
+    print("dbbench: %-18s %7.1f / %7.1f / %7.1f    %7.1f / %7.1f / %7.1f    %6.1fx  (n %d, %d)" %
+          (route, h[0], h[1], h[3], d[0], d[1], d[3], d[1] / h[1] if h[1] else float("nan"), h[2], d[2]))
+open(accepted, "w").write("\n".join(ids))
+PY
+    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep -q '"store":"ok"'; }
+    wait_until 60 "/healthz to say the store is ok again" store_ok
+    n=$(wc -l <"$work/accepted")
+    for id in $(cat "$work/accepted"); do wait_state "$id" finished 60; done
+    echo "dbbench: every accepted job ($((n + 1))) finished"
+    ;;
+dbstall)
+    conf b1 '"ci"'
+    sed -i 's/lease = 2;/lease = 8; database_timeout = 1;/' "$work/b1/sbx.conf"
+    start b1
+    wait_socket b1
+    ids=""
+    for i in 1 2; do
+        ids="$ids $(api b1 POST /v1/jobs '{"argv": ["sleep", "2500"], "pool": "ci"}' | jid)"
+    done
+    for id in $ids; do wait_state "$id" "running|finished" 30; done
+    # the stall: a session holds the jobs table until it is terminated
+    PGAPPNAME=sbxstall PGPASSWORD=$SBX_TEST_PG_PASSWORD "$bindir/psql" -X -q "$SBX_TEST_PG_DSN" \
+        -c "BEGIN; LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600); COMMIT;" \
+        >/dev/null 2>&1 &
+    locker=$!
+    locked() {
+        [ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'jobs' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ]
+    }
+    wait_until 30 "the jobs table to be locked" locked
+    ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+    t0=$(date +%s%N)
+    code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/s.head" -o "$work/s.out" \
+        -w '%{http_code}' -d '{"argv": ["hello"], "pool": "ci"}' http://sbx/v1/jobs)
+    submit_ms=$(ms "$t0")
+    [ "$code" = 503 ] || fail "a submit with the database stalled: HTTP $code ($(cat "$work/s.out"))"
+    [ "$(wc -l <"$work/s.out")" = 1 ] || fail "the stalled submit's 503: not one line"
+    grep -qi '^Retry-After:' "$work/s.head" || fail "the stalled submit's 503 has no Retry-After"
+    [ "$submit_ms" -lt 6000 ] || fail "the stalled submit took $submit_ms ms (deadline 2000)"
+    worst_h=0
+    worst_p=0
+    for i in 1 2 3 4 5; do
+        t0=$(date +%s%N)
+        code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o "$work/h.out" -w '%{http_code}' \
+            http://sbx/healthz)
+        t=$(ms "$t0")
+        [ "$t" -gt "$worst_h" ] && worst_h=$t
+        [ "$code" = 503 ] || fail "/healthz with the database stalled: HTTP $code ($(cat "$work/h.out"))"
+        t0=$(date +%s%N)
+        code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null -w '%{http_code}' \
+            http://sbx/)
+        t=$(ms "$t0")
+        [ "$t" -gt "$worst_p" ] && worst_p=$t
+        case "$code" in 2??|3??) ;; *) fail "GET / with the database stalled: HTTP $code" ;; esac
+    done
+    if grep -q '"store":"ok"' "$work/h.out"; then
+        fail "/healthz says the stalled store is ok: $(cat "$work/h.out")"
+    fi
+    echo "fleet: database stalled: submit 503 in $submit_ms ms; /healthz worst $worst_h ms, GET / worst $worst_p ms (of 5)"
+    [ "$worst_h" -lt 1000 ] || fail "/healthz took $worst_h ms with the database stalled"
+    [ "$worst_p" -lt 1000 ] || fail "GET / took $worst_p ms with the database stalled"
+    sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sbxstall'" >/dev/null
+    wait_pid "$locker" 30 || true
+    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep -q '"store":"ok"'; }
+    wait_until 30 "/healthz to say the store is ok again" store_ok
+    after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
+    for id in $ids $after; do wait_state "$id" finished 60; done
+    echo "fleet: database stall ended: the 2 accepted jobs and a new one finished"
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;

@@ -155,6 +155,8 @@ struct sbx_config {
          * of boxes on one queue; NULL = SQLite at runner.state (one box) */
         char *database;
         char *database_password_env; /* (added) the variable that holds its password */
+        int64_t database_timeout;    /* (added) seconds: statement_timeout, call deadline */
+        int64_t database_keepalive;  /* (added) seconds: TCP keepalive idle */
         int64_t lease;               /* (added) runner.lease, seconds: a box's lease */
         int64_t orphan_sweep;        /* (added) runner.orphan_sweep, seconds (runner/warm.c) */
         int keep_output;             /* (added) runner.keep_output: ended jobs' output kept */

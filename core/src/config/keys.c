@@ -275,6 +275,15 @@ const struct sbx_key_def sbx_config_keys[] = {
         .doc_def = "none (libpq's own means, e.g. `~/.pgpass`)",
         .help = "**(added)** the environment variable holding the database password (never "
                 "in the file, never logged); unset or empty at start: exit 2"),
+    KEY("runner.database_timeout", DURATION, runner.database_timeout, .def = "5s", AT_LEAST(1),
+        .help = "**(added)** every PostgreSQL statement's `statement_timeout`, and (plus 1 s) "
+                "each call's deadline on the box's side: past it the API answers `503` with "
+                "`Retry-After`, and the box's calls fail at once until a probe finds the "
+                "database answering again (docs/runner.md, A slow or silent database)"),
+    KEY("runner.database_keepalive", DURATION, runner.database_keepalive, .def = "10s", AT_LEAST(1),
+        .help = "**(added)** TCP keepalives of the PostgreSQL connections: the first probe "
+                "after this idle time, then every third of it; 3 lost probes (or data unacked "
+                "for twice this) end the connection"),
     KEY("runner.lease", DURATION, runner.lease, .def = "30s", AT_LEAST(1),
         .help = "**(added)** a fleet box's lease: it renews it every third of this; a box "
                 "silent this long is lost to the others (its jobs go back to the queue or end "

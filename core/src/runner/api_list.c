@@ -174,16 +174,19 @@ void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
 
 static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int ready)
 {
-    sbx_error_t *err = NULL;
+    char store[512] = "";
+    double store_age = 0;
+    /* (added) the probe's last answer: never a call on the loop */
+    int store_ok = runner_storeprobe_state(r, store, sizeof(store), &store_age) == 0;
     char engine[512] = "";
-    int store_ok = sbx_store_ping(r->store, &err) == 0;
     int engine_ok = runner_health_engine(r, engine, sizeof(engine)) == 0;
     json_t *o = json_object();
     json_t *down = json_array();
     int draining = 0;
     int backlog;
 
-    json_object_set_new(o, "store", json_string(store_ok ? "ok" : sbx_error_msg(err)));
+    json_object_set_new(o, "store", json_string(store_ok ? "ok" : store));
+    json_object_set_new(o, "store_checked", json_real(store_age));
     json_object_set_new(o, "engine", json_string(engine_ok ? "ok" : engine));
     if (!store_ok) {
         json_array_append_new(down, json_string("store"));
@@ -196,7 +199,6 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
     if (backlog > SBX_REMOVAL_BACKLOG_MAX) {
         json_array_append_new(down, json_string("removal-backlog"));
     }
-    sbx_error_free(&err);
     if (ready) { /* (added) the image before work (image_check.c) */
         char why[512];
 

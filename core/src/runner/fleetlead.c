@@ -197,6 +197,9 @@ void runner_lead_beat(struct sbx_runner *r, struct runner_lead **lp)
     if (l == NULL) {
         l = *lp = xcalloc(1, sizeof(*l));
     }
+    if (runner_store_stalled(r)) {
+        return; /* (added) no wait on a database known stalled: the next beat */
+    }
     if (l->conn == NULL) {
         l->conn = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
         if (l->conn == NULL) {

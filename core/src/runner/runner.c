@@ -607,6 +607,8 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store_path == NULL) {
         goto fail;
     }
+    sbx_store_pg_limits((int)r->cfg->runner.database_timeout * 1000,
+                        (int)r->cfg->runner.database_keepalive);
     r->store = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
     if (r->store == NULL) {
         goto fail;
@@ -638,7 +640,9 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     }
     if (runner_api_bind(r, err) < 0 ||
         runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                            err) < 0) {
+                            err) < 0 ||
+        runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
+                                err) < 0) {
         goto fail;
     }
     return r;
@@ -738,6 +742,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         event_base_free(r->base);
     }
     runner_health_free(r);
+    runner_storeprobe_free(r);
     runner_status_free(r);
     runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */

@@ -150,11 +150,12 @@ struct sbx_runner {
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
     double pool_cpus[SBX_POOL_COUNT];
     int64_t pool_memory[SBX_POOL_COUNT];
-    struct runner_health *health; /* (added) health.c */
-    struct runner_fleet *fleet;   /* (added) fleet.c: NULL on SQLite (one box) */
-    struct runner_status *status; /* (added) status.c: the status page's sessions */
-    struct runner_warm *warm;     /* (added) warm.c, under mu */
-    struct runner_image *image;   /* (added) image_check.c: the image before work */
+    struct runner_health *health;         /* (added) health.c */
+    struct runner_storeprobe *storeprobe; /* (added) storeprobe.c */
+    struct runner_fleet *fleet;           /* (added) fleet.c: NULL on SQLite (one box) */
+    struct runner_status *status;         /* (added) status.c: the status page's sessions */
+    struct runner_warm *warm;             /* (added) warm.c, under mu */
+    struct runner_image *image;           /* (added) image_check.c: the image before work */
 };
 
 /* (added) image_check.c: the configured image is in the engine (pulled by
@@ -295,6 +296,17 @@ int runner_health_engine(struct sbx_runner *r, char *why, size_t len);
 /* (added) sandboxes killed and waiting for the engine's removal at the last
  * probe, -1: unknown (sandbox/backlog.h) */
 int runner_health_backlog(struct sbx_runner *r);
+
+/* (added) storeprobe.c: a thread reads the store every interval_ms on its
+ * own connection and keeps the loop connection's gate, so that no request
+ * waits on a stalled database (docs/runner.md, A slow or silent database) */
+int runner_storeprobe_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err);
+void runner_storeprobe_free(struct sbx_runner *r);
+/* 0 when the last read answered, else -1 with why; *age_s: seconds since */
+int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double *age_s);
+/* 1 while a call of the box passed its deadline and the probe has not seen
+ * the database answer since (the loop's calls fail at once meanwhile) */
+int runner_store_stalled(struct sbx_runner *r);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);

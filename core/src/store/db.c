@@ -1,9 +1,11 @@
 /* db.c - one statement API over SQLite and libpq (db.h). */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "store/store_internal.h"
 #include "util/xalloc.h"
@@ -196,16 +198,160 @@ void sbx_q_null(struct sbx_q *q, int i)
     sbx_q_text(q, i, NULL);
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* A connection the server dropped (a restart of the database) is opened again
  * before the next statement; that statement fails if it cannot be. Never
  * inside a transaction: the server ended it with the connection, and a
  * statement on a new session would commit alone, outside what the caller
  * meant as one unit; it fails instead, the caller rolls back, and the
- * statement after the rollback opens the connection again. */
+ * statement after the rollback opens the connection again. (added) A
+ * connection whose call passed its deadline is opened again the same way:
+ * its server may still be running that call, and its answer must not be
+ * taken for the next one's. */
 static void pg_revive(struct sbx_store *st)
 {
-    if (PQstatus(st->pg) == CONNECTION_BAD && !st->tx) {
-        PQreset(st->pg);
+    int64_t deadline;
+
+    if ((PQstatus(st->pg) != CONNECTION_BAD && !st->timed_out) || st->tx) {
+        return;
+    }
+    /* (added) the new connection is made within the call's deadline too:
+     * a server that does not answer leaves it timed out, tried again by the
+     * next call */
+    st->timed_out = 0;
+    if (!PQresetStart(st->pg)) {
+        return;
+    }
+    deadline = mono_ms() + sbx_store_pg_deadline_ms();
+    for (;;) {
+        PostgresPollingStatusType ps = PQresetPoll(st->pg);
+        struct pollfd p = {PQsocket(st->pg), POLLIN, 0};
+        int64_t left = deadline - mono_ms();
+
+        if (ps == PGRES_POLLING_OK || ps == PGRES_POLLING_FAILED) {
+            return;
+        }
+        if (left <= 0) {
+            st->timed_out = 1;
+            sbx_store_gate_set(st->gate, 1);
+            return;
+        }
+        p.events = ps == PGRES_POLLING_WRITING ? POLLOUT : POLLIN;
+        if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
+            return;
+        }
+    }
+}
+
+void sbx_store_set_gate(struct sbx_store *st, struct sbx_store_gate *g)
+{
+    st->gate = g;
+}
+
+int64_t sbx_store_gate_down(const struct sbx_store_gate *g)
+{
+    return g == NULL ? 0 : __atomic_load_n(&g->down_since, __ATOMIC_ACQUIRE);
+}
+
+void sbx_store_gate_set(struct sbx_store_gate *g, int down)
+{
+    int64_t zero = 0;
+
+    if (g == NULL) {
+        return;
+    }
+    if (!down) {
+        __atomic_store_n(&g->down_since, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    /* the first call past its deadline dates the stall */
+    __atomic_compare_exchange_n(&g->down_since, &zero, mono_ms(), 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_ACQUIRE);
+}
+
+/* (added) Why a call is refused at once: its gate is closed, or it is inside
+ * a transaction whose call passed its deadline. NULL: it may run. */
+static const char *pg_refused(struct sbx_store *st, char *buf, size_t len)
+{
+    int64_t since = sbx_store_gate_down(st->gate);
+
+    if (since != 0) {
+        snprintf(buf, len,
+                 "the database has not answered within %d ms for %lld ms; calls fail at once "
+                 "until it answers again",
+                 sbx_store_pg_deadline_ms(), (long long)(mono_ms() - since));
+        return buf;
+    }
+    if (st->timed_out && st->tx) {
+        snprintf(buf, len, "an earlier call of this transaction passed its deadline (%d ms)",
+                 sbx_store_pg_deadline_ms());
+        return buf;
+    }
+    return NULL;
+}
+
+/* (added) One call with a deadline (sbx_store_pg_deadline_ms): sent without
+ * blocking, its answer awaited with poll(2). NULL with msg set when it could
+ * not be sent, or passed its deadline (then st->timed_out: the connection is
+ * opened again before the next statement, and a gate closes). The last
+ * result otherwise, as PQexec returns it. */
+static PGresult *pg_call(struct sbx_store *st, const char *sql, int n_params, const Oid *types,
+                         const char *const *params, char *msg, size_t len)
+{
+    int64_t deadline = mono_ms() + sbx_store_pg_deadline_ms();
+    PGresult *last = NULL, *res;
+    int sent = n_params >= 0
+                   ? PQsendQueryParams(st->pg, sql, n_params, types, params, NULL, NULL, 0)
+                   : PQsendQuery(st->pg, sql);
+
+    if (!sent) {
+        snprintf(msg, len, "%s", PQerrorMessage(st->pg));
+        return NULL;
+    }
+    for (;;) {
+        int flushed = PQflush(st->pg); /* 0 all sent, 1 more to send, -1 error */
+
+        if (flushed == 0 && !PQconsumeInput(st->pg)) {
+            flushed = -1;
+        }
+        while (flushed == 0 && !PQisBusy(st->pg)) {
+            res = PQgetResult(st->pg);
+            if (res == NULL) {
+                return last;
+            }
+            PQclear(last);
+            last = res;
+        }
+        if (flushed < 0 || PQstatus(st->pg) == CONNECTION_BAD) {
+            PQclear(last);
+            snprintf(msg, len, "%s", PQerrorMessage(st->pg));
+            return NULL;
+        }
+        {
+            int64_t left = deadline - mono_ms();
+            struct pollfd p = {PQsocket(st->pg), (short)(POLLIN | (flushed ? POLLOUT : 0)), 0};
+
+            if (left <= 0) {
+                PQclear(last);
+                st->timed_out = 1;
+                sbx_store_gate_set(st->gate, 1);
+                snprintf(msg, len, "the database did not answer within %d ms",
+                         sbx_store_pg_deadline_ms());
+                return NULL;
+            }
+            if (poll(&p, 1, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR) {
+                PQclear(last);
+                snprintf(msg, len, "poll: %s", strerror(errno));
+                return NULL;
+            }
+        }
     }
 }
 
@@ -214,18 +360,30 @@ static int pg_step(struct sbx_q *q, const char *what, sbx_error_t **err)
     if (!q->ran) {
         ExecStatusType rs;
 
+        char msg[512] = "";
+        const char *why;
+
         q->ran = 1;
-        pg_revive(q->st);
         q->row = -1;
-        q->res = PQexecParams(q->st->pg, q->sql, q->n_params, q->types,
-                              (const char *const *)q->params, NULL, NULL, 0);
+        why = pg_refused(q->st, msg, sizeof(msg));
+        if (why != NULL) {
+            return sbx_error_set(err, SBX_E_GENERIC, "store: %s: %s: %s", q->st->path, what, why);
+        }
+        pg_revive(q->st);
+        q->res = pg_call(q->st, q->sql, q->n_params, q->types, (const char *const *)q->params, msg,
+                         sizeof(msg));
         rs = q->res ? PQresultStatus(q->res) : PGRES_FATAL_ERROR;
         if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
             const char *state = q->res ? PQresultErrorField(q->res, PG_DIAG_SQLSTATE) : NULL;
-            char msg[512];
 
-            snprintf(msg, sizeof(msg), "%s",
-                     q->res ? PQresultErrorMessage(q->res) : PQerrorMessage(q->st->pg));
+            if (q->res != NULL) {
+                snprintf(msg, sizeof(msg), "%s", PQresultErrorMessage(q->res));
+            }
+            if (state != NULL && strcmp(state, "57014") == 0) {
+                /* statement_timeout: the database is as good as stalled */
+                q->st->timed_out = 1;
+                sbx_store_gate_set(q->st->gate, 1);
+            }
             sbx_store_one_line(msg);
             return sbx_error_set(
                 err, state != NULL && strcmp(state, "23505") == 0 ? EEXIST : SBX_E_GENERIC,
@@ -323,13 +481,21 @@ int sbx_store_exec(struct sbx_store *st, const char *sql, sbx_error_t **err)
 {
     if (st->pg != NULL) {
         PGresult *res;
-
-        pg_revive(st);
-        res = PQexec(st->pg, sql);
-        ExecStatusType rs = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        ExecStatusType rs;
+        char msg[512] = "";
         int r = 0;
 
-        if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
+        if (pg_refused(st, msg, sizeof(msg)) != NULL) {
+            return sbx_error_set(err, SBX_E_GENERIC, "store: %s: %s: %s", st->path, sql, msg);
+        }
+        pg_revive(st);
+        res = pg_call(st, sql, -1, NULL, NULL, msg, sizeof(msg));
+        rs = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (res == NULL) {
+            sbx_store_one_line(msg);
+            r = sbx_error_set(err, SBX_E_GENERIC, "store: %s: %s: %s", st->path, sql, msg);
+        }
+        else if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
             r = sbx_store_fail(st, err, sql);
         }
         PQclear(res);
@@ -401,6 +567,10 @@ void sbx_store_batch_abort(struct sbx_store *st, int relaxed)
 
 void sbx_store_rollback(struct sbx_store *st)
 {
+    if (st->pg != NULL && st->timed_out) {
+        st->tx = 0; /* the reset before the next statement ends it on the server */
+        return;
+    }
     sbx_store_exec(st, "ROLLBACK", NULL);
     st->tx = 0;
 }

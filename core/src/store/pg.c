@@ -63,6 +63,27 @@ static const char pg_schema_2[] =
     " pid INTEGER NOT NULL," /* its backend, which holds the lock */
     " since BIGINT NOT NULL);";
 
+/* (added) sbx_store_pg_limits: set once at start, read by every open */
+static int pg_timeout_ms = 5000;
+static int pg_keepalive_s = 10;
+
+void sbx_store_pg_limits(int timeout_ms, int keepalive_s)
+{
+    if (timeout_ms > 0) {
+        pg_timeout_ms = timeout_ms;
+    }
+    if (keepalive_s > 0) {
+        pg_keepalive_s = keepalive_s;
+    }
+}
+
+int sbx_store_pg_deadline_ms(void)
+{
+    /* the server's statement_timeout answers first when the server runs;
+     * this one covers a server or network that says nothing */
+    return pg_timeout_ms + 1000;
+}
+
 static void quiet(void *arg, const char *message)
 {
     (void)arg;
@@ -186,10 +207,11 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
                       sbx_error_t **err)
 {
     const char *password = NULL;
-    const char *keys[5];
-    const char *vals[5];
+    const char *keys[12];
+    const char *vals[12];
     int n = 0;
     char msg[512];
+    char options[64], idle[16], interval[16], user_timeout[24];
 
     if (dsn_check(dsn, err) < 0) {
         return -1;
@@ -208,6 +230,26 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
     vals[n++] = "5";
     keys[n] = "application_name";
     vals[n++] = "sbx";
+    /* (added) a slow or silent database (docs/runner.md): every statement
+     * ends within statement_timeout (lock waits included), and a peer that
+     * vanished is found by TCP keepalives, not by the kernel's 2 hours. A
+     * unix socket ignores the TCP ones. */
+    snprintf(options, sizeof(options), "-c statement_timeout=%d", pg_timeout_ms);
+    snprintf(idle, sizeof(idle), "%d", pg_keepalive_s);
+    snprintf(interval, sizeof(interval), "%d", pg_keepalive_s / 3 > 0 ? pg_keepalive_s / 3 : 1);
+    snprintf(user_timeout, sizeof(user_timeout), "%d", pg_keepalive_s * 2 * 1000);
+    keys[n] = "options";
+    vals[n++] = options;
+    keys[n] = "keepalives";
+    vals[n++] = "1";
+    keys[n] = "keepalives_idle";
+    vals[n++] = idle;
+    keys[n] = "keepalives_interval";
+    vals[n++] = interval;
+    keys[n] = "keepalives_count";
+    vals[n++] = "3";
+    keys[n] = "tcp_user_timeout";
+    vals[n++] = user_timeout;
     keys[n] = "dbname";
     vals[n++] = dsn;
     if (password != NULL) {

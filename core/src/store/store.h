@@ -116,6 +116,27 @@ struct sbx_store *sbx_store_open(const char *path, sbx_error_t **err);
  * cannot be reached, refuses the login, or holds a schema of another version
  * is SBX_E_CONFIG (exit 2 at start) with one line naming the DSN. */
 struct sbx_store *sbx_store_open_ex(const char *path, const char *password_env, sbx_error_t **err);
+/* (added) The limits of every PostgreSQL connection opened after this call
+ * (docs/runner.md, "A slow or silent database"): statement_timeout
+ * (timeout_ms, also each call's deadline on the client side, plus 1 s), and
+ * TCP keepalives (probes after keepalive_s idle, every third of it, 3 lost
+ * probes end the connection; also TCP_USER_TIMEOUT). 0 keeps a default (5 s,
+ * 10 s). Set once at start, before any open. */
+void sbx_store_pg_limits(int timeout_ms, int keepalive_s);
+/* (added) The client-side deadline of one PostgreSQL call, ms. */
+int sbx_store_pg_deadline_ms(void);
+/* (added) A gate shared by connections and the thread that probes the
+ * database: down_since (monotonic ms, 0 open) set when a call passed its
+ * deadline; a connection with a closed gate fails every call at once
+ * (sbx_store_down is 1) until the probe finds the database answering again
+ * and opens it. The loop thread's connection has one so that it never waits
+ * on a database already known to be stalled. */
+struct sbx_store_gate {
+    int64_t down_since; /* atomic: __atomic builtins */
+};
+void sbx_store_set_gate(struct sbx_store *st, struct sbx_store_gate *g);
+int64_t sbx_store_gate_down(const struct sbx_store_gate *g);
+void sbx_store_gate_set(struct sbx_store_gate *g, int down);
 /* (added) 1 when location is a PostgreSQL DSN. */
 int sbx_store_location_is_pg(const char *location);
 void sbx_store_close(struct sbx_store *st);

@@ -14,6 +14,10 @@ struct sbx_store {
     char *path;  /* the file, or the DSN (which never holds a password) */
     char *box;   /* sbx_store_set_box, or NULL */
     int tx;      /* a transaction is open (sbx_store_begin .. commit or rollback) */
+    /* (added) PostgreSQL: a call passed its deadline; the connection is reset
+     * before the next statement outside a transaction (db.c) */
+    int timed_out;
+    struct sbx_store_gate *gate; /* (added) sbx_store_set_gate, or NULL */
 };
 
 /* -1 with "store: PATH: WHAT: engine message" */

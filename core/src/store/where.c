@@ -63,5 +63,7 @@ int sbx_store_job_own(struct sbx_store *st, const char *id, sbx_error_t **err)
 
 int sbx_store_down(struct sbx_store *st)
 {
-    return st != NULL && st->pg != NULL && PQstatus(st->pg) != CONNECTION_OK;
+    return st != NULL && st->pg != NULL &&
+           (PQstatus(st->pg) != CONNECTION_OK || st->timed_out ||
+            sbx_store_gate_down(st->gate) != 0);
 }

@@ -1,0 +1,187 @@
+/* storeprobe.c - the store side of GET /healthz, and the gate of the loop's
+ * store connection (docs/runner.md, "A slow or silent database").
+ *
+ * A thread reads the store every interval on its own connection (every
+ * STOREPROBE_DOWN_MS while it is down) and keeps the answer and its time, so
+ * /healthz and the status page answer from what the box already knows and
+ * never wait on the database. On PostgreSQL it also keeps the gate
+ * (sbx_store_set_gate) of the loop's connection: a call of the loop that
+ * passed its deadline closes it, and every call of the loop then fails at
+ * once (the API answers 503 with Retry-After) until this probe finds the
+ * database answering again and opens it. The loop so waits on a stalled
+ * database once per stall, for one deadline, never per request. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runner/runner_int.h"
+#include "util/xalloc.h"
+
+#define STOREPROBE_DOWN_MS 250
+
+struct runner_storeprobe {
+    struct sbx_runner *r;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    int interval_ms;
+    int stop;
+    int64_t in_flight_since; /* ms, 0: no probe running */
+    int64_t done_at;         /* ms of the last answer, 0: none yet */
+    char msg[400];           /* "" ok, else why */
+    struct sbx_store *conn;  /* the probe's own connection; probe thread only */
+    struct sbx_store_gate gate;
+};
+
+/* One read of the store on the probe's connection: 0 it answered in time
+ * (msg ""), 1 it answered late or not at all (a stall: the gate closes), 2 it
+ * failed at once (a refused connection: nothing waits on it, the gate stays
+ * as it is). */
+static int probe(struct runner_storeprobe *p, char *msg, size_t len)
+{
+    struct sbx_runner *r = p->r;
+    sbx_error_t *err = NULL;
+    int64_t t0 = sbx_mono_ms(), took;
+
+    msg[0] = '\0';
+    if (p->conn == NULL) {
+        p->conn = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
+    }
+    if (p->conn != NULL && sbx_store_ping(p->conn, &err) == 0) {
+        /* an answer slower than half the deadline is no answer: the gate
+         * opens only for a database that answers in time again, else the
+         * loop would wait a whole deadline after each opening */
+        took = sbx_mono_ms() - t0;
+        if (took > sbx_store_pg_deadline_ms() / 2) {
+            snprintf(msg, len, "the store answered in %lld ms (slower than %d ms)", (long long)took,
+                     sbx_store_pg_deadline_ms() / 2);
+            return 1;
+        }
+        return 0;
+    }
+    snprintf(msg, len, "%s", sbx_error_msg(err));
+    /* a connection past its deadline is reset by its next call; one the
+     * server dropped too: a new one at the next probe either way */
+    if (p->conn != NULL && sbx_store_down(p->conn)) {
+        sbx_store_close(p->conn);
+        p->conn = NULL;
+    }
+    sbx_error_free(&err);
+    return sbx_mono_ms() - t0 > sbx_store_pg_deadline_ms() / 2 ? 1 : 2;
+}
+
+static void *storeprobe_main(void *arg)
+{
+    struct runner_storeprobe *p = arg;
+    char msg[sizeof(p->msg)];
+    int rc;
+
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop) {
+        struct timespec until;
+        int64_t at;
+
+        p->in_flight_since = sbx_mono_ms();
+        pthread_mutex_unlock(&p->mu);
+        rc = probe(p, msg, sizeof(msg));
+        pthread_mutex_lock(&p->mu);
+        p->in_flight_since = 0;
+        p->done_at = sbx_mono_ms();
+        memcpy(p->msg, msg, sizeof(p->msg));
+        if (rc != 2) {
+            sbx_store_gate_set(&p->gate, rc == 1);
+        }
+        at =
+            p->done_at + (msg[0] != '\0' && p->interval_ms > STOREPROBE_DOWN_MS ? STOREPROBE_DOWN_MS
+                                                                                : p->interval_ms);
+        until.tv_sec = (time_t)(at / 1000);
+        until.tv_nsec = (long)(at % 1000) * 1000000;
+        while (!p->stop && sbx_mono_ms() < at) {
+            pthread_cond_timedwait(&p->cv, &p->mu, &until);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int runner_storeprobe_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err)
+{
+    struct runner_storeprobe *p = xcalloc(1, sizeof(*p));
+    pthread_condattr_t ca;
+
+    p->r = r;
+    p->interval_ms = interval_ms;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* the first answer before the API listens: /healthz never says "not yet" */
+    probe(p, p->msg, sizeof(p->msg));
+    p->done_at = sbx_mono_ms();
+    r->storeprobe = p;
+    sbx_store_set_gate(r->store, &p->gate);
+    if (pthread_create(&p->th, NULL, storeprobe_main, p) != 0) {
+        sbx_store_set_gate(r->store, NULL);
+        r->storeprobe = NULL;
+        sbx_store_close(p->conn);
+        pthread_mutex_destroy(&p->mu);
+        pthread_cond_destroy(&p->cv);
+        free(p);
+        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the store probe thread");
+    }
+    return 0;
+}
+
+void runner_storeprobe_free(struct sbx_runner *r)
+{
+    struct runner_storeprobe *p = r->storeprobe;
+
+    if (p == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->th, NULL); /* a probe in flight ends within the call's deadline */
+    sbx_store_set_gate(r->store, NULL);
+    sbx_store_close(p->conn);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+    r->storeprobe = NULL;
+}
+
+int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double *age_s)
+{
+    struct runner_storeprobe *p = r->storeprobe;
+    int64_t now = sbx_mono_ms();
+    int rc = -1;
+
+    *age_s = 0;
+    if (p == NULL) {
+        snprintf(why, len, "the store probe is not running");
+        return -1;
+    }
+    pthread_mutex_lock(&p->mu);
+    *age_s = (double)(now - p->done_at) / 1000;
+    if (p->in_flight_since != 0 && now - p->in_flight_since > sbx_store_pg_deadline_ms()) {
+        snprintf(why, len, "the store has not answered for %lld ms",
+                 (long long)(now - p->in_flight_since));
+    }
+    else if (sbx_store_gate_down(&p->gate) != 0 && p->msg[0] == '\0') {
+        snprintf(why, len, "a call of the box passed its deadline; waiting for the next probe");
+    }
+    else {
+        snprintf(why, len, "%s", p->msg);
+        rc = p->msg[0] ? -1 : 0;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+int runner_store_stalled(struct sbx_runner *r)
+{
+    return r->storeprobe != NULL && sbx_store_gate_down(&r->storeprobe->gate) != 0;
+}
