@@ -599,7 +599,7 @@ static const struct sbx_provider_ops provider_docker_ops = {
     /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
              SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_NESTED_CONTAINERS |
-             SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW,
+             SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW | SBX_PROVIDER_PAUSE,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,
@@ -613,6 +613,11 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .scan_secrets = dk_scan_secrets,
     .claim_worktree = dk_claim_worktree,
     .update_limits = dk_update_limits,
+    /* (added, ABI 1.5) files/pause */
+    .files_get = dk_files_get,
+    .files_put = dk_files_put,
+    .pause = dk_pause,
+    .resume = dk_resume,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

@@ -23,8 +23,9 @@
  * same change (docs/plugins.md, Versioning). 1.1: image_build, scan_secrets.
  * 1.2: claim_worktree, sbx_sandbox_spec.view_later (the runner's warm pool).
  * 1.3: update_limits (a warm sandbox resized at its claim).
- * 1.4: sbx_cred_scope.client and .pool (secrets bound to the client). */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 4u
+ * 1.4: sbx_cred_scope.client and .pool (secrets bound to the client).
+ * 1.5: files_get, files_put, pause, resume (issue 30: files/pause). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 5u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif
