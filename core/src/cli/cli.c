@@ -17,6 +17,7 @@ static const struct sbx_cmd commands[] = {
     {"task", "start, end or list tasks (one sandbox, many commands)", sbx_cmd_task,
      sbx_cmd_task_help},
     {"exec", "run a command in a running task's sandbox", sbx_cmd_exec, sbx_cmd_exec_help},
+    {"cp", "copy files between the host and a task's sandbox", sbx_cmd_cp, sbx_cmd_cp_help},
     {"mcp", "serve the sandbox tools to an AI agent (MCP over stdio)", sbx_cmd_mcp,
      sbx_cmd_mcp_help},
     {"agents", "set up Claude Code and OpenCode to use 'sbx mcp'", sbx_cmd_agents,

@@ -55,6 +55,11 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_exec_help(FILE *out);
 int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_task_help(FILE *out);
+/* (added, issue 30) cmd_cp.c, cmd_task_files.c: files and pause of a kept task */
+int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_cp_help(FILE *out);
+int sbx_task_cmd_files(struct sbx_cli *cli, int argc, char **argv);
+int sbx_task_cmd_pause(struct sbx_cli *cli, int argc, char **argv, int resume);
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_image_help(FILE *out);
 int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv);

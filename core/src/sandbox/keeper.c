@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
@@ -228,6 +229,8 @@ static void *conn_main(void *arg)
         if (!keep_fd) {
             send_result(c->fd, 0, NULL, 0, NULL);
         }
+    }
+    else if (op != NULL && sbx_keeper_files_op(c->t, c->fd, op, req)) { /* (added, issue 30) */
     }
     else {
         send_result(c->fd, 0, "unknown request", 125, NULL);

@@ -300,12 +300,15 @@ static void octal(unsigned char *dst, size_t n, int64_t v)
 }
 
 static void fill_header(unsigned char *h, const char *name, int64_t size, unsigned mode,
-                        int64_t mtime, char type)
+                        int64_t mtime, char type, const char *link)
 {
     int64_t sum = 0;
 
     memset(h, 0, 512);
     snprintf((char *)h, 100, "%s", name);
+    if (link != NULL) {
+        snprintf((char *)h + 157, 100, "%s", link);
+    }
     octal(h + 100, 8, mode & 07777);
     octal(h + 108, 8, 0);
     octal(h + 116, 8, 0);
@@ -321,47 +324,99 @@ static void fill_header(unsigned char *h, const char *name, int64_t size, unsign
     snprintf((char *)h + 148, 8, "%06llo", (unsigned long long)(sum & 0777777));
 }
 
+int sbx_tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mode, int64_t mtime,
+                const char *link, const char *data, size_t len)
+{
+    size_t nl = strlen(name);
+    size_t ll = link ? strlen(link) : 0;
+    char pax[2 * SBX_TAR_NAME_MAX + 64];
+    size_t paxl = 0;
+    size_t need;
+
+    if (nl == 0 || nl >= SBX_TAR_NAME_MAX || ll >= SBX_TAR_NAME_MAX) {
+        return -1;
+    }
+    if (nl > 99 || ll > 99) { /* pax records carry the long name and link */
+        const char *keys[2] = {nl > 99 ? "path" : NULL, ll > 99 ? "linkpath" : NULL};
+        const char *vals[2] = {name, link};
+
+        for (int k = 0; k < 2; k++) {
+            size_t body;
+            size_t digits = 1;
+
+            if (keys[k] == NULL) {
+                continue;
+            }
+            body = strlen(keys[k]) + strlen(vals[k]) + 3; /* " k=v\n" */
+            while (1) {
+                char d[24];
+                size_t got = (size_t)snprintf(d, sizeof(d), "%zu", body + digits);
+
+                if (got == digits) {
+                    break;
+                }
+                digits = got;
+            }
+            paxl += (size_t)snprintf(pax + paxl, sizeof(pax) - paxl, "%zu %s=%s\n", body + digits,
+                                     keys[k], vals[k]);
+        }
+    }
+    need = (paxl ? 512 + (paxl + 511) / 512 * 512 : 0) + 512 + (len + 511) / 512 * 512 + 1024;
+    if (b->len + need > b->cap) {
+        size_t cap = b->cap ? b->cap : 64 * 1024;
+        char *p;
+
+        while (cap < b->len + need) {
+            cap *= 2;
+        }
+        if ((p = realloc(b->data, cap)) == NULL) {
+            return -1;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    memset(b->data + b->len, 0, need);
+    if (paxl) {
+        fill_header((unsigned char *)b->data + b->len, "PaxHeader", (int64_t)paxl, 0644, mtime, 'x',
+                    NULL);
+        memcpy(b->data + b->len + 512, pax, paxl);
+        b->len += 512 + (paxl + 511) / 512 * 512;
+    }
+    fill_header((unsigned char *)b->data + b->len, name, (int64_t)len, mode, mtime, type, link);
+    if (len > 0) {
+        memcpy(b->data + b->len + 512, data, len);
+    }
+    b->len += 512 + (len + 511) / 512 * 512;
+    return 0;
+}
+
+void sbx_tar_finish(struct sbx_tar_buf *b)
+{
+    if (b->cap < b->len + 1024) { /* nothing was added */
+        char *p = realloc(b->data, b->len + 1024);
+
+        if (p == NULL) {
+            return;
+        }
+        b->data = p;
+        b->cap = b->len + 1024;
+        memset(b->data + b->len, 0, 1024);
+    }
+    b->len += 1024; /* the end blocks, zeroed by the last add */
+}
+
 int sbx_tar_one_file(const char *name, const char *data, size_t len, unsigned mode, int64_t mtime,
                      char **out, size_t *out_len)
 {
-    size_t nl = strlen(name);
-    char pax[SBX_TAR_NAME_MAX + 64];
-    size_t paxl = 0;
-    size_t total;
-    unsigned char *b;
-    size_t off = 0;
+    struct sbx_tar_buf b = {0};
 
-    if (nl == 0 || nl >= SBX_TAR_NAME_MAX || strchr(name, '/') != NULL) {
+    if (strchr(name, '/') != NULL || sbx_tar_add(&b, name, '0', mode, mtime, NULL, data, len) < 0) {
+        free(b.data);
         return -1;
     }
-    if (nl > 99) { /* a pax header carries the long name */
-        size_t body = nl + strlen(" path=\n");
-        size_t digits = 1;
-
-        for (size_t v = body + 1; v >= 10; v /= 10) {
-            digits++;
-        }
-        if (snprintf(NULL, 0, "%zu", body + digits) > (int)digits) {
-            digits++;
-        }
-        paxl = (size_t)snprintf(pax, sizeof(pax), "%zu path=%s\n", body + digits, name);
-    }
-    total = (paxl ? 512 + (paxl + 511) / 512 * 512 : 0) + 512 + (len + 511) / 512 * 512 + 1024;
-    b = calloc(1, total);
-    if (b == NULL) {
-        return -1;
-    }
-    if (paxl) {
-        fill_header(b, "PaxHeader", (int64_t)paxl, 0644, mtime, 'x');
-        memcpy(b + 512, pax, paxl);
-        off = 512 + (paxl + 511) / 512 * 512;
-    }
-    fill_header(b + off, name, (int64_t)len, mode, mtime, '0');
-    if (len > 0) {
-        memcpy(b + off + 512, data, len);
-    }
-    *out = (char *)b;
-    *out_len = total;
+    sbx_tar_finish(&b);
+    *out = b.data;
+    *out_len = b.len;
     return 0;
 }
 

@@ -48,6 +48,17 @@ void sbx_tar_reader_fini(struct sbx_tar_reader *r);
 /* 0 ok, -1 stopped (r->err says why). Bytes after the end blocks are ignored. */
 int sbx_tar_feed(struct sbx_tar_reader *r, const char *data, size_t len);
 
+/* An archive being written in memory: sbx_tar_add each member (a long name or link
+ * gets a pax header; the end blocks are kept zeroed after the last member), then
+ * sbx_tar_finish. type '0' file (data, len), '5' directory, '2' symlink (link). */
+struct sbx_tar_buf {
+    char *data;
+    size_t len, cap;
+};
+int sbx_tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mode, int64_t mtime,
+                const char *link, const char *data, size_t len);
+void sbx_tar_finish(struct sbx_tar_buf *b);
+
 /* A tar archive holding one regular file `name` (one path component) with data and
  * mode; *out is malloc'd. */
 int sbx_tar_one_file(const char *name, const char *data, size_t len, unsigned mode, int64_t mtime,
