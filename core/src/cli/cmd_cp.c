@@ -327,13 +327,15 @@ static int copy_out(const char *state, const char *task, const char *path, const
     }
     rc = sbx_keeper_files_call(state, task, req, NULL, 0, out_sink, &o, NULL, err);
     if (!o.to_stdout) {
-        int xr = sbx_tar_extract_fini(&o.x);
+        int refused = o.x.rd.err[0] != '\0'; /* the extractor stopped the copy */
+        int xr;
 
-        if (o.x.rd.err[0] != '\0' && strcmp(o.x.rd.err, "stopped") != 0) {
+        if (refused) {
             sbx_error_free(err);
             rc = sbx_error_set(err, SBX_E_GENERIC, "cp: %s: %s", dest, o.x.rd.err);
         }
-        else if (rc == 0 && xr < 0) {
+        xr = sbx_tar_extract_fini(&o.x);
+        if (rc == 0 && xr < 0) {
             rc = sbx_error_set(err, SBX_E_PROTOCOL, "cp: %s: %s", dest, o.x.rd.err);
         }
         n->files = o.x.files;

@@ -331,6 +331,9 @@ static void route(struct evhttp_request *req, void *arg)
         }
         return;
     }
+    if (runner_files_route(r, req, path, who)) { /* (added, issue 30) api_files.c */
+        return;
+    }
     if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
         strcmp(rest, "end") == 0) {
         if (!post) {
