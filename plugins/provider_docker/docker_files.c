@@ -49,8 +49,8 @@ static int status_error(struct dk_ctx *c, const char *what, const char *path,
 
     reply_message(resp, msg, sizeof(msg));
     if (resp->status == 404) {
-        return c->host->error_set(err, SBX_E_NOTFOUND, "%s: no such file or directory in the sandbox",
-                                  path);
+        return c->host->error_set(err, SBX_E_NOTFOUND,
+                                  "%s: no such file or directory in the sandbox", path);
     }
     return c->host->error_set(err, SBX_E_ENGINE, "docker: %s %s: HTTP %ld: %s", what, path,
                               resp->status, msg);

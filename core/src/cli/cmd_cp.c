@@ -24,32 +24,31 @@
 
 void sbx_cmd_cp_help(FILE *out)
 {
-    fprintf(out,
-            "usage: sbx cp [--json] TASK:PATH DEST      copy out of a task's sandbox\n"
-            "       sbx cp [--json] SRC TASK:PATH       copy into a task's sandbox\n"
-            "\n"
-            "Copies a file or a directory between the host and a running task ('sbx task\n"
-            "start'), as a tar stream through the task's keeper. PATH is absolute and is\n"
-            "resolved inside the sandbox: a symlink there never leads to a host file.\n"
-            "\n"
-            "Out of the task: DEST an existing directory gets PATH's last name in it;\n"
-            "otherwise DEST is created (its parent must exist) and becomes the copy.\n"
-            "DEST '-' writes the tar stream to stdout. On the host nothing is written\n"
-            "outside DEST, no symlink is followed, existing files are replaced (never\n"
-            "written through), devices and FIFOs are skipped, owners are not kept.\n"
-            "Into the task: PATH an existing directory gets SRC's last name in it;\n"
-            "otherwise PATH is created (its parent must exist). SRC '-' reads a tar\n"
-            "stream from stdin into the directory PATH. Symlinks under SRC are copied\n"
-            "as symlinks.\n"
-            "\n"
-            "At most 256 MiB of archive per copy, either way (else refused, exit 1).\n"
-            "A paused task can be copied to and from.\n"
-            "\n"
-            "  --json               print {task, direction, bytes, files, dirs, links,\n"
-            "                       skipped} on stdout (not with '-')\n"
-            "\n"
-            "Exit status: 0 copied, 1 failed (no such path, too large, the task or its\n"
-            "keeper is gone), 2 usage error.\n");
+    fprintf(out, "usage: sbx cp [--json] TASK:PATH DEST      copy out of a task's sandbox\n"
+                 "       sbx cp [--json] SRC TASK:PATH       copy into a task's sandbox\n"
+                 "\n"
+                 "Copies a file or a directory between the host and a running task ('sbx task\n"
+                 "start'), as a tar stream through the task's keeper. PATH is absolute and is\n"
+                 "resolved inside the sandbox: a symlink there never leads to a host file.\n"
+                 "\n"
+                 "Out of the task: DEST an existing directory gets PATH's last name in it;\n"
+                 "otherwise DEST is created (its parent must exist) and becomes the copy.\n"
+                 "DEST '-' writes the tar stream to stdout. On the host nothing is written\n"
+                 "outside DEST, no symlink is followed, existing files are replaced (never\n"
+                 "written through), devices and FIFOs are skipped, owners are not kept.\n"
+                 "Into the task: PATH an existing directory gets SRC's last name in it;\n"
+                 "otherwise PATH is created (its parent must exist). SRC '-' reads a tar\n"
+                 "stream from stdin into the directory PATH. Symlinks under SRC are copied\n"
+                 "as symlinks.\n"
+                 "\n"
+                 "At most 256 MiB of archive per copy, either way (else refused, exit 1).\n"
+                 "A paused task can be copied to and from.\n"
+                 "\n"
+                 "  --json               print {task, direction, bytes, files, dirs, links,\n"
+                 "                       skipped} on stdout (not with '-')\n"
+                 "\n"
+                 "Exit status: 0 copied, 1 failed (no such path, too large, the task or its\n"
+                 "keeper is gone), 2 usage error.\n");
 }
 
 /* "TASK:/path" -> task and path; 0 when op is a host path */
@@ -110,9 +109,10 @@ static int add_tree(struct sbx_tar_buf *b, int dirfd, const char *name, const ch
         return sbx_error_set(err, SBX_E_NOTFOUND, "%s: %s", name, strerror(errno));
     }
     if (n->bytes + st.st_size > SBX_FILES_CP_MAX) {
-        return sbx_error_set(err, SBX_FILES_E_TOOBIG,
-                             "%s: the copy is larger than %lld MiB (the bound of one copy): refused",
-                             arc, (long long)(SBX_FILES_CP_MAX >> 20));
+        return sbx_error_set(
+            err, SBX_FILES_E_TOOBIG,
+            "%s: the copy is larger than %lld MiB (the bound of one copy): refused", arc,
+            (long long)(SBX_FILES_CP_MAX >> 20));
     }
     if (S_ISREG(st.st_mode)) {
         int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);

@@ -97,9 +97,8 @@ int sbx_task_cmd_files(struct sbx_cli *cli, int argc, char **argv)
 
 int sbx_task_cmd_pause(struct sbx_cli *cli, int argc, char **argv, int resume)
 {
-    static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
-                                         {"to-disk", no_argument, NULL, 'd'},
-                                         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"to-disk", no_argument, NULL, 'd'}, {NULL, 0, NULL, 0}};
     struct sbx_args a = {.cmd = resume ? "task resume" : "task pause",
                          .help = "task",
                          .opts = resume ? NULL : opts,
@@ -131,8 +130,8 @@ int sbx_task_cmd_pause(struct sbx_cli *cli, int argc, char **argv, int resume)
     if (sbx_args_operands(&a, 1, 1, "TASK") < 0) {
         return SBX_EXIT_USAGE;
     }
-    rc = call(cli, a.argv[optind], json_pack("{s:s, s:b}", "op", "pause", "to_disk", to_disk),
-              &res);
+    rc =
+        call(cli, a.argv[optind], json_pack("{s:s, s:b}", "op", "pause", "to_disk", to_disk), &res);
     if (rc == SBX_EXIT_OK && json) {
         printf("{\"task\": \"%s\", \"state\": \"paused\"}\n", a.argv[optind]);
     }

@@ -132,9 +132,9 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
         else {
             sbx_info("runner: client '%s' wrote %s (%zu bytes) in task %s", who->name, path, len,
                      id);
-            runner_reply_json(req, 200,
-                              json_pack("{s:s, s:s, s:I}", "task", id, "path", path, "bytes",
-                                        (json_int_t)len));
+            runner_reply_json(
+                req, 200,
+                json_pack("{s:s, s:s, s:I}", "task", id, "path", path, "bytes", (json_int_t)len));
         }
     }
     else if (list != NULL && (strcmp(list, "1") == 0 || strcmp(list, "true") == 0)) {
@@ -211,8 +211,7 @@ int runner_files_route(struct sbx_runner *r, struct evhttp_request *req, const c
     char id[SBX_SCHED_ID_MAX + 1] = "";
     char rest[32] = "";
 
-    if (strncmp(path, "/v1/tasks/", 10) != 0 ||
-        sscanf(path + 10, "%64[^/]/%31s", id, rest) != 2 ||
+    if (strncmp(path, "/v1/tasks/", 10) != 0 || sscanf(path + 10, "%64[^/]/%31s", id, rest) != 2 ||
         (strcmp(rest, "files") != 0 && strcmp(rest, "pause") != 0 && strcmp(rest, "resume") != 0)) {
         return 0;
     }

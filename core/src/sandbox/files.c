@@ -25,8 +25,9 @@ static const struct sbx_provider_ops *ops(struct sbx_task *t)
 int sbx_files_path_ok(const char *path, const char *what, sbx_error_t **err)
 {
     if (path == NULL || path[0] != '/') {
-        return sbx_error_set(err, SBX_E_USAGE, "%s: a path in the sandbox must be absolute: '%.200s'",
-                             what, path ? path : "");
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "%s: a path in the sandbox must be absolute: '%.200s'", what,
+                             path ? path : "");
     }
     if (strlen(path) > SBX_FILES_PATH_MAX) {
         return sbx_error_set(err, SBX_E_USAGE, "%s: path longer than %d bytes", what,
@@ -309,8 +310,9 @@ static int read_first(struct sbx_task *t, const char *path, struct first *f, sbx
             sbx_error_free(&e);
             return -1;
         }
-        return sbx_error_set(err, SBX_E_PROTOCOL, "task %s: %.300s: the sandbox sent no archive%s%s",
-                             t->id, path, f->rd.err[0] ? ": " : "", f->rd.err);
+        return sbx_error_set(err, SBX_E_PROTOCOL,
+                             "task %s: %.300s: the sandbox sent no archive%s%s", t->id, path,
+                             f->rd.err[0] ? ": " : "", f->rd.err);
     }
     sbx_error_free(&e); /* stopped on purpose after the first member */
     return 0;
@@ -326,8 +328,8 @@ int sbx_task_files_is_dir(struct sbx_task *t, const char *path, sbx_error_t **er
     return f.e.type == '5';
 }
 
-int sbx_task_file_read(struct sbx_task *t, const char *path, int64_t max, char **data,
-                       size_t *len, sbx_error_t **err)
+int sbx_task_file_read(struct sbx_task *t, const char *path, int64_t max, char **data, size_t *len,
+                       sbx_error_t **err)
 {
     struct first f = {.want_data = 1, .max = max};
 
@@ -356,8 +358,8 @@ int sbx_task_file_read(struct sbx_task *t, const char *path, int64_t max, char *
     }
     if ((int64_t)f.len != f.e.size) {
         free(f.data);
-        return sbx_error_set(err, SBX_E_PROTOCOL, "task %s: %.300s: the archive ended early",
-                             t->id, path);
+        return sbx_error_set(err, SBX_E_PROTOCOL, "task %s: %.300s: the archive ended early", t->id,
+                             path);
     }
     f.data[f.len] = '\0';
     *data = f.data;

@@ -21,8 +21,8 @@
 enum {
     SBX_FILES_E_TOOBIG = SBX_E_GENERIC + 3001, /* over a bound above: 413 */
     SBX_FILES_E_PAUSED,                        /* the task is paused: 409 */
-    SBX_FILES_E_NOTFILE,                       /* not a regular file (a directory, a symlink): 400 */
-    SBX_FILES_E_UNSUPPORTED,                   /* the provider has no such op: 501 */
+    SBX_FILES_E_NOTFILE,     /* not a regular file (a directory, a symlink): 400 */
+    SBX_FILES_E_UNSUPPORTED, /* the provider has no such op: 501 */
 };
 
 /* A path the API, MCP or CLI was given: absolute, at most SBX_FILES_PATH_MAX bytes,
@@ -56,8 +56,8 @@ int sbx_task_files_put(struct sbx_task *t, const char *dir, const char *tar, siz
 int sbx_task_files_is_dir(struct sbx_task *t, const char *path, sbx_error_t **err);
 /* One regular file's content (at most max bytes); *data malloc'd. A directory or a
  * symlink is SBX_FILES_E_NOTFILE. */
-int sbx_task_file_read(struct sbx_task *t, const char *path, int64_t max, char **data,
-                       size_t *len, sbx_error_t **err);
+int sbx_task_file_read(struct sbx_task *t, const char *path, int64_t max, char **data, size_t *len,
+                       sbx_error_t **err);
 /* Writes one regular file (its directory must exist), mode 0644. */
 int sbx_task_file_write(struct sbx_task *t, const char *path, const char *data, size_t len,
                         sbx_error_t **err);

@@ -96,8 +96,8 @@ static json_t *parse_one(char *rec, int *depth)
 json_t *sbx_task_files_list(struct sbx_task *t, const char *path, sbx_error_t **err)
 {
     /* -H: the path itself may be a symlink to a directory (resolved inside) */
-    const char *argv[] = {"find",  "-H", path, "-maxdepth", "1", "-printf",
-                          "%d\\t%y\\t%m\\t%s\\t%T@\\t%f\\0", NULL};
+    const char *argv[] = {
+        "find", "-H", path, "-maxdepth", "1", "-printf", "%d\\t%y\\t%m\\t%s\\t%T@\\t%f\\0", NULL};
     struct collect c = {0};
     json_t *entries = json_array();
     json_t *self = NULL;

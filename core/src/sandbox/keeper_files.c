@@ -43,9 +43,12 @@ static int code_of(const char *kind)
     static const struct {
         const char *k;
         int code;
-    } map[] = {{"notfound", SBX_E_NOTFOUND},       {"toobig", SBX_FILES_E_TOOBIG},
-               {"paused", SBX_FILES_E_PAUSED},     {"notfile", SBX_FILES_E_NOTFILE},
-               {"unsupported", SBX_FILES_E_UNSUPPORTED}, {"usage", SBX_E_USAGE}};
+    } map[] = {{"notfound", SBX_E_NOTFOUND},
+               {"toobig", SBX_FILES_E_TOOBIG},
+               {"paused", SBX_FILES_E_PAUSED},
+               {"notfile", SBX_FILES_E_NOTFILE},
+               {"unsupported", SBX_FILES_E_UNSUPPORTED},
+               {"usage", SBX_E_USAGE}};
 
     for (size_t i = 0; kind != NULL && i < sizeof(map) / sizeof(map[0]); i++) {
         if (strcmp(map[i].k, kind) == 0) {
@@ -166,8 +169,8 @@ int sbx_keeper_files_op(struct sbx_task *t, int fd, const char *op, json_t *req)
 /* ---- the client ------------------------------------------------------------- */
 
 int sbx_keeper_files_call(const char *state, const char *task, json_t *req, const char *in,
-                          size_t len, int (*sink)(void *ud, const char *data, size_t len),
-                          void *ud, json_t **result, sbx_error_t **err)
+                          size_t len, int (*sink)(void *ud, const char *data, size_t len), void *ud,
+                          json_t **result, sbx_error_t **err)
 {
     cleanup_free char *sock = NULL;
     char *s;

@@ -22,7 +22,7 @@ int sbx_keeper_files_op(struct sbx_task *t, int fd, const char *op, json_t *req)
  * receives the 'X' reply. -1 with err when the keeper refused or failed (its
  * message, the code mapped back from "kind"). */
 int sbx_keeper_files_call(const char *state, const char *task, json_t *req, const char *in,
-                          size_t len, int (*sink)(void *ud, const char *data, size_t len),
-                          void *ud, json_t **result, sbx_error_t **err);
+                          size_t len, int (*sink)(void *ud, const char *data, size_t len), void *ud,
+                          json_t **result, sbx_error_t **err);
 
 #endif

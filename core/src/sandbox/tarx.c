@@ -532,8 +532,8 @@ static int on_entry(void *ud, const struct sbx_tar_entry *e)
     }
     /* a file, link or symlink replaces what is there (never written through) */
     if (unlinkat(dfd, last, 0) < 0 && errno != ENOENT) {
-        rc = xfail(x, e->name, errno == EISDIR ? "a directory stands there: refused"
-                                               : strerror(errno));
+        rc = xfail(x, e->name,
+                   errno == EISDIR ? "a directory stands there: refused" : strerror(errno));
     }
     else if (e->type == '2') {
         if (symlinkat(e->link, dfd, last) < 0) {
