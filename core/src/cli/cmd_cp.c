@@ -1,8 +1,8 @@
 /* cmd_cp.c - `sbx cp` between the host and a kept task's sandbox, both ways,
  * files and directories, as tar streams through the task's keeper
- * (docs/tasks.md, "Files"). The sandbox side is resolved inside the sandbox by
- * the provider; the host side is written below the destination without following
- * a symlink (sandbox/tarx.c) and read without following one below the source. */
+ * (docs/tasks.md, "Files"), or the runner's API for a task it keeps. The sandbox side is resolved
+ * inside the sandbox by the provider; the host side is written below the destination without
+ * following a symlink (sandbox/tarx.c) and read without following one below the source. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,10 +16,13 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "http/http.h"
+#include "runner/runner.h"
 #include "sandbox/files.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/statedir.h"
 #include "sandbox/tarx.h"
+#include "sbx/sbx_util.h"
 #include "util/xalloc.h"
 
 void sbx_cmd_cp_help(FILE *out)
@@ -42,6 +45,9 @@ void sbx_cmd_cp_help(FILE *out)
                  "as symlinks.\n"
                  "\n"
                  "At most 256 MiB of archive per copy, either way (else refused, exit 1).\n"
+                 "With runner.listen set, the copy goes through the runner's API to a task\n"
+                 "it keeps (GET/PUT /v1/tasks/TASK/files?archive=1); into the task at most\n"
+                 "1 MiB of archive then (the API's body cap).\n"
                  "A paused task can be copied to and from.\n"
                  "\n"
                  "  --json               print {task, direction, bytes, files, dirs, links,\n"
@@ -69,6 +75,114 @@ static int split_remote(const char *op, char *task, size_t tlen, const char **pa
 struct counts {
     int64_t bytes, files, dirs, links, skipped;
 };
+
+/* ---- the way to the task: its keeper, or the runner's API (runner.listen) ---- */
+
+struct xport {
+    const struct sbx_config *cfg;
+    const char *state; /* the state directory (keeper) */
+    int runner;        /* through the runner */
+};
+
+static char *api_path(const char *task, const char *path, const char *what)
+{
+    char *t = sbx_url_escape(task);
+    char *p = sbx_url_escape(path);
+    char *u = xasprintf("/v1/tasks/%s/files?path=%s&%s=1", t ? t : "", p ? p : "", what);
+
+    free(t);
+    free(p);
+    return u;
+}
+
+/* 1 directory, 0 another kind, -1 err (SBX_E_NOTFOUND: it does not exist) */
+static int x_is_dir(const struct xport *x, const char *task, const char *path, sbx_error_t **err)
+{
+    json_t *res = NULL;
+    json_t *req;
+    int rc;
+
+    if (x->runner) {
+        struct sbx_http_response resp = {0};
+        char *u = api_path(task, path, "stat");
+
+        rc = sbx_runner_call(x->cfg, "GET", u, NULL, NULL, NULL, &resp, err);
+        free(u);
+        if (rc == 0) {
+            res = json_loadb(resp.body ? resp.body : "", resp.body_len, 0, NULL);
+            sbx_http_response_free(&resp);
+        }
+    }
+    else {
+        req = json_pack("{s:s, s:s}", "op", "files_stat", "path", path);
+        rc = sbx_keeper_files_call(x->state, task, req, NULL, 0, NULL, NULL, &res, err);
+        json_decref(req);
+    }
+    if (rc == 0) {
+        rc = json_is_true(json_object_get(res, "dir"));
+    }
+    json_decref(res);
+    return rc;
+}
+
+static int x_get(const struct xport *x, const char *task, const char *path,
+                 int (*sink)(void *ud, const char *data, size_t len), void *ud, sbx_error_t **err)
+{
+    json_t *req;
+    int rc;
+
+    if (x->runner) {
+        struct sbx_http_response resp = {0};
+        char *u;
+
+        /* the error of a missing path first: a streamed body goes to the sink */
+        if (x_is_dir(x, task, path, err) < 0) {
+            return -1;
+        }
+        u = api_path(task, path, "archive");
+        rc = sbx_runner_call(x->cfg, "GET", u, NULL, sink, ud, &resp, err);
+        free(u);
+        if (rc == 0) {
+            sbx_http_response_free(&resp);
+        }
+        return rc;
+    }
+    req = json_pack("{s:s, s:s}", "op", "files_get", "path", path);
+    rc = sbx_keeper_files_call(x->state, task, req, NULL, 0, sink, ud, NULL, err);
+    json_decref(req);
+    return rc;
+}
+
+static int x_put(const struct xport *x, const char *task, const char *dir, const char *tar,
+                 size_t len, sbx_error_t **err)
+{
+    json_t *req;
+    int rc;
+
+    if (x->runner) {
+        struct sbx_http_response resp = {0};
+        char *u;
+
+        if ((int64_t)len > SBX_FILES_ONE_MAX) {
+            return sbx_error_set(err, SBX_FILES_E_TOOBIG,
+                                 "cp: through the runner a copy into a task is at most %lld MiB "
+                                 "of archive (the API's body cap); this one is %zu bytes",
+                                 (long long)(SBX_FILES_ONE_MAX >> 20), len);
+        }
+        u = api_path(task, dir, "archive");
+        rc = sbx_runner_call_body(x->cfg, "PUT", u, tar, len, "application/x-tar", NULL, NULL,
+                                  &resp, err);
+        free(u);
+        if (rc == 0) {
+            sbx_http_response_free(&resp);
+        }
+        return rc;
+    }
+    req = json_pack("{s:s, s:s}", "op", "files_put", "dir", dir);
+    rc = sbx_keeper_files_call(x->state, task, req, tar ? tar : "", len, NULL, NULL, NULL, err);
+    json_decref(req);
+    return rc;
+}
 
 /* ---- into the task: an archive of a host path ------------------------------ */
 
@@ -204,12 +318,10 @@ static int read_stdin(struct sbx_tar_buf *b, sbx_error_t **err)
     }
 }
 
-static int copy_in(const char *state, const char *src, const char *task, const char *path,
+static int copy_in(const struct xport *x, const char *src, const char *task, const char *path,
                    struct counts *n, sbx_error_t **err)
 {
     struct sbx_tar_buf b = {0};
-    json_t *req;
-    json_t *res = NULL;
     char *dir = NULL;
     const char *top = NULL;
     int rc;
@@ -224,22 +336,21 @@ static int copy_in(const char *state, const char *src, const char *task, const c
         char *s2 = xstrdup(path);
         char *sb = basename(s1);
         sbx_error_t *e = NULL;
+        int d = x_is_dir(x, task, path, &e);
 
-        req = json_pack("{s:s, s:s}", "op", "files_stat", "path", path);
-        rc = sbx_keeper_files_call(state, task, req, NULL, 0, NULL, NULL, &res, &e);
-        json_decref(req);
-        if (rc == 0 && json_is_true(json_object_get(res, "dir"))) {
+        rc = 0;
+        if (d == 1) {
             dir = xstrdup(path); /* into it, under SRC's name */
             top = sb;
         }
-        else if (rc == 0 || (e != NULL && e->code == SBX_E_NOTFOUND)) {
+        else if (d == 0 || (e != NULL && e->code == SBX_E_NOTFOUND)) {
             dir = xstrdup(dirname(s2)); /* PATH becomes the copy */
             top = strrchr(path, '/') + 1;
-            rc = 0;
         }
         else {
             *err = e;
             e = NULL;
+            rc = -1;
         }
         sbx_error_free(&e);
         if (rc == 0 && (top == NULL || *top == '\0' || strcmp(top, "..") == 0 ||
@@ -256,12 +367,8 @@ static int copy_in(const char *state, const char *src, const char *task, const c
         free(s2);
     }
     if (rc == 0) {
-        req = json_pack("{s:s, s:s}", "op", "files_put", "dir", dir);
-        rc = sbx_keeper_files_call(state, task, req, b.data ? b.data : "", b.len, NULL, NULL, NULL,
-                                   err);
-        json_decref(req);
+        rc = x_put(x, task, dir, b.data, b.len, err);
     }
-    json_decref(res);
     free(dir);
     free(b.data);
     return rc;
@@ -298,11 +405,10 @@ static int out_sink(void *ud, const char *data, size_t len)
     return sbx_tar_extract_feed(&o->x, data, len) < 0 ? 1 : 0;
 }
 
-static int copy_out(const char *state, const char *task, const char *path, const char *dest,
+static int copy_out(const struct xport *x, const char *task, const char *path, const char *dest,
                     struct counts *n, sbx_error_t **err)
 {
     struct out_state o = {.to_stdout = strcmp(dest, "-") == 0};
-    json_t *req = json_pack("{s:s, s:s}", "op", "files_get", "path", path);
     struct stat st;
     char *d1 = xstrdup(dest);
     char *d2 = xstrdup(dest);
@@ -325,7 +431,7 @@ static int copy_out(const char *state, const char *task, const char *path, const
         }
         sbx_tar_extract_init(&o.x, root, top);
     }
-    rc = sbx_keeper_files_call(state, task, req, NULL, 0, out_sink, &o, NULL, err);
+    rc = x_get(x, task, path, out_sink, &o, err);
     if (!o.to_stdout) {
         int refused = o.x.rd.err[0] != '\0'; /* the extractor stopped the copy */
         int xr;
@@ -350,7 +456,6 @@ out:
     }
     free(d1);
     free(d2);
-    json_decref(req);
     return rc;
 }
 
@@ -358,6 +463,7 @@ int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_args a = {.cmd = "cp", .help = "cp", .argc = argc, .argv = argv};
     struct sbx_config *cfg;
+    struct xport x = {0};
     sbx_error_t *err = NULL;
     struct counts n = {0};
     char task[128];
@@ -386,22 +492,19 @@ int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv)
     if ((cfg = sbx_cli_config(cli)) == NULL) {
         return SBX_EXIT_USAGE;
     }
-    if (cfg->runner.listen != NULL) {
-        fprintf(stderr, "sbx: error: cp: runner.listen is set: the runner keeps the tasks; read "
-                        "and write their files through its API (GET/PUT /v1/tasks/TASK/files)\n");
-        return SBX_EXIT_USAGE;
-    }
     if ((state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
         return SBX_EXIT_USAGE;
     }
+    x.cfg = cfg;
+    x.state = state;
+    x.runner = cfg->runner.listen != NULL && cfg->runner.listen[0] != '\0';
     if (sbx_files_path_ok(path, "cp", &err) < 0) {
         rc = -1;
     }
     else {
-        rc = out ? copy_out(state, task, path, dst, &n, &err)
-                 : copy_in(state, src, task, path, &n, &err);
+        rc = out ? copy_out(&x, task, path, dst, &n, &err) : copy_in(&x, src, task, path, &n, &err);
     }
     free(state);
     if (rc < 0) {

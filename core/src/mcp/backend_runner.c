@@ -484,8 +484,8 @@ static char *files_path(const char *task, const char *path)
     return u;
 }
 
-static int runner_read_file(void *ctx, const char *task, const char *path, char **data,
-                            size_t *len, sbx_error_t **err)
+static int runner_read_file(void *ctx, const char *task, const char *path, char **data, size_t *len,
+                            sbx_error_t **err)
 {
     struct runner *r = ctx;
     struct sbx_http_response resp = {0};
@@ -509,22 +509,11 @@ static int runner_write_file(void *ctx, const char *task, const char *path, cons
 {
     struct runner *r = ctx;
     struct sbx_http_response resp = {0};
-    char *u;
-    char *body;
-    int rc;
+    char *u = files_path(task, path);
+    int rc = sbx_runner_call_body(r->cfg, "PUT", u, data, len, "application/octet-stream", NULL,
+                                  NULL, &resp, err);
 
-    if (memchr(data, '\0', len) != NULL) {
-        return sbx_error_set(err, SBX_E_USAGE,
-                             "content with a NUL byte cannot go through the runner's client "
-                             "(its bodies are text): write it with the runner's API (PUT "
-                             "/v1/tasks/%s/files) instead",
-                             task);
-    }
-    u = files_path(task, path);
-    body = xstrndup(data, len);
-    rc = sbx_runner_call(r->cfg, "PUT", u, body, NULL, NULL, &resp, err);
     free(u);
-    free(body);
     if (rc == 0) {
         sbx_http_response_free(&resp);
     }

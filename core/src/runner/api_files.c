@@ -3,6 +3,9 @@
  *   GET  /v1/tasks/{id}/files?path=P          one regular file's bytes (at most 1 MiB)
  *   GET  /v1/tasks/{id}/files?path=P&list=1   the listing of P (JSON)
  *   PUT  /v1/tasks/{id}/files?path=P          writes one file (the body, at most 1 MiB)
+ *   GET  ...files?path=P&archive=1            a tar archive of P (`sbx cp` out; 256 MiB)
+ *   PUT  ...files?path=DIR&archive=1          a tar body extracted into DIR (`sbx cp` in)
+ *   GET  ...files?path=P&stat=1               {"path", "dir": true|false}
  *   POST /v1/tasks/{id}/pause[?to_disk=1]     POST /v1/tasks/{id}/resume
  * Scope `submit` (what runs commands in a task) and the task's own client only. The
  * work is done on the loop's thread: each request is bounded (1 MiB, the engine's
@@ -89,6 +92,16 @@ static void reply_err(struct evhttp_request *req, sbx_error_t **e)
     sbx_error_free(e);
 }
 
+static int is_on(const char *v)
+{
+    return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
+}
+
+static int to_evbuffer(void *ud, const char *data, size_t len)
+{
+    return evbuffer_add(ud, data, len) < 0 ? 1 : 0;
+}
+
 static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                          const struct runner_client *who)
 {
@@ -97,6 +110,8 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
     struct evkeyvalq q;
     const char *path;
     const char *list;
+    const char *archive;
+    const char *stat;
     struct rtask *t;
     sbx_error_t *e = NULL;
 
@@ -117,6 +132,8 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
         return;
     }
     list = evhttp_find_header(&q, "list");
+    archive = evhttp_find_header(&q, "archive");
+    stat = evhttp_find_header(&q, "stat");
     if ((t = get_task(r, req, id, who)) == NULL) {
         evhttp_clear_headers(&q);
         return;
@@ -126,7 +143,8 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
         size_t len = evbuffer_get_length(in);
         const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
 
-        if (sbx_task_file_write(t->t, path, data, len, &e) < 0) {
+        if (is_on(archive) ? sbx_task_files_put(t->t, path, data, len, &e) < 0
+                           : sbx_task_file_write(t->t, path, data, len, &e) < 0) {
             reply_err(req, &e);
         }
         else {
@@ -137,7 +155,30 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
                 json_pack("{s:s, s:s, s:I}", "task", id, "path", path, "bytes", (json_int_t)len));
         }
     }
-    else if (list != NULL && (strcmp(list, "1") == 0 || strcmp(list, "true") == 0)) {
+    else if (is_on(archive)) { /* sbx cp out through the runner */
+        struct evbuffer *b = evbuffer_new();
+
+        if (sbx_task_files_get(t->t, path, SBX_FILES_CP_MAX, to_evbuffer, b, &e) < 0) {
+            reply_err(req, &e);
+        }
+        else {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                              "application/x-tar");
+            evhttp_send_reply(req, 200, "OK", b);
+        }
+        evbuffer_free(b);
+    }
+    else if (is_on(stat)) {
+        int d = sbx_task_files_is_dir(t->t, path, &e);
+
+        if (d < 0) {
+            reply_err(req, &e);
+        }
+        else {
+            runner_reply_json(req, 200, json_pack("{s:s, s:b}", "path", path, "dir", d));
+        }
+    }
+    else if (is_on(list)) {
         json_t *l = sbx_task_files_list(t->t, path, &e);
 
         if (l == NULL) {

@@ -70,8 +70,9 @@ int sbx_task_paused_refuse(struct sbx_task *t, sbx_error_t **err)
 {
     if (t->paused) {
         return sbx_error_set(err, SBX_FILES_E_PAUSED,
-                             "task %s is paused: resume it first ('sbx task resume %s')", t->id,
-                             t->id);
+                             "task %s is paused: resume it first ('sbx task resume %s', or POST "
+                             "/v1/tasks/%s/resume to a runner)",
+                             t->id, t->id, t->id);
     }
     return 0;
 }
