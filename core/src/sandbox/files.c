@@ -90,7 +90,7 @@ int sbx_task_pause(struct sbx_task *t, int to_disk, sbx_error_t **err)
         rc = sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending: %s", t->id, t->stop_reason);
     }
     pthread_mutex_unlock(&t->mu);
-    if (rc == 0 && !sbx_task_paused(t)) {
+    if (rc == 0 && (to_disk || !sbx_task_paused(t))) { /* to disk: the provider says if it can */
         rc = ops(t)->pause(t->prov->ctx, t->sandbox, to_disk, err);
         if (rc == 0) {
             pthread_mutex_lock(&t->mu);
