@@ -83,6 +83,8 @@ static int out_sink(void *ud, const char *data, size_t len)
 /* 'I' frames up to an empty one, at most SBX_FILES_CP_MAX bytes */
 static int read_input(int fd, char **buf, size_t *len, sbx_error_t **err)
 {
+    size_t cap = 0;
+
     *buf = NULL;
     *len = 0;
     for (;;) {
@@ -109,7 +111,13 @@ static int read_input(int fd, char **buf, size_t *len, sbx_error_t **err)
                                  "refused",
                                  (long long)(SBX_FILES_CP_MAX >> 20));
         }
-        *buf = xrealloc(*buf, *len + n);
+        if (*len + n > cap) { /* doubling: each byte is moved O(1) times */
+            cap = cap ? cap * 2 : 4u << 20;
+            while (cap < *len + n) {
+                cap *= 2;
+            }
+            *buf = xrealloc(*buf, cap);
+        }
         memcpy(*buf + *len, data, n);
         *len += n;
         free(data);
