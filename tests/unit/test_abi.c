@@ -35,6 +35,7 @@ static const struct abi_size recorded[] = {
     {2, "sbx_sandbox_spec", 200},                                /* 1.2: view_later */
     {3, "sbx_provider_ops", 112}, /* 1.3: update_limits (a warm sandbox resized at its claim) */
     {4, "sbx_cred_scope", 40},    /* 1.4: client, pool (secrets bound to the client) */
+    {5, "sbx_provider_ops", 144}, /* 1.5: files_get, files_put, pause, resume (issue 30) */
 };
 
 #define ACTUAL(t)                                                                                  \

@@ -148,8 +148,8 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
             reply_err(req, &e);
         }
         else {
-            sbx_info("runner: client '%s' wrote %s (%zu bytes) in task %s", who->name, path, len,
-                     id);
+            sbx_info("runner: client '%s' wrote %s%s (%zu bytes) in task %s", who->name,
+                     is_on(archive) ? "an archive into " : "", path, len, id);
             runner_reply_json(
                 req, 200,
                 json_pack("{s:s, s:s, s:I}", "task", id, "path", path, "bytes", (json_int_t)len));
