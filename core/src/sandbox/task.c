@@ -275,8 +275,7 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     /* (added) ... and given other limits by the engine's update call */
     json_object_set_new(rec, "resized", json_boolean(t->resized));
     /* (added, issue 30) seconds paused so far (docs/tasks.md, "Pause and resume"), once paused */
-    if (t->paused ||
-        t->paused_total > 0) { /* only once paused: `sbx run` records stay as they were */
+    if (t->paused || t->paused_total > 0) { /* `sbx run`'s records stay as they were */
         json_object_set_new(
             rec, "paused_seconds",
             json_integer(t->paused_total + (t->paused ? time(NULL) - t->paused_at : 0)));
