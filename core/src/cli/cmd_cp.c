@@ -47,7 +47,7 @@ void sbx_cmd_cp_help(FILE *out)
                  "At most 256 MiB of archive per copy, either way (else refused, exit 1).\n"
                  "With runner.listen set, the copy goes through the runner's API to a task\n"
                  "it keeps (GET/PUT /v1/tasks/TASK/files?archive=1); into the task at most\n"
-                 "1 MiB of archive then (the API's body cap).\n"
+                 "1 MiB of archive then (the API's body cap), out of it 64 MiB.\n"
                  "A paused task can be copied to and from.\n"
                  "\n"
                  "  --json               print {task, direction, bytes, files, dirs, links,\n"

@@ -3,7 +3,7 @@
  *   GET  /v1/tasks/{id}/files?path=P          one regular file's bytes (at most 1 MiB)
  *   GET  /v1/tasks/{id}/files?path=P&list=1   the listing of P (JSON)
  *   PUT  /v1/tasks/{id}/files?path=P          writes one file (the body, at most 1 MiB)
- *   GET  ...files?path=P&archive=1            a tar archive of P (`sbx cp` out; 256 MiB)
+ *   GET  ...files?path=P&archive=1            a tar archive of P (`sbx cp` out; 64 MiB)
  *   PUT  ...files?path=DIR&archive=1          a tar body extracted into DIR (`sbx cp` in)
  *   GET  ...files?path=P&stat=1               {"path", "dir": true|false}
  *   POST /v1/tasks/{id}/pause[?to_disk=1]     POST /v1/tasks/{id}/resume
@@ -158,7 +158,7 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
     else if (is_on(archive)) { /* sbx cp out through the runner */
         struct evbuffer *b = evbuffer_new();
 
-        if (sbx_task_files_get(t->t, path, SBX_FILES_CP_MAX, to_evbuffer, b, &e) < 0) {
+        if (sbx_task_files_get(t->t, path, SBX_FILES_API_ARCHIVE_MAX, to_evbuffer, b, &e) < 0) {
             reply_err(req, &e);
         }
         else {

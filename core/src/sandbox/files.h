@@ -14,6 +14,9 @@
 /* The bounds (docs/tasks.md, "Files"). */
 #define SBX_FILES_CP_MAX (256LL << 20) /* one `sbx cp` archive, either way */
 #define SBX_FILES_ONE_MAX (1LL << 20)  /* one file read or written by the API or MCP */
+/* an archive the runner's API sends (`sbx cp` out through the runner): it is held in the
+ * runner's memory until the client has read it */
+#define SBX_FILES_API_ARCHIVE_MAX (64LL << 20)
 #define SBX_FILES_LIST_MAX 10000       /* entries `sbx task files` lists */
 #define SBX_FILES_PATH_MAX 4095
 
