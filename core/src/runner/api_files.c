@@ -57,13 +57,9 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
     }
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
-    if (t == NULL || t->state != RT_READY || t->t == NULL) {
-        int ending = t != NULL && t->state == RT_ENDING;
-
+    if (t == NULL) {
         pthread_mutex_unlock(&r->mu);
-        runner_reply_error(req, ending ? 409 : 404,
-                           ending ? "task %s is ending" : "no task '%s' is kept by this runner",
-                           id);
+        runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
         return NULL;
     }
     if (!sbx_store_owner_ok(t->owner, who->name)) {
@@ -72,6 +68,13 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
                  "refused",
                  who->name, id);
         runner_reply_error(req, 403, "task %s belongs to another client", id);
+        return NULL;
+    }
+    if (t->state != RT_READY || t->t == NULL) {
+        int ending = t->state == RT_ENDING || t->state == RT_FAILED;
+
+        pthread_mutex_unlock(&r->mu);
+        runner_reply_error(req, 409, ending ? "task %s is ending" : "task %s is starting", id);
         return NULL;
     }
     t->running++; /* not ended under us */
