@@ -40,6 +40,8 @@ set(SBX_TEST_SECONDS
   # issue 27 (ASan+UBSan, alone, one engine shared with five other builds)
   runtime_test_docker_sidecar_pull=38
   runtime_test_docker_worktree_git=107
+  # issue 30 (ASan+UBSan: 11-17 s on a shared engine)
+  runtime_test_docker_files=20
 )
 set(SBX_TEST_DEFAULT_TIMEOUT_fast 120)
 set(SBX_TEST_DEFAULT_TIMEOUT_service 600)
