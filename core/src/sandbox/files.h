@@ -17,7 +17,7 @@
 /* an archive the runner's API sends (`sbx cp` out through the runner): it is held in the
  * runner's memory until the client has read it */
 #define SBX_FILES_API_ARCHIVE_MAX (64LL << 20)
-#define SBX_FILES_LIST_MAX 10000       /* entries `sbx task files` lists */
+#define SBX_FILES_LIST_MAX 10000 /* entries `sbx task files` lists */
 #define SBX_FILES_PATH_MAX 4095
 
 /* Error codes of this module (sbx_error_t.code), for the API's statuses. */
