@@ -42,6 +42,8 @@ set(SBX_TEST_SECONDS
   runtime_test_docker_worktree_git=107
   # issue 30 (terminals and ports)
   runtime_test_term_port_docker=100
+  # issue 30 (ASan+UBSan: 11-17 s on a shared engine)
+  runtime_test_docker_files=20
 )
 # fast: kept at 120 s although the slowest fast test without a row took 5 s in
 # `ctest -L fast` at load 10: beside the engine tests at load 22, test_cli took

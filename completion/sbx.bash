@@ -86,7 +86,7 @@ _sbx()
                     words=$subs
                 elif { [ "$cmd" = exec ] || [ "$cmd" = port ]; } && [ -z "$sub" ]; then
                     words=$(_sbx_words "$sbx" tasks)
-                elif [ "$cmd" = task ] && [ "$sub" = end ]; then
+                elif [ "$cmd" = task ] && case $sub in end|files|pause|resume) true ;; *) false ;; esac; then
                     words=$(_sbx_words "$sbx" tasks)
                 elif [ "$cmd" = help ] && [ -z "$sub" ]; then
                     words=$(_sbx_words "$sbx" commands)

@@ -603,7 +603,7 @@ static const struct sbx_provider_ops provider_docker_ops = {
     /* user namespaces only when the engine remaps them: info() reports it off */
     .flags = SBX_PROVIDER_ENFORCES_LIMITS | SBX_PROVIDER_ENFORCES_DISK |
              SBX_PROVIDER_EGRESS_SOCKET | SBX_PROVIDER_NESTED_CONTAINERS |
-             SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW,
+             SBX_PROVIDER_ENFORCES_USERNS | SBX_PROVIDER_WORKTREE_VIEW | SBX_PROVIDER_PAUSE,
     .init = cb_docker_init,
     .destroy_ctx = cb_docker_destroy_ctx,
     .create = cb_docker_create,
@@ -622,6 +622,11 @@ static const struct sbx_provider_ops provider_docker_ops = {
     .snapshot_remove = dk_snapshot_remove,
     /* (added, ABI 1.8) terminals/ports */
     .port_connect = dk_port_connect,
+    /* (added, ABI 1.9) files/pause */
+    .files_get = dk_files_get,
+    .files_put = dk_files_put,
+    .pause = dk_pause,
+    .resume = dk_resume,
 };
 
 SBX_PLUGIN_DEFINE(SBX_PLUGIN_PROVIDER, DK_NAME, "0.1.0", SBX_PLUGIN_READY, NULL, options,

@@ -273,6 +273,15 @@ int dk_loopcap_available(char *why, size_t len);
 int dk_loopcap_apply(struct dk_ctx *c, const char *id, int64_t bytes, sbx_error_t **err);
 
 /* docker_exec.c */
+/* (added, ABI 1.9) docker_files.c, docker_pause.c: files of a running sandbox through
+ * the engine's archive API, and pause/resume (docs/tasks.md, "Files", "Pause and resume"). */
+int dk_files_get(void *ctx, const char *id, const char *path,
+                 int (*sink)(void *ud, const char *data, size_t len), void *ud, sbx_error_t **err);
+int dk_files_put(void *ctx, const char *id, const char *dir, const char *tar, size_t len,
+                 sbx_error_t **err);
+int dk_pause(void *ctx, const char *id, int to_disk, sbx_error_t **err);
+int dk_resume(void *ctx, const char *id, sbx_error_t **err);
+
 int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
             int *exit_status, sbx_error_t **err);
 void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl);

@@ -99,7 +99,8 @@ async function main() {
 
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map(t => t.name).sort(),
-        ['sandbox_cancel', 'sandbox_end', 'sandbox_job', 'sandbox_queue', 'sandbox_run']);
+        ['sandbox_cancel', 'sandbox_end', 'sandbox_job', 'sandbox_queue', 'sandbox_read_file',
+            'sandbox_run', 'sandbox_write_file']);
     for (const t of tools) {
         assert.equal(t.inputSchema.type, 'object', `${t.name} has an object inputSchema`);
     }

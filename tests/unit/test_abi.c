@@ -56,6 +56,7 @@ static const struct abi_size recorded[] = {
     {7, "sbx_snapshot_req", 32},
     {7, "sbx_snapshot_out", 256},
     {8, "sbx_provider_ops", 144}, /* 1.8: port_connect (terminals/ports) */
+    {9, "sbx_provider_ops", 176}, /* 1.9: files_get, files_put, pause, resume */
 };
 
 #define ACTUAL(t)                                                                                  \

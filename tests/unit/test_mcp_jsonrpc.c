@@ -86,6 +86,39 @@ static void fake_nop(void *ctx)
     (void)ctx;
 }
 
+/* (added, issue 30) a file store of one file for sandbox_read_file/write_file */
+static char fake_file[64];
+static size_t fake_len;
+
+static int fake_read_file(void *ctx, const char *task, const char *path, char **data, size_t *len,
+                          sbx_error_t **err)
+{
+    (void)ctx;
+    (void)task;
+    if (strcmp(path, "/big") == 0) {
+        return sbx_error_set(err, SBX_E_GENERIC, "/big: more than 1 MiB: refused (use 'sbx cp')");
+    }
+    *data = xmalloc(fake_len + 1);
+    memcpy(*data, fake_file, fake_len);
+    (*data)[fake_len] = '\0';
+    *len = fake_len;
+    return 0;
+}
+
+static int fake_write_file(void *ctx, const char *task, const char *path, const char *data,
+                           size_t len, sbx_error_t **err)
+{
+    (void)ctx;
+    (void)task;
+    (void)path;
+    if (len > sizeof(fake_file)) {
+        return sbx_error_set(err, SBX_E_GENERIC, "too big for the fake");
+    }
+    memcpy(fake_file, data, len);
+    fake_len = len;
+    return 0;
+}
+
 static const struct sbx_mcp_backend_ops fake_ops = {
     .mode = "embedded",
     .run = fake_run,
@@ -95,6 +128,8 @@ static const struct sbx_mcp_backend_ops fake_ops = {
     .queue = fake_queue,
     .shutdown = fake_nop,
     .destroy = fake_nop,
+    .read_file = fake_read_file,
+    .write_file = fake_write_file,
 };
 
 static struct capture cap;
@@ -303,14 +338,15 @@ static void test_initialize(void **state)
 
 static void test_tools_list(void **state)
 {
-    const char *names[] = {"sandbox_run", "sandbox_end", "sandbox_job", "sandbox_cancel",
-                           "sandbox_queue"};
+    const char *names[] = {"sandbox_run",       "sandbox_end",   "sandbox_job",
+                           "sandbox_cancel",    "sandbox_queue", "sandbox_read_file",
+                           "sandbox_write_file"};
     json_t *j = send1("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}");
     json_t *tools = json_object_get(json_object_get(j, "result"), "tools");
 
     (void)state;
-    assert_int_equal(json_array_size(tools), 5);
-    for (size_t i = 0; i < 5; i++) {
+    assert_int_equal(json_array_size(tools), 7);
+    for (size_t i = 0; i < 7; i++) {
         json_t *t = json_array_get(tools, i);
         json_t *s = json_object_get(t, "inputSchema");
 
@@ -579,6 +615,46 @@ static void test_outbuf_head_and_tail(void **state)
     sbx_mcp_outbuf_free(&b);
 }
 
+/* (added, issue 30) sandbox_write_file then sandbox_read_file: text, base64, bad arguments */
+static void test_file_tools(void **state)
+{
+    json_t *j;
+    json_t *sc;
+
+    (void)state;
+    j = call_tool("sandbox_write_file",
+                  "{\"task\":\"t1\",\"path\":\"/tmp/a\",\"content\":\"hi\\n\"}");
+    assert_false(is_error(j));
+    json_decref(j);
+    j = call_tool("sandbox_read_file", "{\"task\":\"t1\",\"path\":\"/tmp/a\"}");
+    assert_false(is_error(j));
+    sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+    assert_string_equal(json_string_value(json_object_get(sc, "content")), "hi\n");
+    assert_string_equal(json_string_value(json_object_get(sc, "encoding")), "utf-8");
+    json_decref(j);
+    /* bytes that are not UTF-8 (0xff 0x00 0x41) go both ways as base64 */
+    j = call_tool("sandbox_write_file", "{\"task\":\"t1\",\"path\":\"/tmp/b\",\"content\":\"/wBB\","
+                                        "\"encoding\":\"base64\"}");
+    assert_false(is_error(j));
+    json_decref(j);
+    assert_int_equal(fake_len, 3);
+    assert_memory_equal(fake_file, "\xff\0A", 3);
+    j = call_tool("sandbox_read_file", "{\"task\":\"t1\",\"path\":\"/tmp/b\"}");
+    sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+    assert_string_equal(json_string_value(json_object_get(sc, "encoding")), "base64");
+    assert_string_equal(json_string_value(json_object_get(sc, "content")), "/wBB");
+    json_decref(j);
+    expect_tool_error("sandbox_read_file", "{\"task\":\"t1\",\"path\":\"relative\"}", "absolute");
+    expect_tool_error("sandbox_read_file", "{\"task\":\"t1\"}", "required");
+    expect_tool_error("sandbox_read_file", "{\"task\":\"../x\",\"path\":\"/a\"}", "task id");
+    expect_tool_error("sandbox_read_file", "{\"task\":\"t1\",\"path\":\"/a\",\"x\":\"1\"}",
+                      "unknown argument");
+    expect_tool_error(
+        "sandbox_write_file",
+        "{\"task\":\"t1\",\"path\":\"/a\",\"content\":\"!!\",\"encoding\":\"base64\"}", "base64");
+    expect_tool_error("sandbox_read_file", "{\"task\":\"t1\",\"path\":\"/big\"}", "1 MiB");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -596,6 +672,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_call_results, setup, teardown),
         cmocka_unit_test_setup_teardown(test_serve_long_line, setup, teardown),
         cmocka_unit_test(test_runner_mode_fails_clearly),
+        cmocka_unit_test_setup_teardown(test_file_tools, setup, teardown),
         cmocka_unit_test(test_utf8_clean),
         cmocka_unit_test(test_outbuf_head_and_tail),
     };

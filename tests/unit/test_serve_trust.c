@@ -373,6 +373,26 @@ static void test_trust_clients(void **state)
     assert_true(asprintf(&path, "/v1/jobs/%s/cancel", ida) > 0);
     tc_check(TOK_B, "POST", path, "{}", 403, "lacks scope 'cancel-any'");
     tc_check(TOK_B, "POST", "/v1/tasks/ta/end", "{}", 403, "lacks scope 'cancel-any'");
+    /* (added, issue 30) nor read, write or pause a's task's files; a may (the fake
+     * provider has no file ops: 501 once the ownership and scope checks passed) */
+    tc_check(TOK_B, "GET", "/v1/tasks/ta/files?path=/etc/hostname", NULL, 403,
+             "task ta belongs to another client");
+    tc_check(TOK_B, "PUT", "/v1/tasks/ta/files?path=/tmp/x", "x", 403, "belongs to another client");
+    tc_check(TOK_B, "POST", "/v1/tasks/ta/pause", "{}", 403, "belongs to another client");
+    tc_check(TOK_ADMIN, "GET", "/v1/tasks/ta/files?path=/etc/hostname", NULL, 403,
+             "lacks scope 'submit'");
+    tc_check(TOK_A, "GET", "/v1/tasks/ta/files?path=etc/hostname", NULL, 400, "absolute");
+    for (int i = 0; i < 600; i++) { /* the task may still be starting (409) */
+        long st = 0;
+
+        json_decref(tc(TOK_A, "GET", "/v1/tasks/ta/files?path=/etc/hostname", NULL, &st));
+        if (st != 409) {
+            break;
+        }
+        usleep(50 * 1000);
+    }
+    tc_check(TOK_A, "GET", "/v1/tasks/ta/files?path=/etc/hostname", NULL, 501, "cannot");
+    tc_check(TOK_A, "POST", "/v1/tasks/ta/pause", "{}", 501, "cannot pause");
     j = tc_want(TOK_A, "GET", "/v1/jobs/", NULL, 400, NULL);
     json_decref(j);
 

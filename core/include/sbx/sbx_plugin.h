@@ -27,8 +27,9 @@
  * 1.5: sbx_image_request.options (the Dev Container build, the tags).
  * 1.6: image_op (sbx image push, pull, gc, inspect; the runner's image check).
  * 1.7: snapshot, snapshot_remove (snapshot/fork of a task).
- * 1.8: port_connect (terminals/ports: sbx port, the API's ports). */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 8u
+ * 1.8: port_connect (terminals/ports: sbx port, the API's ports).
+ * 1.9: files_get, files_put, pause, resume (files and pause of a task). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 9u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif

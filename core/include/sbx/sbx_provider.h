@@ -10,7 +10,8 @@
  *
  * Required: init, destroy_ctx, create, exec, destroy, list.
  * Optional (may be NULL): cancel, info, check, image_build, scan_secrets,
- * claim_worktree, update_limits, image_op, snapshot, snapshot_remove.
+ * claim_worktree, update_limits, image_op, snapshot, snapshot_remove,
+ * port_connect, files_get, files_put, pause, resume.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -396,6 +397,27 @@ struct sbx_provider_ops {
      * cannot forward ports. */
     int (*port_connect)(void *ctx, const char *sandbox_id, int port, int *fd_out,
                         sbx_error_t **err);
+
+    /* ---- (added, ABI 1.9) files/pause (docs/tasks.md, "Files" and "Pause and resume").
+     * Paths are absolute paths inside the sandbox and are resolved there (in the
+     * sandbox's root, never on the host: a symlink planted inside cannot name a
+     * host file). Every op is optional. */
+    /* Streams a tar archive of path (a file or a directory, its name the
+     * archive's top entry) to sink as it arrives; sink returns non-zero to
+     * stop (the op then fails with SBX_E_CANCELLED unless it set *err).
+     * A path that does not exist: -1 with SBX_E_NOTFOUND. */
+    int (*files_get)(void *ctx, const char *sandbox_id, const char *path,
+                     int (*sink)(void *ud, const char *data, size_t len), void *ud,
+                     sbx_error_t **err);
+    /* Extracts the tar archive tar[0..len) into the existing directory dir. */
+    int (*files_put)(void *ctx, const char *sandbox_id, const char *dir, const char *tar,
+                     size_t len, sbx_error_t **err);
+    /* Freezes every process of the sandbox (no CPU; memory kept). to_disk
+     * asks for a checkpoint that frees the memory too: a provider that
+     * cannot fails with one line saying why. */
+    int (*pause)(void *ctx, const char *sandbox_id, int to_disk, sbx_error_t **err);
+    /* Continues every process of a paused sandbox where it stopped. */
+    int (*resume)(void *ctx, const char *sandbox_id, sbx_error_t **err);
 };
 
 #endif

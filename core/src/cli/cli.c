@@ -21,6 +21,7 @@ static const struct sbx_cmd commands[] = {
      sbx_cmd_snapshot_help},
     {"port", "forward a host loopback port to a port inside a task", sbx_cmd_port,
      sbx_cmd_port_help},
+    {"cp", "copy files between the host and a task's sandbox", sbx_cmd_cp, sbx_cmd_cp_help},
     {"mcp", "serve the sandbox tools to an AI agent (MCP over stdio)", sbx_cmd_mcp,
      sbx_cmd_mcp_help},
     {"agents", "set up Claude Code and OpenCode to use 'sbx mcp'", sbx_cmd_agents,

@@ -72,6 +72,11 @@ void sbx_cmd_snapshot_help(FILE *out);
 int sbx_cmd_task_extra(struct sbx_cli *cli, int argc, char **argv);
 struct sbx_task_cli;
 int sbx_cli_task_from(struct sbx_cli *cli, struct sbx_task_cli *o);
+/* (added, issue 30) cmd_cp.c, cmd_task_files.c: files and pause of a kept task */
+int sbx_cmd_cp(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_cp_help(FILE *out);
+int sbx_task_cmd_files(struct sbx_cli *cli, int argc, char **argv);
+int sbx_task_cmd_pause(struct sbx_cli *cli, int argc, char **argv, int resume);
 int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_image_help(FILE *out);
 /* (added) cmd_image_reg.c: push, pull, gc, inspect; -1 when argv[1] is none of them */

@@ -24,6 +24,9 @@ void sbx_cmd_task_help(FILE *out)
             "       sbx task fork TASK [OPTIONS] [--json]\n"
             "       sbx task allow TASK HOST[:PORT] [--json]\n"
             "       sbx task deny TASK HOST[:PORT] [--json]\n"
+            "       sbx task files TASK PATH [--json]\n"
+            "       sbx task pause TASK [--to-disk] [--json]\n"
+            "       sbx task resume TASK [--json]\n"
             "\n"
             "A task is one sandbox for its whole life; its commands run with 'sbx exec'.\n"
             "'task start' starts a small keeper process that owns the sandbox, holds its\n"
@@ -31,6 +34,13 @@ void sbx_cmd_task_help(FILE *out)
             "or the maximum lifetime (limits.max, 8h), and prints the task id.\n"
             "'task end' destroys the sandbox and revokes the lease. 'task list' shows\n"
             "running tasks (--all: ended ones too, whose records are kept).\n"
+            "'task files' lists PATH in the sandbox (a directory's entries, or the file):\n"
+            "type, mode, size, mtime (UTC), name; --json: {path, entries, truncated}.\n"
+            "'task pause' freezes every process of the sandbox (no CPU at once, memory\n"
+            "kept; the record's state is 'paused'; 'sbx exec' is refused until 'task\n"
+            "resume', which continues them where they stopped). Paused time counts\n"
+            "toward limits.idle and limits.max. --to-disk (checkpoint, memory freed) is\n"
+            "not available with the docker provider and says so. Copy files with 'sbx cp'.\n"
             "'task start' waits, saying so on stderr with the numbers, while this box's\n"
             "sandbox slots (box.max_sandboxes) or memory (box.memory - box.host_reserve)\n"
             "are taken, and fails at once when limits.memory can never fit.\n"
@@ -296,9 +306,15 @@ int sbx_cmd_task(struct sbx_cli *cli, int argc, char **argv)
         (rc = sbx_cmd_task_extra(cli, argc, argv)) >= 0) { /* (added) snapshot, fork, allow, deny */
         return rc;
     }
+    if (argc >= 2 && strcmp(argv[1], "files") == 0) { /* (added, issue 30) cmd_task_files.c */
+        return sbx_task_cmd_files(cli, argc - 1, argv + 1);
+    }
+    if (argc >= 2 && (strcmp(argv[1], "pause") == 0 || strcmp(argv[1], "resume") == 0)) {
+        return sbx_task_cmd_pause(cli, argc - 1, argv + 1, argv[1][0] == 'r');
+    }
     fprintf(stderr,
-            "sbx: error: task: %s%s%s: use start, end, list, snapshot, fork, allow or deny (see "
-            "'sbx task --help')\n",
+            "sbx: error: task: %s%s%s: use start, end, list, snapshot, fork, allow, deny, files, "
+            "pause or resume (see 'sbx task --help')\n",
             argc >= 2 ? "unknown subcommand '" : "no subcommand", argc >= 2 ? argv[1] : "",
             argc >= 2 ? "'" : "");
     return SBX_EXIT_USAGE;

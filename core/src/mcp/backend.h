@@ -67,6 +67,13 @@ struct sbx_mcp_backend_ops {
     void (*shutdown)(void *ctx);
     /* Ends every task still held and frees ctx (after all calls returned). */
     void (*destroy)(void *ctx);
+    /* (added, issue 30) sandbox_read_file, sandbox_write_file (tools_files.c): one
+     * regular file of a task's sandbox, at most SBX_FILES_ONE_MAX bytes; path absolute,
+     * resolved inside the sandbox. read: *data malloc'd (NUL-terminated). */
+    int (*read_file)(void *ctx, const char *task, const char *path, char **data, size_t *len,
+                     sbx_error_t **err);
+    int (*write_file)(void *ctx, const char *task, const char *path, const char *data, size_t len,
+                      sbx_error_t **err);
 };
 
 struct sbx_mcp_backend {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mcp/backend.h"
+#include "sandbox/files.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
 #include "util/confine.h"
@@ -705,6 +706,68 @@ static void emb_destroy(void *ctx)
     free(e);
 }
 
+/* (added, issue 30) one file of a held task (files.h), the task held in use meanwhile */
+static struct sbx_task *use_task(struct emb *e, const char *task, sbx_error_t **err)
+{
+    struct etask *et;
+
+    pthread_mutex_lock(&e->mu);
+    while ((et = find_task(e, task)) != NULL && et->starting) {
+        pthread_cond_wait(&e->cv, &e->mu);
+    }
+    if (et == NULL || et->ending || et->oneshot) {
+        pthread_mutex_unlock(&e->mu);
+        sbx_error_set(err, SBX_E_NOTFOUND,
+                      "no task '%.80s' is held by this sbx mcp process (start one with "
+                      "sandbox_run and a task id)",
+                      task);
+        return NULL;
+    }
+    et->users++;
+    pthread_mutex_unlock(&e->mu);
+    return et->t;
+}
+
+static void unuse_task(struct emb *e, const char *task)
+{
+    struct etask *et;
+
+    pthread_mutex_lock(&e->mu);
+    if ((et = find_task(e, task)) != NULL) {
+        et->users--;
+        pthread_cond_broadcast(&e->cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int emb_read_file(void *ctx, const char *task, const char *path, char **data, size_t *len,
+                         sbx_error_t **err)
+{
+    struct sbx_task *t = use_task(ctx, task, err);
+    int rc;
+
+    if (t == NULL) {
+        return -1;
+    }
+    rc = sbx_task_file_read(t, path, SBX_FILES_ONE_MAX, data, len, err);
+    unuse_task(ctx, task);
+    return rc;
+}
+
+static int emb_write_file(void *ctx, const char *task, const char *path, const char *data,
+                          size_t len, sbx_error_t **err)
+{
+    struct sbx_task *t = use_task(ctx, task, err);
+    int rc;
+
+    if (t == NULL) {
+        return -1;
+    }
+    rc = sbx_task_file_write(t, path, data, len, err);
+    unuse_task(ctx, task);
+    return rc;
+}
+
 static const struct sbx_mcp_backend_ops embedded_ops = {
     .mode = "embedded",
     .run = emb_run,
@@ -714,6 +777,8 @@ static const struct sbx_mcp_backend_ops embedded_ops = {
     .queue = emb_queue,
     .shutdown = emb_shutdown,
     .destroy = emb_destroy,
+    .read_file = emb_read_file,
+    .write_file = emb_write_file,
 };
 
 int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_dir,

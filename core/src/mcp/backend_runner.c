@@ -17,6 +17,7 @@
 #include "http/http.h"
 #include "mcp/backend.h"
 #include "runner/runner.h"
+#include "sbx/sbx_util.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -471,6 +472,54 @@ static void runner_destroy(void *ctx)
     free(ctx);
 }
 
+/* (added, issue 30) GET/PUT /v1/tasks/T/files?path= (docs/api.md) */
+static char *files_path(const char *task, const char *path)
+{
+    char *t = sbx_url_escape(task);
+    char *p = sbx_url_escape(path);
+    char *u = xasprintf("/v1/tasks/%s/files?path=%s", t ? t : "", p ? p : "");
+
+    free(t);
+    free(p);
+    return u;
+}
+
+static int runner_read_file(void *ctx, const char *task, const char *path, char **data, size_t *len,
+                            sbx_error_t **err)
+{
+    struct runner *r = ctx;
+    struct sbx_http_response resp = {0};
+    char *u = files_path(task, path);
+    int rc = sbx_runner_call(r->cfg, "GET", u, NULL, NULL, NULL, &resp, err);
+
+    free(u);
+    if (rc < 0) {
+        return -1;
+    }
+    *data = xmalloc(resp.body_len + 1);
+    memcpy(*data, resp.body ? resp.body : "", resp.body_len);
+    (*data)[resp.body_len] = '\0';
+    *len = resp.body_len;
+    sbx_http_response_free(&resp);
+    return 0;
+}
+
+static int runner_write_file(void *ctx, const char *task, const char *path, const char *data,
+                             size_t len, sbx_error_t **err)
+{
+    struct runner *r = ctx;
+    struct sbx_http_response resp = {0};
+    char *u = files_path(task, path);
+    int rc = sbx_runner_call_body(r->cfg, "PUT", u, data, len, "application/octet-stream", NULL,
+                                  NULL, &resp, err);
+
+    free(u);
+    if (rc == 0) {
+        sbx_http_response_free(&resp);
+    }
+    return rc;
+}
+
 static const struct sbx_mcp_backend_ops runner_ops = {
     .mode = "runner",
     .run = runner_run,
@@ -480,6 +529,8 @@ static const struct sbx_mcp_backend_ops runner_ops = {
     .queue = runner_queue,
     .shutdown = runner_shutdown,
     .destroy = runner_destroy,
+    .read_file = runner_read_file,
+    .write_file = runner_write_file,
 };
 
 void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out)

@@ -36,6 +36,10 @@ void sbx_mcp_server_free(struct sbx_mcp_server *s);
 /* tools.c: the tool list, and one tools/call. On a protocol error (unknown
  * tool, no name) returns NULL and sets *code and *msg (caller frees). */
 json_t *sbx_mcp_tools_list(void);
+/* (added, issue 30) tools_files.c: sandbox_read_file, sandbox_write_file. list appends
+ * their definitions; call returns NULL when name is neither. */
+void sbx_mcp_tools_files_list(json_t *tools);
+json_t *sbx_mcp_tools_files_call(const struct sbx_mcp_backend *b, const char *name, json_t *args);
 json_t *sbx_mcp_tools_call(const struct sbx_mcp_backend *b, json_t *params,
                            struct sbx_mcp_call *call, int *code, char **msg);
 

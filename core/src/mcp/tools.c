@@ -115,6 +115,7 @@ json_t *sbx_mcp_tools_list(void)
                     "Shows the tasks this server holds, the running jobs, the queue and the "
                     "box's sandbox slots, and whether a runner is configured.",
                     schema(json_object(), NULL), 1, 0, 1));
+    sbx_mcp_tools_files_list(tools); /* (added, issue 30) tools_files.c */
     return json_pack("{s:o}", "tools", tools);
 }
 
@@ -450,6 +451,8 @@ json_t *sbx_mcp_tools_call(const struct sbx_mcp_backend *b, json_t *params,
         else {
             res = json_result(o, "sandbox queue");
         }
+    }
+    else if ((res = sbx_mcp_tools_files_call(b, name, args)) != NULL) { /* (added, issue 30) */
     }
     else {
         *code = SBX_JSONRPC_INVALID_PARAMS;

@@ -345,6 +345,9 @@ static void route(struct evhttp_request *req, void *arg)
     if (runner_task_io_route(l, req, path, who)) {
         return; /* (added) a task's terminal and ports (api_term.c) */
     }
+    if (runner_files_route(r, req, path, who)) { /* (added, issue 30) api_files.c */
+        return;
+    }
     if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
         strcmp(rest, "end") == 0) {
         if (!post) {

@@ -90,6 +90,13 @@ int sbx_runner_call_cancel(const struct sbx_config *cfg, const char *method, con
                            void *ud, const volatile int *cancel, struct sbx_http_response *resp,
                            sbx_error_t **err);
 
+/* (added, issue 30) The same with a body of len bytes (NUL bytes allowed) and its
+ * Content-Type (NULL: application/json): `sbx cp` through the runner. */
+int sbx_runner_call_body(const struct sbx_config *cfg, const char *method, const char *path,
+                         const char *body, size_t len, const char *ctype,
+                         int (*on_data)(void *ud, const char *data, size_t len), void *ud,
+                         struct sbx_http_response *resp, sbx_error_t **err);
+
 /* Follows a job's output until it ends (GET /v1/jobs/ID/output?follow=1&
  * frames=1, docs/api.md) with stdout (1) and stderr (2) kept apart: each piece
  * goes to on_output (return non-zero to stop). *total (may be NULL) gets the

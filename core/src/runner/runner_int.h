@@ -348,6 +348,10 @@ int runner_may_use_credentials(const struct sbx_runner *r, const char *client, c
 /* The client may see (cancel) a job or task of owner. */
 int runner_may_read(const struct runner_client *who, const char *owner);
 int runner_may_cancel(const struct runner_client *who, const char *owner);
+/* (added, issue 30) api_files.c: GET/PUT /v1/tasks/{id}/files, POST .../pause and .../resume;
+ * 1 when path was one of them (answered). */
+int runner_files_route(struct sbx_runner *r, struct evhttp_request *req, const char *path,
+                       const struct runner_client *who);
 
 /* hooks.c */
 void runner_alerts_tick(struct sbx_runner *r);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
 #include "sandbox/task_port.h"
@@ -250,6 +251,8 @@ static void *conn_main(void *arg)
         }
     }
     else if (op != NULL && sbx_keeper_extra_op(c->t, op, req, c->fd)) { /* (added) keeper_ops.c */
+    }
+    else if (op != NULL && sbx_keeper_files_op(c->t, c->fd, op, req)) { /* (added, issue 30) */
     }
     else {
         send_result(c->fd, 0, "unknown request", 125, NULL);

@@ -3,6 +3,7 @@
  * lifetime, idle, lease renewal), stopping, records, and the read-only views of an
  * opaque task (task.h). Starting is task_start.c; execs, the end and re-adoption are
  * task_life.c. */
+#include "sandbox/files.h"
 #include "sandbox/task_int.h"
 
 #include <errno.h>
@@ -223,6 +224,7 @@ void sbx_task_stop(struct sbx_task *t, const char *reason)
         }
     }
     pthread_mutex_unlock(&t->mu);
+    sbx_task_thaw_for_stop(t); /* (added, issue 30) a frozen sandbox cannot end its commands */
 }
 
 /* ---- records ------------------------------------------------------------ */
@@ -244,6 +246,9 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     }
     if (t->have_lease) {
         json_array_append_new(leases, json_string(t->lease.id));
+    }
+    if (t->paused && strcmp(state, "running") == 0) { /* (added, issue 30) files.c */
+        state = "paused";
     }
     rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, "
                     "s:s, s:s?, s:s?, s:o, s:s?, s:{s:I, s:I}, s:o, s:s, s:s?}",
@@ -269,6 +274,12 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     json_object_set_new(rec, "warm", json_boolean(t->warm));
     /* (added) ... and given other limits by the engine's update call */
     json_object_set_new(rec, "resized", json_boolean(t->resized));
+    /* (added, issue 30) seconds paused so far (docs/tasks.md, "Pause and resume"), once paused */
+    if (t->paused || t->paused_total > 0) { /* `sbx run`'s records stay as they were */
+        json_object_set_new(
+            rec, "paused_seconds",
+            json_integer(t->paused_total + (t->paused ? time(NULL) - t->paused_at : 0)));
+    }
     sbx_caps_record(rec, &t->limits, t->unenforced);
     /* (added) what the worktree's checks found (docs/tasks.md, "Worktrees") */
     if (t->wt_events != NULL) {

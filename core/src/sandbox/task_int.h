@@ -62,6 +62,10 @@ struct sbx_task {
     unsigned timer_checks;   /* (added) the timer's provider checks done (under mu) */
     pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
     json_t *wt_events;       /* (added) what the worktree's checks found, each once (task_wt.c) */
+    /* (added, issue 30) files/pause (files.c): frozen by the provider's pause; under mu */
+    int paused;
+    int64_t paused_at;    /* when it was paused (Unix seconds) */
+    int64_t paused_total; /* seconds paused before, for the record */
 };
 
 /* (added) Runs one prepared exec: through the sandbox's exec agent when it

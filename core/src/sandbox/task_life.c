@@ -21,6 +21,7 @@
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
+#include "sandbox/files.h"
 #include "sandbox/task_int.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
@@ -206,6 +207,11 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         pthread_mutex_unlock(&t->mu);
         free(all);
         return sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending: %s", t->id, t->stop_reason);
+    }
+    if (sbx_task_paused_refuse(t, err) < 0) { /* (added, issue 30) files.c */
+        pthread_mutex_unlock(&t->mu);
+        free(all);
+        return -1;
     }
     t->running++;
     t->last_activity = time(NULL);
