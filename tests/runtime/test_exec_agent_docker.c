@@ -43,12 +43,15 @@ static struct spawn_result docker_exec(const char *task, const char *script)
     return spawn_run_as(argv, env, 0);
 }
 
-/* How many exec agents run in the task's sandbox (-1: docker exec failed). */
+/* How many exec agents run in the task's sandbox (-1: docker exec failed).
+ * PID 1 is the engine's init, whose command line holds the entrypoint's
+ * (--agent too): it is not an agent and cannot be killed from inside. */
 static int agents_left(const char *task)
 {
-    struct spawn_result d = docker_exec(
-        task, "n=0; for p in /proc/[0-9]*; do if tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
-              "grep -q -e '--age''nt'; then n=$((n+1)); fi; done; echo $n");
+    struct spawn_result d =
+        docker_exec(task, "n=0; for p in /proc/[0-9]*; do [ \"$p\" = /proc/1 ] && continue; "
+                          "if tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
+                          "grep -q -e '--age''nt'; then n=$((n+1)); fi; done; echo $n");
     int n = d.rc == 0 ? atoi(d.out) : -1;
 
     spawn_result_free(&d);
