@@ -5,6 +5,7 @@
 #include "http/h1.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -13,7 +14,7 @@ static const struct sbx_h1_limits default_limits = {16384, 100, 8192};
 
 void sbx_h1_init(struct sbx_h1_head *h, int response, const struct sbx_h1_limits *lim)
 {
-    memset(h, 0, sizeof(*h));
+    memset(h, 0, offsetof(struct sbx_h1_head, headers)); /* the table: filled up to nheaders */
     h->response = response;
     h->lim = lim != NULL ? *lim : default_limits;
     if (h->lim.headers_max > SBX_H1_HEADERS_CAP) {

@@ -66,13 +66,13 @@ struct sbx_h1_head {
     struct sbx_h1_str method, target; /* a request */
     int status;                       /* a response */
     struct sbx_h1_str reason;
-    size_t nheaders;
-    struct sbx_h1_header headers[SBX_H1_HEADERS_CAP];
     enum sbx_h1_framing framing;
     uint64_t content_length; /* SBX_H1_LENGTH */
     /* on failure */
     enum sbx_h1_error error;
     char err[160]; /* one line: what and where (line number, byte) */
+    size_t nheaders;
+    struct sbx_h1_header headers[SBX_H1_HEADERS_CAP]; /* last: not cleared by init */
 };
 
 /* response 0: a request head; lim NULL: 16 KiB, 100 headers, 8 KiB lines. */
