@@ -171,6 +171,15 @@ static void test_caps(void **state)
     assert_int_equal(parse(&h, 0, big, sizeof(big), &lim), -1);
     assert_int_equal(h.error, SBX_H1_E_TOO_LARGE);
     assert_non_null(strstr(h.err, "larger than 256"));
+    /* a whole head of exactly the cap is taken, one byte more is not */
+    memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+    memset(big + 19, 'a', 256 - 19 - 4);
+    memcpy(big + 256 - 4, "\r\n\r\n", 4);
+    assert_int_equal(parse(&h, 0, big, 256, &(struct sbx_h1_limits){256, 4, 300}), 256);
+    memset(big + 19, 'a', 257 - 19 - 4);
+    memcpy(big + 257 - 4, "\r\n\r\n", 4);
+    assert_int_equal(parse(&h, 0, big, 257, &(struct sbx_h1_limits){256, 4, 300}), -1);
+    assert_int_equal(h.error, SBX_H1_E_TOO_LARGE);
     /* header count */
     o = sprintf(head, "GET / HTTP/1.1\r\n");
     for (int i = 0; i < 5; i++) {

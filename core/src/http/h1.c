@@ -310,7 +310,7 @@ long sbx_h1_feed(struct sbx_h1_head *h, const char *buf, size_t len)
     if (end < 0) {
         return fail(h, SBX_H1_E_BYTES, "%s at byte %zu", why, h->scanned);
     }
-    if (end == 0) {
+    if (end == 0 || (size_t)end > h->lim.head_max) {
         if (want > h->lim.head_max) {
             return fail(h, SBX_H1_E_TOO_LARGE, "the head is larger than %zu bytes",
                         h->lim.head_max);
