@@ -53,6 +53,10 @@ static void test_request(void **state)
     assert_true(parse(&h, 0, "GET / HTTP/1.0\r\n\r\n", 18, NULL) == 18);
     assert_int_equal(h.framing, SBX_H1_NO_BODY);
     assert_int_equal(h.minor, 0);
+    /* a reply that does not start as one is refused at its first byte */
+    sbx_h1_init(&h, 1, NULL);
+    assert_int_equal(sbx_h1_feed(&h, "\0", 1), -1);
+    assert_int_equal(h.error, SBX_H1_E_START);
     /* not yet complete */
     sbx_h1_init(&h, 0, NULL);
     assert_int_equal(sbx_h1_feed(&h, "GET / HTTP/1.1\r\nHost: a\r\n\r", 26), 0);
@@ -133,6 +137,7 @@ static void test_smuggling(void **state)
         {1, "HTTP/1.1 6xx Hm\r\n\r\n", SBX_H1_E_STATUS, "bad status code"},
         {1, "HTTP/1.2 200 OK\r\n\r\n", SBX_H1_E_START, "status line"},
         {1, "ICY 200 OK\r\n\r\n", SBX_H1_E_START, "status line"},
+        {1, "\x16\x03\x01 TLS, not HTTP\r\n\r\n", SBX_H1_E_START, "status line"},
     };
 
     (void)state;

@@ -306,6 +306,10 @@ long sbx_h1_feed(struct sbx_h1_head *h, const char *buf, size_t len)
     if (h->len > 0) {
         return (long)h->len;
     }
+    if (h->response && memcmp(buf, "HTTP/", want < 5 ? want : 5) != 0) {
+        /* not HTTP at all: said at once, before any byte check or a whole head */
+        return fail(h, SBX_H1_E_START, "not an HTTP/1.0 or HTTP/1.1 status line");
+    }
     end = sbx_h1_head_end(buf, want, &h->scanned, &why);
     if (end < 0) {
         return fail(h, SBX_H1_E_BYTES, "%s at byte %zu", why, h->scanned);

@@ -79,7 +79,11 @@ static int head_feed(struct fwd_reply *p, const char *in, size_t len, size_t *us
     p->head_len += n;
     end = sbx_h1_feed(&p->h, p->head, p->head_len);
     if (end < 0) {
-        snprintf(p->err, sizeof(p->err), "the owner's reply: %s", p->h.err);
+        snprintf(p->err, sizeof(p->err),
+                 p->h.error == SBX_H1_E_START
+                     ? "the owner's reply does not start with an HTTP/1.x status line (%s)"
+                     : "the owner's reply: %s",
+                 p->h.err);
         p->phase = FWD_BAD;
         return -1;
     }
