@@ -4,7 +4,7 @@
  * chunked body), anything else a request (the parser on a request head, then the
  * proxy's egress/request.c, plain and inside a tunnel). The corpus of the old
  * `request` target is this target's corpus. Promises checked (a trap when broken):
- * a refusal has an error; a head fits the input and its headers fit the head and
+ * a refusal has an error, printable ASCII; a head fits the input and its headers fit the head and
  * the caps; the head parsed at once and byte by byte gives the same answer. */
 #include <stdint.h>
 #include <string.h>
@@ -19,6 +19,11 @@ static void check_head(const struct sbx_h1_head *h, long end, const char *buf, s
 {
     if (end < 0 && (h->error == SBX_H1_OK || h->err[0] == '\0')) {
         __builtin_trap();
+    }
+    for (const char *c = h->err; *c != '\0'; c++) {
+        if (*c < ' ' || *c > '~') {
+            __builtin_trap(); /* the error goes into logs and JSON: printable ASCII */
+        }
     }
     if (end <= 0) {
         return;

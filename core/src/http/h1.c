@@ -108,6 +108,19 @@ static int digits(const char *s, size_t n, size_t max, uint64_t *out)
     return 0;
 }
 
+/* At most 20 bytes of a hostile value for an error line: printable ASCII, else '?'
+ * (the bytes are not NUL-terminated and may not be UTF-8). */
+static const char *shown(const struct sbx_h1_str *v, char out[21])
+{
+    size_t n = v->n < 20 ? v->n : 20;
+
+    for (size_t i = 0; i < n; i++) {
+        out[i] = v->p[i] >= ' ' && v->p[i] <= '~' ? v->p[i] : '?';
+    }
+    out[n] = '\0';
+    return out;
+}
+
 /* "HTTP/1.0" or "HTTP/1.1" in 8 bytes. */
 static int version(const char *s, size_t n, int *minor)
 {
@@ -156,7 +169,10 @@ static long status_line(struct sbx_h1_head *h, const char *s, size_t n)
         return fail(h, SBX_H1_E_START, "not an HTTP/1.0 or HTTP/1.1 status line");
     }
     if (digits(s + 9, 3, 3, &st) < 0 || st < 100 || st > 599) {
-        return fail(h, SBX_H1_E_STATUS, "bad status code '%.3s' (not 100-599)", s + 9);
+        char code[21];
+
+        return fail(h, SBX_H1_E_STATUS, "bad status code '%s' (not 100-599)",
+                    shown(&(struct sbx_h1_str){s + 9, 3}, code));
     }
     h->status = (int)st;
     h->reason = n > 13 ? (struct sbx_h1_str){s + 13, n - 13} : (struct sbx_h1_str){s + n, 0};
@@ -212,6 +228,7 @@ static long framing(struct sbx_h1_head *h)
 {
     const struct sbx_h1_header *cl = NULL;
     const struct sbx_h1_header *te = NULL;
+    char buf[21];
 
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct sbx_h1_header *hd = &h->headers[i];
@@ -222,8 +239,8 @@ static long framing(struct sbx_h1_head *h)
             }
             cl = hd;
             if (digits(hd->value.p, hd->value.n, 15, &h->content_length) < 0) {
-                return fail(h, SBX_H1_E_LENGTH, "Content-Length '%.20s' is not 1-15 digits",
-                            hd->value.n ? hd->value.p : "");
+                return fail(h, SBX_H1_E_LENGTH, "Content-Length '%s' is not 1-15 digits",
+                            shown(&hd->value, buf));
             }
         }
         else if (name_is(&hd->name, "transfer-encoding")) {
@@ -233,8 +250,8 @@ static long framing(struct sbx_h1_head *h)
             te = hd;
             if (!name_is(&hd->value, "chunked")) {
                 return fail(h, SBX_H1_E_TE,
-                            "Transfer-Encoding '%.20s' is not chunked (the only coding taken)",
-                            hd->value.n ? hd->value.p : "");
+                            "Transfer-Encoding '%s' is not chunked (the only coding taken)",
+                            shown(&hd->value, buf));
             }
         }
     }
