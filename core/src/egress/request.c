@@ -1,8 +1,9 @@
 /* request.c - the proxy's HTTP/1 request head parser.
  *
- * Strict on purpose: one request line "METHOD SP TARGET SP HTTP/1.x" with CRLF line
- * ends, token header names, no folding, at most one Host header and it must name the
- * same host (and port, when it gives one) as the target. */
+ * The head's syntax is the one HTTP/1 parser's (http/h1.c: one request line
+ * "METHOD SP TARGET SP HTTP/1.x", CRLF line ends, token header names, no folding, one
+ * way to frame a body); here: the target's form, at most one Host header and it must
+ * name the same host (and port, when it gives one) as the target, the forwarded head. */
 #include "egress/request.h"
 
 #include <ctype.h>
@@ -11,6 +12,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "http/h1.h"
 #include "util/xalloc.h"
 
 long sbx_egress_head_end(const char *buf, size_t len)
@@ -22,37 +24,9 @@ long sbx_egress_head_end(const char *buf, size_t len)
 
 long sbx_egress_head_scan(const char *buf, size_t len, size_t *scanned)
 {
-    /* every check looks at most 3 bytes back or 1 ahead: resume 3 before the end */
-    for (size_t i = *scanned > 3 ? *scanned - 3 : 0; i < len; i++) {
-        unsigned char ch = (unsigned char)buf[i];
+    const char *why = NULL;
 
-        if (ch == '\n') {
-            if (i == 0 || buf[i - 1] != '\r') {
-                return -1;
-            }
-            if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r') {
-                return (long)(i + 1);
-            }
-            if (i == 1) {
-                return -1; /* an empty request line */
-            }
-        }
-        else if (ch == '\r') {
-            if (i + 1 < len && buf[i + 1] != '\n') {
-                return -1;
-            }
-        }
-        else if (ch == '\0' || (ch < 0x20 && ch != '\t') || ch == 0x7f) {
-            return -1;
-        }
-    }
-    *scanned = len;
-    return 0;
-}
-
-static int is_tchar(unsigned char ch)
-{
-    return isascii(ch) && (isalnum(ch) || strchr("!#$%&'*+-.^_`|~", ch) != NULL) && ch != '\0';
+    return sbx_h1_head_end(buf, len, scanned, &why);
 }
 
 #define FAIL(st, why)                                                                              \
@@ -198,31 +172,6 @@ static void append(char **buf, size_t *len, size_t *cap, const char *s, size_t n
 static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
                       struct sbx_egress_request *r, int *status, const char **reason);
 
-/* The headers that say where a request's body ends: one Content-Length of digits, and
- * no Transfer-Encoding (the proxy forwards exactly one request and must know its end;
- * a chunked body would need the proxy to parse every chunk). */
-static int body_header(const char *name, size_t n, const char *v, size_t vn, int *seen,
-                       uint64_t *body, int *status, const char **reason)
-{
-    if (n == 17 && strncasecmp(name, "transfer-encoding", n) == 0) {
-        FAIL(411, "chunked-body");
-    }
-    if (n != 14 || strncasecmp(name, "content-length", n) != 0) {
-        return 0;
-    }
-    if ((*seen)++ || vn == 0 || vn > 15) {
-        FAIL(400, "bad-content-length");
-    }
-    *body = 0;
-    for (size_t i = 0; i < vn; i++) {
-        if (!isdigit((unsigned char)v[i])) {
-            FAIL(400, "bad-content-length");
-        }
-        *body = *body * 10 + (uint64_t)(v[i] - '0');
-    }
-    return 0;
-}
-
 int sbx_egress_request_parse(const char *buf, size_t len, struct sbx_egress_request *r, int *status,
                              const char **reason)
 {
@@ -236,66 +185,38 @@ int sbx_egress_request_parse_tunnel(const char *buf, size_t len,
     return parse_head(buf, len, tunnel, r, status, reason);
 }
 
-/* The request line: method (a token), target (printable, no spaces) and version
- * (HTTP/1.0 or 1.1). */
-struct request_line {
-    const char *end; /* its CR */
-    const char *target;
-    size_t target_len;
-    const char *version; /* 8 bytes */
-};
-
-static int parse_request_line(const char *buf, size_t len, struct sbx_egress_request *r,
-                              struct request_line *rl, int *status, const char **reason)
+/* The head parser's refusal as the proxy's status and reason code. */
+static int h1_refusal(const struct sbx_h1_head *h, int *status, const char **reason)
 {
-    const char *end = buf + len;
-    const char *line_end = memchr(buf, '\r', len);
-    const char *sp1;
-    const char *sp2;
-
-    if (line_end == NULL || line_end + 1 >= end || line_end[1] != '\n') {
+    switch (h->error) {
+    case SBX_H1_E_TOO_LARGE:
+        FAIL(431, "header-too-large");
+    case SBX_H1_E_TOO_MANY:
+        FAIL(431, "too-many-headers");
+    case SBX_H1_E_TARGET:
+        FAIL(400, "bad-target");
+    case SBX_H1_E_HEADER:
+    case SBX_H1_E_LINE:
+        FAIL(400, "bad-header");
+    case SBX_H1_E_LENGTH:
+        FAIL(400, "bad-content-length");
+    case SBX_H1_E_TE:
+        FAIL(411, "chunked-body"); /* the proxy takes no Transfer-Encoding at all */
+    case SBX_H1_E_BYTES:
+        FAIL(400, "malformed-head");
+    default:
         FAIL(400, "bad-request-line");
     }
-    sp1 = memchr(buf, ' ', (size_t)(line_end - buf));
-    if (sp1 == NULL || sp1 == buf || (size_t)(sp1 - buf) >= sizeof(r->method)) {
-        FAIL(400, "bad-request-line");
-    }
-    for (const char *c = buf; c < sp1; c++) {
-        if (!is_tchar((unsigned char)*c)) {
-            FAIL(400, "bad-request-line");
-        }
-    }
-    memcpy(r->method, buf, (size_t)(sp1 - buf));
-    rl->target = sp1 + 1;
-    sp2 = memchr(rl->target, ' ', (size_t)(line_end - rl->target));
-    if (sp2 == NULL || sp2 == rl->target) {
-        FAIL(400, "bad-request-line");
-    }
-    rl->target_len = (size_t)(sp2 - rl->target);
-    rl->version = sp2 + 1;
-    if (line_end - rl->version != 8 ||
-        (strncmp(rl->version, "HTTP/1.1", 8) != 0 && strncmp(rl->version, "HTTP/1.0", 8) != 0)) {
-        FAIL(400, "bad-request-line");
-    }
-    for (size_t i = 0; i < rl->target_len; i++) {
-        unsigned char ch = (unsigned char)rl->target[i];
-
-        if (ch <= 0x20 || ch >= 0x7f) {
-            FAIL(400, "bad-target");
-        }
-    }
-    rl->end = line_end;
-    return 0;
 }
 
 /* A plain request's target: absolute-form "http://AUTHORITY/path" (or, in a tunnel,
  * origin-form: the authority is the tunnel's) gives the host, and the forwarded
  * request line gets the path alone. */
-static int parse_target(const struct request_line *rl, const struct sbx_egress_request *tunnel,
+static int parse_target(const struct sbx_h1_head *h, const struct sbx_egress_request *tunnel,
                         struct sbx_egress_request *r, size_t *cap, int *status, const char **reason)
 {
-    const char *target = rl->target;
-    size_t target_len = rl->target_len;
+    const char *target = h->target.p;
+    size_t target_len = h->target.n;
     const char *path;
     size_t path_len;
 
@@ -342,60 +263,23 @@ static int parse_target(const struct request_line *rl, const struct sbx_egress_r
         append(&r->forward, &r->forward_len, cap, "/", 1);
     }
     append(&r->forward, &r->forward_len, cap, path, path_len);
-    append(&r->forward, &r->forward_len, cap, " ", 1);
-    append(&r->forward, &r->forward_len, cap, rl->version, 8);
-    append(&r->forward, &r->forward_len, cap, "\r\n", 2);
+    append(&r->forward, &r->forward_len, cap, h->minor ? " HTTP/1.1\r\n" : " HTTP/1.0\r\n", 11);
     return 0;
 }
 
-/* The header lines up to the blank one: counted, each a token and a value; Host must
- * name the target's authority; body headers are checked (plain requests); hop-by-hop
- * ones are not forwarded. A plain request's forwarded head ends with a Host (when it
- * had none) and "Connection: close". On failure the forwarded head is dropped. */
-static int parse_headers(const char *line, const char *end, struct sbx_egress_request *r,
-                         size_t *cap, int *status, const char **reason)
+/* The parsed headers: Host must name the target's authority; hop-by-hop ones are not
+ * forwarded. A plain request's forwarded head ends with a Host (when it had none) and
+ * "Connection: close". On failure the forwarded head is dropped. */
+static int check_headers(const struct sbx_h1_head *h, struct sbx_egress_request *r, size_t *cap,
+                         int *status, const char **reason)
 {
-    int n_headers = 0;
     int seen_host = 0;
-    int seen_length = 0;
 
-    while (line < end) {
-        const char *eol = memchr(line, '\r', (size_t)(end - line));
-        const char *colon;
-        const char *v;
-        const char *ve;
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct sbx_h1_header *hd = &h->headers[i];
 
-        if (eol == NULL) {
-            break;
-        }
-        if (eol == line) {
-            break; /* the blank line */
-        }
-        if (++n_headers > SBX_EGRESS_HEADERS_MAX) {
-            drop_forward(r);
-            FAIL(431, "too-many-headers");
-        }
-        colon = memchr(line, ':', (size_t)(eol - line));
-        if (colon == NULL || colon == line) {
-            drop_forward(r);
-            FAIL(400, "bad-header");
-        }
-        for (const char *c = line; c < colon; c++) {
-            if (!is_tchar((unsigned char)*c)) {
-                drop_forward(r);
-                FAIL(400, "bad-header");
-            }
-        }
-        v = colon + 1;
-        ve = eol;
-        while (v < ve && (*v == ' ' || *v == '\t')) {
-            v++;
-        }
-        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) {
-            ve--;
-        }
-        if (colon - line == 4 && strncasecmp(line, "host", 4) == 0) {
-            char h[SBX_EGRESS_HOST_MAX + 1];
+        if (hd->name.n == 4 && strncasecmp(hd->name.p, "host", 4) == 0) {
+            char host[SBX_EGRESS_HOST_MAX + 1];
             int h_ip = 0;
             struct sbx_egress_addr a;
             unsigned hp = 0;
@@ -404,62 +288,78 @@ static int parse_headers(const char *line, const char *end, struct sbx_egress_re
                 drop_forward(r);
                 FAIL(400, "duplicate-host");
             }
-            if (parse_authority(v, (size_t)(ve - v), r->port, h, &h_ip, &a, &hp, status, reason) <
-                0) {
+            if (parse_authority(hd->value.p, hd->value.n, r->port, host, &h_ip, &a, &hp, status,
+                                reason) < 0) {
                 drop_forward(r);
                 return -1;
             }
-            if (h_ip != r->host_is_ip || strcmp(h, r->host) != 0 || hp != r->port) {
+            if (h_ip != r->host_is_ip || strcmp(host, r->host) != 0 || hp != r->port) {
                 drop_forward(r);
                 FAIL(403, "host-mismatch");
             }
         }
-        if (!r->connect && body_header(line, (size_t)(colon - line), v, (size_t)(ve - v),
-                                       &seen_length, &r->body, status, reason) < 0) {
-            drop_forward(r);
-            return -1;
+        if (!r->connect && !hop_by_hop(hd->name.p, hd->name.n)) {
+            append(&r->forward, &r->forward_len, cap, hd->name.p, hd->line_len);
         }
-        if (!r->connect && !hop_by_hop(line, (size_t)(colon - line))) {
-            append(&r->forward, &r->forward_len, cap, line, (size_t)(eol - line) + 2);
-        }
-        line = eol + 2;
     }
     if (!r->connect) {
         if (!seen_host) {
-            char *h = r->host_is_ip && r->ip.family == AF_INET6
-                          ? xasprintf("Host: [%s]:%u\r\n", r->host, r->port)
-                          : xasprintf("Host: %s:%u\r\n", r->host, r->port);
+            char *hl = r->host_is_ip && r->ip.family == AF_INET6
+                           ? xasprintf("Host: [%s]:%u\r\n", r->host, r->port)
+                           : xasprintf("Host: %s:%u\r\n", r->host, r->port);
 
-            append(&r->forward, &r->forward_len, cap, h, strlen(h));
-            free(h);
+            append(&r->forward, &r->forward_len, cap, hl, strlen(hl));
+            free(hl);
         }
         append(&r->forward, &r->forward_len, cap, "Connection: close\r\n\r\n", 21);
     }
     return 0;
 }
 
+/* The head's syntax and framing are the one HTTP/1 parser's (http/h1.c); what is
+ * the proxy's own: the method's size, the target's form, Host, the forwarded head,
+ * and no Transfer-Encoding on a plain request: the proxy forwards exactly one
+ * request and must know its end (a chunked body would need every chunk parsed). */
 static int parse_head(const char *buf, size_t len, const struct sbx_egress_request *tunnel,
                       struct sbx_egress_request *r, int *status, const char **reason)
 {
-    struct request_line rl;
+    static const struct sbx_h1_limits lim = {SBX_EGRESS_HEAD_MAX, SBX_EGRESS_HEADERS_MAX,
+                                             SBX_EGRESS_HEAD_MAX};
+    struct sbx_h1_head h;
     size_t cap = 0;
 
     memset(r, 0, sizeof(*r));
-    if (parse_request_line(buf, len, r, &rl, status, reason) < 0) {
-        return -1;
+    sbx_h1_init(&h, 0, &lim);
+    if (sbx_h1_feed(&h, buf, len) <= 0) {
+        if (h.error == SBX_H1_OK) {
+            FAIL(400, "malformed-head"); /* not a whole head */
+        }
+        return h1_refusal(&h, status, reason);
     }
-    if (tunnel != NULL && strcmp(r->method, "CONNECT") == 0) {
-        FAIL(400, "connect-in-tunnel");
+    if (h.method.n >= sizeof(r->method)) {
+        FAIL(400, "bad-request-line");
     }
+    memcpy(r->method, h.method.p, h.method.n);
     if (strcmp(r->method, "CONNECT") == 0) {
+        if (tunnel != NULL) {
+            FAIL(400, "connect-in-tunnel");
+        }
         r->connect = 1;
-        if (parse_authority(rl.target, rl.target_len, 0, r->host, &r->host_is_ip, &r->ip, &r->port,
+        if (parse_authority(h.target.p, h.target.n, 0, r->host, &r->host_is_ip, &r->ip, &r->port,
                             status, reason) < 0) {
             return -1;
         }
     }
-    else if (parse_target(&rl, tunnel, r, &cap, status, reason) < 0) {
+    else if (parse_target(&h, tunnel, r, &cap, status, reason) < 0) {
         return -1;
     }
-    return parse_headers(rl.end + 2, buf + len, r, &cap, status, reason);
+    if (check_headers(&h, r, &cap, status, reason) < 0) {
+        return -1;
+    }
+    if (!r->connect && h.framing == SBX_H1_CHUNKED) {
+        drop_forward(r);
+        FAIL(411, "chunked-body");
+    }
+    r->body = !r->connect && h.framing == SBX_H1_LENGTH ? h.content_length : 0;
+    return 0;
 }

@@ -1,6 +1,7 @@
 /* api_http.c - the runner API's HTTP side (docs/api.md): who a request is
  * (the unix socket's local client, or a TCP client by its bearer token), what
- * its scopes allow, the queue view as that client may see it, routing, and the
+ * its scopes allow, the queue view as that client may see it, the dispatch through
+ * the route table (api_routes.c, route.h), and the
  * listeners with their caps on what an unauthenticated peer can make the
  * runner hold (api_limits.c). Loop thread only. */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "runner/route.h"
 #include "runner/runner_int.h"
 #include "runner/status.h"
 #include "runner/warm.h"
@@ -190,61 +192,73 @@ static int header_lines(struct evhttp_request *req)
     return n;
 }
 
-static void route_job(struct sbx_runner *r, struct evhttp_request *req, const char *path,
-                      const struct runner_client *who, int get, int post)
+/* The route table's handlers for what lives here. */
+void runner_api_metrics(const struct runner_route_call *c)
 {
-    const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    char id[SBX_SCHED_ID_MAX + 1] = "";
-    char rest[32] = "";
+    handle_metrics(c->r, c->req);
+}
 
-    if (sscanf(path + 9, "%64[^/]/%31s", id, rest) < 1 || !sbx_id_valid(id, SBX_ID_NAME)) {
-        runner_reply_error(req, 400, "job id '%.64s': use 1-63 of [A-Za-z0-9._:-]", id);
+void runner_api_queue(const struct runner_route_call *c)
+{
+    runner_reply_json(c->req, 200, queue_json(c->r, c->who));
+}
+
+void runner_api_slots(const struct runner_route_call *c)
+{
+    handle_slots(c->r, c->req, c->who);
+}
+
+/* One request through the table (api_routes.c, route.h): 404, 405, 400 on an id,
+ * 403 on a scope, else the row's handler. */
+static void dispatch(struct sbx_runner *r, struct evhttp_request *req, const char *path,
+                     const struct runner_client *who)
+{
+    struct runner_route_call c;
+    const struct runner_route *hit;
+    char msg[200] = "";
+    int allowed;
+
+    memset(&c, 0, sizeof(c));
+    c.r = r;
+    c.req = req;
+    c.who = who;
+    c.path = path;
+    c.query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+    switch (runner_route_find(runner_api_routes, runner_api_routes_n,
+                              (int)evhttp_request_get_command(req), path, &c, &hit, &allowed, msg,
+                              sizeof(msg))) {
+    case RUNNER_ROUTE_NOT_FOUND:
+        runner_reply_error(req, 404, "no endpoint %s (see docs/api.md)", path);
+        return;
+    case RUNNER_ROUTE_METHOD:
+        runner_route_allowed(runner_api_routes, runner_api_routes_n, path, msg, sizeof(msg));
+        runner_reply_error(req, 405, "%s: %s", path, msg);
+        return;
+    case RUNNER_ROUTE_BAD_ID:
+        runner_reply_error(req, 400, "%s", msg);
+        return;
+    case RUNNER_ROUTE_FOUND:
+        break;
     }
-    else if (rest[0] == '\0' && get) {
-        runner_handle_job_get(r, req, id, who);
-    }
-    else if (strcmp(rest, "output") == 0 && get) {
-        int follow = 0;
-        int frames = 0;
-
-        if (query != NULL) {
-            struct evkeyvalq q;
-            const char *f;
-
-            evhttp_parse_query_str(query, &q);
-            f = evhttp_find_header(&q, "follow");
-            follow = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
-            f = evhttp_find_header(&q, "frames");
-            frames = f != NULL && (strcmp(f, "1") == 0 || strcmp(f, "true") == 0);
-            evhttp_clear_headers(&q);
+    if (hit->scope != 0 && (who->scopes & hit->scope) == 0) {
+        if (hit->scope & SBX_SCOPE_SUBMIT) {
+            rm_refused(&r->metrics, RM_REFUSED_FORBIDDEN); /* a refused job */
         }
-        runner_handle_output(r, req, id, follow, frames, who);
+        lacks(req, who, hit->scope & -hit->scope); /* names the first of them */
+        return;
     }
-    else if (strcmp(rest, "cancel") == 0 && post) {
-        runner_handle_cancel(r, req, id, who);
-    }
-    else if (rest[0] == '\0' || strcmp(rest, "output") == 0 || strcmp(rest, "cancel") == 0) {
-        runner_reply_error(req, 405, "%s: wrong method", path);
-    }
-    else {
-        runner_reply_error(req, 404, "no endpoint %s", path);
-    }
+    hit->handler(&c);
 }
 
 static void route(struct evhttp_request *req, void *arg)
 {
     struct runner_listener *l = arg;
     struct sbx_runner *r = l->r;
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = evhttp_uri_get_path(uri);
-    int get = m == EVHTTP_REQ_GET;
-    int post = m == EVHTTP_REQ_POST;
     const struct runner_client *who;
     struct runner_client fwd_who;
     const char *authz;
-    char id[SBX_SCHED_ID_MAX + 1] = "";
-    char rest[32] = "";
     char why[256] = "";
     int lines = header_lines(req);
 
@@ -289,83 +303,18 @@ static void route(struct evhttp_request *req, void *arg)
         runner_reply_error(req, 400, "bad request path");
         return;
     }
-    if (strcmp(path, "/metrics") == 0) {
-        if (!get) {
-            runner_reply_error(req, 405, "%s: use GET", path);
-        }
-        else if (!lacks(req, who, SBX_SCOPE_METRICS)) {
-            handle_metrics(r, req);
-        }
+    /* (added) prefixes handled by their own modules before the table; each is
+     * to become rows of runner_api_routes[] (api_routes.c) */
+    if (runner_route_snap(r, req, path, who)) { /* snapshots, egress changes */
         return;
     }
-    if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
-        /* any authenticated client on TCP (the metrics-only one too); the unix
-         * socket needs none (docs/api.md, "Health") */
-        if (!get) {
-            runner_reply_error(req, 405, "%s: use GET", path);
-        }
-        else {
-            runner_handle_health(r, req, path[1] == 'r');
-        }
+    if (runner_task_io_route(l, req, path, who)) { /* a task's terminal and ports */
         return;
     }
-    if (strcmp(path, "/v1/queue") == 0 || strcmp(path, "/v1/slots") == 0) {
-        if (!get) {
-            runner_reply_error(req, 405, "%s: use GET", path);
-        }
-        else if ((who->scopes & (SBX_SCOPE_READ_OWN | SBX_SCOPE_READ_ALL)) == 0) {
-            lacks(req, who, SBX_SCOPE_READ_OWN);
-        }
-        else if (path[4] == 'q') {
-            runner_reply_json(req, 200, queue_json(r, who));
-        }
-        else {
-            handle_slots(r, req, who);
-        }
+    if (runner_files_route(r, req, path, who)) { /* a task's files and pause */
         return;
     }
-    if (strcmp(path, "/v1/jobs") == 0) {
-        if (get) {
-            runner_handle_jobs_list(r, req, who);
-        }
-        else if (!post) {
-            runner_reply_error(req, 405, "/v1/jobs: use GET to list jobs, POST to submit one");
-        }
-        else if (lacks(req, who, SBX_SCOPE_SUBMIT)) {
-            rm_refused(&r->metrics, RM_REFUSED_FORBIDDEN);
-        }
-        else {
-            runner_handle_submit(r, req, who);
-        }
-        return;
-    }
-    if (runner_route_snap(r, req, path, who)) { /* (added) snapshots, egress changes */
-        return;
-    }
-    if (runner_task_io_route(l, req, path, who)) {
-        return; /* (added) a task's terminal and ports (api_term.c) */
-    }
-    if (runner_files_route(r, req, path, who)) { /* (added, issue 30) api_files.c */
-        return;
-    }
-    if (strncmp(path, "/v1/tasks/", 10) == 0 && sscanf(path + 10, "%64[^/]/%31s", id, rest) == 2 &&
-        strcmp(rest, "end") == 0) {
-        if (!post) {
-            runner_reply_error(req, 405, "%s: use POST", path);
-        }
-        else if (!sbx_id_valid(id, SBX_ID_NAME)) {
-            runner_reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
-        }
-        else {
-            runner_handle_task_end(r, req, id, who);
-        }
-        return;
-    }
-    if (strncmp(path, "/v1/jobs/", 9) == 0) {
-        route_job(r, req, path, who, get, post);
-        return;
-    }
-    runner_reply_error(req, 404, "no endpoint %s (see docs/api.md)", path);
+    dispatch(r, req, path, who);
 }
 
 static int bind_unix(struct sbx_runner *r, sbx_error_t **err)

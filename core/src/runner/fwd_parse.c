@@ -10,8 +10,11 @@
 
 void fwd_reply_init(struct fwd_reply *p)
 {
+    static const struct sbx_h1_limits lim = {FWD_HEAD_MAX, FWD_HEAD_LINES, FWD_HEAD_MAX};
+
     memset(p, 0, sizeof(*p));
     p->phase = FWD_HEAD;
+    sbx_h1_init(&p->h, 1, &lim);
 }
 
 static int bad(struct fwd_reply *p, const char *msg)
@@ -21,158 +24,86 @@ static int bad(struct fwd_reply *p, const char *msg)
     return -1;
 }
 
-/* A decimal or hex number of at most max_digits digits, all of s. */
-static int parse_num(const char *s, size_t n, int base, size_t max_digits, uint64_t *out)
+/* The head is complete (h1 parsed it): status, Content-Type, framing. */
+static int head_done(struct fwd_reply *p)
 {
-    uint64_t v = 0;
+    const struct sbx_h1_header *ct = sbx_h1_find(&p->h, "content-type");
 
-    if (n == 0 || n > max_digits) {
+    /* no 1xx: the forward asks for none (no Expect, no Upgrade) */
+    if (p->h.status < 200) {
+        snprintf(p->err, sizeof(p->err), "the owner's reply has a bad status code %d (no 1xx)",
+                 p->h.status);
+        p->phase = FWD_BAD;
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        int d;
-
-        if (s[i] >= '0' && s[i] <= '9') {
-            d = s[i] - '0';
+    p->status = p->h.status;
+    if (ct != NULL) {
+        if (ct->value.n >= sizeof(p->ctype)) {
+            return bad(p, "the owner's Content-Type is longer than 127 bytes");
         }
-        else if (base == 16 && s[i] >= 'a' && s[i] <= 'f') {
-            d = s[i] - 'a' + 10;
-        }
-        else if (base == 16 && s[i] >= 'A' && s[i] <= 'F') {
-            d = s[i] - 'A' + 10;
-        }
-        else {
-            return -1;
-        }
-        v = v * (uint64_t)base + (uint64_t)d;
-    }
-    *out = v;
-    return 0;
-}
-
-static size_t trim_len(const char *s, size_t n)
-{
-    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t')) {
-        n--;
-    }
-    return n;
-}
-
-/* The head in p->head (ends with CRLF CRLF): status, Content-Type, framing. */
-static int parse_head(struct fwd_reply *p)
-{
-    char *s = p->head;
-    char *end = p->head + p->head_len;
-    char *eol = memchr(s, '\n', (size_t)(end - s));
-    int lines = 1;
-    int chunked = 0;
-    int have_len = 0;
-    uint64_t len = 0;
-
-    /* "HTTP/1.x NNN reason" */
-    if (eol == NULL || eol - s < 12 || memcmp(s, "HTTP/1.", 7) != 0 ||
-        (s[7] != '0' && s[7] != '1') || s[8] != ' ' || (s[12] != ' ' && s[12] != '\r')) {
-        return bad(p, "the owner's reply does not start with an HTTP/1.x status line");
-    }
-    {
-        uint64_t st;
-
-        /* no 1xx: the forward asks for none (no Expect, no Upgrade) */
-        if (parse_num(s + 9, 3, 10, 3, &st) < 0 || st < 200 || st > 599) {
-            return bad(p, "the owner's reply has a bad status code");
-        }
-        p->status = (int)st;
-    }
-    for (s = eol + 1; s < end; s = eol + 1) {
-        size_t n;
-        char *colon;
-
-        eol = memchr(s, '\n', (size_t)(end - s));
-        if (eol == NULL) {
-            break;
-        }
-        n = (size_t)(eol - s);
-        if (n > 0 && s[n - 1] == '\r') {
-            n--;
-        }
-        if (n == 0) {
-            break; /* the empty line */
-        }
-        if (++lines > FWD_HEAD_LINES) {
-            return bad(p, "the owner's reply has more than 64 header lines");
-        }
-        colon = memchr(s, ':', n);
-        if (colon == NULL || colon == s) {
-            return bad(p, "the owner's reply has a header line without a name");
-        }
-        {
-            size_t name_len = (size_t)(colon - s);
-            const char *v = colon + 1;
-            size_t vlen = n - name_len - 1;
-
-            while (vlen > 0 && (*v == ' ' || *v == '\t')) {
-                v++;
-                vlen--;
-            }
-            vlen = trim_len(v, vlen);
-            if (name_len == 12 && strncasecmp(s, "Content-Type", 12) == 0) {
-                if (vlen >= sizeof(p->ctype)) {
-                    return bad(p, "the owner's Content-Type is longer than 127 bytes");
-                }
-                for (size_t i = 0; i < vlen; i++) {
-                    if (v[i] < ' ' || v[i] > '~') {
-                        return bad(p, "the owner's Content-Type is not printable ASCII");
-                    }
-                }
-                memcpy(p->ctype, v, vlen);
-                p->ctype[vlen] = '\0';
-            }
-            else if (name_len == 17 && strncasecmp(s, "Transfer-Encoding", 17) == 0) {
-                if (vlen != 7 || strncasecmp(v, "chunked", 7) != 0) {
-                    return bad(p, "the owner's Transfer-Encoding is not chunked");
-                }
-                chunked = 1;
-            }
-            else if (name_len == 14 && strncasecmp(s, "Content-Length", 14) == 0) {
-                uint64_t l;
-
-                if (parse_num(v, vlen, 10, 15, &l) < 0 || (have_len && l != len)) {
-                    return bad(p, "the owner's Content-Length is not a number");
-                }
-                have_len = 1;
-                len = l;
+        for (size_t i = 0; i < ct->value.n; i++) {
+            if (ct->value.p[i] < ' ' || ct->value.p[i] > '~') {
+                return bad(p, "the owner's Content-Type is not printable ASCII");
             }
         }
+        memcpy(p->ctype, ct->value.p, ct->value.n);
+        p->ctype[ct->value.n] = '\0';
     }
-    if (chunked) {
+    switch (p->h.framing) {
+    case SBX_H1_CHUNKED:
         p->phase = FWD_CHUNK_SIZE;
-    }
-    else if (have_len) {
-        p->left = len;
-        p->phase = len > 0 ? FWD_LENGTH : FWD_DONE;
-    }
-    else {
-        p->phase = (p->status == 204 || p->status == 304) ? FWD_DONE : FWD_UNTIL_CLOSE;
+        break;
+    case SBX_H1_LENGTH:
+        p->left = p->h.content_length;
+        p->phase = p->left > 0 ? FWD_LENGTH : FWD_DONE;
+        break;
+    case SBX_H1_UNTIL_CLOSE:
+        p->phase = FWD_UNTIL_CLOSE;
+        break;
+    default:
+        p->phase = FWD_DONE;
     }
     return 0;
+}
+
+/* Head bytes: copied (up to the cap) and given to the parser; *used gets how many
+ * of in were the head's. */
+static int head_feed(struct fwd_reply *p, const char *in, size_t len, size_t *used)
+{
+    size_t room = sizeof(p->head) - p->head_len;
+    size_t n = len < room ? len : room;
+    size_t before = p->head_len;
+    long end;
+
+    memcpy(p->head + p->head_len, in, n);
+    p->head_len += n;
+    end = sbx_h1_feed(&p->h, p->head, p->head_len);
+    if (end < 0) {
+        snprintf(p->err, sizeof(p->err),
+                 p->h.error == SBX_H1_E_START
+                     ? "the owner's reply does not start with an HTTP/1.x status line (%s)"
+                     : "the owner's reply: %s",
+                 p->h.err);
+        p->phase = FWD_BAD;
+        return -1;
+    }
+    *used = end > 0 ? (size_t)end - before : n;
+    return end > 0 ? head_done(p) : 0;
 }
 
 /* The chunk-size line in p->line (without its LF). */
 static int chunk_size(struct fwd_reply *p)
 {
     size_t n = p->line_len;
-    char *semi;
+    char why[64];
 
     if (n > 0 && p->line[n - 1] == '\r') {
         n--;
     }
-    semi = memchr(p->line, ';', n); /* chunk extensions are ignored */
-    if (semi != NULL) {
-        n = (size_t)(semi - p->line);
-    }
-    n = trim_len(p->line, n);
-    if (parse_num(p->line, n, 16, 8, &p->left) < 0) {
-        return bad(p, "the owner's reply has a bad chunk size");
+    if (sbx_h1_chunk_size(p->line, n, &p->left, why, sizeof(why)) < 0) {
+        snprintf(p->err, sizeof(p->err), "the owner's reply has %s", why);
+        p->phase = FWD_BAD;
+        return -1;
     }
     p->line_len = 0;
     p->phase = p->left == 0 ? FWD_TRAILER : FWD_CHUNK_DATA;
@@ -187,22 +118,14 @@ int fwd_reply_feed(struct fwd_reply *p, const char *in, size_t len, int (*on_hea
     while (i < len) {
         switch (p->phase) {
         case FWD_HEAD: {
-            char c = in[i++];
+            size_t used = 0;
 
-            if (p->head_len == sizeof(p->head) - 1) {
-                return bad(p, "the owner's reply head is larger than 16384 bytes");
+            if (head_feed(p, in + i, len - i, &used) < 0) {
+                return -1;
             }
-            p->head[p->head_len++] = c;
-            p->head[p->head_len] = '\0';
-            if (c == '\n' && p->head_len >= 2 &&
-                (p->head[p->head_len - 2] == '\n' ||
-                 (p->head_len >= 4 && memcmp(p->head + p->head_len - 4, "\r\n\r\n", 4) == 0))) {
-                if (parse_head(p) < 0) {
-                    return -1;
-                }
-                if (on_head != NULL && on_head(ud) != 0) {
-                    return -1;
-                }
+            i += used;
+            if (p->phase != FWD_HEAD && on_head != NULL && on_head(ud) != 0) {
+                return -1;
             }
             break;
         }

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/h1.h"
+
 #define FWD_HEAD_MAX 16384   /* the owner's status line and headers, bytes */
 #define FWD_HEAD_LINES 64    /* ... and lines */
 #define FWD_CHUNK_LINE 64    /* a chunk-size line */
@@ -27,15 +29,16 @@ enum fwd_phase {
 
 struct fwd_reply {
     enum fwd_phase phase;
-    int status;      /* 200..599 once the head is read */
-    char ctype[128]; /* Content-Type ("" none); printable ASCII only */
-    uint64_t left;   /* bytes left in a chunk or of Content-Length */
-    char head[FWD_HEAD_MAX];
+    int status;           /* 200..599 once the head is read */
+    char ctype[128];      /* Content-Type ("" none); printable ASCII only */
+    uint64_t left;        /* bytes left in a chunk or of Content-Length */
+    struct sbx_h1_head h; /* the head, by the one HTTP/1 parser */
+    char head[FWD_HEAD_MAX + 1];
     size_t head_len;
     char line[FWD_CHUNK_LINE];
     size_t line_len;
     size_t trailer; /* trailer bytes seen */
-    char err[160];  /* why phase is FWD_BAD */
+    char err[224];  /* why phase is FWD_BAD */
 };
 
 void fwd_reply_init(struct fwd_reply *p);
