@@ -298,6 +298,7 @@ static void test_no_proxy_variables(void **state)
     assert_null(strstr(out, "git-denied rc=0\n"));
     assert_non_null(strstr(out, "git-denied rc="));
     assert_contains(out, "git-denied fatal: unable to access 'https://denied.test/repo.git/': ");
+    assert_contains(out, "Access was denied"); /* the image's git: GnuTLS, the alert */
     snprintf(want, sizeof(want), "fetch allowed.test 200 hello from http allowed.test:%d\n",
              origin_port);
     assert_contains(out, want);
