@@ -7,7 +7,10 @@
  * Node's fetch: the 403's reason phrase and body; TLS: an access_denied alert), never
  * a connect; the deny's log line names the exec; a TLS name other than the resolved
  * one is refused as on the proxy path; an IP literal reaches the proxy's checks and
- * is refused (answered); UDP to anything but the resolver fails in the sandbox. Only
+ * is refused (answered); UDP to anything but the resolver fails in the sandbox;
+ * (added) `git ls-remote` over HTTPS lists a local bare repository's main (git's dumb
+ * HTTP protocol, the test CA trusted through egress.ca_bundle's GIT_SSL_CAINFO) and
+ * fails for a denied name. Only
  * the loopback servers started here are ever reached (system_dns = false);
  * 192.0.2.1 (TEST-NET-1) is refused inside the sandbox's netns or by the proxy
  * before any connect. */
@@ -17,16 +20,45 @@ static pid_t origin_pid;
 static int origin_port;
 static pid_t tls_pid;
 static int tls_port;
+static pid_t git_pid; /* (added) a bare repository over HTTPS (git's dumb protocol) */
+static int git_port;
+static char git_head[64];
 static char *log_path;
+
+/* (added) STATE/repo.git: a bare repository with one commit on main, ready for dumb
+ * HTTP; its commit id into git_head. Only the host's git, no network. */
+static void make_repo(void)
+{
+    char *cmd = NULL;
+    FILE *f;
+
+    assert_true(asprintf(&cmd,
+                         "set -e; cd '%s'; git init -q -b main src; "
+                         "git -C src -c user.name=t -c user.email=t@t.test commit -q "
+                         "--allow-empty -m one; git clone -q --bare src repo.git; "
+                         "git -C repo.git update-server-info",
+                         rt_state) > 0);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    assert_true(asprintf(&cmd, "git -C '%s/repo.git' rev-parse refs/heads/main", rt_state) > 0);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(git_head, sizeof(git_head), f));
+    git_head[strcspn(git_head, "\n")] = '\0';
+    assert_int_equal(strlen(git_head), 40);
+    assert_int_equal(pclose(f), 0);
+    free(cmd);
+}
 
 static int setup(void **state)
 {
-    char cfg[1024];
+    char cfg[2048];
     char *cert = NULL;
     char *key = NULL;
     char *gen = NULL;
     char *argv[] = {"python3", NULL, "http", NULL};
     char *targv[] = {"python3", NULL, "https", NULL, NULL, NULL};
+    char *gargv[] = {"python3", NULL, "https-dir", NULL, NULL, NULL, NULL};
 
     if (rt_setup(state) < 0) {
         return -1;
@@ -45,21 +77,31 @@ static int setup(void **state)
     targv[3] = cert;
     targv[4] = key;
     tls_pid = rt_spawn_server(targv, &tls_port);
+    make_repo();
+    gargv[1] = argv[1];
+    gargv[3] = cert;
+    gargv[4] = key;
+    gargv[5] = rt_state;
+    git_pid = rt_spawn_server(gargv, &git_port);
     free(argv[1]);
-    free(cert);
     free(key);
     free(gen);
-    if (origin_pid <= 0 || tls_pid <= 0) {
+    if (origin_pid <= 0 || tls_pid <= 0 || git_pid <= 0) {
+        free(cert);
         return -1;
     }
     assert_true(asprintf(&log_path, "%s/egress.jsonl", rt_state) > 0);
+    /* (added) the test certificate is also the sandbox's extra CA (egress.ca_bundle):
+     * git trusts it through GIT_SSL_CAINFO, which sbx sets */
     snprintf(cfg, sizeof(cfg),
              "egress = {\n  log = \"%s\";\n  system_dns = false;\n"
-             "  registries = [\"allowed.test:%d,%d\"];\n"
+             "  ca_bundle = \"%s\";\n"
+             "  registries = [\"allowed.test:%d,%d,%d\"];\n"
              "  hosts = ( { name = \"allowed.test\"; address = \"127.0.0.1\"; },\n"
              "            { name = \"other.test\"; address = \"127.0.0.1\"; },\n"
              "            { name = \"denied.test\"; address = \"127.0.0.1\"; } );\n};\n",
-             log_path, origin_port, tls_port);
+             log_path, cert, origin_port, tls_port, git_port);
+    free(cert);
     rt_use_config(cfg);
     return 0;
 }
@@ -68,15 +110,16 @@ static int teardown(void **state)
 {
     rt_stop_server(&origin_pid);
     rt_stop_server(&tls_pid);
+    rt_stop_server(&git_pid);
     free(log_path);
     return rt_teardown(state);
 }
 
-/* The script run in the sandbox (P: plain port, T: TLS port). Each line it prints is
- * checked below. */
+/* The script run in the sandbox (P: plain port, T: TLS port, G: the repository's TLS
+ * port). Each line it prints is checked below. */
 static const char script[] =
     "unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy NODE_USE_ENV_PROXY\n"
-    "P=$1; T=$2\n"
+    "P=$1; T=$2; G=$3; export GIT_TERMINAL_PROMPT=0\n"
     "getent hosts allowed.test | awk '{print \"getent-allowed \" $1}'\n"
     "getent hosts denied.test | awk '{print \"getent-denied \" $1}'\n"
     "echo \"curl-allowed $(curl -sS -m 5 http://allowed.test:$P/)\"\n"
@@ -86,6 +129,11 @@ static const char script[] =
     "curl -sS -k -m 5 --connect-to other.test:$T:allowed.test:$T https://other.test:$T/ "
     ">/dev/null 2>&1; echo \"curl-sni-mismatch rc=$?\"\n"
     "curl -sS -m 5 http://192.0.2.1:$P/ 2>&1 | head -1 | sed 's/^/curl-ip-literal /'\n"
+    /* (added) git over HTTPS, trusting the test CA through GIT_SSL_CAINFO */
+    "echo \"git-cainfo $GIT_SSL_CAINFO\"\n"
+    "timeout 60 git ls-remote https://allowed.test:$G/repo.git 2>&1 | sed 's/^/git-allowed /'\n"
+    "timeout 60 git ls-remote https://denied.test/repo.git >/tmp/g.out 2>&1; "
+    "echo \"git-denied rc=$?\"; sed 's/^/git-denied /' /tmp/g.out\n"
     "cat > /tmp/t.js <<'EOF'\n"
     "const P = process.argv[2];\n"
     "const dgram = require('dgram');\n"
@@ -201,7 +249,7 @@ static int count_denied_attributed(const char *task, const char *exec)
 
 static void test_no_proxy_variables(void **state)
 {
-    char p[16], t[16], want[160];
+    char p[16], t[16], g[16], want[160];
     struct spawn_result r;
     json_t *rec;
     const char *out;
@@ -209,7 +257,8 @@ static void test_no_proxy_variables(void **state)
     (void)state;
     snprintf(p, sizeof(p), "%d", origin_port);
     snprintf(t, sizeof(t), "%d", tls_port);
-    r = RT_SBX("run", "--task", "tp-1", "--json", "--", "sh", "-c", script, "sh", p, t);
+    snprintf(g, sizeof(g), "%d", git_port);
+    r = RT_SBX("run", "--task", "tp-1", "--json", "--", "sh", "-c", script, "sh", p, t, g);
     rec = json_loads(r.out, 0, NULL);
     assert_non_null(rec);
     out = json_string_value(json_object_get(rec, "stdout"));
@@ -242,6 +291,14 @@ static void test_no_proxy_variables(void **state)
              "allows",
              origin_port);
     assert_contains(out, want);
+    /* (added) git ls-remote lists the host's commit on main; a denied name fails */
+    assert_contains(out, "git-cainfo /run/sbx-egress/ca-bundle.pem\n");
+    snprintf(want, sizeof(want), "git-allowed %s\trefs/heads/main\n", git_head);
+    assert_contains(out, want);
+    assert_null(strstr(out, "git-denied rc=0\n"));
+    assert_non_null(strstr(out, "git-denied rc="));
+    assert_contains(out, "git-denied fatal: unable to access 'https://denied.test/repo.git/': ");
+    assert_contains(out, "Access was denied"); /* the image's git: GnuTLS, the alert */
     snprintf(want, sizeof(want), "fetch allowed.test 200 hello from http allowed.test:%d\n",
              origin_port);
     assert_contains(out, want);

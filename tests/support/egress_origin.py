@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """A local origin server for the egress tests: HTTP or HTTPS on 127.0.0.1.
 
-usage: egress_origin.py http | https CERT KEY
+usage: egress_origin.py http | https CERT KEY | https-dir CERT KEY DIR
 Prints its ephemeral port on stdout, then serves until killed.
 GET answers "hello from <kind> <Host header>"; POST answers the body's length.
+https-dir serves DIR's files over TLS (GET only, query strings ignored): a bare git
+repository after `git update-server-info` is then a remote for git's dumb HTTP.
 """
+import functools
 import http.server
 import ssl
 import sys
@@ -33,9 +36,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class DirHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
 def main():
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    if sys.argv[1] == "https":
+    handler = Handler
+    if sys.argv[1] == "https-dir":
+        handler = functools.partial(DirHandler, directory=sys.argv[4])
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if sys.argv[1] in ("https", "https-dir"):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(sys.argv[2], sys.argv[3])
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
