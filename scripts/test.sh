@@ -82,10 +82,16 @@ build() {
 engine=${SBX_TEST_ENGINE_DIR:-/tmp/sbx-test-docker}
 sock=$engine/docker.sock
 export SBX_TEST_DOCKER_HOST=unix://$sock
+# a second engine, with no images, for the tests that pull onto another box
+# (runtime_test_image_registry: push, then pull by digest elsewhere)
+engine2=$engine-2
+sock2=$engine2/docker.sock
+export SBX_TEST_DOCKER_HOST2=unix://$sock2
 engine_up=0
 stop_engine() {
     if [ "$engine_up" = 1 ]; then
         "$root/scripts/dockerd.sh" stop --socket "$sock" --root "$engine" || true
+        "$root/scripts/dockerd.sh" stop --socket "$sock2" --root "$engine2" >/dev/null 2>&1 || true
     fi
 }
 # One engine per run, as a box runs it (scripts/setup.sh's default): overlay2,
@@ -101,6 +107,8 @@ start_engine() {
         rm -f "$engine/btrfs.img"
     fi
     scripts/dockerd.sh start --socket "$sock" --root "$engine" --overlay2
+    "$root/scripts/dockerd.sh" stop --socket "$sock2" --root "$engine2" >/dev/null 2>&1 || true
+    scripts/dockerd.sh start --socket "$sock2" --root "$engine2" --overlay2 >/dev/null
     # the inotify pool the abuse tests need (idempotent; docs/operations.md)
     scripts/kernel-limits.sh "$sbx"
     DOCKER_HOST=$SBX_TEST_DOCKER_HOST SBX_STATE_DIR=$engine/state \
