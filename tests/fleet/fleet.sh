@@ -113,6 +113,15 @@ fail() {
     exit 1
 }
 
+# has TEXT GREP-ARGS...: grep over TEXT without a pipe (under pipefail,
+# `echo "$m" | grep -q` fails at random when grep -q exits at its first match
+# and echo, writing a large /metrics in pieces, gets SIGPIPE)
+has() {
+    local t=$1
+    shift
+    grep "$@" <<<"$t"
+}
+
 # note WHAT: a step of the case, with the seconds since it started (so a slow
 # step shows where a loaded machine spent the time)
 note() { echo "fleet: [${SECONDS}s] $*"; }
@@ -373,15 +382,15 @@ jobs)
     for b in b1 b2 b3; do
         out=$(timeout 60 "$sbx" --config "$work/$b/sbx.conf" queue) || fail "sbx queue on $b"
         for o in b1 b2 b3; do
-            echo "$out" | grep -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
+            has "$out" -q "^  $o " || fail "sbx queue on $b does not show box $o: $out"
         done
         # each box's /metrics has the per-box series of every box
         m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics) || fail "/metrics on $b"
         for o in b1 b2 b3; do
-            echo "$m" | grep -q "^sbx_fleet_box_up{box=\"$o\"} 1$" &&
-                echo "$m" | grep -Eq "^sbx_fleet_box_heartbeat_age_seconds{box=\"$o\"} [0-9]+\.[0-9]{3}$" &&
-                echo "$m" | grep -Eq "^sbx_fleet_box_jobs{box=\"$o\"} [0-9]+$" ||
-                fail "/metrics on $b lacks box $o's series: $(echo "$m" | grep '^sbx_fleet_box')"
+            has "$m" -q "^sbx_fleet_box_up{box=\"$o\"} 1$" &&
+                has "$m" -Eq "^sbx_fleet_box_heartbeat_age_seconds{box=\"$o\"} [0-9]+\.[0-9]{3}$" &&
+                has "$m" -Eq "^sbx_fleet_box_jobs{box=\"$o\"} [0-9]+$" ||
+                fail "/metrics on $b lacks box $o's series: $(has "$m" '^sbx_fleet_box')"
         done
     done
     echo "fleet: $n jobs over 3 boxes in $(((t1 - t0) / 1000000)) ms"
@@ -470,7 +479,7 @@ bench)
     conns=""
     for b in b1 b2 b3; do
         m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics)
-        conns="$conns $b $(echo "$m" | grep '^sbx_fleet_store_connections_total' | sed 's/.*how="\([a-z]*\)"} \([0-9]*\)/\1 \2/' | tr '\n' ' ')"
+        conns="$conns $b $(has "$m" '^sbx_fleet_store_connections_total' | sed 's/.*how="\([a-z]*\)"} \([0-9]*\)/\1 \2/' | tr '\n' ' ')"
     done
     pg=$(sql "SELECT round(percentile_cont(0.5) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY granted_at - queued_at)) || ' ' || round(percentile_cont(0.5) WITHIN GROUP (ORDER BY ready_at - queued_at)) || ' ' || round(percentile_cont(0.95) WITHIN GROUP (ORDER BY ready_at - queued_at)) FROM jobs WHERE state = 'finished'")
     mkdir -p "$work/one"
@@ -509,7 +518,7 @@ bad)
     rc=$?
     set -e
     [ "$rc" = 2 ] || fail "a DSN of another engine: exit $rc, want 2: $out"
-    echo "$out" | grep -q "sbx.conf:[0-9]*: 'runner.database' must be a postgresql:// DSN" ||
+    has "$out" -q "sbx.conf:[0-9]*: 'runner.database' must be a postgresql:// DSN" ||
         fail "a DSN of another engine: $out"
     conf b1 '"ci"'
     sed -i "s|database = \"[^\"]*\"|database = \"postgresql://sbx@/sbx?host=$work/none\"|" "$work/b1/sbx.conf"
@@ -519,7 +528,7 @@ bad)
     set -e
     [ "$rc" = 2 ] || fail "a wrong DSN: exit $rc, want 2: $out"
     [ "$(echo "$out" | wc -l)" = 1 ] || fail "a wrong DSN: not one line: $out"
-    echo "$out" | grep -q "cannot connect" || fail "a wrong DSN: $out"
+    has "$out" -q "cannot connect" || fail "a wrong DSN: $out"
     conf b2 '"ci"'
     start b2
     wait_socket b2
@@ -531,7 +540,7 @@ bad)
     set -e
     [ "$rc" = 2 ] || fail "another schema version: exit $rc, want 2: $out"
     [ "$(echo "$out" | wc -l)" = 1 ] || fail "another schema version: not one line: $out"
-    echo "$out" | grep -q "schema version is 9, this sbx uses 3" || fail "schema: $out"
+    has "$out" -q "schema version is 9, this sbx uses 3" || fail "schema: $out"
     echo "fleet: bad DSN and schema version refused with exit 2"
     ;;
 scale)
@@ -549,7 +558,7 @@ scale)
     leader_of() { # the box whose /metrics says it leads, or ""
         for b in "$@"; do
             m=$(curl -s --unix-socket "$work/$b/runner.sock" http://localhost/metrics || true)
-            if echo "$m" | grep -q "^sbx_fleet_leader{box=\"$b\"} 1"; then
+            if has "$m" -q "^sbx_fleet_leader{box=\"$b\"} 1"; then
                 echo "$b"
                 return
             fi
@@ -609,7 +618,7 @@ scale)
     [ "$dup" = 0 ] || fail "a job was alerted twice: $(cat "$work/calls")"
     [ "$(sql "SELECT count(*) FROM fleet_scale WHERE kind = 'scale_up'")" = 1 ] || fail "scale-up rows"
     m=$(curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics)
-    echo "$m" | grep -q '^sbx_fleet_wait_seconds{pool="ci"}' || fail "the leader's /metrics has no fleet wait"
+    has "$m" -q '^sbx_fleet_wait_seconds{pool="ci"}' || fail "the leader's /metrics has no fleet wait"
     # what scale_up_command would start: a box with the same configuration
     # (its own state dir, a generated id) joins by itself: the leader counts it
     mkdir -p "$work/b4"
@@ -668,7 +677,7 @@ scale)
     [ "$(leader_of "$new")" = "" ] || fail "two leaders: $new and $third"
     note "$third deposed the paused $new"
     out=$(timeout 60 "$sbx" --config "$work/$third/sbx.conf" queue) || fail "sbx queue on $third"
-    echo "$out" | grep -q "leader (autoscaler) $third" || fail "sbx queue does not name the leader $third: $out"
+    has "$out" -q "leader (autoscaler) $third" || fail "sbx queue does not name the leader $third: $out"
     wait_ended "$(sql "SELECT count(*) FROM jobs")" 120
     echo "fleet: one leader ($lead, then $new, then $third) alerted $(grep -c "^alert" "$work/calls") job(s) and scaled once; the spend cap held"
     ;;
@@ -705,7 +714,7 @@ EOF
         box=$(sql "SELECT box FROM jobs WHERE id = '$id'")
         n=$(sql "SELECT substring(labels from 'd([0-9]+)') FROM jobs WHERE id = '$id'")
         out=$(curl -s --unix-socket "$work/$box/runner.sock" "http://localhost/v1/jobs/$id/output")
-        echo "$out" | grep -q "fleet-$n" || fail "job $id (d$n) on $box: output '$out'"
+        has "$out" -q "fleet-$n" || fail "job $id (d$n) on $box: output '$out'"
     done
     stop_all
     left=$(curl -s --unix-socket "$engine" "http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%2C%22sbx.test%3D$SBX_TEST_LABEL%22%5D%7D")
