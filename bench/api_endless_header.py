@@ -11,6 +11,11 @@ how much was sent, when the server closed, the server's CPU share over the run
 and its RSS before, at the end and 3 s after the client closed (from /proc).
 Loopback only.
 """
+import sys as _sys
+
+if len(_sys.argv) > 1 and _sys.argv[1] in ("-h", "--help"):
+    print(__doc__ if __doc__ else open(__file__).read().split("\n\n")[0])
+    _sys.exit(0)
 import os
 import socket
 import sys

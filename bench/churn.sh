@@ -27,6 +27,11 @@
 # removal) per mode. Needs root. Results: OUT (default PREFIX-results).
 # Exits 1 when anything is left behind 60 s after the last mode.
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 secs=${1:-600}
 par=${2:-6}

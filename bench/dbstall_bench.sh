@@ -10,6 +10,11 @@
 #
 #   bench/dbstall_bench.sh [BUILD_DIR]
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 exec "$src/tests/support/pg_harness.sh" exec "$src/tests/fleet/fleet.sh" "$build/sbx" \

@@ -12,6 +12,11 @@
 # Needs root, the engine in DOCKER_HOST (or SBX_TEST_DOCKER_HOST) with the sbx
 # images imported, and build/sbx. Only the origin started here is reached.
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-200}
 sbx=$(realpath "${SBX:-build/sbx}")

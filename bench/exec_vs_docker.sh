@@ -7,6 +7,11 @@
 # every exec takes the engine path (for comparison).
 #   bench/exec_vs_docker.sh [RUNS]   (default 30; DOCKER_HOST picks the engine)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-30}
 sbx=${SBX:-build/sbx}

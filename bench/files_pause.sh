@@ -8,6 +8,11 @@
 # Prints p50 (and p95 for latencies) and the ratio sbx/docker of the medians.
 #   bench/files_pause.sh [RUNS] [MIB] [FILES]   (default 5 64 64; DOCKER_HOST picks the engine)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-5}
 mib=${2:-64}

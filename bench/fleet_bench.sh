@@ -6,6 +6,11 @@
 #
 #   bench/fleet_bench.sh [BUILD_DIR]      (SBX_FLEET_JOBS=N, default 200)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$src/build}" && pwd)
 exec "$src/tests/support/pg_harness.sh" exec "$src/tests/fleet/fleet.sh" "$build/sbx" \

@@ -7,6 +7,11 @@
 
 Prints medians and ratios (MCP / CLI). Needs DOCKER_HOST, the warm image,
 and SBX (default build/sbx). Talks only to the sbx processes it starts."""
+import sys as _sys
+
+if len(_sys.argv) > 1 and _sys.argv[1] in ("-h", "--help"):
+    print(__doc__ if __doc__ else open(__file__).read().split("\n\n")[0])
+    _sys.exit(0)
 import json
 import os
 import statistics

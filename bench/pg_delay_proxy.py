@@ -7,6 +7,11 @@ silent database"). Loopback only: unix sockets in directories the bench made.
 
 usage: pg_delay_proxy.py LISTEN_SOCKET SERVER_SOCKET DELAY_FLAG DELAY_S
 """
+import sys as _sys
+
+if len(_sys.argv) > 1 and _sys.argv[1] in ("-h", "--help"):
+    print(__doc__ if __doc__ else open(__file__).read().split("\n\n")[0])
+    _sys.exit(0)
 import os
 import socket
 import sys

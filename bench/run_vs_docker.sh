@@ -5,6 +5,11 @@
 # sbx at most 1.2x docker run).
 #   bench/run_vs_docker.sh [RUNS]   (default 20; DOCKER_HOST picks the engine)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 sbx=${SBX:-build/sbx}

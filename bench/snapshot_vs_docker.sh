@@ -10,6 +10,11 @@
 #   bench/snapshot_vs_docker.sh [RUNS] [MIB]   (default 3 runs, 1024 MiB; DOCKER_HOST
 #   picks the engine)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-3}
 mib=${2:-1024}

@@ -13,6 +13,11 @@ Two numbers per side:
   bench/term_vs_docker.py [SESSIONS] [ROUNDS]   (default 5 and 200;
   DOCKER_HOST picks the engine, SBX the binary, default build/sbx)
 """
+import sys as _sys
+
+if len(_sys.argv) > 1 and _sys.argv[1] in ("-h", "--help"):
+    print(__doc__ if __doc__ else open(__file__).read().split("\n\n")[0])
+    _sys.exit(0)
 import os
 import pty
 import select

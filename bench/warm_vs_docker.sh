@@ -18,6 +18,11 @@
 # they were met, and the load average.
 #   bench/warm_vs_docker.sh [RUNS]   (default 20; DOCKER_HOST picks the engine)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 sbx=$(realpath "${SBX:-build/sbx}")

@@ -11,6 +11,11 @@
 # ratios against `dir` and `plain`.
 #   bench/worktree_git_bench.sh [RUNS] [STREAMS]   (default 6 and 3; DOCKER_HOST picks the engine)
 set -euo pipefail
+case "${1:-}" in -h | --help)
+    sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
 cd "$(dirname "$0")/.."
 runs=${1:-6}
 streams=${2:-3}
