@@ -18,6 +18,7 @@
 #include "mcp/backend.h"
 #include "runner/runner.h"
 #include "sbx/sbx_util.h"
+#include "util/monowait.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -255,16 +256,11 @@ static void *timer_main(void *arg)
 
 static int timer_start(struct timer *t, struct sbx_mcp_call *call, int64_t seconds)
 {
-    pthread_condattr_t ca;
-
     memset(t, 0, sizeof(*t));
     t->call = call;
     t->seconds = seconds;
     pthread_mutex_init(&t->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&t->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sbx_cond_init_mono(&t->cv);
     if (pthread_create(&t->th, NULL, timer_main, t) != 0) {
         pthread_cond_destroy(&t->cv);
         pthread_mutex_destroy(&t->mu);

@@ -10,6 +10,7 @@
 #include "plugin/instance.h"
 #include "sandbox/backlog.h"
 #include "runner/runner_int.h"
+#include "util/monowait.h"
 #include "util/xalloc.h"
 
 #define HEALTH_SLOW_MS 5000
@@ -54,7 +55,6 @@ static void *health_main(void *arg)
 
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
-        struct timespec until;
         int64_t at;
 
         h->in_flight_since = sbx_mono_ms();
@@ -66,11 +66,7 @@ static void *health_main(void *arg)
         h->done_at = sbx_mono_ms();
         memcpy(h->msg, msg, sizeof(h->msg));
         at = h->done_at + h->interval_ms;
-        until.tv_sec = (time_t)(at / 1000);
-        until.tv_nsec = (long)(at % 1000) * 1000000;
-        while (!h->stop && sbx_mono_ms() < at) {
-            pthread_cond_timedwait(&h->cv, &h->mu, &until);
-        }
+        sbx_cond_wait_until_ms(&h->cv, &h->mu, at, &h->stop);
     }
     pthread_mutex_unlock(&h->mu);
     return NULL;
@@ -79,16 +75,12 @@ static void *health_main(void *arg)
 int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err)
 {
     struct runner_health *h = xcalloc(1, sizeof(*h));
-    pthread_condattr_t ca;
 
     h->r = r;
     h->interval_ms = interval_ms;
     h->backlog = -1;
     pthread_mutex_init(&h->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sbx_cond_init_mono(&h->cv);
     if (pthread_create(&h->th, NULL, health_main, h) != 0) {
         pthread_mutex_destroy(&h->mu);
         pthread_cond_destroy(&h->cv);

@@ -13,6 +13,7 @@
 #include "image/push.h"
 #include "plugin/instance.h"
 #include "runner/runner_int.h"
+#include "util/monowait.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -27,14 +28,6 @@ struct runner_image {
     int ready;
     char why[512]; /* what the box waits for, "" when ready */
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void set_state(struct runner_image *im, int ready, const char *why)
 {
@@ -99,20 +92,15 @@ static void *image_main(void *arg)
 
     while (!im->stop) {
         int64_t at;
-        struct timespec until;
 
         if (attempt(im)) {
             set_state(im, 1, "");
             runner_post(im->r, RMSG_OUTPUT, "", SBX_RESULT_OK); /* the loop schedules */
             break;
         }
-        at = mono_ms() + IMAGE_RETRY_MS;
-        until.tv_sec = (time_t)(at / 1000);
-        until.tv_nsec = (long)(at % 1000) * 1000000;
+        at = sbx_mono_ms() + IMAGE_RETRY_MS;
         pthread_mutex_lock(&im->mu);
-        while (!im->stop && mono_ms() < at) {
-            pthread_cond_timedwait(&im->cv, &im->mu, &until);
-        }
+        sbx_cond_wait_until_ms(&im->cv, &im->mu, at, &im->stop);
         pthread_mutex_unlock(&im->mu);
     }
     return NULL;
@@ -121,15 +109,11 @@ static void *image_main(void *arg)
 int runner_image_start(struct sbx_runner *r, sbx_error_t **err)
 {
     struct runner_image *im = xcalloc(1, sizeof(*im));
-    pthread_condattr_t ca;
 
     im->r = r;
     snprintf(im->why, sizeof(im->why), "checking image %s", r->cfg->image ? r->cfg->image : "");
     pthread_mutex_init(&im->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&im->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sbx_cond_init_mono(&im->cv);
     if (r->cfg->image == NULL) {
         im->ready = 1;
         im->why[0] = '\0';

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "runner/runner_int.h"
+#include "util/monowait.h"
 #include "util/xalloc.h"
 
 #define STOREPROBE_DOWN_MS 250
@@ -78,7 +79,6 @@ static void *storeprobe_main(void *arg)
 
     pthread_mutex_lock(&p->mu);
     while (!p->stop) {
-        struct timespec until;
         int64_t at;
 
         p->in_flight_since = sbx_mono_ms();
@@ -94,11 +94,7 @@ static void *storeprobe_main(void *arg)
         at =
             p->done_at + (msg[0] != '\0' && p->interval_ms > STOREPROBE_DOWN_MS ? STOREPROBE_DOWN_MS
                                                                                 : p->interval_ms);
-        until.tv_sec = (time_t)(at / 1000);
-        until.tv_nsec = (long)(at % 1000) * 1000000;
-        while (!p->stop && sbx_mono_ms() < at) {
-            pthread_cond_timedwait(&p->cv, &p->mu, &until);
-        }
+        sbx_cond_wait_until_ms(&p->cv, &p->mu, at, &p->stop);
     }
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -107,15 +103,11 @@ static void *storeprobe_main(void *arg)
 int runner_storeprobe_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err)
 {
     struct runner_storeprobe *p = xcalloc(1, sizeof(*p));
-    pthread_condattr_t ca;
 
     p->r = r;
     p->interval_ms = interval_ms;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    sbx_cond_init_mono(&p->cv);
     /* the first answer before the API listens: /healthz never says "not yet" */
     probe(p, p->msg, sizeof(p->msg));
     p->done_at = sbx_mono_ms();
