@@ -493,27 +493,39 @@ struct rebind_args {
     int rc;
 };
 
+/* The sandbox of a->dir with a->rules parsed in place of its own; NULL with
+ * *a->err set (its rules unchanged). */
+static struct sbx_egress_sandbox *replace_rules(struct sbx_egress *e, struct rebind_args *a)
+{
+    struct sbx_egress_sandbox *sb = find(e, a->dir, NULL);
+    struct sbx_egress_rules rules = {0};
+
+    if (sb == NULL) {
+        sbx_error_set(a->err, SBX_E_GENERIC, "egress: '%s' has no sandbox", a->dir);
+        return NULL;
+    }
+    if (sbx_egress_rules_parse(a->rules, &rules, a->err) < 0) {
+        return NULL;
+    }
+    sbx_egress_rules_free(&sb->rules);
+    sb->rules = rules;
+    return sb;
+}
+
 /* A warm sandbox claimed by a task: that task's names and rules, its own
  * counts from zero, and nothing opened before the claim kept open. */
 static void do_rebind(struct sbx_egress *e, void *arg)
 {
     struct rebind_args *a = arg;
-    struct sbx_egress_sandbox *sb = find(e, a->dir, NULL);
-    struct sbx_egress_rules rules = {0};
+    struct sbx_egress_sandbox *sb = replace_rules(e, a);
 
     a->rc = -1;
     if (sb == NULL) {
-        sbx_error_set(a->err, SBX_E_GENERIC, "egress: '%s' has no sandbox", a->dir);
-        return;
-    }
-    if (sbx_egress_rules_parse(a->rules, &rules, a->err) < 0) {
         return;
     }
     while (sb->conns != NULL) {
         sbx_egress_conn_close(sb->conns, "sandbox-claimed");
     }
-    sbx_egress_rules_free(&sb->rules);
-    sb->rules = rules;
     free(sb->job);
     sb->job = a->job ? xstrdup(a->job) : NULL;
     free(sb->task);
@@ -540,20 +552,8 @@ int sbx_egress_rebind(struct sbx_egress *e, const char *dir, const char *job, co
 static void do_set_rules(struct sbx_egress *e, void *arg)
 {
     struct rebind_args *a = arg;
-    struct sbx_egress_sandbox *sb = find(e, a->dir, NULL);
-    struct sbx_egress_rules rules = {0};
 
-    a->rc = -1;
-    if (sb == NULL) {
-        sbx_error_set(a->err, SBX_E_GENERIC, "egress: '%s' has no sandbox", a->dir);
-        return;
-    }
-    if (sbx_egress_rules_parse(a->rules, &rules, a->err) < 0) {
-        return;
-    }
-    sbx_egress_rules_free(&sb->rules);
-    sb->rules = rules;
-    a->rc = 0;
+    a->rc = replace_rules(e, a) != NULL ? 0 : -1;
 }
 
 int sbx_egress_set_rules(struct sbx_egress *e, const char *dir, const char *const *allow_rules,
