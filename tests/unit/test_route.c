@@ -1,6 +1,7 @@
 /* test_route.c - the API's route table (runner/route.c): literal paths and
  * captures, 404 / 405 (with the methods a path takes) / 400 on a bad id, a last
- * "*", and the real table (api_routes.c) has no two rows for one method and path. */
+ * "*", a row for any method, and the real table (api_routes.c) has no two rows for one method and
+ * path. */
 #include "test_common.h"
 
 #include <event2/http.h>
@@ -20,6 +21,7 @@ static const struct runner_route table[] = {
     {EVHTTP_REQ_GET, "/v1/jobs/{id}/output", 0, h_none, NULL},
     {EVHTTP_REQ_POST, "/v1/tasks/{id}/ports/{port}", 0, h_none, NULL},
     {EVHTTP_REQ_GET, "/v1/tasks/{id}/files/*", 0, h_none, NULL},
+    {RUNNER_ROUTE_ANY, "/v1/tasks/{id}/proxy/*", 0, h_none, NULL},
 };
 #define N (sizeof(table) / sizeof(table[0]))
 
@@ -55,6 +57,15 @@ static void test_match(void **state)
     assert_int_equal(find(EVHTTP_REQ_GET, "/v1/tasks/t/files/", &c, &hit, &allowed, msg),
                      RUNNER_ROUTE_FOUND);
     assert_string_equal(c.rest, "");
+    /* a row for every method */
+    assert_int_equal(find(EVHTTP_REQ_DELETE, "/v1/tasks/t/proxy/80/x", &c, &hit, &allowed, msg),
+                     RUNNER_ROUTE_FOUND);
+    assert_ptr_equal(hit, &table[6]);
+    assert_string_equal(c.rest, "80/x");
+    assert_int_equal(find(EVHTTP_REQ_PATCH, "/v1/tasks/t/proxy/", &c, &hit, &allowed, msg),
+                     RUNNER_ROUTE_FOUND);
+    runner_route_allowed(table, N, "/v1/tasks/t/proxy/1", msg, sizeof(msg));
+    assert_string_equal(msg, "use GET, POST, HEAD, PUT, DELETE, OPTIONS, TRACE, CONNECT, PATCH");
 }
 
 static void test_refusals(void **state)

@@ -7,7 +7,8 @@
  *   PUT  ...files?path=DIR&archive=1          a tar body extracted into DIR (`sbx cp` in)
  *   GET  ...files?path=P&stat=1               {"path", "dir": true|false}
  *   POST /v1/tasks/{id}/pause[?to_disk=1]     POST /v1/tasks/{id}/resume
- * Scope `submit` (what runs commands in a task) and the task's own client only. The
+ * Scope `submit` (what runs commands in a task) and the task's own client only (rows
+ * of runner_api_routes[], api_routes.c, which check the method and scope). The
  * work is done on the loop's thread: each request is bounded (1 MiB, the engine's
  * timeouts), as the submit's own store writes are. */
 #include <event2/buffer.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/queue.h>
 
+#include "runner/route.h"
 #include "runner/runner_int.h"
 #include "sbx/sbx_util.h"
 #include "sandbox/files.h"
@@ -51,11 +53,7 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
 {
     struct rtask *t;
 
-    if (!(who->scopes & SBX_SCOPE_SUBMIT)) {
-        runner_reply_error(req, 403, "client '%s' lacks scope 'submit'", who->name);
-        return NULL;
-    }
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&r->mu); /* scope submit: checked by the router */
     t = runner_task_find(r, id);
     if (t == NULL) {
         pthread_mutex_unlock(&r->mu);
@@ -118,10 +116,6 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
     struct rtask *t;
     sbx_error_t *e = NULL;
 
-    if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_PUT) {
-        runner_reply_error(req, 405, "/v1/tasks/%s/files: use GET or PUT", id);
-        return;
-    }
     TAILQ_INIT(&q);
     if (query == NULL || evhttp_parse_query_str(query, &q) < 0 ||
         (path = evhttp_find_header(&q, "path")) == NULL) {
@@ -222,10 +216,6 @@ static void handle_pause(struct sbx_runner *r, struct evhttp_request *req, const
     sbx_error_t *e = NULL;
     int rc;
 
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-        runner_reply_error(req, 405, "/v1/tasks/%s/%s: use POST", id, resume ? "resume" : "pause");
-        return;
-    }
     if (query != NULL) {
         struct evkeyvalq q;
         const char *d;
@@ -249,24 +239,19 @@ static void handle_pause(struct sbx_runner *r, struct evhttp_request *req, const
                       json_pack("{s:s, s:s}", "task", id, "state", resume ? "running" : "paused"));
 }
 
-int runner_files_route(struct sbx_runner *r, struct evhttp_request *req, const char *path,
-                       const struct runner_client *who)
+/* The route table's rows (api_routes.c): the router has checked the method
+ * (GET/PUT files, POST pause and resume), the task id and the scope submit. */
+void runner_api_task_files(const struct runner_route_call *c)
 {
-    char id[SBX_SCHED_ID_MAX + 1] = "";
-    char rest[32] = "";
+    handle_files(c->r, c->req, c->arg[0], c->who);
+}
 
-    if (strncmp(path, "/v1/tasks/", 10) != 0 || sscanf(path + 10, "%64[^/]/%31s", id, rest) != 2 ||
-        (strcmp(rest, "files") != 0 && strcmp(rest, "pause") != 0 && strcmp(rest, "resume") != 0)) {
-        return 0;
-    }
-    if (!sbx_id_valid(id, SBX_ID_NAME)) {
-        runner_reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
-    }
-    else if (rest[0] == 'f') {
-        handle_files(r, req, id, who);
-    }
-    else {
-        handle_pause(r, req, id, who, rest[0] == 'r');
-    }
-    return 1;
+void runner_api_task_pause(const struct runner_route_call *c)
+{
+    handle_pause(c->r, c->req, c->arg[0], c->who, 0);
+}
+
+void runner_api_task_resume(const struct runner_route_call *c)
+{
+    handle_pause(c->r, c->req, c->arg[0], c->who, 1);
 }

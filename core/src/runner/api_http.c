@@ -210,9 +210,10 @@ void runner_api_slots(const struct runner_route_call *c)
 
 /* One request through the table (api_routes.c, route.h): 404, 405, 400 on an id,
  * 403 on a scope, else the row's handler. */
-static void dispatch(struct sbx_runner *r, struct evhttp_request *req, const char *path,
+static void dispatch(struct runner_listener *l, struct evhttp_request *req, const char *path,
                      const struct runner_client *who)
 {
+    struct sbx_runner *r = l->r;
     struct runner_route_call c;
     const struct runner_route *hit;
     char msg[200] = "";
@@ -220,6 +221,7 @@ static void dispatch(struct sbx_runner *r, struct evhttp_request *req, const cha
 
     memset(&c, 0, sizeof(c));
     c.r = r;
+    c.l = l;
     c.req = req;
     c.who = who;
     c.path = path;
@@ -241,7 +243,7 @@ static void dispatch(struct sbx_runner *r, struct evhttp_request *req, const cha
         break;
     }
     if (hit->scope != 0 && (who->scopes & hit->scope) == 0) {
-        if (hit->scope & SBX_SCOPE_SUBMIT) {
+        if (hit->method == EVHTTP_REQ_POST && strcmp(hit->pattern, "/v1/jobs") == 0) {
             rm_refused(&r->metrics, RM_REFUSED_FORBIDDEN); /* a refused job */
         }
         lacks(req, who, hit->scope & -hit->scope); /* names the first of them */
@@ -303,18 +305,7 @@ static void route(struct evhttp_request *req, void *arg)
         runner_reply_error(req, 400, "bad request path");
         return;
     }
-    /* (added) prefixes handled by their own modules before the table; each is
-     * to become rows of runner_api_routes[] (api_routes.c) */
-    if (runner_route_snap(r, req, path, who)) { /* snapshots, egress changes */
-        return;
-    }
-    if (runner_task_io_route(l, req, path, who)) { /* a task's terminal and ports */
-        return;
-    }
-    if (runner_files_route(r, req, path, who)) { /* a task's files and pause */
-        return;
-    }
-    dispatch(r, req, path, who);
+    dispatch(l, req, path, who);
 }
 
 static int bind_unix(struct sbx_runner *r, sbx_error_t **err)

@@ -69,6 +69,9 @@ static void task_end(const struct runner_route_call *c)
 
 #define GET EVHTTP_REQ_GET
 #define POST EVHTTP_REQ_POST
+#define PUT EVHTTP_REQ_PUT
+#define DELETE EVHTTP_REQ_DELETE
+#define ANY RUNNER_ROUTE_ANY
 #define READ (SBX_SCOPE_READ_OWN | SBX_SCOPE_READ_ALL)
 
 /* {method, pattern, scope, handler, doc}: route.h. Scope 0 on a job or task:
@@ -85,6 +88,20 @@ const struct runner_route runner_api_routes[] = {
     {GET, "/v1/jobs/{id}/output", 0, job_output, NULL},
     {POST, "/v1/jobs/{id}/cancel", 0, job_cancel, NULL},
     {POST, "/v1/tasks/{id}/end", 0, task_end, NULL},
+    /* the task's owner alone (the handlers check it), with the scope */
+    {POST, "/v1/tasks/{id}/snapshot", SBX_SCOPE_SNAPSHOT, runner_api_task_snapshot, NULL},
+    {POST, "/v1/tasks/{id}/egress", SBX_SCOPE_EGRESS, runner_api_task_egress, NULL},
+    {GET, "/v1/tasks/{id}/files", SBX_SCOPE_SUBMIT, runner_api_task_files, "read a file"},
+    {PUT, "/v1/tasks/{id}/files", SBX_SCOPE_SUBMIT, runner_api_task_files, "write one"},
+    {POST, "/v1/tasks/{id}/pause", SBX_SCOPE_SUBMIT, runner_api_task_pause, NULL},
+    {POST, "/v1/tasks/{id}/resume", SBX_SCOPE_SUBMIT, runner_api_task_resume, NULL},
+    /* the connection taken over (api_term.c); a terminal's other methods are 426 */
+    {ANY, "/v1/tasks/{id}/terminal", SBX_SCOPE_EXEC, runner_api_task_terminal, NULL},
+    {ANY, "/v1/tasks/{id}/ports", SBX_SCOPE_EXEC, runner_api_task_port, NULL}, /* 400 */
+    {ANY, "/v1/tasks/{id}/ports/*", SBX_SCOPE_EXEC, runner_api_task_port, NULL},
+    /* the snapshots the client made (any with cancel-any / read-all) */
+    {GET, "/v1/snapshots", SBX_SCOPE_SNAPSHOT, runner_api_snapshots_list, NULL},
+    {DELETE, "/v1/snapshots/{snap}", SBX_SCOPE_SNAPSHOT, runner_api_snapshot_rm, NULL},
 };
 
 const size_t runner_api_routes_n = sizeof(runner_api_routes) / sizeof(runner_api_routes[0]);

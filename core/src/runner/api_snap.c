@@ -1,15 +1,16 @@
 /* api_snap.c - (added) the runner's snapshot and egress-change endpoints (docs/api.md,
  * "Snapshots" and "Egress changes"): POST /v1/tasks/{id}/snapshot, GET /v1/snapshots,
  * DELETE /v1/snapshots/{id} (scope `snapshot`) and POST /v1/tasks/{id}/egress (scope
- * `egress`). A client acts on the tasks it started and the snapshots it made, or on any
- * with `cancel-any`. Loop thread only: a snapshot is made while the request waits (see
- * docs/api.md for what that costs the other requests). */
+ * `egress`; rows of runner_api_routes[], api_routes.c). A client acts on the tasks it started and
+ * the snapshots it made, or on any with `cancel-any`. Loop thread only: a snapshot is made while
+ * the request waits (see docs/api.md for what that costs the other requests). */
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/route.h"
 #include "runner/runner_int.h"
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
@@ -17,15 +18,6 @@
 #include "util/xalloc.h"
 
 #define EGRESS_BODY_MAX 4096
-
-static int lacks_scope(struct evhttp_request *req, const struct runner_client *who, unsigned s)
-{
-    if (who->scopes & s) {
-        return 0;
-    }
-    runner_reply_error(req, 403, "client '%s' lacks scope '%s'", who->name, sbx_scope_name(s));
-    return 1;
-}
 
 static int code_for(const sbx_error_t *e)
 {
@@ -220,46 +212,26 @@ static void snapshot_rm(struct sbx_runner *r, struct evhttp_request *req, const 
     runner_reply_json(req, 200, json_pack("{s:s, s:b}", "snapshot", id, "removed", 1));
 }
 
-int runner_route_snap(struct sbx_runner *r, struct evhttp_request *req, const char *path,
-                      const struct runner_client *who)
+/* The route table's rows (api_routes.c): the router has checked the method, the
+ * task id and the scope (snapshot, egress). */
+void runner_api_task_snapshot(const struct runner_route_call *c)
 {
-    enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-    char id[80];
-    char rest[32];
+    task_snapshot(c->r, c->req, c->arg[0], c->who);
+}
 
-    if (strcmp(path, "/v1/snapshots") == 0) {
-        if (cmd != EVHTTP_REQ_GET) {
-            runner_reply_error(req, 405, "%s: use GET", path);
-        }
-        else if (!lacks_scope(req, who, SBX_SCOPE_SNAPSHOT)) {
-            snapshots_list(r, req, who);
-        }
-        return 1;
-    }
-    if (strncmp(path, "/v1/snapshots/", 14) == 0) {
-        if (cmd != EVHTTP_REQ_DELETE) {
-            runner_reply_error(req, 405, "%s: use DELETE", path);
-        }
-        else if (!lacks_scope(req, who, SBX_SCOPE_SNAPSHOT)) {
-            snapshot_rm(r, req, path + 14, who);
-        }
-        return 1;
-    }
-    if (strncmp(path, "/v1/tasks/", 10) != 0 || sscanf(path + 10, "%64[^/]/%31s", id, rest) != 2 ||
-        (strcmp(rest, "snapshot") != 0 && strcmp(rest, "egress") != 0)) {
-        return 0;
-    }
-    if (cmd != EVHTTP_REQ_POST) {
-        runner_reply_error(req, 405, "%s: use POST", path);
-    }
-    else if (!sbx_id_valid(id, SBX_ID_NAME)) {
-        runner_reply_error(req, 400, "task id '%s': use 1-63 of [A-Za-z0-9._:-]", id);
-    }
-    else if (rest[0] == 's' && !lacks_scope(req, who, SBX_SCOPE_SNAPSHOT)) {
-        task_snapshot(r, req, id, who);
-    }
-    else if (rest[0] == 'e' && !lacks_scope(req, who, SBX_SCOPE_EGRESS)) {
-        task_egress(r, req, id, who);
-    }
-    return 1;
+void runner_api_task_egress(const struct runner_route_call *c)
+{
+    task_egress(c->r, c->req, c->arg[0], c->who);
+}
+
+void runner_api_snapshots_list(const struct runner_route_call *c)
+{
+    snapshots_list(c->r, c->req, c->who);
+}
+
+/* {snap} is any segment of at most 64 bytes: sbx_snapshot_get says what a
+ * snapshot id is (400 "not a snapshot id") */
+void runner_api_snapshot_rm(const struct runner_route_call *c)
+{
+    snapshot_rm(c->r, c->req, c->arg[0], c->who);
 }

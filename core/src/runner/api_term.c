@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "runner/route.h"
 #include "runner/runner_int.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
@@ -415,35 +416,30 @@ static int header_has(struct evhttp_request *req, const char *name, const char *
     return v != NULL && strcasestr(v, token) != NULL;
 }
 
-int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, const char *path,
-                         const struct runner_client *who)
+/* /v1/tasks/{id}/terminal (terminal) or /v1/tasks/{id}/ports[/PORT/...], any method (a
+ * terminal's other than GET is a 426); the router has checked the id and scope. */
+static void task_io(const struct runner_route_call *c, int terminal)
 {
-    struct sbx_runner *r = l->r;
-    char id[SBX_SCHED_ID_MAX + 1] = "";
-    char what[16] = "";
-    int consumed = 0;
+    struct runner_listener *l = c->l;
+    struct sbx_runner *r = c->r;
+    struct evhttp_request *req = c->req;
+    const struct runner_client *who = c->who;
+    const char *path = c->path;
+    const char *id = c->arg[0];
     const char *rest = "";
     long port = 0;
     struct session *s;
     struct rtask *rt;
     pthread_t th;
 
-    if (strncmp(path, "/v1/tasks/", 10) != 0 ||
-        sscanf(path + 10, "%64[^/]/%15[a-z]%n", id, what, &consumed) != 2 ||
-        (strcmp(what, "terminal") != 0 && strcmp(what, "ports") != 0)) {
-        return 0;
-    }
-    rest = path + 10 + consumed;
-    if (strcmp(what, "terminal") == 0 && *rest != '\0') {
-        return 0;
-    }
-    if (strcmp(what, "ports") == 0) {
+    if (!terminal) {
         char *end = NULL;
 
-        if (*rest != '/' || (port = strtol(rest + 1, &end, 10)) < 1 || port > 65535 ||
-            (*end != '\0' && *end != '/')) {
+        /* c->rest: what follows /ports/ (NULL for /ports itself) */
+        if (c->rest == NULL || (port = strtol(c->rest, &end, 10)) < 1 || port > 65535 ||
+            end == c->rest || (*end != '\0' && *end != '/')) {
             runner_reply_error(req, 400, "%s: use /v1/tasks/ID/ports/PORT[/PATH] (1-65535)", path);
-            return 1;
+            return;
         }
         rest = *end == '/' ? end + 1 : "";
     }
@@ -451,13 +447,9 @@ int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, 
         evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
         /* the status page's cookie is for its own GETs; a preview never rides on it */
         runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)", path);
-        return 1;
+        return;
     }
-    if ((who->scopes & SBX_SCOPE_EXEC) == 0) {
-        runner_reply_error(req, 403, "client '%s' lacks scope 'exec'", who->name);
-        return 1;
-    }
-    if (strcmp(what, "terminal") == 0 &&
+    if (terminal &&
         (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
          !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade"))) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
@@ -465,7 +457,7 @@ int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, 
                            "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " TERM_PROTO
                            "' (docs/api.md, \"Terminals and ports\")",
                            path);
-        return 1;
+        return;
     }
     pthread_mutex_lock(&r->mu);
     rt = runner_task_find(r, id);
@@ -482,20 +474,20 @@ int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, 
         else {
             runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
         }
-        return 1;
+        return;
     }
     if (!rt->keep || rt->state != RT_READY || rt->t == NULL) {
         pthread_mutex_unlock(&r->mu);
         runner_reply_error(req, 409, "task %s is not a kept task that runs (state: %s)", id,
                            rt->state == RT_STARTING ? "starting" : "not ready");
-        return 1;
+        return;
     }
     if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
         pthread_mutex_unlock(&r->mu);
         runner_reply_error(req, 503, "%d terminals and port connections are open: try later",
                            SESSIONS_MAX);
-        return 1;
+        return;
     }
     rt->running++; /* the task is not ended under the session */
     pthread_mutex_unlock(&r->mu);
@@ -508,10 +500,10 @@ int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, 
     {
         char *host = NULL;
         ev_uint16_t pp = 0;
-        struct evhttp_connection *c = evhttp_request_get_connection(req);
+        struct evhttp_connection *con = evhttp_request_get_connection(req);
 
-        if (c != NULL && l->tcp) {
-            evhttp_connection_get_peer(c, &host, &pp);
+        if (con != NULL && l->tcp) {
+            evhttp_connection_get_peer(con, &host, &pp);
         }
         snprintf(s->peer, sizeof(s->peer), "%s:%u", l->tcp && host ? host : "unix", (unsigned)pp);
     }
@@ -525,7 +517,7 @@ int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, 
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
         free(s->head);
         free(s);
-        return 1;
+        return;
     }
     if (port == 0) {
         static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
@@ -536,8 +528,18 @@ int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, 
     if (pthread_create(&th, NULL, port > 0 ? port_main : term_main, s) != 0) {
         reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
         session_end(s);
-        return 1;
+        return;
     }
     pthread_detach(th);
-    return 1;
+}
+
+/* The route table's rows (api_routes.c), scope exec */
+void runner_api_task_terminal(const struct runner_route_call *c)
+{
+    task_io(c, 1);
+}
+
+void runner_api_task_port(const struct runner_route_call *c)
+{
+    task_io(c, 0);
 }

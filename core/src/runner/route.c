@@ -97,7 +97,7 @@ enum runner_route_result runner_route_find(const struct runner_route *table, siz
             any_bad = 1;
             snprintf(first, sizeof(first), "%s", msg);
         }
-        if (table[i].method == method && *hit == NULL) {
+        if ((table[i].method & method) != 0 && *hit == NULL) {
             *hit = &table[i];
             bad = b;
             memcpy(c->arg, tmp.arg, sizeof(c->arg));
@@ -135,19 +135,19 @@ void runner_route_allowed(const struct runner_route *table, size_t n, const char
         struct runner_route_call tmp;
         char msg[160];
         int b;
-        const char *name = "?";
 
-        if (!match(table[i].pattern, path, &tmp, &b, msg, sizeof(msg)) ||
-            (seen & table[i].method) != 0) {
+        if (!match(table[i].pattern, path, &tmp, &b, msg, sizeof(msg))) {
             continue;
         }
-        seen |= table[i].method;
-        for (size_t k = 0; k < sizeof(method_names) / sizeof(method_names[0]); k++) {
-            if (table[i].method == 1 << k) {
-                name = method_names[k];
+        for (size_t k = 0; k < sizeof(method_names) / sizeof(method_names[0]) && o < len; k++) {
+            int m = 1 << k;
+
+            if ((table[i].method & m) == 0 || (seen & m) != 0) {
+                continue;
             }
+            seen |= m;
+            o += (size_t)snprintf(out + o, len - o, "%s%s%s%s", o ? ", " : "use ", method_names[k],
+                                  table[i].doc ? " to " : "", table[i].doc ? table[i].doc : "");
         }
-        o += (size_t)snprintf(out + o, len - o, "%s%s%s%s", o ? ", " : "use ", name,
-                              table[i].doc ? " to " : "", table[i].doc ? table[i].doc : "");
     }
 }

@@ -261,10 +261,6 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
                           int follow, int frames, const struct runner_client *who);
 void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                           const struct runner_client *who);
-/* (added, api_snap.c) /v1/tasks/{id}/snapshot|egress and /v1/snapshots[/{id}]: 1 when
- * path is one of them (answered), else 0 */
-int runner_route_snap(struct sbx_runner *r, struct evhttp_request *req, const char *path,
-                      const struct runner_client *who);
 void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                             const struct runner_client *who);
 /* Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and
@@ -314,10 +310,6 @@ int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
 /* api_limits.c */
 /* Caps a listener's request heads and bodies and installs the deadline. */
 int runner_api_limits(struct runner_listener *l, struct evhttp *http, struct event_base *base);
-/* (added, api_term.c) /v1/tasks/ID/terminal and /v1/tasks/ID/ports/PORT/...: 1 when
- * path is one of them (the reply is sent or the connection taken over), else 0. */
-int runner_task_io_route(struct runner_listener *l, struct evhttp_request *req, const char *path,
-                         const struct runner_client *who);
 /* (added, api_term.c) A stopping runner cancels the terminals open now (their tasks
  * end with it). */
 void runner_task_io_stop(struct sbx_runner *r);
@@ -348,10 +340,6 @@ int runner_may_use_credentials(const struct sbx_runner *r, const char *client, c
 /* The client may see (cancel) a job or task of owner. */
 int runner_may_read(const struct runner_client *who, const char *owner);
 int runner_may_cancel(const struct runner_client *who, const char *owner);
-/* (added, issue 30) api_files.c: GET/PUT /v1/tasks/{id}/files, POST .../pause and .../resume;
- * 1 when path was one of them (answered). */
-int runner_files_route(struct sbx_runner *r, struct evhttp_request *req, const char *path,
-                       const struct runner_client *who);
 
 /* hooks.c */
 void runner_alerts_tick(struct sbx_runner *r);
