@@ -156,7 +156,7 @@ static void test_snapshot_leaves_the_loop_free(void **state)
     for (int i = 0; i < 2; i++) {
         assert_int_equal(pthread_create(&c[i].th, NULL, snap_main, &c[i]), 0);
     }
-    wait_until(holds() == 2, 60, NULL, "both snapshots of task sa to be in flight");
+    wait_until(holds() == 2, 30, NULL, "both snapshots of task sa to be in flight");
     before = holds();
     t0 = test_now();
     st = api("GET", "/healthz", NULL);
