@@ -44,6 +44,7 @@ set(SBX_TEST_SECONDS
   runtime_test_term_port_docker=100
   # issue 30 (ASan+UBSan: 11-17 s on a shared engine)
   runtime_test_docker_files=20
+  runtime_test_snapshot_async_docker=12
 )
 # fast: kept at 120 s although the slowest fast test without a row took 5 s in
 # `ctest -L fast` at load 10: beside the engine tests at load 22, test_cli took

@@ -1,11 +1,14 @@
 /* api_snap.c - (added) the runner's snapshot and egress-change endpoints (docs/api.md,
  * "Snapshots" and "Egress changes"): POST /v1/tasks/{id}/snapshot, GET /v1/snapshots,
  * DELETE /v1/snapshots/{id} (scope `snapshot`) and POST /v1/tasks/{id}/egress (scope
- * `egress`; rows of runner_api_routes[], api_routes.c). A client acts on the tasks it started and
- * the snapshots it made, or on any with `cancel-any`. Loop thread only: a snapshot is made while
- * the request waits (see docs/api.md for what that costs the other requests). */
+ * `egress`; rows of runner_api_routes[], api_routes.c). A client acts on the tasks it started
+ * and the snapshots it made, or on any with `cancel-any`. Loop thread only, but for the snapshot
+ * itself: it is made on a thread of its own (the task held, running++) and answered from the loop
+ * when done, at most SNAPS_MAX at a time per box (docs/api.md, "Snapshots"). */
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +18,26 @@
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/statedir.h"
+#include "util/log.h"
 #include "util/xalloc.h"
 
 #define EGRESS_BODY_MAX 4096
+#define SNAPS_MAX 2
+#define SNAPS_RETRY_S "5"
+
+/* A snapshot being made: the thread's until it posts snap_done, then the loop's. */
+struct snap_op {
+    struct sbx_runner *r;
+    struct rtask *rt;           /* held (running++) until snap_done */
+    struct evhttp_request *req; /* NULL: libevent freed it with its connection */
+    struct evhttp_connection *conn;
+    int gone; /* the client went away: nobody to answer */
+    char client[64];
+    json_t *rec;
+    sbx_error_t *err;
+};
+
+static int snaps; /* in flight; loop thread only */
 
 static int code_for(const sbx_error_t *e)
 {
@@ -33,9 +53,10 @@ static int code_for(const sbx_error_t *e)
     }
 }
 
-/* The running task id of this client (under r->mu), or NULL having replied. */
+/* The running task id of this client (under r->mu), or NULL having replied. With
+ * hold: the task is held (running++, not ended under the caller) and *hold set. */
 static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                                 const struct runner_client *who)
+                                 const struct runner_client *who, struct rtask **hold)
 {
     struct rtask *t;
     struct sbx_task *st = NULL;
@@ -48,6 +69,10 @@ static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *re
         mine = (who->scopes & SBX_SCOPE_CANCEL_ANY) != 0 || strcmp(t->owner, who->name) == 0;
         ready = t->state == RT_READY && t->t != NULL;
         st = t->t;
+        if (hold != NULL && mine && ready) {
+            t->running++;
+            *hold = t;
+        }
     }
     pthread_mutex_unlock(&r->mu);
     if (t == NULL) {
@@ -68,22 +93,113 @@ static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *re
     return st;
 }
 
+/* The client of a snapshot went away: libevent frees its connection, and the
+ * request too unless it was detached (then it is ours to free). */
+static void snap_closed(struct evhttp_connection *c, void *arg)
+{
+    struct snap_op *op = arg;
+
+    (void)c;
+    op->gone = 1;
+    op->conn = NULL;
+    if (evhttp_request_get_connection(op->req) != NULL) {
+        op->req = NULL; /* freed with the connection */
+    }
+}
+
+/* Loop thread: the snapshot is made; answer (if anyone waits) and let the task go. */
+static void snap_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct snap_op *op = arg;
+    struct sbx_runner *r = op->r;
+    struct rtask *t = op->rt;
+
+    (void)fd;
+    (void)what;
+    pthread_mutex_lock(&r->mu);
+    t->running--;
+    /* a task ended by its job while held: the snapshot ends it now (as a kept
+     * task's idle end does at the next tick) */
+    if (!t->keep && t->running == 0 && t->state == RT_READY) {
+        t->state = RT_ENDING;
+        if (runner_task_ender_start(r, t) < 0) {
+            t->state = RT_READY;
+            sbx_warn("runner: task %s: no thread to end it after its snapshot", t->id);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    snaps--;
+    if (op->gone) {
+        sbx_info("runner: snapshot for client '%s': the client went away before the reply",
+                 op->client);
+        if (op->req != NULL) {
+            evhttp_request_free(op->req);
+        }
+        json_decref(op->rec);
+    }
+    else {
+        evhttp_connection_set_closecb(op->conn, NULL, NULL);
+        if (op->rec != NULL) {
+            runner_reply_json(op->req, 201, op->rec);
+        }
+        else {
+            runner_reply_error(op->req, code_for(op->err), "%s", sbx_error_msg(op->err));
+        }
+    }
+    sbx_error_free(&op->err);
+    free(op);
+}
+
+static void *snap_main(void *arg)
+{
+    struct snap_op *op = arg;
+
+    if (sbx_task_snapshot(op->rt->t, op->client, 0, &op->rec, &op->err) < 0) {
+        op->rec = NULL;
+    }
+    /* thread-safe with evthread_use_pthreads() (runner.c); the task stays held,
+     * so the loop does not stop before snap_done ran */
+    if (event_base_once(op->r->base, -1, EV_TIMEOUT, snap_done, op, NULL) < 0) {
+        sbx_warn("runner: snapshot for client '%s': cannot reach the loop", op->client);
+    }
+    return NULL;
+}
+
 static void task_snapshot(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                           const struct runner_client *who)
 {
-    struct sbx_task *t = own_task(r, req, id, who);
-    sbx_error_t *err = NULL;
-    json_t *rec = NULL;
+    struct rtask *rt = NULL;
+    struct snap_op *op;
+    pthread_t th;
 
-    if (t == NULL) {
+    if (snaps >= SNAPS_MAX) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", SNAPS_RETRY_S);
+        runner_reply_error(req, 429, "%d snapshots are being made on this box: try again later",
+                           SNAPS_MAX);
         return;
     }
-    if (sbx_task_snapshot(t, who->name, 0, &rec, &err) < 0) {
-        runner_reply_error(req, code_for(err), "%s", sbx_error_msg(err));
-        sbx_error_free(&err);
+    if (own_task(r, req, id, who, &rt) == NULL) {
         return;
     }
-    runner_reply_json(req, 201, rec);
+    op = xcalloc(1, sizeof(*op));
+    op->r = r;
+    op->rt = rt;
+    op->req = req;
+    op->conn = evhttp_request_get_connection(req);
+    snprintf(op->client, sizeof(op->client), "%s", who->name);
+    snaps++;
+    evhttp_connection_set_closecb(op->conn, snap_closed, op);
+    if (pthread_create(&th, NULL, snap_main, op) != 0) {
+        evhttp_connection_set_closecb(op->conn, NULL, NULL);
+        snaps--;
+        pthread_mutex_lock(&r->mu);
+        rt->running--;
+        pthread_mutex_unlock(&r->mu);
+        free(op);
+        runner_reply_error(req, 503, "no thread for the snapshot of task %s: try again later", id);
+        return;
+    }
+    pthread_detach(th);
 }
 
 static void task_egress(struct sbx_runner *r, struct evhttp_request *req, const char *id,
@@ -118,7 +234,7 @@ static void task_egress(struct sbx_runner *r, struct evhttp_request *req, const 
                            "expected");
         return;
     }
-    t = own_task(r, req, id, who);
+    t = own_task(r, req, id, who, NULL);
     if (t != NULL && sbx_task_egress_change(t, op, rule, who->name, "api", &res, &err) < 0) {
         runner_reply_error(req, code_for(err), "%s", sbx_error_msg(err));
         sbx_error_free(&err);
