@@ -96,10 +96,20 @@ static void test_bad_pool_image(void **state)
 
     (void)state;
     rt_use_config("pools = {\n  ci = { image = \"no good\"; };\n};\n");
-    r = RT_SBX("run", "--", "true");
+    r = RT_SBX("serve");
     assert_int_equal(r.rc, 2);
     assert_contains(r.err, "sbx.conf:2: 'pools.ci.image' 'no good' is not an image reference");
     assert_ptr_equal(strchr(r.err, '\n'), r.err + strlen(r.err) - 1); /* one line */
+    spawn_result_free(&r);
+    r = RT_SBX("run", "--", "true"); /* sbx run: 125, sbx itself failed */
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "'pools.ci.image'");
+    spawn_result_free(&r);
+    rt_use_config("providers = { d2 = { plugin = \"provider_docker\";\n"
+                  "  image = \"-x\"; }; };\n");
+    r = RT_SBX("serve");
+    assert_int_equal(r.rc, 2);
+    assert_contains(r.err, "sbx.conf:2: 'providers.d2.image' '-x' is not an image reference");
     spawn_result_free(&r);
     rt_use_config(NULL);
 }

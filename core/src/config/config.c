@@ -212,8 +212,8 @@ int sbx_config_image_ref_ok(const char *ref)
 {
     size_t n = ref != NULL ? strlen(ref) : 0;
 
-    if (n == 0 || n > 255 || ref[0] == '-' || ref[0] == ':' || ref[0] == '@' ||
-        ref[0] == '/' || ref[n - 1] == ':' || ref[n - 1] == '/' || ref[n - 1] == '@') {
+    if (n == 0 || n > 255 || ref[0] == '-' || ref[0] == ':' || ref[0] == '@' || ref[0] == '/' ||
+        ref[n - 1] == ':' || ref[n - 1] == '/' || ref[n - 1] == '@') {
         return 0;
     }
     for (size_t i = 0; i < n; i++) {

@@ -2,11 +2,11 @@
  * "Publishing and pulling"; docs/operations.md, "The image at start"): a
  * thread makes sure every image the configuration names is in its engine:
  * `image` and each `pools.NAME.image` in the default provider instance's,
- * each provider instance's `image` option in that instance's. A missing reference by digest is pulled (`pulling image ...`);
- * meanwhile the box grants and claims no job and /readyz says `image`. A
- * failed pull is retried every 30 s. An image never gets built here. A
- * missing image that is not a reference by digest is logged and the box goes
- * on (its tasks fail at create, as they did before this check). */
+ * each provider instance's `image` option in that instance's. A missing reference by digest is
+ * pulled (`pulling image ...`); meanwhile the box grants and claims no job and /readyz says
+ * `image`. A failed pull is retried every 30 s. An image never gets built here. A missing image
+ * that is not a reference by digest is logged and the box goes on (its tasks fail at create, as
+ * they did before this check). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,8 +60,8 @@ static int attempt_one(struct runner_image *im, const char *provider, const char
 
     if (oi == NULL && sbx_image_ref_by_digest(image)) {
         /* the engine is not up yet: the image is still owed */
-        snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", image,
-                 sbx_error_msg(err), IMAGE_RETRY_MS / 1000);
+        snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", image, sbx_error_msg(err),
+                 IMAGE_RETRY_MS / 1000);
         sbx_error_free(&err);
         set_state(im, 0, why);
         return 0;
