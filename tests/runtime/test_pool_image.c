@@ -1,6 +1,7 @@
 /* test_pool_image.c - docs/image.md "Which image": two pools with images of
  * their own run their jobs in their own image (runner jobs through `sbx
- * run`), and a bad pools.NAME.image stops the command with FILE:LINE. */
+ * run`), a provider instance's `image` option is used without one, and a bad pools.NAME.image stops
+ * the command with FILE:LINE. */
 #include "rt_common.h"
 
 #include "wait.h"
@@ -88,6 +89,20 @@ static void test_pools_run_in_their_image(void **state)
     marker_image("sbx-poolimg-agent:test", "agent");
     run_in("\"ci\", \"agent\"", "agent\n");
     run_in("\"ci\"", "ci\n");
+    /* no pool image: the provider instance's `image` option (sbx run here) */
+    {
+        struct spawn_result r;
+
+        rt_use_config("providers = { docker = { plugin = \"provider_docker\";\n"
+                      "  image = \"sbx-poolimg-ci:test\"; }; };\n");
+        r = RT_SBX("run", "--", "cat", "/pool-marker");
+        if (r.rc != 0) {
+            fail_msg("run rc %d: %s", r.rc, r.err);
+        }
+        assert_string_equal(r.out, "ci\n");
+        spawn_result_free(&r);
+        rt_use_config(NULL);
+    }
 }
 
 static void test_bad_pool_image(void **state)
