@@ -34,6 +34,9 @@ static const struct sbx_option options[] = {
     {"remove_in_background", SBX_OPT_BOOL, "true", 0,
      "a sandbox's end kills it and returns; the engine removes it in the background (its "
      "backlog shows in sbx info and /healthz)"},
+    {"image", SBX_OPT_STRING, NULL, 0,
+     "image of this instance's sandboxes (default: the top-level image; a pool's image comes "
+     "first; docs/image.md, Which image)"},
     {"docker_sidecar", SBX_OPT_BOOL, "false", 0,
      "give every sandbox its own Docker daemon in a sidecar (docs/testcontainers.md)"},
     {"sidecar_image", SBX_OPT_STRING, "sbx-dind:current", 0,

@@ -197,6 +197,47 @@ static void test_config_pool_protect(void **state)
     free(path);
 }
 
+/* (added) which image a sandbox runs: pool > provider instance > `image` >
+ * the default; a bad reference names FILE:LINE and the key */
+static void test_config_pool_image(void **state)
+{
+    char *path = test_write_file(dir, "image.conf",
+                                 "image = \"top:1\";\n"
+                                 "providers = { inst = { plugin = \"provider_docker\";\n"
+                                 "                       image = \"inst:1\"; };\n"
+                                 "              bare = { plugin = \"provider_docker\"; }; };\n"
+                                 "pools = { ci = { image = \"reg.test:5000/ci@sha256:ab\"; };\n"
+                                 "          agent = { warm = 0; }; };\n");
+    sbx_error_t *err = NULL;
+    struct sbx_config *c = sbx_config_load_file(path, &err);
+
+    (void)state;
+    assert_non_null(c);
+    assert_string_equal(sbx_config_image(c, "ci", "inst"), "reg.test:5000/ci@sha256:ab");
+    assert_string_equal(sbx_config_image(c, "ci", NULL), "reg.test:5000/ci@sha256:ab");
+    assert_string_equal(sbx_config_image(c, "agent", "inst"), "inst:1");
+    assert_string_equal(sbx_config_image(c, NULL, "inst"), "inst:1");
+    assert_string_equal(sbx_config_image(c, "agent", "bare"), "top:1");
+    assert_string_equal(sbx_config_image(c, "agent", NULL), "top:1"); /* provider: docker */
+    sbx_config_destroy(c);
+    c = sbx_config_defaults();
+    assert_string_equal(sbx_config_image(c, "ci", NULL), "sbx-sandbox:current");
+    sbx_config_destroy(c);
+    free(path);
+
+    expect_error("pools = {\n  ci = {\n image = \"bad ref\"; };\n};\n", 3,
+                 "'pools.ci.image' 'bad ref' is not an image reference");
+    expect_error("pools = { agent = { image = \"-x\"; }; };\n", 1, "'pools.agent.image'");
+    expect_error("pools = { ci = { image = 3; }; };\n", 1, "must be a string");
+    expect_error("providers = { d2 = { plugin = \"provider_docker\";\n image = \"a b\"; }; };\n", 2,
+                 "'providers.d2.image' 'a b' is not an image reference");
+    assert_true(sbx_config_image_ref_ok("sbx-sandbox:current"));
+    assert_true(sbx_config_image_ref_ok("localhost:5000/a/b:t@sha256:0f"));
+    assert_false(sbx_config_image_ref_ok(""));
+    assert_false(sbx_config_image_ref_ok("a:"));
+    assert_false(sbx_config_image_ref_ok("a\nb"));
+}
+
 static void test_config_egress(void **state)
 {
     char *path = test_write_file(dir, "egress.conf",
@@ -385,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_config_search_env),
         cmocka_unit_test(test_config_plugin_options),
         cmocka_unit_test(test_config_egress),
+        cmocka_unit_test(test_config_pool_image),
     };
 
     return cmocka_run_group_tests_name("config", tests, test_dir_setup, test_dir_teardown);

@@ -172,6 +172,25 @@ static int newest_first(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
+/* (added) 1 when TAG is an image the configuration names: the top-level
+ * `image`, a pool's or a provider instance's (docs/image.md, "Which image"). */
+static int configured_image(const struct sbx_config *cfg, const char *tag)
+{
+    if (cfg->image != NULL && strcmp(tag, cfg->image) == 0) {
+        return 1;
+    }
+    for (size_t i = 0; i < cfg->n_pools; i++) {
+        if (cfg->pools[i].image != NULL && strcmp(tag, cfg->pools[i].image) == 0) {
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < cfg->n_instances; i++) {
+        if (cfg->instances[i].image != NULL && strcmp(tag, cfg->instances[i].image) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
 static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
                   const struct reg_opts *o, sbx_error_t **err)
 {
@@ -208,7 +227,7 @@ static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
         json_array_foreach(tags, k, t)
         {
             current |= strcmp(json_string_value(t), "sbx-sandbox:current") == 0 ||
-                       (cfg->image != NULL && strcmp(json_string_value(t), cfg->image) == 0);
+                       configured_image(cfg, json_string_value(t));
         }
         if (current || json_is_true(json_object_get(v[i], "in_use")) || kept < keep) {
             kept += !current;

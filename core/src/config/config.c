@@ -64,6 +64,7 @@ static struct sbx_instance *add_instance(struct sbx_config *c, const char *name,
     in->group = group;
     in->where = where;
     in->unisolated = 0;
+    in->image = NULL;
     return in;
 }
 
@@ -90,6 +91,16 @@ int sbx_config_read_instances(struct sbx_config *c, const config_setting_t *g,
         in = add_instance(c, config_setting_name(e), plugin, kind, e, sbx_config_where(c, e));
         /* the type is checked by the schema (sbx_schema_check) */
         config_setting_lookup_bool(e, "unisolated", &in->unisolated);
+        if (config_setting_lookup_string(e, "image", &in->image) == CONFIG_TRUE &&
+            !sbx_config_image_ref_ok(in->image)) { /* (added) */
+            const config_setting_t *m = config_setting_get_member(e, "image");
+
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: '%s.%s.image' '%.80s' is not an image reference "
+                                 "(NAME[:TAG][@DIGEST], at most 255 bytes)",
+                                 c->path, config_setting_source_line(m), section,
+                                 config_setting_name(e), in->image);
+        }
     }
     return 0;
 }
@@ -197,6 +208,41 @@ const char *const *sbx_config_protect(const struct sbx_config *c, const char *po
     return (const char *const *)c->worktree_protect;
 }
 
+int sbx_config_image_ref_ok(const char *ref)
+{
+    size_t n = ref != NULL ? strlen(ref) : 0;
+
+    if (n == 0 || n > 255 || ref[0] == '-' || ref[0] == ':' || ref[0] == '@' || ref[0] == '/' ||
+        ref[n - 1] == ':' || ref[n - 1] == '/' || ref[n - 1] == '@') {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)ref[i];
+
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              strchr("._-:/@", ch) != NULL)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+const char *sbx_config_image(const struct sbx_config *c, const char *pool, const char *provider)
+{
+    const struct sbx_instance *in;
+
+    for (size_t i = 0; pool != NULL && i < c->n_pools; i++) {
+        if (strcmp(c->pools[i].name, pool) == 0 && c->pools[i].image != NULL) {
+            return c->pools[i].image;
+        }
+    }
+    in = sbx_config_instance(c, provider != NULL ? provider : c->provider, SBX_PLUGIN_PROVIDER);
+    if (in != NULL && in->image != NULL) {
+        return in->image;
+    }
+    return c->image;
+}
+
 void sbx_config_destroy(struct sbx_config *c)
 {
     if (c == NULL) {
@@ -220,6 +266,7 @@ void sbx_config_destroy(struct sbx_config *c)
         }
         free(c->pools[i].worktree_protect);
         free(c->pools[i].ca_bundle);
+        free(c->pools[i].image);
     }
     free(c->pools);
     sbx_config_clear_runner_trust(c);

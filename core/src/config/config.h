@@ -35,6 +35,9 @@ struct sbx_instance {
     /* (added) `unisolated = true`: tasks may run although the provider does not
      * enforce what they ask for (sandbox/caps.h); every output then says so */
     int unisolated;
+    /* (added) `image = "REF"`: the image of this instance's sandboxes (within
+     * the instance's group); NULL: the top-level `image` (sbx_config_image) */
+    const char *image;
 };
 
 /* egress.hosts = ( { name = "api.test"; address = "127.0.0.1"; } ): names the egress
@@ -114,6 +117,7 @@ struct sbx_pool_cfg {
     char *ca_bundle; /* (added) pools.NAME.ca_bundle; NULL: egress.ca_bundle */
     /* (added) pools.NAME.worktree_protect; NULL: worktree.protect */
     char **worktree_protect;
+    char *image; /* (added) pools.NAME.image; NULL: the instance's, else `image` */
 };
 
 struct sbx_config {
@@ -242,6 +246,13 @@ const char *const *sbx_config_protect(const struct sbx_config *c, const char *po
 int sbx_config_read_instances(struct sbx_config *c, const config_setting_t *group,
                               enum sbx_plugin_kind kind, sbx_error_t **err);
 /* "FILE:LINE" of a setting, or "FILE" when unknown. Owned by the caller. */
+/* (added) The image of a sandbox of POOL (NULL: none) on provider instance
+ * PROVIDER (NULL: `provider`): pools.POOL.image, else the instance's `image`
+ * option, else the top-level `image` (docs/image.md, "Which image"). */
+const char *sbx_config_image(const struct sbx_config *c, const char *pool, const char *provider);
+/* (added) 1 when REF looks like an image reference (NAME[:TAG][@DIGEST], at
+ * most 255 bytes, no space or control character, no leading '-'). */
+int sbx_config_image_ref_ok(const char *ref);
 char *sbx_config_where(const struct sbx_config *c, const config_setting_t *s);
 
 #endif

@@ -147,7 +147,8 @@ const struct sbx_key_def sbx_config_keys[] = {
                 "`sbx info` use unless `--provider` is given; must name a provider instance "
                 "(built-in or configured)"),
     KEY("image", STRING, image, .def = "sbx-sandbox:current",
-        .help = "the image every sandbox is created from (`docs/image.md`)"),
+        .help = "the image every sandbox is created from, unless its pool or provider instance "
+                "names one (`docs/image.md`, \"Which image\")"),
     NODE("providers", INSTANCES, .read = read_providers, .doc_def = "the built-in ones",
          .help = "provider instances, see below"),
     NODE("credentials", INSTANCES, .read = read_credentials, .doc_def = "the built-in ones",
@@ -255,6 +256,9 @@ const struct sbx_key_def sbx_config_keys[] = {
     NODE("pools.*.ca_bundle", STRING, .doc_def = "`egress.ca_bundle`",
          .help = "**(added)** extra CAs (a PEM file) for the pool's sandboxes, in place of "
                  "`egress.ca_bundle` (docs/egress.md, \"Extra CAs\")"),
+    NODE("pools.*.image", STRING, .doc_def = "the provider instance's `image`, else `image`",
+         .help = "**(added)** the image of the pool's sandboxes; a job's or task's own image "
+                 "(a snapshot) comes first (`docs/image.md`, \"Which image\")"),
     NODE("pools.*.worktree_protect", STRINGS, .doc_def = "`worktree.protect`",
          .help = "**(added)** the pool's own protected paths of a worktree, in place of "
                  "`worktree.protect` for its tasks (e.g. a CI pool that must write "
@@ -585,6 +589,16 @@ static int read_pools(struct sbx_config *c, const config_setting_t *s, sbx_error
                                        "200 bytes)",
                                        name, v.strv[k]);
                 }
+            }
+        }
+        if ((m = config_setting_get_member(e, "image")) != NULL) { /* (added) */
+            sbx_value_read(m, SBX_KEY_STRING, &v);
+            c->pools[i].image = v.str;
+            if (!sbx_config_image_ref_ok(v.str)) {
+                return where_error(c, m, err,
+                                   "'pools.%s.image' '%.80s' is not an image reference "
+                                   "(NAME[:TAG][@DIGEST], at most 255 bytes)",
+                                   name, v.str != NULL ? v.str : "");
             }
         }
         if (strcmp(name, "ci") != 0 && strcmp(name, "agent") != 0) {

@@ -1,11 +1,12 @@
 /* image_check.c - the box's image before it takes work (docs/image.md,
  * "Publishing and pulling"; docs/operations.md, "The image at start"): a
- * thread makes sure the configured `image` is in the default provider's
- * engine. A missing reference by digest is pulled (`pulling image ...`);
- * meanwhile the box grants and claims no job and /readyz says `image`. A
- * failed pull is retried every 30 s. An image never gets built here. A
- * missing image that is not a reference by digest is logged and the box goes
- * on (its tasks fail at create, as they did before this check). */
+ * thread makes sure every image the configuration names is in its engine:
+ * `image` and each `pools.NAME.image` in the default provider instance's,
+ * each provider instance's `image` option in that instance's. A missing reference by digest is
+ * pulled (`pulling image ...`); meanwhile the box grants and claims no job and /readyz says
+ * `image`. A failed pull is retried every 30 s. An image never gets built here. A missing image
+ * that is not a reference by digest is logged and the box goes on (its tasks fail at create, as
+ * they did before this check). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,22 +38,23 @@ static void set_state(struct runner_image *im, int ready, const char *why)
     pthread_mutex_unlock(&im->mu);
 }
 
-/* One attempt: 1 done (ready), 0 retry later. */
-static int attempt(struct runner_image *im)
+/* One attempt for IMAGE on provider instance PROVIDER: 1 done (ready), 0
+ * retry later. */
+static int attempt_one(struct runner_image *im, const char *provider, const char *image)
 {
     struct sbx_runner *r = im->r;
     const struct sbx_config *cfg = r->cfg;
     sbx_error_t *err = NULL;
     struct sbx_open_instance *oi =
-        sbx_instance_open(cfg, r->plugin_dir, cfg->provider, SBX_PLUGIN_PROVIDER, &err);
+        sbx_instance_open(cfg, r->plugin_dir, provider, SBX_PLUGIN_PROVIDER, &err);
     char why[sizeof(im->why)];
     int pulled = 0;
     int rc;
 
-    if (oi == NULL && sbx_image_ref_by_digest(cfg->image)) {
+    if (oi == NULL && sbx_image_ref_by_digest(image)) {
         /* the engine is not up yet: the image is still owed */
-        snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", cfg->image,
-                 sbx_error_msg(err), IMAGE_RETRY_MS / 1000);
+        snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", image, sbx_error_msg(err),
+                 IMAGE_RETRY_MS / 1000);
         sbx_error_free(&err);
         set_state(im, 0, why);
         return 0;
@@ -64,26 +66,50 @@ static int attempt(struct runner_image *im)
         sbx_instance_close(oi);
         return 1;
     }
-    if (sbx_image_ref_by_digest(cfg->image)) {
-        snprintf(why, sizeof(why), "checking image %s", cfg->image);
+    if (sbx_image_ref_by_digest(image)) {
+        snprintf(why, sizeof(why), "checking image %s", image);
         set_state(im, 0, why);
     }
-    rc = sbx_image_ensure(cfg, r->plugin_dir, oi, cfg->image, &im->stop, 0, &pulled, &err);
+    rc = sbx_image_ensure(cfg, r->plugin_dir, oi, image, &im->stop, 0, &pulled, &err);
     sbx_instance_close(oi);
     if (rc == 0) {
         return 1;
     }
-    if (err->code == SBX_E_NOTFOUND && !sbx_image_ref_by_digest(cfg->image)) {
+    if (err->code == SBX_E_NOTFOUND && !sbx_image_ref_by_digest(image)) {
         sbx_warn("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
         return 1;
     }
-    snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", cfg->image, sbx_error_msg(err),
+    snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", image, sbx_error_msg(err),
              IMAGE_RETRY_MS / 1000);
     sbx_error_log("runner: %s", why);
     sbx_error_free(&err);
     set_state(im, 0, why);
     return 0;
+}
+
+/* (added) One attempt for every image the configuration names: the top-level
+ * `image` and each pool's on the default provider instance, each provider
+ * instance's `image` option on that instance. 1 when all are ready. */
+static int attempt(struct runner_image *im)
+{
+    const struct sbx_config *cfg = im->r->cfg;
+    int ok = 1;
+
+    if (cfg->image != NULL && !attempt_one(im, cfg->provider, cfg->image)) {
+        return 0;
+    }
+    for (size_t i = 0; ok && i < cfg->n_pools; i++) {
+        if (cfg->pools[i].image != NULL) {
+            ok = attempt_one(im, cfg->provider, cfg->pools[i].image);
+        }
+    }
+    for (size_t i = 0; ok && i < cfg->n_instances; i++) {
+        if (cfg->instances[i].kind == SBX_PLUGIN_PROVIDER && cfg->instances[i].image != NULL) {
+            ok = attempt_one(im, cfg->instances[i].name, cfg->instances[i].image);
+        }
+    }
+    return ok;
 }
 
 static void *image_main(void *arg)

@@ -344,7 +344,8 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     rec.env = j->env;
     rec.client = j->owner;
     rec.provider = j->provider ? j->provider : r->cfg->provider;
-    rec.image = r->cfg->image;
+    rec.image =
+        (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool), rec.provider); /* (changed) */
     rec.limits = r->cfg->limits;
     if (!direct && decide_job(r, j, labels, &rec.limits, err) < 0) {
         json_decref(argv);

@@ -117,7 +117,8 @@ void sbx_task_init(struct sbx_task *t, const struct sbx_config *cfg, const struc
     t->last_exit = -1;
     t->ephemeral = o->ephemeral;
     t->limits = cfg->limits;
-    t->image = xstrdup(o->image ? o->image : cfg->image); /* (changed) --from */
+    /* (changed) --from; then pools.POOL.image > the instance's image > `image` */
+    t->image = xstrdup(o->image ? o->image : sbx_config_image(cfg, o->pool, o->provider));
     snprintf(t->pool, sizeof(t->pool), "%s", o->pool ? o->pool : "agent");
     snprintf(t->slot_class, sizeof(t->slot_class), "%s", o->slot_class ? o->slot_class : "light");
 }
