@@ -60,10 +60,10 @@ static const char *const known[] = {"$schema",
                                     "customizations",
                                     NULL};
 
-static const char *const step_field[SBX_DEVC_NSTEPS] = {"onCreateCommand", "updateContentCommand",
-                                                        "postCreateCommand", "postStartCommand"};
+const char *const sbx_devc_step_field[SBX_DEVC_NSTEPS] = {"onCreateCommand", "updateContentCommand",
+                                                          "postCreateCommand", "postStartCommand"};
 
-static void strv_add(char ***v, const char *s)
+void sbx_devc_strv_add(char ***v, const char *s)
 {
     size_t n = 0;
 
@@ -142,7 +142,7 @@ static int env_object(const char *path, const char *field, json_t *v, char ***ou
                                  field, k);
         }
         kv = xasprintf("%s=%s", k, json_string_value(x));
-        strv_add(out, kv);
+        sbx_devc_strv_add(out, kv);
         free(kv);
     }
     return 0;
@@ -210,7 +210,7 @@ static int string_array(const char *path, const char *field, json_t *v, char ***
     json_t *x;
 
     if (json_is_string(v)) {
-        strv_add(out, json_string_value(v));
+        sbx_devc_strv_add(out, json_string_value(v));
         return 0;
     }
     if (!json_is_array(v)) {
@@ -223,7 +223,7 @@ static int string_array(const char *path, const char *field, json_t *v, char ***
             return sbx_error_set(err, SBX_E_CONFIG, "%s: %s[%zu] must be a non-empty string", path,
                                  field, i);
         }
-        strv_add(out, json_string_value(x));
+        sbx_devc_strv_add(out, json_string_value(x));
     }
     return 0;
 }
@@ -433,9 +433,9 @@ int sbx_devc_parse(const char *path, json_t *root, struct sbx_devc **out, sbx_er
         }
     }
     for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
-        v = json_object_get(root, step_field[s]);
+        v = json_object_get(root, sbx_devc_step_field[s]);
         if (v != NULL &&
-            sbx_devc_cmds(path, step_field[s], v, &dc->cmds[s], &dc->ncmds[s], err) < 0) {
+            sbx_devc_cmds(path, sbx_devc_step_field[s], v, &dc->cmds[s], &dc->ncmds[s], err) < 0) {
             goto fail;
         }
     }

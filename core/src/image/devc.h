@@ -21,6 +21,12 @@ enum sbx_devc_step {
     SBX_DEVC_NSTEPS
 };
 
+/* The definition's (and a feature's) field name of each step. */
+extern const char *const sbx_devc_step_field[SBX_DEVC_NSTEPS];
+
+/* Appends a copy of s to the NULL-terminated array *v (grown). */
+void sbx_devc_strv_add(char ***v, const char *s);
+
 /* One command of a lifecycle step: a shell string or an argv. */
 struct sbx_devc_cmd {
     char *label; /* "FILE: postCreateCommand.name", for the failure message */

@@ -37,21 +37,6 @@ static const char *const feature_known[] = {"id",
                                             "init",
                                             NULL};
 
-static const char *const step_field[SBX_DEVC_NSTEPS] = {"onCreateCommand", "updateContentCommand",
-                                                        "postCreateCommand", "postStartCommand"};
-
-static void strv_add(char ***v, const char *s)
-{
-    size_t n = 0;
-
-    while (*v != NULL && (*v)[n] != NULL) {
-        n++;
-    }
-    *v = xrealloc(*v, (n + 2) * sizeof(char *));
-    (*v)[n] = xstrdup(s);
-    (*v)[n + 1] = NULL;
-}
-
 char *sbx_devc_safe_id(const char *id)
 {
     char *out = xstrdup(id);
@@ -254,7 +239,7 @@ static int feature_options(const char *path, struct sbx_devc_feature *f, json_t 
         }
         name = sbx_devc_safe_id(k);
         kv = xasprintf("%s=%s", name, val);
-        strv_add(&f->env, kv);
+        sbx_devc_strv_add(&f->env, kv);
         free(kv);
         free(name);
         free(val);
@@ -279,7 +264,7 @@ static int id_list(const char *path, const char *ref, const char *field, json_t 
     if (keys) {
         json_object_foreach(v, k, x)
         {
-            strv_add(out, k);
+            sbx_devc_strv_add(out, k);
         }
         return 0;
     }
@@ -290,7 +275,7 @@ static int id_list(const char *path, const char *ref, const char *field, json_t 
                                  "%s: features[\"%s\"]: %s[%zu] must be a string", path, ref, field,
                                  i);
         }
-        strv_add(out, json_string_value(x));
+        sbx_devc_strv_add(out, json_string_value(x));
     }
     return 0;
 }
@@ -398,7 +383,7 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
                 goto out;
             }
             kv = xasprintf("%s=%s", ek, json_string_value(ev));
-            strv_add(&f->container_env, kv);
+            sbx_devc_strv_add(&f->container_env, kv);
             free(kv);
         }
     }
@@ -411,11 +396,11 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
     for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
         char *field;
 
-        v = json_object_get(root, step_field[s]);
+        v = json_object_get(root, sbx_devc_step_field[s]);
         if (v == NULL) {
             continue;
         }
-        field = xasprintf("features[\"%s\"].%s", ref, step_field[s]);
+        field = xasprintf("features[\"%s\"].%s", ref, sbx_devc_step_field[s]);
         r = sbx_devc_cmds(path, field, v, &f->cmds[s], &f->ncmds[s], err);
         free(field);
         if (r < 0) {
