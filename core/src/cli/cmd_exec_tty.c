@@ -24,6 +24,7 @@
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
 #include "sandbox/statedir.h"
+#include "util/fileio.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 
@@ -94,23 +95,6 @@ static int send_size(int fd)
     b[2] = (unsigned char)(cols >> 8);
     b[3] = (unsigned char)cols;
     return sbx_frame_write(fd, 'W', b, sizeof(b));
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* The result frame: the command's status, or 125/126/127 with the error printed. */
@@ -192,7 +176,7 @@ static int relay(int fd)
                 return 125;
             }
             if (type == 'O' || type == 'E') {
-                write_all(STDOUT_FILENO, data, len);
+                sbx_write_all(STDOUT_FILENO, data, len);
             }
             else if (type == 'X') {
                 int rc = result(data);
@@ -260,7 +244,7 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task)
              "GET /v1/tasks/%s/terminal HTTP/1.1\r\nHost: sbx\r\n%s%s%sConnection: Upgrade\r\n"
              "Upgrade: sbx-terminal.v1\r\n\r\n",
              task, tok ? "Authorization: Bearer " : "", tok ? tok : "", tok ? "\r\n" : "");
-    if (write_all(fd, head, strlen(head)) < 0) {
+    if (sbx_write_all(fd, head, strlen(head)) < 0) {
         close(fd);
         fprintf(stderr, "sbx: error: runner: %s\n", strerror(errno));
         return -1;

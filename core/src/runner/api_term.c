@@ -32,6 +32,7 @@
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
 #include "sandbox/task_port.h"
+#include "util/fileio.h"
 #include "util/envname.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -113,23 +114,6 @@ static void session_end(struct session *s)
     event_base_once(s->r->base, -1, EV_TIMEOUT, free_evcon, s->evcon, NULL);
     free(s->head);
     free(s);
-}
-
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 static void send_x(int fd, int status, const char *error, int code)
@@ -259,8 +243,8 @@ static void reply_raw(int fd, int code, const char *reason, const char *msg)
              "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
              "Connection: close\r\n\r\n",
              code, reason, strlen(body) + 1);
-    if (write_all(fd, head, strlen(head)) == 0 && write_all(fd, body, strlen(body)) == 0) {
-        write_all(fd, "\n", 1);
+    if (sbx_send_all(fd, head, strlen(head)) == 0 && sbx_send_all(fd, body, strlen(body)) == 0) {
+        sbx_send_all(fd, "\n", 1);
     }
     free(body);
     json_decref(j);
@@ -285,7 +269,7 @@ static void relay_response(int up, int client)
             break;
         }
         if (head_done) {
-            if (write_all(client, buf, (size_t)n) < 0) {
+            if (sbx_send_all(client, buf, (size_t)n) < 0) {
                 break;
             }
             continue;
@@ -300,9 +284,9 @@ static void relay_response(int up, int client)
             break;
         }
         head_done = 1;
-        if (write_all(client, buf, (size_t)(eol + 2 - buf)) < 0 ||
-            write_all(client, PREVIEW_CSP, strlen(PREVIEW_CSP)) < 0 ||
-            write_all(client, eol + 2, have - (size_t)(eol + 2 - buf)) < 0) {
+        if (sbx_send_all(client, buf, (size_t)(eol + 2 - buf)) < 0 ||
+            sbx_send_all(client, PREVIEW_CSP, strlen(PREVIEW_CSP)) < 0 ||
+            sbx_send_all(client, eol + 2, have - (size_t)(eol + 2 - buf)) < 0) {
             break;
         }
     }
@@ -332,7 +316,7 @@ static void *port_main(void *arg)
         return NULL;
     }
     setsockopt(up, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (write_all(up, s->head, s->head_len) == 0) {
+    if (sbx_send_all(up, s->head, s->head_len) == 0) {
         relay_response(up, s->fd);
     }
     close(up);
@@ -523,7 +507,7 @@ static void task_io(const struct runner_route_call *c, int terminal)
         static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
                                  "\r\nConnection: Upgrade\r\n\r\n";
 
-        write_all(s->fd, up, sizeof(up) - 1);
+        sbx_send_all(s->fd, up, sizeof(up) - 1);
     }
     if (pthread_create(&th, NULL, port > 0 ? port_main : term_main, s) != 0) {
         reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");

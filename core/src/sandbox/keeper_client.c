@@ -12,6 +12,7 @@
 #include "sandbox/keeper.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
+#include "util/fileio.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 
@@ -44,23 +45,6 @@ static int send_request(int fd, json_t *req, sbx_error_t **err)
     free(s);
     if (r < 0) {
         return sbx_error_set(err, errno, "sending to the keeper: %s", strerror(errno));
-    }
-    return 0;
-}
-
-static int write_fd(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-
-        if (w < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
     }
     return 0;
 }
@@ -122,7 +106,7 @@ static int read_result(int fd, const volatile int *interrupted, sbx_output_fn ou
                 out(ud, type == 'O' ? 1 : 2, data, len);
             }
             else {
-                write_fd(type == 'O' ? 1 : 2, data, len);
+                sbx_write_all(type == 'O' ? 1 : 2, data, len);
             }
             free(data);
             continue;

@@ -9,26 +9,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "util/fileio.h"
 #include "util/xalloc.h"
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-    const char *p = buf;
-
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
 
 static int read_all(int fd, void *buf, size_t len)
 {
@@ -61,10 +43,10 @@ int sbx_frame_write(int fd, char type, const void *data, size_t len)
     hdr[2] = (unsigned char)(len >> 16);
     hdr[3] = (unsigned char)(len >> 8);
     hdr[4] = (unsigned char)len;
-    if (write_all(fd, hdr, sizeof(hdr)) < 0) {
+    if (sbx_send_all(fd, hdr, sizeof(hdr)) < 0) {
         return -1;
     }
-    return len > 0 ? write_all(fd, data, len) : 0;
+    return len > 0 ? sbx_send_all(fd, data, len) : 0;
 }
 
 int sbx_frame_read(int fd, char *type, char **data, size_t *len, sbx_error_t **err)

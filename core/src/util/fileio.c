@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 long long sbx_fd_copy(int in, int out, long long max)
@@ -62,4 +63,33 @@ int sbx_file_write_text(const char *path, const char *text, unsigned mode, uid_t
         errno = saved != 0 ? saved : EIO;
     }
     return ok ? 0 : -1;
+}
+
+static int out_all(int fd, const void *buf, size_t len, int sock)
+{
+    const char *p = buf;
+
+    while (len > 0) {
+        ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int sbx_write_all(int fd, const void *buf, size_t len)
+{
+    return out_all(fd, buf, len, 0);
+}
+
+int sbx_send_all(int fd, const void *buf, size_t len)
+{
+    return out_all(fd, buf, len, 1);
 }
