@@ -33,7 +33,12 @@ int runner_store_retry(struct sbx_runner *r, struct sbx_store *st, const char *j
         pthread_mutex_lock(&r->mu);
         stopping = r->stopping;
         pthread_mutex_unlock(&r->mu);
-        if (!sbx_store_down(st) || waited >= (stopping ? DBWAIT_STOP_S : DBWAIT_MAX_S) * 1000L) {
+        /* written again while the store is down, and after any failure of the
+         * store itself (SBX_E_GENERIC: a lost connection may already be
+         * reopened when it is looked at); a refusal (ESTALE: another box holds
+         * the job, EINVAL: not its state, SBX_E_NOTFOUND) is final */
+        if (!(sbx_store_down(st) || (*err != NULL && (*err)->code == SBX_E_GENERIC)) ||
+            waited >= (stopping ? DBWAIT_STOP_S : DBWAIT_MAX_S) * 1000L) {
             return -1;
         }
         if (waited == 0) {
