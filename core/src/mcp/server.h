@@ -36,6 +36,10 @@ void sbx_mcp_server_free(struct sbx_mcp_server *s);
 /* tools.c: the tool list, and one tools/call. On a protocol error (unknown
  * tool, no name) returns NULL and sets *code and *msg (caller frees). */
 json_t *sbx_mcp_tools_list(void);
+/* tools.c: a tools/call result: fmt's text as its content, structured (taken,
+ * may be NULL) as structuredContent, isError when is_error. */
+json_t *sbx_mcp_result(json_t *structured, int is_error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* (added, issue 30) tools_files.c: sandbox_read_file, sandbox_write_file. list appends
  * their definitions; call returns NULL when name is neither. */
 void sbx_mcp_tools_files_list(json_t *tools);

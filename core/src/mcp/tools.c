@@ -121,10 +121,7 @@ json_t *sbx_mcp_tools_list(void)
 
 /* ---- results ------------------------------------------------------------ */
 
-static json_t *result(json_t *structured, int is_error, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static json_t *result(json_t *structured, int is_error, const char *fmt, ...)
+json_t *sbx_mcp_result(json_t *structured, int is_error, const char *fmt, ...)
 {
     va_list ap;
     char *text;
@@ -151,8 +148,9 @@ static json_t *result(json_t *structured, int is_error, const char *fmt, ...)
 
 static json_t *tool_error(const struct sbx_mcp_backend *b, const sbx_error_t *err)
 {
-    return result(json_pack("{s:s, s:s}", "error", sbx_error_msg(err), "mode", b->ops->mode), 1,
-                  "error: %s", sbx_error_msg(err));
+    return sbx_mcp_result(
+        json_pack("{s:s, s:s}", "error", sbx_error_msg(err), "mode", b->ops->mode), 1, "error: %s",
+        sbx_error_msg(err));
 }
 
 static const char *jstr(json_t *o, const char *key)
@@ -211,7 +209,7 @@ static json_t *run_result(json_t *job)
             notes) < 0) {
         abort();
     }
-    r = result(job, !finished && strcmp(state, "running") != 0, "%s", text);
+    r = sbx_mcp_result(job, !finished && strcmp(state, "running") != 0, "%s", text);
     free(text);
     return r;
 }
@@ -219,7 +217,7 @@ static json_t *run_result(json_t *job)
 static json_t *json_result(json_t *o, const char *what)
 {
     char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    json_t *r = result(o, 0, "%s\n%s", what, s ? s : "{}");
+    json_t *r = sbx_mcp_result(o, 0, "%s\n%s", what, s ? s : "{}");
 
     free(s);
     return r;
@@ -348,7 +346,7 @@ static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sb
         r.worktree = worktree;
     }
     if (bad != NULL) {
-        res = result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
+        res = sbx_mcp_result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
         free(bad);
         free(argv);
         free(worktree);
@@ -381,7 +379,7 @@ static json_t *call_named(const struct sbx_mcp_backend *b, json_t *args, const c
         bad = xasprintf("'%s' is required", key);
     }
     if (bad != NULL) {
-        res = result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
+        res = sbx_mcp_result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
         free(bad);
         return res;
     }
@@ -441,7 +439,7 @@ json_t *sbx_mcp_tools_call(const struct sbx_mcp_backend *b, json_t *params,
         json_t *o = bad ? NULL : b->ops->queue(b->ctx, &err);
 
         if (bad != NULL) {
-            res = result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
+            res = sbx_mcp_result(json_pack("{s:s}", "error", bad), 1, "invalid arguments: %s", bad);
             free(bad);
         }
         else if (o == NULL) {

@@ -69,37 +69,9 @@ static int b64_decode(const char *s, char **out, size_t *len)
     return 0;
 }
 
-static json_t *result(json_t *structured, int is_error, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static json_t *result(json_t *structured, int is_error, const char *fmt, ...)
-{
-    va_list ap;
-    char *text;
-    json_t *r;
-
-    va_start(ap, fmt);
-    if (vasprintf(&text, fmt, ap) < 0) {
-        abort();
-    }
-    va_end(ap);
-    r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", text);
-    free(text);
-    if (r == NULL) {
-        r = json_pack("{s:[{s:s, s:s}]}", "content", "type", "text", "text", "(unprintable)");
-    }
-    if (structured != NULL) {
-        json_object_set_new(r, "structuredContent", structured);
-    }
-    if (is_error) {
-        json_object_set_new(r, "isError", json_true());
-    }
-    return r;
-}
-
 static json_t *bad_args(const char *msg)
 {
-    return result(json_pack("{s:s}", "error", msg), 1, "invalid arguments: %s", msg);
+    return sbx_mcp_result(json_pack("{s:s}", "error", msg), 1, "invalid arguments: %s", msg);
 }
 
 static json_t *tool(const char *name, const char *title, const char *desc, json_t *props,
@@ -238,11 +210,12 @@ json_t *sbx_mcp_tools_files_call(const struct sbx_mcp_backend *b, const char *na
             len = strlen(content);
         }
         if (b->ops->write_file(b->ctx, task, path, data, len, &err) < 0) {
-            res = result(json_pack("{s:s, s:s}", "error", sbx_error_msg(err), "mode", b->ops->mode),
-                         1, "error: %s", sbx_error_msg(err));
+            res = sbx_mcp_result(
+                json_pack("{s:s, s:s}", "error", sbx_error_msg(err), "mode", b->ops->mode), 1,
+                "error: %s", sbx_error_msg(err));
         }
         else {
-            res = result(
+            res = sbx_mcp_result(
                 json_pack("{s:s, s:s, s:I}", "task", task, "path", path, "bytes", (json_int_t)len),
                 0, "wrote %zu bytes to %s in task %s", len, path, task);
         }
@@ -255,22 +228,25 @@ json_t *sbx_mcp_tools_files_call(const struct sbx_mcp_backend *b, const char *na
         size_t len = 0;
 
         if (b->ops->read_file(b->ctx, task, path, &data, &len, &err) < 0) {
-            res = result(json_pack("{s:s, s:s}", "error", sbx_error_msg(err), "mode", b->ops->mode),
-                         1, "error: %s", sbx_error_msg(err));
+            res = sbx_mcp_result(
+                json_pack("{s:s, s:s}", "error", sbx_error_msg(err), "mode", b->ops->mode), 1,
+                "error: %s", sbx_error_msg(err));
             sbx_error_free(&err);
             return res;
         }
         if (utf8_ok(data, len)) {
-            res = result(json_pack("{s:s, s:s, s:s, s:s, s:I}", "task", task, "path", path,
-                                   "encoding", "utf-8", "content", data, "bytes", (json_int_t)len),
-                         0, "%s", data);
+            res = sbx_mcp_result(json_pack("{s:s, s:s, s:s, s:s, s:I}", "task", task, "path", path,
+                                           "encoding", "utf-8", "content", data, "bytes",
+                                           (json_int_t)len),
+                                 0, "%s", data);
         }
         else {
             char *e = b64_encode((const unsigned char *)data, len);
 
-            res = result(json_pack("{s:s, s:s, s:s, s:s, s:I}", "task", task, "path", path,
-                                   "encoding", "base64", "content", e, "bytes", (json_int_t)len),
-                         0, "(%zu bytes, not UTF-8 text; base64) %s", len, e);
+            res = sbx_mcp_result(json_pack("{s:s, s:s, s:s, s:s, s:I}", "task", task, "path", path,
+                                           "encoding", "base64", "content", e, "bytes",
+                                           (json_int_t)len),
+                                 0, "(%zu bytes, not UTF-8 text; base64) %s", len, e);
             free(e);
         }
         free(data);
