@@ -137,6 +137,13 @@ static void test_config_bad_units(void **state)
     expect_error("pools = {\n agent = {\n warm = 1;\n warm_max_age = \"0s\"; };\n};\n", 4,
                  "'pools.agent.warm_max_age' must be greater than 0");
     expect_error("pools = { ci = { warm = \"many\"; }; };\n", 1, "'warm' must be an integer");
+    /* (added) this round's keys: the database's deadline, egress shares, snapshots */
+    expect_error("runner = {\n database_timeout = \"0s\";\n};\n", 2,
+                 "'runner.database_timeout' must be greater than 0");
+    expect_error("runner = {\n database_keepalive = \"soon\";\n};\n", 2, "bad duration 'soon'");
+    expect_error("egress = {\n bandwidth = \"5Q\";\n};\n", 2, "bad size '5Q'");
+    expect_error("snapshot = {\n quota = -1;\n};\n", 2, "'snapshot.quota' must be 0 to 10000");
+    expect_error("snapshot = {\n max_age = \"x\";\n};\n", 2, "bad duration 'x'");
 }
 
 static void test_config_syntax_error(void **state)
