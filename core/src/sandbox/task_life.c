@@ -45,6 +45,7 @@ void sbx_task_timer_quit(struct sbx_task *t)
 
 void sbx_task_free(struct sbx_task *t)
 {
+    sbx_task_wtwatch_stop(t);
     sbx_task_timer_quit(t);
     if (t->egress != NULL && t->egress_dir != NULL) {
         sbx_egress_remove(t->egress, t->egress_dir, NULL);
@@ -292,6 +293,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         r = -1;
     }
     sbx_view_release(t->dir); /* the sandbox is gone: its view of the worktree too */
+    sbx_task_wtwatch_stop(t); /* nothing inside writes any more: the last scan below */
     if (t->sandbox[0] != '\0') {
         sbx_task_worktree_after(t); /* (added) once more, with nothing left running inside */
     }
