@@ -432,6 +432,9 @@ static void test_kept_background(void **state)
             "git commit -q -m base");
     assert_true(asprintf(&wt, "%s/kept", dir) > 0);
     r = RT_SBX("task", "start", "--task", "wt-kept", "--worktree", wt);
+    if (r.rc != 0) {
+        fprintf(stderr, "sbx task start rc %d\n%s%s", r.rc, r.out, r.err);
+    }
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     /* the command returns at once; what it left behind writes a second later */
