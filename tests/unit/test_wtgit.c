@@ -363,6 +363,14 @@ static int await_path(const char *dir, const char *rel, int want)
     }
 }
 
+static int busy_now;
+
+static int busy_flag(void *ud)
+{
+    (void)ud;
+    return __atomic_load_n(&busy_now, __ATOMIC_ACQUIRE);
+}
+
 /* The watcher: what is made at the top or in a protected path's parent while the
  * task runs is quarantined without a command's end; a path that existed before,
  * an ordinary file and a symlinked parent are left alone. */
@@ -391,6 +399,7 @@ static void test_watch(void **state)
     w = sbx_wtwatch_start(&o, &err);
     assert_non_null(w);
     assert_int_equal(n_notes, 0); /* nothing made yet */
+    usleep(20000);                /* a change time past since (the kernel's clock is coarse) */
     /* a protected file at the top, no command's end needed */
     write_file(dir, ".mcp.json", "{\"mcpServers\":{}}");
     assert_true(await_path(dir, ".mcp.json.sbx-quarantine-t2", 1));
@@ -415,6 +424,7 @@ static void test_watch(void **state)
     clock_gettime(CLOCK_REALTIME, &o.since);
     w = sbx_wtwatch_start(&o, &err);
     assert_non_null(w);
+    usleep(20000);
     snprintf(p, sizeof(p), "%s/.claude", dir);
     assert_int_equal(symlink(out, p), 0);
     write_file(out, "settings.json", "{}");
@@ -428,6 +438,30 @@ static void test_watch(void **state)
     /* the after-command scan and the watcher share one lock */
     sbx_wtwatch_lock(w);
     sbx_wtwatch_unlock(w);
+    sbx_wtwatch_stop(w);
+    /* while a command runs a .git waits for its end (git init && git commit in
+     * one command works); a protected path does not wait */
+    rm_rf(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    usleep(20000);
+    clock_gettime(CLOCK_REALTIME, &o.since);
+    o.busy = busy_flag;
+    __atomic_store_n(&busy_now, 1, __ATOMIC_RELEASE);
+    w = sbx_wtwatch_start(&o, &err);
+    assert_non_null(w);
+    usleep(20000); /* a change time past since (the kernel's clock is coarse) */
+    mkdir_p(dir, ".git");
+    write_file(dir, ".mcp.json", "{}"); /* seen after the .git */
+    assert_true(await_path(dir, ".mcp.json", 0));
+    snprintf(p, sizeof(p), "%s/.git", dir);
+    assert_int_equal(access(p, F_OK), 0); /* left to the command's end */
+    sbx_wtwatch_idle(w);                  /* still busy: nothing */
+    assert_int_equal(access(p, F_OK), 0);
+    __atomic_store_n(&busy_now, 0, __ATOMIC_RELEASE);
+    sbx_wtwatch_idle(w); /* the command ended: checked now */
+    assert_int_not_equal(access(p, F_OK), 0);
+    snprintf(p, sizeof(p), "%s/.git.sbx-quarantine-t2", dir);
+    assert_int_equal(access(p, F_OK), 0);
     sbx_wtwatch_stop(w);
     sbx_wtwatch_stop(NULL);
     rm_rf(dir);

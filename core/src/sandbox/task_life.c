@@ -25,6 +25,7 @@
 #include "sandbox/task_int.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
+#include "sandbox/wtwatch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -262,6 +263,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
     }
     pthread_mutex_unlock(&t->mu);
+    sbx_wtwatch_idle(t->wtwatch); /* (added) a .git made while it ran, checked now */
     if (ro.s[0] != NULL) {
         sbx_redact_stream_finish(ro.s[0], NULL);
         sbx_redact_stream_finish(ro.s[1], NULL);

@@ -45,6 +45,18 @@ static void note_cb(void *ud, const char *what)
     sbx_task_worktree_note(ud, what);
 }
 
+/* A command of the task runs (the watcher's busy callback). */
+static int busy_cb(void *ud)
+{
+    struct sbx_task *t = ud;
+    int busy;
+
+    pthread_mutex_lock(&t->mu);
+    busy = t->running > 0;
+    pthread_mutex_unlock(&t->mu);
+    return busy;
+}
+
 const char *const *sbx_task_protect(const struct sbx_task *t)
 {
     const char *const *g = sbx_config_protect(t->cfg, t->pool);
@@ -128,6 +140,7 @@ void sbx_task_wtwatch_start(struct sbx_task *t)
     o.task_id = t->id;
     o.protect = sbx_task_protect(t);
     o.note = note_cb;
+    o.busy = busy_cb;
     o.ud = t;
     t->wtwatch = sbx_wtwatch_start(&o, &e);
     if (t->wtwatch == NULL) {

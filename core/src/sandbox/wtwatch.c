@@ -15,8 +15,9 @@
 #include "util/error.h"
 #include "util/xalloc.h"
 
-#define WATCH_MAX 64 /* directories watched: the top and the protected paths' parents */
-#define BATCH_MAX 64 /* names checked at once; more, and the whole tree is scanned */
+#define WATCH_MAX 64   /* directories watched: the top and the protected paths' parents */
+#define BATCH_MAX 64   /* names checked at once; more, and the whole tree is scanned */
+#define PENDING_MAX 16 /* .git names seen while a command ran */
 #define WATCH_MASK                                                                                 \
     (IN_CREATE | IN_MOVED_TO | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 
@@ -33,6 +34,10 @@ struct sbx_wtwatch {
     const char *const *protect;
     sbx_wtscan_note_fn note;
     void *ud;
+    int (*busy)(void *ud);
+    char *pending[PENDING_MAX]; /* under mu */
+    size_t n_pending;
+    int pending_whole; /* a lost event while a command ran: the whole tree after it */
     int ifd;
     int stop[2];
     pthread_t th;
@@ -181,9 +186,45 @@ static void watch_parents(struct sbx_wtwatch *w)
     }
 }
 
+/* Under mu: a .git seen while a command runs waits for its end (kept once). */
+static int defer_git(struct sbx_wtwatch *w, const char *rel)
+{
+    const char *base = strrchr(rel, '/');
+
+    base = base != NULL ? base + 1 : rel;
+    if (strcmp(base, ".git") != 0 || sbx_protect_match(w->protect, rel) || w->busy == NULL ||
+        !w->busy(w->ud)) {
+        return 0;
+    }
+    for (size_t i = 0; i < w->n_pending; i++) {
+        if (strcmp(w->pending[i], rel) == 0) {
+            return 1;
+        }
+    }
+    if (w->n_pending < PENDING_MAX) {
+        w->pending[w->n_pending++] = xstrdup(rel);
+    }
+    return 1; /* past PENDING_MAX: the command's end scans the whole tree anyway */
+}
+
 static void check(struct sbx_wtwatch *w, char **batch, size_t n, int whole)
 {
+    size_t kept = 0;
+
     pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < n; i++) {
+        if (!defer_git(w, batch[i])) {
+            batch[kept++] = batch[i];
+        }
+        else {
+            free(batch[i]);
+        }
+    }
+    n = kept;
+    if (whole && w->busy != NULL && w->busy(w->ud)) {
+        w->pending_whole = 1; /* the command's end scans it; idle() if it does not */
+        whole = 0;
+    }
     if (whole) {
         sbx_wtscan(w->worktree, &w->since, w->had_git, w->task_id, w->protect, w->note, w->ud);
     }
@@ -192,6 +233,9 @@ static void check(struct sbx_wtwatch *w, char **batch, size_t n, int whole)
                          (const char *const *)batch, n, w->note, w->ud);
     }
     pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < n; i++) {
+        free(batch[i]);
+    }
 }
 
 /* One read's events: new names that matter are checked together. */
@@ -240,9 +284,6 @@ static void handle(struct sbx_wtwatch *w, const char *buf, ssize_t len)
         free(rel);
     }
     check(w, batch, n, whole);
-    for (size_t i = 0; i < n; i++) {
-        free(batch[i]);
-    }
 }
 
 static void *watch_main(void *arg)
@@ -288,6 +329,7 @@ struct sbx_wtwatch *sbx_wtwatch_start(const struct sbx_wtwatch_opts *o, sbx_erro
     w->protect = o->protect;
     w->note = o->note;
     w->ud = o->ud;
+    w->busy = o->busy;
     w->stop[0] = w->stop[1] = -1;
     pthread_mutex_init(&w->mu, NULL);
     w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -322,9 +364,6 @@ struct sbx_wtwatch *sbx_wtwatch_start(const struct sbx_wtwatch_opts *o, sbx_erro
             }
         }
         check(w, batch, n, 0);
-        for (size_t i = 0; i < n; i++) {
-            free(batch[i]);
-        }
     }
     return w;
 fail:
@@ -346,6 +385,29 @@ void sbx_wtwatch_unlock(struct sbx_wtwatch *w)
     }
 }
 
+void sbx_wtwatch_idle(struct sbx_wtwatch *w)
+{
+    char *batch[PENDING_MAX];
+    size_t n;
+    int whole;
+
+    if (w == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&w->mu);
+    if ((w->n_pending == 0 && !w->pending_whole) || (w->busy != NULL && w->busy(w->ud))) {
+        pthread_mutex_unlock(&w->mu);
+        return;
+    }
+    n = w->n_pending;
+    memcpy(batch, w->pending, n * sizeof(batch[0]));
+    w->n_pending = 0;
+    whole = w->pending_whole;
+    w->pending_whole = 0;
+    pthread_mutex_unlock(&w->mu);
+    check(w, batch, n, whole); /* not busy now (or deferred again if a command began) */
+}
+
 void sbx_wtwatch_stop(struct sbx_wtwatch *w)
 {
     if (w == NULL) {
@@ -357,6 +419,9 @@ void sbx_wtwatch_stop(struct sbx_wtwatch *w)
     }
     for (size_t i = 0; i < w->n; i++) {
         free(w->w[i].rel);
+    }
+    for (size_t i = 0; i < w->n_pending; i++) {
+        free(w->pending[i]);
     }
     if (w->ifd >= 0) {
         close(w->ifd);

@@ -24,6 +24,11 @@ struct sbx_wtwatch_opts {
     const char *const *protect; /* the task's globs: must outlive the watcher */
     sbx_wtscan_note_fn note;    /* each finding (called from the watcher's thread) */
     void *ud;
+    /* 1 while a command of the task runs (NULL: never). A .git made then is left
+     * to the check at the command's end, so `git init && git commit` in one
+     * command works; one made between commands is checked at once. Called with
+     * the watcher's lock held. */
+    int (*busy)(void *ud);
 };
 
 /* Watches the worktree from a thread of its own; NULL with *err when inotify
@@ -33,6 +38,9 @@ struct sbx_wtwatch *sbx_wtwatch_start(const struct sbx_wtwatch_opts *o, sbx_erro
  * two never rename one path at once. NULL is a no-op. */
 void sbx_wtwatch_lock(struct sbx_wtwatch *w);
 void sbx_wtwatch_unlock(struct sbx_wtwatch *w);
+/* A command ended: a .git seen while it ran and not checked since is checked
+ * now, unless another command still runs. NULL is a no-op. */
+void sbx_wtwatch_idle(struct sbx_wtwatch *w);
 /* Stops the thread and frees everything; NULL is a no-op. */
 void sbx_wtwatch_stop(struct sbx_wtwatch *w);
 
