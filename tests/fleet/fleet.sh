@@ -34,7 +34,9 @@
 #          bytes are b2's, the cancel ends it; a request with the forward
 #          marker is not forwarded again.
 #   fwdtask  (added) a kept task's commands submitted to other boxes run in
-#          the task's box; its end through another box ends it.
+#          the task's box; (added) its files, pause, a port preview and a
+#          terminal through another box reach the owner (task_routes); its end
+#          through another box ends it.
 #   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
 #   fwdbad (added) a slow client pauses the relay; a hostile owner: a huge
 #          head, garbage, a cut stream, an endless body: one bounded error
@@ -353,6 +355,95 @@ wait_state() { # job state(s: "running|finished") timeout_s
             fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
         sleep 0.1
     done
+}
+
+# (added) task_routes OWNER: the routes of issue 30 used through b1 for task
+# kt1, which OWNER holds: each answer is the owner's (the fake provider has
+# no files or pause: its 501 names it, where b1 alone said 404), a port's
+# page (the fake's port P is 127.0.0.1:P, a server of this test) comes back
+# whole with the owner's CSP, a terminal answers 101 and its frames go both
+# ways, and a request that carries the forward marker is not relayed again.
+task_routes() {
+    local owner=$1 code port
+    rq() { # METHOD PATH [curl args...]: the HTTP code; the body in $work/r.out
+        local m=$1 p=$2
+        shift 2
+        curl -sS -m 60 --unix-socket "$work/b1/runner.sock" -X "$m" -o "$work/r.out" \
+            -w '%{http_code}' "$@" "http://sbx$p"
+    }
+    code=$(rq GET '/v1/tasks/kt1/files?path=/etc/hostname')
+    [ "$code" = 501 ] && grep -q "provider 'fake' cannot read files" "$work/r.out" ||
+        fail "GET files of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    head -c 300000 /dev/urandom >"$work/put.bin"
+    code=$(rq PUT '/v1/tasks/kt1/files?path=/tmp/x' --data-binary "@$work/put.bin")
+    [ "$code" = 501 ] && grep -q "cannot write files" "$work/r.out" ||
+        fail "PUT files of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    code=$(rq POST /v1/tasks/kt1/pause)
+    [ "$code" = 501 ] && grep -q "cannot pause" "$work/r.out" ||
+        fail "pause of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    grep -q "runner: task kt1 is held by box $owner: forwarding PUT /v1/tasks/kt1/files" "$work/b1/log" ||
+        fail "b1 did not log the forward of PUT files to $owner"
+    # a port: a page of 2 MiB served on loopback, read through b1 (streamed)
+    mkdir -p "$work/www"
+    head -c 2097152 /dev/urandom >"$work/www/page.bin"
+    python3 - "$work/www" "$work/www.port" <<'PY' &
+import http.server, functools, sys, os
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()
+PY
+    www=$!
+    wait_until 30 "the page server" test -s "$work/www.port"
+    port=$(cat "$work/www.port")
+    code=$(rq GET "/v1/tasks/kt1/ports/$port/page.bin" -D "$work/r.head")
+    kill "$www" 2>/dev/null || true
+    wait "$www" 2>/dev/null || true
+    [ "$code" = 200 ] && cmp -s "$work/r.out" "$work/www/page.bin" ||
+        fail "GET port $port of kt1 through b1: HTTP $code, $(wc -c <"$work/r.out") bytes"
+    grep -qi "^Content-Security-Policy: sandbox" "$work/r.head" ||
+        fail "the page through b1 lacks the owner's CSP: $(cat "$work/r.head")"
+    code=$(rq GET "/v1/tasks/kt1/ports/$port/" -H "X-Sbx-Forwarded-By: $owner" \
+        -H 'X-Sbx-Client: local' -H 'X-Sbx-Scopes: 255')
+    [ "$code" = 409 ] || fail "a port request marked as forwarded, to b1: HTTP $code $(cat "$work/r.out")"
+    # the terminal: 101 through b1, then the request frame up and the result down
+    python3 - "$work/b1/runner.sock" <<'PY' || fail "the terminal of kt1 through b1 (above)"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/kt1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(1)
+    if not b:
+        sys.exit("no 101: %r" % head)
+    head += b
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
+req = json.dumps({"argv": ["fake-exit", "7"]}).encode()
+s.sendall(b"R" + struct.pack(">I", len(req)) + req)
+buf = b""
+while True:
+    while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+        n = struct.unpack(">I", buf[1:5])[0]
+        t, data, buf = buf[:1], buf[5:5 + n], buf[5 + n:]
+        if t == b"X":
+            # the owner's answer to the request frame: the fake's sandbox
+            # has no exec agent, so that is its error (a real one: status 7)
+            x = json.loads(data)
+            if x.get("status") != 7 and "exec agent" not in x.get("error", ""):
+                sys.exit("the terminal's result: %r" % x)
+            print("fleet: the terminal of kt1 through b1: %r" % x)
+            sys.exit(0)
+    b = s.recv(65536)
+    if not b:
+        sys.exit("the relay ended before the 'X' frame")
+    buf += b
+PY
+    echo "fleet: task kt1 on $owner: files, pause, a port (2 MiB) and a terminal through b1 reached it"
 }
 
 case "$case_" in
@@ -798,6 +889,7 @@ fwdtask)
     done
     n=$(sql "SELECT count(*) FROM tasks WHERE id = 'kt1'")
     [ "$n" = 1 ] || fail "$n task rows for kt1"
+    task_routes "$owner"
     "$sbx" --config "$work/b1/sbx.conf" cancel --task kt1 >/dev/null || fail "sbx cancel --task through b1"
     wait_until 60 "task kt1 to end" task_is ended
     echo "fleet: task kt1 on $owner: commands through b1 and $other ran there; ended through b1"
