@@ -357,9 +357,33 @@ wait_state() { # job state(s: "running|finished") timeout_s
     done
 }
 
+# (added) www_start: a page of 2 MiB ($work/www/page.bin) served on loopback
+# at $port (the fake provider's port P of a sandbox is 127.0.0.1:P); www_stop
+www_start() {
+    mkdir -p "$work/www"
+    head -c 2097152 /dev/urandom >"$work/www/page.bin"
+    rm -f "$work/www.port"
+    python3 - "$work/www" "$work/www.port" <<'PY' &
+import http.server, functools, sys, os
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()
+PY
+    www=$!
+    wait_until 30 "the page server" test -s "$work/www.port"
+    port=$(cat "$work/www.port")
+}
+www_stop() {
+    kill "$www" 2>/dev/null || true
+    wait "$www" 2>/dev/null || true
+}
+
 # (added) task_routes OWNER: the routes of issue 30 used through b1 for task
 # kt1, which OWNER holds: each answer is the owner's (the fake provider has
-# no files or pause: its 501 names it, where b1 alone said 404), a port's
+# no files, pause or snapshot: its refusal names it, where b1 alone said
+# 404; an egress change's refusal quotes the body), a port's
 # page (the fake's port P is 127.0.0.1:P, a server of this test) comes back
 # whole with the owner's CSP, a terminal answers 101 and its frames go both
 # ways, and a request that carries the forward marker is not relayed again.
@@ -383,23 +407,17 @@ task_routes() {
         fail "pause of kt1 through b1: HTTP $code $(cat "$work/r.out")"
     grep -q "runner: task kt1 is held by box $owner: forwarding PUT /v1/tasks/kt1/files" "$work/b1/log" ||
         fail "b1 did not log the forward of PUT files to $owner"
+    # the owner read the body: its refusal quotes the rule
+    code=$(rq POST /v1/tasks/kt1/egress -H 'Content-Type: application/json' -d '{"allow": "10.0.0.1:443"}')
+    grep -q "task kt1: allow '10.0.0.1:443'" "$work/r.out" ||
+        fail "egress change of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    code=$(rq POST /v1/tasks/kt1/snapshot)
+    grep -q "provider 'fake' cannot snapshot" "$work/r.out" ||
+        fail "snapshot of kt1 through b1: HTTP $code $(cat "$work/r.out")"
     # a port: a page of 2 MiB served on loopback, read through b1 (streamed)
-    mkdir -p "$work/www"
-    head -c 2097152 /dev/urandom >"$work/www/page.bin"
-    python3 - "$work/www" "$work/www.port" <<'PY' &
-import http.server, functools, sys, os
-h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
-open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
-os.rename(sys.argv[2] + ".tmp", sys.argv[2])
-s.serve_forever()
-PY
-    www=$!
-    wait_until 30 "the page server" test -s "$work/www.port"
-    port=$(cat "$work/www.port")
+    www_start
     code=$(rq GET "/v1/tasks/kt1/ports/$port/page.bin" -D "$work/r.head")
-    kill "$www" 2>/dev/null || true
-    wait "$www" 2>/dev/null || true
+    www_stop
     [ "$code" = 200 ] && cmp -s "$work/r.out" "$work/www/page.bin" ||
         fail "GET port $port of kt1 through b1: HTTP $code, $(wc -c <"$work/r.out") bytes"
     grep -qi "^Content-Security-Policy: sandbox" "$work/r.head" ||
@@ -443,7 +461,7 @@ while True:
         sys.exit("the relay ended before the 'X' frame")
     buf += b
 PY
-    echo "fleet: task kt1 on $owner: files, pause, a port (2 MiB) and a terminal through b1 reached it"
+    echo "fleet: task kt1 on $owner: files, pause, egress, snapshot, a port (2 MiB) and a terminal through b1 reached it"
 }
 
 case "$case_" in
@@ -1217,7 +1235,7 @@ print(*[x.getsockname()[1] for x in s])')
     for b in b1 b2; do
         port=$p1
         [ $b = b2 ] && port=$p2
-        sed -i "s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$port\"; clients = ( { name = \"ci\"; token_env = \"SBX_FWD_TOKEN_CI\"; scopes = [\"submit\", \"read-own\"]; }, { name = \"ro\"; token_env = \"SBX_FWD_TOKEN_RO\"; scopes = [\"read-own\"]; } ); };|" "$work/$b/sbx.conf"
+        sed -i "s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$port\"; clients = ( { name = \"ci\"; token_env = \"SBX_FWD_TOKEN_CI\"; scopes = [\"submit\", \"read-own\", \"exec\"]; }, { name = \"ro\"; token_env = \"SBX_FWD_TOKEN_RO\"; scopes = [\"read-own\"]; } ); };|" "$work/$b/sbx.conf"
         start $b
     done
     for b in b1 b2; do wait_socket $b; done
@@ -1253,8 +1271,21 @@ print(*[x.getsockname()[1] for x in s])')
     code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST "/v1/jobs/$id2/cancel")
     [ "$code" = 202 ] || fail "cancel through b1 over TCP: HTTP $code $(cat "$work/tcp.out")"
     wait_state "$id2" cancelled 30
+    # (added) a kept task's port through b1 over TCP: the caller's token goes
+    # along (the owner wants one on TCP); a client without exec gets 403 at b1
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt2"}')
+    [ "$code" = 201 ] || fail "submit of task kt2 over TCP: HTTP $code $(cat "$work/tcp.out")"
+    kt2_ready() { [ "$(sql "SELECT box FROM tasks WHERE id = 'kt2' AND state = 'ready'")" = b2 ]; }
+    wait_until 60 "task kt2 to be ready on b2" kt2_ready
+    www_start
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" GET "/v1/tasks/kt2/ports/$port/page.bin")
+    cmp -s "$work/tcp.out" "$work/www/page.bin" ||
+        fail "a port of kt2 through b1 over TCP: HTTP $code, $(wc -c <"$work/tcp.out") bytes"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_RO" GET "/v1/tasks/kt2/ports/$port/page.bin")
+    [ "$code" = 403 ] || fail "a port of kt2 through b1 for a client without exec: HTTP $code"
+    www_stop
     if grep -q "$SBX_FWD_TOKEN_CI\|$SBX_FWD_TOKEN_RO" "$work"/b*/log; then fail "a token in a box's log"; fi
-    echo "fleet: over TCP: follow and cancel through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
+    echo "fleet: over TCP: follow, cancel and a port through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
     ;;
 taskdup)
     read -r p1 < <(python3 -c 'import socket
