@@ -330,10 +330,20 @@ static struct evbuffer *owner_request(struct sbx_runner *r, struct evhttp_reques
                                       const struct runner_client *who,
                                       const struct sbx_store_owner *o, int terminal)
 {
-    static const char *const drop[] = {
-        "Authorization",       "Connection", "Keep-Alive", "Proxy-Connection",
-        "Proxy-Authorization", "Upgrade",    "TE",         "Content-Length",
-        "Transfer-Encoding",   "Trailer",    "Host",       NULL};
+    /* Expect: this box answered it already */
+    static const char *const drop[] = {"Authorization",
+                                       "Connection",
+                                       "Keep-Alive",
+                                       "Proxy-Connection",
+                                       "Proxy-Authorization",
+                                       "Upgrade",
+                                       "TE",
+                                       "Content-Length",
+                                       "Transfer-Encoding",
+                                       "Trailer",
+                                       "Host",
+                                       "Expect",
+                                       NULL};
     static const char *const methods[] = {"GET",     "POST",  "HEAD",    "PUT",  "DELETE",
                                           "OPTIONS", "TRACE", "CONNECT", "PATCH"};
     struct evkeyvalq *h = evhttp_request_get_input_headers(req);
@@ -371,7 +381,7 @@ static struct evbuffer *owner_request(struct sbx_runner *r, struct evhttp_reques
                         terminal ? "Connection: Upgrade\r\nUpgrade: " TERM_PROTO "\r\n"
                                  : "Connection: close\r\n",
                         evbuffer_get_length(body));
-    evbuffer_add(out, evbuffer_pullup(body, -1), evbuffer_get_length(body));
+    evbuffer_add_buffer_reference(out, body);
     return out;
 }
 
