@@ -40,7 +40,9 @@
 #   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
 #   fwdbad (added) a slow client pauses the relay; a hostile owner: a huge
 #          head, garbage, a cut stream, an endless body: one bounded error
-#          each, b1 goes on.
+#          each, b1 goes on; (added) a terminal relayed to an echo owner,
+#          8 MiB each way, byte for byte; an owner's 403 and an owner's
+#          silence on a port (502).
 #   fwdtcp (added) boxes on TCP: the caller's token goes to the owner; scopes
 #          hold across the hop; the unix socket gets a 502 for a TCP owner.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
@@ -1156,6 +1158,10 @@ PY
     wait_state "$id" finished 60
     id=$(api b1 POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}' | jid)
     wait_state "$id" running 30
+    # (added) a kept task on b2 for the relayed terminal and ports below
+    api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt9"}' >/dev/null
+    kt9_ready() { [ "$(sql "SELECT box FROM tasks WHERE id = 'kt9' AND state = 'ready'")" = b2 ]; }
+    wait_until 60 "task kt9 to be ready on b2" kt9_ready
     python3 - "$work/evil.sock" <<'PY' &
 import os, socket, sys, threading
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -1170,7 +1176,19 @@ def serve(c):
                 return
             head += d
         line = head.split(b"\r\n")[0].decode()
-        if "mode=head" in line:
+        if "/terminal" in line:  # (added) an echo terminal: 101, then every byte back
+            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: sbx-terminal.v1\r\n"
+                      b"Connection: Upgrade\r\n\r\n" + head.split(b"\r\n\r\n", 1)[1])
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                c.sendall(d)
+        elif "/ports/1/refuse" in line:  # (added) an answer that is not a 101 or a page
+            c.sendall(b'HTTP/1.1 403 Forbidden\r\nContent-Length: 17\r\n\r\n{"error":"no"}\n\n\n')
+        elif "/ports/1/silent" in line:  # (added) closes without a byte
+            pass
+        elif "mode=head" in line:
             c.sendall(b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 200000 + b"\r\n\r\n")
         elif "mode=garbage" in line:
             c.sendall(b"\x00\xff\xfe garbage\r\n\r\n")
@@ -1213,13 +1231,53 @@ code=$(get "http://sbx/v1/jobs/$id/output?follow=1&frames=1&mode=cut")
 code=$(get -X POST "http://sbx/v1/jobs/$id/cancel")
 [ "$code" = 502 ] && grep -q "larger than 1 MiB" "$work/bad.out" ||
     fail "an endless body: HTTP $code $(head -c 300 "$work/bad.out")"
+# (added) a terminal relayed through b1 to an echo owner: 8 MiB each way
+# (b1 pauses reading one side while 1 MiB waits for the other), byte for byte
+python3 - "$work/b1/runner.sock" <<'PY' || fail "the relayed echo terminal (above)"
+import hashlib, os, socket, sys, threading
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/kt9/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    d = s.recv(1)
+    if not d:
+        sys.exit("no answer: %r" % head)
+    head += d
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit("not a 101: %r" % head)
+data = os.urandom(8 << 20)
+threading.Thread(target=s.sendall, args=(data,), daemon=True).start()
+h = hashlib.sha256()
+n = 0
+while n < len(data):
+    d = s.recv(1 << 16)
+    if not d:
+        sys.exit("the relay ended after %d of %d bytes" % (n, len(data)))
+    h.update(d)
+    n += len(d)
+if h.digest() != hashlib.sha256(data).digest():
+    sys.exit("the echo differs")
+s.close()
+print("fleet: 8 MiB through the relayed terminal and back, byte for byte")
+PY
+relay_ended() { grep -q "relay of the terminal of task kt9 to box b2 for client 'local' ended (8388608 bytes up, [0-9]* down): the client closed" "$work/b1/log"; }
+wait_until 30 "b1 to end the terminal's relay when the client closed" relay_ended
+code=$(get "http://sbx/v1/tasks/kt9/ports/1/refuse")
+[ "$code" = 403 ] && grep -q '"error":"no"' "$work/bad.out" ||
+    fail "an owner's 403 relayed: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get "http://sbx/v1/tasks/kt9/ports/1/silent")
+[ "$code" = 502 ] && grep -q "box b2 holds task kt9 and did not answer: the owner closed the connection" "$work/bad.out" ||
+    fail "an owner that closes at once: HTTP $code $(head -c 300 "$work/bad.out")"
 rm -f "$work/evil.sock"
 kill "$evil"
 wait "$evil" 2>/dev/null || true
 kill -0 "${pid[b1]}" || fail "b1 died"
 "$sbx" --config "$work/b2/sbx.conf" cancel "$id" >/dev/null || fail "cancel on b2"
 wait_state "$id" cancelled 30
-echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each"
+echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each; a relayed terminal and ports as said"
     ;;
 fwdtcp)
     # (added) boxes on TCP: the caller's own bearer token goes to the owner,
