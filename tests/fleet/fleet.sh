@@ -1271,10 +1271,33 @@ code=$(get "http://sbx/v1/tasks/kt9/ports/1/refuse")
 code=$(get "http://sbx/v1/tasks/kt9/ports/1/silent")
 [ "$code" = 502 ] && grep -q "box b2 holds task kt9 and did not answer: the owner closed the connection" "$work/bad.out" ||
     fail "an owner that closes at once: HTTP $code $(head -c 300 "$work/bad.out")"
+kill -0 "${pid[b1]}" || fail "b1 died"
+# (added) b1 stops (SIGTERM) with a relayed terminal open: it ends the relay,
+# exits 0, and frees everything (the sanitizer build checks its log)
+python3 - "$work/b1/runner.sock" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/kt9/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+s.settimeout(60)
+while s.recv(4096):  # until b1 closes it
+    pass
+PY
+holder=$!
+two_relays() { [ "$(grep -c "relay of the terminal of task kt9 from box b2 for client 'local': the owner answered 'HTTP/1.1 101" "$work/b1/log")" -ge 2 ]; }
+wait_until 30 "a second relayed terminal on b1" two_relays
+kill -TERM "${pid[b1]}"
+rc=0
+wait_pid "${pid[b1]}" 60 || rc=$?
+unset "pid[b1]"
+[ "$rc" = 0 ] || fail "b1 exited $rc after SIGTERM with a relayed terminal open"
+grep -q "relay of the terminal of task kt9 to box b2 for client 'local' ended .*: the runner stopped" "$work/b1/log" ||
+    fail "b1 stopped without ending the open relay"
+wait_pid "$holder" 30 || fail "the terminal's client was not closed when b1 stopped"
 rm -f "$work/evil.sock"
 kill "$evil"
 wait "$evil" 2>/dev/null || true
-kill -0 "${pid[b1]}" || fail "b1 died"
 "$sbx" --config "$work/b2/sbx.conf" cancel "$id" >/dev/null || fail "cancel on b2"
 wait_state "$id" cancelled 30
 echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each; a relayed terminal and ports as said"
