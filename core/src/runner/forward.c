@@ -1,7 +1,10 @@
 /* forward.c - a request about a job or task that another box of the fleet
  * holds goes to that box (docs/runner.md, "Several boxes"; docs/api.md,
  * "Forwarding"): the output (followed or not), a cancel, a kept task's next
- * command and a task's end. The box that receives the request checks the
+ * command and a task's end; (added, issue 30) a task's files (a 200 streamed,
+ * keeping the read timeout), pause and resume, snapshot (600 s for the reply)
+ * and egress change (runner_forward_task; a terminal and ports are relayed as
+ * bytes by fwd_tunnel.c). The box that receives the request checks the
  * client's scopes against the shared record, sends the request to the
  * owner's API address (its `boxes` row) with the marker X-Sbx-Forwarded-By,
  * and relays the owner's answer, streaming for the output.
