@@ -29,7 +29,9 @@
 #          a paused leader (SIGSTOP) is deposed once its lease lapsed; a box
 #          started with the same configuration joins and is counted.
 #   docker two boxes with the real Docker provider (SBX_TEST_DOCKER_HOST, label
-#          runtime) run real sandboxed jobs that each end once.
+#          runtime) run real sandboxed jobs that each end once; (added) a kept
+#          task's file written and read (and as a tar), pause, resume and a
+#          terminal through the box that does not hold it.
 #   fwd    (added) a job on b2 followed, read and cancelled through b1: the
 #          bytes are b2's, the cancel ends it; a request with the forward
 #          marker is not forwarded again.
@@ -827,10 +829,79 @@ EOF
         out=$(curl -s --unix-socket "$work/$box/runner.sock" "http://localhost/v1/jobs/$id/output")
         has "$out" -q "fleet-$n" || fail "job $id (d$n) on $box: output '$out'"
     done
+    # (added, issue 30) a kept task's files, a tar of them, pause and resume,
+    # and a terminal, through the box that does not hold the task
+    api b1 POST /v1/jobs '{"argv": ["true"], "pool": "agent", "task": "dk1"}' >/dev/null
+    dk1_ready() { [ -n "$(sql "SELECT box FROM tasks WHERE id = 'dk1' AND state = 'ready'")" ]; }
+    wait_until 120 "task dk1 to be ready" dk1_ready
+    owner=$(sql "SELECT box FROM tasks WHERE id = 'dk1' AND state = 'ready'")
+    other=b1
+    [ "$owner" = b1 ] && other=b2
+    via() { # BOX METHOD PATH [curl args]: the HTTP code; the body in $work/via.out
+        local b=$1 m=$2 p=$3
+        shift 3
+        curl -sS -m 60 --unix-socket "$work/$b/runner.sock" -X "$m" -o "$work/via.out" \
+            -w '%{http_code}' "$@" "http://sbx$p"
+    }
+    head -c 200000 /dev/urandom >"$work/note.bin"
+    code=$(via $other PUT '/v1/tasks/dk1/files?path=/tmp/note.bin' --data-binary "@$work/note.bin")
+    [ "$code" = 200 ] || fail "PUT a file of dk1 through $other: HTTP $code $(cat "$work/via.out")"
+    for b in $other $owner; do
+        code=$(via $b GET '/v1/tasks/dk1/files?path=/tmp/note.bin')
+        [ "$code" = 200 ] && cmp -s "$work/via.out" "$work/note.bin" ||
+            fail "GET the file of dk1 through $b: HTTP $code, $(wc -c <"$work/via.out") bytes"
+    done
+    code=$(via $other GET '/v1/tasks/dk1/files?path=/tmp/note.bin&archive=1')
+    [ "$code" = 200 ] && tar -xOf "$work/via.out" note.bin | cmp -s - "$work/note.bin" ||
+        fail "GET a tar of dk1's file through $other: HTTP $code"
+    code=$(via $other POST /v1/tasks/dk1/pause)
+    [ "$code" = 200 ] || fail "pause dk1 through $other: HTTP $code $(cat "$work/via.out")"
+    code=$(via $other POST /v1/tasks/dk1/resume)
+    [ "$code" = 200 ] || fail "resume dk1 through $other: HTTP $code $(cat "$work/via.out")"
+    python3 - "$work/$other/runner.sock" <<'PY' || fail "the terminal of dk1 through $other (above)"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/dk1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(1)
+    if not b:
+        sys.exit("no 101: %r" % head)
+    head += b
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
+def frame(t, b):
+    s.sendall(t + struct.pack(">I", len(b)) + b)
+frame(b"R", json.dumps({"argv": ["sh", "-c", "read x; echo got-$x; exit 3"]}).encode())
+frame(b"I", b"hello\n")
+buf, shown = b"", b""
+while True:
+    while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+        n = struct.unpack(">I", buf[1:5])[0]
+        t, data, buf = buf[:1], buf[5:5 + n], buf[5 + n:]
+        if t == b"O":
+            shown += data
+        elif t == b"X":
+            x = json.loads(data)
+            if x.get("status") != 3 or b"got-hello" not in shown:
+                sys.exit("the terminal: %r, shown %r" % (x, shown))
+            print("fleet: the terminal of dk1 through the other box: %r" % x)
+            sys.exit(0)
+    b = s.recv(65536)
+    if not b:
+        sys.exit("the relay ended before the 'X' frame (shown %r)" % shown)
+    buf += b
+PY
+    api b1 POST /v1/tasks/dk1/end >/dev/null
+    dk1_gone() { [ -z "$(sql "SELECT box FROM tasks WHERE id = 'dk1' AND state IN ('starting', 'ready')")" ]; }
+    wait_until 120 "task dk1 to end" dk1_gone
     stop_all
     left=$(curl -s --unix-socket "$engine" "http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%2C%22sbx.test%3D$SBX_TEST_LABEL%22%5D%7D")
     [ "$left" = "[]" ] || fail "sbx containers left on the engine: $left"
-    echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once"
+    echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once; task dk1 on $owner: a file, a tar, pause, resume and a terminal through $other"
     ;;
 fwd)
     # (added) a job running on b2 read, followed and cancelled through b1's
