@@ -455,7 +455,8 @@ static void task_io(const struct runner_route_call *c, int terminal)
                                "are its owner's alone)",
                                id);
         }
-        else {
+        else if (!runner_forward_tunnel(r, req, who, id, terminal)) {
+            /* (added) else another box of the fleet holds it: relayed (fwd_tunnel.c) */
             runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
         }
         return;
