@@ -546,10 +546,16 @@ int sbx_cmd_attach(struct sbx_cli *cli, int argc, char **argv)
     unsigned rows, cols;
 
     if (argc != 2 || argv[1][0] == '-') {
+        for (int i = 1; i < argc; i++) {
+            if (argv[i][0] == '-') {
+                fprintf(stderr,
+                        "sbx: error: attach: unknown option '%s' (usage: sbx attach TASK)\n",
+                        argv[i]);
+                return SBX_EXIT_SBX;
+            }
+        }
         fprintf(stderr, "sbx: error: attach: %s (usage: sbx attach TASK)\n",
-                argc < 2   ? "no task"
-                : argc > 2 ? "one task, nothing more"
-                           : "no such option");
+                argc < 2 ? "no task" : "one task, nothing more");
         return SBX_EXIT_SBX;
     }
     cfg = sbx_cli_config(cli);
