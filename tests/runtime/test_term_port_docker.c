@@ -89,7 +89,7 @@ static void term_spawn(struct term *t, int rows, int cols, const char *const *ar
     t->pid = forkpty(&t->master, NULL, NULL, &ws);
     assert_true(t->pid >= 0);
     if (t->pid == 0) {
-        char *env[] = {rt_host, rt_statev, "TERM=dumb", NULL};
+        char *env[] = {rt_host, rt_statev, "TERM=dumb", rt_config, NULL};
         char *argv[16] = {rt_sbx};
 
         for (int i = 0; args[i] != NULL && i < 14; i++) {
@@ -105,11 +105,20 @@ static void term_spawn(struct term *t, int rows, int cols, const char *const *ar
 static int term_exit(struct term *t)
 {
     int st = 0;
+    pid_t got;
 
-    while (waitpid(t->pid, &st, WNOHANG) == 0) {
-        term_wait(t, t->len, "\001never\001", 0.2);
-    }
-    term_wait(t, t->len, "\001never\001", 0.2);
+    do {
+        struct pollfd p = {.fd = t->master, .events = POLLIN};
+        ssize_t n;
+
+        got = waitpid(t->pid, &st, WNOHANG);
+        /* what it wrote, until the pty has nothing more (EIO once it is gone) */
+        while (poll(&p, 1, got == 0 ? 20 : 0) > 0 && t->len < sizeof(t->buf) - 1 &&
+               (n = read(t->master, t->buf + t->len, sizeof(t->buf) - 1 - t->len)) > 0) {
+            t->len += (size_t)n;
+        }
+        t->buf[t->len] = '\0';
+    } while (got == 0);
     close(t->master);
     assert_true(WIFEXITED(st));
     return WEXITSTATUS(st);
@@ -647,6 +656,25 @@ static void test_runner_ports_and_terminal(void **state)
         assert_true(WIFEXITED(st));
         assert_int_equal(WEXITSTATUS(st), 4);
         close(t.master);
+    }
+    {
+        /* (added) sbx exec -it --keep and sbx attach with runner.listen: the runner's
+         * kept session (?attach=1) */
+        static const char *const keep[] = {"exec", "-it", "--keep", "tp-local", "--", "sh", NULL};
+        static const char *const attach[] = {"attach", "tp-local", NULL};
+        struct term t;
+
+        term_spawn(&t, 24, 80, keep);
+        term_type(&t, "Z=5; echo z$((Z*9))\n");
+        if (!term_wait(&t, 0, "z45\r\n", 60)) {
+            fail_msg("the runner's kept session through sbx showed:\n%s", t.buf);
+        }
+        term_type(&t, "\034d");
+        assert_int_equal(term_exit(&t), 0);
+        term_spawn(&t, 24, 80, attach);
+        assert_true(term_wait(&t, 0, "z45", 60));
+        term_type(&t, "exit $((Z+1))\n");
+        assert_int_equal(term_exit(&t), 6);
     }
     serve_stop_show_log(30);
 }
