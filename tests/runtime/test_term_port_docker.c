@@ -162,6 +162,14 @@ static void kept_session(void)
     if (!term_wait(&b, mark, "X=42\r\n30 100\r\n", 30)) {
         fail_msg("the attached shell lost its state or size:\n%s", b.buf + mark);
     }
+    /* Ctrl-\ then another key sends both (cat -v shows them, ISIG off for it) */
+    mark = b.len;
+    term_type(&b, "stty -isig; echo R$((1+1)); cat -v; stty isig\n");
+    assert_true(term_wait(&b, mark, "R2\r\n", 30));
+    term_type(&b, "\034x\n\004");
+    if (!term_wait(&b, mark, "^\\x\r\n", 30)) {
+        fail_msg("Ctrl-\\ x did not reach the session as two bytes:\n%s", b.buf + mark);
+    }
     /* a resize follows (SIGWINCH to sbx, then to the shell inside) */
     term_size(&b, 41, 132);
     mark = b.len;
