@@ -493,6 +493,9 @@ static void api_kept_session(int port)
     int fd;
 
     fd = api_terminal(port, "", "{\"argv\":[\"sh\"],\"keep\":true,\"tty\":true}");
+    if (!frames_until(fd, "# ", &x)) { /* typed once the shell prompts */
+        fail_msg("no prompt in the runner's kept session: %s", x ? x : "(closed)");
+    }
     frame(fd, 'I', "Y=7; echo a$((Y*6))\n", 20);
     if (!frames_until(fd, "a42\r\n", &x)) {
         fail_msg("the runner's kept session: %s", x ? x : "(closed)");
@@ -673,6 +676,10 @@ static void test_runner_ports_and_terminal(void **state)
         struct term t;
 
         term_spawn(&t, 24, 80, keep);
+        /* typed once the shell prompts (what comes before may be dropped) */
+        if (!term_wait(&t, 0, "# ", 60)) {
+            fail_msg("no prompt in the runner's kept session:\n%s", t.buf);
+        }
         term_type(&t, "Z=5; echo z$((Z*9))\n");
         if (!term_wait(&t, 0, "z45\r\n", 60)) {
             fail_msg("the runner's kept session through sbx showed:\n%s", t.buf);
