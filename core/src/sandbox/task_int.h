@@ -67,6 +67,8 @@ struct sbx_task {
     int paused;
     int64_t paused_at;    /* when it was paused (Unix seconds) */
     int64_t paused_total; /* seconds paused before, for the record */
+    /* (added) the kept terminal session (pty_session.c), or NULL; under mu */
+    struct sbx_tty_session *session;
 };
 
 /* (added) Runs one prepared exec: through the sandbox's exec agent when it

@@ -20,6 +20,7 @@
 #include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
+#include "sandbox/pty_session.h"
 #include "sandbox/statedir.h"
 #include "sandbox/files.h"
 #include "sandbox/task_int.h"
@@ -216,7 +217,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         free(all);
         return -1;
     }
-    t->running++;
+    t->running += !slotp->kept; /* (added) a kept session: its clients count (pty_session.c) */
     t->last_activity = time(NULL);
     if (t->redactor != NULL) {
         ro.out = out;
@@ -249,7 +250,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
             break;
         }
     }
-    t->running--;
+    t->running -= !slotp->kept;
     t->last_activity = time(NULL);
     if (r == 0) {
         t->last_exit = *status;
@@ -283,6 +284,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         return 0;
     }
     sbx_task_stop(t, reason ? reason : "ended");
+    sbx_tty_session_reap(t); /* (added) its kept terminal session's shell was cancelled */
     sbx_task_timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
