@@ -143,12 +143,17 @@ void runner_schedule(struct sbx_runner *r)
             continue;
         }
         rc = runner_job_move(r, j, RJOB_GRANTED, &(struct rjob_move){.at = g.granted_at}, &err);
-        if (rc != 0) {
-            int taken = rc < 0 || err->code == ESTALE;
+        if (rc < 0) { /* not queued (logged): it does not start */
+            sbx_error_free(&err);
+            sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+            continue;
+        }
+        if (rc > 0) {
+            int taken = err->code == ESTALE;
 
             sbx_error_log("runner: %s", sbx_error_msg(err));
             sbx_error_free(&err);
-            if (taken) { /* another box holds it now (or it is not queued): not here */
+            if (taken) { /* another box holds it now: it does not start here */
                 sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
                 runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, NULL);
                 j->released = 1;
