@@ -351,7 +351,7 @@ static void task_set(struct sbx_runner *r, struct rtask *t, enum rtask_event ev,
 {
     t->state = (enum rtask_state)task_rows[ev].to;
     t->has_state = 1;
-    if (ev == RTASK_READY && m != NULL) {
+    if ((ev == RTASK_READY || ev == RTASK_ADOPTED) && m != NULL) {
         t->t = m->t;
     }
     if (ev == RTASK_FAILED) {

@@ -86,7 +86,7 @@ struct sbx_task;
 struct rtask_move {
     struct sbx_store *st; /* RTASK_FAILED, RTASK_GONE: the connection (NULL: no write) */
     const char *reason;   /* RTASK_FAILED (kept as its fail reason), RTASK_GONE */
-    struct sbx_task *t;   /* RTASK_READY: the sandbox */
+    struct sbx_task *t;   /* RTASK_READY, RTASK_ADOPTED: the sandbox */
 };
 
 /* As runner_job_move, for a task; wakes the jobs waiting for it (r->cond). */

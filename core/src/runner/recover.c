@@ -261,8 +261,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         snprintf(t->holder, sizeof(t->holder), "%s", a->task_id);
         t->pool = sj.pool;
         t->keep = 1;
-        runner_task_move_held(r, t, RTASK_ADOPTED);
-        t->t = task;
+        runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
         t->holder_result = SBX_RESULT_OK;
         t->next = r->tasks;
         r->tasks = t;
