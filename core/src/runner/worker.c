@@ -460,8 +460,16 @@ static void *worker_main(void *arg)
     int last;
 
     if (st == NULL) {
+        int creator;
+
         snprintf(reason, sizeof(reason), "runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
+        pthread_mutex_lock(&r->mu);
+        creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+        pthread_mutex_unlock(&r->mu);
+        if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
+            runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = reason}, NULL);
+        }
     }
     else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !runner_job_cancelled(j)) {
         struct sbx_task *task = t->t;
