@@ -6,7 +6,11 @@
 # those records (core/src/runner and every file including runner_int.h).
 set -euo pipefail
 case "${1:-}" in
--h | --help | "")
+-h | --help)
+    echo "usage: check_state_moves.sh SOURCE_DIR"
+    exit 0
+    ;;
+"")
     echo "usage: check_state_moves.sh SOURCE_DIR" >&2
     exit 2
     ;;
