@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "runner/route.h"
+#include "runner/jobstate.h"
 #include "runner/runner_int.h"
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
@@ -124,9 +125,9 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
     /* a task ended by its job while held: the snapshot ends it now (as a kept
      * task's idle end does at the next tick) */
     if (!t->keep && t->running == 0 && t->state == RT_READY) {
-        t->state = RT_ENDING;
+        runner_task_move_held(r, t, RTASK_ENDING);
         if (runner_task_ender_start(r, t) < 0) {
-            t->state = RT_READY;
+            runner_task_move_held(r, t, RTASK_KEPT);
             sbx_warn("runner: task %s: no thread to end it after its snapshot", t->id);
         }
     }

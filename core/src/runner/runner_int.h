@@ -30,7 +30,8 @@ struct rtask {
     char owner[64];                /* the client of the job that started it ("": unknown) */
     enum sbx_pool pool;
     int keep;               /* agent task: kept after its command */
-    enum rtask_state state; /* under r->mu */
+    enum rtask_state state; /* under r->mu; changed by runner_task_move alone (jobstate.h) */
+    int has_state;          /* 0: new, before its first move */
     char fail_reason[256];
     struct sbx_task *t; /* set once ready */
     int running;        /* jobs executing or waiting in it */
@@ -49,9 +50,10 @@ struct rjob {
     int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
-    json_t *env; /* the command's variables (object NAME -> value), or NULL */
-    int state;   /* enum sbx_job_state, under r->mu */
-    volatile int cancel;
+    json_t *env;   /* the command's variables (object NAME -> value), or NULL */
+    int state;     /* enum sbx_job_state, under r->mu; changed by runner_job_move alone */
+    int has_state; /* 0: new, before its first move (jobstate.h) */
+    int cancel;    /* atomic: runner_job_cancel / runner_job_cancelled (jobstate.h) */
     int executing; /* exec in flight: slot is valid */
     int released;  /* loop only: no worker refers to it any more */
     struct sbx_exec_slot slot;
@@ -78,7 +80,7 @@ struct rjob {
     /* (added) a fleet box's claim token: every store write about the job is
      * fenced by it (0: one box, unfenced); lost: the box lost it to a reap */
     int64_t token;
-    int lost;
+    int lost;                      /* under r->mu */
     struct rjob *next;             /* r->jobs, newest first */
     struct rjob *hnext;            /* r->buckets */
     struct runner_stream *streams; /* loop only */
@@ -143,8 +145,8 @@ struct sbx_runner {
     struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
     struct rtask *tasks;
     struct rmsg *msgs, **msgs_tail;
-    int workers; /* threads alive */
-    int stopping;
+    int workers;  /* threads alive */
+    int stopping; /* under mu (the loop alone writes it, and reads it without) */
 
     struct runner_metrics metrics; /* (added) rmetrics.h */
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
