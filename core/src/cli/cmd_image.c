@@ -200,8 +200,38 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     if (cfg == NULL) {
         return SBX_EXIT_USAGE;
     }
+    if (cache_opt != NULL) {
+        cache = xstrdup(cache_opt);
+    }
+    else {
+        cleanup_free char *state = sbx_state_dir(cfg->state_dir, &err);
+
+        if (state == NULL) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            return SBX_EXIT_FAIL;
+        }
+        cache = xasprintf("%s/image-cache", state);
+    }
     def_path = sbx_image_def_find(definition, &err);
-    d = def_path ? sbx_image_def_load(def_path, &err) : NULL;
+    {
+        /* (added) features from a registry the configuration lists are
+         * fetched into <cache>/features (docs/image.md) */
+        struct sbx_devc_fetch fetch = {
+            .cfg = cfg, .plugin_dir = sbx_cli_plugin_dir(cli), .cache = cache};
+
+        d = def_path ? sbx_image_def_load_with(def_path, &fetch, &err) : NULL;
+        if (d != NULL && d->devc != NULL) {
+            d->devc->fetch = NULL; /* fetch lives on this block's stack */
+        }
+    }
+    if (d == NULL && err != NULL && err->code != SBX_E_CONFIG && err->code != SBX_E_USAGE) {
+        /* the registry of a feature failed (not found, a digest that does not
+         * match, refused): exit 1, the definition itself is fine */
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return SBX_EXIT_FAIL;
+    }
     oi = d ? builder_of(cli, provider, &err) : NULL;
     if (oi == NULL) {
         sbx_cli_print_error(err);
@@ -216,21 +246,6 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         sbx_instance_close(oi);
         sbx_image_def_free(d);
         return SBX_EXIT_FAIL;
-    }
-    if (cache_opt != NULL) {
-        cache = xstrdup(cache_opt);
-    }
-    else {
-        cleanup_free char *state = sbx_state_dir(cfg->state_dir, &err);
-
-        if (state == NULL) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-            sbx_instance_close(oi);
-            sbx_image_def_free(d);
-            return SBX_EXIT_FAIL;
-        }
-        cache = xasprintf("%s/image-cache", state);
     }
     if (sidecar) {
         pkgv = sbx_image_sidecar_packages;
@@ -332,6 +347,15 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         }
         for (size_t i = 0; !sidecar && d->npm != NULL && d->npm[i] != NULL; i++) {
             json_array_append_new(json_object_get(o, "npm"), json_string(d->npm[i]));
+        }
+        /* (added) each feature from a registry and the digest it resolved to */
+        json_object_set_new(o, "features", json_array());
+        for (size_t i = 0; !sidecar && d->devc != NULL && i < d->devc->nfeatures; i++) {
+            const struct sbx_devc_feature *fe = &d->devc->features[i];
+
+            json_array_append_new(
+                json_object_get(o, "features"),
+                json_pack("{s:s, s:s, s:s?}", "ref", fe->ref, "id", fe->id, "pinned", fe->pinned));
         }
         char *s = json_dumps(o, JSON_INDENT(2));
 

@@ -33,6 +33,31 @@ char *sbx_registry_auth(const struct sbx_config *c, const char *plugin_dir,
                         const struct sbx_registry *reg, const char **source, sbx_error_t **err);
 void sbx_registry_auth_free(char *auth);
 
+/* (added) The login for the registry server host ("HOST[:PORT]"), for sbx's
+ * own requests (features, gc --registry) and sbx_registry_auth:
+ * image_registry.credential when host is image_registry.url's, else the
+ * engine's login: the Docker client's config.json, credHelpers[host] or
+ * credsStore (a credential helper, `docker-credential-NAME get`, run as
+ * the client runs it), else its auths entry. No login: 0 with l->secret
+ * NULL. *source says which. Secrets: free with sbx_registry_login_free. */
+struct sbx_registry_login {
+    char *user;   /* "<token>" with an identity token */
+    char *secret; /* the password or identity token; NULL: none */
+    int token;    /* 1: secret is an identity token */
+};
+int sbx_registry_login(const struct sbx_config *c, const char *plugin_dir, const char *host,
+                       struct sbx_registry_login *l, const char **source, sbx_error_t **err);
+void sbx_registry_login_free(struct sbx_registry_login *l);
+
+/* credhelper.c: runs `docker-credential-NAME get` (from PATH) with host on
+ * its stdin; *user and *secret from its JSON answer, both NULL when it has
+ * none for host ("credentials not found"). cfg_path names the config.json
+ * in errors. The secret is never logged. */
+int sbx_credhelper_get(const char *name, const char *host, char **user, char **secret,
+                       const char *cfg_path, sbx_error_t **err);
+/* 1 when name is a credential helper's name (letters, digits, '.', '_', '-'). */
+int sbx_credhelper_name_valid(const char *name);
+
 /* base64 (RFC 4648; url: the URL-safe alphabet). Owned by the caller. */
 char *sbx_base64(const unsigned char *data, size_t len, int url);
 /* Decodes standard base64 into a NUL-terminated buffer; NULL when malformed. */
