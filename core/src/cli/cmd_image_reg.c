@@ -8,6 +8,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "image/push.h"
+#include "image/registry.h"
 #include "plugin/instance.h"
 #include "util/xalloc.h"
 
@@ -17,7 +18,7 @@ void sbx_cmd_image_reg_help(FILE *out)
             "\n"
             "usage: sbx image push [--image REF] [--provider NAME] [--json]\n"
             "       sbx image pull [--image REF] [--provider NAME] [--json]\n"
-            "       sbx image gc [--keep N] [--dry-run] [--provider NAME] [--json]\n"
+            "       sbx image gc [--keep N] [--dry-run] [--registry] [--provider NAME] [--json]\n"
             "       sbx image inspect [--image REF] [--provider NAME] [--json]\n"
             "\n"
             "push: tags the image (default: the configuration's 'image') as\n"
@@ -29,6 +30,11 @@ void sbx_cmd_image_reg_help(FILE *out)
             "  pulled (the runner does the same before it takes work). Never builds.\n"
             "gc: removes sbx-sandbox images past the newest N (image_registry.keep, 5),\n"
             "  never one a container or sbx-sandbox:current uses.\n"
+            "  --registry: instead deletes the manifests of image_registry.url's repository\n"
+            "  past the newest N (by the image's created date) through the registry's API\n"
+            "  (DELETE /v2/PATH/manifests/DIGEST), never one the configuration names by\n"
+            "  digest; the registry must allow deletes, and frees the blobs in its own\n"
+            "  garbage collection.\n"
             "inspect: the image's id, digest, tags and SBOM (label " SBX_IMAGE_SBOM_LABEL ").\n"
             "Exit status: 0 done, 1 failed (engine, registry), 2 usage or configuration.\n");
 }
@@ -39,14 +45,19 @@ struct reg_opts {
     int keep;
     int dry;
     int json;
+    int registry; /* (added) gc --registry */
 };
 
 static int parse(const char *cmd, int argc, char **argv, struct reg_opts *o)
 {
     static const struct option opts[] = {
-        {"image", required_argument, NULL, 'i'}, {"provider", required_argument, NULL, 'p'},
-        {"keep", required_argument, NULL, 'k'},  {"dry-run", no_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},        {NULL, 0, NULL, 0},
+        {"image", required_argument, NULL, 'i'},
+        {"provider", required_argument, NULL, 'p'},
+        {"keep", required_argument, NULL, 'k'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"registry", no_argument, NULL, 'r'},
+        {NULL, 0, NULL, 0},
     };
     struct sbx_args a = {.cmd = cmd, .help = "image", .opts = opts, .argc = argc, .argv = argv};
     int c;
@@ -75,6 +86,9 @@ static int parse(const char *cmd, int argc, char **argv, struct reg_opts *o)
             break;
         case 'j':
             o->json = 1;
+            break;
+        case 'r':
+            o->registry = 1;
             break;
         default:
             return -1;
@@ -263,6 +277,33 @@ static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
     return rc;
 }
 
+/* (added) gc --registry: the manifests in image_registry.url past the newest N. */
+static int cmd_gc_registry(const struct sbx_config *cfg, const char *plugin_dir,
+                           const struct reg_opts *o, sbx_error_t **err)
+{
+    int keep = o->keep > 0 ? o->keep : cfg->image_registry.keep;
+    json_t *removed = json_array();
+    size_t i;
+    json_t *x;
+
+    if (sbx_registry_gc(cfg, plugin_dir, keep, o->dry, removed, err) < 0) {
+        json_decref(removed);
+        return -1;
+    }
+    if (o->json) {
+        print_json(json_pack("{s:i, s:o, s:b, s:s}", "keep", keep, "removed", removed, "dry_run",
+                             o->dry, "registry", cfg->image_registry.url));
+        return 0;
+    }
+    json_array_foreach(removed, i, x)
+    {
+        printf("%s %s (registry)\n", o->dry ? "would delete" : "deleted",
+               json_string_value(json_object_get(x, "digest")));
+    }
+    json_decref(removed);
+    return 0;
+}
+
 int sbx_cmd_image_reg(struct sbx_cli *cli, int argc, char **argv)
 {
     const char *sub = argv[1];
@@ -285,6 +326,15 @@ int sbx_cmd_image_reg(struct sbx_cli *cli, int argc, char **argv)
     cfg = sbx_cli_config(cli);
     if (cfg == NULL || sbx_cli_plugin_dir(cli) == NULL) {
         return SBX_EXIT_USAGE;
+    }
+    if (o.registry) {
+        /* (added) the registry's API only: no provider */
+        if (strcmp(sub, "gc") != 0) {
+            fprintf(stderr, "sbx: error: %s: --registry is an option of sbx image gc only\n", cmd);
+            return SBX_EXIT_USAGE;
+        }
+        rc = cmd_gc_registry(cfg, sbx_cli_plugin_dir(cli), &o, &err);
+        return rc < 0 ? fail_with(&err) : SBX_EXIT_OK;
     }
     ref = o.image ? o.image : cfg->image;
     oi = sbx_instance_open(cfg, sbx_cli_plugin_dir(cli), o.provider ? o.provider : cfg->provider,

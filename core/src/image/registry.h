@@ -5,6 +5,7 @@
 #ifndef SBX_IMAGE_REGISTRY_H
 #define SBX_IMAGE_REGISTRY_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "config/config.h"
@@ -48,6 +49,15 @@ struct sbx_registry_login {
 int sbx_registry_login(const struct sbx_config *c, const char *plugin_dir, const char *host,
                        struct sbx_registry_login *l, const char **source, sbx_error_t **err);
 void sbx_registry_login_free(struct sbx_registry_login *l);
+
+/* registry_gc.c (added): `sbx image gc --registry`. Deletes the manifests of
+ * image_registry.url's repository past the newest keep (by the image
+ * config's `created`; one without it is kept), never one the configuration
+ * names by digest, through DELETE /v2/PATH/manifests/DIGEST (dry: none).
+ * Appends {"digest", "tags"} of each to removed. A registry that does not
+ * allow deletes (405, UNSUPPORTED): SBX_E_ENGINE saying so in one line. */
+int sbx_registry_gc(const struct sbx_config *c, const char *plugin_dir, int keep, int dry,
+                    json_t *removed, sbx_error_t **err);
 
 /* credhelper.c: runs `docker-credential-NAME get` (from PATH) with host on
  * its stdin; *user and *secret from its JSON answer, both NULL when it has
