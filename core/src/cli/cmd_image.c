@@ -33,11 +33,15 @@ void sbx_cmd_image_help(FILE *out)
                  "with customizations.sbx.packages (plus bash, ca-certificates, curl, git) and\n"
                  "customizations.sbx.npm (the host's npm) - root is needed for debootstrap.\n"
                  "On top, when the definition has them: local features (./folder, options as\n"
-                 "variables, dependsOn/installsAfter order), containerEnv, remoteEnv,\n"
-                 "remoteUser/containerUser, and onCreateCommand, updateContentCommand and\n"
-                 "postCreateCommand run at build time; postStartCommand runs at each sandbox\n"
-                 "start. A field sbx cannot honour is an error naming it (exit 2), never a\n"
-                 "warning: the table of every field is docs/image.md.\n"
+                 "variables, dependsOn/installsAfter order) and features from an OCI registry\n"
+                 "listed in image_registry.feature_registries (REGISTRY/NAMESPACE/NAME:TAG or\n"
+                 "@sha256:..., fetched with the registry login push uses, every sha256 checked,\n"
+                 "kept in <cache>/features, pinned in the label dev.sbx.features), containerEnv,\n"
+                 "remoteEnv, remoteUser/containerUser, and onCreateCommand,\n"
+                 "updateContentCommand and postCreateCommand run at build time;\n"
+                 "postStartCommand runs at each sandbox start. A field sbx cannot honour is\n"
+                 "an error naming it (exit 2), never a warning: the table of every field is\n"
+                 "docs/image.md.\n"
                  "The image is tagged sbx-sandbox:<content hash>. sbx-sandbox:current moves only\n"
                  "for the configured definition (the one found without --definition) or with\n"
                  "--tag current. When the image of a hash exists, nothing is rebuilt. Root\n"
@@ -57,8 +61,9 @@ void sbx_cmd_image_help(FILE *out)
                  "  --json             print {\"image\", \"current\" (null when not moved),\n"
                  "                     \"tags\", \"spec_layer\", \"definition\", ...}\n"
                  "\n"
-                 "Exit status: 0 built or up to date, 1 failed (a lifecycle command or a\n"
-                 "build step: the field is named), 2 usage or definition error.\n");
+                 "Exit status: 0 built or up to date, 1 failed (a lifecycle command, a build\n"
+                 "step, or a feature's registry: the field is named), 2 usage or definition\n"
+                 "error.\n");
     sbx_cmd_image_reg_help(out); /* push, pull, gc, inspect */
 }
 
