@@ -28,7 +28,7 @@ reg_start "$WORK" nodel # no deletes, no login: for the 405 case
 port2=$reg_port regpid2=$reg_pid
 images=()
 cleanup() {
-    kill "$regpid" "$regpid2" 2>/dev/null || true
+    kill "$regpid" "$regpid2" ${tokpid:+"$tokpid"} 2>/dev/null || true
     [ ${#images[@]} -eq 0 ] || DOCKER_HOST=$HOST1 docker rmi "${images[@]}" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -153,6 +153,31 @@ bad nologin 1 "refused the request (401)" DOCKER_CONFIG="$WORK/nonexistent"
 def badopt "127.0.0.1:$port/features/greet:1"
 sed -i 's/"greeting": "hi"/"colour": "red"/' badopt/.devcontainer/devcontainer.json
 bad badopt 2 "features[\"127.0.0.1:$port/features/greet:1\"].colour: unknown option"
+# a registry that asks for a bearer token from its realm (the login given
+# there as basic auth): the feature is fetched (its unknown option is found
+# in the fetched devcontainer-feature.json); without a login the realm refuses
+python3 "$SRC/tests/support/oci_token_registry.py" "$WORK/ca.crt" "$WORK/reg.crt" "$WORK/reg.key" \
+    feat >tokreg.port 2>tokreg.log &
+tokpid=$!
+wait_until 60 grep -qs . tokreg.port || die "the token registry printed no port: $(cat tokreg.log)"
+tport=$(head -n1 tokreg.port)
+mkdir -p tokcfg
+printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$tport" \
+    "$(printf 'sbxtest:s3cret-pw' | base64 -w0)" >tokcfg/config.json
+cat >tok.conf <<CONF
+image_registry = {
+  feature_registries = [ "127.0.0.1:$tport" ];
+  ca_file = "$WORK/ca.crt";
+};
+CONF
+rm -rf cache/features # the layer is read again, with the token
+def token "127.0.0.1:$tport/features/greet:1"
+sed -i 's/"greeting": "hi"/"colour": "red"/' token/.devcontainer/devcontainer.json
+bad token 2 "features[\"127.0.0.1:$tport/features/greet:1\"].colour: unknown option" \
+    SBX_CONFIG="$WORK/tok.conf" DOCKER_CONFIG="$WORK/tokcfg"
+bad token 1 "its token realm answered 401 (no login for it)" \
+    SBX_CONFIG="$WORK/tok.conf" DOCKER_CONFIG="$WORK/nonexistent"
+kill $tokpid 2>/dev/null || true
 # a registry that sends other bytes than the digest says: the layer's file in
 # the registry's storage is changed after the push
 mkdir -p feat2 && cp feat/* feat2/ && echo '# other' >>feat2/install.sh
