@@ -311,6 +311,7 @@ static int get_token(struct sbx_oci *o, const char *challenge, sbx_error_t **err
     free(url);
     zfree(auth);
     if (ret < 0) {
+        sbx_oci_reply_free(&r);
         return -1;
     }
     if (r.status != 200) {
@@ -382,5 +383,8 @@ int sbx_oci_request(struct sbx_oci *o, const char *method, const char *path,
     zfree(auth);
     free(challenge);
     free(url);
+    if (ret < 0) {
+        sbx_oci_reply_free(r); /* the caller reads a reply only when it is 0 */
+    }
     return ret;
 }

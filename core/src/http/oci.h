@@ -37,7 +37,8 @@ typedef int (*sbx_oci_sink)(void *ud, const char *data, size_t len);
  * (NULL-terminated, may be NULL). A 2xx body is kept (at most max bytes,
  * more: SBX_E_PROTOCOL) or, with sink, streamed to it (at most max bytes).
  * A 401 is answered once: basic auth, or a token from the challenge's realm.
- * 0 with r->status set (any status), or -1: the transfer failed. */
+ * 0 with r->status set (any status), or -1: the transfer failed (r is then
+ * empty). */
 int sbx_oci_request(struct sbx_oci *o, const char *method, const char *path,
                     const char *const *accept, size_t max, sbx_oci_sink sink, void *ud,
                     struct sbx_oci_reply *r, sbx_error_t **err);
