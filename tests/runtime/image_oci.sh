@@ -187,8 +187,8 @@ blob=$WORK/reg/data/docker/registry/v2/blobs/sha256/${ldigest2:7:2}/${ldigest2:7
 python3 -c 'import sys; p=sys.argv[1]; b=bytearray(open(p,"rb").read()); b[600]^=1; open(p,"wb").write(b)' "$blob"
 def tampered "127.0.0.1:$port/features/tampered:1"
 bad tampered 1 "does not match its digest: the manifest says $ldigest2"
-[ -z "$(ls cache/features | grep -v '^\.' | grep "${ldigest2:7}" || true)" ] ||
-    die "a layer that does not match its digest was kept"
+[ ! -e "cache/features/${ldigest2:7}" ] || die "a layer that does not match its digest was kept"
+for t in cache/features/.tmp-*; do [ ! -e "$t" ] || die "a temporary folder was left: $t"; done
 
 # 4. gc --registry: three images in image_registry.url's repository (plus the
 # one pushed above, created earlier by busybox's date); --keep 1 deletes all
