@@ -25,17 +25,19 @@ wait_until() { # SECONDS CMD...: a condition with a deadline
 [ -x "$devcontainer" ] || die "run 'npm ci --prefix tests/devc' first"
 command -v docker-registry >/dev/null || die "no docker-registry (scripts/setup.sh)"
 command -v htpasswd >/dev/null || die "no htpasswd (scripts/setup.sh)"
-docker image inspect sbx-busybox:test >/dev/null 2>&1 ||
-    die "sbx-busybox:test is not in the engine (the runtime tests make it: ctest -R runtime_test_image_oci)"
+[ -x /bin/busybox ] || die "no /bin/busybox: apt-get install busybox-static"
 
 WORK=$(mktemp -d /tmp/sbx-devc-oci.XXXXXX)
 tag=devc-oci-ref-$$:test
+base=sbx-devc-oci-base-$$:test
 sbx_image=""
 # shellcheck source=../support/registry_tls.sh
 . "$SRC/tests/support/registry_tls.sh"
 cleanup() {
     kill "${reg_pid:-}" 2>/dev/null || true
     docker rmi "$tag" ${sbx_image:+"$sbx_image"} >/dev/null 2>&1 || true
+    grep -so 'sbx-sandbox-base:[0-9a-f]*' "$WORK/sbx.err" | sort -u | xargs -r docker rmi >/dev/null 2>&1 || true
+    docker rmi "$base" >/dev/null 2>&1 || true
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -62,8 +64,13 @@ OCI_CA=$WORK/ca.crt OCI_USER=sbxtest OCI_PASS=s3cret-pw \
     python3 "$SRC/tests/support/oci_push.py" feature "127.0.0.1:$port" features/greet 1 feat >pushed
 say "feature pushed: 127.0.0.1:$port/features/greet:1 $(cut -d' ' -f1 pushed)"
 
-# one definition, on the engine's busybox with a passwd and a group
-printf 'FROM sbx-busybox:test\nRUN echo root:x:0:0:root:/root:/bin/sh >/etc/passwd && echo root:x:0: >/etc/group\n' \
+# the base: the host's static busybox (as the runtime tests' sbx-busybox:test)
+mkdir -p img/bin
+cp /bin/busybox img/bin/busybox
+for a in sh sleep echo cat true tr cut id ls; do ln -s busybox "img/bin/$a"; done
+tar -C img -c . | docker import - "$base" >/dev/null
+# one definition, on it with a passwd and a group
+printf 'FROM '"$base"'\nRUN echo root:x:0:0:root:/root:/bin/sh >/etc/passwd && echo root:x:0: >/etc/group\n' \
     >ws/.devcontainer/Dockerfile
 cat >ws/.devcontainer/devcontainer.json <<EOF
 { "build": { "dockerfile": "Dockerfile" },
