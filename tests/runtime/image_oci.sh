@@ -93,6 +93,9 @@ built_ok() { # NAME: checks the feature's file and environment in the image
         grep -q "features/greet@$mdigest" || die "$1: no pin in the label of $img"
     python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"][0]; sys.exit(0 if f["pinned"].endswith(sys.argv[2]) else 1)' \
         "$1.json" "$mdigest" || die "$1: --json features: $(cat "$1.json")"
+    "$SBX" image inspect --image "$img" --json >"$1.inspect" 2>&1 || die "$1: inspect: $(cat "$1.inspect")"
+    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if f and f[0]["pinned"].endswith(sys.argv[2]) else 1)' \
+        "$1.inspect" "$mdigest" || die "$1: inspect --json features: $(cat "$1.inspect")"
     grep -rq 's3cret' "$1.json" "$1.err" && die "$1: the password was printed"
     true
 }

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "image/devc.h"
 #include "image/push.h"
 #include "image/registry.h"
 #include "plugin/instance.h"
@@ -36,7 +37,8 @@ void sbx_cmd_image_reg_help(FILE *out)
             "  (DELETE /v2/PATH/manifests/DIGEST), never one the configuration names by\n"
             "  digest; the registry must allow deletes, and frees the blobs in its own\n"
             "  garbage collection.\n"
-            "inspect: the image's id, digest, tags and SBOM (label " SBX_IMAGE_SBOM_LABEL ").\n"
+            "inspect: the image's id, digest, tags, SBOM (label " SBX_IMAGE_SBOM_LABEL ") and\n"
+            "  the features read from a registry, by digest (label " SBX_DEVC_FEATURES_LABEL ").\n"
             "Exit status: 0 done, 1 failed (engine, registry), 2 usage or configuration.\n");
 }
 
@@ -122,6 +124,7 @@ static int on_info(void *ud, const struct sbx_image_info *info)
                           "digest", info->digest, "created", (json_int_t)info->created, "tags",
                           "in_use", info->in_use);
     json_t *sbom = NULL;
+    json_t *features = NULL;
 
     for (size_t i = 0; info->tags != NULL && info->tags[i] != NULL; i++) {
         json_array_append_new(json_object_get(o, "tags"), json_string(info->tags[i]));
@@ -131,9 +134,16 @@ static int on_info(void *ud, const struct sbx_image_info *info)
         const char *s = json_string_value(json_object_get(labels, SBX_IMAGE_SBOM_LABEL));
 
         sbom = s ? json_loads(s, 0, NULL) : NULL;
+        /* (added) the features read from a registry and their digests */
+        s = json_string_value(json_object_get(labels, SBX_DEVC_FEATURES_LABEL));
+        features = s ? json_loads(s, 0, NULL) : NULL;
         json_decref(labels);
     }
     json_object_set_new(o, "sbom", sbom ? sbom : json_null());
+    json_object_set_new(o, "features", json_is_array(features) ? features : json_array());
+    if (features != NULL && !json_is_array(features)) {
+        json_decref(features);
+    }
     json_array_append_new(ud, o);
     return 0;
 }
@@ -173,6 +183,15 @@ static int cmd_inspect(struct sbx_open_instance *oi, const char *ref, int json, 
                    json_array_size(json_object_get(sbom, "debian")),
                    json_array_size(json_object_get(sbom, "npm")),
                    json_array_size(json_object_get(sbom, "mise")));
+        }
+    }
+    {
+        size_t i;
+        json_t *f;
+
+        json_array_foreach(json_object_get(o, "features"), i, f)
+        {
+            printf("feature %s\n", json_string_value(json_object_get(f, "pinned")) ?: "?");
         }
     }
     json_decref(o);
