@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -83,11 +84,23 @@ static int run_helper(const char *prog, const char *server, char **out, size_t *
         return -1;
     }
     {
-        void (*old)(int) = signal(SIGPIPE, SIG_IGN);
-        ssize_t w = write(in[1], server, strlen(server));
+        /* a helper that exits without reading must not kill sbx: SIGPIPE is
+         * blocked in this thread only (the runner has other threads) and a
+         * pending one is taken before the mask is restored */
+        sigset_t pipe_set;
+        sigset_t old_set;
+        struct timespec zero = {0, 0};
+        ssize_t w;
 
-        (void)w;
-        signal(SIGPIPE, old);
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+        w = write(in[1], server, strlen(server));
+        if (w < 0 && errno == EPIPE) {
+            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
+            }
+        }
+        pthread_sigmask(SIG_SETMASK, &old_set, NULL);
     }
     close(in[1]);
     for (;;) {
