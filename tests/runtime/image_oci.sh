@@ -38,9 +38,10 @@ say "registries up: https://127.0.0.1:$port (login, deletes) and :$port2"
 
 # the feature, pushed as the spec's artifact
 mkdir -p feat
-cat >feat/devcontainer-feature.json <<'EOF'
+cat >feat/devcontainer-feature.json <<EOF
 { "id": "greet", "version": "1.0.0", "name": "greet",
   "options": { "greeting": { "type": "string", "default": "hello", "enum": ["hello", "hi"] } },
+  "installsAfter": [ "127.0.0.1:$port/features/first" ],
   "containerEnv": { "GREET_FROM": "oci" } }
 EOF
 cat >feat/install.sh <<'EOF'
@@ -50,6 +51,11 @@ mkdir -p /usr/local/share
 echo "$GREETING from the registry, for $_REMOTE_USER" >/usr/local/share/greet.txt
 EOF
 read -r mdigest ldigest < <(push feature "127.0.0.1:$port" features/greet 1 feat)
+# a second one, which greet installs after (named without its tag)
+mkdir -p first
+echo '{ "id": "first", "version": "1.0.0" }' >first/devcontainer-feature.json
+printf '#!/bin/sh\nmkdir -p /usr/local/share && echo first >/usr/local/share/first.txt\n' >first/install.sh
+push feature "127.0.0.1:$port" features/first 1 first >/dev/null
 [ -n "$ldigest" ] || die "pushing the feature"
 say "feature pushed: 127.0.0.1:$port/features/greet:1 = $mdigest"
 
@@ -65,14 +71,15 @@ mkdir -p dockercfg
 printf '{"auths": {"127.0.0.1:%s": {"auth": "%s"}}}\n' "$port" \
     "$(printf 'sbxtest:s3cret-pw' | base64 -w0)" >dockercfg/config.json
 export DOCKER_CONFIG=$WORK/dockercfg
-def() { # NAME FEATURE-REF: a definition on the engine's busybox (with a
-    # passwd: the spec's layer runs as root by name) with that feature
+def() { # NAME FEATURE-REF [MORE]: a definition on the engine's busybox (with a
+    # passwd: the spec's layer runs as root by name) with that feature (and
+    # MORE, more entries of "features")
     mkdir -p "$1/.devcontainer"
     printf 'FROM sbx-busybox:test\nRUN echo root:x:0:0:root:/root:/bin/sh >/etc/passwd\n' \
         >"$1/.devcontainer/Dockerfile"
     cat >"$1/.devcontainer/devcontainer.json" <<EOF
 { "build": { "dockerfile": "Dockerfile" },
-  "features": { "$2": { "greeting": "hi" } } }
+  "features": { "$2": { "greeting": "hi" }${3:+, $3} } }
 EOF
 }
 build() { # NAME [ARGS...]: sbx image build of it, its JSON in NAME.json, stderr in NAME.err
@@ -91,10 +98,10 @@ built_ok() { # NAME: checks the feature's file and environment in the image
         die "$1: the feature's containerEnv in $img"
     docker image inspect -f '{{index .Config.Labels "dev.sbx.features"}}' "$img" |
         grep -q "features/greet@$mdigest" || die "$1: no pin in the label of $img"
-    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"][0]; sys.exit(0 if f["pinned"].endswith(sys.argv[2]) else 1)' \
+    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if f[-1]["id"] == "greet" and f[-1]["pinned"].endswith(sys.argv[2]) else 1)' \
         "$1.json" "$mdigest" || die "$1: --json features: $(cat "$1.json")"
     "$SBX" image inspect --image "$img" --json >"$1.inspect" 2>&1 || die "$1: inspect: $(cat "$1.inspect")"
-    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if f and f[0]["pinned"].endswith(sys.argv[2]) else 1)' \
+    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if f and f[-1]["pinned"].endswith(sys.argv[2]) else 1)' \
         "$1.inspect" "$mdigest" || die "$1: inspect --json features: $(cat "$1.inspect")"
     grep -rq 's3cret' "$1.json" "$1.err" && die "$1: the password was printed"
     true
@@ -120,10 +127,16 @@ printf '{"ServerURL": "%s", "Username": "sbxtest", "Secret": "s3cret-pw"}\n' "\$
 EOF
 chmod +x bin/docker-credential-sbxfake
 echo '{"credsStore": "sbxfake"}' >helpercfg/config.json
-def bydigest "127.0.0.1:$port/features/greet@$mdigest"
+def bydigest "127.0.0.1:$port/features/greet@$mdigest" "\"127.0.0.1:$port/features/first:1\": {}"
 rm -rf cache
 PATH=$WORK/bin:$PATH DOCKER_CONFIG=$WORK/helpercfg build bydigest || die "build by digest: $(cat bydigest.err)"
 built_ok bydigest
+# installsAfter: first (listed second) is installed before greet
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if [x["id"] for x in f] == ["first", "greet"] else 1)' \
+    bydigest.json || die "bydigest: not installed after first: $(cat bydigest.json)"
+img=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["image"])' bydigest.json)
+[ "$(docker run --rm --network none "$img" cat /usr/local/share/first.txt)" = first ] ||
+    die "bydigest: no file of the feature first"
 grep -qx "127.0.0.1:$port" helper.calls || die "the credential helper was not asked"
 grep -rq 's3cret' cache state 2>/dev/null && die "the password was written"
 say "built by digest with the login of a credential helper"
