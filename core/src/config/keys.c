@@ -192,7 +192,8 @@ const struct sbx_key_def sbx_config_keys[] = {
          .help = "the bars of `sbx spike` (ADR 0287 decision 13)"),
     NODE("image_registry", GROUP, .doc_def = "see below",
          .help = "**(added)** the registry `sbx image push` publishes the warm image to and a "
-                 "box pulls it from by digest (`docs/image.md`, \"Publishing and pulling\")"),
+                 "box pulls it from by digest (`docs/image.md`, \"Publishing and pulling\"); "
+                 "the registries features may come from"),
     NODE("egress", GROUP, .doc_def = "see below",
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
