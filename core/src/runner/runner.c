@@ -13,6 +13,7 @@
 #include "egress/egress.h"
 #include "policy/policy.h"
 #include "runner/runner_int.h"
+#include "runner/storeq.h"
 #include "runner/status.h"
 #include "runner/warm.h"
 #include "sandbox/statedir.h"
@@ -221,47 +222,6 @@ void runner_schedule(struct sbx_runner *r)
     }
 }
 
-/* Policy decides a job when it is submitted (docs/architecture.md): its slot class
- * (unless the request names one) and its limits, which size its slot. A
- * policy error refuses the job (fail closed). */
-static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
-                      struct sbx_limits *limits, sbx_error_t **err)
-{
-    struct sbx_policy_decision d = {0};
-    struct sbx_job_desc job = {0};
-    struct sbx_kv *kv = xcalloc(json_object_size(labels) + 1, sizeof(*kv));
-    const char *k;
-    json_t *v;
-    int rc;
-
-    json_object_foreach(labels, k, v)
-    {
-        kv[job.n_labels].name = k;
-        kv[job.n_labels].value = json_string_value(v) ? json_string_value(v) : "";
-        job.n_labels++;
-    }
-    job.labels = kv;
-    job.id = j->id;
-    job.task = j->task;
-    job.pool = sbx_pool_name(j->pool);
-    job.workdir = j->worktree;
-    job.provider = j->provider ? j->provider : r->cfg->provider;
-    job.argv = (const char *const *)j->argv;
-    pthread_mutex_lock(&r->mu);
-    rc = sbx_policy_decide(r->policy, &job, &d, err);
-    pthread_mutex_unlock(&r->mu);
-    free(kv);
-    if (rc < 0) {
-        return sbx_error_wrap(err, "policy denied the job");
-    }
-    *limits = d.limits;
-    if (!j->cls_given) {
-        j->cls = (enum sbx_job_class)sbx_job_class_parse(d.slot_class);
-    }
-    sbx_policy_decision_fini(&d);
-    return 0;
-}
-
 int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
 {
     struct sbx_policy *p = sbx_policy_load(r->policy_dir, r->cfg, err);
@@ -276,155 +236,6 @@ int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
     r->policy = p;
     pthread_mutex_unlock(&r->mu);
     sbx_policy_destroy(old);
-    return 0;
-}
-
-/* (changed) An explicit task id that is not live on this box: refused while
- * another job of it waits in the queue (this box's or the fleet's), runs, or
- * its sandbox lives on another box (a ready one there got the request
- * forwarded before this; docs/runner.md, "Task ids"). */
-static int task_busy(struct sbx_runner *r, const struct rjob *j, sbx_error_t **err)
-{
-    struct sbx_task_busy b;
-    int rc = sbx_store_task_busy(r->store, j->task, j->id, &b, err);
-
-    if (rc <= 0) {
-        return rc;
-    }
-    if (b.queued && b.box[0] == '\0') {
-        return sbx_error_set(err, EBUSY,
-                             "task %s is still queued (job %s); submit its next command once it "
-                             "runs",
-                             j->task, b.job);
-    }
-    if (b.queued) {
-        return sbx_error_set(err, EBUSY,
-                             "task %s is still queued (job %s, claimed by box %s); submit its "
-                             "next command once it runs",
-                             j->task, b.job, b.box);
-    }
-    return sbx_error_set(err, EBUSY,
-                         "task %s is starting%s%s; submit its next command once it runs", j->task,
-                         b.box[0] ? " on box " : "", b.box);
-}
-
-int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err)
-{
-    struct sbx_job_rec rec = {0};
-    struct rtask *t = runner_task_find(r, j->task);
-    json_t *argv = json_array();
-    int direct = 0;
-
-    if (t != NULL && t->state != RT_STARTING && t->state != RT_READY) {
-        json_decref(argv);
-        return sbx_error_set(err, EBUSY, "task %s is ending; start a new task", j->task);
-    }
-    /* a command runs in a task's sandbox only for the client that started it; a
-     * task re-adopted after a restart (owner unknown) only for the unix socket */
-    if (t != NULL && strcmp(t->owner, j->owner) != 0 &&
-        !(t->owner[0] == '\0' && strcmp(j->owner, "local") == 0)) {
-        json_decref(argv);
-        return sbx_error_set(err, EPERM, "task %s belongs to another client", j->task);
-    }
-    direct = t != NULL;
-    if (!direct && strcmp(j->task, j->id) != 0 && task_busy(r, j, err) < 0) {
-        json_decref(argv);
-        return -1;
-    }
-    for (size_t i = 0; j->argv[i] != NULL; i++) {
-        json_array_append_new(argv, json_string(j->argv[i]));
-    }
-    rec.id = j->id;
-    rec.task = j->task;
-    rec.pool = (char *)sbx_pool_name(j->pool);
-    rec.cls = (char *)sbx_job_class_name(j->cls);
-    rec.argv = argv;
-    rec.labels = labels;
-    rec.worktree = j->worktree;
-    rec.env = j->env;
-    rec.client = j->owner;
-    rec.provider = j->provider ? j->provider : r->cfg->provider;
-    rec.image =
-        (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool), rec.provider); /* (changed) */
-    rec.limits = r->cfg->limits;
-    if (!direct && decide_job(r, j, labels, &rec.limits, err) < 0) {
-        json_decref(argv);
-        return -1;
-    }
-    rec.cls = (char *)sbx_job_class_name(j->cls);
-    if (!direct) {
-        runner_fit_limits(r, j->pool, &rec.limits);
-    }
-    if (!direct) {
-        struct sbx_sched_job sj = runner_sched_job(j, rec.limits.cpus, rec.limits.memory, 0);
-
-        /* docs/runner.md: sched first (a refusal stores nothing), then the store;
-         * a fleet box checks the job against its shape and queues it in the
-         * shared queue, where the box that can start it first claims it */
-        if ((r->fleet != NULL ? runner_fleet_check(r, &sj, err)
-                              : sbx_sched_submit(r->sched, &sj, err)) < 0) {
-            json_decref(argv);
-            return -1;
-        }
-    }
-    if (!direct && r->fleet != NULL) {
-        if (sbx_store_job_insert(r->store, &rec, err) < 0) {
-            json_decref(argv);
-            return sbx_error_wrap(err, "storing job %s", j->id);
-        }
-        json_decref(argv);
-        j->state = SBX_JOB_QUEUED;
-        sbx_info("runner: job %s accepted from client '%s' into the shared queue (task %s, pool "
-                 "%s, %s)",
-                 j->id, j->owner, j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
-        {
-            sbx_error_t *e = NULL;
-
-            if (sbx_store_notify(r->store, &e) < 0) { /* the boxes' beat claims it anyway */
-                sbx_error_log("runner: %s", sbx_error_msg(e));
-                sbx_error_free(&e);
-            }
-        }
-        runner_fleet_claim(r);
-        return 1;
-    }
-    if (sbx_store_job_insert(r->store, &rec, err) < 0) {
-        if (!direct) {
-            sbx_sched_cancel(r->sched, j->id, NULL);
-        }
-        json_decref(argv);
-        return sbx_error_wrap(err, "storing job %s", j->id);
-    }
-    json_decref(argv);
-    pthread_mutex_lock(&r->mu);
-    j->state = SBX_JOB_QUEUED;
-    runner_job_link(r, j);
-    pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
-             j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
-    if (direct) {
-        /* a command for a running task: its sandbox and slot are already held */
-        sbx_store_job_granted(r->store, j->id, 0, NULL);
-        pthread_mutex_lock(&r->mu);
-        j->rt = t;
-        t->running++;
-        j->state = SBX_JOB_RUNNING;
-        pthread_mutex_unlock(&r->mu);
-        if (runner_worker_start(r, j) < 0) {
-            pthread_mutex_lock(&r->mu);
-            t->running--;
-            j->state = SBX_JOB_FINISHED;
-            j->released = 1;
-            pthread_mutex_unlock(&r->mu);
-            sbx_store_job_end(r->store, j->id,
-                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
-                                                    "runner: cannot start a worker thread", 0, 0,
-                                                    0},
-                              NULL);
-        }
-        return 0;
-    }
-    runner_schedule(r);
     return 0;
 }
 
@@ -643,7 +454,8 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
                             err) < 0 ||
         runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                                err) < 0) {
+                                err) < 0 ||
+        runner_sq_start(r, err) < 0) { /* (added) after the probe: its gate */
         goto fail;
     }
     return r;
@@ -706,6 +518,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     }
     runner_api_limits_free(&r->lis[0]);
     runner_api_limits_free(&r->lis[1]);
+    runner_sq_free(r); /* (added) after evhttp_free: the requests are gone */
     if (r->ep.unix_path != NULL && r->base != NULL) {
         unlink(r->ep.unix_path);
     }
