@@ -181,36 +181,6 @@ static void claim_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     }
 }
 
-/* A claimed job this box cannot queue after all ends cancelled (a call). */
-struct claim_refusal {
-    char id[SBX_SCHED_ID_MAX];
-    int64_t token;
-    char why[256];
-};
-
-static void refusal_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
-{
-    struct claim_refusal *x = arg;
-
-    (void)r;
-    sbx_store_job_move(st,
-                       &(struct sbx_job_move){.id = x->id,
-                                              .token = x->token,
-                                              .step = SBX_JOB_STEP_END,
-                                              .end = {.state = SBX_JOB_CANCELLED,
-                                                      .exit_status = -1,
-                                                      .reason = x->why}},
-                       NULL);
-}
-
-static void free_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
-{
-    (void)r;
-    (void)req;
-    (void)late;
-    free(arg);
-}
-
 static void claim_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
 {
     struct claim_call *c = arg;
@@ -237,13 +207,9 @@ static void claim_done(struct sbx_runner *r, struct evhttp_request *req, void *a
                 runner_sched_job(j, rec->limits.cpus, rec->limits.memory, rec->queued_at);
 
             if (runner_job_find(r, j->id) != NULL || sbx_sched_submit(r->sched, &sj, &err) < 0) {
-                struct claim_refusal *x = xcalloc(1, sizeof(*x));
-
-                snprintf(x->id, sizeof(x->id), "%s", j->id);
-                x->token = j->token;
-                snprintf(x->why, sizeof(x->why), "%s",
-                         err ? sbx_error_msg(err) : "the job id is in use on this box");
-                runner_sq_call(r, NULL, refusal_work, free_done, x);
+                /* it ends cancelled: a call of the store thread */
+                runner_job_end_write(r, j->id, j->token, SBX_JOB_CANCELLED,
+                                     err ? sbx_error_msg(err) : "the job id is in use on this box");
                 sbx_error_free(&err);
                 runner_job_free(j);
                 sbx_job_rec_clear(rec);

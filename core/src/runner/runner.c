@@ -107,29 +107,187 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     runner_fleet_claim(r);
 }
 
-/* (added) A granted job that must not start: it ends cancelled, its slot goes. */
-static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
+/* (added) A job's end written by the store thread on a fleet box (at once on
+ * one box): the loop does not wait for it. */
+struct end_call {
+    char id[SBX_SCHED_ID_MAX];
+    int64_t token;
+    enum sbx_job_state state;
+    char why[256];
+};
+
+static void end_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
+    struct end_call *c = arg;
     sbx_error_t *err = NULL;
 
-    sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
-    sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
-    if (sbx_store_job_move(
-            r->store,
-            &(struct sbx_job_move){
-                .id = j->id,
-                .token = j->token,
-                .step = SBX_JOB_STEP_END,
-                .end = {.state = SBX_JOB_CANCELLED, .exit_status = -1, .reason = why}},
-            &err) < 0) {
+    (void)r;
+    if (sbx_store_job_move(st,
+                           &(struct sbx_job_move){.id = c->id,
+                                                  .token = c->token,
+                                                  .step = SBX_JOB_STEP_END,
+                                                  .end = {.state = c->state,
+                                                          .exit_status = -1,
+                                                          .reason = c->why}},
+                           &err) < 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
+}
+
+static void end_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    (void)r;
+    (void)req;
+    (void)late;
+    free(arg);
+}
+
+void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
+                          enum sbx_job_state state, const char *why)
+{
+    struct end_call *c = xcalloc(1, sizeof(*c));
+
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    c->token = token;
+    c->state = state;
+    snprintf(c->why, sizeof(c->why), "%s", why);
+    runner_sq_call(r, NULL, end_work, end_done, c);
+}
+
+/* (added) A granted job that must not start: it ends cancelled, its slot goes. */
+static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
+{
+    sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
+    sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+    runner_job_end_write(r, j->id, j->token, SBX_JOB_CANCELLED, why);
     pthread_mutex_lock(&r->mu);
     j->state = SBX_JOB_CANCELLED;
     j->released = 1;
     pthread_mutex_unlock(&r->mu);
     runner_streams_flush(r, j, 1);
+}
+
+/* A granted job whose grant is stored: its task, its warm sandbox, its
+ * worker. 1 when it was granted (started, or its start failed). */
+static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sched_grant *g)
+{
+    struct rtask *t;
+
+    if (runner_task_find(r, j->task) != NULL) {
+        /* (added) two live tasks of one id on one box must not exist:
+         * the store's claim and the submit's checks keep it so
+         * (docs/runner.md, "Task ids"); should one slip through, its job
+         * ends here rather than share or free the other's task */
+        assert(!"two live tasks of one id on one box");
+        refuse_grant(r, j, "refused: its task is live on this box already");
+        return 0;
+    }
+    t = xcalloc(1, sizeof(*t));
+    snprintf(t->id, sizeof(t->id), "%s", j->task);
+    snprintf(t->holder, sizeof(t->holder), "%s", j->id);
+    snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
+    t->pool = j->pool;
+    t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
+    t->state = RT_STARTING;
+    t->running = 1;
+    t->holder_result = SBX_RESULT_FAILED;
+    /* (added) a warm sandbox to claim: only a job that can use one
+     * (docs/runner.md, Warm pool); without one the tick below evicts
+     * warm sandboxes this job needs the room of */
+    j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
+                  ? runner_warm_take(r, j->pool)
+                  : NULL;
+    pthread_mutex_lock(&r->mu);
+    t->next = r->tasks;
+    r->tasks = t;
+    j->rt = t;
+    j->state = SBX_JOB_RUNNING;
+    pthread_mutex_unlock(&r->mu);
+    sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
+             sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g->wait_ms / 1000.0);
+    if (runner_worker_start(r, j) < 0) {
+        runner_job_end_write(r, j->id, j->token, SBX_JOB_FINISHED,
+                             "runner: cannot start a worker thread");
+        j->state = SBX_JOB_FINISHED;
+        j->released = 1;
+        if (j->warm != NULL) {
+            runner_warm_end(r, j->warm);
+            j->warm = NULL;
+        }
+        task_remove(r, t);
+    }
+    return 1;
+}
+
+/* (added) A fleet job's grant is a fenced write of the store thread: the
+ * job starts when it comes back (docs/runner.md, "A slow or silent
+ * database"); meanwhile it is `granting` (a cancel marks it, a lost lease
+ * interrupts it). */
+struct grant_call {
+    char id[SBX_SCHED_ID_MAX];
+    int64_t token;
+    struct sbx_sched_grant g;
+    int rc, stale;
+};
+
+static void grant_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    struct grant_call *c = arg;
+    sbx_error_t *err = NULL;
+
+    (void)r;
+    c->rc = sbx_store_job_move(st,
+                               &(struct sbx_job_move){.id = c->id,
+                                                      .token = c->token,
+                                                      .step = SBX_JOB_STEP_GRANTED,
+                                                      .at = c->g.granted_at},
+                               &err);
+    if (c->rc < 0) {
+        c->stale = err->code == ESTALE;
+        sbx_error_log("runner: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+}
+
+static void grant_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct grant_call *c = arg;
+    struct rjob *j = late ? NULL : runner_job_find(r, c->id);
+
+    (void)req;
+    if (late) { /* the runner stops: its recovery requeues the claim */
+        free(c);
+        return;
+    }
+    if (j == NULL) { /* cannot happen: it stays in memory while its slot is held */
+        sbx_sched_release(r->sched, c->id, SBX_RESULT_FAILED, NULL);
+    }
+    else if (c->stale || j->state != SBX_JOB_QUEUED) {
+        /* another box holds it now, or this box lost its lease meanwhile:
+         * it does not start here */
+        sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
+        j->granting = 0;
+        j->state = SBX_JOB_INTERRUPTED;
+        j->released = 1;
+        runner_streams_flush(r, j, 1);
+    }
+    else if (r->stopping) { /* it does not start: its recovery at the next start */
+        sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
+        j->granting = 0;
+    }
+    else if (j->cancel) {
+        j->granting = 0;
+        refuse_grant(r, j, "cancelled by request before it started");
+    }
+    else {
+        j->granting = 0;
+        if (grant_start(r, j, &c->g)) {
+            runner_warm_tick(r);
+        }
+    }
+    free(c);
+    runner_schedule(r);
 }
 
 /* Starts every job the scheduler grants now. Loop thread. */
@@ -144,11 +302,20 @@ void runner_schedule(struct sbx_runner *r)
     while (sbx_sched_next_grant(r->sched, &g)) {
         struct rjob *j = runner_job_find(r, g.id);
         sbx_error_t *err = NULL;
-        struct rtask *t;
 
         if (j == NULL) { /* cannot happen: every sched job has an rjob */
             sbx_error_log("runner: granted job %s is unknown", g.id);
             sbx_sched_release(r->sched, g.id, SBX_RESULT_FAILED, NULL);
+            continue;
+        }
+        if (runner_sq_threaded(r)) {
+            struct grant_call *c = xcalloc(1, sizeof(*c));
+
+            snprintf(c->id, sizeof(c->id), "%s", j->id);
+            c->token = j->token;
+            c->g = g;
+            j->granting = 1;
+            runner_sq_call(r, NULL, grant_work, grant_done, c);
             continue;
         }
         if (sbx_store_job_move(r->store,
@@ -168,54 +335,7 @@ void runner_schedule(struct sbx_runner *r)
                 continue;
             }
         }
-        if (runner_task_find(r, j->task) != NULL) {
-            /* (added) two live tasks of one id on one box must not exist:
-             * the store's claim and the submit's checks keep it so
-             * (docs/runner.md, "Task ids"); should one slip through, its job
-             * ends here rather than share or free the other's task */
-            assert(!"two live tasks of one id on one box");
-            refuse_grant(r, j, "refused: its task is live on this box already");
-            continue;
-        }
-        t = xcalloc(1, sizeof(*t));
-        snprintf(t->id, sizeof(t->id), "%s", j->task);
-        snprintf(t->holder, sizeof(t->holder), "%s", j->id);
-        snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
-        t->pool = j->pool;
-        t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
-        t->state = RT_STARTING;
-        t->running = 1;
-        t->holder_result = SBX_RESULT_FAILED;
-        /* (added) a warm sandbox to claim: only a job that can use one
-         * (docs/runner.md, Warm pool); without one the tick below evicts
-         * warm sandboxes this job needs the room of */
-        j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
-                      ? runner_warm_take(r, j->pool)
-                      : NULL;
-        pthread_mutex_lock(&r->mu);
-        t->next = r->tasks;
-        r->tasks = t;
-        j->rt = t;
-        j->state = SBX_JOB_RUNNING;
-        pthread_mutex_unlock(&r->mu);
-        sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
-                 sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
-        if (runner_worker_start(r, j) < 0) {
-            sbx_store_job_end(r->store, j->id,
-                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
-                                                    "runner: cannot start a "
-                                                    "worker thread",
-                                                    0, 0, 0},
-                              NULL);
-            j->state = SBX_JOB_FINISHED;
-            j->released = 1;
-            if (j->warm != NULL) {
-                runner_warm_end(r, j->warm);
-                j->warm = NULL;
-            }
-            task_remove(r, t);
-        }
-        granted = 1;
+        granted |= grant_start(r, j, &g);
     }
     if (granted) {
         runner_warm_tick(r);
@@ -255,6 +375,12 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         sbx_error_set(err, EINVAL, "job %s already ended (%s)", id, sbx_job_state_name(rec.state));
         sbx_job_rec_clear(&rec);
         return -1;
+    }
+    if (j->granting) { /* (added) its grant is being written: it ends cancelled then */
+        pthread_mutex_lock(&r->mu);
+        j->cancel = 1;
+        pthread_mutex_unlock(&r->mu);
+        return 0;
     }
     if (j->state == SBX_JOB_QUEUED) {
         if (sbx_sched_cancel(r->sched, id, err) < 0 ||

@@ -54,6 +54,7 @@ struct rjob {
     volatile int cancel;
     int executing; /* exec in flight: slot is valid */
     int released;  /* loop only: no worker refers to it any more */
+    int granting;  /* (added) loop only: its grant is with the store thread (runner.c) */
     struct sbx_exec_slot slot;
     struct rtask *rt;
     struct sbx_task *warm; /* (added) a warm sandbox taken at the grant, for the worker */
@@ -185,6 +186,10 @@ int64_t runner_now(struct sbx_runner *r);
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 void runner_job_free(struct rjob *j);
+/* (added) Writes a job's end (fenced by token) on the store thread of a
+ * fleet box, at once on one box; the loop does not wait for it. */
+void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
+                          enum sbx_job_state state, const char *why);
 /* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */
 void runner_trim_finished(struct sbx_runner *r);
 

@@ -403,10 +403,8 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
         j->state = SBX_JOB_FINISHED;
         j->released = 1;
         pthread_mutex_unlock(&r->mu);
-        sbx_store_job_end(r->store, j->id,
-                          &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
-                                                "runner: cannot start a worker thread", 0, 0, 0},
-                          NULL);
+        runner_job_end_write(r, j->id, j->token, SBX_JOB_FINISHED,
+                             "runner: cannot start a worker thread");
     }
     reply_accepted(req, j);
     submit_call_free(c);
