@@ -323,8 +323,8 @@ static int64_t fleet_mono_ms(void)
  * work (fleetlead.c), the fleet's view; the loop then acts on it (a lost
  * lease, the new view, the LISTEN event) and claims. */
 struct beat_call {
-    int lost;              /* the renewal was refused: this box was reaped */
-    int want_listen;       /* the loop has no LISTEN connection */
+    int lost;        /* the renewal was refused: this box was reaped */
+    int want_listen; /* the loop has no LISTEN connection */
     struct sbx_store *listen;
     int sock;
     json_t *view;
@@ -554,21 +554,37 @@ const char *runner_fleet_box(const struct sbx_runner *r)
     return r->fleet ? r->fleet->id : NULL;
 }
 
-void runner_fleet_queue(struct sbx_runner *r, json_t *queue)
+static void queue_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
+    json_t *queue = arg;
     sbx_error_t *err = NULL;
-    json_t *fleet;
+    json_t *fleet = sbx_store_fleet_json(st, &err);
 
-    if (r->fleet == NULL) {
-        return;
-    }
-    fleet = sbx_store_fleet_json(r->store, &err);
     if (fleet == NULL) {
         fleet = json_pack("{s:s}", "error", sbx_error_msg(err));
         sbx_error_free(&err);
     }
     json_object_set_new(fleet, "box", json_string(r->fleet->id));
     json_object_set_new(queue, "fleet", fleet);
+}
+
+static void queue_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    (void)r;
+    if (late) {
+        json_decref(arg);
+        return;
+    }
+    runner_reply_json(req, 200, arg);
+}
+
+void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t *queue)
+{
+    if (r->fleet == NULL) {
+        runner_reply_json(req, 200, queue);
+        return;
+    }
+    runner_sq_call(r, req, queue_work, queue_done, queue);
 }
 
 static double box_up(json_t *b)

@@ -36,9 +36,9 @@ static int64_t wall_ms(void)
 }
 
 struct runner_lead {
-    pthread_mutex_t mu;     /* (added) what /metrics reads below */
+    pthread_mutex_t mu;        /* (added) what /metrics reads below */
     int slots[SBX_POOL_COUNT]; /* (added) the loop's copy (runner_lead_prepare) */
-    struct sbx_store *conn; /* holds the leader lock while this box leads */
+    struct sbx_store *conn;    /* holds the leader lock while this box leads */
     int leader;
     /* the last beat's fleet view, for /metrics (valid while leader) */
     struct {

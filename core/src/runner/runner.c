@@ -122,14 +122,13 @@ static void end_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     sbx_error_t *err = NULL;
 
     (void)r;
-    if (sbx_store_job_move(st,
-                           &(struct sbx_job_move){.id = c->id,
-                                                  .token = c->token,
-                                                  .step = SBX_JOB_STEP_END,
-                                                  .end = {.state = c->state,
-                                                          .exit_status = -1,
-                                                          .reason = c->why}},
-                           &err) < 0) {
+    if (sbx_store_job_move(
+            st,
+            &(struct sbx_job_move){.id = c->id,
+                                   .token = c->token,
+                                   .step = SBX_JOB_STEP_END,
+                                   .end = {.state = c->state, .exit_status = -1, .reason = c->why}},
+            &err) < 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
@@ -237,12 +236,11 @@ static void grant_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     sbx_error_t *err = NULL;
 
     (void)r;
-    c->rc = sbx_store_job_move(st,
-                               &(struct sbx_job_move){.id = c->id,
-                                                      .token = c->token,
-                                                      .step = SBX_JOB_STEP_GRANTED,
-                                                      .at = c->g.granted_at},
-                               &err);
+    c->rc = sbx_store_job_move(
+        st,
+        &(struct sbx_job_move){
+            .id = c->id, .token = c->token, .step = SBX_JOB_STEP_GRANTED, .at = c->g.granted_at},
+        &err);
     if (c->rc < 0) {
         c->stale = err->code == ESTALE;
         sbx_error_log("runner: %s", sbx_error_msg(err));
@@ -366,7 +364,7 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     if (j == NULL && r->fleet != NULL) { /* in the shared queue, or on another box */
         return sbx_store_job_cancel_queued(r->store, id, "cancelled by request", err);
     }
-    if (j == NULL || j->state >= SBX_JOB_FINISHED) {
+    if (j == NULL) {
         struct sbx_job_rec rec = {0};
 
         if (sbx_store_job_get(r->store, id, &rec, err) < 0) {
@@ -376,6 +374,10 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         sbx_job_rec_clear(&rec);
         return -1;
     }
+    if (j->state >= SBX_JOB_FINISHED) { /* (changed) its end is in memory: no store call */
+        return sbx_error_set(err, EINVAL, "job %s already ended (%s)", id,
+                             sbx_job_state_name((enum sbx_job_state)j->state));
+    }
     if (j->granting) { /* (added) its grant is being written: it ends cancelled then */
         pthread_mutex_lock(&r->mu);
         j->cancel = 1;
@@ -383,11 +385,16 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         return 0;
     }
     if (j->state == SBX_JOB_QUEUED) {
-        if (sbx_sched_cancel(r->sched, id, err) < 0 ||
-            sbx_store_job_end(
-                r->store, id,
-                &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0},
-                err) < 0) {
+        if (sbx_sched_cancel(r->sched, id, err) < 0) {
+            return -1;
+        }
+        if (runner_sq_threaded(r)) { /* (added) a claimed job's end: off the loop */
+            runner_job_end_write(r, id, j->token, SBX_JOB_CANCELLED, "cancelled by request");
+        }
+        else if (sbx_store_job_end(
+                     r->store, id,
+                     &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0},
+                     err) < 0) {
             return -1;
         }
         pthread_mutex_lock(&r->mu);
@@ -642,9 +649,9 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->http_tcp != NULL) {
         evhttp_free(r->http_tcp);
     }
+    runner_sq_free(r); /* (added) after evhttp_free (the requests are gone), before the forwards */
     runner_api_limits_free(&r->lis[0]);
     runner_api_limits_free(&r->lis[1]);
-    runner_sq_free(r); /* (added) after evhttp_free: the requests are gone */
     if (r->ep.unix_path != NULL && r->base != NULL) {
         unlink(r->ep.unix_path);
     }

@@ -400,8 +400,9 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err);
 void runner_fleet_claim(struct sbx_runner *r);
 void runner_fleet_free(struct sbx_runner *r);
 /* (added) The fleet in GET /v1/queue ("fleet": this box's id and
- * sbx_store_fleet_json), and its series in /metrics; nothing on one box. */
-void runner_fleet_queue(struct sbx_runner *r, json_t *queue);
+ * sbx_store_fleet_json, (changed) read by the store thread), then the
+ * answer to req (queue as it is on one box); its series in /metrics. */
+void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t *queue);
 void runner_fleet_metrics(struct sbx_runner *r, FILE *f);
 /* This box's id, NULL on one box. */
 const char *runner_fleet_box(const struct sbx_runner *r);

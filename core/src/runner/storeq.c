@@ -44,8 +44,8 @@ struct runner_sq {
     struct sq_call *done, **done_tail;
     unsigned queued;
     int stop;
-    struct event *wake;    /* the loop: calls handed back */
-    struct sbx_store *st;  /* the thread's connection */
+    struct event *wake;                      /* the loop: calls handed back */
+    struct sbx_store *st;                    /* the thread's connection */
     unsigned long long calls, late, refused; /* loop only */
 };
 
@@ -148,8 +148,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_lock(&sq->mu);
     c->late = 1;
     pthread_mutex_unlock(&sq->mu);
-    snprintf(why, sizeof(why), "the store did not answer within %d ms",
-             sbx_store_pg_deadline_ms());
+    snprintf(why, sizeof(why), "the store did not answer within %d ms", sbx_store_pg_deadline_ms());
     sbx_warn("runner: %s %s: %s; answered 503",
              evhttp_request_get_command(c->req) == EVHTTP_REQ_POST ? "POST" : "GET",
              evhttp_request_get_uri(c->req), why);

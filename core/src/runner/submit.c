@@ -32,11 +32,11 @@
 struct submit_call {
     struct rjob *j; /* the call's until linked (direct) or freed */
     json_t *labels, *argv;
-    struct sbx_job_rec rec; /* its strings are j's, labels' and argv's */
+    struct sbx_job_rec rec;   /* its strings are j's, labels' and argv's */
     struct runner_client who; /* name and scopes (no token) */
     int direct;
-    int check_task; /* an explicit task id not live here: forward and busy checks */
-    int need_boxes; /* shared, a pool this box does not serve: a live box must */
+    int check_task;   /* an explicit task id not live here: forward and busy checks */
+    int need_boxes;   /* shared, a pool this box does not serve: a live box must */
     sbx_error_t *pre; /* the loop's refusal, answered after the owner and task checks */
     /* the store thread's findings */
     int other; /* the task id belongs to another client: owner */
@@ -297,11 +297,10 @@ static void withdraw_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     int rc;
 
     (void)r;
-    rc = w->direct ? sbx_store_job_end(st, w->id,
-                                       &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, w->why, 0, 0,
-                                                             0},
-                                       &err)
-                   : sbx_store_job_cancel_queued(st, w->id, w->why, &err);
+    rc = w->direct
+             ? sbx_store_job_end(
+                   st, w->id, &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, w->why, 0, 0, 0}, &err)
+             : sbx_store_job_cancel_queued(st, w->id, w->why, &err);
     if (rc < 0) {
         sbx_warn("runner: job %s was stored for a submit answered 503 and could not be "
                  "withdrawn: %s",
@@ -332,8 +331,8 @@ static void withdraw(struct sbx_runner *r, const struct rjob *j, int direct, con
 
 /* The loop, once the store call is back: the answers common to both paths.
  * 1 when answered (or late), 0 when the job was stored and req waits. */
-static int submit_answered(struct sbx_runner *r, struct evhttp_request *req,
-                           struct submit_call *c, int late)
+static int submit_answered(struct sbx_runner *r, struct evhttp_request *req, struct submit_call *c,
+                           int late)
 {
     if (late) {
         if (c->rc == 0) {
