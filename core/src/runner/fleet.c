@@ -641,6 +641,31 @@ void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
             "sbx_fleet_store_connections_total{how=\"reused\"} %llu\n",
             (unsigned long long)r->fleet->claims, (unsigned long long)r->fleet->lost,
             (unsigned long long)opened, (unsigned long long)reused);
+    {
+        unsigned long long calls, late, refused;
+        unsigned queued;
+
+        runner_sq_counts(r, &calls, &late, &refused, &queued);
+        fprintf(f,
+                "# HELP sbx_store_thread_calls_total Store calls handed to the store thread; "
+                "requests answered 503 at their deadline (late) or at once (refused).
+                "
+                "# TYPE sbx_store_thread_calls_total counter
+                "
+                "sbx_store_thread_calls_total{how=\"handed\"} %llu
+                "
+                "sbx_store_thread_calls_total{how=\"late\"} %llu
+                "
+                "sbx_store_thread_calls_total{how=\"refused\"} %llu
+                "
+                "# HELP sbx_store_thread_queue Store calls waiting for the store thread.
+                "
+                "# TYPE sbx_store_thread_queue gauge
+                    sbx_store_thread_queue %
+                    u ",
+                    calls,
+                late, refused, queued);
+    }
     runner_lead_metrics(r, r->fleet->lead, f);
     fleet = r->fleet->view;
     if (fleet == NULL) {

@@ -151,7 +151,7 @@ void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
     c->token = token;
     c->state = state;
     snprintf(c->why, sizeof(c->why), "%s", why);
-    runner_sq_call(r, NULL, end_work, end_done, c);
+    runner_sq_write(r, end_work, end_done, c);
 }
 
 /* (added) A granted job that must not start: it ends cancelled, its slot goes. */

@@ -31,7 +31,8 @@ struct sq_call {
     struct evhttp_request *req; /* loop only; NULL once answered */
     struct event *timer;        /* loop only: the request's deadline */
     struct runner_sq *sq;
-    int late; /* under sq->mu: answered at the deadline; work not begun is skipped */
+    int late;    /* under sq->mu: answered at the deadline; work not begun is skipped */
+    int durable; /* a write nobody waits for: run at the stop too */
     struct sq_call *next;
 };
 
@@ -157,8 +158,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     sq->late++;
 }
 
-void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
-                    runner_sq_done done, void *arg)
+static void sq_post(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
+                    runner_sq_done done, void *arg, int durable)
 {
     struct runner_sq *sq = r->sq;
     struct sq_call *c;
@@ -190,6 +191,7 @@ void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_
     c->arg = arg;
     c->req = req;
     c->sq = sq;
+    c->durable = durable;
     if (req != NULL) {
         int ms = sbx_store_pg_deadline_ms();
         struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
@@ -204,6 +206,17 @@ void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_
     sq->queued++;
     pthread_cond_signal(&sq->cv);
     pthread_mutex_unlock(&sq->mu);
+}
+
+void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
+                    runner_sq_done done, void *arg)
+{
+    sq_post(r, req, work, done, arg, 0);
+}
+
+void runner_sq_write(struct sbx_runner *r, runner_sq_work work, runner_sq_done done, void *arg)
+{
+    sq_post(r, NULL, work, done, arg, 1);
 }
 
 int runner_sq_threaded(const struct sbx_runner *r)
@@ -286,12 +299,16 @@ void runner_sq_free(struct sbx_runner *r)
     pthread_mutex_unlock(&sq->mu);
     pthread_join(sq->th, NULL); /* the call in flight ends within its deadline */
     /* what is left: handed back, or never begun; their requests went with
-     * evhttp_free */
+     * evhttp_free. A write never begun runs now, on the thread's connection
+     * (the thread is gone): a job's end is not lost to a stop. */
     for (int list = 0; list < 2; list++) {
         c = list == 0 ? sq->done : sq->head;
         while (c != NULL) {
             struct sq_call *next = c->next;
 
+            if (list == 1 && c->durable) {
+                c->work(r, sq->st, c->arg);
+            }
             c->req = NULL;
             c->late = 1;
             call_end(r, c);

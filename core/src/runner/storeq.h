@@ -39,6 +39,9 @@ void runner_sq_free(struct sbx_runner *r);
  * runs done exactly once. */
 void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
                     runner_sq_done done, void *arg);
+/* (the same) A write nobody waits for (req NULL): one not begun when the
+ * runner stops runs then, on the thread's connection. */
+void runner_sq_write(struct sbx_runner *r, runner_sq_work work, runner_sq_done done, void *arg);
 /* 1 on a fleet box (calls go to the thread), 0 on one box. */
 int runner_sq_threaded(const struct sbx_runner *r);
 /* The 503 of a request whose database call failed because the database is

@@ -326,7 +326,7 @@ static void withdraw(struct sbx_runner *r, const struct rjob *j, int direct, con
     snprintf(w->id, sizeof(w->id), "%s", j->id);
     snprintf(w->why, sizeof(w->why), "%s", why);
     w->direct = direct;
-    runner_sq_call(r, NULL, withdraw_work, withdraw_done, w);
+    runner_sq_write(r, withdraw_work, withdraw_done, w);
 }
 
 /* The loop, once the store call is back: the answers common to both paths.
