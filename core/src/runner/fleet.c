@@ -648,23 +648,14 @@ void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
         runner_sq_counts(r, &calls, &late, &refused, &queued);
         fprintf(f,
                 "# HELP sbx_store_thread_calls_total Store calls handed to the store thread; "
-                "requests answered 503 at their deadline (late) or at once (refused).
-                "
-                "# TYPE sbx_store_thread_calls_total counter
-                "
-                "sbx_store_thread_calls_total{how=\"handed\"} %llu
-                "
-                "sbx_store_thread_calls_total{how=\"late\"} %llu
-                "
-                "sbx_store_thread_calls_total{how=\"refused\"} %llu
-                "
-                "# HELP sbx_store_thread_queue Store calls waiting for the store thread.
-                "
-                "# TYPE sbx_store_thread_queue gauge
-                    sbx_store_thread_queue %
-                    u ",
-                    calls,
-                late, refused, queued);
+                "requests answered 503 at their deadline (late) or at once (refused).\n"
+                "# TYPE sbx_store_thread_calls_total counter\n"
+                "sbx_store_thread_calls_total{how=\"handed\"} %llu\n"
+                "sbx_store_thread_calls_total{how=\"late\"} %llu\n"
+                "sbx_store_thread_calls_total{how=\"refused\"} %llu\n"
+                "# HELP sbx_store_thread_queue Store calls waiting for the store thread.\n"
+                "# TYPE sbx_store_thread_queue gauge\nsbx_store_thread_queue %u\n",
+                calls, late, refused, queued);
     }
     runner_lead_metrics(r, r->fleet->lead, f);
     fleet = r->fleet->view;
