@@ -48,6 +48,8 @@
 #          (runner.database_timeout 1 s, + 1 s); (changed) while it waits on
 #          the lock, the stall's first GET / and GET /healthz answer within
 #          100 ms (SBX_TEST_STALL_FAST_MS), then 5 more of each within 1 s;
+#          (added) then the box's backends stopped (SIGSTOP, a silent
+#          database): a submit 503 within its deadline, GET / at once;
 #          the lock released, the store is ok again, and every accepted job
 #          and a new one finish.
 #   dbbench (added, issue 31) the API's p50/p99 per route (GET /healthz, GET /,
@@ -997,7 +999,36 @@ dbstall)
     wait_until 30 "/healthz to say the store is ok again" store_ok
     after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
     for id in $ids $after; do wait_state "$id" finished 60; done
-    echo "fleet: database stall ended: the 2 accepted jobs and a new one finished"
+    # (added) a silent database: the box's backends stopped (SIGSTOP), no
+    # answer at all (statement_timeout cannot fire): the submit is answered
+    # 503 within its deadline (the loop's timer or the thread's own
+    # deadline, whichever is first), GET / at once meanwhile; once they go
+    # on, the store is ok again and a new job finishes
+    pids=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+    [ -n "$pids" ] || fail "no backend of b1 to stop"
+    kill -STOP $pids
+    t0=$(date +%s%N)
+    curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/s.head" -o "$work/s.out" \
+        -w '%{http_code}' -d '{"argv": ["hello"], "pool": "ci"}' http://sbx/v1/jobs >"$work/s.code" &
+    submitter=$!
+    first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/)
+    wait "$submitter" || { kill -CONT $pids; fail "the silent submit: curl failed"; }
+    submit_ms=$(ms "$t0")
+    kill -CONT $pids
+    first_p_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_p")
+    echo "fleet: database silent: the submit 503 in $submit_ms ms ($(cat "$work/s.out")); GET / meanwhile $first_p_ms ms"
+    [ "$(cat "$work/s.code")" = 503 ] || fail "a submit with the database silent: HTTP $(cat "$work/s.code") ($(cat "$work/s.out"))"
+    grep -qi '^Retry-After:' "$work/s.head" || fail "the silent submit's 503 has no Retry-After"
+    [ "$submit_ms" -lt 3000 ] || fail "the silent submit took $submit_ms ms (deadline 2000)"
+    [ "$first_p_ms" -lt "$fast_ms" ] || fail "GET / with the database silent took $first_p_ms ms (target $fast_ms ms)"
+    wait_until 30 "/healthz to say the store is ok again" store_ok
+    after2=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
+    wait_state "$after2" finished 60
+    curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/metrics >"$work/m.out"
+    grep -q '^sbx_store_thread_calls_total{how="handed"} [1-9]' "$work/m.out" ||
+        fail "/metrics: no store thread calls: $(grep sbx_store_thread "$work/m.out")"
+    echo "fleet: database stall ended: the 2 accepted jobs and a new one finished; $(grep '^sbx_store_thread' "$work/m.out" | tr '\n' ' ')"
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;
