@@ -364,6 +364,14 @@ static int submit_answered(struct sbx_runner *r, struct evhttp_request *req, str
 
 /* ---- direct: a command for a task live on this box ----------------------- */
 
+/* A command runs in a task's sandbox only for the client that started it; a
+ * task re-adopted after a restart (owner unknown) only for the unix socket. */
+static int direct_owner_ok(const struct rtask *t, const struct rjob *j)
+{
+    return strcmp(t->owner, j->owner) == 0 ||
+           (t->owner[0] == '\0' && strcmp(j->owner, "local") == 0);
+}
+
 static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
 {
     struct submit_call *c = arg;
@@ -375,8 +383,9 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
         return;
     }
     t = runner_task_find(r, j->task);
-    if (t == NULL || (t->state != RT_STARTING && t->state != RT_READY)) {
-        /* the task ended while the store call ran: the command must not run */
+    if (t == NULL || (t->state != RT_STARTING && t->state != RT_READY) || !direct_owner_ok(t, j)) {
+        /* the task ended while the store call ran (another of its id may
+         * live here now): the command must not run */
         withdraw(r, j, 1, "its task ended before the command started");
         rm_refused(&r->metrics, rm_refusal_of(409));
         runner_reply_error(req, 409, "task %s is ending; start a new task", j->task);
@@ -417,10 +426,7 @@ static void submit_direct(struct sbx_runner *r, struct evhttp_request *req, stru
     if (t->state != RT_STARTING && t->state != RT_READY) {
         sbx_error_set(&c->pre, EBUSY, "task %s is ending; start a new task", j->task);
     }
-    /* a command runs in a task's sandbox only for the client that started it; a
-     * task re-adopted after a restart (owner unknown) only for the unix socket */
-    else if (strcmp(t->owner, j->owner) != 0 &&
-             !(t->owner[0] == '\0' && strcmp(j->owner, "local") == 0)) {
+    else if (!direct_owner_ok(t, j)) {
         sbx_error_set(&c->pre, EPERM, "task %s belongs to another client", j->task);
     }
     c->direct = 1;
