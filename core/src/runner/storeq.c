@@ -91,7 +91,9 @@ static void *sq_main(void *arg)
         c->next = NULL;
         *sq->done_tail = c;
         sq->done_tail = &c->next;
-        event_active(sq->wake, EV_READ, 0);
+        pthread_mutex_unlock(&sq->mu);
+        event_active(sq->wake, EV_READ, 0); /* thread-safe (evthread_use_pthreads) */
+        pthread_mutex_lock(&sq->mu);
     }
     pthread_mutex_unlock(&sq->mu);
     return NULL;
