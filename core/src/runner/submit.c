@@ -561,6 +561,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     code = runner_parse_submit(r, body, len, j, &c->labels, msg, sizeof(msg));
     free(body);
     if (code != 0) {
+        c->labels = NULL; /* a refused body's labels are not the call's (borrowed, freed) */
         submit_call_free(c);
         rm_refused(&r->metrics, rm_refusal_of(code));
         runner_reply_error(req, code, "%s", msg);
