@@ -254,7 +254,11 @@ static void grant_done(struct sbx_runner *r, struct evhttp_request *req, void *a
     struct rjob *j = late ? NULL : runner_job_find(r, c->id);
 
     (void)req;
-    if (late) { /* the runner stops: its recovery requeues the claim */
+    if (late) { /* the runner stops: a job granted in the store did not start */
+        if (c->rc == 0) {
+            runner_job_end_write(r, c->id, c->token, SBX_JOB_INTERRUPTED,
+                                 "the box stopped before the job started");
+        }
         free(c);
         return;
     }
@@ -309,6 +313,7 @@ void runner_schedule(struct sbx_runner *r)
         if (runner_sq_threaded(r)) {
             struct grant_call *c = xcalloc(1, sizeof(*c));
 
+            c->rc = -1; /* not written until the call says so */
             snprintf(c->id, sizeof(c->id), "%s", j->id);
             c->token = j->token;
             c->g = g;
