@@ -51,8 +51,11 @@
 #          started again, every accepted job finishes.
 #   dbstall (added, issue 31) the jobs table locked (a psql session holds
 #          ACCESS EXCLUSIVE): a submit answers 503 within its deadline
-#          (runner.database_timeout 1 s, + 1 s), GET /healthz and GET / within
-#          1 s (the times are printed; the 100 ms target is bench/dbstall_bench.sh);
+#          (runner.database_timeout 1 s, + 1 s); (changed) while it waits on
+#          the lock, the stall's first GET / and GET /healthz answer within
+#          100 ms (SBX_TEST_STALL_FAST_MS), then 5 more of each within 1 s;
+#          (added) then the box's backends stopped (SIGSTOP, a silent
+#          database): a submit 503 within its deadline, GET / at once;
 #          the lock released, the store is ok again, and every accepted job
 #          and a new one finish.
 #   dbbench (added, issue 31) the API's p50/p99 per route (GET /healthz, GET /,
@@ -1115,14 +1118,42 @@ dbstall)
     }
     wait_until 30 "the jobs table to be locked" locked
     ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+    # (changed) the first requests of the stall: a submit is handed to the
+    # store thread and waits on the lock; while it does, GET / and /healthz
+    # answer within fast_ms (the loop never waits on the database; before
+    # the store thread they waited with the submit, about 1 s)
+    fast_ms=${SBX_TEST_STALL_FAST_MS:-100}
     t0=$(date +%s%N)
-    code=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/s.head" -o "$work/s.out" \
-        -w '%{http_code}' -d '{"argv": ["hello"], "pool": "ci"}' http://sbx/v1/jobs)
+    curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/s.head" -o "$work/s.out" \
+        -w '%{http_code}' -d '{"argv": ["hello"], "pool": "ci"}' http://sbx/v1/jobs >"$work/s.code" &
+    submitter=$!
+    waiting() { # a statement of the box waits on the lock (the submit's or a claim's)
+        [ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND application_name <> 'sbxstall'")" -ge 1 ]
+    }
+    wait_until 30 "a statement of b1 to wait on the lock" waiting
+    kill -0 "$submitter" 2>/dev/null || fail "the stalled submit was answered before its statement waited"
+    first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/)
+    first_h=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o "$work/h.out" \
+        -w '%{http_code} %{time_total}' http://sbx/healthz)
+    in_flight=0
+    kill -0 "$submitter" 2>/dev/null && in_flight=1
+    wait "$submitter" || fail "the stalled submit: curl failed"
     submit_ms=$(ms "$t0")
+    code=$(cat "$work/s.code")
+    first_p_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_p")
+    first_h_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_h")
+    echo "fleet: the stall's first requests: GET / $first_p_ms ms, /healthz $first_h_ms ms (the submit still waiting: $in_flight); the submit 503 in $submit_ms ms"
+    case "${first_p%% *}" in 2??|3??) ;; *) fail "the first GET / of the stall: HTTP ${first_p%% *}" ;; esac
+    # (its probe may not have met the stall yet: 200 or 503, at once either way)
+    case "${first_h%% *}" in 200|503) ;; *) fail "the first /healthz of the stall: HTTP ${first_h%% *}" ;; esac
+    [ "$first_p_ms" -lt "$fast_ms" ] || fail "the first GET / of the stall took $first_p_ms ms (a store call waited on the lock; target $fast_ms ms)"
+    [ "$first_h_ms" -lt "$fast_ms" ] || fail "the first /healthz of the stall took $first_h_ms ms (a store call waited on the lock; target $fast_ms ms)"
     [ "$code" = 503 ] || fail "a submit with the database stalled: HTTP $code ($(cat "$work/s.out"))"
     [ "$(wc -l <"$work/s.out")" = 1 ] || fail "the stalled submit's 503: not one line"
     grep -qi '^Retry-After:' "$work/s.head" || fail "the stalled submit's 503 has no Retry-After"
-    [ "$submit_ms" -lt 6000 ] || fail "the stalled submit took $submit_ms ms (deadline 2000)"
+    # its deadline: runner.database_timeout + 1 s = 2 s, from the hand-over
+    [ "$submit_ms" -lt 3000 ] || fail "the stalled submit took $submit_ms ms (deadline 2000)"
     worst_h=0
     worst_p=0
     for i in 1 2 3 4 5; do
@@ -1151,7 +1182,36 @@ dbstall)
     wait_until 30 "/healthz to say the store is ok again" store_ok
     after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
     for id in $ids $after; do wait_state "$id" finished 60; done
-    echo "fleet: database stall ended: the 2 accepted jobs and a new one finished"
+    # (added) a silent database: the box's backends stopped (SIGSTOP), no
+    # answer at all (statement_timeout cannot fire): the submit is answered
+    # 503 within its deadline (the loop's timer or the thread's own
+    # deadline, whichever is first), GET / at once meanwhile; once they go
+    # on, the store is ok again and a new job finishes
+    pids=$(sql "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+    [ -n "$pids" ] || fail "no backend of b1 to stop"
+    kill -STOP $pids
+    t0=$(date +%s%N)
+    curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/s.head" -o "$work/s.out" \
+        -w '%{http_code}' -d '{"argv": ["hello"], "pool": "ci"}' http://sbx/v1/jobs >"$work/s.code" &
+    submitter=$!
+    first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/)
+    wait "$submitter" || { kill -CONT $pids; fail "the silent submit: curl failed"; }
+    submit_ms=$(ms "$t0")
+    kill -CONT $pids
+    first_p_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_p")
+    echo "fleet: database silent: the submit 503 in $submit_ms ms ($(cat "$work/s.out")); GET / meanwhile $first_p_ms ms"
+    [ "$(cat "$work/s.code")" = 503 ] || fail "a submit with the database silent: HTTP $(cat "$work/s.code") ($(cat "$work/s.out"))"
+    grep -qi '^Retry-After:' "$work/s.head" || fail "the silent submit's 503 has no Retry-After"
+    [ "$submit_ms" -lt 3000 ] || fail "the silent submit took $submit_ms ms (deadline 2000)"
+    [ "$first_p_ms" -lt "$fast_ms" ] || fail "GET / with the database silent took $first_p_ms ms (target $fast_ms ms)"
+    wait_until 30 "/healthz to say the store is ok again" store_ok
+    after2=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
+    wait_state "$after2" finished 60
+    curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/metrics >"$work/m.out"
+    grep -q '^sbx_store_thread_calls_total{how="handed"} [1-9]' "$work/m.out" ||
+        fail "/metrics: no store thread calls: $(grep sbx_store_thread "$work/m.out")"
+    echo "fleet: database stall ended: the 2 accepted jobs and a new one finished; $(grep '^sbx_store_thread' "$work/m.out" | tr '\n' ' ')"
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;

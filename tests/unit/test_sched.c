@@ -223,6 +223,41 @@ static void test_sched_heavy_exclusive(void **state)
     sbx_sched_destroy(s);
 }
 
+/* (added) sbx_sched_fit_copy: the store thread's claim decides with a copy
+ * (runner/fleet.c); it answers as the scheduler did when copied, whatever the
+ * scheduler does after. */
+static int fit_both(const struct sbx_sched *s, enum sbx_pool pool, enum sbx_job_class cls)
+{
+    return sbx_sched_claim_fit(s, pool, cls, 2, 8 * G);
+}
+
+static void test_sched_fit_copy(void **state)
+{
+    struct sbx_sched *s = make(BOTH, 16, 64 * G);
+    struct sbx_sched *c;
+
+    (void)state;
+    submit_ok(s, "h1", SBX_POOL_CI, SBX_CLASS_HEAVY, 2, 8 * G);
+    assert_string_equal(grant(s), "h1"); /* ci's heavy slot held, nothing queued */
+    c = sbx_sched_fit_copy(s);
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        for (int k = 0; k < 2; k++) {
+            assert_int_equal(fit_both(c, (enum sbx_pool)p, (enum sbx_job_class)k),
+                             fit_both(s, (enum sbx_pool)p, (enum sbx_job_class)k));
+        }
+    }
+    assert_int_equal(fit_both(c, SBX_POOL_CI, SBX_CLASS_HEAVY), 0); /* another box may */
+    assert_int_equal(fit_both(c, SBX_POOL_CI, SBX_CLASS_LIGHT), 1);
+    /* the scheduler goes on: a queued job here, the heavy slot freed */
+    submit_ok(s, "l1", SBX_POOL_CI, SBX_CLASS_LIGHT, 2, 8 * G);
+    release(s, "h1");
+    assert_int_equal(fit_both(s, SBX_POOL_CI, SBX_CLASS_LIGHT), -1); /* l1 starts first */
+    assert_int_equal(fit_both(c, SBX_POOL_CI, SBX_CLASS_LIGHT), 1);  /* the copy as it was */
+    assert_int_equal(fit_both(c, SBX_POOL_CI, SBX_CLASS_HEAVY), 0);
+    sbx_sched_fit_free(c);
+    sbx_sched_destroy(s);
+}
+
 /* box.max_sandboxes (default 6) caps the box whatever CPU and memory are left. */
 static void test_sched_six_cap(void **state)
 {
@@ -718,6 +753,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sched_measure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_pool_isolation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_heavy_exclusive, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sched_fit_copy, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_six_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_fit_and_refusal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sched_bad_input, setup, teardown),

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runner/runner_int.h"
+#include "runner/storeq.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"
 #include "util/log.h"
@@ -43,7 +44,7 @@ void runner_reply_error(struct evhttp_request *req, int code, const char *fmt, .
     runner_reply_json(req, code, json_pack("{s:s}", "error", msg));
 }
 
-static int http_code_for(const sbx_error_t *err)
+int runner_http_code(const sbx_error_t *err)
 {
     switch (err->code) {
     case SBX_E_POLICY:
@@ -67,13 +68,15 @@ static int http_code_for(const sbx_error_t *err)
 
 /* (added) The box that holds a job or a live task, when it is another live
  * or dead box of the fleet: 1 and *o (clear it), else 0 (here, queued with no
- * box, or one box). A store failure: 0 (the local path answers it). */
-static int elsewhere(struct sbx_runner *r, int task, const char *id, struct sbx_store_owner *o)
+ * box, or one box). A store failure: 0 (the local path answers it). st: the
+ * caller's connection (the store thread's, or the loop's). */
+int runner_elsewhere(struct sbx_runner *r, struct sbx_store *st, int task, const char *id,
+                     struct sbx_store_owner *o)
 {
     sbx_error_t *err = NULL;
     const char *me = runner_fleet_box(r);
 
-    if (me == NULL || sbx_store_where(r->store, task, id, o, &err) <= 0) {
+    if (me == NULL || sbx_store_where(st, task, id, o, &err) <= 0) {
         sbx_error_free(&err);
         return 0;
     }
@@ -302,140 +305,6 @@ out:
     return rc == 0 ? 0 : code;
 }
 
-/* (added) The task id belongs to another client (docs/runner.md, "Task
- * ids"): 403 when who may not see that client's work, else 409 naming it; 1
- * when answered. A store that cannot tell: 0 (the submit's own transaction
- * checks again). */
-static int task_of_another(struct sbx_runner *r, struct evhttp_request *req, const struct rjob *j,
-                           const struct runner_client *who)
-{
-    char owner[128];
-    sbx_error_t *err = NULL;
-    int rc = sbx_store_task_owner(r->store, j->task, owner, sizeof(owner), &err);
-
-    sbx_error_free(&err);
-    if (rc != 1 || sbx_store_owner_ok(owner, j->owner)) {
-        return 0;
-    }
-    rm_refused(&r->metrics, rm_refusal_of(403));
-    sbx_warn("runner: client '%s' named task %s, which belongs to another client: refused",
-             who->name, j->task);
-    if (!runner_may_read(who, owner)) {
-        runner_reply_error(req, 403, "task %s belongs to another client; use another task id",
-                           j->task);
-    }
-    else {
-        runner_reply_error(req, 409, "task %s belongs to client '%s'; use another task id", j->task,
-                           owner[0] ? owner : "(from before clients)");
-    }
-    return 1;
-}
-
-void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
-                          const struct runner_client *who)
-{
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    size_t len = evbuffer_get_length(in);
-    struct rjob *j;
-    json_t *labels = NULL;
-    sbx_error_t *err = NULL;
-    char msg[512];
-    char *body;
-    int code;
-
-    if (len > SBX_RUNNER_MAX_BODY) {
-        rm_refused(&r->metrics, RM_REFUSED_TOO_LARGE);
-        runner_reply_error(req, 413,
-                           "request body of %zu bytes is larger than the limit of %u bytes", len,
-                           SBX_RUNNER_MAX_BODY);
-        return;
-    }
-    body = xmalloc(len + 1);
-    evbuffer_copyout(in, body, len);
-    body[len] = '\0';
-    j = xcalloc(1, sizeof(*j));
-    code = runner_parse_submit(r, body, len, j, &labels, msg, sizeof(msg));
-    if (code != 0) {
-        free(body);
-        runner_job_free(j);
-        rm_refused(&r->metrics, rm_refusal_of(code));
-        runner_reply_error(req, code, "%s", msg);
-        return;
-    }
-    snprintf(j->owner, sizeof(j->owner), "%s", who->name);
-    free(body);
-    if (j->credentials != NULL && !runner_may_use_credentials(r, who->name, j->credentials)) {
-        /* (added, issue 25) before anything is stored or leased */
-        rm_refused(&r->metrics, rm_refusal_of(403));
-        sbx_warn("runner: client '%s' may not use credential instance '%s': refused", who->name,
-                 j->credentials);
-        runner_reply_error(req, 403,
-                           "client '%s' may not use credential instance '%s' (runner.clients "
-                           "credentials)",
-                           who->name, j->credentials);
-        json_decref(labels);
-        runner_job_free(j);
-        return;
-    }
-    if (task_of_another(r, req, j, who)) {
-        json_decref(labels);
-        runner_job_free(j);
-        return;
-    }
-    if (strcmp(j->task, j->id) != 0 && runner_task_find(r, j->task) == NULL) {
-        struct sbx_store_owner o;
-
-        /* (added) a command for a kept task that lives on another box runs
-         * there: the box that holds the task gets the request */
-        if (elsewhere(r, 1, j->task, &o)) {
-            char what[96];
-
-            snprintf(what, sizeof(what), "task %s", j->task);
-            json_decref(labels);
-            runner_job_free(j);
-            runner_forward(r, req, who, &o, what, 0, 0);
-            sbx_store_owner_clear(&o);
-            return;
-        }
-    }
-    code = runner_submit(r, j, labels, &err);
-    if (code < 0 && sbx_store_down(r->store)) {
-        /* (added) a connection the server dropped (a restart of the
-         * database) is opened again before the next statement: one more try;
-         * nothing was stored by the first */
-        sbx_error_free(&err);
-        code = runner_submit(r, j, labels, &err);
-    }
-    if (code < 0) {
-        code = http_code_for(err);
-
-        json_decref(labels);
-        runner_job_free(j);
-        rm_refused(&r->metrics, rm_refusal_of(code));
-        if (!runner_reply_store_down(r, req, err)) {
-            runner_reply_error(req, code, "%s", sbx_error_msg(err));
-        }
-        sbx_error_free(&err);
-        return;
-    }
-    json_decref(labels);
-    if (code == 0 && runner_fleet_box(r) != NULL) {
-        /* (added) a command run at once in a kept task of this box: its
-         * record names the box, for the others' forwards */
-        if (sbx_store_job_own(r->store, j->id, &err) < 0) {
-            sbx_error_log("runner: %s", sbx_error_msg(err));
-            sbx_error_free(&err);
-        }
-    }
-    runner_reply_json(req, 201,
-                      json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
-                                sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls),
-                                "state", sbx_job_state_name((enum sbx_job_state)j->state)));
-    if (code == 1) { /* in the shared queue: a box's claim makes its own */
-        runner_job_free(j);
-    }
-}
-
 /* ---- jobs ---------------------------------------------------------------- */
 
 /* 403 unless who may read a job of owner. */
@@ -456,40 +325,71 @@ static int read_denied(struct evhttp_request *req, const struct runner_client *w
     return 1;
 }
 
-void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                           const struct runner_client *who)
+/* (changed) GET /v1/jobs/ID: the record is read by the store thread on a
+ * fleet box (storeq.h); the output counts come from the loop's job. */
+struct job_get_call {
+    char *id;
+    struct runner_client who; /* name and scopes (no token) */
+    struct sbx_job_rec rec;
+    sbx_error_t *err;
+    int rc, down;
+};
+
+static void job_get_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
-    struct sbx_job_rec rec = {0};
-    sbx_error_t *err = NULL;
-    struct rjob *j = runner_job_find(r, id);
+    struct job_get_call *c = arg;
+
+    (void)r;
+    c->rc = sbx_store_job_get(st, c->id, &c->rec, &c->err);
+    c->down = c->rc < 0 && sbx_store_down(st);
+}
+
+static void job_get_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct job_get_call *c = arg;
+    struct rjob *j;
+    char what[96];
     json_t *o;
 
-    if (sbx_store_job_get(r->store, id, &rec, &err) < 0) {
-        if (!runner_reply_store_down(r, req, err)) {
-            runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
-                               sbx_error_msg(err));
-        }
-        sbx_error_free(&err);
-        return;
+    if (late) {
+        goto out;
     }
-    {
-        char what[96];
-
-        snprintf(what, sizeof(what), "job %s", id);
-        if (read_denied(req, who, what, rec.client)) {
-            sbx_job_rec_clear(&rec);
-            return;
+    if (c->rc < 0) {
+        if (!runner_reply_unavailable(req, c->down, c->err)) {
+            runner_reply_error(req, c->err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
+                               sbx_error_msg(c->err));
         }
+        goto out;
     }
-    o = sbx_job_rec_to_json(&rec);
+    snprintf(what, sizeof(what), "job %s", c->id);
+    if (read_denied(req, &c->who, what, c->rec.client)) {
+        goto out;
+    }
+    o = sbx_job_rec_to_json(&c->rec);
+    j = runner_job_find(r, c->id);
     if (j != NULL) {
         pthread_mutex_lock(&r->mu);
         json_object_set_new(o, "output_bytes", json_integer((json_int_t)j->out_total));
         json_object_set_new(o, "output_truncated", json_boolean(j->out_total > j->out_len));
         pthread_mutex_unlock(&r->mu);
     }
-    sbx_job_rec_clear(&rec);
     runner_reply_json(req, 200, o);
+out:
+    sbx_job_rec_clear(&c->rec);
+    sbx_error_free(&c->err);
+    free(c->id);
+    free(c);
+}
+
+void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                           const struct runner_client *who)
+{
+    struct job_get_call *c = xcalloc(1, sizeof(*c));
+
+    c->id = xstrdup(id);
+    snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
+    c->who.scopes = who->scopes;
+    runner_sq_call(r, req, job_get_work, job_get_done, c);
 }
 
 static void stream_closed(struct evhttp_connection *c, void *arg)
@@ -573,58 +473,239 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
     }
 }
 
+/* (changed) A job or task this box does not hold in memory: its record and
+ * the box that holds it are read by the store thread on a fleet box
+ * (storeq.h), and the answer is made when they come back. */
+enum lookup_kind { LOOKUP_OUTPUT, LOOKUP_CANCEL, LOOKUP_TASK_END };
+
+struct lookup_call {
+    enum lookup_kind kind;
+    char *id;
+    struct runner_client who; /* name and scopes (no token) */
+    int follow, frames;       /* the output */
+    /* the store thread's findings */
+    int rc; /* the record: 0 read, -1 err */
+    struct sbx_job_rec rec;
+    sbx_error_t *err;
+    int down;
+    int mine;    /* cancel: who may cancel it */
+    int forward; /* another box holds it: o */
+    struct sbx_store_owner o;
+    int cancel_rc; /* cancel: the shared queue's cancel (fleet) */
+    sbx_error_t *cancel_err;
+    int cancel_down;
+};
+
+/* A task end for this box: the task lives here (who may end it), or it is
+ * nowhere (404). */
+static void task_end_here(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                          const struct runner_client *who)
+{
+    sbx_error_t *err = NULL;
+    struct rtask *t;
+    int mine = 1;
+
+    pthread_mutex_lock(&r->mu);
+    t = runner_task_find(r, id);
+    if (t != NULL) {
+        mine = runner_may_cancel(who, t->owner);
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!mine) {
+        runner_reply_error(req, 403,
+                           "task %s belongs to another client: client '%s' lacks scope "
+                           "'cancel-any'",
+                           id, who->name);
+        return;
+    }
+    if (runner_task_end(r, id, &err) < 0) {
+        runner_reply_error(req, runner_http_code(err), "%s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        return;
+    }
+    runner_reply_json(req, 202, json_pack("{s:s, s:s}", "task", id, "state", "ending"));
+}
+
+static void lookup_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    struct lookup_call *c = arg;
+
+    if (c->kind == LOOKUP_TASK_END) {
+        c->forward = runner_elsewhere(r, st, 1, c->id, &c->o);
+        return;
+    }
+    c->rc = sbx_store_job_get(st, c->id, &c->rec, &c->err);
+    c->down = c->rc < 0 && sbx_store_down(st);
+    if (c->down) {
+        return;
+    }
+    if (c->kind == LOOKUP_OUTPUT) {
+        if (c->rc == 0 && runner_may_read(&c->who, c->rec.client)) {
+            /* (added) its output is on the box that ran it */
+            c->forward = runner_elsewhere(r, st, 0, c->id, &c->o);
+        }
+        return;
+    }
+    c->mine = c->rc < 0 || runner_may_cancel(&c->who, c->rec.client); /* not found: said below */
+    if (!c->mine) {
+        return;
+    }
+    if (c->rc == 0 && c->rec.state < SBX_JOB_FINISHED &&
+        runner_elsewhere(r, st, 0, c->id, &c->o)) { /* (added) the box that holds it cancels it */
+        c->forward = 1;
+        return;
+    }
+    if (r->fleet != NULL) { /* in the shared queue, or on another box */
+        c->cancel_rc =
+            sbx_store_job_cancel_queued(st, c->id, "cancelled by request", &c->cancel_err);
+        c->cancel_down = c->cancel_rc < 0 && sbx_store_down(st);
+    }
+    else if (c->rc == 0) {
+        c->cancel_rc = sbx_error_set(&c->cancel_err, EINVAL, "job %s already ended (%s)", c->id,
+                                     sbx_job_state_name(c->rec.state));
+    }
+    else {
+        c->cancel_rc = -1;
+        c->cancel_err = c->err;
+        c->err = NULL;
+    }
+}
+
+static void output_done(struct sbx_runner *r, struct evhttp_request *req, struct lookup_call *c)
+{
+    char what[96];
+    int unclaimed;
+
+    snprintf(what, sizeof(what), "job %s", c->id);
+    if (c->rc < 0) {
+        if (!runner_reply_unavailable(req, c->down, c->err)) {
+            runner_reply_error(req, c->err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
+                               sbx_error_msg(c->err));
+        }
+        return;
+    }
+    if (read_denied(req, &c->who, what, c->rec.client)) {
+        return;
+    }
+    unclaimed = c->rec.box == NULL; /* never claimed: queued, or cancelled there */
+    if (c->forward) {
+        runner_forward(r, req, &c->who, &c->o, what, 1, c->frames);
+        return;
+    }
+    if (unclaimed && runner_fleet_box(r) != NULL) {
+        /* (added) never claimed: no output; a follow of a job still in
+         * the shared queue waits for the box that claims it (forward.c) */
+        if (c->follow && c->rec.state == SBX_JOB_QUEUED) {
+            runner_forward_wait(r, req, &c->who, c->id, c->frames);
+            return;
+        }
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                          c->frames ? "application/vnd.sbx.output-frames"
+                                    : "text/plain; charset=utf-8");
+        evhttp_send_reply(req, 200, "OK", NULL);
+        return;
+    }
+    runner_reply_error(req, 410, "the output of job %s is no longer kept (see its record)", c->id);
+}
+
+static void cancel_done(struct sbx_runner *r, struct evhttp_request *req, struct lookup_call *c)
+{
+    if (c->rc < 0 && runner_reply_unavailable(req, c->down, c->err)) {
+        return;
+    }
+    if (!c->mine) {
+        runner_reply_error(req, 403,
+                           "job %s belongs to another client: client '%s' lacks scope "
+                           "'cancel-any'",
+                           c->id, c->who.name);
+        return;
+    }
+    if (c->forward) {
+        char what[96];
+
+        snprintf(what, sizeof(what), "job %s", c->id);
+        runner_forward(r, req, &c->who, &c->o, what, 0, 0);
+        return;
+    }
+    if (c->cancel_rc < 0) {
+        if (!runner_reply_unavailable(req, c->cancel_down, c->cancel_err)) {
+            runner_reply_error(req, runner_http_code(c->cancel_err), "%s",
+                               sbx_error_msg(c->cancel_err));
+        }
+        return;
+    }
+    runner_reply_json(req, 202, json_pack("{s:s, s:s}", "id", c->id, "state", "cancelling"));
+}
+
+static void lookup_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct lookup_call *c = arg;
+
+    if (late) {
+        goto out;
+    }
+    if (c->kind == LOOKUP_TASK_END) {
+        if (c->forward) { /* (added) the box that holds the task ends it */
+            char what[96];
+
+            snprintf(what, sizeof(what), "task %s", c->id);
+            runner_forward(r, req, &c->who, &c->o, what, 0, 0);
+        }
+        else {
+            task_end_here(r, req, c->id, &c->who); /* here now, or nowhere */
+        }
+    }
+    else if (c->kind == LOOKUP_OUTPUT) {
+        if (runner_job_find(r, c->id) != NULL) { /* claimed by this box meanwhile */
+            runner_handle_output(r, req, c->id, c->follow, c->frames, &c->who);
+        }
+        else {
+            output_done(r, req, c);
+        }
+    }
+    else {
+        if (runner_job_find(r, c->id) != NULL) { /* claimed by this box meanwhile */
+            runner_handle_cancel(r, req, c->id, &c->who);
+        }
+        else {
+            cancel_done(r, req, c);
+        }
+    }
+out:
+    sbx_job_rec_clear(&c->rec);
+    sbx_error_free(&c->err);
+    sbx_error_free(&c->cancel_err);
+    sbx_store_owner_clear(&c->o);
+    free(c->id);
+    free(c);
+}
+
+static void lookup(struct sbx_runner *r, struct evhttp_request *req, enum lookup_kind kind,
+                   const char *id, const struct runner_client *who, int follow, int frames)
+{
+    struct lookup_call *c = xcalloc(1, sizeof(*c));
+
+    c->kind = kind;
+    c->id = xstrdup(id);
+    snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
+    c->who.scopes = who->scopes;
+    c->follow = follow;
+    c->frames = frames;
+    runner_sq_call(r, req, lookup_work, lookup_done, c);
+}
+
 void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                           int follow, int frames, const struct runner_client *who)
 {
     struct rjob *j = runner_job_find(r, id);
     struct runner_stream *s;
-    struct sbx_job_rec rec = {0};
     char what[96];
 
-    snprintf(what, sizeof(what), "job %s", id);
     if (j == NULL) {
-        sbx_error_t *err = NULL;
-
-        struct sbx_store_owner o;
-
-        if (sbx_store_job_get(r->store, id, &rec, &err) < 0) {
-            if (!runner_reply_store_down(r, req, err)) {
-                runner_reply_error(req, err->code == SBX_E_NOTFOUND ? 404 : 500, "%s",
-                                   sbx_error_msg(err));
-            }
-            sbx_error_free(&err);
-            return;
-        }
-        int unclaimed;
-
-        if (read_denied(req, who, what, rec.client)) {
-            sbx_job_rec_clear(&rec);
-            return;
-        }
-        unclaimed = rec.box == NULL; /* never claimed: queued, or cancelled there */
-        follow = follow && rec.state == SBX_JOB_QUEUED;
-        sbx_job_rec_clear(&rec);
-        if (elsewhere(r, 0, id, &o)) { /* (added) its output is on the box that ran it */
-            runner_forward(r, req, who, &o, what, 1, frames);
-            sbx_store_owner_clear(&o);
-            return;
-        }
-        if (unclaimed && runner_fleet_box(r) != NULL) {
-            /* (added) never claimed: no output; a follow of a job still in
-             * the shared queue waits for the box that claims it (forward.c) */
-            if (follow) {
-                runner_forward_wait(r, req, who, id, frames);
-                return;
-            }
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                              frames ? "application/vnd.sbx.output-frames"
-                                     : "text/plain; charset=utf-8");
-            evhttp_send_reply(req, 200, "OK", NULL);
-            return;
-        }
-        runner_reply_error(req, 410, "the output of job %s is no longer kept (see its record)", id);
+        lookup(r, req, LOOKUP_OUTPUT, id, who, follow, frames);
         return;
     }
+    snprintf(what, sizeof(what), "job %s", id);
     if (read_denied(req, who, what, j->owner)) {
         return;
     }
@@ -646,48 +727,21 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
 {
     sbx_error_t *err = NULL;
     struct rjob *j = runner_job_find(r, id);
-    struct sbx_job_rec rec = {0};
-    int mine;
 
-    if (j != NULL) {
-        mine = runner_may_cancel(who, j->owner);
-    }
-    else if (sbx_store_job_get(r->store, id, &rec, &err) == 0) {
-        mine = runner_may_cancel(who, rec.client);
-        if (mine && rec.state < SBX_JOB_FINISHED) {
-            struct sbx_store_owner o;
-
-            if (elsewhere(r, 0, id, &o)) { /* (added) the box that holds it cancels it */
-                char what[96];
-
-                snprintf(what, sizeof(what), "job %s", id);
-                sbx_job_rec_clear(&rec);
-                runner_forward(r, req, who, &o, what, 0, 0);
-                sbx_store_owner_clear(&o);
-                return;
-            }
-        }
-        sbx_job_rec_clear(&rec);
-    }
-    else if (runner_reply_store_down(r, req, err)) {
-        sbx_error_free(&err);
+    if (j == NULL) {
+        lookup(r, req, LOOKUP_CANCEL, id, who, 0, 0);
         return;
     }
-    else {
-        mine = 1; /* not found: runner_cancel says so */
-        sbx_error_free(&err);
-    }
-    if (!mine) {
+    if (!runner_may_cancel(who, j->owner)) {
         runner_reply_error(req, 403,
                            "job %s belongs to another client: client '%s' lacks scope "
                            "'cancel-any'",
                            id, who->name);
         return;
     }
-
     if (runner_cancel(r, id, &err) < 0) {
         if (!runner_reply_store_down(r, req, err)) {
-            runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
+            runner_reply_error(req, runner_http_code(err), "%s", sbx_error_msg(err));
         }
         sbx_error_free(&err);
         return;
@@ -698,42 +752,11 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
 void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                             const struct runner_client *who)
 {
-    sbx_error_t *err = NULL;
-    struct rtask *t;
-    int mine = 1;
-
-    pthread_mutex_lock(&r->mu);
-    t = runner_task_find(r, id);
-    if (t != NULL) {
-        mine = runner_may_cancel(who, t->owner);
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (!mine) {
-        runner_reply_error(req, 403,
-                           "task %s belongs to another client: client '%s' lacks scope "
-                           "'cancel-any'",
-                           id, who->name);
+    if (runner_task_find(r, id) == NULL && runner_fleet_box(r) != NULL) {
+        lookup(r, req, LOOKUP_TASK_END, id, who, 0, 0);
         return;
     }
-
-    if (t == NULL) {
-        struct sbx_store_owner o;
-
-        if (elsewhere(r, 1, id, &o)) { /* (added) the box that holds the task ends it */
-            char what[96];
-
-            snprintf(what, sizeof(what), "task %s", id);
-            runner_forward(r, req, who, &o, what, 0, 0);
-            sbx_store_owner_clear(&o);
-            return;
-        }
-    }
-    if (runner_task_end(r, id, &err) < 0) {
-        runner_reply_error(req, http_code_for(err), "%s", sbx_error_msg(err));
-        sbx_error_free(&err);
-        return;
-    }
-    runner_reply_json(req, 202, json_pack("{s:s, s:s}", "task", id, "state", "ending"));
+    task_end_here(r, req, id, who);
 }
 
 /* ---- queue, slots, metrics --------------------------------------------- */

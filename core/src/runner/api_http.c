@@ -109,7 +109,6 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
                                       "waiting_for", ready ? NULL : why));
     }
     queue_filter(r, o, who);
-    runner_fleet_queue(r, o);
     return o;
 }
 
@@ -200,7 +199,8 @@ void runner_api_metrics(const struct runner_route_call *c)
 
 void runner_api_queue(const struct runner_route_call *c)
 {
-    runner_reply_json(c->req, 200, queue_json(c->r, c->who));
+    /* (changed) a fleet box adds the fleet, read by the store thread */
+    runner_fleet_queue(c->r, c->req, queue_json(c->r, c->who));
 }
 
 void runner_api_slots(const struct runner_route_call *c)

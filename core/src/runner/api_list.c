@@ -10,6 +10,7 @@
 #include <sys/queue.h>
 
 #include "runner/runner_int.h"
+#include "runner/storeq.h"
 #include "sandbox/backlog.h"
 #include "util/xalloc.h"
 
@@ -125,49 +126,84 @@ out:
     return rc;
 }
 
+/* (changed) GET /v1/jobs: the page is read by the store thread on a fleet box
+ * (storeq.h). */
+struct page_call {
+    struct sbx_job_filter f;
+    char client[64];
+    struct sbx_job_rec *recs;
+    size_t n;
+    sbx_error_t *err;
+    int rc, down;
+};
+
+static void page_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    struct page_call *c = arg;
+
+    (void)r;
+    c->rc = sbx_store_job_page(st, &c->f, &c->recs, &c->n, &c->err);
+    c->down = c->rc < 0 && sbx_store_down(st);
+}
+
+static void page_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct page_call *c = arg;
+    json_t *jobs;
+    json_t *next = json_null();
+
+    (void)r;
+    if (late) {
+        goto out;
+    }
+    if (c->rc < 0) {
+        if (!runner_reply_unavailable(req, c->down, c->err)) {
+            runner_reply_error(req, 500, "%s", sbx_error_msg(c->err));
+        }
+        goto out;
+    }
+    jobs = json_array();
+    for (size_t i = 0; i < c->n && i + 1 < c->f.limit; i++) {
+        json_array_append_new(jobs, sbx_job_rec_to_json(&c->recs[i]));
+    }
+    if (c->n == c->f.limit) {
+        char cur[48];
+
+        snprintf(cur, sizeof(cur), CURSOR_PREFIX "%" PRIx64, (uint64_t)c->recs[c->n - 2].seq);
+        next = json_string(cur);
+    }
+    runner_reply_json(req, 200, json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", next));
+out:
+    if (c->rc == 0) {
+        sbx_job_rec_free_array(c->recs, c->n);
+    }
+    sbx_error_free(&c->err);
+    free(c);
+}
+
 void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
                              const struct runner_client *who)
 {
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-    struct sbx_job_filter f = {0};
-    struct sbx_job_rec *recs = NULL;
-    sbx_error_t *err = NULL;
-    json_t *jobs;
-    json_t *next = json_null();
-    size_t n = 0;
+    struct page_call *c;
     char msg[256];
 
     if ((who->scopes & (SBX_SCOPE_READ_OWN | SBX_SCOPE_READ_ALL)) == 0) {
         runner_reply_error(req, 403, "client '%s' lacks scope 'read-own'", who->name);
         return;
     }
-    if (parse_list_query(query, &f, msg, sizeof(msg)) < 0) {
+    c = xcalloc(1, sizeof(*c));
+    if (parse_list_query(query, &c->f, msg, sizeof(msg)) < 0) {
+        free(c);
         runner_reply_error(req, 400, "%s", msg);
         return;
     }
     if ((who->scopes & SBX_SCOPE_READ_ALL) == 0) {
-        f.client = who->name; /* read-own: its own jobs only */
+        snprintf(c->client, sizeof(c->client), "%s", who->name);
+        c->f.client = c->client; /* read-own: its own jobs only */
     }
-    f.limit++; /* one more tells whether a next page exists */
-    if (sbx_store_job_page(r->store, &f, &recs, &n, &err) < 0) {
-        if (!runner_reply_store_down(r, req, err)) {
-            runner_reply_error(req, 500, "%s", sbx_error_msg(err));
-        }
-        sbx_error_free(&err);
-        return;
-    }
-    jobs = json_array();
-    for (size_t i = 0; i < n && i + 1 < f.limit; i++) {
-        json_array_append_new(jobs, sbx_job_rec_to_json(&recs[i]));
-    }
-    if (n == f.limit) {
-        char c[48];
-
-        snprintf(c, sizeof(c), CURSOR_PREFIX "%" PRIx64, (uint64_t)recs[n - 2].seq);
-        next = json_string(c);
-    }
-    sbx_job_rec_free_array(recs, n);
-    runner_reply_json(req, 200, json_pack("{s:o, s:o}", "jobs", jobs, "next_cursor", next));
+    c->f.limit++; /* one more tells whether a next page exists */
+    runner_sq_call(r, req, page_work, page_done, c);
 }
 
 /* ---- health ------------------------------------------------------------- */

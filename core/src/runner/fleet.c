@@ -15,6 +15,7 @@
 
 #include "runner/jobstate.h"
 #include "runner/runner_int.h"
+#include "runner/storeq.h"
 #include "sbx/sbx_util.h"
 #include "sandbox/statedir.h"
 #include "sbx_build.h"
@@ -37,7 +38,10 @@ struct runner_fleet {
      * whole lease of those: when the database comes back from an outage, no
      * box could renew meanwhile, and the first to reconnect must not take the
      * others' jobs before they had a beat of their own to renew. */
-    int64_t renewed_since;
+    int64_t renewed_since; /* (changed) the beat's call's (one at a time) */
+    /* (added) calls of the store thread in flight (storeq.h): one claim and
+     * one beat at a time; a claim asked for meanwhile runs after it */
+    int claiming, claim_again, beating;
 };
 
 /* box.id, else the id this box generated once and kept in its state dir. */
@@ -98,28 +102,143 @@ static int box_id(struct sbx_runner *r, char *out, size_t len, sbx_error_t **err
     return 0;
 }
 
-static int fleet_register(struct sbx_runner *r, sbx_error_t **err)
+static int fleet_register(struct sbx_runner *r, struct sbx_store *st, sbx_error_t **err)
 {
     struct runner_fleet *f = r->fleet;
 
-    if (sbx_store_box_register(r->store, &f->row, f->lease_ms, &f->epoch, err) < 0) {
+    if (sbx_store_box_register(st, &f->row, f->lease_ms, &f->epoch, err) < 0) {
         return sbx_error_wrap(err, "runner: registering box %s", f->id);
     }
     return 0;
 }
 
+/* (added) fleet_lost's new registration: a call of the store thread, before
+ * the next beat's (they run in order) */
+static void register_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    sbx_error_t *err = NULL;
+
+    (void)arg;
+    if (fleet_register(r, st, &err) < 0) {
+        sbx_error_log("%s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+}
+
+static void register_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    (void)r;
+    (void)req;
+    (void)arg;
+    (void)late;
+}
+
+/* (changed) A claim is one call of the store thread (storeq.h): it decides
+ * with a copy of the scheduler's state taken by the loop when it handed the
+ * call over (sbx_sched_fit_copy) and takes at most one job per pool, as the
+ * loop did (a job claimed waits in this box's queue, and what waits here
+ * starts before anything is claimed); the loop queues what came back. */
+struct claim_call {
+    struct sbx_runner *r;
+    struct sbx_sched *fit;
+    struct sbx_job_rec rec[SBX_POOL_COUNT];
+    int got[SBX_POOL_COUNT];
+};
+
 static int claim_fit(void *ctx, const struct sbx_job_rec *job)
 {
-    struct sbx_runner *r = ctx;
+    struct claim_call *c = ctx;
+    struct sbx_runner *r = c->r;
+    int live;
 
     /* (added) its task still lives on this box (ending, say): passed over
      * until the loop removed it; never a second task of one id here */
-    if (runner_task_find(r, job->task ? job->task : job->id) != NULL) {
+    pthread_mutex_lock(&r->mu);
+    live = runner_task_find(r, job->task ? job->task : job->id) != NULL;
+    pthread_mutex_unlock(&r->mu);
+    if (live) {
         return 0;
     }
-    return sbx_sched_claim_fit(r->sched, (enum sbx_pool)sbx_pool_parse(job->pool),
+    return sbx_sched_claim_fit(c->fit, (enum sbx_pool)sbx_pool_parse(job->pool),
                                (enum sbx_job_class)sbx_job_class_parse(job->cls), job->limits.cpus,
                                job->limits.memory);
+}
+
+static void claim_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    struct claim_call *c = arg;
+    const char *box = runner_fleet_box(r);
+
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        sbx_error_t *err = NULL;
+        int rc = sbx_store_claim(st, box, sbx_pool_name((enum sbx_pool)p), claim_fit, c, &c->rec[p],
+                                 &err);
+
+        if (rc < 0) {
+            sbx_error_log("runner: claim: %s", sbx_error_msg(err));
+            sbx_error_free(&err);
+        }
+        c->got[p] = rc == 1;
+    }
+}
+
+static void claim_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct claim_call *c = arg;
+    struct runner_fleet *f = r->fleet;
+    int claimed = 0;
+
+    (void)req;
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        struct sbx_job_rec *rec = &c->rec[p];
+        sbx_error_t *err = NULL;
+        struct rjob *j;
+
+        if (!c->got[p]) {
+            continue;
+        }
+        if (late) { /* the runner stops: its recovery requeues the claim */
+            sbx_job_rec_clear(rec);
+            continue;
+        }
+        j = runner_job_from_rec(rec);
+        j->token = rec->token;
+        {
+            struct sbx_sched_job sj =
+                runner_sched_job(j, rec->limits.cpus, rec->limits.memory, rec->queued_at);
+
+            if (runner_job_find(r, j->id) != NULL || sbx_sched_submit(r->sched, &sj, &err) < 0) {
+                /* it ends cancelled: a call of the store thread */
+                runner_job_end_write(r, j->id, j->token, SBX_JOB_CANCELLED,
+                                     err ? sbx_error_msg(err) : "the job id is in use on this box");
+                sbx_error_free(&err);
+                runner_job_free(j);
+                sbx_job_rec_clear(rec);
+                continue;
+            }
+        }
+        pthread_mutex_lock(&r->mu);
+        runner_job_move_held(r, j, RJOB_QUEUED); /* the claim wrote its record */
+        runner_job_link(r, j);
+        pthread_mutex_unlock(&r->mu);
+        f->claims++;
+        claimed++;
+        sbx_job_rec_clear(rec);
+    }
+    sbx_sched_fit_free(c->fit);
+    free(c);
+    if (late) {
+        return;
+    }
+    f->claiming = 0;
+    if (claimed > 0) {
+        runner_schedule(r);
+    }
+    if (f->claim_again || claimed > 0) {
+        /* asked for meanwhile, or more may fit now (one per pool per call) */
+        f->claim_again = 0;
+        runner_fleet_claim(r);
+    }
 }
 
 /* Claims every job this box can start now, oldest first per pool, into its
@@ -127,87 +246,20 @@ static int claim_fit(void *ctx, const struct sbx_job_rec *job)
 void runner_fleet_claim(struct sbx_runner *r)
 {
     struct runner_fleet *f = r->fleet;
-    int claimed = 0;
+    struct claim_call *c;
 
     if (f == NULL || r->stopping || !runner_image_ready(r, NULL, 0)) {
         return; /* (added) a box without its image claims nothing */
     }
-    for (int p = 0; p < SBX_POOL_COUNT; p++) {
-        for (;;) {
-            struct sbx_job_rec rec = {0};
-            sbx_error_t *err = NULL;
-            struct rjob *j;
-            int rc = sbx_store_claim(r->store, f->id, sbx_pool_name((enum sbx_pool)p), claim_fit, r,
-                                     &rec, &err);
-
-            if (rc < 0) {
-                sbx_error_log("runner: claim: %s", sbx_error_msg(err));
-                sbx_error_free(&err);
-                break;
-            }
-            if (rc == 0) {
-                break;
-            }
-            j = runner_job_from_rec(&rec);
-            j->token = rec.token;
-            {
-                struct sbx_sched_job sj =
-                    runner_sched_job(j, rec.limits.cpus, rec.limits.memory, rec.queued_at);
-
-                if (runner_job_find(r, j->id) != NULL ||
-                    sbx_sched_submit(r->sched, &sj, &err) < 0) {
-                    sbx_store_job_move(
-                        r->store,
-                        &(struct sbx_job_move){.id = j->id,
-                                               .token = j->token,
-                                               .step = SBX_JOB_STEP_END,
-                                               .end = {.state = SBX_JOB_CANCELLED,
-                                                       .exit_status = -1,
-                                                       .reason = err ? sbx_error_msg(err)
-                                                                     : "the job id is in use on "
-                                                                       "this box"}},
-                        NULL);
-                    sbx_error_free(&err);
-                    runner_job_free(j);
-                    sbx_job_rec_clear(&rec);
-                    continue;
-                }
-            }
-            pthread_mutex_lock(&r->mu);
-            runner_job_move_held(r, j, RJOB_QUEUED);
-            runner_job_link(r, j);
-            pthread_mutex_unlock(&r->mu);
-            f->claims++;
-            claimed++;
-            sbx_job_rec_clear(&rec);
-        }
+    if (f->claiming) {
+        f->claim_again = 1;
+        return;
     }
-    if (claimed > 0) {
-        runner_schedule(r);
-    }
-}
-
-int runner_fleet_check(struct sbx_runner *r, const struct sbx_sched_job *sj, sbx_error_t **err)
-{
-    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
-    int served = snap->pools[sj->pool].served;
-    int n;
-
-    sbx_sched_snapshot_free(snap);
-    if (served) {
-        return sbx_sched_check(r->sched, sj, err);
-    }
-    n = sbx_store_pool_boxes(r->store, sbx_pool_name(sj->pool), err);
-    if (n < 0) {
-        return -1;
-    }
-    if (n == 0) {
-        return sbx_error_set(err, SBX_E_POLICY,
-                             "refused: job %s: no live box of the fleet serves pool '%s' "
-                             "(box.pools)",
-                             sj->id, sbx_pool_name(sj->pool));
-    }
-    return 0;
+    c = xcalloc(1, sizeof(*c));
+    c->r = r;
+    c->fit = sbx_sched_fit_copy(r->sched);
+    f->claiming = 1;
+    runner_sq_call(r, NULL, claim_work, claim_done, c);
 }
 
 /* This box was reaped while it could not renew (paused, cut off): its jobs
@@ -217,7 +269,6 @@ int runner_fleet_check(struct sbx_runner *r, const struct sbx_sched_job *sj, sbx
 static void fleet_lost(struct sbx_runner *r)
 {
     struct runner_fleet *f = r->fleet;
-    sbx_error_t *err = NULL;
 
     f->lost++;
     sbx_warn("runner: box %s lost its lease: stopping its jobs and destroying their sandboxes; "
@@ -246,27 +297,18 @@ static void fleet_lost(struct sbx_runner *r)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     runner_lead_resign(r, f->lead);
-    if (fleet_register(r, &err) < 0) {
-        sbx_error_log("%s", sbx_error_msg(err));
-        sbx_error_free(&err);
-    }
+    runner_sq_call(r, NULL, register_work, register_done, NULL);
 }
 
-static int fleet_listen(struct sbx_runner *r, sbx_error_t **err);
-
 /* The fleet as /metrics shows it, read once per beat: a scrape never queries
- * the database. */
-static void fleet_view(struct sbx_runner *r)
+ * the database. NULL when it could not be read (the last view stays). */
+static json_t *fleet_view(struct sbx_store *st)
 {
     sbx_error_t *err = NULL;
-    json_t *v = sbx_store_fleet_json(r->store, &err);
+    json_t *v = sbx_store_fleet_json(st, &err);
 
-    if (v == NULL) {
-        sbx_error_free(&err); /* the last view stays until the database is back */
-        return;
-    }
-    json_decref(r->fleet->view);
-    r->fleet->view = v;
+    sbx_error_free(&err);
+    return v;
 }
 
 static int64_t fleet_mono_ms(void)
@@ -277,27 +319,32 @@ static int64_t fleet_mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Every lease/3: renew, reap the boxes whose lease lapsed (once this box has
- * renewed its own for a whole lease), claim. */
-static void on_beat(evutil_socket_t fd, short what, void *arg)
+/* (changed) A beat is one call of the store thread (storeq.h), one at a
+ * time: renew, reap, the LISTEN connection when it is gone, the leader's
+ * work (fleetlead.c), the fleet's view; the loop then acts on it (a lost
+ * lease, the new view, the LISTEN event) and claims. */
+struct beat_call {
+    int lost;        /* the renewal was refused: this box was reaped */
+    int want_listen; /* the loop has no LISTEN connection */
+    struct sbx_store *listen;
+    int sock;
+    json_t *view;
+};
+
+static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
-    struct sbx_runner *r = arg;
+    struct beat_call *c = arg;
     struct runner_fleet *f = r->fleet;
     struct sbx_reap reap;
     sbx_error_t *err = NULL;
 
-    (void)fd;
-    (void)what;
-    if (sbx_store_box_renew(r->store, f->id, f->epoch, f->lease_ms, &err) < 0) {
+    if (sbx_store_box_renew(st, f->id, f->epoch, f->lease_ms, &err) < 0) {
         f->renewed_since = 0;
-        if (err->code == ESTALE) {
-            sbx_error_free(&err);
-            fleet_lost(r);
-        }
-        else {
+        c->lost = err->code == ESTALE;
+        if (!c->lost) {
             sbx_error_log("runner: %s", sbx_error_msg(err));
-            sbx_error_free(&err);
         }
+        sbx_error_free(&err);
     }
     else if (f->renewed_since == 0) {
         f->renewed_since = fleet_mono_ms();
@@ -306,7 +353,7 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
         /* not one whole lease of renewals yet (started, or back from an
          * outage): reaping waits */
     }
-    else if (sbx_store_reap(r->store, 0, &reap, &err) < 0) {
+    else if (sbx_store_reap(st, 0, &reap, &err) < 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
@@ -315,12 +362,70 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
                  "interrupted (box lost), %zu task(s) ended",
                  reap.boxes, reap.requeued, reap.interrupted, reap.tasks);
     }
-    if (f->listen == NULL && fleet_listen(r, &err) < 0) {
-        sbx_error_free(&err); /* the database is still away: the next beat */
+    if (c->want_listen && !runner_store_stalled(r)) {
+        c->listen = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
+        c->sock = c->listen != NULL ? sbx_store_listen(c->listen, &err) : -1;
+        if (c->sock < 0) {
+            sbx_error_free(&err); /* the database is still away: the next beat */
+            sbx_store_close(c->listen);
+            c->listen = NULL;
+        }
     }
-    runner_fleet_claim(r);
-    runner_lead_beat(r, &f->lead);
-    fleet_view(r);
+    if (!c->lost) {
+        runner_lead_beat(r, f->lead);
+    }
+    c->view = runner_store_stalled(r) ? NULL : fleet_view(st);
+}
+
+static void on_notify(evutil_socket_t fd, short what, void *arg);
+
+static void beat_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct beat_call *c = arg;
+    struct runner_fleet *f = r->fleet;
+
+    (void)req;
+    if (!late) {
+        f->beating = 0;
+        if (c->lost) {
+            fleet_lost(r);
+        }
+        if (c->listen != NULL && f->listen == NULL) {
+            f->listen = c->listen;
+            c->listen = NULL;
+            f->listen_ev = event_new(r->base, c->sock, EV_READ | EV_PERSIST, on_notify, r);
+            event_add(f->listen_ev, NULL);
+        }
+        if (c->view != NULL) {
+            json_decref(f->view);
+            f->view = c->view;
+            c->view = NULL;
+        }
+        runner_fleet_claim(r);
+    }
+    sbx_store_close(c->listen);
+    json_decref(c->view);
+    free(c);
+}
+
+/* Every lease/3: renew, reap the boxes whose lease lapsed (once this box has
+ * renewed its own for a whole lease), claim. */
+static void on_beat(evutil_socket_t fd, short what, void *arg)
+{
+    struct sbx_runner *r = arg;
+    struct runner_fleet *f = r->fleet;
+    struct beat_call *c;
+
+    (void)fd;
+    (void)what;
+    if (f->beating) {
+        return; /* the last one still waits on the database */
+    }
+    c = xcalloc(1, sizeof(*c));
+    c->want_listen = f->listen == NULL;
+    runner_lead_prepare(r, &f->lead);
+    f->beating = 1;
+    runner_sq_call(r, NULL, beat_work, beat_done, c);
 }
 
 static void listen_close(struct runner_fleet *f)
@@ -403,7 +508,7 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
     f->row.api = r->ep.tcp_host ? xasprintf("tcp:%s:%d", r->ep.tcp_host, r->ep.tcp_port)
                                 : xasprintf("unix:%s", r->ep.unix_path);
     f->row.version = SBX_VERSION;
-    if (fleet_register(r, err) < 0) {
+    if (fleet_register(r, r->store, err) < 0) {
         return -1;
     }
     if (fleet_listen(r, err) < 0) {
@@ -415,7 +520,7 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
     event_add(f->beat_ev, &beat);
     sbx_info("runner: box %s joined the fleet (epoch %lld, lease %llds)", f->id,
              (long long)f->epoch, (long long)r->cfg->runner.lease);
-    fleet_view(r);
+    f->view = fleet_view(r->store);
     return 0;
 }
 
@@ -450,21 +555,37 @@ const char *runner_fleet_box(const struct sbx_runner *r)
     return r->fleet ? r->fleet->id : NULL;
 }
 
-void runner_fleet_queue(struct sbx_runner *r, json_t *queue)
+static void queue_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
+    json_t *queue = arg;
     sbx_error_t *err = NULL;
-    json_t *fleet;
+    json_t *fleet = sbx_store_fleet_json(st, &err);
 
-    if (r->fleet == NULL) {
-        return;
-    }
-    fleet = sbx_store_fleet_json(r->store, &err);
     if (fleet == NULL) {
         fleet = json_pack("{s:s}", "error", sbx_error_msg(err));
         sbx_error_free(&err);
     }
     json_object_set_new(fleet, "box", json_string(r->fleet->id));
     json_object_set_new(queue, "fleet", fleet);
+}
+
+static void queue_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    (void)r;
+    if (late) {
+        json_decref(arg);
+        return;
+    }
+    runner_reply_json(req, 200, arg);
+}
+
+void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t *queue)
+{
+    if (r->fleet == NULL) {
+        runner_reply_json(req, 200, queue);
+        return;
+    }
+    runner_sq_call(r, req, queue_work, queue_done, queue);
 }
 
 static double box_up(json_t *b)
@@ -521,6 +642,22 @@ void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
             "sbx_fleet_store_connections_total{how=\"reused\"} %llu\n",
             (unsigned long long)r->fleet->claims, (unsigned long long)r->fleet->lost,
             (unsigned long long)opened, (unsigned long long)reused);
+    {
+        unsigned long long calls, late, refused;
+        unsigned queued;
+
+        runner_sq_counts(r, &calls, &late, &refused, &queued);
+        fprintf(f,
+                "# HELP sbx_store_thread_calls_total Store calls handed to the store thread; "
+                "requests answered 503 at their deadline (late) or at once (refused).\n"
+                "# TYPE sbx_store_thread_calls_total counter\n"
+                "sbx_store_thread_calls_total{how=\"handed\"} %llu\n"
+                "sbx_store_thread_calls_total{how=\"late\"} %llu\n"
+                "sbx_store_thread_calls_total{how=\"refused\"} %llu\n"
+                "# HELP sbx_store_thread_queue Store calls waiting for the store thread.\n"
+                "# TYPE sbx_store_thread_queue gauge\nsbx_store_thread_queue %u\n",
+                calls, late, refused, queued);
+    }
     runner_lead_metrics(r, r->fleet->lead, f);
     fleet = r->fleet->view;
     if (fleet == NULL) {

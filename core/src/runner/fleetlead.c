@@ -11,8 +11,11 @@
  * spend caps hold for the fleet. Each decision and its row are written in one
  * transaction under a lock: two boxes never both add a box.
  *
- * Runs on the loop thread at the fleet's beat. What it read is kept for
- * /metrics until the next beat: a scrape never queries the database. */
+ * (changed) Runs on the store thread at the fleet's beat (fleet.c,
+ * storeq.h); what the loop reads of it (/metrics) is under l->mu, and the
+ * scheduler's slots per pool are copied by the loop before the beat
+ * (runner_lead_prepare). What it read is kept for /metrics until the next
+ * beat: a scrape never queries the database. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +36,9 @@ static int64_t wall_ms(void)
 }
 
 struct runner_lead {
-    struct sbx_store *conn; /* holds the leader lock while this box leads */
+    pthread_mutex_t mu;        /* (added) what /metrics reads below */
+    int slots[SBX_POOL_COUNT]; /* (added) the loop's copy (runner_lead_prepare) */
+    struct sbx_store *conn;    /* holds the leader lock while this box leads */
     int leader;
     /* the last beat's fleet view, for /metrics (valid while leader) */
     struct {
@@ -48,6 +53,7 @@ struct runner_lead {
 
 struct decide_ctx {
     struct sbx_runner *r;
+    int slots;
     enum sbx_pool pool;
     int alerted; /* a job of the pool crossed alert_after at this beat */
     struct sbx_scale_decision d;
@@ -60,6 +66,17 @@ static int pool_slots(struct sbx_runner *r, enum sbx_pool pool)
 
     sbx_sched_snapshot_free(snap);
     return n > 0 ? n : 1;
+}
+
+void runner_lead_prepare(struct sbx_runner *r, struct runner_lead **lp)
+{
+    if (*lp == NULL) {
+        *lp = xcalloc(1, sizeof(**lp));
+        pthread_mutex_init(&(*lp)->mu, NULL);
+    }
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        (*lp)->slots[p] = pool_slots(r, (enum sbx_pool)p);
+    }
 }
 
 /* Under the store's lock: spend accrued to now, then the decision. Like one
@@ -82,7 +99,7 @@ static void decide(void *arg, struct sbx_fleet_scale *fs)
     in.oldest = fs->oldest;
     in.current = fs->pool_live;
     in.paid = paid;
-    in.max_sandboxes = pool_slots(c->r, c->pool);
+    in.max_sandboxes = c->slots;
     in.scaled = fs->scaled;
     in.last_scale_up = fs->last_scale_up;
     in.alert_after_ms = cfg->runner.alert_after * 1000;
@@ -115,7 +132,9 @@ static void lead_drop(struct sbx_runner *r, struct runner_lead *l, const char *w
     if (l->leader) {
         sbx_warn("runner: box %s is no longer the fleet's leader: %s", runner_fleet_box(r), why);
     }
+    pthread_mutex_lock(&l->mu);
     l->leader = 0;
+    pthread_mutex_unlock(&l->mu);
 }
 
 /* The leader's work at a beat: alerts, then one decision per pool. */
@@ -139,6 +158,7 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
 
         memset(&ctx[p], 0, sizeof(ctx[p]));
         ctx[p].r = r;
+        ctx[p].slots = l->slots[p];
         ctx[p].pool = (enum sbx_pool)p;
         for (size_t i = 0; i < n; i++) {
             ctx[p].alerted |= sbx_pool_parse(al[i].pool) == p;
@@ -151,6 +171,7 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
             ctx[p].d.action = SBX_SCALE_NONE;
             continue;
         }
+        pthread_mutex_lock(&l->mu);
         l->pools[p].queued = fs.queued;
         l->pools[p].wait_ms = fs.oldest > 0 ? fs.now - fs.oldest : 0;
         l->pools[p].boxes = fs.pool_live;
@@ -159,6 +180,7 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
         l->scale_ups = fs.scale_ups;
         l->spend_day = fs.spend_day;
         l->spend_month = fs.spend_month;
+        pthread_mutex_unlock(&l->mu);
         if (rc == 1) {
             sbx_warn("runner: fleet leader %s: scale-up of pool %s to %d box(es): %s",
                      runner_fleet_box(r), sbx_pool_name((enum sbx_pool)p), ctx[p].d.wanted,
@@ -184,19 +206,17 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
                  ctx[p].d.reason);
         runner_alert_fire(r, &a, al[i].task, &ctx[p].d);
         ctx[p].d.action = SBX_SCALE_NONE; /* the scale-up goes with the first alert only */
+        pthread_mutex_lock(&l->mu);
         l->alerts++;
+        pthread_mutex_unlock(&l->mu);
     }
 }
 
-void runner_lead_beat(struct sbx_runner *r, struct runner_lead **lp)
+void runner_lead_beat(struct sbx_runner *r, struct runner_lead *l)
 {
-    struct runner_lead *l = *lp;
     sbx_error_t *err = NULL;
     int rc;
 
-    if (l == NULL) {
-        l = *lp = xcalloc(1, sizeof(*l));
-    }
     if (runner_store_stalled(r)) {
         return; /* (added) no wait on a database known stalled: the next beat */
     }
@@ -224,7 +244,9 @@ void runner_lead_beat(struct sbx_runner *r, struct runner_lead **lp)
     if (!l->leader) {
         sbx_warn("runner: box %s is the fleet's leader (it alerts and scales for the fleet)",
                  runner_fleet_box(r));
+        pthread_mutex_lock(&l->mu);
         l->leader = 1;
+        pthread_mutex_unlock(&l->mu);
     }
     lead(r, l);
 }
@@ -236,6 +258,7 @@ void runner_lead_free(struct runner_lead *l)
         return;
     }
     sbx_store_close(l->conn);
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }
 
@@ -249,8 +272,17 @@ void runner_lead_resign(struct sbx_runner *r, struct runner_lead *l)
     l->conn = NULL;
 }
 
-void runner_lead_metrics(struct sbx_runner *r, struct runner_lead *l, FILE *f)
+void runner_lead_metrics(struct sbx_runner *r, struct runner_lead *lp, FILE *f)
 {
+    struct runner_lead copy;
+    struct runner_lead *l = NULL;
+
+    if (lp != NULL) { /* (added) the store thread writes it at the beat */
+        pthread_mutex_lock(&lp->mu);
+        memcpy(&copy, lp, sizeof(copy));
+        pthread_mutex_unlock(&lp->mu);
+        l = &copy;
+    }
     fprintf(f,
             "# HELP sbx_fleet_leader 1 while this box is the fleet's leader (its autoscaler).\n"
             "# TYPE sbx_fleet_leader gauge\nsbx_fleet_leader{box=\"%s\"} %d\n",

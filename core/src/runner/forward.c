@@ -29,6 +29,7 @@
 
 #include "runner/fwd_parse.h"
 #include "runner/runner_int.h"
+#include "runner/storeq.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -64,6 +65,9 @@ struct runner_fwd {
     struct evbuffer *body; /* a reply that is not streamed */
     /* (a follow waiting for a claim: no bev, box "") */
     int waiting;
+    /* (added) its record's read is with the store thread (storeq.h): the
+     * call owns f until it comes back; gone: the caller left meanwhile */
+    int polling, gone, queued;
     char id[SBX_SCHED_ID_MAX + 1];
     struct runner_client who;
     struct runner_fwd *next;
@@ -269,6 +273,11 @@ static void caller_closed(struct evhttp_connection *c, void *arg)
         }
     }
     f->conn = NULL;
+    if (f->polling) { /* (added) the store thread's call frees it when it is back */
+        unlink_fwd(f);
+        f->gone = 1;
+        return;
+    }
     fwd_free(f);
 }
 
@@ -661,22 +670,13 @@ int runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
     return 1;
 }
 
-static void on_wait(evutil_socket_t fd, short what, void *arg)
+/* After a read of the record: wait on while it is queued with no box (or
+ * the database is down), else answer as runner_handle_output. */
+static void wait_decide(struct runner_fwd *f, int queued)
 {
-    struct runner_fwd *f = arg;
     struct sbx_runner *r = f->r;
-    struct sbx_job_rec rec = {0};
-    sbx_error_t *err = NULL;
     struct timeval tv = {0, FWD_WAIT_MS * 1000};
-    int queued = 1; /* the database down: wait on */
 
-    (void)fd;
-    (void)what;
-    if (sbx_store_job_get(r->store, f->id, &rec, &err) == 0) {
-        queued = rec.state == SBX_JOB_QUEUED && rec.box == NULL;
-        sbx_job_rec_clear(&rec);
-    }
-    sbx_error_free(&err);
     f->paused_ms += FWD_WAIT_MS;
     if (queued && f->paused_ms < FWD_WAIT_MAX_S * 1000) {
         evtimer_add(f->poll, &tv);
@@ -698,6 +698,60 @@ static void on_wait(evutil_socket_t fd, short what, void *arg)
         }
         runner_handle_output(r, req, id, 1, frames, &who);
     }
+}
+
+/* 1 while the job is queued with no box, or its record cannot be read. */
+static int still_queued(struct sbx_store *st, const char *id)
+{
+    struct sbx_job_rec rec = {0};
+    sbx_error_t *err = NULL;
+    int queued = 1; /* the database down: wait on */
+
+    if (sbx_store_job_get(st, id, &rec, &err) == 0) {
+        queued = rec.state == SBX_JOB_QUEUED && rec.box == NULL;
+        sbx_job_rec_clear(&rec);
+    }
+    sbx_error_free(&err);
+    return queued;
+}
+
+static void wait_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    struct runner_fwd *f = arg;
+
+    (void)r;
+    f->queued = still_queued(st, f->id);
+}
+
+static void wait_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct runner_fwd *f = arg;
+
+    (void)r;
+    (void)req;
+    f->polling = 0;
+    if (f->gone) {
+        fwd_free(f);
+        return;
+    }
+    if (late) {
+        return; /* the runner stops: runner_forward_drop_all frees it */
+    }
+    wait_decide(f, f->queued);
+}
+
+static void on_wait(evutil_socket_t fd, short what, void *arg)
+{
+    struct runner_fwd *f = arg;
+
+    (void)fd;
+    (void)what;
+    if (runner_sq_threaded(f->r)) { /* (added) the store thread reads it */
+        f->polling = 1;
+        runner_sq_call(f->r, NULL, wait_work, wait_done, f);
+        return;
+    }
+    wait_decide(f, still_queued(f->r->store, f->id));
 }
 
 void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,

@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "runner/jobstate.h"
 #include "runner/runner_int.h"
+#include "runner/storeq.h"
 #include "runner/status.h"
 #include "runner/warm.h"
 #include "sandbox/statedir.h"
@@ -107,19 +108,201 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     runner_fleet_claim(r);
 }
 
-/* (added) A granted job that must not start: it ends cancelled, its slot goes. */
-static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
+/* (added) A job's end written by the store thread on a fleet box (at once on
+ * one box): the loop does not wait for it. */
+struct end_call {
+    char id[SBX_SCHED_ID_MAX];
+    int64_t token;
+    enum sbx_job_state end_state;
+    char why[256];
+};
+
+static void end_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
+    struct end_call *c = arg;
     sbx_error_t *err = NULL;
 
-    sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
-    sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
-    if (runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.reason = why}, &err) != 0) {
+    (void)r;
+    if (sbx_store_job_move(
+            st,
+            &(struct sbx_job_move){.id = c->id,
+                                   .token = c->token,
+                                   .step = SBX_JOB_STEP_END,
+                                   .end = {.state = c->end_state, .exit_status = -1, .reason = c->why}},
+            &err) < 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
+}
+
+static void end_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    (void)r;
+    (void)req;
+    (void)late;
+    free(arg);
+}
+
+void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
+                          enum sbx_job_state state, const char *why)
+{
+    struct end_call *c = xcalloc(1, sizeof(*c));
+
+    snprintf(c->id, sizeof(c->id), "%s", id);
+    c->token = token;
+    c->end_state = state;
+    snprintf(c->why, sizeof(c->why), "%s", why);
+    runner_sq_write(r, end_work, end_done, c);
+}
+
+/* (added) A granted job that must not start: it ends cancelled, its slot goes. */
+static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
+{
+    sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
+    sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+    runner_job_end_write(r, j->id, j->token, SBX_JOB_CANCELLED, why);
+    pthread_mutex_lock(&r->mu);
+    runner_job_move_held(r, j, RJOB_CANCELLED); /* its write: just above, off the loop */
     j->released = 1;
+    pthread_mutex_unlock(&r->mu);
     runner_streams_flush(r, j, 1);
+}
+
+/* A granted job whose grant is stored: its task, its warm sandbox, its
+ * worker. 1 when it was granted (started, or its start failed). */
+static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sched_grant *g)
+{
+    struct rtask *t;
+    int ok;
+
+    pthread_mutex_lock(&r->mu);
+    ok = runner_job_event_ok(j->state, RJOB_GRANTED);
+    pthread_mutex_unlock(&r->mu);
+    if (!ok) { /* (added) not queued: the job's table refuses its grant; it does not start */
+        sbx_error_log("runner: job %s: event 'granted' refused: a %s job does not start", j->id,
+                      sbx_job_state_name(j->state));
+        sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+        return 0;
+    }
+    if (runner_task_find(r, j->task) != NULL) {
+        /* (added) two live tasks of one id on one box must not exist:
+         * the store's claim and the submit's checks keep it so
+         * (docs/runner.md, "Task ids"); should one slip through, its job
+         * ends here rather than share or free the other's task */
+        assert(!"two live tasks of one id on one box");
+        refuse_grant(r, j, "refused: its task is live on this box already");
+        return 0;
+    }
+    t = xcalloc(1, sizeof(*t));
+    snprintf(t->id, sizeof(t->id), "%s", j->task);
+    snprintf(t->holder, sizeof(t->holder), "%s", j->id);
+    snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
+    t->pool = j->pool;
+    t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
+    runner_task_move(r, t, RTASK_CREATED, NULL, NULL);
+    t->running = 1;
+    t->holder_result = SBX_RESULT_FAILED;
+    /* (added) a warm sandbox to claim: only a job that can use one
+     * (docs/runner.md, Warm pool); without one the tick below evicts
+     * warm sandboxes this job needs the room of */
+    j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
+                  ? runner_warm_take(r, j->pool)
+                  : NULL;
+    pthread_mutex_lock(&r->mu);
+    t->next = r->tasks;
+    r->tasks = t;
+    j->rt = t;
+    runner_job_move_held(r, j, RJOB_GRANTED); /* its grant: written before this */
+    pthread_mutex_unlock(&r->mu);
+    sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
+             sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g->wait_ms / 1000.0);
+    if (runner_worker_start(r, j) < 0) {
+        runner_job_end_write(r, j->id, j->token, SBX_JOB_FINISHED,
+                             "runner: cannot start a worker thread");
+        runner_job_move(r, j, RJOB_FINISHED, &(struct rjob_move){.memory = 1}, NULL);
+        j->released = 1;
+        if (j->warm != NULL) {
+            runner_warm_end(r, j->warm);
+            j->warm = NULL;
+        }
+        task_remove(r, t);
+    }
+    return 1;
+}
+
+/* (added) A fleet job's grant is a fenced write of the store thread: the
+ * job starts when it comes back (docs/runner.md, "A slow or silent
+ * database"); meanwhile it is `granting` (a cancel marks it, a lost lease
+ * interrupts it). */
+struct grant_call {
+    char id[SBX_SCHED_ID_MAX];
+    int64_t token;
+    struct sbx_sched_grant g;
+    int rc, stale;
+};
+
+static void grant_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
+{
+    struct grant_call *c = arg;
+    sbx_error_t *err = NULL;
+
+    (void)r;
+    c->rc = sbx_store_job_move(
+        st,
+        &(struct sbx_job_move){
+            .id = c->id, .token = c->token, .step = SBX_JOB_STEP_GRANTED, .at = c->g.granted_at},
+        &err);
+    if (c->rc < 0) {
+        c->stale = err->code == ESTALE;
+        sbx_error_log("runner: %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+}
+
+static void grant_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
+{
+    struct grant_call *c = arg;
+    struct rjob *j = late ? NULL : runner_job_find(r, c->id);
+
+    (void)req;
+    if (late) { /* the runner stops: a job granted in the store did not start */
+        if (c->rc == 0) {
+            runner_job_end_write(r, c->id, c->token, SBX_JOB_INTERRUPTED,
+                                 "the box stopped before the job started");
+        }
+        free(c);
+        return;
+    }
+    if (j == NULL) { /* cannot happen: it stays in memory while its slot is held */
+        sbx_sched_release(r->sched, c->id, SBX_RESULT_FAILED, NULL);
+    }
+    else if (c->stale || j->state != SBX_JOB_QUEUED) {
+        /* another box holds it now, or this box lost its lease meanwhile:
+         * it does not start here */
+        sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
+        j->granting = 0;
+        if (j->state == SBX_JOB_QUEUED) { /* a lost lease may have interrupted it */
+            runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, NULL);
+        }
+        j->released = 1;
+        runner_streams_flush(r, j, 1);
+    }
+    else if (r->stopping) { /* it does not start: its recovery at the next start */
+        sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
+        j->granting = 0;
+    }
+    else if (runner_job_cancelled(j)) {
+        j->granting = 0;
+        refuse_grant(r, j, "cancelled by request before it started");
+    }
+    else {
+        j->granting = 0;
+        if (grant_start(r, j, &c->g)) {
+            runner_warm_tick(r);
+        }
+    }
+    free(c);
+    runner_schedule(r);
 }
 
 /* Starts every job the scheduler grants now. Loop thread. */
@@ -134,21 +317,29 @@ void runner_schedule(struct sbx_runner *r)
     while (sbx_sched_next_grant(r->sched, &g)) {
         struct rjob *j = runner_job_find(r, g.id);
         sbx_error_t *err = NULL;
-        struct rtask *t;
-        int rc;
 
         if (j == NULL) { /* cannot happen: every sched job has an rjob */
             sbx_error_log("runner: granted job %s is unknown", g.id);
             sbx_sched_release(r->sched, g.id, SBX_RESULT_FAILED, NULL);
             continue;
         }
-        rc = runner_job_move(r, j, RJOB_GRANTED, &(struct rjob_move){.at = g.granted_at}, &err);
-        if (rc < 0) { /* not queued (logged): it does not start */
-            sbx_error_free(&err);
-            sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+        if (runner_sq_threaded(r)) {
+            struct grant_call *c = xcalloc(1, sizeof(*c));
+
+            c->rc = -1; /* not written until the call says so */
+            snprintf(c->id, sizeof(c->id), "%s", j->id);
+            c->token = j->token;
+            c->g = g;
+            j->granting = 1;
+            runner_sq_call(r, NULL, grant_work, grant_done, c);
             continue;
         }
-        if (rc > 0) {
+        if (sbx_store_job_move(r->store,
+                               &(struct sbx_job_move){.id = j->id,
+                                                      .token = j->token,
+                                                      .step = SBX_JOB_STEP_GRANTED,
+                                                      .at = g.granted_at},
+                               &err) < 0) {
             int taken = err->code == ESTALE;
 
             sbx_error_log("runner: %s", sbx_error_msg(err));
@@ -160,95 +351,11 @@ void runner_schedule(struct sbx_runner *r)
                 continue;
             }
         }
-        if (runner_task_find(r, j->task) != NULL) {
-            /* (added) two live tasks of one id on one box must not exist:
-             * the store's claim and the submit's checks keep it so
-             * (docs/runner.md, "Task ids"); should one slip through, its job
-             * ends here rather than share or free the other's task */
-            assert(!"two live tasks of one id on one box");
-            refuse_grant(r, j, "refused: its task is live on this box already");
-            continue;
-        }
-        t = xcalloc(1, sizeof(*t));
-        snprintf(t->id, sizeof(t->id), "%s", j->task);
-        snprintf(t->holder, sizeof(t->holder), "%s", j->id);
-        snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
-        t->pool = j->pool;
-        t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
-        runner_task_move(r, t, RTASK_CREATED, NULL, NULL);
-        t->running = 1;
-        t->holder_result = SBX_RESULT_FAILED;
-        /* (added) a warm sandbox to claim: only a job that can use one
-         * (docs/runner.md, Warm pool); without one the tick below evicts
-         * warm sandboxes this job needs the room of */
-        j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
-                      ? runner_warm_take(r, j->pool)
-                      : NULL;
-        pthread_mutex_lock(&r->mu);
-        t->next = r->tasks;
-        r->tasks = t;
-        j->rt = t; /* (changed) running since its grant (RJOB_GRANTED above) */
-        pthread_mutex_unlock(&r->mu);
-        sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
-                 sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
-        if (runner_worker_start(r, j) < 0) {
-            runner_job_move(r, j, RJOB_FINISHED,
-                            &(struct rjob_move){.exit_status = -1,
-                                                .reason = "runner: cannot start a worker thread"},
-                            NULL);
-            j->released = 1;
-            if (j->warm != NULL) {
-                runner_warm_end(r, j->warm);
-                j->warm = NULL;
-            }
-            task_remove(r, t);
-        }
-        granted = 1;
+        granted |= grant_start(r, j, &g);
     }
     if (granted) {
         runner_warm_tick(r);
     }
-}
-
-/* Policy decides a job when it is submitted (docs/architecture.md): its slot class
- * (unless the request names one) and its limits, which size its slot. A
- * policy error refuses the job (fail closed). */
-static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
-                      struct sbx_limits *limits, sbx_error_t **err)
-{
-    struct sbx_policy_decision d = {0};
-    struct sbx_job_desc job = {0};
-    struct sbx_kv *kv = xcalloc(json_object_size(labels) + 1, sizeof(*kv));
-    const char *k;
-    json_t *v;
-    int rc;
-
-    json_object_foreach(labels, k, v)
-    {
-        kv[job.n_labels].name = k;
-        kv[job.n_labels].value = json_string_value(v) ? json_string_value(v) : "";
-        job.n_labels++;
-    }
-    job.labels = kv;
-    job.id = j->id;
-    job.task = j->task;
-    job.pool = sbx_pool_name(j->pool);
-    job.workdir = j->worktree;
-    job.provider = j->provider ? j->provider : r->cfg->provider;
-    job.argv = (const char *const *)j->argv;
-    pthread_mutex_lock(&r->mu);
-    rc = sbx_policy_decide(r->policy, &job, &d, err);
-    pthread_mutex_unlock(&r->mu);
-    free(kv);
-    if (rc < 0) {
-        return sbx_error_wrap(err, "policy denied the job");
-    }
-    *limits = d.limits;
-    if (!j->cls_given) {
-        j->cls = (enum sbx_job_class)sbx_job_class_parse(d.slot_class);
-    }
-    sbx_policy_decision_fini(&d);
-    return 0;
 }
 
 int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
@@ -268,155 +375,6 @@ int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
     return 0;
 }
 
-/* (changed) An explicit task id that is not live on this box: refused while
- * another job of it waits in the queue (this box's or the fleet's), runs, or
- * its sandbox lives on another box (a ready one there got the request
- * forwarded before this; docs/runner.md, "Task ids"). */
-static int task_busy(struct sbx_runner *r, const struct rjob *j, sbx_error_t **err)
-{
-    struct sbx_task_busy b;
-    int rc = sbx_store_task_busy(r->store, j->task, j->id, &b, err);
-
-    if (rc <= 0) {
-        return rc;
-    }
-    if (b.queued && b.box[0] == '\0') {
-        return sbx_error_set(err, EBUSY,
-                             "task %s is still queued (job %s); submit its next command once it "
-                             "runs",
-                             j->task, b.job);
-    }
-    if (b.queued) {
-        return sbx_error_set(err, EBUSY,
-                             "task %s is still queued (job %s, claimed by box %s); submit its "
-                             "next command once it runs",
-                             j->task, b.job, b.box);
-    }
-    return sbx_error_set(err, EBUSY,
-                         "task %s is starting%s%s; submit its next command once it runs", j->task,
-                         b.box[0] ? " on box " : "", b.box);
-}
-
-int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err)
-{
-    struct sbx_job_rec rec = {0};
-    struct rtask *t = runner_task_find(r, j->task);
-    json_t *argv = json_array();
-    int direct = 0;
-
-    if (t != NULL && t->state != RT_STARTING && t->state != RT_READY) {
-        json_decref(argv);
-        return sbx_error_set(err, EBUSY, "task %s is ending; start a new task", j->task);
-    }
-    /* a command runs in a task's sandbox only for the client that started it; a
-     * task re-adopted after a restart (owner unknown) only for the unix socket */
-    if (t != NULL && strcmp(t->owner, j->owner) != 0 &&
-        !(t->owner[0] == '\0' && strcmp(j->owner, "local") == 0)) {
-        json_decref(argv);
-        return sbx_error_set(err, EPERM, "task %s belongs to another client", j->task);
-    }
-    direct = t != NULL;
-    if (!direct && strcmp(j->task, j->id) != 0 && task_busy(r, j, err) < 0) {
-        json_decref(argv);
-        return -1;
-    }
-    for (size_t i = 0; j->argv[i] != NULL; i++) {
-        json_array_append_new(argv, json_string(j->argv[i]));
-    }
-    rec.id = j->id;
-    rec.task = j->task;
-    rec.pool = (char *)sbx_pool_name(j->pool);
-    rec.cls = (char *)sbx_job_class_name(j->cls);
-    rec.argv = argv;
-    rec.labels = labels;
-    rec.worktree = j->worktree;
-    rec.env = j->env;
-    rec.client = j->owner;
-    rec.provider = j->provider ? j->provider : r->cfg->provider;
-    rec.image =
-        (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool), rec.provider); /* (changed) */
-    rec.limits = r->cfg->limits;
-    if (!direct && decide_job(r, j, labels, &rec.limits, err) < 0) {
-        json_decref(argv);
-        return -1;
-    }
-    rec.cls = (char *)sbx_job_class_name(j->cls);
-    if (!direct) {
-        runner_fit_limits(r, j->pool, &rec.limits);
-    }
-    if (!direct) {
-        struct sbx_sched_job sj = runner_sched_job(j, rec.limits.cpus, rec.limits.memory, 0);
-
-        /* docs/runner.md: sched first (a refusal stores nothing), then the store;
-         * a fleet box checks the job against its shape and queues it in the
-         * shared queue, where the box that can start it first claims it */
-        if ((r->fleet != NULL ? runner_fleet_check(r, &sj, err)
-                              : sbx_sched_submit(r->sched, &sj, err)) < 0) {
-            json_decref(argv);
-            return -1;
-        }
-    }
-    if (!direct && r->fleet != NULL) {
-        if (sbx_store_job_insert(r->store, &rec, err) < 0) {
-            json_decref(argv);
-            return sbx_error_wrap(err, "storing job %s", j->id);
-        }
-        json_decref(argv);
-        runner_job_move(r, j, RJOB_QUEUED, NULL, NULL);
-        sbx_info("runner: job %s accepted from client '%s' into the shared queue (task %s, pool "
-                 "%s, %s)",
-                 j->id, j->owner, j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
-        {
-            sbx_error_t *e = NULL;
-
-            if (sbx_store_notify(r->store, &e) < 0) { /* the boxes' beat claims it anyway */
-                sbx_error_log("runner: %s", sbx_error_msg(e));
-                sbx_error_free(&e);
-            }
-        }
-        runner_fleet_claim(r);
-        return 1;
-    }
-    if (sbx_store_job_insert(r->store, &rec, err) < 0) {
-        if (!direct) {
-            sbx_sched_cancel(r->sched, j->id, NULL);
-        }
-        json_decref(argv);
-        return sbx_error_wrap(err, "storing job %s", j->id);
-    }
-    json_decref(argv);
-    pthread_mutex_lock(&r->mu);
-    runner_job_move_held(r, j, RJOB_QUEUED);
-    runner_job_link(r, j);
-    pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
-             j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
-    if (direct) {
-        /* a command for a running task: its sandbox and slot are already held */
-        sbx_store_job_granted(r->store, j->id, 0, NULL);
-        pthread_mutex_lock(&r->mu);
-        j->rt = t;
-        t->running++;
-        runner_job_move_held(r, j, RJOB_GRANTED);
-        pthread_mutex_unlock(&r->mu);
-        if (runner_worker_start(r, j) < 0) {
-            pthread_mutex_lock(&r->mu);
-            t->running--;
-            runner_job_move_held(r, j, RJOB_FINISHED);
-            j->released = 1;
-            pthread_mutex_unlock(&r->mu);
-            sbx_store_job_end(r->store, j->id,
-                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
-                                                    "runner: cannot start a worker thread", 0, 0,
-                                                    0},
-                              NULL);
-        }
-        return 0;
-    }
-    runner_schedule(r);
-    return 0;
-}
-
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
 {
     struct rjob *j = runner_job_find(r, id);
@@ -424,7 +382,7 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     if (j == NULL && r->fleet != NULL) { /* in the shared queue, or on another box */
         return sbx_store_job_cancel_queued(r->store, id, "cancelled by request", err);
     }
-    if (j == NULL || j->state >= SBX_JOB_FINISHED) {
+    if (j == NULL) {
         struct sbx_job_rec rec = {0};
 
         if (sbx_store_job_get(r->store, id, &rec, err) < 0) {
@@ -434,14 +392,30 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         sbx_job_rec_clear(&rec);
         return -1;
     }
+    if (j->state >= SBX_JOB_FINISHED) { /* (changed) its end is in memory: no store call */
+        return sbx_error_set(err, EINVAL, "job %s already ended (%s)", id,
+                             sbx_job_state_name((enum sbx_job_state)j->state));
+    }
+    if (j->granting) { /* (added) its grant is being written: it ends cancelled then */
+        runner_job_cancel(j);
+        return 0;
+    }
     if (j->state == SBX_JOB_QUEUED) {
-        if (sbx_sched_cancel(r->sched, id, err) < 0 ||
-            runner_job_move(r, j, RJOB_CANCELLED,
-                            &(struct rjob_move){.strict = 1, .reason = "cancelled by request"},
-                            err) < 0) {
+        if (sbx_sched_cancel(r->sched, id, err) < 0) {
             return -1;
         }
+        if (runner_sq_threaded(r)) { /* (added) a claimed job's end: off the loop */
+            runner_job_end_write(r, id, j->token, SBX_JOB_CANCELLED, "cancelled by request");
+            runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.memory = 1}, NULL);
+        }
+        else if (runner_job_move(r, j, RJOB_CANCELLED,
+                                 &(struct rjob_move){.strict = 1, .reason = "cancelled by request"},
+                                 err) < 0) {
+            return -1;
+        }
+        pthread_mutex_lock(&r->mu);
         j->released = 1;
+        pthread_mutex_unlock(&r->mu);
         runner_streams_flush(r, j, 1);
         runner_schedule(r);
         return 0;
@@ -628,7 +602,8 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
                             err) < 0 ||
         runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                                err) < 0) {
+                                err) < 0 ||
+        runner_sq_start(r, err) < 0) { /* (added) after the probe: its gate */
         goto fail;
     }
     return r;
@@ -689,6 +664,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->http_tcp != NULL) {
         evhttp_free(r->http_tcp);
     }
+    runner_sq_free(r); /* (added) after evhttp_free (the requests are gone), before the forwards */
     runner_api_limits_free(&r->lis[0]);
     runner_api_limits_free(&r->lis[1]);
     if (r->ep.unix_path != NULL && r->base != NULL) {

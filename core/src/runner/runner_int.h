@@ -56,6 +56,7 @@ struct rjob {
     int cancel;    /* atomic: runner_job_cancel / runner_job_cancelled (jobstate.h) */
     int executing; /* exec in flight: slot is valid */
     int released;  /* loop only: no worker refers to it any more */
+    int granting;  /* (added) loop only: its grant is with the store thread (runner.c) */
     struct sbx_exec_slot slot;
     struct rtask *rt;
     struct sbx_task *warm; /* (added) a warm sandbox taken at the grant, for the worker */
@@ -154,6 +155,7 @@ struct sbx_runner {
     int64_t pool_memory[SBX_POOL_COUNT];
     struct runner_health *health;         /* (added) health.c */
     struct runner_storeprobe *storeprobe; /* (added) storeprobe.c */
+    struct runner_sq *sq;                 /* (added) storeq.c: the store thread (fleet) */
     struct runner_fleet *fleet;           /* (added) fleet.c: NULL on SQLite (one box) */
     struct runner_status *status;         /* (added) status.c: the status page's sessions */
     struct runner_warm *warm;             /* (added) warm.c, under mu */
@@ -183,13 +185,13 @@ void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
 void runner_post_task_ended(struct sbx_runner *r, struct rtask *t, enum sbx_job_result result);
 void runner_schedule(struct sbx_runner *r);
 int64_t runner_now(struct sbx_runner *r);
-/* Accepts a job (policy/sched, then store); fills its id. 0: j is the
- * runner's now; 1 (a fleet box): j went to the shared queue, the caller frees
- * it once it answered. */
-int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_error_t **err);
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 void runner_job_free(struct rjob *j);
+/* (added) Writes a job's end (fenced by token) on the store thread of a
+ * fleet box, at once on one box; the loop does not wait for it. */
+void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
+                          enum sbx_job_state state, const char *why);
 /* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */
 void runner_trim_finished(struct sbx_runner *r);
 
@@ -270,6 +272,12 @@ const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
                                                     size_t wlen);
 /* After evhttp_free: ends the forwards still in flight. */
 void runner_forward_drop_all(struct sbx_runner *r);
+/* (added, api.c) The box of the fleet that holds a job (task 0) or a live
+ * task (task 1) when it is another box: 1 and *o, else 0; on st. */
+int runner_elsewhere(struct sbx_runner *r, struct sbx_store *st, int task, const char *id,
+                     struct sbx_store_owner *o);
+/* (added, api.c) The HTTP status of a refusal. */
+int runner_http_code(const sbx_error_t *err);
 /* 1 after answering 503 (the database is down), else 0. */
 int runner_reply_store_down(struct sbx_runner *r, struct evhttp_request *req,
                             const sbx_error_t *err);
@@ -336,6 +344,8 @@ int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double 
 /* 1 while a call of the box passed its deadline and the probe has not seen
  * the database answer since (the loop's calls fail at once meanwhile) */
 int runner_store_stalled(struct sbx_runner *r);
+/* (added) The gate the probe keeps, for the store thread's connection. */
+struct sbx_store_gate *runner_store_gate(struct sbx_runner *r);
 
 /* api_http.c */
 int runner_api_bind(struct sbx_runner *r, sbx_error_t **err);
@@ -421,13 +431,11 @@ static inline struct sbx_sched_job runner_sched_job(const struct rjob *j, double
  * box can start now from the shared queue. */
 int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err);
 void runner_fleet_claim(struct sbx_runner *r);
-/* A submit for the shared queue: this box's refusal when it serves the pool
- * (the numbers), else a live box of the fleet must serve it. */
-int runner_fleet_check(struct sbx_runner *r, const struct sbx_sched_job *sj, sbx_error_t **err);
 void runner_fleet_free(struct sbx_runner *r);
 /* (added) The fleet in GET /v1/queue ("fleet": this box's id and
- * sbx_store_fleet_json), and its series in /metrics; nothing on one box. */
-void runner_fleet_queue(struct sbx_runner *r, json_t *queue);
+ * sbx_store_fleet_json, (changed) read by the store thread), then the
+ * answer to req (queue as it is on one box); its series in /metrics. */
+void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t *queue);
 void runner_fleet_metrics(struct sbx_runner *r, FILE *f);
 /* This box's id, NULL on one box. */
 const char *runner_fleet_box(const struct sbx_runner *r);
@@ -439,7 +447,10 @@ struct runner_store_pool *runner_fleet_pool(const struct sbx_runner *r);
  * its lease (it gives the lock up); metrics: sbx_fleet_leader and, on the
  * leader, the fleet series read at the last beat. */
 struct runner_lead;
-void runner_lead_beat(struct sbx_runner *r, struct runner_lead **l);
+/* (changed) prepare: on the loop before a beat (creates *l, copies the
+ * scheduler's slots); beat: on the store thread */
+void runner_lead_prepare(struct sbx_runner *r, struct runner_lead **l);
+void runner_lead_beat(struct sbx_runner *r, struct runner_lead *l);
 void runner_lead_resign(struct sbx_runner *r, struct runner_lead *l);
 void runner_lead_metrics(struct sbx_runner *r, struct runner_lead *l, FILE *f);
 void runner_lead_free(struct runner_lead *l);

@@ -177,3 +177,8 @@ int runner_store_stalled(struct sbx_runner *r)
 {
     return r->storeprobe != NULL && sbx_store_gate_down(&r->storeprobe->gate) != 0;
 }
+
+struct sbx_store_gate *runner_store_gate(struct sbx_runner *r)
+{
+    return r->storeprobe != NULL ? &r->storeprobe->gate : NULL;
+}

@@ -534,6 +534,34 @@ int sbx_sched_claim_fit(const struct sbx_sched *s, enum sbx_pool pool, enum sbx_
     return cls == SBX_CLASS_HEAVY && p->heavy != NULL && p->running < p->max_sandboxes ? 0 : -1;
 }
 
+/* A held heavy slot in a copy: claim_fit only asks whether there is one. */
+static struct sched_job fit_heavy_marker;
+
+struct sbx_sched *sbx_sched_fit_copy(const struct sbx_sched *s)
+{
+    struct sbx_sched *c = xmalloc(sizeof(*c));
+
+    memcpy(c, s, sizeof(*c));
+    c->clock_ctx = NULL;
+    c->buckets = NULL; /* nothing of s is reachable from the copy */
+    c->n_buckets = 0;
+    for (int p = 0; p < SBX_POOL_COUNT; p++) {
+        struct sched_pool *cp = &c->pools[p];
+
+        cp->heavy = cp->heavy != NULL ? &fit_heavy_marker : NULL;
+        cp->slots = NULL;
+        for (int k = 0; k < 2; k++) { /* the counts stay */
+            cp->queue[k].head = cp->queue[k].tail = cp->queue[k].alert_next = NULL;
+        }
+    }
+    return c;
+}
+
+void sbx_sched_fit_free(struct sbx_sched *copy)
+{
+    free(copy);
+}
+
 static void take_slot(struct sbx_sched *s, struct sched_job *j, int64_t now)
 {
     struct sched_pool *p = &s->pools[j->pool];

@@ -127,6 +127,11 @@ int sbx_sched_check(struct sbx_sched *s, const struct sbx_sched_job *job, sbx_er
  * take it); -1: stop (FIFO: it waits for room; draining; pool not served). */
 int sbx_sched_claim_fit(const struct sbx_sched *s, enum sbx_pool pool, enum sbx_job_class cls,
                         double cpus, int64_t memory);
+/* (added) A copy of what sbx_sched_claim_fit reads, for a claim decided on
+ * another thread while the owner of s goes on (runner/fleet.c, the store
+ * thread): only sbx_sched_claim_fit may be given it; sbx_sched_fit_free. */
+struct sbx_sched *sbx_sched_fit_copy(const struct sbx_sched *s);
+void sbx_sched_fit_free(struct sbx_sched *copy);
 
 /* One grant: the job now holds a slot and must be started by the caller. */
 struct sbx_sched_grant {
