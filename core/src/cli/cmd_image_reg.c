@@ -29,7 +29,9 @@ void sbx_cmd_image_reg_help(FILE *out)
             "  pulled (the runner does the same before it takes work). Never builds.\n"
             "gc: removes sbx-sandbox images past the newest N (image_registry.keep, 5),\n"
             "  never one a container or sbx-sandbox:current uses.\n"
-            "inspect: the image's id, digest, tags and SBOM (label " SBX_IMAGE_SBOM_LABEL ").\n"
+            "inspect: the image's id, digest, tags and SBOM (label " SBX_IMAGE_SBOM_LABEL
+            ", or the file " SBX_IMAGE_SBOM_FILE " of the image\n"
+            "  when too large for a label: its sha256 in label " SBX_IMAGE_SBOM_LABEL ".sha256).\n"
             "Exit status: 0 done, 1 failed (engine, registry), 2 usage or configuration.\n");
 }
 
@@ -115,7 +117,16 @@ static int on_info(void *ud, const struct sbx_image_info *info)
         json_t *labels = json_loads(info->labels, 0, NULL);
         const char *s = json_string_value(json_object_get(labels, SBX_IMAGE_SBOM_LABEL));
 
-        sbom = s ? json_loads(s, 0, NULL) : NULL;
+        const char *sum =
+            json_string_value(json_object_get(labels, SBX_IMAGE_SBOM_LABEL ".sha256"));
+
+        sbom = s && *s ? json_loads(s, 0, NULL) : NULL;
+        if (sum != NULL && *sum != '\0' && strlen(sum) == 64) {
+            /* (added) too large for a label: a file in the image (docs/image.md) */
+            json_object_set_new(
+                o, "sbom_file",
+                json_pack("{s:s, s:s}", "path", SBX_IMAGE_SBOM_FILE, "sha256", sum));
+        }
         json_decref(labels);
     }
     json_object_set_new(o, "sbom", sbom ? sbom : json_null());
@@ -148,9 +159,18 @@ static int cmd_inspect(struct sbx_open_instance *oi, const char *ref, int json, 
     {
         json_t *sbom = json_object_get(o, "sbom");
 
-        printf("sbom    %s\n", json_is_object(sbom)
-                                   ? "yes (sbx image inspect --json)"
-                                   : "none (built before SBOMs, or not by sbx image build)");
+        json_t *file = json_object_get(o, "sbom_file");
+
+        if (json_is_object(file)) {
+            printf("sbom    in the image: %s (sha256 %s)\n",
+                   json_string_value(json_object_get(file, "path")),
+                   json_string_value(json_object_get(file, "sha256")));
+        }
+        else {
+            printf("sbom    %s\n", json_is_object(sbom)
+                                       ? "yes (sbx image inspect --json)"
+                                       : "none (built before SBOMs, or not by sbx image build)");
+        }
         if (json_is_object(sbom)) {
             printf("  definition hash %s, %zu Debian packages, %zu npm packages, %zu mise "
                    "tools\n",
