@@ -8,7 +8,8 @@
 #      their versions, the base's packages and the definition's hash; no
 #      container is left of its reading; a rebuild keeps the image;
 #   2. updateRemoteUserUID (default true): a file the remote user writes in
-#      the worktree belongs to the worktree's owner on the host;
+#      the worktree (a git repository) belongs to the worktree's owner on the
+#      host, and its commit lands in the repository;
 #   3. updateRemoteUserUID false: the worktree stays the sandbox root's; and an
 #      SBOM over the label bound (lowered here) is a file in the image whose
 #      sha256 is the label sbx.sbom.sha256.
@@ -101,19 +102,26 @@ again=$(build "$dc/devcontainer.json" "$tmp/build-again.err")
 
 # 2. updateRemoteUserUID (true): the remote user's files are the worktree owner's
 mkdir -p "$tmp/wt"
-chown 4321:4321 "$tmp/wt"
+git -C "$tmp/wt" init -q && git -C "$tmp/wt" -c user.name=t -c user.email=t@localhost \
+    commit -q --allow-empty -m init
+chown -R 4321:4321 "$tmp/wt"
 run() { # IMAGE CMD: sbx run in the worktree
     printf 'image = "%s";\n' "$1" >"$tmp/run.conf"
     SBX_STATE_DIR=$tmp/state "$sbx" --config "$tmp/run.conf" run --worktree "$tmp/wt" -- sh -c "$2"
 }
-out=$(run "$img" 'id -u; stat -c %u:%g /workspace; echo x > /workspace/by-dev; mkdir /workspace/dir' \
+out=$(run "$img" 'id -u; stat -c %u:%g /workspace; cd /workspace; echo x > by-dev; mkdir dir;
+    git add by-dev && git -c user.name=d -c user.email=d@localhost commit -qm by-dev && echo committed' \
     2>"$tmp/run.err")
-[ "$out" = "$(printf '1234\n1234:1234')" ] && ok "inside, the worktree is the remote user's" ||
+[ "$out" = "$(printf '1234\n1234:1234\ncommitted')" ] &&
+    ok "inside, the worktree (and its git dir) is the remote user's" ||
     not_ok "inside: '$out' $(cat "$tmp/run.err")"
 owners=$(stat -c %u:%g "$tmp/wt/by-dev" "$tmp/wt/dir" 2>&1 | tr '\n' ' ')
 [ "$owners" = "4321:4321 4321:4321 " ] &&
     ok "a file and a folder the remote user wrote are the worktree owner's on the host" ||
     not_ok "on the host: $owners"
+git -c safe.directory='*' -C "$tmp/wt" log --format=%s | grep -qx by-dev &&
+    ok "the remote user's commit is in the worktree's repository" ||
+    not_ok "no commit by-dev: $(git -c safe.directory='*' -C "$tmp/wt" log --oneline 2>&1 | head -3)"
 
 # 3. updateRemoteUserUID false: the worktree stays root's inside; an SBOM over
 # the label bound is a file in the image
