@@ -84,7 +84,7 @@ _sbx()
                 subs=$(_sbx_words "$sbx" subcommands "$cmd")
                 if [ -n "$subs" ] && [ -z "$sub" ]; then
                     words=$subs
-                elif { [ "$cmd" = exec ] || [ "$cmd" = port ]; } && [ -z "$sub" ]; then
+                elif { [ "$cmd" = exec ] || [ "$cmd" = port ] || [ "$cmd" = attach ]; } && [ -z "$sub" ]; then
                     words=$(_sbx_words "$sbx" tasks)
                 elif [ "$cmd" = task ] && case $sub in end|files|pause|resume) true ;; *) false ;; esac; then
                     words=$(_sbx_words "$sbx" tasks)

@@ -346,6 +346,11 @@ static int ending(struct dk_ctx *c, const char *task)
     st = json_string_value(json_object_get(json_object_get(reply, "State"), "Status"));
     r = status == 200 && st != NULL &&
         (strcmp(st, "exited") == 0 || strcmp(st, "dead") == 0 || strcmp(st, "removing") == 0);
+    /* killed by this process a moment ago (an orphan reaped at this start) but
+     * not seen stopped yet by the engine: its removal is ours to finish now */
+    if (!r && status == 200 && json_is_string(json_object_get(reply, "Id"))) {
+        r = dk_remove_queued(json_string_value(json_object_get(reply, "Id")));
+    }
     json_decref(reply);
     return r;
 }

@@ -267,6 +267,9 @@ void dk_qgroup_run_due(const struct sbx_host_api *host, int force);
 int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err);
 /* Removals queued or in progress in this process. */
 int dk_remove_pending(void);
+/* (added) The container whose full id is id was killed by this process and
+ * waits for (or is in) its removal in the background. */
+int dk_remove_queued(const char *id);
 /* An instance opens / closes; the last close waits for the queue. */
 void dk_remove_hold(void);
 void dk_remove_release(void);

@@ -43,6 +43,7 @@ static int rm_started; /* the worker runs */
 static int rm_users;   /* open instances (dk_remove_hold) */
 static pthread_t rm_th;
 static const struct sbx_host_api *rm_host; /* the core's host API (static) */
+static char rm_current[72];                /* the removal in progress, or "" */
 
 /* DELETE with retries while the engine says a removal is in progress. */
 int dk_remove_now(struct dk_ctx *c, const char *id, sbx_error_t **err)
@@ -110,6 +111,7 @@ static void *rm_main(void *arg)
         if (rm_head == NULL) {
             rm_tail = NULL;
         }
+        snprintf(rm_current, sizeof(rm_current), "%s", it->id);
         pthread_mutex_unlock(&rm_mu);
         memset(&c, 0, sizeof(c));
         c.host = it->host;
@@ -132,6 +134,7 @@ static void *rm_main(void *arg)
         }
         free(it);
         pthread_mutex_lock(&rm_mu);
+        rm_current[0] = '\0';
         if (--rm_n == 0) {
             pthread_cond_broadcast(&rm_done);
         }
@@ -193,6 +196,27 @@ int dk_remove_later(struct dk_ctx *c, const char *id, sbx_error_t **err)
     pthread_cond_signal(&rm_cv);
     pthread_mutex_unlock(&rm_mu);
     return 0;
+}
+
+/* id (a container's full id) or a prefix of it is queued or being removed. */
+static int same_container(const char *queued, const char *id)
+{
+    size_t n = strlen(queued);
+
+    return n >= 12 && strncmp(queued, id, n) == 0;
+}
+
+int dk_remove_queued(const char *id)
+{
+    int found;
+
+    pthread_mutex_lock(&rm_mu);
+    found = same_container(rm_current, id);
+    for (struct rm_item *it = rm_head; it != NULL && !found; it = it->next) {
+        found = same_container(it->id, id);
+    }
+    pthread_mutex_unlock(&rm_mu);
+    return found;
 }
 
 int dk_remove_pending(void)

@@ -226,7 +226,7 @@ sed -i 's|"name": "oracle",|"name": "oracle", "forwardPorts": [3000],|' "$tmp/ba
 bad "a field sbx cannot honour" 2 'forwardPorts is not honoured by sbx image build'
 newbad
 sed -i 's|"./greet"|"registry.example/features/node:1"|' "$tmp/bad/.devcontainer/devcontainer.json"
-bad "a feature from an OCI registry" 2 'features["registry.example/features/node:1"]: features from an OCI registry are not fetched'
+bad "a feature from an OCI registry" 2 'features["registry.example/features/node:1"]: registry registry.example is not one of image_registry.feature_registries'
 newbad
 sed -i 's|"BASE": "[^"]*"|"BASE": "sbx-no-such-image:none"|' "$tmp/bad/.devcontainer/devcontainer.json"
 bad "a base not in the engine" 1 'build.dockerfile: the engine'"'"'s build'

@@ -29,16 +29,22 @@
 #          a paused leader (SIGSTOP) is deposed once its lease lapsed; a box
 #          started with the same configuration joins and is counted.
 #   docker two boxes with the real Docker provider (SBX_TEST_DOCKER_HOST, label
-#          runtime) run real sandboxed jobs that each end once.
+#          runtime) run real sandboxed jobs that each end once; (added) a kept
+#          task's file written and read (and as a tar), pause, resume and a
+#          terminal through the box that does not hold it.
 #   fwd    (added) a job on b2 followed, read and cancelled through b1: the
 #          bytes are b2's, the cancel ends it; a request with the forward
 #          marker is not forwarded again.
 #   fwdtask  (added) a kept task's commands submitted to other boxes run in
-#          the task's box; its end through another box ends it.
+#          the task's box; (added) its files, pause, a port preview and a
+#          terminal through another box reach the owner (task_routes); its end
+#          through another box ends it.
 #   fwdkill  (added) the owner killed mid-follow through b1: a clean error.
 #   fwdbad (added) a slow client pauses the relay; a hostile owner: a huge
 #          head, garbage, a cut stream, an endless body: one bounded error
-#          each, b1 goes on.
+#          each, b1 goes on; (added) a terminal relayed to an echo owner,
+#          8 MiB each way, byte for byte; an owner's 403 and an owner's
+#          silence on a port (502).
 #   fwdtcp (added) boxes on TCP: the caller's token goes to the owner; scopes
 #          hold across the hop; the unix socket gets a 502 for a TCP owner.
 #   db503  (added) PostgreSQL stopped: submit and GET answer 503 at once;
@@ -353,6 +359,113 @@ wait_state() { # job state(s: "running|finished") timeout_s
             fail "job $1 is $(sql "SELECT state || ' ' || coalesce(reason, '') FROM jobs WHERE id = '$1'"), not $2, after $3 s"
         sleep 0.1
     done
+}
+
+# (added) www_start: a page of 2 MiB ($work/www/page.bin) served on loopback
+# at $port (the fake provider's port P of a sandbox is 127.0.0.1:P); www_stop
+www_start() {
+    mkdir -p "$work/www"
+    head -c 2097152 /dev/urandom >"$work/www/page.bin"
+    rm -f "$work/www.port"
+    python3 - "$work/www" "$work/www.port" <<'PY' &
+import http.server, functools, sys, os
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()
+PY
+    www=$!
+    wait_until 30 "the page server" test -s "$work/www.port"
+    port=$(cat "$work/www.port")
+}
+www_stop() {
+    kill "$www" 2>/dev/null || true
+    wait "$www" 2>/dev/null || true
+}
+
+# (added) task_routes OWNER: the routes of issue 30 used through b1 for task
+# kt1, which OWNER holds: each answer is the owner's (the fake provider has
+# no files, pause or snapshot: its refusal names it, where b1 alone said
+# 404; an egress change's refusal quotes the body), a port's
+# page (the fake's port P is 127.0.0.1:P, a server of this test) comes back
+# whole with the owner's CSP, a terminal answers 101 and its frames go both
+# ways, and a request that carries the forward marker is not relayed again.
+task_routes() {
+    local owner=$1 code port
+    rq() { # METHOD PATH [curl args...]: the HTTP code; the body in $work/r.out
+        local m=$1 p=$2
+        shift 2
+        curl -sS -m 60 --unix-socket "$work/b1/runner.sock" -X "$m" -o "$work/r.out" \
+            -w '%{http_code}' "$@" "http://sbx$p"
+    }
+    code=$(rq GET '/v1/tasks/kt1/files?path=/etc/hostname')
+    [ "$code" = 501 ] && grep -q "provider 'fake' cannot read files" "$work/r.out" ||
+        fail "GET files of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    head -c 300000 /dev/urandom >"$work/put.bin"
+    code=$(rq PUT '/v1/tasks/kt1/files?path=/tmp/x' --data-binary "@$work/put.bin")
+    [ "$code" = 501 ] && grep -q "cannot write files" "$work/r.out" ||
+        fail "PUT files of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    code=$(rq POST /v1/tasks/kt1/pause)
+    [ "$code" = 501 ] && grep -q "cannot pause" "$work/r.out" ||
+        fail "pause of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    grep -q "runner: task kt1 is held by box $owner: forwarding PUT /v1/tasks/kt1/files" "$work/b1/log" ||
+        fail "b1 did not log the forward of PUT files to $owner"
+    # the owner read the body: its refusal quotes the rule
+    code=$(rq POST /v1/tasks/kt1/egress -H 'Content-Type: application/json' -d '{"allow": "10.0.0.1:443"}')
+    grep -q "task kt1: allow '10.0.0.1:443'" "$work/r.out" ||
+        fail "egress change of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    code=$(rq POST /v1/tasks/kt1/snapshot)
+    grep -q "provider 'fake' cannot snapshot" "$work/r.out" ||
+        fail "snapshot of kt1 through b1: HTTP $code $(cat "$work/r.out")"
+    # a port: a page of 2 MiB served on loopback, read through b1 (streamed)
+    www_start
+    code=$(rq GET "/v1/tasks/kt1/ports/$port/page.bin" -D "$work/r.head")
+    www_stop
+    [ "$code" = 200 ] && cmp -s "$work/r.out" "$work/www/page.bin" ||
+        fail "GET port $port of kt1 through b1: HTTP $code, $(wc -c <"$work/r.out") bytes"
+    grep -qi "^Content-Security-Policy: sandbox" "$work/r.head" ||
+        fail "the page through b1 lacks the owner's CSP: $(cat "$work/r.head")"
+    code=$(rq GET "/v1/tasks/kt1/ports/$port/" -H "X-Sbx-Forwarded-By: $owner" \
+        -H 'X-Sbx-Client: local' -H 'X-Sbx-Scopes: 255')
+    [ "$code" = 409 ] || fail "a port request marked as forwarded, to b1: HTTP $code $(cat "$work/r.out")"
+    # the terminal: 101 through b1, then the request frame up and the result down
+    python3 - "$work/b1/runner.sock" <<'PY' || fail "the terminal of kt1 through b1 (above)"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/kt1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(1)
+    if not b:
+        sys.exit("no 101: %r" % head)
+    head += b
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
+req = json.dumps({"argv": ["fake-exit", "7"]}).encode()
+s.sendall(b"R" + struct.pack(">I", len(req)) + req)
+buf = b""
+while True:
+    while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+        n = struct.unpack(">I", buf[1:5])[0]
+        t, data, buf = buf[:1], buf[5:5 + n], buf[5 + n:]
+        if t == b"X":
+            # the owner's answer to the request frame: the fake's sandbox
+            # has no exec agent, so that is its error (a real one: status 7)
+            x = json.loads(data)
+            if x.get("status") != 7 and "exec agent" not in x.get("error", ""):
+                sys.exit("the terminal's result: %r" % x)
+            print("fleet: the terminal of kt1 through b1: %r" % x)
+            sys.exit(0)
+    b = s.recv(65536)
+    if not b:
+        sys.exit("the relay ended before the 'X' frame")
+    buf += b
+PY
+    echo "fleet: task kt1 on $owner: files, pause, egress, snapshot, a port (2 MiB) and a terminal through b1 reached it"
 }
 
 case "$case_" in
@@ -716,10 +829,79 @@ EOF
         out=$(curl -s --unix-socket "$work/$box/runner.sock" "http://localhost/v1/jobs/$id/output")
         has "$out" -q "fleet-$n" || fail "job $id (d$n) on $box: output '$out'"
     done
+    # (added, issue 30) a kept task's files, a tar of them, pause and resume,
+    # and a terminal, through the box that does not hold the task
+    api b1 POST /v1/jobs '{"argv": ["true"], "pool": "agent", "task": "dk1"}' >/dev/null
+    dk1_ready() { [ -n "$(sql "SELECT box FROM tasks WHERE id = 'dk1' AND state = 'ready'")" ]; }
+    wait_until 120 "task dk1 to be ready" dk1_ready
+    owner=$(sql "SELECT box FROM tasks WHERE id = 'dk1' AND state = 'ready'")
+    other=b1
+    [ "$owner" = b1 ] && other=b2
+    via() { # BOX METHOD PATH [curl args]: the HTTP code; the body in $work/via.out
+        local b=$1 m=$2 p=$3
+        shift 3
+        curl -sS -m 60 --unix-socket "$work/$b/runner.sock" -X "$m" -o "$work/via.out" \
+            -w '%{http_code}' "$@" "http://sbx$p"
+    }
+    head -c 200000 /dev/urandom >"$work/note.bin"
+    code=$(via $other PUT '/v1/tasks/dk1/files?path=/tmp/note.bin' --data-binary "@$work/note.bin")
+    [ "$code" = 200 ] || fail "PUT a file of dk1 through $other: HTTP $code $(cat "$work/via.out")"
+    for b in $other $owner; do
+        code=$(via $b GET '/v1/tasks/dk1/files?path=/tmp/note.bin')
+        [ "$code" = 200 ] && cmp -s "$work/via.out" "$work/note.bin" ||
+            fail "GET the file of dk1 through $b: HTTP $code, $(wc -c <"$work/via.out") bytes"
+    done
+    code=$(via $other GET '/v1/tasks/dk1/files?path=/tmp/note.bin&archive=1')
+    [ "$code" = 200 ] && tar -xOf "$work/via.out" note.bin | cmp -s - "$work/note.bin" ||
+        fail "GET a tar of dk1's file through $other: HTTP $code"
+    code=$(via $other POST /v1/tasks/dk1/pause)
+    [ "$code" = 200 ] || fail "pause dk1 through $other: HTTP $code $(cat "$work/via.out")"
+    code=$(via $other POST /v1/tasks/dk1/resume)
+    [ "$code" = 200 ] || fail "resume dk1 through $other: HTTP $code $(cat "$work/via.out")"
+    python3 - "$work/$other/runner.sock" <<'PY' || fail "the terminal of dk1 through $other (above)"
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/dk1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(1)
+    if not b:
+        sys.exit("no 101: %r" % head)
+    head += b
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
+def frame(t, b):
+    s.sendall(t + struct.pack(">I", len(b)) + b)
+frame(b"R", json.dumps({"argv": ["sh", "-c", "read x; echo got-$x; exit 3"]}).encode())
+frame(b"I", b"hello\n")
+buf, shown = b"", b""
+while True:
+    while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
+        n = struct.unpack(">I", buf[1:5])[0]
+        t, data, buf = buf[:1], buf[5:5 + n], buf[5 + n:]
+        if t == b"O":
+            shown += data
+        elif t == b"X":
+            x = json.loads(data)
+            if x.get("status") != 3 or b"got-hello" not in shown:
+                sys.exit("the terminal: %r, shown %r" % (x, shown))
+            print("fleet: the terminal of dk1 through the other box: %r" % x)
+            sys.exit(0)
+    b = s.recv(65536)
+    if not b:
+        sys.exit("the relay ended before the 'X' frame (shown %r)" % shown)
+    buf += b
+PY
+    api b1 POST /v1/tasks/dk1/end >/dev/null
+    dk1_gone() { [ -z "$(sql "SELECT box FROM tasks WHERE id = 'dk1' AND state IN ('starting', 'ready')")" ]; }
+    wait_until 120 "task dk1 to end" dk1_gone
     stop_all
     left=$(curl -s --unix-socket "$engine" "http://localhost/containers/json?all=1&filters=%7B%22label%22%3A%5B%22sbx.task%22%2C%22sbx.test%3D$SBX_TEST_LABEL%22%5D%7D")
     [ "$left" = "[]" ] || fail "sbx containers left on the engine: $left"
-    echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once"
+    echo "fleet: 6 jobs in Docker sandboxes over 2 boxes, each ended once; task dk1 on $owner: a file, a tar, pause, resume and a terminal through $other"
     ;;
 fwd)
     # (added) a job running on b2 read, followed and cancelled through b1's
@@ -798,6 +980,7 @@ fwdtask)
     done
     n=$(sql "SELECT count(*) FROM tasks WHERE id = 'kt1'")
     [ "$n" = 1 ] || fail "$n task rows for kt1"
+    task_routes "$owner"
     "$sbx" --config "$work/b1/sbx.conf" cancel --task kt1 >/dev/null || fail "sbx cancel --task through b1"
     wait_until 60 "task kt1 to end" task_is ended
     echo "fleet: task kt1 on $owner: commands through b1 and $other ran there; ended through b1"
@@ -1046,6 +1229,10 @@ PY
     wait_state "$id" finished 60
     id=$(api b1 POST /v1/jobs '{"argv": ["fake-wait"], "pool": "agent"}' | jid)
     wait_state "$id" running 30
+    # (added) a kept task on b2 for the relayed terminal and ports below
+    api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt9"}' >/dev/null
+    kt9_ready() { [ "$(sql "SELECT box FROM tasks WHERE id = 'kt9' AND state = 'ready'")" = b2 ]; }
+    wait_until 60 "task kt9 to be ready on b2" kt9_ready
     python3 - "$work/evil.sock" <<'PY' &
 import os, socket, sys, threading
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -1060,7 +1247,19 @@ def serve(c):
                 return
             head += d
         line = head.split(b"\r\n")[0].decode()
-        if "mode=head" in line:
+        if "/terminal" in line:  # (added) an echo terminal: 101, then every byte back
+            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: sbx-terminal.v1\r\n"
+                      b"Connection: Upgrade\r\n\r\n" + head.split(b"\r\n\r\n", 1)[1])
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                c.sendall(d)
+        elif "/ports/1/refuse" in line:  # (added) an answer that is not a 101 or a page
+            c.sendall(b'HTTP/1.1 403 Forbidden\r\nContent-Length: 17\r\n\r\n{"error":"no"}\n\n\n')
+        elif "/ports/1/silent" in line:  # (added) closes without a byte
+            pass
+        elif "mode=head" in line:
             c.sendall(b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 200000 + b"\r\n\r\n")
         elif "mode=garbage" in line:
             c.sendall(b"\x00\xff\xfe garbage\r\n\r\n")
@@ -1103,13 +1302,76 @@ code=$(get "http://sbx/v1/jobs/$id/output?follow=1&frames=1&mode=cut")
 code=$(get -X POST "http://sbx/v1/jobs/$id/cancel")
 [ "$code" = 502 ] && grep -q "larger than 1 MiB" "$work/bad.out" ||
     fail "an endless body: HTTP $code $(head -c 300 "$work/bad.out")"
+# (added) a terminal relayed through b1 to an echo owner: 8 MiB each way
+# (b1 pauses reading one side while 1 MiB waits for the other), byte for byte
+python3 - "$work/b1/runner.sock" <<'PY' || fail "the relayed echo terminal (above)"
+import hashlib, os, socket, sys, threading
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(60)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/kt9/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    d = s.recv(1)
+    if not d:
+        sys.exit("no answer: %r" % head)
+    head += d
+if not head.startswith(b"HTTP/1.1 101"):
+    sys.exit("not a 101: %r" % head)
+data = os.urandom(8 << 20)
+threading.Thread(target=s.sendall, args=(data,), daemon=True).start()
+h = hashlib.sha256()
+n = 0
+while n < len(data):
+    d = s.recv(1 << 16)
+    if not d:
+        sys.exit("the relay ended after %d of %d bytes" % (n, len(data)))
+    h.update(d)
+    n += len(d)
+if h.digest() != hashlib.sha256(data).digest():
+    sys.exit("the echo differs")
+s.close()
+print("fleet: 8 MiB through the relayed terminal and back, byte for byte")
+PY
+relay_ended() { grep -q "relay of the terminal of task kt9 to box b2 for client 'local' ended (8388608 bytes up, [0-9]* down): the client closed" "$work/b1/log"; }
+wait_until 30 "b1 to end the terminal's relay when the client closed" relay_ended
+code=$(get "http://sbx/v1/tasks/kt9/ports/1/refuse")
+[ "$code" = 403 ] && grep -q '"error":"no"' "$work/bad.out" ||
+    fail "an owner's 403 relayed: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get "http://sbx/v1/tasks/kt9/ports/1/silent")
+[ "$code" = 502 ] && grep -q "box b2 holds task kt9 and did not answer: the owner closed the connection" "$work/bad.out" ||
+    fail "an owner that closes at once: HTTP $code $(head -c 300 "$work/bad.out")"
+kill -0 "${pid[b1]}" || fail "b1 died"
+# (added) b1 stops (SIGTERM) with a relayed terminal open: it ends the relay,
+# exits 0, and frees everything (the sanitizer build checks its log)
+python3 - "$work/b1/runner.sock" <<'PY' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.sendall(b"GET /v1/tasks/kt9/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+s.settimeout(60)
+while s.recv(4096):  # until b1 closes it
+    pass
+PY
+holder=$!
+two_relays() { [ "$(grep -c "relay of the terminal of task kt9 from box b2 for client 'local': the owner answered 'HTTP/1.1 101" "$work/b1/log")" -ge 2 ]; }
+wait_until 30 "a second relayed terminal on b1" two_relays
+kill -TERM "${pid[b1]}"
+rc=0
+wait_pid "${pid[b1]}" 60 || rc=$?
+unset "pid[b1]"
+[ "$rc" = 0 ] || fail "b1 exited $rc after SIGTERM with a relayed terminal open"
+grep -q "relay of the terminal of task kt9 to box b2 for client 'local' ended .*: the runner stopped" "$work/b1/log" ||
+    fail "b1 stopped without ending the open relay"
+wait_pid "$holder" 30 || fail "the terminal's client was not closed when b1 stopped"
 rm -f "$work/evil.sock"
 kill "$evil"
 wait "$evil" 2>/dev/null || true
-kill -0 "${pid[b1]}" || fail "b1 died"
 "$sbx" --config "$work/b2/sbx.conf" cancel "$id" >/dev/null || fail "cancel on b2"
 wait_state "$id" cancelled 30
-echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each"
+echo "fleet: a hostile owner: huge head, garbage, a cut stream and an endless body: one bounded error each; a relayed terminal and ports as said"
     ;;
 fwdtcp)
     # (added) boxes on TCP: the caller's own bearer token goes to the owner,
@@ -1125,7 +1387,7 @@ print(*[x.getsockname()[1] for x in s])')
     for b in b1 b2; do
         port=$p1
         [ $b = b2 ] && port=$p2
-        sed -i "s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$port\"; clients = ( { name = \"ci\"; token_env = \"SBX_FWD_TOKEN_CI\"; scopes = [\"submit\", \"read-own\"]; }, { name = \"ro\"; token_env = \"SBX_FWD_TOKEN_RO\"; scopes = [\"read-own\"]; } ); };|" "$work/$b/sbx.conf"
+        sed -i "s|lease = 2; };|lease = 2; listen = \"tcp:127.0.0.1:$port\"; clients = ( { name = \"ci\"; token_env = \"SBX_FWD_TOKEN_CI\"; scopes = [\"submit\", \"read-own\", \"exec\"]; }, { name = \"ro\"; token_env = \"SBX_FWD_TOKEN_RO\"; scopes = [\"read-own\"]; } ); };|" "$work/$b/sbx.conf"
         start $b
     done
     for b in b1 b2; do wait_socket $b; done
@@ -1161,8 +1423,21 @@ print(*[x.getsockname()[1] for x in s])')
     code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST "/v1/jobs/$id2/cancel")
     [ "$code" = 202 ] || fail "cancel through b1 over TCP: HTTP $code $(cat "$work/tcp.out")"
     wait_state "$id2" cancelled 30
+    # (added) a kept task's port through b1 over TCP: the caller's token goes
+    # along (the owner wants one on TCP); a client without exec gets 403 at b1
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt2"}')
+    [ "$code" = 201 ] || fail "submit of task kt2 over TCP: HTTP $code $(cat "$work/tcp.out")"
+    kt2_ready() { [ "$(sql "SELECT box FROM tasks WHERE id = 'kt2' AND state = 'ready'")" = b2 ]; }
+    wait_until 60 "task kt2 to be ready on b2" kt2_ready
+    www_start
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_CI" GET "/v1/tasks/kt2/ports/$port/page.bin")
+    cmp -s "$work/tcp.out" "$work/www/page.bin" ||
+        fail "a port of kt2 through b1 over TCP: HTTP $code, $(wc -c <"$work/tcp.out") bytes"
+    code=$(tcp $p1 "$SBX_FWD_TOKEN_RO" GET "/v1/tasks/kt2/ports/$port/page.bin")
+    [ "$code" = 403 ] || fail "a port of kt2 through b1 for a client without exec: HTTP $code"
+    www_stop
     if grep -q "$SBX_FWD_TOKEN_CI\|$SBX_FWD_TOKEN_RO" "$work"/b*/log; then fail "a token in a box's log"; fi
-    echo "fleet: over TCP: follow and cancel through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
+    echo "fleet: over TCP: follow, cancel and a port through b1 with the caller's token; 403, 401 and the unix socket's 502 as said"
     ;;
 taskdup)
     read -r p1 < <(python3 -c 'import socket

@@ -1,9 +1,13 @@
 /* fixture.c - ABI fixture plugins, one source built many ways (see CMakeLists.txt).
  * FIX_NAME is the descriptor name; other FIX_* macros break one rule each. The
  * good provider also works as a fake in-memory provider for core tests. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,6 +206,30 @@ static int p_check(void *ctx, const char *id, int after_exec, sbx_error_t **err)
     return 0;
 }
 
+/* (added) Ports: port P of a fake sandbox is 127.0.0.1:P of the host, on
+ * loopback only (the fleet's tests serve a page there, tests/fleet/fleet.sh). */
+static int p_port_connect(void *ctx, const char *id, int port, int *fd_out, sbx_error_t **err)
+{
+    struct sockaddr_in sa;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    (void)ctx;
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = errno;
+
+        if (fd >= 0) {
+            close(fd);
+        }
+        return host->error_set(err, SBX_E_ENGINE, "fake: port %d of %s: %s", port, id, strerror(e));
+    }
+    *fd_out = fd;
+    return 0;
+}
+
 #ifdef FIX_UNDEFINED
 /* Deliberately undefined: dlopen(RTLD_NOW) must fail naming it. */
 extern void sbx_fixture_undefined_symbol(void);
@@ -236,6 +264,7 @@ static const struct sbx_provider_ops ops = {
     .destroy = p_destroy,
     .list = p_list,
     .check = p_check,
+    .port_connect = p_port_connect, /* (added) */
 #ifdef FIX_IMAGE_BUILD
     /* set, but outside the ops_size of provider_oldminor: the core must read NULL */
     .image_build = p_image_build,

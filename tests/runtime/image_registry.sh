@@ -22,27 +22,15 @@ wait_until() { # SECONDS CMD...
 command -v htpasswd >/dev/null || die "no htpasswd: apt-get install apache2-utils (scripts/setup.sh)"
 command -v docker-registry >/dev/null || die "no docker-registry (scripts/setup.sh)"
 
+# shellcheck source=../support/registry_tls.sh
+. "$SRC/tests/support/registry_tls.sh"
 cd "$WORK"
-# the test CA and the registry's certificate for 127.0.0.1
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=sbx-test-ca \
-    -keyout ca.key -out ca.crt 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout reg.key -out reg.csr 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\n' >ext.cnf
-openssl x509 -req -in reg.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 \
-    -extfile ext.cnf -out reg.crt 2>/dev/null
-htpasswd -Bbn sbxtest 's3cret-pw' >users.htpasswd 2>/dev/null
-mkdir -p reg
-sh "$SRC/tests/support/registry.sh" "$WORK/reg" "$WORK/reg.crt" "$WORK/reg.key" "$WORK/users.htpasswd" \
-    >reg.port &
-regpid=$!
+# the test CA, the registry's certificate for 127.0.0.1, the htpasswd login
+reg_make_tls "$WORK"
+reg_start "$WORK" reg auth # 401 without credentials: TLS with the test CA, basic auth
+port=$reg_port regpid=$reg_pid
 trap 'kill $regpid 2>/dev/null || true' EXIT
-wait_until 60 grep -qs . reg.port || die "the registry printed no port"
-port=$(head -n1 reg.port)
-# TLS with the test CA, and basic auth: 401 without credentials
-code() { curl -s -o /dev/null -w '%{http_code}' --cacert ca.crt "$@" "https://127.0.0.1:$port/v2/" || true; }
-reg_up() { [ "$(code)" = 401 ]; } # evaluated at each try
-wait_until 60 reg_up || die "registry on :$port not up (curl: $(code) log: $(cat reg/registry.log))"
-[ "$(code -u sbxtest:s3cret-pw)" = 200 ] || die "basic auth refused"
+[ "$(reg_code "$port" -u sbxtest:s3cret-pw)" = 200 ] || die "basic auth refused"
 say "registry up on https://127.0.0.1:$port (TLS from the test CA, basic auth)"
 
 # the image: a tiny one with a content-hash tag, unique to this run

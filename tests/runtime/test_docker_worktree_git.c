@@ -8,6 +8,8 @@
 
 #include <sys/stat.h>
 
+#include "wait.h"
+
 static char *dir;  /* the repositories (outside the state directory) */
 static char *mark; /* a command that leaves a marker if the host ever runs it */
 
@@ -417,12 +419,57 @@ static void test_hostile(void **state)
     free(main_before);
 }
 
+/* A kept task: a process it left running plants protected files between two
+ * commands; they are quarantined while the task runs, with no command's end. */
+static void test_kept_background(void **state)
+{
+    struct spawn_result r;
+    char *wt = NULL;
+    char *p = NULL;
+
+    (void)state;
+    host_ok("git init -q -b main kept && cd kept && echo x > f && git add . && "
+            "git commit -q -m base");
+    assert_true(asprintf(&wt, "%s/kept", dir) > 0);
+    r = RT_SBX("task", "start", "--task", "wt-kept", "--worktree", wt);
+    if (r.rc != 0) {
+        fprintf(stderr, "sbx task start rc %d\n%s%s", r.rc, r.out, r.err);
+    }
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    /* the command returns at once; what it left behind writes a second later */
+    r = RT_SBX("exec", "wt-kept", "--", "sh", "-c",
+               "cd /workspace && setsid sh -c 'sleep 1; mkdir -p .claude; "
+               "echo {} > .claude/settings.json; echo {} > .mcp.json; touch planted' "
+               "</dev/null >/dev/null 2>&1 &");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_true(asprintf(&p, "%s/planted", wt) > 0);
+    wait_until(access(p, F_OK) == 0, 20, NULL, "the background writer of wt-kept (%s)", p);
+    free(p);
+    assert_true(asprintf(&p, "%s/.mcp.json.sbx-quarantine-wt-kept", wt) > 0);
+    wait_until(access(p, F_OK) == 0, 10, NULL, "%s, with no command run since", p);
+    free(p);
+    assert_true(asprintf(&p, "%s/.claude/settings.json.sbx-quarantine-wt-kept", wt) > 0);
+    wait_until(access(p, F_OK) == 0, 10, NULL, "%s, with no command run since", p);
+    free(p);
+    assert_true(asprintf(&p, "%s/.mcp.json", wt) > 0);
+    assert_int_not_equal(access(p, F_OK), 0);
+    free(p);
+    r = RT_SBX("task", "end", "--json", "wt-kept");
+    assert_int_equal(r.rc, 0);
+    assert_non_null(strstr(r.out, "protected path .mcp.json: written inside"));
+    spawn_result_free(&r);
+    free(wt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linked_worktree), cmocka_unit_test(test_submodule),
         cmocka_unit_test(test_detached),        cmocka_unit_test(test_linked_submodule),
         cmocka_unit_test(test_alternates),      cmocka_unit_test(test_hostile),
+        cmocka_unit_test(test_kept_background),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

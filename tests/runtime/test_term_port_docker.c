@@ -7,7 +7,11 @@
  *    line of <state>/logs/ports.log;
  *  - through the runner: /v1/tasks/T/ports/3000/... for the owner (bearer token
  *    not passed in), 403 for another client and for one without scope exec, and
- *    /v1/tasks/T/terminal (Upgrade: sbx-terminal.v1) runs a command on a pty. */
+ *    /v1/tasks/T/terminal (Upgrade: sbx-terminal.v1) runs a command on a pty;
+ *  - (added) a kept session: `sbx exec -it --keep` starts it, Ctrl-\ d detaches,
+ *    `sbx attach` shows the scrollback and the shell's state, follows a resize,
+ *    takes the session over from another client, gets the exit status; through
+ *    the runner, "keep": true and ?attach=1. */
 #include "rt_common.h"
 
 #include <arpa/inet.h>
@@ -76,6 +80,123 @@ static void term_size(struct term *t, int rows, int cols)
     assert_int_equal(ioctl(t->master, TIOCSWINSZ, &ws), 0);
 }
 
+/* sbx ARGS... on a new pty of rows x cols (NULL-terminated args). */
+static void term_spawn(struct term *t, int rows, int cols, const char *const *args)
+{
+    struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+
+    memset(t, 0, sizeof(*t));
+    t->pid = forkpty(&t->master, NULL, NULL, &ws);
+    assert_true(t->pid >= 0);
+    if (t->pid == 0) {
+        char *env[] = {rt_host, rt_statev, "TERM=dumb", rt_config, NULL};
+        char *argv[16] = {rt_sbx};
+
+        for (int i = 0; args[i] != NULL && i < 14; i++) {
+            argv[i + 1] = (char *)args[i];
+        }
+        execve(rt_sbx, argv, env);
+        _exit(127);
+    }
+}
+
+/* Waits for the sbx on t to exit (what it shows until then is read) and returns its
+ * exit code. */
+static int term_exit(struct term *t)
+{
+    int st = 0;
+    pid_t got;
+
+    do {
+        struct pollfd p = {.fd = t->master, .events = POLLIN};
+        ssize_t n;
+
+        got = waitpid(t->pid, &st, WNOHANG);
+        /* what it wrote, until the pty has nothing more (EIO once it is gone) */
+        while (poll(&p, 1, got == 0 ? 20 : 0) > 0 && t->len < sizeof(t->buf) - 1 &&
+               (n = read(t->master, t->buf + t->len, sizeof(t->buf) - 1 - t->len)) > 0) {
+            t->len += (size_t)n;
+        }
+        t->buf[t->len] = '\0';
+    } while (got == 0);
+    close(t->master);
+    assert_true(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* (added) The kept session of task tp-1. */
+static void kept_session(void)
+{
+    static const char *const keep[] = {"exec", "-it",    "--keep", "tp-1", "--",
+                                       "bash", "--norc", "-i",     NULL};
+    static const char *const attach[] = {"attach", "tp-1", NULL};
+    struct term a;
+    struct term b;
+    struct term c;
+    struct spawn_result r;
+    size_t mark;
+
+    term_spawn(&a, 24, 80, keep);
+    if (!term_wait(&a, 0, "# ", 60)) {
+        fail_msg("no prompt in the kept session; it showed:\n%s", a.buf);
+    }
+    term_type(&a, "export X=42; echo set$((40+2))\n");
+    assert_true(term_wait(&a, 0, "set42\r\n", 30));
+    /* a second session for the same task is refused */
+    r = RT_SBX("exec", "-it", "--keep", "tp-1", "--", "sh");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "has a kept session already");
+    spawn_result_free(&r);
+    /* Ctrl-\ d: the client leaves (exit 0), the session goes on */
+    term_type(&a, "\034d");
+    assert_int_equal(term_exit(&a), 0);
+    assert_non_null(strstr(a.buf, "detached from task tp-1's kept session"));
+
+    /* attach: the scrollback first, then the same shell (X is still set), its size */
+    term_spawn(&b, 30, 100, attach);
+    if (!term_wait(&b, 0, "set42", 30)) {
+        fail_msg("sbx attach showed no scrollback:\n%s", b.buf);
+    }
+    mark = b.len;
+    term_type(&b, "echo X=$X; stty size\n");
+    if (!term_wait(&b, mark, "X=42\r\n30 100\r\n", 30)) {
+        fail_msg("the attached shell lost its state or size:\n%s", b.buf + mark);
+    }
+    /* Ctrl-\ then another key sends both (cat -v shows them, ISIG off for it) */
+    mark = b.len;
+    term_type(&b, "stty -isig; echo R$((1+1)); cat -v; stty isig\n");
+    assert_true(term_wait(&b, mark, "R2\r\n", 30));
+    term_type(&b, "\034x\n\004");
+    if (!term_wait(&b, mark, "^\\x\r\n", 30)) {
+        fail_msg("Ctrl-\\ x did not reach the session as two bytes:\n%s", b.buf + mark);
+    }
+    /* a resize follows (SIGWINCH to sbx, then to the shell inside) */
+    term_size(&b, 41, 132);
+    mark = b.len;
+    for (int i = 3; !term_wait(&b, mark, "41 132\r\n", 1); i++) {
+        if (i > 60) {
+            fail_msg("stty size never said 41 132 after the resize:\n%s", b.buf + mark);
+        }
+        term_type(&b, "stty size\n");
+    }
+    /* another client takes the session over; the first is told and exits 0 */
+    term_spawn(&c, 24, 80, attach);
+    assert_int_equal(term_exit(&b), 0);
+    assert_non_null(strstr(b.buf, "another client attached to the session"));
+    assert_true(term_wait(&c, 0, "41 132", 30)); /* its scrollback */
+    /* the session ends with its shell: its status to the client attached */
+    term_type(&c, "exit 3\n");
+    assert_int_equal(term_exit(&c), 3);
+    r = RT_SBX("attach", "tp-1");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "has no kept session (the last one ended with status 3)");
+    spawn_result_free(&r);
+    r = RT_SBX("exec", "--keep", "tp-1", "--", "sh");
+    assert_int_equal(r.rc, 125);
+    assert_contains(r.err, "--keep goes with -it");
+    spawn_result_free(&r);
+}
+
 static void test_exec_it(void **state)
 {
     struct spawn_result r = RT_SBX("task", "start", "--task", "tp-1");
@@ -142,6 +263,7 @@ static void test_exec_it(void **state)
     assert_int_equal(tcgetattr(t.master, &tio), 0);
     assert_true((tio.c_lflag & (ICANON | ECHO | ISIG)) == (ICANON | ECHO | ISIG));
     close(t.master);
+    kept_session();
 
     /* -it with --json is refused, as is a task that does not run */
     r = RT_SBX("exec", "-it", "tp-1", "--json", "--", "true");
@@ -296,6 +418,111 @@ static void frame(int fd, char type, const char *data, size_t len)
     assert_int_equal(write(fd, data, len), (ssize_t)len);
 }
 
+/* (added) The runner's terminal of tp-api (path after /terminal: "" or "?attach=1"):
+ * the connection after the 101, R frame req sent. */
+static int api_terminal(int port, const char *query, const char *req)
+{
+    char buf[1024];
+    size_t n = 0;
+    struct timeval tv = {60, 0};
+    int fd = tcp_connect(port);
+
+    assert_true(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    snprintf(buf, sizeof(buf),
+             "GET /v1/tasks/tp-api/terminal%s HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
+             "tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: sbx-terminal.v1"
+             "\r\n\r\n",
+             query);
+    assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+    while (n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4) != 0) {
+        assert_true(n < sizeof(buf) - 1);
+        assert_int_equal(read(fd, buf + n, 1), 1);
+        n++;
+    }
+    buf[n] = '\0';
+    assert_contains(buf, "101 Switching Protocols");
+    frame(fd, 'R', req, strlen(req));
+    return fd;
+}
+
+/* Reads the frames of fd until an 'O' has shown `text` (*x: NULL) or an 'X' came
+ * (*x: its JSON, malloc'd); 1 when text was seen. */
+static int frames_until(int fd, const char *text, char **x)
+{
+    char out[65536];
+    size_t olen = 0;
+
+    *x = NULL;
+    for (;;) {
+        unsigned char h[5];
+        size_t len;
+        char *data;
+
+        if (read(fd, h, 1) != 1 || recv(fd, h + 1, 4, MSG_WAITALL) != 4) {
+            return 0;
+        }
+        len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
+        assert_true(len < (1u << 20));
+        data = calloc(1, len + 1);
+        assert_true(len == 0 || recv(fd, data, len, MSG_WAITALL) == (ssize_t)len);
+        if (h[0] == 'X') {
+            *x = data;
+            return 0;
+        }
+        if (h[0] == 'O') {
+            size_t k = len < sizeof(out) - 1 - olen ? len : sizeof(out) - 1 - olen;
+
+            memcpy(out + olen, data, k);
+            olen += k;
+            out[olen] = '\0';
+        }
+        free(data);
+        if (strstr(out, text) != NULL) {
+            return 1;
+        }
+    }
+}
+
+/* (added) The runner's kept session of tp-api: "keep" starts it, a closed connection
+ * leaves it, ?attach=1 comes back (scrollback, the shell's state), the exit status. */
+static void api_kept_session(int port)
+{
+    char *x = NULL;
+    char *body;
+    int fd;
+
+    fd = api_terminal(port, "", "{\"argv\":[\"sh\"],\"keep\":true,\"tty\":true}");
+    if (!frames_until(fd, "# ", &x)) { /* typed once the shell prompts */
+        fail_msg("no prompt in the runner's kept session: %s", x ? x : "(closed)");
+    }
+    frame(fd, 'I', "Y=7; echo a$((Y*6))\n", 20);
+    if (!frames_until(fd, "a42\r\n", &x)) {
+        fail_msg("the runner's kept session: %s", x ? x : "(closed)");
+    }
+    close(fd); /* detached: the session goes on */
+    fd = api_terminal(port, "?attach=1", "{\"tty\":{\"rows\":20,\"cols\":70}}");
+    assert_true(frames_until(fd, "a42", &x)); /* the scrollback */
+    frame(fd, 'I', "echo b$Y; stty size; exit 6\n", 28);
+    assert_true(frames_until(fd, "b7\r\n20 70\r\n", &x));
+    assert_false(frames_until(fd, "\001never", &x));
+    assert_non_null(x);
+    assert_string_equal(x, "{\"status\":6}");
+    free(x);
+    close(fd);
+    fd = api_terminal(port, "?attach=1", "{}");
+    assert_false(frames_until(fd, "\001never", &x));
+    assert_non_null(x);
+    assert_non_null(strstr(x, "has no kept session (the last one ended with status 6)"));
+    free(x);
+    close(fd);
+    body =
+        api(port, "GET", "/v1/tasks/tp-api/terminal?attach=2", "tp-token-a-0123456789abcdef", NULL);
+    assert_contains(body, "400");
+    assert_contains(body, "the only query is attach=1");
+    free(body);
+}
+
 static void test_runner_ports_and_terminal(void **state)
 {
     int port = free_port();
@@ -396,6 +623,7 @@ static void test_runner_ports_and_terminal(void **state)
     /* 'O' frames with the output, then 'X' with the status */
     assert_true(memmem(buf, n, "20 70\r\n", 7) != NULL);
     assert_true(memmem(buf, n, "{\"status\":3}", 12) != NULL);
+    api_kept_session(port);
 
     /* sbx exec -it with runner.listen: the runner's terminal, for a task of the
      * unix socket's client (local) */
@@ -439,6 +667,29 @@ static void test_runner_ports_and_terminal(void **state)
         assert_true(WIFEXITED(st));
         assert_int_equal(WEXITSTATUS(st), 4);
         close(t.master);
+    }
+    {
+        /* (added) sbx exec -it --keep and sbx attach with runner.listen: the runner's
+         * kept session (?attach=1) */
+        static const char *const keep[] = {"exec", "-it", "--keep", "tp-local", "--", "sh", NULL};
+        static const char *const attach[] = {"attach", "tp-local", NULL};
+        struct term t;
+
+        term_spawn(&t, 24, 80, keep);
+        /* typed once the shell prompts (what comes before may be dropped) */
+        if (!term_wait(&t, 0, "# ", 60)) {
+            fail_msg("no prompt in the runner's kept session:\n%s", t.buf);
+        }
+        term_type(&t, "Z=5; echo z$((Z*9))\n");
+        if (!term_wait(&t, 0, "z45\r\n", 60)) {
+            fail_msg("the runner's kept session through sbx showed:\n%s", t.buf);
+        }
+        term_type(&t, "\034d");
+        assert_int_equal(term_exit(&t), 0);
+        term_spawn(&t, 24, 80, attach);
+        assert_true(term_wait(&t, 0, "z45", 60));
+        term_type(&t, "exit $((Z+1))\n");
+        assert_int_equal(term_exit(&t), 6);
     }
     serve_stop_show_log(30);
 }

@@ -156,7 +156,7 @@ static void test_refusals(void **state)
     refused("{\"postCreateCommand\": 5}", "postCreateCommand must be a command string");
     refused("{\"postCreateCommand\": {\"a\": [1]}}", "postCreateCommand.a[0] must be a string");
     refused("{\"features\": {\"registry.example/features/node:1\": {}}}",
-            "features from an OCI registry are not fetched");
+            "registry registry.example is not one of image_registry.feature_registries");
     refused("{\"features\": {\"https://x/f.tgz\": {}}}", "features from a URL are not fetched");
     refused("{\"features\": {\"./missing\": {}}}", "features[\"./missing\"]: no folder");
     refused("{\"workspaceFolder\": \"/a b\"}", "workspaceFolder must be an absolute path");

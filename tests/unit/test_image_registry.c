@@ -5,6 +5,7 @@
 #include "test_common.h"
 
 #include <jansson.h>
+#include <sys/stat.h>
 
 #include "config/config.h"
 #include "image/push.h"
@@ -107,6 +108,14 @@ static void test_config_errors(void **state)
          "sbx.conf:3: 'image_registry.credential' 'nope' is not a credential instance"},
         {"image_registry = {\n  password = \"hunter2\";\n};\n",
          "unknown key 'password' in 'image_registry'"},
+        /* (added) the registries features may come from: HOST[:PORT] only */
+        {"image_registry = {\n  feature_registries = [ \"https://127.0.0.1:5443\" ];\n};\n",
+         "sbx.conf:2: 'image_registry.feature_registries' 'https://127.0.0.1:5443' is not a "
+         "registry HOST[:PORT]"},
+        {"image_registry = {\n  feature_registries = [ \"127.0.0.1:5443/ns\" ];\n};\n",
+         "'image_registry.feature_registries' '127.0.0.1:5443/ns' is not a registry"},
+        {"image_registry = {\n  feature_registries = [ \"u:p@reg.example\" ];\n};\n",
+         "is not a registry HOST[:PORT]"},
     };
 
     (void)state;
@@ -201,6 +210,125 @@ static void test_auth_from_docker_login(void **state)
     sbx_error_free(&err);
     free(path);
     unsetenv("DOCKER_CONFIG");
+    sbx_config_destroy(c);
+}
+
+/* (added) A credential helper of the engine's login: credHelpers[host], else
+ * credsStore, run from PATH as `docker-credential-NAME get` with the server
+ * on stdin, as the Docker client runs it. */
+static void test_auth_from_credential_helper(void **state)
+{
+    struct sbx_config *c = sbx_config_defaults();
+    struct sbx_registry r;
+    struct sbx_registry_login l;
+    const char *source = NULL;
+    sbx_error_t *err = NULL;
+    const char *old_path = getenv("PATH");
+    char *path_env = NULL;
+    char *calls = NULL;
+    char *script;
+    char *cfg;
+    char *auth;
+    char *json;
+    json_t *o;
+
+    (void)state;
+    assert_true(asprintf(&path_env, "%s:%s", dir, old_path ? old_path : "/usr/bin:/bin") > 0);
+    assert_true(asprintf(&calls, "%s/calls", dir) > 0);
+    {
+        char *text = NULL;
+
+        /* the fake helper: says who asked; a login for 127.0.0.1:5443 (by
+         * user), a token for 127.0.0.1:5444, none for other servers, a
+         * failure for "fail.example" */
+        assert_true(
+            asprintf(&text,
+                     "#!/bin/sh\n"
+                     "[ \"$1\" = get ] || exit 9\n"
+                     "read -r s\n"
+                     "echo \"$s\" >>%s\n"
+                     "case $s in\n"
+                     "127.0.0.1:5443) echo '{\"ServerURL\": \"127.0.0.1:5443\", \"Username\": "
+                     "\"helper-user\", \"Secret\": \"helper-s3cret\"}' ;;\n"
+                     "127.0.0.1:5444) echo '{\"Username\": \"<token>\", \"Secret\": "
+                     "\"tok-s3cret\"}' ;;\n"
+                     "fail.example) echo boom; exit 3 ;;\n"
+                     "*) echo 'credentials not found in native keychain'; exit 1 ;;\n"
+                     "esac\n",
+                     calls) > 0);
+        script = test_write_file(dir, "docker-credential-sbxunit", text);
+        free(text);
+    }
+    assert_int_equal(chmod(script, 0755), 0);
+    setenv("PATH", path_env, 1);
+    setenv("DOCKER_CONFIG", dir, 1);
+    cfg = test_write_file(dir, "config.json",
+                          "{\"credHelpers\": {\"127.0.0.1:5444\": \"sbxunit\"}, "
+                          "\"credsStore\": \"sbxunit\"}");
+    /* credsStore: a user and a password */
+    assert_int_equal(sbx_registry_parse("https://127.0.0.1:5443/t/s", &r, NULL, 0), 0);
+    auth = sbx_registry_auth(c, "/nonexistent", &r, &source, &err);
+    if (auth == NULL) {
+        fail_msg("%s", err ? sbx_error_msg(err) : "no auth");
+    }
+    assert_string_equal(source, "docker login (credential helper)");
+    for (char *p = auth; *p; p++) {
+        *p = *p == '-' ? '+' : *p == '_' ? '/' : *p;
+    }
+    json = sbx_base64_decode(auth, NULL);
+    o = json_loads(json, 0, NULL);
+    assert_string_equal(json_string_value(json_object_get(o, "username")), "helper-user");
+    assert_string_equal(json_string_value(json_object_get(o, "password")), "helper-s3cret");
+    json_decref(o);
+    free(json);
+    sbx_registry_auth_free(auth);
+    /* credHelpers for 127.0.0.1:5444: an identity token */
+    assert_int_equal(sbx_registry_login(c, "/nonexistent", "127.0.0.1:5444", &l, &source, &err), 0);
+    assert_int_equal(l.token, 1);
+    assert_string_equal(l.secret, "tok-s3cret");
+    sbx_registry_login_free(&l);
+    /* no login for another server: anonymous, no error */
+    assert_int_equal(sbx_registry_login(c, "/nonexistent", "other.example", &l, &source, &err), 0);
+    assert_null(l.secret);
+    assert_string_equal(source, "none");
+    assert_null(err);
+    /* a helper that fails: an error naming it, without its output */
+    assert_int_equal(sbx_registry_login(c, "/nonexistent", "fail.example", &l, &source, &err), -1);
+    assert_non_null(strstr(sbx_error_msg(err), "docker-credential-sbxunit (for fail.example) "
+                                               "failed (exit 3)"));
+    assert_null(strstr(sbx_error_msg(err), "boom"));
+    sbx_error_free(&err);
+    /* the server was given on stdin each time */
+    {
+        FILE *f = fopen(calls, "r");
+        char buf[256] = "";
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+        if (f) {
+            fclose(f);
+        }
+        buf[n] = '\0';
+        assert_string_equal(buf, "127.0.0.1:5443\n127.0.0.1:5444\nother.example\nfail.example\n");
+    }
+    /* a helper name that is not one; a helper not on PATH */
+    free(cfg);
+    cfg = test_write_file(dir, "config.json", "{\"credsStore\": \"../evil\"}");
+    assert_int_equal(sbx_registry_login(c, "/nonexistent", "127.0.0.1:5443", &l, &source, &err),
+                     -1);
+    assert_non_null(strstr(sbx_error_msg(err), "is not a helper name"));
+    sbx_error_free(&err);
+    free(cfg);
+    cfg = test_write_file(dir, "config.json", "{\"credsStore\": \"sbxmissing\"}");
+    assert_int_equal(sbx_registry_login(c, "/nonexistent", "127.0.0.1:5443", &l, &source, &err),
+                     -1);
+    assert_non_null(strstr(sbx_error_msg(err), "docker-credential-sbxmissing"));
+    sbx_error_free(&err);
+    setenv("PATH", old_path ? old_path : "/usr/bin:/bin", 1);
+    unsetenv("DOCKER_CONFIG");
+    free(cfg);
+    free(script);
+    free(calls);
+    free(path_env);
     sbx_config_destroy(c);
 }
 
@@ -301,6 +429,7 @@ int main(void)
         cmocka_unit_test(test_config_defaults_and_unset),
         cmocka_unit_test(test_auth_from_docker_login),
         cmocka_unit_test(test_auth_from_credential),
+        cmocka_unit_test(test_auth_from_credential_helper),
         cmocka_unit_test(test_base64_and_digest),
     };
 

@@ -1,5 +1,5 @@
-/* test_term_port_cli.c - what `sbx exec -it` and `sbx port` refuse before any
- * sandbox is involved (one line, exit 125), the terminal request's "tty" field
+/* test_term_port_cli.c - what `sbx exec -it` (--keep too), `sbx attach` and `sbx port` refuse
+ * before any sandbox is involved (one line, exit 125), the terminal request's "tty" field
  * (sbx_tty_parse), and the runner's port URL parsing errors are covered by the
  * engine test (runtime_test_term_port_docker). */
 #include "spawn.h"
@@ -68,6 +68,14 @@ static void test_cli_refusals(void **state)
     refused(RUN("exec", "-it", "t-1", "--json", "--", "true"), "--json cannot go with a terminal");
     refused(RUN("exec", "-it", "bad/id", "--", "true"), "not a valid task id");
     refused(RUN("exec", "-it", "t-1", "--", "true"), "no running task 't-1'");
+    /* (added) kept sessions */
+    refused(RUN("exec", "--keep", "t-1", "--", "sh"), "--keep goes with -it");
+    refused(RUN("exec", "-it", "--keep", "t-1", "--", "sh"), "no running task 't-1'");
+    refused(RUN("attach"), "no task");
+    refused(RUN("attach", "t-1", "t-2"), "one task, nothing more");
+    refused(RUN("attach", "--bogus", "t-1"), "unknown option '--bogus'");
+    refused(RUN("attach", "bad/id"), "not a valid task id");
+    refused(RUN("attach", "t-1"), "no running task 't-1'");
     refused(RUN("port", "t-1"), "missing TASK PORT");
     refused(RUN("port", "t-1", "0"), "'0' is not a port (1-65535)");
     refused(RUN("port", "t-1", "65536"), "is not a port");

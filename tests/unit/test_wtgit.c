@@ -18,6 +18,7 @@
 #include "sandbox/gitrun.h"
 #include "sandbox/wtgit_int.h"
 #include "sandbox/wtscan.h"
+#include "sandbox/wtwatch.h"
 #include "util/fileio.h"
 
 static void test_oid(void **state)
@@ -339,6 +340,134 @@ static void test_check(void **state)
     rm_rf(dir);
 }
 
+/* 1 once path exists (want 1) or is gone (want 0), within 10 s: a condition
+ * wait, never a fixed one. */
+static int await_path(const char *dir, const char *rel, int want)
+{
+    char p[1200];
+    struct timespec start;
+    struct timespec now;
+
+    snprintf(p, sizeof(p), "%s/%s", dir, rel);
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        if ((access(p, F_OK) == 0) == want) {
+            return 1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec > 10) {
+            fprintf(stderr, "waited 10 s for %s to %s\n", p, want ? "appear" : "go");
+            return 0;
+        }
+        usleep(10000);
+    }
+}
+
+static int busy_now;
+
+static int busy_flag(void *ud)
+{
+    (void)ud;
+    return __atomic_load_n(&busy_now, __ATOMIC_ACQUIRE);
+}
+
+/* The watcher: what is made at the top or in a protected path's parent while the
+ * task runs is quarantined without a command's end; a path that existed before,
+ * an ordinary file and a symlinked parent are left alone. */
+static void test_watch(void **state)
+{
+    static const char *const prot[] = {".mcp.json", ".vscode", ".claude/settings.json", NULL};
+    char dir[] = "/tmp/sbx-wtwatch-XXXXXX";
+    char out[] = "/tmp/sbx-wtwatch-out-XXXXXX";
+    char p[1200];
+    struct sbx_wtwatch_opts o = {0};
+    struct sbx_wtwatch *w;
+    sbx_error_t *err = NULL;
+
+    (void)state;
+    assert_non_null(mkdtemp(dir));
+    assert_non_null(mkdtemp(out));
+    write_file(dir, "existing", "x");
+    mkdir_p(dir, ".vscode"); /* the host's own: mounted read-only inside */
+    usleep(20000);           /* a change time after these */
+    clock_gettime(CLOCK_REALTIME, &o.since);
+    o.worktree = dir;
+    o.task_id = "t2";
+    o.protect = prot;
+    o.note = note;
+    n_notes = 0;
+    w = sbx_wtwatch_start(&o, &err);
+    assert_non_null(w);
+    assert_int_equal(n_notes, 0); /* nothing made yet */
+    usleep(20000);                /* a change time past since (the kernel's clock is coarse) */
+    /* a protected file at the top, no command's end needed */
+    write_file(dir, ".mcp.json", "{\"mcpServers\":{}}");
+    assert_true(await_path(dir, ".mcp.json.sbx-quarantine-t2", 1));
+    assert_true(await_path(dir, ".mcp.json", 0));
+    /* a parent made first, the protected file in it after */
+    mkdir_p(dir, ".claude");
+    write_file(dir, ".claude/settings.json", "{}");
+    assert_true(await_path(dir, ".claude/settings.json.sbx-quarantine-t2", 1));
+    /* a repository at the top of a worktree that was none */
+    mkdir_p(dir, ".git");
+    assert_true(await_path(dir, ".git.sbx-quarantine-t2", 1));
+    /* a renamed-in protected path */
+    write_file(dir, "staged", "x");
+    snprintf(p, sizeof(p), "mv '%s/staged' '%s/.mcp.json'", dir, dir);
+    assert_int_equal(system(p), 0);
+    assert_true(await_path(dir, ".mcp.json", 0));
+    /* a parent that is a symlink out of the worktree is not followed */
+    rm_rf(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    sbx_wtwatch_stop(w);
+    usleep(20000);
+    clock_gettime(CLOCK_REALTIME, &o.since);
+    w = sbx_wtwatch_start(&o, &err);
+    assert_non_null(w);
+    usleep(20000);
+    snprintf(p, sizeof(p), "%s/.claude", dir);
+    assert_int_equal(symlink(out, p), 0);
+    write_file(out, "settings.json", "{}");
+    write_file(dir, "plain", "x");      /* an ordinary file: left */
+    write_file(dir, ".mcp.json", "{}"); /* seen after both above */
+    assert_true(await_path(dir, ".mcp.json", 0));
+    snprintf(p, sizeof(p), "%s/settings.json", out);
+    assert_int_equal(access(p, F_OK), 0);
+    snprintf(p, sizeof(p), "%s/plain", dir);
+    assert_int_equal(access(p, F_OK), 0);
+    /* the after-command scan and the watcher share one lock */
+    sbx_wtwatch_lock(w);
+    sbx_wtwatch_unlock(w);
+    sbx_wtwatch_stop(w);
+    /* while a command runs a .git waits for its end (git init && git commit in
+     * one command works); a protected path does not wait */
+    rm_rf(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    usleep(20000);
+    clock_gettime(CLOCK_REALTIME, &o.since);
+    o.busy = busy_flag;
+    __atomic_store_n(&busy_now, 1, __ATOMIC_RELEASE);
+    w = sbx_wtwatch_start(&o, &err);
+    assert_non_null(w);
+    usleep(20000); /* a change time past since (the kernel's clock is coarse) */
+    mkdir_p(dir, ".git");
+    write_file(dir, ".mcp.json", "{}"); /* seen after the .git */
+    assert_true(await_path(dir, ".mcp.json", 0));
+    snprintf(p, sizeof(p), "%s/.git", dir);
+    assert_int_equal(access(p, F_OK), 0); /* left to the command's end */
+    sbx_wtwatch_idle(w);                  /* still busy: nothing */
+    assert_int_equal(access(p, F_OK), 0);
+    __atomic_store_n(&busy_now, 0, __ATOMIC_RELEASE);
+    sbx_wtwatch_idle(w); /* the command ended: checked now */
+    assert_int_not_equal(access(p, F_OK), 0);
+    snprintf(p, sizeof(p), "%s/.git.sbx-quarantine-t2", dir);
+    assert_int_equal(access(p, F_OK), 0);
+    sbx_wtwatch_stop(w);
+    sbx_wtwatch_stop(NULL);
+    rm_rf(dir);
+    rm_rf(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_object_path), cmocka_unit_test(test_protect_globs),
         cmocka_unit_test(test_scan),        cmocka_unit_test(test_fileio),
         cmocka_unit_test(test_alternates),  cmocka_unit_test(test_check),
+        cmocka_unit_test(test_watch),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

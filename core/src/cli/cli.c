@@ -17,6 +17,8 @@ static const struct sbx_cmd commands[] = {
     {"task", "start, end or list tasks (one sandbox, many commands)", sbx_cmd_task,
      sbx_cmd_task_help},
     {"exec", "run a command in a running task's sandbox", sbx_cmd_exec, sbx_cmd_exec_help},
+    {"attach", "attach this terminal to a task's kept session (sbx exec -it --keep)",
+     sbx_cmd_attach, sbx_cmd_attach_help},
     {"snapshot", "list or remove snapshots of tasks (sbx task snapshot, fork)", sbx_cmd_snapshot,
      sbx_cmd_snapshot_help},
     {"port", "forward a host loopback port to a port inside a task", sbx_cmd_port,

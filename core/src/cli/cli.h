@@ -60,6 +60,9 @@ void sbx_cmd_exec_help(FILE *out);
 /* (added, cmd_exec_tty.c) `sbx exec -it`: a command on a terminal */
 int sbx_exec_wants_tty(int argc, char **argv);
 int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv);
+/* (added, cmd_exec_tty.c) `sbx attach TASK`: the task's kept session */
+int sbx_cmd_attach(struct sbx_cli *cli, int argc, char **argv);
+void sbx_cmd_attach_help(FILE *out);
 /* (added, cmd_port.c) `sbx port TASK PORT` */
 int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv);
 void sbx_cmd_port_help(FILE *out);

@@ -2,7 +2,9 @@
  * (docs/tasks.md, "Terminals"). The keeper allocates the pty and relays it
  * (core/src/sandbox/pty.c); this side puts the user's terminal in raw mode,
  * sends what is typed and each new window size, writes what comes back, and
- * restores the terminal on every way out. */
+ * restores the terminal on every way out. (added) `sbx exec -it --keep` and
+ * `sbx attach TASK`: the task's kept session (core/src/sandbox/pty_session.c),
+ * left with the detach keys, Ctrl-\ then d. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -65,7 +67,8 @@ int sbx_exec_wants_tty(int argc, char **argv)
 {
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-it") == 0 || strcmp(argv[i], "-ti") == 0 ||
-            strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--tty") == 0) {
+            strcmp(argv[i], "-t") == 0 || strcmp(argv[i], "--tty") == 0 ||
+            strcmp(argv[i], "--keep") == 0) {
             return 1;
         }
     }
@@ -97,8 +100,9 @@ static int send_size(int fd)
     return sbx_frame_write(fd, 'W', b, sizeof(b));
 }
 
-/* The result frame: the command's status, or 125/126/127 with the error printed. */
-static int result(const char *data)
+/* The result frame: the command's status, or 125/126/127 with the error printed;
+ * (added) a kept session's client taken over by another: 0, said on stderr. */
+static int result(const char *data, int detach)
 {
     json_t *j = json_loads(data, 0, NULL);
     json_t *st = json_object_get(j, "status");
@@ -106,6 +110,12 @@ static int result(const char *data)
 
     if (json_is_integer(st)) {
         rc = (int)json_integer_value(st);
+    }
+    else if (detach && json_is_string(json_object_get(j, "detached"))) {
+        restore_tty();
+        fprintf(stderr, "\r\nsbx: detached: %s\n",
+                json_string_value(json_object_get(j, "detached")));
+        rc = 0;
     }
     else {
         const char *msg = json_string_value(json_object_get(j, "error"));
@@ -121,10 +131,45 @@ static int result(const char *data)
     return rc;
 }
 
-/* Relays until the 'X' frame; the exit code of sbx. */
-static int relay(int fd)
+#define DETACH_KEY 0x1c /* Ctrl-\ ; then 'd' */
+#define RELAY_DETACHED (-1)
+
+/* (added) With the detach keys: buf's bytes without Ctrl-\ d (*held: a Ctrl-\ was
+ * the last byte read, not sent yet); RELAY_DETACHED when they came, else the
+ * length to send. Ctrl-\ then any other byte sends both. */
+static ssize_t detach_filter(char *buf, ssize_t n, char *out, int *held)
+{
+    ssize_t k = 0;
+
+    for (ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+
+        if (*held) {
+            *held = 0;
+            if (c == 'd') {
+                return RELAY_DETACHED;
+            }
+            out[k++] = DETACH_KEY;
+            if (c == DETACH_KEY) {
+                *held = 1;
+                continue;
+            }
+        }
+        else if (c == DETACH_KEY) {
+            *held = 1;
+            continue;
+        }
+        out[k++] = (char)c;
+    }
+    return k;
+}
+
+/* Relays until the 'X' frame; the exit code of sbx. detach: the detach keys
+ * leave (RELAY_DETACHED), and an 'X' that says the session was taken over is 0. */
+static int relay(int fd, int detach)
 {
     int stdin_open = 1;
+    int held = 0;
 
     for (;;) {
         struct pollfd p[3] = {{.fd = fd, .events = POLLIN},
@@ -151,9 +196,14 @@ static int relay(int fd)
         }
         if (p[1].revents != 0) {
             char buf[4096];
+            char sent[2 * sizeof(buf)];
             ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+            ssize_t k = n > 0 && detach ? detach_filter(buf, n, sent, &held) : n;
 
-            if (n > 0 && sbx_frame_write(fd, 'I', buf, (size_t)n) < 0) {
+            if (k == RELAY_DETACHED) {
+                return RELAY_DETACHED;
+            }
+            if (k > 0 && sbx_frame_write(fd, 'I', detach ? sent : buf, (size_t)k) < 0) {
                 return 125;
             }
             if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
@@ -179,7 +229,7 @@ static int relay(int fd)
                 sbx_write_all(STDOUT_FILENO, data, len);
             }
             else if (type == 'X') {
-                int rc = result(data);
+                int rc = result(data, detach);
 
                 free(data);
                 return rc;
@@ -192,7 +242,7 @@ static int relay(int fd)
 /* (runner.listen set) The runner's terminal for its task: the upgrade on its unix
  * socket (or TCP with runner.token_env's token); the connection after the 101, or -1
  * with the error printed. */
-static int runner_terminal(const struct sbx_config *cfg, const char *task)
+static int runner_terminal(const struct sbx_config *cfg, const char *task, int attach)
 {
     struct sbx_runner_endpoint ep;
     sbx_error_t *err = NULL;
@@ -241,9 +291,10 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task)
         return -1;
     }
     snprintf(head, sizeof(head),
-             "GET /v1/tasks/%s/terminal HTTP/1.1\r\nHost: sbx\r\n%s%s%sConnection: Upgrade\r\n"
+             "GET /v1/tasks/%s/terminal%s HTTP/1.1\r\nHost: sbx\r\n%s%s%sConnection: Upgrade\r\n"
              "Upgrade: sbx-terminal.v1\r\n\r\n",
-             task, tok ? "Authorization: Bearer " : "", tok ? tok : "", tok ? "\r\n" : "");
+             task, attach ? "?attach=1" : "", tok ? "Authorization: Bearer " : "", tok ? tok : "",
+             tok ? "\r\n" : "");
     if (sbx_write_all(fd, head, strlen(head)) < 0) {
         close(fd);
         fprintf(stderr, "sbx: error: runner: %s\n", strerror(errno));
@@ -275,9 +326,13 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task)
     return fd;
 }
 
+static int terminal(const struct sbx_config *cfg, const char *state, const char *task, json_t *req,
+                    int detach, int attach);
+
 static int usage(const char *msg)
 {
-    fprintf(stderr, "sbx: error: exec: %s (usage: sbx exec -it TASK [--env K=V]... -- CMD ...)\n",
+    fprintf(stderr,
+            "sbx: error: exec: %s (usage: sbx exec -it [--keep] TASK [--env K=V]... -- CMD ...)\n",
             msg);
     return SBX_EXIT_SBX;
 }
@@ -288,7 +343,6 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
     struct sbx_config *cfg;
     sbx_error_t *err = NULL;
     cleanup_free char *state = NULL;
-    cleanup_free char *sock = NULL;
     /* o.cmd points into it: freed when this returns */
     cleanup_free char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
     const char *task = NULL;
@@ -296,10 +350,9 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
     json_t *jenv = json_array();
     json_t *req;
     unsigned rows, cols;
-    char *s;
     int n = 0;
-    int fd;
-    int rc;
+    int keep = 0;
+    int tty_flag = 0;
 
     /* argv without the -i/-t flags (before "--") and the task: what `sbx exec` parses */
     rest[n++] = argv[0];
@@ -309,7 +362,16 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
         for (int k = 1; k < i; k++) {
             before = before && strcmp(argv[k], "--") != 0;
         }
-        if (before && strcmp(argv[i], "--") != 0 && is_tty_flag(argv[i])) {
+        if (before && strcmp(argv[i], "--") == 0) {
+            before = 0;
+        }
+        if (before && strcmp(argv[i], "--keep") == 0) {
+            keep = 1; /* (added) a kept session */
+            continue;
+        }
+        if (before && is_tty_flag(argv[i])) {
+            tty_flag =
+                tty_flag || (strcmp(argv[i], "-i") != 0 && strcmp(argv[i], "--interactive") != 0);
             continue;
         }
         if (before && task == NULL && strcmp(argv[i], "--") != 0 && argv[i][0] != '-') {
@@ -318,10 +380,11 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
         }
         rest[n++] = argv[i];
     }
-    if (task == NULL) {
+    if (task == NULL || (keep && !tty_flag)) {
         json_decref(jargv);
         json_decref(jenv);
-        return usage("no task");
+        return usage(task == NULL ? "no task"
+                                  : "--keep goes with -it (a kept session is a terminal)");
     }
     if (sbx_task_cli_parse(&o, n, rest, 2) < 0) {
         json_decref(jargv);
@@ -365,6 +428,24 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
     req = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "op", "exec", "argv", jargv, "env", jenv,
                     "tty", "rows", (int)rows, "cols", (int)cols);
     sbx_task_cli_fini(&o);
+    if (keep) {
+        json_object_set_new(req, "keep", json_true());
+    }
+    return terminal(cfg, state, task, req, keep, 0);
+}
+
+/* Connects to the task's terminal (the keeper's socket, or the runner's API with
+ * runner.listen set), sends req (taken), relays in raw mode and restores the
+ * terminal; sbx's exit code. detach: a kept session (the detach keys work). */
+static int terminal(const struct sbx_config *cfg, const char *state, const char *task, json_t *req,
+                    int detach, int attach)
+{
+    sbx_error_t *err = NULL;
+    cleanup_free char *sock = NULL;
+    char *s;
+    int fd;
+    int rc;
+
     if (!sbx_id_valid(task, SBX_ID_TASK)) {
         json_decref(req);
         fprintf(stderr, "sbx: error: '%s' is not a valid task id\n", task);
@@ -372,7 +453,7 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
     }
     if (cfg->runner.listen != NULL) {
         /* a task of the runner: its API's terminal (same frames after the 101) */
-        fd = runner_terminal(cfg, task);
+        fd = runner_terminal(cfg, task, attach);
         if (fd < 0) {
             json_decref(req);
             return SBX_EXIT_SBX;
@@ -424,8 +505,70 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
             atexit(restore_tty);
         }
     }
-    rc = relay(fd);
+    rc = relay(fd, detach);
     restore_tty();
     close(fd);
+    if (rc == RELAY_DETACHED || (detach && rc >= 128 && rc < 128 + 65 && got_signal)) {
+        /* the session goes on without us */
+        fprintf(stderr,
+                "\r\nsbx: detached from task %s's kept session (sbx attach %s comes back)\n", task,
+                task);
+        rc = rc == RELAY_DETACHED ? 0 : rc;
+    }
     return rc;
+}
+
+void sbx_cmd_attach_help(FILE *out)
+{
+    fprintf(out, "usage: sbx attach TASK\n"
+                 "\n"
+                 "Attaches this terminal to the task's kept session, started with\n"
+                 "'sbx exec -it --keep TASK -- bash' (docs/tasks.md, \"Kept sessions\"): what\n"
+                 "the session showed last (its scrollback, up to 64 KiB) comes first, then\n"
+                 "it is live, in raw mode; this terminal's size is the session's from now on.\n"
+                 "\n"
+                 "Detach: Ctrl-\\ then d (the session goes on; Ctrl-\\ then any other key\n"
+                 "sends both). One client is attached at a time: attaching takes the session\n"
+                 "over from the one attached before, which is told so and exits 0. The session\n"
+                 "ends with its command; the client attached then exits with its status.\n"
+                 "Refused for a task holding credentials, as every terminal. With\n"
+                 "runner.listen set: the runner's session of its task (the client's own).\n"
+                 "\n"
+                 "Exit status: the session command's own when it ended while attached, 0 when\n"
+                 "detached, 125 when sbx failed (no such task, no kept session).\n");
+}
+
+int sbx_cmd_attach(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_config *cfg;
+    sbx_error_t *err = NULL;
+    cleanup_free char *state = NULL;
+    unsigned rows, cols;
+
+    if (argc != 2 || argv[1][0] == '-') {
+        for (int i = 1; i < argc; i++) {
+            if (argv[i][0] == '-') {
+                fprintf(stderr,
+                        "sbx: error: attach: unknown option '%s' (usage: sbx attach TASK)\n",
+                        argv[i]);
+                return SBX_EXIT_SBX;
+            }
+        }
+        fprintf(stderr, "sbx: error: attach: %s (usage: sbx attach TASK)\n",
+                argc < 2 ? "no task" : "one task, nothing more");
+        return SBX_EXIT_SBX;
+    }
+    cfg = sbx_cli_config(cli);
+    if (cfg == NULL || (state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
+        if (err != NULL) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+        }
+        return SBX_EXIT_SBX;
+    }
+    window_size(&rows, &cols);
+    return terminal(cfg, state, argv[1],
+                    json_pack("{s:s, s:{s:i, s:i}}", "op", "attach", "tty", "rows", (int)rows,
+                              "cols", (int)cols),
+                    1, 1);
 }

@@ -33,11 +33,15 @@ void sbx_cmd_image_help(FILE *out)
                  "with customizations.sbx.packages (plus bash, ca-certificates, curl, git) and\n"
                  "customizations.sbx.npm (the host's npm) - root is needed for debootstrap.\n"
                  "On top, when the definition has them: local features (./folder, options as\n"
-                 "variables, dependsOn/installsAfter order), containerEnv, remoteEnv,\n"
-                 "remoteUser/containerUser, and onCreateCommand, updateContentCommand and\n"
-                 "postCreateCommand run at build time; postStartCommand runs at each sandbox\n"
-                 "start. A field sbx cannot honour is an error naming it (exit 2), never a\n"
-                 "warning: the table of every field is docs/image.md.\n"
+                 "variables, dependsOn/installsAfter order) and features from an OCI registry\n"
+                 "listed in image_registry.feature_registries (REGISTRY/NAMESPACE/NAME:TAG or\n"
+                 "@sha256:..., fetched with the registry login push uses, every sha256 checked,\n"
+                 "kept in <cache>/features, pinned in the label dev.sbx.features), containerEnv,\n"
+                 "remoteEnv, remoteUser/containerUser, and onCreateCommand,\n"
+                 "updateContentCommand and postCreateCommand run at build time;\n"
+                 "postStartCommand runs at each sandbox start. A field sbx cannot honour is\n"
+                 "an error naming it (exit 2), never a warning: the table of every field is\n"
+                 "docs/image.md.\n"
                  "The image is tagged sbx-sandbox:<content hash>. sbx-sandbox:current moves only\n"
                  "for the configured definition (the one found without --definition) or with\n"
                  "--tag current. When the image of a hash exists, nothing is rebuilt. Root\n"
@@ -63,8 +67,9 @@ void sbx_cmd_image_help(FILE *out)
                  "  --json             print {\"image\", \"current\" (null when not moved),\n"
                  "                     \"tags\", \"spec_layer\", \"definition\", ...}\n"
                  "\n"
-                 "Exit status: 0 built or up to date, 1 failed (a lifecycle command or a\n"
-                 "build step: the field is named), 2 usage or definition error.\n");
+                 "Exit status: 0 built or up to date, 1 failed (a lifecycle command, a build\n"
+                 "step, or a feature's registry: the field is named), 2 usage or definition\n"
+                 "error.\n");
     sbx_cmd_image_reg_help(out); /* push, pull, gc, inspect */
 }
 
@@ -206,8 +211,38 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     if (cfg == NULL) {
         return SBX_EXIT_USAGE;
     }
+    if (cache_opt != NULL) {
+        cache = xstrdup(cache_opt);
+    }
+    else {
+        cleanup_free char *state = sbx_state_dir(cfg->state_dir, &err);
+
+        if (state == NULL) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            return SBX_EXIT_FAIL;
+        }
+        cache = xasprintf("%s/image-cache", state);
+    }
     def_path = sbx_image_def_find(definition, &err);
-    d = def_path ? sbx_image_def_load(def_path, &err) : NULL;
+    {
+        /* (added) features from a registry the configuration lists are
+         * fetched into <cache>/features (docs/image.md) */
+        struct sbx_devc_fetch fetch = {
+            .cfg = cfg, .plugin_dir = sbx_cli_plugin_dir(cli), .cache = cache};
+
+        d = def_path ? sbx_image_def_load_with(def_path, &fetch, &err) : NULL;
+        if (d != NULL && d->devc != NULL) {
+            d->devc->fetch = NULL; /* fetch lives on this block's stack */
+        }
+    }
+    if (d == NULL && err != NULL && err->code != SBX_E_CONFIG && err->code != SBX_E_USAGE) {
+        /* the registry of a feature failed (not found, a digest that does not
+         * match, refused): exit 1, the definition itself is fine */
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return SBX_EXIT_FAIL;
+    }
     oi = d ? builder_of(cli, provider, &err) : NULL;
     if (oi == NULL) {
         sbx_cli_print_error(err);
@@ -222,21 +257,6 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         sbx_instance_close(oi);
         sbx_image_def_free(d);
         return SBX_EXIT_FAIL;
-    }
-    if (cache_opt != NULL) {
-        cache = xstrdup(cache_opt);
-    }
-    else {
-        cleanup_free char *state = sbx_state_dir(cfg->state_dir, &err);
-
-        if (state == NULL) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-            sbx_instance_close(oi);
-            sbx_image_def_free(d);
-            return SBX_EXIT_FAIL;
-        }
-        cache = xasprintf("%s/image-cache", state);
     }
     if (sidecar) {
         pkgv = sbx_image_sidecar_packages;
@@ -338,6 +358,15 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         }
         for (size_t i = 0; !sidecar && d->npm != NULL && d->npm[i] != NULL; i++) {
             json_array_append_new(json_object_get(o, "npm"), json_string(d->npm[i]));
+        }
+        /* (added) each feature from a registry and the digest it resolved to */
+        json_object_set_new(o, "features", json_array());
+        for (size_t i = 0; !sidecar && d->devc != NULL && i < d->devc->nfeatures; i++) {
+            const struct sbx_devc_feature *fe = &d->devc->features[i];
+
+            json_array_append_new(
+                json_object_get(o, "features"),
+                json_pack("{s:s, s:s, s:s?}", "ref", fe->ref, "id", fe->id, "pinned", fe->pinned));
         }
         char *s = json_dumps(o, JSON_INDENT(2));
 

@@ -7,7 +7,9 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
+#include "image/devc.h"
 #include "image/push.h"
+#include "image/registry.h"
 #include "plugin/instance.h"
 #include "util/xalloc.h"
 
@@ -17,21 +19,28 @@ void sbx_cmd_image_reg_help(FILE *out)
             "\n"
             "usage: sbx image push [--image REF] [--provider NAME] [--json]\n"
             "       sbx image pull [--image REF] [--provider NAME] [--json]\n"
-            "       sbx image gc [--keep N] [--dry-run] [--provider NAME] [--json]\n"
+            "       sbx image gc [--keep N] [--dry-run] [--registry] [--provider NAME] [--json]\n"
             "       sbx image inspect [--image REF] [--provider NAME] [--json]\n"
             "\n"
             "push: tags the image (default: the configuration's 'image') as\n"
             "  <image_registry.url>:<content hash>, pushes it with the credentials of\n"
-            "  image_registry.credential (else the engine's login: docker login), prints\n"
+            "  image_registry.credential (else the engine's login: docker login, its\n"
+            "  credsStore/credHelpers helpers run as the Docker client runs them), prints\n"
             "  the reference by digest (HOST:PORT/PATH@sha256:...) a box names in 'image',\n"
             "  and records it in <state dir>/images/pushed.json.\n"
             "pull: makes sure the image is in the engine; a missing reference by digest is\n"
             "  pulled (the runner does the same before it takes work). Never builds.\n"
             "gc: removes sbx-sandbox images past the newest N (image_registry.keep, 5),\n"
             "  never one a container or sbx-sandbox:current uses.\n"
-            "inspect: the image's id, digest, tags and SBOM (label " SBX_IMAGE_SBOM_LABEL
-            ", or the file " SBX_IMAGE_SBOM_FILE " of the image\n"
-            "  when too large for a label: its sha256 in label " SBX_IMAGE_SBOM_LABEL ".sha256).\n"
+            "  --registry: instead deletes the manifests of image_registry.url's repository\n"
+            "  past the newest N (by the image's created date) through the registry's API\n"
+            "  (DELETE /v2/PATH/manifests/DIGEST), never one the configuration names by\n"
+            "  digest; the registry must allow deletes, and frees the blobs in its own\n"
+            "  garbage collection.\n"
+            "inspect: the image's id, digest, tags, SBOM (label " SBX_IMAGE_SBOM_LABEL ", or the\n"
+            "  file " SBX_IMAGE_SBOM_FILE " of the image when too large for a label: its\n"
+            "  sha256 in label " SBX_IMAGE_SBOM_LABEL ".sha256) and\n"
+            "  the features read from a registry, by digest (label " SBX_DEVC_FEATURES_LABEL ").\n"
             "Exit status: 0 done, 1 failed (engine, registry), 2 usage or configuration.\n");
 }
 
@@ -41,14 +50,19 @@ struct reg_opts {
     int keep;
     int dry;
     int json;
+    int registry; /* (added) gc --registry */
 };
 
 static int parse(const char *cmd, int argc, char **argv, struct reg_opts *o)
 {
     static const struct option opts[] = {
-        {"image", required_argument, NULL, 'i'}, {"provider", required_argument, NULL, 'p'},
-        {"keep", required_argument, NULL, 'k'},  {"dry-run", no_argument, NULL, 'n'},
-        {"json", no_argument, NULL, 'j'},        {NULL, 0, NULL, 0},
+        {"image", required_argument, NULL, 'i'},
+        {"provider", required_argument, NULL, 'p'},
+        {"keep", required_argument, NULL, 'k'},
+        {"dry-run", no_argument, NULL, 'n'},
+        {"json", no_argument, NULL, 'j'},
+        {"registry", no_argument, NULL, 'r'},
+        {NULL, 0, NULL, 0},
     };
     struct sbx_args a = {.cmd = cmd, .help = "image", .opts = opts, .argc = argc, .argv = argv};
     int c;
@@ -77,6 +91,9 @@ static int parse(const char *cmd, int argc, char **argv, struct reg_opts *o)
             break;
         case 'j':
             o->json = 1;
+            break;
+        case 'r':
+            o->registry = 1;
             break;
         default:
             return -1;
@@ -109,6 +126,7 @@ static int on_info(void *ud, const struct sbx_image_info *info)
                           "digest", info->digest, "created", (json_int_t)info->created, "tags",
                           "in_use", info->in_use);
     json_t *sbom = NULL;
+    json_t *features = NULL;
 
     for (size_t i = 0; info->tags != NULL && info->tags[i] != NULL; i++) {
         json_array_append_new(json_object_get(o, "tags"), json_string(info->tags[i]));
@@ -127,9 +145,16 @@ static int on_info(void *ud, const struct sbx_image_info *info)
                 o, "sbom_file",
                 json_pack("{s:s, s:s}", "path", SBX_IMAGE_SBOM_FILE, "sha256", sum));
         }
+        /* (added) the features read from a registry and their digests */
+        s = json_string_value(json_object_get(labels, SBX_DEVC_FEATURES_LABEL));
+        features = s ? json_loads(s, 0, NULL) : NULL;
         json_decref(labels);
     }
     json_object_set_new(o, "sbom", sbom ? sbom : json_null());
+    json_object_set_new(o, "features", json_is_array(features) ? features : json_array());
+    if (features != NULL && !json_is_array(features)) {
+        json_decref(features);
+    }
     json_array_append_new(ud, o);
     return 0;
 }
@@ -178,6 +203,15 @@ static int cmd_inspect(struct sbx_open_instance *oi, const char *ref, int json, 
                    json_array_size(json_object_get(sbom, "debian")),
                    json_array_size(json_object_get(sbom, "npm")),
                    json_array_size(json_object_get(sbom, "mise")));
+        }
+    }
+    {
+        size_t i;
+        json_t *f;
+
+        json_array_foreach(json_object_get(o, "features"), i, f)
+        {
+            printf("feature %s\n", json_string_value(json_object_get(f, "pinned")) ?: "?");
         }
     }
     json_decref(o);
@@ -283,6 +317,33 @@ static int cmd_gc(struct sbx_open_instance *oi, const struct sbx_config *cfg,
     return rc;
 }
 
+/* (added) gc --registry: the manifests in image_registry.url past the newest N. */
+static int cmd_gc_registry(const struct sbx_config *cfg, const char *plugin_dir,
+                           const struct reg_opts *o, sbx_error_t **err)
+{
+    int keep = o->keep > 0 ? o->keep : cfg->image_registry.keep;
+    json_t *removed = json_array();
+    size_t i;
+    json_t *x;
+
+    if (sbx_registry_gc(cfg, plugin_dir, keep, o->dry, removed, err) < 0) {
+        json_decref(removed);
+        return -1;
+    }
+    if (o->json) {
+        print_json(json_pack("{s:i, s:o, s:b, s:s}", "keep", keep, "removed", removed, "dry_run",
+                             o->dry, "registry", cfg->image_registry.url));
+        return 0;
+    }
+    json_array_foreach(removed, i, x)
+    {
+        printf("%s %s (registry)\n", o->dry ? "would delete" : "deleted",
+               json_string_value(json_object_get(x, "digest")));
+    }
+    json_decref(removed);
+    return 0;
+}
+
 int sbx_cmd_image_reg(struct sbx_cli *cli, int argc, char **argv)
 {
     const char *sub = argv[1];
@@ -305,6 +366,15 @@ int sbx_cmd_image_reg(struct sbx_cli *cli, int argc, char **argv)
     cfg = sbx_cli_config(cli);
     if (cfg == NULL || sbx_cli_plugin_dir(cli) == NULL) {
         return SBX_EXIT_USAGE;
+    }
+    if (o.registry) {
+        /* (added) the registry's API only: no provider */
+        if (strcmp(sub, "gc") != 0) {
+            fprintf(stderr, "sbx: error: %s: --registry is an option of sbx image gc only\n", cmd);
+            return SBX_EXIT_USAGE;
+        }
+        rc = cmd_gc_registry(cfg, sbx_cli_plugin_dir(cli), &o, &err);
+        return rc < 0 ? fail_with(&err) : SBX_EXIT_OK;
     }
     ref = o.image ? o.image : cfg->image;
     oi = sbx_instance_open(cfg, sbx_cli_plugin_dir(cli), o.provider ? o.provider : cfg->provider,

@@ -93,7 +93,7 @@ void sbx_cmd_exec_help(FILE *out)
 {
     fprintf(out,
             "usage: sbx exec TASK [--env K=V]... [--json] -- CMD [ARGS...]\n"
-            "       sbx exec -it TASK [--env K=V]... -- CMD [ARGS...]\n"
+            "       sbx exec -it [--keep] TASK [--env K=V]... -- CMD [ARGS...]\n"
             "\n"
             "Runs CMD in the sandbox of a running task (see 'sbx task start'); files it\n"
             "writes stay for the task's later commands. Output is streamed live. Ctrl-C\n"
@@ -110,8 +110,13 @@ void sbx_cmd_exec_help(FILE *out)
             "              \"Terminals\"). Needs the sandbox's exec agent; refused for a\n"
             "              task holding credentials. With runner.listen set: the\n"
             "              runner's terminal of its task (the client's own)\n"
+            "  --keep      (with -it) CMD is the task's kept session: it goes on when\n"
+            "              this terminal leaves (Ctrl-\\ then d, or the connection\n"
+            "              closing), and 'sbx attach TASK' comes back to it (one per\n"
+            "              task; docs/tasks.md, \"Kept sessions\")\n"
             "\n"
-            "Exit status: as 'sbx run' (CMD's own, or 125/126/127).\n");
+            "Exit status: as 'sbx run' (CMD's own, or 125/126/127); 0 when detached\n"
+            "from a kept session.\n");
 }
 
 struct capture {

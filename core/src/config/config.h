@@ -218,7 +218,9 @@ struct sbx_config {
         char *credential;   /* a credential instance, or NULL: the engine's login */
         char *username_key; /* the names of its lease's values */
         char *password_key;
-        int keep; /* sbx image gc keeps this many images */
+        int keep;                  /* sbx image gc keeps this many images */
+        char **feature_registries; /* (added) HOST[:PORT] features may come from; NULL: none */
+        char *ca_file; /* (added) PEM CAs sbx's own registry requests trust; NULL: the system's */
     } image_registry;
 
     struct {             /* (added) snapshot.*: docs/tasks.md, "Snapshots and forks" */

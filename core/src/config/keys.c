@@ -116,6 +116,31 @@ static int check_registry_credential(struct sbx_config *c, const config_setting_
                          c->path, config_setting_source_line(s), c->image_registry.credential);
 }
 
+/* (added) image_registry.feature_registries: each HOST[:PORT], as in a
+ * feature's reference (image/feature_oci.c). */
+static int check_feature_registries(struct sbx_config *c, const config_setting_t *s,
+                                    sbx_error_t **err)
+{
+    for (size_t i = 0; s != NULL && c->image_registry.feature_registries != NULL &&
+                       c->image_registry.feature_registries[i] != NULL;
+         i++) {
+        const char *h = c->image_registry.feature_registries[i];
+        char *url = xasprintf("https://%s/x", h);
+        struct sbx_registry reg;
+        char why[256];
+        int bad = sbx_registry_parse(url, &reg, why, sizeof(why)) < 0 || strcmp(reg.host, h) != 0;
+
+        free(url);
+        if (bad) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s:%u: 'image_registry.feature_registries' '%.128s' is not a "
+                                 "registry HOST[:PORT] (e.g. 127.0.0.1:5443; no scheme, no path)",
+                                 c->path, config_setting_source_line(s), h);
+        }
+    }
+    return 0;
+}
+
 /* A row with a field of struct sbx_config, and a row without one. */
 #define KEY(PATH, TYPE, FIELD, ...)                                                                \
     {                                                                                              \
@@ -167,7 +192,8 @@ const struct sbx_key_def sbx_config_keys[] = {
          .help = "the bars of `sbx spike` (ADR 0287 decision 13)"),
     NODE("image_registry", GROUP, .doc_def = "see below",
          .help = "**(added)** the registry `sbx image push` publishes the warm image to and a "
-                 "box pulls it from by digest (`docs/image.md`, \"Publishing and pulling\")"),
+                 "box pulls it from by digest (`docs/image.md`, \"Publishing and pulling\"); "
+                 "the registries features may come from"),
     NODE("egress", GROUP, .doc_def = "see below",
          .help = "the egress proxy: its log, names it resolves itself, timeouts, checks, "
                  "budgets; registry hosts for the egress policy"),
@@ -391,6 +417,16 @@ const struct sbx_key_def sbx_config_keys[] = {
     KEY("image_registry.keep", INT, image_registry.keep, .def = "5", AT_LEAST(1),
         .help = "`sbx image gc` keeps this many of the newest `sbx-sandbox` images in the engine "
                 "(and every image a container or `current` uses)"),
+    KEY("image_registry.feature_registries", STRINGS, image_registry.feature_registries,
+        .check = {.fn = check_feature_registries}, .doc_def = "none: only local features",
+        .help = "**(added)** the registries (`HOST[:PORT]`) a definition's features may come "
+                "from (`REGISTRY/NAMESPACE/NAME:TAG` or `@sha256:...`); a feature of any other "
+                "registry is refused (`docs/image.md`, \"Features from a registry\")"),
+    KEY("image_registry.ca_file", STRING, image_registry.ca_file,
+        .doc_def = "none: the system's CAs",
+        .help = "**(added)** a PEM file of CAs that sbx's own registry requests (features, "
+                "`sbx image gc --registry`) trust; the engine's pushes and pulls use its own "
+                "(`/etc/docker/certs.d`)"),
 
     /* egress */
     KEY("egress.log", STRING, egress.log, .doc_def = "`<state_dir>/egress.log`",

@@ -372,6 +372,12 @@ static int fixed_fields(const char *path, json_t *root, sbx_error_t **err)
 
 int sbx_devc_parse(const char *path, json_t *root, struct sbx_devc **out, sbx_error_t **err)
 {
+    return sbx_devc_parse_with(path, root, NULL, out, err);
+}
+
+int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fetch *fetch,
+                        struct sbx_devc **out, sbx_error_t **err)
+{
     struct sbx_devc *dc = xcalloc(1, sizeof(*dc));
     char *base = dir_of(path);
     json_t *sbx = json_object_get(json_object_get(root, "customizations"), "sbx");
@@ -380,6 +386,7 @@ int sbx_devc_parse(const char *path, json_t *root, struct sbx_devc **out, sbx_er
 
     *out = NULL;
     dc->path = xstrdup(path);
+    dc->fetch = fetch;
     dc->update_uid = 1;
     json_object_foreach(root, k, v)
     {
@@ -492,6 +499,7 @@ void sbx_devc_free(struct sbx_devc *dc)
         free(f->ref);
         free(f->id);
         free(f->dir);
+        free(f->pinned);
         strv_free(f->env);
         strv_free(f->container_env);
         strv_free(f->after);

@@ -44,6 +44,17 @@ struct sbx_devc_feature {
     char **depends;       /* dependsOn (ids or refs) */
     struct sbx_devc_cmd *cmds[SBX_DEVC_NSTEPS];
     size_t ncmds[SBX_DEVC_NSTEPS];
+    char *pinned; /* (added) a feature from a registry: REGISTRY/REPO@sha256:..., else NULL */
+};
+
+/* (added) Where features from an OCI registry come from (feature_oci.c): the
+ * configuration (image_registry.feature_registries, the login, ca_file) and
+ * the folder they are extracted to (<cache>/features/<layer hex>). */
+struct sbx_config;
+struct sbx_devc_fetch {
+    const struct sbx_config *cfg;
+    const char *plugin_dir;
+    const char *cache;
 };
 
 struct sbx_devc {
@@ -64,6 +75,7 @@ struct sbx_devc {
     size_t nfeatures;
     struct sbx_devc_cmd *cmds[SBX_DEVC_NSTEPS];
     size_t ncmds[SBX_DEVC_NSTEPS];
+    const struct sbx_devc_fetch *fetch; /* (added) or NULL: no feature is fetched */
 };
 
 /* Reads the spec's fields of root (path: the file, for messages and relative
@@ -71,6 +83,10 @@ struct sbx_devc {
  * shortcut (customizations.sbx, containerEnv, workspaceFolder). Errors name
  * the file and the field (SBX_E_CONFIG: exit 2). */
 int sbx_devc_parse(const char *path, json_t *root, struct sbx_devc **out, sbx_error_t **err);
+/* (added) The same; features from a registry are fetched through fetch (NULL:
+ * refused naming the field, as with sbx_devc_parse). */
+int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fetch *fetch,
+                        struct sbx_devc **out, sbx_error_t **err);
 void sbx_devc_free(struct sbx_devc *dc);
 /* What shapes the result, for the content hash (the helper adds the base
  * image's id and the layer's bytes). */
@@ -81,6 +97,8 @@ int sbx_devc_write_layer(const struct sbx_devc *dc, const char *dir, sbx_error_t
 /* The label the provider reads at each sandbox start, and the script it runs. */
 #define SBX_DEVC_POST_START_LABEL "dev.sbx.post-start"
 #define SBX_DEVC_SHARE "/opt/sbx-devc"
+/* (added) the label listing the features read from a registry and their digests */
+#define SBX_DEVC_FEATURES_LABEL "dev.sbx.features"
 
 /* devc_features.c */
 /* Reads the local features of `features` (an object), checks their options
@@ -109,4 +127,23 @@ void sbx_devc_remove_layer(const char *dir);
  * (./.devcontainer/devcontainer.json, else the shipped one): the build of
  * that one moves <repo>:current. */
 int sbx_devc_is_configured(const char *path);
+
+/* feature_oci.c (added): a feature reference REGISTRY/PATH[:TAG|@sha256:HEX]. */
+struct sbx_feature_ref {
+    char host[256];  /* "127.0.0.1:5443" */
+    char repo[512];  /* "team/features/greet" */
+    char tag[130];   /* "1", or "" with a digest ("latest" when neither is given) */
+    char digest[80]; /* "sha256:...", or "" */
+};
+/* 0, or -1 when ref is not one (no registry host, bad path, tag or digest). */
+int sbx_feature_ref_parse(const char *ref, struct sbx_feature_ref *out);
+/* Fetches the feature ref (path: the definition, for messages) from its
+ * registry, which must be listed in image_registry.feature_registries (else
+ * SBX_E_CONFIG naming the file and the field): the manifest (by tag or
+ * digest, its sha256 checked), the layer (its sha256 and size checked),
+ * extracted into fetch->cache/features/<hex>: *dir; *pinned is
+ * REGISTRY/REPO@sha256:<manifest digest>. Registry failures: SBX_E_ENGINE,
+ * SBX_E_NOTFOUND, SBX_E_PROTOCOL (a digest that does not match). */
+int sbx_feature_oci_fetch(const struct sbx_devc_fetch *fetch, const char *path, const char *ref,
+                          char **dir, char **pinned, sbx_error_t **err);
 #endif

@@ -293,26 +293,34 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
     int r = -1;
 
     f->ref = xstrdup(ref);
-    if (strncmp(ref, "./", 2) != 0 || strstr(ref, "..") != NULL || strlen(ref) > 200) {
-        if (strncmp(ref, "https://", 8) == 0 || strncmp(ref, "http://", 7) == 0) {
-            return sbx_error_set(err, SBX_E_CONFIG,
-                                 "%s: features[\"%.128s\"]: features from a URL are not "
-                                 "fetched; copy the feature into the definition's folder and "
-                                 "name it \"./<folder>\"",
-                                 path, ref);
-        }
+    if (strncmp(ref, "https://", 8) == 0 || strncmp(ref, "http://", 7) == 0) {
         return sbx_error_set(err, SBX_E_CONFIG,
-                             "%s: features[\"%.128s\"]: features from an OCI registry are not "
-                             "fetched (no feature registry is configured); copy the feature "
-                             "into the definition's folder and name it \"./<folder>\"",
+                             "%s: features[\"%.128s\"]: features from a URL are not fetched "
+                             "(a tarball); publish it to a registry of "
+                             "image_registry.feature_registries, or copy it into the "
+                             "definition's folder and name it \"./<folder>\"",
                              path, ref);
     }
-    joined = xasprintf("%s%s", base, ref + 2);
-    f->dir = realpath(joined, NULL);
-    free(joined);
-    if (f->dir == NULL) {
-        return sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: no folder %s%s", path, ref,
-                             base, ref + 2);
+    if (strncmp(ref, "./", 2) != 0) {
+        /* (added) a feature from a registry the configuration lists */
+        if (sbx_feature_oci_fetch(dc->fetch, path, ref, &f->dir, &f->pinned, err) < 0) {
+            return -1;
+        }
+    }
+    else if (strstr(ref, "..") != NULL || strlen(ref) > 200) {
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: features[\"%.128s\"]: a local feature is \"./<folder>\" "
+                             "beside the definition, without \"..\"",
+                             path, ref);
+    }
+    else {
+        joined = xasprintf("%s%s", base, ref + 2);
+        f->dir = realpath(joined, NULL);
+        free(joined);
+        if (f->dir == NULL) {
+            return sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: no folder %s%s", path,
+                                 ref, base, ref + 2);
+        }
     }
     file = xasprintf("%s/install.sh", f->dir);
     if (access(file, R_OK) < 0) {
@@ -421,9 +429,13 @@ static long find_feature(const struct sbx_devc *dc, const char *name)
     for (size_t i = 0; i < dc->nfeatures; i++) {
         const char *r = dc->features[i].ref;
 
+        size_t nl = strlen(name);
+
         if (strcmp(r, name) == 0 || strcmp(dc->features[i].id, name) == 0 ||
-            strcmp(r + 2, name) == 0) {
-            return (long)i;
+            (strncmp(r, "./", 2) == 0 && strcmp(r + 2, name) == 0) ||
+            (strncmp(r, "./", 2) != 0 && strncmp(r, name, nl) == 0 &&
+             (r[nl] == ':' || r[nl] == '@') && strchr(r + nl + 1, '/') == NULL)) {
+            return (long)i; /* "./b", "b", or REGISTRY/PATH/b for REGISTRY/PATH/b:TAG */
         }
     }
     return -1;

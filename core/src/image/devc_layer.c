@@ -300,6 +300,34 @@ static int write_features(const struct sbx_devc *dc, const char *dir, sbx_error_
     return r;
 }
 
+/* (added) LABEL dev.sbx.features: each feature from a registry and the
+ * digest it was read by, so the image says what it was built from. */
+static void write_pins(const struct sbx_devc *dc, FILE *f)
+{
+    json_t *a = json_array();
+    char *text;
+
+    for (size_t i = 0; i < dc->nfeatures; i++) {
+        if (dc->features[i].pinned != NULL) {
+            json_array_append_new(a, json_pack("{s:s, s:s}", "ref", dc->features[i].ref, "pinned",
+                                               dc->features[i].pinned));
+        }
+    }
+    if (json_array_size(a) > 0) {
+        text = json_dumps(a, JSON_COMPACT);
+        fputs("LABEL " SBX_DEVC_FEATURES_LABEL "=\"", f);
+        for (const char *p = text; *p; p++) {
+            if (*p == '"' || *p == '\\' || *p == '$') {
+                fputc('\\', f);
+            }
+            fputc(*p, f);
+        }
+        fputs("\"\n", f);
+        free(text);
+    }
+    json_decref(a);
+}
+
 static void write_dockerfile(const struct sbx_devc *dc, FILE *f, int post_start)
 {
     const char *user = dc->remote_user ? dc->remote_user : dc->container_user;
@@ -350,6 +378,7 @@ static void write_dockerfile(const struct sbx_devc *dc, FILE *f, int post_start)
         }
     }
     run_json(f, json_pack("[s,s,s]", "/bin/sh", "-c", sleep_check));
+    write_pins(dc, f);
     if (post_start) {
         fputs("LABEL " SBX_DEVC_POST_START_LABEL "=\"" SBX_DEVC_SHARE "/post-start.sh\"\n", f);
     }

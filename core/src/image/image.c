@@ -154,6 +154,12 @@ static char *read_mise(const char *def_path)
 
 struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
 {
+    return sbx_image_def_load_with(path, NULL, err);
+}
+
+struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx_devc_fetch *fetch,
+                                              sbx_error_t **err)
+{
     struct sbx_image_def *d = xcalloc(1, sizeof(*d));
     json_error_t jerr;
     /* JSONC, as the spec allows: comments and trailing commas */
@@ -178,7 +184,7 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
         goto fail;
     }
     /* every other field of the spec: honoured or refused by name */
-    if (sbx_devc_parse(path, root, &d->devc, err) < 0) {
+    if (sbx_devc_parse_with(path, root, fetch, &d->devc, err) < 0) {
         goto fail;
     }
     sbx = json_object_get(json_object_get(root, "customizations"), "sbx");

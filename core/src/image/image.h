@@ -25,6 +25,10 @@ char *sbx_image_def_find(const char *explicit_path, sbx_error_t **err);
 #define SBX_IMAGE_DEF_MAX (1024 * 1024)
 /* Parses and validates; errors name the file and the field. */
 struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err);
+/* (added) The same; features from a registry are fetched through fetch
+ * (devc.h; NULL: refused naming the field). */
+struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx_devc_fetch *fetch,
+                                              sbx_error_t **err);
 void sbx_image_def_free(struct sbx_image_def *d);
 /* The Docker sidecar's image (sbx-dind): its fixed package list and the
  * canonical spec its content hash is taken of, for the definition's suite.

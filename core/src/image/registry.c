@@ -206,11 +206,13 @@ int sbx_registry_from_config(const struct sbx_config *c, struct sbx_registry *ou
     return 0;
 }
 
-/* The engine's X-Registry-Auth for user/password at server. */
-static char *auth_value(const char *user, const char *password, const char *server)
+/* The engine's X-Registry-Auth for a login at server. */
+static char *auth_value(const struct sbx_registry_login *l, const char *server)
 {
-    json_t *o = json_pack("{s:s, s:s, s:s}", "username", user, "password", password,
-                          "serveraddress", server);
+    json_t *o = l->token
+                    ? json_pack("{s:s, s:s}", "identitytoken", l->secret, "serveraddress", server)
+                    : json_pack("{s:s, s:s, s:s}", "username", l->user, "password", l->secret,
+                                "serveraddress", server);
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     char *v = NULL;
 
@@ -223,8 +225,15 @@ static char *auth_value(const char *user, const char *password, const char *serv
     return v;
 }
 
-static char *from_credential(const struct sbx_config *c, const char *plugin_dir,
-                             const struct sbx_registry *reg, sbx_error_t **err)
+static void login_set(struct sbx_registry_login *l, const char *user, const char *secret, int token)
+{
+    l->user = xstrdup(user);
+    l->secret = xstrdup(secret);
+    l->token = token;
+}
+
+static int from_credential(const struct sbx_config *c, const char *plugin_dir,
+                           struct sbx_registry_login *l, sbx_error_t **err)
 {
     struct sbx_cred_scope scope = {.task_id = "image-registry",
                                    .job_id = "image-registry",
@@ -235,12 +244,12 @@ static char *from_credential(const struct sbx_config *c, const char *plugin_dir,
     const struct sbx_kv *kv;
     const char *user = NULL;
     const char *pass = NULL;
-    char *v = NULL;
     size_t n = 0;
+    int r = 0;
 
     if (s == NULL) {
         sbx_error_wrap(err, "image_registry.credential");
-        return NULL;
+        return -1;
     }
     kv = sbx_cred_session_env(s, &n);
     for (size_t i = 0; i < n; i++) {
@@ -252,23 +261,44 @@ static char *from_credential(const struct sbx_config *c, const char *plugin_dir,
         }
     }
     if (user == NULL || pass == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "image_registry.credential '%s': its lease has no '%s' or no '%s' "
-                      "(image_registry.username_key, image_registry.password_key)",
-                      c->image_registry.credential, c->image_registry.username_key,
-                      c->image_registry.password_key);
+        r = sbx_error_set(err, SBX_E_CONFIG,
+                          "image_registry.credential '%s': its lease has no '%s' or no '%s' "
+                          "(image_registry.username_key, image_registry.password_key)",
+                          c->image_registry.credential, c->image_registry.username_key,
+                          c->image_registry.password_key);
     }
     else {
-        v = auth_value(user, pass, reg->host);
+        login_set(l, user, pass, 0);
     }
     sbx_cred_session_close(s, NULL);
-    return v;
+    return r;
 }
 
-/* The Docker client's login for reg->host: auths["HOST"] or
+/* A credential helper's login (credhelper.c): its Username "<token>" means
+ * the Secret is an identity token, as the Docker client takes it. */
+static int from_helper(const char *name, const char *host, const char *path,
+                       struct sbx_registry_login *l, sbx_error_t **err)
+{
+    char *user = NULL;
+    char *secret = NULL;
+
+    if (sbx_credhelper_get(name, host, &user, &secret, path, err) < 0) {
+        return -1;
+    }
+    if (user != NULL && secret != NULL) {
+        l->token = strcmp(user, "<token>") == 0;
+        l->user = user;
+        l->secret = secret;
+    }
+    return 0;
+}
+
+/* The Docker client's login for host: credHelpers["HOST"], else credsStore
+ * (a credential helper, run as the client runs it), else auths["HOST"] or
  * auths["https://HOST"], its "auth" (base64 of user:password) or
- * "identitytoken". NULL with no error: none. */
-static char *from_docker_login(const struct sbx_registry *reg, sbx_error_t **err)
+ * "identitytoken". No login and no error: none. */
+static int from_docker_login(const char *host, struct sbx_registry_login *l, const char **source,
+                             sbx_error_t **err)
 {
     const char *dir = getenv("DOCKER_CONFIG");
     const char *home = getenv("HOME");
@@ -278,56 +308,59 @@ static char *from_docker_login(const struct sbx_registry *reg, sbx_error_t **err
     size_t len = 0;
     json_t *root;
     json_t *entry;
-    char *v = NULL;
+    json_t *helper;
     char key[300];
+    int r = 0;
 
     if (read_small(path, REG_CONFIG_MAX, &text, &len) < 0) {
         free(path);
-        return NULL; /* no login */
+        return 0; /* no login */
     }
     root = json_loadb(text, len, 0, NULL);
     memset(text, 0, len);
     free(text);
     if (root == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: not JSON (the Docker client's login)", path);
+        r = sbx_error_set(err, SBX_E_CONFIG, "%s: not JSON (the Docker client's login)", path);
         free(path);
-        return NULL;
+        return r;
     }
-    entry = json_object_get(json_object_get(root, "auths"), reg->host);
+    helper = json_object_get(json_object_get(root, "credHelpers"), host);
+    if (helper == NULL) {
+        helper = json_object_get(root, "credsStore");
+    }
+    entry = json_object_get(json_object_get(root, "auths"), host);
     if (entry == NULL) {
-        snprintf(key, sizeof(key), "https://%s", reg->host);
+        snprintf(key, sizeof(key), "https://%s", host);
         entry = json_object_get(json_object_get(root, "auths"), key);
     }
-    if (entry == NULL && (json_object_get(json_object_get(root, "credHelpers"), reg->host) ||
-                          json_object_get(root, "credsStore"))) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "%s: the login for %s is in a credential helper, which sbx does not run; "
-                      "set image_registry.credential",
-                      path, reg->host);
+    if (helper != NULL && !json_is_string(helper)) {
+        r = sbx_error_set(err, SBX_E_CONFIG, "%s: credsStore/credHelpers.%s must be a string", path,
+                          host);
+    }
+    else if (helper != NULL && json_string_length(helper) > 0) {
+        r = from_helper(json_string_value(helper), host, path, l, err);
+        *source = "docker login (credential helper)";
+    }
+    if (r < 0 || l->secret != NULL) {
+        /* done: the helper's login, or its error */
     }
     else if (json_string_value(json_object_get(entry, "identitytoken")) != NULL) {
-        json_t *o = json_pack("{s:s, s:s}", "identitytoken",
-                              json_string_value(json_object_get(entry, "identitytoken")),
-                              "serveraddress", reg->host);
-        char *t = json_dumps(o, JSON_COMPACT);
-
-        v = sbx_base64((const unsigned char *)t, strlen(t), 1);
-        memset(t, 0, strlen(t));
-        free(t);
-        json_decref(o);
+        login_set(l, "<token>", json_string_value(json_object_get(entry, "identitytoken")), 1);
+        *source = "docker login";
     }
     else if (json_string_value(json_object_get(entry, "auth")) != NULL) {
         char *up = sbx_base64_decode(json_string_value(json_object_get(entry, "auth")), NULL);
         char *colon = up ? strchr(up, ':') : NULL;
 
         if (colon == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: auths.%s.auth is not base64 of user:password",
-                          path, reg->host);
+            r = sbx_error_set(err, SBX_E_CONFIG, "%s: auths.%s.auth is not base64 of user:password",
+                              path, host);
         }
         else {
             *colon = '\0';
-            v = auth_value(up, colon + 1, reg->host);
+            login_set(l, up, colon + 1, 0);
             *colon = ':';
+            *source = "docker login";
         }
         if (up != NULL) {
             memset(up, 0, strlen(up));
@@ -336,24 +369,59 @@ static char *from_docker_login(const struct sbx_registry *reg, sbx_error_t **err
     }
     json_decref(root); /* jansson keeps the strings: the login stays in freed memory only */
     free(path);
-    return v;
+    return r;
+}
+
+int sbx_registry_login(const struct sbx_config *c, const char *plugin_dir, const char *host,
+                       struct sbx_registry_login *l, const char **source, sbx_error_t **err)
+{
+    struct sbx_registry reg;
+    char why[256];
+
+    memset(l, 0, sizeof(*l));
+    *source = "none";
+    if (c->image_registry.credential != NULL && c->image_registry.url != NULL &&
+        sbx_registry_parse(c->image_registry.url, &reg, why, sizeof(why)) == 0 &&
+        strcmp(reg.host, host) == 0) {
+        *source = "credential";
+        return from_credential(c, plugin_dir, l, err);
+    }
+    if (from_docker_login(host, l, source, err) < 0) {
+        sbx_registry_login_free(l);
+        return -1;
+    }
+    if (l->secret == NULL) {
+        *source = "none";
+    }
+    return 0;
+}
+
+void sbx_registry_login_free(struct sbx_registry_login *l)
+{
+    if (l->user != NULL) {
+        memset(l->user, 0, strlen(l->user));
+    }
+    if (l->secret != NULL) {
+        memset(l->secret, 0, strlen(l->secret));
+    }
+    free(l->user);
+    free(l->secret);
+    memset(l, 0, sizeof(*l));
 }
 
 char *sbx_registry_auth(const struct sbx_config *c, const char *plugin_dir,
                         const struct sbx_registry *reg, const char **source, sbx_error_t **err)
 {
-    char *v;
+    struct sbx_registry_login l;
+    char *v = NULL;
 
-    *source = "none";
-    if (c->image_registry.credential != NULL) {
-        v = from_credential(c, plugin_dir, reg, err);
-        *source = "credential";
-        return v;
+    if (sbx_registry_login(c, plugin_dir, reg->host, &l, source, err) < 0) {
+        return NULL;
     }
-    v = from_docker_login(reg, err);
-    if (v != NULL) {
-        *source = "docker login";
+    if (l.secret != NULL) {
+        v = auth_value(&l, reg->host);
     }
+    sbx_registry_login_free(&l);
     return v;
 }
 

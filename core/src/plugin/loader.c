@@ -46,30 +46,7 @@ const char *sbx_plugin_state_name(enum sbx_plugin_state state)
 
 char *sbx_plugin_dir_resolve(const char *configured, sbx_error_t **err)
 {
-    const char *env = getenv("SBX_PLUGIN_DIR");
-    const char *dir = configured;
-    char *shipped = NULL;
-    char *real;
-
-    if (dir == NULL && env != NULL && env[0] != '\0') {
-        dir = env;
-    }
-    if (dir == NULL) {
-        shipped = sbx_asset_dir(SBX_ASSET_PLUGINS);
-        if (shipped == NULL) {
-            sbx_error_set(err, SBX_E_PLUGIN,
-                          "plugin dir: /proc/self/exe unreadable; set "
-                          "plugin_dir or $SBX_PLUGIN_DIR");
-            return NULL;
-        }
-        dir = shipped;
-    }
-    real = realpath(dir, NULL);
-    if (real == NULL) {
-        sbx_error_set(err, SBX_E_PLUGIN, "plugin dir '%s': %s", dir, strerror(errno));
-    }
-    free(shipped);
-    return real;
+    return sbx_asset_dir_resolve(SBX_ASSET_PLUGINS, configured, SBX_E_PLUGIN, err);
 }
 
 static int refuse(struct sbx_plugin *p, sbx_error_t **err, const char *path, const char *fmt, ...)

@@ -331,32 +331,7 @@ int sbx_policy_decide(struct sbx_policy *p, const struct sbx_job_desc *job,
 
 char *sbx_policy_dir_resolve(const char *configured, sbx_error_t **err)
 {
-    const char *env = getenv("SBX_POLICY_DIR");
-    const char *dir = configured;
-    char *shipped = NULL;
-    char *real;
-
-    if (dir == NULL && env != NULL && env[0] != '\0') {
-        dir = env;
-    }
-    if (dir == NULL) {
-        shipped = sbx_asset_dir(SBX_ASSET_POLICIES);
-        if (shipped == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "policy dir: /proc/self/exe unreadable; set "
-                          "policy_dir or $SBX_POLICY_DIR");
-            return NULL;
-        }
-        dir = shipped;
-    }
-    real = realpath(dir, NULL);
-    if (real == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG, "policy dir '%s': %s", dir, strerror(errno));
-        free(shipped);
-        return NULL;
-    }
-    free(shipped);
-    return real;
+    return sbx_asset_dir_resolve(SBX_ASSET_POLICIES, configured, SBX_E_CONFIG, err);
 }
 
 int sbx_policy_check(const char *dir, const struct sbx_config *cfg, sbx_error_t **err)

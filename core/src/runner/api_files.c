@@ -49,7 +49,7 @@ static int status_of(const sbx_error_t *e)
 
 /* The task, ready, the client's own, held (running++) until put_task; NULL when answered. */
 static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                              const struct runner_client *who)
+                              const struct runner_client *who, unsigned fwd)
 {
     struct rtask *t;
 
@@ -57,7 +57,11 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
     t = runner_task_find(r, id);
     if (t == NULL) {
         pthread_mutex_unlock(&r->mu);
-        runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
+        /* (added) another box of the fleet holds it: the request goes there
+         * (forward.c; the owner checks the scope and the client again) */
+        if (!runner_forward_task(r, req, who, id, fwd)) {
+            runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
+        }
         return NULL;
     }
     if (!sbx_store_owner_ok(t->owner, who->name)) {
@@ -131,7 +135,7 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
     list = evhttp_find_header(&q, "list");
     archive = evhttp_find_header(&q, "archive");
     stat = evhttp_find_header(&q, "stat");
-    if ((t = get_task(r, req, id, who)) == NULL) {
+    if ((t = get_task(r, req, id, who, m == EVHTTP_REQ_PUT ? 0 : RUNNER_FWD_STREAM)) == NULL) {
         evhttp_clear_headers(&q);
         return;
     }
@@ -226,7 +230,7 @@ static void handle_pause(struct sbx_runner *r, struct evhttp_request *req, const
         to_disk = d != NULL && (strcmp(d, "1") == 0 || strcmp(d, "true") == 0);
         evhttp_clear_headers(&q);
     }
-    if ((t = get_task(r, req, id, who)) == NULL) {
+    if ((t = get_task(r, req, id, who, RUNNER_FWD_SLOW)) == NULL) {
         return;
     }
     rc = resume ? sbx_task_resume(t->t, &e) : sbx_task_pause(t->t, to_disk, &e);

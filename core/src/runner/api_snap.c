@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "runner/route.h"
+#include "runner/jobstate.h"
 #include "runner/runner_int.h"
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
@@ -56,7 +57,7 @@ static int code_for(const sbx_error_t *e)
 /* The running task id of this client (under r->mu), or NULL having replied. With
  * hold: the task is held (running++, not ended under the caller) and *hold set. */
 static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                                 const struct runner_client *who, struct rtask **hold)
+                                 const struct runner_client *who, struct rtask **hold, unsigned fwd)
 {
     struct rtask *t;
     struct sbx_task *st = NULL;
@@ -76,7 +77,10 @@ static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *re
     }
     pthread_mutex_unlock(&r->mu);
     if (t == NULL) {
-        runner_reply_error(req, 404, "no running task '%s' on this runner", id);
+        /* (added) another box of the fleet holds it: the request goes there */
+        if (!runner_forward_task(r, req, who, id, fwd)) {
+            runner_reply_error(req, 404, "no running task '%s' on this runner", id);
+        }
         return NULL;
     }
     if (!mine) {
@@ -121,9 +125,9 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
     /* a task ended by its job while held: the snapshot ends it now (as a kept
      * task's idle end does at the next tick) */
     if (!t->keep && t->running == 0 && t->state == RT_READY) {
-        t->state = RT_ENDING;
+        runner_task_move_held(r, t, RTASK_ENDING);
         if (runner_task_ender_start(r, t) < 0) {
-            t->state = RT_READY;
+            runner_task_move_held(r, t, RTASK_KEPT);
             sbx_warn("runner: task %s: no thread to end it after its snapshot", t->id);
         }
     }
@@ -173,12 +177,21 @@ static void task_snapshot(struct sbx_runner *r, struct evhttp_request *req, cons
     pthread_t th;
 
     if (snaps >= SNAPS_MAX) {
+        struct rtask *here;
+
+        pthread_mutex_lock(&r->mu);
+        here = runner_task_find(r, id);
+        pthread_mutex_unlock(&r->mu);
+        /* (added) another box's task: that box's snapshots count, not ours */
+        if (here == NULL && runner_forward_task(r, req, who, id, RUNNER_FWD_SLOW)) {
+            return;
+        }
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", SNAPS_RETRY_S);
         runner_reply_error(req, 429, "%d snapshots are being made on this box: try again later",
                            SNAPS_MAX);
         return;
     }
-    if (own_task(r, req, id, who, &rt) == NULL) {
+    if (own_task(r, req, id, who, &rt, RUNNER_FWD_SLOW) == NULL) {
         return;
     }
     op = xcalloc(1, sizeof(*op));
@@ -234,7 +247,7 @@ static void task_egress(struct sbx_runner *r, struct evhttp_request *req, const 
                            "expected");
         return;
     }
-    t = own_task(r, req, id, who, NULL);
+    t = own_task(r, req, id, who, NULL, 0);
     if (t != NULL && sbx_task_egress_change(t, op, rule, who->name, "api", &res, &err) < 0) {
         runner_reply_error(req, code_for(err), "%s", sbx_error_msg(err));
         sbx_error_free(&err);

@@ -2,7 +2,9 @@
  * "Terminals and ports"):
  *
  *   GET /v1/tasks/{id}/terminal   Upgrade: sbx-terminal.v1 -> 101, then the
- *                                 frames of core/src/sandbox/pty.h
+ *                                 frames of core/src/sandbox/pty.h; (added) "keep":
+ *                                 true starts the task's kept session, and
+ *                                 ?attach=1 attaches to it (pty_session.h)
  *   ANY /v1/tasks/{id}/ports/{port}[/PATH][?QUERY]
  *                                 one HTTP request proxied to 127.0.0.1:port
  *                                 inside the sandbox (Connection: close)
@@ -31,6 +33,7 @@
 #include "runner/runner_int.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
+#include "sandbox/pty_session.h"
 #include "sandbox/task_port.h"
 #include "util/fileio.h"
 #include "util/envname.h"
@@ -58,6 +61,7 @@ struct session {
     struct rtask *rt;
     int fd;
     int port;
+    int attach; /* (added) ?attach=1: the task's kept session */
     char client[64];
     char peer[96];
     char *head; /* ports: the request to send upstream (head and body) */
@@ -195,6 +199,21 @@ static void *term_main(void *arg)
         goto out;
     }
     setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    if (s->attach) {
+        /* (added) the kept session: only the client's window size is asked for */
+        if (sbx_tty_parse(json_object_get(req, "tty"), &tr, &err) < 0) {
+            send_x(s->fd, 0, sbx_error_msg(err), 125);
+            goto out;
+        }
+        sbx_info("runner: task %s: client '%s' attaches to its kept session", s->rt->id, s->client);
+        term_list(s, 1);
+        r = sbx_tty_session_attach(s->rt->t, tr.rows, tr.cols, s->fd, &err);
+        term_list(s, 0);
+        if (r < 0) {
+            send_x(s->fd, 0, sbx_error_msg(err), 125);
+        }
+        goto out;
+    }
     if (parse_term(req, &argv, &env, &n_env, &tr, &err) < 0) {
         send_x(s->fd, 0, sbx_error_msg(err), 125);
         goto out;
@@ -212,6 +231,15 @@ static void *term_main(void *arg)
         sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, shown);
     }
     term_list(s, 1);
+    if (json_is_true(json_object_get(req, "keep"))) {
+        /* (added) the task's kept session: its 'X' is written when this client leaves */
+        r = sbx_tty_session_run(s->rt->t, &tr, s->fd, &err);
+        term_list(s, 0);
+        if (r < 0) {
+            send_x(s->fd, 0, sbx_error_msg(err), 125);
+        }
+        goto out;
+    }
     r = sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err);
     term_list(s, 0);
     if (r < 0) {
@@ -433,6 +461,12 @@ static void task_io(const struct runner_route_call *c, int terminal)
         runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)", path);
         return;
     }
+    if (terminal && c->query != NULL && c->query[0] != '\0' && strcmp(c->query, "attach=1") != 0 &&
+        strcmp(c->query, "attach=true") != 0) {
+        runner_reply_error(req, 400, "%s: the only query is attach=1 (the task's kept session)",
+                           path);
+        return;
+    }
     if (terminal &&
         (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
          !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade"))) {
@@ -455,7 +489,8 @@ static void task_io(const struct runner_route_call *c, int terminal)
                                "are its owner's alone)",
                                id);
         }
-        else {
+        else if (!runner_forward_tunnel(r, req, who, id, terminal)) {
+            /* (added) else another box of the fleet holds it: relayed (fwd_tunnel.c) */
             runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
         }
         return;
@@ -480,6 +515,7 @@ static void task_io(const struct runner_route_call *c, int terminal)
     s->r = r;
     s->rt = rt;
     s->port = (int)port;
+    s->attach = terminal && c->query != NULL && c->query[0] != '\0'; /* checked above */
     snprintf(s->client, sizeof(s->client), "%s", who->name);
     {
         char *host = NULL;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner/jobstate.h"
 #include "runner/runner_int.h"
 #include "sbx/sbx_util.h"
 #include "sandbox/statedir.h"
@@ -172,8 +173,8 @@ void runner_fleet_claim(struct sbx_runner *r)
                     continue;
                 }
             }
-            j->state = SBX_JOB_QUEUED;
             pthread_mutex_lock(&r->mu);
+            runner_job_move_held(r, j, RJOB_QUEUED);
             runner_job_link(r, j);
             pthread_mutex_unlock(&r->mu);
             f->claims++;
@@ -226,11 +227,11 @@ static void fleet_lost(struct sbx_runner *r)
     for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_QUEUED) {
             sbx_sched_cancel(r->sched, j->id, NULL);
-            j->state = SBX_JOB_INTERRUPTED;
+            runner_job_move_held(r, j, RJOB_INTERRUPTED); /* the reap requeued its record */
             j->released = 1;
         }
         else if (j->state == SBX_JOB_RUNNING) {
-            j->cancel = 1;
+            runner_job_cancel(j);
             j->lost = 1;
             if (j->executing && j->rt != NULL && j->rt->t != NULL) {
                 sbx_task_exec_cancel(j->rt->t, &j->slot);

@@ -1,7 +1,10 @@
 /* forward.c - a request about a job or task that another box of the fleet
  * holds goes to that box (docs/runner.md, "Several boxes"; docs/api.md,
  * "Forwarding"): the output (followed or not), a cancel, a kept task's next
- * command and a task's end. The box that receives the request checks the
+ * command and a task's end; (added, issue 30) a task's files (a 200 streamed,
+ * keeping the read timeout), pause and resume, snapshot (600 s for the reply)
+ * and egress change (runner_forward_task; a terminal and ports are relayed as
+ * bytes by fwd_tunnel.c). The box that receives the request checks the
  * client's scopes against the shared record, sends the request to the
  * owner's API address (its `boxes` row) with the marker X-Sbx-Forwarded-By,
  * and relays the owner's answer, streaming for the output.
@@ -33,6 +36,7 @@
 #define FWD_PER_CLIENT 8
 #define FWD_CONNECT_S 5
 #define FWD_READ_S 30           /* a reply that is not a followed output */
+#define FWD_SLOW_S 600          /* (added) a snapshot or a pause to disk being made */
 #define FWD_BODY_MAX (1u << 20) /* a reply that is not output: JSON */
 #define FWD_BUFFERED (1u << 20) /* unsent to a slow caller before the relay pauses */
 #define FWD_STALL_S 30          /* paused that long: the forward is dropped */
@@ -52,6 +56,7 @@ struct runner_fwd {
     char what[96]; /* "job J", "task T" */
     int stream;    /* the output: relayed as it comes */
     int frames;    /* ... in frames (an error can follow at a frame's end) */
+    int keep_rt;   /* (added) a stream that keeps its read timeout (a file, not a follow) */
     int started;   /* the caller's reply started */
     int paused_ms;
     struct fwd_reply p;
@@ -276,7 +281,9 @@ static int on_head(void *ud)
                           f->p.ctype[0] ? f->p.ctype : "text/plain; charset=utf-8");
         evhttp_send_reply_start(f->req, 200, "OK");
         f->started = 1;
-        bufferevent_set_timeouts(f->bev, NULL, NULL); /* a followed job may be silent */
+        if (!f->keep_rt) {
+            bufferevent_set_timeouts(f->bev, NULL, NULL); /* a followed job may be silent */
+        }
     }
     else {
         f->body = evbuffer_new();
@@ -417,8 +424,7 @@ static void owner_event(struct bufferevent *bev, short what, void *arg)
     fwd_fail(f, why);
 }
 
-/* Connects bev to "unix:PATH" or "tcp:HOST:PORT". */
-static int owner_connect(struct bufferevent *bev, const char *api, char *why, size_t len)
+int runner_fwd_connect(struct bufferevent *bev, const char *api, char *why, size_t len)
 {
     if (strncmp(api, "unix:", 5) == 0) {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -456,20 +462,10 @@ static int owner_connect(struct bufferevent *bev, const char *api, char *why, si
     return -1;
 }
 
-void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
-                    const struct runner_client *who, const struct sbx_store_owner *o,
-                    const char *what, int stream, int frames)
+int runner_fwd_refused(struct evhttp_request *req, const struct sbx_store_owner *o,
+                       const char *what)
 {
-    enum evhttp_cmd_type m = evhttp_request_get_command(req);
     const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
-    struct timeval ct = {FWD_CONNECT_S, 0};
-    struct timeval rt = {FWD_READ_S, 0};
-    struct runner_fwd *f;
-    struct evbuffer *out;
-    struct evbuffer *in = evhttp_request_get_input_buffer(req);
-    char why[200] = "cannot start the connection";
-    int per_box = 0;
-    int per_client = 0;
 
     if (runner_forwarded(req)) { /* one hop only */
         char from[64];
@@ -482,20 +478,59 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
                            "%s is held by box %s; this request was forwarded by box %s and is not "
                            "forwarded again",
                            what, o->box, from);
-        return;
+        return 1;
     }
     if (!o->alive || o->api == NULL) {
         runner_reply_error(req, 503,
                            "%s is held by box %s, which is not alive (its lease lapsed): try again "
                            "once the fleet has reaped it",
                            what, o->box);
-        return;
+        return 1;
     }
     if (strncmp(o->api, "tcp:", 4) == 0 && authz == NULL) {
         runner_reply_error(req, 502,
                            "%s is held by box %s, which listens on %s: a request from this box's "
                            "unix socket has no bearer token to forward there; use a TCP client",
                            what, o->box, o->api);
+        return 1;
+    }
+    return 0;
+}
+
+/* The method's name for the request line (the routes forwarded use these). */
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    default:
+        return "GET";
+    }
+}
+
+/* runner_forward with (added) the read timeout: read_s, or FWD_READ_S when 0;
+ * keep_rt keeps it on a streamed reply (a file's bytes, not a followed job). */
+static void forward_req(struct sbx_runner *r, struct evhttp_request *req,
+                        const struct runner_client *who, const struct sbx_store_owner *o,
+                        const char *what, int stream, int frames, int read_s, int keep_rt)
+{
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    struct timeval ct = {FWD_CONNECT_S, 0};
+    struct timeval rt = {read_s > 0 ? read_s : FWD_READ_S, 0};
+    struct runner_fwd *f;
+    struct evbuffer *out;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    char why[200] = "cannot start the connection";
+    int per_box = 0;
+    int per_client = 0;
+
+    if (runner_fwd_refused(req, o, what)) {
         return;
     }
     for (struct runner_fwd *g = r->fwds; g != NULL; g = g->next) {
@@ -524,13 +559,14 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
     f->conn = evhttp_request_get_connection(req);
     f->stream = stream;
     f->frames = frames;
+    f->keep_rt = keep_rt;
     snprintf(f->box, sizeof(f->box), "%s", o->box);
     snprintf(f->client, sizeof(f->client), "%s", who->name);
     snprintf(f->what, sizeof(f->what), "%s", what);
     fwd_reply_init(&f->p);
     f->poll = evtimer_new(r->base, on_poll, f);
     /* deferred callbacks: a connect or name lookup that fails inside
-     * owner_connect reports it from the loop, never while f is still being
+     * runner_fwd_connect reports it from the loop, never while f is still being
      * set up here (and bufferevent_free drops a pending one) */
     f->bev = bufferevent_socket_new(r->base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     f->next = r->fwds;
@@ -548,15 +584,20 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
     evbuffer_add_printf(out,
                         "%s %s HTTP/1.1\r\nHost: sbx\r\nConnection: close\r\n" RUNNER_FWD_HEADER
                         ": %s\r\n" RUNNER_FWD_CLIENT ": %s\r\n" RUNNER_FWD_SCOPES ": %u\r\n",
-                        m == EVHTTP_REQ_POST ? "POST" : "GET", evhttp_request_get_uri(req),
+                        method_name(m), evhttp_request_get_uri(req),
                         runner_fleet_box(r) ? runner_fleet_box(r) : "?", who->name, who->scopes);
     if (strncmp(o->api, "tcp:", 4) == 0) {
         /* the caller's own token: every box of a fleet has the same clients
          * (docs/runner.md); it is never logged */
         evbuffer_add_printf(out, "Authorization: %s\r\n", authz);
     }
-    if (m == EVHTTP_REQ_POST) {
-        evbuffer_add_printf(out, "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+    if (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_PUT) {
+        /* (changed) the caller's type (a file's bytes, a tar): evhttp parsed
+         * the header, so it holds no line break */
+        evbuffer_add_printf(out, "Content-Type: %.200s\r\nContent-Length: %zu\r\n\r\n",
+                            ctype                 ? ctype
+                            : m == EVHTTP_REQ_PUT ? "application/octet-stream"
+                                                  : "application/json",
                             evbuffer_get_length(in));
         evbuffer_add(out, evbuffer_pullup(in, -1), evbuffer_get_length(in));
     }
@@ -564,11 +605,60 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
         evbuffer_add(out, "\r\n", 2);
     }
     sbx_info("runner: %s is held by box %s: forwarding %s %s for client '%s' to %s", what, o->box,
-             m == EVHTTP_REQ_POST ? "POST" : "GET", evhttp_request_get_uri(req), who->name, o->api);
-    if (owner_connect(f->bev, o->api, why, sizeof(why)) < 0 ||
+             method_name(m), evhttp_request_get_uri(req), who->name, o->api);
+    if (runner_fwd_connect(f->bev, o->api, why, sizeof(why)) < 0 ||
         bufferevent_enable(f->bev, EV_READ | EV_WRITE) < 0) {
         fwd_fail(f, why);
     }
+}
+
+void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
+                    const struct runner_client *who, const struct sbx_store_owner *o,
+                    const char *what, int stream, int frames)
+{
+    forward_req(r, req, who, o, what, stream, frames, 0, 0);
+}
+
+int runner_task_owner(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                      struct sbx_store_owner *o)
+{
+    sbx_error_t *err = NULL;
+    const char *me = runner_fleet_box(r);
+    int found;
+
+    memset(o, 0, sizeof(*o));
+    if (me == NULL) {
+        return 0; /* a box of one: nobody else holds anything */
+    }
+    found = sbx_store_where(r->store, 1, id, o, &err);
+    if (found < 0) {
+        int answered = runner_reply_store_down(r, req, err);
+
+        sbx_error_free(&err);
+        return answered ? -1 : 0;
+    }
+    if (found == 0 || strcmp(o->box, me) == 0) {
+        sbx_store_owner_clear(o);
+        return 0;
+    }
+    return 1;
+}
+
+int runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
+                        const struct runner_client *who, const char *id, unsigned flags)
+{
+    struct sbx_store_owner o;
+    char what[96];
+    int found = runner_task_owner(r, req, id, &o);
+
+    if (found <= 0) {
+        return found < 0;
+    }
+    snprintf(what, sizeof(what), "task %s", id);
+    forward_req(r, req, who, &o, what, (flags & RUNNER_FWD_STREAM) != 0, 0,
+                (flags & RUNNER_FWD_SLOW) ? FWD_SLOW_S : 0, 1);
+    sbx_store_owner_clear(&o);
+    return 1;
 }
 
 static void on_wait(evutil_socket_t fd, short what, void *arg)
@@ -652,6 +742,7 @@ void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
 void runner_forward_drop_all(struct sbx_runner *r)
 {
     /* after evhttp_free: the callers' requests and connections are gone */
+    runner_tunnel_drop_all(r); /* (added) fwd_tunnel.c */
     while (r->fwds != NULL) {
         r->fwds->conn = NULL;
         fwd_free(r->fwds);

@@ -26,7 +26,7 @@ struct runner_image {
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
-    volatile int stop;
+    int stop;          /* atomic (__atomic builtins); the pull and the wait poll it too */
     int ready;
     char why[512]; /* what the box waits for, "" when ready */
     int started;   /* (added) the thread runs: some image is configured */
@@ -155,7 +155,7 @@ static void *image_main(void *arg)
 {
     struct runner_image *im = arg;
 
-    while (!im->stop) {
+    while (!__atomic_load_n(&im->stop, __ATOMIC_ACQUIRE)) {
         int64_t at;
 
         if (attempt(im)) {
@@ -223,7 +223,7 @@ void runner_image_free(struct sbx_runner *r)
         return;
     }
     pthread_mutex_lock(&im->mu);
-    im->stop = 1; /* also cancels a pull in flight */
+    __atomic_store_n(&im->stop, 1, __ATOMIC_RELEASE); /* also cancels a pull in flight */
     pthread_cond_signal(&im->cv);
     pthread_mutex_unlock(&im->mu);
     if (im->started) {

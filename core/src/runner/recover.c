@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "plugin/instance.h"
+#include "runner/jobstate.h"
 #include "runner/runner_int.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
@@ -193,8 +194,7 @@ struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
     j->worktree = rec->worktree ? xstrdup(rec->worktree) : NULL;
     j->provider = rec->provider ? xstrdup(rec->provider) : NULL;
     j->env = rec->env ? json_deep_copy(rec->env) : NULL;
-    j->state = (int)rec->state;
-    return j;
+    return j; /* new: its caller moves it (RJOB_QUEUED, RJOB_ADOPTED) */
 }
 
 /* The task started its own sandbox: its directory carries its id. */
@@ -261,8 +261,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         snprintf(t->holder, sizeof(t->holder), "%s", a->task_id);
         t->pool = sj.pool;
         t->keep = 1;
-        t->state = RT_READY;
-        t->t = task;
+        runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
         t->holder_result = SBX_RESULT_OK;
         t->next = r->tasks;
         r->tasks = t;
@@ -283,12 +282,14 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
             continue;
         }
         j->rt = t;
-        j->state = SBX_JOB_RUNNING;
+        runner_job_move(r, j, RJOB_ADOPTED, NULL, NULL);
         t->running++;
         runner_job_link(r, j);
         if (runner_worker_start(r, j) < 0) {
             t->running--;
-            j->state = SBX_JOB_INTERRUPTED;
+            runner_job_move(r, j, RJOB_INTERRUPTED,
+                            &(struct rjob_move){.reason = "runner: cannot start a worker thread"},
+                            NULL);
             j->released = 1;
         }
     }
@@ -359,6 +360,7 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             runner_job_free(j);
             continue;
         }
+        runner_job_move(r, j, RJOB_QUEUED, NULL, NULL);
         runner_job_link(r, j);
     }
     if (rec.n_queued + rec.n_adopt + rec.n_interrupted + rec.n_cleanup > 0) {

@@ -12,6 +12,7 @@
 
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "runner/jobstate.h"
 #include "runner/runner_int.h"
 #include "runner/status.h"
 #include "runner/warm.h"
@@ -113,21 +114,11 @@ static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
 
     sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
     sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
-    if (sbx_store_job_move(
-            r->store,
-            &(struct sbx_job_move){
-                .id = j->id,
-                .token = j->token,
-                .step = SBX_JOB_STEP_END,
-                .end = {.state = SBX_JOB_CANCELLED, .exit_status = -1, .reason = why}},
-            &err) < 0) {
+    if (runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.reason = why}, &err) != 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
-    pthread_mutex_lock(&r->mu);
-    j->state = SBX_JOB_CANCELLED;
     j->released = 1;
-    pthread_mutex_unlock(&r->mu);
     runner_streams_flush(r, j, 1);
 }
 
@@ -144,25 +135,27 @@ void runner_schedule(struct sbx_runner *r)
         struct rjob *j = runner_job_find(r, g.id);
         sbx_error_t *err = NULL;
         struct rtask *t;
+        int rc;
 
         if (j == NULL) { /* cannot happen: every sched job has an rjob */
             sbx_error_log("runner: granted job %s is unknown", g.id);
             sbx_sched_release(r->sched, g.id, SBX_RESULT_FAILED, NULL);
             continue;
         }
-        if (sbx_store_job_move(r->store,
-                               &(struct sbx_job_move){.id = j->id,
-                                                      .token = j->token,
-                                                      .step = SBX_JOB_STEP_GRANTED,
-                                                      .at = g.granted_at},
-                               &err) < 0) {
+        rc = runner_job_move(r, j, RJOB_GRANTED, &(struct rjob_move){.at = g.granted_at}, &err);
+        if (rc < 0) { /* not queued (logged): it does not start */
+            sbx_error_free(&err);
+            sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+            continue;
+        }
+        if (rc > 0) {
             int taken = err->code == ESTALE;
 
             sbx_error_log("runner: %s", sbx_error_msg(err));
             sbx_error_free(&err);
             if (taken) { /* another box holds it now: it does not start here */
                 sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
-                j->state = SBX_JOB_INTERRUPTED;
+                runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, NULL);
                 j->released = 1;
                 continue;
             }
@@ -182,7 +175,7 @@ void runner_schedule(struct sbx_runner *r)
         snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
         t->pool = j->pool;
         t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
-        t->state = RT_STARTING;
+        runner_task_move(r, t, RTASK_CREATED, NULL, NULL);
         t->running = 1;
         t->holder_result = SBX_RESULT_FAILED;
         /* (added) a warm sandbox to claim: only a job that can use one
@@ -194,19 +187,15 @@ void runner_schedule(struct sbx_runner *r)
         pthread_mutex_lock(&r->mu);
         t->next = r->tasks;
         r->tasks = t;
-        j->rt = t;
-        j->state = SBX_JOB_RUNNING;
+        j->rt = t; /* (changed) running since its grant (RJOB_GRANTED above) */
         pthread_mutex_unlock(&r->mu);
         sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
                  sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g.wait_ms / 1000.0);
         if (runner_worker_start(r, j) < 0) {
-            sbx_store_job_end(r->store, j->id,
-                              &(struct sbx_job_end){SBX_JOB_FINISHED, -1,
-                                                    "runner: cannot start a "
-                                                    "worker thread",
-                                                    0, 0, 0},
-                              NULL);
-            j->state = SBX_JOB_FINISHED;
+            runner_job_move(r, j, RJOB_FINISHED,
+                            &(struct rjob_move){.exit_status = -1,
+                                                .reason = "runner: cannot start a worker thread"},
+                            NULL);
             j->released = 1;
             if (j->warm != NULL) {
                 runner_warm_end(r, j->warm);
@@ -373,7 +362,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
             return sbx_error_wrap(err, "storing job %s", j->id);
         }
         json_decref(argv);
-        j->state = SBX_JOB_QUEUED;
+        runner_job_move(r, j, RJOB_QUEUED, NULL, NULL);
         sbx_info("runner: job %s accepted from client '%s' into the shared queue (task %s, pool "
                  "%s, %s)",
                  j->id, j->owner, j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
@@ -397,7 +386,7 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     }
     json_decref(argv);
     pthread_mutex_lock(&r->mu);
-    j->state = SBX_JOB_QUEUED;
+    runner_job_move_held(r, j, RJOB_QUEUED);
     runner_job_link(r, j);
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
@@ -408,12 +397,12 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
         pthread_mutex_lock(&r->mu);
         j->rt = t;
         t->running++;
-        j->state = SBX_JOB_RUNNING;
+        runner_job_move_held(r, j, RJOB_GRANTED);
         pthread_mutex_unlock(&r->mu);
         if (runner_worker_start(r, j) < 0) {
             pthread_mutex_lock(&r->mu);
             t->running--;
-            j->state = SBX_JOB_FINISHED;
+            runner_job_move_held(r, j, RJOB_FINISHED);
             j->released = 1;
             pthread_mutex_unlock(&r->mu);
             sbx_store_job_end(r->store, j->id,
@@ -447,23 +436,19 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     }
     if (j->state == SBX_JOB_QUEUED) {
         if (sbx_sched_cancel(r->sched, id, err) < 0 ||
-            sbx_store_job_end(
-                r->store, id,
-                &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, "cancelled by request", 0, 0, 0},
-                err) < 0) {
+            runner_job_move(r, j, RJOB_CANCELLED,
+                            &(struct rjob_move){.strict = 1, .reason = "cancelled by request"},
+                            err) < 0) {
             return -1;
         }
-        pthread_mutex_lock(&r->mu);
-        j->state = SBX_JOB_CANCELLED;
         j->released = 1;
-        pthread_mutex_unlock(&r->mu);
         runner_streams_flush(r, j, 1);
         runner_schedule(r);
         return 0;
     }
     /* running: the worker ends it as cancelled */
     pthread_mutex_lock(&r->mu);
-    j->cancel = 1;
+    runner_job_cancel(j);
     if (j->executing && j->rt != NULL && j->rt->t != NULL) {
         sbx_task_exec_cancel(j->rt->t, &j->slot);
     }
@@ -497,9 +482,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (t->keep && t->state == RT_READY && t->running == 0 &&
             (t->end_requested || r->stopping ||
              (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
-            t->state = RT_ENDING;
+            runner_task_move_held(r, t, RTASK_ENDING);
             if (runner_task_ender_start(r, t) < 0) {
-                t->state = RT_READY; /* retried at the next tick */
+                runner_task_move_held(r, t, RTASK_KEPT); /* retried at the next tick */
             }
         }
     }
@@ -673,7 +658,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     r->stopping = 1;
     for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_RUNNING) {
-            j->cancel = 1;
+            runner_job_cancel(j);
             if (j->executing && j->rt != NULL && j->rt->t != NULL) {
                 sbx_task_exec_cancel(j->rt->t, &j->slot);
             }

@@ -30,7 +30,8 @@ struct rtask {
     char owner[64];                /* the client of the job that started it ("": unknown) */
     enum sbx_pool pool;
     int keep;               /* agent task: kept after its command */
-    enum rtask_state state; /* under r->mu */
+    enum rtask_state state; /* under r->mu; changed by runner_task_move alone (jobstate.h) */
+    int has_state;          /* 0: new, before its first move */
     char fail_reason[256];
     struct sbx_task *t; /* set once ready */
     int running;        /* jobs executing or waiting in it */
@@ -49,9 +50,10 @@ struct rjob {
     int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
-    json_t *env; /* the command's variables (object NAME -> value), or NULL */
-    int state;   /* enum sbx_job_state, under r->mu */
-    volatile int cancel;
+    json_t *env;   /* the command's variables (object NAME -> value), or NULL */
+    int state;     /* enum sbx_job_state, under r->mu; changed by runner_job_move alone */
+    int has_state; /* 0: new, before its first move (jobstate.h) */
+    int cancel;    /* atomic: runner_job_cancel / runner_job_cancelled (jobstate.h) */
     int executing; /* exec in flight: slot is valid */
     int released;  /* loop only: no worker refers to it any more */
     struct sbx_exec_slot slot;
@@ -78,7 +80,7 @@ struct rjob {
     /* (added) a fleet box's claim token: every store write about the job is
      * fenced by it (0: one box, unfenced); lost: the box lost it to a reap */
     int64_t token;
-    int lost;
+    int lost;                      /* under r->mu */
     struct rjob *next;             /* r->jobs, newest first */
     struct rjob *hnext;            /* r->buckets */
     struct runner_stream *streams; /* loop only */
@@ -143,8 +145,8 @@ struct sbx_runner {
     struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
     struct rtask *tasks;
     struct rmsg *msgs, **msgs_tail;
-    int workers; /* threads alive */
-    int stopping;
+    int workers;  /* threads alive */
+    int stopping; /* under mu (the loop alone writes it, and reads it without) */
 
     struct runner_metrics metrics; /* (added) rmetrics.h */
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
@@ -221,6 +223,37 @@ struct runner_fwd;
 void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
                     const struct runner_client *who, const struct sbx_store_owner *o,
                     const char *what, int stream, int frames);
+/* (added) The box that holds task id when it is another box of the fleet:
+ * 1 with *o set (sbx_store_owner_clear it), 0 when no other box holds it (a
+ * box of one, not found, this box), -1 after answering req 503 (the database
+ * is down). */
+int runner_task_owner(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                      struct sbx_store_owner *o);
+/* (added) The task routes of issue 30 (files, pause and resume, snapshot,
+ * egress): when another box holds task id, req goes there as runner_forward
+ * does (flags: RUNNER_FWD_STREAM a 200 relayed as it comes, a file or a tar of
+ * up to 64 MiB; RUNNER_FWD_SLOW the owner may take 600 s to answer, a snapshot
+ * or a pause). 1 when req was answered, 0 when no other box holds the task. */
+#define RUNNER_FWD_STREAM 1u
+#define RUNNER_FWD_SLOW 2u
+int runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
+                        const struct runner_client *who, const char *id, unsigned flags);
+/* (added) A task's terminal (terminal 1) or port preview on another box
+ * (fwd_tunnel.c): the request goes to the owner and the caller's connection
+ * becomes a byte relay to it. 1 when req was answered (or taken over), 0 when
+ * no other box holds the task. */
+int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
+                          const struct runner_client *who, const char *id, int terminal);
+/* (added) 1 after answering req when it may not go to o's box: 409 when it
+ * was forwarded once already, 503 when o's box is not alive, 502 when o is on
+ * TCP and req carries no bearer token; else 0. */
+int runner_fwd_refused(struct evhttp_request *req, const struct sbx_store_owner *o,
+                       const char *what);
+/* (added) After evhttp_free: ends the relays of fwd_tunnel.c still open. */
+void runner_tunnel_drop_all(struct sbx_runner *r);
+/* Connects bev to an owner's API address, "unix:PATH" or "tcp:HOST:PORT". */
+struct bufferevent;
+int runner_fwd_connect(struct bufferevent *bev, const char *api, char *why, size_t len);
 /* A follow of a job still in the shared queue: checks the record every
  * 500 ms and, once a box claimed it, answers req as runner_handle_output. */
 void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,

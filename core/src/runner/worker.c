@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runner/jobstate.h"
 #include "runner/runner_int.h"
 #include "runner/warm.h"
 #include "sandbox/caps.h"
@@ -341,30 +342,21 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         if (rc == 1) {
             rc = sbx_task_start(r->cfg, r->plugin_dir, &o, &task, &err);
         }
-        pthread_mutex_lock(&r->mu);
-        if (rc == 0) {
-            t->t = task;
-            t->state = RT_READY;
-        }
-        else {
-            t->state = RT_FAILED;
-            snprintf(t->fail_reason, sizeof(t->fail_reason), "%s", sbx_error_msg(err));
-        }
-        pthread_cond_broadcast(&r->cond);
-        pthread_mutex_unlock(&r->mu);
-        if (rc == 0) {
+        if (rc == 0) { /* its row goes with the job's ready writes (ready_batch) */
+            runner_task_move(r, t, RTASK_READY, &(struct rtask_move){.t = task}, NULL);
             w->tr = tr;
             w->tr.sandbox_id = (char *)sbx_task_sandbox(task);
             w->tr.state = SBX_TASK_READY;
             w->put_ready = 1;
         }
         else {
-            sbx_store_task_end(st, t->id, SBX_TASK_ENDED, sbx_error_msg(err), 0, NULL);
+            runner_task_move(r, t, RTASK_FAILED,
+                             &(struct rtask_move){.st = st, .reason = sbx_error_msg(err)}, NULL);
             sbx_error_free(&err);
         }
     }
     pthread_mutex_lock(&r->mu);
-    while (t->state == RT_STARTING && !j->cancel) {
+    while (t->state == RT_STARTING && !runner_job_cancelled(j)) {
         pthread_cond_wait(&r->cond, &r->mu);
     }
     if (t->state != RT_READY) {
@@ -384,46 +376,6 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
  * recovery): its grant is durable already, and these rows go together or not
  * at all, so a recovery finds the job running and interrupts it either way;
  * for a kept task, which recovery may re-adopt, it is a full commit. */
-/* A job's end with its task's exec cleared and the path it ran by: one
- * transaction. The job's end failing (a fenced write, or the database gone)
- * rolls it back whole; the two task/record writes failing only warn (their
- * rows may have moved on, say a task the core interrupted), unless the
- * database is gone: then all of it is written again (runner_store_retry). */
-struct end_batch {
-    const char *task_id;
-    int exec_marked;
-    const char *exec_path;
-    struct sbx_job_move mv;
-};
-
-static int end_batch_write(struct sbx_store *st, void *arg, sbx_error_t **err)
-{
-    struct end_batch *b = arg;
-
-    if (sbx_store_batch_begin(st, 0, err) < 0) {
-        return -1;
-    }
-    if (b->exec_marked && sbx_store_task_exec(st, b->task_id, 0, 0, err) < 0) {
-        if (sbx_store_down(st)) {
-            goto abort;
-        }
-        store_warn(err);
-    }
-    if (b->exec_path != NULL && sbx_store_job_set_exec_path(st, b->mv.id, b->exec_path, err) < 0) {
-        if (sbx_store_down(st)) {
-            goto abort;
-        }
-        store_warn(err);
-    }
-    if (sbx_store_job_move(st, &b->mv, err) < 0) {
-        goto abort;
-    }
-    return sbx_store_batch_end(st, 0, err);
-abort:
-    sbx_store_batch_abort(st, 0);
-    return -1;
-}
-
 static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task *task)
 {
     struct rjob *j = w->j;
@@ -437,14 +389,12 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
         sbx_store_task_put(st, &w->tr, &err);
         store_warn(&err);
     }
-    sbx_store_job_move(st,
-                       &(struct sbx_job_move){.id = j->id,
-                                              .token = j->token,
-                                              .step = SBX_JOB_STEP_READY,
-                                              .task = t->id,
-                                              .provider = sbx_task_provider_name(task),
-                                              .image = sbx_task_image(task)},
-                       &err);
+    runner_job_move(w->r, j, RJOB_READY,
+                    &(struct rjob_move){.st = st,
+                                        .task = t->id,
+                                        .provider = sbx_task_provider_name(task),
+                                        .image = sbx_task_image(task)},
+                    &err);
     store_warn(&err);
     {
         json_t *iso = json_object();
@@ -506,13 +456,22 @@ static void *worker_main(void *arg)
     int64_t denied0 = 0;
     int exec_marked = 0;          /* the task's exec in flight is to be cleared */
     const char *exec_path = NULL; /* how the command ran (static text) */
+    struct sbx_task *sandbox;     /* the task's, when this job ends it */
     int last;
 
     if (st == NULL) {
+        int creator;
+
         snprintf(reason, sizeof(reason), "runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
+        pthread_mutex_lock(&r->mu);
+        creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+        pthread_mutex_unlock(&r->mu);
+        if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
+            runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = reason}, NULL);
+        }
     }
-    else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !j->cancel) {
+    else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !runner_job_cancelled(j)) {
         struct sbx_task *task = t->t;
         int64_t run0 = sbx_mono_ms();
         int ran = 0;
@@ -526,7 +485,7 @@ static void *worker_main(void *arg)
         sbx_task_set_job(task, j->id);
         sbx_task_egress_counts(task, &allowed0, &denied0);
         pthread_mutex_lock(&r->mu);
-        j->executing = !j->cancel;
+        j->executing = !runner_job_cancelled(j);
         pthread_mutex_unlock(&r->mu);
         if (j->executing) {
             size_t n_env = 0;
@@ -567,13 +526,20 @@ static void *worker_main(void *arg)
         allowed = allowed > allowed0 ? allowed - allowed0 : 0;
         denied = denied > denied0 ? denied - denied0 : 0;
     }
-    if (j->cancel) {
+    if (runner_job_cancelled(j)) {
+        int lost;
+        int stopping;
+
+        pthread_mutex_lock(&r->mu);
+        lost = j->lost;
+        stopping = r->stopping;
+        pthread_mutex_unlock(&r->mu);
         end_state = SBX_JOB_CANCELLED;
         result = SBX_RESULT_CANCELLED;
         snprintf(reason, sizeof(reason), "%s",
-                 j->lost       ? "box lost"
-                 : r->stopping ? "runner stopped"
-                               : "cancelled by request");
+                 lost       ? "box lost"
+                 : stopping ? "runner stopped"
+                            : "cancelled by request");
         status = -1;
     }
     if (w->warm_held) { /* it never ran its command */
@@ -581,39 +547,39 @@ static void *worker_main(void *arg)
         runner_warm_claim_done(r, j->pool);
     }
     rm_egress(&r->metrics, j->pool, allowed, denied);
-    if (st != NULL) {
-        /* (changed) the exec's end and the job's end: one full commit,
-         * written again as a whole while the database is down (dbwait.c) */
-        struct end_batch b = {
-            .task_id = t->id,
-            .exec_marked = exec_marked,
-            .exec_path = exec_path,
-            .mv = {.id = j->id,
-                   .token = j->token,
-                   .step = SBX_JOB_STEP_END,
-                   .end = {end_state, status, reason[0] ? reason : NULL, allowed, denied, 0}}};
-
-        if (runner_store_retry(r, st, j->id, end_batch_write, &b, &err) < 0) {
-            /* fenced: a box that lost the job learns it here; the record
-             * stays the survivor's; the task's own row is still this box's */
+    /* (changed) the exec's end and the job's end: one full commit, written
+     * again as a whole while the database is down (dbwait.c); no write
+     * without a connection */
+    if (runner_job_move(r, j, end_state == SBX_JOB_CANCELLED ? RJOB_CANCELLED : RJOB_FINISHED,
+                        &(struct rjob_move){.st = st,
+                                            .memory = st == NULL,
+                                            .retry = 1,
+                                            .exec_task = exec_marked ? t->id : NULL,
+                                            .exec_path = exec_path,
+                                            .exit_status = status,
+                                            .reason = reason[0] ? reason : NULL,
+                                            .egress_allowed = allowed,
+                                            .egress_denied = denied},
+                        &err) > 0) {
+        /* fenced: a box that lost the job learns it here; the record
+         * stays the survivor's; the task's own row is still this box's */
+        store_warn(&err);
+        if (exec_marked) {
+            sbx_store_task_exec(st, t->id, 0, 0, &err);
             store_warn(&err);
-            if (exec_marked) {
-                sbx_store_task_exec(st, t->id, 0, 0, &err);
-                store_warn(&err);
-            }
         }
     }
+    store_warn(&err);
     pthread_mutex_lock(&r->mu);
-    j->exit_status = status;
-    j->state = (int)end_state;
-    runner_output_settle(j);
     if (strcmp(t->holder, j->id) == 0) {
         t->holder_result = result;
     }
     t->running--;
-    last = t->running == 0 && (!t->keep || t->state != RT_READY);
+    last = t->running == 0 && (!t->keep || t->state != RT_READY) &&
+           runner_task_move_held(r, t, RTASK_ENDING) == 0;
+    sandbox = last ? t->t : NULL; /* ended below: nobody else reaches it */
     if (last) {
-        t->state = RT_ENDING;
+        t->t = NULL;
     }
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(end_state), status,
@@ -622,13 +588,10 @@ static void *worker_main(void *arg)
      * is told now (j is the loop's from here on); the slot stays held until
      * the sandbox is removed (RMSG_TASK_ENDED) */
     runner_post(r, RMSG_JOB_DONE, j->id, result);
-    if (last && t->t != NULL) {
-        sbx_task_end(t->t, reason[0] ? reason : "ended", NULL, NULL);
-        t->t = NULL;
-        if (st != NULL) {
-            sbx_store_task_end(st, t->id, SBX_TASK_ENDED, NULL, 0, &err);
-            store_warn(&err);
-        }
+    if (sandbox != NULL) {
+        sbx_task_end(sandbox, reason[0] ? reason : "ended", NULL, NULL);
+        runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st}, &err);
+        store_warn(&err);
     }
     runner_store_put(r, st);
     if (last) {
@@ -648,16 +611,21 @@ static void *ender_main(void *arg)
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
     struct sbx_store *st = runner_store_get(r, &err);
+    struct sbx_task *sandbox;
     char reason[256];
+    int stopping;
 
-    if (!sbx_task_stopped(t->t, reason, sizeof(reason))) {
-        snprintf(reason, sizeof(reason), "%s", r->stopping ? "runner stopped" : "ended by request");
-    }
-    sbx_task_end(t->t, reason, NULL, NULL);
+    store_warn(&err);
+    pthread_mutex_lock(&r->mu);
+    sandbox = t->t; /* ended here: nobody else reaches it */
     t->t = NULL;
-    if (st != NULL) {
-        sbx_store_task_end(st, t->id, SBX_TASK_ENDED, reason, 0, &err);
+    stopping = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    if (!sbx_task_stopped(sandbox, reason, sizeof(reason))) {
+        snprintf(reason, sizeof(reason), "%s", stopping ? "runner stopped" : "ended by request");
     }
+    sbx_task_end(sandbox, reason, NULL, NULL);
+    runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st, .reason = reason}, &err);
     store_warn(&err);
     runner_store_put(r, st);
     sbx_info("runner: task %s ended: %s", t->id, reason);

@@ -17,6 +17,7 @@
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
+#include "sandbox/pty_session.h"
 #include "sandbox/task_port.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
@@ -228,7 +229,10 @@ static void *conn_main(void *arg)
         goto out;
     }
     op = json_string_value(json_object_get(req, "op"));
-    if (op != NULL && strcmp(op, "exec") == 0) {
+    if (op != NULL && sbx_keeper_session_op(c->t, c->fd, op, req)) {
+        /* (added) "exec" with "keep", "attach": a kept terminal session */
+    }
+    else if (op != NULL && strcmp(op, "exec") == 0) {
         handle_exec(c, req);
     }
     else if (op != NULL && strcmp(op, "port") == 0) {

@@ -38,7 +38,7 @@ struct pump {
     int client_dead; /* writing to the client failed: stop sending */
 };
 
-static void set_size(int master, unsigned rows, unsigned cols)
+void sbx_pty_set_size(int master, unsigned rows, unsigned cols)
 {
     struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
 
@@ -47,7 +47,7 @@ static void set_size(int master, unsigned rows, unsigned cols)
     }
 }
 
-static int dims_ok(unsigned rows, unsigned cols)
+int sbx_tty_dims_ok(unsigned rows, unsigned cols)
 {
     return rows >= 1 && rows <= SBX_TTY_DIM_MAX && cols >= 1 && cols <= SBX_TTY_DIM_MAX;
 }
@@ -82,8 +82,8 @@ static int from_client(struct pump *p)
         unsigned rows = (unsigned)(u[0] << 8 | u[1]);
         unsigned cols = (unsigned)(u[2] << 8 | u[3]);
 
-        if (dims_ok(rows, cols)) {
-            set_size(p->master, rows, cols);
+        if (sbx_tty_dims_ok(rows, cols)) {
+            sbx_pty_set_size(p->master, rows, cols);
         }
     }
     else {
@@ -205,7 +205,7 @@ int sbx_tty_parse(json_t *jtty, struct sbx_tty_req *rq, sbx_error_t **err)
     jr = json_object_get(jtty, "rows");
     jc = json_object_get(jtty, "cols");
     if (!json_is_object(jtty) || !json_is_integer(jr) || !json_is_integer(jc) ||
-        !dims_ok((unsigned)json_integer_value(jr), (unsigned)json_integer_value(jc)) ||
+        !sbx_tty_dims_ok((unsigned)json_integer_value(jr), (unsigned)json_integer_value(jc)) ||
         json_integer_value(jr) < 1 || json_integer_value(jc) < 1) {
         return sbx_error_set(err, SBX_E_USAGE,
                              "request field 'tty': use true or {\"rows\": 1-%d, \"cols\": 1-%d}",
@@ -216,7 +216,7 @@ int sbx_tty_parse(json_t *jtty, struct sbx_tty_req *rq, sbx_error_t **err)
     return 1;
 }
 
-static int open_pty(int *master, int *slave, sbx_error_t **err)
+int sbx_pty_open(int *master, int *slave, sbx_error_t **err)
 {
     char name[64];
 
@@ -255,10 +255,10 @@ int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int clie
                              "without -it, whose output is redacted)",
                              t->id);
     }
-    if (open_pty(&p.master, &slave, err) < 0) {
+    if (sbx_pty_open(&p.master, &slave, err) < 0) {
         return -1;
     }
-    set_size(p.master, rq->rows ? rq->rows : 24, rq->cols ? rq->cols : 80);
+    sbx_pty_set_size(p.master, rq->rows ? rq->rows : 24, rq->cols ? rq->cols : 80);
     if (pipe2(p.wake, O_CLOEXEC) < 0 || pthread_create(&th, NULL, pump_main, &p) != 0) {
         int e = errno;
 

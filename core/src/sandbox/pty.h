@@ -45,4 +45,11 @@ int sbx_task_exec_tty(struct sbx_task *t, const struct sbx_tty_req *rq, int clie
 struct json_t;
 int sbx_tty_parse(struct json_t *jtty, struct sbx_tty_req *rq, sbx_error_t **err);
 
+/* (added, pty_session.c shares them) A new pty: the master non-blocking, both
+ * close-on-exec; -1 with err. A size (TIOCSWINSZ on the master). 1 when rows and
+ * cols are both 1..SBX_TTY_DIM_MAX. */
+int sbx_pty_open(int *master, int *slave, sbx_error_t **err);
+void sbx_pty_set_size(int master, unsigned rows, unsigned cols);
+int sbx_tty_dims_ok(unsigned rows, unsigned cols);
+
 #endif

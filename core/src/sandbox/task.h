@@ -65,6 +65,9 @@ struct sbx_exec_slot {
     /* (added) a terminal (pty.c): the pty slave's descriptor + 1, given to the
      * command as stdin, stdout and stderr; 0: none. Only the exec agent runs it. */
     int tty_slave1;
+    /* (added) a kept terminal session's shell (pty_session.c): not counted as a
+     * running command for the idle limit (its attached clients are) */
+    int kept;
 };
 
 /* Opaque outside core/src/sandbox/ (task_int.h): read it with the accessors below. */

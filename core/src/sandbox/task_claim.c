@@ -91,7 +91,11 @@ static int claim_worktree(struct sbx_task *t, const char *worktree, sbx_error_t 
     rc = sbx_instance_provider(t->prov)->claim_worktree(t->prov->ctx, t->sandbox, t->worktree, view,
                                                         err);
     free(view);
-    return rc < 0 ? sbx_error_wrap(err, "task %s: worktree of the claimed sandbox", t->id) : 0;
+    if (rc < 0) {
+        return sbx_error_wrap(err, "task %s: worktree of the claimed sandbox", t->id);
+    }
+    sbx_task_wtwatch_start(t); /* (added) */
+    return 0;
 }
 
 int sbx_task_claim(struct sbx_task *t, const char *plugin_dir, const struct sbx_task_opts *o,

@@ -62,10 +62,13 @@ struct sbx_task {
     unsigned timer_checks;   /* (added) the timer's provider checks done (under mu) */
     pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
     json_t *wt_events;       /* (added) what the worktree's checks found, each once (task_wt.c) */
+    struct sbx_wtwatch *wtwatch; /* (added) the worktree watched while the task runs (wtwatch.h) */
     /* (added, issue 30) files/pause (files.c): frozen by the provider's pause; under mu */
     int paused;
     int64_t paused_at;    /* when it was paused (Unix seconds) */
     int64_t paused_total; /* seconds paused before, for the record */
+    /* (added) the kept terminal session (pty_session.c), or NULL; under mu */
+    struct sbx_tty_session *session;
 };
 
 /* (added) Runs one prepared exec: through the sandbox's exec agent when it
@@ -98,6 +101,11 @@ int sbx_task_since_read(const char *dir, struct timespec *ts);
 const char *const *sbx_task_protect(const struct sbx_task *t);
 /* (added) Logs one finding about the worktree and adds it to the record, once. */
 void sbx_task_worktree_note(struct sbx_task *t, const char *what);
+/* (added) Starts watching the task's worktree (wtwatch.h); a watcher that cannot
+ * be had is logged and recorded, and the checks after each command remain. */
+void sbx_task_wtwatch_start(struct sbx_task *t);
+/* (added) Stops it (none: a no-op). */
+void sbx_task_wtwatch_stop(struct sbx_task *t);
 
 /* ---- shared by task_life.c and task_start.c ------------------------------- */
 

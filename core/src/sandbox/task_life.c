@@ -20,11 +20,13 @@
 #include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
+#include "sandbox/pty_session.h"
 #include "sandbox/statedir.h"
 #include "sandbox/files.h"
 #include "sandbox/task_int.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/view.h"
+#include "sandbox/wtwatch.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/paths.h"
@@ -45,6 +47,7 @@ void sbx_task_timer_quit(struct sbx_task *t)
 
 void sbx_task_free(struct sbx_task *t)
 {
+    sbx_task_wtwatch_stop(t);
     sbx_task_timer_quit(t);
     if (t->egress != NULL && t->egress_dir != NULL) {
         sbx_egress_remove(t->egress, t->egress_dir, NULL);
@@ -214,7 +217,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         free(all);
         return -1;
     }
-    t->running++;
+    t->running += !slotp->kept; /* (added) a kept session: its clients count (pty_session.c) */
     t->last_activity = time(NULL);
     if (t->redactor != NULL) {
         ro.out = out;
@@ -247,7 +250,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
             break;
         }
     }
-    t->running--;
+    t->running -= !slotp->kept;
     t->last_activity = time(NULL);
     if (r == 0) {
         t->last_exit = *status;
@@ -261,6 +264,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
     }
     pthread_mutex_unlock(&t->mu);
+    sbx_wtwatch_idle(t->wtwatch); /* (added) a .git made while it ran, checked now */
     if (ro.s[0] != NULL) {
         sbx_redact_stream_finish(ro.s[0], NULL);
         sbx_redact_stream_finish(ro.s[1], NULL);
@@ -280,6 +284,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         return 0;
     }
     sbx_task_stop(t, reason ? reason : "ended");
+    sbx_tty_session_reap(t); /* (added) its kept terminal session's shell was cancelled */
     sbx_task_timer_quit(t);
     if (t->sandbox[0] != '\0' &&
         sbx_instance_provider(t->prov)->destroy(t->prov->ctx, t->sandbox, &e) < 0) {
@@ -292,6 +297,7 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         r = -1;
     }
     sbx_view_release(t->dir); /* the sandbox is gone: its view of the worktree too */
+    sbx_task_wtwatch_stop(t); /* nothing inside writes any more: the last scan below */
     if (t->sandbox[0] != '\0') {
         sbx_task_worktree_after(t); /* (added) once more, with nothing left running inside */
     }

@@ -549,11 +549,15 @@ static int phase_timer(struct sbx_task_start *s, sbx_error_t **err)
     if (pthread_create(&s->t->timer, NULL, sbx_task_timer_main, s->t) == 0) {
         s->t->timer_on = 1;
     }
+    if (s->t->worktree != NULL) {
+        sbx_task_wtwatch_start(s->t); /* (added) */
+    }
     return 0;
 }
 
 static void undo_timer(struct sbx_task_start *s)
 {
+    sbx_task_wtwatch_stop(s->t);
     sbx_task_timer_quit(s->t);
 }
 

@@ -12,6 +12,7 @@
 #include "sandbox/task_int.h"
 #include "sandbox/wtgit.h"
 #include "sandbox/wtscan.h"
+#include "sandbox/wtwatch.h"
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 #include "util/log.h"
@@ -42,6 +43,18 @@ void sbx_task_worktree_note(struct sbx_task *t, const char *what)
 static void note_cb(void *ud, const char *what)
 {
     sbx_task_worktree_note(ud, what);
+}
+
+/* A command of the task runs (the watcher's busy callback). */
+static int busy_cb(void *ud)
+{
+    struct sbx_task *t = ud;
+    int busy;
+
+    pthread_mutex_lock(&t->mu);
+    busy = t->running > 0;
+    pthread_mutex_unlock(&t->mu);
+    return busy;
 }
 
 const char *const *sbx_task_protect(const struct sbx_task *t)
@@ -102,6 +115,46 @@ void sbx_task_worktree_after(struct sbx_task *t)
         since.tv_sec = (time_t)t->created_at - 1; /* no file: the record's second */
         since.tv_nsec = 0;
     }
+    sbx_wtwatch_lock(t->wtwatch); /* never both renaming one path */
     sbx_wtscan(t->worktree, &since, access(gitdir, F_OK) == 0, t->id, sbx_task_protect(t), note_cb,
                t);
+    sbx_wtwatch_unlock(t->wtwatch);
+}
+
+void sbx_task_wtwatch_start(struct sbx_task *t)
+{
+    cleanup_free char *gitdir = NULL;
+    sbx_error_t *e = NULL;
+    struct sbx_wtwatch_opts o = {0};
+    char what[512];
+
+    if (t->worktree == NULL || t->dir == NULL || t->wtwatch != NULL) {
+        return;
+    }
+    gitdir = xasprintf("%s/git", t->dir);
+    if (sbx_task_since_read(t->dir, &o.since) < 0) {
+        o.since.tv_sec = (time_t)t->created_at - 1;
+    }
+    o.worktree = t->worktree;
+    o.had_git = access(gitdir, F_OK) == 0;
+    o.task_id = t->id;
+    o.protect = sbx_task_protect(t);
+    o.note = note_cb;
+    o.busy = busy_cb;
+    o.ud = t;
+    t->wtwatch = sbx_wtwatch_start(&o, &e);
+    if (t->wtwatch == NULL) {
+        snprintf(what, sizeof(what),
+                 "not watched while the task runs (%s): checked after each "
+                 "command only",
+                 sbx_error_msg(e));
+        sbx_task_worktree_note(t, what);
+        sbx_error_free(&e);
+    }
+}
+
+void sbx_task_wtwatch_stop(struct sbx_task *t)
+{
+    sbx_wtwatch_stop(t->wtwatch);
+    t->wtwatch = NULL;
 }

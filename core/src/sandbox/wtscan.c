@@ -364,3 +364,52 @@ int sbx_wtscan(const char *worktree, const struct timespec *since, int had_git, 
     }
     return s.found;
 }
+
+int sbx_wtscan_paths(const char *worktree, const struct timespec *since, int had_git,
+                     const char *task_id, const char *const *protect, const char *const *rels,
+                     size_t n_rels, sbx_wtscan_note_fn fn, void *ud)
+{
+    struct scan s = {.since = *since,
+                     .had_git = had_git,
+                     .task = task_id,
+                     .protect = protect,
+                     .note = fn,
+                     .ud = ud};
+    struct stat st;
+    int root = open(worktree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (root < 0 || fstat(root, &st) < 0) {
+        if (root >= 0) {
+            close(root);
+        }
+        return 0;
+    }
+    s.dev = st.st_dev;
+    for (size_t i = 0; i < n_rels; i++) {
+        cleanup_free char *buf = xstrdup(rels[i]);
+        char *name = buf;
+        char *slash;
+        int dfd = dup(root);
+        int depth = 0;
+
+        /* each parent opened below the last, no symlink followed */
+        while (dfd >= 0 && (slash = strchr(name, '/')) != NULL) {
+            int sub;
+
+            *slash = '\0';
+            sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            close(dfd);
+            dfd = sub;
+            name = slash + 1;
+            depth++;
+        }
+        if (dfd >= 0) {
+            if (name[0] != '\0' && strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+                entry(&s, dfd, name, rels[i], depth);
+            }
+            close(dfd);
+        }
+    }
+    close(root);
+    return s.found;
+}

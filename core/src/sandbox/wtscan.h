@@ -45,4 +45,12 @@ typedef void (*sbx_wtscan_note_fn)(void *ud, const char *what);
 int sbx_wtscan(const char *worktree, const struct timespec *since, int had_git, const char *task_id,
                const char *const *protect, sbx_wtscan_note_fn note, void *ud);
 
+/* The same checks for the entries rels only (relative paths, e.g. what the
+ * worktree watcher saw made; each parent opened below the worktree without
+ * following a symlink; a directory is walked as the whole scan would).
+ * Returns the number of findings. */
+int sbx_wtscan_paths(const char *worktree, const struct timespec *since, int had_git,
+                     const char *task_id, const char *const *protect, const char *const *rels,
+                     size_t n_rels, sbx_wtscan_note_fn note, void *ud);
+
 #endif

@@ -1,10 +1,13 @@
 /* move.c - a job's transitions, in one function: queued -> running (a slot
  * granted), running: ready (its sandbox up), and the end. Each write may be
- * fenced by the job's claim token (docs/runner.md, "Several boxes"). */
+ * fenced by the job's claim token (docs/runner.md, "Several boxes"). The
+ * states each step leaves and enters are the table of store/states.h, which
+ * the runner checks its jobs in memory against too (runner/jobstate.c). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/states.h"
 #include "store/store_internal.h"
 
 /* The clear error after an UPDATE that matched no row: the job is unknown,
@@ -74,8 +77,9 @@ static int job_end(struct sbx_store *st, const char *id, int64_t token,
 {
     cleanup_q struct sbx_q *s = NULL;
     enum sbx_job_state state = end->state;
+    const struct sbx_job_edge *e = sbx_job_edge_of(SBX_JOB_STEP_END);
 
-    if (state != SBX_JOB_FINISHED && state != SBX_JOB_CANCELLED && state != SBX_JOB_INTERRUPTED) {
+    if ((unsigned)state > SBX_JOB_INTERRUPTED || (e->to & SBX_STATE_BIT(state)) == 0) {
         return sbx_error_set(err, EINVAL,
                              "store: job %s: a job ends finished, cancelled or "
                              "interrupted, not %s",
@@ -91,7 +95,7 @@ static int job_end(struct sbx_store *st, const char *id, int64_t token,
     s = sbx_q_prepare(st,
                       "UPDATE jobs SET state = $2, exit_status = $3, reason = $4, "
                       "egress_allowed = $5, egress_denied = $7, finished_at = $8 "
-                      "WHERE id = $1 AND state IN ('queued', 'running')" FENCE,
+                      "WHERE id = $1 AND " SBX_FROM_JOB_LIVE_SQL FENCE,
                       err);
     if (s == NULL) {
         return -1;
@@ -113,7 +117,7 @@ static int job_end(struct sbx_store *st, const char *id, int64_t token,
         return -1;
     }
     if (sbx_q_changes(s) == 0) {
-        return no_row(st, id, token, "queued or running", err);
+        return no_row(st, id, token, e->want, err);
     }
     return 0;
 }
@@ -130,8 +134,8 @@ int sbx_store_job_move(struct sbx_store *st, const struct sbx_job_move *m, sbx_e
     case SBX_JOB_STEP_GRANTED:
         return sbx_store_update_job(st, m->id, m->token,
                                     "UPDATE jobs SET state = 'running', granted_at = $2 "
-                                    "WHERE id = $1 AND state = 'queued'" FENCE,
-                                    "queued", NULL, NULL, NULL, m->at, err);
+                                    "WHERE id = $1 AND " SBX_FROM_QUEUED_SQL FENCE,
+                                    sbx_job_edge_of(m->step)->want, NULL, NULL, NULL, m->at, err);
     case SBX_JOB_STEP_READY:
         if ((m->task && !sbx_store_id_ok(m->task)) ||
             (m->provider && !sbx_store_text_ok(m->provider)) ||
@@ -141,8 +145,9 @@ int sbx_store_job_move(struct sbx_store *st, const struct sbx_job_move *m, sbx_e
         return sbx_store_update_job(st, m->id, m->token,
                                     "UPDATE jobs SET ready_at = $2, task = COALESCE($3, task), "
                                     "provider = COALESCE($4, provider), image = COALESCE($5, "
-                                    "image) WHERE id = $1 AND state = 'running'" FENCE,
-                                    "running", m->task, m->provider, m->image, m->at, err);
+                                    "image) WHERE id = $1 AND " SBX_FROM_RUNNING_SQL FENCE,
+                                    sbx_job_edge_of(m->step)->want, m->task, m->provider, m->image,
+                                    m->at, err);
     case SBX_JOB_STEP_END:
         return job_end(st, m->id, m->token, &m->end, err);
     }

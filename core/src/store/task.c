@@ -1,4 +1,5 @@
 /* task.c - task rows and the recovery at daemon start. */
+#include "store/states.h"
 #include "store/store_internal.h"
 
 #include <errno.h>
@@ -152,15 +153,15 @@ int sbx_store_task_exec(struct sbx_store *st, const char *id, int in_flight, int
 {
     return task_update(st, id,
                        "UPDATE tasks SET in_flight = $2, last_activity = $4, "
-                       "reason = COALESCE($3, reason) WHERE id = $1 AND state IN ('starting', "
-                       "'ready')",
+                       "reason = COALESCE($3, reason) WHERE id = $1 AND " SBX_FROM_TASK_LIVE_SQL,
                        in_flight ? 1 : 0, NULL, at, err);
 }
 
 int sbx_store_task_end(struct sbx_store *st, const char *id, enum sbx_task_state state,
                        const char *reason, int64_t at, sbx_error_t **err)
 {
-    if (state != SBX_TASK_ENDED && state != SBX_TASK_INTERRUPTED) {
+    if ((unsigned)state > SBX_TASK_INTERRUPTED ||
+        (sbx_task_edge_of(SBX_TASK_STEP_END)->to & SBX_STATE_BIT(state)) == 0) {
         return sbx_error_set(err, EINVAL,
                              "store: task %s: a task ends ended or interrupted, "
                              "not %s",
@@ -169,15 +170,14 @@ int sbx_store_task_end(struct sbx_store *st, const char *id, enum sbx_task_state
     if (reason != NULL && !sbx_store_text_ok(reason)) {
         return sbx_error_set(err, EINVAL, "store: task %s: bad reason", id ? id : "(null)");
     }
-    return task_update(st, id,
-                       state == SBX_TASK_ENDED
-                           ? "UPDATE tasks SET state = 'ended', in_flight = 0, "
-                             "reason = $3, ended_at = $4 WHERE id = $1 AND $2 = 0 AND "
-                             "state IN ('starting', 'ready')"
-                           : "UPDATE tasks SET state = 'interrupted', in_flight = 0, "
-                             "reason = $3, ended_at = $4 WHERE id = $1 AND $2 = 0 AND "
-                             "state IN ('starting', 'ready')",
-                       0, reason, at, err);
+    return task_update(
+        st, id,
+        state == SBX_TASK_ENDED
+            ? "UPDATE tasks SET state = 'ended', in_flight = 0, "
+              "reason = $3, ended_at = $4 WHERE id = $1 AND $2 = 0 AND " SBX_FROM_TASK_LIVE_SQL
+            : "UPDATE tasks SET state = 'interrupted', in_flight = 0, "
+              "reason = $3, ended_at = $4 WHERE id = $1 AND $2 = 0 AND " SBX_FROM_TASK_LIVE_SQL,
+        0, reason, at, err);
 }
 
 /* ---- recovery ---- */

@@ -1,12 +1,14 @@
 /* paths.c - locating what ships with sbx relative to the sbx binary (paths.h). */
 #include "util/paths.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sbx_build.h"
+#include "util/error.h"
 #include "util/xalloc.h"
 
 char *sbx_exe_path(void)
@@ -100,4 +102,34 @@ char *sbx_libexec_path(const char *name)
     }
     free(p);
     return NULL;
+}
+
+char *sbx_asset_dir_resolve(enum sbx_asset kind, const char *configured, int code,
+                            sbx_error_t **err)
+{
+    const int plugins = kind == SBX_ASSET_PLUGINS;
+    const char *what = plugins ? "plugin" : "policy";
+    const char *env = getenv(plugins ? "SBX_PLUGIN_DIR" : "SBX_POLICY_DIR");
+    const char *dir = configured;
+    char *shipped = NULL;
+    char *real;
+
+    if (dir == NULL && env != NULL && env[0] != '\0') {
+        dir = env;
+    }
+    if (dir == NULL) {
+        shipped = sbx_asset_dir(kind);
+        if (shipped == NULL) {
+            sbx_error_set(err, code, "%s dir: /proc/self/exe unreadable; set %s_dir or $SBX_%s_DIR",
+                          what, what, plugins ? "PLUGIN" : "POLICY");
+            return NULL;
+        }
+        dir = shipped;
+    }
+    real = realpath(dir, NULL);
+    if (real == NULL) {
+        sbx_error_set(err, code, "%s dir '%s': %s", what, dir, strerror(errno));
+    }
+    free(shipped);
+    return real;
 }

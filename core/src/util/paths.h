@@ -7,6 +7,8 @@
 #ifndef SBX_UTIL_PATHS_H
 #define SBX_UTIL_PATHS_H
 
+#include "sbx/sbx_error.h"
+
 enum sbx_asset {
     SBX_ASSET_PLUGINS,  /* the plugin .so files */
     SBX_ASSET_POLICIES, /* limits.lua, egress.lua, slots.lua */
@@ -27,5 +29,13 @@ char *sbx_asset_dir(enum sbx_asset kind);
 /* A helper program: $SBX_LIBEXEC_DIR/NAME, else the binary's libexec dir.
  * Returns NULL when none is executable. */
 char *sbx_libexec_path(const char *name);
+
+/* A configured asset directory, resolved: CONFIGURED when given, else the
+ * asset's environment variable (SBX_PLUGIN_DIR, SBX_POLICY_DIR) when set and
+ * not empty, else the shipped one; the real path (caller frees), or NULL with
+ * "plugin dir '/x': No such file or directory" (CODE) in *err. Plugins and
+ * policies only. */
+char *sbx_asset_dir_resolve(enum sbx_asset kind, const char *configured, int code,
+                            sbx_error_t **err);
 
 #endif

@@ -1,0 +1,495 @@
+/* fwd_tunnel.c - (added) a task's terminal and its port previews through a box
+ * of the fleet that does not hold the task (docs/runner.md, "Several boxes";
+ * docs/api.md, "Terminals and ports"). The request goes to the owning box as
+ * forward.c's do (the marker, the client and its scopes; over TCP the
+ * caller's own token, never logged), and the caller's connection, taken over
+ * from evhttp as api_term.c does, becomes a byte relay to the owner:
+ *
+ *   terminal  the owner's answer is relayed; once its status is 101, bytes go
+ *             both ways (the frames of core/src/sandbox/pty.h, not parsed)
+ *             until either side ends; any other answer is relayed as it is and
+ *             the connection then closed.
+ *   ports     the owner's answer (the server's response in the sandbox, with
+ *             the owner's CSP) is relayed as it comes until the owner closes.
+ *
+ * The owner checks the scope and the task's client again. Bounded: at most
+ * TUN_PER_BOX relays to one box and TUN_PER_CLIENT of one client (503, 429),
+ * the connect FWD_CONNECT_S, the owner's first bytes within TUN_HEAD_S, a
+ * port's answer idle at most TUN_IDLE_S, at most TUN_BUFFERED bytes waiting
+ * for either side before reading the other pauses, and a side that takes
+ * nothing for TUN_SEND_S with bytes waiting ends the relay. A terminal has no
+ * idle limit once upgraded (a shell may wait long): the owner ends it with
+ * its process, the caller by closing. Loop thread only. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "runner/runner_int.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+#define TUN_PER_BOX 64    /* the owner's own cap on terminals and port connections */
+#define TUN_PER_CLIENT 16 /* of one client on this box */
+#define TUN_CONNECT_S 5
+#define TUN_HEAD_S 30                /* the owner's first bytes */
+#define TUN_IDLE_S 300               /* a port's answer, between two reads */
+#define TUN_SEND_S 60                /* bytes waiting for a side that takes none */
+#define TUN_BUFFERED (1u << 20)      /* waiting for one side before the other pauses */
+#define TUN_LINE 64                  /* the owner's status line, as far as it is read */
+#define TERM_PROTO "sbx-terminal.v1" /* api_term.c */
+
+struct tun {
+    struct sbx_runner *r;
+    struct evhttp_connection *evcon; /* the caller's, taken over; NULL once evhttp freed it */
+    struct bufferevent *cb;          /* the caller (a duplicate of its socket) */
+    struct bufferevent *ob;          /* the owner */
+    struct evbuffer *early;          /* the caller's bytes read with its request */
+    char box[64];
+    char client[64];
+    char what[96];
+    int terminal;
+    int relayed;  /* bytes of the owner reached the caller's buffer */
+    int upgraded; /* terminal: the owner answered 101 */
+    int closing;  /* the caller gets what waits, then the end */
+    char line[TUN_LINE + 1];
+    size_t line_len;
+    int line_done;
+    size_t up, down; /* bytes to the owner, to the caller */
+    struct tun *next;
+};
+
+static struct tun *tuns; /* loop thread only */
+
+static void tun_end(struct tun *t, const char *why)
+{
+    for (struct tun **pp = &tuns; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    sbx_info("runner: relay of %s%s to box %s for client '%s' ended (%zu bytes up, %zu down): %s",
+             t->terminal ? "the terminal of " : "a port of ", t->what, t->box, t->client, t->up,
+             t->down, why);
+    if (t->cb != NULL) {
+        bufferevent_free(t->cb); /* our duplicate of the socket */
+    }
+    if (t->ob != NULL) {
+        bufferevent_free(t->ob);
+    }
+    if (t->early != NULL) {
+        evbuffer_free(t->early);
+    }
+    if (t->evcon != NULL) {
+        evhttp_connection_free(t->evcon); /* evhttp's descriptor: the socket closes */
+    }
+    free(t);
+}
+
+void runner_tunnel_drop_all(struct sbx_runner *r)
+{
+    struct tun **pp = &tuns;
+
+    while (*pp != NULL) {
+        struct tun *t = *pp;
+
+        if (t->r != r) {
+            pp = &t->next;
+            continue;
+        }
+        t->evcon = NULL; /* evhttp_free freed it */
+        tun_end(t, "the runner stopped");
+    }
+}
+
+/* Before the owner sent anything: the caller gets a 502 naming the box, then
+ * the end; after, the relay just ends (the caller sees a cut stream). */
+static void tun_fail(struct tun *t, const char *why)
+{
+    if (t->relayed || t->cb == NULL) {
+        sbx_warn("runner: relay of %s to box %s for client '%s' cut: %s", t->what, t->box,
+                 t->client, why);
+        tun_end(t, why);
+        return;
+    }
+    {
+        char msg[400];
+        json_t *j;
+        char *body;
+
+        snprintf(msg, sizeof(msg), "box %s holds %s and did not answer: %s", t->box, t->what, why);
+        sbx_warn("runner: %s", msg);
+        j = json_pack("{s:s}", "error", msg);
+        body = json_dumps(j, JSON_COMPACT);
+        evbuffer_add_printf(bufferevent_get_output(t->cb),
+                            "HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\n"
+                            "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+                            strlen(body) + 1, body);
+        free(body);
+        json_decref(j);
+    }
+    t->relayed = 1;
+    t->closing = 1;
+    if (t->ob != NULL) {
+        bufferevent_free(t->ob);
+        t->ob = NULL;
+    }
+    bufferevent_setwatermark(t->cb, EV_WRITE, 0, 0);
+    bufferevent_enable(t->cb, EV_WRITE);
+}
+
+/* The owner's status line, as far as its first TUN_LINE bytes: a terminal
+ * starts relaying the caller's bytes once it reads 101. */
+static void see_line(struct tun *t, struct evbuffer *in)
+{
+    size_t n = evbuffer_get_length(in);
+    size_t want = TUN_LINE - t->line_len;
+    char *nl;
+
+    if (n > want) {
+        n = want;
+    }
+    evbuffer_copyout(in, t->line + t->line_len, n);
+    t->line_len += n;
+    t->line[t->line_len] = '\0';
+    nl = memchr(t->line, '\n', t->line_len);
+    if (nl == NULL && t->line_len < TUN_LINE) {
+        return;
+    }
+    if (nl != NULL) {
+        *nl = '\0';
+    }
+    t->line_done = 1;
+    t->line[strcspn(t->line, "\r")] = '\0';
+    for (char *c = t->line; *c; c++) {
+        *c = *c < 0x20 || *c > 0x7e ? '?' : *c; /* shown in our log */
+    }
+    if (t->terminal &&
+        (strncmp(t->line, "HTTP/1.1 101 ", 13) == 0 || strcmp(t->line, "HTTP/1.1 101") == 0)) {
+        struct timeval wt = {TUN_SEND_S, 0};
+
+        t->upgraded = 1;
+        /* a shell may be silent for long: no read timeout from now on */
+        bufferevent_set_timeouts(t->ob, NULL, &wt);
+        evbuffer_add_buffer(bufferevent_get_output(t->ob), t->early);
+        bufferevent_enable(t->cb, EV_READ);
+    }
+    sbx_info("runner: relay of %s%s from box %s for client '%s': the owner answered '%s'",
+             t->terminal ? "the terminal of " : "a port of ", t->what, t->box, t->client, t->line);
+}
+
+/* Moves what src read to dst; pauses reading src while dst has more than
+ * TUN_BUFFERED bytes waiting (its write callback resumes it). */
+static void pump(struct bufferevent *src, struct bufferevent *dst, size_t *count)
+{
+    struct evbuffer *in = bufferevent_get_input(src);
+    struct evbuffer *out = bufferevent_get_output(dst);
+
+    *count += evbuffer_get_length(in);
+    evbuffer_add_buffer(out, in);
+    if (evbuffer_get_length(out) > TUN_BUFFERED) {
+        bufferevent_disable(src, EV_READ);
+    }
+}
+
+static void owner_read(struct bufferevent *bev, void *arg)
+{
+    struct tun *t = arg;
+
+    if (t->closing) {
+        evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+        return;
+    }
+    if (!t->line_done) {
+        see_line(t, bufferevent_get_input(bev));
+    }
+    if (!t->relayed && !t->terminal) {
+        struct timeval rt = {TUN_IDLE_S, 0};
+        struct timeval wt = {TUN_SEND_S, 0};
+
+        bufferevent_set_timeouts(bev, &rt, &wt); /* the answer may come slowly */
+    }
+    t->relayed = 1;
+    pump(bev, t->cb, &t->down);
+}
+
+static void caller_read(struct bufferevent *bev, void *arg)
+{
+    struct tun *t = arg;
+
+    if (!t->upgraded || t->ob == NULL) {
+        return; /* not read before the 101 (reading is off) */
+    }
+    pump(bev, t->ob, &t->up);
+}
+
+/* The caller took what waited (down to the low mark): the owner is read
+ * again, or, closing, the relay ends. */
+static void caller_write(struct bufferevent *bev, void *arg)
+{
+    struct tun *t = arg;
+
+    if (t->closing) {
+        if (evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+            tun_end(t, "the owner ended");
+        }
+        return;
+    }
+    if (t->ob != NULL) {
+        bufferevent_enable(t->ob, EV_READ);
+    }
+}
+
+static void owner_write(struct bufferevent *bev, void *arg)
+{
+    struct tun *t = arg;
+
+    (void)bev;
+    if (t->upgraded) {
+        bufferevent_enable(t->cb, EV_READ);
+    }
+}
+
+static const char *event_why(short what, char *buf, size_t len, const char *side)
+{
+    int e = EVUTIL_SOCKET_ERROR();
+
+    if (what & BEV_EVENT_EOF) {
+        snprintf(buf, len, "%s closed the connection", side);
+    }
+    else if (what & BEV_EVENT_TIMEOUT) {
+        snprintf(buf, len, "%s: no progress within the time allowed", side);
+    }
+    else {
+        snprintf(buf, len, "%s: %s", side, e ? strerror(e) : "connection error");
+    }
+    return buf;
+}
+
+static void owner_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct tun *t = arg;
+    char why[200];
+
+    if (what & BEV_EVENT_CONNECTED) {
+        struct timeval rt = {TUN_HEAD_S, 0};
+        struct timeval wt = {TUN_SEND_S, 0};
+
+        bufferevent_set_timeouts(bev, &rt, &wt);
+        return;
+    }
+    if ((what & BEV_EVENT_EOF) && t->relayed) {
+        /* the owner is done: the caller gets what waits, then the end */
+        owner_read(bev, t);
+        t->closing = 1;
+        bufferevent_free(t->ob);
+        t->ob = NULL;
+        bufferevent_disable(t->cb, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_output(t->cb)) == 0) {
+            tun_end(t, "the owner ended");
+            return;
+        }
+        bufferevent_setwatermark(t->cb, EV_WRITE, 0, 0);
+        bufferevent_enable(t->cb, EV_WRITE);
+        return;
+    }
+    if (what & BEV_EVENT_TIMEOUT) {
+        snprintf(why, sizeof(why), "no answer within %d s",
+                 (what & BEV_EVENT_WRITING) ? TUN_CONNECT_S
+                 : t->relayed               ? TUN_IDLE_S
+                                            : TUN_HEAD_S);
+        tun_fail(t, why);
+        return;
+    }
+    tun_fail(t, event_why(what, why, sizeof(why), "the owner"));
+}
+
+static void caller_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct tun *t = arg;
+    char why[200];
+
+    (void)bev;
+    tun_end(t, event_why(what, why, sizeof(why), "the client"));
+}
+
+/* The request to the owner: the caller's method, URI and headers but for
+ * hop-by-hop ones, its credentials and any X-Sbx-* (ours are added), then
+ * its body. */
+static struct evbuffer *owner_request(struct sbx_runner *r, struct evhttp_request *req,
+                                      const struct runner_client *who,
+                                      const struct sbx_store_owner *o, int terminal)
+{
+    /* Expect: this box answered it already */
+    static const char *const drop[] = {"Authorization",
+                                       "Connection",
+                                       "Keep-Alive",
+                                       "Proxy-Connection",
+                                       "Proxy-Authorization",
+                                       "Upgrade",
+                                       "TE",
+                                       "Content-Length",
+                                       "Transfer-Encoding",
+                                       "Trailer",
+                                       "Host",
+                                       "Expect",
+                                       NULL};
+    static const char *const methods[] = {"GET",     "POST",  "HEAD",    "PUT",  "DELETE",
+                                          "OPTIONS", "TRACE", "CONNECT", "PATCH"};
+    struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+    const char *authz = evhttp_find_header(h, "Authorization");
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    struct evbuffer *out = evbuffer_new();
+    enum evhttp_cmd_type m = evhttp_request_get_command(req);
+    const char *mname = "GET";
+
+    for (unsigned i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+        if ((unsigned)m == 1u << i) {
+            mname = methods[i];
+        }
+    }
+    evbuffer_add_printf(out,
+                        "%s %s HTTP/1.1\r\nHost: sbx\r\n" RUNNER_FWD_HEADER
+                        ": %s\r\n" RUNNER_FWD_CLIENT ": %s\r\n" RUNNER_FWD_SCOPES ": %u\r\n",
+                        mname, evhttp_request_get_uri(req),
+                        runner_fleet_box(r) ? runner_fleet_box(r) : "?", who->name, who->scopes);
+    for (struct evkeyval *kv = h->tqh_first; kv != NULL; kv = kv->next.tqe_next) {
+        int skip = strncasecmp(kv->key, "X-Sbx-", 6) == 0;
+
+        for (unsigned i = 0; drop[i] != NULL && !skip; i++) {
+            skip = strcasecmp(kv->key, drop[i]) == 0;
+        }
+        if (!skip) {
+            evbuffer_add_printf(out, "%s: %s\r\n", kv->key, kv->value);
+        }
+    }
+    if (strncmp(o->api, "tcp:", 4) == 0) {
+        /* the caller's own token (docs/runner.md); never logged */
+        evbuffer_add_printf(out, "Authorization: %s\r\n", authz);
+    }
+    evbuffer_add_printf(out, "%sContent-Length: %zu\r\n\r\n",
+                        terminal ? "Connection: Upgrade\r\nUpgrade: " TERM_PROTO "\r\n"
+                                 : "Connection: close\r\n",
+                        evbuffer_get_length(body));
+    evbuffer_add_buffer_reference(out, body);
+    return out;
+}
+
+/* Takes the caller's connection over from evhttp (api_term.c does likewise):
+ * evhttp's bufferevent stops, ours serves a duplicate of the socket, and
+ * what evhttp read past the request is kept for the owner. */
+static int take_over(struct tun *t, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct timeval wt = {TUN_SEND_S, 0};
+    int fd = bev ? bufferevent_getfd(bev) : -1;
+    int dup = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
+
+    if (dup < 0) {
+        return -1;
+    }
+    evutil_make_socket_nonblocking(dup);
+    t->cb =
+        bufferevent_socket_new(t->r->base, dup, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (t->cb == NULL) {
+        close(dup);
+        return -1;
+    }
+    bufferevent_disable(bev, EV_READ | EV_WRITE);
+    evbuffer_add_buffer(t->early, bufferevent_get_input(bev));
+    t->evcon = evcon;
+    bufferevent_setcb(t->cb, caller_read, caller_write, caller_event, t);
+    bufferevent_setwatermark(t->cb, EV_WRITE, TUN_BUFFERED / 2, 0);
+    bufferevent_set_timeouts(t->cb, NULL, &wt);
+    bufferevent_enable(t->cb, EV_WRITE); /* read once a terminal is upgraded */
+    return 0;
+}
+
+int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
+                          const struct runner_client *who, const char *id, int terminal)
+{
+    struct sbx_store_owner o;
+    struct timeval ct = {TUN_CONNECT_S, 0};
+    char what[96];
+    char why[200] = "cannot start the connection";
+    int per_box = 0;
+    int per_client = 0;
+    int found = runner_task_owner(r, req, id, &o);
+    struct tun *t;
+
+    if (found <= 0) {
+        return found < 0;
+    }
+    snprintf(what, sizeof(what), "task %s", id);
+    if (runner_fwd_refused(req, &o, what)) {
+        sbx_store_owner_clear(&o);
+        return 1;
+    }
+    for (struct tun *g = tuns; g != NULL; g = g->next) {
+        per_box += g->r == r && strcmp(g->box, o.box) == 0;
+        per_client += g->r == r && strcmp(g->client, who->name) == 0;
+    }
+    if (per_box >= TUN_PER_BOX || per_client >= TUN_PER_CLIENT) {
+        int box_cap = per_box >= TUN_PER_BOX;
+
+        sbx_warn("runner: relay of %s to box %s for client '%s' refused: %d relays %s open "
+                 "(limit %d)",
+                 what, o.box, who->name, box_cap ? per_box : per_client,
+                 box_cap ? "to that box" : "of that client",
+                 box_cap ? TUN_PER_BOX : TUN_PER_CLIENT);
+        runner_reply_error(req, box_cap ? 503 : 429,
+                           "%s is held by box %s: %d terminals and port connections %s are "
+                           "relayed there (limit %d); try again",
+                           what, o.box, box_cap ? per_box : per_client,
+                           box_cap ? "of this box" : "of this client",
+                           box_cap ? TUN_PER_BOX : TUN_PER_CLIENT);
+        sbx_store_owner_clear(&o);
+        return 1;
+    }
+    t = xcalloc(1, sizeof(*t));
+    t->r = r;
+    t->terminal = terminal;
+    snprintf(t->box, sizeof(t->box), "%s", o.box);
+    snprintf(t->client, sizeof(t->client), "%s", who->name);
+    snprintf(t->what, sizeof(t->what), "%s", what);
+    t->early = evbuffer_new();
+    t->ob = bufferevent_socket_new(r->base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    if (t->early == NULL || t->ob == NULL || take_over(t, req) < 0) {
+        runner_reply_error(req, 500, "relaying %s to box %s: %s", what, o.box,
+                           errno ? strerror(errno) : "out of memory");
+        t->cb = NULL;
+        tun_end(t, "not started");
+        sbx_store_owner_clear(&o);
+        return 1;
+    }
+    t->next = tuns;
+    tuns = t;
+    {
+        struct evbuffer *head = owner_request(r, req, who, &o, terminal);
+
+        bufferevent_write_buffer(t->ob, head);
+        evbuffer_free(head);
+    }
+    bufferevent_setcb(t->ob, owner_read, owner_write, owner_event, t);
+    bufferevent_setwatermark(t->ob, EV_WRITE, TUN_BUFFERED / 2, 0);
+    bufferevent_set_timeouts(t->ob, NULL, &ct); /* the write timeout bounds the connect */
+    sbx_info("runner: %s is held by box %s: relaying %s for client '%s' to %s", what, o.box,
+             terminal ? "its terminal" : "a port's request", who->name, o.api);
+    if (runner_fwd_connect(t->ob, o.api, why, sizeof(why)) < 0 ||
+        bufferevent_enable(t->ob, EV_READ | EV_WRITE) < 0) {
+        tun_fail(t, why);
+    }
+    sbx_store_owner_clear(&o);
+    return 1;
+}

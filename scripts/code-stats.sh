@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# code-stats.sh: the size figures of issue 31, item 6, for the tree it runs in.
+# Lines of core/src/runner and core/src/sandbox, functions over 100 lines,
+# the widest-included runner header, and where a record's state is assigned.
+set -euo pipefail
+
+usage() {
+	cat <<'EOF'
+usage: scripts/code-stats.sh [--json] [--list]
+
+Prints, for the source tree the script lives in:
+  lines          lines of core/src/runner and core/src/sandbox (.c and .h)
+  long functions functions of core/ over 100 lines (--list names them)
+  runner_int.h   its lines and how many runner files include it
+  state writes   '->state =' in core/src/runner, mcp and sandbox outside
+                 the move functions' files (*state.c, *move.c)
+
+Needs universal-ctags (Debian: apt-get install universal-ctags) for the
+function lengths. Compare two commits by running it in two checkouts.
+
+  --json   one JSON object on stdout
+  --list   also list each function over 100 lines (file:line name length)
+  --help   this text
+EOF
+}
+
+json=0
+list=0
+for a in "$@"; do
+	case "$a" in
+	--json) json=1 ;;
+	--list) list=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "code-stats.sh: unknown argument '$a' (see --help)" >&2
+		exit 2
+		;;
+	esac
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+command -v ctags >/dev/null || {
+	echo "code-stats.sh: ctags not found (apt-get install universal-ctags)" >&2
+	exit 1
+}
+
+count_lines() { find "$1" -name '*.[ch]' -print0 | xargs -0 cat | wc -l; }
+runner_lines=$(count_lines core/src/runner)
+sandbox_lines=$(count_lines core/src/sandbox)
+
+# Function lengths from ctags' line/end fields.
+long=$(find core -name '*.c' -print0 | xargs -0 ctags --fields=+ne --c-kinds=f -o - 2>/dev/null |
+	awk -F'\t' '{
+		s = ""; e = "";
+		for (i = 4; i <= NF; i++) {
+			if ($i ~ /^line:/) s = substr($i, 6);
+			if ($i ~ /^end:/) e = substr($i, 5);
+		}
+		if (s != "" && e != "" && e - s + 1 > 100)
+			printf "%s:%s %s %d\n", $2, s, $1, e - s + 1;
+	}' | sort)
+long_n=$(printf '%s' "$long" | grep -c . || true)
+
+int_h=core/src/runner/runner_int.h
+if [ -f "$int_h" ]; then
+	int_lines=$(wc -l <"$int_h")
+	int_users=$(grep -l -E "#include \"(runner/)?runner_int.h\"" core/src/runner/*.c | wc -l || true)
+else
+	int_lines=0
+	int_users=0
+fi
+runner_c=$(find core/src/runner -name '*.c' | wc -l)
+# Records' states (jobs, tasks): the runner, the MCP backend, the sandbox
+# code; the move functions' own files (*state.c, *move.c) are not counted.
+state_writes=$(grep -rn -- '->state =' core/src/runner core/src/mcp core/src/sandbox |
+	grep -v -E '(state|move)\.c:' | wc -l || true)
+
+if [ "$json" = 1 ]; then
+	printf '{"runner_lines":%d,"sandbox_lines":%d,"functions_over_100":%d,' \
+		"$runner_lines" "$sandbox_lines" "$long_n"
+	printf '"runner_int_h_lines":%d,"runner_int_h_includers":%d,"runner_c_files":%d,' \
+		"$int_lines" "$int_users" "$runner_c"
+	printf '"state_assignments":%d}\n' "$state_writes"
+else
+	printf 'lines          core/src/runner %d, core/src/sandbox %d\n' "$runner_lines" "$sandbox_lines"
+	printf 'long functions %d over 100 lines in core/\n' "$long_n"
+	printf 'runner_int.h   %d lines, included by %d of %d runner .c files\n' \
+		"$int_lines" "$int_users" "$runner_c"
+	printf 'state writes   %d "->state =" outside the move functions\n' "$state_writes"
+fi
+if [ "$list" = 1 ] && [ -n "$long" ]; then
+	printf '%s\n' "$long" >&2
+fi
