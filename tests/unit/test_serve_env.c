@@ -330,6 +330,22 @@ static void test_env_conflicts(void **state)
 
 /* ---- the sbx binary through the runner ---- */
 
+/* The job id is the client's `fake-say-wait` run. */
+static int is_say_wait(const char *id)
+{
+    char *path = NULL;
+    json_t *j;
+    int yes;
+
+    assert_true(asprintf(&path, "/v1/jobs/%s", id) > 0);
+    j = rh_json("GET", path, NULL, 200);
+    yes = strcmp(json_string_value(json_array_get(json_object_get(j, "argv"), 0)) ?: "",
+                 "fake-say-wait") == 0;
+    json_decref(j);
+    free(path);
+    return yes;
+}
+
 static void test_sbx_run_through_runner(void **state)
 {
     struct spawn_result r;
@@ -420,7 +436,9 @@ static void test_sbx_run_through_runner(void **state)
                 {
                     const char *jid = json_string_value(json_object_get(slot, "job"));
 
-                    if (jid != NULL && running == NULL) {
+                    /* this client's job, not an earlier one whose slot is
+                     * still being released under load */
+                    if (jid != NULL && running == NULL && is_say_wait(jid)) {
                         running = strdup(jid);
                     }
                 }
@@ -444,6 +462,9 @@ static void test_sbx_run_through_runner(void **state)
             }
             if (strcmp(got, "waiting\n") == 0) {
                 break;
+            }
+            if (i == 2999) {
+                fail_msg("the client never printed its job's first line (got '%s')", got);
             }
             usleep(10000);
         }
