@@ -45,6 +45,8 @@ set(SBX_TEST_SECONDS
   # issue 30 (ASan+UBSan: 11-17 s on a shared engine)
   runtime_test_docker_files=20
   runtime_test_snapshot_async_docker=12
+  # issue 29 (SBOM of the final image; ASan+UBSan, beside another engine test)
+  image_sbom=45
 )
 # fast: kept at 120 s although the slowest fast test without a row took 5 s in
 # `ctest -L fast` at load 10: beside the engine tests at load 22, test_cli took

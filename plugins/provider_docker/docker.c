@@ -2,6 +2,7 @@
  * local Docker engine (ADR 0287 decisions 4, 5, 7). */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,8 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     json_t *env = json_array();
     json_t *mounts = json_array();
     json_t *hc;
+    unsigned ru = UINT_MAX; /* (added) the remote user's ids, read once when needed */
+    unsigned rg = 0;
 
     for (size_t i = 0; i < s->n_labels; i++) {
         json_object_set_new(labels, s->labels[i].name, json_string(s->labels[i].value));
@@ -241,8 +244,12 @@ static json_t *create_body(struct dk_ctx *c, const struct sbx_sandbox_spec *s,
     }
     for (size_t i = 0; i < s->n_mounts; i++) {
         /* (changed) a read-write mount (the worktree's git dir, wtgit) is given to the
-         * sandbox's root; the caches stay read-only */
-        if (!s->mounts[i].read_only && dk_worktree_give(c, s->mounts[i].host, err) < 0) {
+         * sandbox's root, (added) or its remote user (updateRemoteUserUID); the caches
+         * stay read-only */
+        if (!s->mounts[i].read_only && ru == UINT_MAX) {
+            dk_remote_ids(c, s->image, NULL, &ru, &rg);
+        }
+        if (!s->mounts[i].read_only && dk_worktree_give(c, s->mounts[i].host, ru, rg, err) < 0) {
             json_decref(mounts);
             json_decref(env);
             json_decref(labels);

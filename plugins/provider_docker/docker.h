@@ -184,8 +184,15 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
                        int *viewed, sbx_error_t **err);
 void dk_worktree_release(const char *view);
 /* (added) Gives a read-write mount's directory (the worktree's git dir, core wtgit.h) to
- * the sandbox's root on the host: the remap user's first id, or root. */
-int dk_worktree_give(struct dk_ctx *c, const char *dir, sbx_error_t **err);
+ * the sandbox's root on the host: the remap user's first id, or root; (added) plus
+ * ru:rg, the image's remote user (dk_remote_ids). */
+int dk_worktree_give(struct dk_ctx *c, const char *dir, unsigned ru, unsigned rg,
+                     sbx_error_t **err);
+/* (added) updateRemoteUserUID: the ids inside of the image's remote user from its
+ * label dev.sbx.remote-ids (sbx image build), the user the worktree's owner
+ * becomes inside; 0:0 for none. image NULL: the image of container. */
+void dk_remote_ids(struct dk_ctx *c, const char *image, const char *container, unsigned *uid,
+                   unsigned *gid);
 /* Which applies, for struct sbx_provider_info.worktree. */
 void dk_worktree_describe(struct dk_ctx *c, char *buf, size_t size);
 

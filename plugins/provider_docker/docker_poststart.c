@@ -1,7 +1,8 @@
 /* docker_poststart.c - devcontainer.json's postStartCommand at each sandbox
  * start: `sbx image build` bakes it into the image as a script and names it
  * in the image's label dev.sbx.post-start (docs/image.md); the sandbox is
- * ready only once it has run and succeeded. */
+ * ready only once it has run and succeeded. (added) The image's label
+ * dev.sbx.remote-ids for updateRemoteUserUID (dk_remote_ids). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,4 +85,76 @@ int dk_post_start(struct dk_ctx *c, const char *id, const char *image, sbx_error
                                   code, t.buf);
     }
     return 0;
+}
+
+/* (added) updateRemoteUserUID (docs/image.md): "UID:GID" of the label
+ * dev.sbx.remote-ids, each 1..DK_REMOTE_ID_MAX; else 0:0 (none, or not
+ * sbx's). The label is the image's, so it is bounded and only ever names an
+ * id inside the sandbox. */
+#define DK_REMOTE_IDS_LABEL "dev.sbx.remote-ids"
+#define DK_REMOTE_ID_MAX 65535
+
+static void parse_ids(const char *v, unsigned *uid, unsigned *gid)
+{
+    unsigned long u = 0;
+    unsigned long g = 0;
+    char *end = NULL;
+
+    *uid = 0;
+    *gid = 0;
+    if (v == NULL || *v < '0' || *v > '9') {
+        return;
+    }
+    u = strtoul(v, &end, 10);
+    if (*end != ':' || end[1] < '0' || end[1] > '9') {
+        return;
+    }
+    g = strtoul(end + 1, &end, 10);
+    if (*end != '\0' || u == 0 || u > DK_REMOTE_ID_MAX || g > DK_REMOTE_ID_MAX) {
+        return;
+    }
+    *uid = (unsigned)u;
+    *gid = (unsigned)g;
+}
+
+void dk_remote_ids(struct dk_ctx *c, const char *image, const char *container, unsigned *uid,
+                   unsigned *gid)
+{
+    char *enc;
+    char path[512];
+    json_t *reply = NULL;
+    long status = 0;
+    sbx_error_t *err = NULL;
+    char img[160] = "";
+
+    *uid = 0;
+    *gid = 0;
+    if (image == NULL && container != NULL) {
+        /* a warm sandbox's claim: the image it was made of */
+        enc = sbx_url_escape(container);
+        snprintf(path, sizeof(path), "/containers/%s/json", enc ? enc : "");
+        free(enc);
+        if (dk_request(c, "GET", path, NULL, &status, &reply, &err) == 0 && status == 200) {
+            snprintf(img, sizeof(img), "%s",
+                     json_string_value(json_object_get(reply, "Image")) ?: "");
+        }
+        json_decref(reply);
+        reply = NULL;
+        c->host->error_free(&err);
+        image = img[0] ? img : NULL;
+    }
+    if (image == NULL) {
+        return;
+    }
+    enc = sbx_url_escape(image);
+    snprintf(path, sizeof(path), "/images/%s/json", enc ? enc : "");
+    free(enc);
+    if (dk_request(c, "GET", path, NULL, &status, &reply, &err) == 0 && status == 200) {
+        parse_ids(
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(reply, "Config"), "Labels"), DK_REMOTE_IDS_LABEL)),
+            uid, gid);
+    }
+    json_decref(reply);
+    c->host->error_free(&err);
 }

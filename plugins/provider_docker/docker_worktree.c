@@ -142,6 +142,8 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
     const char *inst = c->host->instance_name(c->opts);
     char why[512];
     const char *fix = c->wt_fix;
+    unsigned ru = 0;
+    unsigned rg = 0;
 
     *src = s->worktree;
     *viewed = 0;
@@ -151,8 +153,24 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
     if (c->wt_mode == DK_WT_OFF) {
         return plain_source(c, s, src, viewed, err);
     }
+    /* (added) the worktree's owner is the image's remote user inside
+     * (updateRemoteUserUID), else the sandbox's root */
+    dk_remote_ids(c, s->image, s->image ? NULL : s->task_id, &ru, &rg);
     if (!c->userns && c->wt_mode == DK_WT_AUTO) {
-        /* container root is host root: a plain bind is writable */
+        /* container root is host root: a plain bind is writable; for a
+         * remote user, a view that maps the owner to it (ids are the host's) */
+        if (ru != 0 && c->wt_pin && s->view_dir != NULL &&
+            dk_idmap_mount(s->worktree, s->view_dir, ru, rg, why, sizeof(why)) == 0) {
+            *src = s->view_dir;
+            *viewed = 1;
+            return 0;
+        }
+        if (ru != 0) {
+            c->host->log(inst, SBX_LOG_WARN,
+                         "worktree %s: updateRemoteUserUID cannot hold: the owner stays the "
+                         "owner, not the image's user %u, inside (%s; docs/image.md)",
+                         s->worktree, ru, c->wt_pin ? why : "no idmapped views on this box");
+        }
         return plain_source(c, s, src, viewed, err);
     }
     snprintf(why, sizeof(why), "%s", c->wt_why);
@@ -161,7 +179,8 @@ int dk_worktree_source(struct dk_ctx *c, const struct sbx_sandbox_spec *s, const
         fix = "use an sbx core as new as this plugin";
     }
     if (why[0] == '\0') {
-        if (dk_idmap_mount(s->worktree, s->view_dir, c->wt_uid, c->wt_gid, why, sizeof(why)) == 0) {
+        if (dk_idmap_mount(s->worktree, s->view_dir, c->wt_uid + ru, c->wt_gid + rg, why,
+                           sizeof(why)) == 0) {
             *src = s->view_dir;
             *viewed = 1;
             return 0;
@@ -228,14 +247,14 @@ static int give_one(const char *path, const struct stat *st, int type, struct FT
     return lchown(path, give_uid, give_gid) < 0 ? -1 : 0;
 }
 
-int dk_worktree_give(struct dk_ctx *c, const char *dir, sbx_error_t **err)
+int dk_worktree_give(struct dk_ctx *c, const char *dir, unsigned ru, unsigned rg, sbx_error_t **err)
 {
     int rc;
     int e;
 
     pthread_mutex_lock(&give_mu);
-    give_uid = c->userns ? (c->remap_uid ? c->remap_uid : c->wt_uid) : 0;
-    give_gid = c->userns ? (c->remap_gid ? c->remap_gid : c->wt_gid) : 0;
+    give_uid = (c->userns ? (c->remap_uid ? c->remap_uid : c->wt_uid) : 0) + ru;
+    give_gid = (c->userns ? (c->remap_gid ? c->remap_gid : c->wt_gid) : 0) + rg;
     rc = nftw(dir, give_one, 16, FTW_PHYS | FTW_MOUNT);
     e = errno;
     pthread_mutex_unlock(&give_mu);

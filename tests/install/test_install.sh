@@ -14,7 +14,7 @@ unset SBX_PLUGIN_DIR SBX_POLICY_DIR SBX_LIBEXEC_DIR SBX_RELAY SBX_CONFIG SBX_SOU
 DESTDIR=$tmp cmake --install "$build" >/dev/null
 root=$tmp$prefix
 for f in bin/sbx lib/sbx/plugins/provider_docker.so libexec/sbx/sbx-relay \
-    libexec/sbx/sbx-image-build libexec/sbx/sbx-image-sbom share/sbx/policies/limits.lua \
+    libexec/sbx/sbx-image-build libexec/sbx/sbx-image-sbom libexec/sbx/sbx-image-sbom.py share/sbx/policies/limits.lua \
     share/sbx/policies/egress.lua \
     share/sbx/policies/slots.lua share/sbx/devcontainer/devcontainer.json \
     share/sbx/prometheus/sbx-rules.yml lib/systemd/system/sbx-serve.service \

@@ -6,7 +6,9 @@
 #   SBX=build/sbx  SRC=source dir  WORK=a fresh directory
 #   HOST1=unix://... (SBX_TEST_DOCKER_HOST)  HOST2=unix://... a second engine, or
 #   the same engine again (then the image's digest reference is removed
-#   there and pulled back: the manifest comes from the registry)
+#   there and pulled back: the manifest comes from the registry); with a
+#   second engine, also a pool's image checked and pulled on a provider
+#   instance other than the default one (the first engine's)
 # Traffic goes to 127.0.0.1 only. Prints what it does; exit 0 all passed.
 set -euo pipefail
 : "${SBX:?}" "${SRC:?}" "${WORK:?}" "${HOST1:?}" "${HOST2:?}"
@@ -123,6 +125,32 @@ grep -q "pulled image $ref" "$WORK/serve1/serve.log" || die "no 'pulled image'"
 docker image inspect "$ref" >/dev/null || die "the runner did not pull $ref"
 stop_serve
 say "the runner pulled $ref before it was ready"
+if [ "$HOST2" != "$HOST1" ]; then
+    # (added) a pool's image on every provider instance: here the default
+    # instance (HOST2) has it and another instance, on HOST1's engine, lacks it;
+    # no top-level image. The runner pulls it there before it is ready.
+    cat >serve3.conf <<CONF
+pools = { ci = { image = "$ref"; }; };
+providers = { other = { plugin = "provider_docker"; socket = "${HOST1#unix://}"; }; };
+image_registry = {
+  url = "https://127.0.0.1:$port/team/imgtest";
+};
+CONF
+    DOCKER_HOST=$HOST1 docker rmi "127.0.0.1:$port/team/imgtest:$hash" >/dev/null 2>&1 || true
+    DOCKER_HOST=$HOST1 docker rmi "$ref" >/dev/null 2>&1 || true
+    DOCKER_HOST=$HOST1 docker image inspect "$ref" >/dev/null 2>&1 && die "$ref still in $HOST1"
+    mkdir -p "$WORK/serve3"
+    SBX_CONFIG=$WORK/serve3.conf SBX_STATE_DIR=$WORK/serve3 "$SBX" --log-level info serve \
+        >"$WORK/serve3/serve.log" 2>&1 &
+    servepid=$!
+    wait_until 120 readyz_has "$WORK/serve3" '"status": *"ok"' ||
+        die "pool image on another instance: not ready: $(readyz "$WORK/serve3") $(cat "$WORK/serve3/serve.log")"
+    stop_serve
+    DOCKER_HOST=$HOST1 docker image inspect "$ref" >/dev/null 2>&1 ||
+        die "the runner did not pull the pool's image on the instance 'other': $(cat "$WORK/serve3/serve.log")"
+    grep -q "pulling image $ref" "$WORK/serve3/serve.log" || die "no 'pulling image' (other instance)"
+    say "the runner pulled the pool's image on the other provider instance before it was ready"
+fi
 docker rmi "$ref" >/dev/null
 kill $regpid; wait $regpid 2>/dev/null || true
 serve "$WORK/serve2"

@@ -76,6 +76,18 @@ static int teardown(void **state)
     return 0;
 }
 
+/* (added) The image's remote user (docker_poststart.c reads it from the
+ * engine): none here, the worktree's owner is the sandbox's root. */
+void dk_remote_ids(struct dk_ctx *c, const char *image, const char *container, unsigned *uid,
+                   unsigned *gid)
+{
+    (void)c;
+    (void)image;
+    (void)container;
+    *uid = 0;
+    *gid = 0;
+}
+
 /* A context as init leaves it, for mode and user, probed with fake files. */
 static void ctx_for(struct dk_ctx *c, const char *mode, const char *user, const char *subid,
                     const char *capeff, unsigned remap)

@@ -256,6 +256,46 @@ static void test_layer(void **state)
     sbx_image_def_free(d);
 }
 
+/* (added) updateRemoteUserUID: false enters the hash and the helper's
+ * options (no dev.sbx.remote-ids label); true, the default, changes neither */
+static void test_update_uid(void **state)
+{
+    sbx_error_t *err = NULL;
+    struct sbx_image_def *d;
+    char **opts;
+    int flag = 0;
+
+    (void)state;
+    d = load("{\"image\": \"base:1\", \"remoteUser\": \"dev\"}", &err);
+    assert_non_null(d);
+    assert_null(strstr(d->canonical, "updateRemoteUserUID"));
+    opts = sbx_devc_options(d, "/layer", NULL);
+    for (size_t i = 0; opts[i] != NULL; i++) {
+        flag |= strcmp(opts[i], "--no-update-uid") == 0;
+    }
+    assert_false(flag);
+    sbx_devc_options_free(opts);
+    sbx_image_def_free(d);
+    d = load("{\"image\": \"base:1\", \"remoteUser\": \"dev\", \"updateRemoteUserUID\": true}",
+             &err);
+    assert_non_null(d);
+    assert_null(strstr(d->canonical, "updateRemoteUserUID"));
+    sbx_image_def_free(d);
+    d = load("{\"image\": \"base:1\", \"remoteUser\": \"dev\", \"updateRemoteUserUID\": false}",
+             &err);
+    assert_non_null(d);
+    assert_non_null(strstr(d->canonical, "\"updateRemoteUserUID\":false"));
+    opts = sbx_devc_options(d, "/layer", NULL);
+    for (size_t i = 0; opts[i] != NULL; i++) {
+        flag |= strcmp(opts[i], "--no-update-uid") == 0;
+    }
+    assert_true(flag);
+    sbx_devc_options_free(opts);
+    sbx_image_def_free(d);
+    refused("{\"image\": \"base:1\", \"updateRemoteUserUID\": \"yes\"}",
+            "updateRemoteUserUID must be true or false");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +305,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_features),
         cmocka_unit_test(test_layer),
+        cmocka_unit_test(test_update_uid),
     };
 
     return cmocka_run_group_tests(tests, test_dir_setup, test_dir_teardown);

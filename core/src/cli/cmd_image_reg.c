@@ -37,7 +37,9 @@ void sbx_cmd_image_reg_help(FILE *out)
             "  (DELETE /v2/PATH/manifests/DIGEST), never one the configuration names by\n"
             "  digest; the registry must allow deletes, and frees the blobs in its own\n"
             "  garbage collection.\n"
-            "inspect: the image's id, digest, tags, SBOM (label " SBX_IMAGE_SBOM_LABEL ") and\n"
+            "inspect: the image's id, digest, tags, SBOM (label " SBX_IMAGE_SBOM_LABEL ", or the\n"
+            "  file " SBX_IMAGE_SBOM_FILE " of the image when too large for a label: its\n"
+            "  sha256 in label " SBX_IMAGE_SBOM_LABEL ".sha256) and\n"
             "  the features read from a registry, by digest (label " SBX_DEVC_FEATURES_LABEL ").\n"
             "Exit status: 0 done, 1 failed (engine, registry), 2 usage or configuration.\n");
 }
@@ -133,7 +135,16 @@ static int on_info(void *ud, const struct sbx_image_info *info)
         json_t *labels = json_loads(info->labels, 0, NULL);
         const char *s = json_string_value(json_object_get(labels, SBX_IMAGE_SBOM_LABEL));
 
-        sbom = s ? json_loads(s, 0, NULL) : NULL;
+        const char *sum =
+            json_string_value(json_object_get(labels, SBX_IMAGE_SBOM_LABEL ".sha256"));
+
+        sbom = s && *s ? json_loads(s, 0, NULL) : NULL;
+        if (sum != NULL && *sum != '\0' && strlen(sum) == 64) {
+            /* (added) too large for a label: a file in the image (docs/image.md) */
+            json_object_set_new(
+                o, "sbom_file",
+                json_pack("{s:s, s:s}", "path", SBX_IMAGE_SBOM_FILE, "sha256", sum));
+        }
         /* (added) the features read from a registry and their digests */
         s = json_string_value(json_object_get(labels, SBX_DEVC_FEATURES_LABEL));
         features = s ? json_loads(s, 0, NULL) : NULL;
@@ -173,9 +184,18 @@ static int cmd_inspect(struct sbx_open_instance *oi, const char *ref, int json, 
     {
         json_t *sbom = json_object_get(o, "sbom");
 
-        printf("sbom    %s\n", json_is_object(sbom)
-                                   ? "yes (sbx image inspect --json)"
-                                   : "none (built before SBOMs, or not by sbx image build)");
+        json_t *file = json_object_get(o, "sbom_file");
+
+        if (json_is_object(file)) {
+            printf("sbom    in the image: %s (sha256 %s)\n",
+                   json_string_value(json_object_get(file, "path")),
+                   json_string_value(json_object_get(file, "sha256")));
+        }
+        else {
+            printf("sbom    %s\n", json_is_object(sbom)
+                                       ? "yes (sbx image inspect --json)"
+                                       : "none (built before SBOMs, or not by sbx image build)");
+        }
         if (json_is_object(sbom)) {
             printf("  definition hash %s, %zu Debian packages, %zu npm packages, %zu mise "
                    "tools\n",

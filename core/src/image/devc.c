@@ -540,7 +540,14 @@ json_t *sbx_devc_canonical(const struct sbx_devc *dc)
 {
     /* the layer's bytes (Dockerfile, features, scripts) and the base's id are
      * hashed by the helper; here what chooses and builds the base */
-    return json_pack("{s:s?, s:b, s:o, s:s?, s:o}", "image", dc->image, "dockerfile",
-                     dc->dockerfile != NULL, "args", strv_json(dc->args), "target", dc->target,
-                     "cacheFrom", strv_json(dc->cache_from));
+    json_t *c = json_pack("{s:s?, s:b, s:o, s:s?, s:o}", "image", dc->image, "dockerfile",
+                          dc->dockerfile != NULL, "args", strv_json(dc->args), "target", dc->target,
+                          "cacheFrom", strv_json(dc->cache_from));
+
+    if (!dc->update_uid) {
+        /* (added) it changes the result's labels: only when false, so the
+         * hashes of definitions without it stay */
+        json_object_set_new(c, "updateRemoteUserUID", json_false());
+    }
+    return c;
 }

@@ -60,6 +60,12 @@ char **sbx_devc_options(const struct sbx_image_def *d, const char *layer_dir,
             }
         }
         add(&o, "--layer", layer_dir);
+        if (!dc->update_uid) {
+            /* (added) no dev.sbx.remote-ids label: the worktree stays root's */
+            o.v = xrealloc(o.v, (o.n + 2) * sizeof(char *));
+            o.v[o.n++] = xstrdup("--no-update-uid");
+            o.v[o.n] = NULL;
+        }
     }
     for (size_t i = 0; tags != NULL && tags[i] != NULL; i++) {
         add(&o, "--tag", tags[i]);

@@ -12,8 +12,11 @@
 #include "plugin/instance.h"
 #include "util/error.h"
 
-/* The label the SBOM is written to (image/sbom.h). */
+/* The label the SBOM is written to (scripts/sbx-image-sbom.py); an SBOM
+ * over 256 KiB is this file of the image instead, its sha256 in the label
+ * SBX_IMAGE_SBOM_LABEL ".sha256" (docs/image.md, "The SBOM"). */
 #define SBX_IMAGE_SBOM_LABEL "sbx.sbom"
+#define SBX_IMAGE_SBOM_FILE "/opt/sbx-devc/sbom.json"
 
 struct sbx_pushed {
     char hash[64];           /* the content hash of the image pushed */

@@ -1,8 +1,9 @@
 /* image_check.c - the box's image before it takes work (docs/image.md,
  * "Publishing and pulling"; docs/operations.md, "The image at start"): a
  * thread makes sure every image the configuration names is in its engine:
- * `image` and each `pools.NAME.image` in the default provider instance's,
- * each provider instance's `image` option in that instance's. A missing reference by digest is
+ * (changed) on every provider instance that serves sandboxes (the default one
+ * and each configured one), the image each pool's sandboxes there are made of
+ * (`pools.NAME.image`, else the instance's `image`, else `image`). A missing reference by digest is
  * pulled (`pulling image ...`); meanwhile the box grants and claims no job and /readyz says
  * `image`. A failed pull is retried every 30 s. An image never gets built here. A missing image
  * that is not a reference by digest is logged and the box goes on (its tasks fail at create, as
@@ -28,6 +29,7 @@ struct runner_image {
     int stop;          /* atomic (__atomic builtins); the pull and the wait poll it too */
     int ready;
     char why[512]; /* what the box waits for, "" when ready */
+    int started;   /* (added) the thread runs: some image is configured */
 };
 
 static void set_state(struct runner_image *im, int ready, const char *why)
@@ -48,13 +50,18 @@ static int attempt_one(struct runner_image *im, const char *provider, const char
     struct sbx_open_instance *oi =
         sbx_instance_open(cfg, r->plugin_dir, provider, SBX_PLUGIN_PROVIDER, &err);
     char why[sizeof(im->why)];
+    char on[96] = ""; /* (added) which engine, when not the default instance's */
     int pulled = 0;
     int rc;
 
+    if (cfg->provider == NULL || strcmp(provider, cfg->provider) != 0) {
+        snprintf(on, sizeof(on), " on provider instance %.64s", provider);
+    }
+
     if (oi == NULL && sbx_image_ref_by_digest(image)) {
         /* the engine is not up yet: the image is still owed */
-        snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", image, sbx_error_msg(err),
-                 IMAGE_RETRY_MS / 1000);
+        snprintf(why, sizeof(why), "image %s%s: %s (retried every %d s)", image, on,
+                 sbx_error_msg(err), IMAGE_RETRY_MS / 1000);
         sbx_error_free(&err);
         set_state(im, 0, why);
         return 0;
@@ -67,7 +74,7 @@ static int attempt_one(struct runner_image *im, const char *provider, const char
         return 1;
     }
     if (sbx_image_ref_by_digest(image)) {
-        snprintf(why, sizeof(why), "checking image %s", image);
+        snprintf(why, sizeof(why), "checking image %s%s", image, on);
         set_state(im, 0, why);
     }
     rc = sbx_image_ensure(cfg, r->plugin_dir, oi, image, &im->stop, 0, &pulled, &err);
@@ -76,11 +83,11 @@ static int attempt_one(struct runner_image *im, const char *provider, const char
         return 1;
     }
     if (err->code == SBX_E_NOTFOUND && !sbx_image_ref_by_digest(image)) {
-        sbx_warn("runner: %s", sbx_error_msg(err));
+        sbx_warn("runner: %s%s", sbx_error_msg(err), on);
         sbx_error_free(&err);
         return 1;
     }
-    snprintf(why, sizeof(why), "image %s: %s (retried every %d s)", image, sbx_error_msg(err),
+    snprintf(why, sizeof(why), "image %s%s: %s (retried every %d s)", image, on, sbx_error_msg(err),
              IMAGE_RETRY_MS / 1000);
     sbx_error_log("runner: %s", why);
     sbx_error_free(&err);
@@ -88,28 +95,60 @@ static int attempt_one(struct runner_image *im, const char *provider, const char
     return 0;
 }
 
-/* (added) One attempt for every image the configuration names: the top-level
- * `image` and each pool's on the default provider instance, each provider
- * instance's `image` option on that instance. 1 when all are ready. */
+/* (changed) The provider instances that serve this box's sandboxes: the
+ * default one and every one the file configures. */
+static int serves(const struct sbx_config *cfg, const struct sbx_instance *in)
+{
+    return in->kind == SBX_PLUGIN_PROVIDER &&
+           (in->group != NULL || (cfg->provider != NULL && strcmp(in->name, cfg->provider) == 0));
+}
+
+/* (changed) One attempt for every image a sandbox of each serving instance
+ * can be made of (sbx_config_image): each pool's, else the instance's, else
+ * the top-level `image`, on that instance. 1 when all are ready. */
 static int attempt(struct runner_image *im)
 {
     const struct sbx_config *cfg = im->r->cfg;
-    int ok = 1;
 
-    if (cfg->image != NULL && !attempt_one(im, cfg->provider, cfg->image)) {
-        return 0;
-    }
-    for (size_t i = 0; ok && i < cfg->n_pools; i++) {
-        if (cfg->pools[i].image != NULL) {
-            ok = attempt_one(im, cfg->provider, cfg->pools[i].image);
+    for (size_t i = 0; i < cfg->n_instances; i++) {
+        const struct sbx_instance *in = &cfg->instances[i];
+
+        if (!serves(cfg, in)) {
+            continue;
+        }
+        for (size_t p = 0; p <= cfg->n_pools; p++) {
+            /* p == n_pools: a sandbox of no configured pool */
+            const char *image =
+                sbx_config_image(cfg, p < cfg->n_pools ? cfg->pools[p].name : NULL, in->name);
+            int seen = 0;
+
+            for (size_t q = 0; image != NULL && q < p; q++) {
+                const char *prev = sbx_config_image(cfg, cfg->pools[q].name, in->name);
+
+                seen |= prev != NULL && strcmp(prev, image) == 0;
+            }
+            if (image != NULL && !seen && !attempt_one(im, in->name, image)) {
+                return 0;
+            }
         }
     }
-    for (size_t i = 0; ok && i < cfg->n_instances; i++) {
-        if (cfg->instances[i].kind == SBX_PLUGIN_PROVIDER && cfg->instances[i].image != NULL) {
-            ok = attempt_one(im, cfg->instances[i].name, cfg->instances[i].image);
+    return 1;
+}
+
+/* (added) The first image the check will look for, or NULL: nothing to check. */
+static const char *first_image(const struct sbx_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_instances; i++) {
+        for (size_t p = 0; serves(cfg, &cfg->instances[i]) && p <= cfg->n_pools; p++) {
+            const char *image = sbx_config_image(cfg, p < cfg->n_pools ? cfg->pools[p].name : NULL,
+                                                 cfg->instances[i].name);
+
+            if (image != NULL) {
+                return image;
+            }
         }
     }
-    return ok;
+    return NULL;
 }
 
 static void *image_main(void *arg)
@@ -136,11 +175,13 @@ int runner_image_start(struct sbx_runner *r, sbx_error_t **err)
 {
     struct runner_image *im = xcalloc(1, sizeof(*im));
 
+    const char *first = first_image(r->cfg);
+
     im->r = r;
-    snprintf(im->why, sizeof(im->why), "checking image %s", r->cfg->image ? r->cfg->image : "");
+    snprintf(im->why, sizeof(im->why), "checking image %s", first ? first : "");
     pthread_mutex_init(&im->mu, NULL);
     sbx_cond_init_mono(&im->cv);
-    if (r->cfg->image == NULL) {
+    if (first == NULL) {
         im->ready = 1;
         im->why[0] = '\0';
         r->image = im;
@@ -152,6 +193,7 @@ int runner_image_start(struct sbx_runner *r, sbx_error_t **err)
         free(im);
         return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the image thread");
     }
+    im->started = 1;
     r->image = im;
     return 0;
 }
@@ -184,7 +226,7 @@ void runner_image_free(struct sbx_runner *r)
     __atomic_store_n(&im->stop, 1, __ATOMIC_RELEASE); /* also cancels a pull in flight */
     pthread_cond_signal(&im->cv);
     pthread_mutex_unlock(&im->mu);
-    if (r->cfg->image != NULL) {
+    if (im->started) {
         pthread_join(im->th, NULL);
     }
     pthread_mutex_destroy(&im->mu);
