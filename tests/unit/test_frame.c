@@ -120,10 +120,10 @@ static void test_fd_refused(void **state)
     assert_non_null(strstr(sbx_error_msg(err), "bad frame header"));
     sbx_error_free(&err);
     /* an older sbx: [type][length u32 BE]{JSON, either direction */
-    assert_int_equal(read_raw("X\0\0\0\x0e{\"status\":0}", 19, &type, &data, &n, &err), -1);
+    assert_int_equal(read_raw("X\0\0\0\x0c{\"status\":0}", 17, &type, &data, &n, &err), -1);
     assert_non_null(strstr(sbx_error_msg(err), "keeper frames v1"));
     sbx_error_free(&err);
-    assert_int_equal(read_raw("R\0\0\x01\x10{\"op\":\"exec\"}", 19, &type, &data, &n, &err), -1);
+    assert_int_equal(read_raw("R\0\0\x01\x10{\"op\":\"exec\"}", 18, &type, &data, &n, &err), -1);
     assert_non_null(strstr(sbx_error_msg(err), "keeper frames v1"));
     sbx_error_free(&err);
 }

@@ -9,6 +9,7 @@
 #include "util/fileio.h"
 #include "util/xalloc.h"
 
+/* 0 read, 1 EOF at once, -1 an error (errno), -2 EOF inside. */
 static int read_all(int fd, void *buf, size_t len)
 {
     char *p = buf;
@@ -24,7 +25,7 @@ static int read_all(int fd, void *buf, size_t len)
             return -1;
         }
         if (n == 0) {
-            return got == 0 ? 1 : -1;
+            return got == 0 ? 1 : -2; /* EOF: before any byte, or inside */
         }
         got += (size_t)n;
     }
@@ -53,11 +54,13 @@ int sbx_frame_read(int fd, char *type, char **data, size_t *len, sbx_error_t **e
     uint32_t n;
     int r = read_all(fd, hdr, sizeof(hdr));
 
+    if (r == -1) {
+        return sbx_error_set(err, errno, "keeper connection: %s", strerror(errno));
+    }
+    if (r == -2) {
+        return sbx_error_set(err, SBX_E_PROTOCOL, "keeper connection: truncated frame");
+    }
     if (r != 0) {
-        if (r < 0) {
-            return sbx_error_set(err, errno ? errno : EPROTO, "keeper connection: %s",
-                                 errno ? strerror(errno) : "truncated frame");
-        }
         return 1;
     }
     r = sbx_frame_decode(hdr, SBX_FRAME_MAX, &t, &n);
@@ -80,10 +83,11 @@ int sbx_frame_read(int fd, char *type, char **data, size_t *len, sbx_error_t **e
     }
     *type = (char)t;
     *data = xmalloc((size_t)n + 1);
-    if (n > 0 && read_all(fd, *data, n) != 0) {
+    if (n > 0 && (r = read_all(fd, *data, n)) != 0) {
         free(*data);
         *data = NULL;
-        return sbx_error_set(err, SBX_E_PROTOCOL, "keeper connection: truncated frame");
+        return r == -1 ? sbx_error_set(err, errno, "keeper connection: %s", strerror(errno))
+                       : sbx_error_set(err, SBX_E_PROTOCOL, "keeper connection: truncated frame");
     }
     (*data)[n] = '\0';
     *len = n;
