@@ -2,6 +2,8 @@
  * {type, 0, 0, 0, size (big endian)}; 1 stdout, 2 stderr, 3 system error. */
 #include <string.h>
 
+#include <sbx/sbx_frame.h>
+
 #include "docker.h"
 
 int dk_demux_feed(void *ud, const char *data, size_t len)
@@ -13,6 +15,10 @@ int dk_demux_feed(void *ud, const char *data, size_t len)
         size_t k;
 
         if (d->left == 0) {
+            unsigned char h[SBX_FRAME_HDR];
+            unsigned char t;
+            int rc;
+
             k = 8 - d->hlen;
             if (k > len - off) {
                 k = len - off;
@@ -23,11 +29,14 @@ int dk_demux_feed(void *ud, const char *data, size_t len)
             if (d->hlen < 8) {
                 break;
             }
+            /* sbx's frame header (sbx/sbx_frame.h); Docker's stream 0
+             * (stdin, written as stdout) is a type the codec reserves */
+            memcpy(h, d->hdr, sizeof(h));
+            h[0] = h[0] == 0 ? 1 : h[0];
+            rc = sbx_frame_decode(h, UINT32_MAX, &t, &d->left);
             d->type = d->hdr[0];
-            d->left = ((uint32_t)d->hdr[4] << 24) | ((uint32_t)d->hdr[5] << 16) |
-                      ((uint32_t)d->hdr[6] << 8) | d->hdr[7];
             d->hlen = 0;
-            if (d->type > 3 || d->hdr[1] != 0 || d->hdr[2] != 0 || d->hdr[3] != 0) {
+            if (rc != SBX_FRAME_OK || t > 3) {
                 d->bad = 1;
                 return 1; /* abort the transfer: not a multiplexed stream */
             }

@@ -439,7 +439,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(60)
 s.connect(sys.argv[1])
 s.sendall(b"GET /v1/tasks/kt1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
-          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+          b"Upgrade: sbx-terminal.v2\r\n\r\n")
 head = b""
 while b"\r\n\r\n" not in head:
     b = s.recv(1)
@@ -449,12 +449,12 @@ while b"\r\n\r\n" not in head:
 if not head.startswith(b"HTTP/1.1 101"):
     sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
 req = json.dumps({"argv": ["fake-exit", "7"]}).encode()
-s.sendall(b"R" + struct.pack(">I", len(req)) + req)
+s.sendall(b"R\0\0\0" + struct.pack(">I", len(req)) + req)
 buf = b""
 while True:
-    while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
-        n = struct.unpack(">I", buf[1:5])[0]
-        t, data, buf = buf[:1], buf[5:5 + n], buf[5 + n:]
+    while len(buf) >= 8 and len(buf) >= 8 + struct.unpack(">I", buf[4:8])[0]:
+        n = struct.unpack(">I", buf[4:8])[0]
+        t, data, buf = buf[:1], buf[8:8 + n], buf[8 + n:]
         if t == b"X":
             # the owner's answer to the request frame: the fake's sandbox
             # has no exec agent, so that is its error (a real one: status 7)
@@ -867,7 +867,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(60)
 s.connect(sys.argv[1])
 s.sendall(b"GET /v1/tasks/dk1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
-          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+          b"Upgrade: sbx-terminal.v2\r\n\r\n")
 head = b""
 while b"\r\n\r\n" not in head:
     b = s.recv(1)
@@ -877,14 +877,14 @@ while b"\r\n\r\n" not in head:
 if not head.startswith(b"HTTP/1.1 101"):
     sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
 def frame(t, b):
-    s.sendall(t + struct.pack(">I", len(b)) + b)
+    s.sendall(t + b"\0\0\0" + struct.pack(">I", len(b)) + b)
 frame(b"R", json.dumps({"argv": ["sh", "-c", "read x; echo got-$x; exit 3"]}).encode())
 frame(b"I", b"hello\n")
 buf, shown = b"", b""
 while True:
-    while len(buf) >= 5 and len(buf) >= 5 + struct.unpack(">I", buf[1:5])[0]:
-        n = struct.unpack(">I", buf[1:5])[0]
-        t, data, buf = buf[:1], buf[5:5 + n], buf[5 + n:]
+    while len(buf) >= 8 and len(buf) >= 8 + struct.unpack(">I", buf[4:8])[0]:
+        n = struct.unpack(">I", buf[4:8])[0]
+        t, data, buf = buf[:1], buf[8:8 + n], buf[8 + n:]
         if t == b"O":
             shown += data
         elif t == b"X":
@@ -1308,7 +1308,7 @@ def serve(c):
             head += d
         line = head.split(b"\r\n")[0].decode()
         if "/terminal" in line:  # (added) an echo terminal: 101, then every byte back
-            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: sbx-terminal.v1\r\n"
+            c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: sbx-terminal.v2\r\n"
                       b"Connection: Upgrade\r\n\r\n" + head.split(b"\r\n\r\n", 1)[1])
             while True:
                 d = c.recv(65536)
@@ -1370,7 +1370,7 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.settimeout(60)
 s.connect(sys.argv[1])
 s.sendall(b"GET /v1/tasks/kt9/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
-          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+          b"Upgrade: sbx-terminal.v2\r\n\r\n")
 head = b""
 while b"\r\n\r\n" not in head:
     d = s.recv(1)
@@ -1410,7 +1410,7 @@ import socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.connect(sys.argv[1])
 s.sendall(b"GET /v1/tasks/kt9/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
-          b"Upgrade: sbx-terminal.v1\r\n\r\n")
+          b"Upgrade: sbx-terminal.v2\r\n\r\n")
 s.settimeout(60)
 while s.recv(4096):  # until b1 closes it
     pass

@@ -7,7 +7,7 @@
  *    line of <state>/logs/ports.log;
  *  - through the runner: /v1/tasks/T/ports/3000/... for the owner (bearer token
  *    not passed in), 403 for another client and for one without scope exec, and
- *    /v1/tasks/T/terminal (Upgrade: sbx-terminal.v1) runs a command on a pty;
+ *    /v1/tasks/T/terminal (Upgrade: sbx-terminal.v2) runs a command on a pty;
  *  - (added) a kept session: `sbx exec -it --keep` starts it, Ctrl-\ d detaches,
  *    `sbx attach` shows the scrollback and the shell's state, follows a resize,
  *    takes the session over from another client, gets the exit status; through
@@ -22,6 +22,8 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
+
+#include <sbx/sbx_frame.h>
 
 #include "serve_harness.h"
 #include "wait.h"
@@ -410,11 +412,10 @@ static char *api(int port, const char *method, const char *path, const char *tok
 
 static void frame(int fd, char type, const char *data, size_t len)
 {
-    unsigned char h[5] = {(unsigned char)type, (unsigned char)(len >> 24),
-                          (unsigned char)(len >> 16), (unsigned char)(len >> 8),
-                          (unsigned char)len};
+    unsigned char h[SBX_FRAME_HDR];
 
-    assert_int_equal(write(fd, h, 5), 5);
+    sbx_frame_encode(h, (unsigned char)type, (uint32_t)len);
+    assert_int_equal(write(fd, h, sizeof(h)), (ssize_t)sizeof(h));
     assert_int_equal(write(fd, data, len), (ssize_t)len);
 }
 
@@ -431,7 +432,7 @@ static int api_terminal(int port, const char *query, const char *req)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     snprintf(buf, sizeof(buf),
              "GET /v1/tasks/tp-api/terminal%s HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
-             "tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: sbx-terminal.v1"
+             "tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: sbx-terminal.v2"
              "\r\n\r\n",
              query);
     assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
@@ -455,15 +456,15 @@ static int frames_until(int fd, const char *text, char **x)
 
     *x = NULL;
     for (;;) {
-        unsigned char h[5];
-        size_t len;
+        unsigned char h[SBX_FRAME_HDR];
+        unsigned char t;
+        uint32_t len;
         char *data;
 
-        if (read(fd, h, 1) != 1 || recv(fd, h + 1, 4, MSG_WAITALL) != 4) {
+        if (read(fd, h, 1) != 1 || recv(fd, h + 1, 7, MSG_WAITALL) != 7) {
             return 0;
         }
-        len = (size_t)h[1] << 24 | (size_t)h[2] << 16 | (size_t)h[3] << 8 | h[4];
-        assert_true(len < (1u << 20));
+        assert_int_equal(sbx_frame_decode(h, 1u << 20, &t, &len), SBX_FRAME_OK);
         data = calloc(1, len + 1);
         assert_true(len == 0 || recv(fd, data, len, MSG_WAITALL) == (ssize_t)len);
         if (h[0] == 'X') {
@@ -593,13 +594,21 @@ static void test_runner_ports_and_terminal(void **state)
     snprintf(path, sizeof(path), "%s/logs/ports.log", rt_state);
     assert_true(test_file_has(path, "\"via\":\"api client a\""));
 
+    /* (changed) sbx-terminal.v1 spoke 5-byte frame headers: refused, naming v2 */
+    body = http_raw(port, "GET /v1/tasks/tp-api/terminal HTTP/1.0\r\nHost: t\r\nAuthorization: "
+                          "Bearer tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: "
+                          "sbx-terminal.v1\r\n\r\n");
+    assert_contains(body, "426");
+    assert_contains(body, "sbx-terminal.v1 (5-byte frame headers) was replaced by sbx-terminal.v2");
+    free(body);
+
     /* the terminal: upgrade, then the keeper's frames */
     fd = tcp_connect(port);
     assert_true(fd >= 0);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     snprintf(buf, sizeof(buf),
              "GET /v1/tasks/tp-api/terminal HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
-             "tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: sbx-terminal.v1"
+             "tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: sbx-terminal.v2"
              "\r\n\r\n");
     assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
     while (n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4) != 0) {

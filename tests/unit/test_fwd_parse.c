@@ -228,7 +228,7 @@ static void test_frames(void **state)
     assert_false(fwd_frames_boundary(&f));
     memset(&f, 0, sizeof(f));
     fwd_frames_feed(&f, "{\"error\":\"x\"}", 13); /* not frames */
-    assert_true(f.bad);
+    assert_true(f.dec.bad);
     assert_false(fwd_frames_boundary(&f));
 }
 

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "sbx/sbx_agent_proto.h"
+#include "sbx/sbx_frame.h"
 
 #include "agent.h"
 #include "attr.h"
@@ -53,13 +54,9 @@ static uint32_t get32(const unsigned char *p)
 
 static int send_rec(int fd, char type, int32_t v)
 {
-    unsigned char r[SBX_AGENT_REC] = {(unsigned char)type, 0, 0, 0};
-    uint32_t u = (uint32_t)v;
+    unsigned char r[SBX_AGENT_REC];
 
-    r[4] = (unsigned char)(u >> 24);
-    r[5] = (unsigned char)(u >> 16);
-    r[6] = (unsigned char)(u >> 8);
-    r[7] = (unsigned char)u;
+    sbx_frame_encode(r, (unsigned char)type, (uint32_t)v); /* a value, no payload */
     return send(fd, r, sizeof(r), MSG_NOSIGNAL) == (ssize_t)sizeof(r) ? 0 : -1;
 }
 
@@ -325,8 +322,11 @@ static void serve_one(int c, int fds[3], char **strs, char **req_env, uint32_t e
                 sbx_attr_clear(pid);
                 _exit(0);
             }
-            if (rec[0] == 'K') {
-                int sig = (int)get32(rec + 4);
+            unsigned char t;
+            uint32_t u;
+
+            if (sbx_frame_decode(rec, UINT32_MAX, &t, &u) == SBX_FRAME_OK && t == 'K') {
+                int sig = (int)u;
 
                 kill(-pid, sig > 0 && sig < NSIG ? sig : SIGKILL);
             }

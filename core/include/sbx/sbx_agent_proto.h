@@ -12,7 +12,9 @@
  *   then the payload: u32 argc, u32 envc, then NUL-terminated strings: the
  *   working directory, argv[0..argc), env "K=V"[0..envc).
  * On the command's channel:
- *   agent -> host  8-byte records {type u8, 0, 0, 0, value i32 big-endian}:
+ *   agent -> host  8-byte records {type u8, 0, 0, 0, value i32 big-endian}
+ *                  (the header of sbx/sbx_frame.h, a value in place of the
+ *                  length, no payload):
  *                  'P' pid (the command runs), then 'X' exit code (128+n on
  *                  signal n); or 'F' errno alone (the command could not start).
  *   host -> agent  'K' signal: signal the command's process group. Closing

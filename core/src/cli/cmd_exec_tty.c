@@ -292,7 +292,7 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task, int a
     }
     snprintf(head, sizeof(head),
              "GET /v1/tasks/%s/terminal%s HTTP/1.1\r\nHost: sbx\r\n%s%s%sConnection: Upgrade\r\n"
-             "Upgrade: sbx-terminal.v1\r\n\r\n",
+             "Upgrade: sbx-terminal.v2\r\n\r\n",
              task, attach ? "?attach=1" : "", tok ? "Authorization: Bearer " : "", tok ? tok : "",
              tok ? "\r\n" : "");
     if (sbx_write_all(fd, head, strlen(head)) < 0) {

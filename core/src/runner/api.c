@@ -11,6 +11,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sbx/sbx_frame.h>
+
 #include "runner/runner_int.h"
 #include "runner/storeq.h"
 #include "sandbox/statedir.h"
@@ -411,27 +413,21 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     }
 }
 
-/* The output from absolute offset from on, as frames (docs/api.md): 8 bytes
- * {stream (1 stdout, 2 stderr), 0, 0, 0, length as 32-bit big-endian} then
- * the bytes. Under r->mu. */
+/* The output from absolute offset from on, as frames (docs/api.md): the
+ * header of sbx/sbx_frame.h {stream (1 stdout, 2 stderr), 0, 0, 0, length
+ * u32 BE} then the bytes, at most SBX_FRAME_MAX a frame. Under r->mu. */
 static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t start)
 {
     while (from < j->out_total) {
         size_t end;
         int stream = runner_output_stream_at(j, from, &end);
-        size_t n = end - from;
-        unsigned char hdr[8] = {(unsigned char)stream,
-                                0,
-                                0,
-                                0,
-                                (unsigned char)(n >> 24),
-                                (unsigned char)(n >> 16),
-                                (unsigned char)(n >> 8),
-                                (unsigned char)n};
+        size_t n = end - from < SBX_FRAME_MAX ? end - from : SBX_FRAME_MAX;
+        unsigned char hdr[SBX_FRAME_HDR];
 
+        sbx_frame_encode(hdr, (unsigned char)stream, (uint32_t)n);
         evbuffer_add(b, hdr, sizeof(hdr));
         evbuffer_add(b, runner_output_bytes(j) + (from - start), n);
-        from = end;
+        from += n;
     }
 }
 

@@ -1,7 +1,7 @@
 /* api_term.c - a runner task's terminal and ports over the API (docs/api.md,
  * "Terminals and ports"):
  *
- *   GET /v1/tasks/{id}/terminal   Upgrade: sbx-terminal.v1 -> 101, then the
+ *   GET /v1/tasks/{id}/terminal   Upgrade: sbx-terminal.v2 -> 101, then the
  *                                 frames of core/src/sandbox/pty.h; (added) "keep":
  *                                 true starts the task's kept session, and
  *                                 ?attach=1 attaches to it (pty_session.h)
@@ -46,7 +46,9 @@
 #define CLIENT_SEND_TIMEOUT_S 60
 #define COPY_CHUNK 65536
 #define STATUS_LINE_MAX 8192
-#define TERM_PROTO "sbx-terminal.v1"
+#define TERM_PROTO "sbx-terminal.v2"
+/* v1 spoke 5-byte frame headers (sbx before the one framing, sbx/sbx_frame.h) */
+#define TERM_PROTO_V1 "sbx-terminal.v1"
 /* the preview's pages run in an opaque origin: never with the API's */
 #define PREVIEW_CSP "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
 
@@ -464,6 +466,16 @@ static void task_io(const struct runner_route_call *c, int terminal)
     if (terminal && c->query != NULL && c->query[0] != '\0' && strcmp(c->query, "attach=1") != 0 &&
         strcmp(c->query, "attach=true") != 0) {
         runner_reply_error(req, 400, "%s: the only query is attach=1 (the task's kept session)",
+                           path);
+        return;
+    }
+    if (terminal && header_has(req, "Upgrade", TERM_PROTO_V1)) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
+        runner_reply_error(req, 426,
+                           "%s: " TERM_PROTO_V1
+                           " (5-byte frame headers) was replaced by " TERM_PROTO
+                           " (8-byte headers {type, 0, 0, 0, length u32 BE}; docs/api.md, "
+                           "\"Terminals and ports\")",
                            path);
         return;
     }

@@ -8,6 +8,7 @@
 
 #include "http/http.h"
 #include "runner/runner.h"
+#include "util/frame.h"
 #include "util/xalloc.h"
 
 int sbx_runner_call(const struct sbx_config *cfg, const char *method, const char *path,
@@ -125,11 +126,7 @@ struct demux {
     int (*on_output)(void *ud, int stream, const char *data, size_t len);
     void *ud;
     size_t total; /* payload bytes passed on */
-    unsigned char hdr[8];
-    size_t hlen;
-    size_t left; /* payload bytes left in the current frame */
-    int stream;
-    int bad;
+    struct sbx_frame_dec dec;
     char raw[512];
     size_t raw_len;
 };
@@ -138,42 +135,26 @@ static int demux_feed(void *ud, const char *data, size_t len)
 {
     struct demux *d = ud;
 
-    while (len > 0 && !d->bad) {
-        if (d->left == 0) {
-            size_t n = sizeof(d->hdr) - d->hlen < len ? sizeof(d->hdr) - d->hlen : len;
+    while (len > 0 && !d->dec.bad) {
+        const char *piece;
+        size_t n;
+        size_t k = sbx_frame_dec_feed(&d->dec, data, len, &piece, &n);
 
-            memcpy(d->hdr + d->hlen, data, n);
-            d->hlen += n;
-            data += n;
-            len -= n;
-            if (d->hlen < sizeof(d->hdr)) {
-                break;
-            }
-            d->hlen = 0;
-            if ((d->hdr[0] != 1 && d->hdr[0] != 2) || d->hdr[1] || d->hdr[2] || d->hdr[3]) {
-                d->bad = 1;
-                memcpy(d->raw, d->hdr, sizeof(d->hdr));
-                d->raw_len = sizeof(d->hdr);
-                break;
-            }
-            d->stream = d->hdr[0];
-            d->left = (size_t)d->hdr[4] << 24 | (size_t)d->hdr[5] << 16 | (size_t)d->hdr[6] << 8 |
-                      (size_t)d->hdr[7];
-            continue;
+        data += k;
+        len -= k;
+        if (d->dec.bad) {
+            memcpy(d->raw, d->dec.hdr, sizeof(d->dec.hdr));
+            d->raw_len = sizeof(d->dec.hdr);
+            break;
         }
-        {
-            size_t n = d->left < len ? d->left : len;
-
-            if (d->on_output(d->ud, d->stream, data, n) != 0) {
+        if (n > 0) {
+            if (d->on_output(d->ud, d->dec.type, piece, n) != 0) {
                 return 1;
             }
             d->total += n;
-            d->left -= n;
-            data += n;
-            len -= n;
         }
     }
-    if (d->bad && len > 0 && d->raw_len < sizeof(d->raw) - 1) {
+    if (d->dec.bad && len > 0 && d->raw_len < sizeof(d->raw) - 1) {
         size_t n = sizeof(d->raw) - 1 - d->raw_len < len ? sizeof(d->raw) - 1 - d->raw_len : len;
 
         memcpy(d->raw + d->raw_len, data, n);
@@ -197,10 +178,13 @@ int sbx_runner_output(const struct sbx_config *cfg, const char *job_id, int foll
     struct sbx_http_response resp = {0};
     sbx_error_t *e = NULL;
     char *path = xasprintf("/v1/jobs/%s/output?%sframes=1", job_id, follow ? "follow=1&" : "");
-    int rc = sbx_runner_call_cancel(cfg, "GET", path, NULL, demux_feed, &d, cancel, &resp, &e);
+    int rc;
 
+    /* any length: a payload is passed on in pieces, never held */
+    sbx_frame_dec_init(&d.dec, "\1\2", UINT32_MAX);
+    rc = sbx_runner_call_cancel(cfg, "GET", path, NULL, demux_feed, &d, cancel, &resp, &e);
     free(path);
-    if (d.bad) {
+    if (d.dec.bad) {
         json_t *o = json_loadb(d.raw, d.raw_len, 0, NULL);
         const char *msg = json_string_value(json_object_get(o, "error"));
 
@@ -226,7 +210,7 @@ int sbx_runner_output(const struct sbx_config *cfg, const char *job_id, int foll
         return -1;
     }
     sbx_http_response_free(&resp);
-    if (d.hlen != 0 || d.left != 0) {
+    if (!sbx_frame_dec_boundary(&d.dec)) {
         return sbx_error_set(err, SBX_E_PROTOCOL,
                              "runner: the output of job %s ends inside a "
                              "frame",

@@ -230,31 +230,20 @@ int fwd_reply_eof(struct fwd_reply *p)
 
 void fwd_frames_feed(struct fwd_frames *f, const char *data, size_t n)
 {
-    size_t i = 0;
+    if (f->dec.types == NULL) {
+        sbx_frame_dec_init(&f->dec, "\1\2", UINT32_MAX);
+    }
+    while (n > 0 && !f->dec.bad) {
+        const char *piece;
+        size_t len;
+        size_t k = sbx_frame_dec_feed(&f->dec, data, n, &piece, &len);
 
-    while (i < n && !f->bad) {
-        if (f->left > 0) {
-            size_t k = n - i < f->left ? n - i : f->left;
-
-            f->left -= (uint32_t)k;
-            i += k;
-            continue;
-        }
-        f->hdr[f->have++] = (unsigned char)data[i++];
-        if (f->have < sizeof(f->hdr)) {
-            continue;
-        }
-        f->have = 0;
-        if ((f->hdr[0] != 1 && f->hdr[0] != 2) || f->hdr[1] || f->hdr[2] || f->hdr[3]) {
-            f->bad = 1;
-            break;
-        }
-        f->left = (uint32_t)f->hdr[4] << 24 | (uint32_t)f->hdr[5] << 16 | (uint32_t)f->hdr[6] << 8 |
-                  (uint32_t)f->hdr[7];
+        data += k;
+        n -= k;
     }
 }
 
 int fwd_frames_boundary(const struct fwd_frames *f)
 {
-    return !f->bad && f->have == 0 && f->left == 0;
+    return sbx_frame_dec_boundary(&f->dec);
 }

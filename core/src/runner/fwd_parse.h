@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "http/h1.h"
+#include "util/frame.h"
 
 #define FWD_HEAD_MAX 16384   /* the owner's status line and headers, bytes */
 #define FWD_HEAD_LINES 64    /* ... and lines */
@@ -52,13 +53,11 @@ int fwd_reply_feed(struct fwd_reply *p, const char *in, size_t len, int (*on_hea
  * the close), -1 with p->err when it was cut short. */
 int fwd_reply_eof(struct fwd_reply *p);
 
-/* The frames of ?frames=1 (docs/api.md): 8-byte headers {1|2, 0, 0, 0,
- * length BE32} and payloads. */
+/* The frames of ?frames=1 (docs/api.md): the headers of sbx/sbx_frame.h
+ * {1|2, 0, 0, 0, length BE32} and payloads (util/frame.h's decoder; zeroed
+ * is ready). */
 struct fwd_frames {
-    unsigned char have; /* header bytes seen */
-    unsigned char hdr[8];
-    uint32_t left; /* payload bytes left */
-    int bad;       /* not frames: never at a boundary again */
+    struct sbx_frame_dec dec; /* bad: not frames, never at a boundary again */
 };
 void fwd_frames_feed(struct fwd_frames *f, const char *data, size_t n);
 /* 1 when the bytes fed so far end at a frame's end. */

@@ -46,7 +46,7 @@
 #define TUN_SEND_S 60                /* bytes waiting for a side that takes none */
 #define TUN_BUFFERED (1u << 20)      /* waiting for one side before the other pauses */
 #define TUN_LINE 64                  /* the owner's status line, as far as it is read */
-#define TERM_PROTO "sbx-terminal.v1" /* api_term.c */
+#define TERM_PROTO "sbx-terminal.v2" /* api_term.c */
 
 struct tun {
     struct sbx_runner *r;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <sbx/sbx_agent_proto.h>
+#include <sbx/sbx_frame.h>
 
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
@@ -280,9 +281,12 @@ static int next_record(struct run *r, int cancel_fd, int64_t deadline, char *typ
             r->have += (size_t)got;
             if (r->have == sizeof(r->rec)) {
                 r->have = 0;
-                *type = (char)r->rec[0];
-                *v = (int32_t)(((uint32_t)r->rec[4] << 24) | ((uint32_t)r->rec[5] << 16) |
-                               ((uint32_t)r->rec[6] << 8) | r->rec[7]);
+                unsigned char t;
+                uint32_t u;
+
+                /* a bad header is type 0: the callers call it malformed */
+                *type = sbx_frame_decode(r->rec, UINT32_MAX, &t, &u) == SBX_FRAME_OK ? (char)t : 0;
+                *v = (int32_t)u;
                 return 0;
             }
         }
@@ -353,9 +357,9 @@ static int await_exit(struct sbx_agent_link *l, struct run *r, int cancel_fd, in
         w = next_record(r, cancel_fd, deadline, &type, v);
         if (w == 2) {
             /* kill the group, then give the agent a moment to report the end */
-            unsigned char k[SBX_AGENT_REC] = {'K', 0, 0, 0};
+            unsigned char k[SBX_AGENT_REC];
 
-            put32(k + 4, SIGKILL);
+            sbx_frame_encode(k, 'K', SIGKILL);
             if (send(r->conn, k, sizeof(k), MSG_NOSIGNAL) < 0) {
                 /* closing the connection below kills the group too */
             }

@@ -27,21 +27,17 @@
 static int send_frame_fd(int fd, const char *json, int pass)
 {
     size_t len = strlen(json);
-    cleanup_free unsigned char *buf = xmalloc(5 + len);
+    cleanup_free unsigned char *buf = xmalloc(SBX_FRAME_HDR + len);
     union {
         char b[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } ctl;
-    struct iovec iov = {buf, 5 + len};
+    struct iovec iov = {buf, SBX_FRAME_HDR + len};
     struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
     struct cmsghdr *cm;
 
-    buf[0] = 'X';
-    buf[1] = (unsigned char)(len >> 24);
-    buf[2] = (unsigned char)(len >> 16);
-    buf[3] = (unsigned char)(len >> 8);
-    buf[4] = (unsigned char)len;
-    memcpy(buf + 5, json, len);
+    sbx_frame_encode(buf, 'X', (uint32_t)len);
+    memcpy(buf + SBX_FRAME_HDR, json, len);
     memset(&ctl, 0, sizeof(ctl));
     msg.msg_control = ctl.b;
     msg.msg_controllen = sizeof(ctl.b);
@@ -50,7 +46,7 @@ static int send_frame_fd(int fd, const char *json, int pass)
     cm->cmsg_type = SCM_RIGHTS;
     cm->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(cm), &pass, sizeof(int));
-    return sendmsg(fd, &msg, MSG_NOSIGNAL) == (ssize_t)(5 + len) ? 0 : -1;
+    return sendmsg(fd, &msg, MSG_NOSIGNAL) == (ssize_t)(SBX_FRAME_HDR + len) ? 0 : -1;
 }
 
 void sbx_keeper_port(struct sbx_task *t, int fd, json_t *req)
@@ -110,7 +106,8 @@ int sbx_keeper_port_open(const char *state, const char *task, int port, const ch
     cleanup_free char *sock = sbx_keeper_socket(state, task);
     json_t *req = json_pack("{s:s, s:i, s:s}", "op", "port", "port", port, "peer", peer);
     char *s = json_dumps(req, JSON_COMPACT);
-    unsigned char hdr[5];
+    unsigned char hdr[SBX_FRAME_HDR];
+    unsigned char type = 0;
     union {
         char b[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -148,11 +145,8 @@ int sbx_keeper_port_open(const char *state, const char *task, int port, const ch
         cm->cmsg_len == CMSG_LEN(sizeof(int))) {
         memcpy(&passed, CMSG_DATA(cm), sizeof(int));
     }
-    len = n == (ssize_t)sizeof(hdr)
-              ? ((uint32_t)hdr[1] << 24 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 8 | hdr[4])
-              : 0;
-    if (n != (ssize_t)sizeof(hdr) || hdr[0] != 'X' || len > 65536 ||
-        read_full(fd, body = xmalloc(len + 1), len) < 0) {
+    if (n != (ssize_t)sizeof(hdr) || sbx_frame_decode(hdr, 65536, &type, &len) != SBX_FRAME_OK ||
+        type != 'X' || read_full(fd, body = xmalloc(len + 1), len) < 0) {
         close(fd);
         if (passed >= 0) {
             close(passed);

@@ -7,8 +7,9 @@
  * agent makes it the controlling terminal of the command's new session. No
  * descriptor comes back from the sandbox.
  *
- * After the request, the client's connection carries frames
- * [type u8][length u32 BE][payload] (the keeper protocol, proto.h):
+ * After the request, the client's connection carries frames: an 8-byte
+ * header {type u8, 0, 0, 0, length u32 BE} then the payload (the keeper
+ * protocol, proto.h; sbx/sbx_frame.h):
  *   client -> host  'I' bytes typed (at most SBX_TTY_IN_MAX a frame)
  *                   'W' window size: rows u16 BE, cols u16 BE (1..SBX_TTY_DIM_MAX)
  *   host -> client  'O' bytes the terminal wrote; then the caller's 'X' result.
