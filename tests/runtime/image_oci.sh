@@ -149,6 +149,44 @@ PATH=$WORK/bin:$PATH DOCKER_CONFIG=$WORK/helpercfg "$SBX" image push \
 grep -q '"credentials": "docker login (credential helper)"' push.json || die "push: $(cat push.json)"
 say "pushed with the credential helper's login"
 
+# 2b. dependsOn a feature that is not listed (issue 29): fetched from the
+# registry with the options dependsOn gives, installed first, pinned in the label
+mkdir -p dep needsdep fardep cyca cycb
+echo '{ "id": "dep", "version": "1.0.0", "options": { "word": { "type": "string", "default": "none" } } }' \
+    >dep/devcontainer-feature.json
+printf '#!/bin/sh\nmkdir -p /usr/local/share && echo "$WORD" >/usr/local/share/dep.txt\n' >dep/install.sh
+read -r depdigest _ < <(push feature "127.0.0.1:$port" features/dep 1 dep)
+echo "{ \"id\": \"needsdep\", \"dependsOn\": { \"127.0.0.1:$port/features/dep:1\": { \"word\": \"yes\" } } }" \
+    >needsdep/devcontainer-feature.json
+printf '#!/bin/sh\nset -e\n[ "$(cat /usr/local/share/dep.txt)" = yes ]\necho needs >/usr/local/share/needsdep.txt\n' \
+    >needsdep/install.sh
+push feature "127.0.0.1:$port" features/needsdep 1 needsdep >/dev/null
+echo "{ \"id\": \"fardep\", \"dependsOn\": { \"127.0.0.9:$port/features/dep:1\": {} } }" \
+    >fardep/devcontainer-feature.json
+echo "{ \"id\": \"cyca\", \"dependsOn\": { \"127.0.0.1:$port/features/cycb:1\": {} } }" \
+    >cyca/devcontainer-feature.json
+echo "{ \"id\": \"cycb\", \"dependsOn\": { \"127.0.0.1:$port/features/cyca:1\": {} } }" \
+    >cycb/devcontainer-feature.json
+for f in fardep cyca cycb; do
+    printf '#!/bin/sh\ntrue\n' >$f/install.sh
+    push feature "127.0.0.1:$port" features/$f 1 $f >/dev/null
+done
+defdep() { # NAME FEATURE-REF: a definition with only that feature, its defaults
+    def "$1" x
+    sed -i "s|\"x\": { \"greeting\": \"hi\" }|\"$2\": {}|" "$1/.devcontainer/devcontainer.json"
+}
+defdep withdep "127.0.0.1:$port/features/needsdep:1"
+build withdep || die "build with a dependsOn: $(cat withdep.err)"
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if [x["id"] for x in f] == ["dep", "needsdep"] and f[0]["pinned"].endswith(sys.argv[2]) else 1)' \
+    withdep.json "$depdigest" || die "withdep: --json features: $(cat withdep.json)"
+img=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["image"])' withdep.json)
+images+=("$img")
+[ "$(docker run --rm --network none "$img" cat /usr/local/share/dep.txt /usr/local/share/needsdep.txt | tr '\n' ' ')" = "yes needs " ] ||
+    die "withdep: the files of dep and needsdep in $img"
+docker image inspect -f '{{index .Config.Labels "dev.sbx.features"}}' "$img" |
+    grep -q "features/dep@$depdigest" || die "withdep: no pin of dep in the label of $img"
+say "built with a dependsOn that is not listed: dep installed first, pinned"
+
 # 3. bad cases
 bad() { # NAME EXIT PATTERN [ENV...]: the build exits EXIT and says PATTERN
     local n=$1 want=$2 pat=$3 rc=0
@@ -162,6 +200,10 @@ bad() { # NAME EXIT PATTERN [ENV...]: the build exits EXIT and says PATTERN
 }
 def unknown "127.0.0.9:$port/features/greet:1"
 bad unknown 2 "unknown/.devcontainer/devcontainer.json: features[\"127.0.0.9:$port/features/greet:1\"]: registry 127.0.0.9:$port is not one of image_registry.feature_registries"
+defdep fardep "127.0.0.1:$port/features/fardep:1"
+bad fardep 2 "features[\"127.0.0.1:$port/features/fardep:1\"].dependsOn[\"127.0.0.9:$port/features/dep:1\"]: registry 127.0.0.9:$port is not one of image_registry.feature_registries"
+defdep cycle "127.0.0.1:$port/features/cyca:1"
+bad cycle 2 "cycle/.devcontainer/devcontainer.json: features: a cycle in dependsOn/installsAfter among 127.0.0.1:$port/features/cyca:1, 127.0.0.1:$port/features/cycb:1"
 def notag "127.0.0.1:$port/features/greet:nope"
 bad notag 1 "features[\"127.0.0.1:$port/features/greet:nope\"]: 127.0.0.1:$port has no tag nope"
 def nologin "127.0.0.1:$port/features/greet:1"
