@@ -494,7 +494,8 @@ static int resolve_one(struct sbx_devc *dc, const char *base, size_t i, const ch
     int r = -1;
 
     *out = -1;
-    if (sbx_feature_ref_parse(k, &fr) < 0) {
+    if (strncmp(k, "./", 2) == 0 || strncmp(k, "../", 3) == 0 || strstr(k, "://") != NULL ||
+        sbx_feature_ref_parse(k, &fr) < 0) {
         *out = find_feature(dc, k);
         if (*out < 0) {
             sbx_error_set(err, SBX_E_CONFIG,
