@@ -167,7 +167,14 @@ echo "{ \"id\": \"cyca\", \"dependsOn\": { \"127.0.0.1:$port/features/cycb:1\": 
     >cyca/devcontainer-feature.json
 echo "{ \"id\": \"cycb\", \"dependsOn\": { \"127.0.0.1:$port/features/cyca:1\": {} } }" \
     >cycb/devcontainer-feature.json
-for f in fardep cyca cycb; do
+# alsodep needs dep with the same options (the same feature: installed once),
+# otherdep with other options (another feature: installed again, after)
+mkdir -p alsodep otherdep
+echo "{ \"id\": \"alsodep\", \"dependsOn\": { \"127.0.0.1:$port/features/dep:1\": { \"word\": \"yes\" } } }" \
+    >alsodep/devcontainer-feature.json
+echo "{ \"id\": \"otherdep\", \"dependsOn\": { \"127.0.0.1:$port/features/dep:1\": { \"word\": \"other\" } } }" \
+    >otherdep/devcontainer-feature.json
+for f in fardep cyca cycb alsodep otherdep; do
     printf '#!/bin/sh\ntrue\n' >$f/install.sh
     push feature "127.0.0.1:$port" features/$f 1 $f >/dev/null
 done
@@ -176,12 +183,14 @@ defdep() { # NAME FEATURE-REF: a definition with only that feature, its defaults
     sed -i "s|\"x\": { \"greeting\": \"hi\" }|\"$2\": {}|" "$1/.devcontainer/devcontainer.json"
 }
 defdep withdep "127.0.0.1:$port/features/needsdep:1"
+sed -i "s|\"features\": {|&\"127.0.0.1:$port/features/alsodep:1\": {}, \"127.0.0.1:$port/features/otherdep:1\": {}, |" \
+    withdep/.devcontainer/devcontainer.json
 build withdep || die "build with a dependsOn: $(cat withdep.err)"
-python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if [x["id"] for x in f] == ["dep", "needsdep"] and f[0]["pinned"].endswith(sys.argv[2]) else 1)' \
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if [x["id"] for x in f] == ["dep", "alsodep", "needsdep", "dep", "otherdep"] and f[0]["pinned"].endswith(sys.argv[2]) else 1)' \
     withdep.json "$depdigest" || die "withdep: --json features: $(cat withdep.json)"
 img=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["image"])' withdep.json)
 images+=("$img")
-[ "$(docker run --rm --network none "$img" cat /usr/local/share/dep.txt /usr/local/share/needsdep.txt | tr '\n' ' ')" = "yes needs " ] ||
+[ "$(docker run --rm --network none "$img" cat /usr/local/share/dep.txt /usr/local/share/needsdep.txt | tr '\n' ' ')" = "other needs " ] ||
     die "withdep: the files of dep and needsdep in $img"
 docker image inspect -f '{{index .Config.Labels "dev.sbx.features"}}' "$img" |
     grep -q "features/dep@$depdigest" || die "withdep: no pin of dep in the label of $img"
