@@ -509,10 +509,11 @@ static int resolve_one(struct sbx_devc *dc, const char *base, size_t i, const ch
     }
     for (size_t j = 0; j < dc->nfeatures && *out < 0; j++) {
         if (dc->features[j].dir != NULL && names(dc->features[j].ref, k)) {
+            /* options that feature does not take: not it (the fetch below says why) */
             if (load_feature(dc, base, label, k, dc->features[j].dir, given, &t, err) < 0) {
-                goto out;
+                sbx_error_free(err);
             }
-            if (same_env(t.env, dc->features[j].env)) {
+            else if (same_env(t.env, dc->features[j].env)) {
                 *out = (long)j;
             }
             feature_free(&t);
