@@ -52,14 +52,24 @@ cat >feat/devcontainer-feature.json <<'EOF'
 { "id": "greet", "version": "1.0.0", "name": "greet",
   "options": { "greeting": { "type": "string", "default": "hello", "enum": ["hello", "hi"] },
                "loud": { "type": "boolean", "default": false } },
-  "containerEnv": { "GREET_FROM": "oci" } }
+  "containerEnv": { "GREET_FROM": "oci" },
+  "dependsOn": { "127.0.0.1:PORT/features/dep:1": { "word": "yes" } } }
 EOF
+sed -i "s/PORT/$port/" feat/devcontainer-feature.json
 cat >feat/install.sh <<'EOF'
 #!/bin/sh
 set -e
 mkdir -p /usr/local/share/greet
-echo "$GREETING loud=$LOUD for $_REMOTE_USER home $_REMOTE_USER_HOME" >/usr/local/share/greet/said
+echo "$GREETING loud=$LOUD for $_REMOTE_USER home $_REMOTE_USER_HOME dep=$(cat /usr/local/share/greet/dep)" >/usr/local/share/greet/said
 EOF
+# the feature greet dependsOn, not listed in the definition: both tools fetch
+# it with the options dependsOn gives and install it first
+mkdir -p dep
+echo '{ "id": "dep", "version": "1.0.0", "options": { "word": { "type": "string", "default": "no" } } }' \
+    >dep/devcontainer-feature.json
+printf '#!/bin/sh\nmkdir -p /usr/local/share/greet && echo "$WORD" >/usr/local/share/greet/dep\n' >dep/install.sh
+OCI_CA=$WORK/ca.crt OCI_USER=sbxtest OCI_PASS=s3cret-pw \
+    python3 "$SRC/tests/support/oci_push.py" feature "127.0.0.1:$port" features/dep 1 dep >/dev/null
 OCI_CA=$WORK/ca.crt OCI_USER=sbxtest OCI_PASS=s3cret-pw \
     python3 "$SRC/tests/support/oci_push.py" feature "127.0.0.1:$port" features/greet 1 feat >pushed
 say "feature pushed: 127.0.0.1:$port/features/greet:1 $(cut -d' ' -f1 pushed)"
@@ -99,6 +109,6 @@ probe='cat /usr/local/share/greet/said; echo "GREET_FROM=$GREET_FROM"; ls /usr/l
 a=$(docker run --rm --network none "$sbx_image" sh -c "$probe")
 b=$(docker run --rm --network none "$tag" sh -c "$probe")
 [ "$a" = "$b" ] || die "the images differ: sbx: [$a] reference: [$b]"
-[ "$(echo "$a" | head -n1)" = "hi loud=true for root home /root" ] || die "unexpected: [$a]"
+[ "$(echo "$a" | head -n1)" = "hi loud=true for root home /root dep=yes" ] || die "unexpected: [$a]"
 say "same feature files and environment in both images: $(echo "$a" | tr '\n' ' ')"
 say "all passed"

@@ -98,10 +98,10 @@ built_ok() { # NAME: checks the feature's file and environment in the image
         die "$1: the feature's containerEnv in $img"
     docker image inspect -f '{{index .Config.Labels "dev.sbx.features"}}' "$img" |
         grep -q "features/greet@$mdigest" || die "$1: no pin in the label of $img"
-    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if f[-1]["id"] == "greet" and f[-1]["pinned"].endswith(sys.argv[2]) else 1)' \
+    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; g=[x for x in f if x["id"] == "greet"]; sys.exit(0 if g and g[0]["pinned"].endswith(sys.argv[2]) else 1)' \
         "$1.json" "$mdigest" || die "$1: --json features: $(cat "$1.json")"
     "$SBX" image inspect --image "$img" --json >"$1.inspect" 2>&1 || die "$1: inspect: $(cat "$1.inspect")"
-    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if f and f[-1]["pinned"].endswith(sys.argv[2]) else 1)' \
+    python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if any(x["pinned"].endswith(sys.argv[2]) for x in f) else 1)' \
         "$1.inspect" "$mdigest" || die "$1: inspect --json features: $(cat "$1.inspect")"
     grep -rq 's3cret' "$1.json" "$1.err" && die "$1: the password was printed"
     true
@@ -113,6 +113,35 @@ build bytag || die "build by tag: $(cat bytag.err)"
 built_ok bytag
 grep -q "features/greet@$mdigest" bytag.err || true
 say "built with the feature by tag: $(head -c 80 bytag.json | tr -d '\n')..."
+
+# features for dependsOn (issue 29): needsdep and otherdep need dep, which is
+# not listed in the definitions (built in 2., refused in 3.)
+mkdir -p dep needsdep cyca cycb
+echo '{ "id": "dep", "version": "1.0.0", "options": { "word": { "type": "string", "default": "none" } } }' \
+    >dep/devcontainer-feature.json
+printf '#!/bin/sh\nmkdir -p /usr/local/share && echo "$WORD" >/usr/local/share/dep.txt\n' >dep/install.sh
+read -r depdigest _ < <(push feature "127.0.0.1:$port" features/dep 1 dep)
+echo "{ \"id\": \"needsdep\", \"dependsOn\": { \"127.0.0.1:$port/features/dep:1\": { \"word\": \"yes\" } } }" \
+    >needsdep/devcontainer-feature.json
+printf '#!/bin/sh\nset -e\n[ "$(cat /usr/local/share/dep.txt)" = yes ]\necho needs >/usr/local/share/needsdep.txt\n' \
+    >needsdep/install.sh
+push feature "127.0.0.1:$port" features/needsdep 1 needsdep >/dev/null
+echo "{ \"id\": \"cyca\", \"dependsOn\": { \"127.0.0.1:$port/features/cycb:1\": {} } }" \
+    >cyca/devcontainer-feature.json
+echo "{ \"id\": \"cycb\", \"dependsOn\": { \"127.0.0.1:$port/features/cyca:1\": {} } }" \
+    >cycb/devcontainer-feature.json
+# otherdep needs dep with other options (another feature: installed again)
+mkdir -p otherdep
+echo "{ \"id\": \"otherdep\", \"dependsOn\": { \"127.0.0.1:$port/features/dep:1\": { \"word\": \"other\" } } }" \
+    >otherdep/devcontainer-feature.json
+for f in cyca cycb otherdep; do
+    printf '#!/bin/sh\ntrue\n' >$f/install.sh
+    push feature "127.0.0.1:$port" features/$f 1 $f >/dev/null
+done
+defdep() { # NAME FEATURE-REF: a definition with only that feature, its defaults
+    def "$1" x
+    sed -i "s|\"x\": { \"greeting\": \"hi\" }|\"$2\": {}|" "$1/.devcontainer/devcontainer.json"
+}
 
 # 2. by digest, the login from a credential helper (credsStore) on PATH, a
 # fresh cache (the layer is fetched again)
@@ -127,19 +156,28 @@ printf '{"ServerURL": "%s", "Username": "sbxtest", "Secret": "s3cret-pw"}\n' "\$
 EOF
 chmod +x bin/docker-credential-sbxfake
 echo '{"credsStore": "sbxfake"}' >helpercfg/config.json
-def bydigest "127.0.0.1:$port/features/greet@$mdigest" "\"127.0.0.1:$port/features/first:1\": {}"
+# with needsdep (which needs dep with the options of the dep listed: the same
+# feature, installed once) and otherdep (dep with other options: another
+# feature, not listed, fetched and installed again)
+def bydigest "127.0.0.1:$port/features/greet@$mdigest" "\"127.0.0.1:$port/features/first:1\": {}, \"127.0.0.1:$port/features/needsdep:1\": {}, \"127.0.0.1:$port/features/dep:1\": { \"word\": \"yes\" }, \"127.0.0.1:$port/features/otherdep:1\": {}"
 rm -rf cache
 PATH=$WORK/bin:$PATH DOCKER_CONFIG=$WORK/helpercfg build bydigest || die "build by digest: $(cat bydigest.err)"
 built_ok bydigest
 # installsAfter: first (listed second) is installed before greet
-python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if [x["id"] for x in f] == ["first", "greet"] else 1)' \
-    bydigest.json || die "bydigest: not installed after first: $(cat bydigest.json)"
+# and dependsOn: dep before needsdep, installed again (other options) before
+# otherdep, pinned
+python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["features"]; sys.exit(0 if [x["id"] for x in f] == ["first", "greet", "dep", "needsdep", "dep", "otherdep"] and f[2]["pinned"].endswith(sys.argv[2]) else 1)' \
+    bydigest.json "$depdigest" || die "bydigest: not in order: $(cat bydigest.json)"
 img=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["image"])' bydigest.json)
 [ "$(docker run --rm --network none "$img" cat /usr/local/share/first.txt)" = first ] ||
     die "bydigest: no file of the feature first"
+[ "$(docker run --rm --network none "$img" cat /usr/local/share/dep.txt /usr/local/share/needsdep.txt | tr '\n' ' ')" = "other needs " ] ||
+    die "bydigest: the files of dep and needsdep in $img"
+docker image inspect -f '{{index .Config.Labels "dev.sbx.features"}}' "$img" |
+    grep -q "features/dep@$depdigest" || die "bydigest: no pin of dep in the label of $img"
 grep -qx "127.0.0.1:$port" helper.calls || die "the credential helper was not asked"
 grep -rq 's3cret' cache state 2>/dev/null && die "the password was written"
-say "built by digest with the login of a credential helper"
+say "built by digest with the login of a credential helper, and a dependsOn not listed"
 # the engine's push takes the helper's login too (X-Registry-Auth)
 docker tag sbx-busybox:test "sbx-ocitest-$$:0123456789abcdef"
 images+=("sbx-ocitest-$$:0123456789abcdef" "127.0.0.1:$port/team/imgs:0123456789abcdef")
@@ -162,6 +200,14 @@ bad() { # NAME EXIT PATTERN [ENV...]: the build exits EXIT and says PATTERN
 }
 def unknown "127.0.0.9:$port/features/greet:1"
 bad unknown 2 "unknown/.devcontainer/devcontainer.json: features[\"127.0.0.9:$port/features/greet:1\"]: registry 127.0.0.9:$port is not one of image_registry.feature_registries"
+mkdir -p fardep/.devcontainer/far
+echo "{ \"id\": \"far\", \"dependsOn\": { \"127.0.0.9:$port/features/dep:1\": {} } }" \
+    >fardep/.devcontainer/far/devcontainer-feature.json
+printf '#!/bin/sh\ntrue\n' >fardep/.devcontainer/far/install.sh
+defdep fardep ./far
+bad fardep 2 "features[\"./far\"].dependsOn[\"127.0.0.9:$port/features/dep:1\"]: registry 127.0.0.9:$port is not one of image_registry.feature_registries"
+defdep cycle "127.0.0.1:$port/features/cyca:1"
+bad cycle 2 "cycle/.devcontainer/devcontainer.json: features: a cycle in dependsOn/installsAfter among 127.0.0.1:$port/features/cyca:1, 127.0.0.1:$port/features/cycb:1"
 def notag "127.0.0.1:$port/features/greet:nope"
 bad notag 1 "features[\"127.0.0.1:$port/features/greet:nope\"]: 127.0.0.1:$port has no tag nope"
 def nologin "127.0.0.1:$port/features/greet:1"

@@ -199,6 +199,12 @@ static void test_features(void **state)
     refused("{\"features\": {\"./a\": {\"on\": \"maybe\"}}}",
             "features[\"./a\"].on must be true or false");
     refused("{\"features\": {\"./b\": {}}}", "dependsOn \"./c\" is not in features");
+    /* (added) a dependsOn that is not listed is fetched only from a listed
+     * registry; the message names the field */
+    write_feature("d", "{\"id\": \"d\", \"dependsOn\": {\"ghcr.example/f/x:1\": {}}}");
+    refused("{\"features\": {\"./d\": {}}}",
+            "features[\"./d\"].dependsOn[\"ghcr.example/f/x:1\"]: registry ghcr.example is not "
+            "one of image_registry.feature_registries");
     write_feature("c", "{\"id\": \"c\", \"installsAfter\": [\"a\"]}");
     refused("{\"features\": {\"./a\": {}, \"./b\": {}, \"./c\": {}}}",
             "a cycle in dependsOn/installsAfter among ./a, ./b, ./c");

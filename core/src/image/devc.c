@@ -488,25 +488,30 @@ fail:
     return -1;
 }
 
+void sbx_devc_feature_fini(struct sbx_devc_feature *f)
+{
+    free(f->ref);
+    free(f->id);
+    free(f->dir);
+    free(f->pinned);
+    strv_free(f->env);
+    strv_free(f->container_env);
+    strv_free(f->after);
+    strv_free(f->depends);
+    json_decref(f->depends_on);
+    free(f->dep_idx);
+    for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
+        sbx_devc_cmds_free(f->cmds[s], f->ncmds[s]);
+    }
+}
+
 void sbx_devc_free(struct sbx_devc *dc)
 {
     if (dc == NULL) {
         return;
     }
     for (size_t i = 0; i < dc->nfeatures; i++) {
-        struct sbx_devc_feature *f = &dc->features[i];
-
-        free(f->ref);
-        free(f->id);
-        free(f->dir);
-        free(f->pinned);
-        strv_free(f->env);
-        strv_free(f->container_env);
-        strv_free(f->after);
-        strv_free(f->depends);
-        for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
-            sbx_devc_cmds_free(f->cmds[s], f->ncmds[s]);
-        }
+        sbx_devc_feature_fini(&dc->features[i]);
     }
     free(dc->features);
     for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {

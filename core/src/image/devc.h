@@ -44,7 +44,9 @@ struct sbx_devc_feature {
     char **depends;       /* dependsOn (ids or refs) */
     struct sbx_devc_cmd *cmds[SBX_DEVC_NSTEPS];
     size_t ncmds[SBX_DEVC_NSTEPS];
-    char *pinned; /* (added) a feature from a registry: REGISTRY/REPO@sha256:..., else NULL */
+    char *pinned;       /* (added) a feature from a registry: REGISTRY/REPO@sha256:..., else NULL */
+    json_t *depends_on; /* (added) its dependsOn object (refs and their options), or NULL */
+    long *dep_idx;      /* (added) the feature each dependsOn entry resolved to, in order */
 };
 
 /* (added) Where features from an OCI registry come from (feature_oci.c): the
@@ -88,6 +90,8 @@ int sbx_devc_parse(const char *path, json_t *root, struct sbx_devc **out, sbx_er
 int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fetch *fetch,
                         struct sbx_devc **out, sbx_error_t **err);
 void sbx_devc_free(struct sbx_devc *dc);
+/* (added) Frees what one feature holds (not f itself). */
+void sbx_devc_feature_fini(struct sbx_devc_feature *f);
 /* What shapes the result, for the content hash (the helper adds the base
  * image's id and the layer's bytes). */
 json_t *sbx_devc_canonical(const struct sbx_devc *dc);
@@ -146,4 +150,8 @@ int sbx_feature_ref_parse(const char *ref, struct sbx_feature_ref *out);
  * SBX_E_NOTFOUND, SBX_E_PROTOCOL (a digest that does not match). */
 int sbx_feature_oci_fetch(const struct sbx_devc_fetch *fetch, const char *path, const char *ref,
                           char **dir, char **pinned, sbx_error_t **err);
+/* (added) The same, its messages starting with label ("FILE: features[\"A\"]
+ * .dependsOn[\"B\"]") instead of "FILE: features[\"REF\"]". */
+int sbx_feature_oci_fetch_as(const struct sbx_devc_fetch *fetch, const char *label, const char *ref,
+                             char **dir, char **pinned, sbx_error_t **err);
 #endif

@@ -13,6 +13,7 @@
 
 #define DEVC_MAX_FEATURES 64
 #define DEVC_MAX_CMDS 32
+#define DEVC_MAX_DEPENDS 16 /* features added through dependsOn */
 #define DEVC_FEATURE_JSON_MAX (256 * 1024)
 
 static const char *const feature_known[] = {"id",
@@ -280,8 +281,12 @@ static int id_list(const char *path, const char *ref, const char *field, json_t 
     return 0;
 }
 
-static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, json_t *given,
-                        struct sbx_devc_feature *f, sbx_error_t **err)
+/* Reads one feature into f. ref names it in messages (for a dependency:
+ * 'A"].dependsOn["B'); real is what is fetched (NULL: ref); dir, when not
+ * NULL, is its folder already there (nothing is fetched). */
+static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, const char *real,
+                        const char *dir, json_t *given, struct sbx_devc_feature *f,
+                        sbx_error_t **err)
 {
     const char *path = dc->path;
     char *joined;
@@ -293,7 +298,11 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
     int r = -1;
 
     f->ref = xstrdup(ref);
-    if (strncmp(ref, "https://", 8) == 0 || strncmp(ref, "http://", 7) == 0) {
+    real = real ? real : ref;
+    if (dir != NULL) {
+        f->dir = xstrdup(dir);
+    }
+    else if (strncmp(real, "https://", 8) == 0 || strncmp(real, "http://", 7) == 0) {
         return sbx_error_set(err, SBX_E_CONFIG,
                              "%s: features[\"%.128s\"]: features from a URL are not fetched "
                              "(a tarball); publish it to a registry of "
@@ -301,9 +310,14 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
                              "definition's folder and name it \"./<folder>\"",
                              path, ref);
     }
-    if (strncmp(ref, "./", 2) != 0) {
+    else if (strncmp(real, "./", 2) != 0) {
         /* (added) a feature from a registry the configuration lists */
-        if (sbx_feature_oci_fetch(dc->fetch, path, ref, &f->dir, &f->pinned, err) < 0) {
+        char *label = xasprintf("%s: features[\"%.200s\"]", path, ref);
+
+        int fr = sbx_feature_oci_fetch_as(dc->fetch, label, real, &f->dir, &f->pinned, err);
+
+        free(label);
+        if (fr < 0) {
             return -1;
         }
     }
@@ -401,6 +415,9 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
             0) {
         goto out;
     }
+    if (json_is_object(json_object_get(root, "dependsOn"))) {
+        f->depends_on = json_incref(json_object_get(root, "dependsOn"));
+    }
     for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
         char *field;
 
@@ -424,21 +441,143 @@ out:
 
 /* The index of the feature a dependsOn or installsAfter entry names: its
  * ref ("./b") or its id ("b"); -1 when none is listed. */
+static int names(const char *r, const char *name)
+{
+    size_t nl = strlen(name);
+
+    return strcmp(r, name) == 0 || (strncmp(r, "./", 2) == 0 && strcmp(r + 2, name) == 0) ||
+           (strncmp(r, "./", 2) != 0 && strncmp(r, name, nl) == 0 &&
+            (r[nl] == ':' || r[nl] == '@') && strchr(r + nl + 1, '/') == NULL);
+}
+
 static long find_feature(const struct sbx_devc *dc, const char *name)
 {
     for (size_t i = 0; i < dc->nfeatures; i++) {
-        const char *r = dc->features[i].ref;
-
-        size_t nl = strlen(name);
-
-        if (strcmp(r, name) == 0 || strcmp(dc->features[i].id, name) == 0 ||
-            (strncmp(r, "./", 2) == 0 && strcmp(r + 2, name) == 0) ||
-            (strncmp(r, "./", 2) != 0 && strncmp(r, name, nl) == 0 &&
-             (r[nl] == ':' || r[nl] == '@') && strchr(r + nl + 1, '/') == NULL)) {
+        if (names(dc->features[i].ref, name) || strcmp(dc->features[i].id, name) == 0) {
             return (long)i; /* "./b", "b", or REGISTRY/PATH/b for REGISTRY/PATH/b:TAG */
         }
     }
     return -1;
+}
+
+static void feature_free(struct sbx_devc_feature *f)
+{
+    sbx_devc_feature_fini(f);
+    memset(f, 0, sizeof(*f));
+}
+
+static int same_env(char **a, char **b)
+{
+    size_t i = 0;
+
+    for (; a != NULL && b != NULL && a[i] != NULL && b[i] != NULL; i++) {
+        if (strcmp(a[i], b[i]) != 0) {
+            return 0;
+        }
+    }
+    return (a == NULL || a[i] == NULL) && (b == NULL || b[i] == NULL);
+}
+
+/* (added) One dependsOn entry k (options v) of features[i]: the index of the
+ * feature it is. A listed feature named k with the same options (their
+ * values after defaults), or one of the same pinned digest and options, is
+ * it; else k is fetched like a listed feature and appended (its own
+ * dependsOn resolved in turn). A local folder or an id only names a listed
+ * feature (the spec's dependsOn names published features). */
+static int resolve_one(struct sbx_devc *dc, const char *base, size_t i, const char *k, json_t *v,
+                       size_t *added, long *out, sbx_error_t **err)
+{
+    struct sbx_feature_ref fr;
+    struct sbx_devc_feature t = {0};
+    char *label = xasprintf("%s\"].dependsOn[\"%.200s", dc->features[i].ref, k);
+    json_t *given = json_is_true(v) ? NULL : v;
+    int r = -1;
+
+    *out = -1;
+    if (strncmp(k, "./", 2) == 0 || strncmp(k, "../", 3) == 0 || strstr(k, "://") != NULL ||
+        sbx_feature_ref_parse(k, &fr) < 0) {
+        *out = find_feature(dc, k);
+        if (*out < 0) {
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: features[\"%s\"]: dependsOn \"%.128s\" is not in features "
+                          "(a dependsOn that is not listed is fetched only when it names a "
+                          "published feature, REGISTRY/NAMESPACE/NAME[:TAG|@sha256:HEX])",
+                          dc->path, dc->features[i].ref, k);
+        }
+        free(label);
+        return *out < 0 ? -1 : 0;
+    }
+    for (size_t j = 0; j < dc->nfeatures && *out < 0; j++) {
+        if (dc->features[j].dir != NULL && names(dc->features[j].ref, k)) {
+            /* options that feature does not take: not it (the fetch below says why) */
+            if (load_feature(dc, base, label, k, dc->features[j].dir, given, &t, err) < 0) {
+                sbx_error_free(err);
+            }
+            else if (same_env(t.env, dc->features[j].env)) {
+                *out = (long)j;
+            }
+            feature_free(&t);
+        }
+    }
+    if (*out >= 0) {
+        r = 0;
+        goto out;
+    }
+    if (load_feature(dc, base, label, k, NULL, given, &t, err) < 0) {
+        goto out;
+    }
+    for (size_t j = 0; j < dc->nfeatures && *out < 0; j++) {
+        if (dc->features[j].pinned != NULL && strcmp(dc->features[j].pinned, t.pinned) == 0 &&
+            same_env(t.env, dc->features[j].env)) {
+            *out = (long)j;
+        }
+    }
+    if (*out < 0) {
+        if (*added >= DEVC_MAX_DEPENDS || dc->nfeatures >= DEVC_MAX_FEATURES) {
+            sbx_error_set(err, SBX_E_CONFIG,
+                          "%s: features[\"%s\"]: more than %d features through dependsOn "
+                          "(%d in all)",
+                          dc->path, label, DEVC_MAX_DEPENDS, DEVC_MAX_FEATURES);
+            goto out;
+        }
+        (*added)++;
+        free(t.ref);
+        t.ref = xstrdup(k);
+        dc->features = xrealloc(dc->features, (dc->nfeatures + 1) * sizeof(*dc->features));
+        dc->features[dc->nfeatures] = t;
+        memset(&t, 0, sizeof(t));
+        *out = (long)dc->nfeatures++;
+    }
+    r = 0;
+out:
+    feature_free(&t);
+    free(label);
+    return r;
+}
+
+/* (added) Resolves every feature's dependsOn (those appended too). */
+static int resolve_depends(struct sbx_devc *dc, const char *base, sbx_error_t **err)
+{
+    size_t added = 0;
+    const char *k;
+    json_t *v;
+
+    for (size_t i = 0; i < dc->nfeatures; i++) {
+        size_t j = 0;
+
+        dc->features[i].dep_idx =
+            xcalloc(json_object_size(dc->features[i].depends_on) + 1, sizeof(long));
+        json_object_foreach(dc->features[i].depends_on, k, v)
+        {
+            long d;
+
+            if (resolve_one(dc, base, i, k, v, &added, &d, err) < 0) {
+                return -1;
+            }
+            dc->features[i].dep_idx[j++] = d;
+        }
+    }
+    return 0;
 }
 
 /* Orders the features: each after its dependsOn and installsAfter; among
@@ -478,7 +617,7 @@ static int order(struct sbx_devc *dc, json_t *override, sbx_error_t **err)
         struct sbx_devc_feature *f = &dc->features[i];
 
         for (size_t j = 0; f->depends != NULL && f->depends[j] != NULL; j++) {
-            long d = find_feature(dc, f->depends[j]);
+            long d = f->dep_idx != NULL ? f->dep_idx[j] : find_feature(dc, f->depends[j]);
 
             if (d < 0) {
                 free(out);
@@ -555,12 +694,13 @@ int sbx_devc_features(struct sbx_devc *dc, json_t *features, json_t *override, s
     {
         struct sbx_devc_feature *f = &dc->features[dc->nfeatures++];
 
-        if (load_feature(dc, base, k, json_is_true(v) ? NULL : v, f, err) < 0) {
+        if (load_feature(dc, base, k, NULL, NULL, json_is_true(v) ? NULL : v, f, err) < 0) {
             free(base);
             return -1;
         }
     }
+    r = resolve_depends(dc, base, err);
     free(base);
-    r = order(dc, override, err);
+    r = r < 0 ? r : order(dc, override, err);
     return r;
 }

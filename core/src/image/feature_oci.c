@@ -307,11 +307,20 @@ out:
 int sbx_feature_oci_fetch(const struct sbx_devc_fetch *fetch, const char *path, const char *ref,
                           char **dir, char **pinned, sbx_error_t **err)
 {
+    char *label = xasprintf("%s: features[\"%.200s\"]", path, ref);
+    int r = sbx_feature_oci_fetch_as(fetch, label, ref, dir, pinned, err);
+
+    free(label);
+    return r;
+}
+
+int sbx_feature_oci_fetch_as(const struct sbx_devc_fetch *fetch, const char *label, const char *ref,
+                             char **dir, char **pinned, sbx_error_t **err)
+{
     struct sbx_feature_ref fr;
     struct sbx_registry_login login = {0};
     struct sbx_oci o = {0};
     const char *source = "none";
-    char *label = xasprintf("%s: features[\"%.200s\"]", path, ref);
     json_t *m = NULL;
     json_t *layer = NULL;
     json_t *x;
@@ -386,6 +395,5 @@ out:
     json_decref(m);
     sbx_oci_fini(&o);
     sbx_registry_login_free(&login);
-    free(label);
     return ret;
 }
