@@ -188,7 +188,8 @@ void runner_schedule(struct sbx_runner *r)
         /* (added) a warm sandbox to claim: only a job that can use one
          * (docs/runner.md, Warm pool); without one the tick below evicts
          * warm sandboxes this job needs the room of */
-        j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
+        j->warm = j->image == NULL && /* (added) a snapshot's image: never a warm one */
+                          (j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0)
                       ? runner_warm_take(r, j->pool)
                       : NULL;
         pthread_mutex_lock(&r->mu);
@@ -344,8 +345,9 @@ int runner_submit(struct sbx_runner *r, struct rjob *j, json_t *labels, sbx_erro
     rec.env = j->env;
     rec.client = j->owner;
     rec.provider = j->provider ? j->provider : r->cfg->provider;
-    rec.image =
-        (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool), rec.provider); /* (changed) */
+    rec.image = j->image ? j->image /* (added) a snapshot's (`from`) */
+                         : (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool),
+                                                    rec.provider); /* (changed) */
     rec.limits = r->cfg->limits;
     if (!direct && decide_job(r, j, labels, &rec.limits, err) < 0) {
         json_decref(argv);

@@ -49,6 +49,9 @@ struct rjob {
     int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
+    /* (added, issue 30) `from`: the snapshot id the request named, and its image
+     * ref once checked (api_snap.c); NULL: the configured image */
+    char *from, *image;
     json_t *env; /* the command's variables (object NAME -> value), or NULL */
     int state;   /* enum sbx_job_state, under r->mu */
     volatile int cancel;
@@ -339,6 +342,12 @@ const struct runner_client *runner_authenticate(struct sbx_runner *r, const char
 int runner_may_use_credentials(const struct sbx_runner *r, const char *client, const char *name);
 /* The client may see (cancel) a job or task of owner. */
 int runner_may_read(const struct runner_client *who, const char *owner);
+/* (added, issue 30) A submit's `from` (api_snap.c): the snapshot must exist, be the
+ * client's own (any with read-all), of the job's provider, the client must have the
+ * scope `snapshot`, and the task must not be running yet. 0 and j->image set, or -1
+ * having replied (403, 404, 400, 409 naming the field). */
+int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
+                       const struct runner_client *who, struct rjob *j);
 int runner_may_cancel(const struct runner_client *who, const char *owner);
 
 /* hooks.c */
