@@ -258,6 +258,64 @@ static int teardown_all(void **state)
     return rt_teardown(state);
 }
 
+/* (added) `sbx cp` into a kept task streams the archive through the keeper to the
+ * engine in pieces: a directory with a file of several pieces arrives whole; an archive
+ * on stdin past the 256 MiB bound is refused in one line while it streams. */
+static void streamed_copy_in(const char *task)
+{
+    char *dir = test_mkdtemp();
+    char *cmd = NULL;
+    char dest[96];
+    struct spawn_result r;
+    char sum[65] = "";
+    FILE *p;
+
+    assert_true(asprintf(&cmd,
+                         "mkdir %s/tree && head -c 5000000 /dev/urandom > %s/tree/big && "
+                         "echo small > %s/tree/small && cat %s/tree/big %s/tree/small | sha256sum",
+                         dir, dir, dir, dir, dir) > 0);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(sum, sizeof(sum), p));
+    pclose(p);
+    free(cmd);
+    cmd = NULL;
+    assert_true(asprintf(&cmd, "%s/tree", dir) > 0);
+    snprintf(dest, sizeof(dest), "%s:/tmp/streamed", task);
+    r = RT_SBX("cp", cmd, dest);
+    if (r.rc != 0) {
+        fail_msg("cp of a 5 MB tree: %s", r.err);
+    }
+    spawn_result_free(&r);
+    free(cmd);
+    r = RT_SBX("exec", task, "--", "sh", "-c",
+               "cat /tmp/streamed/big /tmp/streamed/small | sha256sum");
+    assert_int_equal(r.rc, 0);
+    assert_true(strncmp(r.out, sum, 64) == 0);
+    spawn_result_free(&r);
+    /* 300 MiB of archive on stdin (a sparse file: nothing on the host's disk) */
+    assert_true(
+        asprintf(&cmd,
+                 "cd %s && truncate -s 300M sparse && tar cf - sparse | env '%s' '%s' '%s' cp "
+                 "- %s:/tmp 2>&1; echo \"rc=$?\"",
+                 dir, rt_host, rt_statev, rt_sbx, task) > 0);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    {
+        char out[1024];
+        size_t n = fread(out, 1, sizeof(out) - 1, p);
+
+        out[n] = '\0';
+        pclose(p);
+        if (strstr(out, "larger than 256 MiB") == NULL || strstr(out, "rc=1") == NULL) {
+            fail_msg("300 MiB on stdin: %s", out);
+        }
+    }
+    free(cmd);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void test_pause_and_resume(void **state)
 {
     struct spawn_result r;
@@ -323,6 +381,7 @@ static void test_pause_and_resume(void **state)
         fail_msg("the count has a gap: %s%s", r.out, r.err);
     }
     spawn_result_free(&r);
+    streamed_copy_in("p1");
     /* ending a paused task works too */
     r = RT_SBX("task", "pause", "p1");
     assert_int_equal(r.rc, 0);
