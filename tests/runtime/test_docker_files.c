@@ -9,6 +9,8 @@
  *    available, and resume continues a counting process without a gap. */
 #include "rt_common.h"
 
+#include <pthread.h>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -79,6 +81,76 @@ static void run_in(const char *task, const char *cmd)
     id[strcspn(id, "\n")] = '\0';
     spawn_result_free(&r);
     wait_until(job_done(id), 120, NULL, "job %s (%s) to finish", id, cmd);
+}
+
+/* (added) The task's holds ("running" in GET /v1/queue), -1 when it is not listed. */
+static int holds(const char *task)
+{
+    char *out = NULL;
+    json_t *j;
+    json_t *t;
+    size_t i;
+    int n = -1;
+
+    if (api("GET", "/v1/queue", NULL, 0, &out) != 200) {
+        free(out);
+        return -1;
+    }
+    j = json_loads(out, 0, NULL);
+    free(out);
+    json_array_foreach(json_object_get(j, "tasks"), i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "id")), task) == 0) {
+            n = (int)json_integer_value(json_object_get(t, "running"));
+        }
+    }
+    json_decref(j);
+    return n;
+}
+
+struct get_call {
+    const char *path;
+    long status;
+    size_t len;
+};
+
+static void *get_main(void *arg)
+{
+    struct get_call *g = arg;
+    char *out = NULL;
+
+    g->status = api("GET", g->path, NULL, 0, &out);
+    g->len = out ? strlen(out) : 0;
+    free(out);
+    return NULL;
+}
+
+/* (added) The runner's file work runs off its loop: while an archive of 60 MB is read
+ * out of the task (the task held meanwhile), GET /healthz answers. */
+static void loop_free_during_archive(const char *task)
+{
+    struct get_call g = {.path = "/v1/tasks/f1/files?path=/tmp/big60&archive=1"};
+    pthread_t th;
+    int before;
+    int after;
+    long st;
+
+    run_in(task, "head -c 60000000 /dev/urandom > /tmp/big60");
+    assert_int_equal(holds(task), 0);
+    assert_int_equal(pthread_create(&th, NULL, get_main, &g), 0);
+    wait_until(holds(task) == 1 || g.status != 0, 30, NULL, "the archive's request to start");
+    before = holds(task);
+    st = api("GET", "/healthz", NULL, 0, NULL);
+    after = holds(task);
+    pthread_join(th, NULL);
+    assert_int_equal(st, 200);
+    assert_int_equal(g.status, 200);
+    if (before != 1 || after != 1) {
+        fail_msg("the archive was read before the checks (holds %d then %d): more data needed",
+                 before, after);
+    }
+    wait_until(holds(task) == 0, 30, NULL, "the task to be let go");
+    run_in(task, "rm /tmp/big60");
 }
 
 static void test_files_through_cp_and_api(void **state)
@@ -202,6 +274,7 @@ static void test_files_through_cp_and_api(void **state)
     spawn_result_free(&r);
     free(p);
     free(big);
+    loop_free_during_archive("f1");
     /* not this client's path: a relative one is refused before anything runs */
     assert_int_equal(api("GET", "/v1/tasks/f1/files?path=tmp/in.txt", NULL, 0, NULL), 400);
     assert_int_equal(api("GET", "/v1/tasks/nosuch/files?path=/tmp/in.txt", NULL, 0, NULL), 404);

@@ -117,18 +117,7 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    pthread_mutex_lock(&r->mu);
-    t->running--;
-    /* a task ended by its job while held: the snapshot ends it now (as a kept
-     * task's idle end does at the next tick) */
-    if (!t->keep && t->running == 0 && t->state == RT_READY) {
-        t->state = RT_ENDING;
-        if (runner_task_ender_start(r, t) < 0) {
-            t->state = RT_READY;
-            sbx_warn("runner: task %s: no thread to end it after its snapshot", t->id);
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
+    runner_task_let_go(r, t);
     snaps--;
     if (op->gone) {
         sbx_info("runner: snapshot for client '%s': the client went away before the reply",
@@ -149,6 +138,24 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
     }
     sbx_error_free(&op->err);
     free(op);
+}
+
+/* (runner_int.h) the hold of a snapshot or a file request ends */
+void runner_task_let_go(struct sbx_runner *r, struct rtask *t)
+{
+    pthread_mutex_lock(&r->mu);
+    t->running--;
+    /* a task ended by its job while held: it ends now (as a kept task's idle end does
+     * at the next tick) */
+    if (!t->keep && t->running == 0 && t->state == RT_READY) {
+        t->state = RT_ENDING;
+        if (runner_task_ender_start(r, t) < 0) {
+            t->state = RT_READY;
+            sbx_warn("runner: task %s: no thread to end it after its snapshot or file request",
+                     t->id);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void *snap_main(void *arg)

@@ -348,6 +348,9 @@ int runner_may_read(const struct runner_client *who, const char *owner);
  * having replied (403, 404, 400, 409 naming the field). */
 int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
                        const struct runner_client *who, struct rjob *j);
+/* (added, api_snap.c) A hold (running++) taken off the loop ends, on the loop: a task
+ * whose job ended meanwhile is ended now. */
+void runner_task_let_go(struct sbx_runner *r, struct rtask *t);
 int runner_may_cancel(const struct runner_client *who, const char *owner);
 
 /* hooks.c */
