@@ -447,6 +447,12 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
                       r->task, reason);
         return NULL;
     }
+    if (r->from != NULL && r->task != NULL && find_task(e, r->task) != NULL) {
+        pthread_mutex_unlock(&e->mu); /* (added) as the API's 409: no job is made */
+        sbx_error_set(err, SBX_E_USAGE,
+                      "'from': task %s is already running; 'from' starts a new task", r->task);
+        return NULL;
+    }
     j = new_job(e, r, call);
     if (r->task != NULL) {
         snprintf(j->task, sizeof(j->task), "%s", r->task);
