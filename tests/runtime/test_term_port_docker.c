@@ -272,9 +272,7 @@ static void test_port_forward(void **state)
     assert_true(json_is_real(json_object_get(j, "duration")));
     json_decref(j);
     free(got);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    fclose(f);
+
     assert_true(test_file_has(logp, "\"task\":\"tp-1\""));
     assert_true(test_file_has(logp, "\"port\":3000,\"peer\":\"127.0.0.1:"));
     assert_true(test_file_has(logp, "\"via\":\"sbx port\",\"decision\":\"allow\""));
@@ -288,9 +286,33 @@ static void test_port_forward(void **state)
     assert_int_equal(r.rc, 125);
     assert_contains(r.err, "must be a loopback address");
     spawn_result_free(&r);
-    r = RT_SBX("task", "end", "tp-1");
-    assert_int_equal(r.rc, 0);
-    spawn_result_free(&r);
+    {
+        /* (added) a connection still open through sbx port (HTTP keep-alive) does not
+         * hold the task's end: the keeper stops waiting for its counts */
+        int held = tcp_connect(lport);
+        const char req[] = "GET /k HTTP/1.1\r\nHost: t\r\n\r\n";
+        char buf[512];
+        size_t n = 0;
+        ssize_t k;
+
+        assert_true(held >= 0);
+        assert_int_equal(write(held, req, strlen(req)), (ssize_t)strlen(req));
+        while (n < sizeof(buf) - 1 && (k = read(held, buf + n, sizeof(buf) - 1 - n)) > 0) {
+            n += (size_t)k;
+            buf[n] = '\0';
+            if (strstr(buf, "hi /k") != NULL) {
+                break;
+            }
+        }
+        assert_non_null(strstr(buf, "hi /k"));
+        r = RT_SBX("task", "end", "tp-1");
+        assert_int_equal(r.rc, 0);
+        spawn_result_free(&r);
+        close(held);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    fclose(f);
 }
 
 /* ---- through the runner -------------------------------------------------- */

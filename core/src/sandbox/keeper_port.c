@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -65,16 +66,26 @@ static int64_t count_of(json_t *req, const char *key)
 }
 
 /* (added) Until the client says the connection ended (port_end) or goes away:
- * then the connection's line. The keeper's thread for this request waits here. */
-static void port_wait_end(int fd, struct sbx_port_conn *conn)
+ * then the connection's line. The keeper's thread for this request waits here, and
+ * gives up when the task ends (the keeper waits for its threads before it ends the
+ * task; the connection is reset with the sandbox). */
+static void port_wait_end(struct sbx_task *t, int fd, struct sbx_port_conn *conn)
 {
     char type = 0;
     char *data = NULL;
     size_t len = 0;
     sbx_error_t *err = NULL;
     json_t *req = NULL;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
 
-    if (sbx_frame_read(fd, &type, &data, &len, &err) == 0 && type == 'R' && len <= 4096) {
+    while ((r = poll(&p, 1, 250)) == 0 || (r < 0 && errno == EINTR)) {
+        if (sbx_task_stopped(t, NULL, 0)) {
+            sbx_port_conn_end(conn, -1, -1, "the task ended while the connection was open");
+            return;
+        }
+    }
+    if (r > 0 && sbx_frame_read(fd, &type, &data, &len, &err) == 0 && type == 'R' && len <= 4096) {
         req = json_loadb(data, len, 0, NULL);
     }
     if (req != NULL &&
@@ -118,7 +129,7 @@ void sbx_keeper_port(struct sbx_task *t, int fd, json_t *req)
             return;
         }
         close(sock);
-        port_wait_end(fd, conn);
+        port_wait_end(t, fd, conn);
         return;
     }
     reply =
