@@ -640,6 +640,7 @@ static const struct sbx_provider_ops provider_docker_ops = {
     /* (added, ABI 1.9) files/pause */
     .files_get = dk_files_get,
     .files_put = dk_files_put,
+    .files_put_stream = dk_files_put_stream, /* (added, ABI 1.10) */
     .pause = dk_pause,
     .resume = dk_resume,
 };

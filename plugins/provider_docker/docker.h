@@ -289,6 +289,9 @@ int dk_files_get(void *ctx, const char *id, const char *path,
                  int (*sink)(void *ud, const char *data, size_t len), void *ud, sbx_error_t **err);
 int dk_files_put(void *ctx, const char *id, const char *dir, const char *tar, size_t len,
                  sbx_error_t **err);
+int dk_files_put_stream(void *ctx, const char *id, const char *dir,
+                        int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                        sbx_error_t **err);
 int dk_pause(void *ctx, const char *id, int to_disk, sbx_error_t **err);
 int dk_resume(void *ctx, const char *id, sbx_error_t **err);
 

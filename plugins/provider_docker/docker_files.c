@@ -5,6 +5,7 @@
  * included) and packs or unpacks the archive chrooted there, so a symlink the
  * sandbox planted (/tmp/x -> /etc/shadow) names the sandbox's /etc/shadow,
  * never the host's; sbx never resolves a sandbox path on the host. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,45 @@ int dk_files_put(void *ctx, const char *id, const char *dir, const char *tar, si
     if (resp.status != 200) {
         rc = status_error(c, "writing into", dir, &resp, err);
     }
+    c->host->http_response_free(&resp);
+    return rc;
+}
+
+/* (added, ABI 1.10) files_put with the archive read from source as it is sent: one
+ * chunked PUT, nothing of it held here */
+int dk_files_put_stream(void *ctx, const char *id, const char *dir,
+                        int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                        sbx_error_t **err)
+{
+    struct dk_ctx *c = ctx;
+    struct sbx_http_request req = {0};
+    struct sbx_http_response resp = {0};
+    const char *hdr[] = {"Content-Type: application/x-tar", NULL};
+    char *p = archive_path(c, id, dir, "&noOverwriteDirNonDir=true");
+    char url[4200];
+    int rc;
+
+    if (c->host->size < offsetof(struct sbx_host_api, http_upload) + sizeof(void *) ||
+        c->host->http_upload == NULL) {
+        free(p);
+        return c->host->error_set(err, SBX_E_ENGINE, "this sbx cannot stream a request body");
+    }
+    if (p == NULL || strlen(p) >= sizeof(url) - 32) {
+        free(p);
+        return c->host->error_set(err, SBX_E_USAGE, "%.200s: path too long", dir);
+    }
+    snprintf(url, sizeof(url), "http://localhost%s", p);
+    free(p);
+    req.method = "PUT";
+    req.url = url;
+    req.unix_socket = c->socket;
+    req.headers = hdr;
+    req.timeout_ms = 0; /* a stream: as long as the source gives */
+    req.connect_timeout_ms = 2000;
+    if (c->host->http_upload(&req, source, ud, &resp, err) < 0) {
+        return c->host->error_wrap(err, "docker engine at %s", c->socket);
+    }
+    rc = resp.status == 200 ? 0 : status_error(c, "writing into", dir, &resp, err);
     c->host->http_response_free(&resp);
     return rc;
 }

@@ -6,6 +6,7 @@
 // Talks only to the child it starts and to the engine's unix socket.
 import assert from 'node:assert/strict';
 import { chmodSync, chownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +88,7 @@ function connect() {
     return { client, transport };
 }
 
+const snaps = []; // (added) made by the test: removed at its end
 const text = r => r.content.filter(c => c.type === 'text').map(c => c.text).join('\n');
 
 async function main() {
@@ -99,8 +101,8 @@ async function main() {
 
     const { tools } = await client.listTools();
     assert.deepEqual(tools.map(t => t.name).sort(),
-        ['sandbox_cancel', 'sandbox_end', 'sandbox_job', 'sandbox_queue', 'sandbox_read_file',
-            'sandbox_run', 'sandbox_write_file']);
+        ['sandbox_cancel', 'sandbox_end', 'sandbox_fork', 'sandbox_job', 'sandbox_queue',
+            'sandbox_read_file', 'sandbox_run', 'sandbox_snapshot', 'sandbox_write_file']);
     for (const t of tools) {
         assert.equal(t.inputSchema.type, 'object', `${t.name} has an object inputSchema`);
     }
@@ -208,6 +210,35 @@ async function main() {
     assert.equal(r.structuredContent.mode, 'embedded');
     assert.deepEqual(r.structuredContent.tasks.map(t => t.task), ['mcp-t1']);
 
+    // (added, issue 30) a snapshot, a fork and a task from the snapshot: each sees
+    // the parent's file; the fork's own change stays its own
+    r = await client.callTool({ name: 'sandbox_snapshot', arguments: { task: 'mcp-t1' } });
+    assert.notEqual(r.isError, true, text(r));
+    const snap = r.structuredContent.id;
+    assert.match(snap, /^s-[0-9a-f]{12}$/);
+    r = await client.callTool({ name: 'sandbox_fork', arguments: { task: 'mcp-t1', new_task: 'mcp-fork' } });
+    assert.notEqual(r.isError, true, text(r));
+    assert.equal(r.structuredContent.task, 'mcp-fork');
+    assert.equal(r.structuredContent.snapshot.fork, true);
+    const forkSnap = r.structuredContent.snapshot.id;
+    r = await client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-fork',
+        argv: ['sh', '-c', 'cat /tmp/mcp-file; echo fork-only > /tmp/mcp-file'] } });
+    assert.equal(r.structuredContent.stdout, 'kept-across-calls\n', text(r));
+    r = await client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-t1', argv: ['cat', '/tmp/mcp-file'] } });
+    assert.equal(r.structuredContent.stdout, 'kept-across-calls\n', 'the parent does not see the fork\'s write');
+    r = await client.callTool({ name: 'sandbox_run', arguments: { task: 'mcp-fork', from: snap, argv: ['true'] } });
+    assert.equal(r.isError, true);
+    assert.match(text(r), /already running/);
+    r = await client.callTool({ name: 'sandbox_run', arguments: { from: 's-000000000000', argv: ['true'] } });
+    assert.equal(r.isError, true);
+    assert.match(text(r), /no such snapshot/);
+    // (the box admits two sandboxes of the default size: one ends before the next)
+    r = await client.callTool({ name: 'sandbox_end', arguments: { task: 'mcp-fork' } });
+    assert.notEqual(r.isError, true, text(r));
+    r = await client.callTool({ name: 'sandbox_run', arguments: { from: snap, argv: ['cat', '/tmp/mcp-file'] } });
+    assert.equal(r.structuredContent.stdout, 'kept-across-calls\n', text(r));
+    snaps.push(snap, forkSnap);
+
     // end the task, then read the job
     r = await client.callTool({ name: 'sandbox_end', arguments: { task: 'mcp-t1' } });
     assert.notEqual(r.isError, true, text(r));
@@ -248,6 +279,9 @@ async function main() {
     assert.equal(await sandboxes(), before + 1);
     await client.close();
     assert.equal(await sandboxesSettle(before), before, 'closing stdin ended the held task');
+    // (added) the snapshots go once no sandbox runs from them
+    execFileSync(sbx, ['snapshot', 'rm', ...snaps], { env: { ...process.env, DOCKER_HOST: host,
+        SBX_STATE_DIR: state }, cwd: project, stdio: ['ignore', 'ignore', 'inherit'] });
 
     // a command cancelled by closing the client mid-run is cleaned up too
     ({ client, transport } = connect());

@@ -9,6 +9,8 @@
  *    available, and resume continues a counting process without a gap. */
 #include "rt_common.h"
 
+#include <pthread.h>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -79,6 +81,76 @@ static void run_in(const char *task, const char *cmd)
     id[strcspn(id, "\n")] = '\0';
     spawn_result_free(&r);
     wait_until(job_done(id), 120, NULL, "job %s (%s) to finish", id, cmd);
+}
+
+/* (added) The task's holds ("running" in GET /v1/queue), -1 when it is not listed. */
+static int holds(const char *task)
+{
+    char *out = NULL;
+    json_t *j;
+    json_t *t;
+    size_t i;
+    int n = -1;
+
+    if (api("GET", "/v1/queue", NULL, 0, &out) != 200) {
+        free(out);
+        return -1;
+    }
+    j = json_loads(out, 0, NULL);
+    free(out);
+    json_array_foreach(json_object_get(j, "tasks"), i, t)
+    {
+        if (strcmp(json_string_value(json_object_get(t, "id")), task) == 0) {
+            n = (int)json_integer_value(json_object_get(t, "running"));
+        }
+    }
+    json_decref(j);
+    return n;
+}
+
+struct get_call {
+    const char *path;
+    long status;
+    size_t len;
+};
+
+static void *get_main(void *arg)
+{
+    struct get_call *g = arg;
+    char *out = NULL;
+
+    g->status = api("GET", g->path, NULL, 0, &out);
+    g->len = out ? strlen(out) : 0;
+    free(out);
+    return NULL;
+}
+
+/* (added) The runner's file work runs off its loop: while an archive of 60 MB is read
+ * out of the task (the task held meanwhile), GET /healthz answers. */
+static void loop_free_during_archive(const char *task)
+{
+    struct get_call g = {.path = "/v1/tasks/f1/files?path=/tmp/big60&archive=1"};
+    pthread_t th;
+    int before;
+    int after;
+    long st;
+
+    run_in(task, "head -c 60000000 /dev/urandom > /tmp/big60");
+    assert_int_equal(holds(task), 0);
+    assert_int_equal(pthread_create(&th, NULL, get_main, &g), 0);
+    wait_until(holds(task) == 1 || g.status != 0, 30, NULL, "the archive's request to start");
+    before = holds(task);
+    st = api("GET", "/healthz", NULL, 0, NULL);
+    after = holds(task);
+    pthread_join(th, NULL);
+    assert_int_equal(st, 200);
+    assert_int_equal(g.status, 200);
+    if (before != 1 || after != 1) {
+        fail_msg("the archive was read before the checks (holds %d then %d): more data needed",
+                 before, after);
+    }
+    wait_until(holds(task) == 0, 30, NULL, "the task to be let go");
+    run_in(task, "rm /tmp/big60");
 }
 
 static void test_files_through_cp_and_api(void **state)
@@ -202,6 +274,7 @@ static void test_files_through_cp_and_api(void **state)
     spawn_result_free(&r);
     free(p);
     free(big);
+    loop_free_during_archive("f1");
     /* not this client's path: a relative one is refused before anything runs */
     assert_int_equal(api("GET", "/v1/tasks/f1/files?path=tmp/in.txt", NULL, 0, NULL), 400);
     assert_int_equal(api("GET", "/v1/tasks/nosuch/files?path=/tmp/in.txt", NULL, 0, NULL), 404);
@@ -256,6 +329,64 @@ static int teardown_all(void **state)
     }
     serve_kill(SIGTERM);
     return rt_teardown(state);
+}
+
+/* (added) `sbx cp` into a kept task streams the archive through the keeper to the
+ * engine in pieces: a directory with a file of several pieces arrives whole; an archive
+ * on stdin past the 256 MiB bound is refused in one line while it streams. */
+static void streamed_copy_in(const char *task)
+{
+    char *dir = test_mkdtemp();
+    char *cmd = NULL;
+    char dest[96];
+    struct spawn_result r;
+    char sum[65] = "";
+    FILE *p;
+
+    assert_true(asprintf(&cmd,
+                         "mkdir %s/tree && head -c 5000000 /dev/urandom > %s/tree/big && "
+                         "echo small > %s/tree/small && cat %s/tree/big %s/tree/small | sha256sum",
+                         dir, dir, dir, dir, dir) > 0);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(sum, sizeof(sum), p));
+    pclose(p);
+    free(cmd);
+    cmd = NULL;
+    assert_true(asprintf(&cmd, "%s/tree", dir) > 0);
+    snprintf(dest, sizeof(dest), "%s:/tmp/streamed", task);
+    r = RT_SBX("cp", cmd, dest);
+    if (r.rc != 0) {
+        fail_msg("cp of a 5 MB tree: %s", r.err);
+    }
+    spawn_result_free(&r);
+    free(cmd);
+    r = RT_SBX("exec", task, "--", "sh", "-c",
+               "cat /tmp/streamed/big /tmp/streamed/small | sha256sum");
+    assert_int_equal(r.rc, 0);
+    assert_true(strncmp(r.out, sum, 64) == 0);
+    spawn_result_free(&r);
+    /* 300 MiB of archive on stdin (a sparse file: nothing on the host's disk) */
+    assert_true(
+        asprintf(&cmd,
+                 "cd %s && truncate -s 300M sparse && tar cf - sparse | env '%s' '%s' '%s' cp "
+                 "- %s:/tmp 2>&1; echo \"rc=$?\"",
+                 dir, rt_host, rt_statev, rt_sbx, task) > 0);
+    p = popen(cmd, "r");
+    assert_non_null(p);
+    {
+        char out[1024];
+        size_t n = fread(out, 1, sizeof(out) - 1, p);
+
+        out[n] = '\0';
+        pclose(p);
+        if (strstr(out, "larger than 256 MiB") == NULL || strstr(out, "rc=1") == NULL) {
+            fail_msg("300 MiB on stdin: %s", out);
+        }
+    }
+    free(cmd);
+    test_rm_rf(dir);
+    free(dir);
 }
 
 static void test_pause_and_resume(void **state)
@@ -323,6 +454,7 @@ static void test_pause_and_resume(void **state)
         fail_msg("the count has a gap: %s%s", r.out, r.err);
     }
     spawn_result_free(&r);
+    streamed_copy_in("p1");
     /* ending a paused task works too */
     r = RT_SBX("task", "pause", "p1");
     assert_int_equal(r.rc, 0);

@@ -14,8 +14,9 @@
 
 #define BIG_MB "300"
 
-/* One call to the runner's API on its unix socket: the status, the body in *out. */
-static long api(const char *method, const char *path, char **out)
+/* One call to the runner's API on its unix socket, with a JSON body or none: the
+ * status, the reply's body in *out. */
+static long api_body(const char *method, const char *path, const char *body, char **out)
 {
     struct sbx_http_request req = {0};
     struct sbx_http_response resp = {0};
@@ -28,6 +29,8 @@ static long api(const char *method, const char *path, char **out)
     req.url = url;
     req.unix_socket = serve_sock;
     req.timeout_ms = 300000;
+    req.body = body;
+    req.body_len = body ? strlen(body) : 0;
     if (sbx_http_request(&req, &resp, &err) < 0) {
         fail_msg("runner %s %s: %s", method, path, err->msg);
     }
@@ -37,6 +40,11 @@ static long api(const char *method, const char *path, char **out)
     }
     sbx_http_response_free(&resp);
     return status;
+}
+
+static long api(const char *method, const char *path, char **out)
+{
+    return api_body(method, path, NULL, out);
 }
 
 /* A third snapshot with curl (its reply head too): the whole reply. */
@@ -108,19 +116,67 @@ static int job_done(const char *id)
     return done;
 }
 
+static int rm_ok(const char *id)
+{
+    struct spawn_result r = RT_SBX("snapshot", "rm", id);
+    int ok = r.rc == 0;
+
+    if (!ok && strstr(r.err, "in use") == NULL) {
+        fail_msg("snapshot rm %s: %s", id, r.err);
+    }
+    spawn_result_free(&r);
+    return ok;
+}
+
 static void rm_snapshot_of(const char *body)
 {
     json_t *j = json_loads(body, 0, NULL);
     const char *id = json_string_value(json_object_get(j, "id"));
-    struct spawn_result r;
 
     assert_non_null(id);
-    r = RT_SBX("snapshot", "rm", id);
-    if (r.rc != 0) {
-        fail_msg("snapshot rm %s: %s", id, r.err);
-    }
-    spawn_result_free(&r);
+    /* a job's one-command task from it may still be ending: "in use" until then */
+    wait_until(rm_ok(id), 60, NULL, "snapshot rm %s", id);
     json_decref(j);
+}
+
+/* (added) POST /v1/jobs with `from`: a one-command job in a new task from the
+ * snapshot sees the parent's file; its record names the snapshot's image. */
+static void job_from_snapshot(const char *snap)
+{
+    json_t *rec = json_loads(snap, 0, NULL);
+    const char *sid = json_string_value(json_object_get(rec, "id"));
+    char *body = NULL;
+    char *out = NULL;
+    char id[64];
+    json_t *j;
+    long st;
+
+    assert_true(asprintf(&body, "{\"argv\":[\"test\",\"-s\",\"/root/big\"],\"from\":\"%s\"}", sid) >
+                0);
+    st = api_body("POST", "/v1/jobs", body, &out);
+    if (st != 201) {
+        fail_msg("job from snapshot %s: HTTP %ld: %s", sid, st, out);
+    }
+    j = json_loads(out, 0, NULL);
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    free(out);
+    wait_until(job_done(id), 120, NULL, "job %s from snapshot %s", id, sid);
+    assert_true(asprintf(&out, "/v1/jobs/%s", id) > 0);
+    free(body);
+    body = out;
+    assert_int_equal(api("GET", body, &out), 200);
+    j = json_loads(out, 0, NULL);
+    if (json_integer_value(json_object_get(j, "exit_status")) != 0 ||
+        strcmp(json_string_value(json_object_get(j, "image")) ?: "",
+               json_string_value(json_object_get(rec, "ref"))) != 0) {
+        fail_msg("job %s from snapshot %s: %s", id, sid, out);
+    }
+    fprintf(stderr, "a job from snapshot %s saw the parent's /root/big\n", sid);
+    json_decref(j);
+    json_decref(rec);
+    free(out);
+    free(body);
 }
 
 static void test_snapshot_leaves_the_loop_free(void **state)
@@ -181,6 +237,9 @@ static void test_snapshot_leaves_the_loop_free(void **state)
         if (c[i].status != 201) {
             fail_msg("snapshot %d: HTTP %ld: %s", i, c[i].status, c[i].body);
         }
+    }
+    job_from_snapshot(c[0].body);
+    for (int i = 0; i < 2; i++) {
         rm_snapshot_of(c[i].body);
         free(c[i].body);
     }

@@ -326,6 +326,32 @@ static int has_text(char **got, int port, const char *req, const char *text)
     return *got != NULL && strstr(*got, text) != NULL;
 }
 
+/* (added) The first line of ports.log from VIA that was allowed and counted bytes
+ * (bytes_out > 0), or NULL. */
+static json_t *counted_line(const char *path, const char *via)
+{
+    FILE *f = fopen(path, "r");
+    char line[4096];
+    json_t *found = NULL;
+
+    while (f != NULL && found == NULL && fgets(line, sizeof(line), f) != NULL) {
+        json_t *j = json_loads(line, 0, NULL);
+
+        if (strcmp(json_string_value(json_object_get(j, "via")) ?: "", via) == 0 &&
+            strcmp(json_string_value(json_object_get(j, "decision")) ?: "", "allow") == 0 &&
+            json_integer_value(json_object_get(j, "bytes_out")) > 0) {
+            found = j;
+        }
+        else {
+            json_decref(j);
+        }
+    }
+    if (f != NULL) {
+        fclose(f);
+    }
+    return found;
+}
+
 static void test_port_forward(void **state)
 {
     struct spawn_result r;
@@ -337,6 +363,7 @@ static void test_port_forward(void **state)
     int out[2];
     pid_t pid;
     int lport = 0;
+    json_t *j = NULL;
     FILE *f;
 
     (void)state;
@@ -358,12 +385,18 @@ static void test_port_forward(void **state)
     /* the server may still be starting: asked until it answers */
     wait_until(has_text(&got, lport, "GET /x/y?z=1 HTTP/1.0\r\n\r\n", "hi /x/y?z=1 noauth"), 60,
                NULL, "the server inside through sbx port (last: %s)", got ? got : "(none)");
-    free(got);
-    kill(pid, SIGTERM);
-    waitpid(pid, NULL, 0);
-    fclose(f);
-    /* one line per connection, like the egress log */
+    /* one line per connection, like the egress log, written when it ends: (added)
+     * the bytes each way (the request in, exactly what the client got out) and
+     * how long it lasted */
     snprintf(logp, sizeof(logp), "%s/logs/ports.log", rt_state);
+    wait_until((j = counted_line(logp, "sbx port")) != NULL, 30, NULL,
+               "a ports.log line with the bytes of sbx port's connection");
+    assert_int_equal(json_integer_value(json_object_get(j, "bytes_in")), 25);
+    assert_int_equal(json_integer_value(json_object_get(j, "bytes_out")), (json_int_t)strlen(got));
+    assert_true(json_is_real(json_object_get(j, "duration")));
+    json_decref(j);
+    free(got);
+
     assert_true(test_file_has(logp, "\"task\":\"tp-1\""));
     assert_true(test_file_has(logp, "\"port\":3000,\"peer\":\"127.0.0.1:"));
     assert_true(test_file_has(logp, "\"via\":\"sbx port\",\"decision\":\"allow\""));
@@ -377,9 +410,33 @@ static void test_port_forward(void **state)
     assert_int_equal(r.rc, 125);
     assert_contains(r.err, "must be a loopback address");
     spawn_result_free(&r);
-    r = RT_SBX("task", "end", "tp-1");
-    assert_int_equal(r.rc, 0);
-    spawn_result_free(&r);
+    {
+        /* (added) a connection still open through sbx port (HTTP keep-alive) does not
+         * hold the task's end: the keeper stops waiting for its counts */
+        int held = tcp_connect(lport);
+        const char req[] = "GET /k HTTP/1.1\r\nHost: t\r\n\r\n";
+        char buf[512];
+        size_t n = 0;
+        ssize_t k;
+
+        assert_true(held >= 0);
+        assert_int_equal(write(held, req, strlen(req)), (ssize_t)strlen(req));
+        while (n < sizeof(buf) - 1 && (k = read(held, buf + n, sizeof(buf) - 1 - n)) > 0) {
+            n += (size_t)k;
+            buf[n] = '\0';
+            if (strstr(buf, "hi /k") != NULL) {
+                break;
+            }
+        }
+        assert_non_null(strstr(buf, "hi /k"));
+        r = RT_SBX("task", "end", "tp-1");
+        assert_int_equal(r.rc, 0);
+        spawn_result_free(&r);
+        close(held);
+    }
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    fclose(f);
 }
 
 /* ---- through the runner -------------------------------------------------- */
@@ -575,6 +632,19 @@ static void test_runner_ports_and_terminal(void **state)
     assert_contains(got, "Content-Security-Policy: sandbox");
     free(got);
     got = NULL;
+    {
+        /* (added) the runner counts what it relayed (the server's reply; the client
+         * also got the preview's CSP header) */
+        json_t *j = NULL;
+        char logp[512];
+
+        snprintf(logp, sizeof(logp), "%s/logs/ports.log", rt_state);
+        wait_until((j = counted_line(logp, "api client a")) != NULL, 30, NULL,
+                   "a ports.log line with the bytes of the runner's connection");
+        assert_true(json_integer_value(json_object_get(j, "bytes_in")) > 0);
+        assert_true(json_is_real(json_object_get(j, "duration")));
+        json_decref(j);
+    }
     /* another client, even with read-all and cancel-any; one without exec; no token */
     body = api(port, "GET", "/v1/tasks/tp-api/ports/3000/", "tp-token-c-0123456789abcdef", NULL);
     assert_contains(body, "403");

@@ -55,8 +55,10 @@ static const struct abi_size recorded[] = {
     {7, "sbx_provider_ops", 136}, /* 1.7: snapshot, snapshot_remove (snapshot/fork) */
     {7, "sbx_snapshot_req", 32},
     {7, "sbx_snapshot_out", 256},
-    {8, "sbx_provider_ops", 144}, /* 1.8: port_connect (terminals/ports) */
-    {9, "sbx_provider_ops", 176}, /* 1.9: files_get, files_put, pause, resume */
+    {8, "sbx_provider_ops", 144},  /* 1.8: port_connect (terminals/ports) */
+    {9, "sbx_provider_ops", 176},  /* 1.9: files_get, files_put, pause, resume */
+    {10, "sbx_provider_ops", 184}, /* 1.10: files_put_stream (sbx cp into a task streamed) */
+    {10, "sbx_host_api", 136},     /* 1.10: http_upload */
 };
 
 #define ACTUAL(t)                                                                                  \

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <sys/stat.h>
 
 #include "fake_config.h"
 #include "mcp/backend.h"
@@ -339,6 +340,58 @@ static void test_task_ended_by_the_core(void **state)
     json_decref(j);
 }
 
+/* (added, issue 30) sandbox_run's `from` and sandbox_snapshot in embedded mode: a
+ * snapshot's record (planted: the fake provider has no snapshot op) gives the new
+ * task its image; the refusals are one line each. */
+static void plant(const char *id, const char *provider)
+{
+    char *snaps = xasprintf("%s/state/snapshots", dir);
+    char *name = xasprintf("%s.json", id);
+    char *text = xasprintf("{\"id\":\"%s\",\"ref\":\"sbx-snapshot:%s\",\"provider\":\"%s\","
+                           "\"pool\":\"agent\",\"created\":1,\"by\":\"local\"}",
+                           id, id, provider);
+
+    mkdir(snaps, 0700);
+    free(test_write_file(snaps, name, text));
+    free(snaps);
+    free(name);
+    free(text);
+}
+
+static void test_snapshot_and_from(void **state)
+{
+    const char *argv[] = {"hello", NULL};
+    struct sbx_mcp_run r = {.argv = argv, .task = "tf", .from = "s-000000000000"};
+    sbx_error_t *err = NULL;
+    json_t *j;
+
+    (void)state;
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "'from': snapshot s-000000000000: no such snapshot"));
+    sbx_error_free(&err);
+    plant("s-aaaaaaaaaaaa", "other");
+    plant("s-bbbbbbbbbbbb", cfg->provider);
+    r.from = "s-aaaaaaaaaaaa";
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "is of provider 'other'"));
+    sbx_error_free(&err);
+    r.from = "s-bbbbbbbbbbbb";
+    j = b.ops->run(b.ctx, &r, NULL, &err);
+    assert_non_null(j);
+    assert_string_equal(str(j, "state"), "finished");
+    json_decref(j);
+    /* tf runs: 'from' starts a new task only */
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "'from': task tf is already running"));
+    sbx_error_free(&err);
+    assert_null(b.ops->snapshot(b.ctx, "tf", 0, &err));
+    assert_non_null(strstr(err->msg, "cannot snapshot"));
+    sbx_error_free(&err);
+    assert_null(b.ops->snapshot(b.ctx, "nosuch", 0, &err));
+    assert_non_null(strstr(err->msg, "no task 'nosuch'"));
+    sbx_error_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +400,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_ended_by_the_core, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_and_from, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

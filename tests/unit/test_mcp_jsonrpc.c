@@ -39,6 +39,7 @@ static void cap_reset(struct capture *c)
 }
 
 static int runs;
+static char fake_from[32]; /* (added, issue 30) the last run's `from` */
 
 static json_t *fake_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_call *call,
                         sbx_error_t **err)
@@ -51,6 +52,11 @@ static json_t *fake_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_c
 
         assert_string_equal(r->worktree, cwd); /* resolved before the backend sees it */
         free(cwd);
+    }
+    snprintf(fake_from, sizeof(fake_from), "%s", r->from ? r->from : "");
+    if (r->from != NULL && strcmp(r->task ? r->task : "", "nofork") == 0) {
+        sbx_error_set(err, SBX_E_USAGE, "refused by the fake");
+        return NULL;
     }
     if (strcmp(r->argv[0], "refuse") == 0) {
         sbx_error_set(err, SBX_E_USAGE, "refused by the fake");
@@ -119,6 +125,18 @@ static int fake_write_file(void *ctx, const char *task, const char *path, const 
     return 0;
 }
 
+/* (added, issue 30) snapshots: "missing" is unknown */
+static json_t *fake_snapshot(void *ctx, const char *task, int for_fork, sbx_error_t **err)
+{
+    (void)ctx;
+    if (strcmp(task, "missing") == 0) {
+        sbx_error_set(err, SBX_E_NOTFOUND, "no task '%s' is held", task);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:s, s:b}", "id", "s-0123456789ab", "task", task, "pool", "agent",
+                     "fork", for_fork);
+}
+
 static const struct sbx_mcp_backend_ops fake_ops = {
     .mode = "embedded",
     .run = fake_run,
@@ -130,6 +148,7 @@ static const struct sbx_mcp_backend_ops fake_ops = {
     .destroy = fake_nop,
     .read_file = fake_read_file,
     .write_file = fake_write_file,
+    .snapshot = fake_snapshot,
 };
 
 static struct capture cap;
@@ -338,15 +357,15 @@ static void test_initialize(void **state)
 
 static void test_tools_list(void **state)
 {
-    const char *names[] = {"sandbox_run",       "sandbox_end",   "sandbox_job",
-                           "sandbox_cancel",    "sandbox_queue", "sandbox_read_file",
-                           "sandbox_write_file"};
+    const char *names[] = {"sandbox_run",        "sandbox_end",      "sandbox_job",
+                           "sandbox_cancel",     "sandbox_queue",    "sandbox_read_file",
+                           "sandbox_write_file", "sandbox_snapshot", "sandbox_fork"};
     json_t *j = send1("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/list\"}");
     json_t *tools = json_object_get(json_object_get(j, "result"), "tools");
 
     (void)state;
-    assert_int_equal(json_array_size(tools), 7);
-    for (size_t i = 0; i < 7; i++) {
+    assert_int_equal(json_array_size(tools), 9);
+    for (size_t i = 0; i < 9; i++) {
         json_t *t = json_array_get(tools, i);
         json_t *s = json_object_get(t, "inputSchema");
 
@@ -655,6 +674,49 @@ static void test_file_tools(void **state)
     expect_tool_error("sandbox_read_file", "{\"task\":\"t1\",\"path\":\"/big\"}", "1 MiB");
 }
 
+/* (added, issue 30) sandbox_snapshot, sandbox_fork and sandbox_run's `from` */
+static void test_snapshot_tools(void **state)
+{
+    json_t *j;
+    json_t *sc;
+
+    (void)state;
+    j = call_tool("sandbox_snapshot", "{\"task\":\"t1\"}");
+    assert_false(is_error(j));
+    sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+    assert_string_equal(json_string_value(json_object_get(sc, "id")), "s-0123456789ab");
+    assert_true(json_is_false(json_object_get(sc, "fork")));
+    json_decref(j);
+    j = call_tool("sandbox_fork", "{\"task\":\"t1\",\"new_task\":\"t2\"}");
+    assert_false(is_error(j));
+    sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+    assert_string_equal(json_string_value(json_object_get(sc, "task")), "t2");
+    assert_string_equal(json_string_value(json_object_get(sc, "fork_of")), "t1");
+    assert_true(json_is_true(json_object_get(json_object_get(sc, "snapshot"), "fork")));
+    assert_string_equal(fake_from, "s-0123456789ab"); /* the fork's run starts from it */
+    json_decref(j);
+    j = call_tool("sandbox_fork", "{\"task\":\"t1\"}"); /* a generated id */
+    assert_false(is_error(j));
+    sc = json_object_get(json_object_get(j, "result"), "structuredContent");
+    assert_true(strncmp(json_string_value(json_object_get(sc, "task")), "t-", 2) == 0);
+    json_decref(j);
+    j = call_tool("sandbox_run", "{\"argv\":[\"x\"],\"task\":\"t3\",\"from\":\"s-0123456789ab\"}");
+    assert_false(is_error(j));
+    assert_string_equal(fake_from, "s-0123456789ab");
+    json_decref(j);
+    expect_tool_error("sandbox_fork", "{\"task\":\"t1\",\"new_task\":\"nofork\"}",
+                      "snapshot s-0123456789ab made (kept), but the new task nofork did not start");
+    expect_tool_error("sandbox_snapshot", "{\"task\":\"missing\"}", "no task 'missing'");
+    expect_tool_error("sandbox_fork", "{\"task\":\"missing\"}", "no task 'missing'");
+    expect_tool_error("sandbox_snapshot", "{}", "'task' is required");
+    expect_tool_error("sandbox_snapshot", "{\"task\":\"t1\",\"new_task\":\"x\"}",
+                      "unknown argument");
+    expect_tool_error("sandbox_fork", "{\"task\":\"t1\",\"new_task\":\"../x\"}",
+                      "'new_task' is not a valid task id");
+    expect_tool_error("sandbox_fork", "{\"task\":7}", "string");
+    expect_tool_error("sandbox_run", "{\"argv\":[\"x\"],\"from\":7}", "from");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +735,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_serve_long_line, setup, teardown),
         cmocka_unit_test(test_runner_mode_fails_clearly),
         cmocka_unit_test_setup_teardown(test_file_tools, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_tools, setup, teardown),
         cmocka_unit_test(test_utf8_clean),
         cmocka_unit_test(test_outbuf_head_and_tail),
     };

@@ -398,6 +398,31 @@ static void test_output_gone(void **state)
     free(id);
 }
 
+/* (added, issue 30) sandbox_snapshot and sandbox_run's `from` through the runner:
+ * its refusals come back whole (the fake provider has no snapshot op) */
+static void test_snapshot_and_from(void **state)
+{
+    const char *argv[] = {"true", NULL};
+    struct sbx_mcp_run r = {.argv = argv, .task = "mk", .from = "s-000000000000"};
+    sbx_error_t *err = NULL;
+    json_t *j;
+
+    (void)state;
+    j = b.ops->run(b.ctx, &r, NULL, &err);
+    assert_null(j);
+    assert_non_null(strstr(sbx_error_msg(err), "field 'from': snapshot s-000000000000: no such"));
+    sbx_error_free(&err);
+    r.from = NULL;
+    json_decref(run(argv, 0, NULL));
+    j = b.ops->run(b.ctx, &r, NULL, &err); /* keeps task mk */
+    assert_non_null(j);
+    json_decref(j);
+    j = b.ops->snapshot(b.ctx, "mk", 1, &err);
+    assert_null(j);
+    assert_non_null(strstr(sbx_error_msg(err), "cannot snapshot"));
+    sbx_error_free(&err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +433,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_silent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_gone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_snapshot_and_from, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -105,6 +105,14 @@ struct sbx_host_api {
 
     /* Frees an error made by error_set and sets *err to NULL (NULL-safe). */
     void (*error_free)(sbx_error_t **err);
+
+    /* (added, ABI 1.10) http with the request body read from source as it is sent
+     * (chunked; req->body ignored): source fills buf with up to cap bytes, *n 0 at the
+     * end, non-zero to stop (the call then fails with SBX_E_CANCELLED). Check size
+     * before calling: a core older than 1.10 has no such member. */
+    int (*http_upload)(const struct sbx_http_request *req,
+                       int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                       struct sbx_http_response *resp, sbx_error_t **err);
 };
 
 #endif

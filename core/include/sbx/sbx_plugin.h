@@ -28,8 +28,9 @@
  * 1.6: image_op (sbx image push, pull, gc, inspect; the runner's image check).
  * 1.7: snapshot, snapshot_remove (snapshot/fork of a task).
  * 1.8: port_connect (terminals/ports: sbx port, the API's ports).
- * 1.9: files_get, files_put, pause, resume (files and pause of a task). */
-#define SBX_PLUGIN_ABI_MINOR_CURRENT 9u
+ * 1.9: files_get, files_put, pause, resume (files and pause of a task).
+ * 1.10: files_put_stream, sbx_host_api.http_upload (`sbx cp` into a task streamed). */
+#define SBX_PLUGIN_ABI_MINOR_CURRENT 10u
 #ifndef SBX_PLUGIN_ABI_MINOR
 #define SBX_PLUGIN_ABI_MINOR SBX_PLUGIN_ABI_MINOR_CURRENT
 #endif

@@ -11,7 +11,7 @@
  * Required: init, destroy_ctx, create, exec, destroy, list.
  * Optional (may be NULL): cancel, info, check, image_build, scan_secrets,
  * claim_worktree, update_limits, image_op, snapshot, snapshot_remove,
- * port_connect, files_get, files_put, pause, resume.
+ * port_connect, files_get, files_put, pause, resume, files_put_stream.
  */
 #ifndef SBX_SDK_PROVIDER_H
 #define SBX_SDK_PROVIDER_H
@@ -418,6 +418,16 @@ struct sbx_provider_ops {
     int (*pause)(void *ctx, const char *sandbox_id, int to_disk, sbx_error_t **err);
     /* Continues every process of a paused sandbox where it stopped. */
     int (*resume)(void *ctx, const char *sandbox_id, sbx_error_t **err);
+
+    /* ---- (added, ABI 1.10) files_put with the archive streamed (`sbx cp` into a task).
+     * Extracts the tar archive read from source into the existing directory dir, as
+     * files_put does: source fills buf with up to cap bytes (*n 0 at the end) and
+     * returns non-zero to stop (the op then fails; the caller knows why). The core
+     * bounds the archive (it counts what source gives). NULL: the core reads the whole
+     * archive and calls files_put. */
+    int (*files_put_stream)(void *ctx, const char *sandbox_id, const char *dir,
+                            int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                            sbx_error_t **err);
 };
 
 #endif

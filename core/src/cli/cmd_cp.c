@@ -153,44 +153,111 @@ static int x_get(const struct xport *x, const char *task, const char *path,
     return rc;
 }
 
+/* Through the runner: the archive whole, as the body of one PUT (the keeper's way
+ * streams it: copy_in). */
 static int x_put(const struct xport *x, const char *task, const char *dir, const char *tar,
                  size_t len, sbx_error_t **err)
 {
-    json_t *req;
+    struct sbx_http_response resp = {0};
+    char *u;
     int rc;
 
-    if (x->runner) {
-        struct sbx_http_response resp = {0};
-        char *u;
-
-        if ((int64_t)len > SBX_FILES_ONE_MAX) {
-            return sbx_error_set(err, SBX_FILES_E_TOOBIG,
-                                 "cp: through the runner a copy into a task is at most %lld MiB "
-                                 "of archive (the API's body cap); this one is %zu bytes",
-                                 (long long)(SBX_FILES_ONE_MAX >> 20), len);
-        }
-        u = api_path(task, dir, "archive");
-        rc = sbx_runner_call_body(x->cfg, "PUT", u, tar, len, "application/x-tar", NULL, NULL,
-                                  &resp, err);
-        free(u);
-        if (rc == 0) {
-            sbx_http_response_free(&resp);
-        }
-        return rc;
+    if ((int64_t)len > SBX_FILES_ONE_MAX) {
+        return sbx_error_set(err, SBX_FILES_E_TOOBIG,
+                             "cp: through the runner a copy into a task is at most %lld MiB "
+                             "of archive (the API's body cap); this one is %zu bytes",
+                             (long long)(SBX_FILES_ONE_MAX >> 20), len);
     }
-    req = json_pack("{s:s, s:s}", "op", "files_put", "dir", dir);
-    rc = sbx_keeper_files_call(x->state, task, req, tar ? tar : "", len, NULL, NULL, NULL, err);
-    json_decref(req);
+    u = api_path(task, dir, "archive");
+    rc = sbx_runner_call_body(x->cfg, "PUT", u, tar, len, "application/x-tar", NULL, NULL, &resp,
+                              err);
+    free(u);
+    if (rc == 0) {
+        sbx_http_response_free(&resp);
+    }
     return rc;
 }
 
 /* ---- into the task: an archive of a host path ------------------------------ */
 
-static int add_tree(struct sbx_tar_buf *b, int dirfd, const char *name, const char *arc,
+/* (changed) The archive as it is made: to the keeper in pieces of PIECE bytes (streamed on
+ * to the provider: never whole in memory), or whole for the runner (the API's body, at
+ * most SBX_FILES_ONE_MAX). */
+#define PIECE (1u << 20)
+
+struct tar_out {
+    struct sbx_tar_buf b;
+    int fd;        /* the keeper's connection, or -1: kept whole (the runner) */
+    int stopped;   /* the keeper stopped reading: its reply says why */
+    int64_t total; /* archive bytes so far */
+    int64_t whole; /* kept whole: at most this many bytes (the runner's body cap) */
+};
+
+/* Sends what the buffer holds (all, or once it holds a piece) to the keeper. */
+static void out_flush(struct tar_out *o, int all)
+{
+    if (o->fd < 0 || o->b.len == 0 || (!all && o->b.len < PIECE)) {
+        return;
+    }
+    if (!o->stopped && sbx_keeper_files_put_data(o->fd, o->b.data, o->b.len) < 0) {
+        o->stopped = 1;
+    }
+    o->b.len = 0;
+    memset(o->b.data, 0, o->b.cap < 1024 ? o->b.cap : 1024); /* sbx_tar_finish's end blocks */
+}
+
+/* Appends raw archive bytes (a file's data, its padding, stdin), keeping the 1024 bytes
+ * after them zeroed as sbx_tar_finish expects. */
+static int out_raw(struct tar_out *o, const char *data, size_t len, sbx_error_t **err)
+{
+    if (o->b.len + len + 1024 > o->b.cap) {
+        size_t cap = o->b.cap ? o->b.cap : 64 * 1024;
+
+        while (cap < o->b.len + len + 1024) {
+            cap *= 2;
+        }
+        o->b.data = xrealloc(o->b.data, cap);
+        o->b.cap = cap;
+    }
+    if (data != NULL) {
+        memcpy(o->b.data + o->b.len, data, len);
+    }
+    else {
+        memset(o->b.data + o->b.len, 0, len);
+    }
+    o->b.len += len;
+    memset(o->b.data + o->b.len, 0, 1024);
+    o->total += (int64_t)len;
+    out_flush(o, 0);
+    if (o->fd < 0 && o->total > o->whole) {
+        return sbx_error_set(err, SBX_FILES_E_TOOBIG,
+                             "cp: through the runner a copy into a task is at most %lld MiB "
+                             "of archive (the API's body cap): refused",
+                             (long long)(o->whole >> 20));
+    }
+    if (o->stopped) {
+        return sbx_error_set(err, SBX_E_CANCELLED, "the keeper stopped reading the archive");
+    }
+    return 0;
+}
+
+/* After sbx_tar_add/add_head: the member's headers counted and sent on. */
+static int out_added(struct tar_out *o, size_t before, int rc, const char *arc, sbx_error_t **err)
+{
+    if (rc < 0) {
+        return sbx_error_set(err, SBX_E_GENERIC, "%s: name too long", arc);
+    }
+    o->total += (int64_t)(o->b.len - before);
+    out_flush(o, 0);
+    return o->stopped
+               ? sbx_error_set(err, SBX_E_CANCELLED, "the keeper stopped reading the archive")
+               : 0;
+}
+
+static int add_tree(struct tar_out *o, int dirfd, const char *name, const char *arc,
                     struct counts *n, sbx_error_t **err);
 
-static int add_dir(struct sbx_tar_buf *b, int fd, const char *arc, struct counts *n,
-                   sbx_error_t **err)
+static int add_dir(struct tar_out *o, int fd, const char *arc, struct counts *n, sbx_error_t **err)
 {
     DIR *d = fdopendir(fd);
     struct dirent *de;
@@ -207,17 +274,61 @@ static int add_dir(struct sbx_tar_buf *b, int fd, const char *arc, struct counts
             continue;
         }
         sub = xasprintf("%s/%s", arc, de->d_name);
-        rc = add_tree(b, dirfd(d), de->d_name, sub, n, err);
+        rc = add_tree(o, dirfd(d), de->d_name, sub, n, err);
         free(sub);
     }
     closedir(d);
     return rc;
 }
 
-static int add_tree(struct sbx_tar_buf *b, int dirfd, const char *name, const char *arc,
+/* A regular file: its header, then its data read in pieces (never whole). */
+static int add_file(struct tar_out *o, int dirfd, const char *name, const char *arc,
+                    const struct stat *st, struct counts *n, sbx_error_t **err)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    size_t before = o->b.len;
+    uint64_t got = 0;
+    char *buf;
+    int rc;
+
+    if (fd < 0) {
+        return sbx_error_set(err, SBX_E_GENERIC, "%s: %s", arc, strerror(errno));
+    }
+    rc = out_added(
+        o, before,
+        sbx_tar_add_head(&o->b, arc, st->st_mode & 0777, st->st_mtime, (uint64_t)st->st_size), arc,
+        err);
+    buf = xmalloc(PIECE);
+    while (rc == 0 && got < (uint64_t)st->st_size) {
+        size_t want =
+            (uint64_t)st->st_size - got < PIECE ? (size_t)((uint64_t)st->st_size - got) : PIECE;
+        ssize_t r = read(fd, buf, want);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0) {
+            rc = sbx_error_set(err, SBX_E_GENERIC, "%s: cannot read it whole", arc);
+            break;
+        }
+        got += (uint64_t)r;
+        rc = out_raw(o, buf, (size_t)r, err);
+    }
+    free(buf);
+    close(fd);
+    if (rc == 0) {
+        rc = out_raw(o, NULL, sbx_tar_pad((uint64_t)st->st_size), err);
+    }
+    n->bytes += (int64_t)got;
+    n->files++;
+    return rc;
+}
+
+static int add_tree(struct tar_out *o, int dirfd, const char *name, const char *arc,
                     struct counts *n, sbx_error_t **err)
 {
     struct stat st;
+    size_t before = o->b.len;
 
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
         return sbx_error_set(err, SBX_E_NOTFOUND, "%s: %s", name, strerror(errno));
@@ -229,35 +340,7 @@ static int add_tree(struct sbx_tar_buf *b, int dirfd, const char *name, const ch
             (long long)(SBX_FILES_CP_MAX >> 20));
     }
     if (S_ISREG(st.st_mode)) {
-        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        char *data = xmalloc((size_t)st.st_size + 1);
-        size_t got = 0;
-        int rc;
-
-        while (fd >= 0 && got < (size_t)st.st_size) {
-            ssize_t r = read(fd, data + got, (size_t)st.st_size - got);
-
-            if (r < 0 && errno == EINTR) {
-                continue;
-            }
-            if (r <= 0) {
-                break;
-            }
-            got += (size_t)r;
-        }
-        if (fd < 0 || got != (size_t)st.st_size) {
-            free(data);
-            if (fd >= 0) {
-                close(fd);
-            }
-            return sbx_error_set(err, SBX_E_GENERIC, "%s: cannot read it whole", arc);
-        }
-        close(fd);
-        rc = sbx_tar_add(b, arc, '0', st.st_mode & 0777, st.st_mtime, NULL, data, got);
-        free(data);
-        n->bytes += (int64_t)got;
-        n->files++;
-        return rc < 0 ? sbx_error_set(err, SBX_E_GENERIC, "%s: name too long", arc) : 0;
+        return add_file(o, dirfd, name, arc, &st, n, err);
     }
     if (S_ISLNK(st.st_mode)) {
         char link[SBX_TAR_NAME_MAX];
@@ -268,9 +351,8 @@ static int add_tree(struct sbx_tar_buf *b, int dirfd, const char *name, const ch
         }
         link[l] = '\0';
         n->links++;
-        return sbx_tar_add(b, arc, '2', 0777, st.st_mtime, link, NULL, 0) < 0
-                   ? sbx_error_set(err, SBX_E_GENERIC, "%s: name too long", arc)
-                   : 0;
+        return out_added(o, before, sbx_tar_add(&o->b, arc, '2', 0777, st.st_mtime, link, NULL, 0),
+                         arc, err);
     }
     if (S_ISDIR(st.st_mode)) {
         int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -278,67 +360,76 @@ static int add_tree(struct sbx_tar_buf *b, int dirfd, const char *name, const ch
         if (fd < 0) {
             return sbx_error_set(err, SBX_E_GENERIC, "%s: %s", arc, strerror(errno));
         }
-        if (sbx_tar_add(b, arc, '5', st.st_mode & 0777, st.st_mtime, NULL, NULL, 0) < 0) {
+        if (out_added(o, before,
+                      sbx_tar_add(&o->b, arc, '5', st.st_mode & 0777, st.st_mtime, NULL, NULL, 0),
+                      arc, err) < 0) {
             close(fd);
-            return sbx_error_set(err, SBX_E_GENERIC, "%s: name too long", arc);
+            return -1;
         }
         n->dirs++;
-        return add_dir(b, fd, arc, n, err);
+        return add_dir(o, fd, arc, n, err);
     }
     n->skipped++;
     return 0;
 }
 
-static int read_stdin(struct sbx_tar_buf *b, sbx_error_t **err)
+/* `-`: the archive on stdin, passed on as it comes (the keeper and the provider
+ * check it; the bound is counted here too). */
+static int read_stdin(struct tar_out *o, sbx_error_t **err)
 {
-    for (;;) {
-        ssize_t r;
+    char *buf = xmalloc(PIECE);
+    int rc = 0;
 
-        if (b->cap - b->len < 65536) {
-            b->cap = b->cap ? b->cap * 2 : 1 << 20;
-            b->data = xrealloc(b->data, b->cap);
-        }
-        r = read(0, b->data + b->len, b->cap - b->len);
+    for (;;) {
+        ssize_t r = read(0, buf, PIECE);
+
         if (r < 0 && errno == EINTR) {
             continue;
         }
         if (r < 0) {
-            return sbx_error_set(err, SBX_E_GENERIC, "reading stdin: %s", strerror(errno));
+            rc = sbx_error_set(err, SBX_E_GENERIC, "reading stdin: %s", strerror(errno));
+            break;
         }
         if (r == 0) {
-            return 0;
+            break;
         }
-        b->len += (size_t)r;
-        if ((int64_t)b->len > SBX_FILES_CP_MAX) {
-            return sbx_error_set(err, SBX_FILES_E_TOOBIG,
-                                 "stdin: the archive is larger than %lld MiB (the bound of one "
-                                 "copy): refused",
-                                 (long long)(SBX_FILES_CP_MAX >> 20));
+        if (o->total + r > SBX_FILES_CP_MAX) {
+            rc = sbx_error_set(err, SBX_FILES_E_TOOBIG,
+                               "stdin: the archive is larger than %lld MiB (the bound of one "
+                               "copy): refused",
+                               (long long)(SBX_FILES_CP_MAX >> 20));
+            break;
+        }
+        if ((rc = out_raw(o, buf, (size_t)r, err)) < 0) {
+            break;
         }
     }
+    free(buf);
+    return rc;
 }
 
 static int copy_in(const struct xport *x, const char *src, const char *task, const char *path,
                    struct counts *n, sbx_error_t **err)
 {
-    struct sbx_tar_buf b = {0};
+    struct tar_out o = {.fd = -1, .whole = SBX_FILES_ONE_MAX};
     char *dir = NULL;
     const char *top = NULL;
-    int rc;
+    char *s1 = NULL;
+    char *s2 = NULL;
+    int rc = 0;
 
     if (strcmp(src, "-") == 0) {
         dir = xstrdup(path);
-        rc = read_stdin(&b, err);
-        n->bytes = (int64_t)b.len;
     }
     else {
-        char *s1 = xstrdup(src);
-        char *s2 = xstrdup(path);
-        char *sb = basename(s1);
+        char *sb;
         sbx_error_t *e = NULL;
-        int d = x_is_dir(x, task, path, &e);
+        int d;
 
-        rc = 0;
+        s1 = xstrdup(src);
+        s2 = xstrdup(path);
+        sb = basename(s1);
+        d = x_is_dir(x, task, path, &e);
         if (d == 1) {
             dir = xstrdup(path); /* into it, under SRC's name */
             top = sb;
@@ -357,20 +448,43 @@ static int copy_in(const struct xport *x, const char *src, const char *task, con
                         strcmp(top, ".") == 0 || strcmp(top, "/") == 0)) {
             rc = sbx_error_set(err, SBX_E_USAGE, "cp: '%s' does not name a file to make", path);
         }
-        if (rc == 0) {
-            rc = add_tree(&b, AT_FDCWD, src, top, n, err);
-        }
-        if (rc == 0) {
-            sbx_tar_finish(&b);
-        }
-        free(s1);
-        free(s2);
     }
-    if (rc == 0) {
-        rc = x_put(x, task, dir, b.data, b.len, err);
+    if (rc == 0 && !x->runner &&
+        (o.fd = sbx_keeper_files_put_begin(x->state, task, dir, err)) < 0) {
+        rc = -1;
     }
+    if (rc == 0 && top == NULL) {
+        rc = read_stdin(&o, err);
+        n->bytes = o.total;
+    }
+    else if (rc == 0) {
+        rc = add_tree(&o, AT_FDCWD, src, top, n, err);
+        if (rc == 0) {
+            sbx_tar_finish(&o.b);
+            o.total += 1024;
+        }
+    }
+    if (o.fd >= 0) {
+        sbx_error_t *e = NULL;
+
+        out_flush(&o, 1);
+        if (sbx_keeper_files_put_end(o.fd, task, rc < 0 && !o.stopped, &e) < 0 && e != NULL) {
+            /* the keeper's reason (it stopped reading, or refused at the end) */
+            sbx_error_free(err);
+            *err = e;
+            rc = -1;
+        }
+        else {
+            sbx_error_free(&e);
+        }
+    }
+    else if (rc == 0) {
+        rc = x_put(x, task, dir, o.b.data, o.b.len, err);
+    }
+    free(s1);
+    free(s2);
     free(dir);
-    free(b.data);
+    free(o.b.data);
     return rc;
 }
 

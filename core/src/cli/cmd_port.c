@@ -43,8 +43,8 @@ void sbx_cmd_port_help(FILE *out)
                  "Forwards a host loopback port to 127.0.0.1:PORT inside the sandbox of a running\n"
                  "task (e.g. a dev server an agent started there), until Ctrl-C. The sandbox gets\n"
                  "no network: the host connects from inside its network namespace. Each\n"
-                 "connection is logged (<state>/logs/ports.log, one JSON line: task, port, peer)\n"
-                 "and counts as the task's activity.\n"
+                 "connection is logged when it ends (<state>/logs/ports.log, one JSON line: task,\n"
+                 "port, peer, bytes_in, bytes_out, duration) and counts as the task's activity.\n"
                  "\n"
                  "  --listen [HOST:]LPORT  listen there (HOST a loopback address; default\n"
                  "                         127.0.0.1 and a free port)\n"
@@ -75,8 +75,9 @@ struct fwd {
     char peer[96];
 };
 
-/* Copies both ways until both directions ended (a half-close is passed on). */
-static void splice_both(int a, int b)
+/* Copies both ways until both directions ended (a half-close is passed on);
+ * (added) *ab and *ba: the bytes copied from a to b and from b to a. */
+static void splice_both(int a, int b, int64_t *ab, int64_t *ba)
 {
     int open_ab = 1, open_ba = 1;
     char *buf = xmalloc(COPY_CHUNK);
@@ -112,6 +113,7 @@ static void splice_both(int a, int b)
                 }
                 continue;
             }
+            *(i == 0 ? ab : ba) += n;
             for (ssize_t off = 0; off < n;) {
                 ssize_t w = send(to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
 
@@ -133,16 +135,20 @@ static void *fwd_main(void *arg)
 {
     struct fwd *f = arg;
     sbx_error_t *err = NULL;
+    int64_t in = 0;
+    int64_t out = 0;
     int inside = -1;
+    int ctl = -1;
 
-    if (sbx_keeper_port_open(f->state, f->task, f->port, f->peer, &inside, &err) < 0) {
+    if (sbx_keeper_port_open(f->state, f->task, f->port, f->peer, &inside, &ctl, &err) < 0) {
         fprintf(stderr, "sbx: warn: port %d: connection from %s: %s\n", f->port, f->peer,
                 sbx_error_msg(err));
         sbx_error_free(&err);
     }
     else {
-        splice_both(f->client, inside);
+        splice_both(f->client, inside, &in, &out);
         close(inside);
+        sbx_keeper_port_done(ctl, in, out); /* (added) the keeper logs the counts */
     }
     close(f->client);
     free(f);

@@ -69,8 +69,51 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     return x->req->cancel != NULL && *x->req->cancel ? 1 : 0;
 }
 
+/* (added, issue 30) a request body read from a source as it goes */
+struct upload {
+    int (*source)(void *ud, char *buf, size_t cap, size_t *n);
+    void *ud;
+    int failed;
+};
+
+static size_t on_read(char *buf, size_t size, size_t nmemb, void *ud)
+{
+    struct upload *u = ud;
+    size_t n = 0;
+
+    if (u->source(u->ud, buf, size * nmemb, &n) != 0) {
+        u->failed = 1;
+        return CURL_READFUNC_ABORT;
+    }
+    return n;
+}
+
+static int perform(const struct sbx_http_request *req, struct upload *up,
+                   struct sbx_http_response *resp, sbx_error_t **err);
+
 int sbx_http_request(const struct sbx_http_request *req, struct sbx_http_response *resp,
                      sbx_error_t **err)
+{
+    return perform(req, NULL, resp, err);
+}
+
+int sbx_http_upload(const struct sbx_http_request *req,
+                    int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                    struct sbx_http_response *resp, sbx_error_t **err)
+{
+    struct upload up = {.source = source, .ud = ud};
+    int rc = perform(req, &up, resp, err);
+
+    if (rc < 0 && up.failed) {
+        sbx_error_free(err); /* the source's reason is the caller's to give */
+        return sbx_error_set(err, SBX_E_CANCELLED, "%s %s: the body's source stopped", req->method,
+                             req->url);
+    }
+    return rc;
+}
+
+static int perform(const struct sbx_http_request *req, struct upload *up,
+                   struct sbx_http_response *resp, sbx_error_t **err)
 {
     struct xfer x = {.req = req};
     struct curl_slist *hdrs = NULL;
@@ -97,7 +140,12 @@ int sbx_http_request(const struct sbx_http_request *req, struct sbx_http_respons
     if (req->method != NULL && strcmp(req->method, "HEAD") == 0) {
         curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
     }
-    if (req->body != NULL) {
+    if (up != NULL) { /* chunked: the length is not known before the end */
+        curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(h, CURLOPT_READDATA, up);
+    }
+    else if (req->body != NULL) {
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body);
         curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
     }

@@ -48,6 +48,7 @@ struct sbx_mcp_run {
     const char *worktree;    /* host directory mounted at /workspace, or NULL */
     const char *provider;    /* instance name, or NULL: config `provider` */
     int64_t timeout;         /* seconds; 0: SBX_MCP_DEFAULT_TIMEOUT */
+    const char *from;        /* (added, issue 30) a snapshot id the new task starts from */
 };
 
 /* Each call returns a JSON object (the tool's structuredContent) or NULL and
@@ -74,6 +75,10 @@ struct sbx_mcp_backend_ops {
                      sbx_error_t **err);
     int (*write_file)(void *ctx, const char *task, const char *path, const char *data, size_t len,
                       sbx_error_t **err);
+    /* (added, issue 30) sandbox_snapshot, sandbox_fork (tools_snap.c): a snapshot of a
+     * kept task's files (for_fork: the record says "fork": true); its record. A fork is
+     * this, then run with `from` in a new task. */
+    json_t *(*snapshot)(void *ctx, const char *task, int for_fork, sbx_error_t **err);
 };
 
 struct sbx_mcp_backend {

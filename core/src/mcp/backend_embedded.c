@@ -14,6 +14,7 @@
 
 #include "mcp/backend.h"
 #include "sandbox/files.h"
+#include "sandbox/snapshot.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
 #include "util/confine.h"
@@ -277,8 +278,8 @@ static void end_task(struct emb *e, struct etask *et, const char *reason, json_t
 
 /* Finds or starts the task for a run; counts the run as a user. Under mu;
  * unlocks while a sandbox is created. NULL and *err on failure. */
-static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, struct ejob *j,
-                                  struct sbx_mcp_call *call, sbx_error_t **err)
+static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, const char *image,
+                                  struct ejob *j, struct sbx_mcp_call *call, sbx_error_t **err)
 {
     struct sbx_task_opts o = {0};
     struct etask *et;
@@ -288,6 +289,11 @@ static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, st
     while (r->task != NULL && (et = find_task(e, r->task)) != NULL) {
         if (et->ending) {
             sbx_error_set(err, SBX_E_CANCELLED, "task %s is ending", r->task);
+            return NULL;
+        }
+        if (r->from != NULL) { /* (added) as the API's 409 */
+            sbx_error_set(err, SBX_E_USAGE,
+                          "'from': task %s is already running; 'from' starts a new task", r->task);
             return NULL;
         }
         if (!et->starting) {
@@ -316,6 +322,7 @@ static struct etask *task_for_run(struct emb *e, const struct sbx_mcp_run *r, st
     o.task_id = et->id;
     o.job_id = j->id;
     o.provider = r->provider;
+    o.image = image; /* (added) `from` a snapshot, or NULL */
     o.worktree = r->worktree;
     o.pool = r->pool;
     o.argv = r->argv;
@@ -364,6 +371,39 @@ static const char *validate_run(const struct emb *e, const struct sbx_mcp_run *r
     return "ok";
 }
 
+/* (added, issue 30) `from`: the snapshot's image, of the run's provider instance
+ * (as `sbx task start --from`). */
+static int snapshot_image(const struct emb *e, const struct sbx_mcp_run *r, char *image, size_t len,
+                          sbx_error_t **err)
+{
+    const char *prov = r->provider ? r->provider : e->cfg->provider;
+    json_t *rec = sbx_snapshot_get(e->state, r->from, err);
+    const char *rp;
+    const char *ref;
+    int rc = -1;
+
+    if (rec == NULL) {
+        return sbx_error_wrap(err, "'from'");
+    }
+    rp = json_string_value(json_object_get(rec, "provider"));
+    ref = json_string_value(json_object_get(rec, "ref"));
+    if (rp == NULL || prov == NULL || strcmp(rp, prov) != 0) {
+        sbx_error_set(err, SBX_E_USAGE,
+                      "'from': snapshot %s is of provider '%s', the task's is '%s'", r->from,
+                      rp ? rp : "?", prov ? prov : "?");
+    }
+    else if (ref == NULL || ref[0] == '\0' || strlen(ref) >= len) {
+        sbx_error_set(err, SBX_E_GENERIC, "'from': snapshot %s has no image in its record",
+                      r->from);
+    }
+    else {
+        snprintf(image, len, "%s", ref);
+        rc = 0;
+    }
+    json_decref(rec);
+    return rc;
+}
+
 static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_call *call,
                        sbx_error_t **err)
 {
@@ -373,11 +413,14 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
     struct out_ctx oc;
     sbx_error_t *xe = NULL;
     char reason[256];
+    char image[512];
     int status = 0;
     int rc;
     json_t *res;
 
-    if (validate_run(e, r, err) == NULL) {
+    image[0] = '\0';
+    if (validate_run(e, r, err) == NULL ||
+        (r->from != NULL && snapshot_image(e, r, image, sizeof(image), err) < 0)) {
         return NULL;
     }
     if (r->worktree != NULL) {
@@ -404,11 +447,17 @@ static json_t *emb_run(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_ca
                       r->task, reason);
         return NULL;
     }
+    if (r->from != NULL && r->task != NULL && find_task(e, r->task) != NULL) {
+        pthread_mutex_unlock(&e->mu); /* (added) as the API's 409: no job is made */
+        sbx_error_set(err, SBX_E_USAGE,
+                      "'from': task %s is already running; 'from' starts a new task", r->task);
+        return NULL;
+    }
     j = new_job(e, r, call);
     if (r->task != NULL) {
         snprintf(j->task, sizeof(j->task), "%s", r->task);
     }
-    et = task_for_run(e, r, j, call, &xe);
+    et = task_for_run(e, r, image[0] ? image : NULL, j, call, &xe);
     if (et == NULL) {
         j->state = sbx_mcp_call_cancelled(call) ? "cancelled" : "failed";
         j->error = xstrdup(sbx_error_msg(xe));
@@ -768,6 +817,23 @@ static int emb_write_file(void *ctx, const char *task, const char *path, const c
     return rc;
 }
 
+/* (added, issue 30) sandbox_snapshot: a held task's snapshot, made by "local" (this
+ * box's user, as `sbx task snapshot`) */
+static json_t *emb_snapshot(void *ctx, const char *task, int for_fork, sbx_error_t **err)
+{
+    struct sbx_task *t = use_task(ctx, task, err);
+    json_t *rec = NULL;
+
+    if (t == NULL) {
+        return NULL;
+    }
+    if (sbx_task_snapshot(t, "local", for_fork, &rec, err) < 0) {
+        rec = NULL;
+    }
+    unuse_task(ctx, task);
+    return rec;
+}
+
 static const struct sbx_mcp_backend_ops embedded_ops = {
     .mode = "embedded",
     .run = emb_run,
@@ -779,6 +845,7 @@ static const struct sbx_mcp_backend_ops embedded_ops = {
     .destroy = emb_destroy,
     .read_file = emb_read_file,
     .write_file = emb_write_file,
+    .snapshot = emb_snapshot,
 };
 
 int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_dir,

@@ -306,6 +306,9 @@ static char *submit(struct runner *r, const struct sbx_mcp_run *req, sbx_error_t
     if (req->provider != NULL) {
         json_object_set_new(body, "provider", json_string(req->provider));
     }
+    if (req->from != NULL) { /* (added) the runner checks it (scope snapshot) */
+        json_object_set_new(body, "from", json_string(req->from));
+    }
     text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (text == NULL) { /* an argv string that is not UTF-8 */
@@ -516,6 +519,18 @@ static int runner_write_file(void *ctx, const char *task, const char *path, cons
     return rc;
 }
 
+/* (added, issue 30) POST /v1/tasks/T/snapshot[?fork=1] (scope snapshot) */
+static json_t *runner_snapshot(void *ctx, const char *task, int for_fork, sbx_error_t **err)
+{
+    char *t = sbx_url_escape(task);
+    char *path = xasprintf("/v1/tasks/%s/snapshot%s", t ? t : "", for_fork ? "?fork=1" : "");
+    json_t *j = call_json(ctx, "POST", path, "{}", err);
+
+    free(t);
+    free(path);
+    return j;
+}
+
 static const struct sbx_mcp_backend_ops runner_ops = {
     .mode = "runner",
     .run = runner_run,
@@ -527,6 +542,7 @@ static const struct sbx_mcp_backend_ops runner_ops = {
     .destroy = runner_destroy,
     .read_file = runner_read_file,
     .write_file = runner_write_file,
+    .snapshot = runner_snapshot,
 };
 
 void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out)

@@ -44,6 +44,10 @@ json_t *sbx_mcp_result(json_t *structured, int is_error, const char *fmt, ...)
  * their definitions; call returns NULL when name is neither. */
 void sbx_mcp_tools_files_list(json_t *tools);
 json_t *sbx_mcp_tools_files_call(const struct sbx_mcp_backend *b, const char *name, json_t *args);
+/* (added, issue 30) tools_snap.c: sandbox_snapshot, sandbox_fork (NULL: neither). */
+void sbx_mcp_tools_snap_list(json_t *tools);
+json_t *sbx_mcp_tools_snap_call(const struct sbx_mcp_backend *b, const char *name, json_t *args,
+                                struct sbx_mcp_call *call);
 json_t *sbx_mcp_tools_call(const struct sbx_mcp_backend *b, json_t *params,
                            struct sbx_mcp_call *call, int *code, char **msg);
 

@@ -83,6 +83,11 @@ json_t *sbx_mcp_tools_list(void)
     json_object_set_new(run, "provider",
                         str_prop("Sandbox provider instance (default: the configured provider, "
                                  "docker). Applies when the call starts the task."));
+    json_object_set_new(run, "from",
+                        json_pack("{s:s, s:s, s:s}", "type", "string", "pattern",
+                                  "^s-[0-9a-f]{12}$", "description",
+                                  "A snapshot id (sandbox_snapshot): the new task starts from "
+                                  "its files. Only when the call starts the task."));
     json_array_append_new(
         tools, tool("sandbox_run", "Run a command in a sandbox",
                     "Runs a command in an isolated, resource-limited sandbox with filtered "
@@ -116,6 +121,7 @@ json_t *sbx_mcp_tools_list(void)
                     "box's sandbox slots, and whether a runner is configured.",
                     schema(json_object(), NULL), 1, 0, 1));
     sbx_mcp_tools_files_list(tools); /* (added, issue 30) tools_files.c */
+    sbx_mcp_tools_snap_list(tools);  /* (added, issue 30) tools_snap.c */
     return json_pack("{s:o}", "tools", tools);
 }
 
@@ -296,7 +302,7 @@ static char *project_path(const char *w, char **out)
 static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sbx_mcp_call *call)
 {
     static const char *const keys[] = {"argv",    "task",     "pool", "worktree",
-                                       "timeout", "provider", NULL};
+                                       "timeout", "provider", "from", NULL};
     struct sbx_mcp_run r = {0};
     json_t *jargv = json_object_get(args, "argv");
     json_t *jt = json_object_get(args, "timeout");
@@ -338,8 +344,9 @@ static json_t *call_run(const struct sbx_mcp_backend *b, json_t *args, struct sb
     }
     if (bad == NULL && opt_str(args, "task", &r.task, &bad) == 0 &&
         opt_str(args, "pool", &r.pool, &bad) == 0 &&
-        opt_str(args, "worktree", &r.worktree, &bad) == 0) {
-        opt_str(args, "provider", &r.provider, &bad);
+        opt_str(args, "worktree", &r.worktree, &bad) == 0 &&
+        opt_str(args, "provider", &r.provider, &bad) == 0) {
+        opt_str(args, "from", &r.from, &bad); /* (added) checked by the backend */
     }
     if (bad == NULL && r.worktree != NULL) {
         bad = project_path(r.worktree, &worktree);
@@ -451,6 +458,8 @@ json_t *sbx_mcp_tools_call(const struct sbx_mcp_backend *b, json_t *params,
         }
     }
     else if ((res = sbx_mcp_tools_files_call(b, name, args)) != NULL) { /* (added, issue 30) */
+    }
+    else if ((res = sbx_mcp_tools_snap_call(b, name, args, call)) != NULL) { /* (added) */
     }
     else {
         *code = SBX_JSONRPC_INVALID_PARAMS;

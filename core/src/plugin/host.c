@@ -165,6 +165,7 @@ static const struct sbx_host_api host_api = {
     .secret_zero = host_secret_zero,
     .lease_add_secret = host_lease_add_secret,
     .error_free = sbx_error_free,
+    .http_upload = sbx_http_upload, /* (added, ABI 1.10) */
 };
 
 const struct sbx_host_api *sbx_host_api_get(void)

@@ -91,8 +91,9 @@ int runner_elsewhere(struct sbx_runner *r, struct sbx_store *st, int task, const
 
 /* ---- submit ------------------------------------------------------------ */
 
-static const char *const submit_fields[] = {
-    "argv", "task", "pool", "class", "labels", "worktree", "provider", "credentials", "env", NULL};
+static const char *const submit_fields[] = {"argv",   "task",     "pool",     "class",
+                                            "labels", "worktree", "provider", "credentials",
+                                            "env",    "from",     NULL};
 
 static int opt_string(json_t *o, const char *key, const char **out, char *msg, size_t len)
 {
@@ -178,7 +179,7 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     json_t *argv;
     const char *k;
     json_t *v;
-    const char *task, *pool, *cls, *wt, *prov, *cred;
+    const char *task, *pool, *cls, *wt, *prov, *cred, *from;
     json_t *env = NULL;
     int rc = -1;
 
@@ -201,7 +202,7 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         if (submit_fields[i] == NULL) {
             snprintf(msg, mlen,
                      "unknown field '%.80s' (allowed: argv, task, pool, class, "
-                     "labels, worktree, provider, credentials, env)",
+                     "labels, worktree, provider, credentials, env, from)",
                      k);
             goto out;
         }
@@ -230,7 +231,8 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
         opt_string(o, "class", &cls, msg, mlen) < 0 ||
         opt_string(o, "worktree", &wt, msg, mlen) < 0 ||
         opt_string(o, "provider", &prov, msg, mlen) < 0 ||
-        opt_string(o, "credentials", &cred, msg, mlen) < 0) {
+        opt_string(o, "credentials", &cred, msg, mlen) < 0 ||
+        opt_string(o, "from", &from, msg, mlen) < 0) {
         goto out;
     }
     if (task != NULL && (!sbx_id_valid(task, SBX_ID_TASK) || strlen(task) >= SBX_SCHED_ID_MAX)) {
@@ -300,6 +302,7 @@ int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, stru
     real_wt = NULL;
     j->provider = prov ? xstrdup(prov) : NULL;
     j->credentials = cred ? xstrdup(cred) : NULL;
+    j->from = from ? xstrdup(from) : NULL; /* checked with the client (runner_submit_from) */
     rc = 0;
 out:
     free(real_wt);

@@ -8,10 +8,12 @@
  *   GET  ...files?path=P&stat=1               {"path", "dir": true|false}
  *   POST /v1/tasks/{id}/pause[?to_disk=1]     POST /v1/tasks/{id}/resume
  * Scope `submit` (what runs commands in a task) and the task's own client only (rows
- * of runner_api_routes[], api_routes.c, which check the method and scope). The
- * work is done on the loop's thread: each request is bounded (1 MiB, the engine's
- * timeouts), as the submit's own store writes are. */
+ * of runner_api_routes[], api_routes.c, which check the method and scope). (changed)
+ * The files' work is done on a thread per request (at most FOPS_MAX, then 429), as a
+ * snapshot's (api_snap.c): the loop never waits for the engine. Pause and resume stay
+ * on the loop (one engine call each). */
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdio.h>
@@ -26,6 +28,7 @@
 #include "sandbox/statedir.h"
 #include "store/store.h"
 #include "util/log.h"
+#include "util/xalloc.h"
 
 static int status_of(const sbx_error_t *e)
 {
@@ -102,9 +105,158 @@ static int is_on(const char *v)
     return v != NULL && (strcmp(v, "1") == 0 || strcmp(v, "true") == 0);
 }
 
-static int to_evbuffer(void *ud, const char *data, size_t len)
+/* (changed) The file work of one request, on a thread of its own (as a snapshot's,
+ * api_snap.c): the loop goes on answering while the engine reads or writes; the task is
+ * held until it is answered from the loop. At most FOPS_MAX at a time per box. */
+#define FOPS_MAX 8
+#define FOPS_RETRY_S "1"
+
+enum fop_kind { FOP_PUT_ARCHIVE, FOP_PUT_FILE, FOP_GET_ARCHIVE, FOP_STAT, FOP_LIST, FOP_READ };
+
+struct files_op {
+    struct sbx_runner *r;
+    struct rtask *rt;           /* held (running++) until fop_done */
+    struct evhttp_request *req; /* NULL: libevent freed it with its connection */
+    struct evhttp_connection *conn;
+    int gone;
+    enum fop_kind kind;
+    char id[128];
+    char client[64];
+    char *path;
+    char *in; /* a PUT's body */
+    size_t in_len;
+    sbx_error_t *err;
+    json_t *json; /* the reply, or NULL: out's bytes */
+    char *out;
+    size_t out_len, out_cap;
+    const char *ctype;
+};
+
+static int fops; /* in flight; loop thread only */
+
+static int to_out(void *ud, const char *data, size_t len)
 {
-    return evbuffer_add(ud, data, len) < 0 ? 1 : 0;
+    struct files_op *op = ud;
+
+    if (op->out_len + len > op->out_cap) {
+        size_t cap = op->out_cap ? op->out_cap : 64 * 1024;
+
+        while (cap < op->out_len + len) {
+            cap *= 2;
+        }
+        op->out = xrealloc(op->out, cap);
+        op->out_cap = cap;
+    }
+    memcpy(op->out + op->out_len, data, len);
+    op->out_len += len;
+    return 0;
+}
+
+static void fop_free(struct files_op *op)
+{
+    free(op->path);
+    free(op->in);
+    free(op->out);
+    json_decref(op->json);
+    sbx_error_free(&op->err);
+    free(op);
+}
+
+static void fop_closed(struct evhttp_connection *c, void *arg)
+{
+    struct files_op *op = arg;
+
+    (void)c;
+    op->gone = 1;
+    op->conn = NULL;
+    if (evhttp_request_get_connection(op->req) != NULL) {
+        op->req = NULL; /* freed with the connection */
+    }
+}
+
+/* Loop thread: the work is done; answer (if anyone waits) and let the task go. */
+static void fop_done(evutil_socket_t fd, short what, void *arg)
+{
+    struct files_op *op = arg;
+
+    (void)fd;
+    (void)what;
+    runner_task_let_go(op->r, op->rt);
+    fops--;
+    if (op->gone) {
+        if (op->req != NULL) {
+            evhttp_request_free(op->req);
+        }
+    }
+    else {
+        evhttp_connection_set_closecb(op->conn, NULL, NULL);
+        if (op->err != NULL) {
+            reply_err(op->req, &op->err);
+        }
+        else if (op->json != NULL) {
+            runner_reply_json(op->req, 200, op->json);
+            op->json = NULL;
+        }
+        else {
+            struct evbuffer *b = evbuffer_new();
+
+            evbuffer_add(b, op->out ? op->out : "", op->out_len);
+            evhttp_add_header(evhttp_request_get_output_headers(op->req), "Content-Type",
+                              op->ctype);
+            evhttp_send_reply(op->req, 200, "OK", b);
+            evbuffer_free(b);
+        }
+    }
+    fop_free(op);
+}
+
+static void *fop_main(void *arg)
+{
+    struct files_op *op = arg;
+    struct sbx_task *t = op->rt->t;
+    int rc = 0;
+
+    switch (op->kind) {
+    case FOP_PUT_ARCHIVE:
+    case FOP_PUT_FILE:
+        rc = op->kind == FOP_PUT_ARCHIVE
+                 ? sbx_task_files_put(t, op->path, op->in, op->in_len, &op->err)
+                 : sbx_task_file_write(t, op->path, op->in, op->in_len, &op->err);
+        if (rc == 0) {
+            sbx_info("runner: client '%s' wrote %s%s (%zu bytes) in task %s", op->client,
+                     op->kind == FOP_PUT_ARCHIVE ? "an archive into " : "", op->path, op->in_len,
+                     op->id);
+            op->json = json_pack("{s:s, s:s, s:I}", "task", op->id, "path", op->path, "bytes",
+                                 (json_int_t)op->in_len);
+        }
+        break;
+    case FOP_GET_ARCHIVE: /* sbx cp out through the runner */
+        op->ctype = "application/x-tar";
+        rc = sbx_task_files_get(t, op->path, SBX_FILES_API_ARCHIVE_MAX, to_out, op, &op->err);
+        break;
+    case FOP_STAT: {
+        int d = sbx_task_files_is_dir(t, op->path, &op->err);
+
+        if (d >= 0) {
+            op->json = json_pack("{s:s, s:b}", "path", op->path, "dir", d);
+        }
+        break;
+    }
+    case FOP_LIST:
+        op->json = sbx_task_files_list(t, op->path, &op->err);
+        break;
+    case FOP_READ:
+        op->ctype = "application/octet-stream";
+        rc = sbx_task_file_read(t, op->path, SBX_FILES_ONE_MAX, &op->out, &op->out_len, &op->err);
+        break;
+    }
+    (void)rc;
+    /* thread-safe with evthread_use_pthreads() (runner.c); the task stays held, so the
+     * loop does not stop before fop_done ran */
+    if (event_base_once(op->r->base, -1, EV_TIMEOUT, fop_done, op, NULL) < 0) {
+        sbx_warn("runner: files of task %s: cannot reach the loop", op->id);
+    }
+    return NULL;
 }
 
 static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const char *id,
@@ -113,12 +265,11 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
     struct evkeyvalq q;
+    struct files_op *op;
     const char *path;
-    const char *list;
-    const char *archive;
-    const char *stat;
     struct rtask *t;
     sbx_error_t *e = NULL;
+    pthread_t th;
 
     TAILQ_INIT(&q);
     if (query == NULL || evhttp_parse_query_str(query, &q) < 0 ||
@@ -132,83 +283,53 @@ static void handle_files(struct sbx_runner *r, struct evhttp_request *req, const
         reply_err(req, &e);
         return;
     }
-    list = evhttp_find_header(&q, "list");
-    archive = evhttp_find_header(&q, "archive");
-    stat = evhttp_find_header(&q, "stat");
+    if (fops >= FOPS_MAX) {
+        evhttp_clear_headers(&q);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", FOPS_RETRY_S);
+        runner_reply_error(req, 429,
+                           "%d file requests are being served on this box: try again "
+                           "later",
+                           FOPS_MAX);
+        return;
+    }
     if ((t = get_task(r, req, id, who, m == EVHTTP_REQ_PUT ? 0 : RUNNER_FWD_STREAM)) == NULL) {
         evhttp_clear_headers(&q);
         return;
     }
+    op = xcalloc(1, sizeof(*op));
+    op->r = r;
+    op->rt = t;
+    op->req = req;
+    op->conn = evhttp_request_get_connection(req);
+    op->path = xstrdup(path);
+    snprintf(op->id, sizeof(op->id), "%s", id);
+    snprintf(op->client, sizeof(op->client), "%s", who->name);
     if (m == EVHTTP_REQ_PUT) {
         struct evbuffer *in = evhttp_request_get_input_buffer(req);
-        size_t len = evbuffer_get_length(in);
-        const char *data = len ? (const char *)evbuffer_pullup(in, -1) : "";
 
-        if (is_on(archive) ? sbx_task_files_put(t->t, path, data, len, &e) < 0
-                           : sbx_task_file_write(t->t, path, data, len, &e) < 0) {
-            reply_err(req, &e);
-        }
-        else {
-            sbx_info("runner: client '%s' wrote %s%s (%zu bytes) in task %s", who->name,
-                     is_on(archive) ? "an archive into " : "", path, len, id);
-            runner_reply_json(
-                req, 200,
-                json_pack("{s:s, s:s, s:I}", "task", id, "path", path, "bytes", (json_int_t)len));
-        }
-    }
-    else if (is_on(archive)) { /* sbx cp out through the runner */
-        struct evbuffer *b = evbuffer_new();
-
-        if (sbx_task_files_get(t->t, path, SBX_FILES_API_ARCHIVE_MAX, to_evbuffer, b, &e) < 0) {
-            reply_err(req, &e);
-        }
-        else {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                              "application/x-tar");
-            evhttp_send_reply(req, 200, "OK", b);
-        }
-        evbuffer_free(b);
-    }
-    else if (is_on(stat)) {
-        int d = sbx_task_files_is_dir(t->t, path, &e);
-
-        if (d < 0) {
-            reply_err(req, &e);
-        }
-        else {
-            runner_reply_json(req, 200, json_pack("{s:s, s:b}", "path", path, "dir", d));
-        }
-    }
-    else if (is_on(list)) {
-        json_t *l = sbx_task_files_list(t->t, path, &e);
-
-        if (l == NULL) {
-            reply_err(req, &e);
-        }
-        else {
-            runner_reply_json(req, 200, l);
-        }
+        op->in_len = evbuffer_get_length(in);
+        op->in = xmalloc(op->in_len + 1);
+        evbuffer_copyout(in, op->in, op->in_len);
+        op->kind = is_on(evhttp_find_header(&q, "archive")) ? FOP_PUT_ARCHIVE : FOP_PUT_FILE;
     }
     else {
-        char *data = NULL;
-        size_t len = 0;
-
-        if (sbx_task_file_read(t->t, path, SBX_FILES_ONE_MAX, &data, &len, &e) < 0) {
-            reply_err(req, &e);
-        }
-        else {
-            struct evbuffer *b = evbuffer_new();
-
-            evbuffer_add(b, data, len);
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                              "application/octet-stream");
-            evhttp_send_reply(req, 200, "OK", b);
-            evbuffer_free(b);
-            free(data);
-        }
+        op->kind = is_on(evhttp_find_header(&q, "archive")) ? FOP_GET_ARCHIVE
+                   : is_on(evhttp_find_header(&q, "stat"))  ? FOP_STAT
+                   : is_on(evhttp_find_header(&q, "list"))  ? FOP_LIST
+                                                            : FOP_READ;
     }
-    put_task(r, t);
     evhttp_clear_headers(&q);
+    fops++;
+    evhttp_connection_set_closecb(op->conn, fop_closed, op);
+    if (pthread_create(&th, NULL, fop_main, op) != 0) {
+        evhttp_connection_set_closecb(op->conn, NULL, NULL);
+        fops--;
+        put_task(r, t);
+        fop_free(op);
+        runner_reply_error(req, 503, "no thread for the files of task %s: try again later", id);
+        return;
+    }
+    pthread_detach(th);
 }
 
 static void handle_pause(struct sbx_runner *r, struct evhttp_request *req, const char *id,

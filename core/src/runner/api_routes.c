@@ -9,8 +9,8 @@
 #include "runner/route.h"
 #include "runner/runner_int.h"
 
-/* follow=1|true, frames=1|true */
-static int query_flag(const char *query, const char *name)
+/* follow=1|true, frames=1|true, fork=1|true (route.h) */
+int runner_query_flag(const char *query, const char *name)
 {
     struct evkeyvalq q;
     const char *v;
@@ -53,8 +53,8 @@ static void job_get(const struct runner_route_call *c)
 
 static void job_output(const struct runner_route_call *c)
 {
-    runner_handle_output(c->r, c->req, c->arg[0], query_flag(c->query, "follow"),
-                         query_flag(c->query, "frames"), c->who);
+    runner_handle_output(c->r, c->req, c->arg[0], runner_query_flag(c->query, "follow"),
+                         runner_query_flag(c->query, "frames"), c->who);
 }
 
 static void job_cancel(const struct runner_route_call *c)

@@ -32,7 +32,8 @@ struct snap_op {
     struct rtask *rt;           /* held (running++) until snap_done */
     struct evhttp_request *req; /* NULL: libevent freed it with its connection */
     struct evhttp_connection *conn;
-    int gone; /* the client went away: nobody to answer */
+    int gone;     /* the client went away: nobody to answer */
+    int for_fork; /* (added) ?fork=1: the record says "fork": true */
     char client[64];
     json_t *rec;
     sbx_error_t *err;
@@ -120,18 +121,7 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    pthread_mutex_lock(&r->mu);
-    t->running--;
-    /* a task ended by its job while held: the snapshot ends it now (as a kept
-     * task's idle end does at the next tick) */
-    if (!t->keep && t->running == 0 && t->state == RT_READY) {
-        runner_task_move_held(r, t, RTASK_ENDING);
-        if (runner_task_ender_start(r, t) < 0) {
-            runner_task_move_held(r, t, RTASK_KEPT);
-            sbx_warn("runner: task %s: no thread to end it after its snapshot", t->id);
-        }
-    }
-    pthread_mutex_unlock(&r->mu);
+    runner_task_let_go(r, t);
     snaps--;
     if (op->gone) {
         sbx_info("runner: snapshot for client '%s': the client went away before the reply",
@@ -154,11 +144,29 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
     free(op);
 }
 
+/* (runner_int.h) the hold of a snapshot or a file request ends */
+void runner_task_let_go(struct sbx_runner *r, struct rtask *t)
+{
+    pthread_mutex_lock(&r->mu);
+    t->running--;
+    /* a task ended by its job while held: it ends now (as a kept task's idle end does
+     * at the next tick) */
+    if (!t->keep && t->running == 0 && t->state == RT_READY) {
+        runner_task_move_held(r, t, RTASK_ENDING);
+        if (runner_task_ender_start(r, t) < 0) {
+            runner_task_move_held(r, t, RTASK_KEPT);
+            sbx_warn("runner: task %s: no thread to end it after its snapshot or file request",
+                     t->id);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 static void *snap_main(void *arg)
 {
     struct snap_op *op = arg;
 
-    if (sbx_task_snapshot(op->rt->t, op->client, 0, &op->rec, &op->err) < 0) {
+    if (sbx_task_snapshot(op->rt->t, op->client, op->for_fork, &op->rec, &op->err) < 0) {
         op->rec = NULL;
     }
     /* thread-safe with evthread_use_pthreads() (runner.c); the task stays held,
@@ -170,7 +178,7 @@ static void *snap_main(void *arg)
 }
 
 static void task_snapshot(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                          const struct runner_client *who)
+                          const struct runner_client *who, int for_fork)
 {
     struct rtask *rt = NULL;
     struct snap_op *op;
@@ -198,6 +206,7 @@ static void task_snapshot(struct sbx_runner *r, struct evhttp_request *req, cons
     op->r = r;
     op->rt = rt;
     op->req = req;
+    op->for_fork = for_fork;
     op->conn = evhttp_request_get_connection(req);
     snprintf(op->client, sizeof(op->client), "%s", who->name);
     snaps++;
@@ -341,11 +350,92 @@ static void snapshot_rm(struct sbx_runner *r, struct evhttp_request *req, const 
     runner_reply_json(req, 200, json_pack("{s:s, s:b}", "snapshot", id, "removed", 1));
 }
 
+/* (added) POST /v1/jobs with `from` (runner_int.h) */
+int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
+                       const struct runner_client *who, struct rjob *j)
+{
+    const char *prov = j->provider ? j->provider : r->cfg->provider;
+    const char *rp;
+    const char *ref;
+    sbx_error_t *err = NULL;
+    char *state;
+    json_t *rec;
+    int code = 0;
+    int running;
+
+    if ((who->scopes & SBX_SCOPE_SNAPSHOT) == 0) {
+        code = 403;
+        runner_reply_error(req, code, "field 'from': client '%s' lacks scope 'snapshot'",
+                           who->name);
+        goto out;
+    }
+    if (r->fleet != NULL) {
+        code = 400;
+        runner_reply_error(req, code,
+                           "field 'from': a fleet box (runner.database) cannot start a job from "
+                           "a snapshot yet: the snapshot is in one box's engine only");
+        goto out;
+    }
+    pthread_mutex_lock(&r->mu);
+    running = strcmp(j->task, j->id) != 0 && runner_task_find(r, j->task) != NULL;
+    pthread_mutex_unlock(&r->mu);
+    if (running) {
+        code = 409;
+        runner_reply_error(req, code,
+                           "field 'from': task %s is already running; 'from' starts a new task",
+                           j->task);
+        goto out;
+    }
+    if ((state = state_of(r, req)) == NULL) {
+        code = 500;
+        goto out;
+    }
+    rec = sbx_snapshot_get(state, j->from, &err);
+    free(state);
+    if (rec == NULL) {
+        code = code_for(err);
+        runner_reply_error(req, code, "field 'from': %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+        goto out;
+    }
+    rp = json_string_value(json_object_get(rec, "provider"));
+    ref = json_string_value(json_object_get(rec, "ref"));
+    if (!may_see(who, rec, SBX_SCOPE_READ_ALL)) {
+        code = 403;
+        runner_reply_error(req, code,
+                           "field 'from': snapshot %s was made by another client: client '%s' "
+                           "lacks scope 'read-all'",
+                           j->from, who->name);
+    }
+    else if (rp == NULL || strcmp(rp, prov) != 0) {
+        code = 400;
+        runner_reply_error(req, code,
+                           "field 'from': snapshot %s is of provider '%s', the job's is '%s'",
+                           j->from, rp ? rp : "?", prov);
+    }
+    else if (ref == NULL || ref[0] == '\0') {
+        code = 500;
+        runner_reply_error(req, code, "field 'from': snapshot %s has no image in its record",
+                           j->from);
+    }
+    else {
+        j->image = xstrdup(ref);
+    }
+    json_decref(rec);
+out:
+    if (code != 0) {
+        rm_refused(&r->metrics, rm_refusal_of(code));
+        sbx_warn("runner: client '%s': job from snapshot %s refused (HTTP %d)", who->name, j->from,
+                 code);
+    }
+    return code == 0 ? 0 : -1;
+}
+
 /* The route table's rows (api_routes.c): the router has checked the method, the
  * task id and the scope (snapshot, egress). */
 void runner_api_task_snapshot(const struct runner_route_call *c)
 {
-    task_snapshot(c->r, c->req, c->arg[0], c->who);
+    task_snapshot(c->r, c->req, c->arg[0], c->who, runner_query_flag(c->query, "fork"));
 }
 
 void runner_api_task_egress(const struct runner_route_call *c)

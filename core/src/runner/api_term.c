@@ -281,9 +281,10 @@ static void reply_raw(int fd, int code, const char *reason, const char *msg)
 }
 
 /* Copies the upstream's response to the client, with the preview's CSP added
- * after its status line. */
-static void relay_response(int up, int client)
+ * after its status line; (added) the bytes read from the upstream. */
+static int64_t relay_response(int up, int client)
 {
+    int64_t total = 0;
     char *buf = xmalloc(COPY_CHUNK);
     size_t have = 0;
     int head_done = 0;
@@ -298,6 +299,7 @@ static void relay_response(int up, int client)
         if (n <= 0) {
             break;
         }
+        total += n;
         if (head_done) {
             if (sbx_send_all(client, buf, (size_t)n) < 0) {
                 break;
@@ -321,6 +323,7 @@ static void relay_response(int up, int client)
         }
     }
     free(buf);
+    return total;
 }
 
 static void *port_main(void *arg)
@@ -328,12 +331,15 @@ static void *port_main(void *arg)
     struct session *s = arg;
     struct timeval tv = {UPSTREAM_TIMEOUT_S, 0};
     sbx_error_t *err = NULL;
+    struct sbx_port_conn *conn = NULL;
     char via[96];
+    int64_t in = 0;
+    int64_t out = 0;
     int up = -1;
     int r;
 
     snprintf(via, sizeof(via), "api client %s", s->client);
-    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &err);
+    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
     /* the connection needs the task no more: it may end meanwhile (the socket then resets) */
     pthread_mutex_lock(&s->r->mu);
     s->rt->running--;
@@ -347,9 +353,11 @@ static void *port_main(void *arg)
     }
     setsockopt(up, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     if (sbx_send_all(up, s->head, s->head_len) == 0) {
-        relay_response(up, s->fd);
+        in = (int64_t)s->head_len;
+        out = relay_response(up, s->fd);
     }
     close(up);
+    sbx_port_conn_end(conn, in, out, NULL); /* (added) the line, with the counts */
     session_end(s);
     return NULL;
 }

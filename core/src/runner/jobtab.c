@@ -68,6 +68,8 @@ void runner_job_free(struct rjob *j)
     free(j->worktree);
     free(j->provider);
     free(j->credentials);
+    free(j->from);
+    free(j->image);
     json_decref(j->env);
     free(j->out);
     free(j->seg);

@@ -12,6 +12,7 @@
 #include "runner/runner_int.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
+#include "sandbox/snapshot.h"
 #include "sandbox/statedir.h"
 #include "sandbox/view.h"
 #include "util/log.h"
@@ -177,6 +178,30 @@ static void destroy_orphans(struct sbx_runner *r, struct sbx_open_instance *pi, 
     }
 }
 
+/* (added, issue 30) A queued job's image when it is a snapshot's (the job came
+ * with `from`): a copy, else NULL (the job takes the configured image). */
+static char *snapshot_image(struct sbx_runner *r, const char *image)
+{
+    sbx_error_t *e = NULL;
+    char *state = image ? sbx_state_dir(r->cfg->state_dir, &e) : NULL;
+    json_t *all = state ? sbx_snapshot_list(state, NULL) : NULL;
+    json_t *rec;
+    char *out = NULL;
+    size_t i;
+
+    json_array_foreach(all, i, rec)
+    {
+        if (out == NULL &&
+            strcmp(json_string_value(json_object_get(rec, "ref")) ?: "", image) == 0) {
+            out = xstrdup(image);
+        }
+    }
+    json_decref(all);
+    free(state);
+    sbx_error_free(&e);
+    return out;
+}
+
 struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
 {
     struct rjob *j = xcalloc(1, sizeof(*j));
@@ -339,7 +364,10 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
     for (size_t i = 0; i < rec.n_queued; i++) {
         struct sbx_job_rec *q = &rec.queued[i];
         struct rjob *j = runner_job_from_rec(q);
-        struct sbx_sched_job sj = {
+        struct sbx_sched_job sj;
+
+        j->image = snapshot_image(r, q->image); /* (added) a job `from` a snapshot */
+        sj = (struct sbx_sched_job){
             .id = j->id,
             .task = j->task,
             .pool = j->pool,

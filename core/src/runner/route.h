@@ -77,6 +77,8 @@ void runner_api_queue(const struct runner_route_call *c);
 void runner_api_slots(const struct runner_route_call *c);
 /* api_snap.c: snapshots and egress changes */
 void runner_api_task_snapshot(const struct runner_route_call *c);
+/* (added) 1 when the query has NAME=1 or NAME=true (api_routes.c) */
+int runner_query_flag(const char *query, const char *name);
 void runner_api_task_egress(const struct runner_route_call *c);
 void runner_api_snapshots_list(const struct runner_route_call *c);
 void runner_api_snapshot_rm(const struct runner_route_call *c);

@@ -205,7 +205,8 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
     /* (added) a warm sandbox to claim: only a job that can use one
      * (docs/runner.md, Warm pool); without one the tick below evicts
      * warm sandboxes this job needs the room of */
-    j->warm = j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0
+    j->warm = j->image == NULL && /* (added) a snapshot's image: never a warm one */
+                      (j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0)
                   ? runner_warm_take(r, j->pool)
                   : NULL;
     pthread_mutex_lock(&r->mu);

@@ -50,6 +50,9 @@ struct rjob {
     int cls_given; /* the request named the class (an override of the policy) */
     char **argv;
     char *worktree, *provider, *credentials;
+    /* (added, issue 30) `from`: the snapshot id the request named, and its image
+     * ref once checked (api_snap.c); NULL: the configured image */
+    char *from, *image;
     json_t *env;   /* the command's variables (object NAME -> value), or NULL */
     int state;     /* enum sbx_job_state, under r->mu; changed by runner_job_move alone */
     int has_state; /* 0: new, before its first move (jobstate.h) */
@@ -382,6 +385,15 @@ const struct runner_client *runner_authenticate(struct sbx_runner *r, const char
 int runner_may_use_credentials(const struct sbx_runner *r, const char *client, const char *name);
 /* The client may see (cancel) a job or task of owner. */
 int runner_may_read(const struct runner_client *who, const char *owner);
+/* (added, issue 30) A submit's `from` (api_snap.c): the snapshot must exist, be the
+ * client's own (any with read-all), of the job's provider, the client must have the
+ * scope `snapshot`, and the task must not be running yet. 0 and j->image set, or -1
+ * having replied (403, 404, 400, 409 naming the field). */
+int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
+                       const struct runner_client *who, struct rjob *j);
+/* (added, api_snap.c) A hold (running++) taken off the loop ends, on the loop: a task
+ * whose job ended meanwhile is ended now. */
+void runner_task_let_go(struct sbx_runner *r, struct rtask *t);
 int runner_may_cancel(const struct runner_client *who, const char *owner);
 
 /* hooks.c */

@@ -187,8 +187,9 @@ static json_t *submit_rec(struct sbx_runner *r, const struct rjob *j, json_t *la
     rec->env = j->env;
     rec->client = (char *)j->owner;
     rec->provider = j->provider ? j->provider : r->cfg->provider;
-    rec->image =
-        (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool), rec->provider); /* (changed) */
+    rec->image = j->image ? j->image /* (added) a snapshot's (`from`) */
+                          : (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool),
+                                                     rec->provider); /* (changed) */
     rec->limits = r->cfg->limits;
     return argv;
 }
@@ -581,6 +582,10 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
                            "credentials)",
                            who->name, j->credentials);
         submit_call_free(c);
+        return;
+    }
+    if (j->from != NULL && runner_submit_from(r, req, who, j) < 0) {
+        submit_call_free(c); /* (added, issue 30) answered: the snapshot refused */
         return;
     }
     t = runner_task_find(r, j->task);

@@ -311,6 +311,7 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
             .job_id = j->id,
             .provider = j->provider,
             .credentials = j->credentials,
+            .image = j->image,  /* (added) `from` a snapshot; NULL: the configured */
             .client = j->owner, /* "": a job from before clients */
             .worktree = j->worktree,
             .pool = sbx_pool_name(j->pool),

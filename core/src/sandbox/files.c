@@ -236,6 +236,92 @@ int sbx_task_files_put(struct sbx_task *t, const char *dir, const char *tar, siz
     return 0;
 }
 
+/* (added) the source of a streamed put, counted against SBX_FILES_CP_MAX */
+struct counted {
+    int (*source)(void *ud, char *buf, size_t cap, size_t *n);
+    void *ud;
+    int64_t total;
+    int too_big;
+    int failed;
+};
+
+static int counted_read(void *ud, char *buf, size_t cap, size_t *n)
+{
+    struct counted *c = ud;
+
+    *n = 0;
+    if (c->source(c->ud, buf, cap, n) != 0) {
+        c->failed = 1;
+        return 1;
+    }
+    c->total += (int64_t)*n;
+    if (c->total > SBX_FILES_CP_MAX) {
+        c->too_big = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int sbx_task_files_put_stream(struct sbx_task *t, const char *dir,
+                              int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                              int64_t *bytes, sbx_error_t **err)
+{
+    struct counted c = {.source = source, .ud = ud};
+    sbx_error_t *e = NULL;
+    int rc;
+
+    *bytes = 0;
+    if (sbx_files_path_ok(dir, "write", err) < 0) {
+        return -1;
+    }
+    if (ops(t)->files_put_stream == NULL) { /* a provider before ABI 1.10: whole */
+        char *buf = NULL;
+        size_t len = 0;
+        size_t cap = 0;
+        size_t n = 0;
+
+        if (ops(t)->files_put == NULL) {
+            return no_op(t, "write files into a sandbox", err);
+        }
+        do {
+            if (cap - len < 65536) {
+                cap = cap ? cap * 2 : 1u << 20;
+                buf = xrealloc(buf, cap);
+            }
+            rc = counted_read(&c, buf + len, cap - len, &n);
+            len += n;
+        } while (rc == 0 && n > 0);
+        rc = rc == 0 ? sbx_task_files_put(t, dir, buf, len, &e) : -1;
+        free(buf);
+    }
+    else {
+        touch(t);
+        rc = ops(t)->files_put_stream(t->prov->ctx, t->sandbox, dir, counted_read, &c, &e);
+    }
+    *bytes = c.total;
+    if (c.too_big) {
+        sbx_error_free(&e);
+        return sbx_error_set(err, SBX_FILES_E_TOOBIG,
+                             "task %s: the archive is larger than %lld MiB (the bound of one "
+                             "copy): refused",
+                             t->id, (long long)(SBX_FILES_CP_MAX >> 20));
+    }
+    if (c.failed) { /* the source's own reason is the caller's */
+        sbx_error_free(&e);
+        return sbx_error_set(err, SBX_E_CANCELLED, "task %s: the archive did not arrive whole",
+                             t->id);
+    }
+    if (rc < 0) {
+        if (err != NULL && *err == NULL) {
+            *err = e;
+            e = NULL;
+        }
+        sbx_error_free(&e);
+        return sbx_error_wrap(err, "task %s", t->id);
+    }
+    return 0;
+}
+
 /* the first member of an archive, then stop */
 struct first {
     struct sbx_tar_reader rd;

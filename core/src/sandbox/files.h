@@ -54,6 +54,14 @@ int sbx_task_files_get(struct sbx_task *t, const char *path, int64_t max,
 /* Extracts tar into the sandbox's existing directory dir. */
 int sbx_task_files_put(struct sbx_task *t, const char *dir, const char *tar, size_t len,
                        sbx_error_t **err);
+/* (added) Extracts the tar archive read from source into dir, streamed to the provider
+ * (files_put_stream; a provider without it gets the archive whole). Counted while it
+ * flows: past SBX_FILES_CP_MAX the copy stops with SBX_FILES_E_TOOBIG; a source that
+ * fails (non-zero) stops it with SBX_E_CANCELLED (the source keeps its reason). *bytes:
+ * the archive's bytes read. */
+int sbx_task_files_put_stream(struct sbx_task *t, const char *dir,
+                              int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                              int64_t *bytes, sbx_error_t **err);
 /* Whether path exists in the sandbox and is a directory: 1 directory, 0 another
  * kind, -1 with err (SBX_E_NOTFOUND when it does not exist). */
 int sbx_task_files_is_dir(struct sbx_task *t, const char *path, sbx_error_t **err);

@@ -80,47 +80,57 @@ static int out_sink(void *ud, const char *data, size_t len)
     return sbx_frame_write(fd, 'O', data, len) < 0 ? 1 : 0;
 }
 
-/* 'I' frames up to an empty one, at most SBX_FILES_CP_MAX bytes */
-static int read_input(int fd, char **buf, size_t *len, sbx_error_t **err)
+/* (changed) 'I' frames up to an empty one, read as the provider takes them
+ * (sbx_task_files_put_stream counts them against SBX_FILES_CP_MAX) */
+struct in_src {
+    int fd;
+    char *data; /* the frame being read */
+    size_t len, off;
+    int ended; /* the empty frame came */
+    int bad;   /* not an 'I' frame, or the connection failed */
+};
+
+static int in_read(void *ud, char *buf, size_t cap, size_t *n)
 {
-    size_t cap = 0;
+    struct in_src *s = ud;
 
-    *buf = NULL;
-    *len = 0;
-    for (;;) {
+    *n = 0;
+    while (s->off == s->len) {
         char type = 0;
-        char *data = NULL;
-        size_t n = 0;
+        sbx_error_t *e = NULL;
 
-        if (sbx_frame_read(fd, &type, &data, &n, err) != 0 || type != 'I') {
-            free(data);
-            free(*buf);
-            *buf = NULL;
-            return sbx_error_set(err, SBX_E_PROTOCOL, "the archive did not arrive whole");
-        }
-        if (n == 0) {
-            free(data);
+        if (s->ended) {
             return 0;
         }
-        if ((int64_t)(*len + n) > SBX_FILES_CP_MAX) {
-            free(data);
-            free(*buf);
-            *buf = NULL;
-            return sbx_error_set(err, SBX_FILES_E_TOOBIG,
-                                 "the archive is larger than %lld MiB (the bound of one copy): "
-                                 "refused",
-                                 (long long)(SBX_FILES_CP_MAX >> 20));
+        free(s->data);
+        s->data = NULL;
+        s->len = s->off = 0;
+        if (sbx_frame_read(s->fd, &type, &s->data, &s->len, &e) != 0 || type != 'I') {
+            sbx_error_free(&e);
+            s->bad = 1;
+            return 1;
         }
-        if (*len + n > cap) { /* doubling: each byte is moved O(1) times */
-            cap = cap ? cap * 2 : 4u << 20;
-            while (cap < *len + n) {
-                cap *= 2;
-            }
-            *buf = xrealloc(*buf, cap);
+        if (s->len == 0) {
+            s->ended = 1;
+            return 0;
         }
-        memcpy(*buf + *len, data, n);
-        *len += n;
-        free(data);
+    }
+    *n = s->len - s->off < cap ? s->len - s->off : cap;
+    memcpy(buf, s->data + s->off, *n);
+    s->off += *n;
+    return 0;
+}
+
+/* The rest of the archive when the copy stopped early, unread (a copy refused past the
+ * bound: the client is still sending). */
+static void in_drain(struct in_src *s)
+{
+    char buf[65536];
+    size_t n = 0;
+
+    while (!s->ended && !s->bad) {
+        s->off = s->len;
+        (void)in_read(s, buf, sizeof(buf), &n);
     }
 }
 
@@ -143,15 +153,17 @@ int sbx_keeper_files_op(struct sbx_task *t, int fd, const char *op, json_t *req)
     else if (strcmp(op, "files_get") == 0) {
         (void)sbx_task_files_get(t, path, SBX_FILES_CP_MAX, out_sink, &fd, &e);
     }
-    else if (strcmp(op, "files_put") == 0) {
+    else if (strcmp(op, "files_put") == 0) { /* (changed) streamed to the provider */
         const char *dir = json_string_value(json_object_get(req, "dir"));
-        char *buf = NULL;
-        size_t len = 0;
+        struct in_src src = {.fd = fd};
+        int64_t bytes = 0;
 
-        if (read_input(fd, &buf, &len, &e) == 0) {
-            (void)sbx_task_files_put(t, dir, buf, len, &e);
+        if (sbx_task_files_put_stream(t, dir, in_read, &src, &bytes, &e) < 0 && src.bad) {
+            sbx_error_free(&e);
+            sbx_error_set(&e, SBX_E_PROTOCOL, "the archive did not arrive whole");
         }
-        free(buf);
+        in_drain(&src); /* so that the client reads the reason, not a reset */
+        free(src.data);
     }
     else if (strcmp(op, "files_stat") == 0) {
         int d = sbx_task_files_is_dir(t, path, &e);
@@ -176,18 +188,16 @@ int sbx_keeper_files_op(struct sbx_task *t, int fd, const char *op, json_t *req)
 
 /* ---- the client ------------------------------------------------------------- */
 
-int sbx_keeper_files_call(const char *state, const char *task, json_t *req, const char *in,
-                          size_t len, int (*sink)(void *ud, const char *data, size_t len), void *ud,
-                          json_t **result, sbx_error_t **err)
+static int read_reply(int fd, const char *task, int (*sink)(void *ud, const char *data, size_t len),
+                      void *ud, json_t **result, sbx_error_t **err);
+
+/* Connects to the task's keeper and sends req: the connection, or -1 with err. */
+static int call_open(const char *state, const char *task, json_t *req, sbx_error_t **err)
 {
     cleanup_free char *sock = NULL;
     char *s;
     int fd;
-    int rc = -1;
 
-    if (result != NULL) {
-        *result = NULL;
-    }
     if (!sbx_id_valid(task, SBX_ID_TASK)) {
         return sbx_error_set(err, SBX_E_USAGE, "'%s' is not a valid task id", task);
     }
@@ -205,6 +215,21 @@ int sbx_keeper_files_call(const char *state, const char *task, json_t *req, cons
         return sbx_error_set(err, SBX_E_ENGINE, "sending to the keeper: %s", strerror(errno));
     }
     free(s);
+    return fd;
+}
+
+int sbx_keeper_files_call(const char *state, const char *task, json_t *req, const char *in,
+                          size_t len, int (*sink)(void *ud, const char *data, size_t len), void *ud,
+                          json_t **result, sbx_error_t **err)
+{
+    int fd;
+
+    if (result != NULL) {
+        *result = NULL;
+    }
+    if ((fd = call_open(state, task, req, err)) < 0) {
+        return -1;
+    }
     for (size_t off = 0; in != NULL && off <= len;) {
         size_t n = len - off < CHUNK ? len - off : CHUNK;
 
@@ -220,6 +245,15 @@ int sbx_keeper_files_call(const char *state, const char *task, json_t *req, cons
             break;
         }
     }
+    return read_reply(fd, task, sink, ud, result, err);
+}
+
+/* The 'O' frames to sink, then the 'X' reply; closes fd. */
+static int read_reply(int fd, const char *task, int (*sink)(void *ud, const char *data, size_t len),
+                      void *ud, json_t **result, sbx_error_t **err)
+{
+    int rc = -1;
+
     for (;;) {
         char type = 0;
         char *data = NULL;
@@ -272,4 +306,38 @@ int sbx_keeper_files_call(const char *state, const char *task, json_t *req, cons
     }
     close(fd);
     return rc;
+}
+
+int sbx_keeper_files_put_begin(const char *state, const char *task, const char *dir,
+                               sbx_error_t **err)
+{
+    json_t *req = json_pack("{s:s, s:s}", "op", "files_put", "dir", dir);
+    int fd = call_open(state, task, req, err);
+
+    json_decref(req);
+    return fd;
+}
+
+int sbx_keeper_files_put_data(int fd, const char *data, size_t len)
+{
+    while (len > 0) {
+        size_t n = len < CHUNK ? len : CHUNK;
+
+        if (sbx_frame_write(fd, 'I', data, n) < 0) {
+            return -1;
+        }
+        data += n;
+        len -= n;
+    }
+    return 0;
+}
+
+int sbx_keeper_files_put_end(int fd, const char *task, int failed, sbx_error_t **err)
+{
+    if (failed) { /* the keeper sees the archive cut short and writes nothing more */
+        close(fd);
+        return -1;
+    }
+    (void)sbx_frame_write(fd, 'I', "", 0); /* a keeper that stopped reading replies why */
+    return read_reply(fd, task, NULL, NULL, NULL, err);
 }

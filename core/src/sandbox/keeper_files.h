@@ -25,4 +25,13 @@ int sbx_keeper_files_call(const char *state, const char *task, json_t *req, cons
                           size_t len, int (*sink)(void *ud, const char *data, size_t len), void *ud,
                           json_t **result, sbx_error_t **err);
 
+/* (added) files_put with the archive streamed as it is made: begin connects and sends
+ * the request (the connection, or -1 with err); data sends pieces as 'I' frames (-1:
+ * the keeper stopped reading: end says why); end sends the empty frame and reads the
+ * reply (failed: the caller's own failure, the copy is abandoned), closing fd. */
+int sbx_keeper_files_put_begin(const char *state, const char *task, const char *dir,
+                               sbx_error_t **err);
+int sbx_keeper_files_put_data(int fd, const char *data, size_t len);
+int sbx_keeper_files_put_end(int fd, const char *task, int failed, sbx_error_t **err);
+
 #endif

@@ -4,14 +4,18 @@
  *   client -> keeper  'R' {"op":"port","port":N,"peer":"127.0.0.1:51234"}
  *   keeper -> client  'X' {"status":0} with the connected socket as SCM_RIGHTS,
  *                     or 'X' {"error":"...","code":125}
- * The client (sbx port) then copies bytes between its accepted connection and
- * that socket; the keeper has logged the connection and holds nothing of it. */
+ *   client -> keeper  (added) 'R' {"op":"port_end","bytes_in":N,"bytes_out":M} when
+ *                     the connection ended (or the client closes without it)
+ * The client (sbx port) copies bytes between its accepted connection and that
+ * socket; the keeper holds nothing of it but this request's connection, and writes
+ * the connection's line to ports.log when it ends (task_port.c). */
 #include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,12 +53,56 @@ static int send_frame_fd(int fd, const char *json, int pass)
     return sendmsg(fd, &msg, MSG_NOSIGNAL) == (ssize_t)(SBX_FRAME_HDR + len) ? 0 : -1;
 }
 
+/* (added) A count the client reports: a whole number >= 0, else -1 (unknown). */
+static int64_t count_of(json_t *req, const char *key)
+{
+    json_t *v = json_object_get(req, key);
+
+    return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* (added) Until the client says the connection ended (port_end) or goes away:
+ * then the connection's line. The keeper's thread for this request waits here, and
+ * gives up when the task ends (the keeper waits for its threads before it ends the
+ * task; the connection is reset with the sandbox). */
+static void port_wait_end(struct sbx_task *t, int fd, struct sbx_port_conn *conn)
+{
+    char type = 0;
+    char *data = NULL;
+    size_t len = 0;
+    sbx_error_t *err = NULL;
+    json_t *req = NULL;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int r;
+
+    while ((r = poll(&p, 1, 250)) == 0 || (r < 0 && errno == EINTR)) {
+        if (sbx_task_stopped(t, NULL, 0)) {
+            sbx_port_conn_end(conn, -1, -1, "the task ended while the connection was open");
+            return;
+        }
+    }
+    if (r > 0 && sbx_frame_read(fd, &type, &data, &len, &err) == 0 && type == 'R' && len <= 4096) {
+        req = json_loadb(data, len, 0, NULL);
+    }
+    if (req != NULL &&
+        strcmp(json_string_value(json_object_get(req, "op")) ?: "", "port_end") == 0) {
+        sbx_port_conn_end(conn, count_of(req, "bytes_in"), count_of(req, "bytes_out"), NULL);
+    }
+    else {
+        sbx_port_conn_end(conn, -1, -1, "sbx port went away without counting the bytes");
+    }
+    json_decref(req);
+    free(data);
+    sbx_error_free(&err);
+}
+
 void sbx_keeper_port(struct sbx_task *t, int fd, json_t *req)
 {
     json_t *jp = json_object_get(req, "port");
     const char *peer = json_string_value(json_object_get(req, "peer"));
     char peer_ok[PEER_MAX];
     sbx_error_t *err = NULL;
+    struct sbx_port_conn *conn = NULL;
     int sock = -1;
     char *reply;
 
@@ -69,11 +117,15 @@ void sbx_keeper_port(struct sbx_task *t, int fd, json_t *req)
         sbx_error_set(&err, SBX_E_USAGE, "request field 'port': use an integer 1-65535");
     }
     else if (sbx_task_port_connect(t, (int)json_integer_value(jp), peer_ok, "sbx port", &sock,
-                                   &err) == 0) {
+                                   &conn, &err) == 0) {
         if (send_frame_fd(fd, "{\"status\":0}", sock) < 0) {
             /* the client went away: the connection goes with our copy */
+            close(sock);
+            sbx_port_conn_end(conn, 0, 0, "sbx port went away before it got the connection");
+            return;
         }
         close(sock);
+        port_wait_end(t, fd, conn);
         return;
     }
     reply =
@@ -100,8 +152,21 @@ static int read_full(int fd, char *p, size_t n)
     return 0;
 }
 
+void sbx_keeper_port_done(int ctl, int64_t bytes_in, int64_t bytes_out)
+{
+    char msg[128];
+
+    if (ctl < 0) {
+        return;
+    }
+    snprintf(msg, sizeof(msg), "{\"op\":\"port_end\",\"bytes_in\":%lld,\"bytes_out\":%lld}",
+             (long long)bytes_in, (long long)bytes_out);
+    (void)sbx_frame_write(ctl, 'R', msg, strlen(msg)); /* a keeper gone: no line */
+    close(ctl);
+}
+
 int sbx_keeper_port_open(const char *state, const char *task, int port, const char *peer, int *out,
-                         sbx_error_t **err)
+                         int *keeper, sbx_error_t **err)
 {
     cleanup_free char *sock = sbx_keeper_socket(state, task);
     json_t *req = json_pack("{s:s, s:i, s:s}", "op", "port", "port", port, "peer", peer);
@@ -123,6 +188,7 @@ int sbx_keeper_port_open(const char *state, const char *task, int port, const ch
     ssize_t n;
 
     *out = -1;
+    *keeper = -1;
     json_decref(req);
     fd = sbx_unix_connect(sock, err);
     if (fd < 0) {
@@ -154,14 +220,15 @@ int sbx_keeper_port_open(const char *state, const char *task, int port, const ch
         return sbx_error_set(err, SBX_E_PROTOCOL, "task '%s': malformed reply from its keeper",
                              task);
     }
-    close(fd);
     body[len] = '\0';
     j = json_loads(body, 0, NULL);
     if (passed >= 0 && json_is_integer(json_object_get(j, "status"))) {
         json_decref(j);
         *out = passed;
+        *keeper = fd; /* (added) kept for sbx_keeper_port_done */
         return 0;
     }
+    close(fd);
     if (passed >= 0) {
         close(passed);
     }

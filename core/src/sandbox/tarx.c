@@ -324,9 +324,25 @@ static void fill_header(unsigned char *h, const char *name, int64_t size, unsign
     snprintf((char *)h + 148, 8, "%06llo", (unsigned long long)(sum & 0777777));
 }
 
+static int tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mode, int64_t mtime,
+                   const char *link, const char *data, size_t len, int head_only);
+
 int sbx_tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mode, int64_t mtime,
                 const char *link, const char *data, size_t len)
 {
+    return tar_add(b, name, type, mode, mtime, link, data, len, 0);
+}
+
+int sbx_tar_add_head(struct sbx_tar_buf *b, const char *name, unsigned mode, int64_t mtime,
+                     uint64_t size)
+{
+    return tar_add(b, name, '0', mode, mtime, NULL, NULL, (size_t)size, 1);
+}
+
+static int tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mode, int64_t mtime,
+                   const char *link, const char *data, size_t len, int head_only)
+{
+    size_t room = head_only ? 0 : len; /* the data this buffer holds */
     size_t nl = strlen(name);
     size_t ll = link ? strlen(link) : 0;
     char pax[2 * SBX_TAR_NAME_MAX + 64];
@@ -361,7 +377,7 @@ int sbx_tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mod
                                      keys[k], vals[k]);
         }
     }
-    need = (paxl ? 512 + (paxl + 511) / 512 * 512 : 0) + 512 + (len + 511) / 512 * 512 + 1024;
+    need = (paxl ? 512 + (paxl + 511) / 512 * 512 : 0) + 512 + (room + 511) / 512 * 512 + 1024;
     if (b->len + need > b->cap) {
         size_t cap = b->cap ? b->cap : 64 * 1024;
         char *p;
@@ -383,10 +399,10 @@ int sbx_tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mod
         b->len += 512 + (paxl + 511) / 512 * 512;
     }
     fill_header((unsigned char *)b->data + b->len, name, (int64_t)len, mode, mtime, type, link);
-    if (len > 0) {
-        memcpy(b->data + b->len + 512, data, len);
+    if (room > 0) {
+        memcpy(b->data + b->len + 512, data, room);
     }
-    b->len += 512 + (len + 511) / 512 * 512;
+    b->len += 512 + (room + 511) / 512 * 512;
     return 0;
 }
 

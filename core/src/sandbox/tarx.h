@@ -58,6 +58,15 @@ struct sbx_tar_buf {
 int sbx_tar_add(struct sbx_tar_buf *b, const char *name, char type, unsigned mode, int64_t mtime,
                 const char *link, const char *data, size_t len);
 void sbx_tar_finish(struct sbx_tar_buf *b);
+/* (added) Only the header(s) of a regular file of size bytes: its data and the zeros
+ * up to the next 512 bytes (sbx_tar_pad) follow outside the buffer (a stream). */
+int sbx_tar_add_head(struct sbx_tar_buf *b, const char *name, unsigned mode, int64_t mtime,
+                     uint64_t size);
+/* (added) The zeros after a member's size bytes of data. */
+static inline size_t sbx_tar_pad(uint64_t size)
+{
+    return (size_t)((512 - size % 512) % 512);
+}
 
 /* A tar archive holding one regular file `name` (one path component) with data and
  * mode; *out is malloc'd. */
