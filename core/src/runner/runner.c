@@ -123,13 +123,13 @@ static void end_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     sbx_error_t *err = NULL;
 
     (void)r;
-    if (sbx_store_job_move(
-            st,
-            &(struct sbx_job_move){.id = c->id,
-                                   .token = c->token,
-                                   .step = SBX_JOB_STEP_END,
-                                   .end = {.state = c->end_state, .exit_status = -1, .reason = c->why}},
-            &err) < 0) {
+    if (sbx_store_job_move(st,
+                           &(struct sbx_job_move){
+                               .id = c->id,
+                               .token = c->token,
+                               .step = SBX_JOB_STEP_END,
+                               .end = {.state = c->end_state, .exit_status = -1, .reason = c->why}},
+                           &err) < 0) {
         sbx_error_log("runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
     }
