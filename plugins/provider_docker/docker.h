@@ -297,6 +297,27 @@ int dk_resume(void *ctx, const char *id, sbx_error_t **err);
 
 int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
             int *exit_status, sbx_error_t **err);
+/* (added) A put into the worktree, staged (docker_stage.c). */
+struct dk_stage {
+    char dir[48];   /* /tmp/.sbx-put-RANDOM inside, or "" */
+    char owner[24]; /* the destination's "UID:GID" inside */
+    int open;
+};
+/* 1 when an archive put into dir must be staged (dir is /workspace or below). */
+int dk_stage_wanted(const char *dir);
+/* Makes the staging dir and reads dest's owner inside. */
+int dk_stage_open(struct dk_ctx *c, const char *id, const char *dest, struct dk_stage *s,
+                  sbx_error_t **err);
+/* Copies what was put into s->dir into dest, as dest's owner. */
+int dk_stage_commit(struct dk_ctx *c, const char *id, const char *dest, struct dk_stage *s,
+                    sbx_error_t **err);
+/* Removes the staging dir (logged when it cannot). */
+void dk_stage_close(struct dk_ctx *c, const char *id, struct dk_stage *s);
+
+/* (added) The same for sbx's own steps in the sandbox: never through the exec
+ * agent, as user ("UID:GID"; NULL: the container's). */
+int dk_exec_user(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
+                 const char *user, int *exit_status, sbx_error_t **err);
 void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl);
 
 #endif

@@ -44,7 +44,7 @@ static int inspect_exec(struct dk_ctx *c, const char *eid, int *running, int *co
 }
 
 static int create_exec(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
-                       char *eid, size_t eid_size, sbx_error_t **err)
+                       const char *user, char *eid, size_t eid_size, sbx_error_t **err)
 {
     json_t *env = json_array();
     json_t *cmd = json_array();
@@ -69,6 +69,9 @@ static int create_exec(struct dk_ctx *c, const char *id, const struct sbx_exec_s
     body = json_pack("{s:b, s:b, s:b, s:b, s:o, s:o, s:s}", "AttachStdin", 0, "AttachStdout", 1,
                      "AttachStderr", 1, "Tty", 0, "Cmd", cmd, "Env", env, "WorkingDir",
                      spec->workdir ? spec->workdir : "/workspace");
+    if (user != NULL) { /* (added) sbx's own steps (docker_files.c): as this uid:gid */
+        json_object_set_new(body, "User", json_string(user));
+    }
     snprintf(path, sizeof(path), "/containers/%s/exec", id);
     r = dk_request(c, "POST", path, body, &status, &reply, err);
     json_decref(body); /* env values are in jansson's memory until here */
@@ -112,8 +115,23 @@ static int start_failure(struct dk_ctx *c, const struct dk_demux *d, const char 
     return c->host->error_set(err, SBX_E_NOEXEC, "%s: cannot be executed: %.200s", cmd, t);
 }
 
+static int exec_as(void *ctx, const char *id, const struct sbx_exec_spec *spec,
+                   struct sbx_exec_ctl *ctl, const char *user, int *exit_status, sbx_error_t **err);
+
 int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct sbx_exec_ctl *ctl,
             int *exit_status, sbx_error_t **err)
+{
+    return exec_as(ctx, id, spec, ctl, NULL, exit_status, err);
+}
+
+int dk_exec_user(struct dk_ctx *c, const char *id, const struct sbx_exec_spec *spec,
+                 const char *user, int *exit_status, sbx_error_t **err)
+{
+    return exec_as(c, id, spec, NULL, user, exit_status, err);
+}
+
+static int exec_as(void *ctx, const char *id, const struct sbx_exec_spec *spec,
+                   struct sbx_exec_ctl *ctl, const char *user, int *exit_status, sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
     static const char *const json_hdr[] = {"Content-Type: application/json", NULL};
@@ -133,11 +151,11 @@ int dk_exec(void *ctx, const char *id, const struct sbx_exec_spec *spec, struct 
     }
     /* the core's exec agent in the sandbox first (the disk watchdog is the
      * core's check, so it covers these commands too); 1: it is not there */
-    if (spec->run_agent != NULL &&
+    if (user == NULL && spec->run_agent != NULL &&
         (r = spec->run_agent(spec->agent_userdata, ctl, exit_status, err)) <= 0) {
         return r;
     }
-    if (create_exec(c, id, spec, eid, sizeof(eid), err) < 0) {
+    if (create_exec(c, id, spec, user, eid, sizeof(eid), err) < 0) {
         return -1;
     }
     snprintf(url, sizeof(url), "http://localhost/%s/exec/%s/start", c->api, eid);

@@ -126,10 +126,46 @@ int dk_files_get(void *ctx, const char *id, const char *path,
     return rc;
 }
 
+static int put_whole(struct dk_ctx *c, const char *id, const char *dir, const char *tar, size_t len,
+                     sbx_error_t **err);
+static int put_stream(struct dk_ctx *c, const char *id, const char *dir,
+                      int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                      sbx_error_t **err);
+
+/* (added) Into the worktree: through a staging dir (docker_stage.c). */
+static int put_staged(struct dk_ctx *c, const char *id, const char *dir, const char *tar,
+                      size_t len, int (*source)(void *ud, char *buf, size_t cap, size_t *n),
+                      void *ud, sbx_error_t **err)
+{
+    struct dk_stage s;
+    int rc;
+
+    if (dk_stage_open(c, id, dir, &s, err) < 0) {
+        return -1;
+    }
+    rc = source != NULL ? put_stream(c, id, s.dir, source, ud, err)
+                        : put_whole(c, id, s.dir, tar, len, err);
+    if (rc == 0) {
+        rc = dk_stage_commit(c, id, dir, &s, err);
+    }
+    dk_stage_close(c, id, &s);
+    return rc;
+}
+
 int dk_files_put(void *ctx, const char *id, const char *dir, const char *tar, size_t len,
                  sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
+
+    if (dk_stage_wanted(dir)) {
+        return put_staged(c, id, dir, tar, len, NULL, NULL, err);
+    }
+    return put_whole(c, id, dir, tar, len, err);
+}
+
+static int put_whole(struct dk_ctx *c, const char *id, const char *dir, const char *tar, size_t len,
+                     sbx_error_t **err)
+{
     struct sbx_http_response resp = {0};
     /* a directory is never replaced by a file nor a file by a directory */
     char *p = archive_path(c, id, dir, "&noOverwriteDirNonDir=true");
@@ -158,6 +194,17 @@ int dk_files_put_stream(void *ctx, const char *id, const char *dir,
                         sbx_error_t **err)
 {
     struct dk_ctx *c = ctx;
+
+    if (dk_stage_wanted(dir)) {
+        return put_staged(c, id, dir, NULL, 0, source, ud, err);
+    }
+    return put_stream(c, id, dir, source, ud, err);
+}
+
+static int put_stream(struct dk_ctx *c, const char *id, const char *dir,
+                      int (*source)(void *ud, char *buf, size_t cap, size_t *n), void *ud,
+                      sbx_error_t **err)
+{
     struct sbx_http_request req = {0};
     struct sbx_http_response resp = {0};
     const char *hdr[] = {"Content-Type: application/x-tar", NULL};

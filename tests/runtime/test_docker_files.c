@@ -467,11 +467,116 @@ static void test_pause_and_resume(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+/* (added) sbx cp into the worktree (an idmapped view the engine cannot extract
+ * into: EOVERFLOW before): the files are the worktree owner's on the host, the
+ * destination keeps its mode, a symlink the sandbox planted there resolves in the
+ * sandbox, a new protected path is quarantined, no staging dir is left. */
+static void test_cp_into_worktree(void **state)
+{
+    struct spawn_result r;
+    char *wt = test_mkdtemp();
+    char *src = test_mkdtemp();
+    char *p = NULL;
+    char *q = NULL;
+    struct stat st;
+    FILE *f;
+
+    (void)state;
+    assert_true(asprintf(&p, "%s/sub", wt) > 0);
+    assert_int_equal(mkdir(p, 0755), 0);
+    assert_int_equal(chown(p, 65534, 65534), 0);
+    free(p);
+    assert_int_equal(chown(wt, 65534, 65534), 0);
+    assert_int_equal(chmod(wt, 0755), 0);
+    assert_true(asprintf(&p, "%s/d", src) > 0);
+    assert_int_equal(mkdir(p, 0700), 0);
+    free(p);
+    assert_true(asprintf(&p, "%s/d/f", src) > 0);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("in-dir\n", f);
+    fclose(f);
+    free(p);
+    assert_true(asprintf(&p, "%s/.hidden", src) > 0);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("dot\n", f);
+    fclose(f);
+    r = RT_SBX("task", "start", "--task", "cpw", "--worktree", wt);
+    if (r.rc != 0) {
+        fail_msg("task start: %s", r.err);
+    }
+    spawn_result_free(&r);
+    r = RT_SBX("cp", p, "cpw:/workspace/sub/");
+    if (r.rc != 0) {
+        fail_msg("sbx cp into the worktree: rc %d: %s", r.rc, r.err);
+    }
+    spawn_result_free(&r);
+    free(p);
+    assert_true(asprintf(&p, "%s/d", src) > 0);
+    r = RT_SBX("cp", p, "cpw:/workspace/");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    free(p);
+    /* the owner's on the host; the destinations keep their modes */
+    assert_true(asprintf(&p, "%s/sub/.hidden", wt) > 0);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    free(p);
+    assert_true(asprintf(&p, "%s/d/f", wt) > 0);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_uid, 65534);
+    free(p);
+    assert_int_equal(stat(wt, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755);
+    assert_true(asprintf(&p, "%s/sub", wt) > 0);
+    assert_int_equal(stat(p, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0755);
+    free(p);
+    /* a symlink planted in the worktree names the sandbox's /etc, never the host's */
+    r = RT_SBX("exec", "cpw", "--", "ln", "-s", "/etc", "/workspace/evil");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    assert_true(asprintf(&p, "%s/sbx-cp-planted", src) > 0);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("x\n", f);
+    fclose(f);
+    r = RT_SBX("cp", p, "cpw:/workspace/evil/");
+    spawn_result_free(&r);
+    free(p);
+    assert_int_not_equal(access("/etc/sbx-cp-planted", F_OK), 0);
+    /* a new protected path: quarantined, not in place */
+    assert_true(asprintf(&p, "%s/.hidden", src) > 0);
+    assert_true(asprintf(&q, "%s/.mcp.json", src) > 0);
+    assert_int_equal(rename(p, q), 0);
+    r = RT_SBX("cp", q, "cpw:/workspace/");
+    spawn_result_free(&r);
+    free(p);
+    assert_true(asprintf(&p, "%s/.mcp.json.sbx-quarantine-cpw", wt) > 0);
+    wait_until(access(p, F_OK) == 0, 10, NULL, "%s", p);
+    free(p);
+    /* nothing staged is left inside */
+    r = RT_SBX("exec", "cpw", "--", "sh", "-c", "ls -a /tmp | grep -c sbx-put || true");
+    assert_int_equal(r.rc, 0);
+    assert_string_equal(r.out, "0\n");
+    spawn_result_free(&r);
+    r = RT_SBX("task", "end", "cpw");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    free(q);
+    test_rm_rf(wt);
+    test_rm_rf(src);
+    free(wt);
+    free(src);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_files_through_cp_and_api),
         cmocka_unit_test(test_pause_and_resume),
+        cmocka_unit_test(test_cp_into_worktree),
     };
 
     return cmocka_run_group_tests(tests, rt_setup, teardown_all);
