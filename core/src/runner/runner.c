@@ -599,12 +599,15 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         runner_warm_init(r, err) < 0 || runner_image_start(r, err) < 0) {
         goto fail;
     }
-    if (runner_api_bind(r, err) < 0 ||
-        runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
+    /* the API listens last: "listening" means every connection the box needs
+     * is open (a store thread's connection opened after it could fail the
+     * start of a box that clients already reach) */
+    if (runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
                             err) < 0 ||
         runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
                                 err) < 0 ||
-        runner_sq_start(r, err) < 0) { /* (added) after the probe: its gate */
+        runner_sq_start(r, err) < 0 || /* (added) after the probe: its gate */
+        runner_api_bind(r, err) < 0) {
         goto fail;
     }
     return r;
