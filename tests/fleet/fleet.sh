@@ -315,6 +315,15 @@ wait_ended() { # count timeout_s
         [ "$SECONDS" -lt "$end" ] || break
         sleep 0.1
     done
+    # the jobs that did not end, and every line of every box's log naming them
+    local stuck id b
+    stuck=$(sql "SELECT id || ' ' || state || ' box=' || coalesce(box, '-') FROM jobs WHERE state NOT IN ('finished','cancelled','interrupted') LIMIT 5")
+    echo "fleet: not ended: $(echo "$stuck" | tr '\n' ';')" >&2
+    for id in $(echo "$stuck" | cut -d' ' -f1); do
+        for b in "$work"/*/log; do
+            [ -f "$b" ] && grep -F "$id" "$b" | sed "s|^|fleet: $(basename "$(dirname "$b")"): |" >&2
+        done
+    done
     fail "only $n of $1 jobs ended within $2 s ($(sql "SELECT state || ':' || count(*) FROM jobs GROUP BY state" | tr '\n' ' '))"
 }
 
