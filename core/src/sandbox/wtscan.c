@@ -338,25 +338,39 @@ static void walk(struct scan *s, int dfd, const char *prefix, int depth)
     closedir(d);
 }
 
-int sbx_wtscan(const char *worktree, const struct timespec *since, int had_git, const char *task_id,
-               const char *const *protect, sbx_wtscan_note_fn fn, void *ud)
+/* The worktree opened (no symlink followed) and s set up for it; -1: gone. */
+static int scan_open(struct scan *s, const char *worktree, const struct timespec *since,
+                     int had_git, const char *task_id, const char *const *protect,
+                     sbx_wtscan_note_fn fn, void *ud)
 {
-    struct scan s = {.since = *since,
-                     .had_git = had_git,
-                     .task = task_id,
-                     .protect = protect,
-                     .note = fn,
-                     .ud = ud};
     struct stat st;
     int fd = open(worktree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
+    *s = (struct scan){.since = *since,
+                       .had_git = had_git,
+                       .task = task_id,
+                       .protect = protect,
+                       .note = fn,
+                       .ud = ud};
     if (fd < 0 || fstat(fd, &st) < 0) {
         if (fd >= 0) {
             close(fd);
         }
+        return -1;
+    }
+    s->dev = st.st_dev;
+    return fd;
+}
+
+int sbx_wtscan(const char *worktree, const struct timespec *since, int had_git, const char *task_id,
+               const char *const *protect, sbx_wtscan_note_fn fn, void *ud)
+{
+    struct scan s;
+    int fd = scan_open(&s, worktree, since, had_git, task_id, protect, fn, ud);
+
+    if (fd < 0) {
         return 0;
     }
-    s.dev = st.st_dev;
     walk(&s, fd, "", 0);
     close(fd);
     if (s.entries > SCAN_MAX_ENTRIES) {
@@ -369,22 +383,12 @@ int sbx_wtscan_paths(const char *worktree, const struct timespec *since, int had
                      const char *task_id, const char *const *protect, const char *const *rels,
                      size_t n_rels, sbx_wtscan_note_fn fn, void *ud)
 {
-    struct scan s = {.since = *since,
-                     .had_git = had_git,
-                     .task = task_id,
-                     .protect = protect,
-                     .note = fn,
-                     .ud = ud};
-    struct stat st;
-    int root = open(worktree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct scan s;
+    int root = scan_open(&s, worktree, since, had_git, task_id, protect, fn, ud);
 
-    if (root < 0 || fstat(root, &st) < 0) {
-        if (root >= 0) {
-            close(root);
-        }
+    if (root < 0) {
         return 0;
     }
-    s.dev = st.st_dev;
     for (size_t i = 0; i < n_rels; i++) {
         cleanup_free char *buf = xstrdup(rels[i]);
         char *name = buf;
