@@ -12,8 +12,9 @@ Prints, for the source tree the script lives in:
   lines          lines of core/src/runner and core/src/sandbox (.c and .h)
   long functions functions of core/ over 100 lines (--list names them)
   runner_int.h   its lines and how many runner files include it
-  state writes   '->state =' in core/src/runner, mcp and sandbox outside
-                 the move functions' files (*state.c, *move.c)
+  state writes   a job's or task's state assigned in core/src/runner outside
+                 the move functions (jobstate.c), and in the MCP server's
+                 own job table
 
 Needs universal-ctags (Debian: apt-get install universal-ctags) for the
 function lengths. Compare two commits by running it in two checkouts.
@@ -74,23 +75,27 @@ else
 	int_users=0
 fi
 runner_c=$(find core/src/runner -name '*.c' | wc -l)
-# Records' states (jobs, tasks): the runner, the MCP backend, the sandbox
-# code; the move functions' own files (*state.c, *move.c) are not counted.
-state_writes=$(grep -rn -- '->state =' core/src/runner core/src/mcp core/src/sandbox |
-	grep -v -E '(state|move)\.c:' | wc -l || true)
-
+# Records' states (jobs, tasks) assigned outside the move functions
+# (runner/jobstate.c), as tests/unit/check_state_moves.sh counts them, and
+# those of the MCP server's own job table (mcp/backend_embedded.c).
+assign='->state[[:space:]]*=([^=]|$)'
+state_writes=$(grep -nE -- "$assign" core/src/runner/*.c core/src/runner/*.h |
+	grep -v '^core/src/runner/jobstate\.c:' | grep -vE 'api_list\.c:[0-9]+:[[:space:]]*f->state = ' |
+	wc -l || true)
+mcp_writes=$(grep -cE -- "$assign" core/src/mcp/backend_embedded.c 2>/dev/null || true)
 if [ "$json" = 1 ]; then
 	printf '{"runner_lines":%d,"sandbox_lines":%d,"functions_over_100":%d,' \
 		"$runner_lines" "$sandbox_lines" "$long_n"
 	printf '"runner_int_h_lines":%d,"runner_int_h_includers":%d,"runner_c_files":%d,' \
 		"$int_lines" "$int_users" "$runner_c"
-	printf '"state_assignments":%d}\n' "$state_writes"
+	printf '"state_assignments":%d,"mcp_state_assignments":%d}\n' "$state_writes" "${mcp_writes:-0}"
 else
 	printf 'lines          core/src/runner %d, core/src/sandbox %d\n' "$runner_lines" "$sandbox_lines"
 	printf 'long functions %d over 100 lines in core/\n' "$long_n"
 	printf 'runner_int.h   %d lines, included by %d of %d runner .c files\n' \
 		"$int_lines" "$int_users" "$runner_c"
-	printf 'state writes   %d "->state =" outside the move functions\n' "$state_writes"
+	printf 'state writes   %d in core/src/runner outside the move functions; %d in the MCP server'"'"'s own job table\n' \
+		"$state_writes" "${mcp_writes:-0}"
 fi
 if [ "$list" = 1 ] && [ -n "$long" ]; then
 	printf '%s\n' "$long" >&2
