@@ -242,7 +242,11 @@ start() {
 # wait_socket BOX: its API socket, 60 s at most (an ASan box on a loaded
 # machine takes seconds to start)
 sock_up() {
-    [ -S "$work/$1/runner.sock" ] && return 0
+    # a socket that answers: a box killed -9 leaves its file behind, and the
+    # new box binds only once it is ready, so the file alone is not enough
+    [ -S "$work/$1/runner.sock" ] &&
+        curl -s -o /dev/null --max-time 5 --unix-socket "$work/$1/runner.sock" http://localhost/healthz &&
+        return 0
     kill -0 "${pid[$1]}" 2>/dev/null || fail "box $1 exited at start"
     return 1
 }
