@@ -7,7 +7,7 @@
 #include "store_fixture.h"
 
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
 #include "store/states.h"
 
 /* ---- the tables ---- */

@@ -15,7 +15,11 @@
 
 #include "runner/route.h"
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
+#include "runner/forward.h"
+#include "runner/jobs.h"
+#include "runner/worker.h"
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/statedir.h"

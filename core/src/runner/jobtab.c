@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/hooks.h"
+#include "runner/jobs.h"
 
 /* Finished jobs whose output stays in memory (their records stay in the
  * store): runner.keep_output, this without a configuration. */
