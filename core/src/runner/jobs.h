@@ -5,7 +5,15 @@
 
 #include <stdint.h>
 
-#include "runner/state.h"
+#include "runner/runner.h"
+#include "store/store.h"
+
+struct sbx_runner;
+struct rjob;
+struct rtask;
+
+/* A worker's message to the loop. */
+enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
 
 /* runner.c */
 struct rjob *runner_job_find(struct sbx_runner *r, const char *id);

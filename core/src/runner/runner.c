@@ -33,6 +33,15 @@
 #include "util/rlimit.h"
 #include "util/xalloc.h"
 
+/* A worker's message to the loop (runner_post). */
+struct rmsg {
+    enum rmsg_kind kind;
+    char id[SBX_SCHED_ID_MAX]; /* the job (RMSG_JOB_DONE, RMSG_OUTPUT) */
+    struct rtask *rt;          /* (changed) RMSG_TASK_ENDED: the task itself, never its id */
+    enum sbx_job_result result;
+    struct rmsg *next;
+};
+
 int64_t runner_now(struct sbx_runner *r)
 {
     (void)r;

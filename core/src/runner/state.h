@@ -100,17 +100,6 @@ struct runner_stream {
     struct runner_stream *next;
 };
 
-/* A worker's message to the loop. */
-enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
-
-struct rmsg {
-    enum rmsg_kind kind;
-    char id[SBX_SCHED_ID_MAX]; /* the job (RMSG_JOB_DONE, RMSG_OUTPUT) */
-    struct rtask *rt;          /* (changed) RMSG_TASK_ENDED: the task itself, never its id */
-    enum sbx_job_result result;
-    struct rmsg *next;
-};
-
 struct runner_listener {
     struct sbx_runner *r;
     int tcp;
@@ -150,9 +139,9 @@ struct sbx_runner {
 #define RUNNER_BUCKETS 4096
     struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
     struct rtask *tasks;
-    struct rmsg *msgs, **msgs_tail;
-    int workers;  /* threads alive */
-    int stopping; /* under mu (the loop alone writes it, and reads it without) */
+    struct rmsg *msgs, **msgs_tail; /* runner.c */
+    int workers;                    /* threads alive */
+    int stopping;                   /* under mu (the loop alone writes it, and reads it without) */
 
     struct runner_metrics metrics; /* (added) rmetrics.h */
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
