@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "fuzz_file.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/jobs.h"
 #include "util/log.h"

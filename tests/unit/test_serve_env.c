@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/worker.h"
 #include "sandbox/task.h"
 #include "runner_harness.h"

@@ -8,6 +8,7 @@
 
 #include "runner/jobstate.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "store/states.h"
 
 /* ---- the tables ---- */

@@ -14,6 +14,7 @@
 #include <sbx/sbx_frame.h>
 
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"

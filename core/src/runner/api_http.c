@@ -18,6 +18,7 @@
 
 #include "runner/route.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
 #include "runner/auth.h"

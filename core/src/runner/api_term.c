@@ -31,6 +31,7 @@
 
 #include "runner/route.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"

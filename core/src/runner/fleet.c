@@ -15,6 +15,7 @@
 
 #include "runner/jobstate.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/fleet.h"
 #include "runner/health.h"

@@ -12,6 +12,7 @@
 
 #include "http/http.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/fleet.h"
 #include "runner/hooks.h"
 #include "runner/jobs.h"

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/dbwait.h"
 #include "runner/worker.h"
 #include "store/states.h"

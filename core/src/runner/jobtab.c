@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/hooks.h"
 #include "runner/jobs.h"
 

@@ -10,6 +10,7 @@
 #include "plugin/instance.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/jobs.h"
 #include "runner/recover.h"
 #include "runner/worker.h"

@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"

@@ -9,6 +9,7 @@
 
 #include "runner/jobstate.h"
 #include "runner/state.h"
+#include "runner/records.h"
 #include "runner/jobs.h"
 #include "runner/storepool.h"
 #include "runner/worker.h"
