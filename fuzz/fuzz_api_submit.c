@@ -13,7 +13,10 @@
 
 #include "config/config.h"
 #include "fuzz_file.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/jobs.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

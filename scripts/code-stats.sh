@@ -11,7 +11,10 @@ usage: scripts/code-stats.sh [--json] [--list]
 Prints, for the source tree the script lives in:
   lines          lines of core/src/runner and core/src/sandbox (.c and .h)
   long functions functions of core/ over 100 lines (--list names them)
-  runner_int.h   its lines and how many runner files include it
+  runner_int.h   its lines and how many runner files include it (0 and 0:
+                 gone, split into module headers)
+  headers        the runner header included by the most runner .c files and
+                 the largest runner header: lines, includers
   state writes   a job's or task's state assigned in core/src/runner outside
                  the move functions (jobstate.c), and in the MCP server's
                  own job table
@@ -75,6 +78,15 @@ else
 	int_users=0
 fi
 runner_c=$(find core/src/runner -name '*.c' | wc -l)
+# Each runner header: lines and how many runner .c files include it; the
+# widest-included one and the largest one.
+hdr_stats=$(for h in core/src/runner/*.h; do
+	b=$(basename "$h")
+	n=$(grep -l -E "#include \"(runner/)?$b\"" core/src/runner/*.c | wc -l || true)
+	printf '%s %d %d\n' "$b" "$(wc -l <"$h")" "$n"
+done)
+read -r wide_h wide_lines wide_users < <(printf '%s\n' "$hdr_stats" | sort -k3,3nr -k2,2nr | head -1)
+read -r big_h big_lines big_users < <(printf '%s\n' "$hdr_stats" | sort -k2,2nr -k3,3nr | head -1)
 # Records' states (jobs, tasks) assigned outside the move functions
 # (runner/jobstate.c), as tests/unit/check_state_moves.sh counts them, and
 # those of the MCP server's own job table (mcp/backend_embedded.c).
@@ -88,12 +100,24 @@ if [ "$json" = 1 ]; then
 		"$runner_lines" "$sandbox_lines" "$long_n"
 	printf '"runner_int_h_lines":%d,"runner_int_h_includers":%d,"runner_c_files":%d,' \
 		"$int_lines" "$int_users" "$runner_c"
+	printf '"widest_header":"%s","widest_header_lines":%d,"widest_header_includers":%d,' \
+		"$wide_h" "$wide_lines" "$wide_users"
+	printf '"largest_header":"%s","largest_header_lines":%d,"largest_header_includers":%d,' \
+		"$big_h" "$big_lines" "$big_users"
 	printf '"state_assignments":%d,"mcp_state_assignments":%d}\n' "$state_writes" "${mcp_writes:-0}"
 else
 	printf 'lines          core/src/runner %d, core/src/sandbox %d\n' "$runner_lines" "$sandbox_lines"
 	printf 'long functions %d over 100 lines in core/\n' "$long_n"
-	printf 'runner_int.h   %d lines, included by %d of %d runner .c files\n' \
-		"$int_lines" "$int_users" "$runner_c"
+	if [ -f "$int_h" ]; then
+		printf 'runner_int.h   %d lines, included by %d of %d runner .c files\n' \
+			"$int_lines" "$int_users" "$runner_c"
+	else
+		printf 'runner_int.h   gone (split into module headers)\n'
+	fi
+	printf 'widest header  %s, %d lines, included by %d of %d runner .c files\n' \
+		"$wide_h" "$wide_lines" "$wide_users" "$runner_c"
+	printf 'largest header %s, %d lines, included by %d of %d runner .c files\n' \
+		"$big_h" "$big_lines" "$big_users" "$runner_c"
 	printf 'state writes   %d in core/src/runner outside the move functions; %d in the MCP server'"'"'s own job table\n' \
 		"$state_writes" "${mcp_writes:-0}"
 fi

@@ -3,7 +3,8 @@
 # (docs/architecture.md): a job's or a task's state in the runner is assigned
 # in runner_job_move and runner_task_move alone (core/src/runner/jobstate.c).
 # Fails, naming file and line, on any other `->state =` in the code that sees
-# those records (core/src/runner and every file including runner_int.h).
+# those records (core/src/runner and every file including runner/records.h,
+# where struct rjob and struct rtask are, or runner/state.h).
 set -euo pipefail
 case "${1:-}" in
 -h | --help)
@@ -18,7 +19,7 @@ esac
 cd "$1"
 # Not a record's state: the GET /v1/jobs filter (struct sbx_job_filter).
 allowed='^core/src/runner/api_list\.c:[0-9]+:[[:space:]]*f->state = '
-files=$( (ls core/src/runner/*.c core/src/runner/*.h; grep -rl 'runner/runner_int\.h' core fuzz) |
+files=$( (ls core/src/runner/*.c core/src/runner/*.h; grep -rlE 'runner/(records|state)\.h' core fuzz) |
     sort -u | grep -v '^core/src/runner/jobstate\.c$')
 bad=$(grep -nE -- '->state[[:space:]]*=([^=]|$)' $files | grep -vE "$allowed" || true)
 if [ -n "$bad" ]; then

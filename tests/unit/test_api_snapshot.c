@@ -6,7 +6,6 @@
 
 #include <jansson.h>
 
-#include "runner/runner_int.h"
 #include "runner_harness.h"
 
 static const char *err_of(json_t *j)

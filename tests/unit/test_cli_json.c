@@ -4,7 +4,6 @@
  * with the fake provider of tests/plugin_abi/fixture.c. */
 #include "test_common.h"
 
-#include "runner/runner_int.h"
 #include "runner_harness.h"
 #include "spawn.h"
 #include "cli_harness.h"

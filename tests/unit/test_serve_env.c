@@ -10,7 +10,9 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/worker.h"
 #include "sandbox/task.h"
 #include "runner_harness.h"
 #include "spawn.h"

@@ -17,7 +17,7 @@
 #include <sys/un.h>
 #include <time.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
 #include "runner_harness.h"
 #include "spawn.h"
 

@@ -7,7 +7,8 @@
 #include "store_fixture.h"
 
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
 #include "store/states.h"
 
 /* ---- the tables ---- */

@@ -13,7 +13,14 @@
 
 #include <sbx/sbx_frame.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/auth.h"
+#include "runner/fleet.h"
+#include "runner/forward.h"
+#include "runner/jobs.h"
+#include "runner/worker.h"
 #include "runner/storeq.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"

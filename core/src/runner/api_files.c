@@ -22,7 +22,11 @@
 #include <sys/queue.h>
 
 #include "runner/route.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/forward.h"
+#include "runner/jobs.h"
 #include "sbx/sbx_util.h"
 #include "sandbox/files.h"
 #include "sandbox/statedir.h"

@@ -17,7 +17,15 @@
 #include <unistd.h>
 
 #include "runner/route.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/api_limits.h"
+#include "runner/auth.h"
+#include "runner/fleet.h"
+#include "runner/forward.h"
+#include "runner/health.h"
+#include "runner/jobs.h"
 #include "runner/status.h"
 #include "runner/warm.h"
 #include "sandbox/statedir.h"

@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_limits.h"
+#include "runner/forward.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

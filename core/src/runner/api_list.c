@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
+#include "runner/health.h"
 #include "runner/storeq.h"
 #include "sandbox/backlog.h"
 #include "util/xalloc.h"

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "runner/route.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
 
 /* follow=1|true, frames=1|true, fork=1|true (route.h) */
 int runner_query_flag(const char *query, const char *name)

@@ -15,7 +15,12 @@
 
 #include "runner/route.h"
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/forward.h"
+#include "runner/jobs.h"
+#include "runner/worker.h"
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/statedir.h"
@@ -144,7 +149,7 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
     free(op);
 }
 
-/* (runner_int.h) the hold of a snapshot or a file request ends */
+/* (api_int.h) the hold of a snapshot or a file request ends */
 void runner_task_let_go(struct sbx_runner *r, struct rtask *t)
 {
     pthread_mutex_lock(&r->mu);
@@ -350,7 +355,7 @@ static void snapshot_rm(struct sbx_runner *r, struct evhttp_request *req, const 
     runner_reply_json(req, 200, json_pack("{s:s, s:b}", "snapshot", id, "removed", 1));
 }
 
-/* (added) POST /v1/jobs with `from` (runner_int.h) */
+/* (added) POST /v1/jobs with `from` (api_int.h) */
 int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
                        const struct runner_client *who, struct rjob *j)
 {

@@ -30,7 +30,11 @@
 #include <unistd.h>
 
 #include "runner/route.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/forward.h"
+#include "runner/jobs.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
 #include "sandbox/pty_session.h"

@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/auth.h"
 #include "util/xalloc.h"
 
 #define TOKEN_MAX 4096

@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/dbwait.h"
 #include "util/log.h"
 
 #define DBWAIT_STEP_MS 250

@@ -14,7 +14,14 @@
 #include <unistd.h>
 
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/fleet.h"
+#include "runner/health.h"
+#include "runner/jobs.h"
+#include "runner/recover.h"
+#include "runner/storepool.h"
 #include "runner/storeq.h"
 #include "sbx/sbx_util.h"
 #include "sandbox/statedir.h"

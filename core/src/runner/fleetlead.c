@@ -21,7 +21,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/fleet.h"
+#include "runner/health.h"
+#include "runner/hooks.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

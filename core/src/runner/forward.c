@@ -28,7 +28,11 @@
 #include <unistd.h>
 
 #include "runner/fwd_parse.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
+#include "runner/auth.h"
+#include "runner/fleet.h"
+#include "runner/forward.h"
 #include "runner/storeq.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -34,7 +34,10 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
+#include "runner/fleet.h"
+#include "runner/forward.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

@@ -9,7 +9,8 @@
 
 #include "plugin/instance.h"
 #include "sandbox/backlog.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/health.h"
 #include "util/monowait.h"
 #include "util/xalloc.h"
 

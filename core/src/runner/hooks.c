@@ -11,7 +11,11 @@
 #include <unistd.h>
 
 #include "http/http.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/fleet.h"
+#include "runner/hooks.h"
+#include "runner/jobs.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 

@@ -14,7 +14,9 @@
 
 #include "image/push.h"
 #include "plugin/instance.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/health.h"
+#include "runner/jobs.h"
 #include "util/monowait.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -9,7 +9,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/dbwait.h"
+#include "runner/worker.h"
 #include "store/states.h"
 #include "util/log.h"
 

@@ -1,11 +1,14 @@
 /* jobtab.c - the runner's jobs and tasks in memory: a hash of jobs by id over
  * the list the loop walks, the list of tasks, and the trim of ended jobs' output.
- * Callers hold r->mu where runner_int.h says so. */
+ * Callers hold r->mu where jobs.h says so. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/hooks.h"
+#include "runner/jobs.h"
 
 /* Finished jobs whose output stays in memory (their records stay in the
  * store): runner.keep_output, this without a configuration. */

@@ -9,7 +9,11 @@
 
 #include "plugin/instance.h"
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/jobs.h"
+#include "runner/recover.h"
+#include "runner/worker.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
 #include "sandbox/snapshot.h"

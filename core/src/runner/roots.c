@@ -3,7 +3,8 @@
  * whatever the roots say (util/confine.h). */
 #include <stdlib.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/roots.h"
 #include "sandbox/statedir.h"
 
 /* What the runner reads or serves from outside the state directory: a job

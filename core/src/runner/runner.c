@@ -13,7 +13,19 @@
 #include "egress/egress.h"
 #include "policy/policy.h"
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/api_int.h"
+#include "runner/api_limits.h"
+#include "runner/auth.h"
+#include "runner/fleet.h"
+#include "runner/health.h"
+#include "runner/hooks.h"
+#include "runner/jobs.h"
+#include "runner/recover.h"
+#include "runner/roots.h"
+#include "runner/smallbox.h"
+#include "runner/worker.h"
 #include "runner/storeq.h"
 #include "runner/status.h"
 #include "runner/warm.h"
@@ -21,6 +33,15 @@
 #include "util/log.h"
 #include "util/rlimit.h"
 #include "util/xalloc.h"
+
+/* A worker's message to the loop (runner_post). */
+struct rmsg {
+    enum rmsg_kind kind;
+    char id[SBX_SCHED_ID_MAX]; /* the job (RMSG_JOB_DONE, RMSG_OUTPUT) */
+    struct rtask *rt;          /* (changed) RMSG_TASK_ENDED: the task itself, never its id */
+    enum sbx_job_result result;
+    struct rmsg *next;
+};
 
 int64_t runner_now(struct sbx_runner *r)
 {

@@ -3,7 +3,8 @@
  * of a 2-CPU box split between ci and agent (1 CPU each). Each pool's default
  * is then clamped to what the pool has, with a warning at start; a job whose
  * policy asks for more than its pool still gets the scheduler's refusal. */
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/smallbox.h"
 #include "util/log.h"
 
 void runner_small_box(struct sbx_runner *r)

@@ -20,7 +20,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
+#include "runner/auth.h"
 #include "status_ui.h"
 #include "util/log.h"
 #include "util/xalloc.h"

@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/fleet.h"
+#include "runner/storepool.h"
 #include "util/xalloc.h"
 
 #define STORE_POOL_MAX 16

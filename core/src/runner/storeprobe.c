@@ -14,7 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/health.h"
 #include "util/monowait.h"
 #include "util/xalloc.h"
 

@@ -15,7 +15,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/api_int.h"
+#include "runner/health.h"
+#include "runner/storepool.h"
 #include "runner/storeq.h"
 #include "util/log.h"
 #include "util/xalloc.h"

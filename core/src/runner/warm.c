@@ -20,7 +20,9 @@
 #include <time.h>
 
 #include "plugin/instance.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/health.h"
+#include "runner/recover.h"
 #include "sandbox/backlog.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"

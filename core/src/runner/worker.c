@@ -8,7 +8,11 @@
 #include <time.h>
 
 #include "runner/jobstate.h"
-#include "runner/runner_int.h"
+#include "runner/state.h"
+#include "runner/records.h"
+#include "runner/jobs.h"
+#include "runner/storepool.h"
+#include "runner/worker.h"
 #include "runner/warm.h"
 #include "sandbox/caps.h"
 #include "util/log.h"

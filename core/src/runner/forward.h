@@ -1,0 +1,81 @@
+/* forward.h - requests about what another box of the fleet holds go to that
+ * box (forward.c, fwd_tunnel.c). */
+#ifndef SBX_RUNNER_FORWARD_H
+#define SBX_RUNNER_FORWARD_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+struct sbx_runner;
+struct evhttp_request;
+struct runner_client;
+struct sbx_store_owner;
+struct sbx_store;
+
+/* forward.c (added): a request about a job or task that another box of the
+ * fleet holds goes to that box (docs/runner.md, "Several boxes"). */
+#define RUNNER_FWD_HEADER "X-Sbx-Forwarded-By" /* the forwarding box: never forwarded again */
+#define RUNNER_FWD_CLIENT "X-Sbx-Client"       /* the client, honoured on the unix socket */
+#define RUNNER_FWD_SCOPES "X-Sbx-Scopes"       /* ... and its scopes (enum sbx_scope bits) */
+struct runner_fwd;
+/* Sends req (its method, URI and body) to o's box and relays the answer,
+ * streamed when stream (the output; frames: ?frames=1). Always answers req:
+ * 409 when req was already forwarded once, 503 when o's box is not alive,
+ * 502 when it cannot be reached or its reply is bad. who was checked against
+ * the shared record by the caller. */
+void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
+                    const struct runner_client *who, const struct sbx_store_owner *o,
+                    const char *what, int stream, int frames);
+/* (added) The box that holds task id when it is another box of the fleet:
+ * 1 with *o set (sbx_store_owner_clear it), 0 when no other box holds it (a
+ * box of one, not found, this box), -1 after answering req 503 (the database
+ * is down). */
+int runner_task_owner(struct sbx_runner *r, struct evhttp_request *req, const char *id,
+                      struct sbx_store_owner *o);
+/* (added) The task routes of issue 30 (files, pause and resume, snapshot,
+ * egress): when another box holds task id, req goes there as runner_forward
+ * does (flags: RUNNER_FWD_STREAM a 200 relayed as it comes, a file or a tar of
+ * up to 64 MiB; RUNNER_FWD_SLOW the owner may take 600 s to answer, a snapshot
+ * or a pause). 1 when req was answered, 0 when no other box holds the task. */
+#define RUNNER_FWD_STREAM 1u
+#define RUNNER_FWD_SLOW 2u
+int runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
+                        const struct runner_client *who, const char *id, unsigned flags);
+/* (added) A task's terminal (terminal 1) or port preview on another box
+ * (fwd_tunnel.c): the request goes to the owner and the caller's connection
+ * becomes a byte relay to it. 1 when req was answered (or taken over), 0 when
+ * no other box holds the task. */
+int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
+                          const struct runner_client *who, const char *id, int terminal);
+/* (added) 1 after answering req when it may not go to o's box: 409 when it
+ * was forwarded once already, 503 when o's box is not alive, 502 when o is on
+ * TCP and req carries no bearer token; else 0. */
+int runner_fwd_refused(struct evhttp_request *req, const struct sbx_store_owner *o,
+                       const char *what);
+/* (added) After evhttp_free: ends the relays of fwd_tunnel.c still open. */
+void runner_tunnel_drop_all(struct sbx_runner *r);
+/* Connects bev to an owner's API address, "unix:PATH" or "tcp:HOST:PORT". */
+struct bufferevent;
+int runner_fwd_connect(struct bufferevent *bev, const char *api, char *why, size_t len);
+/* A follow of a job still in the shared queue: checks the record every
+ * 500 ms and, once a box claimed it, answers req as runner_handle_output. */
+void runner_forward_wait(struct sbx_runner *r, struct evhttp_request *req,
+                         const struct runner_client *who, const char *id, int frames);
+int runner_forwarded(struct evhttp_request *req);
+/* (changed) Who a request on the unix socket is: the local client (the
+ * scopes runner.clients gives "local") when it carries no forwarding header;
+ * the client a forwarded request names, with the scopes it carries, only on a
+ * fleet box and from a peer of the runner's own user (SO_PEERCRED); else NULL
+ * with why (the caller answers 400 and logs it). */
+const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
+                                                    struct evhttp_request *req,
+                                                    struct runner_client *buf, char *why,
+                                                    size_t wlen);
+/* After evhttp_free: ends the forwards still in flight. */
+void runner_forward_drop_all(struct sbx_runner *r);
+/* 1 after answering 503 (the database is down), else 0. */
+int runner_reply_store_down(struct sbx_runner *r, struct evhttp_request *req,
+                            const sbx_error_t *err);
+
+#endif

@@ -1,0 +1,44 @@
+/* jobs.h - the runner's jobs and tasks in memory and the loop's messages
+ * (runner.c, jobtab.c). */
+#ifndef SBX_RUNNER_JOBS_H
+#define SBX_RUNNER_JOBS_H
+
+#include <stdint.h>
+
+#include "runner/runner.h"
+#include "store/store.h"
+
+struct sbx_runner;
+struct rjob;
+struct rtask;
+
+/* A worker's message to the loop. */
+enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
+
+/* runner.c */
+struct rjob *runner_job_find(struct sbx_runner *r, const char *id);
+/* Adds a job to the list and the table (caller holds r->mu or is the loop
+ * before workers exist). */
+void runner_job_link(struct sbx_runner *r, struct rjob *j);
+/* The task of id on this box: at most one exists (runner_schedule refuses a
+ * second, docs/runner.md "Task ids"). */
+struct rtask *runner_task_find(struct sbx_runner *r, const char *id);
+void runner_post(struct sbx_runner *r, enum rmsg_kind kind, const char *id,
+                 enum sbx_job_result result);
+/* (added) RMSG_TASK_ENDED for t: the loop removes that task, found by its
+ * address (two tasks of one id never live on one box, and a message must
+ * not meet the wrong one if they did). */
+void runner_post_task_ended(struct sbx_runner *r, struct rtask *t, enum sbx_job_result result);
+void runner_schedule(struct sbx_runner *r);
+int64_t runner_now(struct sbx_runner *r);
+int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
+int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
+void runner_job_free(struct rjob *j);
+/* (added) Writes a job's end (fenced by token) on the store thread of a
+ * fleet box, at once on one box; the loop does not wait for it. */
+void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
+                          enum sbx_job_state state, const char *why);
+/* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */
+void runner_trim_finished(struct sbx_runner *r);
+
+#endif

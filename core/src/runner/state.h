@@ -1,0 +1,82 @@
+/* state.h - the runner itself (struct sbx_runner), its listeners and its API
+ * clients. A job and a task are in records.h; each file's functions are
+ * declared in the header of its module (forward.h, fleet.h, api_int.h, ...). */
+#ifndef SBX_RUNNER_STATE_H
+#define SBX_RUNNER_STATE_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <pthread.h>
+
+#include "runner/rmetrics.h"
+#include "runner/runner.h"
+#include "sandbox/task.h"
+#include "store/store.h"
+#include "util/confine.h"
+
+/* An API client (auth.c): who a request is, and what it may do. */
+struct runner_client {
+    char name[64];
+    char *token; /* never logged */
+    size_t token_len;
+    unsigned scopes; /* enum sbx_scope */
+};
+
+struct runner_listener {
+    struct sbx_runner *r;
+    int tcp;
+    /* connections still sending their first request (api_limits.c) */
+    struct runner_conn_guard *guards;
+    int n_guards;
+    int over; /* the pending cap was hit (logged once until below it) */
+    struct event *sweep;
+};
+
+struct sbx_runner {
+    struct runner_listener lis[2]; /* unix, tcp */
+    struct runner_fwd *fwds;       /* (added) forwards in flight (forward.c) */
+    const struct sbx_config *cfg;
+    char *plugin_dir;
+    char *store_path;
+    struct sbx_runner_endpoint ep;
+    struct runner_client *clients; /* TCP clients (auth.c) */
+    struct runner_client local;    /* (added) the unix socket's client (auth.c) */
+    size_t n_clients;
+    struct sbx_confine confine; /* runner.worktree_roots */
+    struct event_base *base;
+    struct evhttp *http_unix, *http_tcp;
+    struct event *wake, *tick, *alert_ev;
+    int alert_interval_ms;
+    unsigned long alert_ticks; /* (added) alert timer runs done (atomic: sbx_runner_alert_ticks) */
+    struct sbx_sched *sched;
+    struct sbx_store *store;
+    struct sbx_egress *egress; /* the box's egress proxy: every task's socket is on it */
+    struct sbx_policy *policy; /* under mu; swapped by sbx_runner_reload_policy */
+    char *policy_dir;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    struct rjob *jobs;
+    size_t n_jobs;
+#define RUNNER_BUCKETS 4096
+    struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
+    struct rtask *tasks;
+    struct rmsg *msgs, **msgs_tail; /* runner.c */
+    int workers;                    /* threads alive */
+    int stopping;                   /* under mu (the loop alone writes it, and reads it without) */
+
+    struct runner_metrics metrics; /* (added) rmetrics.h */
+    /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
+    double pool_cpus[SBX_POOL_COUNT];
+    int64_t pool_memory[SBX_POOL_COUNT];
+    struct runner_health *health;         /* (added) health.c */
+    struct runner_storeprobe *storeprobe; /* (added) storeprobe.c */
+    struct runner_sq *sq;                 /* (added) storeq.c: the store thread (fleet) */
+    struct runner_fleet *fleet;           /* (added) fleet.c: NULL on SQLite (one box) */
+    struct runner_status *status;         /* (added) status.c: the status page's sessions */
+    struct runner_warm *warm;             /* (added) warm.c, under mu */
+    struct runner_image *image;           /* (added) image_check.c: the image before work */
+};
+
+#endif
