@@ -9,6 +9,7 @@
 
 #include "runner/state.h"
 #include "runner/dbwait.h"
+#include "runner/storepool.h"
 #include "util/log.h"
 
 #define DBWAIT_STEP_MS 250
@@ -45,6 +46,48 @@ int runner_store_retry(struct sbx_runner *r, struct sbx_store *st, const char *j
         if (waited == 0) {
             sbx_warn("runner: job %s: the database is unavailable (%s); its end is written again "
                      "every %d ms until it is back",
+                     job_id, sbx_error_msg(*err), DBWAIT_STEP_MS);
+        }
+        sbx_error_free(err);
+        {
+            struct timespec ts = {0, DBWAIT_STEP_MS * 1000L * 1000L};
+
+            nanosleep(&ts, NULL);
+        }
+        waited += DBWAIT_STEP_MS;
+    }
+}
+
+/* (added) Stops waiting: the budget is spent (shorter once the runner stops). */
+static int wait_over(struct sbx_runner *r, long waited)
+{
+    int stopping;
+
+    pthread_mutex_lock(&r->mu);
+    stopping = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    return waited >= (stopping ? DBWAIT_STOP_S : DBWAIT_MAX_S) * 1000L;
+}
+
+struct sbx_store *runner_store_get_wait(struct sbx_runner *r, const char *job_id, sbx_error_t **err)
+{
+    long waited = 0;
+
+    for (;;) {
+        struct sbx_store *st = runner_store_get(r, err);
+
+        if (st != NULL) {
+            if (waited > 0) {
+                sbx_info("runner: job %s: a database connection once it was back (%.1f s)", job_id,
+                         (double)waited / 1000);
+            }
+            return st;
+        }
+        if (wait_over(r, waited)) {
+            return NULL;
+        }
+        if (waited == 0) {
+            sbx_warn("runner: job %s: no database connection (%s); trying again every %d ms",
                      job_id, sbx_error_msg(*err), DBWAIT_STEP_MS);
         }
         sbx_error_free(err);

@@ -15,4 +15,12 @@ int runner_store_retry(struct sbx_runner *r, struct sbx_store *st, const char *j
                        int (*write)(struct sbx_store *st, void *arg, sbx_error_t **err), void *arg,
                        sbx_error_t **err);
 
+/* (added) A store connection for a worker, asked for again every
+ * DBWAIT_STEP_MS while none can be had (the database restarting), as long as
+ * a job's end write would wait; NULL with *err after that. Without it a job
+ * that started while the database was away ended in memory only and its
+ * record stayed `running` (test_fleet_pgrestart). */
+struct sbx_store *runner_store_get_wait(struct sbx_runner *r, const char *job_id,
+                                        sbx_error_t **err);
+
 #endif

@@ -12,6 +12,7 @@
 #include "runner/records.h"
 #include "runner/jobs.h"
 #include "runner/storepool.h"
+#include "runner/dbwait.h"
 #include "runner/worker.h"
 #include "runner/warm.h"
 #include "sandbox/caps.h"
@@ -450,7 +451,7 @@ static void *worker_main(void *arg)
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = runner_store_get(r, &err);
+    struct sbx_store *st = runner_store_get_wait(r, j->id, &err); /* (changed) */
     enum sbx_job_state end_state = SBX_JOB_FINISHED;
     enum sbx_job_result result = SBX_RESULT_FAILED;
     char reason[512] = "";
