@@ -1286,12 +1286,16 @@ while want not in open(sys.argv[3], errors="replace").read():
         sys.exit("waited 60 s for b1's log to say: " + want)
     time.sleep(0.1)
 n = 0
+tail = b""  # the stream's last bytes: the last chunk may come in a read of its own
 s.settimeout(30)
 while True:
     d = s.recv(65536)
-    if not d or d.endswith(b"\r\n0\r\n\r\n"):
+    if not d:
         break
     n += len(d)
+    tail = (tail + d)[-7:]
+    if tail.endswith(b"\r\n0\r\n\r\n"):
+        break
 print(n)
 PY
 )
