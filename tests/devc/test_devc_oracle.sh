@@ -103,7 +103,7 @@ sbx_image=$(printf '%s' "$out" | sed -n 's/^  "image": "\(.*\)",$/\1/p')
 if [ $rc -eq 0 ] && [ -n "$sbx_image" ]; then ok "sbx image build: $sbx_image"; else
     not_ok "sbx image build exit $rc"; cat "$tmp/build.err" >&2; exit 1; fi
 case $sbx_image in sbx-sandbox:[0-9a-f]*) ok "tagged by content hash" ;; *) not_ok "tag $sbx_image" ;; esac
-printf '%s' "$out" | grep -q '"current": null' && ok "--json: current is null" ||
+printf '%s' "$out" | grep '"current": null' >/dev/null && ok "--json: current is null" ||
     not_ok "--json current: $out"
 # 2. current untouched
 [ "$(docker image inspect -f '{{.Id}}' sbx-sandbox:current)" = "$current_before" ] &&

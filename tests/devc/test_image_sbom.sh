@@ -119,7 +119,7 @@ owners=$(stat -c %u:%g "$tmp/wt/by-dev" "$tmp/wt/dir" 2>&1 | tr '\n' ' ')
 [ "$owners" = "4321:4321 4321:4321 " ] &&
     ok "a file and a folder the remote user wrote are the worktree owner's on the host" ||
     not_ok "on the host: $owners"
-git -c safe.directory='*' -C "$tmp/wt" log --format=%s | grep -qx by-dev &&
+git -c safe.directory='*' -C "$tmp/wt" log --format=%s | grep -x by-dev >/dev/null &&
     ok "the remote user's commit is in the worktree's repository" ||
     not_ok "no commit by-dev: $(git -c safe.directory='*' -C "$tmp/wt" log --oneline 2>&1 | head -3)"
 

@@ -755,7 +755,7 @@ scale)
     start b4
     wait_socket b4
     counts_b4() {
-        curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics | grep -q '^sbx_fleet_boxes_live 4$'
+        curl -s --unix-socket "$work/$lead/runner.sock" http://localhost/metrics | grep '^sbx_fleet_boxes_live 4$' >/dev/null
     }
     wait_until 60 "the leader $lead to count the added box b4 (sbx_fleet_boxes_live 4)" counts_b4
     grep -q "joined the fleet" "$work/b4/log" || fail "b4 did not log its joining"
@@ -1105,7 +1105,7 @@ for route in healthy:
           (route, h[0], h[1], h[3], d[0], d[1], d[3], d[1] / h[1] if h[1] else float("nan"), h[2], d[2]))
 open(accepted, "w").write("\n".join(ids))
 PY
-    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep -q '"store":"ok"'; }
+    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep '"store":"ok"' >/dev/null; }
     wait_until 60 "/healthz to say the store is ok again" store_ok
     n=$(wc -l <"$work/accepted")
     for id in $(cat "$work/accepted"); do wait_state "$id" finished 60; done
@@ -1191,7 +1191,7 @@ dbstall)
     [ "$worst_p" -lt 1000 ] || fail "GET / took $worst_p ms with the database stalled"
     sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sbxstall'" >/dev/null
     wait_pid "$locker" 30 || true
-    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep -q '"store":"ok"'; }
+    store_ok() { curl -sS -m 10 --unix-socket "$work/b1/runner.sock" http://sbx/healthz | grep '"store":"ok"' >/dev/null; }
     wait_until 30 "/healthz to say the store is ok again" store_ok
     after=$(api b1 POST /v1/jobs '{"argv": ["hello"], "pool": "ci"}' | jid)
     for id in $ids $after; do wait_state "$id" finished 60; done

@@ -107,7 +107,7 @@ image_registry = {
 };
 CONF
 readyz() { curl -s -m 5 --unix-socket "$1/runner.sock" http://localhost/readyz || true; }
-readyz_has() { readyz "$1" | grep -q "$2"; } # STATE PATTERN
+readyz_has() { readyz "$1" | grep "$2" >/dev/null; } # STATE PATTERN
 servepid=""
 serve() { # STATE
     mkdir -p "$1"
