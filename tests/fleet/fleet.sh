@@ -1035,7 +1035,7 @@ fwdkill)
     ;;
 dbbench)
     pgdir=${SBX_TEST_PG_DSN##*host=}
-    pgsock=$(ls "$pgdir"/.s.PGSQL.* | grep -v '\.lock$' | head -1)
+    pgsock=$(ls "$pgdir"/.s.PGSQL.* | grep -v '\.lock$' | sed -n 1p)
     mkdir -p "$work/px"
     python3 "$(dirname "$0")/../../bench/pg_delay_proxy.py" "$work/px/$(basename "$pgsock")" \
         "$pgsock" "$work/px/delay" 2 &
