@@ -211,7 +211,7 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
     const char *vals[12];
     int n = 0;
     char msg[512];
-    char options[64], idle[16], interval[16], user_timeout[24];
+    char options[128], idle[16], interval[16], user_timeout[24];
 
     if (dsn_check(dsn, err) < 0) {
         return -1;
@@ -234,7 +234,12 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
      * ends within statement_timeout (lock waits included), and a peer that
      * vanished is found by TCP keepalives, not by the kernel's 2 hours. A
      * unix socket ignores the TCP ones. */
-    snprintf(options, sizeof(options), "-c statement_timeout=%d", pg_timeout_ms);
+    /* (added) and a transaction left idle (its box stopped or hung mid-way, a
+     * SIGSTOP) is ended by the server after the same time, so the row locks it
+     * holds do not stall every other box's reap and claims (test_fleet_stop) */
+    snprintf(options, sizeof(options),
+             "-c statement_timeout=%d -c idle_in_transaction_session_timeout=%d", pg_timeout_ms,
+             pg_timeout_ms);
     snprintf(idle, sizeof(idle), "%d", pg_keepalive_s);
     snprintf(interval, sizeof(interval), "%d", pg_keepalive_s / 3 > 0 ? pg_keepalive_s / 3 : 1);
     snprintf(user_timeout, sizeof(user_timeout), "%d", pg_keepalive_s * 2 * 1000);
