@@ -329,6 +329,35 @@ static int valid_name(const char *s)
 
 static int cb_docker_destroy(void *ctx, const char *id, sbx_error_t **err);
 
+/* (added) Waits until the container `name` is gone: a removal already in
+ * progress (the background worker's) can outlast dk_remove_now's own retries
+ * on a loaded engine (its layer and its disk cap's filesystem go with it). At
+ * most DK_GONE_WAIT_S, then an error naming it. */
+#define DK_GONE_WAIT_S 60
+static int wait_gone(struct dk_ctx *c, const char *name, sbx_error_t **err)
+{
+    char path[160];
+
+    snprintf(path, sizeof(path), "/containers/%s/json", name);
+    for (int i = 0; i < DK_GONE_WAIT_S * 10; i++) {
+        json_t *reply = NULL;
+        long status = 0;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+
+        if (dk_request(c, "GET", path, NULL, &status, &reply, err) < 0) {
+            return -1;
+        }
+        json_decref(reply);
+        if (status == 404) {
+            return 0;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return c->host->error_set(err, SBX_E_ENGINE,
+                              "docker: %s is still being removed after %d s: try again later", name,
+                              DK_GONE_WAIT_S);
+}
+
 /* 1 when the container of task `task` no longer runs (exited, dead or being
  * removed): a removal in the background, not a live sandbox. */
 static int ending(struct dk_ctx *c, const char *task)
@@ -404,7 +433,7 @@ again:
         json_decref(reply);
         reply = NULL;
         snprintf(name, sizeof(name), "sbx-%s", s->task_id);
-        if (dk_remove_now(c, name, err) < 0) {
+        if (dk_remove_now(c, name, err) < 0 || wait_gone(c, name, err) < 0) {
             return -1;
         }
         retried = 1;
