@@ -116,6 +116,13 @@ static void test_config_errors(void **state)
          "'image_registry.feature_registries' '127.0.0.1:5443/ns' is not a registry"},
         {"image_registry = {\n  feature_registries = [ \"u:p@reg.example\" ];\n};\n",
          "is not a registry HOST[:PORT]"},
+        /* (added) the CAs of sbx's own registry requests: a readable file */
+        {"image_registry = {\n  ca_file = \"/nonexistent/ca.pem\";\n};\n",
+         "sbx.conf:2: 'image_registry.ca_file' '/nonexistent/ca.pem' is not a readable file"},
+        {"image_registry = {\n  ca_file = \"ca.pem\";\n};\n",
+         "'image_registry.ca_file' 'ca.pem' is not a readable file"},
+        {"image_registry = {\n  ca_file = \"/tmp\";\n};\n",
+         "'image_registry.ca_file' '/tmp' is not a readable file"},
     };
 
     (void)state;

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "config/config.h"
 #include "config/runner_trust.h"
@@ -137,6 +139,25 @@ static int check_feature_registries(struct sbx_config *c, const config_setting_t
                                  "registry HOST[:PORT] (e.g. 127.0.0.1:5443; no scheme, no path)",
                                  c->path, config_setting_source_line(s), h);
         }
+    }
+    return 0;
+}
+
+/* (added) image_registry.ca_file: an absolute path to a regular file sbx can
+ * read, refused at load rather than at the first registry request. */
+static int check_ca_file(struct sbx_config *c, const config_setting_t *s, sbx_error_t **err)
+{
+    const char *f = c->image_registry.ca_file;
+    struct stat st;
+
+    if (s == NULL || f == NULL) {
+        return 0;
+    }
+    if (f[0] != '/' || stat(f, &st) < 0 || !S_ISREG(st.st_mode) || access(f, R_OK) < 0) {
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s:%u: 'image_registry.ca_file' '%.200s' is not a readable file "
+                             "(an absolute path to a PEM file of CAs)",
+                             c->path, config_setting_source_line(s), f);
     }
     return 0;
 }
@@ -422,7 +443,7 @@ const struct sbx_key_def sbx_config_keys[] = {
         .help = "**(added)** the registries (`HOST[:PORT]`) a definition's features may come "
                 "from (`REGISTRY/NAMESPACE/NAME:TAG` or `@sha256:...`); a feature of any other "
                 "registry is refused (`docs/image.md`, \"Features from a registry\")"),
-    KEY("image_registry.ca_file", STRING, image_registry.ca_file,
+    KEY("image_registry.ca_file", STRING, image_registry.ca_file, .check = {.fn = check_ca_file},
         .doc_def = "none: the system's CAs",
         .help = "**(added)** a PEM file of CAs that sbx's own registry requests (features, "
                 "`sbx image gc --registry`) trust; the engine's pushes and pulls use its own "
