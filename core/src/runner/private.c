@@ -1,0 +1,197 @@
+/* private.c - a private one-box runner on a thread of this process (private.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runner/private.h"
+#include "runner/runner.h"
+#include "util/log.h"
+#include "util/xalloc.h"
+
+struct sbx_runner_private {
+    struct sbx_runner *r;
+    pthread_t th;
+    int th_on;
+    char dir[256];
+};
+
+static void strv_free(char **v)
+{
+    for (size_t i = 0; v != NULL && v[i] != NULL; i++) {
+        free(v[i]);
+    }
+    free(v);
+}
+
+static void set_str(char **field, const char *value)
+{
+    free(*field);
+    *field = value != NULL ? xstrdup(value) : NULL;
+}
+
+/* The private runner's settings in cfg (private.h). */
+static void rewrite(struct sbx_config *cfg, const char *dir,
+                    const struct sbx_runner_private_opts *o)
+{
+    char buf[300];
+
+    snprintf(buf, sizeof(buf), "unix:%s/runner.sock", dir);
+    set_str(&cfg->runner.listen, buf);
+    snprintf(buf, sizeof(buf), "%s/runner.db", dir);
+    set_str(&cfg->runner.state, buf);
+    set_str(&cfg->runner.database, NULL);
+    set_str(&cfg->runner.alert_webhook, NULL);
+    set_str(&cfg->runner.alert_command, NULL);
+    set_str(&cfg->runner.scale_up_command, NULL);
+    set_str(&cfg->box.id, NULL);
+    strv_free(cfg->box.pools);
+    cfg->box.pools = xcalloc(3, sizeof(char *));
+    cfg->box.pools[0] = xstrdup("ci");
+    cfg->box.pools[1] = xstrdup("agent");
+    if (o != NULL && !o->keep_warm) {
+        for (size_t i = 0; i < cfg->n_pools; i++) {
+            cfg->pools[i].warm = 0;
+        }
+    }
+    if (o != NULL && o->n_worktree_roots > 0) {
+        for (size_t i = 0; i < cfg->runner.n_worktree_roots; i++) {
+            free(cfg->runner.worktree_roots[i]);
+        }
+        free(cfg->runner.worktree_roots);
+        free(cfg->runner.worktree_roots_where);
+        cfg->runner.worktree_roots_where = NULL;
+        cfg->runner.worktree_roots = xcalloc(o->n_worktree_roots + 1, sizeof(char *));
+        for (size_t i = 0; i < o->n_worktree_roots; i++) {
+            cfg->runner.worktree_roots[i] = xstrdup(o->worktree_roots[i]);
+        }
+        cfg->runner.n_worktree_roots = o->n_worktree_roots;
+    }
+}
+
+/* Removes the files the runner leaves in its directory (the store and its
+ * journal; the socket is unlinked by the runner), then the directory. */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[512];
+
+    if (d == NULL) {
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+        if (unlink(path) < 0) {
+            sbx_warn("runner (private): cannot remove %s: %s", path, strerror(errno));
+        }
+    }
+    closedir(d);
+    if (rmdir(dir) < 0) {
+        sbx_warn("runner (private): cannot remove %s: %s", dir, strerror(errno));
+    }
+}
+
+static void *loop_main(void *arg)
+{
+    struct sbx_runner_private *p = arg;
+    sbx_error_t *err = NULL;
+
+    if (sbx_runner_run(p->r, &err) < 0) {
+        sbx_error_log("runner (private): %s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    return NULL;
+}
+
+/* A directory of its own for the socket (at most 108 bytes of path): under
+ * $XDG_RUNTIME_DIR when set and short enough, else under $TMPDIR or /tmp. */
+static int make_dir(char *dir, size_t len, sbx_error_t **err)
+{
+    const char *bases[] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/tmp"};
+
+    for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+        const char *b = bases[i];
+
+        if (b == NULL || b[0] != '/' || strlen(b) > 60) {
+            continue;
+        }
+        snprintf(dir, len, "%s/sbx-runner-XXXXXX", b);
+        if (mkdtemp(dir) != NULL) { /* mode 0700 */
+            return 0;
+        }
+        if (i == sizeof(bases) / sizeof(bases[0]) - 1) {
+            return sbx_error_set(err, SBX_E_GENERIC, "runner (private): mkdtemp %s: %s", dir,
+                                 strerror(errno));
+        }
+    }
+    return sbx_error_set(err, SBX_E_GENERIC, "runner (private): no directory for its socket");
+}
+
+struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, const char *plugin_dir,
+                                                    const struct sbx_runner_private_opts *opts,
+                                                    sbx_error_t **err)
+{
+    struct sbx_runner_private *p = xcalloc(1, sizeof(*p));
+    sigset_t all;
+    sigset_t old;
+    struct sigaction sa;
+    int rc;
+
+    if (make_dir(p->dir, sizeof(p->dir), err) < 0) {
+        free(p);
+        return NULL;
+    }
+    rewrite(cfg, p->dir, opts);
+    /* a client gone mid-reply must not kill the process (as sbx serve) */
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
+        signal(SIGPIPE, SIG_IGN);
+    }
+    p->r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugin_dir}, err);
+    if (p->r == NULL) {
+        sbx_error_wrap(err, "runner (private)");
+        remove_dir(p->dir);
+        free(p);
+        return NULL;
+    }
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    rc = pthread_create(&p->th, NULL, loop_main, p);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        sbx_error_set(err, SBX_E_GENERIC, "runner (private): pthread_create: %s", strerror(rc));
+        sbx_runner_destroy(p->r);
+        remove_dir(p->dir);
+        free(p);
+        return NULL;
+    }
+    p->th_on = 1;
+    sbx_debug("runner (private): listening in %s", p->dir);
+    return p;
+}
+
+void sbx_runner_private_stop(struct sbx_runner_private *p)
+{
+    if (p == NULL) {
+        return;
+    }
+    if (p->th_on) {
+        sbx_runner_stop(p->r);
+        pthread_join(p->th, NULL);
+    }
+    sbx_runner_destroy(p->r);
+    remove_dir(p->dir);
+    free(p);
+}
+
+const char *sbx_runner_private_dir(const struct sbx_runner_private *p)
+{
+    return p->dir;
+}
