@@ -14,7 +14,7 @@
 #include "cli/task_opts.h"
 #include "http/http.h"
 #include "runner/runner.h"
-#include "sandbox/keeper.h"
+#include "cli/task_runner.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
 #include "util/log.h"
@@ -571,9 +571,12 @@ int sbx_cmd_exec(struct sbx_cli *cli, int argc, char **argv)
     }
     install_signals();
     cap.json = 1;
-    r = sbx_keeper_exec(state, argv[1], (const char *const *)o.cmd, o.env, o.n_env,
-                        (const volatile int *)&interrupted, o.json ? on_output : NULL, &cap,
-                        &status, &code, &err);
+    /* (changed, issue 31) a job of the runner that hosts the task (its keeper) */
+    r = sbx_task_runner_use(cfg, state, argv[1], &err) < 0
+            ? -1
+            : sbx_task_runner_exec(cfg, argv[1], (const char *const *)o.cmd, o.env, o.n_env,
+                                   (const volatile int *)&interrupted, o.json ? on_output : NULL,
+                                   &cap, &status, &code, &err);
     free(state);
     if (r < 0) {
         sbx_cli_print_error(err);

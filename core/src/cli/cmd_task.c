@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/task_opts.h"
+#include "cli/task_runner.h"
 #include "sandbox/keeper.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
@@ -162,6 +163,7 @@ static int task_start(struct sbx_cli *cli, int argc, char **argv)
 static int task_end(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_args a = {.cmd = "task end", .help = "task", .argc = argc, .argv = argv};
+    struct sbx_config *cfg;
     sbx_error_t *err = NULL;
     const char *task;
     char *state;
@@ -176,7 +178,10 @@ static int task_end(struct sbx_cli *cli, int argc, char **argv)
     if (state == NULL) {
         return SBX_EXIT_USAGE;
     }
-    if (sbx_keeper_end(state, task, &err) < 0) {
+    cfg = sbx_cli_config(cli);
+    /* (changed, issue 31) through the runner that hosts the task (its keeper) */
+    if (sbx_task_runner_use(cfg, state, task, &err) < 0 ||
+        sbx_task_runner_end(cfg, state, task, &err) < 0) {
         sbx_cli_print_error(err);
         rc = err->code == SBX_E_USAGE ? SBX_EXIT_USAGE : SBX_EXIT_FAIL;
         sbx_error_free(&err);
@@ -243,8 +248,8 @@ static int task_list(struct sbx_cli *cli, int argc, char **argv)
         if (rec == NULL) {
             continue;
         }
-        sock = sbx_keeper_socket(state, de->d_name);
-        live = access(sock, F_OK) == 0;
+        sock = sbx_keeper_runner_socket(state, de->d_name); /* its keeper's runner */
+        live = sock != NULL;
         if (!live && !all) {
             json_decref(rec);
             continue;

@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "runner/adopt.h"
 #include "runner/private.h"
 #include "runner/runner.h"
 #include "util/log.h"
@@ -113,8 +115,23 @@ static void *loop_main(void *arg)
 
 /* A directory of its own for the socket (at most 108 bytes of path): under
  * $XDG_RUNTIME_DIR when set and short enough, else under $TMPDIR or /tmp. */
-static int make_dir(char *dir, size_t len, sbx_error_t **err)
+static int make_dir(char *dir, size_t len, const char *given, sbx_error_t **err)
 {
+    if (given != NULL) {
+        if (strlen(given) > 80 || given[0] != '/') {
+            return sbx_error_set(err, SBX_E_GENERIC,
+                                 "runner (private): directory '%s': not an absolute path of at "
+                                 "most 80 bytes (its socket's path must fit)",
+                                 given);
+        }
+        snprintf(dir, len, "%s", given);
+        remove_dir(dir); /* a holder killed with -9 left its socket and store */
+        if (mkdir(dir, 0700) < 0) {
+            return sbx_error_set(err, SBX_E_GENERIC, "runner (private): mkdir %s: %s", dir,
+                                 strerror(errno));
+        }
+        return 0;
+    }
     const char *bases[] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/tmp"};
 
     for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
@@ -145,7 +162,7 @@ struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, cons
     struct sigaction sa;
     int rc;
 
-    if (make_dir(p->dir, sizeof(p->dir), err) < 0) {
+    if (make_dir(p->dir, sizeof(p->dir), opts != NULL ? opts->dir : NULL, err) < 0) {
         free(p);
         return NULL;
     }
@@ -157,6 +174,12 @@ struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, cons
     p->r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugin_dir}, err);
     if (p->r == NULL) {
         sbx_error_wrap(err, "runner (private)");
+        remove_dir(p->dir);
+        free(p);
+        return NULL;
+    }
+    if (opts != NULL && opts->adopt != NULL && sbx_runner_task_adopt(p->r, opts->adopt, err) < 0) {
+        sbx_runner_destroy(p->r);
         remove_dir(p->dir);
         free(p);
         return NULL;
@@ -194,4 +217,9 @@ void sbx_runner_private_stop(struct sbx_runner_private *p)
 const char *sbx_runner_private_dir(const struct sbx_runner_private *p)
 {
     return p->dir;
+}
+
+struct sbx_runner *sbx_runner_private_runner(const struct sbx_runner_private *p)
+{
+    return p->r;
 }

@@ -11,6 +11,7 @@
 #define SBX_RUNNER_PRIVATE_H
 
 #include "config/config.h"
+#include "sandbox/task.h"
 #include "util/error.h"
 
 struct sbx_runner_private;
@@ -21,6 +22,13 @@ struct sbx_runner_private_opts {
     const char *const *worktree_roots;
     size_t n_worktree_roots;
     int keep_warm; /* 0: pools.*.warm is ignored (no sandbox made in advance) */
+    /* (added, the keeper) the directory to use (made 0700; what a dead holder left
+     * in it is removed first; at most 80 bytes); NULL: a new one in a temporary
+     * place */
+    const char *dir;
+    /* (added, the keeper) a task this process started, handed to the runner
+     * before its loop runs (runner/adopt.h); on failure the caller still has it */
+    struct sbx_task *adopt;
 };
 
 /* Rewrites cfg's runner settings to those of a new private runner (runner.listen
@@ -37,5 +45,7 @@ struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, cons
 void sbx_runner_private_stop(struct sbx_runner_private *p);
 /* Its directory (the socket and the store are in it). */
 const char *sbx_runner_private_dir(const struct sbx_runner_private *p);
+/* (added) The runner itself (runner/adopt.h asks it about its task). */
+struct sbx_runner *sbx_runner_private_runner(const struct sbx_runner_private *p);
 
 #endif

@@ -77,6 +77,7 @@ struct sbx_runner {
     struct runner_status *status;         /* (added) status.c: the status page's sessions */
     struct runner_warm *warm;             /* (added) warm.c, under mu */
     struct runner_image *image;           /* (added) image_check.c: the image before work */
+    int adopted_only; /* (added, issue 31) a keeper's runner: no task but its adopted one */
 };
 
 #endif

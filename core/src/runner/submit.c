@@ -600,6 +600,12 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     if (t != NULL) {
         submit_direct(r, req, c, t);
     }
+    else if (r->adopted_only) {
+        /* (added, issue 31) a keeper's runner hosts its one task, never a new one */
+        rm_refused(&r->metrics, rm_refusal_of(404));
+        runner_reply_error(req, 404, "no running task '%s' (sbx task list)", j->task);
+        submit_call_free(c);
+    }
     else if (r->fleet != NULL) {
         submit_shared(r, req, c);
     }

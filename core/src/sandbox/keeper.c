@@ -11,9 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runner/adopt.h"
+#include "runner/private.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
@@ -43,7 +46,8 @@ struct conn_set {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int active;
-    int end_fd; /* a client waiting for the end reply, or -1 */
+    struct sbx_runner *r; /* (added, issue 31) the private runner holding the task */
+    char id[80];          /* its id */
 };
 
 char *sbx_keeper_socket(const char *state, const char *task)
@@ -221,8 +225,13 @@ static void *conn_main(void *arg)
     sbx_error_t *err = NULL;
     json_t *req = NULL;
     const char *op;
-    int keep_fd = 0;
 
+    /* the runner holds the task: held for this request, so it is not ended under it */
+    c->t = sbx_runner_task_hold(c->set->r, c->set->id);
+    if (c->t == NULL) {
+        send_result(c->fd, 0, "no running task (it is ending)", 125, NULL);
+        goto out;
+    }
     if (sbx_frame_read(c->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
         (req = json_loads(data, 0, NULL)) == NULL) {
         send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125, NULL);
@@ -241,19 +250,6 @@ static void *conn_main(void *arg)
     else if (op != NULL && strcmp(op, "ping") == 0) {
         send_result(c->fd, 0, NULL, 0, NULL);
     }
-    else if (op != NULL && strcmp(op, "end") == 0) {
-        pthread_mutex_lock(&c->set->mu);
-        if (c->set->end_fd < 0) {
-            c->set->end_fd = c->fd;
-            keep_fd = 1;
-        }
-        pthread_mutex_unlock(&c->set->mu);
-        sbx_task_stop(c->t, "ended by sbx task end");
-        keeper_wakeup();
-        if (!keep_fd) {
-            send_result(c->fd, 0, NULL, 0, NULL);
-        }
-    }
     else if (op != NULL && sbx_keeper_extra_op(c->t, op, req, c->fd)) { /* (added) keeper_ops.c */
     }
     else if (op != NULL && sbx_keeper_files_op(c->t, c->fd, op, req)) { /* (added, issue 30) */
@@ -262,12 +258,13 @@ static void *conn_main(void *arg)
         send_result(c->fd, 0, "unknown request", 125, NULL);
     }
 out:
+    if (c->t != NULL) {
+        sbx_runner_task_unhold(c->set->r, c->set->id);
+    }
     json_decref(req);
     free(data);
     sbx_error_free(&err);
-    if (!keep_fd) {
-        close(c->fd);
-    }
+    close(c->fd);
     pthread_mutex_lock(&c->set->mu);
     c->set->active--;
     pthread_cond_broadcast(&c->set->cv);
@@ -276,23 +273,40 @@ out:
     return NULL;
 }
 
-static void serve(struct sbx_task *t, int lfd)
+/* (changed, issue 31) The task lives in the private runner r: its API (the runner's
+ * socket) runs execs and ends it, its tick ends it when the task's own timer stopped
+ * it (idle, maximum lifetime). This serves the keeper socket's remaining requests
+ * until the runner no longer holds the task, then waits for them to return. */
+static void serve(struct sbx_runner *r, const char *id, int lfd)
 {
-    struct conn_set set = {.active = 0, .end_fd = -1};
-    char reason[300];
-    sbx_error_t *err = NULL;
-    int end_fd;
+    struct conn_set set = {.active = 0, .r = r};
+    int signalled = 0;
+    int live;
 
+    snprintf(set.id, sizeof(set.id), "%s", id);
     pthread_mutex_init(&set.mu, NULL);
     pthread_cond_init(&set.cv, NULL);
-    while (!t->stop && !keeper_signal) {
+    while ((live = sbx_runner_task_live(r, set.id)) != 0) {
         struct pollfd p[2] = {{.fd = lfd, .events = POLLIN},
                               {.fd = keeper_wake[0], .events = POLLIN}};
         char drain[64];
 
-        /* connections, signals and `end` wake this at once; the timeout only
-         * bounds how late an idle/lifetime stop from the task's timer is seen */
-        if (poll(p, 2, 250) <= 0) {
+        if (live == 2 && !signalled) {
+            /* `sbx task end`: its running commands are cancelled (the runner alone
+             * would wait for them) */
+            sbx_runner_task_stop(r, set.id, "ended by sbx task end");
+            signalled = 1;
+        }
+        if (keeper_signal && !signalled) {
+            char reason[64];
+
+            snprintf(reason, sizeof(reason), "keeper received signal %d", (int)keeper_signal);
+            sbx_runner_task_stop(r, set.id, reason);
+            signalled = 1;
+        }
+        /* connections and signals wake this at once; the timeout bounds how late
+         * the runner's end of the task is seen */
+        if (poll(p, 2, 100) <= 0) {
             continue;
         }
         if (p[1].revents != 0 && read(keeper_wake[0], drain, sizeof(drain)) < 0) {
@@ -307,7 +321,6 @@ static void serve(struct sbx_task *t, int lfd)
                 continue;
             }
             c = xcalloc(1, sizeof(*c));
-            c->t = t;
             c->fd = fd;
             c->set = &set;
             pthread_mutex_lock(&set.mu);
@@ -325,33 +338,13 @@ static void serve(struct sbx_task *t, int lfd)
         }
     }
     close(lfd);
-    if (keeper_signal) {
-        snprintf(reason, sizeof(reason), "keeper received signal %d", (int)keeper_signal);
-        sbx_task_stop(t, reason);
-    }
-    snprintf(reason, sizeof(reason), "%s", t->stop_reason);
-    /* wait for running execs to return (they were cancelled) */
     pthread_mutex_lock(&set.mu);
-    /* every connection thread has returned: the `end` one does not block,
-     * and cancelled execs return promptly */
     while (set.active > 0) {
         pthread_cond_wait(&set.cv, &set.mu);
     }
-    end_fd = set.end_fd;
     pthread_mutex_unlock(&set.mu);
-    sbx_info("task %s: ending: %s", t->id, reason);
-    if (sbx_task_end(t, reason, NULL, &err) < 0) {
-        if (end_fd >= 0) {
-            send_result(end_fd, 0, sbx_error_msg(err), 125, NULL);
-        }
-    }
-    else if (end_fd >= 0) {
-        send_result(end_fd, 0, NULL, 0, NULL);
-    }
-    sbx_error_free(&err);
-    if (end_fd >= 0) {
-        close(end_fd);
-    }
+    pthread_cond_destroy(&set.cv);
+    pthread_mutex_destroy(&set.mu);
 }
 
 /* What the start waits for goes to the starter as "WAIT <line>"; a starter
@@ -375,6 +368,21 @@ static int keeper_on_wait(void *ud, const char *line)
     return write(fd, msg, (size_t)n) == n ? 0 : -1;
 }
 
+/* The start failed after the task's: says why to the starter, ends the task. */
+static _Noreturn void keeper_failed(int ready_fd, struct sbx_task *t, const char *reason,
+                                    sbx_error_t *err)
+{
+    char msg[1024];
+
+    snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE, sbx_error_msg(err));
+    sbx_warn("task %s did not start: %s", sbx_task_id(t), sbx_error_msg(err));
+    sbx_task_end(t, reason, NULL, NULL);
+    if (write(ready_fd, msg, strlen(msg)) < 0) {
+        _exit(1);
+    }
+    _exit(1);
+}
+
 static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
                         const struct sbx_task_opts *given, int ready_fd)
 {
@@ -383,6 +391,11 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     struct sigaction sa = {0};
     struct sbx_task *t = NULL;
     sbx_error_t *err = NULL;
+    struct sbx_runner_private_opts po = {0};
+    struct sbx_runner_private *p;
+    struct stat st;
+    char id[80];
+    char *rdir;
     char *sock;
     char msg[1024];
     int lfd;
@@ -422,22 +435,45 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     lfd = sbx_unix_listen(sock, 0600, &err);
     free(sock);
     if (lfd < 0) {
-        snprintf(msg, sizeof(msg), "ERR %d %s\n", err ? err->code : SBX_E_ENGINE,
-                 sbx_error_msg(err));
-        sbx_task_end(t, "keeper socket failed", NULL, NULL);
+        keeper_failed(ready_fd, t, "keeper socket failed", err);
+    }
+    /* (added, issue 31) the task's host: a private runner, its socket where the
+     * clients find it from the task's name (sbx_keeper_runner) */
+    snprintf(id, sizeof(id), "%s", t->id);
+    rdir = xasprintf("%s/runner", t->dir);
+    if (lstat(rdir, &st) == 0 && S_ISLNK(st.st_mode)) {
+        unlink(rdir); /* a killed keeper's link to its directory elsewhere */
+    }
+    po.dir = strlen(rdir) <= 80 ? rdir : NULL; /* else elsewhere, and a link here */
+    po.adopt = t;
+    /* the keeper's own copy of the configuration (forked): rewritten for the runner */
+    p = sbx_runner_private_start((struct sbx_config *)cfg, plugin_dir, &po, &err);
+    if (p == NULL) {
+        close(lfd);
+        keeper_failed(ready_fd, t, "keeper runner failed", err);
+    }
+    if (po.dir == NULL && symlink(sbx_runner_private_dir(p), rdir) < 0) {
+        sbx_error_set(&err, errno, "task %s: link %s: %s", id, rdir, strerror(errno));
+        snprintf(msg, sizeof(msg), "ERR %d %s\n", err->code, sbx_error_msg(err));
+        sbx_runner_private_stop(p); /* ends the task */
         if (write(ready_fd, msg, strlen(msg)) < 0) {
             _exit(1);
         }
         _exit(1);
     }
-    snprintf(msg, sizeof(msg), "OK %s\n", t->id);
+    snprintf(msg, sizeof(msg), "OK %s\n", id);
     if (write(ready_fd, msg, strlen(msg)) < 0) {
-        sbx_task_end(t, "starter went away", NULL, NULL);
-        _exit(1);
+        sbx_runner_task_stop(sbx_runner_private_runner(p), id, "starter went away");
     }
     close(ready_fd);
     /* stderr stays the keeper log (set up by the spawner) */
-    serve(t, lfd);
+    serve(sbx_runner_private_runner(p), id, lfd);
+    sbx_info("task %s: its runner stops", id);
+    sbx_runner_private_stop(p); /* the task is gone: nothing of it is left running */
+    if (po.dir == NULL) {
+        unlink(rdir);
+    }
+    free(rdir);
     _exit(0);
 }
 

@@ -22,5 +22,9 @@ int sbx_keeper_exec(const char *state, const char *task, const char *const *argv
 int sbx_keeper_end(const char *state, const char *task, sbx_error_t **err);
 /* The keeper's socket path for a task (caller frees). */
 char *sbx_keeper_socket(const char *state, const char *task);
+/* (added, issue 31) The socket of the runner that hosts the task (its keeper's),
+ * resolved to a path a client can connect to (caller frees), or NULL when there is
+ * none (no such task runs). */
+char *sbx_keeper_runner_socket(const char *state, const char *task);
 
 #endif

@@ -16,6 +16,29 @@
 #include "util/cleanup.h"
 #include "util/xalloc.h"
 
+char *sbx_keeper_runner_socket(const char *state, const char *task)
+{
+    cleanup_free char *link = NULL;
+    char *dir;
+    char *sock;
+
+    if (!sbx_id_valid(task, SBX_ID_TASK)) {
+        return NULL;
+    }
+    link = xasprintf("%s/tasks/%s/runner", state, task);
+    dir = realpath(link, NULL); /* a long state path: a link to a shorter one */
+    if (dir == NULL) {
+        return NULL;
+    }
+    sock = xasprintf("%s/runner.sock", dir);
+    free(dir);
+    if (access(sock, F_OK) < 0) {
+        free(sock);
+        return NULL;
+    }
+    return sock;
+}
+
 static int connect_task(const char *state, const char *task, sbx_error_t **err)
 {
     cleanup_free char *sock = NULL;

@@ -149,6 +149,8 @@ void sbx_task_dir_remove(const char *state, const char *task)
 
         if (dfd >= 0) {
             remove_below(dfd, "git", 0); /* (added) the worktree's git dir (wtgit.h) */
+            /* (added, issue 31) a killed keeper's runner directory (keeper.c) */
+            remove_below(dfd, "runner", 0);
             unlinkat(dfd, "since", 0);
             close(dfd);
         }

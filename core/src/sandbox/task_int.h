@@ -63,6 +63,8 @@ struct sbx_task {
     pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
     json_t *wt_events;       /* (added) what the worktree's checks found, each once (task_wt.c) */
     struct sbx_wtwatch *wtwatch; /* (added) the worktree watched while the task runs (wtwatch.h) */
+    /* (added, issue 31) the exec_path the record shows (task_life.c); under mu */
+    const char *recorded_exec_path;
     /* (added, issue 30) files/pause (files.c): frozen by the provider's pause; under mu */
     int paused;
     int64_t paused_at;    /* when it was paused (Unix seconds) */

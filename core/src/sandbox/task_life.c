@@ -187,6 +187,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     struct sbx_exec_spec spec = {0};
     struct redact_out ro = {0};
     struct redact_sink_ud su[2];
+    int rewrite = 0;
     int r;
 
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
@@ -257,6 +258,12 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     }
     if (slotp->path != NULL) {
         t->last_exec_path = slotp->path;
+        /* (added, issue 31) a kept task's record says how execs run: rewritten
+         * only when that changes, before the exec returns (what the keeper did) */
+        if (!t->ephemeral && t->recorded_exec_path != slotp->path) {
+            t->recorded_exec_path = slotp->path;
+            rewrite = 1;
+        }
     }
     if (r < 0 && t->stop && err != NULL) {
         /* the core stopped the task: say why, not how the stream broke */
@@ -264,6 +271,11 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
     }
     pthread_mutex_unlock(&t->mu);
+    if (rewrite && sbx_task_record_write(t, "running", NULL) < 0) {
+        pthread_mutex_lock(&t->mu);
+        t->recorded_exec_path = NULL; /* tried again at the next exec */
+        pthread_mutex_unlock(&t->mu);
+    }
     sbx_wtwatch_idle(t->wtwatch); /* (added) a .git made while it ran, checked now */
     if (ro.s[0] != NULL) {
         sbx_redact_stream_finish(ro.s[0], NULL);
