@@ -21,6 +21,7 @@
 
 #include "cli/cli.h"
 #include "cli/task_opts.h"
+#include "cli/task_runner.h"
 #include "runner/runner.h"
 #include "sandbox/keeper.h"
 #include "sandbox/proto.h"
@@ -329,6 +330,23 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task, int a
 static int terminal(const struct sbx_config *cfg, const char *state, const char *task, json_t *req,
                     int detach, int attach);
 
+/* (added, issue 31) No runner configured: the runner that hosts the task (its
+ * keeper's), whose API's terminal this takes. -1 having said why. */
+static int task_host(struct sbx_config *cfg, const char *state, const char *task)
+{
+    sbx_error_t *err = NULL;
+
+    if (cfg->runner.listen != NULL) {
+        return 0;
+    }
+    if (sbx_task_runner_use(cfg, state, task, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return -1;
+    }
+    return 0;
+}
+
 static int usage(const char *msg)
 {
     fprintf(stderr,
@@ -403,6 +421,12 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
             sbx_cli_print_error(err);
             sbx_error_free(&err);
         }
+        sbx_task_cli_fini(&o);
+        json_decref(jargv);
+        json_decref(jenv);
+        return SBX_EXIT_SBX;
+    }
+    if (task_host(cfg, state, task) < 0) {
         sbx_task_cli_fini(&o);
         json_decref(jargv);
         json_decref(jenv);
@@ -564,6 +588,9 @@ int sbx_cmd_attach(struct sbx_cli *cli, int argc, char **argv)
             sbx_cli_print_error(err);
             sbx_error_free(&err);
         }
+        return SBX_EXIT_SBX;
+    }
+    if (task_host(cfg, state, argv[1]) < 0) {
         return SBX_EXIT_SBX;
     }
     window_size(&rows, &cols);

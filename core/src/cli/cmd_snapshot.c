@@ -12,7 +12,9 @@
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "sandbox/keeper.h"
-#include "sandbox/keeper_ops.h"
+#include "cli/task_runner.h"
+#include "http/http.h"
+#include "runner/runner.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"
@@ -251,12 +253,38 @@ int sbx_cli_task_from(struct sbx_cli *cli, struct sbx_task_cli *o)
     return 0;
 }
 
+/* (changed, issue 31) One request to the runner that hosts the task (its keeper's):
+ * its JSON reply, or NULL with err. */
+static json_t *task_call(struct sbx_config *cfg, const char *state, const char *task,
+                         const char *what, const char *body, sbx_error_t **err)
+{
+    struct sbx_http_response resp = {0};
+    char *url;
+    json_t *j;
+    int rc;
+
+    if (sbx_task_runner_use(cfg, state, task, err) < 0) {
+        return NULL;
+    }
+    url = xasprintf("/v1/tasks/%s/%s", task, what);
+    rc = sbx_runner_call(cfg, "POST", url, body, NULL, NULL, &resp, err);
+    free(url);
+    if (rc < 0) {
+        return NULL;
+    }
+    j = json_loadb(resp.body ? resp.body : "", resp.body_len, 0, NULL);
+    sbx_http_response_free(&resp);
+    if (j == NULL) {
+        sbx_error_set(err, SBX_E_PROTOCOL, "task '%s': malformed reply from its runner", task);
+    }
+    return j;
+}
+
 static int task_snapshot(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_args a = {.cmd = "task snapshot", .help = "task", .argc = argc, .argv = argv};
     struct sbx_config *cfg;
     sbx_error_t *err = NULL;
-    json_t *req;
     json_t *rec;
     char *state;
     int json = 0;
@@ -264,9 +292,7 @@ static int task_snapshot(struct sbx_cli *cli, int argc, char **argv)
     if (sbx_args_json_only(&a, 1, 1, "TASK", &json) < 0 || (state = state_dir(cli, &cfg)) == NULL) {
         return SBX_EXIT_USAGE;
     }
-    req = json_pack("{s:s}", "op", "snapshot");
-    rec = sbx_keeper_call(state, a.argv[optind], req, &err);
-    json_decref(req);
+    rec = task_call(cfg, state, a.argv[optind], "snapshot", "{}", &err);
     free(state);
     if (rec == NULL) {
         return fail(&err);
@@ -289,7 +315,6 @@ static int task_fork(struct sbx_cli *cli, int argc, char **argv)
     const char *parent;
     char id[80];
     char *state;
-    json_t *req;
     json_t *rec;
     int rc = SBX_EXIT_OK;
 
@@ -313,9 +338,9 @@ static int task_fork(struct sbx_cli *cli, int argc, char **argv)
         sbx_task_cli_fini(&o);
         return SBX_EXIT_USAGE;
     }
-    req = json_pack("{s:s, s:b}", "op", "snapshot", "fork", 1);
-    rec = sbx_keeper_call(state, parent, req, &err);
-    json_decref(req);
+    rec = task_call(cfg, state, parent, "snapshot?fork=1", "{}", &err);
+    free(cfg->runner.listen); /* the fork's keeper is its own runner */
+    cfg->runner.listen = NULL;
     if (rec == NULL) {
         free(state);
         sbx_task_cli_fini(&o);
@@ -363,6 +388,7 @@ static int task_egress(struct sbx_cli *cli, const char *op, int argc, char **arg
     sbx_error_t *err = NULL;
     json_t *req;
     json_t *res;
+    char *body;
     char *state;
     int json = 0;
 
@@ -371,9 +397,11 @@ static int task_egress(struct sbx_cli *cli, const char *op, int argc, char **arg
         (state = state_dir(cli, &cfg)) == NULL) {
         return SBX_EXIT_USAGE;
     }
-    req = json_pack("{s:s, s:s, s:s}", "op", "egress", "change", op, "rule", a.argv[optind + 1]);
-    res = sbx_keeper_call(state, a.argv[optind], req, &err);
+    req = json_pack("{s:s}", op, a.argv[optind + 1]);
+    body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
+    res = task_call(cfg, state, a.argv[optind], "egress", body, &err);
+    free(body);
     free(state);
     if (res == NULL) {
         return fail(&err);

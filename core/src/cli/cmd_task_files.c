@@ -1,5 +1,5 @@
 /* cmd_task_files.c - `sbx task files|pause|resume` of a kept task, through its
- * keeper (docs/tasks.md, "Files", "Pause and resume"). */
+ * keeper's runner (docs/tasks.md, "Files", "Pause and resume"). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,36 +9,63 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "sandbox/files.h"
-#include "sandbox/keeper_files.h"
+#include "cli/task_runner.h"
+#include "http/http.h"
+#include "runner/runner.h"
 #include "sandbox/statedir.h"
+#include "sbx/sbx_util.h"
+#include "util/xalloc.h"
 
-static int call(struct sbx_cli *cli, const char *task, json_t *req, json_t **res)
+/* (changed, issue 31) One request to the runner that hosts the task (its keeper's):
+ * the API of docs/api.md, "Files and pause of a kept task"; *res (may be NULL) its
+ * JSON reply. */
+static int call(struct sbx_cli *cli, const char *task, const char *method, const char *url,
+                json_t **res)
 {
     struct sbx_config *cfg = sbx_cli_config(cli);
+    struct sbx_http_response resp = {0};
     sbx_error_t *err = NULL;
     char *state;
     int rc;
 
     if (cfg == NULL) {
-        json_decref(req);
         return SBX_EXIT_USAGE;
     }
     if ((state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
-        json_decref(req);
         return SBX_EXIT_USAGE;
     }
-    rc = sbx_keeper_files_call(state, task, req, NULL, 0, NULL, NULL, res, &err);
+    rc = sbx_task_runner_use(cfg, state, task, &err);
     free(state);
-    json_decref(req);
+    if (rc == 0) {
+        rc = sbx_runner_call(cfg, method, url, method[0] == 'P' ? "{}" : NULL, NULL, NULL, &resp,
+                             &err);
+    }
     if (rc < 0) {
         sbx_cli_print_error(err);
         rc = err->code == SBX_E_USAGE ? SBX_EXIT_USAGE : SBX_EXIT_FAIL;
         sbx_error_free(&err);
         return rc;
     }
+    if (res != NULL) {
+        *res = json_loadb(resp.body ? resp.body : "", resp.body_len, 0, NULL);
+    }
+    sbx_http_response_free(&resp);
     return SBX_EXIT_OK;
+}
+
+static char *task_url(const char *task, const char *what, const char *path)
+{
+    char *t = sbx_url_escape(task);
+    char *p = path != NULL ? sbx_url_escape(path) : NULL;
+    char *u = path != NULL
+                  ? xasprintf("/v1/tasks/%s/%s?path=%s&list=1", t ? t : "", what, p ? p : "")
+                  : xasprintf("/v1/tasks/%s/%s", t ? t : "", what);
+
+    free(t);
+    free(p);
+    return u;
 }
 
 int sbx_task_cmd_files(struct sbx_cli *cli, int argc, char **argv)
@@ -48,6 +75,7 @@ int sbx_task_cmd_files(struct sbx_cli *cli, int argc, char **argv)
     json_t *res = NULL;
     json_t *l;
     json_t *e;
+    char *url;
     size_t i;
     int json = 0;
     int rc;
@@ -60,12 +88,13 @@ int sbx_task_cmd_files(struct sbx_cli *cli, int argc, char **argv)
         sbx_error_free(&err);
         return SBX_EXIT_USAGE;
     }
-    rc = call(cli, a.argv[optind],
-              json_pack("{s:s, s:s}", "op", "files_list", "path", a.argv[optind + 1]), &res);
+    url = task_url(a.argv[optind], "files", a.argv[optind + 1]);
+    rc = call(cli, a.argv[optind], "GET", url, &res);
+    free(url);
     if (rc != SBX_EXIT_OK) {
         return rc;
     }
-    l = json_object_get(res, "listing");
+    l = res; /* {path, entries, truncated} */
     if (json) {
         char *s = json_dumps(l, JSON_INDENT(2));
 
@@ -114,7 +143,10 @@ int sbx_task_cmd_pause(struct sbx_cli *cli, int argc, char **argv, int resume)
         if (sbx_args_json_only(&a, 1, 1, "TASK", &json) < 0) {
             return SBX_EXIT_USAGE;
         }
-        rc = call(cli, a.argv[optind], json_pack("{s:s}", "op", "resume"), NULL);
+        char *url = task_url(a.argv[optind], "resume", NULL);
+
+        rc = call(cli, a.argv[optind], "POST", url, NULL);
+        free(url);
         if (rc == SBX_EXIT_OK && json) {
             printf("{\"task\": \"%s\", \"state\": \"running\"}\n", a.argv[optind]);
         }
@@ -130,8 +162,12 @@ int sbx_task_cmd_pause(struct sbx_cli *cli, int argc, char **argv, int resume)
     if (sbx_args_operands(&a, 1, 1, "TASK") < 0) {
         return SBX_EXIT_USAGE;
     }
-    rc =
-        call(cli, a.argv[optind], json_pack("{s:s, s:b}", "op", "pause", "to_disk", to_disk), &res);
+    {
+        char *url = task_url(a.argv[optind], to_disk ? "pause?to_disk=1" : "pause", NULL);
+
+        rc = call(cli, a.argv[optind], "POST", url, &res);
+        free(url);
+    }
     if (rc == SBX_EXIT_OK && json) {
         printf("{\"task\": \"%s\", \"state\": \"paused\"}\n", a.argv[optind]);
     }

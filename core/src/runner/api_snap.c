@@ -262,7 +262,9 @@ static void task_egress(struct sbx_runner *r, struct evhttp_request *req, const 
         return;
     }
     t = own_task(r, req, id, who, NULL, 0);
-    if (t != NULL && sbx_task_egress_change(t, op, rule, who->name, "api", &res, &err) < 0) {
+    /* (added, issue 31) a keeper's runner: its client is `sbx task allow|deny` */
+    if (t != NULL && sbx_task_egress_change(t, op, rule, who->name, r->adopted_only ? "cli" : "api",
+                                            &res, &err) < 0) {
         runner_reply_error(req, code_for(err), "%s", sbx_error_msg(err));
         sbx_error_free(&err);
     }

@@ -487,8 +487,12 @@ static void *worker_main(void *arg)
                   (long long)(mono_ms() - w->t0));
         ready_batch(w, st, task);
         w->us_stored = mono_us();
-        /* this job's egress: its log lines carry its id, its record its own counts */
-        sbx_task_set_job(task, j->id);
+        /* this job's egress: its log lines carry its id, its record its own counts
+         * (added, issue 31: a keeper's task keeps its own id there and in its record,
+         * as its execs did before the keeper was a runner) */
+        if (!r->adopted_only) {
+            sbx_task_set_job(task, j->id);
+        }
         sbx_task_egress_counts(task, &allowed0, &denied0);
         pthread_mutex_lock(&r->mu);
         j->executing = !runner_job_cancelled(j);
@@ -628,7 +632,11 @@ static void *ender_main(void *arg)
     stopping = r->stopping;
     pthread_mutex_unlock(&r->mu);
     if (!sbx_task_stopped(sandbox, reason, sizeof(reason))) {
-        snprintf(reason, sizeof(reason), "%s", stopping ? "runner stopped" : "ended by request");
+        /* (added, issue 31) a keeper's runner: ended by `sbx task end` */
+        snprintf(reason, sizeof(reason), "%s",
+                 stopping          ? "runner stopped"
+                 : r->adopted_only ? "ended by sbx task end"
+                                   : "ended by request");
     }
     sbx_task_end(sandbox, reason, NULL, NULL);
     runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st, .reason = reason}, &err);
