@@ -458,14 +458,12 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
     return terminal(cfg, state, task, req, keep, 0);
 }
 
-/* Connects to the task's terminal (the keeper's socket, or the runner's API with
- * runner.listen set), sends req (taken), relays in raw mode and restores the
+/* Connects to the task's terminal (the runner's API: runner.listen, set by task_host
+ * for a task of a keeper), sends req (taken), relays in raw mode and restores the
  * terminal; sbx's exit code. detach: a kept session (the detach keys work). */
 static int terminal(const struct sbx_config *cfg, const char *state, const char *task, json_t *req,
                     int detach, int attach)
 {
-    sbx_error_t *err = NULL;
-    cleanup_free char *sock = NULL;
     char *s;
     int fd;
     int rc;
@@ -475,28 +473,12 @@ static int terminal(const struct sbx_config *cfg, const char *state, const char 
         fprintf(stderr, "sbx: error: '%s' is not a valid task id\n", task);
         return SBX_EXIT_SBX;
     }
-    if (cfg->runner.listen != NULL) {
-        /* a task of the runner: its API's terminal (same frames after the 101) */
-        fd = runner_terminal(cfg, task, attach);
-        if (fd < 0) {
-            json_decref(req);
-            return SBX_EXIT_SBX;
-        }
-    }
-    else {
-        sock = sbx_keeper_socket(state, task);
-        fd = access(sock, F_OK) == 0 ? sbx_unix_connect(sock, &err) : -1;
-    }
+    /* (changed, issue 31) the API's terminal of the runner that hosts the task: a
+     * configured one, or the task's keeper's (task_host); same frames after the 101 */
+    (void)state;
+    fd = runner_terminal(cfg, task, attach);
     if (fd < 0) {
         json_decref(req);
-        if (err != NULL) {
-            fprintf(stderr, "sbx: error: task '%s': its keeper is not answering: %s\n", task,
-                    sbx_error_msg(err));
-            sbx_error_free(&err);
-        }
-        else {
-            fprintf(stderr, "sbx: error: no running task '%s' (sbx task list)\n", task);
-        }
         return SBX_EXIT_SBX;
     }
     s = json_dumps(req, JSON_COMPACT);

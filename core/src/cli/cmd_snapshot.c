@@ -267,7 +267,7 @@ static json_t *task_call(struct sbx_config *cfg, const char *state, const char *
         return NULL;
     }
     url = xasprintf("/v1/tasks/%s/%s", task, what);
-    rc = sbx_runner_call(cfg, "POST", url, body, NULL, NULL, &resp, err);
+    rc = sbx_task_runner_call(cfg, "POST", url, body, &resp, err);
     free(url);
     if (rc < 0) {
         return NULL;

@@ -39,8 +39,7 @@ static int call(struct sbx_cli *cli, const char *task, const char *method, const
     rc = sbx_task_runner_use(cfg, state, task, &err);
     free(state);
     if (rc == 0) {
-        rc = sbx_runner_call(cfg, method, url, method[0] == 'P' ? "{}" : NULL, NULL, NULL, &resp,
-                             &err);
+        rc = sbx_task_runner_call(cfg, method, url, method[0] == 'P' ? "{}" : NULL, &resp, &err);
     }
     if (rc < 0) {
         sbx_cli_print_error(err);

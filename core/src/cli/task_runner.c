@@ -36,6 +36,43 @@ int sbx_task_runner_use(struct sbx_config *cfg, const char *state, const char *t
     return 0;
 }
 
+int sbx_task_runner_call(struct sbx_config *cfg, const char *method, const char *url,
+                         const char *body, struct sbx_http_response *resp, sbx_error_t **err)
+{
+    static const struct {
+        const char *status;
+        int code;
+    } codes[] = {
+        {"(HTTP 400)", SBX_E_USAGE}, {"(HTTP 404)", SBX_E_NOTFOUND}, {"(HTTP 422)", SBX_E_POLICY}};
+    const char *msg;
+    const char *tail;
+    int code = SBX_E_GENERIC;
+
+    if (sbx_runner_call(cfg, method, url, body, NULL, NULL, resp, err) == 0) {
+        return 0;
+    }
+    /* "runner: MSG (HTTP N)": the keeper's runner is no runner to its user */
+    msg = sbx_error_msg(*err);
+    tail = msg != NULL ? strrchr(msg, '(') : NULL;
+    if (msg == NULL || strncmp(msg, "runner: ", 8) != 0 || tail == NULL ||
+        strncmp(tail, "(HTTP ", 6) != 0 || tail < msg + 9) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        if (strcmp(tail, codes[i].status) == 0) {
+            code = codes[i].code;
+        }
+    }
+    {
+        char *inner = xstrndup(msg + 8, (size_t)(tail - 1 - (msg + 8)));
+
+        sbx_error_free(err);
+        sbx_error_set(err, code, "%s", inner);
+        free(inner);
+    }
+    return -1;
+}
+
 struct out_to {
     sbx_output_fn out;
     void *ud;
@@ -135,7 +172,7 @@ int sbx_task_runner_exec(struct sbx_config *cfg, const char *task, const char *c
     int rc;
 
     *code = 125;
-    rc = sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, err);
+    rc = sbx_task_runner_call(cfg, "POST", "/v1/jobs", body, &resp, err);
     /* the request may hold --env values: scrub our copy */
     explicit_bzero(body, strlen(body));
     free(body);
@@ -180,7 +217,7 @@ int sbx_task_runner_end(struct sbx_config *cfg, const char *state, const char *t
     struct sbx_http_response resp = {0};
     char *path = xasprintf("/v1/tasks/%s/end", task);
     char *sock;
-    int rc = sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, err);
+    int rc = sbx_task_runner_call(cfg, "POST", path, "{}", &resp, err);
 
     free(path);
     if (rc < 0) {

@@ -12,6 +12,12 @@
  * err: SBX_E_USAGE for an invalid id, SBX_E_NOTFOUND when no such task runs. */
 int sbx_task_runner_use(struct sbx_config *cfg, const char *state, const char *task,
                         sbx_error_t **err);
+/* sbx_runner_call to the task's runner without a body sink; a refusal's error is
+ * the runner's message alone, its code from the status (400 SBX_E_USAGE, 404
+ * SBX_E_NOTFOUND, 422 SBX_E_POLICY, else SBX_E_GENERIC) as the keeper's were. */
+struct sbx_http_response;
+int sbx_task_runner_call(struct sbx_config *cfg, const char *method, const char *url,
+                         const char *body, struct sbx_http_response *resp, sbx_error_t **err);
 /* Runs argv in the task as a job of its runner (sbx_task_runner_use first), its
  * output to out (stream 1 or 2), or to fds 1 and 2 when out is NULL; *interrupted
  * cancels it (its end is awaited). 0 with *status, or -1 (*code 125, or 126/127

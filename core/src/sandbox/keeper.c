@@ -1,6 +1,6 @@
-/* keeper.c - the per-task keeper process and its server side. */
+/* keeper.c - the per-task keeper process: a private runner hosting its task (issue 31),
+ * and the keeper socket that still serves `sbx cp` and `sbx port`. */
 #include "sandbox/keeper.h"
-#include "sandbox/keeper_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,6 @@
 #include "runner/private.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
-#include "sandbox/pty.h"
-#include "sandbox/pty_session.h"
 #include "sandbox/task_port.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
@@ -30,8 +28,6 @@
 #include "util/xalloc.h"
 
 static volatile sig_atomic_t keeper_signal;
-static pthread_mutex_t record_mu = PTHREAD_MUTEX_INITIALIZER;
-static const char *record_path; /* the exec path the record shows */
 /* Wakes serve() at once on a signal or an `end` request (set up in
  * keeper_main; -1 before). */
 static int keeper_wake[2] = {-1, -1};
@@ -72,148 +68,16 @@ static void on_signal(int sig)
     keeper_wakeup();
 }
 
-static int send_result(int fd, int status, const char *error, int code, const char *path)
+static int send_result(int fd, const char *error)
 {
-    json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", code)
-                      : json_pack("{s:i}", "status", status);
-
-    if (path != NULL) {
-        json_object_set_new(j, "exec_path", json_string(path));
-    }
+    json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", 125)
+                      : json_pack("{s:i}", "status", 0);
     char *s = json_dumps(j, JSON_COMPACT);
     int r = sbx_frame_write(fd, 'X', s, strlen(s));
 
     free(s);
     json_decref(j);
     return r;
-}
-
-static int out_frame(void *ud, int stream, const char *data, size_t len)
-{
-    struct conn *c = ud;
-
-    return sbx_frame_write(c->fd, stream == 2 ? 'E' : 'O', data, len) < 0 ? 1 : 0;
-}
-
-struct hangup_watch {
-    struct conn *c;
-    struct sbx_exec_slot *slot;
-    int wake[2]; /* written once when the exec returned */
-};
-
-/* Cancels the exec when the client goes away (Ctrl-C of `sbx exec`). No
- * timeout: the exec's end wakes it through h->wake, so the reply is not held
- * back by a poll interval. */
-static void *hangup_main(void *arg)
-{
-    struct hangup_watch *h = arg;
-
-    for (;;) {
-        struct pollfd p[2] = {{.fd = h->c->fd, .events = POLLRDHUP},
-                              {.fd = h->wake[0], .events = POLLIN}};
-
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            break;
-        }
-        if (p[1].revents != 0) {
-            break;
-        }
-        if (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
-            sbx_task_exec_cancel(h->c->t, h->slot);
-            break;
-        }
-    }
-    return NULL;
-}
-
-static int exit_code_for(const sbx_error_t *e)
-{
-    if (e != NULL && e->code == SBX_E_NOEXEC) {
-        return 126;
-    }
-    if (e != NULL && e->code == SBX_E_NOCMD) {
-        return 127;
-    }
-    return 125;
-}
-
-static void handle_exec(struct conn *c, json_t *req)
-{
-    json_t *jargv = json_object_get(req, "argv");
-    json_t *jenv = json_object_get(req, "env");
-    size_t n = json_array_size(jargv);
-    size_t ne = json_array_size(jenv);
-    const char **argv = xcalloc(n + 1, sizeof(char *));
-    struct sbx_kv *env = xcalloc(ne + 1, sizeof(*env));
-    struct sbx_exec_slot slot = {0};
-    struct hangup_watch hw = {.c = c, .slot = &slot, .wake = {-1, -1}};
-    sbx_error_t *err = NULL;
-    pthread_t th;
-    int watching;
-    int status = 0;
-    struct sbx_tty_req tr = {0};
-    int tty = sbx_tty_parse(json_object_get(req, "tty"), &tr, &err); /* (added) -it */
-
-    for (size_t i = 0; i < n; i++) {
-        argv[i] = json_string_value(json_array_get(jargv, i));
-    }
-    for (size_t i = 0; i < ne; i++) {
-        env[i].name = json_string_value(json_array_get(json_array_get(jenv, i), 0));
-        env[i].value = json_string_value(json_array_get(json_array_get(jenv, i), 1));
-    }
-    /* a terminal's client connection carries its input: the pump watches it */
-    watching = tty == 0 && pipe2(hw.wake, O_CLOEXEC) == 0;
-    if (watching && pthread_create(&th, NULL, hangup_main, &hw) != 0) {
-        close(hw.wake[0]);
-        close(hw.wake[1]);
-        watching = 0;
-    }
-    if (tty < 0) {
-        /* err says what is wrong with "tty" */
-    }
-    else if (n == 0 || argv[0] == NULL) {
-        sbx_error_set(&err, SBX_E_USAGE, "empty command");
-    }
-    else if (tty > 0) {
-        tr.argv = argv;
-        tr.env = env;
-        tr.n_env = ne;
-        if (sbx_task_exec_tty(c->t, &tr, c->fd, &status, &err) == 0) {
-            err = NULL;
-        }
-    }
-    else if (sbx_task_exec(c->t, argv, env, ne, out_frame, c, &slot, &status, &err) == 0) {
-        err = NULL;
-    }
-    if (watching) {
-        char one = 1;
-
-        while (write(hw.wake[1], &one, 1) < 0 && errno == EINTR) {
-        }
-        pthread_join(th, NULL);
-        close(hw.wake[0]);
-        close(hw.wake[1]);
-    }
-    if (slot.path != NULL) {
-        /* the record says how execs run; rewritten only when that changes
-         * (so not every exec pays for the write), before the reply so that a
-         * caller reading it afterwards sees this exec's path */
-        pthread_mutex_lock(&record_mu);
-        if (record_path != slot.path) {
-            record_path = slot.path;
-            if (sbx_task_record_write(c->t, "running", NULL) < 0) {
-                record_path = NULL;
-            }
-        }
-        pthread_mutex_unlock(&record_mu);
-    }
-    send_result(c->fd, status, err ? sbx_error_msg(err) : NULL, exit_code_for(err), slot.path);
-    sbx_error_free(&err);
-    free(argv);
-    free(env);
 }
 
 static void *conn_main(void *arg)
@@ -229,33 +93,23 @@ static void *conn_main(void *arg)
     /* the runner holds the task: held for this request, so it is not ended under it */
     c->t = sbx_runner_task_hold(c->set->r, c->set->id);
     if (c->t == NULL) {
-        send_result(c->fd, 0, "no running task (it is ending)", 125, NULL);
+        send_result(c->fd, "no running task (it is ending)");
         goto out;
     }
     if (sbx_frame_read(c->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
         (req = json_loads(data, 0, NULL)) == NULL) {
-        send_result(c->fd, 0, err ? sbx_error_msg(err) : "malformed request", 125, NULL);
+        send_result(c->fd, err ? sbx_error_msg(err) : "malformed request");
         goto out;
     }
     op = json_string_value(json_object_get(req, "op"));
-    if (op != NULL && sbx_keeper_session_op(c->t, c->fd, op, req)) {
-        /* (added) "exec" with "keep", "attach": a kept terminal session */
+    if (op != NULL && strcmp(op, "port") == 0) {
+        sbx_keeper_port(c->t, c->fd, req); /* sbx port */
     }
-    else if (op != NULL && strcmp(op, "exec") == 0) {
-        handle_exec(c, req);
-    }
-    else if (op != NULL && strcmp(op, "port") == 0) {
-        sbx_keeper_port(c->t, c->fd, req); /* (added) sbx port */
-    }
-    else if (op != NULL && strcmp(op, "ping") == 0) {
-        send_result(c->fd, 0, NULL, 0, NULL);
-    }
-    else if (op != NULL && sbx_keeper_extra_op(c->t, op, req, c->fd)) { /* (added) keeper_ops.c */
-    }
-    else if (op != NULL && sbx_keeper_files_op(c->t, c->fd, op, req)) { /* (added, issue 30) */
+    else if (op != NULL && sbx_keeper_files_op(c->t, c->fd, op, req)) { /* sbx cp */
     }
     else {
-        send_result(c->fd, 0, "unknown request", 125, NULL);
+        send_result(c->fd, "unknown request (this keeper serves port and files requests; the "
+                           "rest goes to its runner's socket)");
     }
 out:
     if (c->t != NULL) {

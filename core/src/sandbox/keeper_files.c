@@ -1,7 +1,8 @@
-/* keeper_files.c - the keeper's files and pause requests, both sides
- * (keeper_files.h; docs/tasks.md, "Files", "Pause and resume"). The keeper holds
- * the task, so these count as activity and see whether it is paused; the bytes
- * pass through it as frames, bounded by SBX_FILES_CP_MAX. */
+/* keeper_files.c - the keeper's files requests of `sbx cp`, both sides (keeper_files.h;
+ * docs/tasks.md, "Files"). The keeper holds the task, so these count as activity and
+ * see whether it is paused; the bytes pass through it as frames, bounded by
+ * SBX_FILES_CP_MAX. (changed, issue 31) `sbx task files`, pause and resume go to the
+ * keeper's runner (its API) instead. */
 #include "sandbox/keeper_files.h"
 
 #include <errno.h>
@@ -140,17 +141,7 @@ int sbx_keeper_files_op(struct sbx_task *t, int fd, const char *op, json_t *req)
     sbx_error_t *e = NULL;
     json_t *ok = json_pack("{s:i}", "status", 0);
 
-    if (strcmp(op, "pause") == 0) {
-        if (sbx_task_pause(t, json_is_true(json_object_get(req, "to_disk")), &e) == 0) {
-            json_object_set_new(ok, "state", json_string("paused"));
-        }
-    }
-    else if (strcmp(op, "resume") == 0) {
-        if (sbx_task_resume(t, &e) == 0) {
-            json_object_set_new(ok, "state", json_string("running"));
-        }
-    }
-    else if (strcmp(op, "files_get") == 0) {
+    if (strcmp(op, "files_get") == 0) {
         (void)sbx_task_files_get(t, path, SBX_FILES_CP_MAX, out_sink, &fd, &e);
     }
     else if (strcmp(op, "files_put") == 0) { /* (changed) streamed to the provider */
@@ -169,13 +160,6 @@ int sbx_keeper_files_op(struct sbx_task *t, int fd, const char *op, json_t *req)
         int d = sbx_task_files_is_dir(t, path, &e);
 
         json_object_set_new(ok, "dir", json_boolean(d == 1));
-    }
-    else if (strcmp(op, "files_list") == 0) {
-        json_t *l = sbx_task_files_list(t, path, &e);
-
-        if (l != NULL) {
-            json_object_set_new(ok, "listing", l);
-        }
     }
     else {
         json_decref(ok);

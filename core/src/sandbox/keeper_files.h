@@ -1,11 +1,9 @@
-/* keeper_files.h - the keeper's files and pause requests (docs/tasks.md, "The keeper
- * protocol"): `sbx cp`, `sbx task files`, `sbx task pause|resume` of a kept task.
+/* keeper_files.h - the keeper's files requests (docs/tasks.md, "The keeper
+ * protocol"): `sbx cp` of a kept task, the archive streamed both ways.
  *
- *   {"op":"pause","to_disk":false} {"op":"resume"}
  *   {"op":"files_get","path":P}   -> 'O' frames: a tar archive of P, then 'X'
  *   {"op":"files_put","dir":D}    <- 'I' frames: a tar archive, an empty 'I' ends it; 'X'
  *   {"op":"files_stat","path":P}  -> 'X' {"status":0,"dir":true|false}
- *   {"op":"files_list","path":P}  -> 'X' {"status":0,"listing":{...}}
  * An error is 'X' {"error":"...","code":125,"kind":"notfound|toobig|paused|notfile|..."}. */
 #ifndef SBX_SANDBOX_KEEPER_FILES_H
 #define SBX_SANDBOX_KEEPER_FILES_H

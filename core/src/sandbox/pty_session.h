@@ -39,9 +39,6 @@ int sbx_tty_session_run(struct sbx_task *t, const struct sbx_tty_req *rq, int cl
  * task has no session that runs. */
 int sbx_tty_session_attach(struct sbx_task *t, unsigned rows, unsigned cols, int client_fd,
                            sbx_error_t **err);
-/* The keeper's requests {"op":"exec", ..., "tty":{...}, "keep":true} and
- * {"op":"attach", "tty":{...}}: answered on fd; 1 when op was one of them. */
-int sbx_keeper_session_op(struct sbx_task *t, int fd, const char *op, json_t *req);
 /* At the task's end, after sbx_task_stop cancelled its command: waits for the
  * session's threads and clients and frees it. */
 void sbx_tty_session_reap(struct sbx_task *t);
