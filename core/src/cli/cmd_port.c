@@ -1,8 +1,9 @@
 /* cmd_port.c - `sbx port TASK PORT`: a host loopback port (or a unix socket)
  * forwarded to 127.0.0.1:PORT inside a task's sandbox (docs/tasks.md, "Ports").
- * Each accepted connection asks the task's keeper for a connection inside
- * (keeper_port.c, logged there) and copies bytes both ways on a thread of its
- * own. The sandbox gets no network. */
+ * Each accepted connection asks the runner that hosts the task (its keeper's) for
+ * a connection inside (the API's raw port connection, runner/api_term.c, logged
+ * there) and copies bytes both ways on a thread of its own. The sandbox gets no
+ * network. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -21,11 +22,13 @@
 
 #include "cli/args.h"
 #include "cli/cli.h"
-#include "sandbox/keeper.h"
+#include "cli/task_runner.h"
+#include "runner/runner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
-#include "sandbox/task_port.h"
+#include "util/fileio.h"
 #include "util/cleanup.h"
+#include "util/relay.h"
 #include "util/xalloc.h"
 
 #define COPY_CHUNK 65536
@@ -68,67 +71,65 @@ static void on_stop(int sig)
 }
 
 struct fwd {
-    char *state;
+    const struct sbx_config *cfg;
     char *task;
     int port;
     int client;
     char peer[96];
 };
 
-/* Copies both ways until both directions ended (a half-close is passed on);
- * (added) *ab and *ba: the bytes copied from a to b and from b to a. */
-static void splice_both(int a, int b, int64_t *ab, int64_t *ba)
+/* (changed, issue 31) A connection to the port inside, through the runner that
+ * hosts the task (its keeper's): GET /v1/tasks/T/ports/P with Upgrade: sbx-port.v1
+ * on its unix socket; after the 101 the socket is the connection. The runner logs
+ * it (ports.log) when it ends. -1 with err: the runner's reason. */
+static int port_open(const struct sbx_config *cfg, const char *task, int port, const char *peer,
+                     int *out, sbx_error_t **err)
 {
-    int open_ab = 1, open_ba = 1;
-    char *buf = xmalloc(COPY_CHUNK);
+    struct sbx_runner_endpoint ep;
+    char head[1024];
+    size_t n = 0;
+    int fd;
 
-    while (open_ab || open_ba) {
-        struct pollfd p[2] = {{.fd = open_ab ? a : -1, .events = POLLIN},
-                              {.fd = open_ba ? b : -1, .events = POLLIN}};
-
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
+    if (sbx_runner_endpoint(cfg, &ep, err) < 0) {
+        return -1;
+    }
+    fd = sbx_unix_connect(ep.unix_path, err);
+    sbx_runner_endpoint_clear(&ep);
+    if (fd < 0) {
+        return sbx_error_wrap(err, "task '%s': its keeper is not answering", task);
+    }
+    snprintf(head, sizeof(head),
+             "GET /v1/tasks/%s/ports/%d HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
+             "Upgrade: sbx-port.v1\r\nX-Sbx-Peer: %s\r\n\r\n",
+             task, port, peer);
+    if (sbx_write_all(fd, head, strlen(head)) < 0) {
+        close(fd);
+        return sbx_error_set(err, errno, "task '%s': its keeper: %s", task, strerror(errno));
+    }
+    /* the reply's head, byte by byte: what follows a 101 is the connection's */
+    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
+        if (read(fd, head + n, 1) != 1) {
             break;
         }
-        for (int i = 0; i < 2; i++) {
-            int from = i == 0 ? a : b;
-            int to = i == 0 ? b : a;
-            int *open = i == 0 ? &open_ab : &open_ba;
-            ssize_t n;
-
-            if (p[i].revents == 0) {
-                continue;
-            }
-            n = read(from, buf, COPY_CHUNK);
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n <= 0) {
-                *open = 0;
-                shutdown(to, SHUT_WR);
-                if (n < 0) { /* a reset: both ways end */
-                    open_ab = open_ba = 0;
-                }
-                continue;
-            }
-            *(i == 0 ? ab : ba) += n;
-            for (ssize_t off = 0; off < n;) {
-                ssize_t w = send(to, buf + off, (size_t)(n - off), MSG_NOSIGNAL);
-
-                if (w < 0 && errno == EINTR) {
-                    continue;
-                }
-                if (w <= 0) {
-                    open_ab = open_ba = 0;
-                    break;
-                }
-                off += w;
-            }
-        }
+        n++;
     }
-    free(buf);
+    head[n] = '\0';
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        char body[1024];
+        ssize_t k = read(fd, body, sizeof(body) - 1);
+        json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(j, "error"));
+
+        sbx_error_set(err, SBX_E_GENERIC, "%s",
+                      msg     ? msg
+                      : n > 0 ? strtok(head, "\r")
+                              : "no reply from the task's keeper");
+        json_decref(j);
+        close(fd);
+        return -1;
+    }
+    *out = fd;
+    return 0;
 }
 
 static void *fwd_main(void *arg)
@@ -138,17 +139,15 @@ static void *fwd_main(void *arg)
     int64_t in = 0;
     int64_t out = 0;
     int inside = -1;
-    int ctl = -1;
 
-    if (sbx_keeper_port_open(f->state, f->task, f->port, f->peer, &inside, &ctl, &err) < 0) {
+    if (port_open(f->cfg, f->task, f->port, f->peer, &inside, &err) < 0) {
         fprintf(stderr, "sbx: warn: port %d: connection from %s: %s\n", f->port, f->peer,
                 sbx_error_msg(err));
         sbx_error_free(&err);
     }
     else {
-        splice_both(f->client, inside, &in, &out);
+        sbx_relay_both(f->client, inside, &in, &out);
         close(inside);
-        sbx_keeper_port_done(ctl, in, out); /* (added) the keeper logs the counts */
     }
     close(f->client);
     free(f);
@@ -315,13 +314,11 @@ int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv)
         }
         return SBX_EXIT_SBX;
     }
-    {
-        cleanup_free char *sock = sbx_keeper_socket(state, task);
-
-        if (access(sock, F_OK) < 0) {
-            fprintf(stderr, "sbx: error: no running task '%s' (sbx task list)\n", task);
-            return SBX_EXIT_SBX;
-        }
+    /* (changed, issue 31) the runner that hosts the task (its keeper's) */
+    if (sbx_task_runner_use(cfg, state, task, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return SBX_EXIT_SBX;
     }
     lfd = unix_path ? listen_unix(unix_path, shown, sizeof(shown))
                     : listen_tcp(listen_spec, shown, sizeof(shown));
@@ -368,7 +365,7 @@ int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv)
         conns++;
         pthread_mutex_unlock(&conns_mu);
         f = xcalloc(1, sizeof(*f));
-        f->state = state;
+        f->cfg = cfg;
         f->task = (char *)task;
         f->port = (int)port;
         f->client = c;

@@ -8,6 +8,9 @@
  *   ANY /v1/tasks/{id}/ports/{port}[/PATH][?QUERY]
  *                                 one HTTP request proxied to 127.0.0.1:port
  *                                 inside the sandbox (Connection: close)
+ *   GET /v1/tasks/{id}/ports/{port}  Upgrade: sbx-port.v1 -> 101, then the bytes
+ *                                 of one connection to that port, both ways
+ *                                 (added, issue 31: `sbx port`)
  *
  * Both need the scope `exec` and are the task's owner's alone (no scope reaches
  * another client's task). Both take the connection over from evhttp: its
@@ -42,6 +45,7 @@
 #include "util/fileio.h"
 #include "util/envname.h"
 #include "util/log.h"
+#include "util/relay.h"
 #include "util/xalloc.h"
 
 #define SESSIONS_MAX 64
@@ -55,6 +59,8 @@
 #define TERM_PROTO_V1 "sbx-terminal.v1"
 /* the preview's pages run in an opaque origin: never with the API's */
 #define PREVIEW_CSP "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
+/* (added, issue 31) `sbx port`: one raw connection to the port inside */
+#define PORT_PROTO "sbx-port.v1"
 
 static int sessions;
 /* the terminals open now, so that a stopping runner can end them */
@@ -68,6 +74,7 @@ struct session {
     int fd;
     int port;
     int attach; /* (added) ?attach=1: the task's kept session */
+    int raw;    /* (added, issue 31) ports: Upgrade: sbx-port.v1, bytes both ways */
     char client[64];
     char peer[96];
     char *head; /* ports: the request to send upstream (head and body) */
@@ -366,6 +373,44 @@ static void *port_main(void *arg)
     return NULL;
 }
 
+/* (added, issue 31) A raw port connection (`sbx port`, Upgrade: sbx-port.v1): the
+ * connection inside first (its failure is a 502 saying why), then the 101 and the
+ * bytes both ways until both sides closed; one line of ports.log with the counts. */
+static void *raw_port_main(void *arg)
+{
+    static const char up_head[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " PORT_PROTO
+                                  "\r\nConnection: Upgrade\r\n\r\n";
+    struct session *s = arg;
+    sbx_error_t *err = NULL;
+    struct sbx_port_conn *conn = NULL;
+    char via[96];
+    int64_t in = 0;
+    int64_t out = 0;
+    int up = -1;
+    int r;
+
+    /* a keeper's runner: its client is `sbx port`, as the keeper logged it */
+    snprintf(via, sizeof(via), s->r->adopted_only ? "sbx port" : "api client %s", s->client);
+    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
+    pthread_mutex_lock(&s->r->mu);
+    s->rt->running--;
+    s->rt = NULL;
+    pthread_mutex_unlock(&s->r->mu);
+    if (r < 0) {
+        reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
+        sbx_error_free(&err);
+        session_end(s);
+        return NULL;
+    }
+    if (sbx_send_all(s->fd, up_head, sizeof(up_head) - 1) == 0) {
+        sbx_relay_both(s->fd, up, &in, &out);
+    }
+    close(up);
+    sbx_port_conn_end(conn, in, out, NULL);
+    session_end(s);
+    return NULL;
+}
+
 /* The request for the server inside: the method, /PATH?QUERY, the client's headers
  * without its credentials and hop-by-hop ones, then the body evhttp read. */
 static char *upstream_request(struct evhttp_request *req, const char *rest, size_t *len)
@@ -454,6 +499,7 @@ static void task_io(const struct runner_route_call *c, int terminal)
     const char *id = c->arg[0];
     const char *rest = "";
     long port = 0;
+    int raw = 0;
     struct session *s;
     struct rtask *rt;
     pthread_t th;
@@ -468,6 +514,15 @@ static void task_io(const struct runner_route_call *c, int terminal)
             return;
         }
         rest = *end == '/' ? end + 1 : "";
+        raw = header_has(req, "Upgrade", PORT_PROTO);
+        if (raw && (evhttp_request_get_command(req) != EVHTTP_REQ_GET || *rest != '\0' ||
+                    !header_has(req, "Connection", "upgrade"))) {
+            runner_reply_error(req, 400,
+                               "%s: " PORT_PROTO
+                               " is GET /v1/tasks/ID/ports/PORT with 'Connection: Upgrade'",
+                               path);
+            return;
+        }
     }
     if (l->tcp &&
         evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
@@ -540,6 +595,7 @@ static void task_io(const struct runner_route_call *c, int terminal)
     s->rt = rt;
     s->port = (int)port;
     s->attach = terminal && c->query != NULL && c->query[0] != '\0'; /* checked above */
+    s->raw = raw;
     snprintf(s->client, sizeof(s->client), "%s", who->name);
     {
         char *host = NULL;
@@ -550,8 +606,18 @@ static void task_io(const struct runner_route_call *c, int terminal)
             evhttp_connection_get_peer(con, &host, &pp);
         }
         snprintf(s->peer, sizeof(s->peer), "%s:%u", l->tcp && host ? host : "unix", (unsigned)pp);
+        if (raw && !l->tcp) {
+            /* (added) on the unix socket, `sbx port` says whose connection it is */
+            const char *given =
+                evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sbx-Peer");
+            size_t n = given != NULL ? strspn(given, "0123456789abcdefABCDEF.:[]unix") : 0;
+
+            if (given != NULL && n > 0 && n < sizeof(s->peer) && given[n] == '\0') {
+                snprintf(s->peer, sizeof(s->peer), "%s", given);
+            }
+        }
     }
-    if (port > 0) {
+    if (port > 0 && !raw) {
         s->head = upstream_request(req, rest, &s->head_len);
     }
     if (take_over(req, s) < 0) {
@@ -569,7 +635,7 @@ static void task_io(const struct runner_route_call *c, int terminal)
 
         sbx_send_all(s->fd, up, sizeof(up) - 1);
     }
-    if (pthread_create(&th, NULL, port > 0 ? port_main : term_main, s) != 0) {
+    if (pthread_create(&th, NULL, raw ? raw_port_main : port > 0 ? port_main : term_main, s) != 0) {
         reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
         session_end(s);
         return;

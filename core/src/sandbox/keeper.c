@@ -1,5 +1,5 @@
 /* keeper.c - the per-task keeper process: a private runner hosting its task (issue 31),
- * and the keeper socket that still serves `sbx cp` and `sbx port`. */
+ * and the keeper socket that still serves `sbx cp`. */
 #include "sandbox/keeper.h"
 
 #include <errno.h>
@@ -19,7 +19,6 @@
 #include "runner/private.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
-#include "sandbox/task_port.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
 #include "util/cleanup.h"
@@ -102,14 +101,9 @@ static void *conn_main(void *arg)
         goto out;
     }
     op = json_string_value(json_object_get(req, "op"));
-    if (op != NULL && strcmp(op, "port") == 0) {
-        sbx_keeper_port(c->t, c->fd, req); /* sbx port */
-    }
-    else if (op != NULL && sbx_keeper_files_op(c->t, c->fd, op, req)) { /* sbx cp */
-    }
-    else {
-        send_result(c->fd, "unknown request (this keeper serves port and files requests; the "
-                           "rest goes to its runner's socket)");
+    if (op == NULL || !sbx_keeper_files_op(c->t, c->fd, op, req)) { /* sbx cp */
+        send_result(c->fd, "unknown request (this keeper serves files requests; the rest "
+                           "goes to its runner's socket)");
     }
 out:
     if (c->t != NULL) {

@@ -4,7 +4,7 @@
  * private runner (runner/private.h, runner/adopt.h) whose API runs each `sbx exec`
  * on its behalf (so secret values never leave it); the task's timer enforces idle
  * and maximum lifetime, and the runner destroys the sandbox when the task ends, on
- * every path. Its keeper socket still serves `sbx cp` and `sbx port`. */
+ * every path. Its keeper socket still serves `sbx cp` (streamed archives). */
 #ifndef SBX_SANDBOX_KEEPER_H
 #define SBX_SANDBOX_KEEPER_H
 

@@ -24,15 +24,4 @@ int sbx_task_port_connect(struct sbx_task *t, int port, const char *peer, const 
 void sbx_port_conn_end(struct sbx_port_conn *c, int64_t bytes_in, int64_t bytes_out,
                        const char *reason);
 
-/* keeper_port.c: the keeper's "port" request (the connection passed back to the
- * client by SCM_RIGHTS), and its client: *out the connected socket. */
-struct json_t;
-void sbx_keeper_port(struct sbx_task *t, int fd, struct json_t *req);
-int sbx_keeper_port_open(const char *state, const char *task, int port, const char *peer, int *out,
-                         int *keeper, sbx_error_t **err);
-/* (added) The connection ended: tells the keeper what went through on ctl (*keeper:
- * the keeper's connection sbx_keeper_port_open left open), which then writes the
- * connection's line, and closes ctl. */
-void sbx_keeper_port_done(int ctl, int64_t bytes_in, int64_t bytes_out);
-
 #endif
