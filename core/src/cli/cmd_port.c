@@ -86,46 +86,18 @@ static int port_open(const struct sbx_config *cfg, const char *task, int port, c
                      int *out, sbx_error_t **err)
 {
     struct sbx_runner_endpoint ep;
-    char head[1024];
-    size_t n = 0;
+    char target[128];
+    char headers[160];
     int fd;
 
     if (sbx_runner_endpoint(cfg, &ep, err) < 0) {
         return -1;
     }
-    fd = sbx_unix_connect(ep.unix_path, err);
+    snprintf(target, sizeof(target), "/v1/tasks/%s/ports/%d", task, port);
+    snprintf(headers, sizeof(headers), "X-Sbx-Peer: %s\r\n", peer);
+    fd = sbx_unix_upgrade(ep.unix_path, target, "sbx-port.v1", headers, err);
     sbx_runner_endpoint_clear(&ep);
     if (fd < 0) {
-        return sbx_error_wrap(err, "task '%s': its keeper is not answering", task);
-    }
-    snprintf(head, sizeof(head),
-             "GET /v1/tasks/%s/ports/%d HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
-             "Upgrade: sbx-port.v1\r\nX-Sbx-Peer: %s\r\n\r\n",
-             task, port, peer);
-    if (sbx_write_all(fd, head, strlen(head)) < 0) {
-        close(fd);
-        return sbx_error_set(err, errno, "task '%s': its keeper: %s", task, strerror(errno));
-    }
-    /* the reply's head, byte by byte: what follows a 101 is the connection's */
-    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
-        if (read(fd, head + n, 1) != 1) {
-            break;
-        }
-        n++;
-    }
-    head[n] = '\0';
-    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
-        char body[1024];
-        ssize_t k = read(fd, body, sizeof(body) - 1);
-        json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-        const char *msg = json_string_value(json_object_get(j, "error"));
-
-        sbx_error_set(err, SBX_E_GENERIC, "%s",
-                      msg     ? msg
-                      : n > 0 ? strtok(head, "\r")
-                              : "no reply from the task's keeper");
-        json_decref(j);
-        close(fd);
         return -1;
     }
     *out = fd;

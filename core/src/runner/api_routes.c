@@ -103,6 +103,8 @@ const struct runner_route runner_api_routes[] = {
     /* the snapshots the client made (any with cancel-any / read-all) */
     {GET, "/v1/snapshots", SBX_SCOPE_SNAPSHOT, runner_api_snapshots_list, NULL},
     {DELETE, "/v1/snapshots/{snap}", SBX_SCOPE_SNAPSHOT, runner_api_snapshot_rm, NULL},
+    /* (added, issue 31) `sbx cp`'s streamed archives (api_term.c; the owner alone) */
+    {ANY, "/v1/tasks/{id}/archive", SBX_SCOPE_SUBMIT, runner_api_task_archive, NULL},
 };
 
 const size_t runner_api_routes_n = sizeof(runner_api_routes) / sizeof(runner_api_routes[0]);

@@ -11,6 +11,8 @@
  *   GET /v1/tasks/{id}/ports/{port}  Upgrade: sbx-port.v1 -> 101, then the bytes
  *                                 of one connection to that port, both ways
  *                                 (added, issue 31: `sbx port`)
+ *   GET /v1/tasks/{id}/archive    Upgrade: sbx-archive.v1 -> 101, then one
+ *                                 streamed archive request (`sbx cp`, issue 31)
  *
  * Both need the scope `exec` and are the task's owner's alone (no scope reaches
  * another client's task). Both take the connection over from evhttp: its
@@ -38,6 +40,7 @@
 #include "runner/api_int.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
 #include "sandbox/pty_session.h"
@@ -61,6 +64,8 @@
 #define PREVIEW_CSP "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
 /* (added, issue 31) `sbx port`: one raw connection to the port inside */
 #define PORT_PROTO "sbx-port.v1"
+/* (added, issue 31) `sbx cp`: one streamed archive request in frames */
+#define ARCHIVE_PROTO "sbx-archive.v1"
 
 static int sessions;
 /* the terminals open now, so that a stopping runner can end them */
@@ -373,6 +378,46 @@ static void *port_main(void *arg)
     return NULL;
 }
 
+/* (added, issue 31) `sbx cp` of a task (Upgrade: sbx-archive.v1): one request 'R'
+ * {"op": "files_get"|"files_put"|"files_stat", ...} within 30 s, answered in the frames
+ * of sandbox/keeper_files.h (a streamed archive each way, bounded by
+ * SBX_FILES_CP_MAX), the task held until the reply. */
+static void *archive_main(void *arg)
+{
+    struct session *s = arg;
+    struct timeval tv = {REQ_TIMEOUT_S, 0};
+    struct timeval none = {0, 0};
+    char type = 0;
+    char *data = NULL;
+    size_t len = 0;
+    sbx_error_t *err = NULL;
+    json_t *req = NULL;
+    const char *op = NULL;
+
+    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (sbx_frame_read(s->fd, &type, &data, &len, &err) == 0 && type == 'R') {
+        req = json_loads(data, 0, NULL);
+        op = json_string_value(json_object_get(req, "op"));
+    }
+    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    if (op == NULL || (strcmp(op, "files_get") != 0 && strcmp(op, "files_put") != 0 &&
+                       strcmp(op, "files_stat") != 0)) {
+        send_x(s->fd, 0,
+               err ? sbx_error_msg(err)
+                   : "the first frame must be 'R' {\"op\": \"files_get|files_put|files_stat\"}",
+               125);
+    }
+    else {
+        sbx_info("runner: task %s: %s for client '%s'", s->rt->id, op, s->client);
+        sbx_keeper_files_op(s->rt->t, s->fd, op, req);
+    }
+    sbx_error_free(&err);
+    json_decref(req);
+    free(data);
+    session_end(s);
+    return NULL;
+}
+
 /* (added, issue 31) A raw port connection (`sbx port`, Upgrade: sbx-port.v1): the
  * connection inside first (its failure is a 502 saying why), then the 101 and the
  * bytes both ways until both sides closed; one line of ports.log with the counts. */
@@ -489,7 +534,7 @@ static int header_has(struct evhttp_request *req, const char *name, const char *
 
 /* /v1/tasks/{id}/terminal (terminal) or /v1/tasks/{id}/ports[/PORT/...], any method (a
  * terminal's other than GET is a 426); the router has checked the id and scope. */
-static void task_io(const struct runner_route_call *c, int terminal)
+static void task_io(const struct runner_route_call *c, int terminal, int archive)
 {
     struct runner_listener *l = c->l;
     struct sbx_runner *r = c->r;
@@ -504,7 +549,17 @@ static void task_io(const struct runner_route_call *c, int terminal)
     struct rtask *rt;
     pthread_t th;
 
-    if (!terminal) {
+    if (archive &&
+        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+         !header_has(req, "Upgrade", ARCHIVE_PROTO) || !header_has(req, "Connection", "upgrade"))) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", ARCHIVE_PROTO);
+        runner_reply_error(req, 426,
+                           "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " ARCHIVE_PROTO
+                           "' (docs/api.md, \"Files and pause of a kept task\")",
+                           path);
+        return;
+    }
+    if (!terminal && !archive) {
         char *end = NULL;
 
         /* c->rest: what follows /ports/ (NULL for /ports itself) */
@@ -632,10 +687,23 @@ static void task_io(const struct runner_route_call *c, int terminal)
     if (port == 0) {
         static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
                                  "\r\nConnection: Upgrade\r\n\r\n";
+        static const char up_archive[] =
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " ARCHIVE_PROTO
+            "\r\nConnection: Upgrade\r\n\r\n";
 
-        sbx_send_all(s->fd, up, sizeof(up) - 1);
+        if (archive) {
+            sbx_send_all(s->fd, up_archive, sizeof(up_archive) - 1);
+        }
+        else {
+            sbx_send_all(s->fd, up, sizeof(up) - 1);
+        }
     }
-    if (pthread_create(&th, NULL, raw ? raw_port_main : port > 0 ? port_main : term_main, s) != 0) {
+    if (pthread_create(&th, NULL,
+                       archive    ? archive_main
+                       : raw      ? raw_port_main
+                       : port > 0 ? port_main
+                                  : term_main,
+                       s) != 0) {
         reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
         session_end(s);
         return;
@@ -646,10 +714,16 @@ static void task_io(const struct runner_route_call *c, int terminal)
 /* The route table's rows (api_routes.c), scope exec */
 void runner_api_task_terminal(const struct runner_route_call *c)
 {
-    task_io(c, 1);
+    task_io(c, 1, 0);
 }
 
 void runner_api_task_port(const struct runner_route_call *c)
 {
-    task_io(c, 0);
+    task_io(c, 0, 0);
+}
+
+/* (added, issue 31) scope submit, as the files requests */
+void runner_api_task_archive(const struct runner_route_call *c)
+{
+    task_io(c, 0, 1);
 }

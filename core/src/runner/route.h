@@ -85,6 +85,7 @@ void runner_api_snapshot_rm(const struct runner_route_call *c);
 /* api_term.c: a task's terminal and ports (the connection taken over) */
 void runner_api_task_terminal(const struct runner_route_call *c);
 void runner_api_task_port(const struct runner_route_call *c);
+void runner_api_task_archive(const struct runner_route_call *c); /* (added, issue 31) */
 /* api_files.c: a task's files, its pause and resume */
 void runner_api_task_files(const struct runner_route_call *c);
 void runner_api_task_pause(const struct runner_route_call *c);

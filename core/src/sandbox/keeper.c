@@ -1,5 +1,4 @@
-/* keeper.c - the per-task keeper process: a private runner hosting its task (issue 31),
- * and the keeper socket that still serves `sbx cp`. */
+/* keeper.c - the per-task keeper process: a private runner hosting its task (issue 31). */
 #include "sandbox/keeper.h"
 
 #include <errno.h>
@@ -17,8 +16,6 @@
 
 #include "runner/adopt.h"
 #include "runner/private.h"
-#include "sandbox/keeper_files.h"
-#include "sandbox/proto.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_int.h"
 #include "util/cleanup.h"
@@ -27,28 +24,8 @@
 #include "util/xalloc.h"
 
 static volatile sig_atomic_t keeper_signal;
-/* Wakes serve() at once on a signal or an `end` request (set up in
- * keeper_main; -1 before). */
+/* Wakes serve() at once on a signal (set up in keeper_main; -1 before). */
 static int keeper_wake[2] = {-1, -1};
-
-struct conn {
-    struct sbx_task *t;
-    int fd;
-    struct conn_set *set;
-};
-
-struct conn_set {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int active;
-    struct sbx_runner *r; /* (added, issue 31) the private runner holding the task */
-    char id[80];          /* its id */
-};
-
-char *sbx_keeper_socket(const char *state, const char *task)
-{
-    return xasprintf("%s/tasks/%s/keeper.sock", state, task);
-}
 
 static void keeper_wakeup(void)
 {
@@ -67,132 +44,38 @@ static void on_signal(int sig)
     keeper_wakeup();
 }
 
-static int send_result(int fd, const char *error)
-{
-    json_t *j = error ? json_pack("{s:s, s:i}", "error", error, "code", 125)
-                      : json_pack("{s:i}", "status", 0);
-    char *s = json_dumps(j, JSON_COMPACT);
-    int r = sbx_frame_write(fd, 'X', s, strlen(s));
-
-    free(s);
-    json_decref(j);
-    return r;
-}
-
-static void *conn_main(void *arg)
-{
-    struct conn *c = arg;
-    char type = 0;
-    char *data = NULL;
-    size_t len = 0;
-    sbx_error_t *err = NULL;
-    json_t *req = NULL;
-    const char *op;
-
-    /* the runner holds the task: held for this request, so it is not ended under it */
-    c->t = sbx_runner_task_hold(c->set->r, c->set->id);
-    if (c->t == NULL) {
-        send_result(c->fd, "no running task (it is ending)");
-        goto out;
-    }
-    if (sbx_frame_read(c->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
-        (req = json_loads(data, 0, NULL)) == NULL) {
-        send_result(c->fd, err ? sbx_error_msg(err) : "malformed request");
-        goto out;
-    }
-    op = json_string_value(json_object_get(req, "op"));
-    if (op == NULL || !sbx_keeper_files_op(c->t, c->fd, op, req)) { /* sbx cp */
-        send_result(c->fd, "unknown request (this keeper serves files requests; the rest "
-                           "goes to its runner's socket)");
-    }
-out:
-    if (c->t != NULL) {
-        sbx_runner_task_unhold(c->set->r, c->set->id);
-    }
-    json_decref(req);
-    free(data);
-    sbx_error_free(&err);
-    close(c->fd);
-    pthread_mutex_lock(&c->set->mu);
-    c->set->active--;
-    pthread_cond_broadcast(&c->set->cv);
-    pthread_mutex_unlock(&c->set->mu);
-    free(c);
-    return NULL;
-}
-
 /* (changed, issue 31) The task lives in the private runner r: its API (the runner's
- * socket) runs execs and ends it, its tick ends it when the task's own timer stopped
- * it (idle, maximum lifetime). This serves the keeper socket's remaining requests
- * until the runner no longer holds the task, then waits for them to return. */
-static void serve(struct sbx_runner *r, const char *id, int lfd)
+ * socket) runs execs, files, terminals, ports, snapshots, pause and egress changes,
+ * and ends the task; its tick ends it when the task's own timer stopped it (idle,
+ * maximum lifetime). This waits until the runner no longer holds the task. An end
+ * asked through the API, or a signal, stops it first: its running commands are
+ * cancelled (the runner alone would wait for them), with the keeper's reasons. */
+static void serve(struct sbx_runner *r, const char *id)
 {
-    struct conn_set set = {.active = 0, .r = r};
-    int signalled = 0;
+    int stopped = 0;
     int live;
 
-    snprintf(set.id, sizeof(set.id), "%s", id);
-    pthread_mutex_init(&set.mu, NULL);
-    pthread_cond_init(&set.cv, NULL);
-    while ((live = sbx_runner_task_live(r, set.id)) != 0) {
-        struct pollfd p[2] = {{.fd = lfd, .events = POLLIN},
-                              {.fd = keeper_wake[0], .events = POLLIN}};
+    while ((live = sbx_runner_task_live(r, id)) != 0) {
+        struct pollfd p = {.fd = keeper_wake[0], .events = POLLIN};
         char drain[64];
 
-        if (live == 2 && !signalled) {
-            /* `sbx task end`: its running commands are cancelled (the runner alone
-             * would wait for them) */
-            sbx_runner_task_stop(r, set.id, "ended by sbx task end");
-            signalled = 1;
+        if (live == 2 && !stopped) {
+            sbx_runner_task_stop(r, id, "ended by sbx task end");
+            stopped = 1;
         }
-        if (keeper_signal && !signalled) {
+        if (keeper_signal && !stopped) {
             char reason[64];
 
             snprintf(reason, sizeof(reason), "keeper received signal %d", (int)keeper_signal);
-            sbx_runner_task_stop(r, set.id, reason);
-            signalled = 1;
+            sbx_runner_task_stop(r, id, reason);
+            stopped = 1;
         }
-        /* connections and signals wake this at once; the timeout bounds how late
-         * the runner's end of the task is seen */
-        if (poll(p, 2, 100) <= 0) {
-            continue;
-        }
-        if (p[1].revents != 0 && read(keeper_wake[0], drain, sizeof(drain)) < 0) {
+        /* signals wake this at once; the timeout bounds how late an end asked
+         * through the API, or the runner's end of the task, is seen */
+        if (poll(&p, 1, 50) > 0 && read(keeper_wake[0], drain, sizeof(drain)) < 0) {
             /* nothing to drain */
         }
-        if (p[0].revents & POLLIN) {
-            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            struct conn *c;
-            pthread_t th;
-
-            if (fd < 0) {
-                continue;
-            }
-            c = xcalloc(1, sizeof(*c));
-            c->fd = fd;
-            c->set = &set;
-            pthread_mutex_lock(&set.mu);
-            set.active++;
-            pthread_mutex_unlock(&set.mu);
-            if (pthread_create(&th, NULL, conn_main, c) != 0) {
-                close(fd);
-                free(c);
-                pthread_mutex_lock(&set.mu);
-                set.active--;
-                pthread_mutex_unlock(&set.mu);
-                continue;
-            }
-            pthread_detach(th);
-        }
     }
-    close(lfd);
-    pthread_mutex_lock(&set.mu);
-    while (set.active > 0) {
-        pthread_cond_wait(&set.cv, &set.mu);
-    }
-    pthread_mutex_unlock(&set.mu);
-    pthread_cond_destroy(&set.cv);
-    pthread_mutex_destroy(&set.mu);
 }
 
 /* What the start waits for goes to the starter as "WAIT <line>"; a starter
@@ -244,9 +127,7 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     struct stat st;
     char id[80];
     char *rdir;
-    char *sock;
     char msg[1024];
-    int lfd;
     int devnull = open("/dev/null", O_RDWR);
 
     if (devnull >= 0) {
@@ -279,12 +160,6 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
         }
         _exit(1);
     }
-    sock = sbx_keeper_socket(t->state, t->id);
-    lfd = sbx_unix_listen(sock, 0600, &err);
-    free(sock);
-    if (lfd < 0) {
-        keeper_failed(ready_fd, t, "keeper socket failed", err);
-    }
     /* (added, issue 31) the task's host: a private runner, its socket where the
      * clients find it from the task's name (sbx_keeper_runner) */
     snprintf(id, sizeof(id), "%s", t->id);
@@ -297,7 +172,6 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     /* the keeper's own copy of the configuration (forked): rewritten for the runner */
     p = sbx_runner_private_start((struct sbx_config *)cfg, plugin_dir, &po, &err);
     if (p == NULL) {
-        close(lfd);
         keeper_failed(ready_fd, t, "keeper runner failed", err);
     }
     if (po.dir == NULL && symlink(sbx_runner_private_dir(p), rdir) < 0) {
@@ -315,7 +189,7 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     }
     close(ready_fd);
     /* stderr stays the keeper log (set up by the spawner) */
-    serve(sbx_runner_private_runner(p), id, lfd);
+    serve(sbx_runner_private_runner(p), id);
     sbx_info("task %s: its runner stops", id);
     sbx_runner_private_stop(p); /* the task is gone: nothing of it is left running */
     if (po.dir == NULL) {

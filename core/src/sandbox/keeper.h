@@ -4,7 +4,7 @@
  * private runner (runner/private.h, runner/adopt.h) whose API runs each `sbx exec`
  * on its behalf (so secret values never leave it); the task's timer enforces idle
  * and maximum lifetime, and the runner destroys the sandbox when the task ends, on
- * every path. Its keeper socket still serves `sbx cp` (streamed archives). */
+ * every path. */
 #ifndef SBX_SANDBOX_KEEPER_H
 #define SBX_SANDBOX_KEEPER_H
 
@@ -14,8 +14,6 @@
  * be set. Returns 0 in the calling process; never returns in the keeper. */
 int sbx_keeper_spawn(const struct sbx_config *cfg, const char *plugin_dir,
                      const struct sbx_task_opts *o, sbx_error_t **err);
-/* The keeper's socket path for a task (caller frees). */
-char *sbx_keeper_socket(const char *state, const char *task);
 /* (added, issue 31) The socket of the runner that hosts the task (its keeper's),
  * resolved to a path a client can connect to (caller frees), or NULL when there is
  * none (no such task runs). */

@@ -179,24 +179,29 @@ static int read_reply(int fd, const char *task, int (*sink)(void *ud, const char
 static int call_open(const char *state, const char *task, json_t *req, sbx_error_t **err)
 {
     cleanup_free char *sock = NULL;
+    cleanup_free char *target = NULL;
     char *s;
     int fd;
 
     if (!sbx_id_valid(task, SBX_ID_TASK)) {
         return sbx_error_set(err, SBX_E_USAGE, "'%s' is not a valid task id", task);
     }
-    sock = sbx_keeper_socket(state, task);
-    if (access(sock, F_OK) < 0) {
+    /* (changed, issue 31) the runner that hosts the task (its keeper's): its API's
+     * archive stream, then the same frames as the keeper's socket spoke */
+    sock = sbx_keeper_runner_socket(state, task);
+    if (sock == NULL) {
         return sbx_error_set(err, SBX_E_NOTFOUND, "no running task '%s' (sbx task list)", task);
     }
-    if ((fd = sbx_unix_connect(sock, err)) < 0) {
-        return sbx_error_wrap(err, "task '%s': its keeper is not answering", task);
+    target = xasprintf("/v1/tasks/%s/archive", task);
+    if ((fd = sbx_unix_upgrade(sock, target, "sbx-archive.v1", NULL, err)) < 0) {
+        return sbx_error_wrap(err, "task '%s'", task);
     }
     s = json_dumps(req, JSON_COMPACT);
     if (sbx_frame_write(fd, 'R', s, strlen(s)) < 0) {
         free(s);
         close(fd);
-        return sbx_error_set(err, SBX_E_ENGINE, "sending to the keeper: %s", strerror(errno));
+        return sbx_error_set(err, SBX_E_ENGINE, "sending to the task's keeper: %s",
+                             strerror(errno));
     }
     free(s);
     return fd;

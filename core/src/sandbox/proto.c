@@ -1,13 +1,17 @@
-/* proto.c - the keeper's unix socket helpers (frames: util/frame.c). */
+/* proto.c - unix socket helpers (frames: util/frame.c). */
 #include "sandbox/proto.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "util/fileio.h"
 
 static int fill_addr(struct sockaddr_un *a, const char *path, sbx_error_t **err)
 {
@@ -61,6 +65,60 @@ int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err)
 
         close(fd);
         return sbx_error_set(err, e, "listen on %s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+int sbx_unix_upgrade(const char *path, const char *target, const char *proto, const char *headers,
+                     sbx_error_t **err)
+{
+    char head[2048];
+    size_t n = 0;
+    int fd = sbx_unix_connect(path, err);
+    int len;
+
+    if (fd < 0) {
+        return -1;
+    }
+    len = snprintf(head, sizeof(head),
+                   "GET %s HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s\r\n",
+                   target, proto, headers ? headers : "");
+    if (len < 0 || (size_t)len >= sizeof(head)) {
+        close(fd);
+        return sbx_error_set(err, SBX_E_USAGE, "request to %s: too long", path);
+    }
+    if (sbx_write_all(fd, head, (size_t)len) < 0) {
+        int e = errno;
+
+        close(fd);
+        return sbx_error_set(err, e, "sending to %s: %s", path, strerror(e));
+    }
+    /* the reply's head, byte by byte: what follows a 101 is the caller's */
+    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
+        if (read(fd, head + n, 1) != 1) {
+            break;
+        }
+        n++;
+    }
+    head[n] = '\0';
+    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
+        char body[1024];
+        ssize_t k = read(fd, body, sizeof(body) - 1);
+        json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        int status = n > 12 ? atoi(head + 9) : 0;
+
+        sbx_error_set(err,
+                      status == 404   ? SBX_E_NOTFOUND
+                      : status == 400 ? SBX_E_USAGE
+                                      : SBX_E_GENERIC,
+                      "%s",
+                      msg     ? msg
+                      : n > 0 ? strtok(head, "\r")
+                              : "no reply");
+        json_decref(j);
+        close(fd);
+        return -1;
     }
     return fd;
 }

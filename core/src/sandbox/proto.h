@@ -1,12 +1,8 @@
-/* proto.h - frames between `sbx exec`/`sbx task end` and a task's keeper, on
- * the keeper's unix socket (mode 0600): the frames of sbx/sbx_frame.h, an
- * 8-byte header {type u8, 0, 0, 0, length u32 BE} then the payload
- * (util/frame.h reads and writes them; keeper frames v2: a v1 peer of an
- * older sbx, with 5-byte headers, is refused with an error saying so).
- *   'R' request JSON   {"op":"exec","argv":[...],"env":[[k,v]...]} | {"op":"end"} | {"op":"ping"}
- *   'O' stdout bytes   'E' stderr bytes
- *   'X' result JSON    {"status":N} or {"error":"...","code":N}
- * Closing the connection during an exec cancels that exec. */
+/* proto.h - unix socket helpers: a task's runner socket (issue 31: the keeper is a
+ * private runner, runner/private.h), the exec agent's, the egress proxy's. The
+ * frames spoken on some of them after an upgrade (the terminal's, `sbx cp`'s
+ * archives) are those of sbx/sbx_frame.h: an 8-byte header {type u8, 0, 0, 0,
+ * length u32 BE} then the payload (util/frame.h reads and writes them). */
 #ifndef SBX_SANDBOX_PROTO_H
 #define SBX_SANDBOX_PROTO_H
 
@@ -19,5 +15,11 @@
 /* Connects to a unix socket; -1 with an error naming the path. */
 int sbx_unix_connect(const char *path, sbx_error_t **err);
 int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err);
+/* (added, issue 31) An HTTP upgrade on the unix socket at path (a runner's):
+ * GET target with Upgrade: proto and headers (each "Name: value\r\n", may be NULL);
+ * the connection after the 101, or -1 with the reply's error (404 SBX_E_NOTFOUND,
+ * 400 SBX_E_USAGE, else SBX_E_GENERIC). */
+int sbx_unix_upgrade(const char *path, const char *target, const char *proto, const char *headers,
+                     sbx_error_t **err);
 
 #endif

@@ -1,7 +1,9 @@
 /* statedir.h - where embedded tasks keep their records, sockets and locks.
  *
  *   <state>/tasks/<task>/task.json   the task record (no secret, ever)
- *   <state>/tasks/<task>/keeper.sock the task keeper's socket (mode 0600)
+ *   <state>/tasks/<task>/runner/     (changed, issue 31) the task keeper's private
+ *                                    runner: runner.sock (its API) and runner.db;
+ *                                    a link to a shorter path when this one is long
  *   <state>/tasks/<task>/workspace   the provider's view of the worktree (view.h)
  *   <state>/slots/<n>.lock           box.max_sandboxes across processes; the
  *                                    holder's owner and memory (admit.h)

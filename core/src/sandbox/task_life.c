@@ -343,11 +343,6 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
     if (t->ephemeral) {
         sbx_task_dir_remove(t->state, t->dir_id);
     }
-    else {
-        cleanup_free char *sock = xasprintf("%s/keeper.sock", t->dir);
-
-        unlink(sock);
-    }
     sbx_task_free(t);
     return r;
 }

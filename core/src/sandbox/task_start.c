@@ -17,6 +17,7 @@
 #include "sandbox/caps.h"
 #include "sandbox/owner.h"
 #include "sandbox/proto.h"
+#include "sandbox/keeper.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task_egress.h"
 #include "sandbox/task_int.h"
@@ -222,10 +223,11 @@ static int phase_state(struct sbx_task_start *s, sbx_error_t **err)
 static int task_live(const struct sbx_task *t)
 {
     cleanup_free char *rec = xasprintf("%s/task.json", t->dir);
-    cleanup_free char *sock = xasprintf("%s/keeper.sock", t->dir);
+    /* (changed, issue 31) the keeper's runner's socket */
+    cleanup_free char *sock = sbx_keeper_runner_socket(t->state, t->id);
     int live = -1;
 
-    if (access(sock, F_OK) == 0) {
+    if (sock != NULL) {
         sbx_error_t *cerr = NULL;
 
         /* a socket nobody answers is a killed keeper's: its sandbox is an
