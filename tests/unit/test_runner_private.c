@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 
 #include "http/http.h"
+#include "runner/adopt.h"
 #include "runner/private.h"
 #include "runner/runner.h"
+#include "sandbox/task.h"
 #include "util/xalloc.h"
 
 static struct sbx_config *load(const char *dir, const char *extra)
@@ -113,10 +115,93 @@ static void test_jobs_tasks_and_nothing_left(void **state)
     free(dir);
 }
 
+/* (added, issue 31) What a keeper does: a task this process started, handed to a
+ * private runner in a given directory, runs the runner's jobs; a job for another task
+ * is refused (404), never started; an end asked through the API is seen by the
+ * holder (2), the task stopped with the holder's reason ends, and its record says so. */
+static void test_adopted_task(void **state)
+{
+    char *dir = test_mkdtemp();
+    struct sbx_config *cfg = load(dir, "");
+    const char *plugins = getenv("SBX_TEST_PLUGINS");
+    struct sbx_task_opts o = {.task_id = "kept-1", .pool = "agent"};
+    struct sbx_runner_private_opts po = {0};
+    struct sbx_http_response resp = {0};
+    struct sbx_task *t = NULL;
+    struct sbx_runner_private *p;
+    struct sbx_runner *r;
+    sbx_error_t *err = NULL;
+    char rdir[300];
+    char path[300];
+    json_t *j;
+    json_t *rec;
+
+    (void)state;
+    if (sbx_task_start(cfg, plugins, &o, &t, &err) < 0) {
+        fail_msg("task start: %s", sbx_error_msg(err));
+    }
+    snprintf(rdir, sizeof(rdir), "%s/r", dir);
+    po.dir = rdir;
+    po.adopt = t;
+    p = sbx_runner_private_start(cfg, plugins, &po, &err);
+    if (p == NULL) {
+        fail_msg("start: %s", sbx_error_msg(err));
+    }
+    r = sbx_runner_private_runner(p);
+    assert_string_equal(sbx_runner_private_dir(p), rdir);
+    assert_int_equal(sbx_runner_task_live(r, "kept-1"), 1);
+    assert_int_equal(sbx_runner_task_live(r, "other"), 0);
+
+    /* a command in it: its status, its output */
+    j = call(cfg, "POST", "/v1/jobs",
+             "{\"argv\":[\"fake-exit\",\"4\"],\"task\":\"kept-1\",\"pool\":\"agent\"}");
+    snprintf(path, sizeof(path), "/v1/jobs/%s", json_string_value(json_object_get(j, "id")));
+    json_decref(j);
+    j = wait_state(cfg, path, "finished");
+    assert_int_equal(json_integer_value(json_object_get(j, "exit_status")), 4);
+    json_decref(j);
+    assert_int_equal(sbx_runner_task_live(r, "kept-1"), 1);
+
+    /* another task: refused, nothing started */
+    assert_int_equal(sbx_runner_call(cfg, "POST", "/v1/jobs",
+                                     "{\"argv\":[\"true\"],\"task\":\"new-1\","
+                                     "\"pool\":\"agent\"}",
+                                     NULL, NULL, &resp, &err),
+                     -1);
+    assert_non_null(strstr(sbx_error_msg(err), "no running task 'new-1'"));
+    assert_int_equal(err->code, SBX_E_NOTFOUND);
+    sbx_error_free(&err);
+
+    /* the end through the API: the holder sees it, stops the task, the runner ends it */
+    json_decref(call(cfg, "POST", "/v1/tasks/kept-1/end", "{}"));
+    for (int i = 0; i < 6000 && sbx_runner_task_live(r, "kept-1") == 1; i++) {
+        usleep(1000);
+    }
+    if (sbx_runner_task_live(r, "kept-1") == 2) {
+        sbx_runner_task_stop(r, "kept-1", "ended by the holder");
+    }
+    for (int i = 0; i < 6000 && sbx_runner_task_live(r, "kept-1") != 0; i++) {
+        usleep(10 * 1000);
+    }
+    assert_int_equal(sbx_runner_task_live(r, "kept-1"), 0);
+    sbx_runner_private_stop(p);
+    snprintf(path, sizeof(path), "%s/tasks/kept-1/task.json", dir);
+    rec = json_load_file(path, 0, NULL);
+    assert_non_null(rec);
+    assert_string_equal(json_string_value(json_object_get(rec, "state")), "ended");
+    assert_string_equal(json_string_value(json_object_get(rec, "id")), "kept-1");
+    json_decref(rec);
+    assert_int_equal(access(rdir, F_OK), -1);
+    sbx_config_destroy(cfg);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_jobs_tasks_and_nothing_left),
+        cmocka_unit_test(test_adopted_task),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
