@@ -15,7 +15,8 @@ CONF
 mkdir -p "$tmp/state/tasks/t-0123456789ab"
 echo '{"task": "t-0123456789ab", "state": "running", "pool": "agent", "provider": "docker"}' \
     >"$tmp/state/tasks/t-0123456789ab/task.json"
-: >"$tmp/state/tasks/t-0123456789ab/keeper.sock"
+mkdir -p "$tmp/state/tasks/t-0123456789ab/runner" # its keeper's runner (issue 31)
+: >"$tmp/state/tasks/t-0123456789ab/runner/runner.sock"
 "$sbx" --config "$tmp/sbx.conf" task list | grep t-0123456789ab >/dev/null || { echo "FAIL: task list" >&2; exit 1; }
 
 # CASES: "WORDS (the last one is being completed)|expected words, sorted"

@@ -53,6 +53,15 @@ int sbx_task_runner_call(struct sbx_config *cfg, const char *method, const char 
     }
     /* "runner: MSG (HTTP N)": the keeper's runner is no runner to its user */
     msg = sbx_error_msg(*err);
+    if (msg != NULL && strncmp(msg, "runner not reachable", 20) == 0) {
+        /* its socket is there and nobody answers: the keeper was killed */
+        char *was = xstrdup(msg);
+
+        sbx_error_free(err);
+        sbx_error_set(err, SBX_E_ENGINE, "the task's keeper is not answering (%s)", was + 7);
+        free(was);
+        return -1;
+    }
     tail = msg != NULL ? strrchr(msg, '(') : NULL;
     if (msg == NULL || strncmp(msg, "runner: ", 8) != 0 || tail == NULL ||
         strncmp(tail, "(HTTP ", 6) != 0 || tail < msg + 9) {
