@@ -23,7 +23,6 @@
 #include "cli/task_opts.h"
 #include "cli/task_runner.h"
 #include "runner/runner.h"
-#include "sandbox/keeper.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
 #include "sandbox/statedir.h"

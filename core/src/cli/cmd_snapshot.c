@@ -11,7 +11,7 @@
 #include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/task_opts.h"
-#include "sandbox/keeper.h"
+#include "runner/keeper.h"
 #include "cli/task_runner.h"
 #include "http/http.h"
 #include "runner/runner.h"

@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "cli/task_runner.h"
+#include "runner/keeper.h"
 #include "sandbox/keeper.h"
 #include "sandbox/statedir.h"
 #include "util/cleanup.h"

@@ -1,5 +1,5 @@
 /* keeper.c - the per-task keeper process: a private runner hosting its task (issue 31). */
-#include "sandbox/keeper.h"
+#include "runner/keeper.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,6 @@
 #include "runner/adopt.h"
 #include "runner/private.h"
 #include "sandbox/statedir.h"
-#include "sandbox/task_int.h"
 #include "util/cleanup.h"
 #include "util/log.h"
 #include "util/rlimit.h"
@@ -162,8 +161,8 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     }
     /* (added, issue 31) the task's host: a private runner, its socket where the
      * clients find it from the task's name (sbx_keeper_runner) */
-    snprintf(id, sizeof(id), "%s", t->id);
-    rdir = xasprintf("%s/runner", t->dir);
+    snprintf(id, sizeof(id), "%s", sbx_task_id(t));
+    rdir = xasprintf("%s/tasks/%s/runner", sbx_task_state_dir(t), id);
     if (lstat(rdir, &st) == 0 && S_ISLNK(st.st_mode)) {
         unlink(rdir); /* a killed keeper's link to its directory elsewhere */
     }
