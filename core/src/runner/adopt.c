@@ -16,6 +16,7 @@
 #include "runner/records.h"
 #include "runner/state.h"
 #include "runner/storepool.h"
+#include "runner/worker.h"
 #include "sched/sched.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -87,6 +88,19 @@ int sbx_runner_task_live(struct sbx_runner *r, const char *id)
     return live;
 }
 
+/* Under r->mu: t ends now when the tick would end it (runner.c's on_tick, the same
+ * moves): a kept task that runs nothing, asked to end or stopped. */
+static void end_now(struct sbx_runner *r, struct rtask *t)
+{
+    if (t->keep && t->state == RT_READY && t->running == 0 &&
+        (t->end_requested || (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
+        runner_task_move_held(r, t, RTASK_ENDING);
+        if (runner_task_ender_start(r, t) < 0) {
+            runner_task_move_held(r, t, RTASK_KEPT); /* the tick tries again */
+        }
+    }
+}
+
 int sbx_runner_task_stop(struct sbx_runner *r, const char *id, const char *reason)
 {
     struct rtask *t;
@@ -100,6 +114,7 @@ int sbx_runner_task_stop(struct sbx_runner *r, const char *id, const char *reaso
         sbx_task_stop(t->t, reason);
         t->end_requested = 1;
         done = 1;
+        end_now(r, t); /* not a tick later when nothing runs in it */
     }
     pthread_mutex_unlock(&r->mu);
     return done;
