@@ -664,6 +664,58 @@ static void test_runner_ports_and_terminal(void **state)
     snprintf(path, sizeof(path), "%s/logs/ports.log", rt_state);
     assert_true(test_file_has(path, "\"via\":\"api client a\""));
 
+    /* (added, issue 31) sbx-port.v1: one raw connection (what `sbx port` sends to a
+     * keeper's runner); a path after the port is refused, nothing listening is a 502 */
+    body = http_raw(port, "GET /v1/tasks/tp-api/ports/3000/x HTTP/1.0\r\nHost: t\r\n"
+                          "Authorization: Bearer tp-token-a-0123456789abcdef\r\nConnection: "
+                          "Upgrade\r\nUpgrade: sbx-port.v1\r\n\r\n");
+    assert_contains(body, "400");
+    assert_contains(body, "sbx-port.v1 is GET /v1/tasks/ID/ports/PORT");
+    free(body);
+    body = http_raw(port, "GET /v1/tasks/tp-api/ports/3999 HTTP/1.0\r\nHost: t\r\n"
+                          "Authorization: Bearer tp-token-a-0123456789abcdef\r\nConnection: "
+                          "Upgrade\r\nUpgrade: sbx-port.v1\r\n\r\n");
+    assert_contains(body, "502");
+    assert_contains(body, "nothing listens on 127.0.0.1:3999");
+    free(body);
+    fd = tcp_connect(port);
+    assert_true(fd >= 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    snprintf(buf, sizeof(buf),
+             "GET /v1/tasks/tp-api/ports/3000 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer "
+             "tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: sbx-port.v1\r\n\r\n");
+    assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+    n = 0;
+    while (n < 4 || memcmp(buf + n - 4, "\r\n\r\n", 4) != 0) {
+        assert_int_equal(read(fd, buf + n, 1), 1);
+        n++;
+    }
+    buf[n] = '\0';
+    assert_contains(buf, "101 Switching Protocols");
+    /* the server's own bytes, no header added */
+    snprintf(buf, sizeof(buf), "GET /raw HTTP/1.0\r\nHost: t\r\n\r\n");
+    assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+    n = 0;
+    while (n < sizeof(buf) - 1 && (k = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0) {
+        n += (size_t)k;
+    }
+    buf[n] = '\0';
+    close(fd);
+    assert_contains(buf, "hi /raw noauth");
+    assert_null(strstr(buf, "Content-Security-Policy"));
+    n = 0;
+    /* sbx-archive.v1 (`sbx cp`): an upgrade only, the owner's alone */
+    body = http_raw(port, "GET /v1/tasks/tp-api/archive HTTP/1.0\r\nHost: t\r\n"
+                          "Authorization: Bearer tp-token-a-0123456789abcdef\r\n\r\n");
+    assert_contains(body, "426");
+    assert_contains(body, "sbx-archive.v1");
+    free(body);
+    body = http_raw(port, "GET /v1/tasks/tp-api/archive HTTP/1.0\r\nHost: t\r\n"
+                          "Authorization: Bearer tp-token-c-0123456789abcdef\r\nConnection: "
+                          "Upgrade\r\nUpgrade: sbx-archive.v1\r\n\r\n");
+    assert_contains(body, "403");
+    free(body);
+
     /* (changed) sbx-terminal.v1 spoke 5-byte frame headers: refused, naming v2 */
     body = http_raw(port, "GET /v1/tasks/tp-api/terminal HTTP/1.0\r\nHost: t\r\nAuthorization: "
                           "Bearer tp-token-a-0123456789abcdef\r\nConnection: Upgrade\r\nUpgrade: "
