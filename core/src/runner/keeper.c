@@ -166,7 +166,7 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     if (lstat(rdir, &st) == 0 && S_ISLNK(st.st_mode)) {
         unlink(rdir); /* a killed keeper's link to its directory elsewhere */
     }
-    po.dir = strlen(rdir) <= 80 ? rdir : NULL; /* else elsewhere, and a link here */
+    po.dir = strlen(rdir) <= 95 ? rdir : NULL; /* else elsewhere, and a link here */
     po.adopt = t;
     /* the keeper's own copy of the configuration (forked): rewritten for the runner */
     p = sbx_runner_private_start((struct sbx_config *)cfg, plugin_dir, &po, &err);

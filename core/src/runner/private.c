@@ -118,10 +118,10 @@ static void *loop_main(void *arg)
 static int make_dir(char *dir, size_t len, const char *given, sbx_error_t **err)
 {
     if (given != NULL) {
-        if (strlen(given) > 80 || given[0] != '/') {
+        if (strlen(given) > 95 || given[0] != '/') {
             return sbx_error_set(err, SBX_E_GENERIC,
                                  "runner (private): directory '%s': not an absolute path of at "
-                                 "most 80 bytes (its socket's path must fit)",
+                                 "most 95 bytes (its socket's path must fit)",
                                  given);
         }
         snprintf(dir, len, "%s", given);

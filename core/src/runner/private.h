@@ -23,8 +23,8 @@ struct sbx_runner_private_opts {
     size_t n_worktree_roots;
     int keep_warm; /* 0: pools.*.warm is ignored (no sandbox made in advance) */
     /* (added, the keeper) the directory to use (made 0700; what a dead holder left
-     * in it is removed first; at most 80 bytes); NULL: a new one in a temporary
-     * place */
+     * in it is removed first; at most 95 bytes: DIR/runner.sock fits in a socket address); NULL: a
+     * new one in a temporary place */
     const char *dir;
     /* (added, the keeper) a task this process started, handed to the runner
      * before its loop runs (runner/adopt.h); on failure the caller still has it */
