@@ -7,6 +7,9 @@
 #include "runner_harness.h"
 #include "spawn.h"
 #include "cli_harness.h"
+#include "wait.h"
+
+#include <sys/stat.h>
 
 static const char *str(json_t *o, const char *k)
 {
@@ -22,6 +25,7 @@ static void test_runner_json(void **state)
     char *id;
 
     (void)state;
+    client_conf = NULL; /* freed by the test before */
     assert_true(asprintf(&sbx_bin, "%s/sbx", getenv("SBX_BUILD_DIR")) > 0);
     rh_start(NULL);
     write_client_conf(rh_sock);
@@ -129,11 +133,63 @@ static void test_exec_json(void **state)
     free(sbx_bin);
 }
 
+/* (added, issue 31) A keeper is a runner whose socket is in the task's directory; past
+ * 95 bytes of that path (a socket address holds 108) it is elsewhere and the task's
+ * directory has a link to it: every command finds it, the end removes it. */
+static void test_keeper_runner_elsewhere(void **state)
+{
+    struct spawn_result r;
+    struct stat st;
+    char *base = test_mkdtemp();
+    char *link;
+
+    (void)state;
+    client_conf = NULL; /* freed by the test before */
+    assert_true(asprintf(&sbx_bin, "%s/sbx", getenv("SBX_BUILD_DIR")) > 0);
+    rh_dir = xasprintf("%s/%s", base, "a-state-directory-with-a-long-name-0123456789-0123456789");
+    assert_int_equal(mkdir(rh_dir, 0700), 0);
+    write_client_conf(NULL);
+    r = SBX_RUN("task", "start", "--task", "t-elsewhere");
+    if (r.rc != 0) {
+        fail_msg("task start rc %d: %s", r.rc, r.err);
+    }
+    spawn_result_free(&r);
+    link = xasprintf("%s/tasks/t-elsewhere/runner", rh_dir);
+    assert_true(strlen(link) > 95);
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    r = SBX_RUN("exec", "t-elsewhere", "--", "fake-exit", "3");
+    assert_int_equal(r.rc, 3);
+    spawn_result_free(&r);
+    r = SBX_RUN("task", "list");
+    assert_non_null(strstr(r.out, "t-elsewhere"));
+    spawn_result_free(&r);
+    r = SBX_RUN("task", "end", "t-elsewhere");
+    assert_int_equal(r.rc, 0);
+    spawn_result_free(&r);
+    /* the keeper removes the link as it exits, just after its runner's directory */
+    wait_until(lstat(link, &st) < 0, 30, NULL, "the link %s to go", link);
+    r = SBX_RUN("exec", "t-elsewhere", "--", "true");
+    assert_int_equal(r.rc, 125);
+    assert_non_null(strstr(r.err, "no running task 't-elsewhere'"));
+    spawn_result_free(&r);
+    free(link);
+    free(rh_dir);
+    rh_dir = NULL;
+    test_rm_rf(base);
+    free(base);
+    free(client_conf);
+    client_conf = NULL;
+    free(sbx_bin);
+    sbx_bin = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_runner_json),
         cmocka_unit_test(test_exec_json),
+        cmocka_unit_test(test_keeper_runner_elsewhere),
     };
 
     return cmocka_run_group_tests_name("cli_json", tests, NULL, NULL);
