@@ -168,7 +168,10 @@ static void keeper_main(const struct sbx_config *cfg, const char *plugin_dir,
     }
     po.dir = strlen(rdir) <= 95 ? rdir : NULL; /* else elsewhere, and a link here */
     po.adopt = t;
-    /* the keeper's own copy of the configuration (forked): rewritten for the runner */
+    /* the keeper's own copy of the configuration (forked): rewritten for the runner;
+     * its execs' clients follow their output live, so few ended jobs keep theirs in
+     * memory (runner.keep_output: 1000 by default on sbx serve) */
+    ((struct sbx_config *)cfg)->runner.keep_output = 8;
     p = sbx_runner_private_start((struct sbx_config *)cfg, plugin_dir, &po, &err);
     if (p == NULL) {
         keeper_failed(ready_fd, t, "keeper runner failed", err);
