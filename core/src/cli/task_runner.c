@@ -13,6 +13,7 @@
 #include "http/http.h"
 #include "runner/runner.h"
 #include "sandbox/keeper.h"
+#include "sandbox/owner.h"
 #include "sandbox/proto.h"
 #include "sandbox/statedir.h"
 #include "util/fileio.h"
@@ -225,7 +226,8 @@ int sbx_task_runner_end(struct sbx_config *cfg, const char *state, const char *t
 {
     struct sbx_http_response resp = {0};
     char *path = xasprintf("/v1/tasks/%s/end", task);
-    char *sock;
+    char *dir;
+    char *rec;
     int rc = sbx_task_runner_call(cfg, "POST", path, "{}", &resp, err);
 
     free(path);
@@ -233,27 +235,33 @@ int sbx_task_runner_end(struct sbx_config *cfg, const char *state, const char *t
         return -1;
     }
     sbx_http_response_free(&resp);
-    /* the keeper ends the task, then its runner, then removes its socket: the
-     * end is over when the socket is gone (or nobody answers on it: killed) */
+    /* the keeper ends the task, then stops its runner (which waits for what the
+     * provider still removes in the background), then removes the runner's
+     * directory: the end is over when that directory is gone, or when the keeper
+     * is (killed: its record names it) */
+    dir = xasprintf("%s/tasks/%s/runner", state, task);
+    rec = xasprintf("%s/tasks/%s/task.json", state, task);
     for (int i = 0;; i++) {
         struct timespec ts = {0, 20 * 1000 * 1000};
+        char *real = realpath(dir, NULL);
 
-        sock = sbx_keeper_runner_socket(state, task);
-        if (sock == NULL) {
-            return 0;
+        if (real == NULL) {
+            break;
         }
+        free(real);
         if (i % 50 == 49) {
-            sbx_error_t *cerr = NULL;
-            int fd = sbx_unix_connect(sock, &cerr);
+            json_t *r = json_load_file(rec, 0, NULL);
+            const char *owner = json_string_value(json_object_get(r, "owner"));
+            int gone = owner != NULL && !sbx_owner_alive(owner);
 
-            sbx_error_free(&cerr);
-            if (fd < 0) {
-                free(sock);
-                return 0;
+            json_decref(r);
+            if (gone) {
+                break;
             }
-            close(fd);
         }
-        free(sock);
         nanosleep(&ts, NULL);
     }
+    free(dir);
+    free(rec);
+    return 0;
 }
