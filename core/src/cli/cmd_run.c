@@ -1,10 +1,9 @@
-/* cmd_run.c - `sbx run` (start + exec + end, in this process) and `sbx exec`
- * (one command in a running task, through its keeper). */
+/* cmd_run.c - `sbx run` (a job of the runner: the configured one, or a
+ * private one in this process) and `sbx exec` (one command in a running task,
+ * through its keeper). */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +12,13 @@
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "http/http.h"
+#include "runner/private.h"
 #include "runner/runner.h"
 #include "sandbox/keeper.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
+#include "sandbox/view.h"
+#include "sbx/sbx_util.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -24,18 +26,11 @@
 
 static volatile sig_atomic_t interrupted;
 
-/* Wakes the run's signal watcher at once: a signal or the command's end
- * (-1 until sbx_cmd_run sets it up). */
-static int run_wake[2] = {-1, -1};
-
 static void on_signal(int sig)
 {
     int e = errno;
 
     interrupted = sig;
-    if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
-        /* full: the watcher is due to wake anyway */
-    }
     errno = e;
 }
 
@@ -156,37 +151,6 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
     c->len[i] += len;
     c->buf[i][c->len[i]] = '\0';
     return 0;
-}
-
-struct watch {
-    struct sbx_task *t;
-    volatile int done;
-};
-
-static void *watch_main(void *arg)
-{
-    struct watch *w = arg;
-
-    while (!w->done) {
-        struct pollfd p = {.fd = run_wake[0], .events = POLLIN};
-
-        if (interrupted) {
-            sbx_task_stop(w->t, interrupted == SIGINT    ? "interrupted (SIGINT)"
-                                : interrupted == SIGTERM ? "terminated (SIGTERM)"
-                                                         : "hung up (SIGHUP)");
-            break;
-        }
-        /* no timeout: a signal or the command's end writes to run_wake, so
-         * the run does not wait for a poll interval when it is over */
-        if (poll(&p, 1, run_wake[0] >= 0 ? -1 : 50) > 0) {
-            char drain[16];
-
-            if (read(run_wake[0], drain, sizeof(drain)) < 0) {
-                /* nothing to drain */
-            }
-        }
-    }
-    return NULL;
 }
 
 static int interrupted_exit(void)
@@ -411,19 +375,66 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     return rc;
 }
 
+/* Without runner.listen, `sbx run` starts a private one-box runner in this
+ * process (runner/private.h) and is a job of it, as with a configured runner
+ * (docs/tasks.md, "One command"): one host of tasks. The worktree is checked
+ * as every task's is first (same refusals, same messages), and its resolved
+ * path is the private runner's only worktree root. The runner stops before
+ * this returns: its job cancelled if still running, its task ended, its
+ * sandbox removed, its directory gone. */
+static int run_private(struct sbx_cli *cli, struct sbx_config *cfg, const struct sbx_task_cli *o)
+{
+    struct sbx_runner_private_opts po = {.slot_lock = 1,
+                                         .pool = o->task.pool ? o->task.pool : "agent"};
+    struct sbx_runner_private *p;
+    sbx_error_t *err = NULL;
+    const char *dir = sbx_cli_plugin_dir(cli);
+    const char *roots[1];
+    char *wt = NULL;
+    int rc;
+
+    if (dir == NULL) {
+        return SBX_EXIT_SBX;
+    }
+    install_signals(); /* before the start: a Ctrl-C during it stops the run */
+    if (o->task.task_id != NULL && !sbx_id_valid(o->task.task_id, SBX_ID_TASK)) {
+        sbx_log(SBX_LOG_ERROR,
+                "task id '%s': use 1-64 letters, digits, '-', '_' or '.', starting with a "
+                "letter or digit",
+                o->task.task_id);
+        return SBX_EXIT_SBX;
+    }
+    if (o->task.worktree != NULL) {
+        char *state = sbx_state_dir(cfg->state_dir, &err);
+
+        if (state == NULL || sbx_worktree_check(o->task.worktree, state, &wt, &err) < 0) {
+            free(state);
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            return SBX_EXIT_SBX;
+        }
+        free(state);
+        roots[0] = wt;
+        po.worktree_roots = roots;
+        po.n_worktree_roots = 1;
+    }
+    p = sbx_runner_private_start(cfg, dir, &po, &err);
+    free(wt);
+    if (p == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return interrupted ? interrupted_exit() : SBX_EXIT_SBX;
+    }
+    rc = interrupted ? interrupted_exit() : run_via_runner(cfg, o);
+    sbx_runner_private_stop(p);
+    return rc;
+}
+
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_task_cli o;
     struct sbx_config *cfg;
-    const char *dir;
-    struct sbx_task *t = NULL;
-    struct capture cap = {0};
-    struct watch w = {0};
-    pthread_t wt;
-    sbx_error_t *err = NULL;
-    int status = 0;
     int rc;
-    int r;
 
     if (sbx_task_cli_parse(&o, argc, argv, 1) < 0) {
         return SBX_EXIT_SBX;
@@ -434,69 +445,15 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_SBX;
     }
     cfg = sbx_cli_config(cli);
-    if (cfg != NULL && cfg->runner.listen != NULL) {
-        rc = run_via_runner(cfg, &o);
-        sbx_task_cli_fini(&o);
-        return rc;
-    }
-    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
-    if (dir == NULL) {
-        sbx_task_cli_fini(&o);
-        return SBX_EXIT_SBX;
-    }
-    if (pipe2(run_wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-        run_wake[0] = run_wake[1] = -1; /* the watcher then checks every 50 ms */
-    }
-    install_signals();
-    o.task.argv = (const char *const *)o.cmd;
-    o.task.cancel = (const volatile int *)&interrupted;
-    o.task.ephemeral = 1;
-    if (sbx_task_start(cfg, dir, &o.task, &t, &err) < 0) {
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
-        sbx_task_cli_fini(&o);
-        return interrupted ? interrupted_exit() : SBX_EXIT_SBX;
-    }
-    cap.json = o.json;
-    w.t = t;
-    pthread_create(&wt, NULL, watch_main, &w);
-    r = sbx_task_exec(t, (const char *const *)o.cmd, o.env, o.n_env, on_output, &cap, NULL, &status,
-                      &err);
-    w.done = 1;
-    if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
-        /* full: the watcher is due to wake anyway */
-    }
-    pthread_join(wt, NULL);
-    if (r < 0) {
-        rc = err && err->code == SBX_E_NOEXEC ? 126 : err && err->code == SBX_E_NOCMD ? 127 : 125;
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
-    }
-    else {
-        rc = status;
-    }
-    if (interrupted) {
-        rc = interrupted_exit();
-    }
-    if (o.json) {
-        json_t *rec = NULL;
-
-        if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", &rec, &err) < 0) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-            rc = SBX_EXIT_SBX;
-        }
-        add_output(rec, &cap, 0);
-        print_json(rec);
-        json_decref(rec);
-    }
-    else if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", NULL, &err) < 0) {
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
+    if (cfg == NULL) {
         rc = SBX_EXIT_SBX;
     }
-    free(cap.buf[0]);
-    free(cap.buf[1]);
+    else if (cfg->runner.listen != NULL) {
+        rc = run_via_runner(cfg, &o);
+    }
+    else {
+        rc = run_private(cli, cfg, &o);
+    }
     sbx_task_cli_fini(&o);
     return rc;
 }

@@ -51,8 +51,13 @@ static void rewrite(struct sbx_config *cfg, const char *dir,
     set_str(&cfg->box.id, NULL);
     strv_free(cfg->box.pools);
     cfg->box.pools = xcalloc(3, sizeof(char *));
-    cfg->box.pools[0] = xstrdup("ci");
-    cfg->box.pools[1] = xstrdup("agent");
+    if (o != NULL && o->pool != NULL) { /* (added, issue 31) one pool, the whole box */
+        cfg->box.pools[0] = xstrdup(o->pool);
+    }
+    else {
+        cfg->box.pools[0] = xstrdup("ci");
+        cfg->box.pools[1] = xstrdup("agent");
+    }
     if (o != NULL && !o->keep_warm) {
         for (size_t i = 0; i < cfg->n_pools; i++) {
             cfg->pools[i].warm = 0;
@@ -154,7 +159,10 @@ struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, cons
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
         signal(SIGPIPE, SIG_IGN);
     }
-    p->r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugin_dir}, err);
+    p->r = sbx_runner_create(
+        &(struct sbx_runner_opts){
+            .cfg = cfg, .plugin_dir = plugin_dir, .slot_lock = opts != NULL && opts->slot_lock},
+        err);
     if (p->r == NULL) {
         sbx_error_wrap(err, "runner (private)");
         remove_dir(p->dir);

@@ -21,6 +21,13 @@ struct sbx_runner_private_opts {
     const char *const *worktree_roots;
     size_t n_worktree_roots;
     int keep_warm; /* 0: pools.*.warm is ignored (no sandbox made in advance) */
+    /* (added, issue 31) its jobs' tasks take the box's slot lock in the state
+     * directory too, as embedded tasks do (sbx_runner_opts.slot_lock): the
+     * private runner of `sbx run`, one of many processes sharing the box */
+    int slot_lock;
+    /* (added, issue 31) the one pool it serves, "ci" or "agent", with the whole
+     * box (pools.NAME caps still apply); NULL: both, the box split between them */
+    const char *pool;
 };
 
 /* Rewrites cfg's runner settings to those of a new private runner (runner.listen

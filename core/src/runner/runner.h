@@ -37,6 +37,10 @@ struct sbx_runner_opts {
     void *clock_ctx;
     int alert_interval_ms;  /* how often due alerts are asked; 0: 1000 */
     int health_interval_ms; /* (added) how often the engine is probed; 0: 5000 */
+    /* (added, issue 31) jobs' tasks also take the box's slot lock in the state
+     * directory (sbx_task_opts.slot_lock), waiting with its lines on stderr:
+     * a private runner (private.h) beside other sbx processes of the box */
+    int slot_lock;
 };
 
 struct sbx_runner;

@@ -48,6 +48,7 @@ struct sbx_runner {
     struct evhttp *http_unix, *http_tcp;
     struct event *wake, *tick, *alert_ev;
     int alert_interval_ms;
+    int slot_lock;             /* (added, issue 31) sbx_runner_opts.slot_lock */
     unsigned long alert_ticks; /* (added) alert timer runs done (atomic: sbx_runner_alert_ticks) */
     struct sbx_sched *sched;
     struct sbx_store *store;

@@ -325,6 +325,7 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
             .ephemeral = 1,
             .slot_class = sbx_job_class_name(j->cls),
             .no_reap = 1,
+            .slot_lock = r->slot_lock, /* (added, issue 31) */
             .egress = r->egress,
         };
         struct sbx_task *task = NULL;

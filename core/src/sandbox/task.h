@@ -39,6 +39,9 @@ struct sbx_task_opts {
     const char *slot_class; /* "light" or "heavy" for the sbx.class label; NULL: light */
     int no_reap;            /* skip orphan reaping and the slot lock: the caller (the
                              * runner) owns the box's slots and reaps itself */
+    /* (added, issue 31) with no_reap: take the slot lock all the same (a private
+     * runner's job: other sbx processes of the box hold slots too) */
+    int slot_lock;
     /* (added) Told what the start waits for (memory or a slot, with the
      * numbers), and asked with NULL between lines whether to go on;
      * NULL: the lines go to stderr. Returning -1 gives up. */
