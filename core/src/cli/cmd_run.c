@@ -252,11 +252,12 @@ static void wait_job_end(struct sbx_config *cfg, const char *id)
     sbx_error_free(&err);
 }
 
-/* With runner.listen set, `sbx run` is a job of the runner (docs/architecture.md, One
- * implementation): pools and caps always apply, and a runner that is down
- * fails the run with 125; it never falls back to running here. The output
- * comes back in frames, stdout and stderr apart, as in embedded mode. */
-static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
+/* `sbx run` is a job of a runner (docs/architecture.md, One implementation):
+ * the configured one (runner.listen; a runner that is down fails the run with
+ * 125, nothing falls back) or this process's private one (priv: its job id
+ * means nothing to the user, so a failure says only why). The output comes
+ * back in frames, stdout and stderr apart. */
+static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o, int priv)
 {
     struct sbx_http_response resp = {0};
     struct capture cap = {.json = o->json};
@@ -307,10 +308,12 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         path = xasprintf("/v1/jobs/%s/cancel", id);
         if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) == 0) {
             sbx_http_response_free(&resp);
-            fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
-                    sig == SIGINT    ? "SIGINT"
-                    : sig == SIGTERM ? "SIGTERM"
-                                     : "SIGHUP");
+            if (!priv) { /* a private runner's job id means nothing to the user */
+                fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
+                        sig == SIGINT    ? "SIGINT"
+                        : sig == SIGTERM ? "SIGTERM"
+                                         : "SIGHUP");
+            }
         }
         else {
             sbx_cli_print_error(err);
@@ -334,6 +337,13 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
                 fprintf(stderr, "sbx: error: %s\n",
                         json_string_value(json_object_get(rec, "reason")));
             }
+        }
+        else if (priv && interrupted) {
+            /* cancelled by this run's own signal: exit 130/143/129 says it */
+        }
+        else if (priv) {
+            fprintf(stderr, "sbx: error: %s\n",
+                    json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
         }
         else {
             fprintf(stderr, "sbx: error: job %s %s: %s\n", id,
@@ -425,7 +435,7 @@ static int run_private(struct sbx_cli *cli, struct sbx_config *cfg, const struct
         sbx_error_free(&err);
         return interrupted ? interrupted_exit() : SBX_EXIT_SBX;
     }
-    rc = interrupted ? interrupted_exit() : run_via_runner(cfg, o);
+    rc = interrupted ? interrupted_exit() : run_via_runner(cfg, o, 1);
     sbx_runner_private_stop(p);
     return rc;
 }
@@ -449,7 +459,7 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
         rc = SBX_EXIT_SBX;
     }
     else if (cfg->runner.listen != NULL) {
-        rc = run_via_runner(cfg, &o);
+        rc = run_via_runner(cfg, &o, 0);
     }
     else {
         rc = run_private(cli, cfg, &o);

@@ -383,6 +383,9 @@ static void job_get_done(struct sbx_runner *r, struct evhttp_request *req, void 
         pthread_mutex_lock(&r->mu);
         json_object_set_new(o, "output_bytes", json_integer((json_int_t)j->out_total));
         json_object_set_new(o, "output_truncated", json_boolean(j->out_total > j->out_len));
+        if (j->wt_events != NULL) { /* (added, issue 31) */
+            json_object_set_new(o, "worktree_events", json_deep_copy(j->wt_events));
+        }
         pthread_mutex_unlock(&r->mu);
     }
     runner_reply_json(req, 200, o);

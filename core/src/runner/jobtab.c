@@ -74,6 +74,7 @@ void runner_job_free(struct rjob *j)
     free(j->from);
     free(j->image);
     json_decref(j->env);
+    json_decref(j->wt_events);
     free(j->out);
     free(j->seg);
     free(j);

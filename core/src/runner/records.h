@@ -82,6 +82,10 @@ struct rjob {
     struct rjob *next;             /* r->jobs, newest first */
     struct rjob *hnext;            /* r->buckets */
     struct runner_stream *streams; /* loop only */
+    /* (added, issue 31) what its task's worktree checks found by the end of its
+     * command (sbx_task_worktree_events), under r->mu; NULL: none. In memory
+     * only: GET /v1/jobs/ID adds it as "worktree_events" while the job is held */
+    json_t *wt_events;
 };
 
 struct runner_stream {

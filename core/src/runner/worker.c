@@ -505,9 +505,12 @@ static void *worker_main(void *arg)
                                &j->slot, &status, &err);
             free(env);
             log_first_output(w, "its exit status");
-            exec_path = sbx_task_last_exec_path(task); /* written with the end */
+            exec_path = sbx_task_last_exec_path(task);          /* written with the end */
+            json_t *wt_events = sbx_task_worktree_events(task); /* (added, issue 31) */
+
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
+            j->wt_events = wt_events;
             pthread_mutex_unlock(&r->mu);
             if (rc < 0) {
                 /* as `sbx run` (docs/architecture.md, Exit status): a command that cannot
