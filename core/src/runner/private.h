@@ -28,6 +28,8 @@ struct sbx_runner_private_opts {
     /* (added, issue 31) the one pool it serves, "ci" or "agent", with the whole
      * box (pools.NAME caps still apply); NULL: both, the box split between them */
     const char *pool;
+    /* (added, issue 31) started for one run (`sbx run`): sbx_runner_opts.one_shot */
+    int one_shot;
 };
 
 /* Rewrites cfg's runner settings to those of a new private runner (runner.listen

@@ -98,6 +98,29 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
     free(t);
 }
 
+/* (added, issue 31) A stopping runner whose last worker, task and warm
+ * sandbox are gone leaves its loop at once (a worker wakes it as it goes:
+ * runner_worker_gone), not at the next tick. Loop thread. */
+static void stop_if_done(struct sbx_runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->stopping && r->workers == 0 && r->tasks == NULL && runner_warm_idle(r)) {
+        event_base_loopbreak(r->base);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void runner_worker_gone(struct sbx_runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->workers--;
+    if (r->stopping && r->workers == 0) {
+        /* under r->mu: the loop cannot leave (and the runner go) before this */
+        event_active(r->wake, EV_READ, 0);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 static void on_wake(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_runner *r = arg;
@@ -127,6 +150,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     }
     runner_schedule(r);
     runner_fleet_claim(r);
+    stop_if_done(r); /* (added, issue 31) */
 }
 
 /* (added) A job's end written by the store thread on a fleet box (at once on
@@ -568,6 +592,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     }
     r->alert_interval_ms = opts->alert_interval_ms > 0 ? opts->alert_interval_ms : 1000;
     r->slot_lock = opts->slot_lock;
+    r->one_shot = opts->one_shot;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;
@@ -618,14 +643,15 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
     if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
-        runner_warm_init(r, err) < 0 || runner_image_start(r, err) < 0) {
+        runner_warm_init(r, err) < 0 || (!r->one_shot && runner_image_start(r, err) < 0)) {
         goto fail;
     }
     /* the API listens last: "listening" means every connection the box needs
      * is open (a store thread's connection opened after it could fail the
      * start of a box that clients already reach) */
-    if (runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                            err) < 0 ||
+    if ((!r->one_shot &&
+         runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
+                             err) < 0) ||
         runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
                                 err) < 0 ||
         runner_sq_start(r, err) < 0 || /* (added) after the probe: its gate */
@@ -668,6 +694,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     runner_task_io_stop(r); /* (added) open terminals (api_term.c) */
+    stop_if_done(r);        /* (added, issue 31) nothing running: at once */
 }
 
 void sbx_runner_stop(struct sbx_runner *r)

@@ -41,6 +41,14 @@ struct sbx_runner_opts {
      * directory (sbx_task_opts.slot_lock), waiting with its lines on stderr:
      * a private runner (private.h) beside other sbx processes of the box */
     int slot_lock;
+    /* (added, issue 31) a runner for one client's runs (the private runner of
+     * `sbx run`, private.h), started for each run, so its start is lighter:
+     * no engine health probe (GET /healthz says "the engine probe is not
+     * running"), no image check (a missing image fails its task's create, as an
+     * embedded `sbx run` always did; nothing is pulled), and its first orphan
+     * sweep one runner.orphan_sweep after the recovery's, not at once. Every
+     * check a job gets is the same. */
+    int one_shot;
 };
 
 struct sbx_runner;

@@ -49,6 +49,7 @@ struct sbx_runner {
     struct event *wake, *tick, *alert_ev;
     int alert_interval_ms;
     int slot_lock;             /* (added, issue 31) sbx_runner_opts.slot_lock */
+    int one_shot;              /* (added, issue 31) sbx_runner_opts.one_shot */
     unsigned long alert_ticks; /* (added) alert timer runs done (atomic: sbx_runner_alert_ticks) */
     struct sbx_sched *sched;
     struct sbx_store *store;

@@ -254,6 +254,11 @@ int runner_warm_init(struct sbx_runner *r, sbx_error_t **err)
     int rc = 0;
 
     r->warm = xcalloc(1, sizeof(*r->warm));
+    if (r->one_shot) { /* (added, issue 31) the recovery has just swept */
+        r->warm->sweep_at =
+            mono_ms() +
+            (r->cfg->runner.orphan_sweep > 0 ? r->cfg->runner.orphan_sweep * 1000 : WARM_SWEEP_MS);
+    }
     for (size_t i = 0; i < r->cfg->n_pools && rc == 0; i++) {
         const struct sbx_pool_cfg *pc = &r->cfg->pools[i];
         int pool = sbx_pool_parse(pc->name);

@@ -607,9 +607,7 @@ static void *worker_main(void *arg)
     if (last) {
         runner_post_task_ended(r, t, result);
     }
-    pthread_mutex_lock(&r->mu);
-    r->workers--;
-    pthread_mutex_unlock(&r->mu);
+    runner_worker_gone(r); /* (changed, issue 31) a stopping runner goes at once */
     free(w);
     return NULL;
 }
@@ -640,9 +638,7 @@ static void *ender_main(void *arg)
     runner_store_put(r, st);
     sbx_info("runner: task %s ended: %s", t->id, reason);
     runner_post_task_ended(r, t, SBX_RESULT_OK);
-    pthread_mutex_lock(&r->mu);
-    r->workers--;
-    pthread_mutex_unlock(&r->mu);
+    runner_worker_gone(r); /* (changed, issue 31) */
     free(w);
     return NULL;
 }

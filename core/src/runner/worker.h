@@ -11,6 +11,10 @@ struct rtask;
 
 int runner_worker_start(struct sbx_runner *r, struct rjob *j);
 int runner_task_ender_start(struct sbx_runner *r, struct rtask *t);
+/* (added, issue 31) A worker's last act (runner.c): one worker fewer, and a
+ * stopping runner's loop woken to leave when it was the last. Touches nothing
+ * of r after it. */
+void runner_worker_gone(struct sbx_runner *r);
 /* stream: 1 stdout, 2 stderr */
 /* A job that ended keeps only its bytes: the room for appending goes (under r->mu). */
 void runner_output_settle(struct rjob *j);
