@@ -46,8 +46,9 @@ struct sbx_runner_opts {
      * no engine health probe (GET /healthz says "the engine probe is not
      * running"), no image check (a missing image fails its task's create, as an
      * embedded `sbx run` always did; nothing is pulled), and its first orphan
-     * sweep one runner.orphan_sweep after the recovery's, not at once. Every
-     * check a job gets is the same. */
+     * sweep one runner.orphan_sweep after the recovery's, not at once; its
+     * small-box lines (smallbox.c) at debug level, not warnings. Every check
+     * a job gets is the same. */
     int one_shot;
 };
 
