@@ -268,14 +268,19 @@ static void test_run_kill9_then_next_run_cleans(void **state)
     struct spawn_result r;
     int st = 0;
 
+    char *argv[] = {rt_sbx, "run", "--", "true", NULL};
+    char *env[] = {rt_host, rt_statev, run_tmpv, NULL};
+
     (void)state;
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    assert_int_equal(rt_sandboxes(), 1); /* left behind */
-    r = RT_SBX("run", "--", "true");
+    assert_int_equal(rt_sandboxes(), 1);       /* left behind */
+    assert_int_equal(dir_entries(run_tmp), 1); /* (added, issue 31) its private runner's too */
+    r = spawn_run(argv, env);
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    assert_int_equal(rt_sandboxes(), 0); /* its owner is gone: removed */
+    assert_int_equal(rt_sandboxes(), 0);       /* its owner is gone: removed */
+    assert_int_equal(dir_entries(run_tmp), 0); /* and its directory */
 }
 
 static void test_two_runs_never_touch_each_other(void **state)
