@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "http/http.h"
+#include "plugin/loader.h"
 #include "runner/private.h"
 #include "runner/runner.h"
 #include "sandbox/keeper.h"
@@ -391,6 +392,17 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o, 
     return rc;
 }
 
+/* 1 (said) when name is given and cfg has no instance of kind by it. */
+static int no_instance(const struct sbx_config *cfg, const char *name, enum sbx_plugin_kind kind)
+{
+    if (name == NULL || sbx_config_instance(cfg, name, kind) != NULL) {
+        return 0;
+    }
+    sbx_log(SBX_LOG_ERROR, "%s: no %s instance named '%s'", cfg->path ? cfg->path : "configuration",
+            sbx_plugin_kind_name(kind), name);
+    return 1;
+}
+
 /* Without runner.listen, `sbx run` starts a private one-box runner in this
  * process (runner/private.h) and is a job of it, as with a configured runner
  * (docs/tasks.md, "One command"): one host of tasks. The worktree is checked
@@ -418,6 +430,12 @@ static int run_private(struct sbx_cli *cli, struct sbx_config *cfg, const struct
                 "task id '%s': use 1-64 letters, digits, '-', '_' or '.', starting with a "
                 "letter or digit",
                 o->task.task_id);
+        return SBX_EXIT_SBX;
+    }
+    /* the instances named, as a task's start names them (the runner's submit
+     * would say "field 'provider'") */
+    if (no_instance(cfg, o->task.provider, SBX_PLUGIN_PROVIDER) ||
+        no_instance(cfg, o->task.credentials, SBX_PLUGIN_CREDENTIAL)) {
         return SBX_EXIT_SBX;
     }
     if (o->task.worktree != NULL) {
