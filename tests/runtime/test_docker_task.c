@@ -264,10 +264,10 @@ static void test_run_private_runner(void **state)
 
 static void test_run_kill9_then_next_run_cleans(void **state)
 {
+    int before = task_dirs();
     pid_t pid = background_run();
     struct spawn_result r;
     int st = 0;
-
     char *argv[] = {rt_sbx, "run", "--", "true", NULL};
     char *env[] = {rt_host, rt_statev, run_tmpv, NULL};
 
@@ -276,11 +276,13 @@ static void test_run_kill9_then_next_run_cleans(void **state)
     waitpid(pid, &st, 0);
     assert_int_equal(rt_sandboxes(), 1);       /* left behind */
     assert_int_equal(dir_entries(run_tmp), 1); /* (added, issue 31) its private runner's too */
+    assert_int_equal(task_dirs(), before + 1); /* and its task's directory */
     r = spawn_run(argv, env);
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
     assert_int_equal(rt_sandboxes(), 0);       /* its owner is gone: removed */
     assert_int_equal(dir_entries(run_tmp), 0); /* and its directory */
+    assert_int_equal(task_dirs(), before);     /* and its task's */
 }
 
 static void test_two_runs_never_touch_each_other(void **state)
