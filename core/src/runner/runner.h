@@ -47,8 +47,9 @@ struct sbx_runner_opts {
      * running"), no image check (a missing image fails its task's create, as an
      * embedded `sbx run` always did; nothing is pulled), and its first orphan
      * sweep one runner.orphan_sweep after the recovery's, not at once; its
-     * small-box lines (smallbox.c) at debug level, not warnings. Every check
-     * a job gets is the same. */
+     * small-box lines (smallbox.c) at debug level, not warnings; its recovery
+     * reaps gone owners as an embedded start did (their task directories too).
+     * Every check a job gets is the same. */
     int one_shot;
 };
 
