@@ -347,22 +347,14 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
         }
     }
     adopt(r, &rec);
-    prov_get(&p, NULL);
+    if (!r->one_shot) { /* (changed, issue 31) a one_shot runner adopts nothing and opens
+                         * no provider here: its task's start reaps gone owners, their
+                         * task directories too, as an embedded start did */
+        prov_get(&p, NULL);
+    }
     /* every other sandbox of a gone owner (a previous runner's) goes too,
      * but those of the tasks just re-adopted */
     for (size_t i = 0; i < p.n; i++) {
-        if (r->one_shot) {
-            /* (added, issue 31) a fresh private runner adopts nothing: what a killed
-             * run left goes as an embedded start removed it, the sandbox and its
-             * task's directory in the state directory */
-            sbx_error_t *e = NULL;
-            char *state = sbx_state_dir(r->cfg->state_dir, &e);
-
-            sbx_error_free(&e);
-            sbx_task_reap_orphans(p.inst[i], state);
-            free(state);
-            continue;
-        }
         destroy_orphans(r, p.inst[i], "sbx.owner", NULL);
     }
     {

@@ -48,8 +48,9 @@ struct sbx_runner_opts {
      * embedded `sbx run` always did; nothing is pulled), and its first orphan
      * sweep one runner.orphan_sweep after the recovery's, not at once; its
      * small-box lines (smallbox.c) at debug level, not warnings; its recovery
-     * reaps gone owners as an embedded start did (their task directories too).
-     * Every check a job gets is the same. */
+     * opens no provider and sweeps nothing: its jobs' tasks reap gone owners
+     * in their start (sbx_task_opts.no_reap 0), as an embedded start did, their
+     * task directories too. Every check a job gets is the same. */
     int one_shot;
 };
 

@@ -324,7 +324,9 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
             .cancel = &j->cancel,
             .ephemeral = 1,
             .slot_class = sbx_job_class_name(j->cls),
-            .no_reap = 1,
+            /* (changed, issue 31) a one_shot runner's task reaps gone owners as
+             * an embedded start does (its recovery does not) */
+            .no_reap = !r->one_shot,
             .slot_lock = r->slot_lock, /* (added, issue 31) */
             .egress = r->egress,
         };
