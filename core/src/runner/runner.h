@@ -45,8 +45,8 @@ struct sbx_runner_opts {
      * `sbx run`, private.h), started for each run, so its start is lighter:
      * no engine health probe (GET /healthz says "the engine probe is not
      * running"), no image check (a missing image fails its task's create, as an
-     * embedded `sbx run` always did; nothing is pulled), and its first orphan
-     * sweep one runner.orphan_sweep after the recovery's, not at once; its
+     * embedded `sbx run` always did; nothing is pulled), its first periodic
+     * orphan sweep one runner.orphan_sweep after its start, not at once; its
      * small-box lines (smallbox.c) at debug level, not warnings; its recovery
      * opens no provider and sweeps nothing: its jobs' tasks reap gone owners
      * in their start (sbx_task_opts.no_reap 0), as an embedded start did, their

@@ -254,7 +254,7 @@ int runner_warm_init(struct sbx_runner *r, sbx_error_t **err)
     int rc = 0;
 
     r->warm = xcalloc(1, sizeof(*r->warm));
-    if (r->one_shot) { /* (added, issue 31) the recovery has just swept */
+    if (r->one_shot) { /* (added, issue 31) its task's start has just reaped */
         r->warm->sweep_at =
             mono_ms() +
             (r->cfg->runner.orphan_sweep > 0 ? r->cfg->runner.orphan_sweep * 1000 : WARM_SWEEP_MS);
