@@ -412,8 +412,10 @@ static int no_instance(const struct sbx_config *cfg, const char *name, enum sbx_
  * sandbox removed, its directory gone. */
 static int run_private(struct sbx_cli *cli, struct sbx_config *cfg, const struct sbx_task_cli *o)
 {
-    struct sbx_runner_private_opts po = {
-        .slot_lock = 1, .one_shot = 1, .pool = o->task.pool ? o->task.pool : "agent"};
+    struct sbx_runner_private_opts po = {.slot_lock = 1,
+                                         .one_shot = 1,
+                                         .output_wait = 1,
+                                         .pool = o->task.pool ? o->task.pool : "agent"};
     struct sbx_runner_private *p;
     sbx_error_t *err = NULL;
     const char *dir = sbx_cli_plugin_dir(cli);

@@ -407,6 +407,42 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     runner_sq_call(r, req, job_get_work, job_get_done, c);
 }
 
+/* (added, issue 31) output_wait: j's lowest written-out offset and its
+ * followers, for a worker waiting in runner_output_wait. Loop thread (it owns
+ * j->streams). */
+static void acked_update(struct sbx_runner *r, struct rjob *j)
+{
+    size_t low = SIZE_MAX;
+    int n = 0;
+
+    if (!r->output_wait) {
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (struct runner_stream *s = j->streams; s != NULL; s = s->next) {
+        low = s->acked < low ? s->acked : low;
+        n++;
+    }
+    j->out_acked = n > 0 ? low : j->out_total;
+    j->followers = n;
+    j->followed |= n > 0;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* (added, issue 31) The connection wrote out all it was given: what was sent
+ * on s is with its client. */
+static void stream_drained(struct evhttp_connection *c, void *arg)
+{
+    struct runner_stream *s = arg;
+
+    (void)c;
+    pthread_mutex_lock(&s->r->mu);
+    s->acked = s->sent;
+    pthread_mutex_unlock(&s->r->mu);
+    acked_update(s->r, s->job);
+}
+
 static void stream_closed(struct evhttp_connection *c, void *arg)
 {
     struct runner_stream *s = arg;
@@ -419,8 +455,12 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     }
     for (struct runner_stream **pp = &s->job->streams; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == s) {
+            struct sbx_runner *r = s->r;
+            struct rjob *j = s->job;
+
             *pp = s->next;
             free(s);
+            acked_update(r, j); /* (added, issue 31) a follower gone stops the wait */
             return;
         }
     }
@@ -467,7 +507,11 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
         s->sent = j->out_total;
         final = final || j->state >= SBX_JOB_FINISHED;
         pthread_mutex_unlock(&r->mu);
-        if (evbuffer_get_length(b) > 0) {
+        if (evbuffer_get_length(b) > 0 && r->output_wait) {
+            /* (added, issue 31) told when the client has it (stream_drained) */
+            evhttp_send_reply_chunk_with_cb(s->req, b, stream_drained, s);
+        }
+        else if (evbuffer_get_length(b) > 0) {
             evhttp_send_reply_chunk(s->req, b);
         }
         evbuffer_free(b);
@@ -725,9 +769,14 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     s->frames = frames;
     s->req = req;
     s->job = j;
+    s->r = r;
+    pthread_mutex_lock(&r->mu);
+    s->acked = j->out_total - j->out_len; /* (added, issue 31) older bytes are gone */
+    pthread_mutex_unlock(&r->mu);
     s->next = j->streams;
     j->streams = s;
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed, s);
+    acked_update(r, j);
     runner_streams_flush(r, j, !follow);
 }
 

@@ -271,11 +271,13 @@ struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, cons
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
         signal(SIGPIPE, SIG_IGN);
     }
-    p->r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg,
-                                                       .plugin_dir = plugin_dir,
-                                                       .slot_lock = opts != NULL && opts->slot_lock,
-                                                       .one_shot = opts != NULL && opts->one_shot},
-                             err);
+    p->r = sbx_runner_create(
+        &(struct sbx_runner_opts){.cfg = cfg,
+                                  .plugin_dir = plugin_dir,
+                                  .slot_lock = opts != NULL && opts->slot_lock,
+                                  .one_shot = opts != NULL && opts->one_shot,
+                                  .output_wait = opts != NULL && opts->output_wait},
+        err);
     if (p->r == NULL) {
         sbx_error_wrap(err, "runner (private)");
         remove_dir(p->dir);

@@ -30,6 +30,8 @@ struct sbx_runner_private_opts {
     const char *pool;
     /* (added, issue 31) started for one run (`sbx run`): sbx_runner_opts.one_shot */
     int one_shot;
+    /* (added, issue 31) sbx_runner_opts.output_wait: its client is a terminal */
+    int output_wait;
 };
 
 /* Rewrites cfg's runner settings to those of a new private runner (runner.listen

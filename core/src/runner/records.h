@@ -86,13 +86,21 @@ struct rjob {
      * command (sbx_task_worktree_events), under r->mu; NULL: none. In memory
      * only: GET /v1/jobs/ID adds it as "worktree_events" while the job is held */
     json_t *wt_events;
+    /* (added, issue 31) sbx_runner_opts.output_wait, under r->mu, set by the loop:
+     * the lowest offset (out_total terms) every follow stream has written out,
+     * how many follow it, and whether one ever did */
+    size_t out_acked;
+    int followers;
+    int followed;
 };
 
 struct runner_stream {
     struct evhttp_request *req;
     struct rjob *job;
-    size_t sent; /* in out_total terms */
-    int frames;  /* ?frames=1: stdout and stderr kept apart in frames */
+    struct sbx_runner *r; /* (added, issue 31) */
+    size_t sent;          /* in out_total terms */
+    size_t acked;         /* (added, issue 31) written out to the client (output_wait) */
+    int frames;           /* ?frames=1: stdout and stderr kept apart in frames */
     struct runner_stream *next;
 };
 

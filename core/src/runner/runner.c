@@ -593,6 +593,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     r->alert_interval_ms = opts->alert_interval_ms > 0 ? opts->alert_interval_ms : 1000;
     r->slot_lock = opts->slot_lock;
     r->one_shot = opts->one_shot;
+    r->output_wait = opts->output_wait;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;

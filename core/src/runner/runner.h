@@ -52,6 +52,13 @@ struct sbx_runner_opts {
      * in their start (sbx_task_opts.no_reap 0), as an embedded start did, their
      * task directories too. Every check a job gets is the same. */
     int one_shot;
+    /* (added, issue 31) a job's output waits for its followers instead of
+     * dropping: its command is held (as a full pipe holds it) while more than
+     * SBX_RUNNER_MAX_OUTPUT of its output is not yet written to every follow
+     * stream, or to the first one to come; a follower that goes stops the
+     * wait. For a runner whose client is the user's terminal (`sbx run`'s
+     * private runner): byte for byte, bounded memory. */
+    int output_wait;
 };
 
 struct sbx_runner;

@@ -50,6 +50,7 @@ struct sbx_runner {
     int alert_interval_ms;
     int slot_lock;             /* (added, issue 31) sbx_runner_opts.slot_lock */
     int one_shot;              /* (added, issue 31) sbx_runner_opts.one_shot */
+    int output_wait;           /* (added, issue 31) sbx_runner_opts.output_wait */
     unsigned long alert_ticks; /* (added) alert timer runs done (atomic: sbx_runner_alert_ticks) */
     struct sbx_sched *sched;
     struct sbx_store *store;

@@ -191,6 +191,29 @@ static void log_first_output(struct worker *w, const char *what)
               (double)(now - w->us_grant) / 1000.0);
 }
 
+/* (added, issue 31) sbx_runner_opts.output_wait: holds the command (its output
+ * reader) while appending len would drop bytes a follower has not had, until
+ * followers catch up, go, or the job is cancelled. Before any follower came, it
+ * waits for the first (the client follows right after its submit). */
+static void output_wait(struct sbx_runner *r, struct rjob *j, size_t len)
+{
+    if (!r->output_wait) {
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? j->out_total : 0;
+        size_t behind = j->out_total - acked;
+
+        if (behind == 0 || behind + len <= SBX_RUNNER_MAX_OUTPUT || runner_job_cancelled(j) ||
+            r->stopping) {
+            break;
+        }
+        pthread_cond_wait(&r->cond, &r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 static int on_output(void *ud, int stream, const char *data, size_t len)
 {
     struct worker *w = ud;
@@ -198,6 +221,7 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
     if (!w->got_output) {
         log_first_output(w, "output");
     }
+    output_wait(w->r, w->j, len);
     runner_output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
     return 0;
