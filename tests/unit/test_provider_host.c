@@ -310,7 +310,7 @@ static int dir_entries(const char *dir)
  * runner in its process: its directory (under TMPDIR here), its sandbox (the
  * provider's directory under root) and its task's directory are gone after a
  * run, and after a SIGINT in the middle of one, which exits 130 with the
- * command killed. */
+ * command killed; 20 MB of output come through byte for byte. */
 static void test_host_run_private_nothing_left(void **state)
 {
     char *tmp = NULL;
@@ -351,6 +351,28 @@ static void test_host_run_private_nothing_left(void **state)
     assert_int_equal(dir_entries(tmp), 0);
     assert_int_equal(dir_entries(root), 0);
     assert_int_equal(dir_entries(tasks), kept);
+    {
+        /* more than the runner's 1 MiB of kept output, written at once: every
+         * byte arrives, in order (output_wait) */
+        char *argv[] = {sbx, "--config", open_conf, "run", "--", "seq", "1", "3000000", NULL};
+        char *env[] = {tmpv, NULL};
+        struct spawn_result r = spawn_run(argv, env);
+        size_t at = 0;
+        int ok = r.rc == 0;
+
+        for (int i = 1; ok && i <= 3000000; i++) {
+            char line[16];
+            int n = snprintf(line, sizeof(line), "%d\n", i);
+
+            ok = strncmp(r.out + at, line, (size_t)n) == 0;
+            at += (size_t)n;
+        }
+        if (!ok || r.out[at] != '\0') {
+            fail_msg("sbx run -- seq 1 3000000: rc %d, %zu bytes of output, wrong at byte %zu",
+                     r.rc, strlen(r.out), at);
+        }
+        spawn_result_free(&r);
+    }
 
     child = fork();
     if (child == 0) {
