@@ -54,7 +54,14 @@ static int status_of(const sbx_error_t *e)
     }
 }
 
-/* The task, ready, the client's own, held (running++) until put_task; NULL when answered. */
+/* (added) No other box holds the task either (forward.h). */
+static void not_kept(struct evhttp_request *req, const char *id)
+{
+    runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
+}
+
+/* The task, ready, the client's own, held (running++) until put_task; NULL
+ * when answered (or, another box's task, being answered: forward.h). */
 static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                               const struct runner_client *who, unsigned fwd)
 {
@@ -66,9 +73,7 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
         pthread_mutex_unlock(&r->mu);
         /* (added) another box of the fleet holds it: the request goes there
          * (forward.c; the owner checks the scope and the client again) */
-        if (!runner_forward_task(r, req, who, id, fwd)) {
-            runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
-        }
+        runner_forward_task(r, req, who, id, fwd, not_kept);
         return NULL;
     }
     if (!sbx_store_owner_ok(t->owner, who->name)) {

@@ -444,6 +444,12 @@ static int header_has(struct evhttp_request *req, const char *name, const char *
 
 /* /v1/tasks/{id}/terminal (terminal) or /v1/tasks/{id}/ports[/PORT/...], any method (a
  * terminal's other than GET is a 426); the router has checked the id and scope. */
+/* (added) No other box holds the task either (forward.h). */
+static void not_running(struct evhttp_request *req, const char *id)
+{
+    runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
+}
+
 static void task_io(const struct runner_route_call *c, int terminal)
 {
     struct runner_listener *l = c->l;
@@ -513,9 +519,10 @@ static void task_io(const struct runner_route_call *c, int terminal)
                                "are its owner's alone)",
                                id);
         }
-        else if (!runner_forward_tunnel(r, req, who, id, terminal)) {
-            /* (added) else another box of the fleet holds it: relayed (fwd_tunnel.c) */
-            runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
+        else {
+            /* (added) another box of the fleet holds it: relayed (fwd_tunnel.c),
+             * once the store thread has said which (fwd_owner.c) */
+            runner_forward_tunnel(r, req, who, id, terminal, not_running);
         }
         return;
     }

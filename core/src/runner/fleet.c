@@ -3,8 +3,12 @@
  * (LISTEN/NOTIFY), claiming jobs into this box's scheduler, reaping lost
  * boxes, and what a box does when it learns that it was lost itself.
  *
- * Everything here runs on the loop thread, on the runner's own store
- * connection; the LISTEN connection is a second one, polled by the loop. */
+ * (changed, issue 31) The loop decides; every store call of a running box
+ * (the claim, the beat, a new registration, the leader's work) is a call of
+ * the store thread (storeq.h). Only the start (registration, LISTEN, the
+ * first view) uses the runner's own connection, before the API listens. The
+ * LISTEN connection is a second one, polled by the loop (a non-blocking read
+ * of what arrived, sbx_store_drain). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -120,12 +124,13 @@ static int fleet_register(struct sbx_runner *r, struct sbx_store *st, sbx_error_
 }
 
 /* (added) fleet_lost's new registration: a call of the store thread, before
- * the next beat's (they run in order) */
+ * the next beat's (they run in order); (changed) the leader's connection
+ * (arg) is closed there too, never on the loop */
 static void register_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
     sbx_error_t *err = NULL;
 
-    (void)arg;
+    runner_lead_resign(r, arg);
     if (fleet_register(r, st, &err) < 0) {
         sbx_error_log("%s", sbx_error_msg(err));
         sbx_error_free(&err);
@@ -303,8 +308,7 @@ static void fleet_lost(struct sbx_runner *r)
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
-    runner_lead_resign(r, f->lead);
-    runner_sq_call(r, NULL, register_work, register_done, NULL);
+    runner_sq_call(r, NULL, register_work, register_done, f->lead);
 }
 
 /* The fleet as /metrics shows it, read once per beat: a scrape never queries
