@@ -57,7 +57,9 @@
 #          (added) then the box's backends stopped (SIGSTOP, a silent
 #          database): a submit 503 within its deadline, GET / at once;
 #          the lock released, the store is ok again, and every accepted job
-#          and a new one finish.
+#          and a new one finish; (added) a task route of b2's kept task
+#          through b1 while the tasks table is locked: 503 within its
+#          deadline, b1's GET / and /healthz within 100 ms meanwhile.
 #   dbbench (added, issue 31) the API's p50/p99 per route (GET /healthz, GET /,
 #          GET /v1/jobs/ID, POST /v1/jobs) under a steady stream of submits,
 #          with the database healthy and then answering every message after
@@ -1225,6 +1227,64 @@ dbstall)
     grep -q '^sbx_store_thread_calls_total{how="handed"} [1-9]' "$work/m.out" ||
         fail "/metrics: no store thread calls: $(grep sbx_store_thread "$work/m.out")"
     echo "fleet: database stall ended: the 2 accepted jobs and a new one finished; $(grep '^sbx_store_thread' "$work/m.out" | tr '\n' ' ')"
+    # (added) a forwarded task route while the database stalls: b2 holds
+    # kept task kt1; b1's read of the box that holds it (a call of the
+    # store thread, fwd_owner.c) waits on a lock of the tasks table (which
+    # nothing else of the boxes reads now); meanwhile b1's GET / and
+    # /healthz answer within fast_ms (before, that read ran on the loop:
+    # they waited with it), the route is answered 503 within its deadline,
+    # and once the lock is gone it reaches b2 again
+    conf b2 '"ci", "agent"'
+    sed -i 's/lease = 2;/lease = 8; database_timeout = 1;/' "$work/b2/sbx.conf"
+    start b2
+    wait_socket b2
+    kt=$(api b2 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt1"}' | jid)
+    wait_state "$kt" finished 60
+    kt1_ready() { [ "$(sql "SELECT box || ' ' || state FROM tasks WHERE id = 'kt1'")" = "b2 ready" ]; }
+    wait_until 30 "task kt1 to be ready on b2" kt1_ready
+    PGAPPNAME=sbxstall PGPASSWORD=$SBX_TEST_PG_PASSWORD "$bindir/psql" -X -q "$SBX_TEST_PG_DSN" \
+        -c "BEGIN; LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600); COMMIT;" \
+        >/dev/null 2>&1 &
+    locker=$!
+    tasks_locked() {
+        [ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'tasks' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ]
+    }
+    wait_until 30 "the tasks table to be locked" tasks_locked
+    t0=$(date +%s%N)
+    curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/f.head" -o "$work/f.out" \
+        -w '%{http_code}' 'http://sbx/v1/tasks/kt1/files?path=/etc/hostname' >"$work/f.code" &
+    getter=$!
+    lookup_waits() { # b1's read of kt1's box waits on the lock
+        [ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM tasks t LEFT JOIN boxes%'")" -ge 1 ]
+    }
+    wait_until 30 "b1's read of task kt1's box to wait on the lock" lookup_waits
+    kill -0 "$getter" 2>/dev/null || fail "the stalled task route was answered before its read waited"
+    first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/)
+    first_h=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/healthz)
+    in_flight=0
+    kill -0 "$getter" 2>/dev/null && in_flight=1
+    wait "$getter" || fail "the stalled task route: curl failed"
+    route_ms=$(ms "$t0")
+    first_p_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_p")
+    first_h_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_h")
+    echo "fleet: a forwarded task route stalled: GET / $first_p_ms ms, /healthz $first_h_ms ms meanwhile (the route still waiting: $in_flight); the route $(cat "$work/f.code") in $route_ms ms ($(cat "$work/f.out"))"
+    case "${first_p%% *}" in 2??|3??) ;; *) fail "GET / while a task route's read waits: HTTP ${first_p%% *}" ;; esac
+    case "${first_h%% *}" in 200|503) ;; *) fail "/healthz while a task route's read waits: HTTP ${first_h%% *}" ;; esac
+    [ "$first_p_ms" -lt "$fast_ms" ] || fail "GET / while a task route's read waited took $first_p_ms ms (target $fast_ms ms)"
+    [ "$first_h_ms" -lt "$fast_ms" ] || fail "/healthz while a task route's read waited took $first_h_ms ms (target $fast_ms ms)"
+    [ "$(cat "$work/f.code")" = 503 ] || fail "a task route with the database stalled: HTTP $(cat "$work/f.code") ($(cat "$work/f.out"))"
+    grep -qi '^Retry-After:' "$work/f.head" || fail "the stalled task route's 503 has no Retry-After"
+    [ "$route_ms" -lt 3000 ] || fail "the stalled task route took $route_ms ms (deadline 2000)"
+    sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sbxstall'" >/dev/null
+    wait_pid "$locker" 30 || true
+    wait_until 30 "/healthz to say the store is ok again" store_ok
+    code=$(curl -sS -m 60 --unix-socket "$work/b1/runner.sock" -o "$work/f.out" -w '%{http_code}' \
+        'http://sbx/v1/tasks/kt1/files?path=/etc/hostname')
+    [ "$code" = 501 ] && grep -q "provider 'fake' cannot read files" "$work/f.out" ||
+        fail "GET files of kt1 through b1 after the stall: HTTP $code $(cat "$work/f.out")"
+    echo "fleet: the stall over, the task route through b1 reached b2 again"
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;
