@@ -61,7 +61,8 @@
 #          through b1 while the tasks table is locked: 503 within its
 #          deadline, b1's GET / and /healthz within 100 ms meanwhile.
 #   dbbench (added, issue 31) the API's p50/p99 per route (GET /healthz, GET /,
-#          GET /v1/jobs/ID, POST /v1/jobs) under a steady stream of submits,
+#          GET /v1/jobs/ID, POST /v1/jobs; (added) a task route forwarded
+#          to b2, which holds kept task kt1) under a steady stream of submits,
 #          with the database healthy and then answering every message after
 #          2 s (bench/pg_delay_proxy.py); runner.database_timeout 1 s
 #          (bench/dbstall_bench.sh).
@@ -1047,8 +1048,18 @@ dbbench)
     wait_until 10 "the delaying proxy" px_up
     conf b1 '"ci"'
     sed -i "s|host=$pgdir|host=$work/px|; s/lease = 2;/lease = 8; database_timeout = 1;/" "$work/b1/sbx.conf"
+    # (added) b2, on the database directly, holds kept task kt1: b1 forwards
+    # its task routes there once its store thread has read kt1's box
+    conf b2 '"agent"'
+    sed -i 's/lease = 2;/lease = 8; database_timeout = 1;/' "$work/b2/sbx.conf"
     start b1
+    start b2
     wait_socket b1
+    wait_socket b2
+    kt=$(api b2 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt1"}' | jid)
+    wait_state "$kt" finished 60
+    kt1_ready() { [ "$(sql "SELECT box || ' ' || state FROM tasks WHERE id = 'kt1'")" = "b2 ready" ]; }
+    wait_until 30 "task kt1 to be ready on b2" kt1_ready
     python3 - "$work/b1/runner.sock" "$work/px/delay" "$work/accepted" <<'PY'
 import http.client, json, os, socket, sys, threading, time
 sock, flag, accepted = sys.argv[1:4]
@@ -1066,10 +1077,19 @@ def call(c, method, path, body=None):
     data = r.read()
     return (time.monotonic() - t) * 1000, r.status, data
 ids = []
+FWD = "GET task fwd"  # (added) /v1/tasks/kt1/files through b1 to b2 (fwd_owner.c)
 def phase(name, secs):
-    lat = {"GET /healthz": [], "GET /": [], "GET /v1/jobs/ID": [], "POST /v1/jobs": []}
+    lat = {"GET /healthz": [], "GET /": [], "GET /v1/jobs/ID": [], "POST /v1/jobs": [], FWD: []}
     codes = {}
+    fcodes = {}
     stop = time.monotonic() + secs
+    def forwarder():
+        c = U()
+        while time.monotonic() < stop:
+            ms, code, _ = call(c, "GET", "/v1/tasks/kt1/files?path=/etc/hostname")
+            lat[FWD].append(ms)
+            fcodes[code] = fcodes.get(code, 0) + 1
+            time.sleep(0.05)
     def submitter():
         c = U()
         while time.monotonic() < stop:
@@ -1081,6 +1101,8 @@ def phase(name, secs):
             time.sleep(0.05)
     th = threading.Thread(target=submitter)
     th.start()
+    tf = threading.Thread(target=forwarder)
+    tf.start()
     c = U()
     while time.monotonic() < stop:
         for route, path in (("GET /healthz", "/healthz"), ("GET /", "/"),
@@ -1089,12 +1111,14 @@ def phase(name, secs):
             lat[route].append(ms)
         time.sleep(0.02)
     th.join()
+    tf.join()
     out = {}
     for route, v in lat.items():
         v.sort()
         p = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
         out[route] = (p(0.5), p(0.99), len(v), v[-1] if v else float("nan"))
-    print("dbbench: %s: submits by HTTP code %s" % (name, json.dumps(codes, sort_keys=True)))
+    print("dbbench: %s: submits by HTTP code %s; task routes forwarded (501: the fake's answer from b2) %s" %
+          (name, json.dumps(codes, sort_keys=True), json.dumps(fcodes, sort_keys=True)))
     return out
 healthy = phase("healthy", 8)
 open(flag, "w").close()
