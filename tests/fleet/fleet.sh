@@ -1283,6 +1283,11 @@ dbstall)
     }
     wait_until 30 "b1's read of task kt1's box to wait on the lock" lookup_waits
     kill -0 "$getter" 2>/dev/null || fail "the stalled task route was answered before its read waited"
+    # a client that gives up while its lookup waits behind that one: its
+    # answer, when the read is back, goes nowhere (no crash, no report)
+    curl -sS -m 0.3 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        'http://sbx/v1/tasks/kt1/files?path=/etc/hostname' 2>/dev/null &
+    quitter=$!
     first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
         -w '%{http_code} %{time_total}' http://sbx/)
     first_h=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
@@ -1291,6 +1296,7 @@ dbstall)
     kill -0 "$getter" 2>/dev/null && in_flight=1
     wait "$getter" || fail "the stalled task route: curl failed"
     route_ms=$(ms "$t0")
+    wait "$quitter" 2>/dev/null || true
     first_p_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_p")
     first_h_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_h")
     echo "fleet: a forwarded task route stalled: GET / $first_p_ms ms, /healthz $first_h_ms ms meanwhile (the route still waiting: $in_flight); the route $(cat "$work/f.code") in $route_ms ms ($(cat "$work/f.out"))"
@@ -1309,6 +1315,7 @@ dbstall)
     [ "$code" = 501 ] && grep -q "provider 'fake' cannot read files" "$work/f.out" ||
         fail "GET files of kt1 through b1 after the stall: HTTP $code $(cat "$work/f.out")"
     echo "fleet: the stall over, the task route through b1 reached b2 again"
+    stop_all
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;

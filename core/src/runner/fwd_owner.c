@@ -61,6 +61,8 @@ static void owner_done(struct sbx_runner *r, struct evhttp_request *req, void *a
     }
     if (evhttp_request_get_connection(req) == NULL) {
         /* the client went away while the store read: the answer frees req */
+        sbx_info("runner: task %s: its client went away while the box that holds it was read",
+                 c->id);
         runner_reply_error(req, 503, "the client went away");
         goto out;
     }
