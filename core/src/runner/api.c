@@ -401,7 +401,7 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     c->id = xstrdup(id);
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
-    runner_sq_call(r, req, job_get_work, job_get_done, c);
+    runner_sq_read(r, req, job_get_work, job_get_done, c);
 }
 
 static void stream_closed(struct evhttp_connection *c, void *arg)
@@ -697,7 +697,12 @@ static void lookup(struct sbx_runner *r, struct evhttp_request *req, enum lookup
     c->who.scopes = who->scopes;
     c->follow = follow;
     c->frames = frames;
-    runner_sq_call(r, req, lookup_work, lookup_done, c);
+    if (kind == LOOKUP_CANCEL) { /* it may cancel a queued job: a write */
+        runner_sq_call(r, req, lookup_work, lookup_done, c);
+    }
+    else {
+        runner_sq_read(r, req, lookup_work, lookup_done, c);
+    }
 }
 
 void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,

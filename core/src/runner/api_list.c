@@ -205,7 +205,7 @@ void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
         c->f.client = c->client; /* read-own: its own jobs only */
     }
     c->f.limit++; /* one more tells whether a next page exists */
-    runner_sq_call(r, req, page_work, page_done, c);
+    runner_sq_read(r, req, page_work, page_done, c);
 }
 
 /* ---- health ------------------------------------------------------------- */

@@ -596,7 +596,7 @@ void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t
         runner_reply_json(req, 200, queue);
         return;
     }
-    runner_sq_call(r, req, queue_work, queue_done, queue);
+    runner_sq_read(r, req, queue_work, queue_done, queue);
 }
 
 static double box_up(json_t *b)

@@ -722,7 +722,7 @@ static void on_wait(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (runner_sq_threaded(f->r)) { /* (added) the store thread reads it */
         f->polling = 1;
-        runner_sq_call(f->r, NULL, wait_work, wait_done, f);
+        runner_sq_read(f->r, NULL, wait_work, wait_done, f);
         return;
     }
     wait_decide(f, still_queued(f->r->store, f->id));

@@ -105,7 +105,7 @@ static void owner_lookup(struct sbx_runner *r, struct evhttp_request *req,
     c->tunnel = tunnel;
     c->terminal = terminal;
     c->missing = missing;
-    runner_sq_call(r, req, owner_work, owner_done, c);
+    runner_sq_read(r, req, owner_work, owner_done, c);
 }
 
 void runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
