@@ -328,11 +328,13 @@ int runner_sq_start(struct sbx_runner *r, sbx_error_t **err)
     sq->done_tail = &sq->done;
     pthread_mutex_init(&sq->mu, NULL);
     for (int i = 0; i < SQ_LANES; i++) {
+        sq->lane[i].sq = sq;
+        sq->lane[i].tail = &sq->lane[i].head;
+        pthread_cond_init(&sq->lane[i].cv, NULL);
+    }
+    for (int i = 0; i < SQ_LANES; i++) {
         struct sq_lane *l = &sq->lane[i];
 
-        l->sq = sq;
-        l->tail = &l->head;
-        pthread_cond_init(&l->cv, NULL);
         l->st = runner_store_get(r, err);
         if (l->st == NULL) {
             goto fail;
