@@ -1283,10 +1283,11 @@ dbstall)
     }
     wait_until 30 "b1's read of task kt1's box to wait on the lock" lookup_waits
     kill -0 "$getter" 2>/dev/null || fail "the stalled task route was answered before its read waited"
-    # a client that gives up while its lookup waits behind that one: its
-    # answer, when the read is back, goes nowhere (no crash, no report)
+    # a client of a port preview (relayed: fwd_tunnel.c, the same lookup)
+    # that gives up while its lookup waits behind that one: its answer, when
+    # the read is back, goes nowhere (no crash, no sanitizer report)
     curl -sS -m 0.3 --unix-socket "$work/b1/runner.sock" -o /dev/null \
-        'http://sbx/v1/tasks/kt1/files?path=/etc/hostname' 2>/dev/null &
+        'http://sbx/v1/tasks/kt1/ports/8080/' 2>/dev/null &
     quitter=$!
     first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
         -w '%{http_code} %{time_total}' http://sbx/)
