@@ -18,6 +18,7 @@
 
 #include "runner/state.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "runner/storeq.h"
