@@ -376,8 +376,8 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             .task = j->task,
             .pool = j->pool,
             .cls = j->cls,
-            .cpus = r->pool_cpus[j->pool], /* limits.cpus, clamped on a small box */
-            .memory = r->pool_memory[j->pool],
+            .cpus = r->pools.cpus[j->pool], /* limits.cpus, clamped on a small box */
+            .memory = r->pools.memory[j->pool],
             .enqueued_at = q->queued_at,
         };
         sbx_error_t *e = NULL;

@@ -570,7 +570,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;
-    if (runner_clients_load(r, err) < 0 || runner_roots_init(r, err) < 0) {
+    if (runner_clients_load(r, err) < 0 || runner_roots_init(&r->confine, r->cfg, err) < 0) {
         goto fail;
     }
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
@@ -595,12 +595,18 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store == NULL) {
         goto fail;
     }
-    runner_roots_deny(r);
+    runner_roots_deny(&r->confine, r->cfg,
+                      &(struct runner_roots_paths){.store = r->store_path,
+                                                   .socket = r->ep.unix_path,
+                                                   .policy_dir = r->policy_dir,
+                                                   .plugin_dir = r->plugin_dir});
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
         goto fail;
     }
-    runner_small_box(r);
+    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    runner_small_box(&r->pools, &r->cfg->limits, snap);
+    sbx_sched_snapshot_free(snap);
     if (runner_egress_start(r, err) < 0) {
         goto fail;
     }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "runner/rmetrics.h"
+#include "runner/smallbox.h"
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
@@ -68,8 +69,7 @@ struct sbx_runner {
 
     struct runner_metrics metrics; /* (added) rmetrics.h */
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
-    double pool_cpus[SBX_POOL_COUNT];
-    int64_t pool_memory[SBX_POOL_COUNT];
+    struct runner_pool_limits pools;      /* smallbox.h */
     struct runner_health *health;         /* (added) health.c */
     struct runner_storeprobe *storeprobe; /* (added) storeprobe.c */
     struct runner_sq *sq;                 /* (added) storeq.c: the store thread (fleet) */

@@ -474,7 +474,7 @@ static void submit_shared(struct sbx_runner *r, struct evhttp_request *req, stru
     c->argv = submit_rec(r, j, c->labels, &c->rec);
     if (decide_job(r, j, c->labels, &c->rec.limits, &c->pre) == 0) {
         c->rec.cls = (char *)sbx_job_class_name(j->cls);
-        runner_fit_limits(r, j->pool, &c->rec.limits);
+        runner_fit_limits(&r->pools, j->pool, &c->rec.limits);
         /* a fleet box checks the job against its shape (a pool it serves),
          * else a live box of the fleet must serve the pool */
         snap = sbx_sched_snapshot(r->sched);
@@ -510,7 +510,7 @@ static void submit_local(struct sbx_runner *r, struct evhttp_request *req, struc
         goto refused;
     }
     c->rec.cls = (char *)sbx_job_class_name(j->cls);
-    runner_fit_limits(r, j->pool, &c->rec.limits);
+    runner_fit_limits(&r->pools, j->pool, &c->rec.limits);
     {
         struct sbx_sched_job sj = runner_sched_job(j, c->rec.limits.cpus, c->rec.limits.memory, 0);
 
