@@ -287,7 +287,7 @@ static void route(struct evhttp_request *req, void *arg)
     authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     /* (changed) on the unix socket, a request another box forwarded acts for
      * the client it names, with that client's scopes (forward.c) */
-    who = l->tcp ? runner_authenticate(r, authz)
+    who = l->tcp ? runner_authenticate(r->auth, authz)
                  : runner_forwarded_client(r, req, &fwd_who, why, sizeof(why));
     if (who == NULL && why[0] != '\0') {
         /* (added) forged or malformed forwarding headers: refused, logged */

@@ -11,6 +11,7 @@
 
 #include "runner/state.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/health.h"
 #include "runner/storeq.h"
 #include "sandbox/backlog.h"

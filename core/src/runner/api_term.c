@@ -33,6 +33,7 @@
 #include "runner/state.h"
 #include "runner/records.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
 #include "sandbox/proto.h"

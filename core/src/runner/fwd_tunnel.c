@@ -36,6 +36,7 @@
 
 #include "runner/state.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "util/log.h"

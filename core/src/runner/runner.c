@@ -570,13 +570,14 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;
-    if (runner_clients_load(r, err) < 0 || runner_roots_init(&r->confine, r->cfg, err) < 0) {
+    if ((r->auth = runner_clients_load(r->cfg, err)) == NULL ||
+        runner_roots_init(&r->confine, r->cfg, err) < 0) {
         goto fail;
     }
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
         goto fail;
     }
-    if (r->ep.tcp_host != NULL && r->n_clients == 0) {
+    if (r->ep.tcp_host != NULL && runner_auth_n_clients(r->auth) == 0) {
         sbx_error_set(err, SBX_E_CONFIG,
                       "runner.listen is TCP but runner.token_env %s%s%s and runner.clients is "
                       "empty: a TCP listener needs a bearer token",
@@ -742,7 +743,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);
     sbx_runner_endpoint_clear(&r->ep);
-    runner_clients_free(r);
+    runner_clients_free(r->auth);
     sbx_confine_clear(&r->confine);
     free(r->store_path);
     free(r->plugin_dir);

@@ -16,14 +16,6 @@
 #include "store/store.h"
 #include "util/confine.h"
 
-/* An API client (auth.c): who a request is, and what it may do. */
-struct runner_client {
-    char name[64];
-    char *token; /* never logged */
-    size_t token_len;
-    unsigned scopes; /* enum sbx_scope */
-};
-
 struct runner_listener {
     struct sbx_runner *r;
     int tcp;
@@ -41,9 +33,7 @@ struct sbx_runner {
     char *plugin_dir;
     char *store_path;
     struct sbx_runner_endpoint ep;
-    struct runner_client *clients; /* TCP clients (auth.c) */
-    struct runner_client local;    /* (added) the unix socket's client (auth.c) */
-    size_t n_clients;
+    struct runner_auth *auth;   /* the API's clients (auth.h) */
     struct sbx_confine confine; /* runner.worktree_roots */
     struct event_base *base;
     struct evhttp *http_unix, *http_tcp;

@@ -300,7 +300,7 @@ static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
     TAILQ_INIT(&q);
     if (evhttp_parse_query_str(body, &q) == 0 && (token = evhttp_find_header(&q, "token")) &&
         asprintf(&bearer, "Bearer %s", token) > 0) {
-        who = runner_authenticate(r, bearer);
+        who = runner_authenticate(r->auth, bearer);
         explicit_bzero(bearer, strlen(bearer));
         free(bearer);
     }
@@ -387,8 +387,9 @@ int runner_status_route(struct runner_listener *l, struct evhttp_request *req, c
         else if (session_of(r, req) != NULL) {
             send_page(req, 1);
         }
-        else if (runner_authenticate(r, evhttp_find_header(evhttp_request_get_input_headers(req),
-                                                           "Authorization")) != NULL) {
+        else if (runner_authenticate(r->auth,
+                                     evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                        "Authorization")) != NULL) {
             send_page(req, 0);
         }
         else {

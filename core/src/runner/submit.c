@@ -580,7 +580,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
-    if (j->credentials != NULL && !runner_may_use_credentials(r, who->name, j->credentials)) {
+    if (j->credentials != NULL && !runner_may_use_credentials(r->auth, who->name, j->credentials)) {
         /* (added, issue 25) before anything is stored or leased */
         rm_refused(&r->metrics, rm_refusal_of(403));
         sbx_warn("runner: client '%s' may not use credential instance '%s': refused", who->name,
