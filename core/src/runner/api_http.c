@@ -110,7 +110,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     json_object_set_new(o, "orphan_sweeps", json_integer((json_int_t)runner_warm_sweeps(r)));
     { /* (added) the box's image before work (image_check.c) */
         char why[512];
-        int ready = runner_image_ready(r, why, sizeof(why));
+        int ready = runner_image_ready(r->image, why, sizeof(why));
 
         json_object_set_new(json_object_get(o, "box"), "image",
                             json_pack("{s:s?, s:b, s:s?}", "ref", r->cfg->image, "ready", ready,
@@ -161,7 +161,7 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
         fprintf(f,
                 "# HELP sbx_removal_backlog Sandboxes killed and waiting for the engine's removal "
                 "(-1: unknown).\n# TYPE sbx_removal_backlog gauge\nsbx_removal_backlog %d\n",
-                runner_health_backlog(r));
+                runner_health_backlog(r->health));
         if (fclose(f) == 0) {
             evbuffer_add(b, more, more_len);
         }

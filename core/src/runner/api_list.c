@@ -216,9 +216,9 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
     char store[512] = "";
     double store_age = 0;
     /* (added) the probe's last answer: never a call on the loop */
-    int store_ok = runner_storeprobe_state(r, store, sizeof(store), &store_age) == 0;
+    int store_ok = runner_storeprobe_state(r->storeprobe, store, sizeof(store), &store_age) == 0;
     char engine[512] = "";
-    int engine_ok = runner_health_engine(r, engine, sizeof(engine)) == 0;
+    int engine_ok = runner_health_engine(r->health, engine, sizeof(engine)) == 0;
     json_t *o = json_object();
     json_t *down = json_array();
     int draining = 0;
@@ -233,7 +233,7 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
     if (!engine_ok) {
         json_array_append_new(down, json_string("engine"));
     }
-    backlog = runner_health_backlog(r);
+    backlog = runner_health_backlog(r->health);
     json_object_set_new(o, "removal_backlog", backlog < 0 ? json_null() : json_integer(backlog));
     if (backlog > SBX_REMOVAL_BACKLOG_MAX) {
         json_array_append_new(down, json_string("removal-backlog"));
@@ -241,7 +241,7 @@ static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int r
     if (ready) { /* (added) the image before work (image_check.c) */
         char why[512];
 
-        if (!runner_image_ready(r, why, sizeof(why))) {
+        if (!runner_image_ready(r->image, why, sizeof(why))) {
             json_object_set_new(o, "image", json_string(why));
             json_array_append_new(down, json_string("image"));
         }

@@ -220,7 +220,7 @@ void runner_lead_beat(struct sbx_runner *r, struct runner_lead *l)
     sbx_error_t *err = NULL;
     int rc;
 
-    if (runner_store_stalled(r)) {
+    if (runner_store_stalled(r->storeprobe)) {
         return; /* (added) no wait on a database known stalled: the next beat */
     }
     if (l->conn == NULL) {

@@ -333,7 +333,7 @@ void runner_schedule(struct sbx_runner *r)
     struct sbx_sched_grant g;
     int granted = 0;
 
-    if (r->stopping || !runner_image_ready(r, NULL, 0)) {
+    if (r->stopping || !runner_image_ready(r->image, NULL, 0)) {
         return; /* (added) no grant before the image is there (image_check.c) */
     }
     while (sbx_sched_next_grant(r->sched, &g)) {
@@ -488,7 +488,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         event_base_loopbreak(r->base);
     }
     pthread_mutex_unlock(&r->mu);
-    if (runner_image_ready(r, NULL, 0)) {
+    if (runner_image_ready(r->image, NULL, 0)) {
         runner_warm_tick(r);
     }
     runner_trim_finished(r);
@@ -533,6 +533,12 @@ static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
     return r->egress != NULL ? 0 : sbx_error_wrap(err, "runner");
 }
 
+/* The image check's thread: the image is in the engine, the loop schedules. */
+static void image_ready(void *arg)
+{
+    runner_post(arg, RMSG_OUTPUT, "", SBX_RESULT_OK);
+}
+
 /* runner.worktree_roots resolved against the state directory (docs/runner.md,
  * "Worktree roots"): each must exist, none inside the state directory. */
 struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
@@ -546,6 +552,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     };
     struct timeval tick = {0, 200 * 1000};
     struct timeval alert;
+    int probe_ms = opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000;
     static int threads_on;
 
     if (!threads_on) {
@@ -624,16 +631,16 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
     if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
-        runner_warm_init(r, err) < 0 || runner_image_start(r, err) < 0) {
+        runner_warm_init(r, err) < 0 ||
+        (r->image = runner_image_start(r->cfg, r->plugin_dir, image_ready, r, err)) == NULL) {
         goto fail;
     }
     /* the API listens last: "listening" means every connection the box needs
      * is open (a store thread's connection opened after it could fail the
      * start of a box that clients already reach) */
-    if (runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                            err) < 0 ||
-        runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                                err) < 0 ||
+    if ((r->health = runner_health_start(r->cfg, r->plugin_dir, probe_ms, err)) == NULL ||
+        (r->storeprobe = runner_storeprobe_start(r->cfg, r->store_path, r->store, probe_ms, err)) ==
+            NULL ||
         runner_sq_start(r, err) < 0 || /* (added) after the probe: its gate */
         runner_api_bind(r, err) < 0) {
         goto fail;
@@ -687,7 +694,8 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r == NULL) {
         return;
     }
-    runner_image_free(r); /* (added) before the loop its thread posts to */
+    runner_image_free(r->image); /* (added) before the loop its thread posts to */
+    r->image = NULL;
     sbx_policy_destroy(r->policy);
     free(r->policy_dir);
     if (r->http_unix != NULL) {
@@ -735,8 +743,10 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->base != NULL) {
         event_base_free(r->base);
     }
-    runner_health_free(r);
-    runner_storeprobe_free(r);
+    runner_health_free(r->health);
+    r->health = NULL;
+    runner_storeprobe_free(r->storeprobe);
+    r->storeprobe = NULL;
     runner_status_free(r);
     runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */

@@ -174,7 +174,7 @@ static void sq_post(struct sbx_runner *r, struct evhttp_request *req, runner_sq_
         done(r, req, arg, 0);
         return;
     }
-    if (req != NULL && (runner_store_stalled(r) || sq->queued >= SQ_MAX)) {
+    if (req != NULL && (runner_store_stalled(r->storeprobe) || sq->queued >= SQ_MAX)) {
         char why[200];
 
         if (sq->queued >= SQ_MAX) {
@@ -266,7 +266,7 @@ int runner_sq_start(struct sbx_runner *r, sbx_error_t **err)
     }
     /* the probe's gate: a call past its deadline makes the others fail at
      * once until the database answers in time again */
-    sbx_store_set_gate(sq->st, runner_store_gate(r));
+    sbx_store_set_gate(sq->st, runner_store_gate(r->storeprobe));
     sq->wake = event_new(r->base, -1, EV_PERSIST | EV_READ, on_done, sq);
     if (sq->wake == NULL) {
         sbx_error_set(err, SBX_E_GENERIC, "runner: cannot create the store thread's event");

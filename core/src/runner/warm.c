@@ -382,7 +382,7 @@ void runner_warm_tick(struct sbx_runner *r)
         /* nor while the engine has more than SBX_REMOVAL_BACKLOG_MAX
          * sandboxes to remove (a new one would wait behind them) */
         if (r->stopping || p->want == 0 || s->n_queued > 0 || snap->draining ||
-            runner_health_backlog(r) > SBX_REMOVAL_BACKLOG_MAX ||
+            runner_health_backlog(r->health) > SBX_REMOVAL_BACKLOG_MAX ||
             p->n_ready + p->n_filling >= p->want || p->n_filling > 0 || now < p->retry_at ||
             (p->claiming > 0 && now < p->hold_until) ||
             !fits(s, p->n_ready + p->n_filling + 1, mem, cpus)) {
