@@ -281,7 +281,7 @@ static void route(struct evhttp_request *req, void *arg)
                            SBX_RUNNER_MAX_HEADERS);
         return;
     }
-    if (path != NULL && runner_status_route(l, req, path)) {
+    if (path != NULL && runner_status_route(r->status, l->tcp, req, path)) {
         return; /* the status page (status.c) */
     }
     authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
@@ -297,7 +297,7 @@ static void route(struct evhttp_request *req, void *arg)
         return;
     }
     if (who == NULL && authz == NULL && path != NULL) {
-        who = runner_status_session(r, req, path); /* the page's GETs, by its cookie */
+        who = runner_status_session(r->status, req, path); /* the page's GETs, by its cookie */
     }
     if (who == NULL) {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);

@@ -581,6 +581,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         runner_roots_init(&r->confine, r->cfg, err) < 0) {
         goto fail;
     }
+    r->status = runner_status_new(r->auth, &r->metrics);
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
         goto fail;
     }
@@ -747,7 +748,8 @@ void sbx_runner_destroy(struct sbx_runner *r)
     r->health = NULL;
     runner_storeprobe_free(r->storeprobe);
     r->storeprobe = NULL;
-    runner_status_free(r);
+    runner_status_free(r->status);
+    r->status = NULL;
     runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
