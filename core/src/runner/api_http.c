@@ -230,6 +230,7 @@ static void dispatch(struct runner_listener *l, struct evhttp_request *req, cons
     memset(&c, 0, sizeof(c));
     c.r = r;
     c.l = l;
+    c.tcp = l->tcp;
     c.req = req;
     c.who = who;
     c.path = path;

@@ -11,9 +11,18 @@
 struct sbx_runner;
 struct rjob;
 struct rtask;
+struct event_base;
 
 /* A worker's message to the loop. */
 enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
+
+/* (added) jobtab.c: for the modules that do not see struct sbx_runner. The
+ * lock of the jobs and tasks in memory (and of what records.h says is under
+ * it); whether the runner stops (read under the lock); the loop's base. */
+void runner_lock(struct sbx_runner *r);
+void runner_unlock(struct sbx_runner *r);
+int runner_stopping(struct sbx_runner *r);
+struct event_base *runner_base(struct sbx_runner *r);
 
 /* runner.c */
 struct rjob *runner_job_find(struct sbx_runner *r, const char *id);

@@ -102,3 +102,28 @@ void runner_trim_finished(struct sbx_runner *r)
     }
     pthread_mutex_unlock(&r->mu);
 }
+
+void runner_lock(struct sbx_runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+}
+
+void runner_unlock(struct sbx_runner *r)
+{
+    pthread_mutex_unlock(&r->mu);
+}
+
+int runner_stopping(struct sbx_runner *r)
+{
+    int stopping;
+
+    pthread_mutex_lock(&r->mu);
+    stopping = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    return stopping;
+}
+
+struct event_base *runner_base(struct sbx_runner *r)
+{
+    return r->base;
+}
