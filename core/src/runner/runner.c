@@ -19,6 +19,7 @@
 #include "runner/api_limits.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"
+#include "runner/forward.h"
 #include "runner/health.h"
 #include "runner/hooks.h"
 #include "runner/jobs.h"
@@ -494,13 +495,23 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     runner_trim_finished(r);
 }
 
+/* The task of a job in an alert: its own, or its id (a job not in memory). */
+static const char *alert_task(void *arg, const char *job)
+{
+    struct rjob *j = runner_job_find(arg, job);
+
+    return j != NULL ? j->task : job;
+}
+
 static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_runner *r = arg;
 
     (void)fd;
     (void)what;
-    runner_alerts_tick(r);
+    if (runner_fleet_box(r) == NULL) { /* a fleet's leader alerts and scales (fleetlead.c) */
+        runner_alerts_tick(r->sched, r->cfg, alert_task, r);
+    }
     __atomic_add_fetch(&r->alert_ticks, 1, __ATOMIC_RELEASE);
 }
 
@@ -707,6 +718,9 @@ void sbx_runner_destroy(struct sbx_runner *r)
     }
     runner_sq_free(r); /* (added) after evhttp_free (the requests are gone), before the forwards */
     runner_api_limits_free(&r->lis[0]);
+    if (r->lis[0].r != NULL) {
+        runner_forward_drop_all(r); /* (added) forward.c */
+    }
     runner_api_limits_free(&r->lis[1]);
     if (r->ep.unix_path != NULL && r->base != NULL) {
         unlink(r->ep.unix_path);

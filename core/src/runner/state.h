@@ -9,22 +9,13 @@
 #include <jansson.h>
 #include <pthread.h>
 
+#include "runner/api_limits.h"
 #include "runner/rmetrics.h"
 #include "runner/smallbox.h"
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
 #include "util/confine.h"
-
-struct runner_listener {
-    struct sbx_runner *r;
-    int tcp;
-    /* connections still sending their first request (api_limits.c) */
-    struct runner_conn_guard *guards;
-    int n_guards;
-    int over; /* the pending cap was hit (logged once until below it) */
-    struct event *sweep;
-};
 
 struct sbx_runner {
     struct runner_listener lis[2]; /* unix, tcp */
