@@ -93,7 +93,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     free(text);
     sbx_sched_snapshot_free(snap);
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         static const char *const names[] = {"starting", "ready", "failed", "ending"};
 
         if (!all && strcmp(t->owner, who->name) != 0) {

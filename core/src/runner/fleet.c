@@ -282,7 +282,7 @@ static void fleet_lost(struct sbx_runner *r)
              "the shared queue holds their records",
              f->id);
     pthread_mutex_lock(&r->mu);
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_QUEUED) {
             sbx_sched_cancel(r->sched, j->id, NULL);
             runner_job_move_held(r, j, RJOB_INTERRUPTED); /* the reap requeued its record */
@@ -296,7 +296,7 @@ static void fleet_lost(struct sbx_runner *r)
             }
         }
     }
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         if (t->t != NULL) {
             sbx_task_stop(t->t, "box lost");
         }

@@ -13,6 +13,25 @@ struct rjob;
 struct rtask;
 struct event_base;
 
+/* (changed) The job table (jobtab.c): the jobs in memory, newest first, with
+ * a hash of them by id (O(1) lookups with long queues), and the tasks. The
+ * runner's is under its lock (runner_lock); the table takes none itself. */
+#define RUNNER_BUCKETS 4096
+struct runner_jobtab {
+    struct rjob *jobs; /* newest first, linked by next */
+    size_t n_jobs;
+    struct rjob *buckets[RUNNER_BUCKETS]; /* linked by hnext */
+    struct rtask *tasks;                  /* linked by next */
+};
+
+struct rjob *runner_jobtab_find(const struct runner_jobtab *tab, const char *id);
+void runner_jobtab_link(struct runner_jobtab *tab, struct rjob *j);
+struct rtask *runner_jobtab_task(const struct runner_jobtab *tab, const char *id);
+void runner_jobtab_add_task(struct runner_jobtab *tab, struct rtask *t);
+/* Frees the ended jobs (released by the workers, followed by no stream) past
+ * the newest keep; returns how many went. */
+size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep);
+
 /* A worker's message to the loop. */
 enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
 

@@ -89,7 +89,7 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
         sbx_error_free(&err);
     }
     pthread_mutex_lock(&r->mu);
-    for (struct rtask **pp = &r->tasks; *pp != NULL; pp = &(*pp)->next) {
+    for (struct rtask **pp = &r->tab.tasks; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == t) {
             *pp = t->next;
             break;
@@ -232,8 +232,7 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
                   ? runner_warm_take(r, j->pool)
                   : NULL;
     pthread_mutex_lock(&r->mu);
-    t->next = r->tasks;
-    r->tasks = t;
+    runner_jobtab_add_task(&r->tab, t);
     j->rt = t;
     runner_job_move_held(r, j, RJOB_GRANTED); /* its grant: written before this */
     pthread_mutex_unlock(&r->mu);
@@ -475,7 +474,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         if (t->keep && t->state == RT_READY && t->running == 0 &&
             (t->end_requested || r->stopping ||
              (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
@@ -485,7 +484,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             }
         }
     }
-    if (r->stopping && r->workers == 0 && r->tasks == NULL && runner_warm_idle(r)) {
+    if (r->stopping && r->workers == 0 && r->tab.tasks == NULL && runner_warm_idle(r)) {
         event_base_loopbreak(r->base);
     }
     pthread_mutex_unlock(&r->mu);
@@ -682,7 +681,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)what;
     pthread_mutex_lock(&r->mu);
     r->stopping = 1;
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
             if (j->executing && j->rt != NULL && j->rt->t != NULL) {
@@ -730,10 +729,10 @@ void sbx_runner_destroy(struct sbx_runner *r)
         event_free(r->tick);
         event_free(r->alert_ev);
     }
-    while (r->jobs != NULL) {
-        struct rjob *j = r->jobs;
+    while (r->tab.jobs != NULL) {
+        struct rjob *j = r->tab.jobs;
 
-        r->jobs = j->next;
+        r->tab.jobs = j->next;
         while (j->streams != NULL) { /* their requests went with evhttp_free */
             struct runner_stream *s = j->streams;
 
@@ -742,10 +741,10 @@ void sbx_runner_destroy(struct sbx_runner *r)
         }
         runner_job_free(j);
     }
-    while (r->tasks != NULL) {
-        struct rtask *t = r->tasks;
+    while (r->tab.tasks != NULL) {
+        struct rtask *t = r->tab.tasks;
 
-        r->tasks = t->next;
+        r->tab.tasks = t->next;
         free(t);
     }
     while (r->msgs != NULL) {

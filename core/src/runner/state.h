@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "runner/api_limits.h"
+#include "runner/jobs.h"
 #include "runner/rmetrics.h"
 #include "runner/smallbox.h"
 #include "runner/runner.h"
@@ -39,11 +40,7 @@ struct sbx_runner {
 
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    struct rjob *jobs;
-    size_t n_jobs;
-#define RUNNER_BUCKETS 4096
-    struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
-    struct rtask *tasks;
+    struct runner_jobtab tab;       /* the jobs and tasks in memory (jobs.h), under mu */
     struct rmsg *msgs, **msgs_tail; /* runner.c */
     int workers;                    /* threads alive */
     int stopping;                   /* under mu (the loop alone writes it, and reads it without) */
