@@ -47,7 +47,8 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
 /* api_list.c */
 void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
                              const struct runner_client *who);
-/* ready 0: /healthz (store and engine); 1: /readyz (and not draining or stopping) */
+/* (changed, api_http.c) ready 0: /healthz (store and engine); 1: /readyz (and
+ * not draining or stopping) */
 void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready);
 
 /* api_http.c */
