@@ -20,6 +20,7 @@
 #include "runner/route.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
 #include "runner/auth.h"
@@ -156,7 +157,7 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
     sbx_sched_snapshot_free(snap);
     evbuffer_add(b, text, strlen(text));
     if (f != NULL) {
-        rm_write(&r->metrics, f, served);
+        rm_write(r->metrics, f, served);
         runner_fleet_metrics(r, f);
         runner_warm_metrics(r, f);
         /* (added) docs/operations.md, "Removal in the background" */
@@ -316,7 +317,7 @@ static void dispatch(struct runner_listener *l, struct evhttp_request *req, cons
     }
     if (hit->scope != 0 && (who->scopes & hit->scope) == 0) {
         if (hit->method == EVHTTP_REQ_POST && strcmp(hit->pattern, "/v1/jobs") == 0) {
-            rm_refused(&r->metrics, RM_REFUSED_FORBIDDEN); /* a refused job */
+            rm_refused(r->metrics, RM_REFUSED_FORBIDDEN); /* a refused job */
         }
         lacks(req, who, hit->scope & -hit->scope); /* names the first of them */
         return;
@@ -369,7 +370,7 @@ static void route(struct evhttp_request *req, void *arg)
         /* no second request on this connection without a token */
         evhttp_add_header(out, "WWW-Authenticate", "Bearer");
         evhttp_add_header(out, "Connection", "close");
-        rm_refused(&r->metrics, RM_REFUSED_UNAUTHORIZED);
+        rm_refused(r->metrics, RM_REFUSED_UNAUTHORIZED);
         runner_reply_error(req, 401, "missing or wrong bearer token (Authorization: Bearer ...)");
         return;
     }

@@ -15,6 +15,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
 #include "runner/auth.h"
@@ -570,7 +571,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         threads_on = 1;
     }
     sbx_raise_nofile("runner"); /* the shared egress proxy: sockets and pipes per sandbox */
-    rm_init(&r->metrics);
+    r->metrics = rm_new();
     r->cfg = opts->cfg;
     r->plugin_dir = xstrdup(opts->plugin_dir);
     r->policy_dir = sbx_policy_dir_resolve(opts->cfg->policy_dir, err);
@@ -579,7 +580,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         sbx_error_wrap(err, "runner: policy");
         free(r->policy_dir);
         free(r->plugin_dir);
-        rm_destroy(&r->metrics);
+        rm_free(r->metrics);
         free(r);
         return NULL;
     }
@@ -591,7 +592,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         runner_roots_init(&r->confine, r->cfg, err) < 0) {
         goto fail;
     }
-    r->status = runner_status_new(r->auth, &r->metrics);
+    r->status = runner_status_new(r->auth, r->metrics);
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
         goto fail;
     }
@@ -774,6 +775,6 @@ void sbx_runner_destroy(struct sbx_runner *r)
     free(r->plugin_dir);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cond);
-    rm_destroy(&r->metrics);
+    rm_free(r->metrics);
     free(r);
 }

@@ -11,12 +11,13 @@
 
 #include "runner/api_limits.h"
 #include "runner/jobs.h"
-#include "runner/rmetrics.h"
 #include "runner/smallbox.h"
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
 #include "util/confine.h"
+
+struct runner_metrics;
 
 struct sbx_runner {
     struct runner_listener lis[2]; /* unix, tcp */
@@ -45,7 +46,7 @@ struct sbx_runner {
     int workers;                    /* threads alive */
     int stopping;                   /* under mu (the loop alone writes it, and reads it without) */
 
-    struct runner_metrics metrics; /* (added) rmetrics.h */
+    struct runner_metrics *metrics; /* (added) rmetrics.h */
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
     struct runner_pool_limits pools;      /* smallbox.h */
     struct runner_health *health;         /* (added) health.c */

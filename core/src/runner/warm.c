@@ -23,6 +23,7 @@
 #include "runner/state.h"
 #include "runner/health.h"
 #include "runner/recover.h"
+#include "runner/rmetrics.h"
 #include "sandbox/backlog.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"

@@ -10,6 +10,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/jobs.h"
 #include "runner/storepool.h"
 #include "runner/dbwait.h"
@@ -439,7 +440,7 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     pthread_mutex_unlock(&w->r->mu);
     rc = task_ready(w, st, why, whylen);
     if (rc == 0 && creator) {
-        rm_sandbox_start(&w->r->metrics, w->j->pool, sbx_mono_ms() - t0);
+        rm_sandbox_start(w->r->metrics, w->j->pool, sbx_mono_ms() - t0);
     }
     return rc;
 }
@@ -523,7 +524,7 @@ static void *worker_main(void *arg)
             }
         }
         if (ran) {
-            rm_job_run(&r->metrics, j->pool, sbx_mono_ms() - run0);
+            rm_job_run(r->metrics, j->pool, sbx_mono_ms() - run0);
         }
         exec_marked = 1;
         sbx_task_egress_counts(task, &allowed, &denied);
@@ -552,7 +553,7 @@ static void *worker_main(void *arg)
         w->warm_held = 0;
         runner_warm_claim_done(r, j->pool);
     }
-    rm_egress(&r->metrics, j->pool, allowed, denied);
+    rm_egress(r->metrics, j->pool, allowed, denied);
     /* (changed) the exec's end and the job's end: one full commit, written
      * again as a whole while the database is down (dbwait.c); no write
      * without a connection */
