@@ -20,7 +20,7 @@
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
-#include "runner/worker.h"
+#include "runner/output.h"
 #include "runner/storeq.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"
