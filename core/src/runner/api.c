@@ -404,6 +404,25 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     runner_sq_call(r, req, job_get_work, job_get_done, c);
 }
 
+/* A follow of a job's output (j->streams; loop only). */
+struct runner_stream {
+    struct evhttp_request *req;
+    struct rjob *job;
+    size_t sent; /* in out_total terms */
+    int frames;  /* ?frames=1: stdout and stderr kept apart in frames */
+    struct runner_stream *next;
+};
+
+void runner_streams_free(struct rjob *j)
+{
+    while (j->streams != NULL) {
+        struct runner_stream *s = j->streams;
+
+        j->streams = s->next;
+        free(s);
+    }
+}
+
 static void stream_closed(struct evhttp_connection *c, void *arg)
 {
     struct runner_stream *s = arg;

@@ -734,12 +734,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         struct rjob *j = r->tab.jobs;
 
         r->tab.jobs = j->next;
-        while (j->streams != NULL) { /* their requests went with evhttp_free */
-            struct runner_stream *s = j->streams;
-
-            j->streams = s->next;
-            free(s);
-        }
+        runner_streams_free(j); /* their requests went with evhttp_free */
         runner_job_free(j);
     }
     while (r->tab.tasks != NULL) {
