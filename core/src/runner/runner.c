@@ -624,9 +624,12 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->sched == NULL) {
         goto fail;
     }
-    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
-    runner_small_box(&r->pools, &r->cfg->limits, snap);
-    sbx_sched_snapshot_free(snap);
+    {
+        struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+
+        runner_small_box(&r->pools, &r->cfg->limits, snap);
+        sbx_sched_snapshot_free(snap);
+    }
     if (runner_egress_start(r, err) < 0) {
         goto fail;
     }

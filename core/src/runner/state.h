@@ -1,6 +1,10 @@
-/* state.h - the runner itself (struct sbx_runner), its listeners and its API
- * clients. A job and a task are in records.h; each file's functions are
- * declared in the header of its module (forward.h, fleet.h, api_int.h, ...). */
+/* state.h - the runner itself (struct sbx_runner): (changed, issue 31 item 3)
+ * the composition of its modules' parts (each declared in its module's
+ * header, most opaque: auth.h, health.h, status.h, rmetrics.h, fleet.h,
+ * warm.h, storeq.h; the job table in jobs.h), the loop and the lock. Only the
+ * files that assemble or drive the runner include it; a module that needs the
+ * lock or the loop alone calls runner_lock()/runner_base() (jobs.h). A job
+ * and a task are in records.h. */
 #ifndef SBX_RUNNER_STATE_H
 #define SBX_RUNNER_STATE_H
 
