@@ -20,7 +20,7 @@
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
-#include "runner/worker.h"
+#include "runner/output.h"
 #include "runner/storeq.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"
@@ -402,6 +402,25 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
     runner_sq_read(r, req, job_get_work, job_get_done, c);
+}
+
+/* A follow of a job's output (j->streams; loop only). */
+struct runner_stream {
+    struct evhttp_request *req;
+    struct rjob *job;
+    size_t sent; /* in out_total terms */
+    int frames;  /* ?frames=1: stdout and stderr kept apart in frames */
+    struct runner_stream *next;
+};
+
+void runner_streams_free(struct rjob *j)
+{
+    while (j->streams != NULL) {
+        struct runner_stream *s = j->streams;
+
+        j->streams = s->next;
+        free(s);
+    }
 }
 
 static void stream_closed(struct evhttp_connection *c, void *arg)

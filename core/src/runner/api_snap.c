@@ -17,7 +17,9 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
 #include "runner/worker.h"
@@ -442,7 +444,7 @@ int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
     json_decref(rec);
 out:
     if (code != 0) {
-        rm_refused(&r->metrics, rm_refusal_of(code));
+        rm_refused(r->metrics, rm_refusal_of(code));
         sbx_warn("runner: client '%s': job from snapshot %s refused (HTTP %d)", who->name, j->from,
                  code);
     }

@@ -260,7 +260,7 @@ void runner_fleet_claim(struct sbx_runner *r)
     struct runner_fleet *f = r->fleet;
     struct claim_call *c;
 
-    if (f == NULL || r->stopping || !runner_image_ready(r, NULL, 0)) {
+    if (f == NULL || r->stopping || !runner_image_ready(r->image, NULL, 0)) {
         return; /* (added) a box without its image claims nothing */
     }
     if (f->claiming) {
@@ -287,7 +287,7 @@ static void fleet_lost(struct sbx_runner *r)
              "the shared queue holds their records",
              f->id);
     pthread_mutex_lock(&r->mu);
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_QUEUED) {
             sbx_sched_cancel(r->sched, j->id, NULL);
             runner_job_move_held(r, j, RJOB_INTERRUPTED); /* the reap requeued its record */
@@ -301,7 +301,7 @@ static void fleet_lost(struct sbx_runner *r)
             }
         }
     }
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         if (t->t != NULL) {
             sbx_task_stop(t->t, "box lost");
         }
@@ -373,7 +373,7 @@ static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
                  "interrupted (box lost), %zu task(s) ended",
                  reap.boxes, reap.requeued, reap.interrupted, reap.tasks);
     }
-    if (c->want_listen && !runner_store_stalled(r)) {
+    if (c->want_listen && !runner_store_stalled(r->storeprobe)) {
         c->listen = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
         c->sock = c->listen != NULL ? sbx_store_listen(c->listen, &err) : -1;
         if (c->sock < 0) {
@@ -385,7 +385,7 @@ static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     if (!c->lost) {
         runner_lead_beat(r, f->lead);
     }
-    c->view = runner_store_stalled(r) ? NULL : fleet_view(st);
+    c->view = runner_store_stalled(r->storeprobe) ? NULL : fleet_view(st);
 }
 
 static void on_notify(evutil_socket_t fd, short what, void *arg);

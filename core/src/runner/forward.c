@@ -145,7 +145,7 @@ const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
 
     why[0] = '\0';
     if (!runner_forwarded(req) && name == NULL && scopes == NULL) {
-        return runner_local_client(r);
+        return runner_local_client(r->auth);
     }
     /* (changed) only a box of this fleet forwards: a box of one is never
      * forwarded to, and on a fleet box the peer must be the runner's own

@@ -34,10 +34,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "runner/state.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/fleet.h"
 #include "runner/forward.h"
+#include "runner/jobs.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -403,8 +404,8 @@ static int take_over(struct tun *t, struct evhttp_request *req)
         return -1;
     }
     evutil_make_socket_nonblocking(dup);
-    t->cb =
-        bufferevent_socket_new(t->r->base, dup, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    t->cb = bufferevent_socket_new(runner_base(t->r), dup,
+                                   BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     if (t->cb == NULL) {
         close(dup);
         return -1;
@@ -461,7 +462,8 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
     snprintf(t->client, sizeof(t->client), "%s", who->name);
     snprintf(t->what, sizeof(t->what), "%s", what);
     t->early = evbuffer_new();
-    t->ob = bufferevent_socket_new(r->base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    t->ob =
+        bufferevent_socket_new(runner_base(r), -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     if (t->early == NULL || t->ob == NULL || take_over(t, req) < 0) {
         runner_reply_error(req, 500, "relaying %s to box %s: %s", what, o->box,
                            errno ? strerror(errno) : "out of memory");

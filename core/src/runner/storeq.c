@@ -203,7 +203,7 @@ static void sq_post(struct sbx_runner *r, struct evhttp_request *req, runner_sq_
     pthread_mutex_lock(&sq->mu);
     queued = l->queued;
     pthread_mutex_unlock(&sq->mu);
-    if (req != NULL && (runner_store_stalled(r) || queued >= SQ_MAX)) {
+    if (req != NULL && (runner_store_stalled(r->storeprobe) || queued >= SQ_MAX)) {
         char why[200];
 
         if (queued >= SQ_MAX) {
@@ -341,7 +341,7 @@ int runner_sq_start(struct sbx_runner *r, sbx_error_t **err)
         }
         /* the probe's gate: a call past its deadline makes the others fail
          * at once until the database answers in time again */
-        sbx_store_set_gate(l->st, runner_store_gate(r));
+        sbx_store_set_gate(l->st, runner_store_gate(r->storeprobe));
     }
     sq->wake = event_new(r->base, -1, EV_PERSIST | EV_READ, on_done, sq);
     if (sq->wake == NULL) {
