@@ -1,10 +1,10 @@
-/* backend.h - what the MCP tools call: a small interface with two
- * implementations. "embedded" runs tasks in this process through
- * sbx_task_start/exec/end (sandbox/task.h), like `sbx run`; "runner" (when
- * `runner.listen` is set) sends the same calls to `sbx serve`'s API, and a
- * runner that does not answer fails the call with the reason: it never falls
- * back to embedded (docs/architecture.md, One implementation). Both return the same job
- * object (docs/mcp.md). */
+/* backend.h - what the MCP tools call: one implementation, the runner's API
+ * (backend_runner.c). With `runner.listen` set it is `sbx serve`'s; without,
+ * `sbx mcp` starts a private one-box runner on a thread of its own process
+ * (runner/private.h) and talks to that one (mode "embedded": its tasks end
+ * with the process). A configured runner that does not answer fails the call
+ * with the reason: it never falls back to the private one (docs/architecture.md,
+ * One implementation). The job object is the same in both modes (docs/mcp.md). */
 #ifndef SBX_MCP_BACKEND_H
 #define SBX_MCP_BACKEND_H
 
@@ -18,15 +18,15 @@
 #define SBX_MCP_OUTPUT_CAP (64u << 10)
 /* Default and largest per-command timeout of sandbox_run, in seconds. */
 #define SBX_MCP_DEFAULT_TIMEOUT (10 * 60)
-/* Finished jobs remembered for sandbox_job (oldest dropped first). */
+/* Jobs whose call's timeout and cancel reason this process remembers for
+ * sandbox_job (oldest dropped first); the record and output are the runner's. */
 #define SBX_MCP_JOB_HISTORY 256
 
 /* One tools/call in flight. The server sets cancelled (notifications/cancelled,
  * shutdown); the backend polls it and cancels the job. Read and write it
  * with sbx_mcp_call_cancel / sbx_mcp_call_cancelled (atomic). It is also a
- * `const volatile int *` stop flag for a blocking call: the embedded backend
- * gives it to sbx_task_start, the runner backend to sbx_runner_follow (and its
- * timeout sets it, as a client's cancel would). */
+ * `const volatile int *` stop flag for a blocking call: the backend gives it
+ * to sbx_runner_follow (and its timeout sets it, as a client's cancel would). */
 struct sbx_mcp_call {
     volatile int cancelled;
 };
@@ -57,16 +57,18 @@ struct sbx_mcp_run {
  * "state" is running, finished (the command ran to its end, any exit
  * status), failed (sbx failed), cancelled or timed_out. */
 struct sbx_mcp_backend_ops {
-    const char *mode; /* "embedded" or "runner" */
+    const char *mode; /* "embedded" (a private runner) or "runner" */
     json_t *(*run)(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_call *call,
                    sbx_error_t **err);
     json_t *(*end)(void *ctx, const char *task, sbx_error_t **err);
     json_t *(*job)(void *ctx, const char *job, sbx_error_t **err);
     json_t *(*cancel)(void *ctx, const char *job, sbx_error_t **err);
     json_t *(*queue)(void *ctx, sbx_error_t **err);
-    /* Cancels every running job and refuses new ones (stdin closed, signal). */
+    /* Refuses new calls (stdin closed, signal); the server then cancels the
+     * calls in flight, each of which cancels its job. */
     void (*shutdown)(void *ctx);
-    /* Ends every task still held and frees ctx (after all calls returned). */
+    /* Frees ctx (after all calls returned); a private runner is stopped: every
+     * task it still holds is ended, its directory removed. */
     void (*destroy)(void *ctx);
     /* (added, issue 30) sandbox_read_file, sandbox_write_file (tools_files.c): one
      * regular file of a task's sandbox, at most SBX_FILES_ONE_MAX bytes; path absolute,
@@ -86,22 +88,23 @@ struct sbx_mcp_backend {
     void *ctx;
 };
 
-/* Picks the backend for cfg: "runner" when runner.listen is set, else
- * "embedded". plugin_dir is kept (not copied) for the process's life. The
- * runner backend sends every call to `sbx serve` (backend_runner.c). */
-int sbx_mcp_backend_open(const struct sbx_config *cfg, const char *plugin_dir,
+/* The backend for cfg: "runner" when runner.listen is set; else a private
+ * runner is started (cfg's runner settings are rewritten to it, so cfg must
+ * outlive the backend) with the directory `sbx mcp` runs in as its one
+ * worktree root, and the mode is "embedded". plugin_dir is kept (not copied)
+ * for the process's life. */
+int sbx_mcp_backend_open(struct sbx_config *cfg, const char *plugin_dir,
                          struct sbx_mcp_backend *out, sbx_error_t **err);
-int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_dir,
-                             struct sbx_mcp_backend *out, sbx_error_t **err);
 /* The runner client: every call goes to the runner's API; a runner that does
  * not answer fails the call with the reason (no fallback). */
 void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out);
 
-/* The box's slots (box.max_sandboxes, flock files under state/slots):
- * {max, used, holders: [task records of running tasks on this box]}. */
-json_t *sbx_mcp_box_slots(const char *state, int max);
+/* boxinfo.c: sandbox_queue's object from the runner's GET /v1/queue (taken)
+ * and its running and queued job records (an array, taken): {mode, runner,
+ * tasks, running_jobs, queued, slots, pools, box}. */
+json_t *sbx_mcp_queue_view(json_t *queue, json_t *jobs, const char *mode, const char *runner);
 
-/* Output capture shared by backends: the first and last SBX_MCP_OUTPUT_CAP/2
+/* Output capture: the first and last SBX_MCP_OUTPUT_CAP/2
  * bytes of a stream, and how much there was. */
 struct sbx_mcp_outbuf {
     char *head;

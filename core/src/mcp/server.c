@@ -426,12 +426,13 @@ void sbx_mcp_server_free(struct sbx_mcp_server *s)
     if (s == NULL) {
         return;
     }
+    /* new calls refused first, so that a cancelled call says why */
+    s->backend.ops->shutdown(s->backend.ctx);
     pthread_mutex_lock(&s->mu);
     for (struct inflight *f = s->inflight; f != NULL; f = f->next) {
         sbx_mcp_call_cancel(&f->call);
     }
     pthread_mutex_unlock(&s->mu);
-    s->backend.ops->shutdown(s->backend.ctx);
     reap(s, 1);
     s->backend.ops->destroy(s->backend.ctx);
     pthread_mutex_destroy(&s->out_mu);
