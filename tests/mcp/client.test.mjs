@@ -66,11 +66,19 @@ async function sandboxesSettle(want) {
     return n;
 }
 
+// With no runner configured, sbx mcp runs a private runner, which reserves each
+// job's CPUs and memory on the box: small sandboxes, so that a kept task and a
+// second one fit on a 2-CPU box. The file is outside the project (a worktree
+// holding sbx's configuration is refused).
+const conf = join(state, 'sbx.conf');
+writeFileSync(conf, 'limits = { cpus = 0.5; memory = "1G"; };\n');
+
 function connect() {
     const env = {
         PATH: process.env.PATH,
         HOME: process.env.HOME ?? '/root',
         DOCKER_HOST: host,
+        SBX_CONFIG: conf,
         SBX_STATE_DIR: state,
         SBX_MCP_PROGRESS_MS: '300',
         SBX_TEST_LABEL: scope,

@@ -237,6 +237,10 @@ static void test_bad_values(void **state)
     assert_null(b.ops->run(b.ctx, &r, NULL, &err));
     assert_non_null(strstr(err->msg, "pool"));
     sbx_error_free(&err);
+    r.pool = "ci"; /* the private runner serves the agent pool, with the whole box */
+    assert_null(b.ops->run(b.ctx, &r, NULL, &err));
+    assert_non_null(strstr(err->msg, "agent pool only"));
+    sbx_error_free(&err);
     r.pool = NULL;
     r.timeout = 9 * 3600; /* beyond limits.max (8h) */
     assert_null(b.ops->run(b.ctx, &r, NULL, &err));

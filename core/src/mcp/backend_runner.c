@@ -37,9 +37,9 @@
 /* What this process knows of one of its jobs beyond the runner's record. */
 struct note {
     char job[32];
-    int64_t timeout;   /* seconds */
-    int timed_out;     /* its call's timeout cancelled it */
-    const char *why;   /* who cancelled it (a static text), or NULL */
+    int64_t timeout; /* seconds */
+    int timed_out;   /* its call's timeout cancelled it */
+    const char *why; /* who cancelled it (a static text), or NULL */
 };
 
 struct runner {
@@ -54,7 +54,6 @@ struct runner {
     char kept[KEPT_MAX][80]; /* tasks run in and not ended by sandbox_end */
     size_t n_kept;
 };
-
 
 /* ---- the runner's API ---------------------------------------------------- */
 
@@ -122,6 +121,19 @@ static int runner_holds(struct runner *r, const char *id, sbx_error_t **err)
     }
     json_decref(q);
     return found;
+}
+
+/* Waits (at most END_WAIT_MS) until the runner no longer holds the task; 1
+ * when it is gone. */
+static int wait_task_gone(struct runner *r, const char *task)
+{
+    int held = runner_holds(r, task, NULL);
+
+    for (int waited = 0; waited < END_WAIT_MS && held > 0; waited += 20) {
+        usleep(20 * 1000);
+        held = runner_holds(r, task, NULL);
+    }
+    return held == 0;
 }
 
 /* ---- what this process remembers ---------------------------------------- */
@@ -313,8 +325,9 @@ static char *job_error(const char *state, const char *st, const char *reason, co
         return xasprintf("timed out after %" PRId64 "s: the command was killed", n->timeout);
     }
     if (strcmp(state, "cancelled") == 0) {
-        return xasprintf("%s; the command was killed",
-                         n->why ? n->why : reason ? reason : "cancelled");
+        return xasprintf("%s; the command was killed", n->why   ? n->why
+                                                       : reason ? reason
+                                                                : "cancelled");
     }
     if (strcmp(state, "failed") == 0) {
         return xasprintf("%s", reason ? reason : st ? st : "the record has no state");
@@ -573,6 +586,12 @@ static int validate_run(const struct runner *r, const struct sbx_mcp_run *req, s
     if (req->pool != NULL && strcmp(req->pool, "ci") != 0 && strcmp(req->pool, "agent") != 0) {
         return sbx_error_set(err, SBX_E_USAGE, "pool '%.32s': use ci or agent", req->pool);
     }
+    if (r->priv != NULL && req->pool != NULL && strcmp(req->pool, "agent") != 0) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "pool '%s': with no runner configured (runner.listen) sbx mcp's own "
+                             "runner serves the agent pool only, with the whole box",
+                             req->pool);
+    }
     if (req->timeout < 0 || (r->cfg->limits.max > 0 && req->timeout > r->cfg->limits.max)) {
         return sbx_error_set(err, SBX_E_USAGE,
                              "timeout %" PRId64 ": use 1 to %" PRId64 " seconds (limits.max)",
@@ -670,6 +689,10 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
     if (req->task != NULL && !json_is_true(json_object_get(out, "task_ended"))) {
         kept_add(r, req->task);
     }
+    else if (req->task == NULL) {
+        /* task_ended: its sandbox is gone when the call returns (as sbx run) */
+        wait_task_gone(r, id);
+    }
     json_decref(rec);
     capture_clear(&c);
     free(id);
@@ -689,7 +712,7 @@ static json_t *runner_end(void *ctx, const char *task, sbx_error_t **err)
     json_t *rep;
     json_t *j;
     size_t i;
-    int held = 1;
+    int gone;
 
     free(t);
     if (jobs_in(r, "running", jobs, NULL) == 0 && jobs_in(r, "queued", jobs, NULL) == 0) {
@@ -712,12 +735,9 @@ static json_t *runner_end(void *ctx, const char *task, sbx_error_t **err)
     }
     json_decref(rep);
     kept_remove(r, task);
-    for (int waited = 0; waited < END_WAIT_MS && held > 0; waited += 20) {
-        usleep(20 * 1000);
-        held = runner_holds(r, task, NULL);
-    }
-    return json_pack("{s:s, s:s, s:s}", "task", task, "state", held == 0 ? "ended" : "ending",
-                     "mode", r->mode);
+    gone = wait_task_gone(r, task);
+    return json_pack("{s:s, s:s, s:s}", "task", task, "state", gone ? "ended" : "ending", "mode",
+                     r->mode);
 }
 
 /* sandbox_job: the record and the output kept so far; never waits for the job. */
@@ -900,11 +920,11 @@ int sbx_mcp_backend_open(struct sbx_config *cfg, const char *plugin_dir,
     /* a worktree is the directory sbx mcp runs in or below it (docs/mcp.md) */
     cwd = realpath(".", NULL);
     if (cwd == NULL) {
-        return sbx_error_set(err, SBX_E_GENERIC, "mcp: the current directory: %s",
-                             strerror(errno));
+        return sbx_error_set(err, SBX_E_GENERIC, "mcp: the current directory: %s", strerror(errno));
     }
     po.worktree_roots = (const char *const[]){cwd};
     po.n_worktree_roots = 1;
+    po.pool = "agent"; /* the whole box, as a task of sbx run's would have it */
     p = sbx_runner_private_start(cfg, plugin_dir, &po, err);
     free(cwd);
     if (p == NULL) {

@@ -24,7 +24,9 @@ static json_t *tasks_view(json_t *tasks)
 
         json_array_append_new(
             out, json_pack("{s:s?, s:s, s:s?, s:I, s:b, s:b, s:s?}", "task", jstr(t, "id"), "state",
-                           st != NULL && strcmp(st, "ready") == 0 ? "running" : st ? st : "?",
+                           st != NULL && strcmp(st, "ready") == 0 ? "running"
+                           : st                                   ? st
+                                                                  : "?",
                            "pool", jstr(t, "pool"), "running_jobs",
                            json_integer_value(json_object_get(t, "running")), "kept", kept,
                            "ends_with_command", !kept, "client", jstr(t, "client")));
