@@ -9,6 +9,7 @@
 #define SBX_MCP_BACKEND_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "config/config.h"
@@ -122,5 +123,38 @@ char *sbx_mcp_outbuf_text(const struct sbx_mcp_outbuf *b, int *truncated);
 void sbx_mcp_outbuf_free(struct sbx_mcp_outbuf *b);
 /* Copies s (len bytes) replacing invalid UTF-8 and NUL with U+FFFD. */
 char *sbx_mcp_utf8_clean(const char *s, size_t len);
+
+/* jobobj.c: what this process knows of one of its jobs beyond the runner's
+ * record (backend_runner.c keeps the last SBX_MCP_JOB_HISTORY). */
+struct sbx_mcp_note {
+    char job[32];
+    int64_t timeout; /* seconds; 0: not known (another process's job) */
+    int timed_out;   /* its call's timeout cancelled it */
+    const char *why; /* who cancelled it (a static text), or NULL */
+};
+
+/* The runner's job record and the output read from it (out[0] stdout, out[1]
+ * stderr; out_error: why it could not be read, or NULL) as the tool's job
+ * object, with mode and the record under "record". */
+json_t *sbx_mcp_job_object(json_t *rec, const struct sbx_mcp_outbuf out[2], const char *out_error,
+                           struct sbx_mcp_note n, const char *mode);
+/* A record's state that is not final (queued, running). */
+int sbx_mcp_job_active(const char *state);
+
+/* jobobj.c: sandbox_run's timeout: a thread that cancels the call (as the
+ * client would) when it expires. */
+struct sbx_mcp_timer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct sbx_mcp_call *call;
+    int64_t seconds;
+    int done;
+    int fired;
+    pthread_t th;
+};
+
+int sbx_mcp_timer_start(struct sbx_mcp_timer *t, struct sbx_mcp_call *call, int64_t seconds);
+/* Stops the timer; 1 when it had fired. */
+int sbx_mcp_timer_stop(struct sbx_mcp_timer *t);
 
 #endif

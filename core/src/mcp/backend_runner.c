@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/http.h"
@@ -23,7 +22,6 @@
 #include "runner/private.h"
 #include "runner/runner.h"
 #include "sbx/sbx_util.h"
-#include "util/monowait.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -34,14 +32,6 @@
 /* Tasks this process remembers having run in (oldest dropped first). */
 #define KEPT_MAX 256
 
-/* What this process knows of one of its jobs beyond the runner's record. */
-struct note {
-    char job[32];
-    int64_t timeout; /* seconds */
-    int timed_out;   /* its call's timeout cancelled it */
-    const char *why; /* who cancelled it (a static text), or NULL */
-};
-
 struct runner {
     const struct sbx_config *cfg;
     struct sbx_runner_private *priv; /* NULL: runner.listen's runner */
@@ -49,7 +39,7 @@ struct runner {
     char *where;                     /* sandbox_queue's "runner" text */
     pthread_mutex_t mu;
     int quitting;
-    struct note notes[SBX_MCP_JOB_HISTORY]; /* a ring */
+    struct sbx_mcp_note notes[SBX_MCP_JOB_HISTORY]; /* a ring */
     size_t notes_next;
     char kept[KEPT_MAX][80]; /* tasks run in and not ended by sandbox_end */
     size_t n_kept;
@@ -139,7 +129,7 @@ static int wait_task_gone(struct runner *r, const char *task)
 /* ---- what this process remembers ---------------------------------------- */
 
 /* The job's note, or NULL. Under mu. */
-static struct note *note_find(struct runner *r, const char *job)
+static struct sbx_mcp_note *note_find(struct runner *r, const char *job)
 {
     for (size_t i = 0; i < SBX_MCP_JOB_HISTORY; i++) {
         if (r->notes[i].job[0] != '\0' && strcmp(r->notes[i].job, job) == 0) {
@@ -151,7 +141,7 @@ static struct note *note_find(struct runner *r, const char *job)
 
 static void note_new(struct runner *r, const char *job, int64_t timeout)
 {
-    struct note *n;
+    struct sbx_mcp_note *n;
 
     pthread_mutex_lock(&r->mu);
     n = &r->notes[r->notes_next++ % SBX_MCP_JOB_HISTORY];
@@ -164,7 +154,7 @@ static void note_new(struct runner *r, const char *job, int64_t timeout)
 /* Who cancels the job, unless someone already did; 1 when this set it. */
 static int note_why(struct runner *r, const char *job, const char *why)
 {
-    struct note *n;
+    struct sbx_mcp_note *n;
     int set = 0;
 
     pthread_mutex_lock(&r->mu);
@@ -184,7 +174,7 @@ static int note_why(struct runner *r, const char *job, const char *why)
 
 static void note_unwhy(struct runner *r, const char *job)
 {
-    struct note *n;
+    struct sbx_mcp_note *n;
 
     pthread_mutex_lock(&r->mu);
     if ((n = note_find(r, job)) != NULL) {
@@ -195,7 +185,7 @@ static void note_unwhy(struct runner *r, const char *job)
 
 static void note_timed_out(struct runner *r, const char *job)
 {
-    struct note *n;
+    struct sbx_mcp_note *n;
 
     pthread_mutex_lock(&r->mu);
     if ((n = note_find(r, job)) != NULL && n->why == NULL) {
@@ -204,10 +194,10 @@ static void note_timed_out(struct runner *r, const char *job)
     pthread_mutex_unlock(&r->mu);
 }
 
-static struct note note_get(struct runner *r, const char *job)
+static struct sbx_mcp_note note_get(struct runner *r, const char *job)
 {
-    struct note out = {0};
-    struct note *n;
+    struct sbx_mcp_note out = {0};
+    struct sbx_mcp_note *n;
 
     pthread_mutex_lock(&r->mu);
     if ((n = note_find(r, job)) != NULL) {
@@ -298,194 +288,7 @@ static void read_output(struct runner *r, const char *id, int follow, const vola
     sbx_error_free(&e);
 }
 
-static int job_active(const char *st)
-{
-    return st != NULL && (strcmp(st, "queued") == 0 || strcmp(st, "running") == 0);
-}
-
-/* Unix seconds (the record's reals) as an ISO time. */
-static json_t *iso(json_t *secs)
-{
-    char buf[32];
-    struct tm tm;
-    time_t t = (time_t)json_number_value(secs);
-
-    if (!json_is_number(secs) || t <= 0) {
-        return json_null();
-    }
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
-
-/* The error text of a job that did not finish, or NULL. */
-static char *job_error(const char *state, const char *st, const char *reason, const struct note *n)
-{
-    if (strcmp(state, "timed_out") == 0) {
-        return xasprintf("timed out after %" PRId64 "s: the command was killed", n->timeout);
-    }
-    if (strcmp(state, "cancelled") == 0) {
-        return xasprintf("%s; the command was killed", n->why   ? n->why
-                                                       : reason ? reason
-                                                                : "cancelled");
-    }
-    if (strcmp(state, "failed") == 0) {
-        return xasprintf("%s", reason ? reason : st ? st : "the record has no state");
-    }
-    return NULL;
-}
-
-/* The runner's record and output as the tool's job object (docs/mcp.md), with
- * what this process noted of the job. */
-static json_t *job_object(struct runner *r, json_t *rec, const struct capture *c)
-{
-    const char *st = json_string_value(json_object_get(rec, "state"));
-    const char *reason = json_string_value(json_object_get(rec, "reason"));
-    const char *id = json_string_value(json_object_get(rec, "id"));
-    const char *task = json_string_value(json_object_get(rec, "task"));
-    const char *pool = json_string_value(json_object_get(rec, "pool"));
-    json_t *exit_status = json_object_get(rec, "exit_status");
-    json_t *started = json_object_get(rec, "started_at");
-    json_t *ended = json_object_get(rec, "ended_at");
-    json_t *egress = json_object_get(rec, "egress");
-    json_t *argv = json_object_get(rec, "argv");
-    struct note n = note_get(r, id ? id : "");
-    json_t *o = json_object();
-    const char *state;
-    char *error;
-    char *text[2];
-    int trunc[2];
-    uint64_t got;
-    json_int_t kept = json_integer_value(json_object_get(rec, "output_bytes"));
-    double end_s;
-
-    /* runner finished with a reason: sbx failed (no sandbox, 126, 127) */
-    if (job_active(st)) {
-        state = "running";
-    }
-    else if (st != NULL && strcmp(st, "finished") == 0) {
-        state = reason == NULL ? "finished" : "failed";
-    }
-    else if (st != NULL && strcmp(st, "cancelled") == 0) {
-        state = n.timed_out ? "timed_out" : "cancelled";
-    }
-    else {
-        state = "failed"; /* interrupted (the runner died), or unknown */
-    }
-    error = job_error(state, st, reason, &n);
-    for (int i = 0; i < 2; i++) {
-        text[i] = sbx_mcp_outbuf_text(&c->out[i], &trunc[i]);
-    }
-    got = c->out[0].total + c->out[1].total;
-    json_object_set_new(o, "job", id ? json_string(id) : json_null());
-    json_object_set_new(o, "task", task ? json_string(task) : json_null());
-    json_object_set_new(o, "state", json_string(state));
-    json_object_set_new(o, "exit_status",
-                        json_is_integer(exit_status) ? json_incref(exit_status) : json_null());
-    json_object_set_new(o, "command", json_is_array(argv) ? json_deep_copy(argv) : json_array());
-    json_object_set_new(o, "stdout", json_string(text[0]));
-    json_object_set_new(o, "stderr", json_string(text[1]));
-    json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)c->out[0].total));
-    json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)c->out[1].total));
-    json_object_set_new(o, "stdout_truncated", json_boolean(trunc[0]));
-    json_object_set_new(o, "stderr_truncated", json_boolean(trunc[1]));
-    if (kept > 0 && (uint64_t)kept > got) {
-        /* the runner keeps the last 1 MiB: older output was gone when read */
-        json_object_set_new(o, "output_dropped_bytes", json_integer(kept - (json_int_t)got));
-    }
-    if (c->error != NULL) {
-        json_object_set_new(o, "output_error", json_string(c->error));
-    }
-    json_object_set_new(o, "started_at", iso(started));
-    json_object_set_new(o, "ended_at", iso(ended));
-    end_s = json_is_number(ended) ? json_number_value(ended) : (double)time(NULL);
-    json_object_set_new(o, "duration_seconds",
-                        json_integer(json_is_number(started) && end_s > json_number_value(started)
-                                         ? (json_int_t)(end_s - json_number_value(started))
-                                         : 0));
-    json_object_set_new(o, "timeout_seconds",
-                        n.timeout > 0 ? json_integer(n.timeout) : json_null());
-    json_object_set_new(o, "egress",
-                        json_pack("{s:I, s:I, s:s}", "allowed",
-                                  json_integer_value(json_object_get(egress, "allowed")), "denied",
-                                  json_integer_value(json_object_get(egress, "denied")), "scope",
-                                  "job"));
-    /* the runner keeps an agent job's own task (docs/api.md, Tasks); every
-     * other job is a one-command task that ends with it */
-    json_object_set_new(
-        o, "task_ended",
-        json_boolean(!job_active(st) && !(pool != NULL && strcmp(pool, "agent") == 0 &&
-                                          task != NULL && id != NULL && strcmp(task, id) != 0)));
-    if (error != NULL) {
-        json_object_set_new(o, "error", json_string(error));
-    }
-    json_object_set_new(o, "mode", json_string(r->mode));
-    json_object_set_new(o, "record", json_incref(rec));
-    free(text[0]);
-    free(text[1]);
-    free(error);
-    return o;
-}
-
 /* ---- sandbox_run ---------------------------------------------------------- */
-
-/* sandbox_run's timeout: cancels the call (as the client would) when it expires. */
-struct timer {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct sbx_mcp_call *call;
-    int64_t seconds;
-    int done;
-    int fired;
-    pthread_t th;
-};
-
-static void *timer_main(void *arg)
-{
-    struct timer *t = arg;
-    struct timespec until;
-
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)t->seconds;
-    pthread_mutex_lock(&t->mu);
-    while (!t->done) {
-        if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT && !t->done) {
-            t->fired = !sbx_mcp_call_cancelled(t->call);
-            sbx_mcp_call_cancel(t->call);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&t->mu);
-    return NULL;
-}
-
-static int timer_start(struct timer *t, struct sbx_mcp_call *call, int64_t seconds)
-{
-    memset(t, 0, sizeof(*t));
-    t->call = call;
-    t->seconds = seconds;
-    pthread_mutex_init(&t->mu, NULL);
-    sbx_cond_init_mono(&t->cv);
-    if (pthread_create(&t->th, NULL, timer_main, t) != 0) {
-        pthread_cond_destroy(&t->cv);
-        pthread_mutex_destroy(&t->mu);
-        return -1;
-    }
-    return 0;
-}
-
-/* Stops the timer; 1 when it had fired. */
-static int timer_stop(struct timer *t)
-{
-    pthread_mutex_lock(&t->mu);
-    t->done = 1;
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    pthread_join(t->th, NULL);
-    pthread_cond_destroy(&t->cv);
-    pthread_mutex_destroy(&t->mu);
-    return t->fired;
-}
 
 /* POST /v1/jobs; the new job's id (caller frees) or NULL. */
 static char *submit(struct runner *r, const struct sbx_mcp_run *req, sbx_error_t **err)
@@ -558,7 +361,8 @@ static void cancel_and_wait(struct runner *r, const char *id)
     }
     for (int waited = 0; waited < CANCEL_WAIT_MS; waited += 20) {
         json_t *rec = get_record(r, id, NULL);
-        int active = rec == NULL || job_active(json_string_value(json_object_get(rec, "state")));
+        int active =
+            rec == NULL || sbx_mcp_job_active(json_string_value(json_object_get(rec, "state")));
 
         json_decref(rec);
         if (!active) {
@@ -630,7 +434,7 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
     struct runner *r = ctx;
     struct sbx_mcp_call own = {0};
     struct capture c = {0};
-    struct timer tm;
+    struct sbx_mcp_timer tm;
     int64_t timeout;
     int have_timer;
     int quitting;
@@ -661,12 +465,12 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
     }
     note_new(r, id, timeout);
     /* the call's flag stops the follow at once, even if the command is silent */
-    have_timer = timer_start(&tm, call, timeout) == 0;
+    have_timer = sbx_mcp_timer_start(&tm, call, timeout) == 0;
     if (!have_timer) {
         sbx_warn("mcp: job %s: cannot start its timeout thread: no timeout", id);
     }
     read_output(r, id, 1, &call->cancelled, &c);
-    if (have_timer && timer_stop(&tm)) {
+    if (have_timer && sbx_mcp_timer_stop(&tm)) {
         note_timed_out(r, id);
     }
     if (sbx_mcp_call_cancelled(call)) {
@@ -685,7 +489,8 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
         free(id);
         return NULL;
     }
-    out = job_object(r, rec, &c);
+    out = sbx_mcp_job_object(rec, c.out, c.error,
+                             note_get(r, json_string_value(json_object_get(rec, "id"))), r->mode);
     if (req->task != NULL && !json_is_true(json_object_get(out, "task_ended"))) {
         kept_add(r, req->task);
     }
@@ -752,7 +557,8 @@ static json_t *runner_job(void *ctx, const char *job, sbx_error_t **err)
         return NULL;
     }
     read_output(r, job, 0, NULL, &c);
-    out = job_object(r, rec, &c);
+    out = sbx_mcp_job_object(rec, c.out, c.error,
+                             note_get(r, json_string_value(json_object_get(rec, "id"))), r->mode);
     json_decref(rec);
     capture_clear(&c);
     return out;
