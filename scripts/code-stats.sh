@@ -16,8 +16,8 @@ Prints, for the source tree the script lives in:
   headers        the runner header included by the most runner .c files and
                  the largest runner header: lines, includers
   state writes   a job's or task's state assigned in core/src/runner outside
-                 the move functions (jobstate.c), and in the MCP server's
-                 own job table
+                 the move functions (jobstate.c), and in core/src/mcp (the
+                 MCP server's own job table until issue 31: 0 since)
 
 Needs universal-ctags (Debian: apt-get install universal-ctags) for the
 function lengths. Compare two commits by running it in two checkouts.
@@ -89,12 +89,13 @@ read -r wide_h wide_lines wide_users < <(printf '%s\n' "$hdr_stats" | sort -k3,3
 read -r big_h big_lines big_users < <(printf '%s\n' "$hdr_stats" | sort -k2,2nr -k3,3nr | head -1)
 # Records' states (jobs, tasks) assigned outside the move functions
 # (runner/jobstate.c), as tests/unit/check_state_moves.sh counts them, and
-# those of the MCP server's own job table (mcp/backend_embedded.c).
+# those in core/src/mcp (the MCP server's own job table, mcp/backend_embedded.c,
+# until issue 31 removed it: the MCP tools use the runner's records).
 assign='->state[[:space:]]*=([^=]|$)'
 state_writes=$(grep -nE -- "$assign" core/src/runner/*.c core/src/runner/*.h |
 	grep -v '^core/src/runner/jobstate\.c:' | grep -vE 'api_list\.c:[0-9]+:[[:space:]]*f->state = ' |
 	wc -l || true)
-mcp_writes=$(grep -cE -- "$assign" core/src/mcp/backend_embedded.c 2>/dev/null || true)
+mcp_writes=$(cat core/src/mcp/*.c | grep -cE -- "$assign" || true)
 if [ "$json" = 1 ]; then
 	printf '{"runner_lines":%d,"sandbox_lines":%d,"functions_over_100":%d,' \
 		"$runner_lines" "$sandbox_lines" "$long_n"
@@ -118,7 +119,7 @@ else
 		"$wide_h" "$wide_lines" "$wide_users" "$runner_c"
 	printf 'largest header %s, %d lines, included by %d of %d runner .c files\n' \
 		"$big_h" "$big_lines" "$big_users" "$runner_c"
-	printf 'state writes   %d in core/src/runner outside the move functions; %d in the MCP server'"'"'s own job table\n' \
+	printf 'state writes   %d in core/src/runner outside the move functions; %d in core/src/mcp (the MCP server'"'"'s own job table)\n' \
 		"$state_writes" "${mcp_writes:-0}"
 fi
 if [ "$list" = 1 ] && [ -n "$long" ]; then

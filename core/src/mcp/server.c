@@ -146,7 +146,7 @@ static json_t *initialize(struct sbx_mcp_server *s, json_t *params, int *code, c
         "sandbox_end when done; without a task id each command gets a fresh sandbox. Mode: %s%s.",
         s->backend.ops->mode,
         strcmp(s->backend.ops->mode, "embedded") == 0
-            ? " (no runner configured: tasks live in this server process and end with it)"
+            ? " (no runner configured: tasks live in this server's own runner and end with it)"
             : "");
     r = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", use,
                   "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "sbx", "title",

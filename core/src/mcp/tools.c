@@ -274,7 +274,8 @@ static int opt_str(json_t *args, const char *key, const char **out, char **bad)
  * host: the runner's rule (util/confine.h) with the project as the one root,
  * so a symlink that leads out is refused, and so are /proc, /sys, /dev and
  * /run and any directory holding one of them (the state directory is the
- * backend's check: the embedded one knows it, the runner has its own). An error
+ * runner's check, with this directory as its worktree root when it is sbx
+ * mcp's own). An error
  * text, or NULL and *out (absolute, resolved). */
 static char *project_path(const char *w, char **out)
 {
