@@ -339,6 +339,34 @@ static char *submit(struct runner *r, const struct sbx_mcp_run *req, sbx_error_t
     return out;
 }
 
+/* submit, but a call on a task whose sandbox another call is creating (the
+ * runner's 409 "... submit its next command once it runs") waits for it, as
+ * docs/mcp.md says, until the call is cancelled or its timeout passes. */
+static char *submit_when_ready(struct runner *r, const struct sbx_mcp_run *req,
+                               struct sbx_mcp_call *call, int64_t timeout, sbx_error_t **err)
+{
+    int64_t until = sbx_mono_ms() + timeout * 1000;
+
+    for (;;) {
+        sbx_error_t *e = NULL;
+        char *id = submit(r, req, &e);
+
+        if (id != NULL ||
+            strstr(sbx_error_msg(e), "submit its next command once it runs") == NULL ||
+            sbx_mcp_call_cancelled(call) || sbx_mono_ms() >= until) {
+            if (e != NULL && err != NULL && *err == NULL) {
+                *err = e; /* the caller's error */
+            }
+            else {
+                sbx_error_free(&e);
+            }
+            return id;
+        }
+        sbx_error_free(&e);
+        usleep(50 * 1000);
+    }
+}
+
 /* POST /v1/jobs/ID/cancel; 0, or -1 and *err (409: it had ended). */
 static int cancel_job(struct runner *r, const char *id, sbx_error_t **err)
 {
@@ -459,7 +487,7 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
         call = &own;
     }
     timeout = req->timeout > 0 ? req->timeout : SBX_MCP_DEFAULT_TIMEOUT;
-    id = submit(r, req, err);
+    id = submit_when_ready(r, req, call, timeout, err);
     if (id == NULL) {
         return NULL;
     }
