@@ -523,7 +523,7 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
         kept_add(r, req->task);
     }
     else if (req->task == NULL) {
-        /* task_ended: its sandbox is gone when the call returns (as sbx run) */
+        /* task_ended: the runner has ended its task when the call returns */
         wait_task_gone(r, id);
     }
     json_decref(rec);
