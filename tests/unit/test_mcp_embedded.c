@@ -16,7 +16,9 @@
 
 #include "fake_config.h"
 #include "wait.h"
+#include "http/http.h"
 #include "mcp/backend.h"
+#include "runner/runner.h"
 #include "util/xalloc.h"
 
 static char *dir;
@@ -286,8 +288,10 @@ static void test_timeout(void **state)
 
 struct bg {
     const char *task;
+    const char *const *argv; /* NULL: fake-wait */
     struct sbx_mcp_call call;
     json_t *res;
+    char *err;
     pthread_t th;
 };
 
@@ -295,10 +299,11 @@ static void *bg_main(void *arg)
 {
     struct bg *g = arg;
     const char *wait[] = {"fake-wait", NULL};
-    struct sbx_mcp_run r = {.argv = wait, .task = g->task};
+    struct sbx_mcp_run r = {.argv = g->argv ? g->argv : wait, .task = g->task};
     sbx_error_t *err = NULL;
 
     g->res = b.ops->run(b.ctx, &r, &g->call, &err);
+    g->err = err != NULL ? xstrdup(sbx_error_msg(err)) : NULL;
     sbx_error_free(&err);
     return NULL;
 }
@@ -445,6 +450,81 @@ static void test_snapshot_and_from(void **state)
     sbx_error_free(&err);
 }
 
+/* A call on a task whose first call is still queued (the runner answers 409,
+ * "submit its next command once it runs") waits for it, as docs/mcp.md says:
+ * one slot, held by a kept task; two calls on task t2 wait; ending the holder
+ * lets both run in t2. */
+static int queued_jobs_of(const char *task)
+{
+    json_t *q = queue();
+    json_t *j;
+    size_t i;
+    int n = 0;
+
+    json_array_foreach(json_object_get(q, "queued"), i, j)
+    {
+        n += strcmp(str(j, "task"), task) == 0;
+    }
+    json_decref(q);
+    return n;
+}
+
+static long long refused_submits(void)
+{
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    long long n = 0;
+    const char *p;
+
+    if (sbx_runner_call(cfg, "GET", "/metrics", NULL, NULL, NULL, &resp, &err) < 0) {
+        fail_msg("metrics: %s", sbx_error_msg(err));
+    }
+    for (p = resp.body; p != NULL && (p = strstr(p, "\nsbx_jobs_refused_total{")) != NULL; p++) {
+        const char *v = strchr(p + 1, ' ');
+
+        n += v != NULL ? strtoll(v + 1, NULL, 10) : 0;
+    }
+    sbx_http_response_free(&resp);
+    return n;
+}
+
+static void test_second_call_waits_for_the_task(void **state)
+{
+    const char *x[] = {"x", NULL};
+    const char *y[] = {"y", NULL};
+    struct bg a = {.task = "t2", .argv = x};
+    struct bg g = {.task = "t2", .argv = y};
+    sbx_error_t *err = NULL;
+    long long refused;
+    json_t *j;
+
+    (void)state;
+    b.ops->shutdown(b.ctx);
+    b.ops->destroy(b.ctx);
+    sbx_config_destroy(cfg);
+    open_backend(LIMITS "};\nbox = { max_sandboxes = 1; };\n");
+    json_decref(run("hold", x, 0)); /* the one slot */
+    refused = refused_submits();
+    pthread_create(&a.th, NULL, bg_main, &a);
+    wait_until(queued_jobs_of("t2") == 1, 10, NULL, "t2's first job queued");
+    pthread_create(&g.th, NULL, bg_main, &g);
+    wait_until(refused_submits() > refused, 10, NULL, "the second call refused once (409)");
+    j = b.ops->end(b.ctx, "hold", &err);
+    assert_non_null(j);
+    json_decref(j);
+    pthread_join(a.th, NULL);
+    pthread_join(g.th, NULL);
+    if (a.res == NULL || g.res == NULL) {
+        fail_msg("a: %s; b: %s", a.err ? a.err : "ok", g.err ? g.err : "ok");
+    }
+    assert_string_equal(str(a.res, "state"), "finished");
+    assert_string_equal(str(g.res, "state"), "finished");
+    assert_string_equal(str(g.res, "task"), "t2");
+    assert_string_equal(str(g.res, "stdout"), "y");
+    json_decref(a.res);
+    json_decref(g.res);
+}
+
 /* Nothing of the private runner outlives the backend: its directory (socket,
  * store), the task records of the tasks it held, the box's slot locks. */
 static int dir_entries(const char *path)
@@ -534,6 +614,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cancel_paths, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_ended_by_the_core, setup, teardown),
         cmocka_unit_test_setup_teardown(test_snapshot_and_from, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_second_call_waits_for_the_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nothing_left, setup, teardown),
     };
 
