@@ -69,8 +69,8 @@ json_t *sbx_mcp_tools_list(void)
     json_object_set_new(run, "pool",
                         json_pack("{s:s, s:[s, s], s:s}", "type", "string", "enum", "agent", "ci",
                                   "description",
-                                  "Slot pool (default agent). Applies when the "
-                                  "call starts the task."));
+                                  "Slot pool (default agent; with no runner configured, "
+                                  "agent only). Applies when the call starts the task."));
     json_object_set_new(run, "worktree",
                         str_prop("Host directory mounted read-write at /workspace (the only "
                                  "host directory the sandbox sees): the project sbx mcp runs in, "
