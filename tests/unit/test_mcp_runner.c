@@ -3,7 +3,7 @@
  * of the ABI fixtures ("fake-env NAME" prints "NAME unset" on stderr and exits
  * 1, "fake-bin" prints bytes that are not UTF-8 on both streams, "fake-wait"
  * prints nothing and runs until cancelled, anything else prints argv[0]):
- * stdout and stderr apart with their counts and the embedded backend's keys,
+ * stdout and stderr apart with their counts and every key of the job object,
  * output that is not UTF-8, output over the cap, sandbox_job on a running job,
  * a client's cancel of a silent command, the call's timeout, and a job whose
  * output the runner no longer keeps. */
