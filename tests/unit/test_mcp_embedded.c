@@ -185,6 +185,9 @@ static void test_fresh_and_kept_tasks(void **state)
         assert_string_equal(str(t, "task"), "keep-1");
         assert_string_equal(str(t, "state"), "running");
         assert_true(json_is_true(json_object_get(t, "kept")));
+        /* the private runner serves one pool, agent, with the whole box */
+        assert_int_equal(json_array_size(json_object_get(q, "pools")), 1);
+        assert_string_equal(str(json_array_get(json_object_get(q, "pools"), 0), "pool"), "agent");
         /* the box's slots: one held, by this task */
         t = json_object_get(q, "slots");
         assert_int_equal(json_integer_value(json_object_get(t, "used")), 1);
