@@ -51,8 +51,13 @@ static void rewrite(struct sbx_config *cfg, const char *dir,
     set_str(&cfg->box.id, NULL);
     strv_free(cfg->box.pools);
     cfg->box.pools = xcalloc(3, sizeof(char *));
-    cfg->box.pools[0] = xstrdup("ci");
-    cfg->box.pools[1] = xstrdup("agent");
+    if (o != NULL && o->pool != NULL) { /* (added) one pool, the whole box */
+        cfg->box.pools[0] = xstrdup(o->pool);
+    }
+    else {
+        cfg->box.pools[0] = xstrdup("ci");
+        cfg->box.pools[1] = xstrdup("agent");
+    }
     if (o != NULL && !o->keep_warm) {
         for (size_t i = 0; i < cfg->n_pools; i++) {
             cfg->pools[i].warm = 0;

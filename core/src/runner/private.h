@@ -21,6 +21,9 @@ struct sbx_runner_private_opts {
     const char *const *worktree_roots;
     size_t n_worktree_roots;
     int keep_warm; /* 0: pools.*.warm is ignored (no sandbox made in advance) */
+    /* (added) the one pool it serves, with the whole box ("ci" or "agent"); NULL:
+     * both, the box split between them as box.pools says for sbx serve */
+    const char *pool;
 };
 
 /* Rewrites cfg's runner settings to those of a new private runner (runner.listen
