@@ -20,7 +20,7 @@
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
-#include "runner/worker.h"
+#include "runner/output.h"
 #include "runner/storeq.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"
@@ -404,7 +404,28 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     c->id = xstrdup(id);
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
-    runner_sq_call(r, req, job_get_work, job_get_done, c);
+    runner_sq_read(r, req, job_get_work, job_get_done, c);
+}
+
+/* A follow of a job's output (j->streams; loop only). */
+struct runner_stream {
+    struct evhttp_request *req;
+    struct rjob *job;
+    struct sbx_runner *r; /* (added, issue 31) */
+    size_t sent;          /* in out_total terms */
+    size_t acked;         /* (added, issue 31) written out to the client (output_wait) */
+    int frames;           /* ?frames=1: stdout and stderr kept apart in frames */
+    struct runner_stream *next;
+};
+
+void runner_streams_free(struct rjob *j)
+{
+    while (j->streams != NULL) {
+        struct runner_stream *s = j->streams;
+
+        j->streams = s->next;
+        free(s);
+    }
 }
 
 /* (added, issue 31) output_wait: j's lowest written-out offset and its
@@ -744,7 +765,12 @@ static void lookup(struct sbx_runner *r, struct evhttp_request *req, enum lookup
     c->who.scopes = who->scopes;
     c->follow = follow;
     c->frames = frames;
-    runner_sq_call(r, req, lookup_work, lookup_done, c);
+    if (kind == LOOKUP_CANCEL) { /* it may cancel a queued job: a write */
+        runner_sq_call(r, req, lookup_work, lookup_done, c);
+    }
+    else {
+        runner_sq_read(r, req, lookup_work, lookup_done, c);
+    }
 }
 
 void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,

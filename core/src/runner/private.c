@@ -54,7 +54,7 @@ static void rewrite(struct sbx_config *cfg, const char *dir,
     set_str(&cfg->box.id, NULL);
     strv_free(cfg->box.pools);
     cfg->box.pools = xcalloc(3, sizeof(char *));
-    if (o != NULL && o->pool != NULL) { /* (added, issue 31) one pool, the whole box */
+    if (o != NULL && o->pool != NULL) { /* (added) one pool, the whole box */
         cfg->box.pools[0] = xstrdup(o->pool);
     }
     else {

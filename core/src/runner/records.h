@@ -1,5 +1,5 @@
 /* records.h - a job and a task as the runner holds them in memory (struct
- * rjob, struct rtask) and a follow of a job's output. Their states change in
+ * rjob, struct rtask); (changed) a follow of a job's output is api.c's. Their states change in
  * jobstate.c alone (jobstate.h). */
 #ifndef SBX_RUNNER_RECORDS_H
 #define SBX_RUNNER_RECORDS_H
@@ -12,8 +12,8 @@
 #include "sandbox/task.h"
 #include "store/store.h"
 
-struct evhttp_request;
 struct sbx_task;
+struct runner_stream;
 
 /* A task in the runner: one sandbox, shared by the jobs that name it. */
 enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
@@ -81,7 +81,7 @@ struct rjob {
     int lost;                      /* under r->mu */
     struct rjob *next;             /* r->jobs, newest first */
     struct rjob *hnext;            /* r->buckets */
-    struct runner_stream *streams; /* loop only */
+    struct runner_stream *streams; /* loop only; the follows (api.c, opaque) */
     /* (added, issue 31) what its task's worktree checks found by the end of its
      * command (sbx_task_worktree_events), under r->mu; NULL: none. In memory
      * only: GET /v1/jobs/ID adds it as "worktree_events" while the job is held */
@@ -92,16 +92,6 @@ struct rjob {
     size_t out_acked;
     int followers;
     int followed;
-};
-
-struct runner_stream {
-    struct evhttp_request *req;
-    struct rjob *job;
-    struct sbx_runner *r; /* (added, issue 31) */
-    size_t sent;          /* in out_total terms */
-    size_t acked;         /* (added, issue 31) written out to the client (output_wait) */
-    int frames;           /* ?frames=1: stdout and stderr kept apart in frames */
-    struct runner_stream *next;
 };
 
 /* A job's kept output: its bytes start here (worker.c). */

@@ -292,8 +292,8 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         t->keep = 1;
         runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
         t->holder_result = SBX_RESULT_OK;
-        t->next = r->tasks;
-        r->tasks = t;
+        t->next = r->tab.tasks;
+        r->tab.tasks = t;
         sbx_info("runner: recovery: task %s re-adopted", t->id);
     }
     /* running jobs whose command had not started: run it in the re-adopted task */
@@ -380,8 +380,8 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             .task = j->task,
             .pool = j->pool,
             .cls = j->cls,
-            .cpus = r->pool_cpus[j->pool], /* limits.cpus, clamped on a small box */
-            .memory = r->pool_memory[j->pool],
+            .cpus = r->pools.cpus[j->pool], /* limits.cpus, clamped on a small box */
+            .memory = r->pools.memory[j->pool],
             .enqueued_at = q->queued_at,
         };
         sbx_error_t *e = NULL;
