@@ -759,6 +759,7 @@ int sbx_mcp_backend_open(struct sbx_config *cfg, const char *plugin_dir,
     po.worktree_roots = (const char *const[]){cwd};
     po.n_worktree_roots = 1;
     po.pool = "agent"; /* the whole box for the agent pool (docs/mcp.md) */
+    po.slot_lock = 1;  /* its tasks count in the box's slots beside other sbx processes' */
     p = sbx_runner_private_start(cfg, plugin_dir, &po, err);
     free(cwd);
     if (p == NULL) {
