@@ -14,10 +14,12 @@ Prints, for the source tree the script lives in:
   runner_int.h   its lines and how many runner files include it (0 and 0:
                  gone, split into module headers)
   headers        the runner header included by the most runner .c files and
-                 the largest runner header: lines, includers
+                 the largest runner header: lines, includers; (added) the
+                 runner headers included by more than half of the runner's
+                 .c files (issue 31: none)
   state writes   a job's or task's state assigned in core/src/runner outside
-                 the move functions (jobstate.c), and in the MCP server's
-                 own job table
+                 the move functions (jobstate.c), and in core/src/mcp (the
+                 MCP server's own job table until issue 31: 0 since)
 
 Needs universal-ctags (Debian: apt-get install universal-ctags) for the
 function lengths. Compare two commits by running it in two checkouts.
@@ -87,14 +89,16 @@ hdr_stats=$(for h in core/src/runner/*.h; do
 done)
 read -r wide_h wide_lines wide_users < <(printf '%s\n' "$hdr_stats" | sort -k3,3nr -k2,2nr | head -1)
 read -r big_h big_lines big_users < <(printf '%s\n' "$hdr_stats" | sort -k2,2nr -k3,3nr | head -1)
+over_half=$(printf '%s\n' "$hdr_stats" | awk -v n="$runner_c" '$3 * 2 > n { printf "%s%s", sep, $1; sep = "," }')
 # Records' states (jobs, tasks) assigned outside the move functions
 # (runner/jobstate.c), as tests/unit/check_state_moves.sh counts them, and
-# those of the MCP server's own job table (mcp/backend_embedded.c).
+# those in core/src/mcp (the MCP server's own job table, mcp/backend_embedded.c,
+# until issue 31 removed it: the MCP tools use the runner's records).
 assign='->state[[:space:]]*=([^=]|$)'
 state_writes=$(grep -nE -- "$assign" core/src/runner/*.c core/src/runner/*.h |
 	grep -v '^core/src/runner/jobstate\.c:' | grep -vE 'api_list\.c:[0-9]+:[[:space:]]*f->state = ' |
 	wc -l || true)
-mcp_writes=$(grep -cE -- "$assign" core/src/mcp/backend_embedded.c 2>/dev/null || true)
+mcp_writes=$(cat core/src/mcp/*.c | grep -cE -- "$assign" || true)
 if [ "$json" = 1 ]; then
 	printf '{"runner_lines":%d,"sandbox_lines":%d,"functions_over_100":%d,' \
 		"$runner_lines" "$sandbox_lines" "$long_n"
@@ -104,6 +108,7 @@ if [ "$json" = 1 ]; then
 		"$wide_h" "$wide_lines" "$wide_users"
 	printf '"largest_header":"%s","largest_header_lines":%d,"largest_header_includers":%d,' \
 		"$big_h" "$big_lines" "$big_users"
+	printf '"headers_over_half":"%s",' "$over_half"
 	printf '"state_assignments":%d,"mcp_state_assignments":%d}\n' "$state_writes" "${mcp_writes:-0}"
 else
 	printf 'lines          core/src/runner %d, core/src/sandbox %d\n' "$runner_lines" "$sandbox_lines"
@@ -118,7 +123,8 @@ else
 		"$wide_h" "$wide_lines" "$wide_users" "$runner_c"
 	printf 'largest header %s, %d lines, included by %d of %d runner .c files\n' \
 		"$big_h" "$big_lines" "$big_users" "$runner_c"
-	printf 'state writes   %d in core/src/runner outside the move functions; %d in the MCP server'"'"'s own job table\n' \
+	printf 'over half      %s\n' "${over_half:-none} (runner headers included by more than half of the runner .c files)"
+	printf 'state writes   %d in core/src/runner outside the move functions; %d in core/src/mcp (the MCP server'"'"'s own job table)\n' \
 		"$state_writes" "${mcp_writes:-0}"
 fi
 if [ "$list" = 1 ] && [ -n "$long" ]; then

@@ -57,9 +57,12 @@
 #          (added) then the box's backends stopped (SIGSTOP, a silent
 #          database): a submit 503 within its deadline, GET / at once;
 #          the lock released, the store is ok again, and every accepted job
-#          and a new one finish.
+#          and a new one finish; (added) a task route of b2's kept task
+#          through b1 while the tasks table is locked: 503 within its
+#          deadline, b1's GET / and /healthz within 100 ms meanwhile.
 #   dbbench (added, issue 31) the API's p50/p99 per route (GET /healthz, GET /,
-#          GET /v1/jobs/ID, POST /v1/jobs) under a steady stream of submits,
+#          GET /v1/jobs/ID, POST /v1/jobs; (added) a task route forwarded
+#          to b2, which holds kept task kt1) under a steady stream of submits,
 #          with the database healthy and then answering every message after
 #          2 s (bench/pg_delay_proxy.py); runner.database_timeout 1 s
 #          (bench/dbstall_bench.sh).
@@ -1045,8 +1048,18 @@ dbbench)
     wait_until 10 "the delaying proxy" px_up
     conf b1 '"ci"'
     sed -i "s|host=$pgdir|host=$work/px|; s/lease = 2;/lease = 8; database_timeout = 1;/" "$work/b1/sbx.conf"
+    # (added) b2, on the database directly, holds kept task kt1: b1 forwards
+    # its task routes there once its store thread has read kt1's box
+    conf b2 '"agent"'
+    sed -i 's/lease = 2;/lease = 8; database_timeout = 1;/' "$work/b2/sbx.conf"
     start b1
+    start b2
     wait_socket b1
+    wait_socket b2
+    kt=$(api b2 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt1"}' | jid)
+    wait_state "$kt" finished 60
+    kt1_ready() { [ "$(sql "SELECT box || ' ' || state FROM tasks WHERE id = 'kt1'")" = "b2 ready" ]; }
+    wait_until 30 "task kt1 to be ready on b2" kt1_ready
     python3 - "$work/b1/runner.sock" "$work/px/delay" "$work/accepted" <<'PY'
 import http.client, json, os, socket, sys, threading, time
 sock, flag, accepted = sys.argv[1:4]
@@ -1064,10 +1077,19 @@ def call(c, method, path, body=None):
     data = r.read()
     return (time.monotonic() - t) * 1000, r.status, data
 ids = []
+FWD = "GET task fwd"  # (added) /v1/tasks/kt1/files through b1 to b2 (fwd_owner.c)
 def phase(name, secs):
-    lat = {"GET /healthz": [], "GET /": [], "GET /v1/jobs/ID": [], "POST /v1/jobs": []}
+    lat = {"GET /healthz": [], "GET /": [], "GET /v1/jobs/ID": [], "POST /v1/jobs": [], FWD: []}
     codes = {}
+    fcodes = {}
     stop = time.monotonic() + secs
+    def forwarder():
+        c = U()
+        while time.monotonic() < stop:
+            ms, code, _ = call(c, "GET", "/v1/tasks/kt1/files?path=/etc/hostname")
+            lat[FWD].append(ms)
+            fcodes[code] = fcodes.get(code, 0) + 1
+            time.sleep(0.05)
     def submitter():
         c = U()
         while time.monotonic() < stop:
@@ -1079,6 +1101,8 @@ def phase(name, secs):
             time.sleep(0.05)
     th = threading.Thread(target=submitter)
     th.start()
+    tf = threading.Thread(target=forwarder)
+    tf.start()
     c = U()
     while time.monotonic() < stop:
         for route, path in (("GET /healthz", "/healthz"), ("GET /", "/"),
@@ -1087,12 +1111,14 @@ def phase(name, secs):
             lat[route].append(ms)
         time.sleep(0.02)
     th.join()
+    tf.join()
     out = {}
     for route, v in lat.items():
         v.sort()
         p = lambda q: v[min(len(v) - 1, int(q * len(v)))] if v else float("nan")
         out[route] = (p(0.5), p(0.99), len(v), v[-1] if v else float("nan"))
-    print("dbbench: %s: submits by HTTP code %s" % (name, json.dumps(codes, sort_keys=True)))
+    print("dbbench: %s: submits by HTTP code %s; task routes forwarded (501: the fake's answer from b2) %s" %
+          (name, json.dumps(codes, sort_keys=True), json.dumps(fcodes, sort_keys=True)))
     return out
 healthy = phase("healthy", 8)
 open(flag, "w").close()
@@ -1225,6 +1251,72 @@ dbstall)
     grep -q '^sbx_store_thread_calls_total{how="handed"} [1-9]' "$work/m.out" ||
         fail "/metrics: no store thread calls: $(grep sbx_store_thread "$work/m.out")"
     echo "fleet: database stall ended: the 2 accepted jobs and a new one finished; $(grep '^sbx_store_thread' "$work/m.out" | tr '\n' ' ')"
+    # (added) a forwarded task route while the database stalls: b2 holds
+    # kept task kt1; b1's read of the box that holds it (a call of the
+    # store thread, fwd_owner.c) waits on a lock of the tasks table (which
+    # nothing else of the boxes reads now); meanwhile b1's GET / and
+    # /healthz answer within fast_ms (before, that read ran on the loop:
+    # they waited with it), the route is answered 503 within its deadline,
+    # and once the lock is gone it reaches b2 again
+    conf b2 '"ci", "agent"'
+    sed -i 's/lease = 2;/lease = 8; database_timeout = 1;/' "$work/b2/sbx.conf"
+    start b2
+    wait_socket b2
+    kt=$(api b2 POST /v1/jobs '{"argv": ["hello"], "pool": "agent", "task": "kt1"}' | jid)
+    wait_state "$kt" finished 60
+    kt1_ready() { [ "$(sql "SELECT box || ' ' || state FROM tasks WHERE id = 'kt1'")" = "b2 ready" ]; }
+    wait_until 30 "task kt1 to be ready on b2" kt1_ready
+    PGAPPNAME=sbxstall PGPASSWORD=$SBX_TEST_PG_PASSWORD "$bindir/psql" -X -q "$SBX_TEST_PG_DSN" \
+        -c "BEGIN; LOCK TABLE tasks IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(600); COMMIT;" \
+        >/dev/null 2>&1 &
+    locker=$!
+    tasks_locked() {
+        [ "$(sql "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'tasks' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ]
+    }
+    wait_until 30 "the tasks table to be locked" tasks_locked
+    t0=$(date +%s%N)
+    curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -D "$work/f.head" -o "$work/f.out" \
+        -w '%{http_code}' 'http://sbx/v1/tasks/kt1/files?path=/etc/hostname' >"$work/f.code" &
+    getter=$!
+    lookup_waits() { # b1's read of kt1's box waits on the lock
+        [ "$(sql "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM tasks t LEFT JOIN boxes%'")" -ge 1 ]
+    }
+    wait_until 30 "b1's read of task kt1's box to wait on the lock" lookup_waits
+    kill -0 "$getter" 2>/dev/null || fail "the stalled task route was answered before its read waited"
+    # a client of a port preview (relayed: fwd_tunnel.c, the same lookup)
+    # that gives up while its lookup waits behind that one: its answer, when
+    # the read is back, goes nowhere (no crash, no sanitizer report)
+    curl -sS -m 0.3 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        'http://sbx/v1/tasks/kt1/ports/8080/' 2>/dev/null &
+    quitter=$!
+    first_p=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/)
+    first_h=$(curl -sS -m 30 --unix-socket "$work/b1/runner.sock" -o /dev/null \
+        -w '%{http_code} %{time_total}' http://sbx/healthz)
+    in_flight=0
+    kill -0 "$getter" 2>/dev/null && in_flight=1
+    wait "$getter" || fail "the stalled task route: curl failed"
+    route_ms=$(ms "$t0")
+    wait "$quitter" 2>/dev/null || true
+    first_p_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_p")
+    first_h_ms=$(awk '{printf "%d", $2 * 1000}' <<<"$first_h")
+    echo "fleet: a forwarded task route stalled: GET / $first_p_ms ms, /healthz $first_h_ms ms meanwhile (the route still waiting: $in_flight); the route $(cat "$work/f.code") in $route_ms ms ($(cat "$work/f.out"))"
+    case "${first_p%% *}" in 2??|3??) ;; *) fail "GET / while a task route's read waits: HTTP ${first_p%% *}" ;; esac
+    case "${first_h%% *}" in 200|503) ;; *) fail "/healthz while a task route's read waits: HTTP ${first_h%% *}" ;; esac
+    [ "$first_p_ms" -lt "$fast_ms" ] || fail "GET / while a task route's read waited took $first_p_ms ms (target $fast_ms ms)"
+    [ "$first_h_ms" -lt "$fast_ms" ] || fail "/healthz while a task route's read waited took $first_h_ms ms (target $fast_ms ms)"
+    [ "$(cat "$work/f.code")" = 503 ] || fail "a task route with the database stalled: HTTP $(cat "$work/f.code") ($(cat "$work/f.out"))"
+    grep -qi '^Retry-After:' "$work/f.head" || fail "the stalled task route's 503 has no Retry-After"
+    [ "$route_ms" -lt 3000 ] || fail "the stalled task route took $route_ms ms (deadline 2000)"
+    sql "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sbxstall'" >/dev/null
+    wait_pid "$locker" 30 || true
+    wait_until 30 "/healthz to say the store is ok again" store_ok
+    code=$(curl -sS -m 60 --unix-socket "$work/b1/runner.sock" -o "$work/f.out" -w '%{http_code}' \
+        'http://sbx/v1/tasks/kt1/files?path=/etc/hostname')
+    [ "$code" = 501 ] && grep -q "provider 'fake' cannot read files" "$work/f.out" ||
+        fail "GET files of kt1 through b1 after the stall: HTTP $code $(cat "$work/f.out")"
+    echo "fleet: the stall over, the task route through b1 reached b2 again"
+    stop_all
     ;;
 db503)
     # (added) PostgreSQL stopped: the API answers 503 with one line, at once;

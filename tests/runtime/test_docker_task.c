@@ -2,6 +2,7 @@
  * lifetime, cleanup after signals and kill -9, concurrent runs, the disk cap. */
 #include "rt_common.h"
 
+#include <dirent.h>
 #include <sys/stat.h>
 
 #include "wait.h"
@@ -141,6 +142,49 @@ static void test_run_max_lifetime(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+/* (added, issue 31) Where `sbx run`'s private runner makes its directory:
+ * TMPDIR of the runs below (XDG_RUNTIME_DIR unset). */
+static char *run_tmp;
+static char *run_tmpv;
+
+/* The entries of DIR (a missing DIR has none). */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The task directories in the state directory (kept tasks' records stay). */
+static int task_dirs(void)
+{
+    char *tasks;
+    int n;
+
+    assert_true(asprintf(&tasks, "%s/tasks", rt_state) > 0);
+    n = dir_entries(tasks);
+    free(tasks);
+    return n;
+}
+
+/* Nothing of a run is left: no private runner's directory, no sandbox of
+ * this test, no task directory more than the BEFORE there were. */
+static void assert_nothing_left(int before)
+{
+    assert_int_equal(dir_entries(run_tmp), 0);
+    assert_int_equal(rt_sandboxes(), 0);
+    assert_int_equal(task_dirs(), before);
+}
+
 /* Starts `sbx run -- sleep 30` in the background; returns its pid once its
  * sandbox exists. */
 static pid_t background_run(void)
@@ -154,6 +198,8 @@ static pid_t background_run(void)
         dup2(devnull, 2);
         putenv(rt_host);
         putenv(rt_statev);
+        putenv(run_tmpv);
+        unsetenv("XDG_RUNTIME_DIR");
         execl(rt_sbx, rt_sbx, "run", "--", "sleep", "30", (char *)NULL);
         _exit(98);
     }
@@ -170,6 +216,7 @@ static void test_run_cleanup_on_signals(void **state)
 
     (void)state;
     for (int i = 0; i < 2; i++) {
+        int before = task_dirs();
         pid_t pid = background_run();
         int st = 0;
 
@@ -177,24 +224,65 @@ static void test_run_cleanup_on_signals(void **state)
         waitpid(pid, &st, 0);
         assert_true(WIFEXITED(st));
         assert_int_equal(WEXITSTATUS(st), want[i]);
-        assert_int_equal(rt_sandboxes(), 0);
+        assert_nothing_left(before); /* (added, issue 31) its private runner's too */
     }
+}
+
+/* (added, issue 31) With no runner configured, `sbx run` is a job of a private
+ * runner in its own process (a job id, the job record's keys), and leaves
+ * nothing behind: its directory, its sandbox, its task's record all go. */
+static void test_run_private_runner(void **state)
+{
+    char *argv[] = {rt_sbx, "--log-level", "debug",
+                    "run",  "--json",      "--",
+                    "sh",   "-c",          "echo hi; echo there >&2; exit 3",
+                    NULL};
+    char *env[] = {rt_host, rt_statev, run_tmpv, NULL};
+    struct spawn_result r;
+    json_t *rec;
+    char *where;
+    int before = task_dirs();
+
+    (void)state;
+    r = spawn_run(argv, env);
+    assert_int_equal(r.rc, 3);
+    assert_true(asprintf(&where, "runner (private): listening in %s/sbx-runner-", run_tmp) > 0);
+    assert_contains(r.err, where);
+    free(where);
+    rec = json_loads(r.out, 0, NULL);
+    assert_non_null(rec);
+    assert_true(strncmp(json_string_value(json_object_get(rec, "id")), "j-", 2) == 0);
+    assert_string_equal(json_string_value(json_object_get(rec, "state")), "finished");
+    assert_int_equal(json_integer_value(json_object_get(rec, "exit_status")), 3);
+    assert_string_equal(json_string_value(json_object_get(rec, "stdout")), "hi\n");
+    assert_string_equal(json_string_value(json_object_get(rec, "stderr")), "there\n");
+    assert_non_null(json_object_get(rec, "timings")); /* the runner's record */
+    json_decref(rec);
+    spawn_result_free(&r);
+    assert_nothing_left(before);
 }
 
 static void test_run_kill9_then_next_run_cleans(void **state)
 {
+    int before = task_dirs();
     pid_t pid = background_run();
     struct spawn_result r;
     int st = 0;
+    char *argv[] = {rt_sbx, "run", "--", "true", NULL};
+    char *env[] = {rt_host, rt_statev, run_tmpv, NULL};
 
     (void)state;
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-    assert_int_equal(rt_sandboxes(), 1); /* left behind */
-    r = RT_SBX("run", "--", "true");
+    assert_int_equal(rt_sandboxes(), 1);       /* left behind */
+    assert_int_equal(dir_entries(run_tmp), 1); /* (added, issue 31) its private runner's too */
+    assert_int_equal(task_dirs(), before + 1); /* and its task's directory */
+    r = spawn_run(argv, env);
     assert_int_equal(r.rc, 0);
     spawn_result_free(&r);
-    assert_int_equal(rt_sandboxes(), 0); /* its owner is gone: removed */
+    assert_int_equal(rt_sandboxes(), 0);       /* its owner is gone: removed */
+    assert_int_equal(dir_entries(run_tmp), 0); /* and its directory */
+    assert_int_equal(task_dirs(), before);     /* and its task's */
 }
 
 static void test_two_runs_never_touch_each_other(void **state)
@@ -330,6 +418,23 @@ static void test_task_id_reused_after_keeper_killed(void **state)
     assert_int_equal(rt_sandboxes(), 0);
 }
 
+static int setup(void **state)
+{
+    if (rt_setup(state) < 0) {
+        return -1;
+    }
+    run_tmp = test_mkdtemp();
+    return asprintf(&run_tmpv, "TMPDIR=%s", run_tmp) > 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    test_rm_rf(run_tmp);
+    free(run_tmp);
+    free(run_tmpv);
+    return rt_teardown(state);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -337,6 +442,7 @@ int main(void)
         cmocka_unit_test(test_task_concurrent_execs),
         cmocka_unit_test(test_task_idle_timeout),
         cmocka_unit_test(test_run_max_lifetime),
+        cmocka_unit_test(test_run_private_runner),
         cmocka_unit_test(test_run_cleanup_on_signals),
         cmocka_unit_test(test_run_kill9_then_next_run_cleans),
         cmocka_unit_test(test_two_runs_never_touch_each_other),
@@ -345,5 +451,5 @@ int main(void)
         cmocka_unit_test(test_task_id_reused_after_keeper_killed),
     };
 
-    return cmocka_run_group_tests_name("docker_task", tests, rt_setup, rt_teardown);
+    return cmocka_run_group_tests_name("docker_task", tests, setup, teardown);
 }

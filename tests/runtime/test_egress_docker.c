@@ -52,6 +52,7 @@ static void test_egress_allow_deny_and_no_route(void **state)
     size_t len = 0;
     FILE *f;
     json_t *rec;
+    char job[64];
 
     (void)state;
     snprintf(script, sizeof(script),
@@ -75,6 +76,8 @@ static void test_egress_allow_deny_and_no_route(void **state)
     assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "allowed")) >=
                 1);
     assert_true(json_integer_value(json_object_get(json_object_get(rec, "egress"), "denied")) >= 1);
+    /* (added, issue 31) the job's id: its log lines' "job" */
+    snprintf(job, sizeof(job), "%s", json_string_value(json_object_get(rec, "id")));
     json_decref(rec);
     spawn_result_free(&r);
     f = fopen(log_path, "r");
@@ -87,18 +90,19 @@ static void test_egress_allow_deny_and_no_route(void **state)
         host = json_string_value(json_object_get(line, "host"));
         if (host != NULL && strcmp(host, "allowed.test") == 0) {
             assert_string_equal(json_string_value(json_object_get(line, "decision")), "allow");
-            assert_string_equal(json_string_value(json_object_get(line, "job")), "eg-1");
+            /* (changed, issue 31) a runner's job: "job" is its j- id, "task" the task */
+            assert_string_equal(json_string_value(json_object_get(line, "task")), "eg-1");
         }
         if (host != NULL && strcmp(host, "denied.test") == 0) {
             assert_string_equal(json_string_value(json_object_get(line, "decision")), "deny");
-            assert_string_equal(json_string_value(json_object_get(line, "job")), "eg-1");
+            assert_string_equal(json_string_value(json_object_get(line, "task")), "eg-1");
         }
         json_decref(line);
     }
     free(log);
     fclose(f);
     {
-        char *argv[] = {"/bin/grep", "-c", "\"job\":\"eg-1\"", log_path, NULL};
+        char *argv[] = {"/bin/grep", "-c", "\"task\":\"eg-1\"", log_path, NULL};
         struct spawn_result g = spawn_run(argv, NULL);
 
         assert_true(atoi(g.out) >= 2);
@@ -106,7 +110,7 @@ static void test_egress_allow_deny_and_no_route(void **state)
     }
     /* readable per job */
     {
-        struct spawn_result e = RT_SBX("job", "eg-1", "--egress");
+        struct spawn_result e = RT_SBX("job", job, "--egress");
 
         assert_int_equal(e.rc, 0);
         assert_contains(e.out, "\"host\":\"allowed.test\"");

@@ -74,7 +74,8 @@ static int teardown(void **state)
     return rt_teardown(state);
 }
 
-/* Log lines of job `job` with reason `reason`. */
+/* Log lines of task `job` with reason `reason` ((changed, issue 31) `sbx run`
+ * is a runner's job: the lines' "job" is its j- id, "task" the --task). */
 static int count_lines(const char *job, const char *reason)
 {
     FILE *f = fopen(log_path, "r");
@@ -88,7 +89,7 @@ static int count_lines(const char *job, const char *reason)
         const char *r;
 
         assert_non_null(o);
-        j = json_string_value(json_object_get(o, "job"));
+        j = json_string_value(json_object_get(o, "task"));
         r = json_string_value(json_object_get(o, "reason"));
         if (j != NULL && strcmp(j, job) == 0 && r != NULL && strcmp(r, reason) == 0) {
             assert_string_equal(json_string_value(json_object_get(o, "decision")), "deny");
@@ -161,7 +162,7 @@ static void test_real_tls_from_a_sandbox(void **state)
     assert_non_null(f);
     while (fgets(line, sizeof(line), f) != NULL) {
         json_t *o = json_loads(line, 0, NULL);
-        const char *j = json_string_value(json_object_get(o, "job"));
+        const char *j = json_string_value(json_object_get(o, "task")); /* (changed, issue 31) */
 
         if (j != NULL && strcmp(j, "tls-1") == 0) {
             assert_string_equal(json_string_value(json_object_get(o, "decision")), "allow");

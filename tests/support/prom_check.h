@@ -219,10 +219,12 @@ static int check_line(struct checker *c, const char *line, int lineno)
         char hk[256] = "";
 
         if (labels != NULL) {
-            /* the label set without le */
+            /* the family and the label set without le (two families' series
+             * of one label set one after the other are two histograms) */
             const char *lp = strstr(labels, "le=");
 
-            snprintf(hk, sizeof(hk), "%.*s", (int)((lp ? lp : labels_end) - labels), labels);
+            snprintf(hk, sizeof(hk), "%.100s%.*s", f->name, (int)((lp ? lp : labels_end) - labels),
+                     labels);
         }
         if (ends_with(line, n, "_bucket")) {
             double lev;

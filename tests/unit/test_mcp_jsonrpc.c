@@ -1,6 +1,6 @@
 /* test_mcp_jsonrpc.c - the MCP server's JSON-RPC layer with malformed input,
  * the tools' argument checks, and the output capture, against a fake
- * backend (the same interface the embedded backend and a runner client fill). */
+ * backend (the same interface the runner client fills, backend_runner.c). */
 #include "test_common.h"
 
 #include <fcntl.h>

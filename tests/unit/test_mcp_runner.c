@@ -3,7 +3,7 @@
  * of the ABI fixtures ("fake-env NAME" prints "NAME unset" on stderr and exits
  * 1, "fake-bin" prints bytes that are not UTF-8 on both streams, "fake-wait"
  * prints nothing and runs until cancelled, anything else prints argv[0]):
- * stdout and stderr apart with their counts and the embedded backend's keys,
+ * stdout and stderr apart with their counts and every key of the job object,
  * output that is not UTF-8, output over the cap, sandbox_job on a running job,
  * a client's cancel of a silent command, the call's timeout, and a job whose
  * output the runner no longer keeps. */
@@ -76,7 +76,7 @@ static json_t *run(const char *const *argv, int64_t timeout, struct sbx_mcp_call
     return j;
 }
 
-/* Every key of the embedded backend's job object (backend_embedded.c). */
+/* Every key of the tool's job object (docs/mcp.md). */
 static void check_keys(json_t *j)
 {
     static const char *const keys[] = {"job",
@@ -256,7 +256,7 @@ static void test_job_while_running(void **state)
     assert_null(json_object_get(j, "error"));
     json_decref(j);
 
-    /* sandbox_cancel, then the job is cancelled with the runner's reason */
+    /* sandbox_cancel, then the job is cancelled, saying who cancelled it (both modes) */
     j = b.ops->cancel(b.ctx, id, &err);
     assert_non_null(j);
     json_decref(j);
@@ -264,7 +264,8 @@ static void test_job_while_running(void **state)
     j = b.ops->job(b.ctx, id, &err);
     assert_non_null(j);
     assert_string_equal(str(j, "state"), "cancelled");
-    assert_non_null(strstr(str(j, "error"), "cancelled by request"));
+    assert_non_null(strstr(str(j, "error"), "sandbox_cancel asked for it"));
+    assert_string_equal(str(json_object_get(j, "record"), "state"), "cancelled");
     assert_true(json_is_true(json_object_get(j, "task_ended")));
     json_decref(j);
 

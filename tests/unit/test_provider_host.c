@@ -9,7 +9,11 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "plugin/instance.h"
 #include "wait.h"
@@ -285,11 +289,130 @@ static void test_host_ops(void **state)
     sbx_config_destroy(cfg);
 }
 
+/* The entries of DIR (a missing DIR has none). */
+static int dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while ((e = readdir(d)) != NULL) {
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* (added, issue 31) With no runner configured, `sbx run` is a job of a private
+ * runner in its process: its directory (under TMPDIR here), its sandbox (the
+ * provider's directory under root) and its task's directory are gone after a
+ * run, and after a SIGINT in the middle of one, which exits 130 with the
+ * command killed; 6 MB of output come through byte for byte. */
+static void test_host_run_private_nothing_left(void **state)
+{
+    char *tmp = NULL;
+    char *root = NULL;
+    char *tasks = NULL;
+    char *pidfile = NULL;
+    char *script = NULL;
+    char *tmpv = NULL;
+    struct stat st;
+    pid_t child;
+    int status = 0;
+    int pid = 0;
+    int kept;
+    FILE *f;
+
+    (void)state;
+    assert_true(asprintf(&tmp, "%s/tmp", test_dir) > 0 && mkdir(tmp, 0700) == 0);
+    assert_true(asprintf(&root, "%s/root", test_dir) > 0);
+    assert_true(asprintf(&tasks, "%s/state/tasks", test_dir) > 0);
+    assert_true(asprintf(&pidfile, "%s/run.pid", test_dir) > 0);
+    assert_true(asprintf(&script, "echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 60", pidfile,
+                         pidfile, pidfile) > 0);
+    assert_true(asprintf(&tmpv, "TMPDIR=%s", tmp) > 0);
+    kept = dir_entries(tasks); /* kept tasks' records (test_host_runs_with_opt_in) stay */
+    {
+        char *argv[] = {sbx, "--config", open_conf, "run", "--json", "--", "true", NULL};
+        char *env[] = {tmpv, NULL};
+        struct spawn_result r = spawn_run(argv, env);
+        json_t *j = json_loads(r.out, 0, NULL);
+
+        assert_int_equal(r.rc, 0);
+        assert_non_null(j); /* the runner's job record */
+        assert_true(strncmp(json_string_value(json_object_get(j, "id")), "j-", 2) == 0);
+        assert_non_null(json_object_get(j, "timings"));
+        json_decref(j);
+        spawn_result_free(&r);
+    }
+    assert_int_equal(dir_entries(tmp), 0);
+    assert_int_equal(dir_entries(root), 0);
+    assert_int_equal(dir_entries(tasks), kept);
+    {
+        /* more than the runner's 1 MiB of kept output, written at once: every
+         * byte arrives, in order (output_wait) */
+        char *argv[] = {sbx, "--config", open_conf, "run", "--", "seq", "1", "800000", NULL};
+        char *env[] = {tmpv, NULL};
+        struct spawn_result r = spawn_run(argv, env);
+        size_t at = 0;
+        int ok = r.rc == 0;
+
+        for (int i = 1; ok && i <= 800000; i++) {
+            char line[16];
+            int n = snprintf(line, sizeof(line), "%d\n", i);
+
+            ok = strncmp(r.out + at, line, (size_t)n) == 0;
+            at += (size_t)n;
+        }
+        if (!ok || r.out[at] != '\0') {
+            fail_msg("sbx run -- seq 1 800000: rc %d, %zu bytes of output, wrong at byte %zu", r.rc,
+                     strlen(r.out), at);
+        }
+        spawn_result_free(&r);
+    }
+
+    child = fork();
+    if (child == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        unsetenv("XDG_RUNTIME_DIR");
+        setenv("TMPDIR", tmp, 1);
+        execl(sbx, sbx, "--config", open_conf, "run", "--", "sh", "-c", script, (char *)NULL);
+        _exit(98);
+    }
+    wait_until(stat(pidfile, &st) == 0, 30, NULL, "%s (the command's pid file)", pidfile);
+    f = fopen(pidfile, "r");
+    assert_non_null(f);
+    assert_int_equal(fscanf(f, "%d", &pid), 1);
+    fclose(f);
+    assert_int_equal(dir_entries(tmp), 1); /* the private runner's directory */
+    kill(child, SIGINT);
+    assert_int_equal(waitpid(child, &status, 0), child);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 130);
+    wait_until(kill(pid, 0) == -1, 5, NULL, "the command (pid %d) to be killed", pid);
+    assert_int_equal(dir_entries(tmp), 0);
+    assert_int_equal(dir_entries(root), 0);
+    assert_int_equal(dir_entries(tasks), kept);
+    free(tmp);
+    free(root);
+    free(tasks);
+    free(pidfile);
+    free(script);
+    free(tmpv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_host_refused_without_opt_in),
         cmocka_unit_test(test_host_runs_with_opt_in),
+        cmocka_unit_test(test_host_run_private_nothing_left),
         cmocka_unit_test(test_host_ops),
         cmocka_unit_test(test_host_cannot_build_images),
     };

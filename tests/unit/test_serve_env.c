@@ -12,6 +12,7 @@
 
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/output.h"
 #include "runner/worker.h"
 #include "sandbox/task.h"
 #include "runner_harness.h"

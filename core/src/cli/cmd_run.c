@@ -1,10 +1,9 @@
-/* cmd_run.c - `sbx run` (start + exec + end, in this process) and `sbx exec`
- * (one command in a running task, through its keeper). */
+/* cmd_run.c - `sbx run` (a job of the runner: the configured one, or a
+ * private one in this process) and `sbx exec` (one command in a running task,
+ * through its keeper). */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +12,14 @@
 #include "cli/cli.h"
 #include "cli/task_opts.h"
 #include "http/http.h"
+#include "plugin/loader.h"
+#include "runner/private.h"
 #include "runner/runner.h"
 #include "cli/task_runner.h"
 #include "sandbox/statedir.h"
 #include "sandbox/task.h"
+#include "sandbox/view.h"
+#include "sbx/sbx_util.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -24,18 +27,11 @@
 
 static volatile sig_atomic_t interrupted;
 
-/* Wakes the run's signal watcher at once: a signal or the command's end
- * (-1 until sbx_cmd_run sets it up). */
-static int run_wake[2] = {-1, -1};
-
 static void on_signal(int sig)
 {
     int e = errno;
 
     interrupted = sig;
-    if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
-        /* full: the watcher is due to wake anyway */
-    }
     errno = e;
 }
 
@@ -56,27 +52,33 @@ void sbx_cmd_run_help(FILE *out)
             "usage: sbx run [OPTIONS] -- CMD [ARGS...]\n"
             "\n"
             "Runs CMD in a fresh sandbox that is destroyed when CMD ends: start + exec +\n"
-            "end in one. Output is streamed live, stdout and stderr kept apart. The\n"
-            "sandbox is removed on every path: success, failure, Ctrl-C, SIGTERM,\n"
-            "engine errors; a later run removes what a killed run left behind.\n"
-            "The start waits, saying so on stderr with the numbers, while this box's\n"
-            "sandbox slots (box.max_sandboxes) or memory (box.memory - box.host_reserve)\n"
-            "are taken, and is refused at once when limits.memory can never fit.\n"
+            "end in one, as one job of a runner. Output is streamed live, stdout and\n"
+            "stderr kept apart. The sandbox is removed on every path: success, failure,\n"
+            "Ctrl-C, SIGTERM, engine errors; a later run removes what a killed run left\n"
+            "behind. The start waits, saying so on stderr with the numbers, while this\n"
+            "box's sandbox slots (box.max_sandboxes) or memory (box.memory -\n"
+            "box.host_reserve) are taken, and is refused at once when limits.memory can\n"
+            "never fit.\n"
             "\n"
             "%s"
             "  --env K=V            set a variable for CMD (repeatable; K: letters, digits,\n"
             "                       '_', not starting with a digit). A name the credential\n"
             "                       lease or the egress wiring sets keeps their value\n"
-            "  --json               print the task record as JSON on stdout instead of\n"
+            "  --json               print the job record as JSON on stdout instead of\n"
             "                       streaming; it holds CMD's output (1 MiB each, capped)\n"
             "\n"
-            "With runner.listen set in the configuration, the run is a job of the runner\n"
-            "('sbx serve'): its pools, queue, policy and caps apply, --env and --json work\n"
-            "as here (--json prints the runner's job record with stdout and stderr; see\n"
-            "docs/tasks.md for the keys that differ), the output is streamed back with\n"
-            "stdout and stderr apart, Ctrl-C (SIGINT/SIGTERM) cancels the job and waits\n"
-            "for its end (a second one stops waiting), and a runner that does not answer\n"
-            "fails the run with 125; nothing falls back to running here.\n"
+            "Without runner.listen, the runner is a private one this process starts for\n"
+            "the run (its own 0700 directory, socket and store, removed at the end; its\n"
+            "only worktree root the --worktree directory; one pool, the whole box; docs/\n"
+            "tasks.md, \"One command\"). The job id (j-<12 hex>) is the task id unless\n"
+            "--task names one. With runner.listen set, the run is a job of that runner\n"
+            "('sbx serve'): its pools, queue, policy and caps apply, and a runner that\n"
+            "does not answer fails the run with 125; nothing falls back to running here.\n"
+            "Either way --env is the job's env, --json prints the runner's job record\n"
+            "with stdout and stderr (docs/tasks.md lists its keys), and Ctrl-C\n"
+            "(SIGINT/SIGTERM/SIGHUP) cancels the job and waits for its end (with\n"
+            "runner.listen, a second one stops waiting; a private runner always removes\n"
+            "the sandbox before sbx exits).\n"
             "\n"
             "A provider that does not enforce a limit, egress control or user namespaces\n"
             "the task asks for is refused, naming what is missing, unless its instance sets\n"
@@ -84,8 +86,8 @@ void sbx_cmd_run_help(FILE *out)
             "\n"
             "Exit status: CMD's own (128+n when a signal ended it); 125 when sbx itself\n"
             "failed (configuration, engine, policy, refused provider, lost sandbox, limit\n"
-            "reached); 126 when CMD cannot be executed; 127 when it is not found; 130/143\n"
-            "when sbx was interrupted by SIGINT/SIGTERM (after cleaning up).\n",
+            "reached); 126 when CMD cannot be executed; 127 when it is not found; 130/143/\n"
+            "129 when sbx was interrupted by SIGINT/SIGTERM/SIGHUP (after cleaning up).\n",
             SBX_TASK_OPTS_HELP);
 }
 
@@ -156,37 +158,6 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
     c->len[i] += len;
     c->buf[i][c->len[i]] = '\0';
     return 0;
-}
-
-struct watch {
-    struct sbx_task *t;
-    volatile int done;
-};
-
-static void *watch_main(void *arg)
-{
-    struct watch *w = arg;
-
-    while (!w->done) {
-        struct pollfd p = {.fd = run_wake[0], .events = POLLIN};
-
-        if (interrupted) {
-            sbx_task_stop(w->t, interrupted == SIGINT    ? "interrupted (SIGINT)"
-                                : interrupted == SIGTERM ? "terminated (SIGTERM)"
-                                                         : "hung up (SIGHUP)");
-            break;
-        }
-        /* no timeout: a signal or the command's end writes to run_wake, so
-         * the run does not wait for a poll interval when it is over */
-        if (poll(&p, 1, run_wake[0] >= 0 ? -1 : 50) > 0) {
-            char drain[16];
-
-            if (read(run_wake[0], drain, sizeof(drain)) < 0) {
-                /* nothing to drain */
-            }
-        }
-    }
-    return NULL;
 }
 
 static int interrupted_exit(void)
@@ -288,11 +259,12 @@ static void wait_job_end(struct sbx_config *cfg, const char *id)
     sbx_error_free(&err);
 }
 
-/* With runner.listen set, `sbx run` is a job of the runner (docs/architecture.md, One
- * implementation): pools and caps always apply, and a runner that is down
- * fails the run with 125; it never falls back to running here. The output
- * comes back in frames, stdout and stderr apart, as in embedded mode. */
-static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
+/* `sbx run` is a job of a runner (docs/architecture.md, One implementation):
+ * the configured one (runner.listen; a runner that is down fails the run with
+ * 125, nothing falls back) or this process's private one (priv: its job id
+ * means nothing to the user, so a failure says only why). The output comes
+ * back in frames, stdout and stderr apart. */
+static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o, int priv)
 {
     struct sbx_http_response resp = {0};
     struct capture cap = {.json = o->json};
@@ -343,10 +315,12 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
         path = xasprintf("/v1/jobs/%s/cancel", id);
         if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) == 0) {
             sbx_http_response_free(&resp);
-            fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
-                    sig == SIGINT    ? "SIGINT"
-                    : sig == SIGTERM ? "SIGTERM"
-                                     : "SIGHUP");
+            if (!priv) { /* a private runner's job id means nothing to the user */
+                fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
+                        sig == SIGINT    ? "SIGINT"
+                        : sig == SIGTERM ? "SIGTERM"
+                                         : "SIGHUP");
+            }
         }
         else {
             sbx_cli_print_error(err);
@@ -370,6 +344,13 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
                 fprintf(stderr, "sbx: error: %s\n",
                         json_string_value(json_object_get(rec, "reason")));
             }
+        }
+        else if (priv && interrupted) {
+            /* cancelled by this run's own signal: exit 130/143/129 says it */
+        }
+        else if (priv) {
+            fprintf(stderr, "sbx: error: %s\n",
+                    json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
         }
         else {
             fprintf(stderr, "sbx: error: job %s %s: %s\n", id,
@@ -411,19 +392,85 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o)
     return rc;
 }
 
+/* 1 (said) when name is given and cfg has no instance of kind by it. */
+static int no_instance(const struct sbx_config *cfg, const char *name, enum sbx_plugin_kind kind)
+{
+    if (name == NULL || sbx_config_instance(cfg, name, kind) != NULL) {
+        return 0;
+    }
+    sbx_log(SBX_LOG_ERROR, "%s: no %s instance named '%s'", cfg->path ? cfg->path : "configuration",
+            sbx_plugin_kind_name(kind), name);
+    return 1;
+}
+
+/* Without runner.listen, `sbx run` starts a private one-box runner in this
+ * process (runner/private.h) and is a job of it, as with a configured runner
+ * (docs/tasks.md, "One command"): one host of tasks. The worktree is checked
+ * as every task's is first (same refusals, same messages), and its resolved
+ * path is the private runner's only worktree root. The runner stops before
+ * this returns: its job cancelled if still running, its task ended, its
+ * sandbox removed, its directory gone. */
+static int run_private(struct sbx_cli *cli, struct sbx_config *cfg, const struct sbx_task_cli *o)
+{
+    struct sbx_runner_private_opts po = {.slot_lock = 1,
+                                         .one_shot = 1,
+                                         .output_wait = 1,
+                                         .pool = o->task.pool ? o->task.pool : "agent"};
+    struct sbx_runner_private *p;
+    sbx_error_t *err = NULL;
+    const char *dir = sbx_cli_plugin_dir(cli);
+    const char *roots[1];
+    char *wt = NULL;
+    int rc;
+
+    if (dir == NULL) {
+        return SBX_EXIT_SBX;
+    }
+    install_signals(); /* before the start: a Ctrl-C during it stops the run */
+    if (o->task.task_id != NULL && !sbx_id_valid(o->task.task_id, SBX_ID_TASK)) {
+        sbx_log(SBX_LOG_ERROR,
+                "task id '%s': use 1-64 letters, digits, '-', '_' or '.', starting with a "
+                "letter or digit",
+                o->task.task_id);
+        return SBX_EXIT_SBX;
+    }
+    /* the instances named, as a task's start names them (the runner's submit
+     * would say "field 'provider'") */
+    if (no_instance(cfg, o->task.provider, SBX_PLUGIN_PROVIDER) ||
+        no_instance(cfg, o->task.credentials, SBX_PLUGIN_CREDENTIAL)) {
+        return SBX_EXIT_SBX;
+    }
+    if (o->task.worktree != NULL) {
+        char *state = sbx_state_dir(cfg->state_dir, &err);
+
+        if (state == NULL || sbx_worktree_check(o->task.worktree, state, &wt, &err) < 0) {
+            free(state);
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+            return SBX_EXIT_SBX;
+        }
+        free(state);
+        roots[0] = wt;
+        po.worktree_roots = roots;
+        po.n_worktree_roots = 1;
+    }
+    p = sbx_runner_private_start(cfg, dir, &po, &err);
+    free(wt);
+    if (p == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return interrupted ? interrupted_exit() : SBX_EXIT_SBX;
+    }
+    rc = interrupted ? interrupted_exit() : run_via_runner(cfg, o, 1);
+    sbx_runner_private_stop(p);
+    return rc;
+}
+
 int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_task_cli o;
     struct sbx_config *cfg;
-    const char *dir;
-    struct sbx_task *t = NULL;
-    struct capture cap = {0};
-    struct watch w = {0};
-    pthread_t wt;
-    sbx_error_t *err = NULL;
-    int status = 0;
     int rc;
-    int r;
 
     if (sbx_task_cli_parse(&o, argc, argv, 1) < 0) {
         return SBX_EXIT_SBX;
@@ -434,69 +481,15 @@ int sbx_cmd_run(struct sbx_cli *cli, int argc, char **argv)
         return SBX_EXIT_SBX;
     }
     cfg = sbx_cli_config(cli);
-    if (cfg != NULL && cfg->runner.listen != NULL) {
-        rc = run_via_runner(cfg, &o);
-        sbx_task_cli_fini(&o);
-        return rc;
-    }
-    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
-    if (dir == NULL) {
-        sbx_task_cli_fini(&o);
-        return SBX_EXIT_SBX;
-    }
-    if (pipe2(run_wake, O_CLOEXEC | O_NONBLOCK) < 0) {
-        run_wake[0] = run_wake[1] = -1; /* the watcher then checks every 50 ms */
-    }
-    install_signals();
-    o.task.argv = (const char *const *)o.cmd;
-    o.task.cancel = (const volatile int *)&interrupted;
-    o.task.ephemeral = 1;
-    if (sbx_task_start(cfg, dir, &o.task, &t, &err) < 0) {
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
-        sbx_task_cli_fini(&o);
-        return interrupted ? interrupted_exit() : SBX_EXIT_SBX;
-    }
-    cap.json = o.json;
-    w.t = t;
-    pthread_create(&wt, NULL, watch_main, &w);
-    r = sbx_task_exec(t, (const char *const *)o.cmd, o.env, o.n_env, on_output, &cap, NULL, &status,
-                      &err);
-    w.done = 1;
-    if (run_wake[1] >= 0 && write(run_wake[1], "", 1) < 0) {
-        /* full: the watcher is due to wake anyway */
-    }
-    pthread_join(wt, NULL);
-    if (r < 0) {
-        rc = err && err->code == SBX_E_NOEXEC ? 126 : err && err->code == SBX_E_NOCMD ? 127 : 125;
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
-    }
-    else {
-        rc = status;
-    }
-    if (interrupted) {
-        rc = interrupted_exit();
-    }
-    if (o.json) {
-        json_t *rec = NULL;
-
-        if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", &rec, &err) < 0) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-            rc = SBX_EXIT_SBX;
-        }
-        add_output(rec, &cap, 0);
-        print_json(rec);
-        json_decref(rec);
-    }
-    else if (sbx_task_end(t, interrupted ? "interrupted" : "command finished", NULL, &err) < 0) {
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
+    if (cfg == NULL) {
         rc = SBX_EXIT_SBX;
     }
-    free(cap.buf[0]);
-    free(cap.buf[1]);
+    else if (cfg->runner.listen != NULL) {
+        rc = run_via_runner(cfg, &o, 0);
+    }
+    else {
+        rc = run_private(cli, cfg, &o);
+    }
     sbx_task_cli_fini(&o);
     return rc;
 }

@@ -1,14 +1,15 @@
-/* backend.h - what the MCP tools call: a small interface with two
- * implementations. "embedded" runs tasks in this process through
- * sbx_task_start/exec/end (sandbox/task.h), like `sbx run`; "runner" (when
- * `runner.listen` is set) sends the same calls to `sbx serve`'s API, and a
- * runner that does not answer fails the call with the reason: it never falls
- * back to embedded (docs/architecture.md, One implementation). Both return the same job
- * object (docs/mcp.md). */
+/* backend.h - what the MCP tools call: one implementation, the runner's API
+ * (backend_runner.c). With `runner.listen` set it is `sbx serve`'s; without,
+ * `sbx mcp` starts a private one-box runner on a thread of its own process
+ * (runner/private.h) and talks to that one (mode "embedded": its tasks end
+ * with the process). A configured runner that does not answer fails the call
+ * with the reason: it never falls back to the private one (docs/architecture.md,
+ * One implementation). The job object is the same in both modes (docs/mcp.md). */
 #ifndef SBX_MCP_BACKEND_H
 #define SBX_MCP_BACKEND_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "config/config.h"
@@ -18,15 +19,15 @@
 #define SBX_MCP_OUTPUT_CAP (64u << 10)
 /* Default and largest per-command timeout of sandbox_run, in seconds. */
 #define SBX_MCP_DEFAULT_TIMEOUT (10 * 60)
-/* Finished jobs remembered for sandbox_job (oldest dropped first). */
+/* Jobs whose call's timeout and cancel reason this process remembers for
+ * sandbox_job (oldest dropped first); the record and output are the runner's. */
 #define SBX_MCP_JOB_HISTORY 256
 
 /* One tools/call in flight. The server sets cancelled (notifications/cancelled,
  * shutdown); the backend polls it and cancels the job. Read and write it
  * with sbx_mcp_call_cancel / sbx_mcp_call_cancelled (atomic). It is also a
- * `const volatile int *` stop flag for a blocking call: the embedded backend
- * gives it to sbx_task_start, the runner backend to sbx_runner_follow (and its
- * timeout sets it, as a client's cancel would). */
+ * `const volatile int *` stop flag for a blocking call: the backend gives it
+ * to sbx_runner_follow (and its timeout sets it, as a client's cancel would). */
 struct sbx_mcp_call {
     volatile int cancelled;
 };
@@ -57,16 +58,18 @@ struct sbx_mcp_run {
  * "state" is running, finished (the command ran to its end, any exit
  * status), failed (sbx failed), cancelled or timed_out. */
 struct sbx_mcp_backend_ops {
-    const char *mode; /* "embedded" or "runner" */
+    const char *mode; /* "embedded" (a private runner) or "runner" */
     json_t *(*run)(void *ctx, const struct sbx_mcp_run *r, struct sbx_mcp_call *call,
                    sbx_error_t **err);
     json_t *(*end)(void *ctx, const char *task, sbx_error_t **err);
     json_t *(*job)(void *ctx, const char *job, sbx_error_t **err);
     json_t *(*cancel)(void *ctx, const char *job, sbx_error_t **err);
     json_t *(*queue)(void *ctx, sbx_error_t **err);
-    /* Cancels every running job and refuses new ones (stdin closed, signal). */
+    /* Refuses new calls (stdin closed, signal); the server then cancels the
+     * calls in flight, each of which cancels its job. */
     void (*shutdown)(void *ctx);
-    /* Ends every task still held and frees ctx (after all calls returned). */
+    /* Frees ctx (after all calls returned); a private runner is stopped: every
+     * task it still holds is ended, its directory removed. */
     void (*destroy)(void *ctx);
     /* (added, issue 30) sandbox_read_file, sandbox_write_file (tools_files.c): one
      * regular file of a task's sandbox, at most SBX_FILES_ONE_MAX bytes; path absolute,
@@ -86,22 +89,23 @@ struct sbx_mcp_backend {
     void *ctx;
 };
 
-/* Picks the backend for cfg: "runner" when runner.listen is set, else
- * "embedded". plugin_dir is kept (not copied) for the process's life. The
- * runner backend sends every call to `sbx serve` (backend_runner.c). */
-int sbx_mcp_backend_open(const struct sbx_config *cfg, const char *plugin_dir,
+/* The backend for cfg: "runner" when runner.listen is set; else a private
+ * runner is started (cfg's runner settings are rewritten to it, so cfg must
+ * outlive the backend) with the directory `sbx mcp` runs in as its one
+ * worktree root, and the mode is "embedded". plugin_dir is kept (not copied)
+ * for the process's life. */
+int sbx_mcp_backend_open(struct sbx_config *cfg, const char *plugin_dir,
                          struct sbx_mcp_backend *out, sbx_error_t **err);
-int sbx_mcp_backend_embedded(const struct sbx_config *cfg, const char *plugin_dir,
-                             struct sbx_mcp_backend *out, sbx_error_t **err);
 /* The runner client: every call goes to the runner's API; a runner that does
  * not answer fails the call with the reason (no fallback). */
 void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out);
 
-/* The box's slots (box.max_sandboxes, flock files under state/slots):
- * {max, used, holders: [task records of running tasks on this box]}. */
-json_t *sbx_mcp_box_slots(const char *state, int max);
+/* boxinfo.c: sandbox_queue's object from the runner's GET /v1/queue (taken)
+ * and its running and queued job records (an array, taken): {mode, runner,
+ * tasks, running_jobs, queued, slots, pools, box}. */
+json_t *sbx_mcp_queue_view(json_t *queue, json_t *jobs, const char *mode, const char *runner);
 
-/* Output capture shared by backends: the first and last SBX_MCP_OUTPUT_CAP/2
+/* Output capture: the first and last SBX_MCP_OUTPUT_CAP/2
  * bytes of a stream, and how much there was. */
 struct sbx_mcp_outbuf {
     char *head;
@@ -119,5 +123,38 @@ char *sbx_mcp_outbuf_text(const struct sbx_mcp_outbuf *b, int *truncated);
 void sbx_mcp_outbuf_free(struct sbx_mcp_outbuf *b);
 /* Copies s (len bytes) replacing invalid UTF-8 and NUL with U+FFFD. */
 char *sbx_mcp_utf8_clean(const char *s, size_t len);
+
+/* jobobj.c: what this process knows of one of its jobs beyond the runner's
+ * record (backend_runner.c keeps the last SBX_MCP_JOB_HISTORY). */
+struct sbx_mcp_note {
+    char job[32];
+    int64_t timeout; /* seconds; 0: not known (another process's job) */
+    int timed_out;   /* its call's timeout cancelled it */
+    const char *why; /* who cancelled it (a static text), or NULL */
+};
+
+/* The runner's job record and the output read from it (out[0] stdout, out[1]
+ * stderr; out_error: why it could not be read, or NULL) as the tool's job
+ * object, with mode and the record under "record". */
+json_t *sbx_mcp_job_object(json_t *rec, const struct sbx_mcp_outbuf out[2], const char *out_error,
+                           struct sbx_mcp_note n, const char *mode);
+/* A record's state that is not final (queued, running). */
+int sbx_mcp_job_active(const char *state);
+
+/* jobobj.c: sandbox_run's timeout: a thread that cancels the call (as the
+ * client would) when it expires. */
+struct sbx_mcp_timer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct sbx_mcp_call *call;
+    int64_t seconds;
+    int done;
+    int fired;
+    pthread_t th;
+};
+
+int sbx_mcp_timer_start(struct sbx_mcp_timer *t, struct sbx_mcp_call *call, int64_t seconds);
+/* Stops the timer; 1 when it had fired. */
+int sbx_mcp_timer_stop(struct sbx_mcp_timer *t);
 
 #endif

@@ -1,33 +1,51 @@
-/* backend_runner.c - the MCP tools when `runner.listen` is set: every call
- * goes to `sbx serve` over its API (docs/api.md), so pools, caps and policy
- * always apply (docs/architecture.md, One implementation). A runner that does not
- * answer fails the call with the reason; nothing falls back to running in
- * this process. Output is read in frames (stdout and stderr apart) into the
- * same capped buffers as the embedded backend, and the job object has the
- * embedded backend's keys (docs/mcp.md, "Embedded and runner mode"). */
+/* backend_runner.c - the MCP tools over the runner's API (docs/api.md): the
+ * one backend of `sbx mcp` (backend.h). With `runner.listen` set the runner is
+ * `sbx serve` (mode "runner"); without, a private one-box runner this process
+ * starts (runner/private.h, mode "embedded"), stopped at exit with every task
+ * it holds. A runner that does not answer fails the call with the reason;
+ * nothing falls back. Output is read in frames (stdout and stderr apart) into
+ * capped buffers; the job's state and history are the runner's records. This
+ * process remembers only what the runner cannot know: each call's timeout and
+ * who cancelled its job (a note per job), and the tasks it ran in (so that a
+ * task the runner ended is reported once, docs/mcp.md). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "http/http.h"
 #include "mcp/backend.h"
+#include "runner/private.h"
 #include "runner/runner.h"
 #include "sbx/sbx_util.h"
-#include "util/monowait.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
 /* After cancelling a job, how long sandbox_run waits for the runner to end it. */
 #define CANCEL_WAIT_MS 30000
+/* How long sandbox_end waits for the runner to end the task. */
+#define END_WAIT_MS 120000
+/* Tasks this process remembers having run in (oldest dropped first). */
+#define KEPT_MAX 256
 
 struct runner {
     const struct sbx_config *cfg;
+    struct sbx_runner_private *priv; /* NULL: runner.listen's runner */
+    const char *mode;                /* "embedded" (priv) or "runner" */
+    char *where;                     /* sandbox_queue's "runner" text */
+    pthread_mutex_t mu;
+    int quitting;
+    struct sbx_mcp_note notes[SBX_MCP_JOB_HISTORY]; /* a ring */
+    size_t notes_next;
+    char kept[KEPT_MAX][80]; /* tasks run in and not ended by sandbox_end */
+    size_t n_kept;
 };
+
+/* ---- the runner's API ---------------------------------------------------- */
 
 /* A call whose reply is a JSON object. */
 static json_t *call_json(struct runner *r, const char *method, const char *path, const char *body,
@@ -59,7 +77,182 @@ static json_t *get_record(struct runner *r, const char *id, sbx_error_t **err)
     return rec;
 }
 
-/* A job's output, stdout and stderr apart, as the embedded backend keeps it. */
+/* The records of the runner's jobs in state st (queued, running), appended to out. */
+static int jobs_in(struct runner *r, const char *st, json_t *out, sbx_error_t **err)
+{
+    char *path = xasprintf("/v1/jobs?state=%s&limit=500", st);
+    json_t *rep = call_json(r, "GET", path, NULL, err);
+
+    free(path);
+    if (rep == NULL) {
+        return -1;
+    }
+    json_array_extend(out, json_object_get(rep, "jobs"));
+    json_decref(rep);
+    return 0;
+}
+
+/* Whether the runner holds task id now: 1, 0, or -1 and *err. */
+static int runner_holds(struct runner *r, const char *id, sbx_error_t **err)
+{
+    json_t *q = call_json(r, "GET", "/v1/queue", NULL, err);
+    json_t *t;
+    size_t i;
+    int found = 0;
+
+    if (q == NULL) {
+        return -1;
+    }
+    json_array_foreach(json_object_get(q, "tasks"), i, t)
+    {
+        const char *tid = json_string_value(json_object_get(t, "id"));
+
+        found |= tid != NULL && strcmp(tid, id) == 0;
+    }
+    json_decref(q);
+    return found;
+}
+
+/* Waits (at most END_WAIT_MS) until the runner no longer holds the task; 1
+ * when it is gone. */
+static int wait_task_gone(struct runner *r, const char *task)
+{
+    int held = runner_holds(r, task, NULL);
+
+    for (int waited = 0; waited < END_WAIT_MS && held > 0; waited += 20) {
+        usleep(20 * 1000);
+        held = runner_holds(r, task, NULL);
+    }
+    return held == 0;
+}
+
+/* ---- what this process remembers ---------------------------------------- */
+
+/* The job's note, or NULL. Under mu. */
+static struct sbx_mcp_note *note_find(struct runner *r, const char *job)
+{
+    for (size_t i = 0; i < SBX_MCP_JOB_HISTORY; i++) {
+        if (r->notes[i].job[0] != '\0' && strcmp(r->notes[i].job, job) == 0) {
+            return &r->notes[i];
+        }
+    }
+    return NULL;
+}
+
+static void note_new(struct runner *r, const char *job, int64_t timeout)
+{
+    struct sbx_mcp_note *n;
+
+    pthread_mutex_lock(&r->mu);
+    n = &r->notes[r->notes_next++ % SBX_MCP_JOB_HISTORY];
+    memset(n, 0, sizeof(*n));
+    snprintf(n->job, sizeof(n->job), "%s", job);
+    n->timeout = timeout;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Who cancels the job, unless someone already did; 1 when this set it. */
+static int note_why(struct runner *r, const char *job, const char *why)
+{
+    struct sbx_mcp_note *n;
+    int set = 0;
+
+    pthread_mutex_lock(&r->mu);
+    n = note_find(r, job);
+    if (n == NULL) { /* a job of another process (runner mode) */
+        n = &r->notes[r->notes_next++ % SBX_MCP_JOB_HISTORY];
+        memset(n, 0, sizeof(*n));
+        snprintf(n->job, sizeof(n->job), "%s", job);
+    }
+    if (n->why == NULL && !n->timed_out) {
+        n->why = why;
+        set = 1;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return set;
+}
+
+static void note_unwhy(struct runner *r, const char *job)
+{
+    struct sbx_mcp_note *n;
+
+    pthread_mutex_lock(&r->mu);
+    if ((n = note_find(r, job)) != NULL) {
+        n->why = NULL;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void note_timed_out(struct runner *r, const char *job)
+{
+    struct sbx_mcp_note *n;
+
+    pthread_mutex_lock(&r->mu);
+    if ((n = note_find(r, job)) != NULL && n->why == NULL) {
+        n->timed_out = 1;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static struct sbx_mcp_note note_get(struct runner *r, const char *job)
+{
+    struct sbx_mcp_note out = {0};
+    struct sbx_mcp_note *n;
+
+    pthread_mutex_lock(&r->mu);
+    if ((n = note_find(r, job)) != NULL) {
+        out = *n;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return out;
+}
+
+/* The kept tasks this process ran in. Under mu. */
+static ssize_t kept_index(struct runner *r, const char *task)
+{
+    for (size_t i = 0; i < r->n_kept; i++) {
+        if (strcmp(r->kept[i], task) == 0) {
+            return (ssize_t)i;
+        }
+    }
+    return -1;
+}
+
+static void kept_remove_locked(struct runner *r, ssize_t i)
+{
+    if (i >= 0) {
+        memmove(r->kept[i], r->kept[i + 1], (r->n_kept - (size_t)i - 1) * sizeof(r->kept[0]));
+        r->n_kept--;
+    }
+}
+
+static void kept_add(struct runner *r, const char *task)
+{
+    pthread_mutex_lock(&r->mu);
+    if (kept_index(r, task) < 0) {
+        if (r->n_kept == KEPT_MAX) {
+            kept_remove_locked(r, 0);
+        }
+        snprintf(r->kept[r->n_kept++], sizeof(r->kept[0]), "%s", task);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Forgets the task; 1 when it was remembered. */
+static int kept_remove(struct runner *r, const char *task)
+{
+    ssize_t i;
+
+    pthread_mutex_lock(&r->mu);
+    i = kept_index(r, task);
+    kept_remove_locked(r, i);
+    pthread_mutex_unlock(&r->mu);
+    return i >= 0;
+}
+
+/* ---- the job object ------------------------------------------------------ */
+
+/* A job's output, stdout and stderr apart. */
 struct capture {
     struct sbx_mcp_outbuf out[2];
     char *error; /* the output could not be read (no longer kept, runner gone) */
@@ -95,192 +288,7 @@ static void read_output(struct runner *r, const char *id, int follow, const vola
     sbx_error_free(&e);
 }
 
-static int job_active(const char *st)
-{
-    return st != NULL && (strcmp(st, "queued") == 0 || strcmp(st, "running") == 0);
-}
-
-/* Unix seconds (the record's reals) as the embedded backend's ISO time. */
-static json_t *iso(json_t *secs)
-{
-    char buf[32];
-    struct tm tm;
-    time_t t = (time_t)json_number_value(secs);
-
-    if (!json_is_number(secs) || t <= 0) {
-        return json_null();
-    }
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_string(buf);
-}
-
-/* What sandbox_run knows beyond the record. */
-struct run_info {
-    int64_t timeout;    /* seconds; 0: not known (sandbox_job) */
-    int timed_out;      /* this call's timeout cancelled the job */
-    int call_cancelled; /* the client cancelled this call */
-};
-
-/* The runner's record and output as the embedded backend's job object
- * (backend_embedded.c, job_json), plus mode "runner" and the record. */
-static json_t *job_object(json_t *rec, const struct capture *c, const struct run_info *ri)
-{
-    const char *st = json_string_value(json_object_get(rec, "state"));
-    const char *reason = json_string_value(json_object_get(rec, "reason"));
-    const char *id = json_string_value(json_object_get(rec, "id"));
-    const char *task = json_string_value(json_object_get(rec, "task"));
-    const char *pool = json_string_value(json_object_get(rec, "pool"));
-    json_t *exit_status = json_object_get(rec, "exit_status");
-    json_t *started = json_object_get(rec, "started_at");
-    json_t *ended = json_object_get(rec, "ended_at");
-    json_t *egress = json_object_get(rec, "egress");
-    json_t *argv = json_object_get(rec, "argv");
-    json_t *o = json_object();
-    const char *state;
-    char *error = NULL;
-    char *text[2];
-    int trunc[2];
-    uint64_t got;
-    json_int_t kept = json_integer_value(json_object_get(rec, "output_bytes"));
-    double end_s;
-
-    /* runner finished with a reason: sbx failed (no sandbox, 126, 127) */
-    if (job_active(st)) {
-        state = "running";
-    }
-    else if (st != NULL && strcmp(st, "finished") == 0) {
-        state = reason == NULL ? "finished" : "failed";
-    }
-    else if (st != NULL && strcmp(st, "cancelled") == 0) {
-        state = ri != NULL && ri->timed_out ? "timed_out" : "cancelled";
-    }
-    else {
-        state = "failed"; /* interrupted (the runner died), or unknown */
-    }
-    if (strcmp(state, "timed_out") == 0) {
-        error = xasprintf("timed out after %" PRId64 "s: the command was killed", ri->timeout);
-    }
-    else if (strcmp(state, "cancelled") == 0 && ri != NULL && ri->call_cancelled) {
-        error = xstrdup("the client cancelled the request; the command was killed");
-    }
-    else if (strcmp(state, "cancelled") == 0) {
-        error = xasprintf("%s; the command was killed", reason ? reason : "cancelled");
-    }
-    else if (strcmp(state, "failed") == 0) {
-        error = xasprintf("%s", reason ? reason : st ? st : "the record has no state");
-    }
-    for (int i = 0; i < 2; i++) {
-        text[i] = sbx_mcp_outbuf_text(&c->out[i], &trunc[i]);
-    }
-    got = c->out[0].total + c->out[1].total;
-    json_object_set_new(o, "job", id ? json_string(id) : json_null());
-    json_object_set_new(o, "task", task ? json_string(task) : json_null());
-    json_object_set_new(o, "state", json_string(state));
-    json_object_set_new(o, "exit_status",
-                        json_is_integer(exit_status) ? json_incref(exit_status) : json_null());
-    json_object_set_new(o, "command", json_is_array(argv) ? json_deep_copy(argv) : json_array());
-    json_object_set_new(o, "stdout", json_string(text[0]));
-    json_object_set_new(o, "stderr", json_string(text[1]));
-    json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)c->out[0].total));
-    json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)c->out[1].total));
-    json_object_set_new(o, "stdout_truncated", json_boolean(trunc[0]));
-    json_object_set_new(o, "stderr_truncated", json_boolean(trunc[1]));
-    if (kept > 0 && (uint64_t)kept > got) {
-        /* the runner keeps the last 1 MiB: older output was gone when read */
-        json_object_set_new(o, "output_dropped_bytes", json_integer(kept - (json_int_t)got));
-    }
-    if (c->error != NULL) {
-        json_object_set_new(o, "output_error", json_string(c->error));
-    }
-    json_object_set_new(o, "started_at", iso(started));
-    json_object_set_new(o, "ended_at", iso(ended));
-    end_s = json_is_number(ended) ? json_number_value(ended) : (double)time(NULL);
-    json_object_set_new(o, "duration_seconds",
-                        json_integer(json_is_number(started) && end_s > json_number_value(started)
-                                         ? (json_int_t)(end_s - json_number_value(started))
-                                         : 0));
-    json_object_set_new(o, "timeout_seconds",
-                        ri != NULL && ri->timeout > 0 ? json_integer(ri->timeout) : json_null());
-    json_object_set_new(o, "egress",
-                        json_pack("{s:I, s:I, s:s}", "allowed",
-                                  json_integer_value(json_object_get(egress, "allowed")), "denied",
-                                  json_integer_value(json_object_get(egress, "denied")), "scope",
-                                  "job"));
-    /* the runner keeps an agent job's own task (docs/api.md, Tasks); every
-     * other job is a one-command task that ends with it */
-    json_object_set_new(
-        o, "task_ended",
-        json_boolean(!job_active(st) && !(pool != NULL && strcmp(pool, "agent") == 0 &&
-                                          task != NULL && id != NULL && strcmp(task, id) != 0)));
-    if (error != NULL) {
-        json_object_set_new(o, "error", json_string(error));
-    }
-    json_object_set_new(o, "mode", json_string("runner"));
-    json_object_set_new(o, "record", json_incref(rec));
-    free(text[0]);
-    free(text[1]);
-    free(error);
-    return o;
-}
-
-/* sandbox_run's timeout: cancels the call (as the client would) when it expires. */
-struct timer {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct sbx_mcp_call *call;
-    int64_t seconds;
-    int done;
-    int fired;
-    pthread_t th;
-};
-
-static void *timer_main(void *arg)
-{
-    struct timer *t = arg;
-    struct timespec until;
-
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)t->seconds;
-    pthread_mutex_lock(&t->mu);
-    while (!t->done) {
-        if (pthread_cond_timedwait(&t->cv, &t->mu, &until) == ETIMEDOUT && !t->done) {
-            t->fired = !sbx_mcp_call_cancelled(t->call);
-            sbx_mcp_call_cancel(t->call);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&t->mu);
-    return NULL;
-}
-
-static int timer_start(struct timer *t, struct sbx_mcp_call *call, int64_t seconds)
-{
-    memset(t, 0, sizeof(*t));
-    t->call = call;
-    t->seconds = seconds;
-    pthread_mutex_init(&t->mu, NULL);
-    sbx_cond_init_mono(&t->cv);
-    if (pthread_create(&t->th, NULL, timer_main, t) != 0) {
-        pthread_cond_destroy(&t->cv);
-        pthread_mutex_destroy(&t->mu);
-        return -1;
-    }
-    return 0;
-}
-
-/* Stops the timer; 1 when it had fired. */
-static int timer_stop(struct timer *t)
-{
-    pthread_mutex_lock(&t->mu);
-    t->done = 1;
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    pthread_join(t->th, NULL);
-    pthread_cond_destroy(&t->cv);
-    pthread_mutex_destroy(&t->mu);
-    return t->fired;
-}
+/* ---- sandbox_run ---------------------------------------------------------- */
 
 /* POST /v1/jobs; the new job's id (caller frees) or NULL. */
 static char *submit(struct runner *r, const struct sbx_mcp_run *req, sbx_error_t **err)
@@ -331,21 +339,58 @@ static char *submit(struct runner *r, const struct sbx_mcp_run *req, sbx_error_t
     return out;
 }
 
+/* submit, but a call on a task whose sandbox another call is creating (the
+ * runner's 409 "... submit its next command once it runs") waits for it, as
+ * docs/mcp.md says, until the call is cancelled or its timeout passes. */
+static char *submit_when_ready(struct runner *r, const struct sbx_mcp_run *req,
+                               struct sbx_mcp_call *call, int64_t timeout, sbx_error_t **err)
+{
+    int64_t until = sbx_mono_ms() + timeout * 1000;
+
+    for (;;) {
+        sbx_error_t *e = NULL;
+        char *id = submit(r, req, &e);
+
+        if (id != NULL ||
+            strstr(sbx_error_msg(e), "submit its next command once it runs") == NULL ||
+            sbx_mcp_call_cancelled(call) || sbx_mono_ms() >= until) {
+            if (e != NULL && err != NULL && *err == NULL) {
+                *err = e; /* the caller's error */
+            }
+            else {
+                sbx_error_free(&e);
+            }
+            return id;
+        }
+        sbx_error_free(&e);
+        usleep(50 * 1000);
+    }
+}
+
+/* POST /v1/jobs/ID/cancel; 0, or -1 and *err (409: it had ended). */
+static int cancel_job(struct runner *r, const char *id, sbx_error_t **err)
+{
+    char *path = xasprintf("/v1/jobs/%s/cancel", id);
+    json_t *rep = call_json(r, "POST", path, "{}", err);
+
+    free(path);
+    json_decref(rep);
+    return rep != NULL ? 0 : -1;
+}
+
 /* Cancels the job and waits (at most CANCEL_WAIT_MS) for the runner to end it. */
 static void cancel_and_wait(struct runner *r, const char *id)
 {
-    char *path = xasprintf("/v1/jobs/%s/cancel", id);
     sbx_error_t *e = NULL;
 
-    json_decref(call_json(r, "POST", path, "{}", &e));
-    free(path);
-    if (e != NULL) { /* 409: it had ended meanwhile */
+    if (cancel_job(r, id, &e) < 0) { /* 409: it had ended meanwhile */
         sbx_debug("mcp: cancelling job %s: %s", id, sbx_error_msg(e));
         sbx_error_free(&e);
     }
     for (int waited = 0; waited < CANCEL_WAIT_MS; waited += 20) {
         json_t *rec = get_record(r, id, NULL);
-        int active = rec == NULL || job_active(json_string_value(json_object_get(rec, "state")));
+        int active =
+            rec == NULL || sbx_mcp_job_active(json_string_value(json_object_get(rec, "state")));
 
         json_decref(rec);
         if (!active) {
@@ -356,46 +401,111 @@ static void cancel_and_wait(struct runner *r, const char *id)
     sbx_warn("mcp: job %s: still running %d s after it was cancelled", id, CANCEL_WAIT_MS / 1000);
 }
 
+/* The arguments the runner would refuse, with the tool's texts; 0 or -1. */
+static int validate_run(const struct runner *r, const struct sbx_mcp_run *req, sbx_error_t **err)
+{
+    if (req->argv == NULL || req->argv[0] == NULL || req->argv[0][0] == '\0') {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "argv: give the command as a non-empty array of strings, e.g. "
+                             "[\"make\", \"test\"]");
+    }
+    if (req->task != NULL && (!sbx_id_valid(req->task, SBX_ID_TASK) || strlen(req->task) > 63)) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "task '%.80s': use 1-63 letters, digits, '-', '_' or '.', starting "
+                             "with a letter or digit",
+                             req->task);
+    }
+    if (req->pool != NULL && strcmp(req->pool, "ci") != 0 && strcmp(req->pool, "agent") != 0) {
+        return sbx_error_set(err, SBX_E_USAGE, "pool '%.32s': use ci or agent", req->pool);
+    }
+    if (r->priv != NULL && req->pool != NULL && strcmp(req->pool, "agent") != 0) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "pool '%s': with no runner configured (runner.listen) sbx mcp's own "
+                             "runner serves the agent pool only, with the whole box",
+                             req->pool);
+    }
+    if (req->timeout < 0 || (r->cfg->limits.max > 0 && req->timeout > r->cfg->limits.max)) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "timeout %" PRId64 ": use 1 to %" PRId64 " seconds (limits.max)",
+                             req->timeout, r->cfg->limits.max);
+    }
+    return 0;
+}
+
+/* A kept task this process ran in that the runner no longer holds (idle,
+ * lifetime, ended elsewhere): said once, and nothing is run (docs/mcp.md). */
+static int task_gone(struct runner *r, const char *task, sbx_error_t **err)
+{
+    int held;
+    int known;
+
+    pthread_mutex_lock(&r->mu);
+    known = kept_index(r, task) >= 0;
+    pthread_mutex_unlock(&r->mu);
+    if (!known || (held = runner_holds(r, task, err)) < 0) {
+        return known ? -1 : 0;
+    }
+    if (held || !kept_remove(r, task)) {
+        return 0;
+    }
+    return sbx_error_set(err, SBX_E_CANCELLED,
+                         "task %s had ended (the runner no longer holds it: idle for %" PRId64
+                         "s, past its lifetime of %" PRId64 "s, or ended elsewhere): its "
+                         "sandbox and files are gone. Nothing was run; call sandbox_run again "
+                         "to start a fresh sandbox under this task id",
+                         task, r->cfg->limits.idle, r->cfg->limits.max);
+}
+
 static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_mcp_call *call,
                           sbx_error_t **err)
 {
     struct runner *r = ctx;
     struct sbx_mcp_call own = {0};
-    struct run_info ri = {0};
     struct capture c = {0};
-    struct timer tm;
+    struct sbx_mcp_timer tm;
+    int64_t timeout;
     int have_timer;
+    int quitting;
     json_t *rec;
     json_t *out;
     char *id;
 
-    if (req->argv == NULL || req->argv[0] == NULL || req->argv[0][0] == '\0') {
-        sbx_error_set(err, SBX_E_USAGE, "argv: give the command as a non-empty array of strings");
+    if (validate_run(r, req, err) < 0) {
         return NULL;
     }
-    if (req->timeout < 0 || (r->cfg->limits.max > 0 && req->timeout > r->cfg->limits.max)) {
-        sbx_error_set(err, SBX_E_USAGE,
-                      "timeout %" PRId64 ": use 1 to %" PRId64 " seconds (limits.max)",
-                      req->timeout, r->cfg->limits.max);
+    pthread_mutex_lock(&r->mu);
+    quitting = r->quitting;
+    pthread_mutex_unlock(&r->mu);
+    if (quitting) {
+        sbx_error_set(err, SBX_E_CANCELLED, "sbx mcp is shutting down");
+        return NULL;
+    }
+    if (req->task != NULL && req->from == NULL && task_gone(r, req->task, err) < 0) {
         return NULL;
     }
     if (call == NULL) {
         call = &own;
     }
-    ri.timeout = req->timeout > 0 ? req->timeout : SBX_MCP_DEFAULT_TIMEOUT;
-    id = submit(r, req, err);
+    timeout = req->timeout > 0 ? req->timeout : SBX_MCP_DEFAULT_TIMEOUT;
+    id = submit_when_ready(r, req, call, timeout, err);
     if (id == NULL) {
         return NULL;
     }
+    note_new(r, id, timeout);
     /* the call's flag stops the follow at once, even if the command is silent */
-    have_timer = timer_start(&tm, call, ri.timeout) == 0;
+    have_timer = sbx_mcp_timer_start(&tm, call, timeout) == 0;
     if (!have_timer) {
         sbx_warn("mcp: job %s: cannot start its timeout thread: no timeout", id);
     }
     read_output(r, id, 1, &call->cancelled, &c);
-    ri.timed_out = have_timer && timer_stop(&tm);
+    if (have_timer && sbx_mcp_timer_stop(&tm)) {
+        note_timed_out(r, id);
+    }
     if (sbx_mcp_call_cancelled(call)) {
-        ri.call_cancelled = !ri.timed_out;
+        pthread_mutex_lock(&r->mu);
+        quitting = r->quitting;
+        pthread_mutex_unlock(&r->mu);
+        note_why(r, id, quitting ? "sbx mcp is exiting" : "the client cancelled the request");
         cancel_and_wait(r, id);
         /* the whole output again, with what came after the follow stopped */
         capture_clear(&c);
@@ -407,20 +517,60 @@ static json_t *runner_run(void *ctx, const struct sbx_mcp_run *req, struct sbx_m
         free(id);
         return NULL;
     }
-    out = job_object(rec, &c, &ri);
+    out = sbx_mcp_job_object(rec, c.out, c.error,
+                             note_get(r, json_string_value(json_object_get(rec, "id"))), r->mode);
+    if (req->task != NULL && !json_is_true(json_object_get(out, "task_ended"))) {
+        kept_add(r, req->task);
+    }
+    else if (req->task == NULL) {
+        /* task_ended: the runner has ended its task when the call returns */
+        wait_task_gone(r, id);
+    }
     json_decref(rec);
     capture_clear(&c);
     free(id);
     return out;
 }
 
+/* ---- the other tools ------------------------------------------------------ */
+
+/* sandbox_end: the task's queued and running jobs are cancelled (their calls
+ * return cancelled), then the task is ended; returns once the runner ended it. */
 static json_t *runner_end(void *ctx, const char *task, sbx_error_t **err)
 {
-    char *path = xasprintf("/v1/tasks/%s/end", task);
-    json_t *j = call_json(ctx, "POST", path, "{}", err);
+    struct runner *r = ctx;
+    char *t = sbx_url_escape(task);
+    char *path = xasprintf("/v1/tasks/%s/end", t ? t : "");
+    json_t *jobs = json_array();
+    json_t *rep;
+    json_t *j;
+    size_t i;
+    int gone;
 
+    free(t);
+    if (jobs_in(r, "running", jobs, NULL) == 0 && jobs_in(r, "queued", jobs, NULL) == 0) {
+        json_array_foreach(jobs, i, j)
+        {
+            const char *id = json_string_value(json_object_get(j, "id"));
+            const char *jt = json_string_value(json_object_get(j, "task"));
+
+            if (id != NULL && jt != NULL && strcmp(jt, task) == 0 &&
+                note_why(r, id, "its task was ended by sandbox_end")) {
+                cancel_job(r, id, NULL);
+            }
+        }
+    }
+    json_decref(jobs);
+    rep = call_json(r, "POST", path, "{}", err);
     free(path);
-    return j;
+    if (rep == NULL) {
+        return NULL;
+    }
+    json_decref(rep);
+    kept_remove(r, task);
+    gone = wait_task_gone(r, task);
+    return json_pack("{s:s, s:s, s:s}", "task", task, "state", gone ? "ended" : "ending", "mode",
+                     r->mode);
 }
 
 /* sandbox_job: the record and the output kept so far; never waits for the job. */
@@ -435,7 +585,8 @@ static json_t *runner_job(void *ctx, const char *job, sbx_error_t **err)
         return NULL;
     }
     read_output(r, job, 0, NULL, &c);
-    out = job_object(rec, &c, NULL);
+    out = sbx_mcp_job_object(rec, c.out, c.error,
+                             note_get(r, json_string_value(json_object_get(rec, "id"))), r->mode);
     json_decref(rec);
     capture_clear(&c);
     return out;
@@ -443,32 +594,53 @@ static json_t *runner_job(void *ctx, const char *job, sbx_error_t **err)
 
 static json_t *runner_cancel(void *ctx, const char *job, sbx_error_t **err)
 {
-    char *path = xasprintf("/v1/jobs/%s/cancel", job);
-    json_t *j = call_json(ctx, "POST", path, "{}", err);
+    struct runner *r = ctx;
+    int set = note_why(r, job, "sandbox_cancel asked for it");
 
-    free(path);
-    return j;
+    if (cancel_job(r, job, err) < 0) {
+        if (set) {
+            note_unwhy(r, job);
+        }
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:s}", "job", job, "state", "cancelling", "mode", r->mode);
 }
 
 static json_t *runner_queue(void *ctx, sbx_error_t **err)
 {
-    json_t *q = call_json(ctx, "GET", "/v1/queue", NULL, err);
+    struct runner *r = ctx;
+    json_t *q = call_json(r, "GET", "/v1/queue", NULL, err);
+    json_t *jobs = json_array();
 
-    if (q != NULL) {
-        json_object_set_new(q, "mode", json_string("runner"));
+    if (q == NULL || jobs_in(r, "running", jobs, err) < 0 || jobs_in(r, "queued", jobs, err) < 0) {
+        json_decref(q);
+        json_decref(jobs);
+        return NULL;
     }
-    return q;
+    return sbx_mcp_queue_view(q, jobs, r->mode, r->where);
 }
 
 static void runner_shutdown(void *ctx)
 {
-    /* the server cancels every call in flight: each cancels its job */
-    (void)ctx;
+    struct runner *r = ctx;
+
+    /* the server then cancels every call in flight: each cancels its job */
+    pthread_mutex_lock(&r->mu);
+    r->quitting = 1;
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void runner_destroy(void *ctx)
 {
-    free(ctx);
+    struct runner *r = ctx;
+
+    if (r->priv != NULL) {
+        sbx_info("mcp: stopping the private runner (its tasks end)");
+        sbx_runner_private_stop(r->priv);
+    }
+    pthread_mutex_destroy(&r->mu);
+    free(r->where);
+    free(r);
 }
 
 /* (added, issue 30) GET/PUT /v1/tasks/T/files?path= (docs/api.md) */
@@ -531,35 +703,73 @@ static json_t *runner_snapshot(void *ctx, const char *task, int for_fork, sbx_er
     return j;
 }
 
-static const struct sbx_mcp_backend_ops runner_ops = {
-    .mode = "runner",
-    .run = runner_run,
-    .end = runner_end,
-    .job = runner_job,
-    .cancel = runner_cancel,
-    .queue = runner_queue,
-    .shutdown = runner_shutdown,
-    .destroy = runner_destroy,
-    .read_file = runner_read_file,
-    .write_file = runner_write_file,
-    .snapshot = runner_snapshot,
-};
+#define OPS(name, mode_text)                                                                       \
+    static const struct sbx_mcp_backend_ops name = {                                               \
+        .mode = mode_text,                                                                         \
+        .run = runner_run,                                                                         \
+        .end = runner_end,                                                                         \
+        .job = runner_job,                                                                         \
+        .cancel = runner_cancel,                                                                   \
+        .queue = runner_queue,                                                                     \
+        .shutdown = runner_shutdown,                                                               \
+        .destroy = runner_destroy,                                                                 \
+        .read_file = runner_read_file,                                                             \
+        .write_file = runner_write_file,                                                           \
+        .snapshot = runner_snapshot,                                                               \
+    }
+OPS(runner_ops, "runner");
+OPS(private_ops, "embedded");
 
-void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out)
+static struct runner *runner_new(const struct sbx_config *cfg, const char *mode)
 {
     struct runner *r = xcalloc(1, sizeof(*r));
 
     r->cfg = cfg;
+    r->mode = mode;
+    pthread_mutex_init(&r->mu, NULL);
+    return r;
+}
+
+void sbx_mcp_backend_runner(const struct sbx_config *cfg, struct sbx_mcp_backend *out)
+{
+    struct runner *r = runner_new(cfg, "runner");
+
+    r->where = xasprintf("the runner at %s", cfg->runner.listen ? cfg->runner.listen : "?");
     out->ops = &runner_ops;
     out->ctx = r;
 }
 
-int sbx_mcp_backend_open(const struct sbx_config *cfg, const char *plugin_dir,
+int sbx_mcp_backend_open(struct sbx_config *cfg, const char *plugin_dir,
                          struct sbx_mcp_backend *out, sbx_error_t **err)
 {
+    struct sbx_runner_private_opts po = {0};
+    struct sbx_runner_private *p;
+    struct runner *r;
+    char *cwd;
+
     if (cfg->runner.listen != NULL && cfg->runner.listen[0] != '\0') {
         sbx_mcp_backend_runner(cfg, out);
         return 0;
     }
-    return sbx_mcp_backend_embedded(cfg, plugin_dir, out, err);
+    /* a worktree is the directory sbx mcp runs in or below it (docs/mcp.md) */
+    cwd = realpath(".", NULL);
+    if (cwd == NULL) {
+        return sbx_error_set(err, SBX_E_GENERIC, "mcp: the current directory: %s", strerror(errno));
+    }
+    po.worktree_roots = (const char *const[]){cwd};
+    po.n_worktree_roots = 1;
+    po.pool = "agent"; /* the whole box for the agent pool (docs/mcp.md) */
+    po.slot_lock = 1;  /* its tasks count in the box's slots beside other sbx processes' */
+    p = sbx_runner_private_start(cfg, plugin_dir, &po, err);
+    free(cwd);
+    if (p == NULL) {
+        return sbx_error_wrap(err, "mcp");
+    }
+    r = runner_new(cfg, "embedded");
+    r->priv = p;
+    r->where = xstrdup("none configured (runner.listen is not set): a private runner in this "
+                       "sbx mcp process, whose tasks end with it");
+    out->ops = &private_ops;
+    out->ctx = r;
+    return 0;
 }

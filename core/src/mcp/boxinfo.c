@@ -1,80 +1,91 @@
-/* boxinfo.c - what sandbox_queue shows of the whole box in embedded mode:
- * its slot locks and the tasks holding sandboxes, from every sbx process
- * (sbx run, task keepers, other sbx mcp). */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <stdlib.h>
+/* boxinfo.c - what sandbox_queue shows (docs/mcp.md): the runner's queue
+ * (GET /v1/queue) and its running and queued jobs, in the tool's shape, the
+ * same whether the runner is `sbx serve` or this process's private one. */
 #include <string.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include "mcp/backend.h"
-#include "sandbox/statedir.h"
-#include "util/xalloc.h"
 
-/* A slot is taken while someone holds its flock; the probe's shared lock
- * is dropped at once. */
-static int slots_used(const char *state, int max)
+static const char *jstr(json_t *o, const char *k)
 {
-    int used = 0;
-
-    for (int i = 0; i < max; i++) {
-        char *path = xasprintf("%s/slots/%d.lock", state, i);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-        free(path);
-        if (fd < 0) {
-            continue;
-        }
-        if (flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK) {
-            used++;
-        }
-        close(fd);
-    }
-    return used;
+    return json_string_value(json_object_get(o, k));
 }
 
-/* Records of tasks starting or running (a process killed with -9 leaves
- * one until the next task start on the box reaps its sandbox). */
-static json_t *holders(const char *state)
+/* The runner's tasks as the tool shows them. */
+static json_t *tasks_view(json_t *tasks)
 {
-    char *dir = xasprintf("%s/tasks", state);
-    json_t *arr = json_array();
-    DIR *d = opendir(dir);
-    struct dirent *de;
+    json_t *out = json_array();
+    json_t *t;
+    size_t i;
 
-    while (d != NULL && (de = readdir(d)) != NULL) {
-        char *path;
-        json_t *rec;
-        const char *st;
+    json_array_foreach(tasks, i, t)
+    {
+        const char *st = jstr(t, "state");
+        int kept = json_is_true(json_object_get(t, "kept"));
 
-        if (!sbx_id_valid(de->d_name, SBX_ID_TASK)) {
-            continue;
-        }
-        path = xasprintf("%s/%s/task.json", dir, de->d_name);
-        rec = json_load_file(path, 0, NULL);
-        free(path);
-        st = json_string_value(json_object_get(rec, "state"));
-        if (st != NULL && (strcmp(st, "running") == 0 || strcmp(st, "starting") == 0)) {
-            json_array_append_new(arr, json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "task",
-                                                 json_object_get(rec, "task"), "pool",
-                                                 json_object_get(rec, "pool"), "state",
-                                                 json_object_get(rec, "state"), "provider",
-                                                 json_object_get(rec, "provider"), "started_at",
-                                                 json_object_get(rec, "started_at")));
-        }
-        json_decref(rec);
+        json_array_append_new(
+            out, json_pack("{s:s?, s:s, s:s?, s:I, s:b, s:b, s:s?}", "task", jstr(t, "id"), "state",
+                           st != NULL && strcmp(st, "ready") == 0 ? "running"
+                           : st                                   ? st
+                                                                  : "?",
+                           "pool", jstr(t, "pool"), "running_jobs",
+                           json_integer_value(json_object_get(t, "running")), "kept", kept,
+                           "ends_with_command", !kept, "client", jstr(t, "client")));
     }
-    if (d != NULL) {
-        closedir(d);
-    }
-    free(dir);
-    return arr;
+    return out;
 }
 
-json_t *sbx_mcp_box_slots(const char *state, int max)
+/* Every pool's busy slots: {max, used, holders}. */
+static json_t *slots_view(json_t *queue)
 {
-    return json_pack("{s:i, s:i, s:o}", "max", max, "used", slots_used(state, max), "holders",
-                     holders(state));
+    json_t *holders = json_array();
+    json_t *p;
+    json_t *sl;
+    size_t i;
+    size_t k;
+
+    json_array_foreach(json_object_get(queue, "pools"), i, p)
+    {
+        json_array_foreach(json_object_get(p, "slots"), k, sl)
+        {
+            const char *st = jstr(sl, "state");
+
+            if (st != NULL && strcmp(st, "busy") == 0) {
+                json_array_append_new(holders, json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "task",
+                                                         json_object_get(sl, "task"), "job",
+                                                         json_object_get(sl, "job"), "pool",
+                                                         json_object_get(p, "pool"), "since",
+                                                         json_object_get(sl, "since"), "held_for",
+                                                         json_object_get(sl, "held_for")));
+            }
+        }
+    }
+    return json_pack("{s:O?, s:I, s:o}", "max",
+                     json_object_get(json_object_get(queue, "box"), "max_sandboxes"), "used",
+                     (json_int_t)json_array_size(holders), "holders", holders);
+}
+
+json_t *sbx_mcp_queue_view(json_t *queue, json_t *jobs, const char *mode, const char *runner)
+{
+    json_t *running = json_array();
+    json_t *queued = json_array();
+    json_t *j;
+    size_t i;
+    json_t *out;
+
+    json_array_foreach(jobs, i, j)
+    {
+        const char *st = jstr(j, "state");
+        json_t *e = json_pack("{s:s?, s:s?, s:s?, s:s?, s:O?}", "job", jstr(j, "id"), "task",
+                              jstr(j, "task"), "state", st, "pool", jstr(j, "pool"), "command",
+                              json_object_get(j, "argv"));
+
+        json_array_append_new(st != NULL && strcmp(st, "queued") == 0 ? queued : running, e);
+    }
+    out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:O?, s:O?}", "mode", mode, "runner", runner,
+                    "tasks", tasks_view(json_object_get(queue, "tasks")), "running_jobs", running,
+                    "queued", queued, "slots", slots_view(queue), "pools",
+                    json_object_get(queue, "pools"), "box", json_object_get(queue, "box"));
+    json_decref(queue);
+    json_decref(jobs);
+    return out;
 }

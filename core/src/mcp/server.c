@@ -146,7 +146,7 @@ static json_t *initialize(struct sbx_mcp_server *s, json_t *params, int *code, c
         "sandbox_end when done; without a task id each command gets a fresh sandbox. Mode: %s%s.",
         s->backend.ops->mode,
         strcmp(s->backend.ops->mode, "embedded") == 0
-            ? " (no runner configured: tasks live in this server process and end with it)"
+            ? " (no runner configured: tasks live in this server's own runner and end with it)"
             : "");
     r = json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", use,
                   "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "sbx", "title",
@@ -426,12 +426,13 @@ void sbx_mcp_server_free(struct sbx_mcp_server *s)
     if (s == NULL) {
         return;
     }
+    /* new calls refused first, so that a cancelled call says why */
+    s->backend.ops->shutdown(s->backend.ctx);
     pthread_mutex_lock(&s->mu);
     for (struct inflight *f = s->inflight; f != NULL; f = f->next) {
         sbx_mcp_call_cancel(&f->call);
     }
     pthread_mutex_unlock(&s->mu);
-    s->backend.ops->shutdown(s->backend.ctx);
     reap(s, 1);
     s->backend.ops->destroy(s->backend.ctx);
     pthread_mutex_destroy(&s->out_mu);

@@ -69,8 +69,8 @@ json_t *sbx_mcp_tools_list(void)
     json_object_set_new(run, "pool",
                         json_pack("{s:s, s:[s, s], s:s}", "type", "string", "enum", "agent", "ci",
                                   "description",
-                                  "Slot pool (default agent). Applies when the "
-                                  "call starts the task."));
+                                  "Slot pool (default agent; with no runner configured, "
+                                  "agent only). Applies when the call starts the task."));
     json_object_set_new(run, "worktree",
                         str_prop("Host directory mounted read-write at /workspace (the only "
                                  "host directory the sandbox sees): the project sbx mcp runs in, "
@@ -274,7 +274,8 @@ static int opt_str(json_t *args, const char *key, const char **out, char **bad)
  * host: the runner's rule (util/confine.h) with the project as the one root,
  * so a symlink that leads out is refused, and so are /proc, /sys, /dev and
  * /run and any directory holding one of them (the state directory is the
- * backend's check: the embedded one knows it, the runner has its own). An error
+ * runner's check, with this directory as its worktree root when it is sbx
+ * mcp's own). An error
  * text, or NULL and *out (absolute, resolved). */
 static char *project_path(const char *w, char **out)
 {

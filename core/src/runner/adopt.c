@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runner/adopt.h"
+#include "runner/auth.h"
 #include "runner/jobs.h"
 #include "runner/jobstate.h"
 #include "runner/records.h"
@@ -62,15 +63,15 @@ int sbx_runner_task_adopt(struct sbx_runner *r, struct sbx_task *task, sbx_error
     t = xcalloc(1, sizeof(*t));
     snprintf(t->id, sizeof(t->id), "%s", id);
     snprintf(t->holder, sizeof(t->holder), "%s", id);
-    snprintf(t->owner, sizeof(t->owner), "%s", r->local.name);
+    snprintf(t->owner, sizeof(t->owner), "%s", runner_local_client(r->auth)->name);
     t->pool = sj.pool;
     t->keep = 1;
     runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
     t->holder_result = SBX_RESULT_OK;
     r->adopted_only = 1; /* a submit for another task is refused (submit.c) */
     pthread_mutex_lock(&r->mu);
-    t->next = r->tasks;
-    r->tasks = t;
+    t->next = r->tab.tasks;
+    r->tab.tasks = t;
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: task %s adopted", id);
     return 0;

@@ -20,7 +20,7 @@
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
-#include "runner/worker.h"
+#include "runner/output.h"
 #include "runner/storeq.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"
@@ -383,6 +383,9 @@ static void job_get_done(struct sbx_runner *r, struct evhttp_request *req, void 
         pthread_mutex_lock(&r->mu);
         json_object_set_new(o, "output_bytes", json_integer((json_int_t)j->out_total));
         json_object_set_new(o, "output_truncated", json_boolean(j->out_total > j->out_len));
+        if (j->wt_events != NULL) { /* (added, issue 31) */
+            json_object_set_new(o, "worktree_events", json_deep_copy(j->wt_events));
+        }
         pthread_mutex_unlock(&r->mu);
     }
     runner_reply_json(req, 200, o);
@@ -401,7 +404,64 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     c->id = xstrdup(id);
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
-    runner_sq_call(r, req, job_get_work, job_get_done, c);
+    runner_sq_read(r, req, job_get_work, job_get_done, c);
+}
+
+/* A follow of a job's output (j->streams; loop only). */
+struct runner_stream {
+    struct evhttp_request *req;
+    struct rjob *job;
+    struct sbx_runner *r; /* (added, issue 31) */
+    size_t sent;          /* in out_total terms */
+    size_t acked;         /* (added, issue 31) written out to the client (output_wait) */
+    int frames;           /* ?frames=1: stdout and stderr kept apart in frames */
+    struct runner_stream *next;
+};
+
+void runner_streams_free(struct rjob *j)
+{
+    while (j->streams != NULL) {
+        struct runner_stream *s = j->streams;
+
+        j->streams = s->next;
+        free(s);
+    }
+}
+
+/* (added, issue 31) output_wait: j's lowest written-out offset and its
+ * followers, for a worker waiting in runner_output_wait. Loop thread (it owns
+ * j->streams). */
+static void acked_update(struct sbx_runner *r, struct rjob *j)
+{
+    size_t low = SIZE_MAX;
+    int n = 0;
+
+    if (!r->output_wait) {
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (struct runner_stream *s = j->streams; s != NULL; s = s->next) {
+        low = s->acked < low ? s->acked : low;
+        n++;
+    }
+    j->out_acked = n > 0 ? low : j->out_total;
+    j->followers = n;
+    j->followed |= n > 0;
+    pthread_cond_broadcast(&r->cond);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* (added, issue 31) The connection wrote out all it was given: what was sent
+ * on s is with its client. */
+static void stream_drained(struct evhttp_connection *c, void *arg)
+{
+    struct runner_stream *s = arg;
+
+    (void)c;
+    pthread_mutex_lock(&s->r->mu);
+    s->acked = s->sent;
+    pthread_mutex_unlock(&s->r->mu);
+    acked_update(s->r, s->job);
 }
 
 static void stream_closed(struct evhttp_connection *c, void *arg)
@@ -416,8 +476,12 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     }
     for (struct runner_stream **pp = &s->job->streams; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == s) {
+            struct sbx_runner *r = s->r;
+            struct rjob *j = s->job;
+
             *pp = s->next;
             free(s);
+            acked_update(r, j); /* (added, issue 31) a follower gone stops the wait */
             return;
         }
     }
@@ -464,7 +528,11 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
         s->sent = j->out_total;
         final = final || j->state >= SBX_JOB_FINISHED;
         pthread_mutex_unlock(&r->mu);
-        if (evbuffer_get_length(b) > 0) {
+        if (evbuffer_get_length(b) > 0 && r->output_wait) {
+            /* (added, issue 31) told when the client has it (stream_drained) */
+            evhttp_send_reply_chunk_with_cb(s->req, b, stream_drained, s);
+        }
+        else if (evbuffer_get_length(b) > 0) {
             evhttp_send_reply_chunk(s->req, b);
         }
         evbuffer_free(b);
@@ -697,7 +765,12 @@ static void lookup(struct sbx_runner *r, struct evhttp_request *req, enum lookup
     c->who.scopes = who->scopes;
     c->follow = follow;
     c->frames = frames;
-    runner_sq_call(r, req, lookup_work, lookup_done, c);
+    if (kind == LOOKUP_CANCEL) { /* it may cancel a queued job: a write */
+        runner_sq_call(r, req, lookup_work, lookup_done, c);
+    }
+    else {
+        runner_sq_read(r, req, lookup_work, lookup_done, c);
+    }
 }
 
 void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, const char *id,
@@ -722,9 +795,14 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     s->frames = frames;
     s->req = req;
     s->job = j;
+    s->r = r;
+    pthread_mutex_lock(&r->mu);
+    s->acked = j->out_total - j->out_len; /* (added, issue 31) older bytes are gone */
+    pthread_mutex_unlock(&r->mu);
     s->next = j->streams;
     j->streams = s;
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed, s);
+    acked_update(r, j);
     runner_streams_flush(r, j, !follow);
 }
 

@@ -22,9 +22,9 @@
 #include <sys/queue.h>
 
 #include "runner/route.h"
-#include "runner/state.h"
 #include "runner/records.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
 #include "sbx/sbx_util.h"
@@ -54,25 +54,30 @@ static int status_of(const sbx_error_t *e)
     }
 }
 
-/* The task, ready, the client's own, held (running++) until put_task; NULL when answered. */
+/* (added) No other box holds the task either (forward.h). */
+static void not_kept(struct evhttp_request *req, const char *id)
+{
+    runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
+}
+
+/* The task, ready, the client's own, held (running++) until put_task; NULL
+ * when answered (or, another box's task, being answered: forward.h). */
 static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                               const struct runner_client *who, unsigned fwd)
 {
     struct rtask *t;
 
-    pthread_mutex_lock(&r->mu); /* scope submit: checked by the router */
+    runner_lock(r); /* scope submit: checked by the router */
     t = runner_task_find(r, id);
     if (t == NULL) {
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         /* (added) another box of the fleet holds it: the request goes there
          * (forward.c; the owner checks the scope and the client again) */
-        if (!runner_forward_task(r, req, who, id, fwd)) {
-            runner_reply_error(req, 404, "no task '%s' is kept by this runner", id);
-        }
+        runner_forward_task(r, req, who, id, fwd, not_kept);
         return NULL;
     }
     if (!sbx_store_owner_ok(t->owner, who->name)) {
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         sbx_warn("runner: client '%s' asked for the files or pause of task %s, another client's: "
                  "refused",
                  who->name, id);
@@ -82,20 +87,20 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
     if (t->state != RT_READY || t->t == NULL) {
         int ending = t->state == RT_ENDING || t->state == RT_FAILED;
 
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         runner_reply_error(req, 409, ending ? "task %s is ending" : "task %s is starting", id);
         return NULL;
     }
     t->running++; /* not ended under us */
-    pthread_mutex_unlock(&r->mu);
+    runner_unlock(r);
     return t;
 }
 
 static void put_task(struct sbx_runner *r, struct rtask *t)
 {
-    pthread_mutex_lock(&r->mu);
+    runner_lock(r);
     t->running--;
-    pthread_mutex_unlock(&r->mu);
+    runner_unlock(r);
 }
 
 static void reply_err(struct evhttp_request *req, sbx_error_t **e)
@@ -257,7 +262,7 @@ static void *fop_main(void *arg)
     (void)rc;
     /* thread-safe with evthread_use_pthreads() (runner.c); the task stays held, so the
      * loop does not stop before fop_done ran */
-    if (event_base_once(op->r->base, -1, EV_TIMEOUT, fop_done, op, NULL) < 0) {
+    if (event_base_once(runner_base(op->r), -1, EV_TIMEOUT, fop_done, op, NULL) < 0) {
         sbx_warn("runner: files of task %s: cannot reach the loop", op->id);
     }
     return NULL;

@@ -3,7 +3,8 @@
  * its scopes allow, the queue view as that client may see it, the dispatch through
  * the route table (api_routes.c, route.h), and the
  * listeners with their caps on what an unauthenticated peer can make the
- * runner hold (api_limits.c). Loop thread only. */
+ * runner hold (api_limits.c); (changed) GET /healthz and /readyz (from
+ * api_list.c). Loop thread only. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -19,6 +20,7 @@
 #include "runner/route.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
 #include "runner/auth.h"
@@ -28,6 +30,7 @@
 #include "runner/jobs.h"
 #include "runner/status.h"
 #include "runner/warm.h"
+#include "sandbox/backlog.h"
 #include "sandbox/statedir.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -93,7 +96,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     free(text);
     sbx_sched_snapshot_free(snap);
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         static const char *const names[] = {"starting", "ready", "failed", "ending"};
 
         if (!all && strcmp(t->owner, who->name) != 0) {
@@ -110,7 +113,7 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     json_object_set_new(o, "orphan_sweeps", json_integer((json_int_t)runner_warm_sweeps(r)));
     { /* (added) the box's image before work (image_check.c) */
         char why[512];
-        int ready = runner_image_ready(r, why, sizeof(why));
+        int ready = runner_image_ready(r->image, why, sizeof(why));
 
         json_object_set_new(json_object_get(o, "box"), "image",
                             json_pack("{s:s?, s:b, s:s?}", "ref", r->cfg->image, "ready", ready,
@@ -154,14 +157,14 @@ static void handle_metrics(struct sbx_runner *r, struct evhttp_request *req)
     sbx_sched_snapshot_free(snap);
     evbuffer_add(b, text, strlen(text));
     if (f != NULL) {
-        rm_write(&r->metrics, f, served);
+        rm_write(r->metrics, f, served);
         runner_fleet_metrics(r, f);
         runner_warm_metrics(r, f);
         /* (added) docs/operations.md, "Removal in the background" */
         fprintf(f,
                 "# HELP sbx_removal_backlog Sandboxes killed and waiting for the engine's removal "
                 "(-1: unknown).\n# TYPE sbx_removal_backlog gauge\nsbx_removal_backlog %d\n",
-                runner_health_backlog(r));
+                runner_health_backlog(r->health));
         if (fclose(f) == 0) {
             evbuffer_add(b, more, more_len);
         }
@@ -216,6 +219,67 @@ void runner_api_slots(const struct runner_route_call *c)
     handle_slots(c->r, c->req, c->who);
 }
 
+/* ---- health ------------------------------------------------------------- */
+
+static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int ready)
+{
+    char store[512] = "";
+    double store_age = 0;
+    /* (added) the probe's last answer: never a call on the loop */
+    int store_ok = runner_storeprobe_state(r->storeprobe, store, sizeof(store), &store_age) == 0;
+    char engine[512] = "";
+    int engine_ok = runner_health_engine(r->health, engine, sizeof(engine)) == 0;
+    json_t *o = json_object();
+    json_t *down = json_array();
+    int draining = 0;
+    int backlog;
+
+    json_object_set_new(o, "store", json_string(store_ok ? "ok" : store));
+    json_object_set_new(o, "store_checked", json_real(store_age));
+    json_object_set_new(o, "engine", json_string(engine_ok ? "ok" : engine));
+    if (!store_ok) {
+        json_array_append_new(down, json_string("store"));
+    }
+    if (!engine_ok) {
+        json_array_append_new(down, json_string("engine"));
+    }
+    backlog = runner_health_backlog(r->health);
+    json_object_set_new(o, "removal_backlog", backlog < 0 ? json_null() : json_integer(backlog));
+    if (backlog > SBX_REMOVAL_BACKLOG_MAX) {
+        json_array_append_new(down, json_string("removal-backlog"));
+    }
+    if (ready) { /* (added) the image before work (image_check.c) */
+        char why[512];
+
+        if (!runner_image_ready(r->image, why, sizeof(why))) {
+            json_object_set_new(o, "image", json_string(why));
+            json_array_append_new(down, json_string("image"));
+        }
+    }
+    if (ready) {
+        struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+        int stopping;
+
+        pthread_mutex_lock(&r->mu);
+        stopping = r->stopping;
+        pthread_mutex_unlock(&r->mu);
+        draining = snap->draining;
+        sbx_sched_snapshot_free(snap);
+        json_object_set_new(o, "draining", json_boolean(draining || stopping));
+        if (draining || stopping) {
+            json_array_append_new(down, json_string(stopping ? "stopping" : "draining"));
+        }
+    }
+    json_object_set_new(o, "status", json_string(json_array_size(down) == 0 ? "ok" : "down"));
+    json_object_set_new(o, "down", down);
+    runner_reply_json(req, json_array_size(down) == 0 ? 200 : 503, o);
+}
+
+void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready)
+{
+    health_reply(r, req, ready);
+}
+
 /* One request through the table (api_routes.c, route.h): 404, 405, 400 on an id,
  * 403 on a scope, else the row's handler. */
 static void dispatch(struct runner_listener *l, struct evhttp_request *req, const char *path,
@@ -230,6 +294,7 @@ static void dispatch(struct runner_listener *l, struct evhttp_request *req, cons
     memset(&c, 0, sizeof(c));
     c.r = r;
     c.l = l;
+    c.tcp = l->tcp;
     c.req = req;
     c.who = who;
     c.path = path;
@@ -252,7 +317,7 @@ static void dispatch(struct runner_listener *l, struct evhttp_request *req, cons
     }
     if (hit->scope != 0 && (who->scopes & hit->scope) == 0) {
         if (hit->method == EVHTTP_REQ_POST && strcmp(hit->pattern, "/v1/jobs") == 0) {
-            rm_refused(&r->metrics, RM_REFUSED_FORBIDDEN); /* a refused job */
+            rm_refused(r->metrics, RM_REFUSED_FORBIDDEN); /* a refused job */
         }
         lacks(req, who, hit->scope & -hit->scope); /* names the first of them */
         return;
@@ -281,13 +346,13 @@ static void route(struct evhttp_request *req, void *arg)
                            SBX_RUNNER_MAX_HEADERS);
         return;
     }
-    if (path != NULL && runner_status_route(l, req, path)) {
+    if (path != NULL && runner_status_route(r->status, l->tcp, req, path)) {
         return; /* the status page (status.c) */
     }
     authz = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
     /* (changed) on the unix socket, a request another box forwarded acts for
      * the client it names, with that client's scopes (forward.c) */
-    who = l->tcp ? runner_authenticate(r, authz)
+    who = l->tcp ? runner_authenticate(r->auth, authz)
                  : runner_forwarded_client(r, req, &fwd_who, why, sizeof(why));
     if (who == NULL && why[0] != '\0') {
         /* (added) forged or malformed forwarding headers: refused, logged */
@@ -297,7 +362,7 @@ static void route(struct evhttp_request *req, void *arg)
         return;
     }
     if (who == NULL && authz == NULL && path != NULL) {
-        who = runner_status_session(r, req, path); /* the page's GETs, by its cookie */
+        who = runner_status_session(r->status, req, path); /* the page's GETs, by its cookie */
     }
     if (who == NULL) {
         struct evkeyvalq *out = evhttp_request_get_output_headers(req);
@@ -305,7 +370,7 @@ static void route(struct evhttp_request *req, void *arg)
         /* no second request on this connection without a token */
         evhttp_add_header(out, "WWW-Authenticate", "Bearer");
         evhttp_add_header(out, "Connection", "close");
-        rm_refused(&r->metrics, RM_REFUSED_UNAUTHORIZED);
+        rm_refused(r->metrics, RM_REFUSED_UNAUTHORIZED);
         runner_reply_error(req, 401, "missing or wrong bearer token (Authorization: Bearer ...)");
         return;
     }

@@ -43,11 +43,15 @@ void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, co
 int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
                         json_t **labels, char *msg, size_t mlen);
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final);
+/* (added) Frees j's follows whose requests are gone (the runner stops, after
+ * evhttp_free). */
+void runner_streams_free(struct rjob *j);
 
 /* api_list.c */
 void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
                              const struct runner_client *who);
-/* ready 0: /healthz (store and engine); 1: /readyz (and not draining or stopping) */
+/* (changed, api_http.c) ready 0: /healthz (store and engine); 1: /readyz (and
+ * not draining or stopping) */
 void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready);
 
 /* api_http.c */

@@ -18,9 +18,8 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 
-#include "runner/state.h"
 #include "runner/api_limits.h"
-#include "runner/forward.h"
+#include "runner/runner.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -182,8 +181,5 @@ void runner_api_limits_free(struct runner_listener *l)
     }
     while (l->guards != NULL) {
         guard_drop(l->guards);
-    }
-    if (l->r != NULL && l == &l->r->lis[0]) {
-        runner_forward_drop_all(l->r); /* (added) forward.c */
     }
 }

@@ -1,5 +1,5 @@
-/* api_list.c - GET /v1/jobs (filters and paging), GET /healthz and GET
- * /readyz (docs/api.md). Loop thread only. */
+/* api_list.c - GET /v1/jobs (filters and paging) (docs/api.md). Loop thread
+ * only. (changed) GET /healthz and /readyz are in api_http.c. */
 #include <errno.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -9,11 +9,12 @@
 #include <string.h>
 #include <sys/queue.h>
 
-#include "runner/state.h"
+#include "config/config.h"
 #include "runner/api_int.h"
-#include "runner/health.h"
+#include "runner/auth.h"
 #include "runner/storeq.h"
-#include "sandbox/backlog.h"
+#include "sched/sched.h"
+#include "store/store.h"
 #include "util/xalloc.h"
 
 #define LIST_DEFAULT 50
@@ -205,66 +206,5 @@ void runner_handle_jobs_list(struct sbx_runner *r, struct evhttp_request *req,
         c->f.client = c->client; /* read-own: its own jobs only */
     }
     c->f.limit++; /* one more tells whether a next page exists */
-    runner_sq_call(r, req, page_work, page_done, c);
-}
-
-/* ---- health ------------------------------------------------------------- */
-
-static void health_reply(struct sbx_runner *r, struct evhttp_request *req, int ready)
-{
-    char store[512] = "";
-    double store_age = 0;
-    /* (added) the probe's last answer: never a call on the loop */
-    int store_ok = runner_storeprobe_state(r, store, sizeof(store), &store_age) == 0;
-    char engine[512] = "";
-    int engine_ok = runner_health_engine(r, engine, sizeof(engine)) == 0;
-    json_t *o = json_object();
-    json_t *down = json_array();
-    int draining = 0;
-    int backlog;
-
-    json_object_set_new(o, "store", json_string(store_ok ? "ok" : store));
-    json_object_set_new(o, "store_checked", json_real(store_age));
-    json_object_set_new(o, "engine", json_string(engine_ok ? "ok" : engine));
-    if (!store_ok) {
-        json_array_append_new(down, json_string("store"));
-    }
-    if (!engine_ok) {
-        json_array_append_new(down, json_string("engine"));
-    }
-    backlog = runner_health_backlog(r);
-    json_object_set_new(o, "removal_backlog", backlog < 0 ? json_null() : json_integer(backlog));
-    if (backlog > SBX_REMOVAL_BACKLOG_MAX) {
-        json_array_append_new(down, json_string("removal-backlog"));
-    }
-    if (ready) { /* (added) the image before work (image_check.c) */
-        char why[512];
-
-        if (!runner_image_ready(r, why, sizeof(why))) {
-            json_object_set_new(o, "image", json_string(why));
-            json_array_append_new(down, json_string("image"));
-        }
-    }
-    if (ready) {
-        struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
-        int stopping;
-
-        pthread_mutex_lock(&r->mu);
-        stopping = r->stopping;
-        pthread_mutex_unlock(&r->mu);
-        draining = snap->draining;
-        sbx_sched_snapshot_free(snap);
-        json_object_set_new(o, "draining", json_boolean(draining || stopping));
-        if (draining || stopping) {
-            json_array_append_new(down, json_string(stopping ? "stopping" : "draining"));
-        }
-    }
-    json_object_set_new(o, "status", json_string(json_array_size(down) == 0 ? "ok" : "down"));
-    json_object_set_new(o, "down", down);
-    runner_reply_json(req, json_array_size(down) == 0 ? 200 : 503, o);
-}
-
-void runner_handle_health(struct sbx_runner *r, struct evhttp_request *req, int ready)
-{
-    health_reply(r, req, ready);
+    runner_sq_read(r, req, page_work, page_done, c);
 }

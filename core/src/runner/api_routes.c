@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "runner/route.h"
-#include "runner/state.h"
 #include "runner/api_int.h"
+#include "config/config.h"
 
 /* follow=1|true, frames=1|true, fork=1|true (route.h) */
 int runner_query_flag(const char *query, const char *name)

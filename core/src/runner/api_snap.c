@@ -17,7 +17,9 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
 #include "runner/worker.h"
@@ -60,7 +62,23 @@ static int code_for(const sbx_error_t *e)
     }
 }
 
-/* The running task id of this client (under r->mu), or NULL having replied. With
+/* (added) No other box holds the task either (forward.h). */
+static void not_running(struct evhttp_request *req, const char *id)
+{
+    runner_reply_error(req, 404, "no running task '%s' on this runner", id);
+}
+
+/* (added) A snapshot of a task no other box holds while SNAPS_MAX are made here. */
+static void snaps_full(struct evhttp_request *req, const char *id)
+{
+    (void)id;
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", SNAPS_RETRY_S);
+    runner_reply_error(req, 429, "%d snapshots are being made on this box: try again later",
+                       SNAPS_MAX);
+}
+
+/* The running task id of this client (under r->mu), or NULL having replied
+ * (or, another box's task, being answered: forward.h). With
  * hold: the task is held (running++, not ended under the caller) and *hold set. */
 static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                                  const struct runner_client *who, struct rtask **hold, unsigned fwd)
@@ -84,9 +102,7 @@ static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *re
     pthread_mutex_unlock(&r->mu);
     if (t == NULL) {
         /* (added) another box of the fleet holds it: the request goes there */
-        if (!runner_forward_task(r, req, who, id, fwd)) {
-            runner_reply_error(req, 404, "no running task '%s' on this runner", id);
-        }
+        runner_forward_task(r, req, who, id, fwd, not_running);
         return NULL;
     }
     if (!mine) {
@@ -196,12 +212,11 @@ static void task_snapshot(struct sbx_runner *r, struct evhttp_request *req, cons
         here = runner_task_find(r, id);
         pthread_mutex_unlock(&r->mu);
         /* (added) another box's task: that box's snapshots count, not ours */
-        if (here == NULL && runner_forward_task(r, req, who, id, RUNNER_FWD_SLOW)) {
+        if (here == NULL) {
+            runner_forward_task(r, req, who, id, RUNNER_FWD_SLOW, snaps_full);
             return;
         }
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", SNAPS_RETRY_S);
-        runner_reply_error(req, 429, "%d snapshots are being made on this box: try again later",
-                           SNAPS_MAX);
+        snaps_full(req, id);
         return;
     }
     if (own_task(r, req, id, who, &rt, RUNNER_FWD_SLOW) == NULL) {
@@ -431,7 +446,7 @@ int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
     json_decref(rec);
 out:
     if (code != 0) {
-        rm_refused(&r->metrics, rm_refusal_of(code));
+        rm_refused(r->metrics, rm_refusal_of(code));
         sbx_warn("runner: client '%s': job from snapshot %s refused (HTTP %d)", who->name, j->from,
                  code);
     }

@@ -35,9 +35,10 @@
 #include <unistd.h>
 
 #include "runner/route.h"
-#include "runner/state.h"
+#include "runner/state.h" /* (the keeper) adopted_only, the lock */
 #include "runner/records.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
 #include "sandbox/keeper_files.h"
@@ -126,14 +127,14 @@ static void free_evcon(evutil_socket_t fd, short what, void *arg)
 static void session_end(struct session *s)
 {
     close(s->fd);
-    pthread_mutex_lock(&s->r->mu);
+    runner_lock(s->r);
     if (s->rt != NULL) {
         s->rt->running--;
     }
-    pthread_mutex_unlock(&s->r->mu);
+    runner_unlock(s->r);
     __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
     /* thread-safe with evthread_use_pthreads() (runner.c) */
-    event_base_once(s->r->base, -1, EV_TIMEOUT, free_evcon, s->evcon, NULL);
+    event_base_once(runner_base(s->r), -1, EV_TIMEOUT, free_evcon, s->evcon, NULL);
     free(s->head);
     free(s);
 }
@@ -357,10 +358,10 @@ static void *port_main(void *arg)
     snprintf(via, sizeof(via), "api client %s", s->client);
     r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
     /* the connection needs the task no more: it may end meanwhile (the socket then resets) */
-    pthread_mutex_lock(&s->r->mu);
+    runner_lock(s->r);
     s->rt->running--;
     s->rt = NULL;
-    pthread_mutex_unlock(&s->r->mu);
+    runner_unlock(s->r);
     if (r < 0) {
         reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
         sbx_error_free(&err);
@@ -534,9 +535,15 @@ static int header_has(struct evhttp_request *req, const char *name, const char *
 
 /* /v1/tasks/{id}/terminal (terminal) or /v1/tasks/{id}/ports[/PORT/...], any method (a
  * terminal's other than GET is a 426); the router has checked the id and scope. */
+/* (added) No other box holds the task either (forward.h). */
+static void not_running(struct evhttp_request *req, const char *id)
+{
+    runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
+}
+
 static void task_io(const struct runner_route_call *c, int terminal, int archive)
 {
-    struct runner_listener *l = c->l;
+    int tcp = c->tcp;
     struct sbx_runner *r = c->r;
     struct evhttp_request *req = c->req;
     const struct runner_client *who = c->who;
@@ -579,8 +586,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
             return;
         }
     }
-    if (l->tcp &&
-        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
+    if (tcp && evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
         /* the status page's cookie is for its own GETs; a preview never rides on it */
         runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)", path);
         return;
@@ -611,39 +617,40 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
                            path);
         return;
     }
-    pthread_mutex_lock(&r->mu);
+    runner_lock(r);
     rt = runner_task_find(r, id);
     if (rt == NULL || strcmp(rt->owner, who->name) != 0) {
         int other = rt != NULL;
 
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         if (other) {
             runner_reply_error(req, 403,
                                "task %s belongs to another client (a task's terminal and ports "
                                "are its owner's alone)",
                                id);
         }
-        else if (!runner_forward_tunnel(r, req, who, id, terminal)) {
-            /* (added) else another box of the fleet holds it: relayed (fwd_tunnel.c) */
-            runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
+        else {
+            /* (added) another box of the fleet holds it: relayed (fwd_tunnel.c),
+             * once the store thread has said which (fwd_owner.c) */
+            runner_forward_tunnel(r, req, who, id, terminal, not_running);
         }
         return;
     }
     if (!rt->keep || rt->state != RT_READY || rt->t == NULL) {
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         runner_reply_error(req, 409, "task %s is not a kept task that runs (state: %s)", id,
                            rt->state == RT_STARTING ? "starting" : "not ready");
         return;
     }
     if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         runner_reply_error(req, 503, "%d terminals and port connections are open: try later",
                            SESSIONS_MAX);
         return;
     }
     rt->running++; /* the task is not ended under the session */
-    pthread_mutex_unlock(&r->mu);
+    runner_unlock(r);
 
     s = xcalloc(1, sizeof(*s));
     s->r = r;
@@ -657,11 +664,11 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         ev_uint16_t pp = 0;
         struct evhttp_connection *con = evhttp_request_get_connection(req);
 
-        if (con != NULL && l->tcp) {
+        if (con != NULL && tcp) {
             evhttp_connection_get_peer(con, &host, &pp);
         }
-        snprintf(s->peer, sizeof(s->peer), "%s:%u", l->tcp && host ? host : "unix", (unsigned)pp);
-        if (raw && !l->tcp) {
+        snprintf(s->peer, sizeof(s->peer), "%s:%u", tcp && host ? host : "unix", (unsigned)pp);
+        if (raw && !tcp) {
             /* (added) on the unix socket, `sbx port` says whose connection it is */
             const char *given =
                 evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sbx-Peer");
@@ -676,9 +683,9 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         s->head = upstream_request(req, rest, &s->head_len);
     }
     if (take_over(req, s) < 0) {
-        pthread_mutex_lock(&r->mu);
+        runner_lock(r);
         rt->running--;
-        pthread_mutex_unlock(&r->mu);
+        runner_unlock(r);
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
         free(s->head);
         free(s);

@@ -8,17 +8,36 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "runner/state.h"
 #include "runner/auth.h"
+#include "config/config.h"
 #include "util/xalloc.h"
 
 #define TOKEN_MAX 4096
 
+/* A TCP client: who it is, and its token (never logged, never out of here). */
+struct auth_entry {
+    struct runner_client who;
+    char *token;
+    size_t token_len;
+};
+
+struct runner_auth {
+    const struct sbx_config *cfg;
+    struct auth_entry *clients; /* TCP clients */
+    size_t n_clients;
+    struct runner_client local; /* the unix socket's client */
+};
+
 /* The unix socket: local root and the socket's group, with the scopes of the
  * "local" entry of runner.clients, every scope without one (runner_clients_load). */
-const struct runner_client *runner_local_client(const struct sbx_runner *r)
+const struct runner_client *runner_local_client(const struct runner_auth *a)
 {
-    return &r->local;
+    return &a->local;
+}
+
+size_t runner_auth_n_clients(const struct runner_auth *a)
+{
+    return a->n_clients;
 }
 
 /* A token is printable ASCII without spaces (it travels in a header). */
@@ -88,35 +107,35 @@ static int read_token_file(const struct sbx_runner_client *c, char **out, sbx_er
     return 0;
 }
 
-static int add_client(struct sbx_runner *r, const char *name, const char *where, const char *token,
+static int add_client(struct runner_auth *a, const char *name, const char *where, const char *token,
                       unsigned scopes, sbx_error_t **err)
 {
-    struct runner_client *c;
+    struct auth_entry *c;
 
-    for (size_t i = 0; i < r->n_clients; i++) {
-        if (strcmp(r->clients[i].token, token) == 0) {
+    for (size_t i = 0; i < a->n_clients; i++) {
+        if (strcmp(a->clients[i].token, token) == 0) {
             return sbx_error_set(err, SBX_E_CONFIG,
                                  "%s: runner.clients '%s': the same token as client '%s' (each "
                                  "client needs its own)",
-                                 where, name, r->clients[i].name);
+                                 where, name, a->clients[i].who.name);
         }
     }
-    r->clients = xrealloc(r->clients, (r->n_clients + 1) * sizeof(*r->clients));
-    c = &r->clients[r->n_clients++];
+    a->clients = xrealloc(a->clients, (a->n_clients + 1) * sizeof(*a->clients));
+    c = &a->clients[a->n_clients++];
     memset(c, 0, sizeof(*c));
-    snprintf(c->name, sizeof(c->name), "%s", name);
+    snprintf(c->who.name, sizeof(c->who.name), "%s", name);
     c->token = xstrdup(token);
     c->token_len = strlen(token);
-    c->scopes = scopes;
+    c->who.scopes = scopes;
     return 0;
 }
 
-int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
+static int load(struct runner_auth *a, sbx_error_t **err)
 {
-    const struct sbx_config *cfg = r->cfg;
+    const struct sbx_config *cfg = a->cfg;
 
-    snprintf(r->local.name, sizeof(r->local.name), "local");
-    r->local.scopes = SBX_SCOPE_ALL;
+    snprintf(a->local.name, sizeof(a->local.name), "local");
+    a->local.scopes = SBX_SCOPE_ALL;
     /* runner.token_env alone: one client, every scope (as before clients) */
     if (cfg->runner.token_env != NULL) {
         const char *tok = getenv(cfg->runner.token_env);
@@ -128,7 +147,7 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
                                      "ASCII without spaces",
                                      cfg->runner.token_env);
             }
-            if (add_client(r, "default", "runner.token_env", tok, SBX_SCOPE_ALL, err) < 0) {
+            if (add_client(a, "default", "runner.token_env", tok, SBX_SCOPE_ALL, err) < 0) {
                 return -1;
             }
         }
@@ -143,7 +162,7 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
         int rc;
 
         if (strcmp(c->name, "local") == 0) { /* (added) the unix socket's scopes */
-            r->local.scopes = c->scopes;
+            a->local.scopes = c->scopes;
             continue;
         }
         if (c->token_env != NULL) {
@@ -165,7 +184,7 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
         else if (read_token_file(c, &tok, err) < 0) {
             return -1;
         }
-        rc = add_client(r, c->name, c->where, tok, c->scopes, err);
+        rc = add_client(a, c->name, c->where, tok, c->scopes, err);
         explicit_bzero(tok, strlen(tok));
         free(tok);
         if (rc < 0) {
@@ -175,15 +194,29 @@ int runner_clients_load(struct sbx_runner *r, sbx_error_t **err)
     return 0;
 }
 
-void runner_clients_free(struct sbx_runner *r)
+struct runner_auth *runner_clients_load(const struct sbx_config *cfg, sbx_error_t **err)
 {
-    for (size_t i = 0; i < r->n_clients; i++) {
-        explicit_bzero(r->clients[i].token, r->clients[i].token_len);
-        free(r->clients[i].token);
+    struct runner_auth *a = xcalloc(1, sizeof(*a));
+
+    a->cfg = cfg;
+    if (load(a, err) < 0) {
+        runner_clients_free(a);
+        return NULL;
     }
-    free(r->clients);
-    r->clients = NULL;
-    r->n_clients = 0;
+    return a;
+}
+
+void runner_clients_free(struct runner_auth *a)
+{
+    if (a == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < a->n_clients; i++) {
+        explicit_bzero(a->clients[i].token, a->clients[i].token_len);
+        free(a->clients[i].token);
+    }
+    free(a->clients);
+    free(a);
 }
 
 /* Equal in time independent of where they differ. */
@@ -198,7 +231,7 @@ static int ct_equal(const char *a, size_t an, const char *b, size_t bn)
     return d == 0;
 }
 
-const struct runner_client *runner_authenticate(struct sbx_runner *r, const char *authz)
+const struct runner_client *runner_authenticate(const struct runner_auth *a, const char *authz)
 {
     const struct runner_client *who = NULL;
     size_t n;
@@ -209,9 +242,9 @@ const struct runner_client *runner_authenticate(struct sbx_runner *r, const char
     authz += 7;
     n = strlen(authz);
     /* every client is compared, whichever matches */
-    for (size_t i = 0; i < r->n_clients; i++) {
-        if (ct_equal(authz, n, r->clients[i].token, r->clients[i].token_len)) {
-            who = &r->clients[i];
+    for (size_t i = 0; i < a->n_clients; i++) {
+        if (ct_equal(authz, n, a->clients[i].token, a->clients[i].token_len)) {
+            who = &a->clients[i].who;
         }
     }
     return who;
@@ -230,9 +263,9 @@ int runner_may_cancel(const struct runner_client *who, const char *owner)
            (owner != NULL && strcmp(owner, who->name) == 0);
 }
 
-int runner_may_use_credentials(const struct sbx_runner *r, const char *client, const char *name)
+int runner_may_use_credentials(const struct runner_auth *a, const char *client, const char *name)
 {
-    const struct sbx_config *cfg = r->cfg;
+    const struct sbx_config *cfg = a->cfg;
 
     if (strcmp(client, "default") == 0) { /* runner.token_env: every scope, every instance */
         return 1;

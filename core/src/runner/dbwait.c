@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "runner/state.h"
 #include "runner/dbwait.h"
+#include "runner/jobs.h"
 #include "runner/storepool.h"
 #include "util/log.h"
 
@@ -32,9 +32,7 @@ int runner_store_retry(struct sbx_runner *r, struct sbx_store *st, const char *j
             }
             return 0;
         }
-        pthread_mutex_lock(&r->mu);
-        stopping = r->stopping;
-        pthread_mutex_unlock(&r->mu);
+        stopping = runner_stopping(r);
         /* written again while the store is down, and after any failure of the
          * store itself (SBX_E_GENERIC: a lost connection may already be
          * reopened when it is looked at); a refusal (ESTALE: another box holds
@@ -63,9 +61,7 @@ static int wait_over(struct sbx_runner *r, long waited)
 {
     int stopping;
 
-    pthread_mutex_lock(&r->mu);
-    stopping = r->stopping;
-    pthread_mutex_unlock(&r->mu);
+    stopping = runner_stopping(r);
     return waited >= (stopping ? DBWAIT_STOP_S : DBWAIT_MAX_S) * 1000L;
 }
 

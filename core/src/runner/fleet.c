@@ -3,8 +3,12 @@
  * (LISTEN/NOTIFY), claiming jobs into this box's scheduler, reaping lost
  * boxes, and what a box does when it learns that it was lost itself.
  *
- * Everything here runs on the loop thread, on the runner's own store
- * connection; the LISTEN connection is a second one, polled by the loop. */
+ * (changed, issue 31) The loop decides; every store call of a running box
+ * (the claim, the beat, a new registration, the leader's work) is a call of
+ * the store thread (storeq.h). Only the start (registration, LISTEN, the
+ * first view) uses the runner's own connection, before the API listens. The
+ * LISTEN connection is a second one, polled by the loop (a non-blocking read
+ * of what arrived, sbx_store_drain). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -120,12 +124,13 @@ static int fleet_register(struct sbx_runner *r, struct sbx_store *st, sbx_error_
 }
 
 /* (added) fleet_lost's new registration: a call of the store thread, before
- * the next beat's (they run in order) */
+ * the next beat's (they run in order); (changed) the leader's connection
+ * (arg) is closed there too, never on the loop */
 static void register_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
     sbx_error_t *err = NULL;
 
-    (void)arg;
+    runner_lead_resign(r, arg);
     if (fleet_register(r, st, &err) < 0) {
         sbx_error_log("%s", sbx_error_msg(err));
         sbx_error_free(&err);
@@ -255,7 +260,7 @@ void runner_fleet_claim(struct sbx_runner *r)
     struct runner_fleet *f = r->fleet;
     struct claim_call *c;
 
-    if (f == NULL || r->stopping || !runner_image_ready(r, NULL, 0)) {
+    if (f == NULL || r->stopping || !runner_image_ready(r->image, NULL, 0)) {
         return; /* (added) a box without its image claims nothing */
     }
     if (f->claiming) {
@@ -282,7 +287,7 @@ static void fleet_lost(struct sbx_runner *r)
              "the shared queue holds their records",
              f->id);
     pthread_mutex_lock(&r->mu);
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_QUEUED) {
             sbx_sched_cancel(r->sched, j->id, NULL);
             runner_job_move_held(r, j, RJOB_INTERRUPTED); /* the reap requeued its record */
@@ -296,15 +301,14 @@ static void fleet_lost(struct sbx_runner *r)
             }
         }
     }
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         if (t->t != NULL) {
             sbx_task_stop(t->t, "box lost");
         }
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
-    runner_lead_resign(r, f->lead);
-    runner_sq_call(r, NULL, register_work, register_done, NULL);
+    runner_sq_call(r, NULL, register_work, register_done, f->lead);
 }
 
 /* The fleet as /metrics shows it, read once per beat: a scrape never queries
@@ -369,7 +373,7 @@ static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
                  "interrupted (box lost), %zu task(s) ended",
                  reap.boxes, reap.requeued, reap.interrupted, reap.tasks);
     }
-    if (c->want_listen && !runner_store_stalled(r)) {
+    if (c->want_listen && !runner_store_stalled(r->storeprobe)) {
         c->listen = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
         c->sock = c->listen != NULL ? sbx_store_listen(c->listen, &err) : -1;
         if (c->sock < 0) {
@@ -381,7 +385,7 @@ static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
     if (!c->lost) {
         runner_lead_beat(r, f->lead);
     }
-    c->view = runner_store_stalled(r) ? NULL : fleet_view(st);
+    c->view = runner_store_stalled(r->storeprobe) ? NULL : fleet_view(st);
 }
 
 static void on_notify(evutil_socket_t fd, short what, void *arg);
@@ -592,7 +596,7 @@ void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t
         runner_reply_json(req, 200, queue);
         return;
     }
-    runner_sq_call(r, req, queue_work, queue_done, queue);
+    runner_sq_read(r, req, queue_work, queue_done, queue);
 }
 
 static double box_up(json_t *b)

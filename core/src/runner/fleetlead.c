@@ -207,7 +207,7 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
                  "%llds); autoscaler: %s",
                  a.id, (double)a.wait_ms / 1000.0, al[i].pool, (long long)cfg->runner.alert_after,
                  ctx[p].d.reason);
-        runner_alert_fire(r, &a, al[i].task, &ctx[p].d);
+        runner_alert_fire(cfg, &a, al[i].task, &ctx[p].d);
         ctx[p].d.action = SBX_SCALE_NONE; /* the scale-up goes with the first alert only */
         pthread_mutex_lock(&l->mu);
         l->alerts++;
@@ -220,7 +220,7 @@ void runner_lead_beat(struct sbx_runner *r, struct runner_lead *l)
     sbx_error_t *err = NULL;
     int rc;
 
-    if (runner_store_stalled(r)) {
+    if (runner_store_stalled(r->storeprobe)) {
         return; /* (added) no wait on a database known stalled: the next beat */
     }
     if (l->conn == NULL) {

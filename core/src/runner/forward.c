@@ -3,8 +3,9 @@
  * "Forwarding"): the output (followed or not), a cancel, a kept task's next
  * command and a task's end; (added, issue 30) a task's files (a 200 streamed,
  * keeping the read timeout), pause and resume, snapshot (600 s for the reply)
- * and egress change (runner_forward_task; a terminal and ports are relayed as
- * bytes by fwd_tunnel.c). The box that receives the request checks the
+ * and egress change (runner_forward_task_to, once fwd_owner.c has read the
+ * owner on the store thread; a terminal and ports are relayed as bytes by
+ * fwd_tunnel.c). The box that receives the request checks the
  * client's scopes against the shared record, sends the request to the
  * owner's API address (its `boxes` row) with the marker X-Sbx-Forwarded-By,
  * and relays the owner's answer, streaming for the output.
@@ -144,7 +145,7 @@ const struct runner_client *runner_forwarded_client(struct sbx_runner *r,
 
     why[0] = '\0';
     if (!runner_forwarded(req) && name == NULL && scopes == NULL) {
-        return runner_local_client(r);
+        return runner_local_client(r->auth);
     }
     /* (changed) only a box of this fleet forwards: a box of one is never
      * forwarded to, and on a fleet box the peer must be the runner's own
@@ -632,46 +633,15 @@ void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
     forward_req(r, req, who, o, what, stream, frames, 0, 0);
 }
 
-int runner_task_owner(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                      struct sbx_store_owner *o)
+void runner_forward_task_to(struct sbx_runner *r, struct evhttp_request *req,
+                            const struct runner_client *who, const struct sbx_store_owner *o,
+                            const char *id, unsigned flags)
 {
-    sbx_error_t *err = NULL;
-    const char *me = runner_fleet_box(r);
-    int found;
-
-    memset(o, 0, sizeof(*o));
-    if (me == NULL) {
-        return 0; /* a box of one: nobody else holds anything */
-    }
-    found = sbx_store_where(r->store, 1, id, o, &err);
-    if (found < 0) {
-        int answered = runner_reply_store_down(r, req, err);
-
-        sbx_error_free(&err);
-        return answered ? -1 : 0;
-    }
-    if (found == 0 || strcmp(o->box, me) == 0) {
-        sbx_store_owner_clear(o);
-        return 0;
-    }
-    return 1;
-}
-
-int runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
-                        const struct runner_client *who, const char *id, unsigned flags)
-{
-    struct sbx_store_owner o;
     char what[96];
-    int found = runner_task_owner(r, req, id, &o);
 
-    if (found <= 0) {
-        return found < 0;
-    }
     snprintf(what, sizeof(what), "task %s", id);
-    forward_req(r, req, who, &o, what, (flags & RUNNER_FWD_STREAM) != 0, 0,
+    forward_req(r, req, who, o, what, (flags & RUNNER_FWD_STREAM) != 0, 0,
                 (flags & RUNNER_FWD_SLOW) ? FWD_SLOW_S : 0, 1);
-    sbx_store_owner_clear(&o);
-    return 1;
 }
 
 /* After a read of the record: wait on while it is queued with no box (or
@@ -752,7 +722,7 @@ static void on_wait(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (runner_sq_threaded(f->r)) { /* (added) the store thread reads it */
         f->polling = 1;
-        runner_sq_call(f->r, NULL, wait_work, wait_done, f);
+        runner_sq_read(f->r, NULL, wait_work, wait_done, f);
         return;
     }
     wait_decide(f, still_queued(f->r->store, f->id));

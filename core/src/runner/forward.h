@@ -27,27 +27,37 @@ struct runner_fwd;
 void runner_forward(struct sbx_runner *r, struct evhttp_request *req,
                     const struct runner_client *who, const struct sbx_store_owner *o,
                     const char *what, int stream, int frames);
-/* (added) The box that holds task id when it is another box of the fleet:
- * 1 with *o set (sbx_store_owner_clear it), 0 when no other box holds it (a
- * box of one, not found, this box), -1 after answering req 503 (the database
- * is down). */
-int runner_task_owner(struct sbx_runner *r, struct evhttp_request *req, const char *id,
-                      struct sbx_store_owner *o);
-/* (added) The task routes of issue 30 (files, pause and resume, snapshot,
- * egress): when another box holds task id, req goes there as runner_forward
- * does (flags: RUNNER_FWD_STREAM a 200 relayed as it comes, a file or a tar of
- * up to 64 MiB; RUNNER_FWD_SLOW the owner may take 600 s to answer, a snapshot
- * or a pause). 1 when req was answered, 0 when no other box holds the task. */
+/* (changed, issue 31) The task routes of issue 30 (files, pause and resume,
+ * snapshot, egress) for a task that is not live on this box (fwd_owner.c):
+ * on a fleet box the store thread reads which box holds it (storeq.h; the
+ * loop never waits on the database), and when that comes back req goes to
+ * that box as runner_forward does (flags: RUNNER_FWD_STREAM a 200 relayed as
+ * it comes, a file or a tar of up to 64 MiB; RUNNER_FWD_SLOW the owner may
+ * take 600 s to answer, a snapshot or a pause). When no other box holds it
+ * (a box of one: at once; not found; this box) missing(req, id) answers req
+ * (the caller's 404, say). Always answers req: 503 with Retry-After when the
+ * database is unavailable or does not answer within the call's deadline. */
 #define RUNNER_FWD_STREAM 1u
 #define RUNNER_FWD_SLOW 2u
-int runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
-                        const struct runner_client *who, const char *id, unsigned flags);
-/* (added) A task's terminal (terminal 1) or port preview on another box
- * (fwd_tunnel.c): the request goes to the owner and the caller's connection
- * becomes a byte relay to it. 1 when req was answered (or taken over), 0 when
- * no other box holds the task. */
-int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
-                          const struct runner_client *who, const char *id, int terminal);
+typedef void (*runner_fwd_missing)(struct evhttp_request *req, const char *id);
+void runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
+                         const struct runner_client *who, const char *id, unsigned flags,
+                         runner_fwd_missing missing);
+/* (changed) A task's terminal (terminal 1) or port preview on another box:
+ * the owner read as runner_forward_task does, then runner_tunnel_to. */
+void runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
+                           const struct runner_client *who, const char *id, int terminal,
+                           runner_fwd_missing missing);
+/* (added) forward.c: req to o's box, the task route's way (flags above). */
+void runner_forward_task_to(struct sbx_runner *r, struct evhttp_request *req,
+                            const struct runner_client *who, const struct sbx_store_owner *o,
+                            const char *id, unsigned flags);
+/* (added) fwd_tunnel.c: the request goes to o's box and the caller's
+ * connection becomes a byte relay to it. Always answers req (or takes it
+ * over). */
+void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
+                      const struct runner_client *who, const char *id, int terminal,
+                      const struct sbx_store_owner *o);
 /* (added) 1 after answering req when it may not go to o's box: 409 when it
  * was forwarded once already, 503 when o's box is not alive, 502 when o is on
  * TCP and req carries no bearer token; else 0. */

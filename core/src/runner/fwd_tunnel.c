@@ -34,10 +34,11 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "runner/state.h"
 #include "runner/api_int.h"
+#include "runner/auth.h"
 #include "runner/fleet.h"
 #include "runner/forward.h"
+#include "runner/jobs.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -403,8 +404,8 @@ static int take_over(struct tun *t, struct evhttp_request *req)
         return -1;
     }
     evutil_make_socket_nonblocking(dup);
-    t->cb =
-        bufferevent_socket_new(t->r->base, dup, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    t->cb = bufferevent_socket_new(runner_base(t->r), dup,
+                                   BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     if (t->cb == NULL) {
         close(dup);
         return -1;
@@ -419,28 +420,23 @@ static int take_over(struct tun *t, struct evhttp_request *req)
     return 0;
 }
 
-int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
-                          const struct runner_client *who, const char *id, int terminal)
+void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
+                      const struct runner_client *who, const char *id, int terminal,
+                      const struct sbx_store_owner *o)
 {
-    struct sbx_store_owner o;
     struct timeval ct = {TUN_CONNECT_S, 0};
     char what[96];
     char why[200] = "cannot start the connection";
     int per_box = 0;
     int per_client = 0;
-    int found = runner_task_owner(r, req, id, &o);
     struct tun *t;
 
-    if (found <= 0) {
-        return found < 0;
-    }
     snprintf(what, sizeof(what), "task %s", id);
-    if (runner_fwd_refused(req, &o, what)) {
-        sbx_store_owner_clear(&o);
-        return 1;
+    if (runner_fwd_refused(req, o, what)) {
+        return;
     }
     for (struct tun *g = tuns; g != NULL; g = g->next) {
-        per_box += g->r == r && strcmp(g->box, o.box) == 0;
+        per_box += g->r == r && strcmp(g->box, o->box) == 0;
         per_client += g->r == r && strcmp(g->client, who->name) == 0;
     }
     if (per_box >= TUN_PER_BOX || per_client >= TUN_PER_CLIENT) {
@@ -448,38 +444,37 @@ int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
 
         sbx_warn("runner: relay of %s to box %s for client '%s' refused: %d relays %s open "
                  "(limit %d)",
-                 what, o.box, who->name, box_cap ? per_box : per_client,
+                 what, o->box, who->name, box_cap ? per_box : per_client,
                  box_cap ? "to that box" : "of that client",
                  box_cap ? TUN_PER_BOX : TUN_PER_CLIENT);
         runner_reply_error(req, box_cap ? 503 : 429,
                            "%s is held by box %s: %d terminals and port connections %s are "
                            "relayed there (limit %d); try again",
-                           what, o.box, box_cap ? per_box : per_client,
+                           what, o->box, box_cap ? per_box : per_client,
                            box_cap ? "of this box" : "of this client",
                            box_cap ? TUN_PER_BOX : TUN_PER_CLIENT);
-        sbx_store_owner_clear(&o);
-        return 1;
+        return;
     }
     t = xcalloc(1, sizeof(*t));
     t->r = r;
     t->terminal = terminal;
-    snprintf(t->box, sizeof(t->box), "%s", o.box);
+    snprintf(t->box, sizeof(t->box), "%s", o->box);
     snprintf(t->client, sizeof(t->client), "%s", who->name);
     snprintf(t->what, sizeof(t->what), "%s", what);
     t->early = evbuffer_new();
-    t->ob = bufferevent_socket_new(r->base, -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+    t->ob =
+        bufferevent_socket_new(runner_base(r), -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
     if (t->early == NULL || t->ob == NULL || take_over(t, req) < 0) {
-        runner_reply_error(req, 500, "relaying %s to box %s: %s", what, o.box,
+        runner_reply_error(req, 500, "relaying %s to box %s: %s", what, o->box,
                            errno ? strerror(errno) : "out of memory");
         t->cb = NULL;
         tun_end(t, "not started");
-        sbx_store_owner_clear(&o);
-        return 1;
+        return;
     }
     t->next = tuns;
     tuns = t;
     {
-        struct evbuffer *head = owner_request(r, req, who, &o, terminal);
+        struct evbuffer *head = owner_request(r, req, who, o, terminal);
 
         bufferevent_write_buffer(t->ob, head);
         evbuffer_free(head);
@@ -487,12 +482,10 @@ int runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
     bufferevent_setcb(t->ob, owner_read, owner_write, owner_event, t);
     bufferevent_setwatermark(t->ob, EV_WRITE, TUN_BUFFERED / 2, 0);
     bufferevent_set_timeouts(t->ob, NULL, &ct); /* the write timeout bounds the connect */
-    sbx_info("runner: %s is held by box %s: relaying %s for client '%s' to %s", what, o.box,
-             terminal ? "its terminal" : "a port's request", who->name, o.api);
-    if (runner_fwd_connect(t->ob, o.api, why, sizeof(why)) < 0 ||
+    sbx_info("runner: %s is held by box %s: relaying %s for client '%s' to %s", what, o->box,
+             terminal ? "its terminal" : "a port's request", who->name, o->api);
+    if (runner_fwd_connect(t->ob, o->api, why, sizeof(why)) < 0 ||
         bufferevent_enable(t->ob, EV_READ | EV_WRITE) < 0) {
         tun_fail(t, why);
     }
-    sbx_store_owner_clear(&o);
-    return 1;
 }

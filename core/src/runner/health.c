@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "config/config.h"
 #include "plugin/instance.h"
 #include "sandbox/backlog.h"
-#include "runner/state.h"
 #include "runner/health.h"
 #include "util/monowait.h"
 #include "util/xalloc.h"
@@ -17,7 +17,8 @@
 #define HEALTH_SLOW_MS 5000
 
 struct runner_health {
-    struct sbx_runner *r;
+    const struct sbx_config *cfg;
+    const char *plugin_dir;
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -32,14 +33,13 @@ struct runner_health {
 
 static int probe(struct runner_health *h, char *msg, size_t len)
 {
-    const struct sbx_config *cfg = h->r->cfg;
+    const struct sbx_config *cfg = h->cfg;
     sbx_error_t *err = NULL;
     int backlog = -1;
 
     msg[0] = '\0';
     if (h->prov == NULL) {
-        h->prov =
-            sbx_instance_open(cfg, h->r->plugin_dir, cfg->provider, SBX_PLUGIN_PROVIDER, &err);
+        h->prov = sbx_instance_open(cfg, h->plugin_dir, cfg->provider, SBX_PLUGIN_PROVIDER, &err);
     }
     if (h->prov == NULL || (backlog = sbx_removal_backlog(h->prov, &err)) < 0) {
         snprintf(msg, len, "provider '%s': %s", cfg->provider, sbx_error_msg(err));
@@ -73,11 +73,13 @@ static void *health_main(void *arg)
     return NULL;
 }
 
-int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err)
+struct runner_health *runner_health_start(const struct sbx_config *cfg, const char *plugin_dir,
+                                          int interval_ms, sbx_error_t **err)
 {
     struct runner_health *h = xcalloc(1, sizeof(*h));
 
-    h->r = r;
+    h->cfg = cfg;
+    h->plugin_dir = plugin_dir;
     h->interval_ms = interval_ms;
     h->backlog = -1;
     pthread_mutex_init(&h->mu, NULL);
@@ -86,16 +88,14 @@ int runner_health_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err
         pthread_mutex_destroy(&h->mu);
         pthread_cond_destroy(&h->cv);
         free(h);
-        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the health thread");
+        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the health thread");
+        return NULL;
     }
-    r->health = h;
-    return 0;
+    return h;
 }
 
-void runner_health_free(struct sbx_runner *r)
+void runner_health_free(struct runner_health *h)
 {
-    struct runner_health *h = r->health;
-
     if (h == NULL) {
         return;
     }
@@ -110,12 +110,10 @@ void runner_health_free(struct sbx_runner *r)
     pthread_mutex_destroy(&h->mu);
     pthread_cond_destroy(&h->cv);
     free(h);
-    r->health = NULL;
 }
 
-int runner_health_engine(struct sbx_runner *r, char *why, size_t len)
+int runner_health_engine(struct runner_health *h, char *why, size_t len)
 {
-    struct runner_health *h = r->health;
     int64_t now = sbx_mono_ms();
     int rc = -1;
 
@@ -125,11 +123,11 @@ int runner_health_engine(struct sbx_runner *r, char *why, size_t len)
     }
     pthread_mutex_lock(&h->mu);
     if (h->in_flight_since != 0 && now - h->in_flight_since > HEALTH_SLOW_MS) {
-        snprintf(why, len, "provider '%s': no answer for %lld s", r->cfg->provider,
+        snprintf(why, len, "provider '%s': no answer for %lld s", h->cfg->provider,
                  (long long)((now - h->in_flight_since) / 1000));
     }
     else if (h->done_at == 0) {
-        snprintf(why, len, "provider '%s': the first probe has not answered yet", r->cfg->provider);
+        snprintf(why, len, "provider '%s': the first probe has not answered yet", h->cfg->provider);
     }
     else {
         snprintf(why, len, "%s", h->msg);
@@ -139,9 +137,8 @@ int runner_health_engine(struct sbx_runner *r, char *why, size_t len)
     return rc;
 }
 
-int runner_health_backlog(struct sbx_runner *r)
+int runner_health_backlog(struct runner_health *h)
 {
-    struct runner_health *h = r->health;
     int n;
 
     if (h == NULL) {

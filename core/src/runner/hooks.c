@@ -3,6 +3,8 @@
  * them; commands are run with execvp and an argv (no shell). */
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
 #include "http/http.h"
-#include "runner/state.h"
-#include "runner/records.h"
-#include "runner/fleet.h"
 #include "runner/hooks.h"
-#include "runner/jobs.h"
+#include "sched/sched.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -190,19 +190,13 @@ static void *alert_main(void *arg)
     return NULL;
 }
 
-void runner_alert_fire(struct sbx_runner *r, const struct sbx_sched_alert *al, const char *task,
-                       const struct sbx_scale_decision *d)
+void runner_alert_fire(const struct sbx_config *c, const struct sbx_sched_alert *al,
+                       const char *task, const struct sbx_scale_decision *d)
 {
-    const struct sbx_config *c = r->cfg;
     struct alert_job *a = xcalloc(1, sizeof(*a));
-    struct rjob *j = task == NULL ? runner_job_find(r, al->id) : NULL;
     json_t *o;
     pthread_t th;
     size_t e = 0;
-
-    if (task == NULL) {
-        task = j ? j->task : al->id;
-    }
 
     o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:I, s:{s:s, s:i, s:i, s:b, s:s}}", "event",
                   "job_wait_alert", "job", al->id, "task", task, "pool", sbx_pool_name(al->pool),
@@ -264,38 +258,36 @@ void runner_alert_fire(struct sbx_runner *r, const struct sbx_sched_alert *al, c
     pthread_detach(th);
 }
 
-void runner_alerts_tick(struct sbx_runner *r)
+void runner_alerts_tick(struct sbx_sched *sched, const struct sbx_config *cfg,
+                        const char *(*task_of)(void *arg, const char *job), void *arg)
 {
     struct sbx_sched_alert al[16];
     size_t n;
 
-    if (runner_fleet_box(r) != NULL) {
-        return; /* a fleet box: the fleet's leader alerts and scales (fleetlead.c) */
-    }
     do {
-        n = sbx_sched_due_alerts(r->sched, al, 16);
+        n = sbx_sched_due_alerts(sched, al, 16);
         for (size_t i = 0; i < n; i++) {
             struct sbx_scale_decision d = {0};
 
-            sbx_sched_autoscale(r->sched, al[i].pool, &d);
+            sbx_sched_autoscale(sched, al[i].pool, &d);
             sbx_warn("runner: job %s has waited %.0fs in pool %s (runner.alert_after %llds)%s%s",
                      al[i].id, (double)al[i].wait_ms / 1000.0, sbx_pool_name(al[i].pool),
-                     (long long)r->cfg->runner.alert_after, d.reason[0] ? "; autoscaler: " : "",
+                     (long long)cfg->runner.alert_after, d.reason[0] ? "; autoscaler: " : "",
                      d.reason);
             if (d.action == SBX_SCALE_UP) {
                 sbx_error_t *err = NULL;
 
-                if (r->cfg->runner.scale_up_command == NULL) {
+                if (cfg->runner.scale_up_command == NULL) {
                     sbx_warn("runner: autoscaler wants %d box(es) for pool %s but "
                              "runner.scale_up_command is not set",
                              d.wanted, sbx_pool_name(d.pool));
                 }
-                else if (sbx_sched_boxes_set(r->sched, d.pool, d.wanted, &err) < 0) {
+                else if (sbx_sched_boxes_set(sched, d.pool, d.wanted, &err) < 0) {
                     sbx_warn("runner: %s", sbx_error_msg(err));
                     sbx_error_free(&err);
                 }
             }
-            runner_alert_fire(r, &al[i], NULL, &d);
+            runner_alert_fire(cfg, &al[i], task_of(arg, al[i].id), &d);
         }
     } while (n == 16);
 }

@@ -13,10 +13,9 @@
 #include <time.h>
 
 #include "image/push.h"
+#include "config/config.h"
 #include "plugin/instance.h"
-#include "runner/state.h"
 #include "runner/health.h"
-#include "runner/jobs.h"
 #include "util/monowait.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -24,7 +23,10 @@
 #define IMAGE_RETRY_MS 30000
 
 struct runner_image {
-    struct sbx_runner *r;
+    const struct sbx_config *cfg;
+    const char *plugin_dir;
+    void (*on_ready)(void *arg); /* on the image's thread, once */
+    void *arg;
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -46,11 +48,10 @@ static void set_state(struct runner_image *im, int ready, const char *why)
  * retry later. */
 static int attempt_one(struct runner_image *im, const char *provider, const char *image)
 {
-    struct sbx_runner *r = im->r;
-    const struct sbx_config *cfg = r->cfg;
+    const struct sbx_config *cfg = im->cfg;
     sbx_error_t *err = NULL;
     struct sbx_open_instance *oi =
-        sbx_instance_open(cfg, r->plugin_dir, provider, SBX_PLUGIN_PROVIDER, &err);
+        sbx_instance_open(cfg, im->plugin_dir, provider, SBX_PLUGIN_PROVIDER, &err);
     char why[sizeof(im->why)];
     char on[96] = ""; /* (added) which engine, when not the default instance's */
     int pulled = 0;
@@ -79,7 +80,7 @@ static int attempt_one(struct runner_image *im, const char *provider, const char
         snprintf(why, sizeof(why), "checking image %s%s", image, on);
         set_state(im, 0, why);
     }
-    rc = sbx_image_ensure(cfg, r->plugin_dir, oi, image, &im->stop, 0, &pulled, &err);
+    rc = sbx_image_ensure(cfg, im->plugin_dir, oi, image, &im->stop, 0, &pulled, &err);
     sbx_instance_close(oi);
     if (rc == 0) {
         return 1;
@@ -110,7 +111,7 @@ static int serves(const struct sbx_config *cfg, const struct sbx_instance *in)
  * the top-level `image`, on that instance. 1 when all are ready. */
 static int attempt(struct runner_image *im)
 {
-    const struct sbx_config *cfg = im->r->cfg;
+    const struct sbx_config *cfg = im->cfg;
 
     for (size_t i = 0; i < cfg->n_instances; i++) {
         const struct sbx_instance *in = &cfg->instances[i];
@@ -162,7 +163,7 @@ static void *image_main(void *arg)
 
         if (attempt(im)) {
             set_state(im, 1, "");
-            runner_post(im->r, RMSG_OUTPUT, "", SBX_RESULT_OK); /* the loop schedules */
+            im->on_ready(im->arg); /* the loop schedules */
             break;
         }
         at = sbx_mono_ms() + IMAGE_RETRY_MS;
@@ -173,36 +174,38 @@ static void *image_main(void *arg)
     return NULL;
 }
 
-int runner_image_start(struct sbx_runner *r, sbx_error_t **err)
+struct runner_image *runner_image_start(const struct sbx_config *cfg, const char *plugin_dir,
+                                        void (*on_ready)(void *arg), void *arg, sbx_error_t **err)
 {
     struct runner_image *im = xcalloc(1, sizeof(*im));
 
-    const char *first = first_image(r->cfg);
+    const char *first = first_image(cfg);
 
-    im->r = r;
+    im->cfg = cfg;
+    im->plugin_dir = plugin_dir;
+    im->on_ready = on_ready;
+    im->arg = arg;
     snprintf(im->why, sizeof(im->why), "checking image %s", first ? first : "");
     pthread_mutex_init(&im->mu, NULL);
     sbx_cond_init_mono(&im->cv);
     if (first == NULL) {
         im->ready = 1;
         im->why[0] = '\0';
-        r->image = im;
-        return 0;
+        return im;
     }
     if (pthread_create(&im->th, NULL, image_main, im) != 0) {
         pthread_mutex_destroy(&im->mu);
         pthread_cond_destroy(&im->cv);
         free(im);
-        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the image thread");
+        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the image thread");
+        return NULL;
     }
     im->started = 1;
-    r->image = im;
-    return 0;
+    return im;
 }
 
-int runner_image_ready(struct sbx_runner *r, char *why, size_t len)
+int runner_image_ready(struct runner_image *im, char *why, size_t len)
 {
-    struct runner_image *im = r->image;
     int ready;
 
     if (im == NULL) {
@@ -217,9 +220,8 @@ int runner_image_ready(struct sbx_runner *r, char *why, size_t len)
     return ready;
 }
 
-void runner_image_free(struct sbx_runner *r)
+void runner_image_free(struct runner_image *im)
 {
-    struct runner_image *im = r->image;
 
     if (im == NULL) {
         return;
@@ -234,5 +236,4 @@ void runner_image_free(struct sbx_runner *r)
     pthread_mutex_destroy(&im->mu);
     pthread_cond_destroy(&im->cv);
     free(im);
-    r->image = NULL;
 }

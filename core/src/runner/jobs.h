@@ -11,9 +11,37 @@
 struct sbx_runner;
 struct rjob;
 struct rtask;
+struct event_base;
+
+/* (changed) The job table (jobtab.c): the jobs in memory, newest first, with
+ * a hash of them by id (O(1) lookups with long queues), and the tasks. The
+ * runner's is under its lock (runner_lock); the table takes none itself. */
+#define RUNNER_BUCKETS 4096
+struct runner_jobtab {
+    struct rjob *jobs; /* newest first, linked by next */
+    size_t n_jobs;
+    struct rjob *buckets[RUNNER_BUCKETS]; /* linked by hnext */
+    struct rtask *tasks;                  /* linked by next */
+};
+
+struct rjob *runner_jobtab_find(const struct runner_jobtab *tab, const char *id);
+void runner_jobtab_link(struct runner_jobtab *tab, struct rjob *j);
+struct rtask *runner_jobtab_task(const struct runner_jobtab *tab, const char *id);
+void runner_jobtab_add_task(struct runner_jobtab *tab, struct rtask *t);
+/* Frees the ended jobs (released by the workers, followed by no stream) past
+ * the newest keep; returns how many went. */
+size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep);
 
 /* A worker's message to the loop. */
 enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
+
+/* (added) jobtab.c: for the modules that do not see struct sbx_runner. The
+ * lock of the jobs and tasks in memory (and of what records.h says is under
+ * it); whether the runner stops (read under the lock); the loop's base. */
+void runner_lock(struct sbx_runner *r);
+void runner_unlock(struct sbx_runner *r);
+int runner_stopping(struct sbx_runner *r);
+struct event_base *runner_base(struct sbx_runner *r);
 
 /* runner.c */
 struct rjob *runner_job_find(struct sbx_runner *r, const char *id);

@@ -12,7 +12,7 @@
 #include "runner/state.h"
 #include "runner/records.h"
 #include "runner/dbwait.h"
-#include "runner/worker.h"
+#include "runner/output.h"
 #include "store/states.h"
 #include "util/log.h"
 

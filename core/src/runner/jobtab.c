@@ -24,9 +24,9 @@ static size_t bucket_of(const char *id)
     return h % RUNNER_BUCKETS;
 }
 
-struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
+struct rjob *runner_jobtab_find(const struct runner_jobtab *tab, const char *id)
 {
-    for (struct rjob *j = r->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
+    for (struct rjob *j = tab->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
         if (strcmp(j->id, id) == 0) {
             return j;
         }
@@ -34,20 +34,20 @@ struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
     return NULL;
 }
 
-void runner_job_link(struct sbx_runner *r, struct rjob *j)
+void runner_jobtab_link(struct runner_jobtab *tab, struct rjob *j)
 {
     size_t b = bucket_of(j->id);
 
-    j->next = r->jobs;
-    r->jobs = j;
-    j->hnext = r->buckets[b];
-    r->buckets[b] = j;
-    r->n_jobs++;
+    j->next = tab->jobs;
+    tab->jobs = j;
+    j->hnext = tab->buckets[b];
+    tab->buckets[b] = j;
+    tab->n_jobs++;
 }
 
-static void job_unhash(struct sbx_runner *r, struct rjob *j)
+static void job_unhash(struct runner_jobtab *tab, struct rjob *j)
 {
-    for (struct rjob **pp = &r->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
+    for (struct rjob **pp = &tab->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
         if (*pp == j) {
             *pp = j->hnext;
             return;
@@ -55,14 +55,55 @@ static void job_unhash(struct sbx_runner *r, struct rjob *j)
     }
 }
 
-struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
+struct rtask *runner_jobtab_task(const struct runner_jobtab *tab, const char *id)
 {
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = tab->tasks; t != NULL; t = t->next) {
         if (strcmp(t->id, id) == 0) {
             return t;
         }
     }
     return NULL;
+}
+
+void runner_jobtab_add_task(struct runner_jobtab *tab, struct rtask *t)
+{
+    t->next = tab->tasks;
+    tab->tasks = t;
+}
+
+size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep)
+{
+    size_t ended = 0, gone = 0;
+
+    for (struct rjob **pp = &tab->jobs; *pp != NULL;) {
+        struct rjob *j = *pp;
+
+        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL && ++ended > keep) {
+            *pp = j->next;
+            job_unhash(tab, j);
+            runner_job_free(j);
+            tab->n_jobs--;
+            gone++;
+            continue;
+        }
+        pp = &j->next;
+    }
+    return gone;
+}
+
+struct rjob *runner_job_find(struct sbx_runner *r, const char *id)
+{
+    return runner_jobtab_find(&r->tab, id);
+}
+
+void runner_job_link(struct sbx_runner *r, struct rjob *j)
+{
+    runner_jobtab_link(&r->tab, j);
+}
+
+struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
+{
+    return runner_jobtab_task(&r->tab, id);
 }
 
 void runner_job_free(struct rjob *j)
@@ -74,6 +115,7 @@ void runner_job_free(struct rjob *j)
     free(j->from);
     free(j->image);
     json_decref(j->env);
+    json_decref(j->wt_events);
     free(j->out);
     free(j->seg);
     free(j);
@@ -83,22 +125,35 @@ void runner_job_free(struct rjob *j)
  * stay in the store). Loop thread, from the tick: O(jobs in memory). */
 void runner_trim_finished(struct sbx_runner *r)
 {
-    size_t ended = 0;
     size_t keep =
         r->cfg->runner.keep_output > 0 ? (size_t)r->cfg->runner.keep_output : KEEP_FINISHED;
 
     pthread_mutex_lock(&r->mu);
-    for (struct rjob **pp = &r->jobs; *pp != NULL;) {
-        struct rjob *j = *pp;
-
-        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL && ++ended > keep) {
-            *pp = j->next;
-            job_unhash(r, j);
-            runner_job_free(j);
-            r->n_jobs--;
-            continue;
-        }
-        pp = &j->next;
-    }
+    runner_jobtab_trim(&r->tab, keep);
     pthread_mutex_unlock(&r->mu);
+}
+
+void runner_lock(struct sbx_runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+}
+
+void runner_unlock(struct sbx_runner *r)
+{
+    pthread_mutex_unlock(&r->mu);
+}
+
+int runner_stopping(struct sbx_runner *r)
+{
+    int stopping;
+
+    pthread_mutex_lock(&r->mu);
+    stopping = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    return stopping;
+}
+
+struct event_base *runner_base(struct sbx_runner *r)
+{
+    return r->base;
 }

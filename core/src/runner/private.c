@@ -1,6 +1,7 @@
 /* private.c - a private one-box runner on a thread of this process (private.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "runner/adopt.h"
 #include "runner/private.h"
 #include "runner/runner.h"
+#include "sandbox/owner.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -53,8 +55,13 @@ static void rewrite(struct sbx_config *cfg, const char *dir,
     set_str(&cfg->box.id, NULL);
     strv_free(cfg->box.pools);
     cfg->box.pools = xcalloc(3, sizeof(char *));
-    cfg->box.pools[0] = xstrdup("ci");
-    cfg->box.pools[1] = xstrdup("agent");
+    if (o != NULL && o->pool != NULL) { /* (added) one pool, the whole box */
+        cfg->box.pools[0] = xstrdup(o->pool);
+    }
+    else {
+        cfg->box.pools[0] = xstrdup("ci");
+        cfg->box.pools[1] = xstrdup("agent");
+    }
     if (o != NULL && !o->keep_warm) {
         for (size_t i = 0; i < cfg->n_pools; i++) {
             cfg->pools[i].warm = 0;
@@ -113,8 +120,113 @@ static void *loop_main(void *arg)
     return NULL;
 }
 
+/* (added, issue 31) The directory DIR/NAME of a private runner whose process is
+ * provably gone (killed: it never removed it), removed. Only a real directory of
+ * this user, mode 0700, whose `owner` file (a regular file, read without
+ * following a link) names a process that is gone (sandbox/owner.h: an owner
+ * that does not parse is alive); each file in it is unlinked, nothing followed. */
+static void sweep_one(int base, const char *name)
+{
+    struct stat st;
+    char owner[200];
+    ssize_t n;
+    int d = -1;
+    int fd = -1;
+    DIR *dd;
+    struct dirent *e;
+
+    if (fstatat(base, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid() || (st.st_mode & 07777) != 0700 ||
+        (d = openat(base, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        goto out;
+    }
+    fd = openat(d, "owner", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        (n = read(fd, owner, sizeof(owner) - 1)) <= 0) {
+        goto out; /* no owner yet (a start in progress), or not ours to judge */
+    }
+    owner[n] = '\0';
+    owner[strcspn(owner, "\n")] = '\0';
+    if (sbx_owner_alive(owner)) {
+        goto out;
+    }
+    dd = fdopendir(d);
+    if (dd == NULL) {
+        goto out;
+    }
+    d = -1; /* dd owns it */
+    while ((e = readdir(dd)) != NULL) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            unlinkat(dirfd(dd), e->d_name, 0); /* another sweep may be at it: quiet */
+        }
+    }
+    closedir(dd);
+    if (unlinkat(base, name, AT_REMOVEDIR) == 0) {
+        sbx_debug("runner (private): removed a killed run's directory %s", name);
+    }
+out:
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (d >= 0) {
+        close(d);
+    }
+}
+
+/* (added, issue 31) Every gone private runner's directory in base. */
+static void sweep_dead(const char *base)
+{
+    int b = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = b >= 0 ? fdopendir(b) : NULL;
+    struct dirent *e;
+
+    if (d == NULL) {
+        if (b >= 0) {
+            close(b);
+        }
+        return;
+    }
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "sbx-runner-", 11) == 0 && strlen(e->d_name) == 17) {
+            sweep_one(dirfd(d), e->d_name);
+        }
+    }
+    closedir(d);
+}
+
+/* (added, issue 31) DIR/owner: this process (sandbox/owner.h), for sweep_dead
+ * of a later run when this one is killed. */
+static int write_owner(const char *dir, sbx_error_t **err)
+{
+    char path[300];
+    char owner[200];
+    int fd;
+    size_t len;
+
+    if (sbx_owner_self(owner, sizeof(owner)) < 0) {
+        return sbx_error_set(err, SBX_E_GENERIC, "runner (private): cannot name this process");
+    }
+    len = strlen(owner);
+    snprintf(path, sizeof(path), "%s/owner", dir);
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, owner, len) != (ssize_t)len) {
+        int e = errno;
+
+        if (fd >= 0) {
+            close(fd);
+        }
+        return sbx_error_set(err, SBX_E_GENERIC, "runner (private): %s: %s", path, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
 /* A directory of its own for the socket (at most 108 bytes of path): under
- * $XDG_RUNTIME_DIR when set and short enough, else under $TMPDIR or /tmp. */
+ * $XDG_RUNTIME_DIR when set and short enough, else under $TMPDIR, else
+ * (added, issue 31) /dev/shm, else /tmp: a memory filesystem before a disk, so
+ * its store's syncs (every run of `sbx run` makes one) cost no disk flush.
+ * (added, issue 31) Killed runs' directories there go first (sweep_dead).
+ * (added, the keeper) GIVEN: that directory instead (made 0700). */
 static int make_dir(char *dir, size_t len, const char *given, sbx_error_t **err)
 {
     if (given != NULL) {
@@ -132,7 +244,7 @@ static int make_dir(char *dir, size_t len, const char *given, sbx_error_t **err)
         }
         return 0;
     }
-    const char *bases[] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/tmp"};
+    const char *bases[] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/dev/shm", "/tmp"};
 
     for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
         const char *b = bases[i];
@@ -140,8 +252,13 @@ static int make_dir(char *dir, size_t len, const char *given, sbx_error_t **err)
         if (b == NULL || b[0] != '/' || strlen(b) > 60) {
             continue;
         }
+        sweep_dead(b);
         snprintf(dir, len, "%s/sbx-runner-XXXXXX", b);
         if (mkdtemp(dir) != NULL) { /* mode 0700 */
+            if (write_owner(dir, err) < 0) {
+                rmdir(dir);
+                return -1;
+            }
             return 0;
         }
         if (i == sizeof(bases) / sizeof(bases[0]) - 1) {
@@ -171,7 +288,13 @@ struct sbx_runner_private *sbx_runner_private_start(struct sbx_config *cfg, cons
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL) {
         signal(SIGPIPE, SIG_IGN);
     }
-    p->r = sbx_runner_create(&(struct sbx_runner_opts){.cfg = cfg, .plugin_dir = plugin_dir}, err);
+    p->r = sbx_runner_create(
+        &(struct sbx_runner_opts){.cfg = cfg,
+                                  .plugin_dir = plugin_dir,
+                                  .slot_lock = opts != NULL && opts->slot_lock,
+                                  .one_shot = opts != NULL && opts->one_shot,
+                                  .output_wait = opts != NULL && opts->output_wait},
+        err);
     if (p->r == NULL) {
         sbx_error_wrap(err, "runner (private)");
         remove_dir(p->dir);

@@ -22,6 +22,17 @@ struct sbx_runner_private_opts {
     const char *const *worktree_roots;
     size_t n_worktree_roots;
     int keep_warm; /* 0: pools.*.warm is ignored (no sandbox made in advance) */
+    /* (added) the one pool it serves, with the whole box ("ci" or "agent"); NULL:
+     * both, the box split between them as box.pools says for sbx serve */
+    const char *pool;
+    /* (added, issue 31) its jobs' tasks take the box's slot lock in the state
+     * directory too, as embedded tasks do (sbx_runner_opts.slot_lock): the
+     * private runner of `sbx run`, one of many processes sharing the box */
+    int slot_lock;
+    /* (added, issue 31) started for one run (`sbx run`): sbx_runner_opts.one_shot */
+    int one_shot;
+    /* (added, issue 31) sbx_runner_opts.output_wait: its client is a terminal */
+    int output_wait;
     /* (added, the keeper) the directory to use (made 0700; what a dead holder left
      * in it is removed first; at most 95 bytes: DIR/runner.sock fits in a socket address); NULL: a
      * new one in a temporary place */

@@ -1,5 +1,5 @@
 /* records.h - a job and a task as the runner holds them in memory (struct
- * rjob, struct rtask) and a follow of a job's output. Their states change in
+ * rjob, struct rtask); (changed) a follow of a job's output is api.c's. Their states change in
  * jobstate.c alone (jobstate.h). */
 #ifndef SBX_RUNNER_RECORDS_H
 #define SBX_RUNNER_RECORDS_H
@@ -12,8 +12,8 @@
 #include "sandbox/task.h"
 #include "store/store.h"
 
-struct evhttp_request;
 struct sbx_task;
+struct runner_stream;
 
 /* A task in the runner: one sandbox, shared by the jobs that name it. */
 enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
@@ -81,15 +81,17 @@ struct rjob {
     int lost;                      /* under r->mu */
     struct rjob *next;             /* r->jobs, newest first */
     struct rjob *hnext;            /* r->buckets */
-    struct runner_stream *streams; /* loop only */
-};
-
-struct runner_stream {
-    struct evhttp_request *req;
-    struct rjob *job;
-    size_t sent; /* in out_total terms */
-    int frames;  /* ?frames=1: stdout and stderr kept apart in frames */
-    struct runner_stream *next;
+    struct runner_stream *streams; /* loop only; the follows (api.c, opaque) */
+    /* (added, issue 31) what its task's worktree checks found by the end of its
+     * command (sbx_task_worktree_events), under r->mu; NULL: none. In memory
+     * only: GET /v1/jobs/ID adds it as "worktree_events" while the job is held */
+    json_t *wt_events;
+    /* (added, issue 31) sbx_runner_opts.output_wait, under r->mu, set by the loop:
+     * the lowest offset (out_total terms) every follow stream has written out,
+     * how many follow it, and whether one ever did */
+    size_t out_acked;
+    int followers;
+    int followed;
 };
 
 /* A job's kept output: its bytes start here (worker.c). */

@@ -292,8 +292,8 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         t->keep = 1;
         runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
         t->holder_result = SBX_RESULT_OK;
-        t->next = r->tasks;
-        r->tasks = t;
+        t->next = r->tab.tasks;
+        r->tab.tasks = t;
         sbx_info("runner: recovery: task %s re-adopted", t->id);
     }
     /* running jobs whose command had not started: run it in the re-adopted task */
@@ -347,7 +347,11 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
         }
     }
     adopt(r, &rec);
-    prov_get(&p, NULL);
+    if (!r->one_shot) { /* (changed, issue 31) a one_shot runner adopts nothing and opens
+                         * no provider here: its task's start reaps gone owners, their
+                         * task directories too, as an embedded start did */
+        prov_get(&p, NULL);
+    }
     /* every other sandbox of a gone owner (a previous runner's) goes too,
      * but those of the tasks just re-adopted */
     for (size_t i = 0; i < p.n; i++) {
@@ -376,8 +380,8 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
             .task = j->task,
             .pool = j->pool,
             .cls = j->cls,
-            .cpus = r->pool_cpus[j->pool], /* limits.cpus, clamped on a small box */
-            .memory = r->pool_memory[j->pool],
+            .cpus = r->pools.cpus[j->pool], /* limits.cpus, clamped on a small box */
+            .memory = r->pools.memory[j->pool],
             .enqueued_at = q->queued_at,
         };
         sbx_error_t *e = NULL;

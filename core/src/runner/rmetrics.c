@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -10,6 +11,26 @@
 #include <unistd.h>
 
 #include "sbx_build.h"
+#include "util/xalloc.h"
+
+#define RM_RUN_BUCKETS 12
+#define RM_START_BUCKETS 11
+
+struct rm_hist {
+    uint64_t bucket[RM_RUN_BUCKETS];
+    uint64_t count;
+    uint64_t sum_ms; /* whole milliseconds: the sum prints without binary noise */
+};
+
+struct runner_metrics {
+    pthread_mutex_t mu;
+    struct rm_hist run[SBX_POOL_COUNT];
+    struct rm_hist start[SBX_POOL_COUNT];
+    uint64_t egress_allowed[SBX_POOL_COUNT];
+    uint64_t egress_denied[SBX_POOL_COUNT];
+    uint64_t refused[RM_REFUSED_COUNT];
+    int64_t started_at_ms; /* Unix time */
+};
 
 static const double run_bounds[RM_RUN_BUCKETS] = {0.1, 0.5, 1,   5,    10,   30,
                                                   60,  300, 600, 1800, 3600, 7200};
@@ -33,19 +54,24 @@ const char *rm_fmt(char *buf, size_t len, double v)
     return buf;
 }
 
-void rm_init(struct runner_metrics *m)
+struct runner_metrics *rm_new(void)
 {
+    struct runner_metrics *m = xcalloc(1, sizeof(*m));
     struct timeval tv;
 
-    memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->mu, NULL);
     gettimeofday(&tv, NULL);
     m->started_at_ms = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    return m;
 }
 
-void rm_destroy(struct runner_metrics *m)
+void rm_free(struct runner_metrics *m)
 {
+    if (m == NULL) {
+        return;
+    }
     pthread_mutex_destroy(&m->mu);
+    free(m);
 }
 
 static void observe(struct runner_metrics *m, struct rm_hist *h, const double *bounds, int n,

@@ -1,10 +1,10 @@
 /* rmetrics.h - the runner's own metrics beside the scheduler's (docs/runner.md,
  * "Metrics"): job run time and sandbox start time histograms, egress and
- * refusal counters, build and process facts. Any thread may record. */
+ * refusal counters, build and process facts. Any thread may record.
+ * (changed) struct runner_metrics is opaque: made by rm_new. */
 #ifndef SBX_RUNNER_RMETRICS_H
 #define SBX_RUNNER_RMETRICS_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,27 +23,11 @@ enum rm_refusal {
     RM_REFUSED_COUNT
 };
 
-#define RM_RUN_BUCKETS 12
-#define RM_START_BUCKETS 11
+/* The metrics themselves: the module's own (opaque); any thread records. */
+struct runner_metrics;
 
-struct rm_hist {
-    uint64_t bucket[RM_RUN_BUCKETS];
-    uint64_t count;
-    uint64_t sum_ms; /* whole milliseconds: the sum prints without binary noise */
-};
-
-struct runner_metrics {
-    pthread_mutex_t mu;
-    struct rm_hist run[SBX_POOL_COUNT];
-    struct rm_hist start[SBX_POOL_COUNT];
-    uint64_t egress_allowed[SBX_POOL_COUNT];
-    uint64_t egress_denied[SBX_POOL_COUNT];
-    uint64_t refused[RM_REFUSED_COUNT];
-    int64_t started_at_ms; /* Unix time */
-};
-
-void rm_init(struct runner_metrics *m);
-void rm_destroy(struct runner_metrics *m);
+struct runner_metrics *rm_new(void);
+void rm_free(struct runner_metrics *m);
 void rm_job_run(struct runner_metrics *m, enum sbx_pool pool, int64_t ms);
 void rm_sandbox_start(struct runner_metrics *m, enum sbx_pool pool, int64_t ms);
 void rm_egress(struct runner_metrics *m, enum sbx_pool pool, int64_t allowed, int64_t denied);

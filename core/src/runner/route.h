@@ -38,6 +38,7 @@ struct runner_listener;
 struct runner_route_call {
     struct sbx_runner *r;
     struct runner_listener *l;
+    int tcp; /* (added) the request came on the TCP listener */
     struct evhttp_request *req;
     const struct runner_client *who;
     const char *path;

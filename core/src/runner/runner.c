@@ -15,10 +15,12 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"
+#include "runner/forward.h"
 #include "runner/health.h"
 #include "runner/hooks.h"
 #include "runner/jobs.h"
@@ -88,7 +90,7 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
         sbx_error_free(&err);
     }
     pthread_mutex_lock(&r->mu);
-    for (struct rtask **pp = &r->tasks; *pp != NULL; pp = &(*pp)->next) {
+    for (struct rtask **pp = &r->tab.tasks; *pp != NULL; pp = &(*pp)->next) {
         if (*pp == t) {
             *pp = t->next;
             break;
@@ -96,6 +98,29 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
     }
     pthread_mutex_unlock(&r->mu);
     free(t);
+}
+
+/* (added, issue 31) A stopping runner whose last worker, task and warm
+ * sandbox are gone leaves its loop at once (a worker wakes it as it goes:
+ * runner_worker_gone), not at the next tick. Loop thread. */
+static void stop_if_done(struct sbx_runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->stopping && r->workers == 0 && r->tab.tasks == NULL && runner_warm_idle(r)) {
+        event_base_loopbreak(r->base);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void runner_worker_gone(struct sbx_runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->workers--;
+    if (r->stopping && r->workers == 0) {
+        /* under r->mu: the loop cannot leave (and the runner go) before this */
+        event_active(r->wake, EV_READ, 0);
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 static void on_wake(evutil_socket_t fd, short what, void *arg)
@@ -127,6 +152,7 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     }
     runner_schedule(r);
     runner_fleet_claim(r);
+    stop_if_done(r); /* (added, issue 31) */
 }
 
 /* (added) A job's end written by the store thread on a fleet box (at once on
@@ -231,8 +257,7 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
                   ? runner_warm_take(r, j->pool)
                   : NULL;
     pthread_mutex_lock(&r->mu);
-    t->next = r->tasks;
-    r->tasks = t;
+    runner_jobtab_add_task(&r->tab, t);
     j->rt = t;
     runner_job_move_held(r, j, RJOB_GRANTED); /* its grant: written before this */
     pthread_mutex_unlock(&r->mu);
@@ -333,7 +358,7 @@ void runner_schedule(struct sbx_runner *r)
     struct sbx_sched_grant g;
     int granted = 0;
 
-    if (r->stopping || !runner_image_ready(r, NULL, 0)) {
+    if (r->stopping || !runner_image_ready(r->image, NULL, 0)) {
         return; /* (added) no grant before the image is there (image_check.c) */
     }
     while (sbx_sched_next_grant(r->sched, &g)) {
@@ -474,7 +499,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tasks; t != NULL; t = t->next) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
         if (t->keep && t->state == RT_READY && t->running == 0 &&
             (t->end_requested || r->stopping ||
              (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
@@ -484,14 +509,22 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             }
         }
     }
-    if (r->stopping && r->workers == 0 && r->tasks == NULL && runner_warm_idle(r)) {
+    if (r->stopping && r->workers == 0 && r->tab.tasks == NULL && runner_warm_idle(r)) {
         event_base_loopbreak(r->base);
     }
     pthread_mutex_unlock(&r->mu);
-    if (runner_image_ready(r, NULL, 0)) {
+    if (runner_image_ready(r->image, NULL, 0)) {
         runner_warm_tick(r);
     }
     runner_trim_finished(r);
+}
+
+/* The task of a job in an alert: its own, or its id (a job not in memory). */
+static const char *alert_task(void *arg, const char *job)
+{
+    struct rjob *j = runner_job_find(arg, job);
+
+    return j != NULL ? j->task : job;
 }
 
 static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
@@ -500,7 +533,9 @@ static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    runner_alerts_tick(r);
+    if (runner_fleet_box(r) == NULL) { /* a fleet's leader alerts and scales (fleetlead.c) */
+        runner_alerts_tick(r->sched, r->cfg, alert_task, r);
+    }
     __atomic_add_fetch(&r->alert_ticks, 1, __ATOMIC_RELEASE);
 }
 
@@ -533,6 +568,12 @@ static int runner_egress_start(struct sbx_runner *r, sbx_error_t **err)
     return r->egress != NULL ? 0 : sbx_error_wrap(err, "runner");
 }
 
+/* The image check's thread: the image is in the engine, the loop schedules. */
+static void image_ready(void *arg)
+{
+    runner_post(arg, RMSG_OUTPUT, "", SBX_RESULT_OK);
+}
+
 /* runner.worktree_roots resolved against the state directory (docs/runner.md,
  * "Worktree roots"): each must exist, none inside the state directory. */
 struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
@@ -546,6 +587,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     };
     struct timeval tick = {0, 200 * 1000};
     struct timeval alert;
+    int probe_ms = opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000;
     static int threads_on;
 
     if (!threads_on) {
@@ -553,7 +595,7 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         threads_on = 1;
     }
     sbx_raise_nofile("runner"); /* the shared egress proxy: sockets and pipes per sandbox */
-    rm_init(&r->metrics);
+    r->metrics = rm_new();
     r->cfg = opts->cfg;
     r->plugin_dir = xstrdup(opts->plugin_dir);
     r->policy_dir = sbx_policy_dir_resolve(opts->cfg->policy_dir, err);
@@ -562,21 +604,26 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
         sbx_error_wrap(err, "runner: policy");
         free(r->policy_dir);
         free(r->plugin_dir);
-        rm_destroy(&r->metrics);
+        rm_free(r->metrics);
         free(r);
         return NULL;
     }
     r->alert_interval_ms = opts->alert_interval_ms > 0 ? opts->alert_interval_ms : 1000;
+    r->slot_lock = opts->slot_lock;
+    r->one_shot = opts->one_shot;
+    r->output_wait = opts->output_wait;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;
-    if (runner_clients_load(r, err) < 0 || runner_roots_init(r, err) < 0) {
+    if ((r->auth = runner_clients_load(r->cfg, err)) == NULL ||
+        runner_roots_init(&r->confine, r->cfg, err) < 0) {
         goto fail;
     }
+    r->status = runner_status_new(r->auth, r->metrics);
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
         goto fail;
     }
-    if (r->ep.tcp_host != NULL && r->n_clients == 0) {
+    if (r->ep.tcp_host != NULL && runner_auth_n_clients(r->auth) == 0) {
         sbx_error_set(err, SBX_E_CONFIG,
                       "runner.listen is TCP but runner.token_env %s%s%s and runner.clients is "
                       "empty: a TCP listener needs a bearer token",
@@ -595,12 +642,22 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     if (r->store == NULL) {
         goto fail;
     }
-    runner_roots_deny(r);
+    runner_roots_deny(&r->confine, r->cfg,
+                      &(struct runner_roots_paths){.store = r->store_path,
+                                                   .socket = r->ep.unix_path,
+                                                   .policy_dir = r->policy_dir,
+                                                   .plugin_dir = r->plugin_dir});
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
         goto fail;
     }
-    runner_small_box(r);
+    {
+        struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+
+        r->pools.quiet = r->one_shot; /* (added, issue 31) */
+        runner_small_box(&r->pools, &r->cfg->limits, snap);
+        sbx_sched_snapshot_free(snap);
+    }
     if (runner_egress_start(r, err) < 0) {
         goto fail;
     }
@@ -617,16 +674,18 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
     if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
-        runner_warm_init(r, err) < 0 || runner_image_start(r, err) < 0) {
+        runner_warm_init(r, err) < 0 ||
+        (!r->one_shot && /* (added, issue 31) one_shot: no image check */
+         (r->image = runner_image_start(r->cfg, r->plugin_dir, image_ready, r, err)) == NULL)) {
         goto fail;
     }
     /* the API listens last: "listening" means every connection the box needs
      * is open (a store thread's connection opened after it could fail the
      * start of a box that clients already reach) */
-    if (runner_health_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                            err) < 0 ||
-        runner_storeprobe_start(r, opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000,
-                                err) < 0 ||
+    if ((!r->one_shot && /* (added, issue 31) one_shot: no engine health probe */
+         (r->health = runner_health_start(r->cfg, r->plugin_dir, probe_ms, err)) == NULL) ||
+        (r->storeprobe = runner_storeprobe_start(r->cfg, r->store_path, r->store, probe_ms, err)) ==
+            NULL ||
         runner_sq_start(r, err) < 0 || /* (added) after the probe: its gate */
         runner_api_bind(r, err) < 0) {
         goto fail;
@@ -656,7 +715,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)what;
     pthread_mutex_lock(&r->mu);
     r->stopping = 1;
-    for (struct rjob *j = r->jobs; j != NULL; j = j->next) {
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
             if (j->executing && j->rt != NULL && j->rt->t != NULL) {
@@ -667,6 +726,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     runner_task_io_stop(r); /* (added) open terminals (api_term.c) */
+    stop_if_done(r);        /* (added, issue 31) nothing running: at once */
 }
 
 void sbx_runner_stop(struct sbx_runner *r)
@@ -680,7 +740,8 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r == NULL) {
         return;
     }
-    runner_image_free(r); /* (added) before the loop its thread posts to */
+    runner_image_free(r->image); /* (added) before the loop its thread posts to */
+    r->image = NULL;
     sbx_policy_destroy(r->policy);
     free(r->policy_dir);
     if (r->http_unix != NULL) {
@@ -691,6 +752,9 @@ void sbx_runner_destroy(struct sbx_runner *r)
     }
     runner_sq_free(r); /* (added) after evhttp_free (the requests are gone), before the forwards */
     runner_api_limits_free(&r->lis[0]);
+    if (r->lis[0].r != NULL) {
+        runner_forward_drop_all(r); /* (added) forward.c */
+    }
     runner_api_limits_free(&r->lis[1]);
     if (r->ep.unix_path != NULL && r->base != NULL) {
         unlink(r->ep.unix_path);
@@ -700,22 +764,17 @@ void sbx_runner_destroy(struct sbx_runner *r)
         event_free(r->tick);
         event_free(r->alert_ev);
     }
-    while (r->jobs != NULL) {
-        struct rjob *j = r->jobs;
+    while (r->tab.jobs != NULL) {
+        struct rjob *j = r->tab.jobs;
 
-        r->jobs = j->next;
-        while (j->streams != NULL) { /* their requests went with evhttp_free */
-            struct runner_stream *s = j->streams;
-
-            j->streams = s->next;
-            free(s);
-        }
+        r->tab.jobs = j->next;
+        runner_streams_free(j); /* their requests went with evhttp_free */
         runner_job_free(j);
     }
-    while (r->tasks != NULL) {
-        struct rtask *t = r->tasks;
+    while (r->tab.tasks != NULL) {
+        struct rtask *t = r->tab.tasks;
 
-        r->tasks = t->next;
+        r->tab.tasks = t->next;
         free(t);
     }
     while (r->msgs != NULL) {
@@ -728,20 +787,23 @@ void sbx_runner_destroy(struct sbx_runner *r)
     if (r->base != NULL) {
         event_base_free(r->base);
     }
-    runner_health_free(r);
-    runner_storeprobe_free(r);
-    runner_status_free(r);
+    runner_health_free(r->health);
+    r->health = NULL;
+    runner_storeprobe_free(r->storeprobe);
+    r->storeprobe = NULL;
+    runner_status_free(r->status);
+    r->status = NULL;
     runner_warm_free(r);        /* before the proxy its sandboxes' sockets are on */
     sbx_egress_stop(r->egress); /* closes what kept tasks still had open, each logged */
     sbx_sched_destroy(r->sched);
     sbx_store_close(r->store);
     sbx_runner_endpoint_clear(&r->ep);
-    runner_clients_free(r);
+    runner_clients_free(r->auth);
     sbx_confine_clear(&r->confine);
     free(r->store_path);
     free(r->plugin_dir);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cond);
-    rm_destroy(&r->metrics);
+    rm_free(r->metrics);
     free(r);
 }

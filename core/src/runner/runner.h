@@ -37,6 +37,28 @@ struct sbx_runner_opts {
     void *clock_ctx;
     int alert_interval_ms;  /* how often due alerts are asked; 0: 1000 */
     int health_interval_ms; /* (added) how often the engine is probed; 0: 5000 */
+    /* (added, issue 31) jobs' tasks also take the box's slot lock in the state
+     * directory (sbx_task_opts.slot_lock), waiting with its lines on stderr:
+     * a private runner (private.h) beside other sbx processes of the box */
+    int slot_lock;
+    /* (added, issue 31) a runner for one client's runs (the private runner of
+     * `sbx run`, private.h), started for each run, so its start is lighter:
+     * no engine health probe (GET /healthz says "the engine probe is not
+     * running"), no image check (a missing image fails its task's create, as an
+     * embedded `sbx run` always did; nothing is pulled), its first periodic
+     * orphan sweep one runner.orphan_sweep after its start, not at once; its
+     * small-box lines (smallbox.c) at debug level, not warnings; its recovery
+     * opens no provider and sweeps nothing: its jobs' tasks reap gone owners
+     * in their start (sbx_task_opts.no_reap 0), as an embedded start did, their
+     * task directories too. Every check a job gets is the same. */
+    int one_shot;
+    /* (added, issue 31) a job's output waits for its followers instead of
+     * dropping: its command is held (as a full pipe holds it) while more than
+     * SBX_RUNNER_MAX_OUTPUT of its output is not yet written to every follow
+     * stream, or to the first one to come; a follower that goes stops the
+     * wait. For a runner whose client is the user's terminal (`sbx run`'s
+     * private runner): byte for byte, bounded memory. */
+    int output_wait;
 };
 
 struct sbx_runner;

@@ -3,48 +3,55 @@
  * of a 2-CPU box split between ci and agent (1 CPU each). Each pool's default
  * is then clamped to what the pool has, with a warning at start; a job whose
  * policy asks for more than its pool still gets the scheduler's refusal. */
-#include "runner/state.h"
 #include "runner/smallbox.h"
+#include "sbx/sbx_provider.h"
 #include "util/log.h"
 
-void runner_small_box(struct sbx_runner *r)
+void runner_small_box(struct runner_pool_limits *pl, const struct sbx_limits *def,
+                      const struct sbx_sched_snapshot *snap)
 {
-    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    /* (added, issue 31) a one_shot runner (`sbx run`'s own) says it at debug
+     * level: every run would repeat it, where the embedded run clamped silently */
+    enum sbx_log_level lv = pl->quiet ? SBX_LOG_DEBUG : SBX_LOG_WARN;
 
+    pl->def_cpus = def->cpus;
+    pl->def_memory = def->memory;
     for (int i = 0; i < SBX_POOL_COUNT; i++) {
         const struct sbx_sched_pool_snap *p = &snap->pools[i];
 
-        r->pool_cpus[i] = r->cfg->limits.cpus;
-        r->pool_memory[i] = r->cfg->limits.memory;
+        pl->cpus[i] = def->cpus;
+        pl->memory[i] = def->memory;
         if (!p->served) {
             continue;
         }
-        if (r->cfg->limits.cpus > p->cpus) {
-            r->pool_cpus[i] = p->cpus;
-            sbx_warn("runner: pool '%s' has %.3g CPUs on this box, less than limits.cpus = %.3g: "
-                     "its jobs with the default limit get %.3g CPUs",
-                     sbx_pool_name(p->pool), p->cpus, r->cfg->limits.cpus, p->cpus);
+        if (def->cpus > p->cpus) {
+            pl->cpus[i] = p->cpus;
+            sbx_log(lv,
+                    "runner: pool '%s' has %.3g CPUs on this box, less than limits.cpus = %.3g: "
+                    "its jobs with the default limit get %.3g CPUs",
+                    sbx_pool_name(p->pool), p->cpus, def->cpus, p->cpus);
         }
-        if (r->cfg->limits.memory > p->memory) {
-            r->pool_memory[i] = p->memory;
-            sbx_warn("runner: pool '%s' has %.1fG of memory on this box, less than "
-                     "limits.memory = %.1fG: its jobs with the default limit get %.1fG",
-                     sbx_pool_name(p->pool), (double)p->memory / (1 << 30),
-                     (double)r->cfg->limits.memory / (1 << 30), (double)p->memory / (1 << 30));
+        if (def->memory > p->memory) {
+            pl->memory[i] = p->memory;
+            sbx_log(lv,
+                    "runner: pool '%s' has %.1fG of memory on this box, less than "
+                    "limits.memory = %.1fG: its jobs with the default limit get %.1fG",
+                    sbx_pool_name(p->pool), (double)p->memory / (1 << 30),
+                    (double)def->memory / (1 << 30), (double)p->memory / (1 << 30));
         }
     }
-    sbx_sched_snapshot_free(snap);
 }
 
-void runner_fit_limits(struct sbx_runner *r, enum sbx_pool pool, struct sbx_limits *l)
+void runner_fit_limits(const struct runner_pool_limits *pl, enum sbx_pool pool,
+                       struct sbx_limits *l)
 {
     if ((unsigned)pool >= SBX_POOL_COUNT) {
         return;
     }
-    if (l->cpus == r->cfg->limits.cpus) {
-        l->cpus = r->pool_cpus[pool];
+    if (l->cpus == pl->def_cpus) {
+        l->cpus = pl->cpus[pool];
     }
-    if (l->memory == r->cfg->limits.memory) {
-        l->memory = r->pool_memory[pool];
+    if (l->memory == pl->def_memory) {
+        l->memory = pl->memory[pool];
     }
 }

@@ -1,6 +1,10 @@
-/* state.h - the runner itself (struct sbx_runner), its listeners and its API
- * clients. A job and a task are in records.h; each file's functions are
- * declared in the header of its module (forward.h, fleet.h, api_int.h, ...). */
+/* state.h - the runner itself (struct sbx_runner): (changed, issue 31 item 3)
+ * the composition of its modules' parts (each declared in its module's
+ * header, most opaque: auth.h, health.h, status.h, rmetrics.h, fleet.h,
+ * warm.h, storeq.h; the job table in jobs.h), the loop and the lock. Only the
+ * files that assemble or drive the runner include it; a module that needs the
+ * lock or the loop alone calls runner_lock()/runner_base() (jobs.h). A job
+ * and a task are in records.h. */
 #ifndef SBX_RUNNER_STATE_H
 #define SBX_RUNNER_STATE_H
 
@@ -9,29 +13,15 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#include "runner/rmetrics.h"
+#include "runner/api_limits.h"
+#include "runner/jobs.h"
+#include "runner/smallbox.h"
 #include "runner/runner.h"
 #include "sandbox/task.h"
 #include "store/store.h"
 #include "util/confine.h"
 
-/* An API client (auth.c): who a request is, and what it may do. */
-struct runner_client {
-    char name[64];
-    char *token; /* never logged */
-    size_t token_len;
-    unsigned scopes; /* enum sbx_scope */
-};
-
-struct runner_listener {
-    struct sbx_runner *r;
-    int tcp;
-    /* connections still sending their first request (api_limits.c) */
-    struct runner_conn_guard *guards;
-    int n_guards;
-    int over; /* the pending cap was hit (logged once until below it) */
-    struct event *sweep;
-};
+struct runner_metrics;
 
 struct sbx_runner {
     struct runner_listener lis[2]; /* unix, tcp */
@@ -40,14 +30,15 @@ struct sbx_runner {
     char *plugin_dir;
     char *store_path;
     struct sbx_runner_endpoint ep;
-    struct runner_client *clients; /* TCP clients (auth.c) */
-    struct runner_client local;    /* (added) the unix socket's client (auth.c) */
-    size_t n_clients;
+    struct runner_auth *auth;   /* the API's clients (auth.h) */
     struct sbx_confine confine; /* runner.worktree_roots */
     struct event_base *base;
     struct evhttp *http_unix, *http_tcp;
     struct event *wake, *tick, *alert_ev;
     int alert_interval_ms;
+    int slot_lock;             /* (added, issue 31) sbx_runner_opts.slot_lock */
+    int one_shot;              /* (added, issue 31) sbx_runner_opts.one_shot */
+    int output_wait;           /* (added, issue 31) sbx_runner_opts.output_wait */
     unsigned long alert_ticks; /* (added) alert timer runs done (atomic: sbx_runner_alert_ticks) */
     struct sbx_sched *sched;
     struct sbx_store *store;
@@ -57,19 +48,14 @@ struct sbx_runner {
 
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    struct rjob *jobs;
-    size_t n_jobs;
-#define RUNNER_BUCKETS 4096
-    struct rjob *buckets[RUNNER_BUCKETS]; /* by id: O(1) lookups with long queues */
-    struct rtask *tasks;
+    struct runner_jobtab tab;       /* the jobs and tasks in memory (jobs.h), under mu */
     struct rmsg *msgs, **msgs_tail; /* runner.c */
     int workers;                    /* threads alive */
     int stopping;                   /* under mu (the loop alone writes it, and reads it without) */
 
-    struct runner_metrics metrics; /* (added) rmetrics.h */
+    struct runner_metrics *metrics; /* (added) rmetrics.h */
     /* (added) limits.cpus/memory clamped per pool on a small box (runner.c) */
-    double pool_cpus[SBX_POOL_COUNT];
-    int64_t pool_memory[SBX_POOL_COUNT];
+    struct runner_pool_limits pools;      /* smallbox.h */
     struct runner_health *health;         /* (added) health.c */
     struct runner_storeprobe *storeprobe; /* (added) storeprobe.c */
     struct runner_sq *sq;                 /* (added) storeq.c: the store thread (fleet) */

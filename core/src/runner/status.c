@@ -20,9 +20,9 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "runner/state.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
+#include "runner/rmetrics.h"
 #include "status_ui.h"
 #include "util/log.h"
 #include "util/xalloc.h"
@@ -37,6 +37,8 @@ struct status_session {
 };
 
 struct runner_status {
+    const struct runner_auth *auth; /* who a login's token is */
+    struct runner_metrics *metrics; /* a refused login counted */
     struct status_session s[SBX_STATUS_SESSIONS];
 };
 
@@ -44,20 +46,21 @@ static const char csp[] = "default-src 'none'; script-src 'self'; style-src 'sel
                           "connect-src 'self'; img-src 'self'; form-action 'self'; "
                           "frame-ancestors 'none'; base-uri 'none'";
 
-static struct runner_status *status_of(struct sbx_runner *r)
+struct runner_status *runner_status_new(const struct runner_auth *auth,
+                                        struct runner_metrics *metrics)
 {
-    if (r->status == NULL) {
-        r->status = xcalloc(1, sizeof(*r->status));
-    }
-    return r->status;
+    struct runner_status *st = xcalloc(1, sizeof(*st));
+
+    st->auth = auth;
+    st->metrics = metrics;
+    return st;
 }
 
-void runner_status_free(struct sbx_runner *r)
+void runner_status_free(struct runner_status *st)
 {
-    if (r->status != NULL) {
-        explicit_bzero(r->status, sizeof(*r->status));
-        free(r->status);
-        r->status = NULL;
+    if (st != NULL) {
+        explicit_bzero(st, sizeof(*st));
+        free(st);
     }
 }
 
@@ -169,9 +172,8 @@ static int cookie_id(struct evhttp_request *req, char *id)
 
 /* The live session of the request's cookie, or NULL; compares every session
  * in constant time per id. */
-static struct status_session *session_of(struct sbx_runner *r, struct evhttp_request *req)
+static struct status_session *session_of(struct runner_status *st, struct evhttp_request *req)
 {
-    struct runner_status *st = r->status;
     struct status_session *found = NULL;
     char id[ID_HEX + 1];
     int64_t now = (sbx_mono_ms() / 1000);
@@ -202,10 +204,9 @@ static struct status_session *session_of(struct sbx_runner *r, struct evhttp_req
 }
 
 /* A new session for who: its Set-Cookie value into cookie, or -1. */
-static int session_new(struct sbx_runner *r, const struct runner_client *who, char *cookie,
+static int session_new(struct runner_status *st, const struct runner_client *who, char *cookie,
                        size_t len)
 {
-    struct runner_status *st = status_of(r);
     struct status_session *s = &st->s[0];
     unsigned char raw[ID_BYTES];
     int64_t now = (sbx_mono_ms() / 1000);
@@ -236,8 +237,8 @@ static int session_new(struct sbx_runner *r, const struct runner_client *who, ch
     return 0;
 }
 
-const struct runner_client *runner_status_session(struct sbx_runner *r, struct evhttp_request *req,
-                                                  const char *path)
+const struct runner_client *runner_status_session(struct runner_status *st,
+                                                  struct evhttp_request *req, const char *path)
 {
     struct status_session *s;
 
@@ -246,7 +247,7 @@ const struct runner_client *runner_status_session(struct sbx_runner *r, struct e
          strcmp(path, "/v1/jobs") != 0 && strncmp(path, "/v1/jobs/", 9) != 0)) {
         return NULL;
     }
-    s = session_of(r, req);
+    s = session_of(st, req);
     return s != NULL ? s->who : NULL;
 }
 
@@ -272,7 +273,7 @@ static int cross_site(struct evhttp_request *req)
     return rest == NULL || strcmp(rest, host) != 0;
 }
 
-static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
+static void handle_login(struct runner_status *st, struct evhttp_request *req)
 {
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t len = evbuffer_get_length(in);
@@ -300,7 +301,7 @@ static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
     TAILQ_INIT(&q);
     if (evhttp_parse_query_str(body, &q) == 0 && (token = evhttp_find_header(&q, "token")) &&
         asprintf(&bearer, "Bearer %s", token) > 0) {
-        who = runner_authenticate(r, bearer);
+        who = runner_authenticate(st->auth, bearer);
         explicit_bzero(bearer, strlen(bearer));
         free(bearer);
     }
@@ -312,7 +313,7 @@ static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
     explicit_bzero(body, len);
     free(body);
     if (who == NULL) {
-        rm_refused(&r->metrics, RM_REFUSED_UNAUTHORIZED);
+        rm_refused(st->metrics, RM_REFUSED_UNAUTHORIZED);
         sbx_info("runner: status page: a login with a wrong or missing token refused");
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         send_login(req, 401, "Wrong token.");
@@ -324,7 +325,7 @@ static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
         send_login(req, 403, "This client lacks scope read-own or read-all.");
         return;
     }
-    if (session_new(r, who, cookie, sizeof(cookie)) < 0) {
+    if (session_new(st, who, cookie, sizeof(cookie)) < 0) {
         send_login(req, 500, "No session: the system's random source failed.");
         return;
     }
@@ -333,9 +334,9 @@ static void handle_login(struct sbx_runner *r, struct evhttp_request *req)
     explicit_bzero(cookie, sizeof(cookie));
 }
 
-static void handle_logout(struct sbx_runner *r, struct evhttp_request *req)
+static void handle_logout(struct runner_status *st, struct evhttp_request *req)
 {
-    struct status_session *s = session_of(r, req);
+    struct status_session *s = session_of(st, req);
 
     if (s != NULL) {
         explicit_bzero(s, sizeof(*s));
@@ -355,10 +356,9 @@ static int method_is(struct evhttp_request *req, enum evhttp_cmd_type m, const c
     return 0;
 }
 
-int runner_status_route(struct runner_listener *l, struct evhttp_request *req, const char *path)
+int runner_status_route(struct runner_status *st, int tcp, struct evhttp_request *req,
+                        const char *path)
 {
-    struct sbx_runner *r = l->r;
-
     if (strcmp(path, "/ui/status.js") == 0 || strcmp(path, "/ui/status.css") == 0 ||
         strcmp(path, "/ui/icon.svg") == 0) {
         /* static, the same for everyone, no data: served without a token */
@@ -381,14 +381,15 @@ int runner_status_route(struct runner_listener *l, struct evhttp_request *req, c
         if (!method_is(req, EVHTTP_REQ_GET, path, "GET")) {
             return 1;
         }
-        if (!l->tcp) {
+        if (!tcp) {
             send_page(req, 0);
         }
-        else if (session_of(r, req) != NULL) {
+        else if (session_of(st, req) != NULL) {
             send_page(req, 1);
         }
-        else if (runner_authenticate(r, evhttp_find_header(evhttp_request_get_input_headers(req),
-                                                           "Authorization")) != NULL) {
+        else if (runner_authenticate(st->auth,
+                                     evhttp_find_header(evhttp_request_get_input_headers(req),
+                                                        "Authorization")) != NULL) {
             send_page(req, 0);
         }
         else {
@@ -397,17 +398,17 @@ int runner_status_route(struct runner_listener *l, struct evhttp_request *req, c
         return 1;
     }
     if (strcmp(path, "/login") == 0) {
-        if (evhttp_request_get_command(req) == EVHTTP_REQ_GET || !l->tcp) {
+        if (evhttp_request_get_command(req) == EVHTTP_REQ_GET || !tcp) {
             redirect_home(req, NULL); /* the form is at `/`; the unix socket needs none */
         }
         else if (method_is(req, EVHTTP_REQ_POST, path, "POST")) {
-            handle_login(r, req);
+            handle_login(st, req);
         }
         return 1;
     }
     if (strcmp(path, "/logout") == 0) {
         if (method_is(req, EVHTTP_REQ_POST, path, "POST")) {
-            handle_logout(r, req);
+            handle_logout(st, req);
         }
         return 1;
     }

@@ -10,19 +10,24 @@
  * once (the API answers 503 with Retry-After) until this probe finds the
  * database answering again and opens it. The loop so waits on a stalled
  * database once per stall, for one deadline, never per request. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "runner/state.h"
+#include "config/config.h"
 #include "runner/health.h"
+#include "store/store.h"
 #include "util/monowait.h"
 #include "util/xalloc.h"
 
 #define STOREPROBE_DOWN_MS 250
 
 struct runner_storeprobe {
-    struct sbx_runner *r;
+    const struct sbx_config *cfg;
+    const char *store_path;
+    struct sbx_store *loop; /* the loop's connection: its gate is ours */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -41,13 +46,12 @@ struct runner_storeprobe {
  * as it is). */
 static int probe(struct runner_storeprobe *p, char *msg, size_t len)
 {
-    struct sbx_runner *r = p->r;
     sbx_error_t *err = NULL;
     int64_t t0 = sbx_mono_ms(), took;
 
     msg[0] = '\0';
     if (p->conn == NULL) {
-        p->conn = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
+        p->conn = sbx_store_open_ex(p->store_path, p->cfg->runner.database_password_env, &err);
     }
     if (p->conn != NULL && sbx_store_ping(p->conn, &err) == 0) {
         /* an answer slower than half the deadline is no answer: the gate
@@ -101,35 +105,36 @@ static void *storeprobe_main(void *arg)
     return NULL;
 }
 
-int runner_storeprobe_start(struct sbx_runner *r, int interval_ms, sbx_error_t **err)
+struct runner_storeprobe *runner_storeprobe_start(const struct sbx_config *cfg,
+                                                  const char *store_path, struct sbx_store *loop,
+                                                  int interval_ms, sbx_error_t **err)
 {
     struct runner_storeprobe *p = xcalloc(1, sizeof(*p));
 
-    p->r = r;
+    p->cfg = cfg;
+    p->store_path = store_path;
+    p->loop = loop;
     p->interval_ms = interval_ms;
     pthread_mutex_init(&p->mu, NULL);
     sbx_cond_init_mono(&p->cv);
     /* the first answer before the API listens: /healthz never says "not yet" */
     probe(p, p->msg, sizeof(p->msg));
     p->done_at = sbx_mono_ms();
-    r->storeprobe = p;
-    sbx_store_set_gate(r->store, &p->gate);
+    sbx_store_set_gate(loop, &p->gate);
     if (pthread_create(&p->th, NULL, storeprobe_main, p) != 0) {
-        sbx_store_set_gate(r->store, NULL);
-        r->storeprobe = NULL;
+        sbx_store_set_gate(loop, NULL);
         sbx_store_close(p->conn);
         pthread_mutex_destroy(&p->mu);
         pthread_cond_destroy(&p->cv);
         free(p);
-        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the store probe thread");
+        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the store probe thread");
+        return NULL;
     }
-    return 0;
+    return p;
 }
 
-void runner_storeprobe_free(struct sbx_runner *r)
+void runner_storeprobe_free(struct runner_storeprobe *p)
 {
-    struct runner_storeprobe *p = r->storeprobe;
-
     if (p == NULL) {
         return;
     }
@@ -138,17 +143,15 @@ void runner_storeprobe_free(struct sbx_runner *r)
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->th, NULL); /* a probe in flight ends within the call's deadline */
-    sbx_store_set_gate(r->store, NULL);
+    sbx_store_set_gate(p->loop, NULL);
     sbx_store_close(p->conn);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p);
-    r->storeprobe = NULL;
 }
 
-int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double *age_s)
+int runner_storeprobe_state(struct runner_storeprobe *p, char *why, size_t len, double *age_s)
 {
-    struct runner_storeprobe *p = r->storeprobe;
     int64_t now = sbx_mono_ms();
     int rc = -1;
 
@@ -174,12 +177,12 @@ int runner_storeprobe_state(struct sbx_runner *r, char *why, size_t len, double 
     return rc;
 }
 
-int runner_store_stalled(struct sbx_runner *r)
+int runner_store_stalled(struct runner_storeprobe *p)
 {
-    return r->storeprobe != NULL && sbx_store_gate_down(&r->storeprobe->gate) != 0;
+    return p != NULL && sbx_store_gate_down(&p->gate) != 0;
 }
 
-struct sbx_store_gate *runner_store_gate(struct sbx_runner *r)
+struct sbx_store_gate *runner_store_gate(struct runner_storeprobe *p)
 {
-    return r->storeprobe != NULL ? &r->storeprobe->gate : NULL;
+    return p != NULL ? &p->gate : NULL;
 }

@@ -9,7 +9,16 @@
  * is: the thread skips the work of a late call it has not begun, finishes one
  * it has, and hands it back like any other; done then only frees. A client
  * gone meanwhile costs nothing: libevent keeps a request whose connection
- * closed until it is answered, and the answer frees it. */
+ * closed until it is answered, and the answer frees it.
+ *
+ * (added) Two lanes, each a thread with its own connection: lane 0 runs every
+ * write and every call that must follow one, in the order handed over (a
+ * claim, a grant, the beat, a registration, a submit, a job's end); lane 1
+ * runs reads nobody's write waits on (runner_sq_read: a record, a page, the
+ * box that holds a job or task, the fleet's view), so that a GET does not
+ * queue behind the submits, claims and grants. A read handed over while a
+ * write nobody waits for (runner_sq_write) is still queued or running goes
+ * to lane 0, behind it: what the loop wrote it reads back. */
 #include <event2/event.h>
 #include <event2/http.h>
 #include <pthread.h>
@@ -27,6 +36,8 @@
  * at once (a database slower than the API's rate). */
 #define SQ_MAX 1024
 
+#define SQ_LANES 2 /* 0: writes and what follows them, in order; 1: reads */
+
 struct sq_call {
     runner_sq_work work;
     runner_sq_done done;
@@ -39,17 +50,24 @@ struct sq_call {
     struct sq_call *next;
 };
 
+struct sq_lane {
+    struct runner_sq *sq;
+    pthread_t th;
+    int started;
+    pthread_cond_t cv;
+    struct sq_call *head, **tail; /* waiting for the lane's thread */
+    unsigned queued;
+    struct sbx_store *st; /* the lane's connection */
+};
+
 struct runner_sq {
     struct sbx_runner *r;
-    pthread_t th;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    struct sq_call *head, **tail; /* waiting for the thread */
+    struct sq_lane lane[SQ_LANES];
     struct sq_call *done, **done_tail;
-    unsigned queued;
     int stop;
+    unsigned unawaited;                      /* loop only: writes nobody waits for, not back */
     struct event *wake;                      /* the loop: calls handed back */
-    struct sbx_store *st;                    /* the thread's connection */
     unsigned long long calls, late, refused; /* loop only */
 };
 
@@ -66,29 +84,30 @@ int runner_reply_unavailable(struct evhttp_request *req, int down, const sbx_err
 
 static void *sq_main(void *arg)
 {
-    struct runner_sq *sq = arg;
+    struct sq_lane *l = arg;
+    struct runner_sq *sq = l->sq;
 
     pthread_mutex_lock(&sq->mu);
     for (;;) {
         struct sq_call *c;
         int late;
 
-        while (sq->head == NULL && !sq->stop) {
-            pthread_cond_wait(&sq->cv, &sq->mu);
+        while (l->head == NULL && !sq->stop) {
+            pthread_cond_wait(&l->cv, &sq->mu);
         }
         if (sq->stop) {
             break;
         }
-        c = sq->head;
-        sq->head = c->next;
-        if (sq->head == NULL) {
-            sq->tail = &sq->head;
+        c = l->head;
+        l->head = c->next;
+        if (l->head == NULL) {
+            l->tail = &l->head;
         }
-        sq->queued--;
+        l->queued--;
         late = c->late;
         pthread_mutex_unlock(&sq->mu);
         if (!late) {
-            c->work(sq->r, sq->st, c->arg);
+            c->work(sq->r, l->st, c->arg);
         }
         pthread_mutex_lock(&sq->mu);
         c->next = NULL;
@@ -106,6 +125,9 @@ static void call_end(struct sbx_runner *r, struct sq_call *c)
 {
     if (c->timer != NULL) {
         event_free(c->timer);
+    }
+    if (c->durable && c->sq->unawaited > 0) {
+        c->sq->unawaited--;
     }
     c->done(r, c->req, c->arg, c->req == NULL && c->late);
     free(c);
@@ -164,21 +186,28 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 }
 
 static void sq_post(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
-                    runner_sq_done done, void *arg, int durable)
+                    runner_sq_done done, void *arg, int durable, int read)
 {
     struct runner_sq *sq = r->sq;
+    struct sq_lane *l;
     struct sq_call *c;
+    unsigned queued;
 
     if (sq == NULL) { /* one box: the local file, at once */
         work(r, r->store, arg);
         done(r, req, arg, 0);
         return;
     }
-    if (req != NULL && (runner_store_stalled(r) || sq->queued >= SQ_MAX)) {
+    /* a read behind a write nobody waits for: after it, on its lane */
+    l = &sq->lane[read && sq->unawaited == 0 ? 1 : 0];
+    pthread_mutex_lock(&sq->mu);
+    queued = l->queued;
+    pthread_mutex_unlock(&sq->mu);
+    if (req != NULL && (runner_store_stalled(r->storeprobe) || queued >= SQ_MAX)) {
         char why[200];
 
-        if (sq->queued >= SQ_MAX) {
-            snprintf(why, sizeof(why), "%u calls wait for the store already", sq->queued);
+        if (queued >= SQ_MAX) {
+            snprintf(why, sizeof(why), "%u calls wait for the store already", queued);
         }
         else {
             snprintf(why, sizeof(why),
@@ -205,23 +234,30 @@ static void sq_post(struct sbx_runner *r, struct evhttp_request *req, runner_sq_
         evtimer_add(c->timer, &tv);
     }
     sq->calls++;
+    sq->unawaited += durable;
     pthread_mutex_lock(&sq->mu);
-    *sq->tail = c;
-    sq->tail = &c->next;
-    sq->queued++;
-    pthread_cond_signal(&sq->cv);
+    *l->tail = c;
+    l->tail = &c->next;
+    l->queued++;
+    pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&sq->mu);
 }
 
 void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
                     runner_sq_done done, void *arg)
 {
-    sq_post(r, req, work, done, arg, 0);
+    sq_post(r, req, work, done, arg, 0, 0);
+}
+
+void runner_sq_read(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
+                    runner_sq_done done, void *arg)
+{
+    sq_post(r, req, work, done, arg, 0, 1);
 }
 
 void runner_sq_write(struct sbx_runner *r, runner_sq_work work, runner_sq_done done, void *arg)
 {
-    sq_post(r, NULL, work, done, arg, 1);
+    sq_post(r, NULL, work, done, arg, 1, 0);
 }
 
 int runner_sq_threaded(const struct sbx_runner *r)
@@ -243,8 +279,41 @@ void runner_sq_counts(const struct sbx_runner *r, unsigned long long *calls,
     *late = sq->late;
     *refused = sq->refused;
     pthread_mutex_lock(&sq->mu);
-    *queued = sq->queued;
+    for (int i = 0; i < SQ_LANES; i++) {
+        *queued += sq->lane[i].queued;
+    }
     pthread_mutex_unlock(&sq->mu);
+}
+
+static void sq_destroy(struct runner_sq *sq)
+{
+    for (int i = 0; i < SQ_LANES; i++) {
+        sbx_store_close(sq->lane[i].st);
+        pthread_cond_destroy(&sq->lane[i].cv);
+    }
+    if (sq->wake != NULL) {
+        event_free(sq->wake);
+    }
+    pthread_mutex_destroy(&sq->mu);
+    free(sq);
+}
+
+/* Stops the lanes' threads started so far (the call in flight of each ends
+ * within its deadline). */
+static void sq_join(struct runner_sq *sq)
+{
+    pthread_mutex_lock(&sq->mu);
+    sq->stop = 1;
+    for (int i = 0; i < SQ_LANES; i++) {
+        pthread_cond_signal(&sq->lane[i].cv);
+    }
+    pthread_mutex_unlock(&sq->mu);
+    for (int i = 0; i < SQ_LANES; i++) {
+        if (sq->lane[i].started) {
+            pthread_join(sq->lane[i].th, NULL);
+            sq->lane[i].started = 0;
+        }
+    }
 }
 
 int runner_sq_start(struct sbx_runner *r, sbx_error_t **err)
@@ -256,36 +325,41 @@ int runner_sq_start(struct sbx_runner *r, sbx_error_t **err)
     }
     sq = xcalloc(1, sizeof(*sq));
     sq->r = r;
-    sq->tail = &sq->head;
     sq->done_tail = &sq->done;
     pthread_mutex_init(&sq->mu, NULL);
-    pthread_cond_init(&sq->cv, NULL);
-    sq->st = runner_store_get(r, err);
-    if (sq->st == NULL) {
-        goto fail;
+    for (int i = 0; i < SQ_LANES; i++) {
+        sq->lane[i].sq = sq;
+        sq->lane[i].tail = &sq->lane[i].head;
+        pthread_cond_init(&sq->lane[i].cv, NULL);
     }
-    /* the probe's gate: a call past its deadline makes the others fail at
-     * once until the database answers in time again */
-    sbx_store_set_gate(sq->st, runner_store_gate(r));
+    for (int i = 0; i < SQ_LANES; i++) {
+        struct sq_lane *l = &sq->lane[i];
+
+        l->st = runner_store_get(r, err);
+        if (l->st == NULL) {
+            goto fail;
+        }
+        /* the probe's gate: a call past its deadline makes the others fail
+         * at once until the database answers in time again */
+        sbx_store_set_gate(l->st, runner_store_gate(r->storeprobe));
+    }
     sq->wake = event_new(r->base, -1, EV_PERSIST | EV_READ, on_done, sq);
     if (sq->wake == NULL) {
         sbx_error_set(err, SBX_E_GENERIC, "runner: cannot create the store thread's event");
         goto fail;
     }
-    if (pthread_create(&sq->th, NULL, sq_main, sq) != 0) {
-        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the store thread");
-        goto fail;
+    for (int i = 0; i < SQ_LANES; i++) {
+        if (pthread_create(&sq->lane[i].th, NULL, sq_main, &sq->lane[i]) != 0) {
+            sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the store thread");
+            goto fail;
+        }
+        sq->lane[i].started = 1;
     }
     r->sq = sq;
     return 0;
 fail:
-    if (sq->wake != NULL) {
-        event_free(sq->wake);
-    }
-    sbx_store_close(sq->st);
-    pthread_mutex_destroy(&sq->mu);
-    pthread_cond_destroy(&sq->cv);
-    free(sq);
+    sq_join(sq);
+    sq_destroy(sq);
     return -1;
 }
 
@@ -298,21 +372,17 @@ void runner_sq_free(struct sbx_runner *r)
         return;
     }
     r->sq = NULL; /* a call a done makes now runs at once (a withdrawal) */
-    pthread_mutex_lock(&sq->mu);
-    sq->stop = 1;
-    pthread_cond_signal(&sq->cv);
-    pthread_mutex_unlock(&sq->mu);
-    pthread_join(sq->th, NULL); /* the call in flight ends within its deadline */
+    sq_join(sq);  /* the call in flight of each lane ends within its deadline */
     /* what is left: handed back, or never begun; their requests went with
-     * evhttp_free. A write never begun runs now, on the thread's connection
-     * (the thread is gone): a job's end is not lost to a stop. */
-    for (int list = 0; list < 2; list++) {
-        c = list == 0 ? sq->done : sq->head;
+     * evhttp_free. A write never begun runs now, on lane 0's connection (the
+     * threads are gone): a job's end is not lost to a stop. */
+    for (int list = 0; list <= SQ_LANES; list++) {
+        c = list == 0 ? sq->done : sq->lane[list - 1].head;
         while (c != NULL) {
             struct sq_call *next = c->next;
 
-            if (list == 1 && c->durable) {
-                c->work(r, sq->st, c->arg);
+            if (list > 0 && c->durable) {
+                c->work(r, sq->lane[0].st, c->arg);
             }
             c->req = NULL;
             c->late = 1;
@@ -320,9 +390,5 @@ void runner_sq_free(struct sbx_runner *r)
             c = next;
         }
     }
-    event_free(sq->wake);
-    sbx_store_close(sq->st);
-    pthread_mutex_destroy(&sq->mu);
-    pthread_cond_destroy(&sq->cv);
-    free(sq);
+    sq_destroy(sq);
 }

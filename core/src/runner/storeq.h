@@ -1,4 +1,4 @@
-/* storeq.h - the store thread of a fleet box (docs/runner.md, "A slow or
+/* storeq.h - the store thread (two lanes: writes, reads) of a fleet box (docs/runner.md, "A slow or
  * silent database"; docs/architecture.md, "The store thread").
  *
  * The loop hands a call (work + done) to the store thread and returns to its
@@ -38,6 +38,12 @@ void runner_sq_free(struct sbx_runner *r);
  * full queue or a closed gate (a stall known) answers 503 at once. Always
  * runs done exactly once. */
 void runner_sq_call(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
+                    runner_sq_done done, void *arg);
+/* (added) A call that only reads (a record, a page, the box that holds a
+ * job or task, the fleet's view): the same, on the read lane (storeq.c), so
+ * that it does not wait behind the submits, claims and grants; behind a
+ * write nobody waits for that is not back yet, it goes after that write. */
+void runner_sq_read(struct sbx_runner *r, struct evhttp_request *req, runner_sq_work work,
                     runner_sq_done done, void *arg);
 /* (the same) A write nobody waits for (req NULL): one not begun when the
  * runner stops runs then, on the thread's connection. */

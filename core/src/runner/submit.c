@@ -26,6 +26,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"
@@ -143,7 +144,7 @@ static int task_of_another(struct sbx_store *st, const struct rjob *j, char *own
 static void reply_other(struct sbx_runner *r, struct evhttp_request *req, const struct rjob *j,
                         const struct runner_client *who, const char *owner)
 {
-    rm_refused(&r->metrics, rm_refusal_of(403));
+    rm_refused(r->metrics, rm_refusal_of(403));
     sbx_warn("runner: client '%s' named task %s, which belongs to another client: refused",
              who->name, j->task);
     if (!runner_may_read(who, owner)) {
@@ -161,7 +162,7 @@ static void reply_refused(struct sbx_runner *r, struct evhttp_request *req, int 
 {
     int code = runner_http_code(err);
 
-    rm_refused(&r->metrics, rm_refusal_of(code));
+    rm_refused(r->metrics, rm_refusal_of(code));
     if (!runner_reply_unavailable(req, down, err)) {
         runner_reply_error(req, code, "%s", sbx_error_msg(err));
     }
@@ -397,7 +398,7 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
         /* the task ended while the store call ran (another of its id may
          * live here now): the command must not run */
         withdraw(r, j, 1, "its task ended before the command started");
-        rm_refused(&r->metrics, rm_refusal_of(409));
+        rm_refused(r->metrics, rm_refusal_of(409));
         runner_reply_error(req, 409, "task %s is ending; start a new task", j->task);
         submit_call_free(c);
         return;
@@ -474,7 +475,7 @@ static void submit_shared(struct sbx_runner *r, struct evhttp_request *req, stru
     c->argv = submit_rec(r, j, c->labels, &c->rec);
     if (decide_job(r, j, c->labels, &c->rec.limits, &c->pre) == 0) {
         c->rec.cls = (char *)sbx_job_class_name(j->cls);
-        runner_fit_limits(r, j->pool, &c->rec.limits);
+        runner_fit_limits(&r->pools, j->pool, &c->rec.limits);
         /* a fleet box checks the job against its shape (a pool it serves),
          * else a live box of the fleet must serve the pool */
         snap = sbx_sched_snapshot(r->sched);
@@ -510,7 +511,7 @@ static void submit_local(struct sbx_runner *r, struct evhttp_request *req, struc
         goto refused;
     }
     c->rec.cls = (char *)sbx_job_class_name(j->cls);
-    runner_fit_limits(r, j->pool, &c->rec.limits);
+    runner_fit_limits(&r->pools, j->pool, &c->rec.limits);
     {
         struct sbx_sched_job sj = runner_sched_job(j, c->rec.limits.cpus, c->rec.limits.memory, 0);
 
@@ -556,7 +557,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     int code;
 
     if (len > SBX_RUNNER_MAX_BODY) {
-        rm_refused(&r->metrics, RM_REFUSED_TOO_LARGE);
+        rm_refused(r->metrics, RM_REFUSED_TOO_LARGE);
         runner_reply_error(req, 413,
                            "request body of %zu bytes is larger than the limit of %u bytes", len,
                            SBX_RUNNER_MAX_BODY);
@@ -573,16 +574,16 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     if (code != 0) {
         c->labels = NULL; /* a refused body's labels are not the call's (borrowed, freed) */
         submit_call_free(c);
-        rm_refused(&r->metrics, rm_refusal_of(code));
+        rm_refused(r->metrics, rm_refusal_of(code));
         runner_reply_error(req, code, "%s", msg);
         return;
     }
     snprintf(j->owner, sizeof(j->owner), "%s", who->name);
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
-    if (j->credentials != NULL && !runner_may_use_credentials(r, who->name, j->credentials)) {
+    if (j->credentials != NULL && !runner_may_use_credentials(r->auth, who->name, j->credentials)) {
         /* (added, issue 25) before anything is stored or leased */
-        rm_refused(&r->metrics, rm_refusal_of(403));
+        rm_refused(r->metrics, rm_refusal_of(403));
         sbx_warn("runner: client '%s' may not use credential instance '%s': refused", who->name,
                  j->credentials);
         runner_reply_error(req, 403,
@@ -602,7 +603,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     }
     else if (r->adopted_only) {
         /* (added, issue 31) a keeper's runner hosts its one task, never a new one */
-        rm_refused(&r->metrics, rm_refusal_of(404));
+        rm_refused(r->metrics, rm_refusal_of(404));
         runner_reply_error(req, 404, "no running task '%s' (sbx task list)", j->task);
         submit_call_free(c);
     }

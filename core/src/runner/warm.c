@@ -23,6 +23,7 @@
 #include "runner/state.h"
 #include "runner/health.h"
 #include "runner/recover.h"
+#include "runner/rmetrics.h"
 #include "sandbox/backlog.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
@@ -254,6 +255,11 @@ int runner_warm_init(struct sbx_runner *r, sbx_error_t **err)
     int rc = 0;
 
     r->warm = xcalloc(1, sizeof(*r->warm));
+    if (r->one_shot) { /* (added, issue 31) its task's start has just reaped */
+        r->warm->sweep_at =
+            mono_ms() +
+            (r->cfg->runner.orphan_sweep > 0 ? r->cfg->runner.orphan_sweep * 1000 : WARM_SWEEP_MS);
+    }
     for (size_t i = 0; i < r->cfg->n_pools && rc == 0; i++) {
         const struct sbx_pool_cfg *pc = &r->cfg->pools[i];
         int pool = sbx_pool_parse(pc->name);
@@ -277,21 +283,21 @@ int runner_warm_init(struct sbx_runner *r, sbx_error_t **err)
                                pc->warm, snap->pools[pool].max_sandboxes);
             break;
         }
-        if (r->pool_memory[pool] > 0 &&
-            (int64_t)pc->warm * r->pool_memory[pool] > snap->pools[pool].memory) {
+        if (r->pools.memory[pool] > 0 &&
+            (int64_t)pc->warm * r->pools.memory[pool] > snap->pools[pool].memory) {
             rc = sbx_error_set(err, SBX_E_CONFIG,
                                "%s:%d: 'pools.%s.warm' = %d sandboxes of %" PRId64
                                " bytes do not fit the pool's memory (%" PRId64 " bytes)",
                                r->cfg->path ? r->cfg->path : "config", pc->warm_line, pc->name,
-                               pc->warm, r->pool_memory[pool], snap->pools[pool].memory);
+                               pc->warm, r->pools.memory[pool], snap->pools[pool].memory);
             break;
         }
-        if (pc->warm * r->pool_cpus[pool] > snap->pools[pool].cpus + 1e-9) {
+        if (pc->warm * r->pools.cpus[pool] > snap->pools[pool].cpus + 1e-9) {
             rc = sbx_error_set(err, SBX_E_CONFIG,
                                "%s:%d: 'pools.%s.warm' = %d sandboxes of %.3g CPUs do not fit "
                                "the pool's %.3g CPUs (lower limits.cpus or the warm count)",
                                r->cfg->path ? r->cfg->path : "config", pc->warm_line, pc->name,
-                               pc->warm, r->pool_cpus[pool], snap->pools[pool].cpus);
+                               pc->warm, r->pools.cpus[pool], snap->pools[pool].cpus);
             break;
         }
         p->want = pc->warm;
@@ -364,8 +370,8 @@ void runner_warm_tick(struct sbx_runner *r)
     for (int i = 0; i < SBX_POOL_COUNT; i++) {
         struct warm_pool *p = &r->warm->p[i];
         const struct sbx_sched_pool_snap *s = &snap->pools[i];
-        int64_t mem = r->pool_memory[i];
-        double cpus = r->pool_cpus[i];
+        int64_t mem = r->pools.memory[i];
+        double cpus = r->pools.cpus[i];
 
         while (p->ready != NULL && (r->stopping || now - p->ready->ready_ms >= p->max_age_ms)) {
             if (!r->stopping) {
@@ -382,7 +388,7 @@ void runner_warm_tick(struct sbx_runner *r)
         /* nor while the engine has more than SBX_REMOVAL_BACKLOG_MAX
          * sandboxes to remove (a new one would wait behind them) */
         if (r->stopping || p->want == 0 || s->n_queued > 0 || snap->draining ||
-            runner_health_backlog(r) > SBX_REMOVAL_BACKLOG_MAX ||
+            runner_health_backlog(r->health) > SBX_REMOVAL_BACKLOG_MAX ||
             p->n_ready + p->n_filling >= p->want || p->n_filling > 0 || now < p->retry_at ||
             (p->claiming > 0 && now < p->hold_until) ||
             !fits(s, p->n_ready + p->n_filling + 1, mem, cpus)) {

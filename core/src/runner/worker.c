@@ -10,7 +10,9 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rmetrics.h"
 #include "runner/jobs.h"
+#include "runner/output.h"
 #include "runner/storepool.h"
 #include "runner/dbwait.h"
 #include "runner/worker.h"
@@ -35,115 +37,15 @@ struct worker {
     int warm_held; /* (added) it took a warm sandbox: runner_warm_claim_done is due */
 };
 
-static int seg_stream(const struct rjob *j, size_t i)
-{
-    return i % 2 == 0 ? j->seg_first : 3 - j->seg_first;
-}
-
-int runner_output_stream_at(const struct rjob *j, size_t off, size_t *run_end)
-{
-    size_t lo = j->seg_head;
-    size_t hi = j->n_seg;
-
-    /* the last run starting at or before off */
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-
-        if (j->seg[mid] <= off) {
-            lo = mid;
-        }
-        else {
-            hi = mid;
-        }
-    }
-    *run_end = lo + 1 < j->n_seg ? j->seg[lo + 1] : j->out_total;
-    return seg_stream(j, lo);
-}
-
-/* Notes a run of `stream` starting at out_total, and forgets the runs that
- * ended before the first kept byte (amortised O(1)). Under r->mu. */
-static void seg_note(struct rjob *j, int stream, size_t keep_from)
-{
-    if (j->n_seg == j->seg_head || seg_stream(j, j->n_seg - 1) != stream) {
-        if (j->n_seg == j->seg_head) {
-            j->n_seg = j->seg_head = 0;
-            j->seg_first = stream;
-        }
-        if (j->n_seg == j->seg_cap) {
-            j->seg_cap = j->seg_cap ? j->seg_cap * 2 : 8;
-            j->seg = xrealloc(j->seg, j->seg_cap * sizeof(*j->seg));
-        }
-        j->seg[j->n_seg++] = j->out_total;
-    }
-    while (j->seg_head + 1 < j->n_seg && j->seg[j->seg_head + 1] <= keep_from) {
-        j->seg_head++;
-    }
-    if (j->seg_head > 0 && j->seg_head >= j->n_seg / 2) {
-        if (j->seg_head % 2 == 1) {
-            j->seg_first = 3 - j->seg_first;
-        }
-        memmove(j->seg, j->seg + j->seg_head, (j->n_seg - j->seg_head) * sizeof(*j->seg));
-        j->n_seg -= j->seg_head;
-        j->seg_head = 0;
-    }
-}
-
 void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
                           size_t len)
 {
     if (len == 0) {
         return;
     }
-    stream = stream == 2 ? 2 : 1;
     pthread_mutex_lock(&r->mu);
-    if (len >= SBX_RUNNER_MAX_OUTPUT) {
-        data += len - SBX_RUNNER_MAX_OUTPUT;
-        j->out_total += len - SBX_RUNNER_MAX_OUTPUT;
-        len = SBX_RUNNER_MAX_OUTPUT;
-    }
-    seg_note(j, stream,
-             j->out_total + len > SBX_RUNNER_MAX_OUTPUT ? j->out_total + len - SBX_RUNNER_MAX_OUTPUT
-                                                        : 0);
-    if (j->out_len + len > SBX_RUNNER_MAX_OUTPUT) {
-        size_t drop = j->out_len + len - SBX_RUNNER_MAX_OUTPUT;
-
-        j->out_off += drop;
-        j->out_len -= drop;
-    }
-    if (j->out_off + j->out_len + len > j->out_cap) {
-        /* Out of room at the end: move the kept bytes to the front, and keep the
-         * allocation at least twice what is needed (at most twice the maximum), so
-         * the next move comes only after as many bytes as it moves were appended. */
-        size_t need = j->out_len + len;
-
-        if (j->out_off > 0) {
-            memmove(j->out, j->out + j->out_off, j->out_len);
-            j->out_moved += j->out_len;
-            j->out_off = 0;
-        }
-        if (2 * need > j->out_cap) {
-            size_t cap = 2 * need < 4096 ? 4096 : 2 * need;
-
-            j->out = xrealloc(j->out, cap + 1);
-            j->out_cap = cap;
-        }
-    }
-    memcpy(j->out + j->out_off + j->out_len, data, len);
-    j->out_len += len;
-    j->out_total += len;
+    runner_output_add(j, stream, data, len);
     pthread_mutex_unlock(&r->mu);
-}
-
-void runner_output_settle(struct rjob *j)
-{
-    if (j->out_off > 0) {
-        memmove(j->out, j->out + j->out_off, j->out_len);
-        j->out_off = 0;
-    }
-    if (j->out != NULL && j->out_cap > j->out_len) {
-        j->out = xrealloc(j->out, j->out_len + 1);
-        j->out_cap = j->out_len;
-    }
 }
 
 static int64_t mono_ms(void)
@@ -191,6 +93,29 @@ static void log_first_output(struct worker *w, const char *what)
               (double)(now - w->us_grant) / 1000.0);
 }
 
+/* (added, issue 31) sbx_runner_opts.output_wait: holds the command (its output
+ * reader) while appending len would drop bytes a follower has not had, until
+ * followers catch up, go, or the job is cancelled. Before any follower came, it
+ * waits for the first (the client follows right after its submit). */
+static void output_wait(struct sbx_runner *r, struct rjob *j, size_t len)
+{
+    if (!r->output_wait) {
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? j->out_total : 0;
+        size_t behind = j->out_total - acked;
+
+        if (behind == 0 || behind + len <= SBX_RUNNER_MAX_OUTPUT || runner_job_cancelled(j) ||
+            r->stopping) {
+            break;
+        }
+        pthread_cond_wait(&r->cond, &r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 static int on_output(void *ud, int stream, const char *data, size_t len)
 {
     struct worker *w = ud;
@@ -198,6 +123,7 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
     if (!w->got_output) {
         log_first_output(w, "output");
     }
+    output_wait(w->r, w->j, len);
     runner_output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
     return 0;
@@ -324,7 +250,10 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
             .cancel = &j->cancel,
             .ephemeral = 1,
             .slot_class = sbx_job_class_name(j->cls),
-            .no_reap = 1,
+            /* (changed, issue 31) a one_shot runner's task reaps gone owners as
+             * an embedded start does (its recovery does not) */
+            .no_reap = !r->one_shot,
+            .slot_lock = r->slot_lock, /* (added, issue 31) */
             .egress = r->egress,
         };
         struct sbx_task *task = NULL;
@@ -439,7 +368,7 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     pthread_mutex_unlock(&w->r->mu);
     rc = task_ready(w, st, why, whylen);
     if (rc == 0 && creator) {
-        rm_sandbox_start(&w->r->metrics, w->j->pool, sbx_mono_ms() - t0);
+        rm_sandbox_start(w->r->metrics, w->j->pool, sbx_mono_ms() - t0);
     }
     return rc;
 }
@@ -508,9 +437,12 @@ static void *worker_main(void *arg)
                                &j->slot, &status, &err);
             free(env);
             log_first_output(w, "its exit status");
-            exec_path = sbx_task_last_exec_path(task); /* written with the end */
+            exec_path = sbx_task_last_exec_path(task);          /* written with the end */
+            json_t *wt_events = sbx_task_worktree_events(task); /* (added, issue 31) */
+
             pthread_mutex_lock(&r->mu);
             j->executing = 0;
+            j->wt_events = wt_events;
             pthread_mutex_unlock(&r->mu);
             if (rc < 0) {
                 /* as `sbx run` (docs/architecture.md, Exit status): a command that cannot
@@ -527,7 +459,7 @@ static void *worker_main(void *arg)
             }
         }
         if (ran) {
-            rm_job_run(&r->metrics, j->pool, sbx_mono_ms() - run0);
+            rm_job_run(r->metrics, j->pool, sbx_mono_ms() - run0);
         }
         exec_marked = 1;
         sbx_task_egress_counts(task, &allowed, &denied);
@@ -556,7 +488,7 @@ static void *worker_main(void *arg)
         w->warm_held = 0;
         runner_warm_claim_done(r, j->pool);
     }
-    rm_egress(&r->metrics, j->pool, allowed, denied);
+    rm_egress(r->metrics, j->pool, allowed, denied);
     /* (changed) the exec's end and the job's end: one full commit, written
      * again as a whole while the database is down (dbwait.c); no write
      * without a connection */
@@ -607,9 +539,7 @@ static void *worker_main(void *arg)
     if (last) {
         runner_post_task_ended(r, t, result);
     }
-    pthread_mutex_lock(&r->mu);
-    r->workers--;
-    pthread_mutex_unlock(&r->mu);
+    runner_worker_gone(r); /* (changed, issue 31) a stopping runner goes at once */
     free(w);
     return NULL;
 }
@@ -644,9 +574,7 @@ static void *ender_main(void *arg)
     runner_store_put(r, st);
     sbx_info("runner: task %s ended: %s", t->id, reason);
     runner_post_task_ended(r, t, SBX_RESULT_OK);
-    pthread_mutex_lock(&r->mu);
-    r->workers--;
-    pthread_mutex_unlock(&r->mu);
+    runner_worker_gone(r); /* (changed, issue 31) */
     free(w);
     return NULL;
 }

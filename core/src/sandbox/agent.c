@@ -427,8 +427,11 @@ int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *s
             goto out;
         }
     }
-    else if (devnull < 0 || pipe2(po, O_CLOEXEC | O_NONBLOCK) < 0 ||
-             pipe2(pe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+    /* (changed, issue 31) O_NONBLOCK on the host's read ends only: pipe2's flag is
+     * on both ends, and a command given a non-blocking stdout fails its writes
+     * with EAGAIN as soon as the pipe is full (`seq 1 3000000` lost all but 64 KiB) */
+    else if (devnull < 0 || pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
+             fcntl(po[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(pe[0], F_SETFL, O_NONBLOCK) < 0 ||
              socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
         snprintf(why, why_size, "pipes for the exec agent: %s", strerror(errno));
         goto out;

@@ -39,6 +39,9 @@ struct sbx_task_opts {
     const char *slot_class; /* "light" or "heavy" for the sbx.class label; NULL: light */
     int no_reap;            /* skip orphan reaping and the slot lock: the caller (the
                              * runner) owns the box's slots and reaps itself */
+    /* (added, issue 31) with no_reap: take the slot lock all the same (a private
+     * runner's job: other sbx processes of the box hold slots too) */
+    int slot_lock;
     /* (added) Told what the start waits for (memory or a slot, with the
      * numbers), and asked with NULL between lines whether to go on;
      * NULL: the lines go to stderr. Returning -1 gives up. */
@@ -131,6 +134,9 @@ const char *sbx_task_lease_id(const struct sbx_task *t);
 const struct sbx_lease *sbx_task_held_lease(const struct sbx_task *t);
 /* "agent" or "engine": how the last exec ran; NULL before one ran. */
 const char *sbx_task_last_exec_path(struct sbx_task *t);
+/* (added, issue 31) A copy of the record's "worktree_events" (what the worktree's
+ * checks found so far), or NULL when none: for the runner's job record. */
+json_t *sbx_task_worktree_events(struct sbx_task *t);
 /* Sets the record's "isolation" (and "unenforced") keys on obj (caps.h). */
 void sbx_task_isolation(const struct sbx_task *t, json_t *obj);
 /* The provider's optional scan_secrets op on the task's sandbox (the spike's credential

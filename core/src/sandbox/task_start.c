@@ -135,7 +135,7 @@ static int admit(struct sbx_task *t, const struct sbx_task_opts *o, sbx_error_t 
     if (clamp_cpus(t, &b, err) < 0) {
         return -1;
     }
-    if (o->no_reap) {
+    if (o->no_reap && !o->slot_lock) {
         return 0;
     }
     req.task = t->id;

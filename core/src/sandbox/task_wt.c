@@ -40,6 +40,16 @@ void sbx_task_worktree_note(struct sbx_task *t, const char *what)
     sbx_warn("task %s: worktree %s: %s", t->id, t->worktree, what);
 }
 
+json_t *sbx_task_worktree_events(struct sbx_task *t)
+{
+    json_t *copy;
+
+    pthread_mutex_lock(&t->mu);
+    copy = t->wt_events != NULL ? json_deep_copy(t->wt_events) : NULL;
+    pthread_mutex_unlock(&t->mu);
+    return copy;
+}
+
 static void note_cb(void *ud, const char *what)
 {
     sbx_task_worktree_note(ud, what);
