@@ -194,14 +194,30 @@ static int parse_term(json_t *req, const char ***argv, struct sbx_kv **env, size
     return 0;
 }
 
-static void *term_main(void *arg)
+/* A session's first frame: 'R' with a JSON object, within REQ_TIMEOUT_S (then no
+ * timeout: the session's own bytes may pause). NULL: none in time, another type,
+ * or not JSON (*err says why when the read failed). */
+static json_t *first_request(int fd, sbx_error_t **err)
 {
-    struct session *s = arg;
     struct timeval tv = {REQ_TIMEOUT_S, 0};
     struct timeval none = {0, 0};
     char type = 0;
     char *data = NULL;
     size_t len = 0;
+    json_t *req = NULL;
+
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (sbx_frame_read(fd, &type, &data, &len, err) == 0 && type == 'R') {
+        req = json_loads(data, 0, NULL);
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    free(data);
+    return json_is_object(req) ? req : (json_decref(req), NULL);
+}
+
+static void *term_main(void *arg)
+{
+    struct session *s = arg;
     sbx_error_t *err = NULL;
     json_t *req = NULL;
     const char **argv = NULL;
@@ -211,13 +227,11 @@ static void *term_main(void *arg)
     int status = 0;
     int r;
 
-    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (sbx_frame_read(s->fd, &type, &data, &len, &err) != 0 || type != 'R' ||
-        (req = json_loads(data, 0, NULL)) == NULL) {
+    req = first_request(s->fd, &err);
+    if (req == NULL) {
         send_x(s->fd, 0, err ? sbx_error_msg(err) : "the first frame must be 'R' with JSON", 125);
         goto out;
     }
-    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     if (s->attach) {
         /* (added) the kept session: only the client's window size is asked for */
         if (sbx_tty_parse(json_object_get(req, "tty"), &tr, &err) < 0) {
@@ -273,7 +287,6 @@ static void *term_main(void *arg)
 out:
     sbx_error_free(&err);
     json_decref(req);
-    free(data);
     free(argv);
     free(env);
     session_end(s);
@@ -386,21 +399,10 @@ static void *port_main(void *arg)
 static void *archive_main(void *arg)
 {
     struct session *s = arg;
-    struct timeval tv = {REQ_TIMEOUT_S, 0};
-    struct timeval none = {0, 0};
-    char type = 0;
-    char *data = NULL;
-    size_t len = 0;
     sbx_error_t *err = NULL;
-    json_t *req = NULL;
-    const char *op = NULL;
+    json_t *req = first_request(s->fd, &err);
+    const char *op = json_string_value(json_object_get(req, "op"));
 
-    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (sbx_frame_read(s->fd, &type, &data, &len, &err) == 0 && type == 'R') {
-        req = json_loads(data, 0, NULL);
-        op = json_string_value(json_object_get(req, "op"));
-    }
-    setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     if (op == NULL || (strcmp(op, "files_get") != 0 && strcmp(op, "files_put") != 0 &&
                        strcmp(op, "files_stat") != 0)) {
         send_x(s->fd, 0,
@@ -414,7 +416,6 @@ static void *archive_main(void *arg)
     }
     sbx_error_free(&err);
     json_decref(req);
-    free(data);
     session_end(s);
     return NULL;
 }
