@@ -130,7 +130,7 @@ static void register_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
 {
     sbx_error_t *err = NULL;
 
-    runner_lead_resign(r, arg);
+    runner_lead_resign(arg);
     if (fleet_register(r, st, &err) < 0) {
         sbx_error_log("%s", sbx_error_msg(err));
         sbx_error_free(&err);
@@ -383,7 +383,7 @@ static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
         }
     }
     if (!c->lost) {
-        runner_lead_beat(r, f->lead);
+        runner_lead_beat(f->lead);
     }
     c->view = runner_store_stalled(r->storeprobe) ? NULL : fleet_view(st);
 }
@@ -434,7 +434,7 @@ static void on_beat(evutil_socket_t fd, short what, void *arg)
     }
     c = xcalloc(1, sizeof(*c));
     c->want_listen = f->listen == NULL;
-    runner_lead_prepare(r, &f->lead);
+    runner_lead_prepare(f->lead, r->sched);
     f->beating = 1;
     runner_sq_call(r, NULL, beat_work, beat_done, c);
 }
@@ -498,11 +498,12 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
     }
     f = xcalloc(1, sizeof(*f));
     r->fleet = f;
-    f->pool = runner_store_pool_new();
     if (box_id(r, f->id, sizeof(f->id), err) < 0) {
         return -1;
     }
+    f->pool = runner_store_pool_new(r->store_path, r->cfg->runner.database_password_env, f->id);
     sbx_store_set_box(r->store, f->id);
+    f->lead = runner_lead_new(r->cfg, r->store_path, f->id, r->storeprobe);
     f->lease_ms = r->cfg->runner.lease * 1000;
     /* the scheduler's capacity: box.memory when set, else measured */
     snap = sbx_sched_snapshot(r->sched);
@@ -556,9 +557,22 @@ void runner_fleet_free(struct sbx_runner *r)
     r->fleet = NULL;
 }
 
-struct runner_store_pool *runner_fleet_pool(const struct sbx_runner *r)
+struct sbx_store *runner_store_get(struct sbx_runner *r, sbx_error_t **err)
 {
-    return r->fleet ? r->fleet->pool : NULL;
+    if (r->fleet != NULL) {
+        return runner_store_pool_get(r->fleet->pool, err);
+    }
+    return sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
+}
+
+void runner_store_put(struct sbx_runner *r, struct sbx_store *st)
+{
+    if (r->fleet != NULL) {
+        runner_store_pool_put(r->fleet->pool, st);
+    }
+    else {
+        sbx_store_close(st);
+    }
 }
 
 const char *runner_fleet_box(const struct sbx_runner *r)
@@ -669,7 +683,7 @@ void runner_fleet_metrics(struct sbx_runner *r, FILE *f)
                 "# TYPE sbx_store_thread_queue gauge\nsbx_store_thread_queue %u\n",
                 calls, late, refused, queued);
     }
-    runner_lead_metrics(r, r->fleet->lead, f);
+    runner_lead_metrics(r->fleet->lead, f);
     fleet = r->fleet->view;
     if (fleet == NULL) {
         return;

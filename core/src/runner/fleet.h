@@ -8,9 +8,10 @@
 
 #include "util/error.h"
 
+struct sbx_config;
 struct sbx_runner;
+struct sbx_sched;
 struct evhttp_request;
-struct runner_store_pool;
 
 /* fleet.c (added): a box of a fleet on PostgreSQL (docs/runner.md, "Several
  * boxes"). Start registers the box (nothing on SQLite); claim takes what this
@@ -25,20 +26,22 @@ void runner_fleet_queue(struct sbx_runner *r, struct evhttp_request *req, json_t
 void runner_fleet_metrics(struct sbx_runner *r, FILE *f);
 /* This box's id, NULL on one box. */
 const char *runner_fleet_box(const struct sbx_runner *r);
-/* (added) The pool of the workers' store connections, NULL on one box. */
-struct runner_store_pool *runner_fleet_pool(const struct sbx_runner *r);
 
 /* fleetlead.c (added): the fleet's one autoscaler, the box holding the
  * leader lock. beat: at each fleet beat (creates *l); resign: this box lost
  * its lease (it gives the lock up); metrics: sbx_fleet_leader and, on the
  * leader, the fleet series read at the last beat. */
 struct runner_lead;
-/* (changed) prepare: on the loop before a beat (creates *l, copies the
+/* (changed, issue 31) new: with the fleet, keeping cfg, store_path, box and
+ * probe (all outlive it); prepare: on the loop before a beat (copies the
  * scheduler's slots); beat: on the store thread */
-void runner_lead_prepare(struct sbx_runner *r, struct runner_lead **l);
-void runner_lead_beat(struct sbx_runner *r, struct runner_lead *l);
-void runner_lead_resign(struct sbx_runner *r, struct runner_lead *l);
-void runner_lead_metrics(struct sbx_runner *r, struct runner_lead *l, FILE *f);
+struct runner_storeprobe;
+struct runner_lead *runner_lead_new(const struct sbx_config *cfg, const char *store_path,
+                                    const char *box, struct runner_storeprobe *probe);
+void runner_lead_prepare(struct runner_lead *l, struct sbx_sched *sched);
+void runner_lead_beat(struct runner_lead *l);
+void runner_lead_resign(struct runner_lead *l);
+void runner_lead_metrics(struct runner_lead *l, FILE *f);
 void runner_lead_free(struct runner_lead *l);
 
 #endif

@@ -15,16 +15,21 @@
  * storeq.h); what the loop reads of it (/metrics) is under l->mu, and the
  * scheduler's slots per pool are copied by the loop before the beat
  * (runner_lead_prepare). What it read is kept for /metrics until the next
- * beat: a scrape never queries the database. */
+ * beat: a scrape never queries the database. (changed, issue 31) It keeps
+ * what it needs of the runner (the configuration, the store's location, the
+ * box's id, the store probe), given at runner_lead_new: no struct sbx_runner. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "runner/state.h"
+#include "config/config.h"
 #include "runner/fleet.h"
 #include "runner/health.h"
 #include "runner/hooks.h"
+#include "sched/sched.h"
+#include "store/store.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -39,9 +44,13 @@ static int64_t wall_ms(void)
 }
 
 struct runner_lead {
-    pthread_mutex_t mu;        /* (added) what /metrics reads below */
-    int slots[SBX_POOL_COUNT]; /* (added) the loop's copy (runner_lead_prepare) */
-    struct sbx_store *conn;    /* holds the leader lock while this box leads */
+    const struct sbx_config *cfg;
+    const char *store_path;
+    const char *box;                 /* the fleet's (fleet.c), outlives the lead */
+    struct runner_storeprobe *probe; /* health.h */
+    pthread_mutex_t mu;              /* (added) what /metrics reads below */
+    int slots[SBX_POOL_COUNT];       /* (added) the loop's copy (runner_lead_prepare) */
+    struct sbx_store *conn;          /* holds the leader lock while this box leads */
     int leader;
     /* the last beat's fleet view, for /metrics (valid while leader) */
     struct {
@@ -55,30 +64,39 @@ struct runner_lead {
 };
 
 struct decide_ctx {
-    struct sbx_runner *r;
+    const struct sbx_config *cfg;
     int slots;
     enum sbx_pool pool;
     int alerted; /* a job of the pool crossed alert_after at this beat */
     struct sbx_scale_decision d;
 };
 
-static int pool_slots(struct sbx_runner *r, enum sbx_pool pool)
+static int pool_slots(struct sbx_sched *sched, enum sbx_pool pool)
 {
-    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    struct sbx_sched_snapshot *snap = sbx_sched_snapshot(sched);
     int n = snap->pools[pool].served ? snap->pools[pool].max_sandboxes : snap->box_max_sandboxes;
 
     sbx_sched_snapshot_free(snap);
     return n > 0 ? n : 1;
 }
 
-void runner_lead_prepare(struct sbx_runner *r, struct runner_lead **lp)
+struct runner_lead *runner_lead_new(const struct sbx_config *cfg, const char *store_path,
+                                    const char *box, struct runner_storeprobe *probe)
 {
-    if (*lp == NULL) {
-        *lp = xcalloc(1, sizeof(**lp));
-        pthread_mutex_init(&(*lp)->mu, NULL);
-    }
+    struct runner_lead *l = xcalloc(1, sizeof(*l));
+
+    l->cfg = cfg;
+    l->store_path = store_path;
+    l->box = box;
+    l->probe = probe;
+    pthread_mutex_init(&l->mu, NULL);
+    return l;
+}
+
+void runner_lead_prepare(struct runner_lead *l, struct sbx_sched *sched)
+{
     for (int p = 0; p < SBX_POOL_COUNT; p++) {
-        (*lp)->slots[p] = pool_slots(r, (enum sbx_pool)p);
+        l->slots[p] = pool_slots(sched, (enum sbx_pool)p);
     }
 }
 
@@ -87,7 +105,7 @@ void runner_lead_prepare(struct sbx_runner *r, struct runner_lead **lp)
 static void decide(void *arg, struct sbx_fleet_scale *fs)
 {
     struct decide_ctx *c = arg;
-    const struct sbx_config *cfg = c->r->cfg;
+    const struct sbx_config *cfg = c->cfg;
     struct sbx_spend sp = {.at = fs->spend_at, .day = fs->spend_day, .month = fs->spend_month};
     struct sbx_scale_in in = {0};
     int paid = fs->live > fs->promised ? fs->live : fs->promised;
@@ -130,10 +148,10 @@ static void decide(void *arg, struct sbx_fleet_scale *fs)
     snprintf(fs->reason, sizeof(fs->reason), "%s", c->d.reason);
 }
 
-static void lead_drop(struct sbx_runner *r, struct runner_lead *l, const char *why)
+static void lead_drop(struct runner_lead *l, const char *why)
 {
     if (l->leader) {
-        sbx_warn("runner: box %s is no longer the fleet's leader: %s", runner_fleet_box(r), why);
+        sbx_warn("runner: box %s is no longer the fleet's leader: %s", l->box, why);
     }
     pthread_mutex_lock(&l->mu);
     l->leader = 0;
@@ -141,16 +159,16 @@ static void lead_drop(struct sbx_runner *r, struct runner_lead *l, const char *w
 }
 
 /* The leader's work at a beat: alerts, then one decision per pool. */
-static void lead(struct sbx_runner *r, struct runner_lead *l)
+static void lead(struct runner_lead *l)
 {
-    const struct sbx_config *cfg = r->cfg;
+    const struct sbx_config *cfg = l->cfg;
     struct sbx_fleet_alert al[ALERTS_MAX];
     struct decide_ctx ctx[SBX_POOL_COUNT];
     size_t n = 0;
     sbx_error_t *err = NULL;
 
-    if (sbx_store_fleet_alerts(l->conn, wall_ms() - cfg->runner.alert_after * 1000,
-                               runner_fleet_box(r), al, ALERTS_MAX, &n, &err) < 0) {
+    if (sbx_store_fleet_alerts(l->conn, wall_ms() - cfg->runner.alert_after * 1000, l->box, al,
+                               ALERTS_MAX, &n, &err) < 0) {
         sbx_error_log("runner: fleet alerts: %s", sbx_error_msg(err));
         sbx_error_free(&err);
         return;
@@ -160,13 +178,13 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
         int rc;
 
         memset(&ctx[p], 0, sizeof(ctx[p]));
-        ctx[p].r = r;
+        ctx[p].cfg = cfg;
         ctx[p].slots = l->slots[p];
         ctx[p].pool = (enum sbx_pool)p;
         for (size_t i = 0; i < n; i++) {
             ctx[p].alerted |= sbx_pool_parse(al[i].pool) == p;
         }
-        rc = sbx_store_fleet_scale(l->conn, sbx_pool_name((enum sbx_pool)p), runner_fleet_box(r),
+        rc = sbx_store_fleet_scale(l->conn, sbx_pool_name((enum sbx_pool)p), l->box,
                                    cfg->runner.cooldown * 1000, decide, &ctx[p], &fs, &err);
         if (rc < 0) {
             sbx_error_log("runner: fleet autoscaler: %s", sbx_error_msg(err));
@@ -185,9 +203,8 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
         l->spend_month = fs.spend_month;
         pthread_mutex_unlock(&l->mu);
         if (rc == 1) {
-            sbx_warn("runner: fleet leader %s: scale-up of pool %s to %d box(es): %s",
-                     runner_fleet_box(r), sbx_pool_name((enum sbx_pool)p), ctx[p].d.wanted,
-                     ctx[p].d.reason);
+            sbx_warn("runner: fleet leader %s: scale-up of pool %s to %d box(es): %s", l->box,
+                     sbx_pool_name((enum sbx_pool)p), ctx[p].d.wanted, ctx[p].d.reason);
         }
     }
     for (size_t i = 0; i < n; i++) {
@@ -215,43 +232,43 @@ static void lead(struct sbx_runner *r, struct runner_lead *l)
     }
 }
 
-void runner_lead_beat(struct sbx_runner *r, struct runner_lead *l)
+void runner_lead_beat(struct runner_lead *l)
 {
     sbx_error_t *err = NULL;
     int rc;
 
-    if (runner_store_stalled(r->storeprobe)) {
+    if (runner_store_stalled(l->probe)) {
         return; /* (added) no wait on a database known stalled: the next beat */
     }
     if (l->conn == NULL) {
-        l->conn = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, &err);
+        l->conn = sbx_store_open_ex(l->store_path, l->cfg->runner.database_password_env, &err);
         if (l->conn == NULL) {
             sbx_error_free(&err); /* the database is away: the next beat */
-            lead_drop(r, l, "its connection to the database failed");
+            lead_drop(l, "its connection to the database failed");
             return;
         }
     }
-    rc = sbx_store_leader_hold(l->conn, runner_fleet_box(r), &err);
+    rc = sbx_store_leader_hold(l->conn, l->box, &err);
     if (rc < 0) {
         sbx_error_log("runner: the fleet's leader lock: %s", sbx_error_msg(err));
         sbx_error_free(&err);
         sbx_store_close(l->conn); /* the lock goes with the connection */
         l->conn = NULL;
-        lead_drop(r, l, "its connection to the database failed");
+        lead_drop(l, "its connection to the database failed");
         return;
     }
     if (rc == 0) {
-        lead_drop(r, l, "another box holds the lock");
+        lead_drop(l, "another box holds the lock");
         return;
     }
     if (!l->leader) {
         sbx_warn("runner: box %s is the fleet's leader (it alerts and scales for the fleet)",
-                 runner_fleet_box(r));
+                 l->box);
         pthread_mutex_lock(&l->mu);
         l->leader = 1;
         pthread_mutex_unlock(&l->mu);
     }
-    lead(r, l);
+    lead(l);
 }
 
 /* This box gave up its lease (lost it, or stops): another box leads. */
@@ -265,32 +282,32 @@ void runner_lead_free(struct runner_lead *l)
     free(l);
 }
 
-void runner_lead_resign(struct sbx_runner *r, struct runner_lead *l)
+void runner_lead_resign(struct runner_lead *l)
 {
     if (l == NULL) {
         return;
     }
-    lead_drop(r, l, "it lost its lease");
+    lead_drop(l, "it lost its lease");
     sbx_store_close(l->conn);
     l->conn = NULL;
 }
 
-void runner_lead_metrics(struct sbx_runner *r, struct runner_lead *lp, FILE *f)
+void runner_lead_metrics(struct runner_lead *lp, FILE *f)
 {
     struct runner_lead copy;
-    struct runner_lead *l = NULL;
+    struct runner_lead *l = &copy;
 
-    if (lp != NULL) { /* (added) the store thread writes it at the beat */
-        pthread_mutex_lock(&lp->mu);
-        memcpy(&copy, lp, sizeof(copy));
-        pthread_mutex_unlock(&lp->mu);
-        l = &copy;
+    if (lp == NULL) {
+        return; /* the fleet did not start */
     }
+    pthread_mutex_lock(&lp->mu); /* (added) the store thread writes it at the beat */
+    memcpy(&copy, lp, sizeof(copy));
+    pthread_mutex_unlock(&lp->mu);
     fprintf(f,
             "# HELP sbx_fleet_leader 1 while this box is the fleet's leader (its autoscaler).\n"
             "# TYPE sbx_fleet_leader gauge\nsbx_fleet_leader{box=\"%s\"} %d\n",
-            runner_fleet_box(r), l != NULL && l->leader);
-    if (l == NULL || !l->leader) {
+            l->box, l->leader);
+    if (!l->leader) {
         return;
     }
     fprintf(f, "# HELP sbx_fleet_wait_seconds The oldest queued job's wait in the shared queue "
