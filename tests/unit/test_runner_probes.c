@@ -2,12 +2,19 @@
  * without a runner: the store probe on a SQLite store (the first answer
  * before start returns, the gate it keeps on the loop's connection, given
  * back at free), the image check with no image configured (ready at once,
- * no thread), and each module's answer when it is not running (NULL). */
+ * no thread), each module's answer when it is not running (NULL), and
+ * (added, issue 31) the probe thread both probes share (runner/probe.h)
+ * driven by a scripted probe. */
 #include "test_common.h"
+
+#include <pthread.h>
+#include <time.h>
 
 #include "config/config.h"
 #include "runner/health.h"
+#include "runner/probe.h"
 #include "store/store.h"
+#include "sbx/sbx_util.h"
 
 static void test_storeprobe_sqlite(void **state)
 {
@@ -62,6 +69,106 @@ static void test_not_running(void **state)
     runner_image_free(NULL);
 }
 
+/* A scripted probe: each run answers "fail N" from the second run on, and
+ * done keeps what it is given and asks for the next run in 10 ms. */
+struct fake {
+    pthread_mutex_t mu;
+    int runs, dones, last_rc;
+    char last_msg[RUNNER_PROBE_MSG];
+};
+
+static int fake_run(void *arg, char *msg, size_t len)
+{
+    struct fake *f = arg;
+    int n;
+
+    pthread_mutex_lock(&f->mu);
+    n = ++f->runs;
+    pthread_mutex_unlock(&f->mu);
+    if (n == 1) {
+        msg[0] = '\0';
+    }
+    else {
+        snprintf(msg, len, "fail %d", n);
+    }
+    return n;
+}
+
+static int fake_done(void *arg, int rc, const char *msg)
+{
+    struct fake *f = arg;
+
+    pthread_mutex_lock(&f->mu);
+    f->dones++;
+    f->last_rc = rc;
+    snprintf(f->last_msg, sizeof(f->last_msg), "%s", msg);
+    pthread_mutex_unlock(&f->mu);
+    return 10;
+}
+
+static const struct runner_probe_ops fake_ops = {.run = fake_run, .done = fake_done};
+
+static int fake_dones(struct fake *f)
+{
+    int n;
+
+    pthread_mutex_lock(&f->mu);
+    n = f->dones;
+    pthread_mutex_unlock(&f->mu);
+    return n;
+}
+
+static void test_probe_thread(void **state)
+{
+    (void)state;
+    struct fake f = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    sbx_error_t *err = NULL;
+    struct runner_probe_view v;
+    struct runner_probe *p = runner_probe_start(&fake_ops, &f, 1, "the fake probe", &err);
+    int64_t t0 = sbx_mono_ms();
+
+    assert_null(err);
+    assert_non_null(p);
+    /* the first run answered on the caller's thread; done did not see it */
+    runner_probe_read(p, &v);
+    assert_true(v.done_at > 0);
+    assert_true(f.runs >= 1);
+    /* the thread runs again and again, each answer kept and given to done */
+    while (fake_dones(&f) < 3 && sbx_mono_ms() - t0 < 10000) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+    }
+    runner_probe_stop(p);
+    assert_true(f.dones >= 3);
+    assert_int_equal(f.runs, f.dones + 1);
+    assert_int_equal(f.last_rc, f.runs);
+    assert_true(strncmp(f.last_msg, "fail ", 5) == 0);
+    runner_probe_stop(NULL);
+}
+
+static void test_probe_read_fails(void **state)
+{
+    (void)state;
+    struct fake f = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    sbx_error_t *err = NULL;
+    struct runner_probe_view v;
+    struct runner_probe *p = runner_probe_start(&fake_ops, &f, 0, "the fake probe", &err);
+    int64_t t0 = sbx_mono_ms();
+
+    assert_non_null(p);
+    /* without a first run the thread runs at once; the second answer is a failure */
+    do {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+
+        nanosleep(&ts, NULL);
+        runner_probe_read(p, &v);
+    } while (strncmp(v.msg, "fail ", 5) != 0 && sbx_mono_ms() - t0 < 10000);
+    assert_true(strncmp(v.msg, "fail ", 5) == 0);
+    assert_true(v.done_at >= t0);
+    runner_probe_stop(p);
+}
+
 static int ready_calls;
 
 static void on_ready(void *arg)
@@ -89,9 +196,9 @@ static void test_image_none(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_storeprobe_sqlite),
-        cmocka_unit_test(test_not_running),
-        cmocka_unit_test(test_image_none),
+        cmocka_unit_test(test_storeprobe_sqlite), cmocka_unit_test(test_not_running),
+        cmocka_unit_test(test_image_none),        cmocka_unit_test(test_probe_thread),
+        cmocka_unit_test(test_probe_read_fails),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,14 +3,15 @@
  * the answer and the removal backlog (sandboxes killed, not yet removed:
  * sandbox/backlog.h). A request reads it and never waits on the engine: a
  * probe without an answer after 5 s is the engine down. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config/config.h"
 #include "plugin/instance.h"
 #include "sandbox/backlog.h"
 #include "runner/health.h"
+#include "runner/probe.h"
 #include "util/monowait.h"
 #include "util/xalloc.h"
 
@@ -19,20 +20,15 @@
 struct runner_health {
     const struct sbx_config *cfg;
     const char *plugin_dir;
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
     int interval_ms;
-    int stop;
-    int64_t in_flight_since; /* ms, 0: no probe running */
-    int64_t done_at;         /* ms of the last answer, 0: none yet */
-    char msg[400];           /* "" ok, else why */
-    int backlog;             /* (added) sandboxes waiting for removal, -1: unknown */
-    struct sbx_open_instance *prov;
+    atomic_int backlog;             /* (added) sandboxes waiting for removal, -1: unknown */
+    struct sbx_open_instance *prov; /* the probe's thread only */
+    struct runner_probe *probe;     /* probe.h: the thread, the last answer */
 };
 
-static int probe(struct runner_health *h, char *msg, size_t len)
+static int probe_run(void *arg, char *msg, size_t len)
 {
+    struct runner_health *h = arg;
     const struct sbx_config *cfg = h->cfg;
     sbx_error_t *err = NULL;
     int backlog = -1;
@@ -48,30 +44,16 @@ static int probe(struct runner_health *h, char *msg, size_t len)
     return backlog;
 }
 
-static void *health_main(void *arg)
+static int probe_done(void *arg, int backlog, const char *msg)
 {
     struct runner_health *h = arg;
-    char msg[sizeof(h->msg)];
-    int backlog;
 
-    pthread_mutex_lock(&h->mu);
-    while (!h->stop) {
-        int64_t at;
-
-        h->in_flight_since = sbx_mono_ms();
-        pthread_mutex_unlock(&h->mu);
-        backlog = probe(h, msg, sizeof(msg));
-        pthread_mutex_lock(&h->mu);
-        h->backlog = backlog;
-        h->in_flight_since = 0;
-        h->done_at = sbx_mono_ms();
-        memcpy(h->msg, msg, sizeof(h->msg));
-        at = h->done_at + h->interval_ms;
-        sbx_cond_wait_until_ms(&h->cv, &h->mu, at, &h->stop);
-    }
-    pthread_mutex_unlock(&h->mu);
-    return NULL;
+    (void)msg;
+    atomic_store(&h->backlog, backlog);
+    return h->interval_ms;
 }
+
+static const struct runner_probe_ops health_ops = {.run = probe_run, .done = probe_done};
 
 struct runner_health *runner_health_start(const struct sbx_config *cfg, const char *plugin_dir,
                                           int interval_ms, sbx_error_t **err)
@@ -81,14 +63,10 @@ struct runner_health *runner_health_start(const struct sbx_config *cfg, const ch
     h->cfg = cfg;
     h->plugin_dir = plugin_dir;
     h->interval_ms = interval_ms;
-    h->backlog = -1;
-    pthread_mutex_init(&h->mu, NULL);
-    sbx_cond_init_mono(&h->cv);
-    if (pthread_create(&h->th, NULL, health_main, h) != 0) {
-        pthread_mutex_destroy(&h->mu);
-        pthread_cond_destroy(&h->cv);
+    atomic_init(&h->backlog, -1);
+    h->probe = runner_probe_start(&health_ops, h, 0, "the health thread", err);
+    if (h->probe == NULL) {
         free(h);
-        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the health thread");
         return NULL;
     }
     return h;
@@ -99,53 +77,37 @@ void runner_health_free(struct runner_health *h)
     if (h == NULL) {
         return;
     }
-    pthread_mutex_lock(&h->mu);
-    h->stop = 1;
-    pthread_cond_signal(&h->cv);
-    pthread_mutex_unlock(&h->mu);
-    pthread_join(h->th, NULL); /* a probe in flight ends within the provider's timeout */
+    runner_probe_stop(h->probe); /* a probe in flight ends within the provider's timeout */
     if (h->prov != NULL) {
         sbx_instance_close(h->prov);
     }
-    pthread_mutex_destroy(&h->mu);
-    pthread_cond_destroy(&h->cv);
     free(h);
 }
 
 int runner_health_engine(struct runner_health *h, char *why, size_t len)
 {
+    struct runner_probe_view v;
     int64_t now = sbx_mono_ms();
-    int rc = -1;
 
     if (h == NULL) {
         snprintf(why, len, "the engine probe is not running");
         return -1;
     }
-    pthread_mutex_lock(&h->mu);
-    if (h->in_flight_since != 0 && now - h->in_flight_since > HEALTH_SLOW_MS) {
+    runner_probe_read(h->probe, &v);
+    if (v.in_flight_since != 0 && now - v.in_flight_since > HEALTH_SLOW_MS) {
         snprintf(why, len, "provider '%s': no answer for %lld s", h->cfg->provider,
-                 (long long)((now - h->in_flight_since) / 1000));
+                 (long long)((now - v.in_flight_since) / 1000));
+        return -1;
     }
-    else if (h->done_at == 0) {
+    if (v.done_at == 0) {
         snprintf(why, len, "provider '%s': the first probe has not answered yet", h->cfg->provider);
+        return -1;
     }
-    else {
-        snprintf(why, len, "%s", h->msg);
-        rc = h->msg[0] ? -1 : 0;
-    }
-    pthread_mutex_unlock(&h->mu);
-    return rc;
+    snprintf(why, len, "%s", v.msg);
+    return v.msg[0] ? -1 : 0;
 }
 
 int runner_health_backlog(struct runner_health *h)
 {
-    int n;
-
-    if (h == NULL) {
-        return -1;
-    }
-    pthread_mutex_lock(&h->mu);
-    n = h->backlog;
-    pthread_mutex_unlock(&h->mu);
-    return n;
+    return h != NULL ? atomic_load(&h->backlog) : -1;
 }

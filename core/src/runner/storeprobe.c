@@ -10,14 +10,13 @@
  * once (the API answers 503 with Retry-After) until this probe finds the
  * database answering again and opens it. The loop so waits on a stalled
  * database once per stall, for one deadline, never per request. */
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config/config.h"
 #include "runner/health.h"
+#include "runner/probe.h"
 #include "store/store.h"
 #include "util/monowait.h"
 #include "util/xalloc.h"
@@ -28,24 +27,19 @@ struct runner_storeprobe {
     const struct sbx_config *cfg;
     const char *store_path;
     struct sbx_store *loop; /* the loop's connection: its gate is ours */
-    pthread_t th;
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
     int interval_ms;
-    int stop;
-    int64_t in_flight_since; /* ms, 0: no probe running */
-    int64_t done_at;         /* ms of the last answer, 0: none yet */
-    char msg[400];           /* "" ok, else why */
-    struct sbx_store *conn;  /* the probe's own connection; probe thread only */
+    struct sbx_store *conn; /* the probe's own connection; probe thread only */
     struct sbx_store_gate gate;
+    struct runner_probe *probe; /* probe.h: the thread, the last answer */
 };
 
 /* One read of the store on the probe's connection: 0 it answered in time
  * (msg ""), 1 it answered late or not at all (a stall: the gate closes), 2 it
  * failed at once (a refused connection: nothing waits on it, the gate stays
  * as it is). */
-static int probe(struct runner_storeprobe *p, char *msg, size_t len)
+static int probe_run(void *arg, char *msg, size_t len)
 {
+    struct runner_storeprobe *p = arg;
     sbx_error_t *err = NULL;
     int64_t t0 = sbx_mono_ms(), took;
 
@@ -76,34 +70,20 @@ static int probe(struct runner_storeprobe *p, char *msg, size_t len)
     return sbx_mono_ms() - t0 > sbx_store_pg_deadline_ms() / 2 ? 1 : 2;
 }
 
-static void *storeprobe_main(void *arg)
+/* Under the probe's lock: the gate follows a stall or an answer; a store
+ * that did not answer is read again soon. */
+static int probe_done(void *arg, int rc, const char *msg)
 {
     struct runner_storeprobe *p = arg;
-    char msg[sizeof(p->msg)];
-    int rc;
 
-    pthread_mutex_lock(&p->mu);
-    while (!p->stop) {
-        int64_t at;
-
-        p->in_flight_since = sbx_mono_ms();
-        pthread_mutex_unlock(&p->mu);
-        rc = probe(p, msg, sizeof(msg));
-        pthread_mutex_lock(&p->mu);
-        p->in_flight_since = 0;
-        p->done_at = sbx_mono_ms();
-        memcpy(p->msg, msg, sizeof(p->msg));
-        if (rc != 2) {
-            sbx_store_gate_set(&p->gate, rc == 1);
-        }
-        at =
-            p->done_at + (msg[0] != '\0' && p->interval_ms > STOREPROBE_DOWN_MS ? STOREPROBE_DOWN_MS
-                                                                                : p->interval_ms);
-        sbx_cond_wait_until_ms(&p->cv, &p->mu, at, &p->stop);
+    if (rc != 2) {
+        sbx_store_gate_set(&p->gate, rc == 1);
     }
-    pthread_mutex_unlock(&p->mu);
-    return NULL;
+    return msg[0] != '\0' && p->interval_ms > STOREPROBE_DOWN_MS ? STOREPROBE_DOWN_MS
+                                                                 : p->interval_ms;
 }
+
+static const struct runner_probe_ops storeprobe_ops = {.run = probe_run, .done = probe_done};
 
 struct runner_storeprobe *runner_storeprobe_start(const struct sbx_config *cfg,
                                                   const char *store_path, struct sbx_store *loop,
@@ -115,19 +95,14 @@ struct runner_storeprobe *runner_storeprobe_start(const struct sbx_config *cfg,
     p->store_path = store_path;
     p->loop = loop;
     p->interval_ms = interval_ms;
-    pthread_mutex_init(&p->mu, NULL);
-    sbx_cond_init_mono(&p->cv);
-    /* the first answer before the API listens: /healthz never says "not yet" */
-    probe(p, p->msg, sizeof(p->msg));
-    p->done_at = sbx_mono_ms();
+    /* the loop's connection answers to the gate from now on; the first
+     * answer before the API listens: /healthz never says "not yet" */
     sbx_store_set_gate(loop, &p->gate);
-    if (pthread_create(&p->th, NULL, storeprobe_main, p) != 0) {
+    p->probe = runner_probe_start(&storeprobe_ops, p, 1, "the store probe thread", err);
+    if (p->probe == NULL) {
         sbx_store_set_gate(loop, NULL);
         sbx_store_close(p->conn);
-        pthread_mutex_destroy(&p->mu);
-        pthread_cond_destroy(&p->cv);
         free(p);
-        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot start the store probe thread");
         return NULL;
     }
     return p;
@@ -138,43 +113,35 @@ void runner_storeprobe_free(struct runner_storeprobe *p)
     if (p == NULL) {
         return;
     }
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->th, NULL); /* a probe in flight ends within the call's deadline */
+    runner_probe_stop(p->probe); /* a probe in flight ends within the call's deadline */
     sbx_store_set_gate(p->loop, NULL);
     sbx_store_close(p->conn);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
     free(p);
 }
 
 int runner_storeprobe_state(struct runner_storeprobe *p, char *why, size_t len, double *age_s)
 {
+    struct runner_probe_view v;
     int64_t now = sbx_mono_ms();
-    int rc = -1;
 
     *age_s = 0;
     if (p == NULL) {
         snprintf(why, len, "the store probe is not running");
         return -1;
     }
-    pthread_mutex_lock(&p->mu);
-    *age_s = (double)(now - p->done_at) / 1000;
-    if (p->in_flight_since != 0 && now - p->in_flight_since > sbx_store_pg_deadline_ms()) {
+    runner_probe_read(p->probe, &v);
+    *age_s = (double)(now - v.done_at) / 1000;
+    if (v.in_flight_since != 0 && now - v.in_flight_since > sbx_store_pg_deadline_ms()) {
         snprintf(why, len, "the store has not answered for %lld ms",
-                 (long long)(now - p->in_flight_since));
+                 (long long)(now - v.in_flight_since));
+        return -1;
     }
-    else if (sbx_store_gate_down(&p->gate) != 0 && p->msg[0] == '\0') {
+    if (sbx_store_gate_down(&p->gate) != 0 && v.msg[0] == '\0') {
         snprintf(why, len, "a call of the box passed its deadline; waiting for the next probe");
+        return -1;
     }
-    else {
-        snprintf(why, len, "%s", p->msg);
-        rc = p->msg[0] ? -1 : 0;
-    }
-    pthread_mutex_unlock(&p->mu);
-    return rc;
+    snprintf(why, len, "%s", v.msg);
+    return v.msg[0] ? -1 : 0;
 }
 
 int runner_store_stalled(struct runner_storeprobe *p)

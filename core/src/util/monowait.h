@@ -1,6 +1,6 @@
 /* monowait.h - a condition variable on the monotonic clock, and a wait on it
- * until a time or a stop flag (the runner's background threads: health.c,
- * storeprobe.c, image_check.c). */
+ * until a time or a stop flag (the runner's background threads: probe.c,
+ * image_check.c). */
 #ifndef SBX_UTIL_MONOWAIT_H
 #define SBX_UTIL_MONOWAIT_H
 
