@@ -6,6 +6,7 @@
 #define SBX_SANDBOX_TASK_INT_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "sandbox/task.h"
@@ -50,15 +51,17 @@ struct sbx_task {
     int running;           /* execs in flight */
     int64_t last_activity; /* last exec start or end */
     struct sbx_exec_slot *execs;
-    int last_exit;     /* -1 none */
-    volatile int stop; /* the core decided to end the task */
+    int last_exit;   /* -1 none */
+    atomic_int stop; /* the core decided to end the task: (changed, issue 31)
+                      * atomic, set under mu, read without it by the exec,
+                      * files, terminal and port paths */
     char stop_reason[256];
     int64_t egress_allowed;
     int64_t egress_denied;
 
     pthread_t timer;
     int timer_on;
-    volatile int timer_quit;
+    atomic_int timer_quit;   /* (changed, issue 31) atomic, was volatile */
     unsigned timer_checks;   /* (added) the timer's provider checks done (under mu) */
     pthread_cond_t timer_cv; /* wakes the timer at once when it must quit */
     json_t *wt_events;       /* (added) what the worktree's checks found, each once (task_wt.c) */

@@ -3,6 +3,7 @@
 #define SBX_SPIKE_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "sbx/sbx_provider.h"
 #include "spike/spike.h"
@@ -27,7 +28,7 @@ struct sbx_spike_ctx {
 /* The box's headroom while a load runs: sampled from /proc every 200 ms. */
 struct sbx_headroom {
     pthread_t th;
-    volatile int stop;
+    atomic_int stop; /* (changed, issue 31) atomic, was volatile */
     double min_mem_free_pct;
     double max_cpu_busy_pct;
 };
