@@ -156,22 +156,6 @@ struct cap_tally {
     int set_sbx, n_served, n_free_cpu, n_free_mem, n_free_sbx;
 };
 
-static int mark_served(struct sbx_sched *s, const struct sbx_config *cfg, sbx_error_t **err)
-{
-    for (char **pp = cfg->box.pools; pp != NULL && *pp != NULL; pp++) {
-        int id = sbx_pool_parse(*pp);
-
-        if (id < 0) {
-            return sbx_error_set(err, SBX_E_CONFIG,
-                                 "scheduler: box.pools names unknown pool "
-                                 "'%s' (pools are 'ci' and 'agent')",
-                                 *pp);
-        }
-        s->pools[id].served = 1;
-    }
-    return 0;
-}
-
 /* Gives each served pool what its config sets, and counts what is left. */
 static void take_fixed_shares(struct sbx_sched *s, const struct sbx_config *cfg,
                               struct cap_tally *t)
@@ -244,8 +228,7 @@ static int check_fixed_shares(const struct sbx_sched *s, const struct cap_tally 
     return 0;
 }
 
-/* Shares the rest evenly among the served pools the config leaves open
- * (the first ones get the remainder's sandboxes), and gives each its slots. */
+/* Shares the rest among the pools the config leaves open; gives out slots. */
 static int share_rest(struct sbx_sched *s, const struct sbx_config *cfg, const struct cap_tally *t,
                       sbx_error_t **err)
 {
@@ -292,8 +275,16 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
 {
     struct cap_tally t = {.box_mcpu = (int64_t)llround(s->box.cpus * 1000.0)};
 
-    if (mark_served(s, cfg, err) < 0) {
-        return -1;
+    for (char **pp = cfg->box.pools; pp != NULL && *pp != NULL; pp++) {
+        int id = sbx_pool_parse(*pp);
+
+        if (id < 0) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "scheduler: box.pools names unknown pool "
+                                 "'%s' (pools are 'ci' and 'agent')",
+                                 *pp);
+        }
+        s->pools[id].served = 1;
     }
     take_fixed_shares(s, cfg, &t);
     if (check_fixed_shares(s, &t, err) < 0) {
