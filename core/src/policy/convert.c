@@ -375,110 +375,139 @@ void sbx_rule_cache_fini(struct sbx_rule_cache *c)
     }
 }
 
+/* The error of a rule that does not canonicalize: why says what is wrong. */
+static void bad_rule(sbx_error_t **err, const char *where, size_t i, const char *spec,
+                     const char *why)
+{
+    bad(err, where, "egress rule %zu '%.80s': %s", i, spec, why);
+}
+
+/* A rule given as a string (at idx, absolute). Canonicalizing is the costly
+ * part: cache (when given) keeps rule i's last string and its result. */
+static char *rule_from_string(lua_State *L, int idx, const char *where, size_t i,
+                              struct sbx_rule_cache *cache, sbx_error_t **err)
+{
+    char why[160] = "";
+    size_t k = i - 1;
+    size_t len;
+    const char *spec = lua_tolstring(L, idx, &len);
+    char *rule;
+
+    if (cache != NULL && cache->spec[k] != NULL && cache->len[k] == len &&
+        memcmp(cache->spec[k], spec, len) == 0) {
+        return xstrdup(cache->canon[k]);
+    }
+    rule = sbx_policy_rule_canon(spec, len, NULL, 0, why, sizeof(why));
+    if (cache != NULL && rule != NULL && strlen(spec) == len) {
+        free(cache->spec[k]);
+        free(cache->canon[k]);
+        cache->spec[k] = xstrndup(spec, len);
+        cache->len[k] = len;
+        cache->canon[k] = xstrdup(rule);
+    }
+    if (rule == NULL) {
+        bad_rule(err, where, i, spec, why);
+    }
+    return rule;
+}
+
+/* The ports list at t (the value on top of the stack, its key below it);
+ * on error the stack is as it was. */
+static int rule_ports(lua_State *L, int t, const char *where, size_t i, int *ports, size_t *n,
+                      sbx_error_t **err)
+{
+    if (sequence_len(L, t, SBX_POLICY_MAX_PORTS, where, "ports", n, err) < 0) {
+        return -1;
+    }
+    for (size_t k = 0; k < *n; k++) {
+        lua_rawgeti(L, t, (lua_Integer)k + 1);
+        ports[k] = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > 65535) {
+            lua_pop(L, 1);
+            return bad(err, where, "egress rule %zu: ports must be integers 1..65535", i);
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+/* A rule given as {host=..., ports={...}, opaque=...} (at idx, absolute). */
+static char *rule_from_table(lua_State *L, int idx, const char *where, size_t i, sbx_error_t **err)
+{
+    char why[160] = "";
+    int ports[SBX_POLICY_MAX_PORTS];
+    size_t n_ports = 0;
+    int have_ports = 0;
+    int opaque = 0;
+    const char *spec = NULL;
+    size_t len;
+    char *rule;
+
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *key = raw_string(L, -2, NULL);
+
+        if (key != NULL && strcmp(key, "host") == 0 && lua_type(L, -1) == LUA_TSTRING) {
+            spec = lua_tolstring(L, -1, &len);
+        }
+        else if (key != NULL && strcmp(key, "ports") == 0 && lua_type(L, -1) == LUA_TTABLE) {
+            have_ports = 1;
+            if (rule_ports(L, lua_gettop(L), where, i, ports, &n_ports, err) < 0) {
+                lua_pop(L, 2);
+                return NULL;
+            }
+        }
+        else if (key != NULL && strcmp(key, "opaque") == 0) {
+            if (lua_type(L, -1) != LUA_TBOOLEAN) {
+                bad(err, where, "egress rule %zu: 'opaque' must be a boolean, got %s", i,
+                    luaL_typename(L, -1));
+                lua_pop(L, 2);
+                return NULL;
+            }
+            opaque = lua_toboolean(L, -1);
+        }
+        else {
+            lua_pop(L, 2);
+            bad(err, where,
+                "egress rule %zu: allowed keys are host (string), ports (list) and opaque "
+                "(boolean)",
+                i);
+            return NULL;
+        }
+        lua_pop(L, 1);
+    }
+    if (spec == NULL) {
+        bad(err, where, "egress rule %zu: 'host' is missing", i);
+        return NULL;
+    }
+    /* spec stays valid: the string is still referenced by the table. */
+    rule = sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why, sizeof(why));
+    if (rule == NULL) {
+        bad_rule(err, where, i, spec, why);
+    }
+    else if (opaque) {
+        /* the proxy passes client-first bytes to it unchecked (docs/egress.md) */
+        char *flagged = xasprintf("%s " SBX_POLICY_OPAQUE, rule);
+
+        free(rule);
+        rule = flagged;
+    }
+    return rule;
+}
+
 static char *read_rule(lua_State *L, int idx, const char *where, size_t i,
                        struct sbx_rule_cache *cache, sbx_error_t **err)
 {
-    char why[160] = "";
-    char *rule = NULL;
-    size_t len;
-    const char *spec;
-
     idx = lua_absindex(L, idx);
     if (lua_type(L, idx) == LUA_TSTRING) {
-        size_t k = i - 1;
-
-        spec = lua_tolstring(L, idx, &len);
-        if (cache != NULL && cache->spec[k] != NULL && cache->len[k] == len &&
-            memcmp(cache->spec[k], spec, len) == 0) {
-            return xstrdup(cache->canon[k]);
-        }
-        rule = sbx_policy_rule_canon(spec, len, NULL, 0, why, sizeof(why));
-        if (cache != NULL && rule != NULL && strlen(spec) == len) {
-            free(cache->spec[k]);
-            free(cache->canon[k]);
-            cache->spec[k] = xstrndup(spec, len);
-            cache->len[k] = len;
-            cache->canon[k] = xstrdup(rule);
-        }
+        return rule_from_string(L, idx, where, i, cache, err);
     }
-    else if (lua_type(L, idx) == LUA_TTABLE) {
-        int ports[SBX_POLICY_MAX_PORTS];
-        size_t n_ports = 0;
-        int have_ports = 0;
-        int opaque = 0;
-
-        spec = NULL;
-        lua_pushnil(L);
-        while (lua_next(L, idx)) {
-            const char *key = raw_string(L, -2, NULL);
-
-            if (key != NULL && strcmp(key, "host") == 0 && lua_type(L, -1) == LUA_TSTRING) {
-                spec = lua_tolstring(L, -1, &len);
-            }
-            else if (key != NULL && strcmp(key, "ports") == 0 && lua_type(L, -1) == LUA_TTABLE) {
-                int t = lua_gettop(L);
-
-                have_ports = 1;
-                if (sequence_len(L, t, SBX_POLICY_MAX_PORTS, where, "ports", &n_ports, err) < 0) {
-                    lua_pop(L, 2);
-                    return NULL;
-                }
-                for (size_t k = 0; k < n_ports; k++) {
-                    lua_rawgeti(L, t, (lua_Integer)k + 1);
-                    ports[k] = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
-                    if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 ||
-                        lua_tointeger(L, -1) > 65535) {
-                        lua_pop(L, 3);
-                        bad(err, where, "egress rule %zu: ports must be integers 1..65535", i);
-                        return NULL;
-                    }
-                    lua_pop(L, 1);
-                }
-            }
-            else if (key != NULL && strcmp(key, "opaque") == 0) {
-                if (lua_type(L, -1) != LUA_TBOOLEAN) {
-                    bad(err, where, "egress rule %zu: 'opaque' must be a boolean, got %s", i,
-                        luaL_typename(L, -1));
-                    lua_pop(L, 2);
-                    return NULL;
-                }
-                opaque = lua_toboolean(L, -1);
-            }
-            else {
-                lua_pop(L, 2);
-                bad(err, where,
-                    "egress rule %zu: allowed keys are host (string), ports (list) and opaque "
-                    "(boolean)",
-                    i);
-                return NULL;
-            }
-            lua_pop(L, 1);
-        }
-        if (spec == NULL) {
-            bad(err, where, "egress rule %zu: 'host' is missing", i);
-            return NULL;
-        }
-        /* spec stays valid: the string is still referenced by the table. */
-        rule =
-            sbx_policy_rule_canon(spec, len, have_ports ? ports : NULL, n_ports, why, sizeof(why));
-        if (rule != NULL && opaque) {
-            /* the proxy passes client-first bytes to it unchecked (docs/egress.md) */
-            char *flagged = xasprintf("%s " SBX_POLICY_OPAQUE, rule);
-
-            free(rule);
-            rule = flagged;
-        }
+    if (lua_type(L, idx) == LUA_TTABLE) {
+        return rule_from_table(L, idx, where, i, err);
     }
-    else {
-        bad(err, where, "egress rule %zu must be a string or {host=..., ports={...}}, got %s", i,
-            luaL_typename(L, idx));
-        return NULL;
-    }
-    if (rule == NULL) {
-        bad(err, where, "egress rule %zu '%.80s': %s", i,
-            lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : spec, why);
-    }
-    return rule;
+    bad(err, where, "egress rule %zu must be a string or {host=..., ports={...}}, got %s", i,
+        luaL_typename(L, idx));
+    return NULL;
 }
 
 static void free_rules(char **rules, size_t n)

@@ -60,17 +60,12 @@ static const char *raw_string_field(lua_State *L, int t, const char *key)
     return s;
 }
 
-/* Fills job from the Lua table at idx; arrays live in userdata on the stack
- * until the calling C function returns. Raises on bad input. */
-static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
+/* Raises on a key of the job table at idx that is not a job field. */
+static void job_check_keys(lua_State *L, int idx)
 {
     static const char *const keys[] = {"id",       "task", "pool",   "workdir",   "repository",
                                        "provider", "argv", "labels", "requested", NULL};
-    size_t n;
 
-    idx = lua_absindex(L, idx);
-    luaL_checktype(L, idx, LUA_TTABLE);
-    memset(job, 0, sizeof(*job));
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         size_t k = 0;
@@ -85,19 +80,17 @@ static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
         }
         lua_pop(L, 1);
     }
-    job->id = raw_string_field(L, idx, "id");
-    job->task = raw_string_field(L, idx, "task");
-    job->pool = raw_string_field(L, idx, "pool");
-    job->workdir = raw_string_field(L, idx, "workdir");
-    job->repository = raw_string_field(L, idx, "repository");
-    job->provider = raw_string_field(L, idx, "provider");
+}
 
+/* job.argv: a userdata holding the NULL-terminated array stays on the stack. */
+static void job_argv_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
+{
     lua_pushliteral(L, "argv");
     if (lua_rawget(L, idx) == LUA_TTABLE) {
         int t = lua_gettop(L);
+        size_t n = lua_rawlen(L, t);
         const char **argv;
 
-        n = lua_rawlen(L, t);
         argv = lua_newuserdatauv(L, (n + 1) * sizeof(*argv), 0);
         for (size_t i = 0; i < n; i++) {
             if (lua_rawgeti(L, t, (lua_Integer)i + 1) != LUA_TSTRING) {
@@ -116,13 +109,17 @@ static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
     else {
         lua_pop(L, 1);
     }
+}
 
+/* job.labels: a userdata holding the array stays on the stack. */
+static void job_labels_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
+{
     lua_pushliteral(L, "labels");
     if (lua_rawget(L, idx) == LUA_TTABLE) {
         int t = lua_gettop(L);
         struct sbx_kv *kv;
+        size_t n = 0;
 
-        n = 0;
         lua_pushnil(L);
         while (lua_next(L, t)) {
             n++;
@@ -150,7 +147,10 @@ static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
     else {
         lua_pop(L, 1);
     }
+}
 
+static void job_requested_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
+{
     lua_pushliteral(L, "requested");
     if (lua_rawget(L, idx) == LUA_TTABLE) {
         sbx_error_t *e = NULL;
@@ -165,6 +165,25 @@ static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
         luaL_error(L, "job.requested must be a table");
     }
     lua_pop(L, 1);
+}
+
+/* Fills job from the Lua table at idx; arrays live in userdata on the stack
+ * until the calling C function returns. Raises on bad input. */
+static void job_from_lua(lua_State *L, int idx, struct sbx_job_desc *job)
+{
+    idx = lua_absindex(L, idx);
+    luaL_checktype(L, idx, LUA_TTABLE);
+    memset(job, 0, sizeof(*job));
+    job_check_keys(L, idx);
+    job->id = raw_string_field(L, idx, "id");
+    job->task = raw_string_field(L, idx, "task");
+    job->pool = raw_string_field(L, idx, "pool");
+    job->workdir = raw_string_field(L, idx, "workdir");
+    job->repository = raw_string_field(L, idx, "repository");
+    job->provider = raw_string_field(L, idx, "provider");
+    job_argv_from_lua(L, idx, job);
+    job_labels_from_lua(L, idx, job);
+    job_requested_from_lua(L, idx, job);
 }
 
 /* The policy to use for opts (arg 2): the default, or one loaded with

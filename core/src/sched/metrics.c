@@ -31,15 +31,9 @@ static void put_secs(FILE *f, int64_t ms)
          p++)                                                                                      \
         if (p->served)
 
-char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
+/* The queues: jobs waiting, the oldest one's enqueue time and wait. */
+static void queue_metrics(FILE *f, const struct sbx_sched_snapshot *snap)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-
-    if (f == NULL) {
-        abort();
-    }
     family(f, "sbx_queue_jobs", "gauge", "Jobs waiting for a slot, by pool and class.");
     FOR_SERVED(snap, p)
     {
@@ -65,6 +59,11 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
         put_secs(f, p->oldest_wait_ms);
         fputc('\n', f);
     }
+}
+
+/* The slots: busy and idle, and the heavy slot's state. */
+static void slot_metrics(FILE *f, const struct sbx_sched_snapshot *snap)
+{
     family(f, "sbx_slots", "gauge", "Sandbox slots of this box by pool and state.");
     FOR_SERVED(snap, p)
     {
@@ -86,6 +85,11 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
                     states[i], strcmp(states[i], state) == 0);
         }
     }
+}
+
+/* The jobs: the wait histogram, starts, finishes and wait alerts. */
+static void job_metrics(FILE *f, const struct sbx_sched_snapshot *snap)
+{
     family(f, "sbx_job_wait_seconds", "histogram", "Time from enqueue to slot grant, by pool.");
     FOR_SERVED(snap, p)
     {
@@ -125,6 +129,11 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
         fprintf(f, "sbx_job_wait_alerts_total{pool=\"%s\"} %llu\n", sbx_pool_name(p->pool),
                 (unsigned long long)p->alerts);
     }
+}
+
+/* The fleet: boxes, spend and its caps, draining. */
+static void fleet_metrics(FILE *f, const struct sbx_sched_snapshot *snap)
+{
     family(f, "sbx_boxes", "gauge", "Boxes serving the pool, as known to the autoscaler.");
     FOR_SERVED(snap, p)
     {
@@ -140,6 +149,21 @@ char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
     fprintf(f, "sbx_spend_cap_dollars{period=\"month\"} %.4f\n", snap->spend_month_cap);
     family(f, "sbx_draining", "gauge", "1 when this box grants no new slots (scale-in).");
     fprintf(f, "sbx_draining %d\n", snap->draining);
+}
+
+char *sbx_sched_metrics(const struct sbx_sched_snapshot *snap)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    if (f == NULL) {
+        abort();
+    }
+    queue_metrics(f, snap);
+    slot_metrics(f, snap);
+    job_metrics(f, snap);
+    fleet_metrics(f, snap);
     if (fclose(f) != 0) {
         abort();
     }

@@ -149,25 +149,17 @@ static const struct sbx_pool_cfg *pool_cfg(const struct sbx_config *cfg, const c
     return NULL;
 }
 
-static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx_error_t **err)
+/* What the config fixes for the served pools, and how many pools share the
+ * rest of each resource. */
+struct cap_tally {
+    int64_t box_mcpu, set_mcpu, set_mem;
+    int set_sbx, n_served, n_free_cpu, n_free_mem, n_free_sbx;
+};
+
+/* Gives each served pool what its config sets, and counts what is left. */
+static void take_fixed_shares(struct sbx_sched *s, const struct sbx_config *cfg,
+                              struct cap_tally *t)
 {
-    int64_t box_mcpu = (int64_t)llround(s->box.cpus * 1000.0);
-    int64_t set_mcpu = 0, set_mem = 0;
-    int set_sbx = 0, n_served = 0, n_free_cpu = 0, n_free_mem = 0, n_free_sbx = 0;
-    int64_t rest_mcpu, rest_mem;
-    int rest_sbx, extra_sbx;
-
-    for (char **pp = cfg->box.pools; pp != NULL && *pp != NULL; pp++) {
-        int id = sbx_pool_parse(*pp);
-
-        if (id < 0) {
-            return sbx_error_set(err, SBX_E_CONFIG,
-                                 "scheduler: box.pools names unknown pool "
-                                 "'%s' (pools are 'ci' and 'agent')",
-                                 *pp);
-        }
-        s->pools[id].served = 1;
-    }
     for (int i = 0; i < SBX_POOL_COUNT; i++) {
         struct sched_pool *p = &s->pools[i];
         const struct sbx_pool_cfg *pc = pool_cfg(cfg, sbx_pool_name((enum sbx_pool)i));
@@ -175,44 +167,50 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
         if (!p->served) {
             continue;
         }
-        n_served++;
+        t->n_served++;
         if (pc != NULL && pc->cpus > 0) {
             p->mcpu = (int64_t)llround(pc->cpus * 1000.0);
-            set_mcpu += p->mcpu;
+            t->set_mcpu += p->mcpu;
         }
         else {
-            n_free_cpu++;
+            t->n_free_cpu++;
         }
         if (pc != NULL && pc->memory > 0) {
             p->memory = pc->memory;
-            set_mem += p->memory;
+            t->set_mem += p->memory;
         }
         else {
-            n_free_mem++;
+            t->n_free_mem++;
         }
         if (pc != NULL && pc->max_sandboxes > 0) {
             p->max_sandboxes = pc->max_sandboxes;
-            set_sbx += p->max_sandboxes;
+            t->set_sbx += p->max_sandboxes;
         }
         else {
-            n_free_sbx++;
+            t->n_free_sbx++;
         }
     }
-    if (n_served == 0) {
+}
+
+/* The fixed shares fit the box. */
+static int check_fixed_shares(const struct sbx_sched *s, const struct cap_tally *t,
+                              sbx_error_t **err)
+{
+    if (t->n_served == 0) {
         return sbx_error_set(err, SBX_E_CONFIG,
                              "scheduler: box.pools is empty: the box "
                              "serves no pool");
     }
-    if (set_mcpu > box_mcpu) {
+    if (t->set_mcpu > t->box_mcpu) {
         return sbx_error_set(err, SBX_E_CONFIG,
                              "scheduler: pools ask for %.3g CPUs but the "
                              "box has %.3g",
-                             (double)set_mcpu / 1000.0, s->box.cpus);
+                             (double)t->set_mcpu / 1000.0, s->box.cpus);
     }
-    if (set_mem > s->admit_memory) {
+    if (t->set_mem > s->admit_memory) {
         char want[32], admit[32], mem[32], res[32];
 
-        sbx_admit_size(set_mem, want, sizeof(want));
+        sbx_admit_size(t->set_mem, want, sizeof(want));
         sbx_admit_size(s->admit_memory, admit, sizeof(admit));
         sbx_admit_size(s->box.memory, mem, sizeof(mem));
         sbx_admit_size(s->host_reserve, res, sizeof(res));
@@ -221,16 +219,24 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
                              "sandboxes (box.memory %s - box.host_reserve %s)",
                              want, admit, mem, res);
     }
-    if (set_sbx > s->box_max_sandboxes) {
+    if (t->set_sbx > s->box_max_sandboxes) {
         return sbx_error_set(err, SBX_E_CONFIG,
                              "scheduler: pools ask for %d sandboxes but "
                              "box.max_sandboxes is %d",
-                             set_sbx, s->box_max_sandboxes);
+                             t->set_sbx, s->box_max_sandboxes);
     }
-    rest_mcpu = n_free_cpu ? (box_mcpu - set_mcpu) / n_free_cpu : 0;
-    rest_mem = n_free_mem ? (s->admit_memory - set_mem) / n_free_mem : 0;
-    rest_sbx = n_free_sbx ? (s->box_max_sandboxes - set_sbx) / n_free_sbx : 0;
-    extra_sbx = n_free_sbx ? (s->box_max_sandboxes - set_sbx) % n_free_sbx : 0;
+    return 0;
+}
+
+/* Shares the rest among the pools the config leaves open; gives out slots. */
+static int share_rest(struct sbx_sched *s, const struct sbx_config *cfg, const struct cap_tally *t,
+                      sbx_error_t **err)
+{
+    int64_t rest_mcpu = t->n_free_cpu ? (t->box_mcpu - t->set_mcpu) / t->n_free_cpu : 0;
+    int64_t rest_mem = t->n_free_mem ? (s->admit_memory - t->set_mem) / t->n_free_mem : 0;
+    int rest_sbx = t->n_free_sbx ? (s->box_max_sandboxes - t->set_sbx) / t->n_free_sbx : 0;
+    int extra_sbx = t->n_free_sbx ? (s->box_max_sandboxes - t->set_sbx) % t->n_free_sbx : 0;
+
     for (int i = 0; i < SBX_POOL_COUNT; i++) {
         struct sched_pool *p = &s->pools[i];
         const struct sbx_pool_cfg *pc = pool_cfg(cfg, sbx_pool_name((enum sbx_pool)i));
@@ -263,6 +269,28 @@ static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx
         p->boxes = 1;
     }
     return 0;
+}
+
+static int split_capacity(struct sbx_sched *s, const struct sbx_config *cfg, sbx_error_t **err)
+{
+    struct cap_tally t = {.box_mcpu = (int64_t)llround(s->box.cpus * 1000.0)};
+
+    for (char **pp = cfg->box.pools; pp != NULL && *pp != NULL; pp++) {
+        int id = sbx_pool_parse(*pp);
+
+        if (id < 0) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "scheduler: box.pools names unknown pool "
+                                 "'%s' (pools are 'ci' and 'agent')",
+                                 *pp);
+        }
+        s->pools[id].served = 1;
+    }
+    take_fixed_shares(s, cfg, &t);
+    if (check_fixed_shares(s, &t, err) < 0) {
+        return -1;
+    }
+    return share_rest(s, cfg, &t, err);
 }
 
 struct sbx_sched *sbx_sched_create(const struct sbx_sched_opts *opts, sbx_error_t **err)

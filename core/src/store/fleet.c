@@ -287,16 +287,121 @@ fail:
     return -1;
 }
 
+/* One claimer of a pool at a time (a few ms): every claim takes the oldest
+ * job the box can run, so the pool's claims follow submit order across
+ * boxes. SKIP LOCKED passes over a row a cancel is ending right now.
+ * (changed) The lock is tried, never waited for: a box whose claim holds
+ * it while paused (SIGSTOP, a partition) must not stall every other box's
+ * loop behind it; the others claim at their next beat or notification.
+ * And a claim's transaction never idles: the server ends one that idles
+ * CLAIM_IDLE (its box stopped mid-claim), which frees the lock.
+ * 1 when this transaction holds the pool's lock, 0 when another box does. */
+static int claim_lock(struct sbx_store *st, const char *pool, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *lk = NULL;
+    char lock[96];
+
+    if (sbx_store_exec(st, "SET LOCAL idle_in_transaction_session_timeout = '" CLAIM_IDLE "'",
+                       err) < 0) {
+        return -1;
+    }
+    snprintf(lock, sizeof(lock), "SELECT CASE WHEN pg_try_advisory_xact_lock(%d) THEN 1 ELSE 0 END",
+             CLAIM_LOCK + (strcmp(pool, "agent") == 0));
+    lk = sbx_q_prepare(st, lock, err);
+    if (lk == NULL || sbx_q_step(lk, "take the pool's claim lock", err) != 1) {
+        return -1;
+    }
+    return sbx_q_col_int64(lk, 0) != 0;
+}
+
+/* The pool's oldest unclaimed queued jobs (up to CLAIM_WINDOW), locked; on
+ * error *rows and *n hold what was read. */
+static int claim_window(struct sbx_store *st, const char *pool, struct sbx_job_rec **rows,
+                        size_t *n, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *q = NULL;
+    size_t k = 0;
+    int rc = 0;
+
+    q = sbx_q_prepare(st,
+                      "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = 'queued' AND box IS NULL "
+                      "AND pool = $1 ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED",
+                      err);
+    if (q == NULL) {
+        return -1;
+    }
+    sbx_q_text(q, 1, pool);
+    sbx_q_int64(q, 2, CLAIM_WINDOW);
+    *rows = xcalloc(CLAIM_WINDOW, sizeof(**rows));
+    while (k < CLAIM_WINDOW && (rc = sbx_q_step(q, "find queued jobs", err)) == 1) {
+        sbx_store_row_to_job(q, &(*rows)[k++]);
+        *n = k;
+    }
+    return rc < 0 ? -1 : 0;
+}
+
+/* The oldest that fits; a job the box cannot run yet stops the claim
+ * (FIFO), except one that fit() lets younger jobs pass (a parked heavy).
+ * *pick stays -1 when none does. */
+static int claim_pick(struct sbx_store *st, sbx_claim_fit_fn fit, void *ctx,
+                      struct sbx_job_rec *rows, size_t n, int64_t *pick, sbx_error_t **err)
+{
+    for (size_t i = 0; i < n && *pick < 0; i++) {
+        int f = fit(ctx, &rows[i]);
+
+        if (f > 0) {
+            /* (added) its task id: the client's, and held by no other job
+             * nor live anywhere (store/owner.c), else passed over */
+            int t = sbx_store_claim_task_check(st, &rows[i], err);
+
+            if (t < 0) {
+                return -1;
+            }
+            if (t == 1) {
+                *pick = (int64_t)i;
+            }
+        }
+        else if (f < 0) {
+            break;
+        }
+    }
+    return 0;
+}
+
+/* Gives the picked row to box with a new token and commits; the row moves
+ * to *out. */
+static int claim_take(struct sbx_store *st, const char *box, struct sbx_job_rec *row,
+                      struct sbx_job_rec *out, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *u = NULL;
+
+    u = sbx_q_prepare(st,
+                      "UPDATE jobs SET box = $2, token = nextval('sbx_fence') WHERE seq = $1 "
+                      "RETURNING token",
+                      err);
+    if (u == NULL) {
+        return -1;
+    }
+    sbx_q_int64(u, 1, row->seq);
+    sbx_q_text(u, 2, box);
+    if (sbx_q_step(u, "claim a job", err) != 1 || sbx_store_commit(st, err) < 0) {
+        return -1;
+    }
+    sbx_job_rec_clear(out);
+    *out = *row;
+    out->token = sbx_q_col_int64(u, 0);
+    free(out->box);
+    out->box = xstrdup(box);
+    memset(row, 0, sizeof(*row));
+    return 0;
+}
+
 int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx_claim_fit_fn fit,
                     void *ctx, struct sbx_job_rec *out, sbx_error_t **err)
 {
-    cleanup_q struct sbx_q *q = NULL;
-    cleanup_q struct sbx_q *u = NULL;
-    cleanup_q struct sbx_q *lk = NULL;
     struct sbx_job_rec *rows = NULL;
     size_t n = 0;
     int64_t pick = -1;
-    char lock[96];
     int rc;
 
     if (sbx_store_need_pg(st, "claiming a job", err) < 0) {
@@ -309,86 +414,24 @@ int sbx_store_claim(struct sbx_store *st, const char *box, const char *pool, sbx
     if (sbx_store_begin(st, err) < 0) {
         return -1;
     }
-    /* One claimer of a pool at a time (a few ms): every claim takes the oldest
-     * job the box can run, so the pool's claims follow submit order across
-     * boxes. SKIP LOCKED passes over a row a cancel is ending right now.
-     * (changed) The lock is tried, never waited for: a box whose claim holds
-     * it while paused (SIGSTOP, a partition) must not stall every other box's
-     * loop behind it; the others claim at their next beat or notification.
-     * And a claim's transaction never idles: the server ends one that idles
-     * CLAIM_IDLE (its box stopped mid-claim), which frees the lock. */
-    if (sbx_store_exec(st, "SET LOCAL idle_in_transaction_session_timeout = '" CLAIM_IDLE "'",
-                       err) < 0) {
-        goto fail;
-    }
-    snprintf(lock, sizeof(lock), "SELECT CASE WHEN pg_try_advisory_xact_lock(%d) THEN 1 ELSE 0 END",
-             CLAIM_LOCK + (strcmp(pool, "agent") == 0));
-    lk = sbx_q_prepare(st, lock, err);
-    if (lk == NULL || sbx_q_step(lk, "take the pool's claim lock", err) != 1) {
-        goto fail;
-    }
-    if (sbx_q_col_int64(lk, 0) == 0) {
-        return sbx_store_commit(st, err) < 0 ? -1 : 0; /* another box is claiming */
-    }
-    q = sbx_q_prepare(st,
-                      "SELECT " SBX_JOB_COLUMNS " FROM jobs WHERE state = 'queued' AND box IS NULL "
-                      "AND pool = $1 ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED",
-                      err);
-    if (q == NULL) {
-        goto fail;
-    }
-    sbx_q_text(q, 1, pool);
-    sbx_q_int64(q, 2, CLAIM_WINDOW);
-    rows = xcalloc(CLAIM_WINDOW, sizeof(*rows));
-    while (n < CLAIM_WINDOW && (rc = sbx_q_step(q, "find queued jobs", err)) == 1) {
-        sbx_store_row_to_job(q, &rows[n++]);
-    }
+    rc = claim_lock(st, pool, err);
     if (rc < 0) {
         goto fail;
     }
-    /* the oldest that fits; a job the box cannot run yet stops the claim
-     * (FIFO), except one that fit() lets younger jobs pass (a parked heavy) */
-    for (size_t i = 0; i < n && pick < 0; i++) {
-        int f = fit(ctx, &rows[i]);
-
-        if (f > 0) {
-            /* (added) its task id: the client's, and held by no other job
-             * nor live anywhere (store/owner.c), else passed over */
-            int t = sbx_store_claim_task_check(st, &rows[i], err);
-
-            if (t < 0) {
-                goto fail;
-            }
-            if (t == 1) {
-                pick = (int64_t)i;
-            }
-        }
-        else if (f < 0) {
-            break;
-        }
+    if (rc == 0) {
+        return sbx_store_commit(st, err) < 0 ? -1 : 0; /* another box is claiming */
+    }
+    if (claim_window(st, pool, &rows, &n, err) < 0 ||
+        claim_pick(st, fit, ctx, rows, n, &pick, err) < 0) {
+        goto fail;
     }
     if (pick < 0) {
         sbx_job_rec_free_array(rows, n);
         return sbx_store_commit(st, err) < 0 ? -1 : 0;
     }
-    u = sbx_q_prepare(st,
-                      "UPDATE jobs SET box = $2, token = nextval('sbx_fence') WHERE seq = $1 "
-                      "RETURNING token",
-                      err);
-    if (u == NULL) {
+    if (claim_take(st, box, &rows[pick], out, err) < 0) {
         goto fail;
     }
-    sbx_q_int64(u, 1, rows[pick].seq);
-    sbx_q_text(u, 2, box);
-    if (sbx_q_step(u, "claim a job", err) != 1 || sbx_store_commit(st, err) < 0) {
-        goto fail;
-    }
-    sbx_job_rec_clear(out);
-    *out = rows[pick];
-    out->token = sbx_q_col_int64(u, 0);
-    free(out->box);
-    out->box = xstrdup(box);
-    memset(&rows[pick], 0, sizeof(rows[pick]));
     sbx_job_rec_free_array(rows, n);
     return 1;
 fail:

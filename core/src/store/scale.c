@@ -200,17 +200,110 @@ static int read_row(struct sbx_store *st, const char *sql, const char *what, con
     return rc;
 }
 
-int sbx_store_fleet_scale(struct sbx_store *st, const char *pool, const char *leader,
-                          int64_t window_ms, sbx_fleet_decide_fn decide, void *ctx,
-                          struct sbx_fleet_scale *fs, sbx_error_t **err)
+/* What a decision sees, read inside its transaction: the pool's queue, the
+ * live boxes, the scale-ups and the fleet's spend. */
+static int fleet_read_state(struct sbx_store *st, const char *pool, int64_t window_ms,
+                            struct sbx_fleet_scale *fs, sbx_error_t **err)
 {
     cleanup_q struct sbx_q *sp = NULL;
-    cleanup_q struct sbx_q *w = NULL;
-    cleanup_q struct sbx_q *up = NULL;
     int64_t v[3];
     char like[32];
     int rc;
 
+    if (read_row(st,
+                 "SELECT count(*), count(*) FILTER (WHERE class = 'heavy'), min(queued_at) FROM "
+                 "jobs WHERE state = 'queued' AND pool = $1 AND queued_at <= $2",
+                 "read the queue", pool, fs->now, v, 3, err) < 0) {
+        return -1;
+    }
+    fs->queued = v[0];
+    fs->heavy = v[1];
+    fs->oldest = v[2];
+    snprintf(like, sizeof(like), "%%\"%s\"%%", pool);
+    if (read_row(st,
+                 "SELECT count(*), count(*) FILTER (WHERE pools LIKE $1) FROM boxes WHERE "
+                 "lease_until > $2",
+                 "count the live boxes", like, fs->now, v, 2, err) < 0) {
+        return -1;
+    }
+    fs->live = (int)v[0];
+    fs->pool_live = (int)v[1];
+    if ((rc = read_row(st,
+                       "SELECT at FROM fleet_scale WHERE kind = 'scale_up' AND pool = $1 AND at <= "
+                       "$2 ORDER BY seq DESC LIMIT 1",
+                       "read the last scale-up", pool, fs->now, v, 1, err)) < 0) {
+        return -1;
+    }
+    fs->scaled = rc == 1;
+    fs->last_scale_up = v[0];
+    if (read_row(st,
+                 "SELECT coalesce(max(paid), 0), (SELECT count(*) FROM fleet_scale WHERE kind = "
+                 "'scale_up') FROM fleet_scale WHERE kind = 'scale_up' AND at > $1",
+                 "read the recent scale-ups", NULL, fs->now - window_ms, v, 2, err) < 0) {
+        return -1;
+    }
+    fs->promised = (int)v[0];
+    fs->scale_ups = v[1];
+    sp = sbx_q_prepare(st, "SELECT at, day, month FROM fleet_spend WHERE id = 1", err);
+    if (sp == NULL || (rc = sbx_q_step(sp, "read the spend", err)) < 0) {
+        return -1;
+    }
+    fs->spend_at = rc == 1 ? sbx_q_col_int64(sp, 0) : fs->now;
+    fs->spend_day = rc == 1 ? sbx_q_col_double(sp, 1) : 0;
+    fs->spend_month = rc == 1 ? sbx_q_col_double(sp, 2) : 0;
+    return 0;
+}
+
+/* Writes what decide() made of it, in the same transaction: the spend, and
+ * the scale-up when it chose one. */
+static int fleet_write_decision(struct sbx_store *st, const char *pool, const char *leader,
+                                struct sbx_fleet_scale *fs, sbx_error_t **err)
+{
+    cleanup_q struct sbx_q *w = NULL;
+    cleanup_q struct sbx_q *up = NULL;
+
+    w = sbx_q_prepare(st,
+                      "INSERT INTO fleet_spend (id, at, day, month) VALUES (1, $1, $2, $3) ON "
+                      "CONFLICT (id) DO UPDATE SET at = excluded.at, day = excluded.day, month = "
+                      "excluded.month",
+                      err);
+    if (w == NULL) {
+        return -1;
+    }
+    sbx_q_int64(w, 1, fs->spend_at);
+    sbx_q_double(w, 2, fs->spend_day);
+    sbx_q_double(w, 3, fs->spend_month);
+    if (sbx_q_step(w, "record the spend", err) < 0) {
+        return -1;
+    }
+    if (!fs->up) {
+        return 0;
+    }
+    up = sbx_q_prepare(st,
+                       "INSERT INTO fleet_scale (at, kind, pool, leader, current, wanted, paid, "
+                       "reason) VALUES ($1, 'scale_up', $2, $3, $4, $5, $6, $7)",
+                       err);
+    if (up == NULL) {
+        return -1;
+    }
+    sbx_q_int64(up, 1, fs->now);
+    sbx_q_text(up, 2, pool);
+    sbx_q_text(up, 3, leader);
+    sbx_q_int64(up, 4, fs->current);
+    sbx_q_int64(up, 5, fs->wanted);
+    sbx_q_int64(up, 6, fs->paid);
+    sbx_q_text(up, 7, fs->reason);
+    if (sbx_q_step(up, "record a scale-up", err) < 0) {
+        return -1;
+    }
+    fs->scale_ups++;
+    return 0;
+}
+
+int sbx_store_fleet_scale(struct sbx_store *st, const char *pool, const char *leader,
+                          int64_t window_ms, sbx_fleet_decide_fn decide, void *ctx,
+                          struct sbx_fleet_scale *fs, sbx_error_t **err)
+{
     memset(fs, 0, sizeof(*fs));
     if (sbx_store_need_pg(st, "a fleet scale decision", err) < 0) {
         return -1;
@@ -221,83 +314,14 @@ int sbx_store_fleet_scale(struct sbx_store *st, const char *pool, const char *le
     if (decide_lock(st, err) < 0) {
         return -1;
     }
+    /* one transaction from decide_lock() to the commit */
     fs->now = sbx_store_now();
-    if (read_row(st,
-                 "SELECT count(*), count(*) FILTER (WHERE class = 'heavy'), min(queued_at) FROM "
-                 "jobs WHERE state = 'queued' AND pool = $1 AND queued_at <= $2",
-                 "read the queue", pool, fs->now, v, 3, err) < 0) {
+    if (fleet_read_state(st, pool, window_ms, fs, err) < 0) {
         goto fail;
     }
-    fs->queued = v[0];
-    fs->heavy = v[1];
-    fs->oldest = v[2];
-    snprintf(like, sizeof(like), "%%\"%s\"%%", pool);
-    if (read_row(st,
-                 "SELECT count(*), count(*) FILTER (WHERE pools LIKE $1) FROM boxes WHERE "
-                 "lease_until > $2",
-                 "count the live boxes", like, fs->now, v, 2, err) < 0) {
-        goto fail;
-    }
-    fs->live = (int)v[0];
-    fs->pool_live = (int)v[1];
-    if ((rc = read_row(st,
-                       "SELECT at FROM fleet_scale WHERE kind = 'scale_up' AND pool = $1 AND at <= "
-                       "$2 ORDER BY seq DESC LIMIT 1",
-                       "read the last scale-up", pool, fs->now, v, 1, err)) < 0) {
-        goto fail;
-    }
-    fs->scaled = rc == 1;
-    fs->last_scale_up = v[0];
-    if (read_row(st,
-                 "SELECT coalesce(max(paid), 0), (SELECT count(*) FROM fleet_scale WHERE kind = "
-                 "'scale_up') FROM fleet_scale WHERE kind = 'scale_up' AND at > $1",
-                 "read the recent scale-ups", NULL, fs->now - window_ms, v, 2, err) < 0) {
-        goto fail;
-    }
-    fs->promised = (int)v[0];
-    fs->scale_ups = v[1];
-    sp = sbx_q_prepare(st, "SELECT at, day, month FROM fleet_spend WHERE id = 1", err);
-    if (sp == NULL || (rc = sbx_q_step(sp, "read the spend", err)) < 0) {
-        goto fail;
-    }
-    fs->spend_at = rc == 1 ? sbx_q_col_int64(sp, 0) : fs->now;
-    fs->spend_day = rc == 1 ? sbx_q_col_double(sp, 1) : 0;
-    fs->spend_month = rc == 1 ? sbx_q_col_double(sp, 2) : 0;
     decide(ctx, fs);
-    w = sbx_q_prepare(st,
-                      "INSERT INTO fleet_spend (id, at, day, month) VALUES (1, $1, $2, $3) ON "
-                      "CONFLICT (id) DO UPDATE SET at = excluded.at, day = excluded.day, month = "
-                      "excluded.month",
-                      err);
-    if (w == NULL) {
+    if (fleet_write_decision(st, pool, leader, fs, err) < 0) {
         goto fail;
-    }
-    sbx_q_int64(w, 1, fs->spend_at);
-    sbx_q_double(w, 2, fs->spend_day);
-    sbx_q_double(w, 3, fs->spend_month);
-    if (sbx_q_step(w, "record the spend", err) < 0) {
-        goto fail;
-    }
-    if (fs->up) {
-        up =
-            sbx_q_prepare(st,
-                          "INSERT INTO fleet_scale (at, kind, pool, leader, current, wanted, paid, "
-                          "reason) VALUES ($1, 'scale_up', $2, $3, $4, $5, $6, $7)",
-                          err);
-        if (up == NULL) {
-            goto fail;
-        }
-        sbx_q_int64(up, 1, fs->now);
-        sbx_q_text(up, 2, pool);
-        sbx_q_text(up, 3, leader);
-        sbx_q_int64(up, 4, fs->current);
-        sbx_q_int64(up, 5, fs->wanted);
-        sbx_q_int64(up, 6, fs->paid);
-        sbx_q_text(up, 7, fs->reason);
-        if (sbx_q_step(up, "record a scale-up", err) < 0) {
-            goto fail;
-        }
-        fs->scale_ups++;
     }
     if (sbx_store_commit(st, err) < 0) {
         goto fail;

@@ -213,19 +213,9 @@ int sbx_store_text_ok(const char *s)
     return n > 0 && n <= MAX_TEXT;
 }
 
-static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
+/* The job's ids, pool and class. */
+static int check_job_names(const struct sbx_job_rec *j, const char *id, sbx_error_t **err)
 {
-    const char *id;
-    size_t i;
-    json_t *v;
-    const char *k;
-    char *dump;
-    size_t dump_len;
-
-    if (j == NULL) {
-        return sbx_error_set(err, EINVAL, "store: no job given");
-    }
-    id = j->id ? j->id : "(null)";
     if (!sbx_id_valid(j->id, SBX_ID_NAME)) {
         return sbx_error_set(err, EINVAL,
                              "store: job id must be 1-63 characters of "
@@ -243,6 +233,15 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
     if (j->cls == NULL || (strcmp(j->cls, "light") != 0 && strcmp(j->cls, "heavy") != 0)) {
         return sbx_error_set(err, EINVAL, "store: job %s: class must be 'light' or 'heavy'", id);
     }
+    return 0;
+}
+
+/* argv is an array of 1..MAX_ARGV strings (its size is checked after env). */
+static int check_job_argv(const struct sbx_job_rec *j, const char *id, sbx_error_t **err)
+{
+    size_t i;
+    json_t *v;
+
     if (!json_is_array(j->argv) || json_array_size(j->argv) == 0 ||
         json_array_size(j->argv) > MAX_ARGV) {
         return sbx_error_set(err, EINVAL,
@@ -256,49 +255,72 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
             return sbx_error_set(err, EINVAL, "store: job %s: argv[%zu] is not a string", id, i);
         }
     }
-    if (j->labels != NULL) {
-        if (!json_is_object(j->labels)) {
-            return sbx_error_set(err, EINVAL, "store: job %s: labels must be an object", id);
-        }
-        json_object_foreach(j->labels, k, v)
-        {
-            if (!json_is_string(v)) {
-                return sbx_error_set(err, EINVAL, "store: job %s: label '%s' is not a string", id,
-                                     k);
-            }
+    return 0;
+}
+
+static int check_job_labels(const struct sbx_job_rec *j, const char *id, sbx_error_t **err)
+{
+    const char *k;
+    json_t *v;
+
+    if (j->labels == NULL) {
+        return 0;
+    }
+    if (!json_is_object(j->labels)) {
+        return sbx_error_set(err, EINVAL, "store: job %s: labels must be an object", id);
+    }
+    json_object_foreach(j->labels, k, v)
+    {
+        if (!json_is_string(v)) {
+            return sbx_error_set(err, EINVAL, "store: job %s: label '%s' is not a string", id, k);
         }
     }
-    if (j->env != NULL) {
-        if (!json_is_object(j->env)) {
-            return sbx_error_set(err, EINVAL, "store: job %s: env must be an object", id);
-        }
-        json_object_foreach(j->env, k, v)
-        {
-            if (!sbx_env_name_valid(k, strlen(k))) {
-                return sbx_error_set(err, EINVAL,
-                                     "store: job %s: env.%.80s: invalid variable name "
-                                     "(" SBX_ENV_NAME_RULE ")",
-                                     id, k);
-            }
-            if (!json_is_string(v)) {
-                return sbx_error_set(err, EINVAL, "store: job %s: env.%s is not a string", id, k);
-            }
-        }
-        dump = json_dumps(j->env, JSON_COMPACT);
-        dump_len = dump ? strlen(dump) : 0;
-        free(dump);
-        if (dump_len > MAX_JSON_BYTES) {
-            return sbx_error_set(err, EINVAL, "store: job %s: env is over %d bytes", id,
-                                 MAX_JSON_BYTES);
-        }
-    }
-    dump = json_dumps(j->argv, JSON_COMPACT);
-    dump_len = dump ? strlen(dump) : 0;
+    return 0;
+}
+
+/* The length of v as compact JSON (0 when it cannot be dumped). */
+static size_t json_dump_len(const json_t *v)
+{
+    char *dump = json_dumps(v, JSON_COMPACT);
+    size_t dump_len = dump ? strlen(dump) : 0;
+
     free(dump);
-    if (dump_len > MAX_JSON_BYTES) {
-        return sbx_error_set(err, EINVAL, "store: job %s: argv is over %d bytes", id,
+    return dump_len;
+}
+
+static int check_job_env(const struct sbx_job_rec *j, const char *id, sbx_error_t **err)
+{
+    const char *k;
+    json_t *v;
+
+    if (j->env == NULL) {
+        return 0;
+    }
+    if (!json_is_object(j->env)) {
+        return sbx_error_set(err, EINVAL, "store: job %s: env must be an object", id);
+    }
+    json_object_foreach(j->env, k, v)
+    {
+        if (!sbx_env_name_valid(k, strlen(k))) {
+            return sbx_error_set(err, EINVAL,
+                                 "store: job %s: env.%.80s: invalid variable name "
+                                 "(" SBX_ENV_NAME_RULE ")",
+                                 id, k);
+        }
+        if (!json_is_string(v)) {
+            return sbx_error_set(err, EINVAL, "store: job %s: env.%s is not a string", id, k);
+        }
+    }
+    if (json_dump_len(j->env) > MAX_JSON_BYTES) {
+        return sbx_error_set(err, EINVAL, "store: job %s: env is over %d bytes", id,
                              MAX_JSON_BYTES);
     }
+    return 0;
+}
+
+/* The texts, limits and credential leases. */
+static int check_job_rest(const struct sbx_job_rec *j, const char *id, sbx_error_t **err)
+{
     if ((j->worktree && !sbx_store_text_ok(j->worktree)) ||
         (j->provider && !sbx_store_text_ok(j->provider)) ||
         (j->image && !sbx_store_text_ok(j->image)) ||
@@ -319,7 +341,7 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         return sbx_error_set(err, EINVAL, "store: job %s: more than %d credential leases", id,
                              MAX_LEASES);
     }
-    for (i = 0; i < j->n_leases; i++) {
+    for (size_t i = 0; i < j->n_leases; i++) {
         if (j->leases == NULL || j->leases[i] == NULL || !sbx_store_text_ok(j->leases[i]) ||
             strlen(j->leases[i]) > 200) {
             return sbx_error_set(err, EINVAL,
@@ -329,6 +351,26 @@ static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
         }
     }
     return 0;
+}
+
+/* The checks run in this order: the first failing one names the error. */
+static int check_job(const struct sbx_job_rec *j, sbx_error_t **err)
+{
+    const char *id;
+
+    if (j == NULL) {
+        return sbx_error_set(err, EINVAL, "store: no job given");
+    }
+    id = j->id ? j->id : "(null)";
+    if (check_job_names(j, id, err) < 0 || check_job_argv(j, id, err) < 0 ||
+        check_job_labels(j, id, err) < 0 || check_job_env(j, id, err) < 0) {
+        return -1;
+    }
+    if (json_dump_len(j->argv) > MAX_JSON_BYTES) {
+        return sbx_error_set(err, EINVAL, "store: job %s: argv is over %d bytes", id,
+                             MAX_JSON_BYTES);
+    }
+    return check_job_rest(j, id, err);
 }
 
 static char *leases_json(const char *const *leases, size_t n)
