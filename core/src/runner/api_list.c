@@ -23,6 +23,76 @@
 
 static const char *const list_params[] = {"state", "pool", "since", "limit", "cursor", NULL};
 
+/* One known parameter k=v into f; 0, or -1 with the one-line reason in msg. */
+static int parse_list_param(const char *k, const char *v, struct sbx_job_filter *f, char *msg,
+                            size_t len)
+{
+    char *end = NULL;
+
+    if (strcmp(k, "state") == 0) {
+        int s = -1;
+
+        for (int st = 0; st <= SBX_JOB_INTERRUPTED; st++) {
+            if (strcmp(v, sbx_job_state_name((enum sbx_job_state)st)) == 0) {
+                s = st;
+            }
+        }
+        if (s < 0) {
+            snprintf(msg, len,
+                     "query 'state' '%.40s': use queued, running, finished, cancelled or "
+                     "interrupted",
+                     v);
+            return -1;
+        }
+        f->state = s;
+    }
+    else if (strcmp(k, "pool") == 0) {
+        if (sbx_pool_parse(v) < 0) {
+            snprintf(msg, len, "query 'pool' '%.40s': use ci or agent", v);
+            return -1;
+        }
+        f->pool = sbx_pool_name((enum sbx_pool)sbx_pool_parse(v));
+    }
+    else if (strcmp(k, "since") == 0) {
+        double s;
+
+        errno = 0;
+        s = strtod(v, &end);
+        if (v[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(s) || s < 0 || s > 1e11) {
+            snprintf(msg, len, "query 'since' '%.40s': use Unix seconds (e.g. 1793491200)", v);
+            return -1;
+        }
+        f->since = (int64_t)llround(s * 1000.0);
+    }
+    else if (strcmp(k, "limit") == 0) {
+        long n;
+
+        errno = 0;
+        n = strtol(v, &end, 10);
+        if (v[0] == '\0' || *end != '\0' || errno != 0 || n < 1 || n > LIST_MAX) {
+            snprintf(msg, len, "query 'limit' '%.40s': use 1-%d", v, LIST_MAX);
+            return -1;
+        }
+        f->limit = (size_t)n;
+    }
+    else { /* cursor */
+        unsigned long long seq;
+
+        errno = 0;
+        if (strncmp(v, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0 ||
+            strspn(v + strlen(CURSOR_PREFIX), "0123456789abcdef") !=
+                strlen(v + strlen(CURSOR_PREFIX)) ||
+            strlen(v) > strlen(CURSOR_PREFIX) + 16 ||
+            (seq = strtoull(v + strlen(CURSOR_PREFIX), &end, 16)) == 0 || errno != 0 ||
+            seq > INT64_MAX) {
+            snprintf(msg, len, "query 'cursor': not the next_cursor of an earlier page");
+            return -1;
+        }
+        f->before_seq = (int64_t)seq;
+    }
+    return 0;
+}
+
 /* Parses the query into f; 0, or -1 with the one-line reason in msg. */
 static int parse_list_query(const char *query, struct sbx_job_filter *f, char *msg, size_t len)
 {
@@ -41,8 +111,7 @@ static int parse_list_query(const char *query, struct sbx_job_filter *f, char *m
     }
     TAILQ_FOREACH(kv, &q, next)
     {
-        const char *k = kv->key, *v = kv->value;
-        char *end = NULL;
+        const char *k = kv->key;
         size_t i = 0;
 
         while (list_params[i] != NULL && strcmp(list_params[i], k) != 0) {
@@ -61,66 +130,8 @@ static int parse_list_query(const char *query, struct sbx_job_filter *f, char *m
                 goto out;
             }
         }
-        if (strcmp(k, "state") == 0) {
-            int s = -1;
-
-            for (int st = 0; st <= SBX_JOB_INTERRUPTED; st++) {
-                if (strcmp(v, sbx_job_state_name((enum sbx_job_state)st)) == 0) {
-                    s = st;
-                }
-            }
-            if (s < 0) {
-                snprintf(msg, len,
-                         "query 'state' '%.40s': use queued, running, finished, cancelled or "
-                         "interrupted",
-                         v);
-                goto out;
-            }
-            f->state = s;
-        }
-        else if (strcmp(k, "pool") == 0) {
-            if (sbx_pool_parse(v) < 0) {
-                snprintf(msg, len, "query 'pool' '%.40s': use ci or agent", v);
-                goto out;
-            }
-            f->pool = sbx_pool_name((enum sbx_pool)sbx_pool_parse(v));
-        }
-        else if (strcmp(k, "since") == 0) {
-            double s;
-
-            errno = 0;
-            s = strtod(v, &end);
-            if (v[0] == '\0' || *end != '\0' || errno != 0 || !isfinite(s) || s < 0 || s > 1e11) {
-                snprintf(msg, len, "query 'since' '%.40s': use Unix seconds (e.g. 1793491200)", v);
-                goto out;
-            }
-            f->since = (int64_t)llround(s * 1000.0);
-        }
-        else if (strcmp(k, "limit") == 0) {
-            long n;
-
-            errno = 0;
-            n = strtol(v, &end, 10);
-            if (v[0] == '\0' || *end != '\0' || errno != 0 || n < 1 || n > LIST_MAX) {
-                snprintf(msg, len, "query 'limit' '%.40s': use 1-%d", v, LIST_MAX);
-                goto out;
-            }
-            f->limit = (size_t)n;
-        }
-        else { /* cursor */
-            unsigned long long seq;
-
-            errno = 0;
-            if (strncmp(v, CURSOR_PREFIX, strlen(CURSOR_PREFIX)) != 0 ||
-                strspn(v + strlen(CURSOR_PREFIX), "0123456789abcdef") !=
-                    strlen(v + strlen(CURSOR_PREFIX)) ||
-                strlen(v) > strlen(CURSOR_PREFIX) + 16 ||
-                (seq = strtoull(v + strlen(CURSOR_PREFIX), &end, 16)) == 0 || errno != 0 ||
-                seq > INT64_MAX) {
-                snprintf(msg, len, "query 'cursor': not the next_cursor of an earlier page");
-                goto out;
-            }
-            f->before_seq = (int64_t)seq;
+        if (parse_list_param(k, kv->value, f, msg, len) < 0) {
+            goto out;
         }
     }
     rc = 0;

@@ -396,6 +396,84 @@ int sbx_agent_exec(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, i
                                 err);
 }
 
+/* the command's stdin (devnull), stdout (po[1]), stderr (pe[1]) and the
+ * channel (sp) for send_to_agent; on failure why says what failed and the
+ * caller closes whatever is open */
+static int open_channels(int stdio, int *devnull, int po[2], int pe[2], int sp[2], char *why,
+                         size_t why_size)
+{
+    *devnull = stdio >= 0 ? dup(stdio) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (stdio >= 0) {
+        /* (added) a terminal (pty.c): its slave is stdin, stdout and stderr; the
+         * caller reads the master, so there is nothing to pump here */
+        if (*devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+            snprintf(why, why_size, "a channel for the exec agent: %s", strerror(errno));
+            return -1;
+        }
+        po[1] = dup(stdio);
+        pe[1] = dup(stdio);
+        if (po[1] < 0 || pe[1] < 0) {
+            snprintf(why, why_size, "a channel for the exec agent: %s", strerror(errno));
+            return -1;
+        }
+    }
+    /* (changed, issue 31) O_NONBLOCK on the host's read ends only: pipe2's flag is
+     * on both ends, and a command given a non-blocking stdout fails its writes
+     * with EAGAIN as soon as the pipe is full (`seq 1 3000000` lost all but 64 KiB) */
+    else if (*devnull < 0 || pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
+             fcntl(po[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(pe[0], F_SETFL, O_NONBLOCK) < 0 ||
+             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
+        snprintf(why, why_size, "pipes for the exec agent: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* the agent has the command: its pid record, then its exit status, pumping
+ * its output meanwhile; SBX_AGENT_RAN with *status, SBX_AGENT_ABSENT with
+ * why, or -1 with err */
+static int await_command(struct sbx_agent_link *l, struct run *r, int cancel_fd, int answer_ms,
+                         int *status, char *why, size_t why_size, sbx_error_t **err)
+{
+    char type = 0;
+    int32_t v = 0;
+    int w;
+
+    w = next_record(r, cancel_fd, sbx_mono_ms() + answer_ms, &type, &v);
+    if (w == 1 || w == -1) {
+        /* no answer: closing the channel makes a real agent kill what it may
+         * have started, and the engine runs the command (and later ones) */
+        snprintf(why, why_size, "the exec agent %s",
+                 w == 1 ? "did not answer in time" : "closed the command's channel");
+        give_up(l);
+        return SBX_AGENT_ABSENT;
+    }
+    if (w == 2) {
+        return sbx_error_set(err, SBX_E_CANCELLED, "exec cancelled");
+    }
+    if (type == 'F') {
+        return start_failed(v, r->spec->argv[0], err);
+    }
+    if (type != 'P' || v <= 0) {
+        give_up(l);
+        return sbx_error_set(err, SBX_E_PROTOCOL,
+                             "exec agent in the sandbox sent a malformed "
+                             "reply (record '%c' %d where the pid was due)",
+                             printable(type) ? type : '?', (int)v);
+    }
+    if (await_exit(l, r, cancel_fd, &v, err) < 0) {
+        return -1;
+    }
+    /* what the command wrote before it exited is in the pipes now */
+    for (int i = 0; i < 2; i++) {
+        if (r->out[i] >= 0) {
+            pump(r, i, 1);
+        }
+    }
+    *status = v;
+    return SBX_AGENT_RAN;
+}
+
 int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *spec, int stdio,
                          int cancel_fd, const volatile int *cancelled, int answer_ms, int *status,
                          char *why, size_t why_size, sbx_error_t **err)
@@ -406,34 +484,10 @@ int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *s
     int sp[2] = {-1, -1};
     int fds[4];
     int devnull = -1;
-    char type = 0;
-    int32_t v = 0;
     int rc = SBX_AGENT_ABSENT;
-    int w;
 
     why[0] = '\0';
-    devnull = stdio >= 0 ? dup(stdio) : open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (stdio >= 0) {
-        /* (added) a terminal (pty.c): its slave is stdin, stdout and stderr; the
-         * caller reads the master, so there is nothing to pump here */
-        if (devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-            snprintf(why, why_size, "a channel for the exec agent: %s", strerror(errno));
-            goto out;
-        }
-        po[1] = dup(stdio);
-        pe[1] = dup(stdio);
-        if (po[1] < 0 || pe[1] < 0) {
-            snprintf(why, why_size, "a channel for the exec agent: %s", strerror(errno));
-            goto out;
-        }
-    }
-    /* (changed, issue 31) O_NONBLOCK on the host's read ends only: pipe2's flag is
-     * on both ends, and a command given a non-blocking stdout fails its writes
-     * with EAGAIN as soon as the pipe is full (`seq 1 3000000` lost all but 64 KiB) */
-    else if (devnull < 0 || pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
-             fcntl(po[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(pe[0], F_SETFL, O_NONBLOCK) < 0 ||
-             socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0) {
-        snprintf(why, why_size, "pipes for the exec agent: %s", strerror(errno));
+    if (open_channels(stdio, &devnull, po, pe, sp, why, why_size) < 0) {
         goto out;
     }
     fds[0] = devnull;
@@ -452,45 +506,7 @@ int sbx_agent_exec_stdio(struct sbx_agent_link *l, const struct sbx_exec_spec *s
     r.out[0] = po[0];
     r.out[1] = pe[0];
     po[0] = pe[0] = sp[0] = -1;
-
-    w = next_record(&r, cancel_fd, sbx_mono_ms() + answer_ms, &type, &v);
-    if (w == 1 || w == -1) {
-        /* no answer: closing the channel makes a real agent kill what it may
-         * have started, and the engine runs the command (and later ones) */
-        snprintf(why, why_size, "the exec agent %s",
-                 w == 1 ? "did not answer in time" : "closed the command's channel");
-        give_up(l);
-        rc = SBX_AGENT_ABSENT;
-        goto out;
-    }
-    if (w == 2) {
-        rc = sbx_error_set(err, SBX_E_CANCELLED, "exec cancelled");
-        goto out;
-    }
-    if (type == 'F') {
-        rc = start_failed(v, spec->argv[0], err);
-        goto out;
-    }
-    if (type != 'P' || v <= 0) {
-        give_up(l);
-        rc = sbx_error_set(err, SBX_E_PROTOCOL,
-                           "exec agent in the sandbox sent a malformed "
-                           "reply (record '%c' %d where the pid was due)",
-                           printable(type) ? type : '?', (int)v);
-        goto out;
-    }
-    if (await_exit(l, &r, cancel_fd, &v, err) < 0) {
-        rc = -1;
-        goto out;
-    }
-    /* what the command wrote before it exited is in the pipes now */
-    for (int i = 0; i < 2; i++) {
-        if (r.out[i] >= 0) {
-            pump(&r, i, 1);
-        }
-    }
-    *status = v;
-    rc = SBX_AGENT_RAN;
+    rc = await_command(l, &r, cancel_fd, answer_ms, status, why, why_size, err);
 out:
     close_fd(&r.conn);
     close_fd(&r.out[0]);

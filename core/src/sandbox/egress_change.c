@@ -221,14 +221,65 @@ static int decide(struct sbx_task *t, const char *jobid, const struct sbx_egress
     return r;
 }
 
+/* The request checked: op is allow or deny, spec a host rule (its canonical form in
+ * *rule, which the caller frees even on failure, split into host and ports), and the
+ * task has an egress proxy to change. */
+static int check_request(const struct sbx_task *t, const char *op, const char *spec, char **rule,
+                         char host[SPEC_MAX], int ports[PORTS_MAX], size_t *n_ports,
+                         sbx_error_t **err)
+{
+    char why[160];
+    int opaque = 0;
+
+    if (op == NULL || (strcmp(op, "allow") != 0 && strcmp(op, "deny") != 0)) {
+        return sbx_error_set(err, SBX_E_USAGE, "egress change: op must be allow or deny");
+    }
+    if (spec == NULL || *spec == '\0' || strlen(spec) > SPEC_MAX - 8) {
+        return sbx_error_set(err, SBX_E_USAGE, "task %s: %s: HOST[:PORT] expected (1 to %d bytes)",
+                             t->id, op, SPEC_MAX - 8);
+    }
+    *rule = sbx_policy_rule_canon(spec, strlen(spec), NULL, 0, why, sizeof(why));
+    if (*rule == NULL || split_rule(*rule, host, SPEC_MAX, ports, n_ports, &opaque) < 0) {
+        return sbx_error_set(err, SBX_E_USAGE, "task %s: %s '%.80s': %s", t->id, op, spec,
+                             *rule ? "not a host rule" : why);
+    }
+    if (t->egress == NULL || t->egress_dir == NULL) {
+        return sbx_error_set(err, SBX_E_USAGE,
+                             "task %s: it has no egress proxy to change (its provider does not "
+                             "wire the proxy in)",
+                             t->id);
+    }
+    return 0;
+}
+
+/* The task's rules after the change (an allow adds rule; a deny of a bare host drops
+ * every port of it, of HOST:PORT those ports), with *changed. Under t->mu. */
+static char **next_rules(const struct sbx_task *t, const char *op, const char *spec,
+                         const char *rule, const char *host, const int *ports, size_t n_ports,
+                         int *changed)
+{
+    if (strcmp(op, "allow") == 0) {
+        return rules_allow(t->egress_allow, rule, changed);
+    }
+    return rules_deny(t->egress_allow, host, ports, n_ports, strchr(spec, ':') == NULL, changed);
+}
+
+static json_t *rules_json(char *const *rules)
+{
+    json_t *allow = json_array();
+
+    for (size_t i = 0; rules[i] != NULL; i++) {
+        json_array_append_new(allow, json_string(rules[i]));
+    }
+    return allow;
+}
+
 int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec, const char *client,
                            const char *via, json_t **out, sbx_error_t **err)
 {
-    char why[160];
     char host[SPEC_MAX];
     int ports[PORTS_MAX];
     size_t n_ports = 0;
-    int opaque = 0;
     int changed = 0;
     cleanup_free char *rule = NULL;
     struct sbx_egress_verdict v;
@@ -240,23 +291,8 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
 
     *out = NULL;
     sbx_task_job(t, jobid, sizeof(jobid));
-    if (op == NULL || (strcmp(op, "allow") != 0 && strcmp(op, "deny") != 0)) {
-        return sbx_error_set(err, SBX_E_USAGE, "egress change: op must be allow or deny");
-    }
-    if (spec == NULL || *spec == '\0' || strlen(spec) > SPEC_MAX - 8) {
-        return sbx_error_set(err, SBX_E_USAGE, "task %s: %s: HOST[:PORT] expected (1 to %d bytes)",
-                             t->id, op, SPEC_MAX - 8);
-    }
-    rule = sbx_policy_rule_canon(spec, strlen(spec), NULL, 0, why, sizeof(why));
-    if (rule == NULL || split_rule(rule, host, sizeof(host), ports, &n_ports, &opaque) < 0) {
-        return sbx_error_set(err, SBX_E_USAGE, "task %s: %s '%.80s': %s", t->id, op, spec,
-                             rule ? "not a host rule" : why);
-    }
-    if (t->egress == NULL || t->egress_dir == NULL) {
-        return sbx_error_set(err, SBX_E_USAGE,
-                             "task %s: it has no egress proxy to change (its provider does not "
-                             "wire the proxy in)",
-                             t->id);
+    if (check_request(t, op, spec, &rule, host, ports, &n_ports, err) < 0) {
+        return -1;
     }
     pthread_mutex_lock(&t->mu);
     req.op = op;
@@ -282,13 +318,7 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
         return sbx_error_set(err, SBX_E_POLICY, "task %s: egress %s %s refused by %s rule '%s'%s%s",
                              t->id, op, rule, v.where, v.rule, v.reason[0] ? ": " : "", v.reason);
     }
-    if (strcmp(op, "allow") == 0) {
-        next = rules_allow(t->egress_allow, rule, &changed);
-    }
-    else {
-        next =
-            rules_deny(t->egress_allow, host, ports, n_ports, strchr(spec, ':') == NULL, &changed);
-    }
+    next = next_rules(t, op, spec, rule, host, ports, n_ports, &changed);
     if (count(next) > RULES_MAX) {
         pthread_mutex_unlock(&t->mu);
         free_rules(next);
@@ -318,10 +348,7 @@ int sbx_task_egress_change(struct sbx_task *t, const char *op, const char *spec,
     if (changed) {
         sbx_task_egress_save(t);
     }
-    allow = json_array();
-    for (size_t i = 0; next[i] != NULL; i++) {
-        json_array_append_new(allow, json_string(next[i]));
-    }
+    allow = rules_json(next);
     pthread_mutex_unlock(&t->mu);
     note(t, &req, changed ? "changed" : "unchanged", v.rule, v.reason);
     sbx_info("task %s: egress %s %s by %s (%s): %s by %s rule '%s'", t->id, op, rule, req.client,

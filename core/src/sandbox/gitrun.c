@@ -128,10 +128,79 @@ static const char *const fixed[] = {
     "submodule.recurse=false",
 };
 
-int sbx_gitrun(const struct sbx_gitrun *g, const char *const *argv, struct sbx_gitout *o)
+/* git's argv: the fixed options, -C the worktree, then the caller's arguments;
+ * the caller frees the array (its strings are borrowed). */
+static const char **git_argv(const struct sbx_gitrun *g, const char *const *argv)
 {
     size_t nf = sizeof(fixed) / sizeof(fixed[0]);
     size_t na = 0;
+    const char **av;
+
+    while (argv[na] != NULL) {
+        na++;
+    }
+    av = xcalloc(nf + na + 3, sizeof(char *));
+    memcpy(av, fixed, nf * sizeof(char *));
+    av[nf] = "-C";
+    av[nf + 1] = g->dir;
+    memcpy(av + nf + 2, argv, na * sizeof(char *));
+    return av;
+}
+
+/* The forked child: stdin /dev/null, stdout the pipe, stderr efd, the owner's
+ * ids, then git. Async-signal-safe calls only: the parent may have threads. */
+static _Noreturn void exec_git(const struct sbx_gitrun *g, int out, int efd, const char **av,
+                               char **env)
+{
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(efd, 2) < 0) {
+        _exit(127);
+    }
+    if (g->uid != 0 || g->gid != 0) {
+        if (setgroups(0, NULL) < 0 || setgid(g->gid) < 0 || setuid(g->uid) < 0) {
+            _exit(126);
+        }
+    }
+    execve("/usr/bin/git", (char *const *)av, env);
+    execve("/usr/local/bin/git", (char *const *)av, env);
+    _exit(127);
+}
+
+/* git's stdout into o->out (NUL-terminated), up to SBX_GITRUN_MAX; what is over
+ * the bound is read and dropped, so git never blocks on a full pipe. */
+static void read_out(int fd, struct sbx_gitout *o)
+{
+    size_t cap = 4096;
+
+    o->out = xmalloc(cap);
+    for (;;) {
+        ssize_t r;
+
+        if (o->len + 1 >= cap && cap < SBX_GITRUN_MAX) {
+            cap *= 2;
+            o->out = xrealloc(o->out, cap);
+        }
+        if (o->len + 1 >= cap) {
+            char sink[4096];
+
+            r = read(fd, sink, sizeof(sink)); /* over the bound: drained, dropped */
+        }
+        else {
+            r = read(fd, o->out + o->len, cap - o->len - 1);
+            if (r > 0) {
+                o->len += (size_t)r;
+            }
+        }
+        if (r == 0 || (r < 0 && errno != EINTR)) {
+            break;
+        }
+    }
+    o->out[o->len] = '\0';
+}
+
+int sbx_gitrun(const struct sbx_gitrun *g, const char *const *argv, struct sbx_gitout *o)
+{
     const char **av;
     char *home = home_of(g->uid);
     char *env[] = {"PATH=/usr/local/bin:/usr/bin:/bin",
@@ -152,14 +221,7 @@ int sbx_gitrun(const struct sbx_gitrun *g, const char *const *argv, struct sbx_g
     env[6] = global;
     memset(o, 0, sizeof(*o));
     o->status = -1;
-    while (argv[na] != NULL) {
-        na++;
-    }
-    av = xcalloc(nf + na + 3, sizeof(char *));
-    memcpy(av, fixed, nf * sizeof(char *));
-    av[nf] = "-C";
-    av[nf + 1] = g->dir;
-    memcpy(av + nf + 2, argv, na * sizeof(char *));
+    av = git_argv(g, argv);
     efd = memfd_create("sbx-git-err", MFD_CLOEXEC);
     if (efd < 0 || pipe2(outp, O_CLOEXEC) < 0) {
         snprintf(o->err, sizeof(o->err), "git: %s", strerror(errno));
@@ -172,20 +234,7 @@ int sbx_gitrun(const struct sbx_gitrun *g, const char *const *argv, struct sbx_g
     }
     pid = fork();
     if (pid == 0) {
-        /* async-signal-safe calls only: the parent may have threads */
-        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-        if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(outp[1], 1) < 0 || dup2(efd, 2) < 0) {
-            _exit(127);
-        }
-        if (g->uid != 0 || g->gid != 0) {
-            if (setgroups(0, NULL) < 0 || setgid(g->gid) < 0 || setuid(g->uid) < 0) {
-                _exit(126);
-            }
-        }
-        execve("/usr/bin/git", (char *const *)av, env);
-        execve("/usr/local/bin/git", (char *const *)av, env);
-        _exit(127);
+        exec_git(g, outp[1], efd, av, env);
     }
     close(outp[1]);
     free(av);
@@ -196,34 +245,7 @@ int sbx_gitrun(const struct sbx_gitrun *g, const char *const *argv, struct sbx_g
         close(efd);
         return -1;
     }
-    {
-        size_t cap = 4096;
-
-        o->out = xmalloc(cap);
-        for (;;) {
-            ssize_t r;
-
-            if (o->len + 1 >= cap && cap < SBX_GITRUN_MAX) {
-                cap *= 2;
-                o->out = xrealloc(o->out, cap);
-            }
-            if (o->len + 1 >= cap) {
-                char sink[4096];
-
-                r = read(outp[0], sink, sizeof(sink)); /* over the bound: drained, dropped */
-            }
-            else {
-                r = read(outp[0], o->out + o->len, cap - o->len - 1);
-                if (r > 0) {
-                    o->len += (size_t)r;
-                }
-            }
-            if (r == 0 || (r < 0 && errno != EINTR)) {
-                break;
-            }
-        }
-        o->out[o->len] = '\0';
-    }
+    read_out(outp[0], o);
     close(outp[0]);
     while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
     }

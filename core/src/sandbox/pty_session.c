@@ -242,6 +242,67 @@ static int from_terminal(struct sbx_tty_session *s)
     return 1;
 }
 
+static int has_ended(struct sbx_tty_session *s)
+{
+    int ended;
+
+    pthread_mutex_lock(&s->mu);
+    ended = s->ended;
+    pthread_mutex_unlock(&s->mu);
+    return ended;
+}
+
+/* The control pipe woke the pump: drained; when the command has ended, the read of
+ * what it wrote last starts (*drain_until, *quiet_until). */
+static void from_ctl(struct sbx_tty_session *s, int64_t *drain_until, int64_t *quiet_until)
+{
+    char drain[64];
+
+    while (read(s->ctl[0], drain, sizeof(drain)) < 0 && errno == EINTR) {
+    }
+    if (has_ended(s) && *drain_until < 0) {
+        /* the command ended: read what it wrote last, then stop */
+        *drain_until = sbx_mono_ms() + DRAIN_MAX_MS;
+        *quiet_until = sbx_mono_ms() + DRAIN_QUIET_MS;
+    }
+}
+
+/* Typed input to the terminal, as much as it takes now; what went is wiped. */
+static void to_terminal(struct sbx_tty_session *s)
+{
+    ssize_t w = write(s->master, s->in, s->in_len);
+
+    if (w > 0) {
+        explicit_bzero(s->in, (size_t)w);
+        memmove(s->in, s->in + w, s->in_len - (size_t)w);
+        s->in_len -= (size_t)w;
+    }
+}
+
+/* The pump's end: it waits for the command's end when it stopped before it (a
+ * poll error), then lets every client, attached or pending, go with C_ENDED. */
+static void pump_done(struct sbx_tty_session *s)
+{
+    while (!has_ended(s)) {
+        struct pollfd p = {.fd = s->ctl[0], .events = POLLIN};
+        char drain[64];
+
+        if (poll(&p, 1, -1) > 0 && read(s->ctl[0], drain, sizeof(drain)) < 0) {
+            /* drained */
+        }
+    }
+    take_pending(s);
+    release(s, C_ENDED);
+    pthread_mutex_lock(&s->mu);
+    if (s->pending != NULL) {
+        s->pending->outcome = C_ENDED;
+        s->pending = NULL;
+    }
+    s->done = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
 static void *pump_main(void *arg)
 {
     struct sbx_tty_session *s = arg;
@@ -278,28 +339,10 @@ static void *pump_main(void *arg)
             break;
         }
         if (f[2].revents != 0) {
-            char drain[64];
-            int ended;
-
-            while (read(s->ctl[0], drain, sizeof(drain)) < 0 && errno == EINTR) {
-            }
-            pthread_mutex_lock(&s->mu);
-            ended = s->ended;
-            pthread_mutex_unlock(&s->mu);
-            if (ended && drain_until < 0) {
-                /* the command ended: read what it wrote last, then stop */
-                drain_until = sbx_mono_ms() + DRAIN_MAX_MS;
-                quiet_until = sbx_mono_ms() + DRAIN_QUIET_MS;
-            }
+            from_ctl(s, &drain_until, &quiet_until);
         }
         if (f[0].revents & POLLOUT) {
-            ssize_t w = write(s->master, s->in, s->in_len);
-
-            if (w > 0) {
-                explicit_bzero(s->in, (size_t)w);
-                memmove(s->in, s->in + w, s->in_len - (size_t)w);
-                s->in_len -= (size_t)w;
-            }
+            to_terminal(s);
         }
         if (f[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             int r = from_terminal(s);
@@ -321,33 +364,7 @@ static void *pump_main(void *arg)
             release(s, C_DETACHED);
         }
     }
-    /* wait for the command's end when the pump stopped before it (a poll error) */
-    for (;;) {
-        int ended;
-
-        pthread_mutex_lock(&s->mu);
-        ended = s->ended;
-        pthread_mutex_unlock(&s->mu);
-        if (ended) {
-            break;
-        }
-        struct pollfd p = {.fd = s->ctl[0], .events = POLLIN};
-        char drain[64];
-
-        if (poll(&p, 1, -1) > 0 && read(s->ctl[0], drain, sizeof(drain)) < 0) {
-            /* drained */
-        }
-    }
-    take_pending(s);
-    release(s, C_ENDED);
-    pthread_mutex_lock(&s->mu);
-    if (s->pending != NULL) {
-        s->pending->outcome = C_ENDED;
-        s->pending = NULL;
-    }
-    s->done = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+    pump_done(s);
     return NULL;
 }
 

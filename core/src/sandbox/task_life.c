@@ -176,6 +176,72 @@ struct sbx_kv *sbx_exec_env_merge(const char *task_id, const struct sbx_kv *env,
     return all;
 }
 
+/* With the task's redactor: the command's output goes through a redacting stream
+ * per fd (ro, su) before out. Under t->mu. */
+static void redact_begin(struct sbx_task *t, struct redact_out *ro, struct redact_sink_ud su[2],
+                         struct sbx_exec_spec *spec, sbx_output_fn out, void *ud)
+{
+    if (t->redactor != NULL) {
+        ro->out = out;
+        ro->ud = ud;
+        su[0].r = ro;
+        su[0].stream = 1;
+        su[1].r = ro;
+        su[1].stream = 2;
+        ro->s[0] = sbx_redact_stream_new(t->redactor, redact_sink_stream, &su[0]);
+        ro->s[1] = sbx_redact_stream_new(t->redactor, redact_sink_stream, &su[1]);
+        spec->on_output = redact_on_output;
+        spec->output_userdata = ro;
+    }
+}
+
+/* What the redacting streams still hold goes out; they are freed. */
+static void redact_end(struct redact_out *ro)
+{
+    if (ro->s[0] != NULL) {
+        sbx_redact_stream_finish(ro->s[0], NULL);
+        sbx_redact_stream_finish(ro->s[1], NULL);
+        sbx_redact_stream_free(ro->s[0]);
+        sbx_redact_stream_free(ro->s[1]);
+    }
+}
+
+/* The exec (r, *status) is over: its slot leaves the task's list, the task's
+ * counters and last exit follow, and a stopped task's error says why. Under
+ * t->mu; 1 when the task's record must be rewritten (its exec path changed). */
+static int exec_over(struct sbx_task *t, struct sbx_exec_slot *slotp, int r, const int *status,
+                     sbx_error_t **err)
+{
+    int rewrite = 0;
+
+    for (struct sbx_exec_slot **pp = &t->execs; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == slotp) {
+            *pp = slotp->next;
+            break;
+        }
+    }
+    t->running -= !slotp->kept;
+    t->last_activity = time(NULL);
+    if (r == 0) {
+        t->last_exit = *status;
+    }
+    if (slotp->path != NULL) {
+        t->last_exec_path = slotp->path;
+        /* (added, issue 31) a kept task's record says how execs run: rewritten
+         * only when that changes, before the exec returns (what the keeper did) */
+        if (!t->ephemeral && t->recorded_exec_path != slotp->path) {
+            t->recorded_exec_path = slotp->path;
+            rewrite = 1;
+        }
+    }
+    if (r < 0 && t->stop && err != NULL) {
+        /* the core stopped the task: say why, not how the stream broke */
+        sbx_error_free(err);
+        sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
+    }
+    return rewrite;
+}
+
 int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_kv *env,
                   size_t n_env, sbx_output_fn out, void *ud, struct sbx_exec_slot *given,
                   int *status, sbx_error_t **err)
@@ -187,7 +253,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     struct sbx_exec_spec spec = {0};
     struct redact_out ro = {0};
     struct redact_sink_ud su[2];
-    int rewrite = 0;
+    int rewrite;
     int r;
 
     if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0') {
@@ -220,18 +286,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     }
     t->running += !slotp->kept; /* (added) a kept session: its clients count (pty_session.c) */
     t->last_activity = time(NULL);
-    if (t->redactor != NULL) {
-        ro.out = out;
-        ro.ud = ud;
-        su[0].r = &ro;
-        su[0].stream = 1;
-        su[1].r = &ro;
-        su[1].stream = 2;
-        ro.s[0] = sbx_redact_stream_new(t->redactor, redact_sink_stream, &su[0]);
-        ro.s[1] = sbx_redact_stream_new(t->redactor, redact_sink_stream, &su[1]);
-        spec.on_output = redact_on_output;
-        spec.output_userdata = &ro;
-    }
+    redact_begin(t, &ro, su, &spec, out, ud);
     slotp->next = t->execs;
     t->execs = slotp;
     pthread_mutex_unlock(&t->mu);
@@ -245,31 +300,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
     }
 
     pthread_mutex_lock(&t->mu);
-    for (struct sbx_exec_slot **pp = &t->execs; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == slotp) {
-            *pp = slotp->next;
-            break;
-        }
-    }
-    t->running -= !slotp->kept;
-    t->last_activity = time(NULL);
-    if (r == 0) {
-        t->last_exit = *status;
-    }
-    if (slotp->path != NULL) {
-        t->last_exec_path = slotp->path;
-        /* (added, issue 31) a kept task's record says how execs run: rewritten
-         * only when that changes, before the exec returns (what the keeper did) */
-        if (!t->ephemeral && t->recorded_exec_path != slotp->path) {
-            t->recorded_exec_path = slotp->path;
-            rewrite = 1;
-        }
-    }
-    if (r < 0 && t->stop && err != NULL) {
-        /* the core stopped the task: say why, not how the stream broke */
-        sbx_error_free(err);
-        sbx_error_set(err, SBX_E_CANCELLED, "task %s stopped: %s", t->id, t->stop_reason);
-    }
+    rewrite = exec_over(t, slotp, r, status, err);
     pthread_mutex_unlock(&t->mu);
     if (rewrite && sbx_task_record_write(t, "running", NULL) < 0) {
         pthread_mutex_lock(&t->mu);
@@ -277,12 +308,7 @@ int sbx_task_exec(struct sbx_task *t, const char *const *argv, const struct sbx_
         pthread_mutex_unlock(&t->mu);
     }
     sbx_wtwatch_idle(t->wtwatch); /* (added) a .git made while it ran, checked now */
-    if (ro.s[0] != NULL) {
-        sbx_redact_stream_finish(ro.s[0], NULL);
-        sbx_redact_stream_finish(ro.s[1], NULL);
-        sbx_redact_stream_free(ro.s[0]);
-        sbx_redact_stream_free(ro.s[1]);
-    }
+    redact_end(&ro);
     free(all);
     return r;
 }

@@ -407,6 +407,88 @@ void sbx_wtgit_mounts_free(struct sbx_mount *mounts, size_t n)
     free(mounts);
 }
 
+/* The sandbox's git dir being made for a worktree (sbx_wtgit_prepare). */
+struct prep {
+    const struct sbx_gitrun *g; /* the worktree's owner, in the worktree */
+    const char *worktree;
+    const char *top;     /* <task dir>/git */
+    const char *repo;    /* <task dir>/git/repo: the sandbox's git dir */
+    const char *objects; /* the host's object store */
+    const char *p_file;  /* <task dir>/git/gitfile: the .git file inside, for a .git file */
+    int dotgit_dir;      /* the worktree's .git is a directory (else a file) */
+};
+
+/* Makes the sandbox's git dir from the host's (r): its alternates are the host's
+ * objects and, chained, the host's own alternates (their mounts in *av, *an); then
+ * its take spec and, for a .git file, the gitfile inside. 1 made; 0 not, why says
+ * why (nothing held); -1 with err. */
+static int repo_prepare(const struct prep *p, const struct repo_info *r, struct sbx_mount **av,
+                        size_t *an, char *why, size_t why_size, sbx_error_t **err)
+{
+    cleanup_free char *empty = xasprintf("%s/empty", p->top);
+    cleanup_free char *alt = NULL;
+    int made;
+
+    /* (added) the host's own alternates, chained, read-only inside */
+    if (sbx_file_write_text(empty, "", 0644, 0, 0) < 0) {
+        return sbx_error_set(err, SBX_E_GENERIC, "%s: %s", empty, strerror(errno));
+    }
+    if (sbx_wtgit_alternates(p->objects, empty, p->g->uid, p->g->gid, av, an, &alt, err) < 0) {
+        return -1;
+    }
+    made = repo_make(p->g, r, p->repo, alt, "", why, why_size) == 0;
+    if (made) {
+        submodule_config(p->g, p->repo);
+        if (spec_write(p->top, r, p->objects, p->worktree, ".", p->repo) < 0 ||
+            (!p->dotgit_dir && sbx_file_write_text(p->p_file, "gitdir: " SBX_WTGIT_INSIDE_REPO "\n",
+                                                   0644, 0, 0) < 0)) {
+            snprintf(why, why_size, "%s: %s", p->top, strerror(errno));
+            made = 0;
+        }
+    }
+    if (!made) {
+        sbx_wtgit_mounts_free(*av, *an);
+    }
+    return made;
+}
+
+/* The sandbox's .git from the git dir made: the git dir (under a .git file: at
+ * SBX_WTGIT_INSIDE_REPO, the gitfile over the .git), the host's objects and its
+ * alternates (av: their strings move into *mounts) read-only, and the submodules'. */
+static void repo_mounts(const struct prep *p, const struct repo_info *r, struct sbx_mount *av,
+                        size_t an, struct sbx_mount **mounts, size_t *n)
+{
+    cleanup_free char *hm = xasprintf("%s/modules", r->gitdir);
+    int count = 0;
+    struct mods ms = {p->worktree, p->dotgit_dir ? "/workspace/.git" : SBX_WTGIT_INSIDE_REPO,
+                      p->top, mounts, n};
+    struct stat mst;
+
+    if (p->dotgit_dir) {
+        sbx_wtgit_add_mount(mounts, n, xstrdup(p->repo), "/workspace/.git", 0);
+    }
+    else {
+        sbx_wtgit_add_mount(mounts, n, xstrdup(p->repo), SBX_WTGIT_INSIDE_REPO, 0);
+        /* never read by the host */
+        sbx_wtgit_add_mount(mounts, n, xstrdup(p->p_file), "/workspace/.git", 0);
+    }
+    sbx_wtgit_add_mount(mounts, n, xstrdup(p->objects), SBX_WTGIT_INSIDE_OBJECTS, 1);
+    for (size_t i = 0; i < an; i++) {
+        sbx_wtgit_add_mount(mounts, n, (char *)av[i].host, av[i].path, 1);
+        free((char *)av[i].path);
+    }
+    free(av);
+    /* a linked worktree's submodules are in its own git dir's modules/ */
+    if (stat(hm, &mst) < 0) {
+        free(hm);
+        hm = xasprintf("%s/modules", r->common);
+    }
+    modules_make(&ms, hm, p->repo, "", 0, p->g->uid, p->g->gid, &count);
+    if (count > 0) {
+        sbx_wtgit_add_mount(mounts, n, xstrdup(hm), SBX_WTGIT_INSIDE_MODULES, 1);
+    }
+}
+
 int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mount **mounts,
                       size_t *n, sbx_error_t **err)
 {
@@ -445,67 +527,18 @@ int sbx_wtgit_prepare(const char *worktree, const char *task_dir, struct sbx_mou
     }
     else if (why[0] == '\0') {
         cleanup_free char *objects = xasprintf("%s/objects", r.common);
-        cleanup_free char *empty = xasprintf("%s/empty", top);
         cleanup_free char *p_file = xasprintf("%s/gitfile", top);
-        cleanup_free char *alt = NULL;
+        struct prep p = {&g, worktree, top, repo, objects, p_file, S_ISDIR(gst.st_mode)};
         struct sbx_mount *av = NULL;
         size_t an = 0;
+        int made = repo_prepare(&p, &r, &av, &an, why, sizeof(why), err);
 
-        /* (added) the host's own alternates, chained, read-only inside */
-        if (sbx_file_write_text(empty, "", 0644, 0, 0) < 0) {
-            info_free(&r);
-            return sbx_error_set(err, SBX_E_GENERIC, "%s: %s", empty, strerror(errno));
-        }
-        if (sbx_wtgit_alternates(objects, empty, g.uid, g.gid, &av, &an, &alt, err) < 0) {
+        if (made < 0) {
             info_free(&r);
             return -1;
         }
-        int made = repo_make(&g, &r, repo, alt, "", why, sizeof(why)) == 0;
-
         if (made) {
-            submodule_config(&g, repo);
-            if (spec_write(top, &r, objects, worktree, ".", repo) < 0 ||
-                (S_ISREG(gst.st_mode) &&
-                 sbx_file_write_text(p_file, "gitdir: " SBX_WTGIT_INSIDE_REPO "\n", 0644, 0, 0) <
-                     0)) {
-                snprintf(why, sizeof(why), "%s: %s", top, strerror(errno));
-                made = 0;
-            }
-        }
-        if (!made) {
-            sbx_wtgit_mounts_free(av, an);
-        }
-        else {
-            cleanup_free char *hm = xasprintf("%s/modules", r.gitdir);
-            int count = 0;
-            struct mods ms = {worktree,
-                              S_ISDIR(gst.st_mode) ? "/workspace/.git" : SBX_WTGIT_INSIDE_REPO, top,
-                              mounts, n};
-            struct stat mst;
-
-            if (S_ISDIR(gst.st_mode)) {
-                sbx_wtgit_add_mount(mounts, n, xstrdup(repo), "/workspace/.git", 0);
-            }
-            else {
-                sbx_wtgit_add_mount(mounts, n, xstrdup(repo), SBX_WTGIT_INSIDE_REPO, 0);
-                /* never read by the host */
-                sbx_wtgit_add_mount(mounts, n, xstrdup(p_file), "/workspace/.git", 0);
-            }
-            sbx_wtgit_add_mount(mounts, n, xstrdup(objects), SBX_WTGIT_INSIDE_OBJECTS, 1);
-            for (size_t i = 0; i < an; i++) {
-                sbx_wtgit_add_mount(mounts, n, (char *)av[i].host, av[i].path, 1);
-                free((char *)av[i].path);
-            }
-            free(av);
-            /* a linked worktree's submodules are in its own git dir's modules/ */
-            if (stat(hm, &mst) < 0) {
-                free(hm);
-                hm = xasprintf("%s/modules", r.common);
-            }
-            modules_make(&ms, hm, repo, "", 0, g.uid, g.gid, &count);
-            if (count > 0) {
-                sbx_wtgit_add_mount(mounts, n, xstrdup(hm), SBX_WTGIT_INSIDE_MODULES, 1);
-            }
+            repo_mounts(&p, &r, av, an, mounts, n);
             sbx_debug("worktree %s: the sandbox's git dir is %s (%s at %s)", worktree, repo,
                       r.head_ref ? r.head_ref : "detached HEAD", r.head ? r.head : "(none)");
             info_free(&r);
