@@ -102,6 +102,95 @@ long sbx_egress_attr_parse(struct sbx_egress_conn *c, const char *buf, size_t le
     return (long)(end - buf) + 1;
 }
 
+/* One recvmsg of a hello into bytes (size bytes): up to four passed descriptors into
+ * fds (their count in *n_fds), the message's flags in *flags. Returns recvmsg's count;
+ * *again is set when nothing is there yet (EAGAIN, EINTR: wait for the next wake-up). */
+static ssize_t hello_recv(evutil_socket_t fd, char *bytes, size_t size, int fds[4], size_t *n_fds,
+                          int *flags, int *again)
+{
+    struct iovec iov = {bytes, size};
+    union {
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr msg;
+    ssize_t n;
+
+    *n_fds = 0;
+    *flags = 0;
+    *again = 0;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = u.buf;
+    msg.msg_controllen = sizeof(u.buf);
+    n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        *again = 1;
+        return n;
+    }
+    if (n < 0) {
+        msg.msg_controllen = 0; /* the kernel left it as it was: no descriptors came */
+    }
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+            for (size_t i = 0; i < k && *n_fds < 4; i++) {
+                memcpy(&fds[(*n_fds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+            }
+        }
+    }
+    *flags = msg.msg_flags;
+    return n;
+}
+
+/* A hello that passed descriptors (n_fds > 0, n > 0 bytes): exactly one TCP socket after
+ * "\0" or "\x01HOST:PORT\n" / "\x03HOST:PORT\n", with an optional attribution line and
+ * nothing else; it replaces the unix connection. Every other descriptor is closed. */
+static void hello_handover(struct sbx_egress_conn *c, const char *bytes, ssize_t n, const int *fds,
+                           size_t n_fds, int flags)
+{
+    int buf = SBX_EGRESS_CLIENT_BUF;
+    char line[SBX_EGRESS_NAME_LINE];
+    long attr = 0;
+    long used = 1;
+
+    for (size_t i = 1; i < n_fds; i++) {
+        close(fds[i]);
+    }
+    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
+        long l = sbx_egress_name_line(bytes + 1, (size_t)n - 1, line, sizeof(line));
+
+        used = l < 0 ? -1 : 1 + l;
+    }
+    if (used > 0 && used < n) {
+        attr = sbx_egress_attr_parse(c, bytes + used, (size_t)(n - used));
+    }
+    if ((bytes[0] != '\0' && bytes[0] != '\x01' && bytes[0] != '\x03') || n_fds != 1 ||
+        (flags & MSG_CTRUNC) || used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
+        close(fds[0]);
+        c->reason = used > 0 && attr != n - used ? "bad-attribution" : "bad-handover";
+        sbx_egress_conn_finish(c);
+        return;
+    }
+    /* The relay's client socket replaces the unix connection. */
+    close(c->client_fd);
+    c->client_fd = fds[0];
+    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0 ||
+        setsockopt(c->client_fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
+        setsockopt(c->client_fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0) {
+        c->reason = "bad-handover";
+        sbx_egress_conn_finish(c);
+        return;
+    }
+    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
+        sbx_egress_conn_transparent(c, line, bytes[0] == '\x03'); /* names.c */
+        return;
+    }
+    sbx_egress_conn_start_head(c, NULL, 0);
+}
+
 /* The first bytes on a sandbox socket, one message:
  *   "\0" + a descriptor [+ attribution line]      a relay handing over its client's TCP
  *                                                 socket (the client speaks to a proxy)
@@ -118,41 +207,17 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
 {
     struct sbx_egress_conn *c = arg;
     char bytes[1 + SBX_EGRESS_NAME_LINE + SBX_EGRESS_ATTR_MAX];
-    struct iovec iov = {bytes, sizeof(bytes)};
-    union {
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg;
     int fds[4];
     size_t n_fds = 0;
-    int buf = SBX_EGRESS_CLIENT_BUF;
-    char line[SBX_EGRESS_NAME_LINE];
+    int flags = 0;
+    int again = 0;
     long attr = 0;
-    long used = 1;
     ssize_t n;
 
     (void)what;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    n = hello_recv(fd, bytes, sizeof(bytes), fds, &n_fds, &flags, &again);
+    if (again) {
         return;
-    }
-    if (n < 0) {
-        msg.msg_controllen = 0; /* the kernel left it as it was: no descriptors came */
-    }
-    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm)) {
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-            size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-            for (size_t i = 0; i < k && n_fds < 4; i++) {
-                memcpy(&fds[n_fds++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-            }
-        }
     }
     event_free(c->hello);
     c->hello = NULL;
@@ -164,7 +229,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_finish(c);
         return;
     }
-    if (n_fds == 0 && bytes[0] == '\0' && (msg.msg_flags & MSG_CTRUNC)) {
+    if (n_fds == 0 && bytes[0] == '\0' && (flags & MSG_CTRUNC)) {
         /* A handover whose descriptor the kernel could not install here (EMFILE). */
         c->reason = "out-of-descriptors";
         c->sb->refused++;
@@ -186,39 +251,7 @@ static void hello_read(evutil_socket_t fd, short what, void *arg)
         sbx_egress_conn_start_head(c, bytes + attr, (size_t)(n - attr));
         return;
     }
-    for (size_t i = 1; i < n_fds; i++) {
-        close(fds[i]);
-    }
-    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
-        long l = sbx_egress_name_line(bytes + 1, (size_t)n - 1, line, sizeof(line));
-
-        used = l < 0 ? -1 : 1 + l;
-    }
-    if (used > 0 && used < n) {
-        attr = sbx_egress_attr_parse(c, bytes + used, (size_t)(n - used));
-    }
-    if ((bytes[0] != '\0' && bytes[0] != '\x01' && bytes[0] != '\x03') || n_fds != 1 ||
-        (msg.msg_flags & MSG_CTRUNC) || used < 0 || attr != n - used || !is_inet_stream(fds[0])) {
-        close(fds[0]);
-        c->reason = used > 0 && attr != n - used ? "bad-attribution" : "bad-handover";
-        sbx_egress_conn_finish(c);
-        return;
-    }
-    /* The relay's client socket replaces the unix connection. */
-    close(c->client_fd);
-    c->client_fd = fds[0];
-    if (fcntl(c->client_fd, F_SETFL, fcntl(c->client_fd, F_GETFL) | O_NONBLOCK) < 0 ||
-        setsockopt(c->client_fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf)) < 0 ||
-        setsockopt(c->client_fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf)) < 0) {
-        c->reason = "bad-handover";
-        sbx_egress_conn_finish(c);
-        return;
-    }
-    if (bytes[0] == '\x01' || bytes[0] == '\x03') {
-        sbx_egress_conn_transparent(c, line, bytes[0] == '\x03'); /* names.c */
-        return;
-    }
-    sbx_egress_conn_start_head(c, NULL, 0);
+    hello_handover(c, bytes, n, fds, n_fds, flags);
 }
 
 /* A connection record for fd on sandbox sb, linked in; NULL (fd closed) without memory. */

@@ -123,6 +123,85 @@ static void egress_free(struct sbx_egress *e)
     free(e);
 }
 
+/* egress.hosts and egress.private_allow into e->hosts and e->private_nets: an address
+ * is where the name goes, a CIDR filters its DNS answers (config.h). */
+static void static_hosts_load(struct sbx_egress *e, const struct sbx_config *cfg)
+{
+    size_t n = cfg->egress.n_hosts;
+
+    for (size_t i = 0; i < cfg->egress.n_private_allow; i++) {
+        for (char **a = cfg->egress.private_allow[i].addresses; *a != NULL; a++) {
+            n++;
+        }
+    }
+    e->hosts = xcalloc(n + 1, sizeof(*e->hosts));
+    e->private_nets = xcalloc(n + 1, sizeof(*e->private_nets));
+    for (size_t i = 0; i < cfg->egress.n_hosts; i++) {
+        e->hosts[i].name = xstrdup(cfg->egress.hosts[i].name);
+        sbx_egress_addr_parse(cfg->egress.hosts[i].address, &e->hosts[i].addr);
+        e->hosts[i].src = "egress.hosts";
+        e->n_hosts++;
+    }
+    for (size_t i = 0; i < cfg->egress.n_private_allow; i++) {
+        const struct sbx_egress_private *p = &cfg->egress.private_allow[i];
+
+        for (char **a = p->addresses; *a != NULL; a++) {
+            if (strchr(*a, '/') == NULL) {
+                struct sbx_egress_static_host *h = &e->hosts[e->n_hosts++];
+
+                h->name = xstrdup(p->name);
+                sbx_egress_addr_parse(*a, &h->addr);
+                h->src = "egress.private_allow";
+            }
+            else {
+                struct sbx_egress_private_net *pn = &e->private_nets[e->n_private_nets++];
+
+                pn->name = xstrdup(p->name);
+                pn->cidr = xstrdup(*a);
+            }
+        }
+    }
+}
+
+/* The egress's own loop: tunnels at the lowest priority, and a look for new events
+ * after each tunnel callback, so that setting up a connection never waits behind every
+ * busy tunnel's turn (docs/egress.md, Fairness). -1 (e->base NULL): none. */
+static int own_base_new(struct sbx_egress *e)
+{
+    struct event_config *ec = event_config_new();
+
+    if (ec != NULL) {
+        event_config_set_max_dispatch_interval(ec, NULL, 1, SBX_EGRESS_PRIO_BULK);
+        e->base = event_base_new_with_config(ec);
+        event_config_free(ec);
+    }
+    if (e->base != NULL && event_base_priority_init(e->base, SBX_EGRESS_PRIORITIES) < 0) {
+        event_base_free(e->base);
+        e->base = NULL;
+    }
+    e->own_base = 1;
+    return e->base != NULL ? 0 : -1;
+}
+
+/* Names not in egress.hosts go to the system's resolvers (/etc/resolv.conf and
+ * /etc/hosts). Without them every such name fails closed. */
+static void dns_init(struct sbx_egress *e, const struct sbx_config *cfg)
+{
+    /* egress.system_dns = false: only egress.hosts names resolve (tests use
+     * this so that no query ever leaves the machine) */
+    e->dns = cfg->egress.system_dns ? evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
+                                                                  EVDNS_BASE_DISABLE_WHEN_INACTIVE)
+                                    : NULL;
+    if (e->dns == NULL && cfg->egress.system_dns) {
+        sbx_log(SBX_LOG_WARN, "egress: no DNS resolver configured; only egress.hosts names "
+                              "resolve");
+    }
+    else if (e->dns != NULL) {
+        /* Names are resolved exactly as the rule matched them: no search domains. */
+        evdns_base_search_clear(e->dns);
+    }
+}
+
 static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_config *cfg,
                                      const char *log, sbx_error_t **err)
 {
@@ -143,87 +222,19 @@ static struct sbx_egress *egress_new(struct event_base *base, const struct sbx_c
     /* A spare descriptor, given up when accept() hits EMFILE to take the pending
      * connection and close it with a logged reason (proxy.c). */
     e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    {
-        size_t n = cfg->egress.n_hosts;
-
-        for (size_t i = 0; i < cfg->egress.n_private_allow; i++) {
-            for (char **a = cfg->egress.private_allow[i].addresses; *a != NULL; a++) {
-                n++;
-            }
-        }
-        e->hosts = xcalloc(n + 1, sizeof(*e->hosts));
-        e->private_nets = xcalloc(n + 1, sizeof(*e->private_nets));
-    }
-    for (size_t i = 0; i < cfg->egress.n_hosts; i++) {
-        e->hosts[i].name = xstrdup(cfg->egress.hosts[i].name);
-        sbx_egress_addr_parse(cfg->egress.hosts[i].address, &e->hosts[i].addr);
-        e->hosts[i].src = "egress.hosts";
-        e->n_hosts++;
-    }
-    /* egress.private_allow: an address is where the name goes, a CIDR filters its DNS
-     * answers (config.h) */
-    for (size_t i = 0; i < cfg->egress.n_private_allow; i++) {
-        const struct sbx_egress_private *p = &cfg->egress.private_allow[i];
-
-        for (char **a = p->addresses; *a != NULL; a++) {
-            if (strchr(*a, '/') == NULL) {
-                struct sbx_egress_static_host *h = &e->hosts[e->n_hosts++];
-
-                h->name = xstrdup(p->name);
-                sbx_egress_addr_parse(*a, &h->addr);
-                h->src = "egress.private_allow";
-            }
-            else {
-                struct sbx_egress_private_net *pn = &e->private_nets[e->n_private_nets++];
-
-                pn->name = xstrdup(p->name);
-                pn->cidr = xstrdup(*a);
-            }
-        }
-    }
+    static_hosts_load(e, cfg);
     if (sbx_egress_log_open(&e->log, log, err) < 0) {
         egress_free(e);
         return NULL;
     }
     e->base = base;
-    if (e->base == NULL) {
-        /* Its own loop: tunnels at the lowest priority, and a look for new events
-         * after each tunnel callback, so that setting up a connection never waits
-         * behind every busy tunnel's turn (docs/egress.md, Fairness). */
-        struct event_config *ec = event_config_new();
-
-        if (ec != NULL) {
-            event_config_set_max_dispatch_interval(ec, NULL, 1, SBX_EGRESS_PRIO_BULK);
-            e->base = event_base_new_with_config(ec);
-            event_config_free(ec);
-        }
-        if (e->base != NULL && event_base_priority_init(e->base, SBX_EGRESS_PRIORITIES) < 0) {
-            event_base_free(e->base);
-            e->base = NULL;
-        }
-        e->own_base = 1;
-        if (e->base == NULL) {
-            egress_free(e);
-            sbx_error_set(err, SBX_E_GENERIC, "egress: cannot create an event loop");
-            return NULL;
-        }
+    if (e->base == NULL && own_base_new(e) < 0) {
+        egress_free(e);
+        sbx_error_set(err, SBX_E_GENERIC, "egress: cannot create an event loop");
+        return NULL;
     }
     e->wake = event_new(e->base, -1, 0, wake_cb, e);
-    /* Names not in egress.hosts go to the system's resolvers (/etc/resolv.conf and
-     * /etc/hosts). Without them every such name fails closed. */
-    /* egress.system_dns = false: only egress.hosts names resolve (tests use
-     * this so that no query ever leaves the machine) */
-    e->dns = cfg->egress.system_dns ? evdns_base_new(e->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-                                                                  EVDNS_BASE_DISABLE_WHEN_INACTIVE)
-                                    : NULL;
-    if (e->dns == NULL && cfg->egress.system_dns) {
-        sbx_log(SBX_LOG_WARN, "egress: no DNS resolver configured; only egress.hosts names "
-                              "resolve");
-    }
-    else if (e->dns != NULL) {
-        /* Names are resolved exactly as the rule matched them: no search domains. */
-        evdns_base_search_clear(e->dns);
-    }
+    dns_init(e, cfg);
     return e;
 }
 

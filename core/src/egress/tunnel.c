@@ -124,24 +124,26 @@ static size_t granted(struct dir *d, size_t budget)
     return budget; /* no timer: never stall a tunnel for good */
 }
 
-/* Moves what can be moved in direction d; returns -1 after finish(). */
-static int pump(struct dir *d)
+/* Bounded work per wake-up, then every other ready connection (of any sandbox) has its
+ * turn: four pipes' worth per turn, shared equally by the sandboxes that have tunnels
+ * open, and a sandbox's part by its tunnels (a sandbox with fifty tunnels moves no more
+ * per turn than one with one), at least SBX_EGRESS_TURN_MIN each. One tunnel alone
+ * moves 1 MiB per turn (throughput). The tunnels' events run at the loop's lowest
+ * priority, one callback between looks for new events, so a new connection of another
+ * sandbox waits for at most one such share (docs/egress.md, Fairness). */
+static size_t turn_budget(const struct sbx_egress_tunnel *t)
 {
-    struct sbx_egress_tunnel *t = d->t;
-    /* Bounded work per wake-up, then every other ready connection (of any sandbox)
-     * has its turn: four pipes' worth per turn, shared equally by the sandboxes that
-     * have tunnels open, and a sandbox's part by its tunnels (a sandbox with fifty
-     * tunnels moves no more per turn than one with one), at least SBX_EGRESS_TURN_MIN
-     * each. One tunnel alone moves 1 MiB per turn (throughput). The tunnels' events
-     * run at the loop's lowest priority, one callback between looks for new events,
-     * so a new connection of another sandbox waits for at most one such share
-     * (docs/egress.md, Fairness). */
     size_t groups = *t->busy > 0 ? *t->busy : 1;
     size_t part = *t->mine > 0 ? *t->mine : 1;
     size_t share = 4 * t->pipe_cap / groups / part;
-    size_t budget = share > SBX_EGRESS_TURN_MIN ? share : SBX_EGRESS_TURN_MIN;
-    int asked = 0; /* the bucket was asked (budget is what it granted) */
-    uint64_t moved = 0;
+
+    return share > SBX_EGRESS_TURN_MIN ? share : SBX_EGRESS_TURN_MIN;
+}
+
+/* Sends d's prefix to dst first: 0 when it is all out, 1 when dst is full (d now waits
+ * for dst to be writable), -1 after finish(). */
+static int flush_prefix(struct dir *d)
+{
     ssize_t n;
 
     while (evbuffer_get_length(d->prefix) > 0) {
@@ -150,12 +152,23 @@ static int pump(struct dir *d)
             if (errno == EAGAIN || errno == EINTR) {
                 watch(d->wr, &d->wr_on, 1);
                 watch(d->rd, &d->rd_on, 0);
-                return 0;
+                return 1;
             }
-            finish(t, d->dst_error);
+            finish(d->t, d->dst_error);
             return -1;
         }
     }
+    return 0;
+}
+
+/* Splices src -> pipe -> dst in direction d for at most budget bytes read; *asked: the
+ * bucket was asked (budget is then what it granted), *moved: the bytes read from src.
+ * Returns -1 after finish(). */
+static int splice_turn(struct dir *d, size_t budget, int *asked, uint64_t *moved)
+{
+    struct sbx_egress_tunnel *t = d->t;
+    ssize_t n;
+
     while (budget > 0) {
         if (d->in_pipe > 0) {
             n = splice(d->pipe[0], NULL, d->dst, NULL, d->in_pipe,
@@ -190,8 +203,8 @@ static int pump(struct dir *d)
             uint64_t left = d->limit - d->bytes;
             size_t want = left < t->pipe_cap ? (size_t)left : t->pipe_cap;
 
-            if (!asked) {
-                asked = 1;
+            if (!*asked) {
+                *asked = 1;
                 budget = granted(d, budget);
                 if (budget == 0) {
                     break; /* d->later reads again */
@@ -205,7 +218,7 @@ static int pump(struct dir *d)
         if (n > 0) {
             d->in_pipe += (size_t)n;
             d->bytes += (uint64_t)n;
-            moved += (uint64_t)n;
+            *moved += (uint64_t)n;
             budget = (size_t)n < budget ? budget - (size_t)n : 0;
             continue;
         }
@@ -219,14 +232,20 @@ static int pump(struct dir *d)
         }
         break; /* src is empty */
     }
+    return 0;
+}
+
+/* After a turn: d's priority, which of its events are watched, its half-close; the
+ * tunnel ends when both directions are shut. Returns -1 after finish(). */
+static int settle(struct dir *d)
+{
+    struct sbx_egress_tunnel *t = d->t;
+
     /* (added) A new tunnel's first bytes (a handshake, a reply's head) run at the
      * default priority, before every busy tunnel's bulk; past SBX_EGRESS_FIRST_BYTES
      * its events drop to the bulk priority (retried while one is queued: libevent
      * refuses to move an active event). New tunnels per sandbox stay bounded by
      * egress.connection_rate, so first bytes cannot be a way to jump the queue for good. */
-    if (asked && t->share != NULL) {
-        sbx_egress_bucket_spend(t->bucket, moved);
-    }
     if (!d->bulk && d->bytes >= SBX_EGRESS_FIRST_BYTES) {
         /* both events are moved, whatever the first one answered */
         int rd_ok = event_priority_set(d->rd, SBX_EGRESS_PRIO_BULK) == 0;
@@ -252,6 +271,27 @@ static int pump(struct dir *d)
         return -1;
     }
     return 0;
+}
+
+/* Moves what can be moved in direction d; returns -1 after finish(). */
+static int pump(struct dir *d)
+{
+    struct sbx_egress_tunnel *t = d->t;
+    size_t budget = turn_budget(t);
+    int asked = 0; /* the bucket was asked (budget is what it granted) */
+    uint64_t moved = 0;
+    int r = flush_prefix(d);
+
+    if (r != 0) {
+        return r < 0 ? -1 : 0;
+    }
+    if (splice_turn(d, budget, &asked, &moved) < 0) {
+        return -1;
+    }
+    if (asked && t->share != NULL) {
+        sbx_egress_bucket_spend(t->bucket, moved);
+    }
+    return settle(d);
 }
 
 static void on_event(evutil_socket_t fd, short what, void *arg)

@@ -41,35 +41,23 @@ int sbx_credhelper_name_valid(const char *name)
            strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
 }
 
-/* Runs the helper; its stdout in *out (at most HELPER_OUT_MAX), its exit
- * status in *status. -1: it could not be run (errno-like reason in why). */
-static int run_helper(const char *prog, const char *server, char **out, size_t *len, int *status,
-                      char *why, size_t why_size)
+/* Starts prog get with in[0] as its stdin, outp[1] as its stdout and /dev/null as its
+ * stderr; closes those three here either way. -1 (the reason in why): not started. */
+static int spawn_helper(const char *prog, const int in[2], const int outp[2], pid_t *pid, char *why,
+                        size_t why_size)
 {
-    int in[2] = {-1, -1};
-    int outp[2] = {-1, -1};
     posix_spawn_file_actions_t fa;
     char *argv[] = {(char *)prog, "get", NULL};
-    char *buf = xmalloc(HELPER_OUT_MAX + 1);
-    size_t n = 0;
-    pid_t pid;
+    int null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
     int rc;
-    long deadline = now_ms() + HELPER_TIMEOUT_MS;
-    int null_fd;
 
-    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0) {
-        snprintf(why, why_size, "pipe: %s", strerror(errno));
-        free(buf);
-        return -1;
-    }
-    null_fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
     if (null_fd >= 0) {
         posix_spawn_file_actions_adddup2(&fa, null_fd, 2); /* it may echo what it got */
     }
-    rc = posix_spawnp(&pid, prog, &fa, NULL, argv, environ);
+    rc = posix_spawnp(pid, prog, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(outp[1]);
@@ -78,46 +66,53 @@ static int run_helper(const char *prog, const char *server, char **out, size_t *
     }
     if (rc != 0) {
         snprintf(why, why_size, "%s", strerror(rc));
-        close(in[1]);
-        close(outp[0]);
-        free(buf);
         return -1;
     }
-    {
-        /* a helper that exits without reading must not kill sbx: SIGPIPE is
-         * blocked in this thread only (the runner has other threads) and a
-         * pending one is taken before the mask is restored */
-        sigset_t pipe_set;
-        sigset_t old_set;
-        struct timespec zero = {0, 0};
-        ssize_t w;
+    return 0;
+}
 
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
-        w = write(in[1], server, strlen(server));
-        if (w < 0 && errno == EPIPE) {
-            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
-            }
+/* Writes the server to the helper's stdin. A helper that exits without reading must
+ * not kill sbx: SIGPIPE is blocked in this thread only (the runner has other threads)
+ * and a pending one is taken before the mask is restored. */
+static void write_server(int fd, const char *server)
+{
+    sigset_t pipe_set;
+    sigset_t old_set;
+    struct timespec zero = {0, 0};
+    ssize_t w;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+    w = write(fd, server, strlen(server));
+    if (w < 0 && errno == EPIPE) {
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR) {
         }
-        pthread_sigmask(SIG_SETMASK, &old_set, NULL);
     }
-    close(in[1]);
+    pthread_sigmask(SIG_SETMASK, &old_set, NULL);
+}
+
+/* Reads the helper's stdout (fd) into buf (HELPER_OUT_MAX bytes) until it ends or the
+ * deadline passes; returns the count, or (size_t)-1 (the helper killed, the reason in
+ * why) when it took too long or wrote too much. */
+static size_t read_output(int fd, pid_t pid, char *buf, long deadline, char *why, size_t why_size)
+{
+    size_t n = 0;
+
     for (;;) {
-        struct pollfd p = {.fd = outp[0], .events = POLLIN};
+        struct pollfd p = {.fd = fd, .events = POLLIN};
         long left = deadline - now_ms();
         ssize_t r;
 
         if (left <= 0) {
             kill(pid, SIGKILL);
             snprintf(why, why_size, "no answer in %d s", HELPER_TIMEOUT_MS / 1000);
-            n = (size_t)-1;
-            break;
+            return (size_t)-1;
         }
         if (poll(&p, 1, (int)left) < 0 && errno != EINTR) {
             break;
         }
-        r = read(outp[0], buf + n, HELPER_OUT_MAX - n);
+        r = read(fd, buf + n, HELPER_OUT_MAX - n);
         if (r < 0 && (errno == EINTR || errno == EAGAIN)) {
             continue;
         }
@@ -128,10 +123,38 @@ static int run_helper(const char *prog, const char *server, char **out, size_t *
         if (n >= HELPER_OUT_MAX) {
             kill(pid, SIGKILL);
             snprintf(why, why_size, "more than %d bytes of output", HELPER_OUT_MAX);
-            n = (size_t)-1;
-            break;
+            return (size_t)-1;
         }
     }
+    return n;
+}
+
+/* Runs the helper; its stdout in *out (at most HELPER_OUT_MAX), its exit
+ * status in *status. -1: it could not be run (errno-like reason in why). */
+static int run_helper(const char *prog, const char *server, char **out, size_t *len, int *status,
+                      char *why, size_t why_size)
+{
+    int in[2] = {-1, -1};
+    int outp[2] = {-1, -1};
+    char *buf = xmalloc(HELPER_OUT_MAX + 1);
+    size_t n;
+    pid_t pid;
+    long deadline = now_ms() + HELPER_TIMEOUT_MS;
+
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0) {
+        snprintf(why, why_size, "pipe: %s", strerror(errno));
+        free(buf);
+        return -1;
+    }
+    if (spawn_helper(prog, in, outp, &pid, why, why_size) < 0) {
+        close(in[1]);
+        close(outp[0]);
+        free(buf);
+        return -1;
+    }
+    write_server(in[1], server);
+    close(in[1]);
+    n = read_output(outp[0], pid, buf, deadline, why, why_size);
     close(outp[0]);
     while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
     }

@@ -375,19 +375,12 @@ int sbx_devc_parse(const char *path, json_t *root, struct sbx_devc **out, sbx_er
     return sbx_devc_parse_with(path, root, NULL, out, err);
 }
 
-int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fetch *fetch,
-                        struct sbx_devc **out, sbx_error_t **err)
+/* Every top-level field is refused by name (refused[]) or one sbx reads (known[]). */
+static int field_names(const char *path, json_t *root, sbx_error_t **err)
 {
-    struct sbx_devc *dc = xcalloc(1, sizeof(*dc));
-    char *base = dir_of(path);
-    json_t *sbx = json_object_get(json_object_get(root, "customizations"), "sbx");
     const char *k;
     json_t *v;
 
-    *out = NULL;
-    dc->path = xstrdup(path);
-    dc->fetch = fetch;
-    dc->update_uid = 1;
     json_object_foreach(root, k, v)
     {
         size_t i;
@@ -395,35 +388,37 @@ int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fe
         for (i = 0; refused[i].name != NULL && strcmp(refused[i].name, k) != 0; i++) {
         }
         if (refused[i].name != NULL) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: %s is not honoured by sbx image build: %s", path,
-                          k, refused[i].why);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG, "%s: %s is not honoured by sbx image build: %s",
+                                 path, k, refused[i].why);
         }
         for (i = 0; known[i] != NULL && strcmp(known[i], k) != 0; i++) {
         }
         if (known[i] == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "%s: %.64s is not a field of the Dev Container spec that sbx reads "
-                          "(docs/image.md)",
-                          path, k);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: %.64s is not a field of the Dev Container spec that sbx "
+                                 "reads (docs/image.md)",
+                                 path, k);
         }
     }
-    if (fixed_fields(path, root, err) < 0 || build_fields(dc, root, base, err) < 0 ||
-        env_object(path, "containerEnv", json_object_get(root, "containerEnv"), &dc->env, err) <
-            0 ||
-        env_object(path, "remoteEnv", json_object_get(root, "remoteEnv"), &dc->env, err) < 0 ||
-        user_field(path, root, "containerUser", &dc->container_user, err) < 0 ||
+    return 0;
+}
+
+/* containerUser and remoteUser (one user: they must agree), updateRemoteUserUID and
+ * workspaceFolder. */
+static int user_fields(struct sbx_devc *dc, const char *path, json_t *root, sbx_error_t **err)
+{
+    json_t *v;
+
+    if (user_field(path, root, "containerUser", &dc->container_user, err) < 0 ||
         user_field(path, root, "remoteUser", &dc->remote_user, err) < 0) {
-        goto fail;
+        return -1;
     }
     if (dc->container_user != NULL && dc->remote_user != NULL &&
         strcmp(dc->container_user, dc->remote_user) != 0) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "%s: containerUser '%s' differs from remoteUser '%s': a sandbox runs its "
-                      "own processes and every command as one user",
-                      path, dc->container_user, dc->remote_user);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: containerUser '%s' differs from remoteUser '%s': a sandbox runs "
+                             "its own processes and every command as one user",
+                             path, dc->container_user, dc->remote_user);
     }
     dc->update_uid = !json_is_false(json_object_get(root, "updateRemoteUserUID"));
     v = json_object_get(root, "workspaceFolder");
@@ -432,28 +427,81 @@ int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fe
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
               *p == '/' || *p == '.' || *p == '_' || *p == '-') ||
             dc->workdir[0] != '/') {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "%s: workspaceFolder must be an absolute path of letters, digits and "
-                          "/ . _ -",
-                          path);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: workspaceFolder must be an absolute path of letters, digits "
+                                 "and / . _ -",
+                                 path);
         }
     }
+    return 0;
+}
+
+/* The lifecycle commands, then the features and their order. */
+static int steps_and_features(struct sbx_devc *dc, const char *path, json_t *root,
+                              sbx_error_t **err)
+{
+    json_t *v;
+
     for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
         v = json_object_get(root, sbx_devc_step_field[s]);
         if (v != NULL &&
             sbx_devc_cmds(path, sbx_devc_step_field[s], v, &dc->cmds[s], &dc->ncmds[s], err) < 0) {
-            goto fail;
+            return -1;
         }
     }
     v = json_object_get(root, "features");
     if (v != NULL &&
         sbx_devc_features(dc, v, json_object_get(root, "overrideFeatureInstallOrder"), err) < 0) {
-        goto fail;
+        return -1;
     }
     if (json_object_get(root, "overrideFeatureInstallOrder") != NULL && v == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "%s: overrideFeatureInstallOrder without features: nothing to order", path);
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: overrideFeatureInstallOrder without features: nothing to order",
+                             path);
+    }
+    return 0;
+}
+
+/* customizations.sbx's fields that build sbx's own Debian base, refused when the
+ * definition names another base. */
+static int own_base_fields(const struct sbx_devc *dc, const char *path, json_t *sbx,
+                           sbx_error_t **err)
+{
+    const char *k;
+    json_t *v;
+
+    if ((dc->image == NULL && dc->dockerfile == NULL) || sbx == NULL) {
+        return 0;
+    }
+    json_object_foreach(sbx, k, v)
+    {
+        if (strcmp(k, "suite") == 0 || strcmp(k, "packages") == 0 || strcmp(k, "npm") == 0) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: customizations.sbx.%s builds sbx's own Debian base, and "
+                                 "this definition names another (%s): install it there",
+                                 path, k, dc->image ? "image" : "build.dockerfile");
+        }
+    }
+    return 0;
+}
+
+int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fetch *fetch,
+                        struct sbx_devc **out, sbx_error_t **err)
+{
+    struct sbx_devc *dc = xcalloc(1, sizeof(*dc));
+    char *base = dir_of(path);
+    json_t *sbx = json_object_get(json_object_get(root, "customizations"), "sbx");
+
+    *out = NULL;
+    dc->path = xstrdup(path);
+    dc->fetch = fetch;
+    dc->update_uid = 1;
+    if (field_names(path, root, err) < 0 || fixed_fields(path, root, err) < 0 ||
+        build_fields(dc, root, base, err) < 0 ||
+        env_object(path, "containerEnv", json_object_get(root, "containerEnv"), &dc->env, err) <
+            0 ||
+        env_object(path, "remoteEnv", json_object_get(root, "remoteEnv"), &dc->env, err) < 0 ||
+        user_fields(dc, path, root, err) < 0 || steps_and_features(dc, path, root, err) < 0) {
         goto fail;
     }
     dc->layered = dc->image != NULL || dc->dockerfile != NULL || dc->nfeatures > 0 ||
@@ -467,17 +515,8 @@ int sbx_devc_parse_with(const char *path, json_t *root, const struct sbx_devc_fe
         free(base);
         return 0;
     }
-    if ((dc->image != NULL || dc->dockerfile != NULL) && sbx != NULL) {
-        json_object_foreach(sbx, k, v)
-        {
-            if (strcmp(k, "suite") == 0 || strcmp(k, "packages") == 0 || strcmp(k, "npm") == 0) {
-                sbx_error_set(err, SBX_E_CONFIG,
-                              "%s: customizations.sbx.%s builds sbx's own Debian base, and "
-                              "this definition names another (%s): install it there",
-                              path, k, dc->image ? "image" : "build.dockerfile");
-                goto fail;
-            }
-        }
+    if (own_base_fields(dc, path, sbx, err) < 0) {
+        goto fail;
     }
     free(base);
     *out = dc;

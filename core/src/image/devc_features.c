@@ -281,24 +281,14 @@ static int id_list(const char *path, const char *ref, const char *field, json_t 
     return 0;
 }
 
-/* Reads one feature into f. ref names it in messages (for a dependency:
- * 'A"].dependsOn["B'); real is what is fetched (NULL: ref); dir, when not
- * NULL, is its folder already there (nothing is fetched). */
-static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, const char *real,
-                        const char *dir, json_t *given, struct sbx_devc_feature *f,
-                        sbx_error_t **err)
+/* f->dir: dir when given, else the feature fetched from a registry the configuration
+ * lists, else "./<folder>" beside the definition (base); a URL is refused. */
+static int feature_dir(struct sbx_devc *dc, const char *base, const char *ref, const char *real,
+                       const char *dir, struct sbx_devc_feature *f, sbx_error_t **err)
 {
     const char *path = dc->path;
     char *joined;
-    char *file;
-    json_t *root;
-    json_error_t jerr;
-    const char *k;
-    json_t *v;
-    int r = -1;
 
-    f->ref = xstrdup(ref);
-    real = real ? real : ref;
     if (dir != NULL) {
         f->dir = xstrdup(dir);
     }
@@ -336,6 +326,132 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
                                  ref, base, ref + 2);
         }
     }
+    return 0;
+}
+
+/* The feature's containerEnv (v, not NULL) into f->container_env. */
+static int feature_container_env(const char *path, const char *ref, json_t *v,
+                                 struct sbx_devc_feature *f, sbx_error_t **err)
+{
+    const char *ek;
+    json_t *ev;
+
+    if (!json_is_object(v)) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: containerEnv: not an object",
+                             path, ref);
+    }
+    json_object_foreach(v, ek, ev)
+    {
+        char *kv;
+
+        if (!json_is_string(ev) || strchr(json_string_value(ev), '\n') != NULL || *ek == '\0' ||
+            strlen(ek) > 128 ||
+            strspn(ek, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+                strlen(ek)) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: features[\"%s\"]: containerEnv.%.64s must be a string "
+                                 "named by letters, digits and _",
+                                 path, ref, ek);
+        }
+        kv = xasprintf("%s=%s", ek, json_string_value(ev));
+        sbx_devc_strv_add(&f->container_env, kv);
+        free(kv);
+    }
+    return 0;
+}
+
+/* The feature's lifecycle commands (onCreateCommand...) into f->cmds. */
+static int feature_cmds(const char *path, const char *ref, json_t *root, struct sbx_devc_feature *f,
+                        sbx_error_t **err)
+{
+    for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
+        json_t *v = json_object_get(root, sbx_devc_step_field[s]);
+        char *field;
+        int r;
+
+        if (v == NULL) {
+            continue;
+        }
+        field = xasprintf("features[\"%s\"].%s", ref, sbx_devc_step_field[s]);
+        r = sbx_devc_cmds(path, field, v, &f->cmds[s], &f->ncmds[s], err);
+        free(field);
+        if (r < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Reads devcontainer-feature.json (root, read from file) into f: only the fields sbx
+ * honours, an id, its options with the given values, its containerEnv, its order and
+ * dependencies, its commands. */
+static int feature_json(const char *path, const char *ref, const char *file, json_t *root,
+                        json_t *given, struct sbx_devc_feature *f, sbx_error_t **err)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach(root, k, v)
+    {
+        size_t i;
+
+        for (i = 0; feature_known[i] != NULL && strcmp(feature_known[i], k) != 0; i++) {
+        }
+        if (feature_known[i] == NULL) {
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: features[\"%s\"]: %s: %.64s is not honoured by sbx image "
+                                 "build (a sandbox's mounts, privileges and entrypoint are sbx's)",
+                                 path, ref, file, k);
+        }
+    }
+    v = json_object_get(root, "id");
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: %s: id is missing", path,
+                             ref, file);
+    }
+    f->id = xstrdup(json_string_value(v));
+    v = json_object_get(root, "init");
+    if (v != NULL && !json_is_true(v)) {
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: %s: init: only true", path,
+                             ref, file);
+    }
+    if (feature_options(path, f, json_object_get(root, "options"), given, err) < 0) {
+        return -1;
+    }
+    v = json_object_get(root, "containerEnv");
+    if (v != NULL && feature_container_env(path, ref, v, f, err) < 0) {
+        return -1;
+    }
+    if (id_list(path, ref, "installsAfter", json_object_get(root, "installsAfter"), 0, &f->after,
+                err) < 0 ||
+        id_list(path, ref, "dependsOn", json_object_get(root, "dependsOn"), 1, &f->depends, err) <
+            0) {
+        return -1;
+    }
+    if (json_is_object(json_object_get(root, "dependsOn"))) {
+        f->depends_on = json_incref(json_object_get(root, "dependsOn"));
+    }
+    return feature_cmds(path, ref, root, f, err);
+}
+
+/* Reads one feature into f. ref names it in messages (for a dependency:
+ * 'A"].dependsOn["B'); real is what is fetched (NULL: ref); dir, when not
+ * NULL, is its folder already there (nothing is fetched). */
+static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, const char *real,
+                        const char *dir, json_t *given, struct sbx_devc_feature *f,
+                        sbx_error_t **err)
+{
+    const char *path = dc->path;
+    char *file;
+    json_t *root;
+    json_error_t jerr;
+    int r = -1;
+
+    f->ref = xstrdup(ref);
+    real = real ? real : ref;
+    if (feature_dir(dc, base, ref, real, dir, f, err) < 0) {
+        return -1;
+    }
     file = xasprintf("%s/install.sh", f->dir);
     if (access(file, R_OK) < 0) {
         sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: %s is missing", path, ref, file);
@@ -348,92 +464,10 @@ static int load_feature(struct sbx_devc *dc, const char *base, const char *ref, 
     if (root == NULL || !json_is_object(root)) {
         sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: %s:%d: %s", path, ref, file,
                       root ? 1 : jerr.line, root ? "must be an object" : jerr.text);
-        goto out;
     }
-    json_object_foreach(root, k, v)
-    {
-        size_t i;
-
-        for (i = 0; feature_known[i] != NULL && strcmp(feature_known[i], k) != 0; i++) {
-        }
-        if (feature_known[i] == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "%s: features[\"%s\"]: %s: %.64s is not honoured by sbx image build "
-                          "(a sandbox's mounts, privileges and entrypoint are sbx's)",
-                          path, ref, file, k);
-            goto out;
-        }
+    else if (feature_json(path, ref, file, root, given, f, err) == 0) {
+        r = 0;
     }
-    v = json_object_get(root, "id");
-    if (!json_is_string(v) || json_string_length(v) == 0) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: %s: id is missing", path, ref,
-                      file);
-        goto out;
-    }
-    f->id = xstrdup(json_string_value(v));
-    v = json_object_get(root, "init");
-    if (v != NULL && !json_is_true(v)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: %s: init: only true", path, ref,
-                      file);
-        goto out;
-    }
-    if (feature_options(path, f, json_object_get(root, "options"), given, err) < 0) {
-        goto out;
-    }
-    v = json_object_get(root, "containerEnv");
-    if (v != NULL) {
-        const char *ek;
-        json_t *ev;
-
-        if (!json_is_object(v)) {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: features[\"%s\"]: containerEnv: not an object",
-                          path, ref);
-            goto out;
-        }
-        json_object_foreach(v, ek, ev)
-        {
-            char *kv;
-
-            if (!json_is_string(ev) || strchr(json_string_value(ev), '\n') != NULL || *ek == '\0' ||
-                strlen(ek) > 128 ||
-                strspn(ek, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
-                    strlen(ek)) {
-                sbx_error_set(err, SBX_E_CONFIG,
-                              "%s: features[\"%s\"]: containerEnv.%.64s must be a string named "
-                              "by letters, digits and _",
-                              path, ref, ek);
-                goto out;
-            }
-            kv = xasprintf("%s=%s", ek, json_string_value(ev));
-            sbx_devc_strv_add(&f->container_env, kv);
-            free(kv);
-        }
-    }
-    if (id_list(path, ref, "installsAfter", json_object_get(root, "installsAfter"), 0, &f->after,
-                err) < 0 ||
-        id_list(path, ref, "dependsOn", json_object_get(root, "dependsOn"), 1, &f->depends, err) <
-            0) {
-        goto out;
-    }
-    if (json_is_object(json_object_get(root, "dependsOn"))) {
-        f->depends_on = json_incref(json_object_get(root, "dependsOn"));
-    }
-    for (int s = 0; s < SBX_DEVC_NSTEPS; s++) {
-        char *field;
-
-        v = json_object_get(root, sbx_devc_step_field[s]);
-        if (v == NULL) {
-            continue;
-        }
-        field = xasprintf("features[\"%s\"].%s", ref, sbx_devc_step_field[s]);
-        r = sbx_devc_cmds(path, field, v, &f->cmds[s], &f->ncmds[s], err);
-        free(field);
-        if (r < 0) {
-            goto out;
-        }
-    }
-    r = 0;
-out:
     json_decref(root);
     free(file);
     return r;

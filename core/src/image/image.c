@@ -157,48 +157,24 @@ struct sbx_image_def *sbx_image_def_load(const char *path, sbx_error_t **err)
     return sbx_image_def_load_with(path, NULL, err);
 }
 
-struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx_devc_fetch *fetch,
-                                              sbx_error_t **err)
+/* customizations.sbx (sbx, NULL when absent): the Debian suite, the packages (the
+ * required ones first; sorted) and the npm specs (sorted). */
+static int sbx_fields(struct sbx_image_def *d, const char *path, json_t *sbx, sbx_error_t **err)
 {
-    struct sbx_image_def *d = xcalloc(1, sizeof(*d));
-    json_error_t jerr;
-    /* JSONC, as the spec allows: comments and trailing commas */
-    json_t *root = sbx_jsonc_load_file(path, SBX_IMAGE_DEF_MAX, JSON_REJECT_DUPLICATES, &jerr);
-    json_t *sbx;
     json_t *pkgs;
-    json_t *env;
-    json_t *canon;
-    json_t *mise_tools = NULL;
-    const char *k;
     json_t *v;
     size_t n = 0;
     size_t i;
 
-    d->path = xstrdup(path);
-    if (root == NULL) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s:%d: %s", path, jerr.line, jerr.text);
-        goto fail;
-    }
-    if (!json_is_object(root)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: the top level must be an object", path);
-        goto fail;
-    }
-    /* every other field of the spec: honoured or refused by name */
-    if (sbx_devc_parse_with(path, root, fetch, &d->devc, err) < 0) {
-        goto fail;
-    }
-    sbx = json_object_get(json_object_get(root, "customizations"), "sbx");
     if (sbx != NULL && !json_is_object(sbx)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx must be an object", path);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: customizations.sbx must be an object", path);
     }
     v = json_object_get(sbx, "suite");
     if (v != NULL && (!json_is_string(v) || !valid_package(json_string_value(v)))) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "%s: customizations.sbx.suite must be a Debian suite "
-                      "name such as \"bookworm\"",
-                      path);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: customizations.sbx.suite must be a Debian suite "
+                             "name such as \"bookworm\"",
+                             path);
     }
     d->suite = xstrdup(v ? json_string_value(v) : "bookworm");
     for (i = 0; required_packages[i] != NULL; i++) {
@@ -206,60 +182,66 @@ struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx
     }
     pkgs = json_object_get(sbx, "packages");
     if (pkgs != NULL && !json_is_array(pkgs)) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "%s: customizations.sbx.packages must be an array of "
-                      "Debian package names",
-                      path);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: customizations.sbx.packages must be an array of "
+                             "Debian package names",
+                             path);
     }
     json_array_foreach(pkgs, i, v)
     {
         if (!json_is_string(v) || !valid_package(json_string_value(v))) {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "%s: customizations.sbx.packages[%zu] is not a "
-                          "Debian package name",
-                          path, i);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: customizations.sbx.packages[%zu] is not a "
+                                 "Debian package name",
+                                 path, i);
         }
         add_unique(&d->packages, &n, json_string_value(v));
     }
     qsort(d->packages, n, sizeof(char *), cmp_str);
     pkgs = json_object_get(sbx, "npm");
     if (pkgs != NULL && !json_is_array(pkgs)) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "%s: customizations.sbx.npm must be an array of "
-                      "\"name@version\" strings",
-                      path);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "%s: customizations.sbx.npm must be an array of "
+                             "\"name@version\" strings",
+                             path);
     }
     n = 0;
     json_array_foreach(pkgs, i, v)
     {
         if (!json_is_string(v) || !sbx_image_npm_spec_valid(json_string_value(v))) {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "%s: customizations.sbx.npm[%zu] is not an npm "
-                          "\"name@version\"",
-                          path, i);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: customizations.sbx.npm[%zu] is not an npm "
+                                 "\"name@version\"",
+                                 path, i);
         }
         add_unique(&d->npm, &n, json_string_value(v));
     }
     if (n > 0) {
         qsort(d->npm, n, sizeof(char *), cmp_str);
     }
-    env = json_object_get(root, "containerEnv");
+    return 0;
+}
+
+/* containerEnv as KEY=VALUE strings, and workspaceFolder. */
+static int env_and_workdir(struct sbx_image_def *d, const char *path, json_t *root,
+                           sbx_error_t **err)
+{
+    json_t *env = json_object_get(root, "containerEnv");
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+
     if (env != NULL && !json_is_object(env)) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv must be an object of strings", path);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv must be an object of strings",
+                             path);
     }
-    n = 0;
     json_object_foreach(env, k, v)
     {
         char *kv;
 
         if (!json_is_string(v) || strchr(k, '=') != NULL || *k == '\0') {
-            sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv.%s must be a string", path, k);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG, "%s: containerEnv.%s must be a string", path,
+                                 k);
         }
         kv = xasprintf("%s=%s", k, json_string_value(v));
         add_unique(&d->env, &n, kv);
@@ -267,31 +249,44 @@ struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx
     }
     v = json_object_get(root, "workspaceFolder");
     if (v != NULL && (!json_is_string(v) || json_string_value(v)[0] != '/')) {
-        sbx_error_set(err, SBX_E_CONFIG, "%s: workspaceFolder must be an absolute path", path);
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG, "%s: workspaceFolder must be an absolute path",
+                             path);
     }
     d->workdir = xstrdup(v ? json_string_value(v) : "/workspace");
+    return 0;
+}
+
+/* The repository's mise.toml (UTF-8 text) and its tools: Debian packages and npm specs
+ * (image/mise.c); *mise_tools for the content hash. */
+static int mise_fields(struct sbx_image_def *d, const char *path, json_t **mise_tools,
+                       sbx_error_t **err)
+{
     d->mise = read_mise(path);
     if (d->mise != NULL) {
         /* the canonical spec is JSON: mise.toml must be UTF-8 text */
         json_t *t = json_string(d->mise);
 
         if (t == NULL) {
-            sbx_error_set(err, SBX_E_CONFIG,
-                          "%s: the mise.toml of this repository is not UTF-8 "
-                          "text",
-                          path);
-            goto fail;
+            return sbx_error_set(err, SBX_E_CONFIG,
+                                 "%s: the mise.toml of this repository is not UTF-8 "
+                                 "text",
+                                 path);
         }
         json_decref(t);
     }
     /* (added) mise.toml's tools: Debian packages and npm specs (image/mise.c) */
-    if (sbx_mise_apply(d->mise, "mise.toml", &d->packages, &d->npm, &mise_tools, err) < 0) {
-        goto fail;
-    }
-    /* the content hash covers exactly what shapes the image */
-    canon = json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite, "packages",
-                      json_array(), "env", json_array(), "workdir", d->workdir, "mise", d->mise);
+    return sbx_mise_apply(d->mise, "mise.toml", &d->packages, &d->npm, mise_tools, err);
+}
+
+/* d->canonical: the content hash covers exactly what shapes the image (mise_tools,
+ * owned, when not NULL). */
+static void canonical(struct sbx_image_def *d, json_t *mise_tools)
+{
+    json_t *canon =
+        json_pack("{s:i, s:s, s:o, s:o, s:s, s:s?}", "format", 1, "suite", d->suite, "packages",
+                  json_array(), "env", json_array(), "workdir", d->workdir, "mise", d->mise);
+    size_t i;
+
     for (i = 0; d->packages[i] != NULL; i++) {
         json_array_append_new(json_object_get(canon, "packages"), json_string(d->packages[i]));
     }
@@ -316,6 +311,34 @@ struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx
     }
     d->canonical = json_dumps(canon, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(canon);
+}
+
+struct sbx_image_def *sbx_image_def_load_with(const char *path, const struct sbx_devc_fetch *fetch,
+                                              sbx_error_t **err)
+{
+    struct sbx_image_def *d = xcalloc(1, sizeof(*d));
+    json_error_t jerr;
+    /* JSONC, as the spec allows: comments and trailing commas */
+    json_t *root = sbx_jsonc_load_file(path, SBX_IMAGE_DEF_MAX, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *mise_tools = NULL;
+
+    d->path = xstrdup(path);
+    if (root == NULL) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s:%d: %s", path, jerr.line, jerr.text);
+        goto fail;
+    }
+    if (!json_is_object(root)) {
+        sbx_error_set(err, SBX_E_CONFIG, "%s: the top level must be an object", path);
+        goto fail;
+    }
+    /* every other field of the spec: honoured or refused by name */
+    if (sbx_devc_parse_with(path, root, fetch, &d->devc, err) < 0 ||
+        sbx_fields(d, path, json_object_get(json_object_get(root, "customizations"), "sbx"), err) <
+            0 ||
+        env_and_workdir(d, path, root, err) < 0 || mise_fields(d, path, &mise_tools, err) < 0) {
+        goto fail;
+    }
+    canonical(d, mise_tools);
     json_decref(root);
     return d;
 fail:

@@ -109,19 +109,13 @@ static int path_inside(const char *dir, const char *path)
     return strncmp(dir, path, n) == 0 && path[n] == '/' && strchr(path + n + 1, '/') == NULL;
 }
 
-struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
-                                   enum sbx_plugin_kind expect_kind, const char *expect_name,
-                                   sbx_error_t **err)
+/* Steps 1 and 2: path is absolute, inside the plugin dir, a regular file (not a
+ * symlink) named NAME.so. Returns NAME (the caller frees it); NULL: refused. */
+static char *plugin_file_name(const char *plugin_dir, const char *path, sbx_error_t **err)
 {
-    struct sbx_plugin *p;
     cleanup_free char *dir = NULL;
-    cleanup_free char *file_name = NULL;
-    const struct sbx_plugin_desc *d;
     struct stat st;
-    entry_fn entry;
     const char *base;
-    const char *missing;
-    size_t ops_max;
 
     /* 1. an absolute path inside the plugin dir */
     if (path == NULL || path[0] != '/') {
@@ -155,10 +149,17 @@ struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
         refuse(NULL, err, path, "file name does not end in .so");
         return NULL;
     }
-    file_name = xstrndup(base, strlen(base) - 3);
+    return xstrndup(base, strlen(base) - 3);
+}
 
-    p = xcalloc(1, sizeof(*p));
-    p->path = xstrdup(path);
+/* Steps 3 and 4: dlopen path into p and call its entry. Returns the plugin's
+ * descriptor; NULL: refused (p freed). */
+static const struct sbx_plugin_desc *plugin_open(struct sbx_plugin *p, const char *path,
+                                                 sbx_error_t **err)
+{
+    const struct sbx_plugin_desc *d;
+    entry_fn entry;
+
     /* 3. dlopen with every symbol resolved now */
     p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (p->handle == NULL) {
@@ -178,73 +179,102 @@ struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
         refuse(p, err, path, "%s() returned NULL", SBX_PLUGIN_ENTRY_SYMBOL);
         return NULL;
     }
+    return d;
+}
+
+/* Steps 5 to 7: d's ABI version and sizes, copied into p->desc and p->ops, its kind,
+ * name, version and state, its required callbacks. -1: refused (p freed). */
+static int plugin_check_desc(struct sbx_plugin *p, const struct sbx_plugin_desc *d,
+                             const char *path, sbx_error_t **err)
+{
+    const char *missing;
+    size_t ops_max;
+
     /* 5. the ABI version: same major, minor not newer */
     if (d->abi_major != SBX_PLUGIN_ABI_MAJOR) {
-        refuse(p, err, path, "ABI major %u, this sbx speaks %u", d->abi_major,
-               SBX_PLUGIN_ABI_MAJOR);
-        return NULL;
+        return refuse(p, err, path, "ABI major %u, this sbx speaks %u", d->abi_major,
+                      SBX_PLUGIN_ABI_MAJOR);
     }
     if (d->abi_minor > SBX_PLUGIN_ABI_MINOR) {
         /* same major: the fields up to ops_size have the same layout */
-        refuse(p, err, path,
-               "%s %s is built for plugin ABI %u.%u, newer than this sbx's %u.%u (rebuild it "
-               "against this sbx's SDK, or upgrade sbx)",
-               d->name != NULL ? d->name : "(no name)", d->version != NULL ? d->version : "",
-               d->abi_major, d->abi_minor, SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
-        return NULL;
+        return refuse(p, err, path,
+                      "%s %s is built for plugin ABI %u.%u, newer than this sbx's %u.%u (rebuild "
+                      "it against this sbx's SDK, or upgrade sbx)",
+                      d->name != NULL ? d->name : "(no name)", d->version != NULL ? d->version : "",
+                      d->abi_major, d->abi_minor, SBX_PLUGIN_ABI_MAJOR, SBX_PLUGIN_ABI_MINOR);
     }
     /* 6. sizes not larger than the core's; copy into zeroed storage */
     if (d->desc_size > sizeof(struct sbx_plugin_desc) ||
         d->desc_size < offsetof(struct sbx_plugin_desc, ops_size) + sizeof(uint32_t)) {
-        refuse(p, err, path, "descriptor size %u does not match this sbx (%zu)", d->desc_size,
-               sizeof(struct sbx_plugin_desc));
-        return NULL;
+        return refuse(p, err, path, "descriptor size %u does not match this sbx (%zu)",
+                      d->desc_size, sizeof(struct sbx_plugin_desc));
     }
     memcpy(&p->desc, d, d->desc_size);
     if (p->desc.kind != SBX_PLUGIN_PROVIDER && p->desc.kind != SBX_PLUGIN_CREDENTIAL) {
-        refuse(p, err, path, "unknown plugin kind %u", p->desc.kind);
-        return NULL;
+        return refuse(p, err, path, "unknown plugin kind %u", p->desc.kind);
     }
     ops_max = p->desc.kind == SBX_PLUGIN_PROVIDER ? sizeof(struct sbx_provider_ops)
                                                   : sizeof(struct sbx_credential_ops);
     if (p->desc.ops == NULL) {
-        refuse(p, err, path, "no ops table");
-        return NULL;
+        return refuse(p, err, path, "no ops table");
     }
     if (p->desc.ops_size > ops_max) {
-        refuse(p, err, path, "%s ops struct of %u bytes is larger than this sbx's %zu",
-               sbx_plugin_kind_name(p->desc.kind), p->desc.ops_size, ops_max);
-        return NULL;
+        return refuse(p, err, path, "%s ops struct of %u bytes is larger than this sbx's %zu",
+                      sbx_plugin_kind_name(p->desc.kind), p->desc.ops_size, ops_max);
     }
     memcpy(&p->ops, p->desc.ops, p->desc.ops_size);
     if (p->desc.name == NULL || p->desc.version == NULL) {
-        refuse(p, err, path, "descriptor has no name or version");
-        return NULL;
+        return refuse(p, err, path, "descriptor has no name or version");
     }
     if (p->desc.state < SBX_PLUGIN_READY || p->desc.state > SBX_PLUGIN_DEFERRED) {
-        refuse(p, err, path, "unknown plugin state %u", p->desc.state);
-        return NULL;
+        return refuse(p, err, path, "unknown plugin state %u", p->desc.state);
     }
     /* 7. required callbacks present */
     missing = missing_callback(p);
     if (missing != NULL) {
-        refuse(p, err, path, "required callback '%s' is missing", missing);
-        return NULL;
+        return refuse(p, err, path, "required callback '%s' is missing", missing);
     }
+    return 0;
+}
+
+/* Step 8: the kind expected (0: any), the name of the file (file_name) and the one
+ * configured (expect_name, NULL: any). -1: refused (p freed). */
+static int plugin_check_names(struct sbx_plugin *p, const char *path, const char *file_name,
+                              enum sbx_plugin_kind expect_kind, const char *expect_name,
+                              sbx_error_t **err)
+{
     /* 8. kind and name match */
     if (expect_kind != 0 && p->desc.kind != (uint32_t)expect_kind) {
-        refuse(p, err, path, "is a %s plugin, a %s plugin was expected",
-               sbx_plugin_kind_name(p->desc.kind), sbx_plugin_kind_name(expect_kind));
-        return NULL;
+        return refuse(p, err, path, "is a %s plugin, a %s plugin was expected",
+                      sbx_plugin_kind_name(p->desc.kind), sbx_plugin_kind_name(expect_kind));
     }
     if (strcmp(p->desc.name, file_name) != 0) {
-        refuse(p, err, path, "descriptor name '%s' does not match the file name '%s'", p->desc.name,
-               file_name);
-        return NULL;
+        return refuse(p, err, path, "descriptor name '%s' does not match the file name '%s'",
+                      p->desc.name, file_name);
     }
     if (expect_name != NULL && strcmp(p->desc.name, expect_name) != 0) {
-        refuse(p, err, path, "plugin name '%s' does not match the configured '%s'", p->desc.name,
-               expect_name);
+        return refuse(p, err, path, "plugin name '%s' does not match the configured '%s'",
+                      p->desc.name, expect_name);
+    }
+    return 0;
+}
+
+struct sbx_plugin *sbx_plugin_load(const char *plugin_dir, const char *path,
+                                   enum sbx_plugin_kind expect_kind, const char *expect_name,
+                                   sbx_error_t **err)
+{
+    struct sbx_plugin *p;
+    cleanup_free char *file_name = plugin_file_name(plugin_dir, path, err);
+    const struct sbx_plugin_desc *d;
+
+    if (file_name == NULL) {
+        return NULL;
+    }
+    p = xcalloc(1, sizeof(*p));
+    p->path = xstrdup(path);
+    d = plugin_open(p, path, err);
+    if (d == NULL || plugin_check_desc(p, d, path, err) < 0 ||
+        plugin_check_names(p, path, file_name, expect_kind, expect_name, err) < 0) {
         return NULL;
     }
     sbx_debug("plugin loader: loaded %s %s (%s, ABI %u.%u, %s) from %s", p->desc.name,
