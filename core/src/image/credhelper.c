@@ -143,6 +143,10 @@ static int run_helper(const char *prog, const char *server, char **out, size_t *
 
     if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0) {
         snprintf(why, why_size, "pipe: %s", strerror(errno));
+        if (in[0] >= 0) { /* the first pipe was made: no descriptor leaks */
+            close(in[0]);
+            close(in[1]);
+        }
         free(buf);
         return -1;
     }
