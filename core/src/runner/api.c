@@ -381,8 +381,10 @@ static void job_get_done(struct sbx_runner *r, struct evhttp_request *req, void 
     j = runner_job_find(r, c->id);
     if (j != NULL) {
         pthread_mutex_lock(&r->mu);
-        json_object_set_new(o, "output_bytes", json_integer((json_int_t)j->out_total));
-        json_object_set_new(o, "output_truncated", json_boolean(j->out_total > j->out_len));
+        json_object_set_new(o, "output_bytes",
+                            json_integer((json_int_t)runner_output_total(j->output)));
+        json_object_set_new(o, "output_truncated",
+                            json_boolean(runner_output_first(j->output) > 0));
         if (j->wt_events != NULL) { /* (added, issue 31) */
             json_object_set_new(o, "worktree_events", json_deep_copy(j->wt_events));
         }
@@ -412,7 +414,7 @@ struct runner_stream {
     struct evhttp_request *req;
     struct rjob *job;
     struct sbx_runner *r; /* (added, issue 31) */
-    size_t sent;          /* in out_total terms */
+    size_t sent;          /* in runner_output_total terms */
     size_t acked;         /* (added, issue 31) written out to the client (output_wait) */
     int frames;           /* ?frames=1: stdout and stderr kept apart in frames */
     struct runner_stream *next;
@@ -444,7 +446,7 @@ static void acked_update(struct sbx_runner *r, struct rjob *j)
         low = s->acked < low ? s->acked : low;
         n++;
     }
-    j->out_acked = n > 0 ? low : j->out_total;
+    j->out_acked = n > 0 ? low : runner_output_total(j->output);
     j->followers = n;
     j->followed |= n > 0;
     pthread_cond_broadcast(&r->cond);
@@ -487,22 +489,24 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     }
 }
 
-/* The output from absolute offset from on, as frames (docs/api.md): the
+/* A run of the output as frames (docs/api.md; runner_output_runs): the
  * header of sbx/sbx_frame.h {stream (1 stdout, 2 stderr), 0, 0, 0, length
  * u32 BE} then the bytes, at most SBX_FRAME_MAX a frame. Under r->mu. */
-static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t start)
+static int add_frames(void *ud, int stream, const char *data, size_t len)
 {
-    while (from < j->out_total) {
-        size_t end;
-        int stream = runner_output_stream_at(j, from, &end);
-        size_t n = end - from < SBX_FRAME_MAX ? end - from : SBX_FRAME_MAX;
+    struct evbuffer *b = ud;
+
+    while (len > 0) {
+        size_t n = len < SBX_FRAME_MAX ? len : SBX_FRAME_MAX;
         unsigned char hdr[SBX_FRAME_HDR];
 
         sbx_frame_encode(hdr, (unsigned char)stream, (uint32_t)n);
         evbuffer_add(b, hdr, sizeof(hdr));
-        evbuffer_add(b, runner_output_bytes(j) + (from - start), n);
-        from += n;
+        evbuffer_add(b, data, n);
+        data += n;
+        len -= n;
     }
+    return 0;
 }
 
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
@@ -512,20 +516,21 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
     while (s != NULL) {
         struct runner_stream *next = s->next;
         struct evbuffer *b = evbuffer_new();
-        size_t start;
+        size_t start, total;
 
         pthread_mutex_lock(&r->mu);
-        start = j->out_total - j->out_len;
+        start = runner_output_first(j->output);
+        total = runner_output_total(j->output);
         if (s->sent < start) {
             s->sent = start; /* older output was dropped (bounded buffer) */
         }
         if (s->frames) {
-            add_frames(b, j, s->sent, start);
+            runner_output_runs(j->output, s->sent, add_frames, b);
         }
         else {
-            evbuffer_add(b, runner_output_bytes(j) + (s->sent - start), j->out_total - s->sent);
+            evbuffer_add(b, runner_output_at(j->output, s->sent), total - s->sent);
         }
-        s->sent = j->out_total;
+        s->sent = total;
         final = final || j->state >= SBX_JOB_FINISHED;
         pthread_mutex_unlock(&r->mu);
         if (evbuffer_get_length(b) > 0 && r->output_wait) {
@@ -797,7 +802,7 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     s->job = j;
     s->r = r;
     pthread_mutex_lock(&r->mu);
-    s->acked = j->out_total - j->out_len; /* (added, issue 31) older bytes are gone */
+    s->acked = runner_output_first(j->output); /* (added, issue 31) older bytes are gone */
     pthread_mutex_unlock(&r->mu);
     s->next = j->streams;
     j->streams = s;

@@ -37,14 +37,15 @@ struct worker {
     int warm_held; /* (added) it took a warm sandbox: runner_warm_claim_done is due */
 };
 
-void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
+/* stream: 1 stdout, 2 stderr; appended to j's output (output.h) under r->mu */
+static void output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
                           size_t len)
 {
     if (len == 0) {
         return;
     }
     pthread_mutex_lock(&r->mu);
-    runner_output_add(j, stream, data, len);
+    runner_output_add(j->output, stream, data, len);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -104,8 +105,9 @@ static void output_wait(struct sbx_runner *r, struct rjob *j, size_t len)
     }
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? j->out_total : 0;
-        size_t behind = j->out_total - acked;
+        size_t total = runner_output_total(j->output);
+        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? total : 0;
+        size_t behind = total - acked;
 
         if (behind == 0 || behind + len <= SBX_RUNNER_MAX_OUTPUT || runner_job_cancelled(j) ||
             r->stopping) {
@@ -124,7 +126,7 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
         log_first_output(w, "output");
     }
     output_wait(w->r, w->j, len);
-    runner_output_append(w->r, w->j, stream, data, len);
+    output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
     return 0;
 }
