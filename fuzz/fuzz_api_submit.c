@@ -1,5 +1,5 @@
 /* fuzz_api_submit.c - the runner API's POST /v1/jobs body parser
- * (runner_parse_submit, core/src/runner/api.c): JSON from an API client,
+ * (runner_parse_submit, core/src/runner/api_submit.c): JSON from an API client,
  * including the worktree it names, confined below runner.worktree_roots
  * (util/confine.c). The fixture's root is a private directory with
  * subdirectories and symlinks that lead out of it; "@ROOT" in the input is
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setup();
     }
     body = expand(data, size, &len); /* as handle_submit: a NUL-ended copy */
-    j = xcalloc(1, sizeof(*j));
+    j = runner_job_new();
     msg[0] = '\0';
     code = runner_parse_submit(&fixture, body, len, j, &labels, msg, sizeof(msg));
     if (code == 0) {

@@ -10,7 +10,7 @@
 
 static struct rjob *job(const char *id, int state)
 {
-    struct rjob *j = calloc(1, sizeof(*j));
+    struct rjob *j = runner_job_new();
 
     snprintf(j->id, sizeof(j->id), "%s", id);
     j->state = state;

@@ -10,10 +10,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "runner/state.h"
-#include "runner/records.h"
-#include "runner/output.h"
-#include "runner/worker.h"
 #include "sandbox/task.h"
 #include "runner_harness.h"
 #include "spawn.h"
@@ -200,106 +196,6 @@ static void test_env_survives_restart(void **state)
     free(busy);
     free(queued);
     rh_stop();
-}
-
-/* The runs of one stream stay right while the buffer drops its oldest bytes,
- * and their bookkeeping stays bounded by what is kept. */
-static void test_output_runs(void **state)
-{
-    struct sbx_runner *r = calloc(1, sizeof(*r));
-    struct rjob *j = calloc(1, sizeof(*j));
-    char *chunk = malloc(600 * 1024);
-    size_t end = 0;
-    size_t start;
-
-    (void)state;
-    assert_non_null(r);
-    assert_non_null(j);
-    assert_non_null(chunk);
-    pthread_mutex_init(&r->mu, NULL);
-    memset(chunk, 'o', 600 * 1024);
-    runner_output_append(r, j, 1, chunk, 600 * 1024);
-    memset(chunk, 'e', 600 * 1024);
-    runner_output_append(r, j, 2, chunk, 600 * 1024);
-    runner_output_append(r, j, 2, "ee", 2);
-    runner_output_append(r, j, 1, "0123456789", 10);
-    assert_int_equal(j->out_total, 1228812);
-    assert_int_equal(j->out_len, SBX_RUNNER_MAX_OUTPUT);
-    start = j->out_total - j->out_len;
-    assert_int_equal(runner_output_stream_at(j, start, &end), 1);
-    assert_int_equal(end, 614400);
-    assert_int_equal(runner_output_stream_at(j, 614400, &end), 2);
-    assert_int_equal(end, 1228802);
-    assert_int_equal(runner_output_stream_at(j, 1228801, &end), 2);
-    assert_int_equal(runner_output_stream_at(j, 1228802, &end), 1);
-    assert_int_equal(end, 1228812);
-    assert_memory_equal(runner_output_bytes(j) + (1228802 - start), "0123456789", 10);
-    /* a larger piece than the buffer keeps its last bytes only */
-    memset(chunk, 'x', 600 * 1024);
-    runner_output_append(r, j, 2, chunk, 600 * 1024);
-    runner_output_append(r, j, 2, chunk, 600 * 1024);
-    start = j->out_total - j->out_len;
-    assert_int_equal(runner_output_stream_at(j, start, &end), 2);
-    assert_int_equal(end, j->out_total);
-    /* 2000 alternating pieces of 4 KiB (8 MiB): every kept byte's stream is
-     * right, and only the runs of the kept bytes are remembered */
-    memset(chunk, 'a', 4096);
-    for (int i = 0; i < 2000; i++) {
-        runner_output_append(r, j, i % 2 ? 2 : 1, chunk, 4096);
-    }
-    start = j->out_total - j->out_len;
-    for (size_t off = start; off < j->out_total; off = end) {
-        size_t piece = (off - (j->out_total - 2000 * 4096)) / 4096;
-        int want = piece % 2 ? 2 : 1;
-
-        if (runner_output_stream_at(j, off, &end) != want) {
-            fail_msg("offset %zu: wrong stream", off);
-        }
-        assert_int_equal(end - off, 4096);
-    }
-    assert_true(j->n_seg - j->seg_head <= SBX_RUNNER_MAX_OUTPUT / 4096 + 2);
-    assert_true(j->seg_cap <= 4 * (SBX_RUNNER_MAX_OUTPUT / 4096 + 2));
-    /* 1 million pieces of 1 to 16 bytes, each a run of a counter: the kept bytes are
-     * the last ones of the sequence, and keeping them moved fewer bytes than were
-     * appended (it moved about a MiB per piece when the buffer slid by memmove) */
-    {
-        size_t moved0 = j->out_moved;
-        size_t total0 = j->out_total;
-        unsigned char k = 0;
-
-        for (int i = 0; i < 1000000; i++) {
-            char piece[16];
-            size_t n = (size_t)(i % 16) + 1;
-
-            for (size_t b = 0; b < n; b++) {
-                piece[b] = (char)k++;
-            }
-            runner_output_append(r, j, 1, piece, n);
-        }
-        assert_int_equal(j->out_len, SBX_RUNNER_MAX_OUTPUT);
-        k--; /* the last byte appended */
-        for (size_t b = 0; b < j->out_len; b++) {
-            unsigned char want = (unsigned char)(k - (j->out_len - 1 - b));
-
-            if ((unsigned char)runner_output_bytes(j)[b] != want) {
-                fail_msg("kept byte %zu is %u, not %u", b, (unsigned char)runner_output_bytes(j)[b],
-                         want);
-            }
-        }
-        assert_true(j->out_moved - moved0 <= j->out_total - total0);
-        assert_true(j->out_cap <= 2 * SBX_RUNNER_MAX_OUTPUT);
-        /* a job that ended gives the room back and keeps its bytes */
-        runner_output_settle(j);
-        assert_int_equal(j->out_cap, j->out_len);
-        assert_int_equal(j->out_off, 0);
-        assert_int_equal((unsigned char)runner_output_bytes(j)[j->out_len - 1], (unsigned char)k);
-    }
-    free(chunk);
-    free(j->out);
-    free(j->seg);
-    free(j);
-    pthread_mutex_destroy(&r->mu);
-    free(r);
 }
 
 /* Variables never override the credential lease's or, when the provider
@@ -553,7 +449,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_reaches_the_command),
         cmocka_unit_test(test_env_survives_restart),
-        cmocka_unit_test(test_output_runs),
         cmocka_unit_test(test_env_conflicts),
         cmocka_unit_test(test_sbx_run_through_runner),
     };

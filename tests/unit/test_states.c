@@ -6,6 +6,7 @@
  * event, with the store write of the transition (SQLite). */
 #include "store_fixture.h"
 
+#include "runner/jobs.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
@@ -203,7 +204,7 @@ static void fake_runner_free(struct sbx_runner *r)
 
 static struct rjob *new_job(const char *id)
 {
-    struct rjob *j = xcalloc(1, sizeof(*j));
+    struct rjob *j = runner_job_new();
 
     snprintf(j->id, sizeof(j->id), "%s", id);
     return j;
@@ -254,7 +255,7 @@ static void test_job_moves(void **state)
     assert_int_equal(rec.exit_status, 3);
     assert_string_equal(rec.reason, "exit 3");
     sbx_job_rec_clear(&rec);
-    free(j);
+    runner_job_free(j);
 
     /* a failed write: the job moves (1, the error said), unless strict */
     j = new_job("j2"); /* no record */
@@ -272,7 +273,7 @@ static void test_job_moves(void **state)
         runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, &err), 0);
     assert_int_equal(j->state, SBX_JOB_INTERRUPTED);
     assert_int_equal(j->exit_status, -1);
-    free(j);
+    runner_job_free(j);
 
     /* fenced by the claim's token: another token is ESTALE, the job moves here */
     insert_ok(r->store, "j3", "ci", "light", 0);
@@ -286,7 +287,7 @@ static void test_job_moves(void **state)
     assert_int_equal(err->code, ESTALE);
     sbx_error_free(&err);
     expect_job(r->store, "j3", SBX_JOB_QUEUED, NULL);
-    free(j);
+    runner_job_free(j);
 
     /* the worker's end: the exec's end and the job's in one transaction */
     insert_ok(r->store, "j4", "agent", "light", 0);
@@ -315,13 +316,13 @@ static void test_job_moves(void **state)
         assert_int_equal(tr.in_flight, 0);
         sbx_task_rec_clear(&tr);
     }
-    free(j);
+    runner_job_free(j);
     /* the flags the threads share */
     j = new_job("j5");
     assert_false(runner_job_cancelled(j));
     runner_job_cancel(j);
     assert_true(runner_job_cancelled(j));
-    free(j);
+    runner_job_free(j);
     fake_runner_free(r);
 }
 

@@ -22,8 +22,6 @@
 #include "runner/jobs.h"
 #include "runner/output.h"
 #include "runner/storeq.h"
-#include "sandbox/statedir.h"
-#include "util/envname.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -96,227 +94,6 @@ int runner_elsewhere(struct sbx_runner *r, struct sbx_store *st, int task, const
     return 1;
 }
 
-/* ---- submit ------------------------------------------------------------ */
-
-static const char *const submit_fields[] = {"argv",   "task",     "pool",     "class",
-                                            "labels", "worktree", "provider", "credentials",
-                                            "env",    "from",     NULL};
-
-static int opt_string(json_t *o, const char *key, const char **out, char *msg, size_t len)
-{
-    json_t *v = json_object_get(o, key);
-
-    *out = NULL;
-    if (v == NULL || json_is_null(v)) {
-        return 0;
-    }
-    if (!json_is_string(v)) {
-        snprintf(msg, len, "field '%s' must be a string", key);
-        return -1;
-    }
-    *out = json_string_value(v);
-    return 0;
-}
-
-static int labels_ok(json_t *labels, char *msg, size_t len)
-{
-    const char *k;
-    json_t *v;
-
-    if (!json_is_object(labels)) {
-        snprintf(msg, len, "field 'labels' must be an object of strings");
-        return -1;
-    }
-    if (json_object_size(labels) > 64) {
-        snprintf(msg, len, "field 'labels': at most 64 labels");
-        return -1;
-    }
-    json_object_foreach(labels, k, v)
-    {
-        size_t n = strlen(k);
-
-        if (n == 0 || n > 63 ||
-            strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/-") != n) {
-            snprintf(msg, len, "label '%.80s': names are 1-63 of [A-Za-z0-9._/-]", k);
-            return -1;
-        }
-        if (!json_is_string(v) || strlen(json_string_value(v)) > 256) {
-            snprintf(msg, len, "label '%s' must be a string of at most 256 bytes", k);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* The command's variables: names as `sbx run --env` takes them
- * (util/envname.h), string values. */
-static int env_ok(json_t *env, char *msg, size_t len)
-{
-    const char *k;
-    json_t *v;
-
-    if (!json_is_object(env)) {
-        snprintf(msg, len, "field 'env' must be an object of NAME: \"value\" strings");
-        return -1;
-    }
-    json_object_foreach(env, k, v)
-    {
-        if (!sbx_env_name_valid(k, strlen(k))) {
-            snprintf(msg, len, "env.%.80s: invalid variable name (" SBX_ENV_NAME_RULE ")", k);
-            return -1;
-        }
-        if (!json_is_string(v)) {
-            snprintf(msg, len, "env.%.80s: the value must be a string", k);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Parses and checks a submit body into *j: 0, or the HTTP status with the
- * reason in msg. The worktree is confined below runner.worktree_roots and
- * kept resolved (docs/runner.md, "Worktree roots"). */
-int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,
-                        json_t **labels, char *msg, size_t mlen)
-{
-    char *real_wt = NULL;
-    int code = 400;
-    json_error_t jerr;
-    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    json_t *argv;
-    const char *k;
-    json_t *v;
-    const char *task, *pool, *cls, *wt, *prov, *cred, *from;
-    json_t *env = NULL;
-    int rc = -1;
-
-    if (o == NULL) {
-        snprintf(msg, mlen, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column,
-                 jerr.text);
-        return 400;
-    }
-    if (!json_is_object(o)) {
-        snprintf(msg, mlen, "the body must be a JSON object");
-        goto out;
-    }
-    json_object_foreach(o, k, v)
-    {
-        size_t i = 0;
-
-        while (submit_fields[i] != NULL && strcmp(submit_fields[i], k) != 0) {
-            i++;
-        }
-        if (submit_fields[i] == NULL) {
-            snprintf(msg, mlen,
-                     "unknown field '%.80s' (allowed: argv, task, pool, class, "
-                     "labels, worktree, provider, credentials, env, from)",
-                     k);
-            goto out;
-        }
-    }
-    argv = json_object_get(o, "argv");
-    if (argv == NULL) {
-        snprintf(msg, mlen, "field 'argv' is required (the command, an array of strings)");
-        goto out;
-    }
-    if (!json_is_array(argv) || json_array_size(argv) == 0 || json_array_size(argv) > 4096) {
-        snprintf(msg, mlen, "field 'argv' must be a non-empty array of at most 4096 strings");
-        goto out;
-    }
-    for (size_t i = 0; i < json_array_size(argv); i++) {
-        if (!json_is_string(json_array_get(argv, i))) {
-            snprintf(msg, mlen, "field 'argv': element %zu must be a string", i);
-            goto out;
-        }
-    }
-    if (json_string_value(json_array_get(argv, 0))[0] == '\0') {
-        snprintf(msg, mlen, "field 'argv': the command name is empty");
-        goto out;
-    }
-    if (opt_string(o, "task", &task, msg, mlen) < 0 ||
-        opt_string(o, "pool", &pool, msg, mlen) < 0 ||
-        opt_string(o, "class", &cls, msg, mlen) < 0 ||
-        opt_string(o, "worktree", &wt, msg, mlen) < 0 ||
-        opt_string(o, "provider", &prov, msg, mlen) < 0 ||
-        opt_string(o, "credentials", &cred, msg, mlen) < 0 ||
-        opt_string(o, "from", &from, msg, mlen) < 0) {
-        goto out;
-    }
-    if (task != NULL && (!sbx_id_valid(task, SBX_ID_TASK) || strlen(task) >= SBX_SCHED_ID_MAX)) {
-        snprintf(msg, mlen,
-                 "field 'task' '%.80s': use 1-63 letters, digits, '-', '_' or '.', "
-                 "starting with a letter or digit",
-                 task);
-        goto out;
-    }
-    if (pool != NULL && sbx_pool_parse(pool) < 0) {
-        snprintf(msg, mlen, "field 'pool' '%.40s': use ci or agent", pool);
-        goto out;
-    }
-    if (cls != NULL && sbx_job_class_parse(cls) < 0) {
-        snprintf(msg, mlen, "field 'class' '%.40s': use light or heavy", cls);
-        goto out;
-    }
-    if (wt != NULL && (wt[0] != '/' || strlen(wt) > 4096)) {
-        snprintf(msg, mlen, "field 'worktree' must be an absolute path");
-        goto out;
-    }
-    if (wt != NULL) {
-        code = sbx_confine_dir(&r->confine, wt, &real_wt, msg, mlen);
-        if (code != 0) {
-            goto out;
-        }
-        code = 400;
-    }
-    if (prov != NULL && sbx_config_instance(r->cfg, prov, SBX_PLUGIN_PROVIDER) == NULL) {
-        snprintf(msg, mlen,
-                 "field 'provider': no provider instance '%.80s' in the "
-                 "configuration",
-                 prov);
-        goto out;
-    }
-    if (cred != NULL && sbx_config_instance(r->cfg, cred, SBX_PLUGIN_CREDENTIAL) == NULL) {
-        snprintf(msg, mlen,
-                 "field 'credentials': no credential instance '%.80s' in the "
-                 "configuration",
-                 cred);
-        goto out;
-    }
-    *labels = json_object_get(o, "labels");
-    if (*labels != NULL && labels_ok(*labels, msg, mlen) < 0) {
-        goto out;
-    }
-    env = json_object_get(o, "env");
-    if (json_is_null(env)) {
-        env = NULL;
-    }
-    if (env != NULL && env_ok(env, msg, mlen) < 0) {
-        goto out;
-    }
-    json_incref(*labels);
-    j->env = env != NULL && json_object_size(env) > 0 ? json_incref(env) : NULL;
-    sbx_task_id_new(j->id, sizeof(j->id));
-    j->id[0] = 'j'; /* "j-" and 12 hex digits */
-    snprintf(j->task, sizeof(j->task), "%s", task ? task : j->id);
-    j->pool = pool ? (enum sbx_pool)sbx_pool_parse(pool) : SBX_POOL_CI;
-    j->cls = cls ? (enum sbx_job_class)sbx_job_class_parse(cls) : SBX_CLASS_LIGHT;
-    j->cls_given = cls != NULL;
-    j->argv = xcalloc(json_array_size(argv) + 1, sizeof(char *));
-    for (size_t i = 0; i < json_array_size(argv); i++) {
-        j->argv[i] = xstrdup(json_string_value(json_array_get(argv, i)));
-    }
-    j->worktree = real_wt;
-    real_wt = NULL;
-    j->provider = prov ? xstrdup(prov) : NULL;
-    j->credentials = cred ? xstrdup(cred) : NULL;
-    j->from = from ? xstrdup(from) : NULL; /* checked with the client (runner_submit_from) */
-    rc = 0;
-out:
-    free(real_wt);
-    json_decref(o);
-    return rc == 0 ? 0 : code;
-}
-
 /* ---- jobs ---------------------------------------------------------------- */
 
 /* 403 unless who may read a job of owner. */
@@ -381,8 +158,10 @@ static void job_get_done(struct sbx_runner *r, struct evhttp_request *req, void 
     j = runner_job_find(r, c->id);
     if (j != NULL) {
         pthread_mutex_lock(&r->mu);
-        json_object_set_new(o, "output_bytes", json_integer((json_int_t)j->out_total));
-        json_object_set_new(o, "output_truncated", json_boolean(j->out_total > j->out_len));
+        json_object_set_new(o, "output_bytes",
+                            json_integer((json_int_t)runner_output_total(j->output)));
+        json_object_set_new(o, "output_truncated",
+                            json_boolean(runner_output_first(j->output) > 0));
         if (j->wt_events != NULL) { /* (added, issue 31) */
             json_object_set_new(o, "worktree_events", json_deep_copy(j->wt_events));
         }
@@ -412,7 +191,7 @@ struct runner_stream {
     struct evhttp_request *req;
     struct rjob *job;
     struct sbx_runner *r; /* (added, issue 31) */
-    size_t sent;          /* in out_total terms */
+    size_t sent;          /* in runner_output_total terms */
     size_t acked;         /* (added, issue 31) written out to the client (output_wait) */
     int frames;           /* ?frames=1: stdout and stderr kept apart in frames */
     struct runner_stream *next;
@@ -444,7 +223,7 @@ static void acked_update(struct sbx_runner *r, struct rjob *j)
         low = s->acked < low ? s->acked : low;
         n++;
     }
-    j->out_acked = n > 0 ? low : j->out_total;
+    j->out_acked = n > 0 ? low : runner_output_total(j->output);
     j->followers = n;
     j->followed |= n > 0;
     pthread_cond_broadcast(&r->cond);
@@ -487,22 +266,24 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     }
 }
 
-/* The output from absolute offset from on, as frames (docs/api.md): the
+/* A run of the output as frames (docs/api.md; runner_output_runs): the
  * header of sbx/sbx_frame.h {stream (1 stdout, 2 stderr), 0, 0, 0, length
  * u32 BE} then the bytes, at most SBX_FRAME_MAX a frame. Under r->mu. */
-static void add_frames(struct evbuffer *b, struct rjob *j, size_t from, size_t start)
+static int add_frames(void *ud, int stream, const char *data, size_t len)
 {
-    while (from < j->out_total) {
-        size_t end;
-        int stream = runner_output_stream_at(j, from, &end);
-        size_t n = end - from < SBX_FRAME_MAX ? end - from : SBX_FRAME_MAX;
+    struct evbuffer *b = ud;
+
+    while (len > 0) {
+        size_t n = len < SBX_FRAME_MAX ? len : SBX_FRAME_MAX;
         unsigned char hdr[SBX_FRAME_HDR];
 
         sbx_frame_encode(hdr, (unsigned char)stream, (uint32_t)n);
         evbuffer_add(b, hdr, sizeof(hdr));
-        evbuffer_add(b, runner_output_bytes(j) + (from - start), n);
-        from += n;
+        evbuffer_add(b, data, n);
+        data += n;
+        len -= n;
     }
+    return 0;
 }
 
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
@@ -512,20 +293,21 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
     while (s != NULL) {
         struct runner_stream *next = s->next;
         struct evbuffer *b = evbuffer_new();
-        size_t start;
+        size_t start, total;
 
         pthread_mutex_lock(&r->mu);
-        start = j->out_total - j->out_len;
+        start = runner_output_first(j->output);
+        total = runner_output_total(j->output);
         if (s->sent < start) {
             s->sent = start; /* older output was dropped (bounded buffer) */
         }
         if (s->frames) {
-            add_frames(b, j, s->sent, start);
+            runner_output_runs(j->output, s->sent, add_frames, b);
         }
         else {
-            evbuffer_add(b, runner_output_bytes(j) + (s->sent - start), j->out_total - s->sent);
+            evbuffer_add(b, runner_output_at(j->output, s->sent), total - s->sent);
         }
-        s->sent = j->out_total;
+        s->sent = total;
         final = final || j->state >= SBX_JOB_FINISHED;
         pthread_mutex_unlock(&r->mu);
         if (evbuffer_get_length(b) > 0 && r->output_wait) {
@@ -797,7 +579,7 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     s->job = j;
     s->r = r;
     pthread_mutex_lock(&r->mu);
-    s->acked = j->out_total - j->out_len; /* (added, issue 31) older bytes are gone */
+    s->acked = runner_output_first(j->output); /* (added, issue 31) older bytes are gone */
     pthread_mutex_unlock(&r->mu);
     s->next = j->streams;
     j->streams = s;

@@ -1,5 +1,5 @@
 /* api_int.h - the API's handlers and replies, for a client already
- * authenticated (api.c, api_list.c, api_http.c, api_snap.c, api_term.c). */
+ * authenticated (api.c, api_list.c, api_http.c, api_snap.c, api_term.c, api_submit.c). */
 #ifndef SBX_RUNNER_API_INT_H
 #define SBX_RUNNER_API_INT_H
 
@@ -37,7 +37,7 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
                           const struct runner_client *who);
 void runner_handle_task_end(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                             const struct runner_client *who);
-/* Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and
+/* (api_submit.c) Parses and checks a POST /v1/jobs body (len bytes, NUL-ended) into *j and
  * *labels (a new reference or NULL): 0, or the HTTP status with the reason in
  * msg. Only r->cfg is used (fuzz/fuzz_api_submit.c calls it without a runner). */
 int runner_parse_submit(struct sbx_runner *r, const char *body, size_t len, struct rjob *j,

@@ -61,6 +61,9 @@ void runner_schedule(struct sbx_runner *r);
 int64_t runner_now(struct sbx_runner *r);
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
+/* (added, issue 31) A new job, zeroed, with its empty output (output.h);
+ * runner_job_free frees both. */
+struct rjob *runner_job_new(void);
 void runner_job_free(struct rjob *j);
 /* (added) Writes a job's end (fenced by token) on the store thread of a
  * fleet box, at once on one box; the loop does not wait for it. */

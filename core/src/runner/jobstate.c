@@ -89,7 +89,7 @@ static void job_set(struct rjob *j, enum rjob_event ev, const struct rjob_move *
     j->has_state = 1;
     if (job_rows[ev].to >= SBX_JOB_FINISHED) {
         j->exit_status = ev == RJOB_FINISHED && m != NULL ? m->exit_status : -1;
-        runner_output_settle(j);
+        runner_output_settle(j->output);
     }
 }
 

@@ -9,6 +9,8 @@
 #include "runner/records.h"
 #include "runner/hooks.h"
 #include "runner/jobs.h"
+#include "runner/output.h"
+#include "util/xalloc.h"
 
 /* Finished jobs whose output stays in memory (their records stay in the
  * store): runner.keep_output, this without a configuration. */
@@ -106,6 +108,14 @@ struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
     return runner_jobtab_task(&r->tab, id);
 }
 
+struct rjob *runner_job_new(void)
+{
+    struct rjob *j = xcalloc(1, sizeof(*j));
+
+    j->output = runner_output_new();
+    return j;
+}
+
 void runner_job_free(struct rjob *j)
 {
     runner_strv_free(j->argv);
@@ -116,8 +126,7 @@ void runner_job_free(struct rjob *j)
     free(j->image);
     json_decref(j->env);
     json_decref(j->wt_events);
-    free(j->out);
-    free(j->seg);
+    runner_output_free(j->output);
     free(j);
 }
 

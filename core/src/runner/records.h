@@ -1,5 +1,6 @@
 /* records.h - a job and a task as the runner holds them in memory (struct
- * rjob, struct rtask); (changed) a follow of a job's output is api.c's. Their states change in
+ * rjob, struct rtask); (changed) a follow of a job's output is api.c's, its kept
+ * output output.c's (opaque, output.h). Their states change in
  * jobstate.c alone (jobstate.h). */
 #ifndef SBX_RUNNER_RECORDS_H
 #define SBX_RUNNER_RECORDS_H
@@ -14,6 +15,7 @@
 
 struct sbx_task;
 struct runner_stream;
+struct runner_output;
 
 /* A task in the runner: one sandbox, shared by the jobs that name it. */
 enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
@@ -57,23 +59,9 @@ struct rjob {
     struct sbx_exec_slot slot;
     struct rtask *rt;
     struct sbx_task *warm; /* (added) a warm sandbox taken at the grant, for the worker */
-    /* output: the last SBX_RUNNER_MAX_OUTPUT bytes, at out + out_off (read them
-     * with runner_output_bytes); total counts all. The allocation (out_cap)
-     * grows to twice the maximum, so dropping old bytes moves the kept ones only
-     * once per maximum appended: amortised O(1) per byte, however small the
-     * pieces (out_moved counts what compaction copied). */
-    char *out;
-    size_t out_off;
-    size_t out_cap;
-    size_t out_len;
-    size_t out_total;
-    size_t out_moved;
-    /* which stream each byte came from: runs of one stream, alternating
-     * stdout/stderr; seg[i] is the absolute (out_total terms) start of run i,
-     * runs before seg_head are gone; run 0 is stream seg_first (1 or 2) */
-    size_t *seg;
-    size_t n_seg, seg_head, seg_cap;
-    int seg_first;
+    /* (changed, issue 31) its kept output (output.h, opaque): made and freed
+     * with the job (runner_job_new, runner_job_free), under r->mu */
+    struct runner_output *output;
     int exit_status;
     /* (added) a fleet box's claim token: every store write about the job is
      * fenced by it (0: one box, unfenced); lost: the box lost it to a reap */
@@ -87,18 +75,13 @@ struct rjob {
      * only: GET /v1/jobs/ID adds it as "worktree_events" while the job is held */
     json_t *wt_events;
     /* (added, issue 31) sbx_runner_opts.output_wait, under r->mu, set by the loop:
-     * the lowest offset (out_total terms) every follow stream has written out,
-     * how many follow it, and whether one ever did */
+     * the lowest offset (runner_output_total terms) every follow stream has
+     * written out, how many follow it, and whether one ever did: the follows'
+     * (api.c) and the worker's (worker.c) concern, not the output's */
     size_t out_acked;
     int followers;
     int followed;
 };
-
-/* A job's kept output: its bytes start here (worker.c). */
-static inline const char *runner_output_bytes(const struct rjob *j)
-{
-    return j->out + j->out_off;
-}
 
 /* (added) The scheduler's view of j: its policy limits and when it was
  * queued (0: now). One shape for a submit, a claim and a recovered job. */

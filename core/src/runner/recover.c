@@ -208,7 +208,7 @@ static char *snapshot_image(struct sbx_runner *r, const char *image)
 
 struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
 {
-    struct rjob *j = xcalloc(1, sizeof(*j));
+    struct rjob *j = runner_job_new();
     size_t n = json_array_size(rec->argv);
 
     snprintf(j->id, sizeof(j->id), "%s", rec->id);

@@ -568,7 +568,7 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
     body[len] = '\0';
     c = xcalloc(1, sizeof(*c));
     c->rc = -1; /* nothing stored until the store call says so */
-    c->j = j = xcalloc(1, sizeof(*j));
+    c->j = j = runner_job_new();
     code = runner_parse_submit(r, body, len, j, &c->labels, msg, sizeof(msg));
     free(body);
     if (code != 0) {

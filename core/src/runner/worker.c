@@ -37,14 +37,15 @@ struct worker {
     int warm_held; /* (added) it took a warm sandbox: runner_warm_claim_done is due */
 };
 
-void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
+/* stream: 1 stdout, 2 stderr; appended to j's output (output.h) under r->mu */
+static void output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
                           size_t len)
 {
     if (len == 0) {
         return;
     }
     pthread_mutex_lock(&r->mu);
-    runner_output_add(j, stream, data, len);
+    runner_output_add(j->output, stream, data, len);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -104,8 +105,9 @@ static void output_wait(struct sbx_runner *r, struct rjob *j, size_t len)
     }
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? j->out_total : 0;
-        size_t behind = j->out_total - acked;
+        size_t total = runner_output_total(j->output);
+        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? total : 0;
+        size_t behind = total - acked;
 
         if (behind == 0 || behind + len <= SBX_RUNNER_MAX_OUTPUT || runner_job_cancelled(j) ||
             r->stopping) {
@@ -124,7 +126,7 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
         log_first_output(w, "output");
     }
     output_wait(w->r, w->j, len);
-    runner_output_append(w->r, w->j, stream, data, len);
+    output_append(w->r, w->j, stream, data, len);
     runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
     return 0;
 }
@@ -373,148 +375,182 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     return rc;
 }
 
-static void *worker_main(void *arg)
+/* How a job ended, as its worker finds out (worker_main). */
+struct job_end {
+    enum sbx_job_state end_state; /* finished or cancelled */
+    enum sbx_job_result result;
+    char reason[512];
+    int status;
+    int64_t allowed, denied; /* its egress decisions */
+    int exec_marked;         /* the task's exec in flight is to be cleared */
+    const char *exec_path;   /* how the command ran (static text) */
+};
+
+/* No store connection for the job (err says why): it ends without one. */
+static void end_without_store(struct worker *w, sbx_error_t **err, struct job_end *e)
 {
-    struct worker *w = arg;
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    struct rtask *t = w->t;
+    int creator;
+
+    snprintf(e->reason, sizeof(e->reason), "runner: %s", sbx_error_msg(*err));
+    sbx_error_free(err);
+    pthread_mutex_lock(&r->mu);
+    creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
+        runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = e->reason}, NULL);
+    }
+}
+
+/* Executes j's command in task unless it was cancelled: its exit status, or
+ * why it did not run. Returns whether it ran. */
+static int exec_command(struct worker *w, struct sbx_task *task, struct job_end *e)
+{
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    sbx_error_t *err = NULL;
+    size_t n_env = 0;
+    struct sbx_kv *env;
+    json_t *wt_events;
+    int rc;
+
+    pthread_mutex_lock(&r->mu);
+    j->executing = !runner_job_cancelled(j);
+    pthread_mutex_unlock(&r->mu);
+    if (!j->executing) {
+        return 0;
+    }
+    env = env_kv(j->env, &n_env);
+    w->us_exec = mono_us();
+    rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w, &j->slot,
+                       &e->status, &err);
+    free(env);
+    log_first_output(w, "its exit status");
+    e->exec_path = sbx_task_last_exec_path(task); /* written with the end */
+    wt_events = sbx_task_worktree_events(task);   /* (added, issue 31) */
+    pthread_mutex_lock(&r->mu);
+    j->executing = 0;
+    j->wt_events = wt_events;
+    pthread_mutex_unlock(&r->mu);
+    if (rc < 0) {
+        /* as `sbx run` (docs/architecture.md, Exit status): a command that cannot
+         * be executed is 126, one not found 127; other failures have
+         * no exit status (125 for the client) */
+        e->status = err && err->code == SBX_E_NOEXEC  ? 126
+                    : err && err->code == SBX_E_NOCMD ? 127
+                                                      : -1;
+        snprintf(e->reason, sizeof(e->reason), "%s", sbx_error_msg(err));
+        sbx_error_free(&err);
+    }
+    else {
+        e->result = e->status == 0 ? SBX_RESULT_OK : SBX_RESULT_FAILED;
+    }
+    return 1;
+}
+
+/* j's command in its task's ready sandbox: the sandbox's READY row stored,
+ * the job's egress counted apart, the run timed; the task's exec is cleared
+ * with the job's end. */
+static void run_in_task(struct worker *w, struct sbx_store *st, struct job_end *e)
+{
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    struct rtask *t = w->t;
+    struct sbx_task *task = t->t;
+    int64_t run0 = sbx_mono_ms();
+    int64_t allowed0 = 0;
+    int64_t denied0 = 0;
+
+    sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", j->id,
+              (long long)(mono_ms() - w->t0));
+    ready_batch(w, st, task);
+    w->us_stored = mono_us();
+    /* this job's egress: its log lines carry its id, its record its own counts
+     * (added, issue 31: a keeper's task keeps its own id there and in its record,
+     * as its execs did before the keeper was a runner) */
+    if (!r->adopted_only) {
+        sbx_task_set_job(task, j->id);
+    }
+    sbx_task_egress_counts(task, &allowed0, &denied0);
+    if (exec_command(w, task, e)) {
+        rm_job_run(r->metrics, j->pool, sbx_mono_ms() - run0);
+    }
+    e->exec_marked = 1;
+    sbx_task_egress_counts(task, &e->allowed, &e->denied);
+    /* a connection decided before this job and refused during it moves a count
+     * from allowed to denied: never below 0 */
+    e->allowed = e->allowed > allowed0 ? e->allowed - allowed0 : 0;
+    e->denied = e->denied > denied0 ? e->denied - denied0 : 0;
+}
+
+/* A cancelled job's end, and why: its box lost it, the runner stops, or a
+ * client asked. */
+static void end_cancelled(struct sbx_runner *r, struct rjob *j, struct job_end *e)
+{
+    int lost;
+    int stopping;
+
+    pthread_mutex_lock(&r->mu);
+    lost = j->lost;
+    stopping = r->stopping;
+    pthread_mutex_unlock(&r->mu);
+    e->end_state = SBX_JOB_CANCELLED;
+    e->result = SBX_RESULT_CANCELLED;
+    snprintf(e->reason, sizeof(e->reason), "%s",
+             lost       ? "box lost"
+             : stopping ? "runner stopped"
+                        : "cancelled by request");
+    e->status = -1;
+}
+
+/* (changed) the exec's end and the job's end: one full commit, written
+ * again as a whole while the database is down (dbwait.c); no write
+ * without a connection (st NULL: in memory only) */
+static void record_end(struct worker *w, struct sbx_store *st, const struct job_end *e)
+{
     struct sbx_runner *r = w->r;
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = runner_store_get_wait(r, j->id, &err); /* (changed) */
-    enum sbx_job_state end_state = SBX_JOB_FINISHED;
-    enum sbx_job_result result = SBX_RESULT_FAILED;
-    char reason[512] = "";
-    int status = -1;
-    int64_t allowed = 0;
-    int64_t denied = 0;
-    int64_t allowed0 = 0;
-    int64_t denied0 = 0;
-    int exec_marked = 0;          /* the task's exec in flight is to be cleared */
-    const char *exec_path = NULL; /* how the command ran (static text) */
-    struct sbx_task *sandbox;     /* the task's, when this job ends it */
-    int last;
 
-    if (st == NULL) {
-        int creator;
-
-        snprintf(reason, sizeof(reason), "runner: %s", sbx_error_msg(err));
-        sbx_error_free(&err);
-        pthread_mutex_lock(&r->mu);
-        creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
-        pthread_mutex_unlock(&r->mu);
-        if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
-            runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = reason}, NULL);
-        }
-    }
-    else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !runner_job_cancelled(j)) {
-        struct sbx_task *task = t->t;
-        int64_t run0 = sbx_mono_ms();
-        int ran = 0;
-        int rc;
-
-        sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", j->id,
-                  (long long)(mono_ms() - w->t0));
-        ready_batch(w, st, task);
-        w->us_stored = mono_us();
-        /* this job's egress: its log lines carry its id, its record its own counts
-         * (added, issue 31: a keeper's task keeps its own id there and in its record,
-         * as its execs did before the keeper was a runner) */
-        if (!r->adopted_only) {
-            sbx_task_set_job(task, j->id);
-        }
-        sbx_task_egress_counts(task, &allowed0, &denied0);
-        pthread_mutex_lock(&r->mu);
-        j->executing = !runner_job_cancelled(j);
-        pthread_mutex_unlock(&r->mu);
-        if (j->executing) {
-            size_t n_env = 0;
-
-            ran = 1;
-            struct sbx_kv *env = env_kv(j->env, &n_env);
-
-            w->us_exec = mono_us();
-            rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w,
-                               &j->slot, &status, &err);
-            free(env);
-            log_first_output(w, "its exit status");
-            exec_path = sbx_task_last_exec_path(task);          /* written with the end */
-            json_t *wt_events = sbx_task_worktree_events(task); /* (added, issue 31) */
-
-            pthread_mutex_lock(&r->mu);
-            j->executing = 0;
-            j->wt_events = wt_events;
-            pthread_mutex_unlock(&r->mu);
-            if (rc < 0) {
-                /* as `sbx run` (docs/architecture.md, Exit status): a command that cannot
-                 * be executed is 126, one not found 127; other failures have
-                 * no exit status (125 for the client) */
-                status = err && err->code == SBX_E_NOEXEC  ? 126
-                         : err && err->code == SBX_E_NOCMD ? 127
-                                                           : -1;
-                snprintf(reason, sizeof(reason), "%s", sbx_error_msg(err));
-                sbx_error_free(&err);
-            }
-            else {
-                result = status == 0 ? SBX_RESULT_OK : SBX_RESULT_FAILED;
-            }
-        }
-        if (ran) {
-            rm_job_run(r->metrics, j->pool, sbx_mono_ms() - run0);
-        }
-        exec_marked = 1;
-        sbx_task_egress_counts(task, &allowed, &denied);
-        /* a connection decided before this job and refused during it moves a count
-         * from allowed to denied: never below 0 */
-        allowed = allowed > allowed0 ? allowed - allowed0 : 0;
-        denied = denied > denied0 ? denied - denied0 : 0;
-    }
-    if (runner_job_cancelled(j)) {
-        int lost;
-        int stopping;
-
-        pthread_mutex_lock(&r->mu);
-        lost = j->lost;
-        stopping = r->stopping;
-        pthread_mutex_unlock(&r->mu);
-        end_state = SBX_JOB_CANCELLED;
-        result = SBX_RESULT_CANCELLED;
-        snprintf(reason, sizeof(reason), "%s",
-                 lost       ? "box lost"
-                 : stopping ? "runner stopped"
-                            : "cancelled by request");
-        status = -1;
-    }
-    if (w->warm_held) { /* it never ran its command */
-        w->warm_held = 0;
-        runner_warm_claim_done(r, j->pool);
-    }
-    rm_egress(r->metrics, j->pool, allowed, denied);
-    /* (changed) the exec's end and the job's end: one full commit, written
-     * again as a whole while the database is down (dbwait.c); no write
-     * without a connection */
-    if (runner_job_move(r, j, end_state == SBX_JOB_CANCELLED ? RJOB_CANCELLED : RJOB_FINISHED,
+    if (runner_job_move(r, j, e->end_state == SBX_JOB_CANCELLED ? RJOB_CANCELLED : RJOB_FINISHED,
                         &(struct rjob_move){.st = st,
                                             .memory = st == NULL,
                                             .retry = 1,
-                                            .exec_task = exec_marked ? t->id : NULL,
-                                            .exec_path = exec_path,
-                                            .exit_status = status,
-                                            .reason = reason[0] ? reason : NULL,
-                                            .egress_allowed = allowed,
-                                            .egress_denied = denied},
+                                            .exec_task = e->exec_marked ? t->id : NULL,
+                                            .exec_path = e->exec_path,
+                                            .exit_status = e->status,
+                                            .reason = e->reason[0] ? e->reason : NULL,
+                                            .egress_allowed = e->allowed,
+                                            .egress_denied = e->denied},
                         &err) > 0) {
         /* fenced: a box that lost the job learns it here; the record
          * stays the survivor's; the task's own row is still this box's */
         store_warn(&err);
-        if (exec_marked) {
+        if (e->exec_marked) {
             sbx_store_task_exec(st, t->id, 0, 0, &err);
             store_warn(&err);
         }
     }
     store_warn(&err);
+}
+
+/* The job leaves its task: the loop told of its end, and the task's sandbox
+ * ended when this was its last job and the task is not kept. Gives st back. */
+static void leave_task(struct worker *w, struct sbx_store *st, const struct job_end *e)
+{
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    struct rtask *t = w->t;
+    sbx_error_t *err = NULL;
+    struct sbx_task *sandbox; /* the task's, when this job ends it */
+    int last;
+
     pthread_mutex_lock(&r->mu);
     if (strcmp(t->holder, j->id) == 0) {
-        t->holder_result = result;
+        t->holder_result = e->result;
     }
     t->running--;
     last = t->running == 0 && (!t->keep || t->state != RT_READY) &&
@@ -524,21 +560,49 @@ static void *worker_main(void *arg)
         t->t = NULL;
     }
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(end_state), status,
-             reason[0] ? ": " : "", reason);
+    sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(e->end_state), e->status,
+             e->reason[0] ? ": " : "", e->reason);
     /* (changed) the job's end is known before its sandbox goes: its client
      * is told now (j is the loop's from here on); the slot stays held until
      * the sandbox is removed (RMSG_TASK_ENDED) */
-    runner_post(r, RMSG_JOB_DONE, j->id, result);
+    runner_post(r, RMSG_JOB_DONE, j->id, e->result);
     if (sandbox != NULL) {
-        sbx_task_end(sandbox, reason[0] ? reason : "ended", NULL, NULL);
+        sbx_task_end(sandbox, e->reason[0] ? e->reason : "ended", NULL, NULL);
         runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st}, &err);
         store_warn(&err);
     }
     runner_store_put(r, st);
     if (last) {
-        runner_post_task_ended(r, t, result);
+        runner_post_task_ended(r, t, e->result);
     }
+}
+
+/* A worker thread: one job from its task's sandbox to its recorded end. */
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct sbx_runner *r = w->r;
+    struct rjob *j = w->j;
+    sbx_error_t *err = NULL;
+    struct sbx_store *st = runner_store_get_wait(r, j->id, &err); /* (changed) */
+    struct job_end e = {.end_state = SBX_JOB_FINISHED, .result = SBX_RESULT_FAILED, .status = -1};
+
+    if (st == NULL) {
+        end_without_store(w, &err, &e);
+    }
+    else if (task_ready_timed(w, st, e.reason, sizeof(e.reason)) == 0 && !runner_job_cancelled(j)) {
+        run_in_task(w, st, &e);
+    }
+    if (runner_job_cancelled(j)) {
+        end_cancelled(r, j, &e);
+    }
+    if (w->warm_held) { /* it never ran its command */
+        w->warm_held = 0;
+        runner_warm_claim_done(r, j->pool);
+    }
+    rm_egress(r->metrics, j->pool, e.allowed, e.denied);
+    record_end(w, st, &e);
+    leave_task(w, st, &e);
     runner_worker_gone(r); /* (changed, issue 31) a stopping runner goes at once */
     free(w);
     return NULL;

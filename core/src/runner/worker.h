@@ -1,9 +1,7 @@
-/* worker.h - the worker threads that run jobs and end tasks, and a job's
- * output as they append it (worker.c; the output itself: output.h). */
+/* worker.h - the worker threads that run jobs and end tasks (worker.c; a
+ * job's output, which they append to: output.h). */
 #ifndef SBX_RUNNER_WORKER_H
 #define SBX_RUNNER_WORKER_H
-
-#include <stddef.h>
 
 struct sbx_runner;
 struct rjob;
@@ -15,8 +13,5 @@ int runner_task_ender_start(struct sbx_runner *r, struct rtask *t);
  * stopping runner's loop woken to leave when it was the last. Touches nothing
  * of r after it. */
 void runner_worker_gone(struct sbx_runner *r);
-/* stream: 1 stdout, 2 stderr; runner_output_add (output.h) under r->mu */
-void runner_output_append(struct sbx_runner *r, struct rjob *j, int stream, const char *data,
-                          size_t len);
 
 #endif
