@@ -176,54 +176,50 @@ static int split_dest(const char *s, char *host, size_t size, unsigned *port)
     return 0;
 }
 
-static int explain(struct sbx_config *c, const char *dest, char **texts, const char *source,
-                   int json)
-{
-    char host[SBX_EGRESS_HOST_MAX + 1];
-    char norm[SBX_EGRESS_HOST_MAX + 1];
-    char text[SBX_EGRESS_DENY_TEXT_MAX];
-    struct sbx_egress_rules rules = {0};
-    struct sbx_egress_addr ip;
-    const struct sbx_egress_rule *rule = NULL;
-    const struct sbx_egress_rule *opaque;
-    const char *reason = NULL;
-    cleanup_error sbx_error_t *err = NULL;
-    json_t *addrs = json_array();
-    json_t *cidrs = json_array();
-    json_t *o;
+/* What the proxy decides for one destination. */
+struct why {
+    char norm[SBX_EGRESS_HOST_MAX + 1]; /* the host as the rules see it */
     unsigned port;
     int is_ip;
+    struct sbx_egress_addr ip;            /* when is_ip */
+    const struct sbx_egress_rule *rule;   /* the allowing rule, or NULL */
+    const struct sbx_egress_rule *opaque; /* an opaque rule covering it, or NULL */
+    const char *reason;                   /* the deny reason, or NULL: allowed */
+};
 
-    if (split_dest(dest, host, sizeof(host), &port) < 0) {
-        fprintf(stderr, "sbx: error: egress why: '%s': want HOST[:PORT] or [IPV6][:PORT]\n", dest);
-        json_decref(addrs);
-        json_decref(cidrs);
-        return SBX_EXIT_USAGE;
+/* Decides host:port by the proxy's rule code, as the proxy would. */
+static void why_decide(const struct sbx_egress_rules *rules, const char *host, unsigned port,
+                       struct why *w)
+{
+    w->port = port;
+    w->rule = NULL;
+    w->reason = NULL;
+    w->is_ip = sbx_egress_addr_parse(host, &w->ip);
+    if (w->is_ip) {
+        snprintf(w->norm, sizeof(w->norm), "%s", host);
+        w->rule = sbx_egress_rules_match_addr(rules, &w->ip, port);
+        w->reason = w->rule == NULL ? "ip-literal" : NULL;
     }
-    if (sbx_egress_rules_parse((const char *const *)texts, &rules, &err) < 0) {
-        fprintf(stderr, "sbx: error: egress why: %s: %s\n", source, sbx_error_msg(err));
-        json_decref(addrs);
-        json_decref(cidrs);
-        return SBX_EXIT_USAGE;
-    }
-    is_ip = sbx_egress_addr_parse(host, &ip);
-    if (is_ip) {
-        snprintf(norm, sizeof(norm), "%s", host);
-        rule = sbx_egress_rules_match_addr(&rules, &ip, port);
-        reason = rule == NULL ? "ip-literal" : NULL;
-    }
-    else if ((reason = sbx_egress_host_normalize(host, strlen(host), norm)) == NULL) {
-        rule = sbx_egress_rules_match_name(&rules, norm, port);
-        reason = rule == NULL ? "not-allowed" : NULL;
+    else if ((w->reason = sbx_egress_host_normalize(host, strlen(host), w->norm)) == NULL) {
+        w->rule = sbx_egress_rules_match_name(rules, w->norm, port);
+        w->reason = w->rule == NULL ? "not-allowed" : NULL;
     }
     else {
-        snprintf(norm, sizeof(norm), "%s", host);
+        snprintf(w->norm, sizeof(w->norm), "%s", host);
     }
-    opaque = rule != NULL ? sbx_egress_rules_match_opaque(&rules, is_ip ? NULL : norm,
-                                                          is_ip ? &ip : NULL, port)
-                          : NULL;
-    for (size_t i = 0; rule != NULL && !is_ip && i < c->egress.n_hosts; i++) {
-        if (strcmp(c->egress.hosts[i].name, norm) == 0) {
+    w->opaque = w->rule != NULL ? sbx_egress_rules_match_opaque(rules, w->is_ip ? NULL : w->norm,
+                                                                w->is_ip ? &w->ip : NULL, port)
+                                : NULL;
+}
+
+/* The addresses the configuration gives an allowed name (egress.hosts,
+ * egress.private_allow): a JSON array, empty for a denied name or an address. */
+static json_t *why_addresses(const struct sbx_config *c, const struct why *w)
+{
+    json_t *addrs = json_array();
+
+    for (size_t i = 0; w->rule != NULL && !w->is_ip && i < c->egress.n_hosts; i++) {
+        if (strcmp(c->egress.hosts[i].name, w->norm) == 0) {
             struct sbx_egress_addr a;
 
             sbx_egress_addr_parse(c->egress.hosts[i].address, &a);
@@ -232,68 +228,105 @@ static int explain(struct sbx_config *c, const char *dest, char **texts, const c
                                  "egress.hosts", "private", !sbx_egress_addr_is_public(&a)));
         }
     }
-    for (size_t i = 0; rule != NULL && !is_ip && i < c->egress.n_private_allow; i++) {
+    for (size_t i = 0; w->rule != NULL && !w->is_ip && i < c->egress.n_private_allow; i++) {
         const struct sbx_egress_private *p = &c->egress.private_allow[i];
 
-        for (size_t k = 0; strcmp(p->name, norm) == 0 && p->addresses[k] != NULL; k++) {
+        for (size_t k = 0; strcmp(p->name, w->norm) == 0 && p->addresses[k] != NULL; k++) {
             json_array_append_new(addrs, json_pack("{s:s, s:s, s:b}", "address", p->addresses[k],
                                                    "from", "egress.private_allow", "private", 1));
         }
     }
+    return addrs;
+}
+
+/* The text of an allowed destination: the rule, what a tunnel may carry and
+ * where its addresses come from. */
+static void why_print_allow(const struct why *w, const char *source, json_t *addrs, size_t n_cidrs)
+{
+    const char *v6 = strchr(w->norm, ':');
+
+    printf("%s%s%s:%u: allow by rule \"%s\", from %s\n", v6 ? "[" : "", w->norm, v6 ? "]" : "",
+           w->port, w->rule->text, source);
+    printf("tunnel bytes: %s\n", w->opaque != NULL
+                                     ? "anything (opaque rule)"
+                                     : "TLS naming this host, or one HTTP/1 request for it");
+    if (w->is_ip) {
+        printf("address: %s (%s)\n", w->norm,
+               sbx_egress_addr_is_public(&w->ip) ? "public" : "private, allowed by the rule");
+    }
+    else if (json_array_size(addrs) > 0) {
+        for (size_t i = 0; i < json_array_size(addrs); i++) {
+            json_t *a = json_array_get(addrs, i);
+
+            printf("address: %s (%s%s)\n", json_string_value(json_object_get(a, "address")),
+                   json_string_value(json_object_get(a, "from")),
+                   json_is_true(json_object_get(a, "private")) ? "; private, trusted" : "");
+        }
+    }
+    else {
+        printf("addresses: resolved by the proxy at connect time; private answers are "
+               "dropped (403 private-address) unless a CIDR rule (%zu here) or "
+               "egress.private_allow covers them\n",
+               n_cidrs);
+    }
+}
+
+static int explain(struct sbx_config *c, const char *dest, char **texts, const char *source,
+                   int json)
+{
+    char host[SBX_EGRESS_HOST_MAX + 1];
+    char text[SBX_EGRESS_DENY_TEXT_MAX];
+    struct sbx_egress_rules rules = {0};
+    struct why w;
+    cleanup_error sbx_error_t *err = NULL;
+    json_t *addrs;
+    json_t *cidrs;
+    json_t *o;
+    unsigned port;
+
+    if (split_dest(dest, host, sizeof(host), &port) < 0) {
+        fprintf(stderr, "sbx: error: egress why: '%s': want HOST[:PORT] or [IPV6][:PORT]\n", dest);
+        return SBX_EXIT_USAGE;
+    }
+    if (sbx_egress_rules_parse((const char *const *)texts, &rules, &err) < 0) {
+        fprintf(stderr, "sbx: error: egress why: %s: %s\n", source, sbx_error_msg(err));
+        return SBX_EXIT_USAGE;
+    }
+    why_decide(&rules, host, port, &w);
+    addrs = why_addresses(c, &w);
+    cidrs = json_array();
     for (size_t i = 0; i < rules.n; i++) {
         if (rules.v[i].kind == SBX_RULE_CIDR) {
             json_array_append_new(cidrs, json_string(rules.v[i].text));
         }
     }
-    if (reason != NULL) {
-        sbx_egress_deny_text(reason, norm, port, is_ip, text, sizeof(text));
+    if (w.reason != NULL) {
+        sbx_egress_deny_text(w.reason, w.norm, port, w.is_ip, text, sizeof(text));
     }
-    o = json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "host", norm, "port",
-                  (int)port, "decision", reason == NULL ? "allow" : "deny", "source", source,
-                  "rule", rule != NULL ? json_string(rule->text) : json_null(), "reason",
-                  reason != NULL ? json_string(reason) : json_null(), "opaque", opaque != NULL,
-                  "message", reason != NULL ? json_string(text) : json_null(), "addresses", addrs,
-                  "private_rules", cidrs);
+    o = json_pack("{s:s, s:i, s:s, s:s, s:o, s:o, s:b, s:o, s:o, s:o}", "host", w.norm, "port",
+                  (int)port, "decision", w.reason == NULL ? "allow" : "deny", "source", source,
+                  "rule", w.rule != NULL ? json_string(w.rule->text) : json_null(), "reason",
+                  w.reason != NULL ? json_string(w.reason) : json_null(), "opaque",
+                  w.opaque != NULL, "message", w.reason != NULL ? json_string(text) : json_null(),
+                  "addresses", addrs, "private_rules", cidrs);
     if (json) {
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         fputc('\n', stdout);
     }
-    else if (reason != NULL) {
-        printf("%s%s%s:%u: deny (%s), from %s\n%s\n", strchr(norm, ':') ? "[" : "", norm,
-               strchr(norm, ':') ? "]" : "", port, reason, source, text);
+    else if (w.reason != NULL) {
+        printf("%s%s%s:%u: deny (%s), from %s\n%s\n", strchr(w.norm, ':') ? "[" : "", w.norm,
+               strchr(w.norm, ':') ? "]" : "", port, w.reason, source, text);
     }
     else {
-        printf("%s%s%s:%u: allow by rule \"%s\", from %s\n", strchr(norm, ':') ? "[" : "", norm,
-               strchr(norm, ':') ? "]" : "", port, rule->text, source);
-        printf("tunnel bytes: %s\n", opaque != NULL
-                                         ? "anything (opaque rule)"
-                                         : "TLS naming this host, or one HTTP/1 request for it");
-        if (is_ip) {
-            printf("address: %s (%s)\n", norm,
-                   sbx_egress_addr_is_public(&ip) ? "public" : "private, allowed by the rule");
-        }
-        else if (json_array_size(addrs) > 0) {
-            for (size_t i = 0; i < json_array_size(addrs); i++) {
-                json_t *a = json_array_get(addrs, i);
-
-                printf("address: %s (%s%s)\n", json_string_value(json_object_get(a, "address")),
-                       json_string_value(json_object_get(a, "from")),
-                       json_is_true(json_object_get(a, "private")) ? "; private, trusted" : "");
-            }
-        }
-        else {
-            printf("addresses: resolved by the proxy at connect time; private answers are "
-                   "dropped (403 private-address) unless a CIDR rule (%zu here) or "
-                   "egress.private_allow covers them\n",
-                   json_array_size(cidrs));
-        }
+        why_print_allow(&w, source, addrs, json_array_size(cidrs));
     }
     json_decref(o);
     sbx_egress_rules_free(&rules);
-    return reason == NULL ? SBX_EXIT_OK : SBX_EXIT_FAIL;
+    return w.reason == NULL ? SBX_EXIT_OK : SBX_EXIT_FAIL;
 }
 
-int sbx_cmd_egress(struct sbx_cli *cli, int argc, char **argv)
+/* Parses `sbx egress why`'s options into *o. Returns 0 or -1 (printed). */
+static int why_parse(int argc, char **argv, struct why_opts *o)
 {
     static const struct option longopts[] = {
         {"task", required_argument, NULL, 't'},
@@ -307,79 +340,101 @@ int sbx_cmd_egress(struct sbx_cli *cli, int argc, char **argv)
                          .opts = longopts,
                          .argc = argc - 1,
                          .argv = argv + 1};
-    struct why_opts o = {0};
-    cleanup_error sbx_error_t *err = NULL;
-    cleanup_free char *source = NULL;
-    struct sbx_config *c;
-    struct stat st;
-    char **rules = NULL;
     int ch;
-    int rc;
 
     if (argc < 2 || strcmp(argv[1], "why") != 0) {
         fprintf(stderr,
                 "sbx: error: usage: sbx egress why HOST[:PORT] (see 'sbx egress --help')\n");
-        return SBX_EXIT_USAGE;
+        return -1;
     }
     while ((ch = sbx_args_next(&a)) != -1) {
         switch (ch) {
         case 't':
-            o.task = optarg;
+            o->task = optarg;
             break;
         case 'p':
-            o.pool = optarg;
+            o->pool = optarg;
             break;
         case 'P':
-            o.policy = optarg;
+            o->policy = optarg;
             break;
         case 'J':
-            o.json = 1;
+            o->json = 1;
             break;
         default:
-            return SBX_EXIT_USAGE;
+            return -1;
         }
     }
     if (sbx_args_operands(&a, 1, 1, "HOST[:PORT]") < 0) {
-        return SBX_EXIT_USAGE;
+        return -1;
     }
-    if ((o.task != NULL) + (o.policy != NULL) > 1 || (o.task != NULL && o.pool != NULL)) {
+    if ((o->task != NULL) + (o->policy != NULL) > 1 || (o->task != NULL && o->pool != NULL)) {
         fprintf(stderr, "sbx: error: egress why: --task and --policy/--pool exclude each other\n");
-        return SBX_EXIT_USAGE;
+        return -1;
     }
-    if (o.pool != NULL && strcmp(o.pool, "ci") != 0 && strcmp(o.pool, "agent") != 0) {
-        fprintf(stderr, "sbx: error: egress why: --pool '%s': ci or agent\n", o.pool);
+    if (o->pool != NULL && strcmp(o->pool, "ci") != 0 && strcmp(o->pool, "agent") != 0) {
+        fprintf(stderr, "sbx: error: egress why: --pool '%s': ci or agent\n", o->pool);
+        return -1;
+    }
+    return 0;
+}
+
+/* The rules to decide by: the task's allow-list, a rules file, or what the
+ * policy decides for the pool; *source names where they came from. NULL
+ * having said why. */
+static char **why_rules(struct sbx_config *c, const struct why_opts *o, char **source)
+{
+    cleanup_error sbx_error_t *err = NULL;
+    struct stat st;
+    char **rules = NULL;
+
+    if (o->task != NULL) {
+        cleanup_free char *state = sbx_state_dir(c->state_dir, &err);
+
+        if (!id_ok(o->task)) {
+            fprintf(stderr, "sbx: error: egress why: --task '%s' is not a task id\n", o->task);
+            return NULL;
+        }
+        if (state != NULL) {
+            *source = xasprintf("%s/tasks/%s/egress.rules", state, o->task);
+            if (stat(*source, &st) < 0) {
+                fprintf(stderr, "sbx: error: egress why: task '%s' has no allow-list (%s)\n",
+                        o->task, *source);
+                return NULL;
+            }
+            rules = read_rules_file(*source, &err);
+        }
+    }
+    else if (o->policy != NULL && stat(o->policy, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        *source = xstrdup(o->policy);
+        rules = read_rules_file(*source, &err);
+    }
+    else {
+        rules = policy_rules(c, o->policy, o->pool != NULL ? o->pool : "agent", source, &err);
+    }
+    if (rules == NULL) {
+        sbx_cli_print_error(err);
+    }
+    return rules;
+}
+
+int sbx_cmd_egress(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct why_opts o = {0};
+    cleanup_free char *source = NULL;
+    struct sbx_config *c;
+    char **rules;
+    int rc;
+
+    if (why_parse(argc, argv, &o) < 0) {
         return SBX_EXIT_USAGE;
     }
     c = sbx_cli_config(cli);
     if (c == NULL) {
         return SBX_EXIT_USAGE;
     }
-    if (o.task != NULL) {
-        cleanup_free char *state = sbx_state_dir(c->state_dir, &err);
-
-        if (!id_ok(o.task)) {
-            fprintf(stderr, "sbx: error: egress why: --task '%s' is not a task id\n", o.task);
-            return SBX_EXIT_USAGE;
-        }
-        if (state != NULL) {
-            source = xasprintf("%s/tasks/%s/egress.rules", state, o.task);
-            if (stat(source, &st) < 0) {
-                fprintf(stderr, "sbx: error: egress why: task '%s' has no allow-list (%s)\n",
-                        o.task, source);
-                return SBX_EXIT_USAGE;
-            }
-            rules = read_rules_file(source, &err);
-        }
-    }
-    else if (o.policy != NULL && stat(o.policy, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        source = xstrdup(o.policy);
-        rules = read_rules_file(source, &err);
-    }
-    else {
-        rules = policy_rules(c, o.policy, o.pool != NULL ? o.pool : "agent", &source, &err);
-    }
+    rules = why_rules(c, &o, &source);
     if (rules == NULL) {
-        sbx_cli_print_error(err);
         return SBX_EXIT_USAGE;
     }
     rc = explain(c, argv[optind + 1], rules, source, o.json);

@@ -354,24 +354,32 @@ static int usage(const char *msg)
     return SBX_EXIT_SBX;
 }
 
-int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
+/* The configuration, the state directory (*state, the caller's) and the runner
+ * that hosts the task (task_host). -1 having said why. */
+static int terminal_setup(struct sbx_cli *cli, const char *task, struct sbx_config **cfg,
+                          char **state)
 {
-    struct sbx_task_cli o;
-    struct sbx_config *cfg;
     sbx_error_t *err = NULL;
-    cleanup_free char *state = NULL;
-    /* o.cmd points into it: freed when this returns */
-    cleanup_free char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
-    const char *task = NULL;
-    json_t *jargv = json_array();
-    json_t *jenv = json_array();
-    json_t *req;
-    unsigned rows, cols;
-    int n = 0;
-    int keep = 0;
-    int tty_flag = 0;
 
-    /* argv without the -i/-t flags (before "--") and the task: what `sbx exec` parses */
+    *cfg = sbx_cli_config(cli);
+    if (*cfg == NULL || (*state = sbx_state_dir((*cfg)->state_dir, &err)) == NULL) {
+        if (err != NULL) {
+            sbx_cli_print_error(err);
+            sbx_error_free(&err);
+        }
+        return -1;
+    }
+    return task_host(*cfg, *state, task);
+}
+
+/* The flags `sbx exec -it` takes for itself, before any "--": -i/-t (*tty_flag
+ * when a terminal is asked for), --keep, and the task (the first operand).
+ * rest gets argv without them, what `sbx exec` parses; returns its count. */
+static int take_tty_args(int argc, char **argv, char **rest, const char **task, int *keep,
+                         int *tty_flag)
+{
+    int n = 0;
+
     rest[n++] = argv[0];
     for (int i = 1; i < argc; i++) {
         int before = 1;
@@ -383,77 +391,87 @@ int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
             before = 0;
         }
         if (before && strcmp(argv[i], "--keep") == 0) {
-            keep = 1; /* (added) a kept session */
+            *keep = 1; /* (added) a kept session */
             continue;
         }
         if (before && is_tty_flag(argv[i])) {
-            tty_flag =
-                tty_flag || (strcmp(argv[i], "-i") != 0 && strcmp(argv[i], "--interactive") != 0);
+            *tty_flag =
+                *tty_flag || (strcmp(argv[i], "-i") != 0 && strcmp(argv[i], "--interactive") != 0);
             continue;
         }
-        if (before && task == NULL && strcmp(argv[i], "--") != 0 && argv[i][0] != '-') {
-            task = argv[i];
+        if (before && *task == NULL && strcmp(argv[i], "--") != 0 && argv[i][0] != '-') {
+            *task = argv[i];
             continue;
         }
         rest[n++] = argv[i];
     }
-    if (task == NULL || (keep && !tty_flag)) {
-        json_decref(jargv);
-        json_decref(jenv);
-        return usage(task == NULL ? "no task"
-                                  : "--keep goes with -it (a kept session is a terminal)");
+    return n;
+}
+
+/* The 'R' frame of an exec on a terminal of this window's size: env as pairs
+ * for a keeper, as an object for a configured runner (its jobs', docs/api.md). */
+static json_t *exec_request(const struct sbx_config *cfg, const struct sbx_task_cli *o, int keep)
+{
+    json_t *jargv = json_array();
+    json_t *jenv = json_array();
+    json_t *req;
+    unsigned rows, cols;
+
+    for (size_t i = 0; o->cmd[i] != NULL; i++) {
+        json_array_append_new(jargv, json_string(o->cmd[i]));
     }
-    if (sbx_task_cli_parse(&o, n, rest, 2) < 0) {
-        json_decref(jargv);
-        json_decref(jenv);
-        return SBX_EXIT_SBX;
-    }
-    if (o.cmd == NULL || o.json) {
-        sbx_task_cli_fini(&o);
-        json_decref(jargv);
-        json_decref(jenv);
-        return usage(o.json ? "--json cannot go with a terminal (-t)" : "no command");
-    }
-    cfg = sbx_cli_config(cli);
-    if (cfg == NULL || (state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
-        if (err != NULL) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-        }
-        sbx_task_cli_fini(&o);
-        json_decref(jargv);
-        json_decref(jenv);
-        return SBX_EXIT_SBX;
-    }
-    if (task_host(cfg, state, task) < 0) {
-        sbx_task_cli_fini(&o);
-        json_decref(jargv);
-        json_decref(jenv);
-        return SBX_EXIT_SBX;
-    }
-    for (size_t i = 0; o.cmd[i] != NULL; i++) {
-        json_array_append_new(jargv, json_string(o.cmd[i]));
-    }
-    for (size_t i = 0; i < o.n_env; i++) {
-        json_array_append_new(jenv, json_pack("[s,s]", o.env[i].name, o.env[i].value));
+    for (size_t i = 0; i < o->n_env; i++) {
+        json_array_append_new(jenv, json_pack("[s,s]", o->env[i].name, o->env[i].value));
     }
     window_size(&rows, &cols);
     if (cfg->runner.listen != NULL) {
-        /* the runner's frame: env as an object, as its jobs' (docs/api.md) */
         json_t *obj = json_object();
 
-        for (size_t i = 0; i < o.n_env; i++) {
-            json_object_set_new(obj, o.env[i].name, json_string(o.env[i].value));
+        for (size_t i = 0; i < o->n_env; i++) {
+            json_object_set_new(obj, o->env[i].name, json_string(o->env[i].value));
         }
         json_decref(jenv);
         jenv = obj;
     }
     req = json_pack("{s:s, s:o, s:o, s:{s:i, s:i}}", "op", "exec", "argv", jargv, "env", jenv,
                     "tty", "rows", (int)rows, "cols", (int)cols);
-    sbx_task_cli_fini(&o);
     if (keep) {
         json_object_set_new(req, "keep", json_true());
     }
+    return req;
+}
+
+int sbx_cmd_exec_tty(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_task_cli o;
+    struct sbx_config *cfg;
+    cleanup_free char *state = NULL;
+    /* o.cmd points into it: freed when this returns */
+    cleanup_free char **rest = xcalloc((size_t)argc + 1, sizeof(char *));
+    const char *task = NULL;
+    json_t *req;
+    int n;
+    int keep = 0;
+    int tty_flag = 0;
+
+    n = take_tty_args(argc, argv, rest, &task, &keep, &tty_flag);
+    if (task == NULL || (keep && !tty_flag)) {
+        return usage(task == NULL ? "no task"
+                                  : "--keep goes with -it (a kept session is a terminal)");
+    }
+    if (sbx_task_cli_parse(&o, n, rest, 2) < 0) {
+        return SBX_EXIT_SBX;
+    }
+    if (o.cmd == NULL || o.json) {
+        sbx_task_cli_fini(&o);
+        return usage(o.json ? "--json cannot go with a terminal (-t)" : "no command");
+    }
+    if (terminal_setup(cli, task, &cfg, &state) < 0) {
+        sbx_task_cli_fini(&o);
+        return SBX_EXIT_SBX;
+    }
+    req = exec_request(cfg, &o, keep);
+    sbx_task_cli_fini(&o);
     return terminal(cfg, state, task, req, keep, 0);
 }
 
@@ -546,7 +564,6 @@ void sbx_cmd_attach_help(FILE *out)
 int sbx_cmd_attach(struct sbx_cli *cli, int argc, char **argv)
 {
     struct sbx_config *cfg;
-    sbx_error_t *err = NULL;
     cleanup_free char *state = NULL;
     unsigned rows, cols;
 
@@ -563,15 +580,7 @@ int sbx_cmd_attach(struct sbx_cli *cli, int argc, char **argv)
                 argc < 2 ? "no task" : "one task, nothing more");
         return SBX_EXIT_SBX;
     }
-    cfg = sbx_cli_config(cli);
-    if (cfg == NULL || (state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
-        if (err != NULL) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-        }
-        return SBX_EXIT_SBX;
-    }
-    if (task_host(cfg, state, argv[1]) < 0) {
+    if (terminal_setup(cli, argv[1], &cfg, &state) < 0) {
         return SBX_EXIT_SBX;
     }
     window_size(&rows, &cols);

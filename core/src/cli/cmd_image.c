@@ -124,7 +124,29 @@ static char *join_strv(const char *const *v, const char *sep)
     return out;
 }
 
-int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
+struct build_opts {
+    const char *definition;
+    const char *provider;
+    const char *cache; /* --cache, or NULL */
+    const char *tag;   /* --tag, or NULL */
+    int sidecar;
+    int json;
+};
+
+/* What one build makes: the image's repository, packages and spec, its tags
+ * and the spec's top layer. */
+struct build {
+    const char *repo;
+    const char *const *pkgv;
+    char *canonical;
+    char *tags[3]; /* <repo>:current when moved, --tag's; NULL-terminated */
+    int moved;     /* <repo>:current moves */
+    char *layer;   /* the spec's build context in the cache, or NULL */
+};
+
+/* Parses `sbx image build`'s options into *o. Returns 0, or the exit status
+ * after printing the error. */
+static int build_parse(int argc, char **argv, struct build_opts *o)
 {
     static const struct option opts[] = {
         {"definition", required_argument, NULL, 'd'},
@@ -135,39 +157,11 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
         {"tag", required_argument, NULL, 't'},
         {NULL, 0, NULL, 0},
     };
-    const char *definition = NULL;
-    const char *provider = NULL;
-    const char *cache_opt = NULL;
-    const char *tag_opt = NULL;
-    char *tags[3] = {NULL, NULL, NULL};
-    char **options = NULL;
-    char *layer = NULL;
-    int moved = 0;
-    cleanup_free char *def_path = NULL;
-    cleanup_free char *script = NULL;
-    cleanup_free char *cache = NULL;
-    cleanup_free char *packages = NULL;
-    cleanup_free char *npm = NULL;
-    cleanup_free char *canonical = NULL;
-    const char *const *pkgv;
-    const char *repo = "sbx-sandbox";
-    int sidecar = 0;
-    struct sbx_image_def *d = NULL;
-    struct sbx_open_instance *oi = NULL;
-    struct sbx_config *cfg;
-    sbx_error_t *err = NULL;
-    char **changes = NULL;
-    size_t nc = 0;
-    char tag[256];
-    int json = 0;
-    int c;
-    int rc;
     struct sbx_args a = {
         .cmd = "image build", .help = "image", .opts = opts, .argc = argc - 1, .argv = argv + 1};
+    int c;
 
-    if (argc >= 2 && (rc = sbx_cmd_image_reg(cli, argc, argv)) >= 0) {
-        return rc; /* push, pull, gc, inspect: cmd_image_reg.c */
-    }
+    *o = (struct build_opts){0};
     if (argc < 2 || strcmp(argv[1], "build") != 0) {
         fprintf(stderr, "sbx: error: usage: sbx image build|push|pull|gc|inspect [OPTIONS] (see "
                         "'sbx image --help')\n");
@@ -176,22 +170,22 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     while ((c = sbx_args_next(&a)) != -1) {
         switch (c) {
         case 'd':
-            definition = optarg;
+            o->definition = optarg;
             break;
         case 'p':
-            provider = optarg;
+            o->provider = optarg;
             break;
         case 'c':
-            cache_opt = optarg;
+            o->cache = optarg;
             break;
         case 'j':
-            json = 1;
+            o->json = 1;
             break;
         case 's':
-            sidecar = 1;
+            o->sidecar = 1;
             break;
         case 't':
-            tag_opt = optarg;
+            o->tag = optarg;
             break;
         default:
             return SBX_EXIT_USAGE;
@@ -200,110 +194,148 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     if (sbx_args_operands(&a, 0, 0, "") < 0) {
         return SBX_EXIT_USAGE;
     }
-    if (tag_opt != NULL && (tag_opt[0] == '\0' || tag_opt[0] == '-' || strlen(tag_opt) > 128 ||
-                            strspn(tag_opt, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789._-:/") != strlen(tag_opt))) {
+    if (o->tag != NULL && (o->tag[0] == '\0' || o->tag[0] == '-' || strlen(o->tag) > 128 ||
+                           strspn(o->tag, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789._-:/") != strlen(o->tag))) {
         fprintf(stderr,
                 "sbx: error: --tag '%s': an image name or tag (letters, digits, . _ - : /)\n",
-                tag_opt);
+                o->tag);
         return SBX_EXIT_USAGE;
     }
-    cfg = sbx_cli_config(cli);
-    if (cfg == NULL) {
-        return SBX_EXIT_USAGE;
-    }
-    if (cache_opt != NULL) {
-        cache = xstrdup(cache_opt);
-    }
-    else {
-        cleanup_free char *state = sbx_state_dir(cfg->state_dir, &err);
+    return 0;
+}
 
-        if (state == NULL) {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-            return SBX_EXIT_FAIL;
-        }
-        cache = xasprintf("%s/image-cache", state);
+/* --cache, else <state dir>/image-cache; NULL having printed why. */
+static char *build_cache(const struct sbx_config *cfg, const char *cache_opt)
+{
+    cleanup_free char *state = NULL;
+    sbx_error_t *err = NULL;
+
+    if (cache_opt != NULL) {
+        return xstrdup(cache_opt);
     }
-    def_path = sbx_image_def_find(definition, &err);
+    state = sbx_state_dir(cfg->state_dir, &err);
+    if (state == NULL) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return NULL;
+    }
+    return xasprintf("%s/image-cache", state);
+}
+
+/* Loads the definition (fetching its registry features into the cache) and
+ * opens the provider that builds it. Returns 0, or the exit status after
+ * printing the error. */
+static int build_open(struct sbx_cli *cli, struct sbx_config *cfg, const struct build_opts *o,
+                      const char *cache, struct sbx_image_def **d, struct sbx_open_instance **oi)
+{
+    cleanup_free char *def_path = NULL;
+    sbx_error_t *err = NULL;
+    int rc;
+
+    def_path = sbx_image_def_find(o->definition, &err);
     {
         /* (added) features from a registry the configuration lists are
          * fetched into <cache>/features (docs/image.md) */
         struct sbx_devc_fetch fetch = {
             .cfg = cfg, .plugin_dir = sbx_cli_plugin_dir(cli), .cache = cache};
 
-        d = def_path ? sbx_image_def_load_with(def_path, &fetch, &err) : NULL;
-        if (d != NULL && d->devc != NULL) {
-            d->devc->fetch = NULL; /* fetch lives on this block's stack */
+        *d = def_path ? sbx_image_def_load_with(def_path, &fetch, &err) : NULL;
+        if (*d != NULL && (*d)->devc != NULL) {
+            (*d)->devc->fetch = NULL; /* fetch lives on this block's stack */
         }
     }
-    if (d == NULL && err != NULL && err->code != SBX_E_CONFIG && err->code != SBX_E_USAGE) {
+    if (*d == NULL && err != NULL && err->code != SBX_E_CONFIG && err->code != SBX_E_USAGE) {
         /* the registry of a feature failed (not found, a digest that does not
          * match, refused): exit 1, the definition itself is fine */
         sbx_cli_print_error(err);
         sbx_error_free(&err);
         return SBX_EXIT_FAIL;
     }
-    oi = d ? builder_of(cli, provider, &err) : NULL;
-    if (oi == NULL) {
+    *oi = *d ? builder_of(cli, o->provider, &err) : NULL;
+    if (*oi == NULL) {
         sbx_cli_print_error(err);
         rc = sbx_cli_exit_for(err);
         sbx_error_free(&err);
-        sbx_image_def_free(d);
+        sbx_image_def_free(*d);
+        *d = NULL;
         return rc == SBX_EXIT_FAIL ? SBX_EXIT_USAGE : rc;
     }
-    script = sbx_libexec_path("sbx-image-build");
-    if (script == NULL) {
-        fprintf(stderr, "sbx: error: helper sbx-image-build not found (set SBX_LIBEXEC_DIR)\n");
-        sbx_instance_close(oi);
-        sbx_image_def_free(d);
-        return SBX_EXIT_FAIL;
-    }
-    if (sidecar) {
-        pkgv = sbx_image_sidecar_packages;
-        canonical = sbx_image_sidecar_canonical(d);
-        repo = "sbx-dind";
+    return 0;
+}
+
+/* The repository, packages, spec and tags of the build of d (or of the
+ * sidecar's image). */
+static void build_plan(struct build *b, const struct build_opts *o, const struct sbx_image_def *d)
+{
+    b->repo = "sbx-sandbox";
+    if (o->sidecar) {
+        b->pkgv = sbx_image_sidecar_packages;
+        b->canonical = sbx_image_sidecar_canonical(d);
+        b->repo = "sbx-dind";
     }
     else {
-        pkgv = (const char *const *)d->packages;
-        canonical = xstrdup(d->canonical);
+        b->pkgv = (const char *const *)d->packages;
+        b->canonical = xstrdup(d->canonical);
     }
     /* no silent re-tag: <repo>:current moves for the configured definition
      * (the one found without --definition) or when --tag names it */
-    moved = sidecar || sbx_devc_is_configured(d->path);
-    if (moved) {
-        tags[0] = xasprintf("%s:current", repo);
+    b->moved = o->sidecar || sbx_devc_is_configured(d->path);
+    if (b->moved) {
+        b->tags[0] = xasprintf("%s:current", b->repo);
     }
-    if (tag_opt != NULL) {
-        tags[moved] = strchr(tag_opt, ':') ? xstrdup(tag_opt) : xasprintf("%s:%s", repo, tag_opt);
-        cleanup_free char *cur = xasprintf("%s:current", repo);
+    if (o->tag != NULL) {
+        b->tags[b->moved] =
+            strchr(o->tag, ':') ? xstrdup(o->tag) : xasprintf("%s:%s", b->repo, o->tag);
+        cleanup_free char *cur = xasprintf("%s:current", b->repo);
 
-        moved |= strcmp(tags[moved], cur) == 0;
+        b->moved |= strcmp(b->tags[b->moved], cur) == 0;
     }
-    if (!sidecar && d->devc != NULL) {
-        /* the spec's top layer: its build context, in the cache */
-        mkdir(cache, 0700);
-        layer = xasprintf("%s/layer-XXXXXX", cache);
-        if (mkdtemp(layer) == NULL || sbx_devc_write_layer(d->devc, layer, &err) < 0) {
-            if (err == NULL) {
-                sbx_error_set(&err, SBX_E_GENERIC, "%s: %s", layer, strerror(errno));
-            }
-            sbx_cli_print_error(err);
-            rc = sbx_cli_exit_for(err);
-            sbx_error_free(&err);
-            sbx_devc_remove_layer(layer);
-            free(layer);
-            sbx_instance_close(oi);
-            sbx_image_def_free(d);
-            return rc;
+}
+
+/* The spec's top layer (its build context) in a new folder of the cache:
+ * b->layer. -1 with err set. */
+static int build_layer(struct build *b, const struct sbx_image_def *d, const char *cache,
+                       sbx_error_t **err)
+{
+    mkdir(cache, 0700);
+    b->layer = xasprintf("%s/layer-XXXXXX", cache);
+    if (mkdtemp(b->layer) == NULL || sbx_devc_write_layer(d->devc, b->layer, err) < 0) {
+        if (*err == NULL) {
+            sbx_error_set(err, SBX_E_GENERIC, "%s: %s", b->layer, strerror(errno));
         }
+        return -1;
     }
-    options = sbx_devc_options(sidecar ? NULL : d, layer, (const char *const *)tags);
-    packages = join_strv(pkgv, ",");
+    return 0;
+}
+
+/* Removes the layer folder and frees what b holds. */
+static void build_fini(struct build *b)
+{
+    sbx_devc_remove_layer(b->layer);
+    free(b->layer);
+    b->layer = NULL;
+    free(b->canonical);
+    free(b->tags[0]);
+    free(b->tags[1]);
+}
+
+/* Runs the provider's image_build for b with the helper script; the image's
+ * tag into tag. -1 with err set. */
+static int build_run(struct sbx_open_instance *oi, const struct build *b,
+                     const struct sbx_image_def *d, int sidecar, const char *script,
+                     const char *cache, char *tag, size_t size, sbx_error_t **err)
+{
+    char **options = sbx_devc_options(sidecar ? NULL : d, b->layer, (const char *const *)b->tags);
+    cleanup_free char *packages = join_strv(b->pkgv, ",");
+    cleanup_free char *npm = NULL;
+    char **changes = xcalloc(2 + 64 + 1, sizeof(char *));
+    size_t nc = 0;
+    int rc;
+
     if (!sidecar && d->npm != NULL) {
         npm = join_strv((const char *const *)d->npm, " ");
     }
-    changes = xcalloc(2 + 64 + 1, sizeof(char *));
     if (!sidecar) {
         changes[nc++] = xasprintf("WORKDIR %s", d->workdir);
         for (size_t i = 0; d->env != NULL && d->env[i] != NULL && nc < 64; i++) {
@@ -316,8 +348,8 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
     {
         struct sbx_image_request req = {
             .builder = script,
-            .repo = repo,
-            .spec = canonical,
+            .repo = b->repo,
+            .spec = b->canonical,
             .suite = d->suite,
             .packages = packages,
             .npm = npm,
@@ -326,60 +358,119 @@ int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
             .options = (const char *const *)options,
         };
 
-        rc = sbx_instance_provider(oi)->image_build(oi->ctx, &req, tag, sizeof(tag), &err);
+        rc = sbx_instance_provider(oi)->image_build(oi->ctx, &req, tag, size, err);
     }
     for (size_t i = 0; i < nc; i++) {
         free(changes[i]);
     }
     free(changes);
     sbx_devc_options_free(options);
-    sbx_devc_remove_layer(layer);
-    free(layer);
+    return rc;
+}
+
+/* --json: the image, its tags, packages and registry features. */
+static void build_print_json(const struct build *b, const struct sbx_image_def *d, int sidecar,
+                             const char *tag)
+{
+    cleanup_free char *current = b->moved ? xasprintf("%s:current", b->repo) : NULL;
+    json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:[], s:[], s:[], s:b}", "image", tag, "current",
+                          current, "definition", d->path, "suite", d->suite, "packages", "npm",
+                          "tags", "spec_layer", !sidecar && d->devc != NULL);
+    char *s;
+
+    for (size_t i = 0; b->tags[i] != NULL; i++) {
+        json_array_append_new(json_object_get(o, "tags"), json_string(b->tags[i]));
+    }
+    for (size_t i = 0; b->pkgv[i] != NULL; i++) {
+        json_array_append_new(json_object_get(o, "packages"), json_string(b->pkgv[i]));
+    }
+    for (size_t i = 0; !sidecar && d->npm != NULL && d->npm[i] != NULL; i++) {
+        json_array_append_new(json_object_get(o, "npm"), json_string(d->npm[i]));
+    }
+    /* (added) each feature from a registry and the digest it resolved to */
+    json_object_set_new(o, "features", json_array());
+    for (size_t i = 0; !sidecar && d->devc != NULL && i < d->devc->nfeatures; i++) {
+        const struct sbx_devc_feature *fe = &d->devc->features[i];
+
+        json_array_append_new(
+            json_object_get(o, "features"),
+            json_pack("{s:s, s:s, s:s?}", "ref", fe->ref, "id", fe->id, "pinned", fe->pinned));
+    }
+    s = json_dumps(o, JSON_INDENT(2));
+    printf("%s\n", s);
+    free(s);
+    json_decref(o);
+}
+
+int sbx_cmd_image(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct build_opts o;
+    struct build b = {0};
+    cleanup_free char *script = NULL;
+    cleanup_free char *cache = NULL;
+    struct sbx_image_def *d = NULL;
+    struct sbx_open_instance *oi = NULL;
+    struct sbx_config *cfg;
+    sbx_error_t *err = NULL;
+    char tag[256];
+    int rc;
+
+    if (argc >= 2 && (rc = sbx_cmd_image_reg(cli, argc, argv)) >= 0) {
+        return rc; /* push, pull, gc, inspect: cmd_image_reg.c */
+    }
+    rc = build_parse(argc, argv, &o);
+    if (rc != 0) {
+        return rc;
+    }
+    cfg = sbx_cli_config(cli);
+    if (cfg == NULL) {
+        return SBX_EXIT_USAGE;
+    }
+    cache = build_cache(cfg, o.cache);
+    if (cache == NULL) {
+        return SBX_EXIT_FAIL;
+    }
+    rc = build_open(cli, cfg, &o, cache, &d, &oi);
+    if (rc != 0) {
+        return rc;
+    }
+    script = sbx_libexec_path("sbx-image-build");
+    if (script == NULL) {
+        fprintf(stderr, "sbx: error: helper sbx-image-build not found (set SBX_LIBEXEC_DIR)\n");
+        sbx_instance_close(oi);
+        sbx_image_def_free(d);
+        return SBX_EXIT_FAIL;
+    }
+    build_plan(&b, &o, d);
+    if (!o.sidecar && d->devc != NULL && build_layer(&b, d, cache, &err) < 0) {
+        sbx_cli_print_error(err);
+        rc = sbx_cli_exit_for(err);
+        sbx_error_free(&err);
+        build_fini(&b);
+        sbx_instance_close(oi);
+        sbx_image_def_free(d);
+        return rc;
+    }
+    rc = build_run(oi, &b, d, o.sidecar, script, cache, tag, sizeof(tag), &err);
+    sbx_devc_remove_layer(b.layer);
+    free(b.layer);
+    b.layer = NULL;
     sbx_instance_close(oi);
     if (rc < 0) {
         sbx_cli_print_error(err);
         rc = sbx_cli_exit_for(err);
         sbx_error_free(&err);
+        build_fini(&b);
         sbx_image_def_free(d);
-        free(tags[0]);
-        free(tags[1]);
         return rc;
     }
-    if (json) {
-        cleanup_free char *current = moved ? xasprintf("%s:current", repo) : NULL;
-        json_t *o = json_pack("{s:s, s:s?, s:s, s:s, s:[], s:[], s:[], s:b}", "image", tag,
-                              "current", current, "definition", d->path, "suite", d->suite,
-                              "packages", "npm", "tags", "spec_layer", !sidecar && d->devc != NULL);
-
-        for (size_t i = 0; tags[i] != NULL; i++) {
-            json_array_append_new(json_object_get(o, "tags"), json_string(tags[i]));
-        }
-        for (size_t i = 0; pkgv[i] != NULL; i++) {
-            json_array_append_new(json_object_get(o, "packages"), json_string(pkgv[i]));
-        }
-        for (size_t i = 0; !sidecar && d->npm != NULL && d->npm[i] != NULL; i++) {
-            json_array_append_new(json_object_get(o, "npm"), json_string(d->npm[i]));
-        }
-        /* (added) each feature from a registry and the digest it resolved to */
-        json_object_set_new(o, "features", json_array());
-        for (size_t i = 0; !sidecar && d->devc != NULL && i < d->devc->nfeatures; i++) {
-            const struct sbx_devc_feature *fe = &d->devc->features[i];
-
-            json_array_append_new(
-                json_object_get(o, "features"),
-                json_pack("{s:s, s:s, s:s?}", "ref", fe->ref, "id", fe->id, "pinned", fe->pinned));
-        }
-        char *s = json_dumps(o, JSON_INDENT(2));
-
-        printf("%s\n", s);
-        free(s);
-        json_decref(o);
+    if (o.json) {
+        build_print_json(&b, d, o.sidecar, tag);
     }
     else {
         printf("%s\n", tag);
     }
+    build_fini(&b);
     sbx_image_def_free(d);
-    free(tags[0]);
-    free(tags[1]);
     return SBX_EXIT_OK;
 }

@@ -45,129 +45,230 @@ void sbx_cmd_info_help(FILE *out)
         "Exit status: 0 ok, 1 the provider could not be reached, 2 configuration error.\n");
 }
 
-int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
-{
-    static const struct option opts[] = {{"provider", required_argument, NULL, 'p'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {NULL, 0, NULL, 0}};
-    struct sbx_provider_info info = {.userns = -1};
-    struct sbx_open_instance *oi;
+/* What `sbx info` reports: the configuration in force and the provider's
+ * engine, gathered once for the JSON object and the text. */
+struct info {
     struct sbx_config *cfg;
-    const char *provider = NULL;
-    const char *dir;
-    sbx_error_t *err = NULL;
+    const char *dir; /* the plugin directory */
+    const char *provider;
     char *state;
     char *policy_dir;
     char *libexec;
     char *definition;
-    char mem[32];
-    char disk[32];
-    char isolation[384] = "";
-    char protected_text[1024] = "";
-    json_t *pools_json = NULL;
-    char unenforced[160] = "";
-    json_t *j;
-    int json = 0;
-    int backlog = -1;
-    int rc = SBX_EXIT_OK;
-    int c;
+    struct sbx_open_instance *oi; /* NULL: err says why */
+    sbx_error_t *err;
+    struct sbx_provider_info pi;
+    int backlog;
+    char isolation[384];
+    char protected_text[1024];
+    char unenforced[160];
+    json_t *pools_json; /* a pool's own worktree_protect */
+};
 
+/* Parses `sbx info`'s options. Returns 0 or -1 (printed). */
+static int info_parse(int argc, char **argv, const char **provider, int *json)
+{
+    static const struct option opts[] = {{"provider", required_argument, NULL, 'p'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {NULL, 0, NULL, 0}};
     struct sbx_args a = {.cmd = "info", .opts = opts, .argc = argc, .argv = argv};
+    int c;
 
     while ((c = sbx_args_next(&a)) != -1) {
         if (c == 'p') {
-            provider = optarg;
+            *provider = optarg;
         }
         else if (c == 'j') {
-            json = 1;
+            *json = 1;
         }
         else {
-            return SBX_EXIT_USAGE;
+            return -1;
         }
     }
-    if (sbx_args_operands(&a, 0, 0, "") < 0) {
-        return SBX_EXIT_USAGE;
+    return sbx_args_operands(&a, 0, 0, "") < 0 ? -1 : 0;
+}
+
+/* (added) what a worktree keeps from the sandbox (docs/tasks.md, "Worktrees"):
+ * the configured list into j and in->protected_text, each pool's own list
+ * (pools.NAME.worktree_protect) into in->pools_json. */
+static void info_protect(struct info *in, json_t *j)
+{
+    const struct sbx_config *cfg = in->cfg;
+    const char *const *g =
+        cfg->worktree_protect ? (const char *const *)cfg->worktree_protect : sbx_protect_default;
+    json_t *arr = json_array();
+
+    in->protected_text[0] = '\0';
+    for (size_t i = 0; g[i] != NULL; i++) {
+        size_t used = strlen(in->protected_text);
+
+        json_array_append_new(arr, json_string(g[i]));
+        snprintf(in->protected_text + used, sizeof(in->protected_text) - used, "%s%s", i ? " " : "",
+                 g[i]);
     }
-    cfg = sbx_cli_config(cli);
-    dir = cfg ? sbx_cli_plugin_dir(cli) : NULL;
-    if (dir == NULL) {
-        return SBX_EXIT_USAGE;
+    json_object_set_new(j, "worktree_protect", arr);
+    in->pools_json = json_object();
+    for (size_t p = 0; p < cfg->n_pools; p++) {
+        char **pg = cfg->pools[p].worktree_protect;
+        json_t *parr;
+
+        if (pg == NULL) {
+            continue;
+        }
+        parr = json_array();
+        for (size_t i = 0; pg[i] != NULL; i++) {
+            json_array_append_new(parr, json_string(pg[i]));
+        }
+        json_object_set_new(in->pools_json, cfg->pools[p].name, parr);
     }
-    provider = provider ? provider : cfg->provider;
-    state = sbx_state_dir(cfg->state_dir, NULL);
-    policy_dir = sbx_policy_dir_resolve(cfg->policy_dir, NULL);
-    libexec = sbx_asset_dir(SBX_ASSET_LIBEXEC);
-    definition = sbx_image_def_find(NULL, NULL);
-    oi = sbx_instance_open(cfg, dir, provider, SBX_PLUGIN_PROVIDER, &err);
-    if (oi != NULL && sbx_instance_provider(oi)->info != NULL) {
-        sbx_instance_provider(oi)->info(oi->ctx, &info, NULL);
-    }
-    sbx_size_format(cfg->limits.memory, mem, sizeof(mem));
-    sbx_size_format(cfg->limits.disk, disk, sizeof(disk));
+    json_object_set(j, "worktree_protect_pools", in->pools_json);
+}
+
+/* What the reachable provider reports of its engine, into j; the isolation
+ * and the limits it does not enforce as text. */
+static void info_engine(struct info *in, json_t *j)
+{
+    const struct sbx_provider_info *pi = &in->pi;
+
+    json_object_set_new(j, "engine", json_string(pi->engine));
+    json_object_set_new(j, "userns", pi->userns < 0 ? json_null() : json_boolean(pi->userns));
+    json_object_set_new(j, "disk_limit", json_string(pi->disk_limit));
+    in->backlog = sbx_removal_backlog(in->oi, NULL);
+    json_object_set_new(j, "removal_backlog",
+                        in->backlog < 0 ? json_null() : json_integer(in->backlog));
+    json_object_set_new(j, "nested_containers",
+                        pi->nested[0] ? json_string(pi->nested) : json_null());
+    json_object_set_new(j, "seccomp", pi->seccomp[0] ? json_string(pi->seccomp) : json_null());
+    json_object_set_new(j, "worktree", pi->worktree[0] ? json_string(pi->worktree) : json_null());
+    sbx_caps_describe(in->oi, &in->pi, &in->cfg->limits, j, in->isolation, sizeof(in->isolation));
+    sbx_caps_text(sbx_caps_wanted(&in->cfg->limits) &
+                      ~sbx_caps_enforced(sbx_instance_provider(in->oi)->flags, &in->pi) &
+                      (SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS | SBX_CAP_DISK),
+                  in->unenforced, sizeof(in->unenforced));
+}
+
+/* The configuration in force and the provider, the JSON object's first fields. */
+static json_t *info_config_json(const struct info *in)
+{
+    const struct sbx_config *cfg = in->cfg;
+    json_t *j;
+
     j = json_pack("{s:s, s:s?, s:s, s:s?, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, s:i}",
-                  "version", SBX_VERSION, "config", cfg->path, "plugin_dir", dir, "state_dir",
-                  state, "image", cfg->image, "provider", provider, "limits", "cpus",
+                  "version", SBX_VERSION, "config", cfg->path, "plugin_dir", in->dir, "state_dir",
+                  in->state, "image", cfg->image, "provider", in->provider, "limits", "cpus",
                   cfg->limits.cpus, "memory", (json_int_t)cfg->limits.memory, "disk",
                   (json_int_t)cfg->limits.disk, "pids", (json_int_t)cfg->limits.pids, "idle",
                   (json_int_t)cfg->limits.idle, "max", (json_int_t)cfg->limits.max, "max_sandboxes",
                   cfg->box.max_sandboxes);
-    json_object_set_new(j, "policy_dir", policy_dir ? json_string(policy_dir) : json_null());
-    json_object_set_new(j, "libexec_dir", libexec ? json_string(libexec) : json_null());
-    json_object_set_new(j, "image_definition", definition ? json_string(definition) : json_null());
-    sbx_info_box(cfg, state, j, 0);
-    /* (added) what a worktree keeps from the sandbox (docs/tasks.md, "Worktrees") */
-    {
-        const char *const *g = cfg->worktree_protect ? (const char *const *)cfg->worktree_protect
-                                                     : sbx_protect_default;
-        json_t *arr = json_array();
+    json_object_set_new(j, "policy_dir",
+                        in->policy_dir ? json_string(in->policy_dir) : json_null());
+    json_object_set_new(j, "libexec_dir", in->libexec ? json_string(in->libexec) : json_null());
+    json_object_set_new(j, "image_definition",
+                        in->definition ? json_string(in->definition) : json_null());
+    return j;
+}
 
-        protected_text[0] = '\0';
-        for (size_t i = 0; g[i] != NULL; i++) {
-            size_t used = strlen(protected_text);
+/* The text of the reachable provider's engine and of what a worktree keeps. */
+static void info_print_engine(const struct info *in)
+{
+    const struct sbx_provider_info *pi = &in->pi;
+    const char *pname;
+    json_t *parr;
 
-            json_array_append_new(arr, json_string(g[i]));
-            snprintf(protected_text + used, sizeof(protected_text) - used, "%s%s", i ? " " : "",
-                     g[i]);
-        }
-        json_object_set_new(j, "worktree_protect", arr);
-        /* (added) a pool's own list (pools.NAME.worktree_protect) */
-        pools_json = json_object();
-        for (size_t p = 0; p < cfg->n_pools; p++) {
-            char **pg = cfg->pools[p].worktree_protect;
-            json_t *parr;
-
-            if (pg == NULL) {
-                continue;
-            }
-            parr = json_array();
-            for (size_t i = 0; pg[i] != NULL; i++) {
-                json_array_append_new(parr, json_string(pg[i]));
-            }
-            json_object_set_new(pools_json, cfg->pools[p].name, parr);
-        }
-        json_object_set(j, "worktree_protect_pools", pools_json);
+    printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", pi->engine,
+           pi->userns < 0 ? "unknown"
+           : pi->userns   ? "on"
+                          : "OFF (see docs/operations.md)",
+           pi->disk_limit[0] ? pi->disk_limit : "not reported");
+    if (in->backlog >= 0) {
+        printf("removal:     %d sandbox%s killed and waiting for the engine's removal "
+               "(in the background; /healthz says so past %d)\n",
+               in->backlog, in->backlog == 1 ? "" : "es", SBX_REMOVAL_BACKLOG_MAX);
     }
-    if (oi != NULL) {
-        json_object_set_new(j, "engine", json_string(info.engine));
-        json_object_set_new(j, "userns", info.userns < 0 ? json_null() : json_boolean(info.userns));
-        json_object_set_new(j, "disk_limit", json_string(info.disk_limit));
-        backlog = sbx_removal_backlog(oi, NULL);
-        json_object_set_new(j, "removal_backlog",
-                            backlog < 0 ? json_null() : json_integer(backlog));
-        json_object_set_new(j, "nested_containers",
-                            info.nested[0] ? json_string(info.nested) : json_null());
-        json_object_set_new(j, "seccomp",
-                            info.seccomp[0] ? json_string(info.seccomp) : json_null());
-        json_object_set_new(j, "worktree",
-                            info.worktree[0] ? json_string(info.worktree) : json_null());
-        sbx_caps_describe(oi, &info, &cfg->limits, j, isolation, sizeof(isolation));
-        sbx_caps_text(sbx_caps_wanted(&cfg->limits) &
-                          ~sbx_caps_enforced(sbx_instance_provider(oi)->flags, &info) &
-                          (SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS | SBX_CAP_DISK),
-                      unenforced, sizeof(unenforced));
+    printf("nested:      %s\n", pi->nested[0] ? pi->nested : "none");
+    printf("seccomp:     %s\n", pi->seccomp[0] ? pi->seccomp : "not reported");
+    printf("isolation:   %s\n", in->isolation);
+    printf("worktree:    %s\n", pi->worktree[0] ? pi->worktree : "plain bind mount");
+    printf("protected:   %s (read-only inside; made inside: quarantined)\n",
+           in->protected_text[0] ? in->protected_text : "none (worktree.protect = [])");
+    json_object_foreach(in->pools_json, pname, parr)
+    {
+        size_t i;
+        json_t *g;
+
+        printf("protected:   pool %s:", pname);
+        json_array_foreach(parr, i, g)
+        {
+            printf(" %s", json_string_value(g));
+        }
+        printf("%s\n", json_array_size(parr) ? "" : " none");
+    }
+    printf("git:         the sandbox's own .git; the host takes back the task's branch "
+           "only\n");
+}
+
+/* The text of all of it (j for the box's part, info_box.c). */
+static void info_print_text(const struct info *in, json_t *j)
+{
+    const struct sbx_config *cfg = in->cfg;
+    char mem[32];
+    char disk[32];
+
+    sbx_size_format(cfg->limits.memory, mem, sizeof(mem));
+    sbx_size_format(cfg->limits.disk, disk, sizeof(disk));
+    printf("sbx %s\nconfig:      %s\nplugin dir:  %s\npolicy dir:  %s\nhelpers:     %s\n"
+           "state dir:   %s\nimage:       %s\ndefinition:  %s\n"
+           "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds%s%s%s\n"
+           "box:         at most %d sandboxes\nprovider:    %s\n",
+           SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", in->dir,
+           in->policy_dir ? in->policy_dir : "(not found)", in->libexec ? in->libexec : "?",
+           in->state ? in->state : "?", cfg->image,
+           in->definition ? in->definition : "(none found)", cfg->limits.cpus, mem, disk,
+           (long long)cfg->limits.pids, (long long)cfg->limits.idle, (long long)cfg->limits.max,
+           in->unenforced[0] ? " (NOT ENFORCED: " : "", in->unenforced,
+           in->unenforced[0] ? ")" : "", cfg->box.max_sandboxes, in->provider);
+    sbx_info_box(cfg, in->state, j, 1);
+    if (in->oi != NULL) {
+        info_print_engine(in);
     }
     else {
-        json_object_set_new(j, "provider_error", json_string(sbx_error_msg(err)));
+        printf("engine:      unreachable: %s\n", sbx_error_msg(in->err));
+    }
+}
+
+int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct info in = {.pi = {.userns = -1}, .backlog = -1};
+    const char *provider = NULL;
+    json_t *j;
+    int json = 0;
+    int rc = SBX_EXIT_OK;
+
+    if (info_parse(argc, argv, &provider, &json) < 0) {
+        return SBX_EXIT_USAGE;
+    }
+    in.cfg = sbx_cli_config(cli);
+    in.dir = in.cfg ? sbx_cli_plugin_dir(cli) : NULL;
+    if (in.dir == NULL) {
+        return SBX_EXIT_USAGE;
+    }
+    in.provider = provider ? provider : in.cfg->provider;
+    in.state = sbx_state_dir(in.cfg->state_dir, NULL);
+    in.policy_dir = sbx_policy_dir_resolve(in.cfg->policy_dir, NULL);
+    in.libexec = sbx_asset_dir(SBX_ASSET_LIBEXEC);
+    in.definition = sbx_image_def_find(NULL, NULL);
+    in.oi = sbx_instance_open(in.cfg, in.dir, in.provider, SBX_PLUGIN_PROVIDER, &in.err);
+    if (in.oi != NULL && sbx_instance_provider(in.oi)->info != NULL) {
+        sbx_instance_provider(in.oi)->info(in.oi->ctx, &in.pi, NULL);
+    }
+    j = info_config_json(&in);
+    sbx_info_box(in.cfg, in.state, j, 0);
+    info_protect(&in, j);
+    if (in.oi != NULL) {
+        info_engine(&in, j);
+    }
+    else {
+        json_object_set_new(j, "provider_error", json_string(sbx_error_msg(in.err)));
         rc = SBX_EXIT_FAIL;
     }
     if (json) {
@@ -177,66 +278,15 @@ int sbx_cmd_info(struct sbx_cli *cli, int argc, char **argv)
         free(s);
     }
     else {
-        printf(
-            "sbx %s\nconfig:      %s\nplugin dir:  %s\npolicy dir:  %s\nhelpers:     %s\n"
-            "state dir:   %s\nimage:       %s\ndefinition:  %s\n"
-            "limits:      %.2f CPUs, %s memory, %s disk, %lld pids, idle %llds, max %llds%s%s%s\n"
-            "box:         at most %d sandboxes\nprovider:    %s\n",
-            SBX_VERSION, cfg->path ? cfg->path : "(built-in defaults)", dir,
-            policy_dir ? policy_dir : "(not found)", libexec ? libexec : "?", state ? state : "?",
-            cfg->image, definition ? definition : "(none found)", cfg->limits.cpus, mem, disk,
-            (long long)cfg->limits.pids, (long long)cfg->limits.idle, (long long)cfg->limits.max,
-            unenforced[0] ? " (NOT ENFORCED: " : "", unenforced, unenforced[0] ? ")" : "",
-            cfg->box.max_sandboxes, provider);
-        sbx_info_box(cfg, state, j, 1);
-        if (oi != NULL) {
-            printf("engine:      %s\nuser ns:     %s\ndisk cap:    %s\n", info.engine,
-                   info.userns < 0 ? "unknown"
-                   : info.userns   ? "on"
-                                   : "OFF (see docs/operations.md)",
-                   info.disk_limit[0] ? info.disk_limit : "not reported");
-            if (backlog >= 0) {
-                printf("removal:     %d sandbox%s killed and waiting for the engine's removal "
-                       "(in the background; /healthz says so past %d)\n",
-                       backlog, backlog == 1 ? "" : "es", SBX_REMOVAL_BACKLOG_MAX);
-            }
-            printf("nested:      %s\n", info.nested[0] ? info.nested : "none");
-            printf("seccomp:     %s\n", info.seccomp[0] ? info.seccomp : "not reported");
-            printf("isolation:   %s\n", isolation);
-            printf("worktree:    %s\n", info.worktree[0] ? info.worktree : "plain bind mount");
-            printf("protected:   %s (read-only inside; made inside: quarantined)\n",
-                   protected_text[0] ? protected_text : "none (worktree.protect = [])");
-            {
-                const char *pname;
-                json_t *parr;
-
-                json_object_foreach(pools_json, pname, parr)
-                {
-                    size_t i;
-                    json_t *g;
-
-                    printf("protected:   pool %s:", pname);
-                    json_array_foreach(parr, i, g)
-                    {
-                        printf(" %s", json_string_value(g));
-                    }
-                    printf("%s\n", json_array_size(parr) ? "" : " none");
-                }
-            }
-            printf("git:         the sandbox's own .git; the host takes back the task's branch "
-                   "only\n");
-        }
-        else {
-            printf("engine:      unreachable: %s\n", sbx_error_msg(err));
-        }
+        info_print_text(&in, j);
     }
     json_decref(j);
-    json_decref(pools_json);
-    sbx_error_free(&err);
-    sbx_instance_close(oi);
-    free(state);
-    free(policy_dir);
-    free(libexec);
-    free(definition);
+    json_decref(in.pools_json);
+    sbx_error_free(&in.err);
+    sbx_instance_close(in.oi);
+    free(in.state);
+    free(in.policy_dir);
+    free(in.libexec);
+    free(in.definition);
     return rc;
 }

@@ -219,81 +219,138 @@ static void peer_name(int fd, int is_unix, char *out, size_t n)
     snprintf(out, n, "?");
 }
 
-int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv)
-{
-    const char *task = NULL, *listen_spec = NULL, *unix_path = NULL;
-    long port = -1;
-    int json = 0;
-    struct sbx_config *cfg;
-    sbx_error_t *err = NULL;
-    cleanup_free char *state = NULL;
-    char shown[160];
-    struct sigaction sa = {0};
-    int lfd;
+struct port_opts {
+    const char *task;
+    long port;
+    const char *listen;    /* --listen, or NULL */
+    const char *unix_path; /* --unix, or NULL */
+    int json;
+};
 
+/* Parses `sbx port`'s options and operands into *o. Returns 0 or -1 (printed). */
+static int port_parse(int argc, char **argv, struct port_opts *o)
+{
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"listen", required_argument, NULL, 'l'},
                                          {"unix", required_argument, NULL, 'u'},
                                          {NULL, 0, NULL, 0}};
     struct sbx_args a = {.cmd = "port", .help = "port", .opts = opts, .argc = argc, .argv = argv};
-    int o;
+    char *end = NULL;
+    int c;
 
-    while ((o = sbx_args_next(&a)) != -1) {
-        if (o == '?') {
-            return SBX_EXIT_SBX;
+    *o = (struct port_opts){.port = -1};
+    while ((c = sbx_args_next(&a)) != -1) {
+        if (c == '?') {
+            return -1;
         }
-        if (o == 'j') {
-            json = 1;
+        if (c == 'j') {
+            o->json = 1;
         }
-        else if (o == 'l') {
-            listen_spec = optarg;
+        else if (c == 'l') {
+            o->listen = optarg;
         }
-        else if (o == 'u') {
-            unix_path = optarg;
+        else if (c == 'u') {
+            o->unix_path = optarg;
         }
     }
     if (sbx_args_operands(&a, 2, 2, "TASK PORT") < 0) {
-        return SBX_EXIT_SBX;
+        return -1;
     }
-    task = argv[optind];
-    {
-        char *end = NULL;
-
-        port = strtol(argv[optind + 1], &end, 10);
-        if (end == argv[optind + 1] || *end != '\0' || port < 1 || port > 65535) {
-            fprintf(stderr, "sbx: error: port: '%s' is not a port (1-65535)\n", argv[optind + 1]);
-            return SBX_EXIT_SBX;
-        }
+    o->task = argv[optind];
+    o->port = strtol(argv[optind + 1], &end, 10);
+    if (end == argv[optind + 1] || *end != '\0' || o->port < 1 || o->port > 65535) {
+        fprintf(stderr, "sbx: error: port: '%s' is not a port (1-65535)\n", argv[optind + 1]);
+        return -1;
     }
-    if (task == NULL || port < 0) {
+    if (o->task == NULL || o->port < 0) {
         fprintf(stderr, "sbx: error: port: usage: sbx port TASK PORT [--listen [127.0.0.1:]LPORT "
                         "| --unix PATH] [--json]\n");
-        return SBX_EXIT_SBX;
+        return -1;
     }
-    if (listen_spec != NULL && unix_path != NULL) {
+    if (o->listen != NULL && o->unix_path != NULL) {
         fprintf(stderr, "sbx: error: port: --listen and --unix exclude each other\n");
-        return SBX_EXIT_SBX;
+        return -1;
     }
-    if (!sbx_id_valid(task, SBX_ID_TASK)) {
-        fprintf(stderr, "sbx: error: port: '%s' is not a valid task id\n", task);
-        return SBX_EXIT_SBX;
+    if (!sbx_id_valid(o->task, SBX_ID_TASK)) {
+        fprintf(stderr, "sbx: error: port: '%s' is not a valid task id\n", o->task);
+        return -1;
     }
-    cfg = sbx_cli_config(cli);
+    return 0;
+}
+
+/* The configuration, with the runner that hosts the task (its keeper's) as its
+ * endpoint; NULL having said why. */
+static struct sbx_config *port_host(struct sbx_cli *cli, const char *task)
+{
+    struct sbx_config *cfg = sbx_cli_config(cli);
+    cleanup_free char *state = NULL;
+    sbx_error_t *err = NULL;
+
     if (cfg == NULL || (state = sbx_state_dir(cfg->state_dir, &err)) == NULL) {
         if (err != NULL) {
             sbx_cli_print_error(err);
             sbx_error_free(&err);
         }
-        return SBX_EXIT_SBX;
+        return NULL;
     }
     /* (changed, issue 31) the runner that hosts the task (its keeper's) */
     if (sbx_task_runner_use(cfg, state, task, &err) < 0) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
+        return NULL;
+    }
+    return cfg;
+}
+
+/* Hands one accepted connection c to a thread of its own (fwd_main); closes
+ * it instead when CONNS_MAX are open or no thread starts. */
+static void port_forward(const struct sbx_config *cfg, const struct port_opts *o, int c)
+{
+    struct fwd *f;
+    pthread_t th;
+
+    pthread_mutex_lock(&conns_mu);
+    if (conns >= CONNS_MAX) {
+        pthread_mutex_unlock(&conns_mu);
+        close(c);
+        return;
+    }
+    conns++;
+    pthread_mutex_unlock(&conns_mu);
+    f = xcalloc(1, sizeof(*f));
+    f->cfg = cfg;
+    f->task = (char *)o->task;
+    f->port = (int)o->port;
+    f->client = c;
+    peer_name(c, o->unix_path != NULL, f->peer, sizeof(f->peer));
+    if (pthread_create(&th, NULL, fwd_main, f) != 0) {
+        close(c);
+        free(f);
+        pthread_mutex_lock(&conns_mu);
+        conns--;
+        pthread_mutex_unlock(&conns_mu);
+        return;
+    }
+    pthread_detach(th);
+}
+
+int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct port_opts o;
+    struct sbx_config *cfg;
+    char shown[160];
+    struct sigaction sa = {0};
+    int lfd;
+
+    if (port_parse(argc, argv, &o) < 0) {
         return SBX_EXIT_SBX;
     }
-    lfd = unix_path ? listen_unix(unix_path, shown, sizeof(shown))
-                    : listen_tcp(listen_spec, shown, sizeof(shown));
+    cfg = port_host(cli, o.task);
+    if (cfg == NULL) {
+        return SBX_EXIT_SBX;
+    }
+    lfd = o.unix_path ? listen_unix(o.unix_path, shown, sizeof(shown))
+                      : listen_tcp(o.listen, shown, sizeof(shown));
     if (lfd < 0) {
         return SBX_EXIT_SBX;
     }
@@ -305,56 +362,31 @@ int sbx_cmd_port(struct sbx_cli *cli, int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (json) {
-        printf("{\"task\":\"%s\",\"port\":%ld,\"listen\":\"%s\"}\n", task, port, shown);
+    if (o.json) {
+        printf("{\"task\":\"%s\",\"port\":%ld,\"listen\":\"%s\"}\n", o.task, o.port, shown);
     }
     else {
         printf("%s\n", shown);
-        fprintf(stderr, "sbx: forwarding %s to port %ld in task %s (Ctrl-C to stop)\n", shown, port,
-                task);
+        fprintf(stderr, "sbx: forwarding %s to port %ld in task %s (Ctrl-C to stop)\n", shown,
+                o.port, o.task);
     }
     fflush(stdout);
     while (!stop_signal) {
         struct pollfd p[2] = {{.fd = lfd, .events = POLLIN},
                               {.fd = stop_pipe[0], .events = POLLIN}};
-        struct fwd *f;
-        pthread_t th;
         int c;
 
         if (poll(p, 2, -1) < 0 || p[0].revents == 0) {
             continue;
         }
         c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (c < 0) {
-            continue;
+        if (c >= 0) {
+            port_forward(cfg, &o, c);
         }
-        pthread_mutex_lock(&conns_mu);
-        if (conns >= CONNS_MAX) {
-            pthread_mutex_unlock(&conns_mu);
-            close(c);
-            continue;
-        }
-        conns++;
-        pthread_mutex_unlock(&conns_mu);
-        f = xcalloc(1, sizeof(*f));
-        f->cfg = cfg;
-        f->task = (char *)task;
-        f->port = (int)port;
-        f->client = c;
-        peer_name(c, unix_path != NULL, f->peer, sizeof(f->peer));
-        if (pthread_create(&th, NULL, fwd_main, f) != 0) {
-            close(c);
-            free(f);
-            pthread_mutex_lock(&conns_mu);
-            conns--;
-            pthread_mutex_unlock(&conns_mu);
-            continue;
-        }
-        pthread_detach(th);
     }
     close(lfd);
-    if (unix_path != NULL) {
-        unlink(unix_path);
+    if (o.unix_path != NULL) {
+        unlink(o.unix_path);
     }
     /* open connections end with the process */
     fflush(stdout);

@@ -259,6 +259,112 @@ static void wait_job_end(struct sbx_config *cfg, const char *id)
     sbx_error_free(&err);
 }
 
+/* Submits o's job (POST /v1/jobs): its id into id. -1 having said why. */
+static int submit_job(struct sbx_config *cfg, const struct sbx_task_cli *o, char *id, size_t size)
+{
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    char *body = submit_body(cfg, o);
+    json_t *rep;
+
+    if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
+        free(body);
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        return -1;
+    }
+    free(body);
+    rep = json_loadb(resp.body, resp.body_len, 0, NULL);
+    snprintf(id, size, "%s", json_string_value(json_object_get(rep, "id")) ?: "");
+    json_decref(rep);
+    sbx_http_response_free(&resp);
+    return 0;
+}
+
+/* Ctrl-C cancels the job, as it cancels an embedded run; then waits for its end
+ * (the runner stops the command and cleans up) unless a second signal comes.
+ * The wait reads the record, not the output again (that would repeat it). */
+static void cancel_job(struct sbx_config *cfg, const char *id, int priv)
+{
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    int sig = interrupted;
+    char *path = xasprintf("/v1/jobs/%s/cancel", id);
+
+    if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) == 0) {
+        sbx_http_response_free(&resp);
+        if (!priv) { /* a private runner's job id means nothing to the user */
+            fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
+                    sig == SIGINT    ? "SIGINT"
+                    : sig == SIGTERM ? "SIGTERM"
+                                     : "SIGHUP");
+        }
+    }
+    else {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+    }
+    free(path);
+    interrupted = 0;
+    wait_job_end(cfg, id);
+    interrupted = sig;
+}
+
+/* The job's record (GET /v1/jobs/ID), or NULL having said why; *rc gets the
+ * command's exit status when it has one, else it is left and the reason said. */
+static json_t *job_record(struct sbx_config *cfg, const char *id, int priv, int *rc)
+{
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    char *path = xasprintf("/v1/jobs/%s", id);
+    json_t *rec = NULL;
+    json_t *es;
+
+    if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, &err) < 0) {
+        sbx_cli_print_error(err);
+        sbx_error_free(&err);
+        free(path);
+        return NULL;
+    }
+    free(path);
+    rec = json_loadb(resp.body, resp.body_len, 0, NULL);
+    es = json_object_get(rec, "exit_status");
+    if (json_is_integer(es) && json_integer_value(es) >= 0) {
+        *rc = (int)json_integer_value(es);
+        if (json_is_string(json_object_get(rec, "reason"))) {
+            /* 126/127: why the command did not run, as embedded */
+            fprintf(stderr, "sbx: error: %s\n", json_string_value(json_object_get(rec, "reason")));
+        }
+    }
+    else if (priv && interrupted) {
+        /* cancelled by this run's own signal: exit 130/143/129 says it */
+    }
+    else if (priv) {
+        fprintf(stderr, "sbx: error: %s\n",
+                json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
+    }
+    else {
+        fprintf(stderr, "sbx: error: job %s %s: %s\n", id,
+                json_string_value(json_object_get(rec, "state")) ?: "?",
+                json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
+    }
+    sbx_http_response_free(&resp);
+    return rec;
+}
+
+/* `sbx run` is start + exec + end: the runner keeps an agent task after its
+ * command, so end it (a task already gone is fine). */
+static void end_task(struct sbx_config *cfg, const char *task)
+{
+    struct sbx_http_response resp = {0};
+    char *path = xasprintf("/v1/tasks/%s/end", task);
+
+    if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, NULL) == 0) {
+        sbx_http_response_free(&resp);
+    }
+    free(path);
+}
+
 /* `sbx run` is a job of a runner (docs/architecture.md, One implementation):
  * the configured one (runner.listen; a runner that is down fails the run with
  * 125, nothing falls back) or this process's private one (priv: its job id
@@ -266,31 +372,17 @@ static void wait_job_end(struct sbx_config *cfg, const char *id)
  * back in frames, stdout and stderr apart. */
 static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o, int priv)
 {
-    struct sbx_http_response resp = {0};
     struct capture cap = {.json = o->json};
     sbx_error_t *err = NULL;
-    json_t *rec = NULL;
+    json_t *rec;
     size_t got = 0;
-    char *body = submit_body(cfg, o);
-    char *path;
     char id[96];
     int rc = SBX_EXIT_SBX;
     int followed;
 
     install_signals(); /* SIGPIPE too: a closed stdout must not kill sbx (the job is awaited) */
-    if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
-        free(body);
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
+    if (submit_job(cfg, o, id, sizeof(id)) < 0) {
         return SBX_EXIT_SBX;
-    }
-    free(body);
-    {
-        json_t *rep = json_loadb(resp.body, resp.body_len, 0, NULL);
-
-        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(rep, "id")) ?: "");
-        json_decref(rep);
-        sbx_http_response_free(&resp);
     }
     followed = interrupted ? -1
                            : sbx_runner_follow(cfg, id, on_output, &cap,
@@ -307,63 +399,9 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o, 
         interrupted = 0; /* a signal after the job's end changes nothing */
     }
     if (interrupted) {
-        /* Ctrl-C cancels the job, as it cancels an embedded run; then wait for its end
-         * (the runner stops the command and cleans up) unless a second signal comes.
-         * The wait reads the record, not the output again (that would repeat it). */
-        int sig = interrupted;
-
-        path = xasprintf("/v1/jobs/%s/cancel", id);
-        if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, &err) == 0) {
-            sbx_http_response_free(&resp);
-            if (!priv) { /* a private runner's job id means nothing to the user */
-                fprintf(stderr, "sbx: job %s cancelled (%s)\n", id,
-                        sig == SIGINT    ? "SIGINT"
-                        : sig == SIGTERM ? "SIGTERM"
-                                         : "SIGHUP");
-            }
-        }
-        else {
-            sbx_cli_print_error(err);
-            sbx_error_free(&err);
-        }
-        free(path);
-        interrupted = 0;
-        wait_job_end(cfg, id);
-        interrupted = sig;
+        cancel_job(cfg, id, priv);
     }
-    path = xasprintf("/v1/jobs/%s", id);
-    if (sbx_runner_call(cfg, "GET", path, NULL, NULL, NULL, &resp, &err) == 0) {
-        json_t *es;
-
-        rec = json_loadb(resp.body, resp.body_len, 0, NULL);
-        es = json_object_get(rec, "exit_status");
-        if (json_is_integer(es) && json_integer_value(es) >= 0) {
-            rc = (int)json_integer_value(es);
-            if (json_is_string(json_object_get(rec, "reason"))) {
-                /* 126/127: why the command did not run, as embedded */
-                fprintf(stderr, "sbx: error: %s\n",
-                        json_string_value(json_object_get(rec, "reason")));
-            }
-        }
-        else if (priv && interrupted) {
-            /* cancelled by this run's own signal: exit 130/143/129 says it */
-        }
-        else if (priv) {
-            fprintf(stderr, "sbx: error: %s\n",
-                    json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
-        }
-        else {
-            fprintf(stderr, "sbx: error: job %s %s: %s\n", id,
-                    json_string_value(json_object_get(rec, "state")) ?: "?",
-                    json_string_value(json_object_get(rec, "reason")) ?: "no exit status");
-        }
-        sbx_http_response_free(&resp);
-    }
-    else {
-        sbx_cli_print_error(err);
-        sbx_error_free(&err);
-    }
-    free(path);
+    rec = job_record(cfg, id, priv, &rc);
     if (o->json && rec != NULL) {
         json_t *total = json_object_get(rec, "output_bytes");
         /* the runner keeps the last 1 MiB: bytes it dropped before this
@@ -381,13 +419,7 @@ static int run_via_runner(struct sbx_config *cfg, const struct sbx_task_cli *o, 
         rc = interrupted == SIGINT ? 130 : interrupted == SIGTERM ? 143 : 129;
     }
     if (o->task.task_id != NULL) {
-        /* `sbx run` is start + exec + end: the runner keeps an agent task
-         * after its command, so end it (a task already gone is fine) */
-        path = xasprintf("/v1/tasks/%s/end", o->task.task_id);
-        if (sbx_runner_call(cfg, "POST", path, "{}", NULL, NULL, &resp, NULL) == 0) {
-            sbx_http_response_free(&resp);
-        }
-        free(path);
+        end_task(cfg, o->task.task_id);
     }
     return rc;
 }

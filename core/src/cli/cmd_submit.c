@@ -50,7 +50,69 @@ void sbx_cmd_cancel_help(FILE *out)
             "Exit status: 0 done; 1 failed (unknown job, already ended, runner down); 2 usage.\n");
 }
 
-int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
+/* One option of `sbx submit` into the request o, its labels or env. -1 having
+ * said why. */
+static int submit_option(int c, json_t *o, json_t *labels, json_t *env)
+{
+    sbx_error_t *err = NULL;
+
+    switch (c) {
+    case 't':
+        json_object_set_new(o, "task", json_string(optarg));
+        return 0;
+    case 'p':
+        json_object_set_new(o, "pool", json_string(optarg));
+        return 0;
+    case 'C':
+        json_object_set_new(o, "class", json_string(optarg));
+        return 0;
+    case 'l': {
+        char *eq = strchr(optarg, '=');
+
+        if (eq == NULL || eq == optarg) {
+            fprintf(stderr, "sbx: error: --label '%s': use K=V\n", optarg);
+            return -1;
+        }
+        *eq = '\0';
+        json_object_set_new(labels, optarg, json_string(eq + 1));
+        return 0;
+    }
+    case 'w': {
+        char *real = realpath(optarg, NULL);
+
+        if (real == NULL) {
+            fprintf(stderr, "sbx: error: --worktree %s: no such directory\n", optarg);
+            return -1;
+        }
+        json_object_set_new(o, "worktree", json_string(real));
+        free(real);
+        return 0;
+    }
+    case 'P':
+        json_object_set_new(o, "provider", json_string(optarg));
+        return 0;
+    case 'c':
+        json_object_set_new(o, "credentials", json_string(optarg));
+        return 0;
+    case 'e': {
+        struct sbx_kv kv;
+
+        if (sbx_env_arg_parse(optarg, &kv, &err) < 0) {
+            fprintf(stderr, "sbx: error: submit: %s\n", sbx_error_msg(err));
+            sbx_error_free(&err);
+            return -1;
+        }
+        json_object_set_new(env, kv.name, json_string(kv.value));
+        return 0;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* The job `sbx submit` asks for (the body of POST /v1/jobs), from its options
+ * and the command after them; NULL having said why. */
+static json_t *submit_request(int argc, char **argv, int *json)
 {
     static const struct option opts[] = {
         {"task", required_argument, NULL, 't'},
@@ -64,102 +126,75 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
-    struct sbx_config *cfg;
+    struct sbx_args a = {.cmd = "submit", .opts = opts, .in_order = 1, .argc = argc, .argv = argv};
     json_t *o = json_object();
     json_t *labels = json_object();
     json_t *env = json_object();
     json_t *cmd = json_array();
-    struct sbx_http_response resp = {0};
-    sbx_error_t *err = NULL;
-    int json = 0;
+    int ok = 1;
     int c;
-    int rc = SBX_EXIT_USAGE;
-    char *body = NULL;
 
-    struct sbx_args a = {.cmd = "submit", .opts = opts, .in_order = 1, .argc = argc, .argv = argv};
-
-    while ((c = sbx_args_next(&a)) != -1) {
-        switch (c) {
-        case 't':
-            json_object_set_new(o, "task", json_string(optarg));
-            break;
-        case 'p':
-            json_object_set_new(o, "pool", json_string(optarg));
-            break;
-        case 'C':
-            json_object_set_new(o, "class", json_string(optarg));
-            break;
-        case 'l': {
-            char *eq = strchr(optarg, '=');
-
-            if (eq == NULL || eq == optarg) {
-                fprintf(stderr, "sbx: error: --label '%s': use K=V\n", optarg);
-                goto out;
-            }
-            *eq = '\0';
-            json_object_set_new(labels, optarg, json_string(eq + 1));
-            break;
+    while (ok && (c = sbx_args_next(&a)) != -1) {
+        if (c == 'j') {
+            *json = 1;
         }
-        case 'w': {
-            char *real = realpath(optarg, NULL);
-
-            if (real == NULL) {
-                fprintf(stderr, "sbx: error: --worktree %s: no such directory\n", optarg);
-                goto out;
-            }
-            json_object_set_new(o, "worktree", json_string(real));
-            free(real);
-            break;
-        }
-        case 'P':
-            json_object_set_new(o, "provider", json_string(optarg));
-            break;
-        case 'c':
-            json_object_set_new(o, "credentials", json_string(optarg));
-            break;
-        case 'e': {
-            struct sbx_kv kv;
-
-            if (sbx_env_arg_parse(optarg, &kv, &err) < 0) {
-                fprintf(stderr, "sbx: error: submit: %s\n", sbx_error_msg(err));
-                sbx_error_free(&err);
-                goto out;
-            }
-            json_object_set_new(env, kv.name, json_string(kv.value));
-            break;
-        }
-        case 'j':
-            json = 1;
-            break;
-        default:
-            goto out;
+        else {
+            ok = submit_option(c, o, labels, env) == 0;
         }
     }
-    if (optind >= argc) {
+    if (ok && optind >= argc) {
         fprintf(stderr, "sbx: error: submit: no command (sbx submit [OPTIONS] -- CMD...)\n");
-        goto out;
+        ok = 0;
     }
-    for (int i = optind; i < argc; i++) {
+    for (int i = optind; ok && i < argc; i++) {
         json_array_append_new(cmd, json_string(argv[i]));
     }
-    json_object_set(o, "argv", cmd);
-    if (json_object_size(labels) > 0) {
-        json_object_set(o, "labels", labels);
+    if (ok) {
+        json_object_set(o, "argv", cmd);
+        if (json_object_size(labels) > 0) {
+            json_object_set(o, "labels", labels);
+        }
+        if (json_object_size(env) > 0) {
+            json_object_set(o, "env", env);
+        }
     }
-    if (json_object_size(env) > 0) {
-        json_object_set(o, "env", env);
+    json_decref(labels);
+    json_decref(env);
+    json_decref(cmd);
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
+{
+    struct sbx_config *cfg;
+    struct sbx_http_response resp = {0};
+    sbx_error_t *err = NULL;
+    json_t *o;
+    char *body;
+    int json = 0;
+
+    o = submit_request(argc, argv, &json);
+    if (o == NULL) {
+        return SBX_EXIT_USAGE;
     }
     cfg = sbx_cli_config(cli);
     if (cfg == NULL) {
-        goto out;
+        json_decref(o);
+        return SBX_EXIT_USAGE;
     }
     body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
     if (sbx_runner_call(cfg, "POST", "/v1/jobs", body, NULL, NULL, &resp, &err) < 0) {
         sbx_cli_print_error(err);
         sbx_error_free(&err);
-        rc = SBX_EXIT_SBX;
-        goto out;
+        free(body);
+        return SBX_EXIT_SBX;
     }
+    free(body);
     if (json) {
         printf("%s", resp.body);
     }
@@ -170,14 +205,7 @@ int sbx_cmd_submit(struct sbx_cli *cli, int argc, char **argv)
         json_decref(r);
     }
     sbx_http_response_free(&resp);
-    rc = SBX_EXIT_OK;
-out:
-    free(body);
-    json_decref(o);
-    json_decref(labels);
-    json_decref(env);
-    json_decref(cmd);
-    return rc;
+    return SBX_EXIT_OK;
 }
 
 int sbx_cmd_cancel(struct sbx_cli *cli, int argc, char **argv)

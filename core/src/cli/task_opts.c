@@ -27,6 +27,83 @@ int sbx_env_arg_parse(char *s, struct sbx_kv *kv, sbx_error_t **err)
     return 0;
 }
 
+/* One option c (its value in optarg) of a command of mode into o. -1 having
+ * said why. */
+static int task_cli_option(struct sbx_task_cli *o, int c, int mode, const char *name)
+{
+    sbx_error_t *err = NULL;
+
+    switch (c) {
+    case 't':
+        o->task.task_id = optarg;
+        return 0;
+    case 'p':
+        o->task.provider = optarg;
+        return 0;
+    case 'c':
+        o->task.credentials = optarg;
+        return 0;
+    case 'w':
+        o->task.worktree = optarg;
+        return 0;
+    case 'P':
+        if (strcmp(optarg, "ci") != 0 && strcmp(optarg, "agent") != 0) {
+            fprintf(stderr, "sbx: error: %s: --pool '%s': use ci or agent\n", name, optarg);
+            return -1;
+        }
+        o->task.pool = optarg;
+        return 0;
+    case 'e':
+        if (mode == 0) {
+            fprintf(stderr, "sbx: error: task start: --env belongs to 'sbx exec'\n");
+            return -1;
+        }
+        o->env = xrealloc(o->env, (o->n_env + 1) * sizeof(*o->env));
+        if (sbx_env_arg_parse(optarg, &o->env[o->n_env], &err) < 0) {
+            fprintf(stderr, "sbx: error: %s: %s\n", name, err->msg);
+            sbx_error_free(&err);
+            return -1;
+        }
+        o->n_env++;
+        return 0;
+    case 'j':
+        o->json = 1;
+        return 0;
+    case 'F':
+        if (mode != 0) {
+            fprintf(stderr, "sbx: error: %s: --from belongs to 'sbx task start'\n", name);
+            return -1;
+        }
+        o->from = optarg;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* The command after the options (argv[optind...], after "--"): o->cmd, NULL
+ * when none or empty. -1 having said why. */
+static int task_cli_command(struct sbx_task_cli *o, int argc, char **argv, int mode,
+                            const char *name)
+{
+    if (optind < argc) {
+        if (mode == 0) {
+            fprintf(stderr, "sbx: error: task start: unexpected argument '%s'\n", argv[optind]);
+            return -1;
+        }
+        if (strcmp(argv[optind - 1], "--") != 0) {
+            fprintf(stderr, "sbx: error: %s: put the command after '--' (sbx %s ... -- %s)\n", name,
+                    name, argv[optind]);
+            return -1;
+        }
+        o->cmd = argv + optind;
+    }
+    if (o->cmd != NULL && (o->cmd[0] == NULL || o->cmd[0][0] == '\0')) {
+        o->cmd = NULL;
+    }
+    return 0;
+}
+
 int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
 {
     static const struct option all[] = {
@@ -51,8 +128,6 @@ int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
 
     memset(o, 0, sizeof(*o));
     while ((c = sbx_args_next(&a)) != -1) {
-        sbx_error_t *err = NULL;
-
         if (c == '?') {
             goto fail;
         }
@@ -61,67 +136,12 @@ int sbx_task_cli_parse(struct sbx_task_cli *o, int argc, char **argv, int mode)
                     argv[optind - 1]);
             goto fail;
         }
-        switch (c) {
-        case 't':
-            o->task.task_id = optarg;
-            break;
-        case 'p':
-            o->task.provider = optarg;
-            break;
-        case 'c':
-            o->task.credentials = optarg;
-            break;
-        case 'w':
-            o->task.worktree = optarg;
-            break;
-        case 'P':
-            if (strcmp(optarg, "ci") != 0 && strcmp(optarg, "agent") != 0) {
-                fprintf(stderr, "sbx: error: %s: --pool '%s': use ci or agent\n", name, optarg);
-                goto fail;
-            }
-            o->task.pool = optarg;
-            break;
-        case 'e':
-            if (mode == 0) {
-                fprintf(stderr, "sbx: error: task start: --env belongs to 'sbx exec'\n");
-                goto fail;
-            }
-            o->env = xrealloc(o->env, (o->n_env + 1) * sizeof(*o->env));
-            if (sbx_env_arg_parse(optarg, &o->env[o->n_env], &err) < 0) {
-                fprintf(stderr, "sbx: error: %s: %s\n", name, err->msg);
-                sbx_error_free(&err);
-                goto fail;
-            }
-            o->n_env++;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'F':
-            if (mode != 0) {
-                fprintf(stderr, "sbx: error: %s: --from belongs to 'sbx task start'\n", name);
-                goto fail;
-            }
-            o->from = optarg;
-            break;
-        default:
+        if (task_cli_option(o, c, mode, name) < 0) {
             goto fail;
         }
     }
-    if (optind < argc) {
-        if (mode == 0) {
-            fprintf(stderr, "sbx: error: task start: unexpected argument '%s'\n", argv[optind]);
-            goto fail;
-        }
-        if (strcmp(argv[optind - 1], "--") != 0) {
-            fprintf(stderr, "sbx: error: %s: put the command after '--' (sbx %s ... -- %s)\n", name,
-                    name, argv[optind]);
-            goto fail;
-        }
-        o->cmd = argv + optind;
-    }
-    if (o->cmd != NULL && (o->cmd[0] == NULL || o->cmd[0][0] == '\0')) {
-        o->cmd = NULL;
+    if (task_cli_command(o, argc, argv, mode, name) < 0) {
+        goto fail;
     }
     return 0;
 fail:
