@@ -84,25 +84,38 @@ static void rewrite(struct sbx_config *cfg, const char *dir,
 
 /* Removes the files the runner leaves in its directory (the store and its
  * journal; the socket is unlinked by the runner), then the directory. */
-static void remove_dir(const char *dir)
+/* Unlinks every entry of the directory open at d (which it closes), warning
+ * about each it cannot remove when shown names the directory (NULL: quiet,
+ * another sweep may be at it). 0, or -1 when d cannot be read. */
+static int empty_dir(int d, const char *shown)
 {
-    DIR *d = opendir(dir);
+    DIR *dd = fdopendir(d);
     struct dirent *e;
-    char path[512];
 
-    if (d == NULL) {
-        return;
+    if (dd == NULL) {
+        close(d);
+        return -1;
     }
-    while ((e = readdir(d)) != NULL) {
+    while ((e = readdir(dd)) != NULL) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) {
             continue;
         }
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        if (unlink(path) < 0) {
-            sbx_warn("runner (private): cannot remove %s: %s", path, strerror(errno));
+        if (unlinkat(dirfd(dd), e->d_name, 0) < 0 && shown != NULL) {
+            sbx_warn("runner (private): cannot remove %s/%s: %s", shown, e->d_name,
+                     strerror(errno));
         }
     }
-    closedir(d);
+    closedir(dd);
+    return 0;
+}
+
+static void remove_dir(const char *dir)
+{
+    int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+    if (d < 0 || empty_dir(d, dir) < 0) {
+        return;
+    }
     if (rmdir(dir) < 0) {
         sbx_warn("runner (private): cannot remove %s: %s", dir, strerror(errno));
     }
@@ -132,8 +145,6 @@ static void sweep_one(int base, const char *name)
     ssize_t n;
     int d = -1;
     int fd = -1;
-    DIR *dd;
-    struct dirent *e;
 
     if (fstatat(base, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
         st.st_uid != geteuid() || (st.st_mode & 07777) != 0700 ||
@@ -150,18 +161,9 @@ static void sweep_one(int base, const char *name)
     if (sbx_owner_alive(owner)) {
         goto out;
     }
-    dd = fdopendir(d);
-    if (dd == NULL) {
-        goto out;
-    }
-    d = -1; /* dd owns it */
-    while ((e = readdir(dd)) != NULL) {
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            unlinkat(dirfd(dd), e->d_name, 0); /* another sweep may be at it: quiet */
-        }
-    }
-    closedir(dd);
-    if (unlinkat(base, name, AT_REMOVEDIR) == 0) {
+    n = empty_dir(d, NULL); /* another sweep may be at it: quiet */
+    d = -1;                 /* closed by empty_dir */
+    if (n == 0 && unlinkat(base, name, AT_REMOVEDIR) == 0) {
         sbx_debug("runner (private): removed a killed run's directory %s", name);
     }
 out:
