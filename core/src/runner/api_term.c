@@ -36,11 +36,11 @@
 
 #include "runner/route.h"
 #include "runner/state.h" /* (the keeper) adopted_only, the lock */
-#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "runner/rtask.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
@@ -112,7 +112,7 @@ void runner_task_io_stop(struct sbx_runner *r)
     pthread_mutex_lock(&terms_mu);
     for (struct session *s = terms; s != NULL; s = s->next_term) {
         /* the task ends with the runner anyway: its commands are cancelled now */
-        sbx_task_stop(s->rt->t, "runner stopped");
+        sbx_task_stop(rtask_sandbox(s->rt), "runner stopped");
     }
     pthread_mutex_unlock(&terms_mu);
 }
@@ -129,7 +129,7 @@ static void session_end(struct session *s)
     close(s->fd);
     runner_lock(s->r);
     if (s->rt != NULL) {
-        s->rt->running--;
+        rtask_leave(s->rt);
     }
     runner_unlock(s->r);
     __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
@@ -238,9 +238,10 @@ static void *term_main(void *arg)
             send_x(s->fd, 0, sbx_error_msg(err), 125);
             goto out;
         }
-        sbx_info("runner: task %s: client '%s' attaches to its kept session", s->rt->id, s->client);
+        sbx_info("runner: task %s: client '%s' attaches to its kept session", rtask_id(s->rt),
+                 s->client);
         term_list(s, 1);
-        r = sbx_tty_session_attach(s->rt->t, tr.rows, tr.cols, s->fd, &err);
+        r = sbx_tty_session_attach(rtask_sandbox(s->rt), tr.rows, tr.cols, s->fd, &err);
         term_list(s, 0);
         if (r < 0) {
             send_x(s->fd, 0, sbx_error_msg(err), 125);
@@ -261,19 +262,20 @@ static void *term_main(void *arg)
         for (char *c = shown; *c; c++) {
             *c = *c < 0x20 || *c > 0x7e ? '?' : *c;
         }
-        sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, shown);
+        sbx_info("runner: task %s: terminal for client '%s' (%s)", rtask_id(s->rt), s->client,
+                 shown);
     }
     term_list(s, 1);
     if (json_is_true(json_object_get(req, "keep"))) {
         /* (added) the task's kept session: its 'X' is written when this client leaves */
-        r = sbx_tty_session_run(s->rt->t, &tr, s->fd, &err);
+        r = sbx_tty_session_run(rtask_sandbox(s->rt), &tr, s->fd, &err);
         term_list(s, 0);
         if (r < 0) {
             send_x(s->fd, 0, sbx_error_msg(err), 125);
         }
         goto out;
     }
-    r = sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err);
+    r = sbx_task_exec_tty(rtask_sandbox(s->rt), &tr, s->fd, &status, &err);
     term_list(s, 0);
     if (r < 0) {
         send_x(s->fd, 0, sbx_error_msg(err),
@@ -369,10 +371,10 @@ static void *port_main(void *arg)
     int r;
 
     snprintf(via, sizeof(via), "api client %s", s->client);
-    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
+    r = sbx_task_port_connect(rtask_sandbox(s->rt), s->port, s->peer, via, &up, &conn, &err);
     /* the connection needs the task no more: it may end meanwhile (the socket then resets) */
     runner_lock(s->r);
-    s->rt->running--;
+    rtask_leave(s->rt);
     s->rt = NULL;
     runner_unlock(s->r);
     if (r < 0) {
@@ -411,8 +413,8 @@ static void *archive_main(void *arg)
                125);
     }
     else {
-        sbx_info("runner: task %s: %s for client '%s'", s->rt->id, op, s->client);
-        sbx_keeper_files_op(s->rt->t, s->fd, op, req);
+        sbx_info("runner: task %s: %s for client '%s'", rtask_id(s->rt), op, s->client);
+        sbx_keeper_files_op(rtask_sandbox(s->rt), s->fd, op, req);
     }
     sbx_error_free(&err);
     json_decref(req);
@@ -438,9 +440,9 @@ static void *raw_port_main(void *arg)
 
     /* a keeper's runner: its client is `sbx port`, as the keeper logged it */
     snprintf(via, sizeof(via), s->r->adopted_only ? "sbx port" : "api client %s", s->client);
-    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
+    r = sbx_task_port_connect(rtask_sandbox(s->rt), s->port, s->peer, via, &up, &conn, &err);
     pthread_mutex_lock(&s->r->mu);
-    s->rt->running--;
+    rtask_leave(s->rt);
     s->rt = NULL;
     pthread_mutex_unlock(&s->r->mu);
     if (r < 0) {
@@ -620,7 +622,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
     }
     runner_lock(r);
     rt = runner_task_find(r, id);
-    if (rt == NULL || strcmp(rt->owner, who->name) != 0) {
+    if (rt == NULL || !rtask_owned_by(rt, who->name)) {
         int other = rt != NULL;
 
         runner_unlock(r);
@@ -637,10 +639,10 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         }
         return;
     }
-    if (!rt->keep || rt->state != RT_READY || rt->t == NULL) {
+    if (!rtask_keep(rt) || !rtask_ready(rt)) {
         runner_unlock(r);
         runner_reply_error(req, 409, "task %s is not a kept task that runs (state: %s)", id,
-                           rt->state == RT_STARTING ? "starting" : "not ready");
+                           rtask_state(rt) == RT_STARTING ? "starting" : "not ready");
         return;
     }
     if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
@@ -650,7 +652,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
                            SESSIONS_MAX);
         return;
     }
-    rt->running++; /* the task is not ended under the session */
+    rtask_enter(rt); /* the task is not ended under the session */
     runner_unlock(r);
 
     s = xcalloc(1, sizeof(*s));
@@ -685,7 +687,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
     }
     if (take_over(req, s) < 0) {
         runner_lock(r);
-        rt->running--;
+        rtask_leave(rt);
         runner_unlock(r);
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
         free(s->head);

@@ -27,6 +27,7 @@
 #include "runner/recover.h"
 #include "runner/roots.h"
 #include "runner/smallbox.h"
+#include "runner/rtask.h"
 #include "runner/worker.h"
 #include "runner/storeq.h"
 #include "runner/status.h"
@@ -84,20 +85,15 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
 {
     sbx_error_t *err = NULL;
 
-    if (t->holder[0] != '\0' &&
-        sbx_sched_release(r->sched, t->holder, t->holder_result, &err) < 0) {
-        sbx_warn("runner: releasing the slot of task %s: %s", t->id, sbx_error_msg(err));
+    if (rtask_holder(t)[0] != '\0' &&
+        sbx_sched_release(r->sched, rtask_holder(t), rtask_holder_result(t), &err) < 0) {
+        sbx_warn("runner: releasing the slot of task %s: %s", rtask_id(t), sbx_error_msg(err));
         sbx_error_free(&err);
     }
     pthread_mutex_lock(&r->mu);
-    for (struct rtask **pp = &r->tab.tasks; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == t) {
-            *pp = t->next;
-            break;
-        }
-    }
+    runner_jobtab_remove_task(&r->tab, t);
     pthread_mutex_unlock(&r->mu);
-    free(t);
+    rtask_free(t);
 }
 
 /* (added, issue 31) A stopping runner whose last worker, task and warm
@@ -240,15 +236,16 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
         refuse_grant(r, j, "refused: its task is live on this box already");
         return 0;
     }
-    t = xcalloc(1, sizeof(*t));
-    snprintf(t->id, sizeof(t->id), "%s", j->task);
-    snprintf(t->holder, sizeof(t->holder), "%s", j->id);
-    snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
-    t->pool = j->pool;
-    t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
+    t = rtask_new(&(struct rtask_init){
+        .id = j->task,
+        .holder = j->id,
+        .owner = j->owner,
+        .pool = j->pool,
+        .keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0,
+        .holder_result = SBX_RESULT_FAILED,
+    });
     runner_task_move(r, t, RTASK_CREATED, NULL, NULL);
-    t->running = 1;
-    t->holder_result = SBX_RESULT_FAILED;
+    rtask_enter(t); /* its holder job */
     /* (added) a warm sandbox to claim: only a job that can use one
      * (docs/runner.md, Warm pool); without one the tick below evicts
      * warm sandboxes this job needs the room of */
@@ -470,8 +467,8 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     /* running: the worker ends it as cancelled */
     pthread_mutex_lock(&r->mu);
     runner_job_cancel(j);
-    if (j->executing && j->rt != NULL && j->rt->t != NULL) {
-        sbx_task_exec_cancel(j->rt->t, &j->slot);
+    if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
+        sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
@@ -486,7 +483,7 @@ int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_NOTFOUND, "no task '%s' is running in the runner", id);
     }
     pthread_mutex_lock(&r->mu);
-    t->end_requested = 1;
+    rtask_request_end(t);
     pthread_mutex_unlock(&r->mu);
     return 0;
 }
@@ -499,10 +496,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
-        if (t->keep && t->state == RT_READY && t->running == 0 &&
-            (t->end_requested || r->stopping ||
-             (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = rtask_next(t)) {
+        if (rtask_due_to_end(t, r->stopping)) {
             runner_task_move_held(r, t, RTASK_ENDING);
             if (runner_task_ender_start(r, t) < 0) {
                 runner_task_move_held(r, t, RTASK_KEPT); /* retried at the next tick */
@@ -718,8 +713,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
-            if (j->executing && j->rt != NULL && j->rt->t != NULL) {
-                sbx_task_exec_cancel(j->rt->t, &j->slot);
+            if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
+                sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
             }
         }
     }
@@ -771,12 +766,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         runner_streams_free(j); /* their requests went with evhttp_free */
         runner_job_free(j);
     }
-    while (r->tab.tasks != NULL) {
-        struct rtask *t = r->tab.tasks;
-
-        r->tab.tasks = t->next;
-        free(t);
-    }
+    rtask_list_free(&r->tab.tasks);
     while (r->msgs != NULL) {
         struct rmsg *m = r->msgs;
 

@@ -10,6 +10,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rtask.h"
 #include "runner/rmetrics.h"
 #include "runner/jobs.h"
 #include "runner/output.h"
@@ -64,6 +65,14 @@ static int64_t mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* (added, issue 31) The job's task runs in a warm sandbox it claimed. */
+static int warm_sandbox(const struct worker *w)
+{
+    struct sbx_task *sandbox = rtask_sandbox(w->t);
+
+    return sandbox != NULL && sbx_task_warm(sandbox);
+}
+
 /* One line per job at its first output (or its exit status when it printed
  * nothing): where the time from the grant went. The bench reads the
  * "warm claim to first output" of its lines (bench/warm_vs_docker.sh). */
@@ -82,7 +91,7 @@ static void log_first_output(struct worker *w, const char *what)
     }
     sbx_debug("runner: job %s: %s to first output %.1f ms (%s; grant to claim %.1f ms, claim "
               "%.1f ms, store %.1f ms, exec start %.1f ms, first output %.1f ms after the grant)",
-              w->j->id, w->us_claim && w->t->t && sbx_task_warm(w->t->t) ? "warm claim" : "ready",
+              w->j->id, w->us_claim && warm_sandbox(w) ? "warm claim" : "ready",
               (double)(now - from) / 1000.0, what,
               w->us_claim ? (double)(w->us_claim - w->us_grant) / 1000.0 : 0.0,
               w->us_claimed ? (double)(w->us_claimed - w->us_claim) / 1000.0 : 0.0,
@@ -228,17 +237,17 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
     int creator;
 
     pthread_mutex_lock(&r->mu);
-    creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+    creator = rtask_starts_for(t, j->id);
     pthread_mutex_unlock(&r->mu);
     if (creator) {
         struct sbx_task_rec tr = {
-            .id = t->id,
+            .id = (char *)rtask_id(t),
             .provider = j->provider ? j->provider : r->cfg->provider,
-            .pool = (char *)sbx_pool_name(t->pool),
+            .pool = (char *)sbx_pool_name(rtask_pool(t)),
             .state = SBX_TASK_STARTING,
         };
         struct sbx_task_opts o = {
-            .task_id = t->id,
+            .task_id = rtask_id(t),
             .job_id = j->id,
             .provider = j->provider,
             .credentials = j->credentials,
@@ -291,11 +300,12 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         }
     }
     pthread_mutex_lock(&r->mu);
-    while (t->state == RT_STARTING && !runner_job_cancelled(j)) {
+    while (rtask_state(t) == RT_STARTING && !runner_job_cancelled(j)) {
         pthread_cond_wait(&r->cond, &r->mu);
     }
-    if (t->state != RT_READY) {
-        snprintf(why, whylen, "sandbox: %s", t->state == RT_FAILED ? t->fail_reason : "task ended");
+    if (rtask_state(t) != RT_READY) {
+        snprintf(why, whylen, "sandbox: %s",
+                 rtask_state(t) == RT_FAILED ? rtask_fail_reason(t) : "task ended");
         pthread_mutex_unlock(&r->mu);
         return -1;
     }
@@ -316,7 +326,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    int relaxed = !t->keep;
+    int relaxed = !rtask_keep(t);
     int batch = sbx_store_batch_begin(st, relaxed, &err) == 0;
 
     store_warn(&err);
@@ -326,7 +336,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
     }
     runner_job_move(w->r, j, RJOB_READY,
                     &(struct rjob_move){.st = st,
-                                        .task = t->id,
+                                        .task = rtask_id(t),
                                         .provider = sbx_task_provider_name(task),
                                         .image = sbx_task_image(task)},
                     &err);
@@ -348,7 +358,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
         sbx_store_job_set_leases(st, j->id, ids, 1, &err);
         store_warn(&err);
     }
-    sbx_store_task_exec(st, t->id, 1, 0, &err);
+    sbx_store_task_exec(st, rtask_id(t), 1, 0, &err);
     store_warn(&err);
     if (batch) {
         sbx_store_batch_end(st, relaxed, &err);
@@ -364,7 +374,7 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     int rc;
 
     pthread_mutex_lock(&w->r->mu);
-    creator = w->t->state == RT_STARTING && w->t->t == NULL && strcmp(w->t->holder, w->j->id) == 0;
+    creator = rtask_starts_for(w->t, w->j->id);
     pthread_mutex_unlock(&w->r->mu);
     rc = task_ready(w, st, why, whylen);
     if (rc == 0 && creator) {
@@ -400,14 +410,14 @@ static void *worker_main(void *arg)
         snprintf(reason, sizeof(reason), "runner: %s", sbx_error_msg(err));
         sbx_error_free(&err);
         pthread_mutex_lock(&r->mu);
-        creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+        creator = rtask_starts_for(t, j->id);
         pthread_mutex_unlock(&r->mu);
         if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
             runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = reason}, NULL);
         }
     }
     else if (task_ready_timed(w, st, reason, sizeof(reason)) == 0 && !runner_job_cancelled(j)) {
-        struct sbx_task *task = t->t;
+        struct sbx_task *task = rtask_sandbox(t);
         int64_t run0 = sbx_mono_ms();
         int ran = 0;
         int rc;
@@ -496,7 +506,7 @@ static void *worker_main(void *arg)
                         &(struct rjob_move){.st = st,
                                             .memory = st == NULL,
                                             .retry = 1,
-                                            .exec_task = exec_marked ? t->id : NULL,
+                                            .exec_task = exec_marked ? rtask_id(t) : NULL,
                                             .exec_path = exec_path,
                                             .exit_status = status,
                                             .reason = reason[0] ? reason : NULL,
@@ -507,22 +517,17 @@ static void *worker_main(void *arg)
          * stays the survivor's; the task's own row is still this box's */
         store_warn(&err);
         if (exec_marked) {
-            sbx_store_task_exec(st, t->id, 0, 0, &err);
+            sbx_store_task_exec(st, rtask_id(t), 0, 0, &err);
             store_warn(&err);
         }
     }
     store_warn(&err);
     pthread_mutex_lock(&r->mu);
-    if (strcmp(t->holder, j->id) == 0) {
-        t->holder_result = result;
-    }
-    t->running--;
-    last = t->running == 0 && (!t->keep || t->state != RT_READY) &&
+    rtask_job_ended(t, j->id, result);
+    rtask_leave(t);
+    last = rtask_running(t) == 0 && (!rtask_keep(t) || rtask_state(t) != RT_READY) &&
            runner_task_move_held(r, t, RTASK_ENDING) == 0;
-    sandbox = last ? t->t : NULL; /* ended below: nobody else reaches it */
-    if (last) {
-        t->t = NULL;
-    }
+    sandbox = last ? rtask_take_sandbox(t) : NULL; /* ended below: nobody else reaches it */
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(end_state), status,
              reason[0] ? ": " : "", reason);
@@ -557,8 +562,7 @@ static void *ender_main(void *arg)
 
     store_warn(&err);
     pthread_mutex_lock(&r->mu);
-    sandbox = t->t; /* ended here: nobody else reaches it */
-    t->t = NULL;
+    sandbox = rtask_take_sandbox(t); /* ended here: nobody else reaches it */
     stopping = r->stopping;
     pthread_mutex_unlock(&r->mu);
     if (!sbx_task_stopped(sandbox, reason, sizeof(reason))) {
@@ -572,7 +576,7 @@ static void *ender_main(void *arg)
     runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st, .reason = reason}, &err);
     store_warn(&err);
     runner_store_put(r, st);
-    sbx_info("runner: task %s ended: %s", t->id, reason);
+    sbx_info("runner: task %s ended: %s", rtask_id(t), reason);
     runner_post_task_ended(r, t, SBX_RESULT_OK);
     runner_worker_gone(r); /* (changed, issue 31) */
     free(w);
