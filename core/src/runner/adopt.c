@@ -89,18 +89,6 @@ int sbx_runner_task_live(struct sbx_runner *r, const char *id)
     return live;
 }
 
-/* Under r->mu: t ends now when the tick would end it (runner.c's on_tick, the same
- * moves): a kept task that runs nothing, asked to end or stopped. */
-static void end_now(struct sbx_runner *r, struct rtask *t)
-{
-    if (rtask_due_to_end(t, 0)) {
-        runner_task_move_held(r, t, RTASK_ENDING);
-        if (runner_task_ender_start(r, t) < 0) {
-            runner_task_move_held(r, t, RTASK_KEPT); /* the tick tries again */
-        }
-    }
-}
-
 int sbx_runner_task_stop(struct sbx_runner *r, const char *id, const char *reason)
 {
     struct rtask *t;
@@ -114,7 +102,7 @@ int sbx_runner_task_stop(struct sbx_runner *r, const char *id, const char *reaso
         sbx_task_stop(rtask_sandbox(t), reason);
         rtask_request_end(t);
         done = 1;
-        end_now(r, t); /* not a tick later when nothing runs in it */
+        runner_task_end_if_due(r, t, 0); /* not a tick later when nothing runs in it */
     }
     pthread_mutex_unlock(&r->mu);
     return done;

@@ -544,63 +544,56 @@ static void not_running(struct evhttp_request *req, const char *id)
     runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
 }
 
-static void task_io(const struct runner_route_call *c, int terminal, int archive)
+/* What a terminal, a port or an archive request asks for, once its protocol
+ * and headers are checked (io_request_ok). */
+struct io_want {
+    int terminal;
+    int archive;
+    long port;        /* a port connection: 1-65535; 0: a terminal or an archive */
+    const char *rest; /* a port's path after /ports/PORT/ ("" none) */
+    int raw;          /* Upgrade: sbx-port.v1 */
+};
+
+/* A port: /v1/tasks/ID/ports/PORT[/PATH], or a raw connection (sbx-port.v1) with
+ * no path; sets w's port, rest and raw, else answered (400). */
+static int port_request_ok(const struct runner_route_call *c, struct io_want *w)
 {
-    int tcp = c->tcp;
-    struct sbx_runner *r = c->r;
     struct evhttp_request *req = c->req;
-    const struct runner_client *who = c->who;
+    char *end = NULL;
+
+    /* c->rest: what follows /ports/ (NULL for /ports itself) */
+    if (c->rest == NULL || (w->port = strtol(c->rest, &end, 10)) < 1 || w->port > 65535 ||
+        end == c->rest || (*end != '\0' && *end != '/')) {
+        runner_reply_error(req, 400, "%s: use /v1/tasks/ID/ports/PORT[/PATH] (1-65535)", c->path);
+        return 0;
+    }
+    w->rest = *end == '/' ? end + 1 : "";
+    w->raw = header_has(req, "Upgrade", PORT_PROTO);
+    if (w->raw && (evhttp_request_get_command(req) != EVHTTP_REQ_GET || *w->rest != '\0' ||
+                   !header_has(req, "Connection", "upgrade"))) {
+        runner_reply_error(req, 400,
+                           "%s: " PORT_PROTO
+                           " is GET /v1/tasks/ID/ports/PORT with 'Connection: Upgrade'",
+                           c->path);
+        return 0;
+    }
+    return 1;
+}
+
+/* A terminal: its one query (attach=1) and the upgrade to sbx-term.v2 (426
+ * naming the change from v1); else answered. */
+static int terminal_request_ok(const struct runner_route_call *c)
+{
+    struct evhttp_request *req = c->req;
     const char *path = c->path;
-    const char *id = c->arg[0];
-    const char *rest = "";
-    long port = 0;
-    int raw = 0;
-    struct session *s;
-    struct rtask *rt;
-    pthread_t th;
 
-    if (archive &&
-        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
-         !header_has(req, "Upgrade", ARCHIVE_PROTO) || !header_has(req, "Connection", "upgrade"))) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", ARCHIVE_PROTO);
-        runner_reply_error(req, 426,
-                           "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " ARCHIVE_PROTO
-                           "' (docs/api.md, \"Files and pause of a kept task\")",
-                           path);
-        return;
-    }
-    if (!terminal && !archive) {
-        char *end = NULL;
-
-        /* c->rest: what follows /ports/ (NULL for /ports itself) */
-        if (c->rest == NULL || (port = strtol(c->rest, &end, 10)) < 1 || port > 65535 ||
-            end == c->rest || (*end != '\0' && *end != '/')) {
-            runner_reply_error(req, 400, "%s: use /v1/tasks/ID/ports/PORT[/PATH] (1-65535)", path);
-            return;
-        }
-        rest = *end == '/' ? end + 1 : "";
-        raw = header_has(req, "Upgrade", PORT_PROTO);
-        if (raw && (evhttp_request_get_command(req) != EVHTTP_REQ_GET || *rest != '\0' ||
-                    !header_has(req, "Connection", "upgrade"))) {
-            runner_reply_error(req, 400,
-                               "%s: " PORT_PROTO
-                               " is GET /v1/tasks/ID/ports/PORT with 'Connection: Upgrade'",
-                               path);
-            return;
-        }
-    }
-    if (tcp && evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
-        /* the status page's cookie is for its own GETs; a preview never rides on it */
-        runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)", path);
-        return;
-    }
-    if (terminal && c->query != NULL && c->query[0] != '\0' && strcmp(c->query, "attach=1") != 0 &&
+    if (c->query != NULL && c->query[0] != '\0' && strcmp(c->query, "attach=1") != 0 &&
         strcmp(c->query, "attach=true") != 0) {
         runner_reply_error(req, 400, "%s: the only query is attach=1 (the task's kept session)",
                            path);
-        return;
+        return 0;
     }
-    if (terminal && header_has(req, "Upgrade", TERM_PROTO_V1)) {
+    if (header_has(req, "Upgrade", TERM_PROTO_V1)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
         runner_reply_error(req, 426,
                            "%s: " TERM_PROTO_V1
@@ -608,21 +601,62 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
                            " (8-byte headers {type, 0, 0, 0, length u32 BE}; docs/api.md, "
                            "\"Terminals and ports\")",
                            path);
-        return;
+        return 0;
     }
-    if (terminal &&
-        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
-         !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade"))) {
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+        !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade")) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
         runner_reply_error(req, 426,
                            "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " TERM_PROTO
                            "' (docs/api.md, \"Terminals and ports\")",
                            path);
-        return;
+        return 0;
     }
+    return 1;
+}
+
+/* The request's protocol and headers, in the order they were always checked; 0:
+ * answered. */
+static int io_request_ok(const struct runner_route_call *c, struct io_want *w)
+{
+    struct evhttp_request *req = c->req;
+
+    if (w->archive &&
+        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+         !header_has(req, "Upgrade", ARCHIVE_PROTO) || !header_has(req, "Connection", "upgrade"))) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", ARCHIVE_PROTO);
+        runner_reply_error(req, 426,
+                           "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " ARCHIVE_PROTO
+                           "' (docs/api.md, \"Files and pause of a kept task\")",
+                           c->path);
+        return 0;
+    }
+    if (!w->terminal && !w->archive && !port_request_ok(c, w)) {
+        return 0;
+    }
+    if (c->tcp &&
+        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
+        /* the status page's cookie is for its own GETs; a preview never rides on it */
+        runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)",
+                           c->path);
+        return 0;
+    }
+    return !w->terminal || terminal_request_ok(c);
+}
+
+/* The client's own kept task, ready, held (rtask_enter: not ended under the
+ * session) with a session counted; NULL when answered (or, another box's task,
+ * being relayed: fwd_tunnel.c). */
+static struct rtask *io_task_hold(const struct runner_route_call *c, int terminal)
+{
+    struct sbx_runner *r = c->r;
+    struct evhttp_request *req = c->req;
+    const char *id = c->arg[0];
+    struct rtask *rt;
+
     runner_lock(r);
     rt = runner_task_find(r, id);
-    if (rt == NULL || !rtask_owned_by(rt, who->name)) {
+    if (rt == NULL || !rtask_owned_by(rt, c->who->name)) {
         int other = rt != NULL;
 
         runner_unlock(r);
@@ -635,55 +669,105 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         else {
             /* (added) another box of the fleet holds it: relayed (fwd_tunnel.c),
              * once the store thread has said which (fwd_owner.c) */
-            runner_forward_tunnel(r, req, who, id, terminal, not_running);
+            runner_forward_tunnel(r, req, c->who, id, terminal, not_running);
         }
-        return;
+        return NULL;
     }
     if (!rtask_keep(rt) || !rtask_ready(rt)) {
         runner_unlock(r);
         runner_reply_error(req, 409, "task %s is not a kept task that runs (state: %s)", id,
                            rtask_state(rt) == RT_STARTING ? "starting" : "not ready");
-        return;
+        return NULL;
     }
     if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
         runner_unlock(r);
         runner_reply_error(req, 503, "%d terminals and port connections are open: try later",
                            SESSIONS_MAX);
-        return;
+        return NULL;
     }
     rtask_enter(rt); /* the task is not ended under the session */
     runner_unlock(r);
+    return rt;
+}
 
+/* Who is at the other end: the TCP peer, or "unix" (on the unix socket, `sbx
+ * port` may say whose connection it is). */
+static void session_peer(struct session *s, struct evhttp_request *req, int tcp)
+{
+    char *host = NULL;
+    ev_uint16_t pp = 0;
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
+
+    if (con != NULL && tcp) {
+        evhttp_connection_get_peer(con, &host, &pp);
+    }
+    snprintf(s->peer, sizeof(s->peer), "%s:%u", tcp && host ? host : "unix", (unsigned)pp);
+    if (s->raw && !tcp) {
+        /* (added) on the unix socket, `sbx port` says whose connection it is */
+        const char *given = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sbx-Peer");
+        size_t n = given != NULL ? strspn(given, "0123456789abcdefABCDEF.:[]unix") : 0;
+
+        if (given != NULL && n > 0 && n < sizeof(s->peer) && given[n] == '\0') {
+            snprintf(s->peer, sizeof(s->peer), "%s", given);
+        }
+    }
+}
+
+/* The connection is the session's: the 101 of a terminal or an archive stream,
+ * then its thread (a port's answers its own). */
+static void session_run(struct session *s, const struct io_want *w)
+{
+    pthread_t th;
+
+    if (w->port == 0) {
+        static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
+                                 "\r\nConnection: Upgrade\r\n\r\n";
+        static const char up_archive[] =
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " ARCHIVE_PROTO
+            "\r\nConnection: Upgrade\r\n\r\n";
+
+        if (w->archive) {
+            sbx_send_all(s->fd, up_archive, sizeof(up_archive) - 1);
+        }
+        else {
+            sbx_send_all(s->fd, up, sizeof(up) - 1);
+        }
+    }
+    if (pthread_create(&th, NULL,
+                       w->archive    ? archive_main
+                       : w->raw      ? raw_port_main
+                       : w->port > 0 ? port_main
+                                     : term_main,
+                       s) != 0) {
+        reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
+        session_end(s);
+        return;
+    }
+    pthread_detach(th);
+}
+
+static void task_io(const struct runner_route_call *c, int terminal, int archive)
+{
+    struct sbx_runner *r = c->r;
+    struct evhttp_request *req = c->req;
+    struct io_want w = {.terminal = terminal, .archive = archive, .rest = ""};
+    struct session *s;
+    struct rtask *rt;
+
+    if (!io_request_ok(c, &w) || (rt = io_task_hold(c, terminal)) == NULL) {
+        return;
+    }
     s = xcalloc(1, sizeof(*s));
     s->r = r;
     s->rt = rt;
-    s->port = (int)port;
+    s->port = (int)w.port;
     s->attach = terminal && c->query != NULL && c->query[0] != '\0'; /* checked above */
-    s->raw = raw;
-    snprintf(s->client, sizeof(s->client), "%s", who->name);
-    {
-        char *host = NULL;
-        ev_uint16_t pp = 0;
-        struct evhttp_connection *con = evhttp_request_get_connection(req);
-
-        if (con != NULL && tcp) {
-            evhttp_connection_get_peer(con, &host, &pp);
-        }
-        snprintf(s->peer, sizeof(s->peer), "%s:%u", tcp && host ? host : "unix", (unsigned)pp);
-        if (raw && !tcp) {
-            /* (added) on the unix socket, `sbx port` says whose connection it is */
-            const char *given =
-                evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sbx-Peer");
-            size_t n = given != NULL ? strspn(given, "0123456789abcdefABCDEF.:[]unix") : 0;
-
-            if (given != NULL && n > 0 && n < sizeof(s->peer) && given[n] == '\0') {
-                snprintf(s->peer, sizeof(s->peer), "%s", given);
-            }
-        }
-    }
-    if (port > 0 && !raw) {
-        s->head = upstream_request(req, rest, &s->head_len);
+    s->raw = w.raw;
+    snprintf(s->client, sizeof(s->client), "%s", c->who->name);
+    session_peer(s, req, c->tcp);
+    if (w.port > 0 && !w.raw) {
+        s->head = upstream_request(req, w.rest, &s->head_len);
     }
     if (take_over(req, s) < 0) {
         runner_lock(r);
@@ -694,31 +778,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         free(s);
         return;
     }
-    if (port == 0) {
-        static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
-                                 "\r\nConnection: Upgrade\r\n\r\n";
-        static const char up_archive[] =
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " ARCHIVE_PROTO
-            "\r\nConnection: Upgrade\r\n\r\n";
-
-        if (archive) {
-            sbx_send_all(s->fd, up_archive, sizeof(up_archive) - 1);
-        }
-        else {
-            sbx_send_all(s->fd, up, sizeof(up) - 1);
-        }
-    }
-    if (pthread_create(&th, NULL,
-                       archive    ? archive_main
-                       : raw      ? raw_port_main
-                       : port > 0 ? port_main
-                                  : term_main,
-                       s) != 0) {
-        reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
-        session_end(s);
-        return;
-    }
-    pthread_detach(th);
+    session_run(s, &w);
 }
 
 /* The route table's rows (api_routes.c), scope exec */

@@ -637,3 +637,16 @@ int runner_task_ender_start(struct sbx_runner *r, struct rtask *t)
     w->t = t;
     return spawn(r, ender_main, w, 1);
 }
+
+/* (added, issue 31) Under r->mu (the tick, and a keeper's stop): t's ender
+ * starts now when t is due to end (rtask_due_to_end); a task no thread could
+ * end is kept ready, tried again at the next tick. */
+void runner_task_end_if_due(struct sbx_runner *r, struct rtask *t, int stopping)
+{
+    if (rtask_due_to_end(t, stopping)) {
+        runner_task_move_held(r, t, RTASK_ENDING);
+        if (runner_task_ender_start(r, t) < 0) {
+            runner_task_move_held(r, t, RTASK_KEPT); /* retried at the next tick */
+        }
+    }
+}
