@@ -4,7 +4,8 @@
 # in runner_job_move and runner_task_move alone (core/src/runner/jobstate.c).
 # Fails, naming file and line, on any other `->state =` in the code that sees
 # those records (core/src/runner and every file including runner/records.h,
-# where struct rjob and struct rtask are, or runner/state.h).
+# where struct rjob is, or runner/state.h; struct rtask is rtask.c's, its
+# state written through rtask_fsm() by runner_task_move alone).
 set -euo pipefail
 case "${1:-}" in
 -h | --help)
@@ -31,7 +32,7 @@ fi
 # ... and in jobstate.c, only by the two setters the moves call
 n=$(grep -cE -- '->state[[:space:]]*=([^=]|$)' core/src/runner/jobstate.c)
 setters=$(grep -nE -- '->state[[:space:]]*=([^=]|$)' core/src/runner/jobstate.c |
-    grep -cE '(j->state = \(int\)job_rows|t->state = \(enum rtask_state\)task_rows)' || true)
+    grep -cE '(j->state = \(int\)job_rows|f->state = \(enum rtask_state\)task_rows)' || true)
 if [ "$n" != 2 ] || [ "$setters" != 2 ]; then
     echo "check_state_moves: core/src/runner/jobstate.c assigns a state $n times; only job_set" \
         "and task_set may" >&2

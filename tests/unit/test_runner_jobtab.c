@@ -7,6 +7,7 @@
 
 #include "runner/jobs.h"
 #include "runner/records.h"
+#include "runner/rtask.h"
 
 static struct rjob *job(const char *id, int state)
 {
@@ -26,12 +27,7 @@ static void tab_free(struct runner_jobtab *tab)
         tab->jobs = j->next;
         runner_job_free(j);
     }
-    while (tab->tasks != NULL) {
-        struct rtask *t = tab->tasks;
-
-        tab->tasks = t->next;
-        free(t);
-    }
+    rtask_list_free(&tab->tasks);
 }
 
 static void test_find(void **state)
@@ -64,10 +60,8 @@ static void test_tasks(void **state)
 {
     (void)state;
     struct runner_jobtab tab = {0};
-    struct rtask *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-
-    snprintf(a->id, sizeof(a->id), "t-a");
-    snprintf(b->id, sizeof(b->id), "t-b");
+    struct rtask *a = rtask_new(&(struct rtask_init){.id = "t-a", .holder = "j-a"});
+    struct rtask *b = rtask_new(&(struct rtask_init){.id = "t-b", .holder = "j-b"});
     assert_null(runner_jobtab_task(&tab, "t-a"));
     runner_jobtab_add_task(&tab, a);
     runner_jobtab_add_task(&tab, b);
@@ -75,6 +69,11 @@ static void test_tasks(void **state)
     assert_ptr_equal(runner_jobtab_task(&tab, "t-a"), a);
     assert_ptr_equal(runner_jobtab_task(&tab, "t-b"), b);
     assert_null(runner_jobtab_task(&tab, "t-c"));
+    assert_int_equal(runner_jobtab_remove_task(&tab, a), 1); /* (added, issue 31) */
+    assert_int_equal(runner_jobtab_remove_task(&tab, a), 0);
+    assert_null(runner_jobtab_task(&tab, "t-a"));
+    assert_ptr_equal(runner_jobtab_task(&tab, "t-b"), b);
+    rtask_free(a);
     tab_free(&tab);
 }
 

@@ -10,6 +10,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rtask.h"
 #include "store/states.h"
 
 /* ---- the tables ---- */
@@ -329,24 +330,23 @@ static void test_job_moves(void **state)
 static void test_task_moves(void **state)
 {
     struct sbx_runner *r = fake_runner();
-    struct rtask *t = xcalloc(1, sizeof(*t));
+    struct rtask *t = rtask_new(&(struct rtask_init){.id = "t1", .holder = "t1"});
     struct sbx_task_rec tr = {0};
     sbx_error_t *err = NULL;
 
     (void)state;
-    snprintf(t->id, sizeof(t->id), "t1");
     task_put(r->store, "t1", "sb-1", SBX_TASK_READY, 0);
     expect_err(runner_task_move(r, t, RTASK_READY, NULL, &err), &err, EINVAL, "task t1 is new");
     assert_int_equal(runner_task_move(r, t, RTASK_CREATED, NULL, &err), 0);
-    assert_int_equal(t->state, RT_STARTING);
+    assert_int_equal(rtask_state(t), RT_STARTING);
     assert_int_equal(runner_task_move(r, t, RTASK_READY, NULL, &err), 0);
-    assert_int_equal(t->state, RT_READY);
+    assert_int_equal(rtask_state(t), RT_READY);
     expect_err(runner_task_move(r, t, RTASK_FAILED, NULL, &err), &err, EINVAL,
                "task t1 is ready: it cannot be failed");
     pthread_mutex_lock(&r->mu);
     assert_int_equal(runner_task_move_held(r, t, RTASK_ENDING), 0);
     assert_int_equal(runner_task_move_held(r, t, RTASK_KEPT), 0); /* no thread: later */
-    assert_int_equal(t->state, RT_READY);
+    assert_int_equal(rtask_state(t), RT_READY);
     assert_int_equal(runner_task_move_held(r, t, RTASK_ENDING), 0);
     pthread_mutex_unlock(&r->mu);
     assert_int_equal(runner_task_move(r, t, RTASK_GONE,
@@ -361,19 +361,18 @@ static void test_task_moves(void **state)
                      1);
     assert_non_null(strstr(err->msg, "task t1 is ended"));
     sbx_error_free(&err);
-    free(t);
+    rtask_free(t);
 
     /* a start that failed: its row ends with the reason */
-    t = xcalloc(1, sizeof(*t));
-    snprintf(t->id, sizeof(t->id), "t2");
+    t = rtask_new(&(struct rtask_init){.id = "t2", .holder = "t2"});
     task_put(r->store, "t2", NULL, SBX_TASK_STARTING, 0);
     assert_int_equal(runner_task_move(r, t, RTASK_CREATED, NULL, &err), 0);
     assert_int_equal(
         runner_task_move(r, t, RTASK_FAILED,
                          &(struct rtask_move){.st = r->store, .reason = "no such image"}, &err),
         0);
-    assert_int_equal(t->state, RT_FAILED);
-    assert_string_equal(t->fail_reason, "no such image");
+    assert_int_equal(rtask_state(t), RT_FAILED);
+    assert_string_equal(rtask_fail_reason(t), "no such image");
     ok(sbx_store_task_get(r->store, "t2", &tr, &err), &err);
     assert_int_equal(tr.state, SBX_TASK_ENDED);
     assert_string_equal(tr.reason, "no such image");
@@ -381,7 +380,7 @@ static void test_task_moves(void **state)
     expect_err(runner_task_move(r, t, RTASK_GONE, NULL, &err), &err, EINVAL,
                "task t2 is failed: it cannot be gone");
     assert_int_equal(runner_task_move(r, t, RTASK_ENDING, NULL, &err), 0);
-    free(t);
+    rtask_free(t);
     fake_runner_free(r);
 }
 

@@ -14,7 +14,7 @@
 #include "runner/auth.h"
 #include "runner/jobs.h"
 #include "runner/jobstate.h"
-#include "runner/records.h"
+#include "runner/rtask.h"
 #include "runner/state.h"
 #include "runner/storepool.h"
 #include "runner/worker.h"
@@ -60,18 +60,18 @@ int sbx_runner_task_adopt(struct sbx_runner *r, struct sbx_task *task, sbx_error
         return sbx_error_wrap(err, "runner: task %s: its row", id);
     }
     runner_store_put(r, st);
-    t = xcalloc(1, sizeof(*t));
-    snprintf(t->id, sizeof(t->id), "%s", id);
-    snprintf(t->holder, sizeof(t->holder), "%s", id);
-    snprintf(t->owner, sizeof(t->owner), "%s", runner_local_client(r->auth)->name);
-    t->pool = sj.pool;
-    t->keep = 1;
+    t = rtask_new(&(struct rtask_init){
+        .id = id,
+        .holder = id,
+        .owner = runner_local_client(r->auth)->name,
+        .pool = sj.pool,
+        .keep = 1,
+        .holder_result = SBX_RESULT_OK,
+    });
     runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
-    t->holder_result = SBX_RESULT_OK;
     r->adopted_only = 1; /* a submit for another task is refused (submit.c) */
     pthread_mutex_lock(&r->mu);
-    t->next = r->tab.tasks;
-    r->tab.tasks = t;
+    runner_jobtab_add_task(&r->tab, t);
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: task %s adopted", id);
     return 0;
@@ -84,22 +84,9 @@ int sbx_runner_task_live(struct sbx_runner *r, const char *id)
 
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
-    live = t != NULL && t->state == RT_READY ? (t->end_requested ? 2 : 1) : 0;
+    live = t != NULL && rtask_state(t) == RT_READY ? (rtask_end_requested(t) ? 2 : 1) : 0;
     pthread_mutex_unlock(&r->mu);
     return live;
-}
-
-/* Under r->mu: t ends now when the tick would end it (runner.c's on_tick, the same
- * moves): a kept task that runs nothing, asked to end or stopped. */
-static void end_now(struct sbx_runner *r, struct rtask *t)
-{
-    if (t->keep && t->state == RT_READY && t->running == 0 &&
-        (t->end_requested || (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
-        runner_task_move_held(r, t, RTASK_ENDING);
-        if (runner_task_ender_start(r, t) < 0) {
-            runner_task_move_held(r, t, RTASK_KEPT); /* the tick tries again */
-        }
-    }
 }
 
 int sbx_runner_task_stop(struct sbx_runner *r, const char *id, const char *reason)
@@ -109,13 +96,13 @@ int sbx_runner_task_stop(struct sbx_runner *r, const char *id, const char *reaso
 
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
-    if (t != NULL && t->state == RT_READY && t->t != NULL) {
-        /* under r->mu: the ender takes t->t under it too, so it is not ended
-         * under us; the stop cancels its commands, so the tick ends it */
-        sbx_task_stop(t->t, reason);
-        t->end_requested = 1;
+    if (t != NULL && rtask_ready(t)) {
+        /* under r->mu: the ender takes the sandbox under it too, so it is not
+         * ended under us; the stop cancels its commands, so the tick ends it */
+        sbx_task_stop(rtask_sandbox(t), reason);
+        rtask_request_end(t);
         done = 1;
-        end_now(r, t); /* not a tick later when nothing runs in it */
+        runner_task_end_if_due(r, t, 0); /* not a tick later when nothing runs in it */
     }
     pthread_mutex_unlock(&r->mu);
     return done;
@@ -128,9 +115,9 @@ struct sbx_task *sbx_runner_task_hold(struct sbx_runner *r, const char *id)
 
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
-    if (t != NULL && t->state == RT_READY && t->t != NULL) {
-        t->running++; /* not ended under the holder (as api_files.c holds it) */
-        task = t->t;
+    if (t != NULL && rtask_ready(t)) {
+        rtask_enter(t); /* not ended under the holder (as api_files.c holds it) */
+        task = rtask_sandbox(t);
     }
     pthread_mutex_unlock(&r->mu);
     return task;
@@ -142,8 +129,8 @@ void sbx_runner_task_unhold(struct sbx_runner *r, const char *id)
 
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
-    if (t != NULL && t->running > 0) {
-        t->running--;
+    if (t != NULL && rtask_running(t) > 0) {
+        rtask_leave(t);
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);

@@ -18,6 +18,7 @@
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"
+#include "runner/rtask.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
 #include "runner/output.h"
@@ -364,7 +365,7 @@ static void task_end_here(struct sbx_runner *r, struct evhttp_request *req, cons
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
     if (t != NULL) {
-        mine = runner_may_cancel(who, t->owner);
+        mine = runner_may_cancel(who, rtask_owner(t));
     }
     pthread_mutex_unlock(&r->mu);
     if (!mine) {

@@ -22,11 +22,11 @@
 #include <sys/queue.h>
 
 #include "runner/route.h"
-#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "runner/rtask.h"
 #include "sbx/sbx_util.h"
 #include "sandbox/files.h"
 #include "sandbox/statedir.h"
@@ -76,7 +76,7 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
         runner_forward_task(r, req, who, id, fwd, not_kept);
         return NULL;
     }
-    if (!sbx_store_owner_ok(t->owner, who->name)) {
+    if (!sbx_store_owner_ok(rtask_owner(t), who->name)) {
         runner_unlock(r);
         sbx_warn("runner: client '%s' asked for the files or pause of task %s, another client's: "
                  "refused",
@@ -84,14 +84,14 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
         runner_reply_error(req, 403, "task %s belongs to another client", id);
         return NULL;
     }
-    if (t->state != RT_READY || t->t == NULL) {
-        int ending = t->state == RT_ENDING || t->state == RT_FAILED;
+    if (!rtask_ready(t)) {
+        int ending = rtask_state(t) == RT_ENDING || rtask_state(t) == RT_FAILED;
 
         runner_unlock(r);
         runner_reply_error(req, 409, ending ? "task %s is ending" : "task %s is starting", id);
         return NULL;
     }
-    t->running++; /* not ended under us */
+    rtask_enter(t); /* not ended under us */
     runner_unlock(r);
     return t;
 }
@@ -99,7 +99,7 @@ static struct rtask *get_task(struct sbx_runner *r, struct evhttp_request *req, 
 static void put_task(struct sbx_runner *r, struct rtask *t)
 {
     runner_lock(r);
-    t->running--;
+    rtask_leave(t);
     runner_unlock(r);
 }
 
@@ -124,7 +124,7 @@ enum fop_kind { FOP_PUT_ARCHIVE, FOP_PUT_FILE, FOP_GET_ARCHIVE, FOP_STAT, FOP_LI
 
 struct files_op {
     struct sbx_runner *r;
-    struct rtask *rt;           /* held (running++) until fop_done */
+    struct rtask *rt;           /* held (rtask_enter) until fop_done */
     struct evhttp_request *req; /* NULL: libevent freed it with its connection */
     struct evhttp_connection *conn;
     int gone;
@@ -222,7 +222,7 @@ static void fop_done(evutil_socket_t fd, short what, void *arg)
 static void *fop_main(void *arg)
 {
     struct files_op *op = arg;
-    struct sbx_task *t = op->rt->t;
+    struct sbx_task *t = rtask_sandbox(op->rt); /* held: not ended under us */
     int rc = 0;
 
     switch (op->kind) {
@@ -363,7 +363,8 @@ static void handle_pause(struct sbx_runner *r, struct evhttp_request *req, const
     if ((t = get_task(r, req, id, who, RUNNER_FWD_SLOW)) == NULL) {
         return;
     }
-    rc = resume ? sbx_task_resume(t->t, &e) : sbx_task_pause(t->t, to_disk, &e);
+    rc = resume ? sbx_task_resume(rtask_sandbox(t), &e)
+                : sbx_task_pause(rtask_sandbox(t), to_disk, &e);
     put_task(r, t);
     if (rc < 0) {
         reply_err(req, &e);

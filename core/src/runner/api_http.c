@@ -28,6 +28,7 @@
 #include "runner/forward.h"
 #include "runner/health.h"
 #include "runner/jobs.h"
+#include "runner/rtask.h"
 #include "runner/status.h"
 #include "runner/warm.h"
 #include "sandbox/backlog.h"
@@ -47,7 +48,7 @@ static const char *owner_of(struct sbx_runner *r, const char *id)
         return j->owner;
     }
     t = id ? runner_task_find(r, id) : NULL;
-    return t != NULL ? t->owner : "";
+    return t != NULL ? rtask_owner(t) : "";
 }
 
 /* Without read-all: other clients' queued jobs are left out, their slots show
@@ -96,16 +97,11 @@ static json_t *queue_json(struct sbx_runner *r, const struct runner_client *who)
     free(text);
     sbx_sched_snapshot_free(snap);
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
-        static const char *const names[] = {"starting", "ready", "failed", "ending"};
-
-        if (!all && strcmp(t->owner, who->name) != 0) {
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = rtask_next(t)) {
+        if (!all && !rtask_owned_by(t, who->name)) {
             continue;
         }
-        json_array_append_new(tasks, json_pack("{s:s, s:s, s:s, s:s, s:b, s:i, s:s}", "id", t->id,
-                                               "holder", t->holder, "pool", sbx_pool_name(t->pool),
-                                               "state", names[t->state], "kept", t->keep, "running",
-                                               t->running, "client", t->owner));
+        json_array_append_new(tasks, rtask_json(t));
     }
     pthread_mutex_unlock(&r->mu);
     json_object_set_new(o, "tasks", tasks);

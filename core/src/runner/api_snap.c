@@ -22,6 +22,7 @@
 #include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "runner/rtask.h"
 #include "runner/worker.h"
 #include "sandbox/egress_change.h"
 #include "sandbox/snapshot.h"
@@ -36,7 +37,7 @@
 /* A snapshot being made: the thread's until it posts snap_done, then the loop's. */
 struct snap_op {
     struct sbx_runner *r;
-    struct rtask *rt;           /* held (running++) until snap_done */
+    struct rtask *rt;           /* held (rtask_enter) until snap_done */
     struct evhttp_request *req; /* NULL: libevent freed it with its connection */
     struct evhttp_connection *conn;
     int gone;     /* the client went away: nobody to answer */
@@ -79,7 +80,7 @@ static void snaps_full(struct evhttp_request *req, const char *id)
 
 /* The running task id of this client (under r->mu), or NULL having replied
  * (or, another box's task, being answered: forward.h). With
- * hold: the task is held (running++, not ended under the caller) and *hold set. */
+ * hold: the task is held (rtask_enter, not ended under the caller) and *hold set. */
 static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *req, const char *id,
                                  const struct runner_client *who, struct rtask **hold, unsigned fwd)
 {
@@ -91,11 +92,11 @@ static struct sbx_task *own_task(struct sbx_runner *r, struct evhttp_request *re
     pthread_mutex_lock(&r->mu);
     t = runner_task_find(r, id);
     if (t != NULL) {
-        mine = (who->scopes & SBX_SCOPE_CANCEL_ANY) != 0 || strcmp(t->owner, who->name) == 0;
-        ready = t->state == RT_READY && t->t != NULL;
-        st = t->t;
+        mine = (who->scopes & SBX_SCOPE_CANCEL_ANY) != 0 || rtask_owned_by(t, who->name);
+        ready = rtask_ready(t);
+        st = rtask_sandbox(t);
         if (hold != NULL && mine && ready) {
-            t->running++;
+            rtask_enter(t);
             *hold = t;
         }
     }
@@ -169,15 +170,15 @@ static void snap_done(evutil_socket_t fd, short what, void *arg)
 void runner_task_let_go(struct sbx_runner *r, struct rtask *t)
 {
     pthread_mutex_lock(&r->mu);
-    t->running--;
+    rtask_leave(t);
     /* a task ended by its job while held: it ends now (as a kept task's idle end does
      * at the next tick) */
-    if (!t->keep && t->running == 0 && t->state == RT_READY) {
+    if (!rtask_keep(t) && rtask_running(t) == 0 && rtask_state(t) == RT_READY) {
         runner_task_move_held(r, t, RTASK_ENDING);
         if (runner_task_ender_start(r, t) < 0) {
             runner_task_move_held(r, t, RTASK_KEPT);
             sbx_warn("runner: task %s: no thread to end it after its snapshot or file request",
-                     t->id);
+                     rtask_id(t));
         }
     }
     pthread_mutex_unlock(&r->mu);
@@ -187,7 +188,8 @@ static void *snap_main(void *arg)
 {
     struct snap_op *op = arg;
 
-    if (sbx_task_snapshot(op->rt->t, op->client, op->for_fork, &op->rec, &op->err) < 0) {
+    if (sbx_task_snapshot(rtask_sandbox(op->rt), op->client, op->for_fork, &op->rec, &op->err) <
+        0) {
         op->rec = NULL;
     }
     /* thread-safe with evthread_use_pthreads() (runner.c); the task stays held,
@@ -235,7 +237,7 @@ static void task_snapshot(struct sbx_runner *r, struct evhttp_request *req, cons
         evhttp_connection_set_closecb(op->conn, NULL, NULL);
         snaps--;
         pthread_mutex_lock(&r->mu);
-        rt->running--;
+        rtask_leave(rt);
         pthread_mutex_unlock(&r->mu);
         free(op);
         runner_reply_error(req, 503, "no thread for the snapshot of task %s: try again later", id);

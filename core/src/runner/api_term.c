@@ -36,11 +36,11 @@
 
 #include "runner/route.h"
 #include "runner/state.h" /* (the keeper) adopted_only, the lock */
-#include "runner/records.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "runner/rtask.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
@@ -112,7 +112,7 @@ void runner_task_io_stop(struct sbx_runner *r)
     pthread_mutex_lock(&terms_mu);
     for (struct session *s = terms; s != NULL; s = s->next_term) {
         /* the task ends with the runner anyway: its commands are cancelled now */
-        sbx_task_stop(s->rt->t, "runner stopped");
+        sbx_task_stop(rtask_sandbox(s->rt), "runner stopped");
     }
     pthread_mutex_unlock(&terms_mu);
 }
@@ -129,7 +129,7 @@ static void session_end(struct session *s)
     close(s->fd);
     runner_lock(s->r);
     if (s->rt != NULL) {
-        s->rt->running--;
+        rtask_leave(s->rt);
     }
     runner_unlock(s->r);
     __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
@@ -238,9 +238,10 @@ static void *term_main(void *arg)
             send_x(s->fd, 0, sbx_error_msg(err), 125);
             goto out;
         }
-        sbx_info("runner: task %s: client '%s' attaches to its kept session", s->rt->id, s->client);
+        sbx_info("runner: task %s: client '%s' attaches to its kept session", rtask_id(s->rt),
+                 s->client);
         term_list(s, 1);
-        r = sbx_tty_session_attach(s->rt->t, tr.rows, tr.cols, s->fd, &err);
+        r = sbx_tty_session_attach(rtask_sandbox(s->rt), tr.rows, tr.cols, s->fd, &err);
         term_list(s, 0);
         if (r < 0) {
             send_x(s->fd, 0, sbx_error_msg(err), 125);
@@ -261,19 +262,20 @@ static void *term_main(void *arg)
         for (char *c = shown; *c; c++) {
             *c = *c < 0x20 || *c > 0x7e ? '?' : *c;
         }
-        sbx_info("runner: task %s: terminal for client '%s' (%s)", s->rt->id, s->client, shown);
+        sbx_info("runner: task %s: terminal for client '%s' (%s)", rtask_id(s->rt), s->client,
+                 shown);
     }
     term_list(s, 1);
     if (json_is_true(json_object_get(req, "keep"))) {
         /* (added) the task's kept session: its 'X' is written when this client leaves */
-        r = sbx_tty_session_run(s->rt->t, &tr, s->fd, &err);
+        r = sbx_tty_session_run(rtask_sandbox(s->rt), &tr, s->fd, &err);
         term_list(s, 0);
         if (r < 0) {
             send_x(s->fd, 0, sbx_error_msg(err), 125);
         }
         goto out;
     }
-    r = sbx_task_exec_tty(s->rt->t, &tr, s->fd, &status, &err);
+    r = sbx_task_exec_tty(rtask_sandbox(s->rt), &tr, s->fd, &status, &err);
     term_list(s, 0);
     if (r < 0) {
         send_x(s->fd, 0, sbx_error_msg(err),
@@ -369,10 +371,10 @@ static void *port_main(void *arg)
     int r;
 
     snprintf(via, sizeof(via), "api client %s", s->client);
-    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
+    r = sbx_task_port_connect(rtask_sandbox(s->rt), s->port, s->peer, via, &up, &conn, &err);
     /* the connection needs the task no more: it may end meanwhile (the socket then resets) */
     runner_lock(s->r);
-    s->rt->running--;
+    rtask_leave(s->rt);
     s->rt = NULL;
     runner_unlock(s->r);
     if (r < 0) {
@@ -411,8 +413,8 @@ static void *archive_main(void *arg)
                125);
     }
     else {
-        sbx_info("runner: task %s: %s for client '%s'", s->rt->id, op, s->client);
-        sbx_keeper_files_op(s->rt->t, s->fd, op, req);
+        sbx_info("runner: task %s: %s for client '%s'", rtask_id(s->rt), op, s->client);
+        sbx_keeper_files_op(rtask_sandbox(s->rt), s->fd, op, req);
     }
     sbx_error_free(&err);
     json_decref(req);
@@ -438,9 +440,9 @@ static void *raw_port_main(void *arg)
 
     /* a keeper's runner: its client is `sbx port`, as the keeper logged it */
     snprintf(via, sizeof(via), s->r->adopted_only ? "sbx port" : "api client %s", s->client);
-    r = sbx_task_port_connect(s->rt->t, s->port, s->peer, via, &up, &conn, &err);
+    r = sbx_task_port_connect(rtask_sandbox(s->rt), s->port, s->peer, via, &up, &conn, &err);
     pthread_mutex_lock(&s->r->mu);
-    s->rt->running--;
+    rtask_leave(s->rt);
     s->rt = NULL;
     pthread_mutex_unlock(&s->r->mu);
     if (r < 0) {
@@ -542,63 +544,56 @@ static void not_running(struct evhttp_request *req, const char *id)
     runner_reply_error(req, 404, "no task '%s' is running in this runner", id);
 }
 
-static void task_io(const struct runner_route_call *c, int terminal, int archive)
+/* What a terminal, a port or an archive request asks for, once its protocol
+ * and headers are checked (io_request_ok). */
+struct io_want {
+    int terminal;
+    int archive;
+    long port;        /* a port connection: 1-65535; 0: a terminal or an archive */
+    const char *rest; /* a port's path after /ports/PORT/ ("" none) */
+    int raw;          /* Upgrade: sbx-port.v1 */
+};
+
+/* A port: /v1/tasks/ID/ports/PORT[/PATH], or a raw connection (sbx-port.v1) with
+ * no path; sets w's port, rest and raw, else answered (400). */
+static int port_request_ok(const struct runner_route_call *c, struct io_want *w)
 {
-    int tcp = c->tcp;
-    struct sbx_runner *r = c->r;
     struct evhttp_request *req = c->req;
-    const struct runner_client *who = c->who;
+    char *end = NULL;
+
+    /* c->rest: what follows /ports/ (NULL for /ports itself) */
+    if (c->rest == NULL || (w->port = strtol(c->rest, &end, 10)) < 1 || w->port > 65535 ||
+        end == c->rest || (*end != '\0' && *end != '/')) {
+        runner_reply_error(req, 400, "%s: use /v1/tasks/ID/ports/PORT[/PATH] (1-65535)", c->path);
+        return 0;
+    }
+    w->rest = *end == '/' ? end + 1 : "";
+    w->raw = header_has(req, "Upgrade", PORT_PROTO);
+    if (w->raw && (evhttp_request_get_command(req) != EVHTTP_REQ_GET || *w->rest != '\0' ||
+                   !header_has(req, "Connection", "upgrade"))) {
+        runner_reply_error(req, 400,
+                           "%s: " PORT_PROTO
+                           " is GET /v1/tasks/ID/ports/PORT with 'Connection: Upgrade'",
+                           c->path);
+        return 0;
+    }
+    return 1;
+}
+
+/* A terminal: its one query (attach=1) and the upgrade to sbx-term.v2 (426
+ * naming the change from v1); else answered. */
+static int terminal_request_ok(const struct runner_route_call *c)
+{
+    struct evhttp_request *req = c->req;
     const char *path = c->path;
-    const char *id = c->arg[0];
-    const char *rest = "";
-    long port = 0;
-    int raw = 0;
-    struct session *s;
-    struct rtask *rt;
-    pthread_t th;
 
-    if (archive &&
-        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
-         !header_has(req, "Upgrade", ARCHIVE_PROTO) || !header_has(req, "Connection", "upgrade"))) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", ARCHIVE_PROTO);
-        runner_reply_error(req, 426,
-                           "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " ARCHIVE_PROTO
-                           "' (docs/api.md, \"Files and pause of a kept task\")",
-                           path);
-        return;
-    }
-    if (!terminal && !archive) {
-        char *end = NULL;
-
-        /* c->rest: what follows /ports/ (NULL for /ports itself) */
-        if (c->rest == NULL || (port = strtol(c->rest, &end, 10)) < 1 || port > 65535 ||
-            end == c->rest || (*end != '\0' && *end != '/')) {
-            runner_reply_error(req, 400, "%s: use /v1/tasks/ID/ports/PORT[/PATH] (1-65535)", path);
-            return;
-        }
-        rest = *end == '/' ? end + 1 : "";
-        raw = header_has(req, "Upgrade", PORT_PROTO);
-        if (raw && (evhttp_request_get_command(req) != EVHTTP_REQ_GET || *rest != '\0' ||
-                    !header_has(req, "Connection", "upgrade"))) {
-            runner_reply_error(req, 400,
-                               "%s: " PORT_PROTO
-                               " is GET /v1/tasks/ID/ports/PORT with 'Connection: Upgrade'",
-                               path);
-            return;
-        }
-    }
-    if (tcp && evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
-        /* the status page's cookie is for its own GETs; a preview never rides on it */
-        runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)", path);
-        return;
-    }
-    if (terminal && c->query != NULL && c->query[0] != '\0' && strcmp(c->query, "attach=1") != 0 &&
+    if (c->query != NULL && c->query[0] != '\0' && strcmp(c->query, "attach=1") != 0 &&
         strcmp(c->query, "attach=true") != 0) {
         runner_reply_error(req, 400, "%s: the only query is attach=1 (the task's kept session)",
                            path);
-        return;
+        return 0;
     }
-    if (terminal && header_has(req, "Upgrade", TERM_PROTO_V1)) {
+    if (header_has(req, "Upgrade", TERM_PROTO_V1)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
         runner_reply_error(req, 426,
                            "%s: " TERM_PROTO_V1
@@ -606,21 +601,62 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
                            " (8-byte headers {type, 0, 0, 0, length u32 BE}; docs/api.md, "
                            "\"Terminals and ports\")",
                            path);
-        return;
+        return 0;
     }
-    if (terminal &&
-        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
-         !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade"))) {
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+        !header_has(req, "Upgrade", TERM_PROTO) || !header_has(req, "Connection", "upgrade")) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", TERM_PROTO);
         runner_reply_error(req, 426,
                            "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " TERM_PROTO
                            "' (docs/api.md, \"Terminals and ports\")",
                            path);
-        return;
+        return 0;
     }
+    return 1;
+}
+
+/* The request's protocol and headers, in the order they were always checked; 0:
+ * answered. */
+static int io_request_ok(const struct runner_route_call *c, struct io_want *w)
+{
+    struct evhttp_request *req = c->req;
+
+    if (w->archive &&
+        (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
+         !header_has(req, "Upgrade", ARCHIVE_PROTO) || !header_has(req, "Connection", "upgrade"))) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Upgrade", ARCHIVE_PROTO);
+        runner_reply_error(req, 426,
+                           "%s: use GET with 'Connection: Upgrade' and 'Upgrade: " ARCHIVE_PROTO
+                           "' (docs/api.md, \"Files and pause of a kept task\")",
+                           c->path);
+        return 0;
+    }
+    if (!w->terminal && !w->archive && !port_request_ok(c, w)) {
+        return 0;
+    }
+    if (c->tcp &&
+        evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization") == NULL) {
+        /* the status page's cookie is for its own GETs; a preview never rides on it */
+        runner_reply_error(req, 401, "%s needs a bearer token (Authorization: Bearer ...)",
+                           c->path);
+        return 0;
+    }
+    return !w->terminal || terminal_request_ok(c);
+}
+
+/* The client's own kept task, ready, held (rtask_enter: not ended under the
+ * session) with a session counted; NULL when answered (or, another box's task,
+ * being relayed: fwd_tunnel.c). */
+static struct rtask *io_task_hold(const struct runner_route_call *c, int terminal)
+{
+    struct sbx_runner *r = c->r;
+    struct evhttp_request *req = c->req;
+    const char *id = c->arg[0];
+    struct rtask *rt;
+
     runner_lock(r);
     rt = runner_task_find(r, id);
-    if (rt == NULL || strcmp(rt->owner, who->name) != 0) {
+    if (rt == NULL || !rtask_owned_by(rt, c->who->name)) {
         int other = rt != NULL;
 
         runner_unlock(r);
@@ -633,73 +669,65 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         else {
             /* (added) another box of the fleet holds it: relayed (fwd_tunnel.c),
              * once the store thread has said which (fwd_owner.c) */
-            runner_forward_tunnel(r, req, who, id, terminal, not_running);
+            runner_forward_tunnel(r, req, c->who, id, terminal, not_running);
         }
-        return;
+        return NULL;
     }
-    if (!rt->keep || rt->state != RT_READY || rt->t == NULL) {
+    if (!rtask_keep(rt) || !rtask_ready(rt)) {
         runner_unlock(r);
         runner_reply_error(req, 409, "task %s is not a kept task that runs (state: %s)", id,
-                           rt->state == RT_STARTING ? "starting" : "not ready");
-        return;
+                           rtask_state(rt) == RT_STARTING ? "starting" : "not ready");
+        return NULL;
     }
     if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
         __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
         runner_unlock(r);
         runner_reply_error(req, 503, "%d terminals and port connections are open: try later",
                            SESSIONS_MAX);
-        return;
+        return NULL;
     }
-    rt->running++; /* the task is not ended under the session */
+    rtask_enter(rt); /* the task is not ended under the session */
     runner_unlock(r);
+    return rt;
+}
 
-    s = xcalloc(1, sizeof(*s));
-    s->r = r;
-    s->rt = rt;
-    s->port = (int)port;
-    s->attach = terminal && c->query != NULL && c->query[0] != '\0'; /* checked above */
-    s->raw = raw;
-    snprintf(s->client, sizeof(s->client), "%s", who->name);
-    {
-        char *host = NULL;
-        ev_uint16_t pp = 0;
-        struct evhttp_connection *con = evhttp_request_get_connection(req);
+/* Who is at the other end: the TCP peer, or "unix" (on the unix socket, `sbx
+ * port` may say whose connection it is). */
+static void session_peer(struct session *s, struct evhttp_request *req, int tcp)
+{
+    char *host = NULL;
+    ev_uint16_t pp = 0;
+    struct evhttp_connection *con = evhttp_request_get_connection(req);
 
-        if (con != NULL && tcp) {
-            evhttp_connection_get_peer(con, &host, &pp);
-        }
-        snprintf(s->peer, sizeof(s->peer), "%s:%u", tcp && host ? host : "unix", (unsigned)pp);
-        if (raw && !tcp) {
-            /* (added) on the unix socket, `sbx port` says whose connection it is */
-            const char *given =
-                evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sbx-Peer");
-            size_t n = given != NULL ? strspn(given, "0123456789abcdefABCDEF.:[]unix") : 0;
+    if (con != NULL && tcp) {
+        evhttp_connection_get_peer(con, &host, &pp);
+    }
+    snprintf(s->peer, sizeof(s->peer), "%s:%u", tcp && host ? host : "unix", (unsigned)pp);
+    if (s->raw && !tcp) {
+        /* (added) on the unix socket, `sbx port` says whose connection it is */
+        const char *given = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Sbx-Peer");
+        size_t n = given != NULL ? strspn(given, "0123456789abcdefABCDEF.:[]unix") : 0;
 
-            if (given != NULL && n > 0 && n < sizeof(s->peer) && given[n] == '\0') {
-                snprintf(s->peer, sizeof(s->peer), "%s", given);
-            }
+        if (given != NULL && n > 0 && n < sizeof(s->peer) && given[n] == '\0') {
+            snprintf(s->peer, sizeof(s->peer), "%s", given);
         }
     }
-    if (port > 0 && !raw) {
-        s->head = upstream_request(req, rest, &s->head_len);
-    }
-    if (take_over(req, s) < 0) {
-        runner_lock(r);
-        rt->running--;
-        runner_unlock(r);
-        __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
-        free(s->head);
-        free(s);
-        return;
-    }
-    if (port == 0) {
+}
+
+/* The connection is the session's: the 101 of a terminal or an archive stream,
+ * then its thread (a port's answers its own). */
+static void session_run(struct session *s, const struct io_want *w)
+{
+    pthread_t th;
+
+    if (w->port == 0) {
         static const char up[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " TERM_PROTO
                                  "\r\nConnection: Upgrade\r\n\r\n";
         static const char up_archive[] =
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: " ARCHIVE_PROTO
             "\r\nConnection: Upgrade\r\n\r\n";
 
-        if (archive) {
+        if (w->archive) {
             sbx_send_all(s->fd, up_archive, sizeof(up_archive) - 1);
         }
         else {
@@ -707,16 +735,50 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         }
     }
     if (pthread_create(&th, NULL,
-                       archive    ? archive_main
-                       : raw      ? raw_port_main
-                       : port > 0 ? port_main
-                                  : term_main,
+                       w->archive    ? archive_main
+                       : w->raw      ? raw_port_main
+                       : w->port > 0 ? port_main
+                                     : term_main,
                        s) != 0) {
         reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
         session_end(s);
         return;
     }
     pthread_detach(th);
+}
+
+static void task_io(const struct runner_route_call *c, int terminal, int archive)
+{
+    struct sbx_runner *r = c->r;
+    struct evhttp_request *req = c->req;
+    struct io_want w = {.terminal = terminal, .archive = archive, .rest = ""};
+    struct session *s;
+    struct rtask *rt;
+
+    if (!io_request_ok(c, &w) || (rt = io_task_hold(c, terminal)) == NULL) {
+        return;
+    }
+    s = xcalloc(1, sizeof(*s));
+    s->r = r;
+    s->rt = rt;
+    s->port = (int)w.port;
+    s->attach = terminal && c->query != NULL && c->query[0] != '\0'; /* checked above */
+    s->raw = w.raw;
+    snprintf(s->client, sizeof(s->client), "%s", c->who->name);
+    session_peer(s, req, c->tcp);
+    if (w.port > 0 && !w.raw) {
+        s->head = upstream_request(req, w.rest, &s->head_len);
+    }
+    if (take_over(req, s) < 0) {
+        runner_lock(r);
+        rtask_leave(rt);
+        runner_unlock(r);
+        __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
+        free(s->head);
+        free(s);
+        return;
+    }
+    session_run(s, &w);
 }
 
 /* The route table's rows (api_routes.c), scope exec */

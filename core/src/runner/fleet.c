@@ -20,6 +20,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rtask.h"
 #include "runner/api_int.h"
 #include "runner/fleet.h"
 #include "runner/health.h"
@@ -296,14 +297,14 @@ static void fleet_lost(struct sbx_runner *r)
         else if (j->state == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
             j->lost = 1;
-            if (j->executing && j->rt != NULL && j->rt->t != NULL) {
-                sbx_task_exec_cancel(j->rt->t, &j->slot);
+            if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
+                sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
             }
         }
     }
-    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
-        if (t->t != NULL) {
-            sbx_task_stop(t->t, "box lost");
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = rtask_next(t)) {
+        if (rtask_sandbox(t) != NULL) {
+            sbx_task_stop(rtask_sandbox(t), "box lost");
         }
     }
     pthread_cond_broadcast(&r->cond);

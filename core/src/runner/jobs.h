@@ -21,13 +21,15 @@ struct runner_jobtab {
     struct rjob *jobs; /* newest first, linked by next */
     size_t n_jobs;
     struct rjob *buckets[RUNNER_BUCKETS]; /* linked by hnext */
-    struct rtask *tasks;                  /* linked by next */
+    struct rtask *tasks;                  /* (changed, issue 31) a list of rtask.h */
 };
 
 struct rjob *runner_jobtab_find(const struct runner_jobtab *tab, const char *id);
 void runner_jobtab_link(struct runner_jobtab *tab, struct rjob *j);
 struct rtask *runner_jobtab_task(const struct runner_jobtab *tab, const char *id);
 void runner_jobtab_add_task(struct runner_jobtab *tab, struct rtask *t);
+/* (added, issue 31) Takes t (by its address) out of the table; 0: not in it. */
+int runner_jobtab_remove_task(struct runner_jobtab *tab, struct rtask *t);
 /* Frees the ended jobs (released by the workers, followed by no stream) past
  * the newest keep; returns how many went. */
 size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep);

@@ -13,6 +13,7 @@
 #include "runner/records.h"
 #include "runner/dbwait.h"
 #include "runner/output.h"
+#include "runner/rtask.h"
 #include "store/states.h"
 #include "util/log.h"
 
@@ -327,9 +328,11 @@ const char *runner_task_event_name(enum rtask_event ev)
     return (unsigned)ev < RTASK_EVENTS ? task_rows[ev].name : "unknown";
 }
 
-static int task_from(const struct rtask *t)
+static int task_from(struct rtask *t)
 {
-    return t->has_state ? (int)t->state : RTASK_NEW;
+    const struct rtask_fsm *f = rtask_fsm(t);
+
+    return f->has_state ? (int)f->state : RTASK_NEW;
 }
 
 static const char *task_state_text(int s)
@@ -341,10 +344,10 @@ static const char *task_state_text(int s)
 
 static int task_refuse(const struct rtask *t, int from, enum rtask_event ev, sbx_error_t **err)
 {
-    sbx_error_log("runner: task %s: event '%s' refused: a %s task does not move to %s", t->id,
+    sbx_error_log("runner: task %s: event '%s' refused: a %s task does not move to %s", rtask_id(t),
                   runner_task_event_name(ev), task_state_text(from),
                   task_state_text(runner_task_event_to(ev)));
-    return sbx_error_set(err, EINVAL, "task %s is %s: it cannot be %s", t->id,
+    return sbx_error_set(err, EINVAL, "task %s is %s: it cannot be %s", rtask_id(t),
                          task_state_text(from), runner_task_event_name(ev));
 }
 
@@ -352,14 +355,15 @@ static int task_refuse(const struct rtask *t, int from, enum rtask_event ev, sbx
 static void task_set(struct sbx_runner *r, struct rtask *t, enum rtask_event ev,
                      const struct rtask_move *m)
 {
-    t->state = (enum rtask_state)task_rows[ev].to;
-    t->has_state = 1;
+    struct rtask_fsm *f = rtask_fsm(t); /* (changed, issue 31) rtask.h */
+
+    f->state = (enum rtask_state)task_rows[ev].to;
+    f->has_state = 1;
     if ((ev == RTASK_READY || ev == RTASK_ADOPTED) && m != NULL) {
-        t->t = m->t;
+        rtask_set_sandbox(t, m->t);
     }
     if (ev == RTASK_FAILED) {
-        snprintf(t->fail_reason, sizeof(t->fail_reason), "%s",
-                 m != NULL && m->reason != NULL ? m->reason : "start failed");
+        rtask_set_fail_reason(t, m != NULL && m->reason != NULL ? m->reason : "start failed");
     }
     pthread_cond_broadcast(&r->cond); /* jobs wait for a task's start */
 }
@@ -379,8 +383,8 @@ int runner_task_move(struct sbx_runner *r, struct rtask *t, enum rtask_event ev,
         return task_refuse(t, from, ev, err);
     }
     if (task_rows[ev].writes && m != NULL && m->st != NULL &&
-        sbx_store_task_end(m->st, t->id, (enum sbx_task_state)task_rows[ev].row_to, m->reason, 0,
-                           &werr) < 0) {
+        sbx_store_task_end(m->st, rtask_id(t), (enum sbx_task_state)task_rows[ev].row_to, m->reason,
+                           0, &werr) < 0) {
         rc = 1;
     }
     pthread_mutex_lock(&r->mu);
@@ -398,7 +402,7 @@ int runner_task_move(struct sbx_runner *r, struct rtask *t, enum rtask_event ev,
             *err = werr;
         }
         else {
-            sbx_warn("runner: task %s: %s", t->id, sbx_error_msg(werr));
+            sbx_warn("runner: task %s: %s", rtask_id(t), sbx_error_msg(werr));
             sbx_error_free(&werr);
         }
     }

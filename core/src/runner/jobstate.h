@@ -67,7 +67,7 @@ enum sbx_job_state runner_job_event_to(enum rjob_event ev);
 int runner_job_event_step(enum rjob_event ev);
 const char *runner_job_event_name(enum rjob_event ev);
 
-/* A task's states in memory (struct rtask, records.h): RT_STARTING,
+/* A task's states in memory (struct rtask, rtask.h): RT_STARTING,
  * RT_READY, RT_FAILED, RT_ENDING, or RTASK_NEW before its first move. */
 #define RTASK_NEW (-1)
 

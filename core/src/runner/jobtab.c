@@ -1,5 +1,5 @@
 /* jobtab.c - the runner's jobs and tasks in memory: a hash of jobs by id over
- * the list the loop walks, the list of tasks, and the trim of ended jobs' output.
+ * the list the loop walks, the list of tasks (of rtask.h), and the trim of ended jobs' output.
  * Callers hold r->mu where jobs.h says so. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include "runner/hooks.h"
 #include "runner/jobs.h"
 #include "runner/output.h"
+#include "runner/rtask.h"
 #include "util/xalloc.h"
 
 /* Finished jobs whose output stays in memory (their records stay in the
@@ -59,18 +60,17 @@ static void job_unhash(struct runner_jobtab *tab, struct rjob *j)
 
 struct rtask *runner_jobtab_task(const struct runner_jobtab *tab, const char *id)
 {
-    for (struct rtask *t = tab->tasks; t != NULL; t = t->next) {
-        if (strcmp(t->id, id) == 0) {
-            return t;
-        }
-    }
-    return NULL;
+    return rtask_list_find(tab->tasks, id);
 }
 
 void runner_jobtab_add_task(struct runner_jobtab *tab, struct rtask *t)
 {
-    t->next = tab->tasks;
-    tab->tasks = t;
+    rtask_list_push(&tab->tasks, t);
+}
+
+int runner_jobtab_remove_task(struct runner_jobtab *tab, struct rtask *t)
+{
+    return rtask_list_unlink(&tab->tasks, t);
 }
 
 size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep)

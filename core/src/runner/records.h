@@ -1,7 +1,8 @@
-/* records.h - a job and a task as the runner holds them in memory (struct
- * rjob, struct rtask); (changed) a follow of a job's output is api.c's, its kept
- * output output.c's (opaque, output.h). Their states change in
- * jobstate.c alone (jobstate.h). */
+/* records.h - a job as the runner holds it in memory (struct rjob);
+ * (changed) a follow of a job's output is api.c's, its kept output
+ * output.c's (opaque, output.h), (changed, issue 31) a task (struct rtask)
+ * rtask.c's, opaque (rtask.h). States change in jobstate.c alone
+ * (jobstate.h). */
 #ifndef SBX_RUNNER_RECORDS_H
 #define SBX_RUNNER_RECORDS_H
 
@@ -16,25 +17,7 @@
 struct sbx_task;
 struct runner_stream;
 struct runner_output;
-
-/* A task in the runner: one sandbox, shared by the jobs that name it. */
-enum rtask_state { RT_STARTING, RT_READY, RT_FAILED, RT_ENDING };
-
-struct rtask {
-    char id[SBX_SCHED_ID_MAX];
-    char holder[SBX_SCHED_ID_MAX]; /* the job whose sched slot the task holds */
-    char owner[64];                /* the client of the job that started it ("": unknown) */
-    enum sbx_pool pool;
-    int keep;               /* agent task: kept after its command */
-    enum rtask_state state; /* under r->mu; changed by runner_task_move alone (jobstate.h) */
-    int has_state;          /* 0: new, before its first move */
-    char fail_reason[256];
-    struct sbx_task *t; /* set once ready */
-    int running;        /* jobs executing or waiting in it */
-    int end_requested;
-    enum sbx_job_result holder_result;
-    struct rtask *next;
-};
+struct rtask;
 
 /* A job the runner knows in memory (queued, running, or recently ended). */
 struct rjob {

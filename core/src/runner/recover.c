@@ -13,6 +13,7 @@
 #include "runner/records.h"
 #include "runner/jobs.h"
 #include "runner/recover.h"
+#include "runner/rtask.h"
 #include "runner/worker.h"
 #include "runner/warm.h"
 #include "sandbox/owner.h"
@@ -285,16 +286,17 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
             }
             continue;
         }
-        t = xcalloc(1, sizeof(*t));
-        snprintf(t->id, sizeof(t->id), "%s", a->task_id);
-        snprintf(t->holder, sizeof(t->holder), "%s", a->task_id);
-        t->pool = sj.pool;
-        t->keep = 1;
+        t = rtask_new(&(struct rtask_init){
+            .id = a->task_id,
+            .holder = a->task_id,
+            .owner = NULL, /* unknown: the unix socket's alone (submit.c) */
+            .pool = sj.pool,
+            .keep = 1,
+            .holder_result = SBX_RESULT_OK,
+        });
         runner_task_move(r, t, RTASK_ADOPTED, &(struct rtask_move){.t = task}, NULL);
-        t->holder_result = SBX_RESULT_OK;
-        t->next = r->tab.tasks;
-        r->tab.tasks = t;
-        sbx_info("runner: recovery: task %s re-adopted", t->id);
+        runner_jobtab_add_task(&r->tab, t);
+        sbx_info("runner: recovery: task %s re-adopted", rtask_id(t));
     }
     /* running jobs whose command had not started: run it in the re-adopted task */
     for (size_t i = 0; i < rec->n_adopt_jobs; i++) {
@@ -312,10 +314,10 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
         }
         j->rt = t;
         runner_job_move(r, j, RJOB_ADOPTED, NULL, NULL);
-        t->running++;
+        rtask_enter(t);
         runner_job_link(r, j);
         if (runner_worker_start(r, j) < 0) {
-            t->running--;
+            rtask_leave(t);
             runner_job_move(r, j, RJOB_INTERRUPTED,
                             &(struct rjob_move){.reason = "runner: cannot start a worker thread"},
                             NULL);

@@ -27,6 +27,7 @@
 #include "runner/recover.h"
 #include "runner/roots.h"
 #include "runner/smallbox.h"
+#include "runner/rtask.h"
 #include "runner/worker.h"
 #include "runner/storeq.h"
 #include "runner/status.h"
@@ -84,20 +85,15 @@ static void task_remove(struct sbx_runner *r, struct rtask *t)
 {
     sbx_error_t *err = NULL;
 
-    if (t->holder[0] != '\0' &&
-        sbx_sched_release(r->sched, t->holder, t->holder_result, &err) < 0) {
-        sbx_warn("runner: releasing the slot of task %s: %s", t->id, sbx_error_msg(err));
+    if (rtask_holder(t)[0] != '\0' &&
+        sbx_sched_release(r->sched, rtask_holder(t), rtask_holder_result(t), &err) < 0) {
+        sbx_warn("runner: releasing the slot of task %s: %s", rtask_id(t), sbx_error_msg(err));
         sbx_error_free(&err);
     }
     pthread_mutex_lock(&r->mu);
-    for (struct rtask **pp = &r->tab.tasks; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == t) {
-            *pp = t->next;
-            break;
-        }
-    }
+    runner_jobtab_remove_task(&r->tab, t);
     pthread_mutex_unlock(&r->mu);
-    free(t);
+    rtask_free(t);
 }
 
 /* (added, issue 31) A stopping runner whose last worker, task and warm
@@ -240,15 +236,16 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
         refuse_grant(r, j, "refused: its task is live on this box already");
         return 0;
     }
-    t = xcalloc(1, sizeof(*t));
-    snprintf(t->id, sizeof(t->id), "%s", j->task);
-    snprintf(t->holder, sizeof(t->holder), "%s", j->id);
-    snprintf(t->owner, sizeof(t->owner), "%s", j->owner);
-    t->pool = j->pool;
-    t->keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0;
+    t = rtask_new(&(struct rtask_init){
+        .id = j->task,
+        .holder = j->id,
+        .owner = j->owner,
+        .pool = j->pool,
+        .keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0,
+        .holder_result = SBX_RESULT_FAILED,
+    });
     runner_task_move(r, t, RTASK_CREATED, NULL, NULL);
-    t->running = 1;
-    t->holder_result = SBX_RESULT_FAILED;
+    rtask_enter(t); /* its holder job */
     /* (added) a warm sandbox to claim: only a job that can use one
      * (docs/runner.md, Warm pool); without one the tick below evicts
      * warm sandboxes this job needs the room of */
@@ -470,8 +467,8 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     /* running: the worker ends it as cancelled */
     pthread_mutex_lock(&r->mu);
     runner_job_cancel(j);
-    if (j->executing && j->rt != NULL && j->rt->t != NULL) {
-        sbx_task_exec_cancel(j->rt->t, &j->slot);
+    if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
+        sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
@@ -486,7 +483,7 @@ int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err)
         return sbx_error_set(err, SBX_E_NOTFOUND, "no task '%s' is running in the runner", id);
     }
     pthread_mutex_lock(&r->mu);
-    t->end_requested = 1;
+    rtask_request_end(t);
     pthread_mutex_unlock(&r->mu);
     return 0;
 }
@@ -499,15 +496,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     pthread_mutex_lock(&r->mu);
-    for (struct rtask *t = r->tab.tasks; t != NULL; t = t->next) {
-        if (t->keep && t->state == RT_READY && t->running == 0 &&
-            (t->end_requested || r->stopping ||
-             (t->t != NULL && sbx_task_stopped(t->t, NULL, 0)))) {
-            runner_task_move_held(r, t, RTASK_ENDING);
-            if (runner_task_ender_start(r, t) < 0) {
-                runner_task_move_held(r, t, RTASK_KEPT); /* retried at the next tick */
-            }
-        }
+    for (struct rtask *t = r->tab.tasks; t != NULL; t = rtask_next(t)) {
+        runner_task_end_if_due(r, t, r->stopping);
     }
     if (r->stopping && r->workers == 0 && r->tab.tasks == NULL && runner_warm_idle(r)) {
         event_base_loopbreak(r->base);
@@ -574,20 +564,11 @@ static void image_ready(void *arg)
     runner_post(arg, RMSG_OUTPUT, "", SBX_RESULT_OK);
 }
 
-/* runner.worktree_roots resolved against the state directory (docs/runner.md,
- * "Worktree roots"): each must exist, none inside the state directory. */
-struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
+/* A new runner with its options, metrics and policy; NULL (nothing left to
+ * free) when the policy does not load. */
+static struct sbx_runner *runner_new(const struct sbx_runner_opts *opts, sbx_error_t **err)
 {
     struct sbx_runner *r = xcalloc(1, sizeof(*r));
-    struct sbx_sched_opts so = {
-        .cfg = opts->cfg,
-        .capacity = opts->capacity,
-        .clock = opts->clock,
-        .clock_ctx = opts->clock_ctx,
-    };
-    struct timeval tick = {0, 200 * 1000};
-    struct timeval alert;
-    int probe_ms = opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000;
     static int threads_on;
 
     if (!threads_on) {
@@ -615,56 +596,78 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cond, NULL);
     r->msgs_tail = &r->msgs;
+    return r;
+}
+
+/* The clients, the worktree roots, the status page's sessions, where the
+ * runner listens (TCP only with a bearer token) and its store. */
+static int open_store(struct sbx_runner *r, sbx_error_t **err)
+{
     if ((r->auth = runner_clients_load(r->cfg, err)) == NULL ||
         runner_roots_init(&r->confine, r->cfg, err) < 0) {
-        goto fail;
+        return -1;
     }
     r->status = runner_status_new(r->auth, r->metrics);
     if (sbx_runner_endpoint(r->cfg, &r->ep, err) < 0) {
-        goto fail;
+        return -1;
     }
     if (r->ep.tcp_host != NULL && runner_auth_n_clients(r->auth) == 0) {
-        sbx_error_set(err, SBX_E_CONFIG,
-                      "runner.listen is TCP but runner.token_env %s%s%s and runner.clients is "
-                      "empty: a TCP listener needs a bearer token",
-                      r->cfg->runner.token_env ? "names an unset variable (" : "is not set",
-                      r->cfg->runner.token_env ? r->cfg->runner.token_env : "",
-                      r->cfg->runner.token_env ? ")" : "");
-        goto fail;
+        return sbx_error_set(err, SBX_E_CONFIG,
+                             "runner.listen is TCP but runner.token_env %s%s%s and runner.clients "
+                             "is empty: a TCP listener needs a bearer token",
+                             r->cfg->runner.token_env ? "names an unset variable (" : "is not set",
+                             r->cfg->runner.token_env ? r->cfg->runner.token_env : "",
+                             r->cfg->runner.token_env ? ")" : "");
     }
     r->store_path = sbx_runner_state_path(r->cfg, err);
     if (r->store_path == NULL) {
-        goto fail;
+        return -1;
     }
     sbx_store_pg_limits((int)r->cfg->runner.database_timeout * 1000,
                         (int)r->cfg->runner.database_keepalive);
     r->store = sbx_store_open_ex(r->store_path, r->cfg->runner.database_password_env, err);
     if (r->store == NULL) {
-        goto fail;
+        return -1;
     }
     runner_roots_deny(&r->confine, r->cfg,
                       &(struct runner_roots_paths){.store = r->store_path,
                                                    .socket = r->ep.unix_path,
                                                    .policy_dir = r->policy_dir,
                                                    .plugin_dir = r->plugin_dir});
+    return 0;
+}
+
+/* The scheduler, and the pools' limits clamped to this box. */
+static int sched_start(struct sbx_runner *r, const struct sbx_runner_opts *opts, sbx_error_t **err)
+{
+    struct sbx_sched_opts so = {
+        .cfg = opts->cfg,
+        .capacity = opts->capacity,
+        .clock = opts->clock,
+        .clock_ctx = opts->clock_ctx,
+    };
+    struct sbx_sched_snapshot *snap;
+
     r->sched = sbx_sched_create(&so, err);
     if (r->sched == NULL) {
-        goto fail;
+        return -1;
     }
-    {
-        struct sbx_sched_snapshot *snap = sbx_sched_snapshot(r->sched);
+    snap = sbx_sched_snapshot(r->sched);
+    r->pools.quiet = r->one_shot; /* (added, issue 31) */
+    runner_small_box(&r->pools, &r->cfg->limits, snap);
+    sbx_sched_snapshot_free(snap);
+    return 0;
+}
 
-        r->pools.quiet = r->one_shot; /* (added, issue 31) */
-        runner_small_box(&r->pools, &r->cfg->limits, snap);
-        sbx_sched_snapshot_free(snap);
-    }
-    if (runner_egress_start(r, err) < 0) {
-        goto fail;
-    }
+/* The event loop and its events: the workers' wake-up, the tick, the alerts. */
+static int loop_start(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct timeval tick = {0, 200 * 1000};
+    struct timeval alert;
+
     r->base = event_base_new();
     if (r->base == NULL) {
-        sbx_error_set(err, SBX_E_GENERIC, "runner: cannot create the event loop");
-        goto fail;
+        return sbx_error_set(err, SBX_E_GENERIC, "runner: cannot create the event loop");
     }
     r->wake = event_new(r->base, -1, EV_PERSIST | EV_READ, on_wake, r);
     r->tick = event_new(r->base, -1, EV_PERSIST, on_tick, r);
@@ -673,11 +676,18 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
     alert.tv_usec = (r->alert_interval_ms % 1000) * 1000;
     event_add(r->tick, &tick);
     event_add(r->alert_ev, &alert);
+    return 0;
+}
+
+/* The fleet, recovery, the warm pool and the image check, then the probes,
+ * the store thread and the API. */
+static int services_start(struct sbx_runner *r, int probe_ms, sbx_error_t **err)
+{
     if (runner_fleet_start(r, err) < 0 || runner_recover(r, err) < 0 ||
         runner_warm_init(r, err) < 0 ||
         (!r->one_shot && /* (added, issue 31) one_shot: no image check */
          (r->image = runner_image_start(r->cfg, r->plugin_dir, image_ready, r, err)) == NULL)) {
-        goto fail;
+        return -1;
     }
     /* the API listens last: "listening" means every connection the box needs
      * is open (a store thread's connection opened after it could fail the
@@ -688,13 +698,26 @@ struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_err
             NULL ||
         runner_sq_start(r, err) < 0 || /* (added) after the probe: its gate */
         runner_api_bind(r, err) < 0) {
-        goto fail;
+        return -1;
+    }
+    return 0;
+}
+
+struct sbx_runner *sbx_runner_create(const struct sbx_runner_opts *opts, sbx_error_t **err)
+{
+    int probe_ms = opts->health_interval_ms > 0 ? opts->health_interval_ms : 5000;
+    struct sbx_runner *r = runner_new(opts, err);
+
+    if (r == NULL) {
+        return NULL;
+    }
+    if (open_store(r, err) < 0 || sched_start(r, opts, err) < 0 ||
+        runner_egress_start(r, err) < 0 || loop_start(r, err) < 0 ||
+        services_start(r, probe_ms, err) < 0) {
+        sbx_runner_destroy(r);
+        return NULL;
     }
     return r;
-
-fail:
-    sbx_runner_destroy(r);
-    return NULL;
 }
 
 int sbx_runner_run(struct sbx_runner *r, sbx_error_t **err)
@@ -718,8 +741,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
         if (j->state == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
-            if (j->executing && j->rt != NULL && j->rt->t != NULL) {
-                sbx_task_exec_cancel(j->rt->t, &j->slot);
+            if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
+                sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
             }
         }
     }
@@ -771,12 +794,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
         runner_streams_free(j); /* their requests went with evhttp_free */
         runner_job_free(j);
     }
-    while (r->tab.tasks != NULL) {
-        struct rtask *t = r->tab.tasks;
-
-        r->tab.tasks = t->next;
-        free(t);
-    }
+    rtask_list_free(&r->tab.tasks);
     while (r->msgs != NULL) {
         struct rmsg *m = r->msgs;
 

@@ -26,6 +26,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rtask.h"
 #include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
@@ -379,8 +380,8 @@ static int submit_answered(struct sbx_runner *r, struct evhttp_request *req, str
  * task re-adopted after a restart (owner unknown) only for the unix socket. */
 static int direct_owner_ok(const struct rtask *t, const struct rjob *j)
 {
-    return strcmp(t->owner, j->owner) == 0 ||
-           (t->owner[0] == '\0' && strcmp(j->owner, "local") == 0);
+    return rtask_owned_by(t, j->owner) ||
+           (rtask_owner(t)[0] == '\0' && strcmp(j->owner, "local") == 0);
 }
 
 static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
@@ -394,7 +395,7 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
         return;
     }
     t = runner_task_find(r, j->task);
-    if (t == NULL || (t->state != RT_STARTING && t->state != RT_READY) || !direct_owner_ok(t, j)) {
+    if (t == NULL || !rtask_takes_jobs(t) || !direct_owner_ok(t, j)) {
         /* the task ended while the store call ran (another of its id may
          * live here now): the command must not run */
         withdraw(r, j, 1, "its task ended before the command started");
@@ -413,12 +414,12 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
     /* a command for a running task: its sandbox and slot are already held */
     pthread_mutex_lock(&r->mu);
     j->rt = t;
-    t->running++;
+    rtask_enter(t);
     runner_job_move_held(r, j, RJOB_GRANTED);
     pthread_mutex_unlock(&r->mu);
     if (runner_worker_start(r, j) < 0) {
         pthread_mutex_lock(&r->mu);
-        t->running--;
+        rtask_leave(t);
         runner_job_move_held(r, j, RJOB_FINISHED);
         j->released = 1;
         pthread_mutex_unlock(&r->mu);
@@ -434,7 +435,7 @@ static void submit_direct(struct sbx_runner *r, struct evhttp_request *req, stru
 {
     struct rjob *j = c->j;
 
-    if (t->state != RT_STARTING && t->state != RT_READY) {
+    if (!rtask_takes_jobs(t)) {
         sbx_error_set(&c->pre, EBUSY, "task %s is ending; start a new task", j->task);
     }
     else if (!direct_owner_ok(t, j)) {

@@ -10,6 +10,7 @@
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/records.h"
+#include "runner/rtask.h"
 #include "runner/rmetrics.h"
 #include "runner/jobs.h"
 #include "runner/output.h"
@@ -65,6 +66,14 @@ static int64_t mono_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* (added, issue 31) The job's task runs in a warm sandbox it claimed. */
+static int warm_sandbox(const struct worker *w)
+{
+    struct sbx_task *sandbox = rtask_sandbox(w->t);
+
+    return sandbox != NULL && sbx_task_warm(sandbox);
+}
+
 /* One line per job at its first output (or its exit status when it printed
  * nothing): where the time from the grant went. The bench reads the
  * "warm claim to first output" of its lines (bench/warm_vs_docker.sh). */
@@ -83,7 +92,7 @@ static void log_first_output(struct worker *w, const char *what)
     }
     sbx_debug("runner: job %s: %s to first output %.1f ms (%s; grant to claim %.1f ms, claim "
               "%.1f ms, store %.1f ms, exec start %.1f ms, first output %.1f ms after the grant)",
-              w->j->id, w->us_claim && w->t->t && sbx_task_warm(w->t->t) ? "warm claim" : "ready",
+              w->j->id, w->us_claim && warm_sandbox(w) ? "warm claim" : "ready",
               (double)(now - from) / 1000.0, what,
               w->us_claim ? (double)(w->us_claim - w->us_grant) / 1000.0 : 0.0,
               w->us_claimed ? (double)(w->us_claimed - w->us_claim) / 1000.0 : 0.0,
@@ -230,17 +239,17 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
     int creator;
 
     pthread_mutex_lock(&r->mu);
-    creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+    creator = rtask_starts_for(t, j->id);
     pthread_mutex_unlock(&r->mu);
     if (creator) {
         struct sbx_task_rec tr = {
-            .id = t->id,
+            .id = (char *)rtask_id(t),
             .provider = j->provider ? j->provider : r->cfg->provider,
-            .pool = (char *)sbx_pool_name(t->pool),
+            .pool = (char *)sbx_pool_name(rtask_pool(t)),
             .state = SBX_TASK_STARTING,
         };
         struct sbx_task_opts o = {
-            .task_id = t->id,
+            .task_id = rtask_id(t),
             .job_id = j->id,
             .provider = j->provider,
             .credentials = j->credentials,
@@ -293,11 +302,12 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
         }
     }
     pthread_mutex_lock(&r->mu);
-    while (t->state == RT_STARTING && !runner_job_cancelled(j)) {
+    while (rtask_state(t) == RT_STARTING && !runner_job_cancelled(j)) {
         pthread_cond_wait(&r->cond, &r->mu);
     }
-    if (t->state != RT_READY) {
-        snprintf(why, whylen, "sandbox: %s", t->state == RT_FAILED ? t->fail_reason : "task ended");
+    if (rtask_state(t) != RT_READY) {
+        snprintf(why, whylen, "sandbox: %s",
+                 rtask_state(t) == RT_FAILED ? rtask_fail_reason(t) : "task ended");
         pthread_mutex_unlock(&r->mu);
         return -1;
     }
@@ -318,7 +328,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
     struct rjob *j = w->j;
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
-    int relaxed = !t->keep;
+    int relaxed = !rtask_keep(t);
     int batch = sbx_store_batch_begin(st, relaxed, &err) == 0;
 
     store_warn(&err);
@@ -328,7 +338,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
     }
     runner_job_move(w->r, j, RJOB_READY,
                     &(struct rjob_move){.st = st,
-                                        .task = t->id,
+                                        .task = rtask_id(t),
                                         .provider = sbx_task_provider_name(task),
                                         .image = sbx_task_image(task)},
                     &err);
@@ -350,7 +360,7 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
         sbx_store_job_set_leases(st, j->id, ids, 1, &err);
         store_warn(&err);
     }
-    sbx_store_task_exec(st, t->id, 1, 0, &err);
+    sbx_store_task_exec(st, rtask_id(t), 1, 0, &err);
     store_warn(&err);
     if (batch) {
         sbx_store_batch_end(st, relaxed, &err);
@@ -366,7 +376,7 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     int rc;
 
     pthread_mutex_lock(&w->r->mu);
-    creator = w->t->state == RT_STARTING && w->t->t == NULL && strcmp(w->t->holder, w->j->id) == 0;
+    creator = rtask_starts_for(w->t, w->j->id);
     pthread_mutex_unlock(&w->r->mu);
     rc = task_ready(w, st, why, whylen);
     if (rc == 0 && creator) {
@@ -397,7 +407,7 @@ static void end_without_store(struct worker *w, sbx_error_t **err, struct job_en
     snprintf(e->reason, sizeof(e->reason), "runner: %s", sbx_error_msg(*err));
     sbx_error_free(err);
     pthread_mutex_lock(&r->mu);
-    creator = t->state == RT_STARTING && t->t == NULL && strcmp(t->holder, j->id) == 0;
+    creator = rtask_starts_for(t, j->id);
     pthread_mutex_unlock(&r->mu);
     if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
         runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = e->reason}, NULL);
@@ -458,7 +468,7 @@ static void run_in_task(struct worker *w, struct sbx_store *st, struct job_end *
     struct sbx_runner *r = w->r;
     struct rjob *j = w->j;
     struct rtask *t = w->t;
-    struct sbx_task *task = t->t;
+    struct sbx_task *task = rtask_sandbox(t);
     int64_t run0 = sbx_mono_ms();
     int64_t allowed0 = 0;
     int64_t denied0 = 0;
@@ -519,7 +529,7 @@ static void record_end(struct worker *w, struct sbx_store *st, const struct job_
                         &(struct rjob_move){.st = st,
                                             .memory = st == NULL,
                                             .retry = 1,
-                                            .exec_task = e->exec_marked ? t->id : NULL,
+                                            .exec_task = e->exec_marked ? rtask_id(t) : NULL,
                                             .exec_path = e->exec_path,
                                             .exit_status = e->status,
                                             .reason = e->reason[0] ? e->reason : NULL,
@@ -530,7 +540,7 @@ static void record_end(struct worker *w, struct sbx_store *st, const struct job_
          * stays the survivor's; the task's own row is still this box's */
         store_warn(&err);
         if (e->exec_marked) {
-            sbx_store_task_exec(st, t->id, 0, 0, &err);
+            sbx_store_task_exec(st, rtask_id(t), 0, 0, &err);
             store_warn(&err);
         }
     }
@@ -549,16 +559,11 @@ static void leave_task(struct worker *w, struct sbx_store *st, const struct job_
     int last;
 
     pthread_mutex_lock(&r->mu);
-    if (strcmp(t->holder, j->id) == 0) {
-        t->holder_result = e->result;
-    }
-    t->running--;
-    last = t->running == 0 && (!t->keep || t->state != RT_READY) &&
+    rtask_job_ended(t, j->id, e->result);
+    rtask_leave(t);
+    last = rtask_running(t) == 0 && (!rtask_keep(t) || rtask_state(t) != RT_READY) &&
            runner_task_move_held(r, t, RTASK_ENDING) == 0;
-    sandbox = last ? t->t : NULL; /* ended below: nobody else reaches it */
-    if (last) {
-        t->t = NULL;
-    }
+    sandbox = last ? rtask_take_sandbox(t) : NULL; /* ended below: nobody else reaches it */
     pthread_mutex_unlock(&r->mu);
     sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(e->end_state), e->status,
              e->reason[0] ? ": " : "", e->reason);
@@ -621,8 +626,7 @@ static void *ender_main(void *arg)
 
     store_warn(&err);
     pthread_mutex_lock(&r->mu);
-    sandbox = t->t; /* ended here: nobody else reaches it */
-    t->t = NULL;
+    sandbox = rtask_take_sandbox(t); /* ended here: nobody else reaches it */
     stopping = r->stopping;
     pthread_mutex_unlock(&r->mu);
     if (!sbx_task_stopped(sandbox, reason, sizeof(reason))) {
@@ -636,7 +640,7 @@ static void *ender_main(void *arg)
     runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st, .reason = reason}, &err);
     store_warn(&err);
     runner_store_put(r, st);
-    sbx_info("runner: task %s ended: %s", t->id, reason);
+    sbx_info("runner: task %s ended: %s", rtask_id(t), reason);
     runner_post_task_ended(r, t, SBX_RESULT_OK);
     runner_worker_gone(r); /* (changed, issue 31) */
     free(w);
@@ -696,4 +700,17 @@ int runner_task_ender_start(struct sbx_runner *r, struct rtask *t)
     w->r = r;
     w->t = t;
     return spawn(r, ender_main, w, 1);
+}
+
+/* (added, issue 31) Under r->mu (the tick, and a keeper's stop): t's ender
+ * starts now when t is due to end (rtask_due_to_end); a task no thread could
+ * end is kept ready, tried again at the next tick. */
+void runner_task_end_if_due(struct sbx_runner *r, struct rtask *t, int stopping)
+{
+    if (rtask_due_to_end(t, stopping)) {
+        runner_task_move_held(r, t, RTASK_ENDING);
+        if (runner_task_ender_start(r, t) < 0) {
+            runner_task_move_held(r, t, RTASK_KEPT); /* retried at the next tick */
+        }
+    }
 }
