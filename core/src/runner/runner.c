@@ -1,5 +1,5 @@
 /* runner.c - the runner's loop: create, messages from workers, grants,
- * submit, cancel, task ends, stop. */
+ * task ends, stop ((changed, issue 31) a client's cancel is cancel.c's). */
 #include <assert.h>
 #include <errno.h>
 #include <event2/thread.h>
@@ -416,75 +416,6 @@ int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err)
     r->policy = p;
     pthread_mutex_unlock(&r->mu);
     sbx_policy_destroy(old);
-    return 0;
-}
-
-int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
-{
-    struct rjob *j = runner_job_find(r, id);
-
-    if (j == NULL && r->fleet != NULL) { /* in the shared queue, or on another box */
-        return sbx_store_job_cancel_queued(r->store, id, "cancelled by request", err);
-    }
-    if (j == NULL) {
-        struct sbx_job_rec rec = {0};
-
-        if (sbx_store_job_get(r->store, id, &rec, err) < 0) {
-            return -1;
-        }
-        sbx_error_set(err, EINVAL, "job %s already ended (%s)", id, sbx_job_state_name(rec.state));
-        sbx_job_rec_clear(&rec);
-        return -1;
-    }
-    if (j->state >= SBX_JOB_FINISHED) { /* (changed) its end is in memory: no store call */
-        return sbx_error_set(err, EINVAL, "job %s already ended (%s)", id,
-                             sbx_job_state_name((enum sbx_job_state)j->state));
-    }
-    if (j->granting) { /* (added) its grant is being written: it ends cancelled then */
-        runner_job_cancel(j);
-        return 0;
-    }
-    if (j->state == SBX_JOB_QUEUED) {
-        if (sbx_sched_cancel(r->sched, id, err) < 0) {
-            return -1;
-        }
-        if (runner_sq_threaded(r)) { /* (added) a claimed job's end: off the loop */
-            runner_job_end_write(r, id, j->token, SBX_JOB_CANCELLED, "cancelled by request");
-            runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.memory = 1}, NULL);
-        }
-        else if (runner_job_move(r, j, RJOB_CANCELLED,
-                                 &(struct rjob_move){.strict = 1, .reason = "cancelled by request"},
-                                 err) < 0) {
-            return -1;
-        }
-        pthread_mutex_lock(&r->mu);
-        j->released = 1;
-        pthread_mutex_unlock(&r->mu);
-        runner_streams_flush(r, j, 1);
-        runner_schedule(r);
-        return 0;
-    }
-    /* running: the worker ends it as cancelled */
-    pthread_mutex_lock(&r->mu);
-    runner_job_cancel(j);
-    if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
-        sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
-    }
-    pthread_cond_broadcast(&r->cond);
-    pthread_mutex_unlock(&r->mu);
-    return 0;
-}
-
-int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err)
-{
-    struct rtask *t = runner_task_find(r, id);
-
-    if (t == NULL) {
-        return sbx_error_set(err, SBX_E_NOTFOUND, "no task '%s' is running in the runner", id);
-    }
-    pthread_mutex_lock(&r->mu);
-    rtask_request_end(t);
-    pthread_mutex_unlock(&r->mu);
     return 0;
 }
 
