@@ -248,7 +248,6 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task, int a
     sbx_error_t *err = NULL;
     const char *tok = NULL;
     char head[4096];
-    size_t n = 0;
     int fd;
 
     if (sbx_runner_endpoint(cfg, &ep, &err) < 0) {
@@ -295,32 +294,11 @@ static int runner_terminal(const struct sbx_config *cfg, const char *task, int a
              "Upgrade: sbx-terminal.v2\r\n\r\n",
              task, attach ? "?attach=1" : "", tok ? "Authorization: Bearer " : "", tok ? tok : "",
              tok ? "\r\n" : "");
-    if (sbx_write_all(fd, head, strlen(head)) < 0) {
-        close(fd);
-        fprintf(stderr, "sbx: error: runner: %s\n", strerror(errno));
-        return -1;
-    }
+    fd = sbx_upgrade_on(fd, head, strlen(head), "the runner", &err);
     explicit_bzero(head, sizeof(head)); /* the token */
-    /* the reply's head, byte by byte: the frames that follow are ours */
-    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
-        if (read(fd, head + n, 1) != 1) {
-            break;
-        }
-        n++;
-    }
-    head[n] = '\0';
-    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
-        char body[1024];
-        ssize_t k = read(fd, body, sizeof(body) - 1);
-        json_t *j = k > 0 ? json_loadb(body, (size_t)k, 0, NULL) : NULL;
-        const char *msg = json_string_value(json_object_get(j, "error"));
-
-        fprintf(stderr, "sbx: error: runner: %s\n",
-                msg     ? msg
-                : n > 0 ? strtok(head, "\r")
-                        : "no reply");
-        json_decref(j);
-        close(fd);
+    if (fd < 0) {
+        fprintf(stderr, "sbx: error: runner: %s\n", sbx_error_msg(err));
+        sbx_error_free(&err);
         return -1;
     }
     return fd;

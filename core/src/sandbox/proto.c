@@ -69,11 +69,51 @@ int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err)
     return fd;
 }
 
+int sbx_upgrade_on(int fd, const char *head, size_t len, const char *where, sbx_error_t **err)
+{
+    char reply[2048];
+    size_t n = 0;
+
+    if (sbx_write_all(fd, head, len) < 0) {
+        int e = errno;
+
+        close(fd);
+        return sbx_error_set(err, e, "sending to %s: %s", where, strerror(e));
+    }
+    /* the reply's head, byte by byte: what follows a 101 is the caller's */
+    while (n < sizeof(reply) - 1 && (n < 4 || memcmp(reply + n - 4, "\r\n\r\n", 4) != 0)) {
+        if (read(fd, reply + n, 1) != 1) {
+            break;
+        }
+        n++;
+    }
+    reply[n] = '\0';
+    if (strncmp(reply, "HTTP/1.1 101", 12) != 0) {
+        char body[1024];
+        ssize_t k = read(fd, body, sizeof(body) - 1);
+        json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        int status = n > 12 ? atoi(reply + 9) : 0;
+
+        sbx_error_set(err,
+                      status == 404   ? SBX_E_NOTFOUND
+                      : status == 400 ? SBX_E_USAGE
+                                      : SBX_E_GENERIC,
+                      "%s",
+                      msg     ? msg
+                      : n > 0 ? strtok(reply, "\r")
+                              : "no reply");
+        json_decref(j);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int sbx_unix_upgrade(const char *path, const char *target, const char *proto, const char *headers,
                      sbx_error_t **err)
 {
     char head[2048];
-    size_t n = 0;
     int fd = sbx_unix_connect(path, err);
     int len;
 
@@ -87,38 +127,7 @@ int sbx_unix_upgrade(const char *path, const char *target, const char *proto, co
         close(fd);
         return sbx_error_set(err, SBX_E_USAGE, "request to %s: too long", path);
     }
-    if (sbx_write_all(fd, head, (size_t)len) < 0) {
-        int e = errno;
-
-        close(fd);
-        return sbx_error_set(err, e, "sending to %s: %s", path, strerror(e));
-    }
-    /* the reply's head, byte by byte: what follows a 101 is the caller's */
-    while (n < sizeof(head) - 1 && (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)) {
-        if (read(fd, head + n, 1) != 1) {
-            break;
-        }
-        n++;
-    }
-    head[n] = '\0';
-    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
-        char body[1024];
-        ssize_t k = read(fd, body, sizeof(body) - 1);
-        json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-        const char *msg = json_string_value(json_object_get(j, "error"));
-        int status = n > 12 ? atoi(head + 9) : 0;
-
-        sbx_error_set(err,
-                      status == 404   ? SBX_E_NOTFOUND
-                      : status == 400 ? SBX_E_USAGE
-                                      : SBX_E_GENERIC,
-                      "%s",
-                      msg     ? msg
-                      : n > 0 ? strtok(head, "\r")
-                              : "no reply");
-        json_decref(j);
-        close(fd);
-        return -1;
-    }
+    fd = sbx_upgrade_on(fd, head, (size_t)len, path, err);
+    explicit_bzero(head, sizeof(head)); /* the headers may carry a token */
     return fd;
 }

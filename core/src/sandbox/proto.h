@@ -19,6 +19,12 @@ int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err);
  * GET target with Upgrade: proto and headers (each "Name: value\r\n", may be NULL);
  * the connection after the 101, or -1 with the reply's error (404 SBX_E_NOTFOUND,
  * 400 SBX_E_USAGE, else SBX_E_GENERIC). */
+/* (added, issue 31) The upgrade on a connected fd: sends head (len bytes, a
+ * whole request) and reads the reply's head; fd after a 101 (the bytes that
+ * follow are the caller's), else -1 with fd closed and the reply's "error"
+ * (or its status line, or "no reply") in err (404 SBX_E_NOTFOUND, 400
+ * SBX_E_USAGE, else SBX_E_GENERIC); where names the peer in a send error. */
+int sbx_upgrade_on(int fd, const char *head, size_t len, const char *where, sbx_error_t **err);
 int sbx_unix_upgrade(const char *path, const char *target, const char *proto, const char *headers,
                      sbx_error_t **err);
 
