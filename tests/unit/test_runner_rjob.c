@@ -2,10 +2,10 @@
  * (runner/rjob.c, rjob.h), without a runner or an engine: what a new job
  * holds, its request filled and read back (and freed with it), the image,
  * the scheduler's view, the flags' accessors (cancel atomic, executing,
- * released, granting, token, lost, the warm sandbox taken once), its kept
- * output, the worktree events, what its follows wrote out, and the table's
- * links. Its state is written by runner_job_move alone (test_states); here
- * through rjob_fsm as that move does. */
+ * released, granting, token, lost, the warm sandbox taken once, no exec to
+ * cancel), its kept output, the worktree events, what its follows wrote out,
+ * and the table's links. Its state is written by runner_job_move alone
+ * (test_states); here through rjob_fsm as that move does. */
 #include "test_common.h"
 
 #include "runner/jobstate.h"
@@ -133,6 +133,7 @@ static void test_flags(void **state)
 
     rjob_set_rtask(j, (struct rtask *)(void *)&task_stub);
     assert_ptr_equal(rjob_rtask(j), &task_stub);
+    rjob_cancel_exec(j); /* no exec in flight: nothing to cancel (the stub is not read) */
 
     rjob_set_warm(j, (struct sbx_task *)(void *)&sandbox_stub);
     assert_ptr_equal(rjob_warm(j), &sandbox_stub);

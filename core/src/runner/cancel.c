@@ -65,9 +65,7 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     /* running: the worker ends it as cancelled */
     pthread_mutex_lock(&r->mu);
     runner_job_cancel(j);
-    if (rjob_executing(j) && rjob_rtask(j) != NULL && rtask_sandbox(rjob_rtask(j)) != NULL) {
-        sbx_task_exec_cancel(rtask_sandbox(rjob_rtask(j)), rjob_slot(j));
-    }
+    rjob_cancel_exec(j);
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     return 0;

@@ -298,10 +298,7 @@ static void fleet_lost(struct sbx_runner *r)
         else if (rjob_state(j) == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
             rjob_mark_lost(j);
-            if (rjob_executing(j) && rjob_rtask(j) != NULL &&
-                rtask_sandbox(rjob_rtask(j)) != NULL) {
-                sbx_task_exec_cancel(rtask_sandbox(rjob_rtask(j)), rjob_slot(j));
-            }
+            rjob_cancel_exec(j);
         }
     }
     for (struct rtask *t = r->tab.tasks; t != NULL; t = rtask_next(t)) {

@@ -7,6 +7,7 @@
 #include "runner/jobstate.h"
 #include "runner/output.h"
 #include "runner/rjob.h"
+#include "runner/rtask.h"
 #include "util/xalloc.h"
 
 struct rjob {
@@ -138,6 +139,13 @@ void rjob_set_executing(struct rjob *j, int executing)
 struct sbx_exec_slot *rjob_slot(struct rjob *j)
 {
     return &j->slot;
+}
+
+void rjob_cancel_exec(struct rjob *j)
+{
+    if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
+        sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
+    }
 }
 
 int rjob_released(const struct rjob *j)

@@ -89,6 +89,9 @@ int rjob_executing(const struct rjob *j);
 void rjob_set_executing(struct rjob *j, int executing);
 /* The exec's slot, for sbx_task_exec and sbx_task_exec_cancel. */
 struct sbx_exec_slot *rjob_slot(struct rjob *j);
+/* Under r->mu: cancels its exec in flight, if any (executing, in a task with
+ * its sandbox): sbx_task_exec_cancel of its slot. */
+void rjob_cancel_exec(struct rjob *j);
 
 /* Loop only: no worker refers to it any more (set once, never cleared). */
 int rjob_released(const struct rjob *j);

@@ -674,10 +674,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     for (struct rjob *j = r->tab.jobs; j != NULL; j = rjob_next(j)) {
         if (rjob_state(j) == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
-            if (rjob_executing(j) && rjob_rtask(j) != NULL &&
-                rtask_sandbox(rjob_rtask(j)) != NULL) {
-                sbx_task_exec_cancel(rtask_sandbox(rjob_rtask(j)), rjob_slot(j));
-            }
+            rjob_cancel_exec(j);
         }
     }
     pthread_cond_broadcast(&r->cond);
