@@ -14,7 +14,7 @@
 #include "config/config.h"
 #include "fuzz_file.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/api_int.h"
 #include "runner/jobs.h"
 #include "util/log.h"
@@ -112,12 +112,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     msg[0] = '\0';
     code = runner_parse_submit(&fixture, body, len, j, &labels, msg, sizeof(msg));
     if (code == 0) {
-        if (j->argv == NULL || j->argv[0] == NULL || j->argv[0][0] == '\0') {
+        const struct rjob_req *q = rjob_req(j);
+
+        if (q->argv == NULL || q->argv[0] == NULL || q->argv[0][0] == '\0') {
             __builtin_trap();
         }
-        if (j->worktree != NULL && (!within(j->worktree, fixture.confine.real[0]) ||
-                                    within(j->worktree, fixture.confine.state_dir) ||
-                                    within(fixture.confine.state_dir, j->worktree))) {
+        if (q->worktree != NULL && (!within(q->worktree, fixture.confine.real[0]) ||
+                                    within(q->worktree, fixture.confine.state_dir) ||
+                                    within(fixture.confine.state_dir, q->worktree))) {
             __builtin_trap(); /* out of the root, or in or above the state dir */
         }
         json_decref(labels);

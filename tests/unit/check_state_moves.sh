@@ -3,9 +3,10 @@
 # (docs/architecture.md): a job's or a task's state in the runner is assigned
 # in runner_job_move and runner_task_move alone (core/src/runner/jobstate.c).
 # Fails, naming file and line, on any other `->state =` in the code that sees
-# those records (core/src/runner and every file including runner/records.h,
-# where struct rjob is, or runner/state.h; struct rtask is rtask.c's, its
-# state written through rtask_fsm() by runner_task_move alone).
+# those records (core/src/runner and every file including runner/rjob.h or
+# runner/state.h; (changed, issue 31) struct rjob is rjob.c's and struct
+# rtask rtask.c's, both opaque, their states written through rjob_fsm() and
+# rtask_fsm() by runner_job_move and runner_task_move alone).
 set -euo pipefail
 case "${1:-}" in
 -h | --help)
@@ -20,7 +21,7 @@ esac
 cd "$1"
 # Not a record's state: the GET /v1/jobs filter (struct sbx_job_filter).
 allowed='^core/src/runner/api_list\.c:[0-9]+:[[:space:]]*f->state = '
-files=$( (ls core/src/runner/*.c core/src/runner/*.h; grep -rlE 'runner/(records|state)\.h' core fuzz) |
+files=$( (ls core/src/runner/*.c core/src/runner/*.h; grep -rlE 'runner/(rjob|state)\.h' core fuzz) |
     sort -u | grep -v '^core/src/runner/jobstate\.c$')
 bad=$(grep -nE -- '->state[[:space:]]*=([^=]|$)' $files | grep -vE "$allowed" || true)
 if [ -n "$bad" ]; then
@@ -32,7 +33,7 @@ fi
 # ... and in jobstate.c, only by the two setters the moves call
 n=$(grep -cE -- '->state[[:space:]]*=([^=]|$)' core/src/runner/jobstate.c)
 setters=$(grep -nE -- '->state[[:space:]]*=([^=]|$)' core/src/runner/jobstate.c |
-    grep -cE '(j->state = \(int\)job_rows|f->state = \(enum rtask_state\)task_rows)' || true)
+    grep -cE '(f->state = \(int\)job_rows|f->state = \(enum rtask_state\)task_rows)' || true)
 if [ "$n" != 2 ] || [ "$setters" != 2 ]; then
     echo "check_state_moves: core/src/runner/jobstate.c assigns a state $n times; only job_set" \
         "and task_set may" >&2

@@ -6,17 +6,26 @@
 #include "test_common.h"
 
 #include "runner/jobs.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 
-static struct rjob *job(const char *id, int state)
+/* A job in state (set as only a move sets it: a test's shortcut), released
+ * by its worker when released is 1. */
+static struct rjob *job_in(const char *id, int state, int released)
 {
     struct rjob *j = runner_job_new();
 
-    snprintf(j->id, sizeof(j->id), "%s", id);
-    j->state = state;
-    j->released = state >= SBX_JOB_FINISHED;
+    snprintf(rjob_req_fill(j)->id, sizeof(rjob_req(j)->id), "%s", id);
+    rjob_fsm(j)->state = state;
+    if (released) {
+        rjob_release(j);
+    }
     return j;
+}
+
+static struct rjob *job(const char *id, int state)
+{
+    return job_in(id, state, state >= SBX_JOB_FINISHED);
 }
 
 static void tab_free(struct runner_jobtab *tab)
@@ -24,7 +33,7 @@ static void tab_free(struct runner_jobtab *tab)
     while (tab->jobs != NULL) {
         struct rjob *j = tab->jobs;
 
-        tab->jobs = j->next;
+        tab->jobs = rjob_next(j);
         runner_job_free(j);
     }
     rtask_list_free(&tab->tasks);
@@ -41,14 +50,14 @@ static void test_find(void **state)
         runner_jobtab_link(tab, job(id, SBX_JOB_QUEUED));
     }
     assert_int_equal(tab->n_jobs, 10000);
-    assert_string_equal(tab->jobs->id, "job-9999"); /* newest first */
+    assert_string_equal(rjob_id(tab->jobs), "job-9999"); /* newest first */
     for (int i = 0; i < 10000; i += 7) {
         struct rjob *j;
 
         snprintf(id, sizeof(id), "job-%d", i);
         j = runner_jobtab_find(tab, id);
         assert_non_null(j);
-        assert_string_equal(j->id, id);
+        assert_string_equal(rjob_id(j), id);
     }
     assert_null(runner_jobtab_find(tab, "job-10000"));
     assert_null(runner_jobtab_find(tab, ""));
@@ -92,10 +101,9 @@ static void test_trim(void **state)
         runner_jobtab_link(tab, job(id, SBX_JOB_FINISHED));
     }
     followed = job("followed", SBX_JOB_CANCELLED);
-    followed->streams = (struct runner_stream *)(void *)&follower;
+    *rjob_streams(followed) = (struct runner_stream *)(void *)&follower;
     runner_jobtab_link(tab, followed);
-    held = job("held", SBX_JOB_FINISHED);
-    held->released = 0;
+    held = job_in("held", SBX_JOB_FINISHED, 0);
     runner_jobtab_link(tab, held);
     runner_jobtab_link(tab, job("running", SBX_JOB_RUNNING));
     for (int i = 0; i < 5; i++) {
@@ -117,7 +125,7 @@ static void test_trim(void **state)
     assert_ptr_equal(runner_jobtab_find(tab, "followed"), followed);
     assert_ptr_equal(runner_jobtab_find(tab, "held"), held);
     assert_non_null(runner_jobtab_find(tab, "running"));
-    followed->streams = NULL;
+    *rjob_streams(followed) = NULL;
     tab_free(tab);
     free(tab);
 }

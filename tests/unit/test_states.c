@@ -9,7 +9,7 @@
 #include "runner/jobs.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 #include "store/states.h"
 
@@ -207,7 +207,7 @@ static struct rjob *new_job(const char *id)
 {
     struct rjob *j = runner_job_new();
 
-    snprintf(j->id, sizeof(j->id), "%s", id);
+    snprintf(rjob_req_fill(j)->id, sizeof(rjob_req(j)->id), "%s", id);
     return j;
 }
 
@@ -222,14 +222,14 @@ static void test_job_moves(void **state)
     insert_ok(r->store, "j1", "ci", "light", 0);
     /* a new job is only queued or adopted */
     expect_err(runner_job_move(r, j, RJOB_GRANTED, NULL, &err), &err, EINVAL, "job j1 is new");
-    assert_false(j->has_state);
+    assert_false(rjob_has_state(j));
     assert_int_equal(runner_job_move(r, j, RJOB_QUEUED, NULL, &err), 0);
-    assert_int_equal(j->state, SBX_JOB_QUEUED);
+    assert_int_equal(rjob_state(j), SBX_JOB_QUEUED);
     expect_err(runner_job_move(r, j, RJOB_QUEUED, NULL, &err), &err, EINVAL,
                "job j1 is queued: it cannot be queued");
     /* each move writes its step */
     assert_int_equal(runner_job_move(r, j, RJOB_GRANTED, &(struct rjob_move){.at = 5000}, &err), 0);
-    assert_int_equal(j->state, SBX_JOB_RUNNING);
+    assert_int_equal(rjob_state(j), SBX_JOB_RUNNING);
     ok(sbx_store_job_get(r->store, "j1", &rec, &err), &err);
     assert_int_equal(rec.state, SBX_JOB_RUNNING);
     assert_int_equal(rec.granted_at, 5000);
@@ -245,12 +245,12 @@ static void test_job_moves(void **state)
                                      &(struct rjob_move){.exit_status = 3, .reason = "exit 3"},
                                      &err),
                      0);
-    assert_int_equal(j->state, SBX_JOB_FINISHED);
-    assert_int_equal(j->exit_status, 3);
+    assert_int_equal(rjob_state(j), SBX_JOB_FINISHED);
+    assert_int_equal(rjob_exit_status(j), 3);
     /* an end is final: refused, in memory and in the store alike */
     expect_err(runner_job_move(r, j, RJOB_CANCELLED, NULL, &err), &err, EINVAL,
                "job j1 is finished: it cannot be cancelled");
-    assert_int_equal(j->state, SBX_JOB_FINISHED);
+    assert_int_equal(rjob_state(j), SBX_JOB_FINISHED);
     ok(sbx_store_job_get(r->store, "j1", &rec, &err), &err);
     assert_int_equal(rec.state, SBX_JOB_FINISHED);
     assert_int_equal(rec.exit_status, 3);
@@ -265,21 +265,21 @@ static void test_job_moves(void **state)
     assert_non_null(err);
     assert_int_equal(err->code, SBX_E_NOTFOUND);
     sbx_error_free(&err);
-    assert_int_equal(j->state, SBX_JOB_RUNNING);
+    assert_int_equal(rjob_state(j), SBX_JOB_RUNNING);
     expect_err(runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.strict = 1}, &err), &err,
                SBX_E_NOTFOUND, "no job 'j2'");
-    assert_int_equal(j->state, SBX_JOB_RUNNING);
+    assert_int_equal(rjob_state(j), SBX_JOB_RUNNING);
     /* memory only: no write */
     assert_int_equal(
         runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, &err), 0);
-    assert_int_equal(j->state, SBX_JOB_INTERRUPTED);
-    assert_int_equal(j->exit_status, -1);
+    assert_int_equal(rjob_state(j), SBX_JOB_INTERRUPTED);
+    assert_int_equal(rjob_exit_status(j), -1);
     runner_job_free(j);
 
     /* fenced by the claim's token: another token is ESTALE, the job moves here */
     insert_ok(r->store, "j3", "ci", "light", 0);
     j = new_job("j3");
-    j->token = 99;
+    rjob_set_token(j, 99);
     pthread_mutex_lock(&r->mu);
     assert_int_equal(runner_job_move_held(r, j, RJOB_QUEUED), 0);
     assert_int_equal(runner_job_move_held(r, j, RJOB_QUEUED), -1);

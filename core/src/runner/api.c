@@ -14,7 +14,7 @@
 #include <sbx/sbx_frame.h>
 
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"
@@ -160,11 +160,11 @@ static void job_get_done(struct sbx_runner *r, struct evhttp_request *req, void 
     if (j != NULL) {
         pthread_mutex_lock(&r->mu);
         json_object_set_new(o, "output_bytes",
-                            json_integer((json_int_t)runner_output_total(j->output)));
+                            json_integer((json_int_t)runner_output_total(rjob_output(j))));
         json_object_set_new(o, "output_truncated",
-                            json_boolean(runner_output_first(j->output) > 0));
-        if (j->wt_events != NULL) { /* (added, issue 31) */
-            json_object_set_new(o, "worktree_events", json_deep_copy(j->wt_events));
+                            json_boolean(runner_output_first(rjob_output(j)) > 0));
+        if (rjob_wt_events(j) != NULL) { /* (added, issue 31) */
+            json_object_set_new(o, "worktree_events", json_deep_copy(rjob_wt_events(j)));
         }
         pthread_mutex_unlock(&r->mu);
     }
@@ -187,7 +187,7 @@ void runner_handle_job_get(struct sbx_runner *r, struct evhttp_request *req, con
     runner_sq_read(r, req, job_get_work, job_get_done, c);
 }
 
-/* A follow of a job's output (j->streams; loop only). */
+/* A follow of a job's output (*rjob_streams(j); loop only). */
 struct runner_stream {
     struct evhttp_request *req;
     struct rjob *job;
@@ -200,17 +200,17 @@ struct runner_stream {
 
 void runner_streams_free(struct rjob *j)
 {
-    while (j->streams != NULL) {
-        struct runner_stream *s = j->streams;
+    while (*rjob_streams(j) != NULL) {
+        struct runner_stream *s = *rjob_streams(j);
 
-        j->streams = s->next;
+        *rjob_streams(j) = s->next;
         free(s);
     }
 }
 
 /* (added, issue 31) output_wait: j's lowest written-out offset and its
  * followers, for a worker waiting in runner_output_wait. Loop thread (it owns
- * j->streams). */
+ * rjob_streams(j)). */
 static void acked_update(struct sbx_runner *r, struct rjob *j)
 {
     size_t low = SIZE_MAX;
@@ -220,13 +220,11 @@ static void acked_update(struct sbx_runner *r, struct rjob *j)
         return;
     }
     pthread_mutex_lock(&r->mu);
-    for (struct runner_stream *s = j->streams; s != NULL; s = s->next) {
+    for (struct runner_stream *s = *rjob_streams(j); s != NULL; s = s->next) {
         low = s->acked < low ? s->acked : low;
         n++;
     }
-    j->out_acked = n > 0 ? low : runner_output_total(j->output);
-    j->followers = n;
-    j->followed |= n > 0;
+    rjob_set_follows(j, n > 0 ? low : runner_output_total(rjob_output(j)), n);
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
 }
@@ -254,7 +252,7 @@ static void stream_closed(struct evhttp_connection *c, void *arg)
     if (c != NULL && evhttp_request_get_connection(s->req) == NULL) {
         evhttp_send_reply_end(s->req);
     }
-    for (struct runner_stream **pp = &s->job->streams; *pp != NULL; pp = &(*pp)->next) {
+    for (struct runner_stream **pp = rjob_streams(s->job); *pp != NULL; pp = &(*pp)->next) {
         if (*pp == s) {
             struct sbx_runner *r = s->r;
             struct rjob *j = s->job;
@@ -289,7 +287,7 @@ static int add_frames(void *ud, int stream, const char *data, size_t len)
 
 void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
 {
-    struct runner_stream *s = j->streams;
+    struct runner_stream *s = *rjob_streams(j);
 
     while (s != NULL) {
         struct runner_stream *next = s->next;
@@ -297,19 +295,19 @@ void runner_streams_flush(struct sbx_runner *r, struct rjob *j, int final)
         size_t start, total;
 
         pthread_mutex_lock(&r->mu);
-        start = runner_output_first(j->output);
-        total = runner_output_total(j->output);
+        start = runner_output_first(rjob_output(j));
+        total = runner_output_total(rjob_output(j));
         if (s->sent < start) {
             s->sent = start; /* older output was dropped (bounded buffer) */
         }
         if (s->frames) {
-            runner_output_runs(j->output, s->sent, add_frames, b);
+            runner_output_runs(rjob_output(j), s->sent, add_frames, b);
         }
         else {
-            evbuffer_add(b, runner_output_at(j->output, s->sent), total - s->sent);
+            evbuffer_add(b, runner_output_at(rjob_output(j), s->sent), total - s->sent);
         }
         s->sent = total;
-        final = final || j->state >= SBX_JOB_FINISHED;
+        final = final || rjob_state(j) >= SBX_JOB_FINISHED;
         pthread_mutex_unlock(&r->mu);
         if (evbuffer_get_length(b) > 0 && r->output_wait) {
             /* (added, issue 31) told when the client has it (stream_drained) */
@@ -568,7 +566,7 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
         return;
     }
     snprintf(what, sizeof(what), "job %s", id);
-    if (read_denied(req, who, what, j->owner)) {
+    if (read_denied(req, who, what, rjob_req(j)->owner)) {
         return;
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
@@ -580,10 +578,10 @@ void runner_handle_output(struct sbx_runner *r, struct evhttp_request *req, cons
     s->job = j;
     s->r = r;
     pthread_mutex_lock(&r->mu);
-    s->acked = runner_output_first(j->output); /* (added, issue 31) older bytes are gone */
+    s->acked = runner_output_first(rjob_output(j)); /* (added, issue 31) older bytes are gone */
     pthread_mutex_unlock(&r->mu);
-    s->next = j->streams;
-    j->streams = s;
+    s->next = *rjob_streams(j);
+    *rjob_streams(j) = s;
     evhttp_connection_set_closecb(evhttp_request_get_connection(req), stream_closed, s);
     acked_update(r, j);
     runner_streams_flush(r, j, !follow);
@@ -599,7 +597,7 @@ void runner_handle_cancel(struct sbx_runner *r, struct evhttp_request *req, cons
         lookup(r, req, LOOKUP_CANCEL, id, who, 0, 0);
         return;
     }
-    if (!runner_may_cancel(who, j->owner)) {
+    if (!runner_may_cancel(who, rjob_req(j)->owner)) {
         runner_reply_error(req, 403,
                            "job %s belongs to another client: client '%s' lacks scope "
                            "'cancel-any'",

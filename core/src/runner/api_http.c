@@ -19,7 +19,7 @@
 
 #include "runner/route.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
@@ -45,7 +45,7 @@ static const char *owner_of(struct sbx_runner *r, const char *id)
     struct rtask *t;
 
     if (j != NULL) {
-        return j->owner;
+        return rjob_req(j)->owner;
     }
     t = id ? runner_task_find(r, id) : NULL;
     return t != NULL ? rtask_owner(t) : "";

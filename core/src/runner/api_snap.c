@@ -16,7 +16,7 @@
 #include "runner/route.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
@@ -378,7 +378,8 @@ static void snapshot_rm(struct sbx_runner *r, struct evhttp_request *req, const 
 int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
                        const struct runner_client *who, struct rjob *j)
 {
-    const char *prov = j->provider ? j->provider : r->cfg->provider;
+    const struct rjob_req *q = rjob_req(j);
+    const char *prov = q->provider ? q->provider : r->cfg->provider;
     const char *rp;
     const char *ref;
     sbx_error_t *err = NULL;
@@ -401,20 +402,20 @@ int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
         goto out;
     }
     pthread_mutex_lock(&r->mu);
-    running = strcmp(j->task, j->id) != 0 && runner_task_find(r, j->task) != NULL;
+    running = strcmp(q->task, rjob_id(j)) != 0 && runner_task_find(r, q->task) != NULL;
     pthread_mutex_unlock(&r->mu);
     if (running) {
         code = 409;
         runner_reply_error(req, code,
                            "field 'from': task %s is already running; 'from' starts a new task",
-                           j->task);
+                           q->task);
         goto out;
     }
     if ((state = state_of(r, req)) == NULL) {
         code = 500;
         goto out;
     }
-    rec = sbx_snapshot_get(state, j->from, &err);
+    rec = sbx_snapshot_get(state, q->from, &err);
     free(state);
     if (rec == NULL) {
         code = code_for(err);
@@ -429,27 +430,27 @@ int runner_submit_from(struct sbx_runner *r, struct evhttp_request *req,
         runner_reply_error(req, code,
                            "field 'from': snapshot %s was made by another client: client '%s' "
                            "lacks scope 'read-all'",
-                           j->from, who->name);
+                           q->from, who->name);
     }
     else if (rp == NULL || strcmp(rp, prov) != 0) {
         code = 400;
         runner_reply_error(req, code,
                            "field 'from': snapshot %s is of provider '%s', the job's is '%s'",
-                           j->from, rp ? rp : "?", prov);
+                           q->from, rp ? rp : "?", prov);
     }
     else if (ref == NULL || ref[0] == '\0') {
         code = 500;
         runner_reply_error(req, code, "field 'from': snapshot %s has no image in its record",
-                           j->from);
+                           q->from);
     }
     else {
-        j->image = xstrdup(ref);
+        rjob_set_image(j, xstrdup(ref));
     }
     json_decref(rec);
 out:
     if (code != 0) {
         rm_refused(r->metrics, rm_refusal_of(code));
-        sbx_warn("runner: client '%s': job from snapshot %s refused (HTTP %d)", who->name, j->from,
+        sbx_warn("runner: client '%s': job from snapshot %s refused (HTTP %d)", who->name, q->from,
                  code);
     }
     return code == 0 ? 0 : -1;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/api_int.h"
 #include "sandbox/statedir.h"
 #include "util/envname.h"
@@ -213,21 +213,23 @@ static int strings_parse(struct sbx_runner *r, json_t *o, struct submit_strings 
 static void job_fill(struct rjob *j, json_t *argv, const struct submit_strings *s, char *real_wt,
                      json_t *env)
 {
-    j->env = env != NULL && json_object_size(env) > 0 ? json_incref(env) : NULL;
-    sbx_task_id_new(j->id, sizeof(j->id));
-    j->id[0] = 'j'; /* "j-" and 12 hex digits */
-    snprintf(j->task, sizeof(j->task), "%s", s->task ? s->task : j->id);
-    j->pool = s->pool ? (enum sbx_pool)sbx_pool_parse(s->pool) : SBX_POOL_CI;
-    j->cls = s->cls ? (enum sbx_job_class)sbx_job_class_parse(s->cls) : SBX_CLASS_LIGHT;
-    j->cls_given = s->cls != NULL;
-    j->argv = xcalloc(json_array_size(argv) + 1, sizeof(char *));
+    struct rjob_req *q = rjob_req_fill(j); /* (changed, issue 31) rjob.h */
+
+    q->env = env != NULL && json_object_size(env) > 0 ? json_incref(env) : NULL;
+    sbx_task_id_new(q->id, sizeof(q->id));
+    q->id[0] = 'j'; /* "j-" and 12 hex digits */
+    snprintf(q->task, sizeof(q->task), "%s", s->task ? s->task : q->id);
+    q->pool = s->pool ? (enum sbx_pool)sbx_pool_parse(s->pool) : SBX_POOL_CI;
+    q->cls = s->cls ? (enum sbx_job_class)sbx_job_class_parse(s->cls) : SBX_CLASS_LIGHT;
+    q->cls_given = s->cls != NULL;
+    q->argv = xcalloc(json_array_size(argv) + 1, sizeof(char *));
     for (size_t i = 0; i < json_array_size(argv); i++) {
-        j->argv[i] = xstrdup(json_string_value(json_array_get(argv, i)));
+        q->argv[i] = xstrdup(json_string_value(json_array_get(argv, i)));
     }
-    j->worktree = real_wt;
-    j->provider = s->prov ? xstrdup(s->prov) : NULL;
-    j->credentials = s->cred ? xstrdup(s->cred) : NULL;
-    j->from = s->from ? xstrdup(s->from) : NULL; /* checked with the client (runner_submit_from) */
+    q->worktree = real_wt;
+    q->provider = s->prov ? xstrdup(s->prov) : NULL;
+    q->credentials = s->cred ? xstrdup(s->cred) : NULL;
+    q->from = s->from ? xstrdup(s->from) : NULL; /* checked with the client (runner_submit_from) */
 }
 
 /* Parses and checks a submit body into *j: 0, or the HTTP status with the

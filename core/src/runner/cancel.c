@@ -10,7 +10,7 @@
 #include "runner/api_int.h"
 #include "runner/jobs.h"
 #include "runner/jobstate.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 #include "runner/state.h"
 #include "runner/storeq.h"
@@ -34,20 +34,20 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         sbx_job_rec_clear(&rec);
         return -1;
     }
-    if (j->state >= SBX_JOB_FINISHED) { /* (changed) its end is in memory: no store call */
+    if (rjob_state(j) >= SBX_JOB_FINISHED) { /* (changed) its end is in memory: no store call */
         return sbx_error_set(err, EINVAL, "job %s already ended (%s)", id,
-                             sbx_job_state_name((enum sbx_job_state)j->state));
+                             sbx_job_state_name((enum sbx_job_state)rjob_state(j)));
     }
-    if (j->granting) { /* (added) its grant is being written: it ends cancelled then */
+    if (rjob_granting(j)) { /* (added) its grant is being written: it ends cancelled then */
         runner_job_cancel(j);
         return 0;
     }
-    if (j->state == SBX_JOB_QUEUED) {
+    if (rjob_state(j) == SBX_JOB_QUEUED) {
         if (sbx_sched_cancel(r->sched, id, err) < 0) {
             return -1;
         }
         if (runner_sq_threaded(r)) { /* (added) a claimed job's end: off the loop */
-            runner_job_end_write(r, id, j->token, SBX_JOB_CANCELLED, "cancelled by request");
+            runner_job_end_write(r, id, rjob_token(j), SBX_JOB_CANCELLED, "cancelled by request");
             runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.memory = 1}, NULL);
         }
         else if (runner_job_move(r, j, RJOB_CANCELLED,
@@ -56,7 +56,7 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
             return -1;
         }
         pthread_mutex_lock(&r->mu);
-        j->released = 1;
+        rjob_release(j);
         pthread_mutex_unlock(&r->mu);
         runner_streams_flush(r, j, 1);
         runner_schedule(r);
@@ -65,9 +65,7 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
     /* running: the worker ends it as cancelled */
     pthread_mutex_lock(&r->mu);
     runner_job_cancel(j);
-    if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
-        sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
-    }
+    rjob_cancel_exec(j);
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
     return 0;

@@ -19,7 +19,7 @@
 
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 #include "runner/api_int.h"
 #include "runner/fleet.h"
@@ -215,14 +215,15 @@ static void claim_done(struct sbx_runner *r, struct evhttp_request *req, void *a
             continue;
         }
         j = runner_job_from_rec(rec);
-        j->token = rec->token;
+        rjob_set_token(j, rec->token);
         {
             struct sbx_sched_job sj =
                 runner_sched_job(j, rec->limits.cpus, rec->limits.memory, rec->queued_at);
 
-            if (runner_job_find(r, j->id) != NULL || sbx_sched_submit(r->sched, &sj, &err) < 0) {
+            if (runner_job_find(r, rjob_id(j)) != NULL ||
+                sbx_sched_submit(r->sched, &sj, &err) < 0) {
                 /* it ends cancelled: a call of the store thread */
-                runner_job_end_write(r, j->id, j->token, SBX_JOB_CANCELLED,
+                runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_CANCELLED,
                                      err ? sbx_error_msg(err) : "the job id is in use on this box");
                 sbx_error_free(&err);
                 runner_job_free(j);
@@ -288,18 +289,16 @@ static void fleet_lost(struct sbx_runner *r)
              "the shared queue holds their records",
              f->id);
     pthread_mutex_lock(&r->mu);
-    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
-        if (j->state == SBX_JOB_QUEUED) {
-            sbx_sched_cancel(r->sched, j->id, NULL);
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = rjob_next(j)) {
+        if (rjob_state(j) == SBX_JOB_QUEUED) {
+            sbx_sched_cancel(r->sched, rjob_id(j), NULL);
             runner_job_move_held(r, j, RJOB_INTERRUPTED); /* the reap requeued its record */
-            j->released = 1;
+            rjob_release(j);
         }
-        else if (j->state == SBX_JOB_RUNNING) {
+        else if (rjob_state(j) == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
-            j->lost = 1;
-            if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
-                sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
-            }
+            rjob_mark_lost(j);
+            rjob_cancel_exec(j);
         }
     }
     for (struct rtask *t = r->tab.tasks; t != NULL; t = rtask_next(t)) {

@@ -38,7 +38,7 @@ size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep);
 enum rmsg_kind { RMSG_JOB_DONE, RMSG_TASK_ENDED, RMSG_OUTPUT };
 
 /* (added) jobtab.c: for the modules that do not see struct sbx_runner. The
- * lock of the jobs and tasks in memory (and of what records.h says is under
+ * lock of the jobs and tasks in memory (and of what rjob.h says is under
  * it); whether the runner stops (read under the lock); the loop's base. */
 void runner_lock(struct sbx_runner *r);
 void runner_unlock(struct sbx_runner *r);
@@ -63,10 +63,6 @@ void runner_schedule(struct sbx_runner *r);
 int64_t runner_now(struct sbx_runner *r);
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
-/* (added, issue 31) A new job, zeroed, with its empty output (output.h);
- * runner_job_free frees both. */
-struct rjob *runner_job_new(void);
-void runner_job_free(struct rjob *j);
 /* (added) Writes a job's end (fenced by token) on the store thread of a
  * fleet box, at once on one box; the loop does not wait for it. */
 void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,

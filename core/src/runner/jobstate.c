@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/dbwait.h"
 #include "runner/output.h"
 #include "runner/rtask.h"
@@ -66,7 +66,7 @@ const char *runner_job_event_name(enum rjob_event ev)
 
 static int job_from(const struct rjob *j)
 {
-    return j->has_state ? j->state : RJOB_NEW;
+    return rjob_has_state(j) ? rjob_state(j) : RJOB_NEW;
 }
 
 static const char *job_state_text(int s)
@@ -76,21 +76,23 @@ static const char *job_state_text(int s)
 
 static int job_refuse(const struct rjob *j, int from, enum rjob_event ev, sbx_error_t **err)
 {
-    sbx_error_log("runner: job %s: event '%s' refused: a %s job does not move to %s", j->id,
+    sbx_error_log("runner: job %s: event '%s' refused: a %s job does not move to %s", rjob_id(j),
                   runner_job_event_name(ev), job_state_text(from),
                   job_state_text((int)runner_job_event_to(ev)));
-    return sbx_error_set(err, EINVAL, "job %s is %s: it cannot be %s", j->id, job_state_text(from),
-                         runner_job_event_name(ev));
+    return sbx_error_set(err, EINVAL, "job %s is %s: it cannot be %s", rjob_id(j),
+                         job_state_text(from), runner_job_event_name(ev));
 }
 
 /* Under r->mu. */
 static void job_set(struct rjob *j, enum rjob_event ev, const struct rjob_move *m)
 {
-    j->state = (int)job_rows[ev].to;
-    j->has_state = 1;
+    struct rjob_fsm *f = rjob_fsm(j); /* (changed, issue 31) rjob.h */
+
+    f->state = (int)job_rows[ev].to;
+    f->has_state = 1;
     if (job_rows[ev].to >= SBX_JOB_FINISHED) {
-        j->exit_status = ev == RJOB_FINISHED && m != NULL ? m->exit_status : -1;
-        runner_output_settle(j->output);
+        rjob_set_exit_status(j, ev == RJOB_FINISHED && m != NULL ? m->exit_status : -1);
+        runner_output_settle(rjob_output(j));
     }
 }
 
@@ -155,8 +157,8 @@ static int job_write(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
     b = (struct end_batch){
         .exec_task = m->exec_task,
         .exec_path = m->exec_path,
-        .mv = {.id = j->id,
-               .token = j->token,
+        .mv = {.id = rjob_id(j),
+               .token = rjob_token(j),
                .step = (enum sbx_job_step)job_rows[ev].step,
                .at = m->at,
                .task = m->task,
@@ -174,7 +176,7 @@ static int job_write(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
         };
     }
     if (m->retry) {
-        return runner_store_retry(r, st, j->id, end_batch_write, &b, err);
+        return runner_store_retry(r, st, rjob_id(j), end_batch_write, &b, err);
     }
     return sbx_store_job_move(st, &b.mv, err);
 }
@@ -199,7 +201,7 @@ int runner_job_move(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
                 *err = werr;
                 return -1;
             }
-            sbx_error_log("runner: job %s: %s", j->id, sbx_error_msg(werr));
+            sbx_error_log("runner: job %s: %s", rjob_id(j), sbx_error_msg(werr));
             sbx_error_free(&werr);
             return -1;
         }
@@ -220,7 +222,7 @@ int runner_job_move(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
             *err = werr;
         }
         else {
-            sbx_warn("runner: job %s: %s", j->id, sbx_error_msg(werr));
+            sbx_warn("runner: job %s: %s", rjob_id(j), sbx_error_msg(werr));
             sbx_error_free(&werr);
         }
     }
@@ -237,16 +239,6 @@ int runner_job_move_held(struct sbx_runner *r, struct rjob *j, enum rjob_event e
     }
     job_set(j, ev, NULL);
     return 0;
-}
-
-void runner_job_cancel(struct rjob *j)
-{
-    __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
-}
-
-int runner_job_cancelled(const struct rjob *j)
-{
-    return __atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE);
 }
 
 /* ---- tasks ---- */

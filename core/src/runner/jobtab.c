@@ -6,10 +6,9 @@
 #include <string.h>
 
 #include "runner/state.h"
-#include "runner/records.h"
 #include "runner/hooks.h"
 #include "runner/jobs.h"
-#include "runner/output.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 #include "util/xalloc.h"
 
@@ -29,8 +28,8 @@ static size_t bucket_of(const char *id)
 
 struct rjob *runner_jobtab_find(const struct runner_jobtab *tab, const char *id)
 {
-    for (struct rjob *j = tab->buckets[bucket_of(id)]; j != NULL; j = j->hnext) {
-        if (strcmp(j->id, id) == 0) {
+    for (struct rjob *j = tab->buckets[bucket_of(id)]; j != NULL; j = *rjob_hash_link(j)) {
+        if (strcmp(rjob_id(j), id) == 0) {
             return j;
         }
     }
@@ -39,20 +38,21 @@ struct rjob *runner_jobtab_find(const struct runner_jobtab *tab, const char *id)
 
 void runner_jobtab_link(struct runner_jobtab *tab, struct rjob *j)
 {
-    size_t b = bucket_of(j->id);
+    size_t b = bucket_of(rjob_id(j));
 
-    j->next = tab->jobs;
+    *rjob_list_link(j) = tab->jobs;
     tab->jobs = j;
-    j->hnext = tab->buckets[b];
+    *rjob_hash_link(j) = tab->buckets[b];
     tab->buckets[b] = j;
     tab->n_jobs++;
 }
 
 static void job_unhash(struct runner_jobtab *tab, struct rjob *j)
 {
-    for (struct rjob **pp = &tab->buckets[bucket_of(j->id)]; *pp != NULL; pp = &(*pp)->hnext) {
+    for (struct rjob **pp = &tab->buckets[bucket_of(rjob_id(j))]; *pp != NULL;
+         pp = rjob_hash_link(*pp)) {
         if (*pp == j) {
-            *pp = j->hnext;
+            *pp = *rjob_hash_link(j);
             return;
         }
     }
@@ -80,15 +80,16 @@ size_t runner_jobtab_trim(struct runner_jobtab *tab, size_t keep)
     for (struct rjob **pp = &tab->jobs; *pp != NULL;) {
         struct rjob *j = *pp;
 
-        if (j->state >= SBX_JOB_FINISHED && j->released && j->streams == NULL && ++ended > keep) {
-            *pp = j->next;
+        if (rjob_state(j) >= SBX_JOB_FINISHED && rjob_released(j) && *rjob_streams(j) == NULL &&
+            ++ended > keep) {
+            *pp = rjob_next(j);
             job_unhash(tab, j);
             runner_job_free(j);
             tab->n_jobs--;
             gone++;
             continue;
         }
-        pp = &j->next;
+        pp = rjob_list_link(j);
     }
     return gone;
 }
@@ -106,28 +107,6 @@ void runner_job_link(struct sbx_runner *r, struct rjob *j)
 struct rtask *runner_task_find(struct sbx_runner *r, const char *id)
 {
     return runner_jobtab_task(&r->tab, id);
-}
-
-struct rjob *runner_job_new(void)
-{
-    struct rjob *j = xcalloc(1, sizeof(*j));
-
-    j->output = runner_output_new();
-    return j;
-}
-
-void runner_job_free(struct rjob *j)
-{
-    runner_strv_free(j->argv);
-    free(j->worktree);
-    free(j->provider);
-    free(j->credentials);
-    free(j->from);
-    free(j->image);
-    json_decref(j->env);
-    json_decref(j->wt_events);
-    runner_output_free(j->output);
-    free(j);
 }
 
 /* Drops the output of ended jobs past the newest runner.keep_output (their records

@@ -2,7 +2,7 @@
  * SBX_RUNNER_MAX_OUTPUT bytes in a buffer that moves its kept bytes once per
  * maximum appended, and which stream (stdout 1, stderr 2) each byte came from,
  * as runs. **(changed, issue 31)** struct runner_output is this file's alone
- * (output.h); a job holds one (records.h). The caller holds the runner's lock
+ * (output.h); a job holds one (rjob.h). The caller holds the runner's lock
  * for a job a worker and the loop share (worker.c appends, api.c reads,
  * jobstate.c settles an ended job's). */
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* output.h - a job's kept output and the stream of each byte (output.c).
  * **(changed, issue 31)** An opaque struct, made and freed with its job
- * (runner_job_new, runner_job_free: jobs.h). Offsets are absolute: the count
+ * (runner_job_new, runner_job_free: rjob.h). Offsets are absolute: the count
  * of bytes appended before (runner_output_total terms). The caller holds the
  * runner's lock where the job is shared (runner_lock). */
 #ifndef SBX_RUNNER_OUTPUT_H

@@ -10,7 +10,7 @@
 #include "plugin/instance.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/jobs.h"
 #include "runner/recover.h"
 #include "runner/rtask.h"
@@ -210,20 +210,21 @@ static char *snapshot_image(struct sbx_runner *r, const char *image)
 struct rjob *runner_job_from_rec(const struct sbx_job_rec *rec)
 {
     struct rjob *j = runner_job_new();
+    struct rjob_req *q = rjob_req_fill(j); /* (changed, issue 31) rjob.h */
     size_t n = json_array_size(rec->argv);
 
-    snprintf(j->id, sizeof(j->id), "%s", rec->id);
-    snprintf(j->task, sizeof(j->task), "%s", rec->task ? rec->task : rec->id);
-    snprintf(j->owner, sizeof(j->owner), "%s", rec->client ? rec->client : "");
-    j->pool = (enum sbx_pool)sbx_pool_parse(rec->pool);
-    j->cls = (enum sbx_job_class)sbx_job_class_parse(rec->cls);
-    j->argv = xcalloc(n + 1, sizeof(char *));
+    snprintf(q->id, sizeof(q->id), "%s", rec->id);
+    snprintf(q->task, sizeof(q->task), "%s", rec->task ? rec->task : rec->id);
+    snprintf(q->owner, sizeof(q->owner), "%s", rec->client ? rec->client : "");
+    q->pool = (enum sbx_pool)sbx_pool_parse(rec->pool);
+    q->cls = (enum sbx_job_class)sbx_job_class_parse(rec->cls);
+    q->argv = xcalloc(n + 1, sizeof(char *));
     for (size_t i = 0; i < n; i++) {
-        j->argv[i] = xstrdup(json_string_value(json_array_get(rec->argv, i)));
+        q->argv[i] = xstrdup(json_string_value(json_array_get(rec->argv, i)));
     }
-    j->worktree = rec->worktree ? xstrdup(rec->worktree) : NULL;
-    j->provider = rec->provider ? xstrdup(rec->provider) : NULL;
-    j->env = rec->env ? json_deep_copy(rec->env) : NULL;
+    q->worktree = rec->worktree ? xstrdup(rec->worktree) : NULL;
+    q->provider = rec->provider ? xstrdup(rec->provider) : NULL;
+    q->env = rec->env ? json_deep_copy(rec->env) : NULL;
     return j; /* new: its caller moves it (RJOB_QUEUED, RJOB_ADOPTED) */
 }
 
@@ -301,10 +302,10 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
     /* running jobs whose command had not started: run it in the re-adopted task */
     for (size_t i = 0; i < rec->n_adopt_jobs; i++) {
         struct rjob *j = runner_job_from_rec(&rec->adopt_jobs[i]);
-        struct rtask *t = runner_task_find(r, j->task);
+        struct rtask *t = runner_task_find(r, rjob_req(j)->task);
 
         if (t == NULL) {
-            sbx_store_job_end(r->store, j->id,
+            sbx_store_job_end(r->store, rjob_id(j),
                               &(struct sbx_job_end){
                                   SBX_JOB_INTERRUPTED, -1,
                                   "runner restarted; its task could not be re-adopted", 0, 0, 0},
@@ -312,7 +313,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
             runner_job_free(j);
             continue;
         }
-        j->rt = t;
+        rjob_set_rtask(j, t);
         runner_job_move(r, j, RJOB_ADOPTED, NULL, NULL);
         rtask_enter(t);
         runner_job_link(r, j);
@@ -321,7 +322,7 @@ static void adopt(struct sbx_runner *r, struct sbx_recovery *rec)
             runner_job_move(r, j, RJOB_INTERRUPTED,
                             &(struct rjob_move){.reason = "runner: cannot start a worker thread"},
                             NULL);
-            j->released = 1;
+            rjob_release(j);
         }
     }
 }
@@ -376,14 +377,14 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
         struct rjob *j = runner_job_from_rec(q);
         struct sbx_sched_job sj;
 
-        j->image = snapshot_image(r, q->image); /* (added) a job `from` a snapshot */
+        rjob_set_image(j, snapshot_image(r, q->image)); /* (added) a job `from` a snapshot */
         sj = (struct sbx_sched_job){
-            .id = j->id,
-            .task = j->task,
-            .pool = j->pool,
-            .cls = j->cls,
-            .cpus = r->pools.cpus[j->pool], /* limits.cpus, clamped on a small box */
-            .memory = r->pools.memory[j->pool],
+            .id = rjob_id(j),
+            .task = rjob_req(j)->task,
+            .pool = rjob_req(j)->pool,
+            .cls = rjob_req(j)->cls,
+            .cpus = r->pools.cpus[rjob_req(j)->pool], /* limits.cpus, clamped on a small box */
+            .memory = r->pools.memory[rjob_req(j)->pool],
             .enqueued_at = q->queued_at,
         };
         sbx_error_t *e = NULL;
@@ -391,9 +392,9 @@ int runner_recover(struct sbx_runner *r, sbx_error_t **err)
         if (sbx_sched_submit(r->sched, &sj, &e) < 0) {
             /* the configuration changed under it: end it with the reason */
             sbx_store_job_end(
-                r->store, j->id,
+                r->store, rjob_id(j),
                 &(struct sbx_job_end){SBX_JOB_CANCELLED, -1, sbx_error_msg(e), 0, 0, 0}, NULL);
-            sbx_warn("runner: recovery: job %s: %s", j->id, sbx_error_msg(e));
+            sbx_warn("runner: recovery: job %s: %s", rjob_id(j), sbx_error_msg(e));
             sbx_error_free(&e);
             runner_job_free(j);
             continue;

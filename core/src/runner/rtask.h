@@ -6,7 +6,7 @@
  * set by rtask_new and never change: read them anywhere. Everything else (its
  * state, sandbox, running count, end request, fail reason, holder's result)
  * and the list are read and written under the runner's lock (runner_lock,
- * r->mu), as records.h says of a job's fields; the exceptions are named
+ * r->mu), as rjob.h says of a job's; the exceptions are named
  * below. A task's state changes in runner_task_move alone (jobstate.h). */
 #ifndef SBX_RUNNER_RTASK_H
 #define SBX_RUNNER_RTASK_H

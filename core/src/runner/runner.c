@@ -14,7 +14,7 @@
 #include "policy/policy.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rmetrics.h"
 #include "runner/api_int.h"
 #include "runner/api_limits.h"
@@ -137,7 +137,9 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         struct rtask *t = m->kind == RMSG_TASK_ENDED ? m->rt : NULL;
 
         if (j != NULL) {
-            j->released |= m->kind == RMSG_JOB_DONE;
+            if (m->kind == RMSG_JOB_DONE) {
+                rjob_release(j);
+            }
             runner_streams_flush(r, j, m->kind == RMSG_JOB_DONE);
         }
         if (t != NULL) {
@@ -201,12 +203,12 @@ void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
 /* (added) A granted job that must not start: it ends cancelled, its slot goes. */
 static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
 {
-    sbx_error_log("runner: job %s (task %s): %s", j->id, j->task, why);
-    sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
-    runner_job_end_write(r, j->id, j->token, SBX_JOB_CANCELLED, why);
+    sbx_error_log("runner: job %s (task %s): %s", rjob_id(j), rjob_req(j)->task, why);
+    sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_FAILED, NULL);
+    runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_CANCELLED, why);
     pthread_mutex_lock(&r->mu);
     runner_job_move_held(r, j, RJOB_CANCELLED); /* its write: just above, off the loop */
-    j->released = 1;
+    rjob_release(j);
     pthread_mutex_unlock(&r->mu);
     runner_streams_flush(r, j, 1);
 }
@@ -215,19 +217,20 @@ static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
  * worker. 1 when it was granted (started, or its start failed). */
 static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sched_grant *g)
 {
+    const struct rjob_req *q = rjob_req(j);
     struct rtask *t;
     int ok;
 
     pthread_mutex_lock(&r->mu);
-    ok = runner_job_event_ok(j->state, RJOB_GRANTED);
+    ok = runner_job_event_ok(rjob_state(j), RJOB_GRANTED);
     pthread_mutex_unlock(&r->mu);
     if (!ok) { /* (added) not queued: the job's table refuses its grant; it does not start */
-        sbx_error_log("runner: job %s: event 'granted' refused: a %s job does not start", j->id,
-                      sbx_job_state_name(j->state));
-        sbx_sched_release(r->sched, j->id, SBX_RESULT_FAILED, NULL);
+        sbx_error_log("runner: job %s: event 'granted' refused: a %s job does not start",
+                      rjob_id(j), sbx_job_state_name(rjob_state(j)));
+        sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_FAILED, NULL);
         return 0;
     }
-    if (runner_task_find(r, j->task) != NULL) {
+    if (runner_task_find(r, q->task) != NULL) {
         /* (added) two live tasks of one id on one box must not exist:
          * the store's claim and the submit's checks keep it so
          * (docs/runner.md, "Task ids"); should one slip through, its job
@@ -237,11 +240,11 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
         return 0;
     }
     t = rtask_new(&(struct rtask_init){
-        .id = j->task,
-        .holder = j->id,
-        .owner = j->owner,
-        .pool = j->pool,
-        .keep = j->pool == SBX_POOL_AGENT && strcmp(j->task, j->id) != 0,
+        .id = q->task,
+        .holder = rjob_id(j),
+        .owner = q->owner,
+        .pool = q->pool,
+        .keep = q->pool == SBX_POOL_AGENT && strcmp(q->task, rjob_id(j)) != 0,
         .holder_result = SBX_RESULT_FAILED,
     });
     runner_task_move(r, t, RTASK_CREATED, NULL, NULL);
@@ -249,25 +252,24 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
     /* (added) a warm sandbox to claim: only a job that can use one
      * (docs/runner.md, Warm pool); without one the tick below evicts
      * warm sandboxes this job needs the room of */
-    j->warm = j->image == NULL && /* (added) a snapshot's image: never a warm one */
-                      (j->provider == NULL || strcmp(j->provider, r->cfg->provider) == 0)
-                  ? runner_warm_take(r, j->pool)
-                  : NULL;
+    rjob_set_warm(j, rjob_image(j) == NULL && /* (added) a snapshot's image: never a warm one */
+                             (q->provider == NULL || strcmp(q->provider, r->cfg->provider) == 0)
+                         ? runner_warm_take(r, q->pool)
+                         : NULL);
     pthread_mutex_lock(&r->mu);
     runner_jobtab_add_task(&r->tab, t);
-    j->rt = t;
+    rjob_set_rtask(j, t);
     runner_job_move_held(r, j, RJOB_GRANTED); /* its grant: written before this */
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", j->id,
-             sbx_job_class_name(j->cls), sbx_pool_name(j->pool), (double)g->wait_ms / 1000.0);
+    sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", rjob_id(j),
+             sbx_job_class_name(q->cls), sbx_pool_name(q->pool), (double)g->wait_ms / 1000.0);
     if (runner_worker_start(r, j) < 0) {
-        runner_job_end_write(r, j->id, j->token, SBX_JOB_FINISHED,
+        runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_FINISHED,
                              "runner: cannot start a worker thread");
         runner_job_move(r, j, RJOB_FINISHED, &(struct rjob_move){.memory = 1}, NULL);
-        j->released = 1;
-        if (j->warm != NULL) {
-            runner_warm_end(r, j->warm);
-            j->warm = NULL;
+        rjob_release(j);
+        if (rjob_warm(j) != NULL) {
+            runner_warm_end(r, rjob_take_warm(j));
         }
         task_remove(r, t);
     }
@@ -320,27 +322,27 @@ static void grant_done(struct sbx_runner *r, struct evhttp_request *req, void *a
     if (j == NULL) { /* cannot happen: it stays in memory while its slot is held */
         sbx_sched_release(r->sched, c->id, SBX_RESULT_FAILED, NULL);
     }
-    else if (c->stale || j->state != SBX_JOB_QUEUED) {
+    else if (c->stale || rjob_state(j) != SBX_JOB_QUEUED) {
         /* another box holds it now, or this box lost its lease meanwhile:
          * it does not start here */
-        sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
-        j->granting = 0;
-        if (j->state == SBX_JOB_QUEUED) { /* a lost lease may have interrupted it */
+        sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_INTERRUPTED, NULL);
+        rjob_set_granting(j, 0);
+        if (rjob_state(j) == SBX_JOB_QUEUED) { /* a lost lease may have interrupted it */
             runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, NULL);
         }
-        j->released = 1;
+        rjob_release(j);
         runner_streams_flush(r, j, 1);
     }
     else if (r->stopping) { /* it does not start: its recovery at the next start */
-        sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
-        j->granting = 0;
+        sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_INTERRUPTED, NULL);
+        rjob_set_granting(j, 0);
     }
     else if (runner_job_cancelled(j)) {
-        j->granting = 0;
+        rjob_set_granting(j, 0);
         refuse_grant(r, j, "cancelled by request before it started");
     }
     else {
-        j->granting = 0;
+        rjob_set_granting(j, 0);
         if (grant_start(r, j, &c->g)) {
             runner_warm_tick(r);
         }
@@ -371,16 +373,16 @@ void runner_schedule(struct sbx_runner *r)
             struct grant_call *c = xcalloc(1, sizeof(*c));
 
             c->rc = -1; /* not written until the call says so */
-            snprintf(c->id, sizeof(c->id), "%s", j->id);
-            c->token = j->token;
+            snprintf(c->id, sizeof(c->id), "%s", rjob_id(j));
+            c->token = rjob_token(j);
             c->g = g;
-            j->granting = 1;
+            rjob_set_granting(j, 1);
             runner_sq_call(r, NULL, grant_work, grant_done, c);
             continue;
         }
         if (sbx_store_job_move(r->store,
-                               &(struct sbx_job_move){.id = j->id,
-                                                      .token = j->token,
+                               &(struct sbx_job_move){.id = rjob_id(j),
+                                                      .token = rjob_token(j),
                                                       .step = SBX_JOB_STEP_GRANTED,
                                                       .at = g.granted_at},
                                &err) < 0) {
@@ -389,9 +391,9 @@ void runner_schedule(struct sbx_runner *r)
             sbx_error_log("runner: %s", sbx_error_msg(err));
             sbx_error_free(&err);
             if (taken) { /* another box holds it now: it does not start here */
-                sbx_sched_release(r->sched, j->id, SBX_RESULT_INTERRUPTED, NULL);
+                sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_INTERRUPTED, NULL);
                 runner_job_move(r, j, RJOB_INTERRUPTED, &(struct rjob_move){.memory = 1}, NULL);
-                j->released = 1;
+                rjob_release(j);
                 continue;
             }
         }
@@ -445,7 +447,7 @@ static const char *alert_task(void *arg, const char *job)
 {
     struct rjob *j = runner_job_find(arg, job);
 
-    return j != NULL ? j->task : job;
+    return j != NULL ? rjob_req(j)->task : job;
 }
 
 static void on_alert_timer(evutil_socket_t fd, short what, void *arg)
@@ -669,12 +671,10 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
     (void)what;
     pthread_mutex_lock(&r->mu);
     r->stopping = 1;
-    for (struct rjob *j = r->tab.jobs; j != NULL; j = j->next) {
-        if (j->state == SBX_JOB_RUNNING) {
+    for (struct rjob *j = r->tab.jobs; j != NULL; j = rjob_next(j)) {
+        if (rjob_state(j) == SBX_JOB_RUNNING) {
             runner_job_cancel(j);
-            if (j->executing && j->rt != NULL && rtask_sandbox(j->rt) != NULL) {
-                sbx_task_exec_cancel(rtask_sandbox(j->rt), &j->slot);
-            }
+            rjob_cancel_exec(j);
         }
     }
     pthread_cond_broadcast(&r->cond);
@@ -721,7 +721,7 @@ void sbx_runner_destroy(struct sbx_runner *r)
     while (r->tab.jobs != NULL) {
         struct rjob *j = r->tab.jobs;
 
-        r->tab.jobs = j->next;
+        r->tab.jobs = rjob_next(j);
         runner_streams_free(j); /* their requests went with evhttp_free */
         runner_job_free(j);
     }

@@ -4,7 +4,7 @@
  * warm.h, storeq.h; the job table in jobs.h), the loop and the lock. Only the
  * files that assemble or drive the runner include it; a module that needs the
  * lock or the loop alone calls runner_lock()/runner_base() (jobs.h). A job
- * and a task are in records.h. */
+ * and a task are opaque: rjob.h, rtask.h (changed, issue 31). */
 #ifndef SBX_RUNNER_STATE_H
 #define SBX_RUNNER_STATE_H
 

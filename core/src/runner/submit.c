@@ -25,7 +25,7 @@
 #include "policy/policy.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 #include "runner/rmetrics.h"
 #include "runner/api_int.h"
@@ -65,6 +65,7 @@ struct submit_call {
 static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
                       struct sbx_limits *limits, sbx_error_t **err)
 {
+    const struct rjob_req *q = rjob_req(j);
     struct sbx_policy_decision d = {0};
     struct sbx_job_desc job = {0};
     struct sbx_kv *kv = xcalloc(json_object_size(labels) + 1, sizeof(*kv));
@@ -79,12 +80,12 @@ static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
         job.n_labels++;
     }
     job.labels = kv;
-    job.id = j->id;
-    job.task = j->task;
-    job.pool = sbx_pool_name(j->pool);
-    job.workdir = j->worktree;
-    job.provider = j->provider ? j->provider : r->cfg->provider;
-    job.argv = (const char *const *)j->argv;
+    job.id = rjob_id(j);
+    job.task = q->task;
+    job.pool = sbx_pool_name(q->pool);
+    job.workdir = q->worktree;
+    job.provider = q->provider ? q->provider : r->cfg->provider;
+    job.argv = (const char *const *)q->argv;
     pthread_mutex_lock(&r->mu);
     rc = sbx_policy_decide(r->policy, &job, &d, err);
     pthread_mutex_unlock(&r->mu);
@@ -93,8 +94,8 @@ static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
         return sbx_error_wrap(err, "policy denied the job");
     }
     *limits = d.limits;
-    if (!j->cls_given) {
-        j->cls = (enum sbx_job_class)sbx_job_class_parse(d.slot_class);
+    if (!q->cls_given) {
+        rjob_req_fill(j)->cls = (enum sbx_job_class)sbx_job_class_parse(d.slot_class);
     }
     sbx_policy_decision_fini(&d);
     return 0;
@@ -107,7 +108,7 @@ static int decide_job(struct sbx_runner *r, struct rjob *j, json_t *labels,
 static int task_busy(struct sbx_store *st, const struct rjob *j, sbx_error_t **err)
 {
     struct sbx_task_busy b;
-    int rc = sbx_store_task_busy(st, j->task, j->id, &b, err);
+    int rc = sbx_store_task_busy(st, rjob_req(j)->task, rjob_id(j), &b, err);
 
     if (rc <= 0) {
         return rc;
@@ -116,17 +117,17 @@ static int task_busy(struct sbx_store *st, const struct rjob *j, sbx_error_t **e
         return sbx_error_set(err, EBUSY,
                              "task %s is still queued (job %s); submit its next command once it "
                              "runs",
-                             j->task, b.job);
+                             rjob_req(j)->task, b.job);
     }
     if (b.queued) {
         return sbx_error_set(err, EBUSY,
                              "task %s is still queued (job %s, claimed by box %s); submit its "
                              "next command once it runs",
-                             j->task, b.job, b.box);
+                             rjob_req(j)->task, b.job, b.box);
     }
     return sbx_error_set(err, EBUSY,
-                         "task %s is starting%s%s; submit its next command once it runs", j->task,
-                         b.box[0] ? " on box " : "", b.box);
+                         "task %s is starting%s%s; submit its next command once it runs",
+                         rjob_req(j)->task, b.box[0] ? " on box " : "", b.box);
 }
 
 /* The task id belongs to another client (store): 1 with its owner. A store
@@ -134,10 +135,10 @@ static int task_busy(struct sbx_store *st, const struct rjob *j, sbx_error_t **e
 static int task_of_another(struct sbx_store *st, const struct rjob *j, char *owner, size_t len)
 {
     sbx_error_t *err = NULL;
-    int rc = sbx_store_task_owner(st, j->task, owner, len, &err);
+    int rc = sbx_store_task_owner(st, rjob_req(j)->task, owner, len, &err);
 
     sbx_error_free(&err);
-    return rc == 1 && !sbx_store_owner_ok(owner, j->owner);
+    return rc == 1 && !sbx_store_owner_ok(owner, rjob_req(j)->owner);
 }
 
 /* The answer to a task id of another client: 403 when who may not see that
@@ -147,14 +148,14 @@ static void reply_other(struct sbx_runner *r, struct evhttp_request *req, const 
 {
     rm_refused(r->metrics, rm_refusal_of(403));
     sbx_warn("runner: client '%s' named task %s, which belongs to another client: refused",
-             who->name, j->task);
+             who->name, rjob_req(j)->task);
     if (!runner_may_read(who, owner)) {
         runner_reply_error(req, 403, "task %s belongs to another client; use another task id",
-                           j->task);
+                           rjob_req(j)->task);
     }
     else {
-        runner_reply_error(req, 409, "task %s belongs to client '%s'; use another task id", j->task,
-                           owner[0] ? owner : "(from before clients)");
+        runner_reply_error(req, 409, "task %s belongs to client '%s'; use another task id",
+                           rjob_req(j)->task, owner[0] ? owner : "(from before clients)");
     }
 }
 
@@ -172,34 +173,36 @@ static void reply_refused(struct sbx_runner *r, struct evhttp_request *req, int 
 static void reply_accepted(struct evhttp_request *req, const struct rjob *j)
 {
     runner_reply_json(req, 201,
-                      json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", j->id, "task", j->task, "pool",
-                                sbx_pool_name(j->pool), "class", sbx_job_class_name(j->cls),
-                                "state", sbx_job_state_name((enum sbx_job_state)j->state)));
+                      json_pack("{s:s, s:s, s:s, s:s, s:s}", "id", rjob_id(j), "task",
+                                rjob_req(j)->task, "pool", sbx_pool_name(rjob_req(j)->pool),
+                                "class", sbx_job_class_name(rjob_req(j)->cls), "state",
+                                sbx_job_state_name((enum sbx_job_state)rjob_state(j))));
 }
 
 /* The record a submit stores; its strings are j's, argv's and labels'. */
 static json_t *submit_rec(struct sbx_runner *r, const struct rjob *j, json_t *labels,
                           struct sbx_job_rec *rec)
 {
+    const struct rjob_req *q = rjob_req(j);
     json_t *argv = json_array();
 
-    for (size_t i = 0; j->argv[i] != NULL; i++) {
-        json_array_append_new(argv, json_string(j->argv[i]));
+    for (size_t i = 0; q->argv[i] != NULL; i++) {
+        json_array_append_new(argv, json_string(q->argv[i]));
     }
     memset(rec, 0, sizeof(*rec));
-    rec->id = (char *)j->id;
-    rec->task = (char *)j->task;
-    rec->pool = (char *)sbx_pool_name(j->pool);
-    rec->cls = (char *)sbx_job_class_name(j->cls);
+    rec->id = (char *)rjob_id(j);
+    rec->task = (char *)q->task;
+    rec->pool = (char *)sbx_pool_name(q->pool);
+    rec->cls = (char *)sbx_job_class_name(q->cls);
     rec->argv = argv;
     rec->labels = labels;
-    rec->worktree = j->worktree;
-    rec->env = j->env;
-    rec->client = (char *)j->owner;
-    rec->provider = j->provider ? j->provider : r->cfg->provider;
-    rec->image = j->image ? j->image /* (added) a snapshot's (`from`) */
-                          : (char *)sbx_config_image(r->cfg, sbx_pool_name(j->pool),
-                                                     rec->provider); /* (changed) */
+    rec->worktree = q->worktree;
+    rec->env = q->env;
+    rec->client = (char *)q->owner;
+    rec->provider = q->provider ? q->provider : r->cfg->provider;
+    rec->image = rjob_image(j) ? (char *)rjob_image(j) /* (added) a snapshot's (`from`) */
+                               : (char *)sbx_config_image(r->cfg, sbx_pool_name(q->pool),
+                                                          rec->provider); /* (changed) */
     rec->limits = r->cfg->limits;
     return argv;
 }
@@ -217,7 +220,7 @@ static int submit_store(struct sbx_runner *r, struct sbx_store *st, struct submi
     if (c->check_task) {
         /* (added) a command for a kept task that lives on another box runs
          * there: the box that holds the task gets the request */
-        if (runner_elsewhere(r, st, 1, j->task, &c->o)) {
+        if (runner_elsewhere(r, st, 1, rjob_req(j)->task, &c->o)) {
             c->forward = 1;
             return -1;
         }
@@ -229,7 +232,7 @@ static int submit_store(struct sbx_runner *r, struct sbx_store *st, struct submi
         return -2;
     }
     if (c->need_boxes) {
-        int n = sbx_store_pool_boxes(st, sbx_pool_name(j->pool), &c->err);
+        int n = sbx_store_pool_boxes(st, sbx_pool_name(rjob_req(j)->pool), &c->err);
 
         if (n < 0) {
             return -1;
@@ -238,19 +241,19 @@ static int submit_store(struct sbx_runner *r, struct sbx_store *st, struct submi
             return sbx_error_set(&c->err, SBX_E_POLICY,
                                  "refused: job %s: no live box of the fleet serves pool '%s' "
                                  "(box.pools)",
-                                 j->id, sbx_pool_name(j->pool));
+                                 rjob_id(j), sbx_pool_name(rjob_req(j)->pool));
         }
     }
     if (sbx_store_job_insert(st, &c->rec, &c->err) < 0) {
-        return sbx_error_wrap(&c->err, "storing job %s", j->id);
+        return sbx_error_wrap(&c->err, "storing job %s", rjob_id(j));
     }
     if (c->direct) {
         sbx_error_t *e = NULL;
 
-        sbx_store_job_granted(st, j->id, 0, NULL);
+        sbx_store_job_granted(st, rjob_id(j), 0, NULL);
         /* (added) a command run at once in a kept task of this box: its
          * record names the box, for the others' forwards */
-        if (runner_fleet_box(r) != NULL && sbx_store_job_own(st, j->id, &e) < 0) {
+        if (runner_fleet_box(r) != NULL && sbx_store_job_own(st, rjob_id(j), &e) < 0) {
             sbx_error_log("runner: %s", sbx_error_msg(e));
             sbx_error_free(&e);
         }
@@ -335,7 +338,7 @@ static void withdraw(struct sbx_runner *r, const struct rjob *j, int direct, con
 {
     struct withdraw *w = xcalloc(1, sizeof(*w));
 
-    snprintf(w->id, sizeof(w->id), "%s", j->id);
+    snprintf(w->id, sizeof(w->id), "%s", rjob_id(j));
     snprintf(w->why, sizeof(w->why), "%s", why);
     w->direct = direct;
     runner_sq_write(r, withdraw_work, withdraw_done, w);
@@ -359,7 +362,7 @@ static int submit_answered(struct sbx_runner *r, struct evhttp_request *req, str
     if (c->forward) {
         char what[96];
 
-        snprintf(what, sizeof(what), "task %s", c->j->task);
+        snprintf(what, sizeof(what), "task %s", rjob_req(c->j)->task);
         runner_forward(r, req, &c->who, &c->o, what, 0, 0);
         return 1;
     }
@@ -380,8 +383,8 @@ static int submit_answered(struct sbx_runner *r, struct evhttp_request *req, str
  * task re-adopted after a restart (owner unknown) only for the unix socket. */
 static int direct_owner_ok(const struct rtask *t, const struct rjob *j)
 {
-    return rtask_owned_by(t, j->owner) ||
-           (rtask_owner(t)[0] == '\0' && strcmp(j->owner, "local") == 0);
+    return rtask_owned_by(t, rjob_req(j)->owner) ||
+           (rtask_owner(t)[0] == '\0' && strcmp(rjob_req(j)->owner, "local") == 0);
 }
 
 static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *arg, int late)
@@ -394,13 +397,13 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
         submit_call_free(c);
         return;
     }
-    t = runner_task_find(r, j->task);
+    t = runner_task_find(r, rjob_req(j)->task);
     if (t == NULL || !rtask_takes_jobs(t) || !direct_owner_ok(t, j)) {
         /* the task ended while the store call ran (another of its id may
          * live here now): the command must not run */
         withdraw(r, j, 1, "its task ended before the command started");
         rm_refused(r->metrics, rm_refusal_of(409));
-        runner_reply_error(req, 409, "task %s is ending; start a new task", j->task);
+        runner_reply_error(req, 409, "task %s is ending; start a new task", rjob_req(j)->task);
         submit_call_free(c);
         return;
     }
@@ -409,11 +412,12 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
     runner_job_move_held(r, j, RJOB_QUEUED); /* its insert: written */
     runner_job_link(r, j);
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
-             j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", rjob_id(j),
+             rjob_req(j)->owner, rjob_req(j)->task, sbx_pool_name(rjob_req(j)->pool),
+             sbx_job_class_name(rjob_req(j)->cls));
     /* a command for a running task: its sandbox and slot are already held */
     pthread_mutex_lock(&r->mu);
-    j->rt = t;
+    rjob_set_rtask(j, t);
     rtask_enter(t);
     runner_job_move_held(r, j, RJOB_GRANTED);
     pthread_mutex_unlock(&r->mu);
@@ -421,9 +425,9 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
         pthread_mutex_lock(&r->mu);
         rtask_leave(t);
         runner_job_move_held(r, j, RJOB_FINISHED);
-        j->released = 1;
+        rjob_release(j);
         pthread_mutex_unlock(&r->mu);
-        runner_job_end_write(r, j->id, j->token, SBX_JOB_FINISHED,
+        runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_FINISHED,
                              "runner: cannot start a worker thread");
     }
     reply_accepted(req, j);
@@ -436,10 +440,10 @@ static void submit_direct(struct sbx_runner *r, struct evhttp_request *req, stru
     struct rjob *j = c->j;
 
     if (!rtask_takes_jobs(t)) {
-        sbx_error_set(&c->pre, EBUSY, "task %s is ending; start a new task", j->task);
+        sbx_error_set(&c->pre, EBUSY, "task %s is ending; start a new task", rjob_req(j)->task);
     }
     else if (!direct_owner_ok(t, j)) {
-        sbx_error_set(&c->pre, EPERM, "task %s belongs to another client", j->task);
+        sbx_error_set(&c->pre, EPERM, "task %s belongs to another client", rjob_req(j)->task);
     }
     c->direct = 1;
     c->argv = submit_rec(r, j, c->labels, &c->rec);
@@ -460,7 +464,8 @@ static void shared_done(struct sbx_runner *r, struct evhttp_request *req, void *
     runner_job_move(r, j, RJOB_QUEUED, &(struct rjob_move){.memory = 1}, NULL);
     sbx_info("runner: job %s accepted from client '%s' into the shared queue (task %s, pool "
              "%s, %s)",
-             j->id, j->owner, j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+             rjob_id(j), rjob_req(j)->owner, rjob_req(j)->task, sbx_pool_name(rjob_req(j)->pool),
+             sbx_job_class_name(rjob_req(j)->cls));
     reply_accepted(req, j);
     submit_call_free(c); /* a box's claim makes its own */
     runner_fleet_claim(r);
@@ -472,15 +477,15 @@ static void submit_shared(struct sbx_runner *r, struct evhttp_request *req, stru
     struct sbx_sched_snapshot *snap;
     int served;
 
-    c->check_task = strcmp(j->task, j->id) != 0;
+    c->check_task = strcmp(rjob_req(j)->task, rjob_id(j)) != 0;
     c->argv = submit_rec(r, j, c->labels, &c->rec);
     if (decide_job(r, j, c->labels, &c->rec.limits, &c->pre) == 0) {
-        c->rec.cls = (char *)sbx_job_class_name(j->cls);
-        runner_fit_limits(&r->pools, j->pool, &c->rec.limits);
+        c->rec.cls = (char *)sbx_job_class_name(rjob_req(j)->cls);
+        runner_fit_limits(&r->pools, rjob_req(j)->pool, &c->rec.limits);
         /* a fleet box checks the job against its shape (a pool it serves),
          * else a live box of the fleet must serve the pool */
         snap = sbx_sched_snapshot(r->sched);
-        served = snap->pools[j->pool].served;
+        served = snap->pools[rjob_req(j)->pool].served;
         sbx_sched_snapshot_free(snap);
         if (served) {
             struct sbx_sched_job sj =
@@ -498,6 +503,7 @@ static void submit_shared(struct sbx_runner *r, struct evhttp_request *req, stru
 static void submit_local(struct sbx_runner *r, struct evhttp_request *req, struct submit_call *c)
 {
     struct rjob *j = c->j;
+    const struct rjob_req *q = rjob_req(j);
     sbx_error_t *err = NULL;
 
     c->argv = submit_rec(r, j, c->labels, &c->rec);
@@ -505,14 +511,14 @@ static void submit_local(struct sbx_runner *r, struct evhttp_request *req, struc
         reply_other(r, req, j, &c->who, c->owner);
         goto out;
     }
-    if (strcmp(j->task, j->id) != 0 && task_busy(r->store, j, &err) < 0) {
+    if (strcmp(q->task, rjob_id(j)) != 0 && task_busy(r->store, j, &err) < 0) {
         goto refused;
     }
     if (decide_job(r, j, c->labels, &c->rec.limits, &err) < 0) {
         goto refused;
     }
-    c->rec.cls = (char *)sbx_job_class_name(j->cls);
-    runner_fit_limits(&r->pools, j->pool, &c->rec.limits);
+    c->rec.cls = (char *)sbx_job_class_name(q->cls);
+    runner_fit_limits(&r->pools, q->pool, &c->rec.limits);
     {
         struct sbx_sched_job sj = runner_sched_job(j, c->rec.limits.cpus, c->rec.limits.memory, 0);
 
@@ -522,8 +528,8 @@ static void submit_local(struct sbx_runner *r, struct evhttp_request *req, struc
         }
     }
     if (sbx_store_job_insert(r->store, &c->rec, &err) < 0) {
-        sbx_sched_cancel(r->sched, j->id, NULL);
-        sbx_error_wrap(&err, "storing job %s", j->id);
+        sbx_sched_cancel(r->sched, rjob_id(j), NULL);
+        sbx_error_wrap(&err, "storing job %s", rjob_id(j));
         goto refused;
     }
     c->j = NULL; /* the runner's now */
@@ -531,8 +537,8 @@ static void submit_local(struct sbx_runner *r, struct evhttp_request *req, struc
     runner_job_move_held(r, j, RJOB_QUEUED); /* its insert: written */
     runner_job_link(r, j);
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", j->id, j->owner,
-             j->task, sbx_pool_name(j->pool), sbx_job_class_name(j->cls));
+    sbx_info("runner: job %s accepted from client '%s' (task %s, pool %s, %s)", rjob_id(j),
+             q->owner, q->task, sbx_pool_name(q->pool), sbx_job_class_name(q->cls));
     runner_schedule(r);
     reply_accepted(req, j);
     goto out;
@@ -579,33 +585,34 @@ void runner_handle_submit(struct sbx_runner *r, struct evhttp_request *req,
         runner_reply_error(req, code, "%s", msg);
         return;
     }
-    snprintf(j->owner, sizeof(j->owner), "%s", who->name);
+    snprintf(rjob_req_fill(j)->owner, sizeof(rjob_req(j)->owner), "%s", who->name);
     snprintf(c->who.name, sizeof(c->who.name), "%s", who->name);
     c->who.scopes = who->scopes;
-    if (j->credentials != NULL && !runner_may_use_credentials(r->auth, who->name, j->credentials)) {
+    if (rjob_req(j)->credentials != NULL &&
+        !runner_may_use_credentials(r->auth, who->name, rjob_req(j)->credentials)) {
         /* (added, issue 25) before anything is stored or leased */
         rm_refused(r->metrics, rm_refusal_of(403));
         sbx_warn("runner: client '%s' may not use credential instance '%s': refused", who->name,
-                 j->credentials);
+                 rjob_req(j)->credentials);
         runner_reply_error(req, 403,
                            "client '%s' may not use credential instance '%s' (runner.clients "
                            "credentials)",
-                           who->name, j->credentials);
+                           who->name, rjob_req(j)->credentials);
         submit_call_free(c);
         return;
     }
-    if (j->from != NULL && runner_submit_from(r, req, who, j) < 0) {
+    if (rjob_req(j)->from != NULL && runner_submit_from(r, req, who, j) < 0) {
         submit_call_free(c); /* (added, issue 30) answered: the snapshot refused */
         return;
     }
-    t = runner_task_find(r, j->task);
+    t = runner_task_find(r, rjob_req(j)->task);
     if (t != NULL) {
         submit_direct(r, req, c, t);
     }
     else if (r->adopted_only) {
         /* (added, issue 31) a keeper's runner hosts its one task, never a new one */
         rm_refused(r->metrics, rm_refusal_of(404));
-        runner_reply_error(req, 404, "no running task '%s' (sbx task list)", j->task);
+        runner_reply_error(req, 404, "no running task '%s' (sbx task list)", rjob_req(j)->task);
         submit_call_free(c);
     }
     else if (r->fleet != NULL) {

@@ -9,7 +9,7 @@
 
 #include "runner/jobstate.h"
 #include "runner/state.h"
-#include "runner/records.h"
+#include "runner/rjob.h"
 #include "runner/rtask.h"
 #include "runner/rmetrics.h"
 #include "runner/jobs.h"
@@ -46,7 +46,7 @@ static void output_append(struct sbx_runner *r, struct rjob *j, int stream, cons
         return;
     }
     pthread_mutex_lock(&r->mu);
-    runner_output_add(j->output, stream, data, len);
+    runner_output_add(rjob_output(j), stream, data, len);
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -88,11 +88,11 @@ static void log_first_output(struct worker *w, const char *what)
     w->got_output = 1;
     if (w->warm_held) {
         w->warm_held = 0;
-        runner_warm_claim_done(w->r, w->j->pool);
+        runner_warm_claim_done(w->r, rjob_req(w->j)->pool);
     }
     sbx_debug("runner: job %s: %s to first output %.1f ms (%s; grant to claim %.1f ms, claim "
               "%.1f ms, store %.1f ms, exec start %.1f ms, first output %.1f ms after the grant)",
-              w->j->id, w->us_claim && warm_sandbox(w) ? "warm claim" : "ready",
+              rjob_id(w->j), w->us_claim && warm_sandbox(w) ? "warm claim" : "ready",
               (double)(now - from) / 1000.0, what,
               w->us_claim ? (double)(w->us_claim - w->us_grant) / 1000.0 : 0.0,
               w->us_claimed ? (double)(w->us_claimed - w->us_claim) / 1000.0 : 0.0,
@@ -114,8 +114,8 @@ static void output_wait(struct sbx_runner *r, struct rjob *j, size_t len)
     }
     pthread_mutex_lock(&r->mu);
     for (;;) {
-        size_t total = runner_output_total(j->output);
-        size_t acked = j->followers > 0 ? j->out_acked : j->followed ? total : 0;
+        size_t total = runner_output_total(rjob_output(j));
+        size_t acked = rjob_output_acked(j);
         size_t behind = total - acked;
 
         if (behind == 0 || behind + len <= SBX_RUNNER_MAX_OUTPUT || runner_job_cancelled(j) ||
@@ -136,7 +136,7 @@ static int on_output(void *ud, int stream, const char *data, size_t len)
     }
     output_wait(w->r, w->j, len);
     output_append(w->r, w->j, stream, data, len);
-    runner_post(w->r, RMSG_OUTPUT, w->j->id, SBX_RESULT_OK);
+    runner_post(w->r, RMSG_OUTPUT, rjob_id(w->j), SBX_RESULT_OK);
     return 0;
 }
 
@@ -179,13 +179,13 @@ static int worktree_still_ok(struct sbx_runner *r, const struct rjob *j, sbx_err
     char *again = NULL;
     int code;
 
-    if (j->worktree == NULL) {
+    if (rjob_req(j)->worktree == NULL) {
         return 0;
     }
-    code = sbx_confine_dir(&r->confine, j->worktree, &again, why, sizeof(why));
-    if (code == 0 && strcmp(again, j->worktree) != 0) {
-        snprintf(why, sizeof(why), "worktree \"%.200s\": now resolves to %.200s", j->worktree,
-                 again);
+    code = sbx_confine_dir(&r->confine, rjob_req(j)->worktree, &again, why, sizeof(why));
+    if (code == 0 && strcmp(again, rjob_req(j)->worktree) != 0) {
+        snprintf(why, sizeof(why), "worktree \"%.200s\": now resolves to %.200s",
+                 rjob_req(j)->worktree, again);
         code = 403;
     }
     free(again);
@@ -198,13 +198,12 @@ static int worktree_still_ok(struct sbx_runner *r, const struct rjob *j, sbx_err
 static int claim_warm(struct worker *w, const struct sbx_task_opts *o, struct sbx_task **out)
 {
     struct sbx_runner *r = w->r;
-    struct sbx_task *warm = w->j->warm;
+    struct sbx_task *warm = rjob_take_warm(w->j);
     sbx_error_t *err = NULL;
     int rc;
 
-    w->j->warm = NULL;
     if (warm == NULL) {
-        runner_warm_count(r, w->j->pool, 0);
+        runner_warm_count(r, rjob_req(w->j)->pool, 0);
         return 1;
     }
     int64_t t0 = mono_ms();
@@ -213,18 +212,18 @@ static int claim_warm(struct worker *w, const struct sbx_task_opts *o, struct sb
     rc = sbx_task_claim(warm, r->plugin_dir, o, &err);
     w->us_claimed = mono_us();
     if (rc == 0) {
-        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", w->j->id,
+        sbx_debug("runner: job %s: claimed warm sandbox %.12s in %lld ms", rjob_id(w->j),
                   sbx_task_sandbox(warm), (long long)(mono_ms() - t0));
-        runner_warm_count(r, w->j->pool, 1);
+        runner_warm_count(r, rjob_req(w->j)->pool, 1);
         *out = warm;
         return 0;
     }
     if (rc < 0) {
-        sbx_warn("runner: job %s: claiming a warm sandbox: %s; starting one cold", w->j->id,
+        sbx_warn("runner: job %s: claiming a warm sandbox: %s; starting one cold", rjob_id(w->j),
                  sbx_error_msg(err));
         sbx_error_free(&err);
     }
-    runner_warm_count(r, w->j->pool, 0);
+    runner_warm_count(r, rjob_req(w->j)->pool, 0);
     runner_warm_end(r, warm);
     return 1;
 }
@@ -234,33 +233,34 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
 {
     struct sbx_runner *r = w->r;
     struct rjob *j = w->j;
+    const struct rjob_req *q = rjob_req(j);
     struct rtask *t = w->t;
     sbx_error_t *err = NULL;
     int creator;
 
     pthread_mutex_lock(&r->mu);
-    creator = rtask_starts_for(t, j->id);
+    creator = rtask_starts_for(t, rjob_id(j));
     pthread_mutex_unlock(&r->mu);
     if (creator) {
         struct sbx_task_rec tr = {
             .id = (char *)rtask_id(t),
-            .provider = j->provider ? j->provider : r->cfg->provider,
+            .provider = q->provider ? q->provider : r->cfg->provider,
             .pool = (char *)sbx_pool_name(rtask_pool(t)),
             .state = SBX_TASK_STARTING,
         };
         struct sbx_task_opts o = {
             .task_id = rtask_id(t),
-            .job_id = j->id,
-            .provider = j->provider,
-            .credentials = j->credentials,
-            .image = j->image,  /* (added) `from` a snapshot; NULL: the configured */
-            .client = j->owner, /* "": a job from before clients */
-            .worktree = j->worktree,
-            .pool = sbx_pool_name(j->pool),
-            .argv = (const char *const *)j->argv,
-            .cancel = &j->cancel,
+            .job_id = rjob_id(j),
+            .provider = q->provider,
+            .credentials = q->credentials,
+            .image = rjob_image(j), /* (added) `from` a snapshot; NULL: the configured */
+            .client = q->owner,     /* "": a job from before clients */
+            .worktree = q->worktree,
+            .pool = sbx_pool_name(q->pool),
+            .argv = (const char *const *)q->argv,
+            .cancel = rjob_cancel_flag(j),
             .ephemeral = 1,
-            .slot_class = sbx_job_class_name(j->cls),
+            .slot_class = sbx_job_class_name(q->cls),
             /* (changed, issue 31) a one_shot runner's task reaps gone owners as
              * an embedded start does (its recovery does not) */
             .no_reap = !r->one_shot,
@@ -275,9 +275,8 @@ static int task_ready(struct worker *w, struct sbx_store *st, char *why, size_t 
          * ready writes (worker_main); a cold start's STARTING row comes first,
          * for recovery to find a start cut short */
         rc = worktree_still_ok(r, j, &err) < 0 ? -1 : claim_warm(w, &o, &task);
-        if (rc < 0 && j->warm != NULL) { /* refused before the claim: the warm one goes */
-            runner_warm_end(r, j->warm);
-            j->warm = NULL;
+        if (rc < 0 && rjob_warm(j) != NULL) { /* refused before the claim: the warm one goes */
+            runner_warm_end(r, rjob_take_warm(j));
         }
         if (rc != 0) {
             sbx_error_t *perr = NULL;
@@ -350,14 +349,14 @@ static void ready_batch(struct worker *w, struct sbx_store *st, struct sbx_task 
         /* (added) the record's "warm" (store/record.c) */
         json_object_set_new(iso, "warm", json_boolean(sbx_task_warm(task)));
         json_object_set_new(iso, "resized", json_boolean(sbx_task_resized(task)));
-        sbx_store_job_set_isolation(st, j->id, iso, &err);
+        sbx_store_job_set_isolation(st, rjob_id(j), iso, &err);
         store_warn(&err);
         json_decref(iso);
     }
     if (sbx_task_lease_id(task) != NULL) { /* the lease id only, never a value */
         const char *ids[1] = {sbx_task_lease_id(task)};
 
-        sbx_store_job_set_leases(st, j->id, ids, 1, &err);
+        sbx_store_job_set_leases(st, rjob_id(j), ids, 1, &err);
         store_warn(&err);
     }
     sbx_store_task_exec(st, rtask_id(t), 1, 0, &err);
@@ -376,11 +375,11 @@ static int task_ready_timed(struct worker *w, struct sbx_store *st, char *why, s
     int rc;
 
     pthread_mutex_lock(&w->r->mu);
-    creator = rtask_starts_for(w->t, w->j->id);
+    creator = rtask_starts_for(w->t, rjob_id(w->j));
     pthread_mutex_unlock(&w->r->mu);
     rc = task_ready(w, st, why, whylen);
     if (rc == 0 && creator) {
-        rm_sandbox_start(w->r->metrics, w->j->pool, sbx_mono_ms() - t0);
+        rm_sandbox_start(w->r->metrics, rjob_req(w->j)->pool, sbx_mono_ms() - t0);
     }
     return rc;
 }
@@ -407,7 +406,7 @@ static void end_without_store(struct worker *w, sbx_error_t **err, struct job_en
     snprintf(e->reason, sizeof(e->reason), "runner: %s", sbx_error_msg(*err));
     sbx_error_free(err);
     pthread_mutex_lock(&r->mu);
-    creator = rtask_starts_for(t, j->id);
+    creator = rtask_starts_for(t, rjob_id(j));
     pthread_mutex_unlock(&r->mu);
     if (creator) { /* (added) its sandbox never starts: the jobs waiting for it stop */
         runner_task_move(r, t, RTASK_FAILED, &(struct rtask_move){.reason = e->reason}, NULL);
@@ -427,22 +426,22 @@ static int exec_command(struct worker *w, struct sbx_task *task, struct job_end 
     int rc;
 
     pthread_mutex_lock(&r->mu);
-    j->executing = !runner_job_cancelled(j);
+    rjob_set_executing(j, !runner_job_cancelled(j));
     pthread_mutex_unlock(&r->mu);
-    if (!j->executing) {
+    if (!rjob_executing(j)) {
         return 0;
     }
-    env = env_kv(j->env, &n_env);
+    env = env_kv(rjob_req(j)->env, &n_env);
     w->us_exec = mono_us();
-    rc = sbx_task_exec(task, (const char *const *)j->argv, env, n_env, on_output, w, &j->slot,
-                       &e->status, &err);
+    rc = sbx_task_exec(task, (const char *const *)rjob_req(j)->argv, env, n_env, on_output, w,
+                       rjob_slot(j), &e->status, &err);
     free(env);
     log_first_output(w, "its exit status");
     e->exec_path = sbx_task_last_exec_path(task); /* written with the end */
     wt_events = sbx_task_worktree_events(task);   /* (added, issue 31) */
     pthread_mutex_lock(&r->mu);
-    j->executing = 0;
-    j->wt_events = wt_events;
+    rjob_set_executing(j, 0);
+    rjob_set_wt_events(j, wt_events);
     pthread_mutex_unlock(&r->mu);
     if (rc < 0) {
         /* as `sbx run` (docs/architecture.md, Exit status): a command that cannot
@@ -473,7 +472,7 @@ static void run_in_task(struct worker *w, struct sbx_store *st, struct job_end *
     int64_t allowed0 = 0;
     int64_t denied0 = 0;
 
-    sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", j->id,
+    sbx_debug("runner: job %s: sandbox ready %lld ms after its grant", rjob_id(j),
               (long long)(mono_ms() - w->t0));
     ready_batch(w, st, task);
     w->us_stored = mono_us();
@@ -481,11 +480,11 @@ static void run_in_task(struct worker *w, struct sbx_store *st, struct job_end *
      * (added, issue 31: a keeper's task keeps its own id there and in its record,
      * as its execs did before the keeper was a runner) */
     if (!r->adopted_only) {
-        sbx_task_set_job(task, j->id);
+        sbx_task_set_job(task, rjob_id(j));
     }
     sbx_task_egress_counts(task, &allowed0, &denied0);
     if (exec_command(w, task, e)) {
-        rm_job_run(r->metrics, j->pool, sbx_mono_ms() - run0);
+        rm_job_run(r->metrics, rjob_req(j)->pool, sbx_mono_ms() - run0);
     }
     e->exec_marked = 1;
     sbx_task_egress_counts(task, &e->allowed, &e->denied);
@@ -503,7 +502,7 @@ static void end_cancelled(struct sbx_runner *r, struct rjob *j, struct job_end *
     int stopping;
 
     pthread_mutex_lock(&r->mu);
-    lost = j->lost;
+    lost = rjob_lost(j);
     stopping = r->stopping;
     pthread_mutex_unlock(&r->mu);
     e->end_state = SBX_JOB_CANCELLED;
@@ -559,18 +558,18 @@ static void leave_task(struct worker *w, struct sbx_store *st, const struct job_
     int last;
 
     pthread_mutex_lock(&r->mu);
-    rtask_job_ended(t, j->id, e->result);
+    rtask_job_ended(t, rjob_id(j), e->result);
     rtask_leave(t);
     last = rtask_running(t) == 0 && (!rtask_keep(t) || rtask_state(t) != RT_READY) &&
            runner_task_move_held(r, t, RTASK_ENDING) == 0;
     sandbox = last ? rtask_take_sandbox(t) : NULL; /* ended below: nobody else reaches it */
     pthread_mutex_unlock(&r->mu);
-    sbx_info("runner: job %s %s (exit %d)%s%s", j->id, sbx_job_state_name(e->end_state), e->status,
-             e->reason[0] ? ": " : "", e->reason);
+    sbx_info("runner: job %s %s (exit %d)%s%s", rjob_id(j), sbx_job_state_name(e->end_state),
+             e->status, e->reason[0] ? ": " : "", e->reason);
     /* (changed) the job's end is known before its sandbox goes: its client
      * is told now (j is the loop's from here on); the slot stays held until
      * the sandbox is removed (RMSG_TASK_ENDED) */
-    runner_post(r, RMSG_JOB_DONE, j->id, e->result);
+    runner_post(r, RMSG_JOB_DONE, rjob_id(j), e->result);
     if (sandbox != NULL) {
         sbx_task_end(sandbox, e->reason[0] ? e->reason : "ended", NULL, NULL);
         runner_task_move(r, t, RTASK_GONE, &(struct rtask_move){.st = st}, &err);
@@ -589,7 +588,7 @@ static void *worker_main(void *arg)
     struct sbx_runner *r = w->r;
     struct rjob *j = w->j;
     sbx_error_t *err = NULL;
-    struct sbx_store *st = runner_store_get_wait(r, j->id, &err); /* (changed) */
+    struct sbx_store *st = runner_store_get_wait(r, rjob_id(j), &err); /* (changed) */
     struct job_end e = {.end_state = SBX_JOB_FINISHED, .result = SBX_RESULT_FAILED, .status = -1};
 
     if (st == NULL) {
@@ -603,9 +602,9 @@ static void *worker_main(void *arg)
     }
     if (w->warm_held) { /* it never ran its command */
         w->warm_held = 0;
-        runner_warm_claim_done(r, j->pool);
+        runner_warm_claim_done(r, rjob_req(j)->pool);
     }
-    rm_egress(r->metrics, j->pool, e.allowed, e.denied);
+    rm_egress(r->metrics, rjob_req(j)->pool, e.allowed, e.denied);
     record_end(w, st, &e);
     leave_task(w, st, &e);
     runner_worker_gone(r); /* (changed, issue 31) a stopping runner goes at once */
@@ -685,10 +684,10 @@ int runner_worker_start(struct sbx_runner *r, struct rjob *j)
 
     w->r = r;
     w->j = j;
-    w->t = j->rt;
+    w->t = rjob_rtask(j);
     w->t0 = mono_ms();
     w->us_grant = mono_us();
-    w->warm_held = j->warm != NULL;
+    w->warm_held = rjob_warm(j) != NULL;
     return spawn(r, worker_main, w, 0);
 }
 
