@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "config/config.h"
+#include "runner/fleet.h"
 #include "runner/health.h"
 #include "runner/probe.h"
 #include "store/store.h"
@@ -129,10 +130,11 @@ static void test_probe_thread(void **state)
 
     assert_null(err);
     assert_non_null(p);
-    /* the first run answered on the caller's thread; done did not see it */
+    /* the first run answered on the caller's thread, and done saw it */
     runner_probe_read(p, &v);
     assert_true(v.done_at > 0);
     assert_true(f.runs >= 1);
+    assert_true(f.dones >= 1);
     /* the thread runs again and again, each answer kept and given to done */
     while (fake_dones(&f) < 3 && sbx_mono_ms() - t0 < 10000) {
         struct timespec ts = {0, 5 * 1000 * 1000};
@@ -141,7 +143,7 @@ static void test_probe_thread(void **state)
     }
     runner_probe_stop(p);
     assert_true(f.dones >= 3);
-    assert_int_equal(f.runs, f.dones + 1);
+    assert_int_equal(f.runs, f.dones);
     assert_int_equal(f.last_rc, f.runs);
     assert_true(strncmp(f.last_msg, "fail ", 5) == 0);
     runner_probe_stop(NULL);
@@ -167,6 +169,43 @@ static void test_probe_read_fails(void **state)
     assert_true(strncmp(v.msg, "fail ", 5) == 0);
     assert_true(v.done_at >= t0);
     runner_probe_stop(p);
+}
+
+/* (added, issue 31) The fleet's autoscaler asks the store probe at each
+ * beat: with the database known stalled it does not reach it at all; else it
+ * tries (here a PostgreSQL socket that is not there: it does not lead). */
+static void test_lead_stalled(void **state)
+{
+    (void)state;
+    char *dir = test_mkdtemp();
+    char *path = NULL;
+    char *dsn = NULL;
+    struct sbx_config cfg = {0};
+    sbx_error_t *err = NULL;
+    struct sbx_store *loop;
+    struct runner_storeprobe *p;
+    struct runner_lead *l;
+
+    assert_true(asprintf(&path, "%s/state.db", dir) > 0);
+    assert_true(asprintf(&dsn, "postgresql://sbx@/sbx?host=%s/nosuchdir", dir) > 0);
+    loop = sbx_store_open(path, &err);
+    assert_non_null(loop);
+    p = runner_storeprobe_start(&cfg, path, loop, 60000, &err);
+    assert_non_null(p);
+    l = runner_lead_new(&cfg, dsn, "box-a");
+    sbx_store_gate_set(runner_store_gate(p), 1); /* a call passed its deadline */
+    assert_int_equal(runner_store_stalled(p), 1);
+    assert_int_equal(runner_lead_beat(l, p), -1);
+    sbx_store_gate_set(runner_store_gate(p), 0);
+    assert_int_equal(runner_lead_beat(l, p), 0);
+    assert_int_equal(runner_lead_beat(l, NULL), 0); /* no probe: never stalled */
+    runner_lead_free(l);
+    runner_storeprobe_free(p);
+    sbx_store_close(loop);
+    test_rm_rf(dir);
+    free(dsn);
+    free(path);
+    free(dir);
 }
 
 static int ready_calls;
@@ -198,7 +237,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_storeprobe_sqlite), cmocka_unit_test(test_not_running),
         cmocka_unit_test(test_image_none),        cmocka_unit_test(test_probe_thread),
-        cmocka_unit_test(test_probe_read_fails),
+        cmocka_unit_test(test_probe_read_fails),  cmocka_unit_test(test_lead_stalled),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

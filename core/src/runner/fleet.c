@@ -383,7 +383,7 @@ static void beat_work(struct sbx_runner *r, struct sbx_store *st, void *arg)
         }
     }
     if (!c->lost) {
-        runner_lead_beat(f->lead);
+        runner_lead_beat(f->lead, r->storeprobe);
     }
     c->view = runner_store_stalled(r->storeprobe) ? NULL : fleet_view(st);
 }
@@ -503,7 +503,7 @@ int runner_fleet_start(struct sbx_runner *r, sbx_error_t **err)
     }
     f->pool = runner_store_pool_new(r->store_path, r->cfg->runner.database_password_env, f->id);
     sbx_store_set_box(r->store, f->id);
-    f->lead = runner_lead_new(r->cfg, r->store_path, f->id, r->storeprobe);
+    f->lead = runner_lead_new(r->cfg, r->store_path, f->id);
     f->lease_ms = r->cfg->runner.lease * 1000;
     /* the scheduler's capacity: box.memory when set, else measured */
     snap = sbx_sched_snapshot(r->sched);

@@ -32,14 +32,17 @@ const char *runner_fleet_box(const struct sbx_runner *r);
  * its lease (it gives the lock up); metrics: sbx_fleet_leader and, on the
  * leader, the fleet series read at the last beat. */
 struct runner_lead;
-/* (changed, issue 31) new: with the fleet, keeping cfg, store_path, box and
- * probe (all outlive it); prepare: on the loop before a beat (copies the
- * scheduler's slots); beat: on the store thread */
+/* (changed, issue 31) new: with the fleet, keeping cfg, store_path and box
+ * (all outlive it); prepare: on the loop before a beat (copies the
+ * scheduler's slots); beat: on the store thread, with the box's store probe
+ * (health.h; read at each beat: it starts after the fleet): -1 it did not
+ * reach the database (the probe says it is stalled), 0 this box does not
+ * lead (another holds the lock, or the database failed), 1 it led. */
 struct runner_storeprobe;
 struct runner_lead *runner_lead_new(const struct sbx_config *cfg, const char *store_path,
-                                    const char *box, struct runner_storeprobe *probe);
+                                    const char *box);
 void runner_lead_prepare(struct runner_lead *l, struct sbx_sched *sched);
-void runner_lead_beat(struct runner_lead *l);
+int runner_lead_beat(struct runner_lead *l, struct runner_storeprobe *probe);
 void runner_lead_resign(struct runner_lead *l);
 void runner_lead_metrics(struct runner_lead *l, FILE *f);
 void runner_lead_free(struct runner_lead *l);

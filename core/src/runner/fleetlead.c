@@ -17,7 +17,8 @@
  * (runner_lead_prepare). What it read is kept for /metrics until the next
  * beat: a scrape never queries the database. (changed, issue 31) It keeps
  * what it needs of the runner (the configuration, the store's location, the
- * box's id, the store probe), given at runner_lead_new: no struct sbx_runner. */
+ * box's id), given at runner_lead_new, and the store probe at each beat: no
+ * struct sbx_runner. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,11 +47,10 @@ static int64_t wall_ms(void)
 struct runner_lead {
     const struct sbx_config *cfg;
     const char *store_path;
-    const char *box;                 /* the fleet's (fleet.c), outlives the lead */
-    struct runner_storeprobe *probe; /* health.h */
-    pthread_mutex_t mu;              /* (added) what /metrics reads below */
-    int slots[SBX_POOL_COUNT];       /* (added) the loop's copy (runner_lead_prepare) */
-    struct sbx_store *conn;          /* holds the leader lock while this box leads */
+    const char *box;           /* the fleet's (fleet.c), outlives the lead */
+    pthread_mutex_t mu;        /* (added) what /metrics reads below */
+    int slots[SBX_POOL_COUNT]; /* (added) the loop's copy (runner_lead_prepare) */
+    struct sbx_store *conn;    /* holds the leader lock while this box leads */
     int leader;
     /* the last beat's fleet view, for /metrics (valid while leader) */
     struct {
@@ -81,14 +81,13 @@ static int pool_slots(struct sbx_sched *sched, enum sbx_pool pool)
 }
 
 struct runner_lead *runner_lead_new(const struct sbx_config *cfg, const char *store_path,
-                                    const char *box, struct runner_storeprobe *probe)
+                                    const char *box)
 {
     struct runner_lead *l = xcalloc(1, sizeof(*l));
 
     l->cfg = cfg;
     l->store_path = store_path;
     l->box = box;
-    l->probe = probe;
     pthread_mutex_init(&l->mu, NULL);
     return l;
 }
@@ -232,20 +231,20 @@ static void lead(struct runner_lead *l)
     }
 }
 
-void runner_lead_beat(struct runner_lead *l)
+int runner_lead_beat(struct runner_lead *l, struct runner_storeprobe *probe)
 {
     sbx_error_t *err = NULL;
     int rc;
 
-    if (runner_store_stalled(l->probe)) {
-        return; /* (added) no wait on a database known stalled: the next beat */
+    if (runner_store_stalled(probe)) {
+        return -1; /* (added) no wait on a database known stalled: the next beat */
     }
     if (l->conn == NULL) {
         l->conn = sbx_store_open_ex(l->store_path, l->cfg->runner.database_password_env, &err);
         if (l->conn == NULL) {
             sbx_error_free(&err); /* the database is away: the next beat */
             lead_drop(l, "its connection to the database failed");
-            return;
+            return 0;
         }
     }
     rc = sbx_store_leader_hold(l->conn, l->box, &err);
@@ -255,11 +254,11 @@ void runner_lead_beat(struct runner_lead *l)
         sbx_store_close(l->conn); /* the lock goes with the connection */
         l->conn = NULL;
         lead_drop(l, "its connection to the database failed");
-        return;
+        return 0;
     }
     if (rc == 0) {
         lead_drop(l, "another box holds the lock");
-        return;
+        return 0;
     }
     if (!l->leader) {
         sbx_warn("runner: box %s is the fleet's leader (it alerts and scales for the fleet)",
@@ -269,6 +268,7 @@ void runner_lead_beat(struct runner_lead *l)
         pthread_mutex_unlock(&l->mu);
     }
     lead(l);
+    return 1;
 }
 
 /* This box gave up its lease (lost it, or stops): another box leads. */

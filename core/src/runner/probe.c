@@ -15,12 +15,12 @@ struct runner_probe {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
     int stop;
+    int64_t first_next; /* after a first run by the starter: when the thread's is */
     struct runner_probe_view now;
 };
 
-/* One run and its answer kept (and given to done when call_done); the time
- * of the next run. */
-static int64_t probe_once(struct runner_probe *p, int call_done)
+/* One run, its answer kept and given to done; the time of the next run. */
+static int64_t probe_once(struct runner_probe *p)
 {
     char msg[RUNNER_PROBE_MSG];
     int rc, wait_ms;
@@ -32,7 +32,7 @@ static int64_t probe_once(struct runner_probe *p, int call_done)
     p->now.in_flight_since = 0;
     p->now.done_at = sbx_mono_ms();
     memcpy(p->now.msg, msg, sizeof(msg));
-    wait_ms = call_done ? p->ops->done(p->ctx, rc, msg) : 0;
+    wait_ms = p->ops->done(p->ctx, rc, msg);
     return p->now.done_at + wait_ms;
 }
 
@@ -41,8 +41,11 @@ static void *probe_main(void *arg)
     struct runner_probe *p = arg;
 
     pthread_mutex_lock(&p->mu);
+    if (p->first_next > 0) { /* the first run was the starter's */
+        sbx_cond_wait_until_ms(&p->cv, &p->mu, p->first_next, &p->stop);
+    }
     while (!p->stop) {
-        int64_t at = probe_once(p, 1);
+        int64_t at = probe_once(p);
 
         sbx_cond_wait_until_ms(&p->cv, &p->mu, at, &p->stop);
     }
@@ -61,7 +64,7 @@ struct runner_probe *runner_probe_start(const struct runner_probe_ops *ops, void
     sbx_cond_init_mono(&p->cv);
     if (first_run) {
         pthread_mutex_lock(&p->mu);
-        probe_once(p, 0);
+        p->first_next = probe_once(p);
         pthread_mutex_unlock(&p->mu);
     }
     if (pthread_create(&p->th, NULL, probe_main, p) != 0) {

@@ -34,10 +34,10 @@ struct runner_probe_view {
 
 struct runner_probe;
 
-/* Starts the thread, whose first run is at once (what names the thread in an
- * error: "the health thread"). first_run: also run once before returning,
- * so that the first read has an answer (storeprobe.c); that answer is kept
- * but not given to done. */
+/* Starts the thread (what names the thread in an error: "the health
+ * thread"), whose first run is at once; first_run: the first run is the
+ * caller's, before this returns, so that the first read has an answer
+ * (storeprobe.c), and the thread's comes when done said. */
 struct runner_probe *runner_probe_start(const struct runner_probe_ops *ops, void *ctx,
                                         int first_run, const char *what, sbx_error_t **err);
 /* Stops and joins the thread (a run in flight ends first); NULL is a no-op. */
