@@ -14,6 +14,7 @@
 #include "runner/rtask.h"
 #include "runner/state.h"
 #include "runner/storeq.h"
+#include "runner/worker.h"
 #include "sandbox/task.h"
 #include "store/store.h"
 
@@ -80,6 +81,9 @@ int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err)
     }
     pthread_mutex_lock(&r->mu);
     rtask_request_end(t);
+    /* (changed, issue 31) its ender now when nothing runs in it, not at the
+     * next tick (up to 200 ms later); else the tick's, once it is idle */
+    runner_task_end_if_due(r, t, r->stopping);
     pthread_mutex_unlock(&r->mu);
     return 0;
 }
