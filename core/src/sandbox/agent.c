@@ -235,7 +235,8 @@ static int next_record(struct run *r, int cancel_fd, int64_t deadline, char *typ
         int wait = -1;
         int n;
 
-        if (r->cancelled != NULL && *r->cancelled) {
+        /* (changed, issue 31) an atomic read: another thread sets the flag */
+        if (r->cancelled != NULL && __atomic_load_n(r->cancelled, __ATOMIC_ACQUIRE)) {
             return 2;
         }
         if (r->cancelled != NULL && (until < 0 || until > sbx_mono_ms() + CANCEL_CHECK_MS)) {
