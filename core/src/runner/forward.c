@@ -10,8 +10,8 @@
  * owner's API address (its `boxes` row) with the marker X-Sbx-Forwarded-By,
  * and relays the owner's answer, streaming for the output.
  *
- * Bounded: a connect and a read timeout, at most FWD_PER_BOX forwards to one
- * box and FWD_PER_CLIENT for one client at a time, the owner's reply head
+ * Bounded: a connect and a read timeout, at most fwd_cap's forwards to one
+ * box and of one client at a time, the owner's reply head
  * read under fwd_parse.h's caps and a non-streamed body under FWD_BODY_MAX,
  * and a relay that pauses reading the owner while the caller has more than
  * FWD_BUFFERED bytes unsent (dropped, logged, after FWD_STALL_S paused). One
@@ -38,8 +38,6 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-#define FWD_PER_BOX 32
-#define FWD_PER_CLIENT 8
 #define FWD_CONNECT_S 5
 #define FWD_READ_S 30           /* a reply that is not a followed output */
 #define FWD_SLOW_S 600          /* (added) a snapshot or a pause to disk being made */
@@ -50,6 +48,9 @@
 #define FWD_WAIT_MS 500         /* a follow of a queued job checks its record */
 #define FWD_WAIT_MAX_S 3600     /* ... and gives up */
 #define FWD_WAIT_PER_CLIENT 32  /* follows of queued jobs per client */
+
+/* at most 32 forwards to one box and 8 of one client at a time (503, 429) */
+static const struct runner_fwd_cap fwd_cap = {32, 8, "forwards", "in flight"};
 
 struct runner_fwd {
     struct sbx_runner *r;
@@ -476,6 +477,20 @@ int runner_fwd_connect(struct bufferevent *bev, const char *api, char *why, size
     return -1;
 }
 
+int runner_fwd_over_cap(const struct runner_fwd_cap *c, int n_box, int n_client, const char *what,
+                        const char *box, char *msg, size_t len)
+{
+    int box_cap = n_box >= c->per_box;
+
+    if (!box_cap && n_client < c->per_client) {
+        return 0;
+    }
+    snprintf(msg, len, "%s is held by box %s: %d %s %s are %s (limit %d); try again", what, box,
+             box_cap ? n_box : n_client, c->things, box_cap ? "to that box" : "of this client",
+             c->state, box_cap ? c->per_box : c->per_client);
+    return box_cap ? 503 : 429;
+}
+
 int runner_fwd_refused(struct evhttp_request *req, const struct sbx_store_owner *o,
                        const char *what)
 {
@@ -541,8 +556,10 @@ static void forward_req(struct sbx_runner *r, struct evhttp_request *req,
     struct evbuffer *out;
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     char why[200] = "cannot start the connection";
+    char msg[300];
     int per_box = 0;
     int per_client = 0;
+    int status;
 
     if (runner_fwd_refused(req, o, what)) {
         return;
@@ -551,20 +568,10 @@ static void forward_req(struct sbx_runner *r, struct evhttp_request *req,
         per_box += !g->waiting && strcmp(g->box, o->box) == 0;
         per_client += !g->waiting && strcmp(g->client, who->name) == 0;
     }
-    if (per_box >= FWD_PER_BOX || per_client >= FWD_PER_CLIENT) {
-        int box_cap = per_box >= FWD_PER_BOX;
-
-        sbx_warn("runner: forward of %s to box %s for client '%s' refused: %d forwards %s in "
-                 "flight (limit %d)",
-                 what, o->box, who->name, box_cap ? per_box : per_client,
-                 box_cap ? "to that box" : "of that client",
-                 box_cap ? FWD_PER_BOX : FWD_PER_CLIENT);
-        runner_reply_error(req, box_cap ? 503 : 429,
-                           "%s is held by box %s: %d forwards %s are in flight (limit %d); try "
-                           "again",
-                           what, o->box, box_cap ? per_box : per_client,
-                           box_cap ? "to that box" : "of this client",
-                           box_cap ? FWD_PER_BOX : FWD_PER_CLIENT);
+    status = runner_fwd_over_cap(&fwd_cap, per_box, per_client, what, o->box, msg, sizeof(msg));
+    if (status != 0) {
+        sbx_warn("runner: forward for client '%s' refused: %s", who->name, msg);
+        runner_reply_error(req, status, "%s", msg);
         return;
     }
     f = xcalloc(1, sizeof(*f));

@@ -63,6 +63,20 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
  * TCP and req carries no bearer token; else 0. */
 int runner_fwd_refused(struct evhttp_request *req, const struct sbx_store_owner *o,
                        const char *what);
+/* (added, issue 31) The caps on what this box sends on to another, one check
+ * for forwards (forward.c) and relays (fwd_tunnel.c). */
+struct runner_fwd_cap {
+    int per_box;        /* the most to one box at a time */
+    int per_client;     /* the most of one client at a time */
+    const char *things; /* "forwards" */
+    const char *state;  /* "in flight" */
+};
+/* 0 when one more may start with n_box of them open to box and n_client of
+ * the client; else 503 (the box's cap, checked first) or 429 (the client's),
+ * with the refusal for what in msg (len > 0). Pure: the caller logs and
+ * answers. */
+int runner_fwd_over_cap(const struct runner_fwd_cap *c, int n_box, int n_client, const char *what,
+                        const char *box, char *msg, size_t len);
 /* (added) After evhttp_free: ends the relays of fwd_tunnel.c still open. */
 void runner_tunnel_drop_all(struct sbx_runner *r);
 /* Connects bev to an owner's API address, "unix:PATH" or "tcp:HOST:PORT". */

@@ -13,7 +13,7 @@
  *             the owner's CSP) is relayed as it comes until the owner closes.
  *
  * The owner checks the scope and the task's client again. Bounded: at most
- * TUN_PER_BOX relays to one box and TUN_PER_CLIENT of one client (503, 429),
+ * tun_cap's relays to one box and of one client (503, 429),
  * the connect FWD_CONNECT_S, the owner's first bytes within TUN_HEAD_S, a
  * port's answer idle at most TUN_IDLE_S, at most TUN_BUFFERED bytes waiting
  * for either side before reading the other pauses, and a side that takes
@@ -42,8 +42,6 @@
 #include "util/log.h"
 #include "util/xalloc.h"
 
-#define TUN_PER_BOX 64    /* the owner's own cap on terminals and port connections */
-#define TUN_PER_CLIENT 16 /* of one client on this box */
 #define TUN_CONNECT_S 5
 #define TUN_HEAD_S 30                /* the owner's first bytes */
 #define TUN_IDLE_S 300               /* a port's answer, between two reads */
@@ -51,6 +49,11 @@
 #define TUN_BUFFERED (1u << 20)      /* waiting for one side before the other pauses */
 #define TUN_LINE 64                  /* the owner's status line, as far as it is read */
 #define TERM_PROTO "sbx-terminal.v2" /* api_term.c */
+
+/* the owner's own cap on terminals and port connections, and of one client on
+ * this box (503, 429) */
+static const struct runner_fwd_cap tun_cap = {64, 16, "terminals and port connections",
+                                              "relayed there"};
 
 struct tun {
     struct sbx_runner *r;
@@ -427,8 +430,10 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
     struct timeval ct = {TUN_CONNECT_S, 0};
     char what[96];
     char why[200] = "cannot start the connection";
+    char msg[300];
     int per_box = 0;
     int per_client = 0;
+    int status;
     struct tun *t;
 
     snprintf(what, sizeof(what), "task %s", id);
@@ -439,20 +444,10 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
         per_box += g->r == r && strcmp(g->box, o->box) == 0;
         per_client += g->r == r && strcmp(g->client, who->name) == 0;
     }
-    if (per_box >= TUN_PER_BOX || per_client >= TUN_PER_CLIENT) {
-        int box_cap = per_box >= TUN_PER_BOX;
-
-        sbx_warn("runner: relay of %s to box %s for client '%s' refused: %d relays %s open "
-                 "(limit %d)",
-                 what, o->box, who->name, box_cap ? per_box : per_client,
-                 box_cap ? "to that box" : "of that client",
-                 box_cap ? TUN_PER_BOX : TUN_PER_CLIENT);
-        runner_reply_error(req, box_cap ? 503 : 429,
-                           "%s is held by box %s: %d terminals and port connections %s are "
-                           "relayed there (limit %d); try again",
-                           what, o->box, box_cap ? per_box : per_client,
-                           box_cap ? "of this box" : "of this client",
-                           box_cap ? TUN_PER_BOX : TUN_PER_CLIENT);
+    status = runner_fwd_over_cap(&tun_cap, per_box, per_client, what, o->box, msg, sizeof(msg));
+    if (status != 0) {
+        sbx_warn("runner: relay for client '%s' refused: %s", who->name, msg);
+        runner_reply_error(req, status, "%s", msg);
         return;
     }
     t = xcalloc(1, sizeof(*t));
