@@ -318,6 +318,32 @@ static void test_job_moves(void **state)
         sbx_task_rec_clear(&tr);
     }
     runner_job_free(j);
+    /* (added, issue 31) deferred: checked, moved, then its end written by
+     * the store thread (at once here: no thread on one box) */
+    insert_ok(r->store, "j6", "ci", "light", 0);
+    j = new_job("j6");
+    assert_int_equal(runner_job_move(r, j, RJOB_QUEUED, &(struct rjob_move){.memory = 1}, &err), 0);
+    assert_int_equal(runner_job_move(r, j, RJOB_CANCELLED,
+                                     &(struct rjob_move){.deferred = 1, .reason = "by request"},
+                                     &err),
+                     0);
+    assert_int_equal(rjob_state(j), SBX_JOB_CANCELLED);
+    expect_job(r->store, "j6", SBX_JOB_CANCELLED, "by request");
+    /* an illegal end is refused before anything is written */
+    expect_err(runner_job_move(r, j, RJOB_FINISHED,
+                               &(struct rjob_move){.deferred = 1, .reason = "again"}, &err),
+               &err, EINVAL, "job j6 is cancelled: it cannot be finished");
+    expect_job(r->store, "j6", SBX_JOB_CANCELLED, "by request");
+    runner_job_free(j);
+    /* deferred is for ends only */
+    insert_ok(r->store, "j7", "ci", "light", 0);
+    j = new_job("j7");
+    assert_int_equal(runner_job_move(r, j, RJOB_QUEUED, &(struct rjob_move){.memory = 1}, &err), 0);
+    expect_err(runner_job_move(r, j, RJOB_GRANTED, &(struct rjob_move){.deferred = 1}, &err), &err,
+               EINVAL, "cannot defer its write");
+    assert_int_equal(rjob_state(j), SBX_JOB_QUEUED);
+    expect_job(r->store, "j7", SBX_JOB_QUEUED, NULL);
+    runner_job_free(j);
     /* the flags the threads share */
     j = new_job("j5");
     assert_false(runner_job_cancelled(j));

@@ -47,9 +47,10 @@ int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err)
         if (sbx_sched_cancel(r->sched, id, err) < 0) {
             return -1;
         }
-        if (runner_sq_threaded(r)) { /* (added) a claimed job's end: off the loop */
-            runner_job_end_write(r, id, rjob_token(j), SBX_JOB_CANCELLED, "cancelled by request");
-            runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.memory = 1}, NULL);
+        if (runner_sq_threaded(r)) { /* (added) a claimed job's end: written off the loop */
+            runner_job_move(r, j, RJOB_CANCELLED,
+                            &(struct rjob_move){.deferred = 1, .reason = "cancelled by request"},
+                            NULL);
         }
         else if (runner_job_move(r, j, RJOB_CANCELLED,
                                  &(struct rjob_move){.strict = 1, .reason = "cancelled by request"},

@@ -64,7 +64,10 @@ int64_t runner_now(struct sbx_runner *r);
 int runner_cancel(struct sbx_runner *r, const char *id, sbx_error_t **err);
 int runner_task_end(struct sbx_runner *r, const char *id, sbx_error_t **err);
 /* (added) Writes a job's end (fenced by token) on the store thread of a
- * fleet box, at once on one box; the loop does not wait for it. */
+ * fleet box, at once on one box; the loop does not wait for it. (changed,
+ * issue 31) A job in memory ends by runner_job_move with .deferred, which
+ * calls this after its check; called alone only for a record with no move
+ * here: a claim this box refused, a grant written as the box stops. */
 void runner_job_end_write(struct sbx_runner *r, const char *id, int64_t token,
                           enum sbx_job_state state, const char *why);
 /* Drops the output of ended jobs past the newest 1000 (jobtab.c). Loop thread. */

@@ -1,7 +1,8 @@
 /* jobstate.c - the two state machines of the runner: a job's and a task's
  * (jobstate.h). A move reads the state under r->mu, checks the event against
  * the table (the job's rows are the store's, store/states.h), issues the
- * store write outside the lock, then sets the state under the lock. A job
+ * store write outside the lock, then sets the state under the lock ((added,
+ * issue 31) a deferred end's write goes to the store thread after that). A job
  * is moved by one thread at a time: the loop while it is queued, its worker
  * once it runs; a move that finds the state changed meanwhile is refused. */
 #include "runner/jobstate.h"
@@ -12,6 +13,7 @@
 #include "runner/state.h"
 #include "runner/rjob.h"
 #include "runner/dbwait.h"
+#include "runner/jobs.h"
 #include "runner/output.h"
 #include "runner/rtask.h"
 #include "store/states.h"
@@ -195,7 +197,14 @@ int runner_job_move(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
     if (!runner_job_event_ok(from, ev)) {
         return job_refuse(j, from, ev, err);
     }
-    if (job_rows[ev].step >= 0 && !(m != NULL && m->memory) && job_write(r, j, ev, m, &werr) < 0) {
+    if (m != NULL && m->deferred && !m->memory && job_rows[ev].step != SBX_JOB_STEP_END) {
+        sbx_error_log("runner: job %s: event '%s' refused: only an end's write is deferred",
+                      rjob_id(j), runner_job_event_name(ev));
+        return sbx_error_set(err, EINVAL, "job %s: event '%s' cannot defer its write", rjob_id(j),
+                             runner_job_event_name(ev));
+    }
+    if (job_rows[ev].step >= 0 && !(m != NULL && (m->memory || m->deferred)) &&
+        job_write(r, j, ev, m, &werr) < 0) {
         if (m != NULL && m->strict) {
             if (err != NULL && *err == NULL) {
                 *err = werr;
@@ -216,6 +225,10 @@ int runner_job_move(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
     if (now != from) { /* another thread moved it: the one-owner rule above broke */
         sbx_error_free(&werr);
         return job_refuse(j, now, ev, err);
+    }
+    if (m != NULL && m->deferred && !m->memory) { /* checked and moved: now its write */
+        runner_job_end_write(r, rjob_id(j), rjob_token(j), job_rows[ev].to,
+                             m->reason != NULL ? m->reason : "");
     }
     if (rc > 0) {
         if (err != NULL && *err == NULL) {

@@ -33,10 +33,16 @@ enum rjob_event {
  * connection, fenced by the job's claim token; a failed write is logged and
  * the job moves anyway (its state in memory is what this box knows). */
 struct rjob_move {
-    struct sbx_store *st;                /* the connection (a worker's own); NULL: r->store */
-    int memory;                          /* 1: no write (the record moved already, or a store call
-                                          * that is not a step wrote it: insert, claim, reap) */
-    int strict;                          /* 1: a failed write leaves the job as it was */
+    struct sbx_store *st; /* the connection (a worker's own); NULL: r->store */
+    int memory;           /* 1: no write (the record moved already, or a store call
+                           * that is not a step wrote it: insert, claim, reap) */
+    int strict;           /* 1: a failed write leaves the job as it was */
+    /* (added, issue 31) 1: an end's write handed to the store thread after
+     * the move (runner_sq_write; at once on one box), for the loop, which
+     * never waits for a fleet's database; its failure is logged. Ends only
+     * (RJOB_FINISHED with no exit status, RJOB_CANCELLED, RJOB_INTERRUPTED),
+     * not with strict or retry. */
+    int deferred;
     int64_t at;                          /* ms of the step, 0: now */
     const char *task, *provider, *image; /* RJOB_READY (NULL keeps) */
     int exit_status;                     /* RJOB_FINISHED: -1 none (the others have none) */

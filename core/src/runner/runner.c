@@ -205,31 +205,40 @@ static void refuse_grant(struct sbx_runner *r, struct rjob *j, const char *why)
 {
     sbx_error_log("runner: job %s (task %s): %s", rjob_id(j), rjob_req(j)->task, why);
     sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_FAILED, NULL);
-    runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_CANCELLED, why);
+    runner_job_move(r, j, RJOB_CANCELLED, &(struct rjob_move){.deferred = 1, .reason = why}, NULL);
     pthread_mutex_lock(&r->mu);
-    runner_job_move_held(r, j, RJOB_CANCELLED); /* its write: just above, off the loop */
     rjob_release(j);
     pthread_mutex_unlock(&r->mu);
     runner_streams_flush(r, j, 1);
 }
 
-/* A granted job whose grant is stored: its task, its warm sandbox, its
- * worker. 1 when it was granted (started, or its start failed). */
-static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sched_grant *g)
+/* (added) 1 when the job's table lets it be granted (it is queued); else its
+ * slot goes and it does not start. Checked before the grant's fenced write
+ * (runner_schedule); when a fleet's write is back, grant_done checks the
+ * state again (a cancel or a lost lease may have moved it meanwhile). */
+static int grant_ok(struct sbx_runner *r, struct rjob *j)
 {
-    const struct rjob_req *q = rjob_req(j);
-    struct rtask *t;
     int ok;
 
     pthread_mutex_lock(&r->mu);
     ok = runner_job_event_ok(rjob_state(j), RJOB_GRANTED);
     pthread_mutex_unlock(&r->mu);
-    if (!ok) { /* (added) not queued: the job's table refuses its grant; it does not start */
+    if (!ok) {
         sbx_error_log("runner: job %s: event 'granted' refused: a %s job does not start",
                       rjob_id(j), sbx_job_state_name(rjob_state(j)));
         sbx_sched_release(r->sched, rjob_id(j), SBX_RESULT_FAILED, NULL);
-        return 0;
     }
+    return ok;
+}
+
+/* A granted job whose grant is stored (its table checked before, grant_ok):
+ * its task, its warm sandbox, its worker. 1 when it was granted (started,
+ * or its start failed). */
+static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sched_grant *g)
+{
+    const struct rjob_req *q = rjob_req(j);
+    struct rtask *t;
+
     if (runner_task_find(r, q->task) != NULL) {
         /* (added) two live tasks of one id on one box must not exist:
          * the store's claim and the submit's checks keep it so
@@ -264,9 +273,11 @@ static int grant_start(struct sbx_runner *r, struct rjob *j, const struct sbx_sc
     sbx_info("runner: job %s granted a %s slot in pool %s after %.1fs", rjob_id(j),
              sbx_job_class_name(q->cls), sbx_pool_name(q->pool), (double)g->wait_ms / 1000.0);
     if (runner_worker_start(r, j) < 0) {
-        runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_FINISHED,
-                             "runner: cannot start a worker thread");
-        runner_job_move(r, j, RJOB_FINISHED, &(struct rjob_move){.memory = 1}, NULL);
+        runner_job_move(r, j, RJOB_FINISHED,
+                        &(struct rjob_move){.deferred = 1,
+                                            .exit_status = -1,
+                                            .reason = "runner: cannot start a worker thread"},
+                        NULL);
         rjob_release(j);
         if (rjob_warm(j) != NULL) {
             runner_warm_end(r, rjob_take_warm(j));
@@ -367,6 +378,9 @@ void runner_schedule(struct sbx_runner *r)
         if (j == NULL) { /* cannot happen: every sched job has an rjob */
             sbx_error_log("runner: granted job %s is unknown", g.id);
             sbx_sched_release(r->sched, g.id, SBX_RESULT_FAILED, NULL);
+            continue;
+        }
+        if (!grant_ok(r, j)) { /* (added) the table first: no grant written for it */
             continue;
         }
         if (runner_sq_threaded(r)) {

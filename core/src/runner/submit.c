@@ -424,11 +424,15 @@ static void direct_done(struct sbx_runner *r, struct evhttp_request *req, void *
     if (runner_worker_start(r, j) < 0) {
         pthread_mutex_lock(&r->mu);
         rtask_leave(t);
-        runner_job_move_held(r, j, RJOB_FINISHED);
+        pthread_mutex_unlock(&r->mu);
+        runner_job_move(r, j, RJOB_FINISHED,
+                        &(struct rjob_move){.deferred = 1,
+                                            .exit_status = -1,
+                                            .reason = "runner: cannot start a worker thread"},
+                        NULL);
+        pthread_mutex_lock(&r->mu);
         rjob_release(j);
         pthread_mutex_unlock(&r->mu);
-        runner_job_end_write(r, rjob_id(j), rjob_token(j), SBX_JOB_FINISHED,
-                             "runner: cannot start a worker thread");
     }
     reply_accepted(req, j);
     submit_call_free(c);
