@@ -1,6 +1,6 @@
 /* cancel.c - (added, issue 31, from runner.c) a client's cancel of a job
- * (DELETE /v1/jobs/ID, sbx cancel) and its end of a kept task (DELETE
- * /v1/tasks/ID): a queued job ends at once, a running one is ended by its
+ * (POST /v1/jobs/ID/cancel, sbx cancel) and its end of a kept task (POST
+ * /v1/tasks/ID/end, sbx task end): a queued job ends at once, a running one is ended by its
  * worker as cancelled, a job in the shared queue or on another box is
  * cancelled in the store; a task is asked to end and the loop's tick ends it
  * once it runs nothing. */
