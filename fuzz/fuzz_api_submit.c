@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "fuzz_file.h"
+#include "runner/runner.h"
 #include "runner/state.h"
 #include "runner/rjob.h"
 #include "runner/api_int.h"

@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "runner/runner.h"
 #include "runner/route.h"
 #include "runner/state.h"
 #include "runner/rjob.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runner/runner.h"
+#include "runner/endpoint.h"
 #include "sandbox/statedir.h"
 #include "util/xalloc.h"
 

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "runner/runner.h"
+#include "sched/sched.h"
 #include "store/store.h"
 
 struct sbx_runner;

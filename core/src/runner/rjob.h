@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runner/runner.h"
 #include "sandbox/task.h"
+#include "sched/sched.h"
 #include "store/store.h"
 
 struct rjob;

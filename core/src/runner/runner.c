@@ -12,6 +12,7 @@
 
 #include "egress/egress.h"
 #include "policy/policy.h"
+#include "runner/runner.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/rjob.h"

@@ -9,6 +9,7 @@
 #define SBX_RUNNER_RUNNER_H
 
 #include "config/config.h"
+#include "runner/endpoint.h"
 #include "sched/sched.h"
 #include "sbx/sbx_host.h"
 #include "util/error.h"
@@ -79,22 +80,6 @@ int sbx_runner_reload_policy(struct sbx_runner *r, sbx_error_t **err);
  * a test waits for ticks instead of sleeping. Any thread. */
 unsigned long sbx_runner_alert_ticks(struct sbx_runner *r);
 void sbx_runner_destroy(struct sbx_runner *r);
-
-/* Where the runner listens. */
-struct sbx_runner_endpoint {
-    char *unix_path; /* always set: the local unix socket */
-    char *tcp_host;  /* NULL unless runner.listen is tcp:HOST:PORT */
-    int tcp_port;
-};
-
-/* From runner.listen ("unix:PATH" or "tcp:HOST:PORT"; default
- * unix:<state_dir>/runner.sock). A tcp listener also keeps the unix socket
- * at the default path. */
-int sbx_runner_endpoint(const struct sbx_config *cfg, struct sbx_runner_endpoint *out,
-                        sbx_error_t **err);
-void sbx_runner_endpoint_clear(struct sbx_runner_endpoint *ep);
-/* The store path: runner.state, default <state_dir>/runner.db. */
-char *sbx_runner_state_path(const struct sbx_config *cfg, sbx_error_t **err);
 
 /* Client side: one request to the runner over its unix socket (or TCP with
  * the bearer token from runner.token_env). body may be NULL. A runner that

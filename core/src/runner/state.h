@@ -16,7 +16,7 @@
 #include "runner/api_limits.h"
 #include "runner/jobs.h"
 #include "runner/smallbox.h"
-#include "runner/runner.h"
+#include "runner/endpoint.h"
 #include "sandbox/task.h"
 #include "store/store.h"
 #include "util/confine.h"

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "policy/policy.h"
+#include "runner/runner.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/rjob.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runner/runner.h"
 #include "runner/jobstate.h"
 #include "runner/state.h"
 #include "runner/rjob.h"
