@@ -318,12 +318,16 @@ static void sq_join(struct runner_sq *sq)
 
 int runner_sq_start(struct sbx_runner *r, sbx_error_t **err)
 {
-    struct runner_sq *sq;
-
     if (r->fleet == NULL) {
         return 0;
     }
-    sq = xcalloc(1, sizeof(*sq));
+    return runner_sq_start_threads(r, err);
+}
+
+int runner_sq_start_threads(struct sbx_runner *r, sbx_error_t **err)
+{
+    struct runner_sq *sq = xcalloc(1, sizeof(*sq));
+
     sq->r = r;
     sq->done_tail = &sq->done;
     pthread_mutex_init(&sq->mu, NULL);

@@ -31,6 +31,11 @@ typedef void (*runner_sq_done)(struct sbx_runner *r, struct evhttp_request *req,
 
 /* Starts the thread on a fleet box (nothing on one box). */
 int runner_sq_start(struct sbx_runner *r, sbx_error_t **err);
+/* (added, issue 31) The same whatever the store: the threads, each lane's
+ * connection from runner_store_get (on one box a new one to r->store_path).
+ * runner_sq_start calls it on a fleet box; tests/unit/test_runner_storeq.c
+ * on SQLite, without PostgreSQL. */
+int runner_sq_start_threads(struct sbx_runner *r, sbx_error_t **err);
 /* Stops the thread (the call in flight ends within its deadline), then runs
  * done(late 1) for every call left. After evhttp_free: requests are gone. */
 void runner_sq_free(struct sbx_runner *r);
