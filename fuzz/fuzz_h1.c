@@ -1,7 +1,9 @@
-/* fuzz_h1.c - the one HTTP/1 head parser (core/src/http/h1.c) and its three users
+/* fuzz_h1.c - the one HTTP/1 head parser (core/src/http/h1.c) and its users
  * fuzzed as one: an input starting "HTTP/" is a reply (the parser on a response
  * head, then runner/fwd_parse.c reading it as a forwarded reply: head, framing,
- * chunked body), anything else a request (the parser on a request head, then the
+ * chunked body; (added, issue 31) and http/h1_reply.c reading it as a runner's
+ * answer to an upgrade, an owner's to a relayed terminal or port, a preview
+ * server's, under their caps), anything else a request (the parser on a request head, then the
  * proxy's egress/request.c, plain and inside a tunnel). The corpus of the old
  * `request` target is this target's corpus. Promises checked (a trap when broken):
  * a refusal has an error, printable ASCII; a head fits the input and its headers fit the head and
@@ -11,6 +13,7 @@
 
 #include "egress/request.h"
 #include "http/h1.h"
+#include "http/h1_reply.h"
 #include "runner/fwd_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -88,6 +91,37 @@ static void reply(const char *buf, size_t size)
     }
 }
 
+/* The reply heads sbx reads itself: within their cap, one printable error line. */
+static void reply_heads(const char *buf, size_t size)
+{
+    for (int kind = SBX_H1_REPLY_UPGRADE; kind <= SBX_H1_REPLY_PREVIEW; kind++) {
+        struct sbx_h1_head h;
+        char err[256] = "";
+        char line[65];
+        long end;
+
+        sbx_h1_reply_init(&h, (enum sbx_h1_reply_kind)kind);
+        end = sbx_h1_reply_feed(&h, buf, size, "the peer", err, sizeof(err));
+        check_head(&h, end, buf, size);
+        if (end < 0 && strncmp(err, "the peer ", 9) != 0) {
+            __builtin_trap();
+        }
+        for (const char *c = err; *c != '\0'; c++) {
+            if (*c < ' ' || *c > '~') {
+                __builtin_trap();
+            }
+        }
+        if (end > 0) {
+            size_t n = sbx_h1_reply_status_line(&h, buf, line, sizeof(line));
+
+            if (n < 14 || n > (size_t)end || buf[n - 2] != '\r' || buf[n - 1] != '\n' ||
+                strlen(line) > 64) {
+                __builtin_trap();
+            }
+        }
+    }
+}
+
 static void request(const char *buf, size_t size)
 {
     struct sbx_egress_request r, tunnel, in;
@@ -128,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     long end;
     long end2;
 
-    if (size > 2 * 16384) {
+    if (size > 2 * SBX_H1_TUNNEL_HEAD_MAX) {
         return 0; /* no caller holds more than a head's cap */
     }
     sbx_h1_init(&h, response, NULL);
@@ -140,6 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (response) {
         reply(buf, size);
+        reply_heads(buf, size);
     }
     else {
         request(buf, size);

@@ -40,6 +40,7 @@
 #include "runner/auth.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "runner/preview.h"
 #include "runner/rtask.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
@@ -56,13 +57,9 @@
 #define REQ_TIMEOUT_S 30
 #define UPSTREAM_TIMEOUT_S 300
 #define CLIENT_SEND_TIMEOUT_S 60
-#define COPY_CHUNK 65536
-#define STATUS_LINE_MAX 8192
 #define TERM_PROTO "sbx-terminal.v2"
 /* v1 spoke 5-byte frame headers (sbx before the one framing, sbx/sbx_frame.h) */
 #define TERM_PROTO_V1 "sbx-terminal.v1"
-/* the preview's pages run in an opaque origin: never with the API's */
-#define PREVIEW_CSP "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
 /* (added, issue 31) `sbx port`: one raw connection to the port inside */
 #define PORT_PROTO "sbx-port.v1"
 /* (added, issue 31) `sbx cp`: one streamed archive request in frames */
@@ -295,69 +292,6 @@ out:
     return NULL;
 }
 
-static void reply_raw(int fd, int code, const char *reason, const char *msg)
-{
-    json_t *j = json_pack("{s:s}", "error", msg);
-    char *body = json_dumps(j, JSON_COMPACT);
-    char head[256];
-
-    snprintf(head, sizeof(head),
-             "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-             "Connection: close\r\n\r\n",
-             code, reason, strlen(body) + 1);
-    if (sbx_send_all(fd, head, strlen(head)) == 0 && sbx_send_all(fd, body, strlen(body)) == 0) {
-        sbx_send_all(fd, "\n", 1);
-    }
-    free(body);
-    json_decref(j);
-}
-
-/* Copies the upstream's response to the client, with the preview's CSP added
- * after its status line; (added) the bytes read from the upstream. */
-static int64_t relay_response(int up, int client)
-{
-    int64_t total = 0;
-    char *buf = xmalloc(COPY_CHUNK);
-    size_t have = 0;
-    int head_done = 0;
-
-    for (;;) {
-        ssize_t n = read(up, buf + (head_done ? 0 : have), COPY_CHUNK - (head_done ? 0 : have));
-        char *eol;
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            break;
-        }
-        total += n;
-        if (head_done) {
-            if (sbx_send_all(client, buf, (size_t)n) < 0) {
-                break;
-            }
-            continue;
-        }
-        have += (size_t)n;
-        eol = memmem(buf, have, "\r\n", 2);
-        if (eol == NULL && have < STATUS_LINE_MAX) {
-            continue;
-        }
-        if (eol == NULL || strncmp(buf, "HTTP/1.", 7) != 0) {
-            reply_raw(client, 502, "Bad Gateway", "the server in the sandbox did not answer HTTP");
-            break;
-        }
-        head_done = 1;
-        if (sbx_send_all(client, buf, (size_t)(eol + 2 - buf)) < 0 ||
-            sbx_send_all(client, PREVIEW_CSP, strlen(PREVIEW_CSP)) < 0 ||
-            sbx_send_all(client, eol + 2, have - (size_t)(eol + 2 - buf)) < 0) {
-            break;
-        }
-    }
-    free(buf);
-    return total;
-}
-
 static void *port_main(void *arg)
 {
     struct session *s = arg;
@@ -378,7 +312,7 @@ static void *port_main(void *arg)
     s->rt = NULL;
     runner_unlock(s->r);
     if (r < 0) {
-        reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
+        runner_reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
         sbx_error_free(&err);
         session_end(s);
         return NULL;
@@ -386,7 +320,7 @@ static void *port_main(void *arg)
     setsockopt(up, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     if (sbx_send_all(up, s->head, s->head_len) == 0) {
         in = (int64_t)s->head_len;
-        out = relay_response(up, s->fd);
+        out = runner_preview_relay(up, s->fd, UPSTREAM_TIMEOUT_S);
     }
     close(up);
     sbx_port_conn_end(conn, in, out, NULL); /* (added) the line, with the counts */
@@ -446,7 +380,7 @@ static void *raw_port_main(void *arg)
     s->rt = NULL;
     pthread_mutex_unlock(&s->r->mu);
     if (r < 0) {
-        reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
+        runner_reply_raw(s->fd, 502, "Bad Gateway", sbx_error_msg(err));
         sbx_error_free(&err);
         session_end(s);
         return NULL;
@@ -740,7 +674,7 @@ static void session_run(struct session *s, const struct io_want *w)
                        : w->port > 0 ? port_main
                                      : term_main,
                        s) != 0) {
-        reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
+        runner_reply_raw(s->fd, 503, "Service Unavailable", "no thread for the connection");
         session_end(s);
         return;
     }

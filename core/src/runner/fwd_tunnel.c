@@ -12,9 +12,14 @@
  *   ports     the owner's answer (the server's response in the sandbox, with
  *             the owner's CSP) is relayed as it comes until the owner closes.
  *
+ * (changed, issue 31) The owner's reply head is parsed by the one HTTP/1 parser
+ * (http/h1_reply.h, kind TUNNEL: RFC 9112 strict, at most 33 KiB) before any of
+ * it is relayed: a head it refuses, or one cut short, is a 502 to the caller
+ * naming why; the head then goes to the caller as it came, with what followed.
+ *
  * The owner checks the scope and the task's client again. Bounded: at most
  * tun_cap's relays to one box and of one client (503, 429),
- * the connect FWD_CONNECT_S, the owner's first bytes within TUN_HEAD_S, a
+ * the connect FWD_CONNECT_S, each read of the owner's head within TUN_HEAD_S, a
  * port's answer idle at most TUN_IDLE_S, at most TUN_BUFFERED bytes waiting
  * for either side before reading the other pauses, and a side that takes
  * nothing for TUN_SEND_S with bytes waiting ends the relay. A terminal has no
@@ -34,6 +39,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "http/h1_reply.h"
 #include "runner/api_int.h"
 #include "runner/auth.h"
 #include "runner/fleet.h"
@@ -43,11 +49,11 @@
 #include "util/xalloc.h"
 
 #define TUN_CONNECT_S 5
-#define TUN_HEAD_S 30                /* the owner's first bytes */
+#define TUN_HEAD_S 30                /* each read of the owner's head */
 #define TUN_IDLE_S 300               /* a port's answer, between two reads */
 #define TUN_SEND_S 60                /* bytes waiting for a side that takes none */
 #define TUN_BUFFERED (1u << 20)      /* waiting for one side before the other pauses */
-#define TUN_LINE 64                  /* the owner's status line, as far as it is read */
+#define TUN_LINE 64                  /* the owner's status line, as far as it is logged */
 #define TERM_PROTO "sbx-terminal.v2" /* api_term.c */
 
 /* the owner's own cap on terminals and port connections, and of one client on
@@ -65,13 +71,11 @@ struct tun {
     char client[64];
     char what[96];
     int terminal;
-    int relayed;  /* bytes of the owner reached the caller's buffer */
-    int upgraded; /* terminal: the owner answered 101 */
-    int closing;  /* the caller gets what waits, then the end */
-    char line[TUN_LINE + 1];
-    size_t line_len;
-    int line_done;
-    size_t up, down; /* bytes to the owner, to the caller */
+    int relayed;              /* bytes of the owner reached the caller's buffer */
+    int upgraded;             /* terminal: the owner answered 101 */
+    int closing;              /* the caller gets what waits, then the end */
+    struct sbx_h1_head *head; /* the owner's reply head until it is read; then NULL */
+    size_t up, down;          /* bytes to the owner, to the caller */
     struct tun *next;
 };
 
@@ -97,6 +101,7 @@ static void tun_end(struct tun *t, const char *why)
     if (t->early != NULL) {
         evbuffer_free(t->early);
     }
+    free(t->head);
     if (t->evcon != NULL) {
         evhttp_connection_free(t->evcon); /* evhttp's descriptor: the socket closes */
     }
@@ -155,34 +160,34 @@ static void tun_fail(struct tun *t, const char *why)
     bufferevent_enable(t->cb, EV_WRITE);
 }
 
-/* The owner's status line, as far as its first TUN_LINE bytes: a terminal
- * starts relaying the caller's bytes once it reads 101. */
-static void see_line(struct tun *t, struct evbuffer *in)
+/* (changed, issue 31) The owner's reply head, parsed by the one HTTP/1 parser
+ * under its cap (http/h1_reply.h) from the bytes waiting in in, which stay there
+ * to be relayed as they came: 0 once it is complete (a terminal's 101 starts
+ * relaying the caller's bytes), 1 while more are needed, -1 when it is refused
+ * (the caller got a 502 saying why; nothing of the owner's was relayed). */
+static int see_head(struct tun *t, struct evbuffer *in)
 {
     size_t n = evbuffer_get_length(in);
-    size_t want = TUN_LINE - t->line_len;
-    char *nl;
+    size_t cap = t->head->lim.head_max + 1;
+    const char *buf;
+    char why[256];
+    char line[TUN_LINE + 1];
+    long end;
 
-    if (n > want) {
-        n = want;
+    if (n == 0) {
+        return 1;
     }
-    evbuffer_copyout(in, t->line + t->line_len, n);
-    t->line_len += n;
-    t->line[t->line_len] = '\0';
-    nl = memchr(t->line, '\n', t->line_len);
-    if (nl == NULL && t->line_len < TUN_LINE) {
-        return;
+    n = n < cap ? n : cap;
+    buf = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
+    end = buf != NULL ? sbx_h1_reply_feed(t->head, buf, n, "the owner", why, sizeof(why)) : -1;
+    if (end <= 0) {
+        if (end < 0) {
+            tun_fail(t, buf != NULL ? why : "out of memory");
+        }
+        return end < 0 ? -1 : 1;
     }
-    if (nl != NULL) {
-        *nl = '\0';
-    }
-    t->line_done = 1;
-    t->line[strcspn(t->line, "\r")] = '\0';
-    for (char *c = t->line; *c; c++) {
-        *c = *c < 0x20 || *c > 0x7e ? '?' : *c; /* shown in our log */
-    }
-    if (t->terminal &&
-        (strncmp(t->line, "HTTP/1.1 101 ", 13) == 0 || strcmp(t->line, "HTTP/1.1 101") == 0)) {
+    sbx_h1_reply_status_line(t->head, buf, line, sizeof(line)); /* shown in our log */
+    if (t->terminal && t->head->status == 101 && t->head->minor == 1) {
         struct timeval wt = {TUN_SEND_S, 0};
 
         t->upgraded = 1;
@@ -192,7 +197,10 @@ static void see_line(struct tun *t, struct evbuffer *in)
         bufferevent_enable(t->cb, EV_READ);
     }
     sbx_info("runner: relay of %s%s from box %s for client '%s': the owner answered '%s'",
-             t->terminal ? "the terminal of " : "a port of ", t->what, t->box, t->client, t->line);
+             t->terminal ? "the terminal of " : "a port of ", t->what, t->box, t->client, line);
+    free(t->head);
+    t->head = NULL;
+    return 0;
 }
 
 /* Moves what src read to dst; pauses reading src while dst has more than
@@ -217,8 +225,8 @@ static void owner_read(struct bufferevent *bev, void *arg)
         evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
         return;
     }
-    if (!t->line_done) {
-        see_line(t, bufferevent_get_input(bev));
+    if (t->head != NULL && see_head(t, bufferevent_get_input(bev)) != 0) {
+        return; /* more of the head to come, or refused */
     }
     if (!t->relayed && !t->terminal) {
         struct timeval rt = {TUN_IDLE_S, 0};
@@ -308,6 +316,13 @@ static void owner_event(struct bufferevent *bev, short what, void *arg)
         }
         bufferevent_setwatermark(t->cb, EV_WRITE, 0, 0);
         bufferevent_enable(t->cb, EV_WRITE);
+        return;
+    }
+    if ((what & BEV_EVENT_EOF) && t->head != NULL &&
+        evbuffer_get_length(bufferevent_get_input(bev)) > 0) {
+        sbx_h1_reply_cut(evbuffer_get_length(bufferevent_get_input(bev)), "the owner", why,
+                         sizeof(why));
+        tun_fail(t, why);
         return;
     }
     if (what & BEV_EVENT_TIMEOUT) {
@@ -456,6 +471,8 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
     snprintf(t->box, sizeof(t->box), "%s", o->box);
     snprintf(t->client, sizeof(t->client), "%s", who->name);
     snprintf(t->what, sizeof(t->what), "%s", what);
+    t->head = xmalloc(sizeof(*t->head));
+    sbx_h1_reply_init(t->head, SBX_H1_REPLY_TUNNEL);
     t->early = evbuffer_new();
     t->ob =
         bufferevent_socket_new(runner_base(r), -1, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "http/h1_reply.h"
 #include "util/fileio.h"
 
 static int fill_addr(struct sockaddr_un *a, const char *path, sbx_error_t **err)
@@ -69,10 +70,35 @@ int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err)
     return fd;
 }
 
+/* A reply other than a 101 (h parsed its head): its JSON "error" (the first
+ * bytes of its body), else its status line, in err; fd closed. */
+static int upgrade_refused(int fd, const struct sbx_h1_head *h, const char *reply,
+                           sbx_error_t **err)
+{
+    char body[1024];
+    char line[128];
+    ssize_t k = read(fd, body, sizeof(body) - 1);
+    json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    const char *msg = json_string_value(json_object_get(j, "error"));
+
+    sbx_h1_reply_status_line(h, reply, line, sizeof(line));
+    sbx_error_set(err,
+                  h->status == 404   ? SBX_E_NOTFOUND
+                  : h->status == 400 ? SBX_E_USAGE
+                                     : SBX_E_GENERIC,
+                  "%s", msg ? msg : line);
+    json_decref(j);
+    close(fd);
+    return -1;
+}
+
 int sbx_upgrade_on(int fd, const char *head, size_t len, const char *where, sbx_error_t **err)
 {
-    char reply[2048];
+    char reply[SBX_H1_UPGRADE_HEAD_MAX + 1];
+    char why[256];
+    struct sbx_h1_head h;
     size_t n = 0;
+    long end = 0;
 
     if (sbx_write_all(fd, head, len) < 0) {
         int e = errno;
@@ -80,32 +106,22 @@ int sbx_upgrade_on(int fd, const char *head, size_t len, const char *where, sbx_
         close(fd);
         return sbx_error_set(err, e, "sending to %s: %s", where, strerror(e));
     }
-    /* the reply's head, byte by byte: what follows a 101 is the caller's */
-    while (n < sizeof(reply) - 1 && (n < 4 || memcmp(reply + n - 4, "\r\n\r\n", 4) != 0)) {
-        if (read(fd, reply + n, 1) != 1) {
-            break;
-        }
+    /* (changed, issue 31) the reply's head, byte by byte (what follows a 101 is the
+     * caller's), parsed by the one HTTP/1 parser under its cap (http/h1_reply.h) */
+    sbx_h1_reply_init(&h, SBX_H1_REPLY_UPGRADE);
+    while (end == 0 && n < sizeof(reply) && read(fd, reply + n, 1) == 1) {
         n++;
+        end = sbx_h1_reply_feed(&h, reply, n, where, why, sizeof(why));
     }
-    reply[n] = '\0';
-    if (strncmp(reply, "HTTP/1.1 101", 12) != 0) {
-        char body[1024];
-        ssize_t k = read(fd, body, sizeof(body) - 1);
-        json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-        const char *msg = json_string_value(json_object_get(j, "error"));
-        int status = n > 12 ? atoi(reply + 9) : 0;
-
-        sbx_error_set(err,
-                      status == 404   ? SBX_E_NOTFOUND
-                      : status == 400 ? SBX_E_USAGE
-                                      : SBX_E_GENERIC,
-                      "%s",
-                      msg     ? msg
-                      : n > 0 ? strtok(reply, "\r")
-                              : "no reply");
-        json_decref(j);
+    if (end == 0) {
+        sbx_h1_reply_cut(n, where, why, sizeof(why));
+    }
+    if (end <= 0) {
         close(fd);
-        return -1;
+        return sbx_error_set(err, SBX_E_GENERIC, "%s", why);
+    }
+    if (h.status != 101 || h.minor != 1) {
+        return upgrade_refused(fd, &h, reply, err);
     }
     return fd;
 }

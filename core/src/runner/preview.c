@@ -1,0 +1,109 @@
+/* preview.c - a port preview's answer, its head checked by the one HTTP/1
+ * parser, relayed with the preview's CSP (preview.h). */
+#include "runner/preview.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "http/h1_reply.h"
+#include "util/fileio.h"
+#include "util/xalloc.h"
+
+#define COPY_CHUNK 65536
+#define FROM "the server in the sandbox"
+
+_Static_assert(COPY_CHUNK > SBX_H1_PREVIEW_HEAD_MAX, "a head and the byte after its cap fit");
+
+void runner_reply_raw(int fd, int code, const char *reason, const char *msg)
+{
+    json_t *j = json_pack("{s:s}", "error", msg);
+    char *body = json_dumps(j, JSON_COMPACT);
+    char head[256];
+
+    snprintf(head, sizeof(head),
+             "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n",
+             code, reason, strlen(body) + 1);
+    if (sbx_send_all(fd, head, strlen(head)) == 0 && sbx_send_all(fd, body, strlen(body)) == 0) {
+        sbx_send_all(fd, "\n", 1);
+    }
+    free(body);
+    json_decref(j);
+}
+
+/* The response's head into buf (with what came after it in the same reads):
+ * its length, *have the bytes in buf; or 0 with why set. */
+static size_t read_head(int up, struct sbx_h1_head *h, char *buf, size_t *have, int timeout_s,
+                        int64_t *total, char *why, size_t whylen)
+{
+    long end = 0;
+
+    sbx_h1_reply_init(h, SBX_H1_REPLY_PREVIEW);
+    while (end == 0) {
+        ssize_t n = read(up, buf + *have, COPY_CHUNK - *have);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            snprintf(why, whylen, FROM " did not answer within %d s", timeout_s);
+            return 0;
+        }
+        if (n < 0) {
+            snprintf(why, whylen, "reading the answer of " FROM ": %s", strerror(errno));
+            return 0;
+        }
+        if (n == 0) {
+            sbx_h1_reply_cut(*have, FROM, why, whylen);
+            return 0;
+        }
+        *total += n;
+        *have += (size_t)n;
+        end = sbx_h1_reply_feed(h, buf, *have, FROM, why, whylen);
+    }
+    return end > 0 ? (size_t)end : 0;
+}
+
+int64_t runner_preview_relay(int up, int client, int timeout_s)
+{
+    int64_t total = 0;
+    char *buf = xmalloc(COPY_CHUNK);
+    struct sbx_h1_head *h = xmalloc(sizeof(*h));
+    size_t have = 0;
+    char why[300];
+    size_t line;
+
+    if (read_head(up, h, buf, &have, timeout_s, &total, why, sizeof(why)) == 0) {
+        runner_reply_raw(client, 502, "Bad Gateway", why);
+        goto out;
+    }
+    /* the head as it came, the CSP after its status line */
+    line = sbx_h1_reply_status_line(h, buf, NULL, 0);
+    if (sbx_send_all(client, buf, line) < 0 ||
+        sbx_send_all(client, RUNNER_PREVIEW_CSP, strlen(RUNNER_PREVIEW_CSP)) < 0 ||
+        sbx_send_all(client, buf + line, have - line) < 0) {
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = read(up, buf, COPY_CHUNK);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            break;
+        }
+        total += n;
+        if (sbx_send_all(client, buf, (size_t)n) < 0) {
+            break;
+        }
+    }
+out:
+    free(h);
+    free(buf);
+    return total;
+}

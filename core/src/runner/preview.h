@@ -1,0 +1,23 @@
+/* preview.h - (added, issue 31, from api_term.c) a port preview's answer
+ * (docs/api.md, "Terminals and ports"): the response of the server in the
+ * sandbox, relayed to the client as it came with the preview's CSP added after
+ * its status line. Its head is parsed first by the one HTTP/1 parser
+ * (http/h1_reply.h, kind PREVIEW): a head it refuses, one cut short, or none
+ * is a 502 naming why, and no byte of it reaches the client. Blocking I/O on
+ * the session's thread (unit test tests/unit/test_preview.c). */
+#ifndef SBX_RUNNER_PREVIEW_H
+#define SBX_RUNNER_PREVIEW_H
+
+#include <stdint.h>
+
+/* the preview's pages run in an opaque origin: never with the API's */
+#define RUNNER_PREVIEW_CSP                                                                         \
+    "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
+
+/* A whole reply with a JSON body {"error": msg} and Connection: close on fd. */
+void runner_reply_raw(int fd, int code, const char *reason, const char *msg);
+/* Relays the response read from up to client until up ends (or a side fails);
+ * the bytes read from up. timeout_s names up's read timeout in an error. */
+int64_t runner_preview_relay(int up, int client, int timeout_s);
+
+#endif

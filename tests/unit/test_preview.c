@@ -1,0 +1,158 @@
+/* test_preview.c - a port preview's answer (runner/preview.c): the head of the
+ * server in the sandbox checked by the one HTTP/1 parser (http/h1_reply.h), then
+ * relayed as it came with the preview's CSP after the status line and the body
+ * after it; a head the parser refuses, one cut short, one over the cap, none at
+ * all, or none in time is a 502 naming why, and none of its bytes reach the
+ * client. Over socketpairs: the server's whole answer is written first. */
+#include "test_common.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "http/h1_reply.h"
+#include "runner/preview.h"
+
+/* What the client got for the server's answer (len bytes; eof: the server
+ * closes after it); *read_up: what the relay said it read. */
+static char *preview(const char *answer, size_t len, int eof, int64_t *read_up, size_t *got)
+{
+    int up[2];
+    int cl[2];
+    size_t cap = 1 << 20;
+    char *out = malloc(cap);
+    ssize_t k;
+
+    assert_non_null(out);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, up), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+    assert_int_equal(write(up[1], answer, len), (ssize_t)len);
+    if (eof) {
+        shutdown(up[1], SHUT_WR);
+    }
+    else {
+        struct timeval tv = {1, 0};
+
+        setsockopt(up[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    }
+    *read_up = runner_preview_relay(up[0], cl[0], 1);
+    close(up[0]);
+    close(up[1]);
+    close(cl[0]);
+    *got = 0;
+    while ((k = read(cl[1], out + *got, cap - 1 - *got)) > 0) {
+        *got += (size_t)k;
+    }
+    out[*got] = '\0';
+    close(cl[1]);
+    return out;
+}
+
+static void test_relayed_with_csp(void **state)
+{
+    static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                                 "Content-Length: 9\r\n\r\n<p>hi</p>";
+    char *body = malloc(200000);
+    char *big;
+    char *got;
+    int64_t up;
+    size_t n;
+
+    (void)state;
+    got = preview(answer, sizeof(answer) - 1, 1, &up, &n);
+    assert_int_equal(up, sizeof(answer) - 1);
+    assert_string_equal(got, "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP
+                             "Content-Type: text/html\r\nContent-Length: 9\r\n\r\n<p>hi</p>");
+    free(got);
+    /* a body much larger than the first read, after the head, byte for byte */
+    assert_non_null(body);
+    big = malloc(200000 + 64);
+    n = (size_t)sprintf(big, "HTTP/1.0 200 OK\r\n\r\n");
+    for (size_t i = 0; i < 150000; i++) {
+        big[n + i] = (char)(i * 7);
+    }
+    got = preview(big, n + 150000, 1, &up, &n);
+    assert_int_equal(up, 19 + 150000);
+    assert_int_equal(n, 19 + strlen(RUNNER_PREVIEW_CSP) + 150000);
+    assert_memory_equal(got + n - 150000, big + 19, 150000);
+    free(got);
+    free(big);
+    free(body);
+}
+
+static void test_refused(void **state)
+{
+    static const struct {
+        const char *answer;
+        int eof;
+        const char *err;
+    } cases[] = {
+        {"SSH-2.0-OpenSSH\r\n", 1,
+         "the server in the sandbox did not answer HTTP (not an HTTP/1.0 or HTTP/1.1 status "
+         "line)"},
+        {"HTTP/1.1 200 OK\nContent-Type: text/html\n\n<script>", 1,
+         "the server in the sandbox sent a bad reply head: a bare LF (lines end with CRLF) at "
+         "byte 15"},
+        {"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nhello", 1,
+         "the server in the sandbox sent a bad reply head: both Transfer-Encoding and "
+         "Content-Length (smuggling)"},
+        {"", 1, "the server in the sandbox closed the connection without a reply"},
+        {"HTTP/1.1 200 OK\r\nContent-Ty", 1,
+         "the server in the sandbox closed the connection inside its reply head"},
+        {"HTTP/1.1 200 OK\r\n", 0, "the server in the sandbox did not answer within 1 s"},
+    };
+    int64_t up;
+    size_t n;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = preview(cases[i].answer, strlen(cases[i].answer), cases[i].eof, &up, &n);
+
+        if (strncmp(got, "HTTP/1.1 502 Bad Gateway\r\n", 26) != 0 ||
+            strstr(got, cases[i].err) == NULL) {
+            fail_msg("case %zu: got '%s', not a 502 saying '%s'", i, got, cases[i].err);
+        }
+        assert_null(strstr(got, "Content-Security"));
+        assert_null(strstr(got, "script"));
+        assert_null(strstr(got, "SSH"));
+        free(got);
+    }
+}
+
+/* A head larger than the cap: a 502 once the byte after it is in. */
+static void test_cap(void **state)
+{
+    size_t len = SBX_H1_PREVIEW_HEAD_MAX + 5000;
+    char *answer = malloc(len);
+    char want[128];
+    char *got;
+    int64_t up;
+    size_t n;
+
+    (void)state;
+    memcpy(answer, "HTTP/1.1 200 OK\r\nX: ", 20);
+    memset(answer + 20, 'a', len - 20);
+    got = preview(answer, len, 1, &up, &n);
+    snprintf(want, sizeof(want),
+             "the server in the sandbox sent a bad reply head: the head is larger than %d bytes",
+             SBX_H1_PREVIEW_HEAD_MAX);
+    assert_non_null(strstr(got, "502 Bad Gateway"));
+    assert_non_null(strstr(got, want));
+    assert_null(strstr(got, "aaaa"));
+    free(got);
+    free(answer);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_relayed_with_csp),
+        cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_cap),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
