@@ -64,7 +64,7 @@ static void test_relayed_with_csp(void **state)
     (void)state;
     got = preview(answer, sizeof(answer) - 1, 1, &up, &n);
     assert_int_equal(up, sizeof(answer) - 1);
-    assert_string_equal(got, "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP
+    assert_string_equal(got, "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE
                              "Content-Type: text/html\r\nContent-Length: 9\r\n\r\n<p>hi</p>");
     free(got);
     /* a body much larger than the first read, after the head, byte for byte */
@@ -76,7 +76,7 @@ static void test_relayed_with_csp(void **state)
     }
     got = preview(big, n + 150000, 1, &up, &n);
     assert_int_equal(up, 19 + 150000);
-    assert_int_equal(n, 19 + strlen(RUNNER_PREVIEW_CSP) + 150000);
+    assert_int_equal(n, 19 + strlen(RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE) + 150000);
     assert_memory_equal(got + n - 150000, big + 19, 150000);
     free(got);
     free(big);
@@ -146,12 +146,73 @@ static void test_cap(void **state)
     free(answer);
 }
 
+/* (added, issue 31) What a hostile server does to get a page without the CSP
+ * or onto a later request: interim 1xx heads ahead of the page are dropped
+ * (the CSP goes on the page's head), a 101 is refused, too many interim
+ * bytes are refused, and the server's own Connection and Keep-Alive lines
+ * give way to Connection: close, so a second answer sent ahead is never a
+ * later request's. */
+static void test_hostile_heads(void **state)
+{
+    static const char early[] = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+                                "HTTP/1.1 100 Continue\r\n\r\n"
+                                "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n<script>";
+    static const char keep[] = "HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: "
+                               "timeout=60\r\nContent-Length: 2\r\n\r\nhi"
+                               "HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n<script>";
+    static const char up101[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n"
+                                "HTTP/1.1 200 OK\r\n\r\n<script>";
+    size_t many = 2 * SBX_H1_PREVIEW_HEAD_MAX;
+    char *flood = malloc(many + 64);
+    char *got;
+    int64_t up;
+    size_t n;
+    size_t k = 0;
+
+    (void)state;
+    got = preview(early, sizeof(early) - 1, 1, &up, &n);
+    assert_int_equal(up, sizeof(early) - 1);
+    assert_string_equal(got, "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE
+                             "Content-Length: 8\r\n\r\n<script>");
+    free(got);
+
+    got = preview(keep, sizeof(keep) - 1, 1, &up, &n);
+    assert_true(strncmp(got,
+                        "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE
+                        "Content-Length: 2\r\n\r\nhi",
+                        strlen("HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE
+                               "Content-Length: 2\r\n\r\nhi")) == 0);
+    assert_null(strstr(got, "keep-alive"));
+    assert_null(strstr(got, "Keep-Alive"));
+    free(got);
+
+    got = preview(up101, sizeof(up101) - 1, 1, &up, &n);
+    assert_non_null(strstr(got, "502 Bad Gateway"));
+    assert_non_null(strstr(got, "the server in the sandbox answered 101 to a request without "
+                                "Upgrade"));
+    assert_null(strstr(got, "script"));
+    free(got);
+
+    assert_non_null(flood);
+    while (k < many) {
+        k += (size_t)sprintf(flood + k, "HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    k += (size_t)sprintf(flood + k, "HTTP/1.1 200 OK\r\n\r\n<script>");
+    got = preview(flood, k, 1, &up, &n);
+    assert_non_null(strstr(got, "502 Bad Gateway"));
+    assert_non_null(strstr(got, "sent more than 32768 bytes of interim (1xx) heads"));
+    assert_null(strstr(got, "script"));
+    free(got);
+    free(flood);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_relayed_with_csp),
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_hostile_heads),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,11 +7,12 @@
 
 void sbx_h1_reply_init(struct sbx_h1_head *h, enum sbx_h1_reply_kind kind)
 {
-    /* a preview's head leaves one header line of the cap for the owner's CSP */
+    /* a preview's head leaves two header lines of the cap for the owner's CSP
+     * and Connection: close (runner/preview.h) */
     static const struct sbx_h1_limits caps[] = {
         [SBX_H1_REPLY_UPGRADE] = {SBX_H1_UPGRADE_HEAD_MAX, 64, SBX_H1_UPGRADE_HEAD_MAX},
         [SBX_H1_REPLY_TUNNEL] = {SBX_H1_TUNNEL_HEAD_MAX, SBX_H1_HEADERS_CAP, 16384},
-        [SBX_H1_REPLY_PREVIEW] = {SBX_H1_PREVIEW_HEAD_MAX, SBX_H1_HEADERS_CAP - 1, 16384},
+        [SBX_H1_REPLY_PREVIEW] = {SBX_H1_PREVIEW_HEAD_MAX, SBX_H1_HEADERS_CAP - 2, 16384},
     };
 
     sbx_h1_init(h, 1, &caps[kind]);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "http/h1_reply.h"
@@ -35,37 +36,98 @@ void runner_reply_raw(int fd, int code, const char *reason, const char *msg)
     json_decref(j);
 }
 
-/* The response's head into buf (with what came after it in the same reads):
- * its length, *have the bytes in buf; or 0 with why set. */
+/* The response's final head into buf (with what came after it in the same
+ * reads): its length, *have the bytes in buf; or 0 with why set. (changed,
+ * issue 31) Interim heads (1xx) are read and dropped, never relayed: a browser
+ * takes no page from them, so the CSP on one would leave the final page
+ * without it. Their bytes together are held to the head's cap; a 101 answers
+ * no request of ours (it carries no Upgrade) and is refused. */
 static size_t read_head(int up, struct sbx_h1_head *h, char *buf, size_t *have, int timeout_s,
                         int64_t *total, char *why, size_t whylen)
 {
-    long end = 0;
+    size_t interim = 0;
 
-    sbx_h1_reply_init(h, SBX_H1_REPLY_PREVIEW);
-    while (end == 0) {
-        ssize_t n = read(up, buf + *have, COPY_CHUNK - *have);
+    for (;;) {
+        long end;
 
-        if (n < 0 && errno == EINTR) {
-            continue;
+        sbx_h1_reply_init(h, SBX_H1_REPLY_PREVIEW);
+        end = *have > 0 ? sbx_h1_reply_feed(h, buf, *have, FROM, why, whylen) : 0;
+        while (end == 0) {
+            ssize_t n = read(up, buf + *have, COPY_CHUNK - *have);
+
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                snprintf(why, whylen, FROM " did not answer within %d s", timeout_s);
+                return 0;
+            }
+            if (n < 0) {
+                snprintf(why, whylen, "reading the answer of " FROM ": %s", strerror(errno));
+                return 0;
+            }
+            if (n == 0) {
+                sbx_h1_reply_cut(*have, FROM, why, whylen);
+                return 0;
+            }
+            *total += n;
+            *have += (size_t)n;
+            end = sbx_h1_reply_feed(h, buf, *have, FROM, why, whylen);
         }
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            snprintf(why, whylen, FROM " did not answer within %d s", timeout_s);
+        if (end < 0) {
             return 0;
         }
-        if (n < 0) {
-            snprintf(why, whylen, "reading the answer of " FROM ": %s", strerror(errno));
+        if (h->status >= 200) {
+            return (size_t)end;
+        }
+        if (h->status == 101) {
+            snprintf(why, whylen, FROM " answered 101 to a request without Upgrade");
             return 0;
         }
-        if (n == 0) {
-            sbx_h1_reply_cut(*have, FROM, why, whylen);
+        interim += (size_t)end;
+        if (interim > SBX_H1_PREVIEW_HEAD_MAX) {
+            snprintf(why, whylen, FROM " sent more than %d bytes of interim (1xx) heads",
+                     SBX_H1_PREVIEW_HEAD_MAX);
             return 0;
         }
-        *total += n;
-        *have += (size_t)n;
-        end = sbx_h1_reply_feed(h, buf, *have, FROM, why, whylen);
+        memmove(buf, buf + end, *have - (size_t)end);
+        *have -= (size_t)end;
     }
-    return end > 0 ? (size_t)end : 0;
+}
+
+/* 1 for a header the relay drops: the server's say on the connection, which
+ * the runner closes after this one answer (Connection: close is sent). */
+static int hop_header(const struct sbx_h1_header *hd)
+{
+    static const char *const hop[] = {"Connection", "Keep-Alive", "Proxy-Connection"};
+
+    for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
+        if (hd->name.n == strlen(hop[i]) && strncasecmp(hd->name.p, hop[i], hd->name.n) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The head to send: the status line as it came, the CSP and Connection:
+ * close, then the server's header lines as they came but its hop ones. */
+static int send_head(int client, const struct sbx_h1_head *h, const char *buf)
+{
+    size_t line = sbx_h1_reply_status_line(h, buf, NULL, 0);
+
+    if (sbx_send_all(client, buf, line) < 0 ||
+        sbx_send_all(client, RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE,
+                     strlen(RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE)) < 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < h->nheaders; i++) {
+        const struct sbx_h1_header *hd = &h->headers[i];
+
+        if (!hop_header(hd) && sbx_send_all(client, hd->name.p, hd->line_len) < 0) {
+            return -1;
+        }
+    }
+    return sbx_send_all(client, "\r\n", 2);
 }
 
 int64_t runner_preview_relay(int up, int client, int timeout_s)
@@ -75,17 +137,13 @@ int64_t runner_preview_relay(int up, int client, int timeout_s)
     struct sbx_h1_head *h = xmalloc(sizeof(*h));
     size_t have = 0;
     char why[300];
-    size_t line;
+    size_t end = read_head(up, h, buf, &have, timeout_s, &total, why, sizeof(why));
 
-    if (read_head(up, h, buf, &have, timeout_s, &total, why, sizeof(why)) == 0) {
+    if (end == 0) {
         runner_reply_raw(client, 502, "Bad Gateway", why);
         goto out;
     }
-    /* the head as it came, the CSP after its status line */
-    line = sbx_h1_reply_status_line(h, buf, NULL, 0);
-    if (sbx_send_all(client, buf, line) < 0 ||
-        sbx_send_all(client, RUNNER_PREVIEW_CSP, strlen(RUNNER_PREVIEW_CSP)) < 0 ||
-        sbx_send_all(client, buf + line, have - line) < 0) {
+    if (send_head(client, h, buf) < 0 || sbx_send_all(client, buf + end, have - end) < 0) {
         goto out;
     }
     for (;;) {

@@ -1,7 +1,8 @@
 /* preview.h - (added, issue 31, from api_term.c) a port preview's answer
  * (docs/api.md, "Terminals and ports"): the response of the server in the
  * sandbox, relayed to the client as it came with the preview's CSP added after
- * its status line. Its head is parsed first by the one HTTP/1 parser
+ * its status line ((changed, issue 31) with Connection: close, interim 1xx
+ * heads dropped). Its head is parsed first by the one HTTP/1 parser
  * (http/h1_reply.h, kind PREVIEW): a head it refuses, one cut short, or none
  * is a 502 naming why, and no byte of it reaches the client. Blocking I/O on
  * the session's thread (unit test tests/unit/test_preview.c). */
@@ -13,6 +14,12 @@
 /* the preview's pages run in an opaque origin: never with the API's */
 #define RUNNER_PREVIEW_CSP                                                                         \
     "Content-Security-Policy: sandbox allow-scripts allow-forms allow-popups\r\n"
+
+/* (added, issue 31) and the connection ends after this one answer: the
+ * server's Connection, Keep-Alive and Proxy-Connection lines are dropped, so
+ * that a browser never sends a second request on it (a server's second answer,
+ * sent ahead, would be that request's, without the CSP) */
+#define RUNNER_PREVIEW_CLOSE "Connection: close\r\n"
 
 /* A whole reply with a JSON body {"error": msg} and Connection: close on fd. */
 void runner_reply_raw(int fd, int code, const char *reason, const char *msg);
