@@ -194,12 +194,12 @@ static int exec_as(void *ctx, const char *id, const struct sbx_exec_spec *spec,
             *err = ierr;
             return -1;
         }
-        if (!running || (ctl != NULL && ctl->cancelled)) {
+        if (!running || (ctl != NULL && __atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE))) {
             break;
         }
         sleep_ms(i < 50 ? 4 : 20);
     }
-    if (ctl != NULL && ctl->cancelled) {
+    if (ctl != NULL && __atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE)) {
         if (running && pid > 0 &&
             dk_signal_sandbox_pid((pid_t)pid, dk_init_pid(c, id), SIGKILL) < 0) {
             /* not provably the sandbox's (sbx outside the engine's pid namespace):
@@ -235,5 +235,5 @@ static int exec_as(void *ctx, const char *id, const struct sbx_exec_spec *spec,
 void dk_cancel(void *ctx, struct sbx_exec_ctl *ctl)
 {
     (void)ctx;
-    ctl->cancelled = 1;
+    __atomic_store_n(&ctl->cancelled, 1, __ATOMIC_RELEASE);
 }

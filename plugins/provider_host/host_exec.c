@@ -287,7 +287,7 @@ int hx_exec(void *ctx, const char *sandbox_id, const struct sbx_exec_spec *spec,
                            strerror(errno));
         goto out;
     }
-    if (ctl->cancelled) {
+    if (__atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE)) {
         c->host->error_set(err, SBX_E_CANCELLED, "exec cancelled");
         goto out;
     }
@@ -303,7 +303,7 @@ int hx_exec(void *ctx, const char *sandbox_id, const struct sbx_exec_spec *spec,
     run.pgid = pid;
     snprintf(run.sandbox, sizeof(run.sandbox), "%s", sandbox_id);
     run_register(c, &run, ctl);
-    if (ctl->cancelled) {
+    if (__atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE)) {
         hx_cancel(c, ctl); /* cancelled between the check and the registration */
     }
     close(out[1]);
@@ -333,7 +333,7 @@ int hx_exec(void *ctx, const char *sandbox_id, const struct sbx_exec_spec *spec,
     run_finish(c, &run, ctl);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (ctl->cancelled) {
+    if (__atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE)) {
         c->host->error_set(err, SBX_E_CANCELLED, "exec cancelled");
     }
     else if (sink < 0) {

@@ -385,7 +385,7 @@ static int status_fallback(struct osb_ctx *c, const char *execd, char *const *he
                          s->cmd_id, why);
             warned = 1;
         }
-        if (ctl->cancelled) {
+        if (__atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE)) {
             return c->host->error_set(err, SBX_E_CANCELLED, "opensandbox '%s': cancelled",
                                       c->instance);
         }
@@ -432,6 +432,7 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
     sbx_error_t *e = NULL;
     struct sbx_exec_ctl local_ctl = {0};
     int r, ret = -1;
+    int cancelled;
 
     if (ctl == NULL) {
         ctl = &local_ctl;
@@ -482,12 +483,13 @@ int osb_execd_exec(struct osb_ctx *c, const char *sandbox_id, const struct sbx_e
         ret = 0;
         goto out;
     }
-    if (ctl->cancelled || s.sink_stopped) {
+    cancelled = __atomic_load_n(&ctl->cancelled, __ATOMIC_ACQUIRE);
+    if (cancelled || s.sink_stopped) {
         if (s.cmd_id != NULL) {
             interrupt_command(c, execd, headers, s.cmd_id);
         }
         c->host->error_set(err, SBX_E_CANCELLED, "opensandbox '%s': command %s in sandbox %s",
-                           c->instance, ctl->cancelled ? "cancelled" : "stopped by its reader",
+                           c->instance, cancelled ? "cancelled" : "stopped by its reader",
                            sandbox_id);
         goto out;
     }

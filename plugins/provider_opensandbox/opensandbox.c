@@ -446,7 +446,7 @@ static void cb_opensandbox_cancel(void *ctx, struct sbx_exec_ctl *ctl)
     (void)ctx;
     /* the exec's HTTP stream watches this flag (host http `cancel`) and is
      * aborted within about 100 ms; exec() then interrupts the command */
-    ctl->cancelled = 1;
+    __atomic_store_n(&ctl->cancelled, 1, __ATOMIC_RELEASE);
 }
 
 static int cb_opensandbox_info(void *ctx, struct sbx_provider_info *info, sbx_error_t **err)

@@ -166,7 +166,9 @@ struct sbx_exec_spec {
 
 /* Per-exec control block owned by the core. `cancelled` is set by the core
  * before it calls ops->cancel; the provider may keep its own state in
- * `provider_data` (e.g. the engine's exec id). */
+ * `provider_data` (e.g. the engine's exec id). (changed, issue 31) Another
+ * thread sets it: read it with __atomic_load_n(&ctl->cancelled,
+ * __ATOMIC_ACQUIRE), set it with __atomic_store_n. */
 struct sbx_exec_ctl {
     volatile int cancelled;
     void *provider_data;

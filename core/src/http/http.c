@@ -66,7 +66,8 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     (void)dn;
     (void)ut;
     (void)un;
-    return x->req->cancel != NULL && *x->req->cancel ? 1 : 0;
+    /* (changed, issue 31) an atomic read: another thread may set the flag */
+    return x->req->cancel != NULL && __atomic_load_n(x->req->cancel, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
 /* (added, issue 30) a request body read from a source as it goes */

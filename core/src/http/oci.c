@@ -125,7 +125,8 @@ static int on_progress(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, cu
     (void)dn;
     (void)ut;
     (void)un;
-    return o->cancel != NULL && *o->cancel ? 1 : 0;
+    /* (changed, issue 31) an atomic read: another thread may set the flag */
+    return o->cancel != NULL && __atomic_load_n(o->cancel, __ATOMIC_ACQUIRE) ? 1 : 0;
 }
 
 /* The status line's code is known before the body: kept for on_write. */

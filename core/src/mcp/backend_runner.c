@@ -281,7 +281,9 @@ static void read_output(struct runner *r, const char *id, int follow, const vola
     sbx_error_t *e = NULL;
 
     if (sbx_runner_output(r->cfg, id, follow, on_output, c, cancel, NULL, &e) < 0 &&
-        !(cancel != NULL && *cancel)) { /* a stop we asked for is no error */
+        /* (changed, issue 31) an atomic read: the server's thread sets it */
+        !(cancel != NULL &&
+          __atomic_load_n(cancel, __ATOMIC_ACQUIRE))) { /* a stop we asked for is no error */
         free(c->error);
         c->error = xstrdup(sbx_error_msg(e));
     }

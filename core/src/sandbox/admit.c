@@ -297,7 +297,8 @@ int sbx_slot_acquire(const char *state, const struct sbx_admit_req *req, sbx_err
         if (slot >= 0) {
             close(slot);
         }
-        if (req->cancel != NULL && *req->cancel) {
+        /* (changed, issue 31) an atomic read: the job's cancel, another thread's */
+        if (req->cancel != NULL && __atomic_load_n(req->cancel, __ATOMIC_ACQUIRE)) {
             return sbx_error_set(err, SBX_E_CANCELLED, "cancelled while waiting for %s",
                                  kind == 0 ? "a slot" : "memory");
         }

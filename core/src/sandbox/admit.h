@@ -73,7 +73,7 @@ struct sbx_admit_req {
     int max_slots;    /* box.max_sandboxes */
     int64_t memory;   /* sbx_admit_task_memory() of the task */
     const struct sbx_box_budget *budget;
-    const volatile int *cancel; /* may be NULL */
+    const volatile int *cancel; /* may be NULL; read atomically (changed, issue 31) */
     sbx_admit_wait_fn on_wait;  /* NULL: the line goes to stderr */
     void *wait_ud;
     unsigned poll_ms; /* between attempts; 0: 200 */

@@ -229,6 +229,33 @@ void sbx_task_stop(struct sbx_task *t, const char *reason)
 
 /* ---- records ------------------------------------------------------------ */
 
+/* (changed, issue 31) what the record shows of the fields other threads write
+ * under mu (pause and resume in files.c, an exec's end in task_life.c, the
+ * stop, the worktree's checks): copied once, under mu. */
+struct record_live {
+    int paused;
+    int64_t paused_secs; /* seconds paused so far; -1 when never paused */
+    int last_exit;
+    const char *exec_path;
+    char reason[sizeof(((struct sbx_task *)0)->stop_reason)];
+    json_t *wt_events; /* a copy, or NULL */
+};
+
+static void record_live_take(struct sbx_task *t, struct record_live *l)
+{
+    pthread_mutex_lock(&t->mu);
+    l->paused = t->paused;
+    l->paused_secs = -1;
+    if (t->paused || t->paused_total > 0) {
+        l->paused_secs = t->paused_total + (t->paused ? time(NULL) - t->paused_at : 0);
+    }
+    l->last_exit = t->last_exit;
+    l->exec_path = t->last_exec_path;
+    snprintf(l->reason, sizeof(l->reason), "%s", t->stop_reason);
+    l->wt_events = t->wt_events != NULL ? json_deep_copy(t->wt_events) : NULL;
+    pthread_mutex_unlock(&t->mu);
+}
+
 json_t *sbx_task_record(struct sbx_task *t, const char *state)
 {
     char created[32] = "";
@@ -236,6 +263,9 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     char ended[32] = "";
     json_t *leases = json_array();
     json_t *rec;
+    struct record_live l;
+
+    record_live_take(t, &l);
 
     iso_time(t->created_at, created, sizeof(created));
     if (t->started_at > 0) {
@@ -247,7 +277,7 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     if (t->have_lease) {
         json_array_append_new(leases, json_string(t->lease.id));
     }
-    if (t->paused && strcmp(state, "running") == 0) { /* (added, issue 30) files.c */
+    if (l.paused && strcmp(state, "running") == 0) { /* (added, issue 30) files.c */
         state = "paused";
     }
     rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, "
@@ -259,8 +289,8 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
                     (json_int_t)t->limits.idle, "max", (json_int_t)t->limits.max, "created_at",
                     created, "started_at", t->started_at ? started : NULL, "ended_at",
                     t->ended_at ? ended : NULL, "exit_status",
-                    t->last_exit >= 0 ? json_integer(t->last_exit) : json_null(), "reason",
-                    t->stop_reason[0] ? t->stop_reason : NULL, "egress", "allowed",
+                    l.last_exit >= 0 ? json_integer(l.last_exit) : json_null(), "reason",
+                    l.reason[0] ? l.reason : NULL, "egress", "allowed",
                     (json_int_t)t->egress_allowed, "denied", (json_int_t)t->egress_denied,
                     "credential_leases", leases, "sandbox", t->sandbox, "worktree", t->worktree);
     if (t->decided_by != NULL) {
@@ -268,22 +298,19 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     }
     /* (added) how the last exec ran: "agent" (the exec agent in the sandbox)
      * or "engine" (the provider's exec, e.g. docker exec) */
-    json_object_set_new(rec, "exec_path",
-                        t->last_exec_path ? json_string(t->last_exec_path) : json_null());
+    json_object_set_new(rec, "exec_path", l.exec_path ? json_string(l.exec_path) : json_null());
     /* (added) a warm sandbox of the runner's pool claimed by this task */
     json_object_set_new(rec, "warm", json_boolean(t->warm));
     /* (added) ... and given other limits by the engine's update call */
     json_object_set_new(rec, "resized", json_boolean(t->resized));
     /* (added, issue 30) seconds paused so far (docs/tasks.md, "Pause and resume"), once paused */
-    if (t->paused || t->paused_total > 0) { /* `sbx run`'s records stay as they were */
-        json_object_set_new(
-            rec, "paused_seconds",
-            json_integer(t->paused_total + (t->paused ? time(NULL) - t->paused_at : 0)));
+    if (l.paused_secs >= 0) { /* `sbx run`'s records stay as they were */
+        json_object_set_new(rec, "paused_seconds", json_integer(l.paused_secs));
     }
     sbx_caps_record(rec, &t->limits, t->unenforced);
     /* (added) what the worktree's checks found (docs/tasks.md, "Worktrees") */
-    if (t->wt_events != NULL) {
-        json_object_set_new(rec, "worktree_events", json_deep_copy(t->wt_events));
+    if (l.wt_events != NULL) {
+        json_object_set_new(rec, "worktree_events", l.wt_events);
     }
     {
         char owner[160];

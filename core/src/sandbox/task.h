@@ -23,11 +23,13 @@ struct sbx_task_opts {
     /* (added) the API client the lease is for ({client} of the path
      * template); NULL: "local" (the CLI, `sbx run` without serve) */
     const char *client;
-    const char *worktree;       /* host directory mounted at /workspace, or NULL */
-    const char *pool;           /* "ci" or "agent"; NULL: "agent" */
-    const char *const *argv;    /* the first command, for policy; may be NULL */
-    const volatile int *cancel; /* set by a signal handler while starting, or NULL */
-    int ephemeral;              /* `sbx run`: no record is kept after the end */
+    const char *worktree;    /* host directory mounted at /workspace, or NULL */
+    const char *pool;        /* "ci" or "agent"; NULL: "agent" */
+    const char *const *argv; /* the first command, for policy; may be NULL */
+    /* set while starting, or NULL: by a signal handler (sbx run) or another
+     * thread (a runner's job cancel), read atomically (changed, issue 31) */
+    const volatile int *cancel;
+    int ephemeral; /* `sbx run`: no record is kept after the end */
     /* The box's egress proxy (`sbx serve`); NULL: the task runs its own for
      * its lifetime when the provider wires the proxy socket in. */
     struct sbx_egress *egress;
@@ -161,7 +163,8 @@ void sbx_task_stop(struct sbx_task *t, const char *reason);
  * frees the task. Always frees; returns -1 when cleanup failed. When
  * record is not NULL it receives the final record. */
 int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_error_t **err);
-/* The record of docs/architecture.md (Records). */
+/* The record of docs/architecture.md (Records). Takes t->mu for a moment:
+ * call it without holding it. (changed, issue 31) */
 json_t *sbx_task_record(struct sbx_task *t, const char *state);
 /* Removes sandboxes whose owner is provably gone; returns how many. */
 int sbx_task_reap_orphans(struct sbx_open_instance *prov, const char *state);

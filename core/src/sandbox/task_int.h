@@ -68,7 +68,8 @@ struct sbx_task {
     struct sbx_wtwatch *wtwatch; /* (added) the worktree watched while the task runs (wtwatch.h) */
     /* (added, issue 31) the exec_path the record shows (task_life.c); under mu */
     const char *recorded_exec_path;
-    /* (added, issue 30) files/pause (files.c): frozen by the provider's pause; under mu */
+    /* (added, issue 30) files/pause (files.c): frozen by the provider's pause; under mu
+     * (changed, issue 31: sbx_task_record too reads them under it) */
     int paused;
     int64_t paused_at;    /* when it was paused (Unix seconds) */
     int64_t paused_total; /* seconds paused before, for the record */

@@ -235,7 +235,11 @@ static void pg_revive(struct sbx_store *st)
         struct pollfd p = {PQsocket(st->pg), POLLIN, 0};
         int64_t left = deadline - mono_ms();
 
-        if (ps == PGRES_POLLING_OK || ps == PGRES_POLLING_FAILED) {
+        if (ps == PGRES_POLLING_OK) {
+            (void)PQsetnonblocking(st->pg, 1); /* (changed, issue 31) as pg.c opened it */
+            return;
+        }
+        if (ps == PGRES_POLLING_FAILED) {
             return;
         }
         if (left <= 0) {
@@ -298,10 +302,11 @@ static const char *pg_refused(struct sbx_store *st, char *buf, size_t len)
 }
 
 /* (added) One call with a deadline (sbx_store_pg_deadline_ms): sent without
- * blocking, its answer awaited with poll(2). NULL with msg set when it could
- * not be sent, or passed its deadline (then st->timed_out: the connection is
- * opened again before the next statement, and a gate closes). The last
- * result otherwise, as PQexec returns it. */
+ * blocking (the connection is non-blocking: changed, issue 31), its answer
+ * awaited with poll(2). NULL with msg set when it could not be sent, or
+ * passed its deadline (then st->timed_out: the connection is opened again
+ * before the next statement, and a gate closes). The last result otherwise,
+ * as PQexec returns it. */
 static PGresult *pg_call(struct sbx_store *st, const char *sql, int n_params, const Oid *types,
                          const char *const *params, char *msg, size_t len)
 {
@@ -318,7 +323,10 @@ static PGresult *pg_call(struct sbx_store *st, const char *sql, int n_params, co
     for (;;) {
         int flushed = PQflush(st->pg); /* 0 all sent, 1 more to send, -1 error */
 
-        if (flushed == 0 && !PQconsumeInput(st->pg)) {
+        /* (changed, issue 31) the connection is non-blocking (pg.c): while a
+         * part is still unsent, what the server sent is read too (PQflush's
+         * contract), so neither side waits for the other */
+        if (flushed >= 0 && !PQconsumeInput(st->pg)) {
             flushed = -1;
         }
         while (flushed == 0 && !PQisBusy(st->pg)) {

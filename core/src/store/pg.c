@@ -120,16 +120,20 @@ static int dsn_check(const char *dsn, sbx_error_t **err)
 
 /* The version an existing schema carries, or -1 (none yet, or unreadable:
  * the locked path below creates or reports it). Every connection of a box
- * (one per job) checks it, without a lock. */
+ * (one per job) checks it, without a lock. (changed, issue 31) Through
+ * sbx_q_step, within the deadline of every call (db.c), not a bare PQexec
+ * that waited for as long as the server said nothing. */
 static int pg_version_fast(struct sbx_store *st)
 {
-    PGresult *res = PQexec(st->pg, "SELECT value FROM sbx_meta WHERE key = 'schema_version'");
+    cleanup_q struct sbx_q *q = NULL;
+    sbx_error_t *e = NULL;
     int v = -1;
 
-    if (res != NULL && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
-        v = atoi(PQgetvalue(res, 0, 0));
+    q = sbx_q_prepare(st, "SELECT value FROM sbx_meta WHERE key = 'schema_version'", &e);
+    if (q != NULL && sbx_q_step(q, "read the schema version", &e) == 1) {
+        v = (int)sbx_q_col_int64(q, 0);
     }
-    PQclear(res);
+    sbx_error_free(&e);
     return v;
 }
 
@@ -273,6 +277,13 @@ int sbx_store_pg_open(struct sbx_store *st, const char *dsn, const char *passwor
         return sbx_error_set(err, SBX_E_CONFIG, "store: %s: cannot connect: %s", dsn, msg);
     }
     PQsetNoticeProcessor(st->pg, quiet, NULL);
+    /* (changed, issue 31) each call is sent without blocking (db.c, pg_call):
+     * a server that stops reading cannot hold the send past the deadline */
+    if (PQsetnonblocking(st->pg, 1) != 0) {
+        snprintf(msg, sizeof(msg), "%s", PQerrorMessage(st->pg));
+        sbx_store_one_line(msg);
+        return sbx_error_set(err, SBX_E_CONFIG, "store: %s: non-blocking mode: %s", dsn, msg);
+    }
     if (sbx_store_exec(st, "SET client_min_messages = warning", err) < 0) {
         return -1;
     }

@@ -22,7 +22,8 @@ void sbx_cond_wait_until_ms(pthread_cond_t *cv, pthread_mutex_t *mu, int64_t at_
 
     until.tv_sec = (time_t)(at_ms / 1000);
     until.tv_nsec = (long)(at_ms % 1000) * 1000000;
-    while (!*stop && sbx_mono_ms() < at_ms) {
+    /* (changed, issue 31) an atomic read: image_check.c sets its flag atomically */
+    while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE) && sbx_mono_ms() < at_ms) {
         pthread_cond_timedwait(cv, mu, &until);
     }
 }
