@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http/h1_reply.h"
@@ -294,12 +296,47 @@ static void test_upgrade_on_cap(void **state)
     free(head);
 }
 
+/* (added, issue 31) A refusal without a body, from a peer that stays: the
+ * error comes at once, not when the peer closes (a 5 s receive timeout stands
+ * in for a peer that never does). */
+static void test_upgrade_on_no_body(void **state)
+{
+    static const char req[] = "GET /v1/tasks/t/terminal HTTP/1.1\r\nHost: sbx\r\n\r\n";
+    static const char *const replies[] = {
+        "HTTP/1.0 101 Switching\r\n\r\n",
+        "HTTP/1.1 100 Continue\r\n\r\n",
+        "HTTP/1.1 409 Conflict\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 409 Conflict\r\nContent-Length: 11\r\n\r\n{\"error\":1}",
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(replies) / sizeof(replies[0]); i++) {
+        struct timeval tv = {5, 0};
+        struct timespec t0, t1;
+        sbx_error_t *err = NULL;
+        int sv[2];
+
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        assert_int_equal(write(sv[1], replies[i], strlen(replies[i])), (ssize_t)strlen(replies[i]));
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        assert_int_equal(sbx_upgrade_on(sv[0], req, sizeof(req) - 1, "the runner", &err), -1);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        assert_non_null(err);
+        if (t1.tv_sec - t0.tv_sec >= 4) {
+            fail_msg("reply %zu: the error waited for the peer (%s)", i, sbx_error_msg(err));
+        }
+        sbx_error_free(&err);
+        close(sv[1]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_good_heads),     cmocka_unit_test(test_bad_heads),
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_upgrade_on),
-        cmocka_unit_test(test_upgrade_on_cap),
+        cmocka_unit_test(test_upgrade_on_cap), cmocka_unit_test(test_upgrade_on_no_body),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

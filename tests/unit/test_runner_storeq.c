@@ -59,6 +59,7 @@ struct fx {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int held, begun;
+    int stopping; /* atomic: runner_sq_free is called (release_at_stop) */
     struct rec rec[NREC], bulk;
     int live; /* arguments not freed yet (the loop's thread alone) */
 };
@@ -556,13 +557,15 @@ static void test_refused(void **state)
     counts(f, 3 + BULK, 0, 2, 0);
 }
 
-/* Releases the held work once runner_sq_free has begun to stop the lanes. */
+/* Releases the held work once runner_sq_free has begun to stop the lanes:
+ * 50 ms after the test's own flag says it is called (r->sq is storeq.c's,
+ * written without atomics: not read here). */
 static void *release_at_stop(void *p)
 {
     struct fx *f = p;
     struct timespec ts = {0, 2 * 1000 * 1000};
 
-    while (__atomic_load_n(&f->r.sq, __ATOMIC_ACQUIRE) != NULL) {
+    while (!__atomic_load_n(&f->stopping, __ATOMIC_ACQUIRE)) {
         nanosleep(&ts, NULL);
     }
     ts.tv_nsec = 50 * 1000 * 1000;
@@ -603,6 +606,7 @@ static void test_free_in_flight(void **state)
     evhttp_free(f->http);
     f->http = NULL;
     assert_int_equal(pthread_create(&th, NULL, release_at_stop, f), 0);
+    __atomic_store_n(&f->stopping, 1, __ATOMIC_RELEASE);
     runner_sq_free(&f->r);
     pthread_join(th, NULL);
     assert_null(f->r.sq);

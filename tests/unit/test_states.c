@@ -341,6 +341,13 @@ static void test_job_moves(void **state)
     assert_int_equal(runner_job_move(r, j, RJOB_QUEUED, &(struct rjob_move){.memory = 1}, &err), 0);
     expect_err(runner_job_move(r, j, RJOB_GRANTED, &(struct rjob_move){.deferred = 1}, &err), &err,
                EINVAL, "cannot defer its write");
+    /* ... and an end with what the deferred write would not carry */
+    expect_err(runner_job_move(r, j, RJOB_FINISHED,
+                               &(struct rjob_move){.deferred = 1, .exit_status = 3}, &err),
+               &err, EINVAL, "cannot defer its write");
+    expect_err(runner_job_move(r, j, RJOB_CANCELLED,
+                               &(struct rjob_move){.deferred = 1, .exec_path = "engine"}, &err),
+               &err, EINVAL, "cannot defer its write");
     assert_int_equal(rjob_state(j), SBX_JOB_QUEUED);
     expect_job(r->store, "j7", SBX_JOB_QUEUED, NULL);
     runner_job_free(j);

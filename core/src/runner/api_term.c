@@ -57,13 +57,13 @@
 #define REQ_TIMEOUT_S 30
 #define UPSTREAM_TIMEOUT_S 300
 #define CLIENT_SEND_TIMEOUT_S 60
-#define TERM_PROTO "sbx-terminal.v2"
+#define TERM_PROTO RUNNER_UPGRADE_TERMINAL /* forward.h: a relay asks the same */
 /* v1 spoke 5-byte frame headers (sbx before the one framing, sbx/sbx_frame.h) */
 #define TERM_PROTO_V1 "sbx-terminal.v1"
 /* (added, issue 31) `sbx port`: one raw connection to the port inside */
-#define PORT_PROTO "sbx-port.v1"
+#define PORT_PROTO RUNNER_UPGRADE_PORT
 /* (added, issue 31) `sbx cp`: one streamed archive request in frames */
-#define ARCHIVE_PROTO "sbx-archive.v1"
+#define ARCHIVE_PROTO RUNNER_UPGRADE_ARCHIVE
 
 static int sessions;
 /* the terminals open now, so that a stopping runner can end them */
@@ -578,10 +578,24 @@ static int io_request_ok(const struct runner_route_call *c, struct io_want *w)
     return !w->terminal || terminal_request_ok(c);
 }
 
+/* (added, issue 31) The upgrade a request asked for (forward.h), NULL for a
+ * port preview: what a relay to another box asks of it. */
+static const char *upgrade_of(const struct io_want *w)
+{
+    if (w->terminal) {
+        return RUNNER_UPGRADE_TERMINAL;
+    }
+    if (w->archive) {
+        return RUNNER_UPGRADE_ARCHIVE;
+    }
+    return w->raw ? RUNNER_UPGRADE_PORT : NULL;
+}
+
 /* The client's own kept task, ready, held (rtask_enter: not ended under the
  * session) with a session counted; NULL when answered (or, another box's task,
- * being relayed: fwd_tunnel.c). */
-static struct rtask *io_task_hold(const struct runner_route_call *c, int terminal)
+ * being relayed with the upgrade asked for, or NULL for a preview:
+ * fwd_tunnel.c). */
+static struct rtask *io_task_hold(const struct runner_route_call *c, const char *upgrade)
 {
     struct sbx_runner *r = c->r;
     struct evhttp_request *req = c->req;
@@ -603,7 +617,7 @@ static struct rtask *io_task_hold(const struct runner_route_call *c, int termina
         else {
             /* (added) another box of the fleet holds it: relayed (fwd_tunnel.c),
              * once the store thread has said which (fwd_owner.c) */
-            runner_forward_tunnel(r, req, c->who, id, terminal, not_running);
+            runner_forward_tunnel(r, req, c->who, id, upgrade, not_running);
         }
         return NULL;
     }
@@ -689,7 +703,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
     struct session *s;
     struct rtask *rt;
 
-    if (!io_request_ok(c, &w) || (rt = io_task_hold(c, terminal)) == NULL) {
+    if (!io_request_ok(c, &w) || (rt = io_task_hold(c, upgrade_of(&w))) == NULL) {
         return;
     }
     s = xcalloc(1, sizeof(*s));

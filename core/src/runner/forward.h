@@ -43,20 +43,25 @@ typedef void (*runner_fwd_missing)(struct evhttp_request *req, const char *id);
 void runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
                          const struct runner_client *who, const char *id, unsigned flags,
                          runner_fwd_missing missing);
-/* (changed) A task's terminal (terminal 1) or port preview on another box:
- * the owner read as runner_forward_task does, then runner_tunnel_to. */
+/* (changed) A task's terminal, port preview or (changed, issue 31) raw port
+ * or archive on another box: the owner read as runner_forward_task does, then
+ * runner_tunnel_to. upgrade: the protocol the caller asked to upgrade to
+ * (RUNNER_UPGRADE_*, a static string), NULL for a preview. */
+#define RUNNER_UPGRADE_TERMINAL "sbx-terminal.v2"
+#define RUNNER_UPGRADE_PORT "sbx-port.v1"
+#define RUNNER_UPGRADE_ARCHIVE "sbx-archive.v1"
 void runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
-                           const struct runner_client *who, const char *id, int terminal,
+                           const struct runner_client *who, const char *id, const char *upgrade,
                            runner_fwd_missing missing);
 /* (added) forward.c: req to o's box, the task route's way (flags above). */
 void runner_forward_task_to(struct sbx_runner *r, struct evhttp_request *req,
                             const struct runner_client *who, const struct sbx_store_owner *o,
                             const char *id, unsigned flags);
 /* (added) fwd_tunnel.c: the request goes to o's box and the caller's
- * connection becomes a byte relay to it. Always answers req (or takes it
- * over). */
+ * connection becomes a byte relay to it (after the owner's 101 to upgrade,
+ * both ways). Always answers req (or takes it over). */
 void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
-                      const struct runner_client *who, const char *id, int terminal,
+                      const struct runner_client *who, const char *id, const char *upgrade,
                       const struct sbx_store_owner *o);
 /* (added) 1 after answering req when it may not go to o's box: 409 when it
  * was forwarded once already, 503 when o's box is not alive, 502 when o is on

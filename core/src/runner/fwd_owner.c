@@ -29,7 +29,8 @@ struct owner_call {
     char *id;
     struct runner_client who; /* name and scopes (no token) */
     unsigned flags;           /* runner_forward_task's */
-    int tunnel, terminal;     /* runner_forward_tunnel's */
+    int tunnel;               /* runner_forward_tunnel's */
+    const char *upgrade;      /* ... and its protocol, a static string (or NULL) */
     runner_fwd_missing missing;
     /* the store thread's findings */
     int found; /* 1: another box holds it (o), 0: no other box, -1: err */
@@ -76,7 +77,7 @@ static void owner_done(struct sbx_runner *r, struct evhttp_request *req, void *a
         c->missing(req, c->id);
     }
     else if (c->tunnel) {
-        runner_tunnel_to(r, req, &c->who, c->id, c->terminal, &c->o);
+        runner_tunnel_to(r, req, &c->who, c->id, c->upgrade, &c->o);
     }
     else {
         runner_forward_task_to(r, req, &c->who, &c->o, c->id, c->flags);
@@ -90,7 +91,7 @@ out:
 
 static void owner_lookup(struct sbx_runner *r, struct evhttp_request *req,
                          const struct runner_client *who, const char *id, unsigned flags,
-                         int tunnel, int terminal, runner_fwd_missing missing)
+                         int tunnel, const char *upgrade, runner_fwd_missing missing)
 {
     struct owner_call *c;
 
@@ -104,7 +105,7 @@ static void owner_lookup(struct sbx_runner *r, struct evhttp_request *req,
     c->who.scopes = who->scopes;
     c->flags = flags;
     c->tunnel = tunnel;
-    c->terminal = terminal;
+    c->upgrade = upgrade;
     c->missing = missing;
     runner_sq_read(r, req, owner_work, owner_done, c);
 }
@@ -113,12 +114,12 @@ void runner_forward_task(struct sbx_runner *r, struct evhttp_request *req,
                          const struct runner_client *who, const char *id, unsigned flags,
                          runner_fwd_missing missing)
 {
-    owner_lookup(r, req, who, id, flags, 0, 0, missing);
+    owner_lookup(r, req, who, id, flags, 0, NULL, missing);
 }
 
 void runner_forward_tunnel(struct sbx_runner *r, struct evhttp_request *req,
-                           const struct runner_client *who, const char *id, int terminal,
+                           const struct runner_client *who, const char *id, const char *upgrade,
                            runner_fwd_missing missing)
 {
-    owner_lookup(r, req, who, id, 0, 1, terminal, missing);
+    owner_lookup(r, req, who, id, 0, 1, upgrade, missing);
 }

@@ -8,9 +8,16 @@
  *   terminal  the owner's answer is relayed; once its status is 101, bytes go
  *             both ways (the frames of core/src/sandbox/pty.h, not parsed)
  *             until either side ends; any other answer is relayed as it is and
- *             the connection then closed.
+ *             the connection then closed. (changed, issue 31) Likewise a raw
+ *             port (`sbx port`, sbx-port.v1) and an archive (`sbx cp`,
+ *             sbx-archive.v1): the upgrade the caller asked for is asked of
+ *             the owner, and its 101 starts the bytes both ways.
  *   ports     the owner's answer (the server's response in the sandbox, with
- *             the owner's CSP) is relayed as it comes until the owner closes.
+ *             the owner's CSP) is relayed as it comes until the owner closes;
+ *             (changed, issue 31) an interim (1xx) answer to a preview is a
+ *             502, never relayed: the owner drops those (preview.c), so one
+ *             comes only from an owner of an older sbx, whose CSP went on it
+ *             and not on the page after.
  *
  * (changed, issue 31) The owner's reply head is parsed by the one HTTP/1 parser
  * (http/h1_reply.h, kind TUNNEL: RFC 9112 strict, at most 33 KiB) before any of
@@ -22,9 +29,9 @@
  * the connect FWD_CONNECT_S, each read of the owner's head within TUN_HEAD_S, a
  * port's answer idle at most TUN_IDLE_S, at most TUN_BUFFERED bytes waiting
  * for either side before reading the other pauses, and a side that takes
- * nothing for TUN_SEND_S with bytes waiting ends the relay. A terminal has no
- * idle limit once upgraded (a shell may wait long): the owner ends it with
- * its process, the caller by closing. Loop thread only. */
+ * nothing for TUN_SEND_S with bytes waiting ends the relay. An upgraded relay
+ * (a terminal, a raw port, an archive) has no idle limit (a shell may wait
+ * long): the owner ends it with its process, the caller by closing. Loop thread only. */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -49,12 +56,11 @@
 #include "util/xalloc.h"
 
 #define TUN_CONNECT_S 5
-#define TUN_HEAD_S 30                /* each read of the owner's head */
-#define TUN_IDLE_S 300               /* a port's answer, between two reads */
-#define TUN_SEND_S 60                /* bytes waiting for a side that takes none */
-#define TUN_BUFFERED (1u << 20)      /* waiting for one side before the other pauses */
-#define TUN_LINE 64                  /* the owner's status line, as far as it is logged */
-#define TERM_PROTO "sbx-terminal.v2" /* api_term.c */
+#define TUN_HEAD_S 30           /* each read of the owner's head */
+#define TUN_IDLE_S 300          /* a port's answer, between two reads */
+#define TUN_SEND_S 60           /* bytes waiting for a side that takes none */
+#define TUN_BUFFERED (1u << 20) /* waiting for one side before the other pauses */
+#define TUN_LINE 64             /* the owner's status line, as far as it is logged */
 
 /* the owner's own cap on terminals and port connections, and of one client on
  * this box (503, 429) */
@@ -70,9 +76,9 @@ struct tun {
     char box[64];
     char client[64];
     char what[96];
-    int terminal;
+    const char *upgrade;      /* the protocol asked for (forward.h), NULL: a preview */
     int relayed;              /* bytes of the owner reached the caller's buffer */
-    int upgraded;             /* terminal: the owner answered 101 */
+    int upgraded;             /* the owner answered 101 to the upgrade */
     int closing;              /* the caller gets what waits, then the end */
     struct sbx_h1_head *head; /* the owner's reply head until it is read; then NULL */
     size_t up, down;          /* bytes to the owner, to the caller */
@@ -80,6 +86,18 @@ struct tun {
 };
 
 static struct tun *tuns; /* loop thread only */
+
+/* For the log: what is relayed, by the upgrade asked for. */
+static const char *kind_of(const char *upgrade)
+{
+    if (upgrade == NULL) {
+        return "a port of ";
+    }
+    if (strcmp(upgrade, RUNNER_UPGRADE_TERMINAL) == 0) {
+        return "the terminal of ";
+    }
+    return strcmp(upgrade, RUNNER_UPGRADE_ARCHIVE) == 0 ? "the archive of " : "a raw port of ";
+}
 
 static void tun_end(struct tun *t, const char *why)
 {
@@ -90,8 +108,7 @@ static void tun_end(struct tun *t, const char *why)
         }
     }
     sbx_info("runner: relay of %s%s to box %s for client '%s' ended (%zu bytes up, %zu down): %s",
-             t->terminal ? "the terminal of " : "a port of ", t->what, t->box, t->client, t->up,
-             t->down, why);
+             kind_of(t->upgrade), t->what, t->box, t->client, t->up, t->down, why);
     if (t->cb != NULL) {
         bufferevent_free(t->cb); /* our duplicate of the socket */
     }
@@ -162,7 +179,7 @@ static void tun_fail(struct tun *t, const char *why)
 
 /* (changed, issue 31) The owner's reply head, parsed by the one HTTP/1 parser
  * under its cap (http/h1_reply.h) from the bytes waiting in in, which stay there
- * to be relayed as they came: 0 once it is complete (a terminal's 101 starts
+ * to be relayed as they came: 0 once it is complete (an upgrade's 101 starts
  * relaying the caller's bytes), 1 while more are needed, -1 when it is refused
  * (the caller got a 502 saying why; nothing of the owner's was relayed). */
 static int see_head(struct tun *t, struct evbuffer *in)
@@ -187,7 +204,15 @@ static int see_head(struct tun *t, struct evbuffer *in)
         return end < 0 ? -1 : 1;
     }
     sbx_h1_reply_status_line(t->head, buf, line, sizeof(line)); /* shown in our log */
-    if (t->terminal && t->head->status == 101 && t->head->minor == 1) {
+    if (t->upgrade == NULL && t->head->status < 200) {
+        char msg[TUN_LINE + 80];
+
+        snprintf(msg, sizeof(msg), "the owner answered '%s' to a preview (an interim answer)",
+                 line);
+        tun_fail(t, msg);
+        return -1;
+    }
+    if (t->upgrade != NULL && t->head->status == 101 && t->head->minor == 1) {
         struct timeval wt = {TUN_SEND_S, 0};
 
         t->upgraded = 1;
@@ -197,7 +222,7 @@ static int see_head(struct tun *t, struct evbuffer *in)
         bufferevent_enable(t->cb, EV_READ);
     }
     sbx_info("runner: relay of %s%s from box %s for client '%s': the owner answered '%s'",
-             t->terminal ? "the terminal of " : "a port of ", t->what, t->box, t->client, line);
+             kind_of(t->upgrade), t->what, t->box, t->client, line);
     free(t->head);
     t->head = NULL;
     return 0;
@@ -228,7 +253,7 @@ static void owner_read(struct bufferevent *bev, void *arg)
     if (t->head != NULL && see_head(t, bufferevent_get_input(bev)) != 0) {
         return; /* more of the head to come, or refused */
     }
-    if (!t->relayed && !t->terminal) {
+    if (!t->relayed && t->upgrade == NULL) {
         struct timeval rt = {TUN_IDLE_S, 0};
         struct timeval wt = {TUN_SEND_S, 0};
 
@@ -350,7 +375,7 @@ static void caller_event(struct bufferevent *bev, short what, void *arg)
  * its body. */
 static struct evbuffer *owner_request(struct sbx_runner *r, struct evhttp_request *req,
                                       const struct runner_client *who,
-                                      const struct sbx_store_owner *o, int terminal)
+                                      const struct sbx_store_owner *o, const char *upgrade)
 {
     /* Expect: this box answered it already */
     static const char *const drop[] = {"Authorization",
@@ -399,10 +424,13 @@ static struct evbuffer *owner_request(struct sbx_runner *r, struct evhttp_reques
         /* the caller's own token (docs/runner.md); never logged */
         evbuffer_add_printf(out, "Authorization: %s\r\n", authz);
     }
-    evbuffer_add_printf(out, "%sContent-Length: %zu\r\n\r\n",
-                        terminal ? "Connection: Upgrade\r\nUpgrade: " TERM_PROTO "\r\n"
-                                 : "Connection: close\r\n",
-                        evbuffer_get_length(body));
+    if (upgrade != NULL) {
+        evbuffer_add_printf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", upgrade);
+    }
+    else {
+        evbuffer_add_printf(out, "Connection: close\r\n");
+    }
+    evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(body));
     evbuffer_add_buffer_reference(out, body);
     return out;
 }
@@ -434,12 +462,12 @@ static int take_over(struct tun *t, struct evhttp_request *req)
     bufferevent_setcb(t->cb, caller_read, caller_write, caller_event, t);
     bufferevent_setwatermark(t->cb, EV_WRITE, TUN_BUFFERED / 2, 0);
     bufferevent_set_timeouts(t->cb, NULL, &wt);
-    bufferevent_enable(t->cb, EV_WRITE); /* read once a terminal is upgraded */
+    bufferevent_enable(t->cb, EV_WRITE); /* read once the owner's 101 came */
     return 0;
 }
 
 void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
-                      const struct runner_client *who, const char *id, int terminal,
+                      const struct runner_client *who, const char *id, const char *upgrade,
                       const struct sbx_store_owner *o)
 {
     struct timeval ct = {TUN_CONNECT_S, 0};
@@ -467,7 +495,7 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
     }
     t = xcalloc(1, sizeof(*t));
     t->r = r;
-    t->terminal = terminal;
+    t->upgrade = upgrade;
     snprintf(t->box, sizeof(t->box), "%s", o->box);
     snprintf(t->client, sizeof(t->client), "%s", who->name);
     snprintf(t->what, sizeof(t->what), "%s", what);
@@ -486,7 +514,7 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
     t->next = tuns;
     tuns = t;
     {
-        struct evbuffer *head = owner_request(r, req, who, o, terminal);
+        struct evbuffer *head = owner_request(r, req, who, o, upgrade);
 
         bufferevent_write_buffer(t->ob, head);
         evbuffer_free(head);
@@ -494,8 +522,9 @@ void runner_tunnel_to(struct sbx_runner *r, struct evhttp_request *req,
     bufferevent_setcb(t->ob, owner_read, owner_write, owner_event, t);
     bufferevent_setwatermark(t->ob, EV_WRITE, TUN_BUFFERED / 2, 0);
     bufferevent_set_timeouts(t->ob, NULL, &ct); /* the write timeout bounds the connect */
-    sbx_info("runner: %s is held by box %s: relaying %s for client '%s' to %s", what, o->box,
-             terminal ? "its terminal" : "a port's request", who->name, o->api);
+    sbx_info("runner: %s is held by box %s: relaying %s%s for client '%s' to %s", what, o->box,
+             upgrade == NULL ? "a port's request" : "an upgrade to ", upgrade ? upgrade : "",
+             who->name, o->api);
     if (runner_fwd_connect(t->ob, o->api, why, sizeof(why)) < 0 ||
         bufferevent_enable(t->ob, EV_READ | EV_WRITE) < 0) {
         tun_fail(t, why);

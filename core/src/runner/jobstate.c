@@ -183,6 +183,16 @@ static int job_write(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
     return sbx_store_job_move(st, &b.mv, err);
 }
 
+/* (added, issue 31) A deferred write carries an end's state and reason alone
+ * (runner_job_end_write): a move that asks for more than that, which memory
+ * and the store would then disagree on, is refused. */
+static int deferred_ok(enum rjob_event ev, const struct rjob_move *m)
+{
+    return job_rows[ev].step == SBX_JOB_STEP_END && m->st == NULL && !m->strict && !m->retry &&
+           m->at == 0 && m->egress_allowed == 0 && m->egress_denied == 0 && m->exec_task == NULL &&
+           m->exec_path == NULL && (ev != RJOB_FINISHED || m->exit_status < 0);
+}
+
 int runner_job_move(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
                     const struct rjob_move *m, sbx_error_t **err)
 {
@@ -197,8 +207,9 @@ int runner_job_move(struct sbx_runner *r, struct rjob *j, enum rjob_event ev,
     if (!runner_job_event_ok(from, ev)) {
         return job_refuse(j, from, ev, err);
     }
-    if (m != NULL && m->deferred && !m->memory && job_rows[ev].step != SBX_JOB_STEP_END) {
-        sbx_error_log("runner: job %s: event '%s' refused: only an end's write is deferred",
+    if (m != NULL && m->deferred && !m->memory && !deferred_ok(ev, m)) {
+        sbx_error_log("runner: job %s: event '%s' refused: only an end's state and reason are "
+                      "written deferred",
                       rjob_id(j), runner_job_event_name(ev));
         return sbx_error_set(err, EINVAL, "job %s: event '%s' cannot defer its write", rjob_id(j),
                              runner_job_event_name(ev));

@@ -40,8 +40,9 @@ struct rjob_move {
     /* (added, issue 31) 1: an end's write handed to the store thread after
      * the move (runner_sq_write; at once on one box), for the loop, which
      * never waits for a fleet's database; its failure is logged. Ends only
-     * (RJOB_FINISHED with no exit status, RJOB_CANCELLED, RJOB_INTERRUPTED),
-     * not with strict or retry. */
+     * (RJOB_FINISHED with no exit status, RJOB_CANCELLED, RJOB_INTERRUPTED)
+     * and their reason alone: with st, strict, retry, at, the egress counts
+     * or the exec's fields the move is refused (EINVAL). */
     int deferred;
     int64_t at;                          /* ms of the step, 0: now */
     const char *task, *provider, *image; /* RJOB_READY (NULL keeps) */

@@ -71,16 +71,25 @@ int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err)
 }
 
 /* A reply other than a 101 (h parsed its head): its JSON "error" (the first
- * bytes of its body), else its status line, in err; fd closed. */
+ * bytes of its body), else its status line, in err; fd closed. (changed, issue
+ * 31) A reply with no body (a 1xx, an HTTP/1.0 101, a 204 or 304) is not read
+ * further: nothing more may come before the peer closes. */
 static int upgrade_refused(int fd, const struct sbx_h1_head *h, const char *reply,
                            sbx_error_t **err)
 {
     char body[1024];
     char line[128];
-    ssize_t k = read(fd, body, sizeof(body) - 1);
-    json_t *j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
-    const char *msg = json_string_value(json_object_get(j, "error"));
+    size_t want = sizeof(body) - 1;
+    ssize_t k;
+    json_t *j;
+    const char *msg;
 
+    if (h->framing == SBX_H1_LENGTH && h->content_length < want) {
+        want = (size_t)h->content_length;
+    }
+    k = h->framing == SBX_H1_NO_BODY || want == 0 ? 0 : read(fd, body, want);
+    j = k > 0 ? json_loadb(body, (size_t)k, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    msg = json_string_value(json_object_get(j, "error"));
     sbx_h1_reply_status_line(h, reply, line, sizeof(line));
     sbx_error_set(err,
                   h->status == 404   ? SBX_E_NOTFOUND

@@ -22,8 +22,8 @@ int sbx_unix_listen(const char *path, unsigned mode, sbx_error_t **err);
 /* (added, issue 31) The upgrade on a connected fd: sends head (len bytes, a
  * whole request) and reads the reply's head; fd after a 101 (the bytes that
  * follow are the caller's), else -1 with fd closed and the reply's "error"
- * (or its status line, or "no reply") in err (404 SBX_E_NOTFOUND, 400
- * SBX_E_USAGE, else SBX_E_GENERIC); where names the peer in a send error and
+ * (or its status line, or "WHERE closed the connection without a reply") in err (404
+ * SBX_E_NOTFOUND, 400 SBX_E_USAGE, else SBX_E_GENERIC); where names the peer in a send error and
  * (changed, issue 31) in a reply head the one HTTP/1 parser refuses (bad bytes,
  * not HTTP, larger than 8 KiB: http/h1_reply.h), or a reply cut inside its head. */
 int sbx_upgrade_on(int fd, const char *head, size_t len, const char *where, sbx_error_t **err);

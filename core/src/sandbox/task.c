@@ -231,8 +231,11 @@ void sbx_task_stop(struct sbx_task *t, const char *reason)
 
 /* (changed, issue 31) what the record shows of the fields other threads write
  * under mu (pause and resume in files.c, an exec's end in task_life.c, the
- * stop, the worktree's checks): copied once, under mu. */
+ * stop, the worktree's checks, the job id of a kept task's next job, the
+ * end's egress counts): copied once, under mu. */
 struct record_live {
+    char job[sizeof(((struct sbx_task *)0)->job)]; /* sbx_task_set_job: another job's worker */
+    int64_t egress_allowed, egress_denied;         /* the end's final counts */
     int paused;
     int64_t paused_secs; /* seconds paused so far; -1 when never paused */
     int last_exit;
@@ -244,6 +247,9 @@ struct record_live {
 static void record_live_take(struct sbx_task *t, struct record_live *l)
 {
     pthread_mutex_lock(&t->mu);
+    snprintf(l->job, sizeof(l->job), "%s", t->job);
+    l->egress_allowed = t->egress_allowed;
+    l->egress_denied = t->egress_denied;
     l->paused = t->paused;
     l->paused_secs = -1;
     if (t->paused || t->paused_total > 0) {
@@ -282,16 +288,16 @@ json_t *sbx_task_record(struct sbx_task *t, const char *state)
     }
     rec = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:{s:f, s:I, s:I, s:I, s:I, s:I}, "
                     "s:s, s:s?, s:s?, s:o, s:s?, s:{s:I, s:I}, s:o, s:s, s:s?}",
-                    "id", t->job, "task", t->id, "pool", t->pool, "class", t->slot_class,
-                    "provider", t->prov ? t->prov->cfg->name : "?", "image", t->image, "state",
-                    state, "limits", "cpus", t->limits.cpus, "memory", (json_int_t)t->limits.memory,
-                    "disk", (json_int_t)t->limits.disk, "pids", (json_int_t)t->limits.pids, "idle",
+                    "id", l.job, "task", t->id, "pool", t->pool, "class", t->slot_class, "provider",
+                    t->prov ? t->prov->cfg->name : "?", "image", t->image, "state", state, "limits",
+                    "cpus", t->limits.cpus, "memory", (json_int_t)t->limits.memory, "disk",
+                    (json_int_t)t->limits.disk, "pids", (json_int_t)t->limits.pids, "idle",
                     (json_int_t)t->limits.idle, "max", (json_int_t)t->limits.max, "created_at",
                     created, "started_at", t->started_at ? started : NULL, "ended_at",
                     t->ended_at ? ended : NULL, "exit_status",
                     l.last_exit >= 0 ? json_integer(l.last_exit) : json_null(), "reason",
                     l.reason[0] ? l.reason : NULL, "egress", "allowed",
-                    (json_int_t)t->egress_allowed, "denied", (json_int_t)t->egress_denied,
+                    (json_int_t)l.egress_allowed, "denied", (json_int_t)l.egress_denied,
                     "credential_leases", leases, "sandbox", t->sandbox, "worktree", t->worktree);
     if (t->decided_by != NULL) {
         json_object_set_new(rec, "policy", json_string(t->decided_by));

@@ -351,8 +351,10 @@ int sbx_task_end(struct sbx_task *t, const char *reason, json_t **record, sbx_er
         struct sbx_egress_summary sum = {0};
 
         if (sbx_egress_remove(t->egress, t->egress_dir, &sum) == 0) {
+            pthread_mutex_lock(&t->mu); /* (changed, issue 31) read under it */
             t->egress_allowed = (int64_t)sum.allowed;
             t->egress_denied = (int64_t)sum.denied;
+            pthread_mutex_unlock(&t->mu);
         }
         sbx_ca_bundle_remove(t->egress_dir);
         rmdir(t->egress_dir);
