@@ -448,48 +448,13 @@ task_routes() {
     code=$(rq GET "/v1/tasks/kt1/ports/$port/" -H "X-Sbx-Forwarded-By: $owner" \
         -H 'X-Sbx-Client: local' -H 'X-Sbx-Scopes: 255')
     [ "$code" = 409 ] || fail "a port request marked as forwarded, to b1: HTTP $code $(cat "$work/r.out")"
-    # the terminal: 101 through b1, then the request frame up and the result down
-    python3 - "$work/b1/runner.sock" <<'PY' || fail "the terminal of kt1 through b1 (above)"
-import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.settimeout(60)
-s.connect(sys.argv[1])
-s.sendall(b"GET /v1/tasks/kt1/terminal HTTP/1.1\r\nHost: sbx\r\nConnection: Upgrade\r\n"
-          b"Upgrade: sbx-terminal.v2\r\n\r\n")
-head = b""
-while b"\r\n\r\n" not in head:
-    b = s.recv(1)
-    if not b:
-        sys.exit("no 101: %r" % head)
-    head += b
-if not head.startswith(b"HTTP/1.1 101"):
-    sys.exit("not a 101: %r %r" % (head, s.recv(4096)))
-req = json.dumps({"argv": ["fake-exit", "7"]}).encode()
-s.sendall(b"R\0\0\0" + struct.pack(">I", len(req)) + req)
-buf = b""
-while True:
-    while len(buf) >= 8 and len(buf) >= 8 + struct.unpack(">I", buf[4:8])[0]:
-        n = struct.unpack(">I", buf[4:8])[0]
-        t, data, buf = buf[:1], buf[8:8 + n], buf[8 + n:]
-        if t == b"X":
-            # the owner's answer to the request frame: the fake's sandbox
-            # has no exec agent, so that is its error (a real one: status 7)
-            x = json.loads(data)
-            if x.get("status") != 7 and "exec agent" not in x.get("error", ""):
-                sys.exit("the terminal's result: %r" % x)
-            print("fleet: the terminal of kt1 through b1: %r" % x)
-            sys.exit(0)
-    b = s.recv(65536)
-    if not b:
-        sys.exit("the relay ended before the 'X' frame")
-    buf += b
-PY
-    # (added, issue 31) `sbx port`'s raw connection and `sbx cp`'s archive
-    # through b1: each asks the owner for its own upgrade, and after its 101
-    # bytes go both ways (before, b1 asked for none: the owner answered 426
-    # or a preview)
+    # the terminal: 101 through b1, then the request frame up and the result
+    # down; (added, issue 31) `sbx port`'s raw connection and `sbx cp`'s
+    # archive likewise: each asks the owner for its own upgrade, and after
+    # its 101 bytes go both ways (before, b1 asked for none: the owner
+    # answered 426 or a preview)
     www_start
-    python3 - "$work/b1/runner.sock" "$port" "$work/www/page.bin" <<'PY' || fail "a raw port and an archive of kt1 through b1 (above)"
+    python3 - "$work/b1/runner.sock" "$port" "$work/www/page.bin" <<'PY' || fail "the terminal, a raw port and an archive of kt1 through b1 (above)"
 import json, socket, struct, sys
 def upgrade(path, proto):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -506,6 +471,26 @@ def upgrade(path, proto):
     if not head.startswith(b"HTTP/1.1 101"):
         sys.exit("%s: not a 101: %r %r" % (proto, head, s.recv(4096)))
     return s
+def result(s, req):
+    """Sends the 'R' frame, returns the owner's 'X' frame."""
+    req = json.dumps(req).encode()
+    s.sendall(b"R\0\0\0" + struct.pack(">I", len(req)) + req)
+    buf = b""
+    while True:
+        while len(buf) >= 8 and len(buf) >= 8 + struct.unpack(">I", buf[4:8])[0]:
+            n = struct.unpack(">I", buf[4:8])[0]
+            t, data, buf = buf[:1], buf[8:8 + n], buf[8 + n:]
+            if t == b"X":
+                return json.loads(data)
+        b = s.recv(65536)
+        if not b:
+            sys.exit("the relay ended before the 'X' frame: %r" % buf)
+        buf += b
+# the fake's sandbox has no exec agent, so that is its error (a real one: status 7)
+x = result(upgrade("/v1/tasks/kt1/terminal", "sbx-terminal.v2"), {"argv": ["fake-exit", "7"]})
+if x.get("status") != 7 and "exec agent" not in x.get("error", ""):
+    sys.exit("the terminal's result: %r" % x)
+print("fleet: the terminal of kt1 through b1: %r" % x)
 # a raw port: an HTTP/1.0 request of our own to the page server, its whole answer back
 s = upgrade("/v1/tasks/kt1/ports/" + sys.argv[2], "sbx-port.v1")
 s.sendall(b"GET /page.bin HTTP/1.0\r\n\r\n")
@@ -519,26 +504,12 @@ page = open(sys.argv[3], "rb").read()
 if not got.startswith(b"HTTP/1.0 200") or not got.endswith(page):
     sys.exit("the raw port's answer: %d bytes, %r" % (len(got), got[:80]))
 print("fleet: a raw port of kt1 through b1: %d bytes" % len(got))
-# an archive: the request frame up, the owner's 'X' frame down
-s = upgrade("/v1/tasks/kt1/archive", "sbx-archive.v1")
-req = json.dumps({"op": "files_stat", "path": "/etc/hostname"}).encode()
-s.sendall(b"R\0\0\0" + struct.pack(">I", len(req)) + req)
-buf = b""
-while True:
-    while len(buf) >= 8 and len(buf) >= 8 + struct.unpack(">I", buf[4:8])[0]:
-        n = struct.unpack(">I", buf[4:8])[0]
-        t, data, buf = buf[:1], buf[8:8 + n], buf[8 + n:]
-        if t == b"X":
-            x = json.loads(data)
-            # the fake provider has no files: the owner's refusal names it
-            if "fake" not in x.get("error", "") and x.get("status") != 0:
-                sys.exit("the archive's result: %r" % x)
-            print("fleet: the archive of kt1 through b1: %r" % x)
-            sys.exit(0)
-    b = s.recv(65536)
-    if not b:
-        sys.exit("the relay ended before the 'X' frame: %r" % buf)
-    buf += b
+# an archive: the fake provider has no files, the owner's refusal names it
+x = result(upgrade("/v1/tasks/kt1/archive", "sbx-archive.v1"),
+           {"op": "files_stat", "path": "/etc/hostname"})
+if "fake" not in x.get("error", "") and x.get("status") != 0:
+    sys.exit("the archive's result: %r" % x)
+print("fleet: the archive of kt1 through b1: %r" % x)
 PY
     www_stop
     echo "fleet: task kt1 on $owner: files, pause, egress, snapshot, a port (2 MiB), a terminal, a raw port and an archive through b1 reached it"
