@@ -6,11 +6,13 @@
  * client. Over socketpairs: the server's whole answer is written first. */
 #include "test_common.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "http/h1_reply.h"
@@ -206,6 +208,66 @@ static void test_hostile_heads(void **state)
     free(flood);
 }
 
+/* (added, issue 31) A server that sends its head a byte at a time, each
+ * within the read timeout: the whole head has that time too (1 s here), so
+ * the session ends at it with a 502, not after the 60 bytes' 18 s. */
+struct drip {
+    int fd;
+    int stop; /* atomic */
+};
+
+static void *drip_main(void *arg)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Slow: aaaa\r\n\r\n";
+    struct drip *d = arg;
+    struct timespec ts = {0, 300 * 1000 * 1000};
+
+    for (size_t i = 0; i < sizeof(head) - 1 && !__atomic_load_n(&d->stop, __ATOMIC_ACQUIRE); i++) {
+        if (write(d->fd, head + i, 1) != 1) {
+            break;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void test_slow_head(void **state)
+{
+    struct timeval tv = {1, 0};
+    struct timespec t0, t1;
+    struct drip d;
+    pthread_t th;
+    char out[1024];
+    int up[2];
+    int cl[2];
+    ssize_t k;
+
+    (void)state;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, up), 0);
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cl), 0);
+    setsockopt(up[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    d.fd = up[1];
+    d.stop = 0;
+    assert_int_equal(pthread_create(&th, NULL, drip_main, &d), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    runner_preview_relay(up[0], cl[0], 1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    __atomic_store_n(&d.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    close(cl[0]);
+    k = read(cl[1], out, sizeof(out) - 1);
+    assert_true(k > 0);
+    out[k] = '\0';
+    assert_non_null(strstr(out, "502 Bad Gateway"));
+    assert_non_null(strstr(out, "the server in the sandbox did not answer within 1 s"));
+    if (t1.tv_sec - t0.tv_sec > 4) {
+        fail_msg("the relay waited %ld s for a head dripped in", (long)(t1.tv_sec - t0.tv_sec));
+    }
+    close(up[0]);
+    close(up[1]);
+    close(cl[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_refused),
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_hostile_heads),
+        cmocka_unit_test(test_slow_head),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
