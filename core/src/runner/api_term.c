@@ -42,6 +42,7 @@
 #include "runner/jobs.h"
 #include "runner/preview.h"
 #include "runner/rtask.h"
+#include "runner/sessions.h"
 #include "sandbox/keeper_files.h"
 #include "sandbox/proto.h"
 #include "sandbox/pty.h"
@@ -53,7 +54,6 @@
 #include "util/relay.h"
 #include "util/xalloc.h"
 
-#define SESSIONS_MAX 64
 #define REQ_TIMEOUT_S 30
 #define UPSTREAM_TIMEOUT_S 300
 #define CLIENT_SEND_TIMEOUT_S 60
@@ -65,7 +65,6 @@
 /* (added, issue 31) `sbx cp`: one streamed archive request in frames */
 #define ARCHIVE_PROTO RUNNER_UPGRADE_ARCHIVE
 
-static int sessions;
 /* the terminals open now, so that a stopping runner can end them */
 static pthread_mutex_t terms_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct session *terms;
@@ -129,7 +128,7 @@ static void session_end(struct session *s)
         rtask_leave(s->rt);
     }
     runner_unlock(s->r);
-    __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
+    runner_session_give(s->client);
     /* thread-safe with evthread_use_pthreads() (runner.c) */
     event_base_once(runner_base(s->r), -1, EV_TIMEOUT, free_evcon, s->evcon, NULL);
     free(s->head);
@@ -627,12 +626,15 @@ static struct rtask *io_task_hold(const struct runner_route_call *c, const char 
                            rtask_state(rt) == RT_STARTING ? "starting" : "not ready");
         return NULL;
     }
-    if (__atomic_add_fetch(&sessions, 1, __ATOMIC_ACQ_REL) > SESSIONS_MAX) {
-        __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
-        runner_unlock(r);
-        runner_reply_error(req, 503, "%d terminals and port connections are open: try later",
-                           SESSIONS_MAX);
-        return NULL;
+    {
+        char why[200];
+        int status = runner_session_take(c->who->name, why, sizeof(why));
+
+        if (status != 0) { /* (changed, issue 31) the box's cap, or the client's */
+            runner_unlock(r);
+            runner_reply_error(req, status, "%s", why);
+            return NULL;
+        }
     }
     rtask_enter(rt); /* the task is not ended under the session */
     runner_unlock(r);
@@ -721,7 +723,7 @@ static void task_io(const struct runner_route_call *c, int terminal, int archive
         runner_lock(r);
         rtask_leave(rt);
         runner_unlock(r);
-        __atomic_sub_fetch(&sessions, 1, __ATOMIC_RELEASE);
+        runner_session_give(c->who->name);
         free(s->head);
         free(s);
         return;
