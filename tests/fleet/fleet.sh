@@ -445,6 +445,11 @@ task_routes() {
         fail "GET port $port of kt1 through b1: HTTP $code, $(wc -c <"$work/r.out") bytes"
     grep -qi "^Content-Security-Policy: sandbox" "$work/r.head" ||
         fail "the page through b1 lacks the owner's CSP: $(cat "$work/r.head")"
+    # (added, issue 31) once, and the connection is not kept: b1 makes the
+    # head as the owner does, whatever sbx the owner runs
+    [ "$(grep -ci "^Content-Security-Policy:" "$work/r.head")" = 1 ] &&
+        grep -qi "^Connection: close" "$work/r.head" ||
+        fail "the page's head through b1: $(cat "$work/r.head")"
     code=$(rq GET "/v1/tasks/kt1/ports/$port/" -H "X-Sbx-Forwarded-By: $owner" \
         -H 'X-Sbx-Client: local' -H 'X-Sbx-Scopes: 255')
     [ "$code" = 409 ] || fail "a port request marked as forwarded, to b1: HTTP $code $(cat "$work/r.out")"

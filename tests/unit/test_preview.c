@@ -268,6 +268,36 @@ static void test_slow_head(void **state)
     close(cl[1]);
 }
 
+/* (added, issue 31) The head a relay sends for a preview's answer (the owner
+ * box's and the receiving box's alike): the status line, the CSP and
+ * Connection: close, then the lines as they came but the connection ones and
+ * a CSP line that is the runner's own (an owner added it already); 0 when the
+ * room given is too small. */
+static void test_head_rewrite(void **state)
+{
+    static const char owner[] =
+        "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP "Connection: keep-alive\r\nContent-Length: 2\r\n"
+        "Content-Security-Policy: default-src 'none'\r\n"
+        "keep-alive: timeout=5\r\n\r\nhi";
+    struct sbx_h1_head h;
+    char out[512];
+    char why[200];
+    long end;
+    size_t n;
+
+    (void)state;
+    sbx_h1_reply_init(&h, SBX_H1_REPLY_TUNNEL);
+    end = sbx_h1_reply_feed(&h, owner, sizeof(owner) - 1, "the owner", why, sizeof(why));
+    assert_true(end > 0);
+    n = runner_preview_head(&h, owner, out, sizeof(out));
+    assert_true(n > 0);
+    out[n] = '\0';
+    assert_string_equal(out, "HTTP/1.1 200 OK\r\n" RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE
+                             "Content-Length: 2\r\n"
+                             "Content-Security-Policy: default-src 'none'\r\n\r\n");
+    assert_int_equal(runner_preview_head(&h, owner, out, (size_t)end), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_cap),
         cmocka_unit_test(test_hostile_heads),
         cmocka_unit_test(test_slow_head),
+        cmocka_unit_test(test_head_rewrite),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,6 +52,7 @@
 #include "runner/fleet.h"
 #include "runner/forward.h"
 #include "runner/jobs.h"
+#include "runner/preview.h"
 #include "util/log.h"
 #include "util/xalloc.h"
 
@@ -179,7 +180,9 @@ static void tun_fail(struct tun *t, const char *why)
 
 /* (changed, issue 31) The owner's reply head, parsed by the one HTTP/1 parser
  * under its cap (http/h1_reply.h) from the bytes waiting in in, which stay there
- * to be relayed as they came: 0 once it is complete (an upgrade's 101 starts
+ * to be relayed as they came; a preview's head is relayed as the owner makes
+ * it (runner_preview_head: the CSP, Connection: close), whatever sbx the owner
+ * runs, and the rest as it came: 0 once it is complete (an upgrade's 101 starts
  * relaying the caller's bytes), 1 while more are needed, -1 when it is refused
  * (the caller got a 502 saying why; nothing of the owner's was relayed). */
 static int see_head(struct tun *t, struct evbuffer *in)
@@ -211,6 +214,16 @@ static int see_head(struct tun *t, struct evbuffer *in)
                  line);
         tun_fail(t, msg);
         return -1;
+    }
+    if (t->upgrade == NULL) { /* (added, issue 31) a preview's head as the owner's own makes it */
+        size_t room = (size_t)end + RUNNER_PREVIEW_HEAD_EXTRA;
+        char *out = xmalloc(room);
+        size_t len = runner_preview_head(t->head, buf, out, room);
+
+        evbuffer_drain(in, (size_t)end);
+        bufferevent_write(t->cb, out, len);
+        t->down += len;
+        free(out);
     }
     if (t->upgrade != NULL && t->head->status == 101 && t->head->minor == 1) {
         struct timeval wt = {TUN_SEND_S, 0};

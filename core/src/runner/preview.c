@@ -113,38 +113,44 @@ static size_t read_head(int up, struct sbx_h1_head *h, char *buf, size_t *have, 
 }
 
 /* 1 for a header the relay drops: the server's say on the connection, which
- * the runner closes after this one answer (Connection: close is sent). */
-static int hop_header(const struct sbx_h1_header *hd)
+ * the runner closes after this one answer (Connection: close is sent), and a
+ * CSP line that is the runner's own (an owner box added it already). */
+static int dropped_header(const struct sbx_h1_header *hd)
 {
     static const char *const hop[] = {"Connection", "Keep-Alive", "Proxy-Connection"};
+    static const char csp[] = RUNNER_PREVIEW_CSP;
 
     for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++) {
         if (hd->name.n == strlen(hop[i]) && strncasecmp(hd->name.p, hop[i], hd->name.n) == 0) {
             return 1;
         }
     }
-    return 0;
+    return hd->line_len == sizeof(csp) - 1 && memcmp(hd->name.p, csp, hd->line_len) == 0;
 }
 
-/* The head to send: the status line as it came, the CSP and Connection:
- * close, then the server's header lines as they came but its hop ones. */
-static int send_head(int client, const struct sbx_h1_head *h, const char *buf)
+size_t runner_preview_head(const struct sbx_h1_head *h, const char *buf, char *out, size_t cap)
 {
+    static const char add[] = RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE;
     size_t line = sbx_h1_reply_status_line(h, buf, NULL, 0);
+    size_t n = 0;
 
-    if (sbx_send_all(client, buf, line) < 0 ||
-        sbx_send_all(client, RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE,
-                     strlen(RUNNER_PREVIEW_CSP RUNNER_PREVIEW_CLOSE)) < 0) {
-        return -1;
+    if (cap < h->len + sizeof(add)) {
+        return 0;
     }
+    memcpy(out, buf, line);
+    n = line;
+    memcpy(out + n, add, sizeof(add) - 1);
+    n += sizeof(add) - 1;
     for (size_t i = 0; i < h->nheaders; i++) {
         const struct sbx_h1_header *hd = &h->headers[i];
 
-        if (!hop_header(hd) && sbx_send_all(client, hd->name.p, hd->line_len) < 0) {
-            return -1;
+        if (!dropped_header(hd)) {
+            memcpy(out + n, hd->name.p, hd->line_len);
+            n += hd->line_len;
         }
     }
-    return sbx_send_all(client, "\r\n", 2);
+    memcpy(out + n, "\r\n", 2);
+    return n + 2;
 }
 
 int64_t runner_preview_relay(int up, int client, int timeout_s)
@@ -155,12 +161,17 @@ int64_t runner_preview_relay(int up, int client, int timeout_s)
     size_t have = 0;
     char why[300];
     size_t end = read_head(up, h, buf, &have, timeout_s, &total, why, sizeof(why));
+    char *head = NULL;
+    size_t head_len;
 
     if (end == 0) {
         runner_reply_raw(client, 502, "Bad Gateway", why);
         goto out;
     }
-    if (send_head(client, h, buf) < 0 || sbx_send_all(client, buf + end, have - end) < 0) {
+    head = xmalloc(end + RUNNER_PREVIEW_HEAD_EXTRA);
+    head_len = runner_preview_head(h, buf, head, end + RUNNER_PREVIEW_HEAD_EXTRA);
+    if (sbx_send_all(client, head, head_len) < 0 ||
+        sbx_send_all(client, buf + end, have - end) < 0) {
         goto out;
     }
     for (;;) {
@@ -178,6 +189,7 @@ int64_t runner_preview_relay(int up, int client, int timeout_s)
         }
     }
 out:
+    free(head);
     free(h);
     free(buf);
     return total;

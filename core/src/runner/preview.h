@@ -9,6 +9,7 @@
 #ifndef SBX_RUNNER_PREVIEW_H
 #define SBX_RUNNER_PREVIEW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* the preview's pages run in an opaque origin: never with the API's */
@@ -20,6 +21,17 @@
  * that a browser never sends a second request on it (a server's second answer,
  * sent ahead, would be that request's, without the CSP) */
 #define RUNNER_PREVIEW_CLOSE "Connection: close\r\n"
+
+/* (added, issue 31) The head to relay for a preview's answer h (parsed from
+ * buf): its status line as it came, the CSP and Connection: close, then its
+ * header lines as they came but Connection, Keep-Alive, Proxy-Connection and
+ * a CSP line that is the runner's own (an owner box added it). Into out (cap
+ * at least h->len + RUNNER_PREVIEW_HEAD_EXTRA): its length, or 0 when out is
+ * too small. Used by the relay to another box too (fwd_tunnel.c), so that
+ * an owner of an older sbx cannot keep the connection either. */
+struct sbx_h1_head;
+#define RUNNER_PREVIEW_HEAD_EXTRA 128
+size_t runner_preview_head(const struct sbx_h1_head *h, const char *buf, char *out, size_t cap);
 
 /* A whole reply with a JSON body {"error": msg} and Connection: close on fd. */
 void runner_reply_raw(int fd, int code, const char *reason, const char *msg);
