@@ -576,7 +576,7 @@ json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err)
     cleanup_q struct sbx_q *queued = NULL;
     struct sbx_box_rec *boxes = NULL;
     size_t n = 0;
-    int64_t now = sbx_store_now();
+    int64_t now;
     json_t *out;
     json_t *arr = json_array();
     json_t *qs = json_object();
@@ -587,14 +587,20 @@ json_t *sbx_store_fleet_json(struct sbx_store *st, sbx_error_t **err)
         json_decref(qs);
         return NULL;
     }
+    /* (changed, issue 31) after the list, not before: a box that renewed its
+     * lease in between got a negative age (sbx_fleet_box_heartbeat_age_seconds
+     * below 0, where test_fleet_jobs once failed); and never below 0 (another
+     * box's clock may be ahead) */
+    now = sbx_store_now();
     for (size_t i = 0; i < n; i++) {
+        int64_t age = now > boxes[i].heartbeat ? now - boxes[i].heartbeat : 0;
+
         json_array_append_new(
             arr,
             json_pack("{s:s, s:O, s:O, s:s, s:s, s:f, s:b, s:I, s:[]}", "id", boxes[i].id, "pools",
                       boxes[i].pools ? boxes[i].pools : json_null(), "capacity",
                       boxes[i].capacity ? boxes[i].capacity : json_null(), "api", boxes[i].api,
-                      "version", boxes[i].version, "heartbeat_age",
-                      (double)(now - boxes[i].heartbeat) / 1000.0, "alive",
+                      "version", boxes[i].version, "heartbeat_age", (double)age / 1000.0, "alive",
                       boxes[i].lease_until > now, "epoch", (json_int_t)boxes[i].epoch, "holds"));
     }
     held = sbx_q_prepare(st,
