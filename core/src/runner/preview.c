@@ -38,6 +38,35 @@ void runner_reply_raw(int fd, int code, const char *reason, const char *msg)
     json_decref(j);
 }
 
+/* One read of up, by the deadline (ms, monotonic): the bytes read, 0 at its
+ * end, or -1 with errno (ETIMEDOUT: the deadline, or up's own read timeout,
+ * passed first). */
+static ssize_t read_by(int up, char *p, size_t room, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - sbx_mono_ms();
+        struct pollfd pf = {.fd = up, .events = POLLIN};
+        int ready = left > 0 ? poll(&pf, 1, (int)left) : 0;
+        ssize_t n;
+
+        if (ready < 0 && errno == EINTR) {
+            continue;
+        }
+        if (ready == 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        n = read(up, p, room);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            errno = ETIMEDOUT;
+        }
+        return n;
+    }
+}
+
 /* The response's final head into buf (with what came after it in the same
  * reads): its length, *have the bytes in buf; or 0 with why set. (changed,
  * issue 31) Interim heads (1xx) are read and dropped, never relayed: a browser
@@ -58,24 +87,9 @@ static size_t read_head(int up, struct sbx_h1_head *h, char *buf, size_t *have, 
         sbx_h1_reply_init(h, SBX_H1_REPLY_PREVIEW);
         end = *have > 0 ? sbx_h1_reply_feed(h, buf, *have, FROM, why, whylen) : 0;
         while (end == 0) {
-            int64_t left = deadline - sbx_mono_ms();
-            struct pollfd p = {.fd = up, .events = POLLIN};
-            int ready = left > 0 ? poll(&p, 1, (int)left) : 0;
-            ssize_t n = -1;
+            ssize_t n = read_by(up, buf + *have, COPY_CHUNK - *have, deadline);
 
-            if (ready < 0 && errno == EINTR) {
-                continue;
-            }
-            if (ready == 0) {
-                errno = EAGAIN;
-            }
-            else {
-                n = read(up, buf + *have, COPY_CHUNK - *have);
-            }
-            if (n < 0 && errno == EINTR) {
-                continue;
-            }
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (n < 0 && errno == ETIMEDOUT) {
                 snprintf(why, whylen, FROM " did not answer within %d s", timeout_s);
                 return 0;
             }
