@@ -1461,6 +1461,14 @@ def serve(c):
             c.sendall(b'HTTP/1.1 403 Forbidden\r\nContent-Length: 17\r\n\r\n{"error":"no"}\n\n\n')
         elif "/ports/1/silent" in line:  # (added) closes without a byte
             pass
+        elif "/ports/1/early" in line:  # (added, issue 31) an older owner's 103 before the page
+            c.sendall(b"HTTP/1.1 103 Early Hints\r\nContent-Security-Policy: sandbox\r\n\r\n"
+                      b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\n<script>")
+        elif "/ports/1/keep" in line:  # (added, issue 31) an older owner: no CSP, kept alive
+            c.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=9\r\n"
+                      b"Content-Length: 2\r\n\r\nhi")
+        elif "/ports/1/badhead" in line:  # (added, issue 31) a bare LF in the head
+            c.sendall(b"HTTP/1.1 200 OK\nContent-Length: 2\n\nhi")
         elif "mode=head" in line:
             c.sendall(b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 200000 + b"\r\n\r\n")
         elif "mode=garbage" in line:
@@ -1544,6 +1552,22 @@ code=$(get "http://sbx/v1/tasks/kt9/ports/1/refuse")
 code=$(get "http://sbx/v1/tasks/kt9/ports/1/silent")
 [ "$code" = 502 ] && grep -q "box b2 holds task kt9 and did not answer: the owner closed the connection" "$work/bad.out" ||
     fail "an owner that closes at once: HTTP $code $(head -c 300 "$work/bad.out")"
+# (added, issue 31) what an owner of an older sbx, or a bad one, may answer to
+# a preview: an interim head is a 502 (its page would come without the CSP),
+# a page without the CSP gets it and Connection: close from b1, a bad head is
+# a 502 naming what
+code=$(get "http://sbx/v1/tasks/kt9/ports/1/early")
+[ "$code" = 502 ] && grep -q "the owner answered 'HTTP/1.1 103 Early Hints' to a preview (an interim answer)" "$work/bad.out" &&
+    ! grep -q script "$work/bad.out" ||
+    fail "an owner's 103 before a page: HTTP $code $(head -c 300 "$work/bad.out")"
+code=$(get -D "$work/bad.head" "http://sbx/v1/tasks/kt9/ports/1/keep")
+[ "$code" = 200 ] && [ "$(cat "$work/bad.out")" = hi ] &&
+    [ "$(grep -ci '^Content-Security-Policy: sandbox allow-scripts' "$work/bad.head")" = 1 ] &&
+    grep -qi '^Connection: close' "$work/bad.head" && ! grep -qi 'keep-alive' "$work/bad.head" ||
+    fail "an owner's page without the CSP: HTTP $code $(cat "$work/bad.head")"
+code=$(get "http://sbx/v1/tasks/kt9/ports/1/badhead")
+[ "$code" = 502 ] && grep -q "the owner sent a bad reply head: a bare LF" "$work/bad.out" ||
+    fail "an owner's head with a bare LF: HTTP $code $(head -c 300 "$work/bad.out")"
 kill -0 "${pid[b1]}" || fail "b1 died"
 # (added) b1 stops (SIGTERM) with a relayed terminal open: it ends the relay,
 # exits 0, and frees everything (the sanitizer build checks its log)
